@@ -1,0 +1,201 @@
+//! KV-cache what-if: the theoretical hit rate of a finite LRU prefix cache, by capacity.
+//!
+//! Blocks are accessed in trace order (rows in file order, ids in row order). An access hits an
+//! LRU cache of `C` blocks exactly when its reuse distance (distinct other blocks accessed since
+//! this block's previous access) is below `C`. A row's hit is its leading run of hits (a prefix
+//! cache stops at the first miss), so a block counts for capacity `C` when the running maximum of
+//! reuse distances up to it is below `C`. Reuse distances come from one pass with a Fenwick tree
+//! over access times; one histogram over capacity buckets then yields the whole curve. With an
+//! unbounded capacity this is exactly the reference's theoretical (infinite-cache) hit rate.
+
+use serde::{Deserialize, Serialize};
+
+use super::IdSpace;
+use crate::trace::Trace;
+
+/// One point of the curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CachePoint {
+    /// Capacity in blocks (`None`: unbounded).
+    pub capacity_blocks: Option<u64>,
+    /// Mean over rows with hash ids of the fraction of leading blocks that hit.
+    pub hit_rate: f64,
+}
+
+/// Capacities 1, 2, 3, 4, 6, 8, 12, … (powers of two and 1.5× between) up to the number of
+/// distinct blocks, then the unbounded cache.
+fn capacities(distinct: usize) -> Vec<u64> {
+    let mut caps = Vec::new();
+    let mut p: u64 = 1;
+    while (p as usize) < distinct {
+        caps.push(p);
+        let mid = p + p / 2;
+        if mid > p && (mid as usize) < distinct {
+            caps.push(mid);
+        }
+        p *= 2;
+    }
+    if distinct > 0 {
+        caps.push(distinct as u64);
+    }
+    caps.dedup();
+    caps
+}
+
+/// The hit-rate curve of a finite LRU cache (see the module documentation).
+pub fn lru_hit_rate_curve(trace: &Trace, space: &IdSpace) -> Vec<CachePoint> {
+    let total = trace.total_hash_ids();
+    let mut last_access = vec![u32::MAX; space.size()];
+    let mut fenwick = Fenwick::new(total);
+    let distinct = {
+        let mut seen = super::BitSet::new(space.size());
+        (0..total).for_each(|i| seen.insert(space.at(i)));
+        seen.count()
+    };
+    let caps = capacities(distinct);
+    // bucket[j]: weight of blocks that first hit at capacity caps[j]; the last bucket is the
+    // unbounded cache.
+    let mut bucket = vec![0.0f64; caps.len() + 1];
+    // Reuse distance of every access of the current row, `u64::MAX` for a first access.
+    let mut row_rd: Vec<u64> = Vec::new();
+    let mut rows_with_ids = 0usize;
+    let mut t = 0usize;
+    for row in trace.rows() {
+        let range = trace.hash_ids_range(row);
+        if range.is_empty() {
+            continue;
+        }
+        rows_with_ids += 1;
+        row_rd.clear();
+        for i in range.clone() {
+            let id = space.at(i);
+            let prev = last_access[id];
+            let rd = if prev == u32::MAX {
+                u64::MAX
+            } else {
+                let prev = prev as usize;
+                let between = fenwick.prefix(t) - fenwick.prefix(prev + 1);
+                fenwick.add(prev, -1);
+                between as u64
+            };
+            fenwick.add(t, 1);
+            last_access[id] = t as u32;
+            row_rd.push(rd);
+            t += 1;
+        }
+        let w = 1.0 / range.len() as f64;
+        let mut running = 0u64;
+        for &rd in &row_rd {
+            running = running.max(rd);
+            if running == u64::MAX {
+                break;
+            }
+            bucket[caps.partition_point(|&c| c <= running)] += w;
+        }
+    }
+    let n = rows_with_ids.max(1) as f64;
+    let mut acc = 0.0;
+    let mut points = Vec::with_capacity(caps.len() + 1);
+    for (j, w) in bucket.iter().enumerate() {
+        acc += w;
+        points.push(CachePoint {
+            capacity_blocks: caps.get(j).copied(),
+            hit_rate: if rows_with_ids == 0 { 0.0 } else { acc / n },
+        });
+    }
+    points
+}
+
+/// Fenwick (binary indexed) tree of counts over access times.
+struct Fenwick {
+    tree: Vec<i32>,
+}
+
+impl Fenwick {
+    fn new(n: usize) -> Self {
+        Fenwick {
+            tree: vec![0; n + 1],
+        }
+    }
+
+    fn add(&mut self, i: usize, delta: i32) {
+        let mut i = i + 1;
+        while i < self.tree.len() {
+            self.tree[i] += delta;
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// Sum of positions `0..i`.
+    fn prefix(&self, i: usize) -> i64 {
+        let mut i = i;
+        let mut s = 0i64;
+        while i > 0 {
+            s += i64::from(self.tree[i]);
+            i -= i & i.wrapping_neg();
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Input, Row};
+    use proptest::prelude::*;
+
+    fn trace_of(rows: &[Vec<u64>]) -> Trace {
+        rows.iter()
+            .map(|ids| (Row::new(Input::Length(ids.len() as i64 * 16)), ids.clone()))
+            .collect()
+    }
+
+    /// Straightforward LRU simulation with prefix semantics, for comparison.
+    fn simulate(rows: &[Vec<u64>], cap: usize) -> f64 {
+        let mut lru: Vec<u64> = Vec::new(); // most recent last
+        let mut sum = 0.0;
+        let mut n = 0;
+        for ids in rows.iter().filter(|r| !r.is_empty()) {
+            n += 1;
+            let mut hits = 0;
+            let mut leading = true;
+            for id in ids {
+                let hit = lru.contains(id);
+                leading &= hit;
+                if leading {
+                    hits += 1;
+                }
+                lru.retain(|x| x != id);
+                lru.push(*id);
+                if lru.len() > cap {
+                    lru.remove(0);
+                }
+            }
+            sum += hits as f64 / ids.len() as f64;
+        }
+        if n == 0 { 0.0 } else { sum / n as f64 }
+    }
+
+    #[test]
+    fn capacities_are_increasing_and_end_at_the_distinct_count() {
+        assert_eq!(capacities(13), [1, 2, 3, 4, 6, 8, 12, 13]);
+        assert_eq!(capacities(0), Vec::<u64>::new());
+    }
+
+    proptest! {
+        #[test]
+        fn matches_a_direct_lru_simulation(rows in proptest::collection::vec(proptest::collection::vec(0u64..12, 0..6), 0..25)) {
+            let t = trace_of(&rows);
+            let space = IdSpace::new(t.all_hash_ids());
+            let curve = lru_hit_rate_curve(&t, &space);
+            for p in &curve {
+                let cap = p.capacity_blocks.map_or(usize::MAX, |c| c as usize);
+                let expected = simulate(&rows, cap);
+                prop_assert!((p.hit_rate - expected).abs() < 1e-12, "cap {:?}: {} vs {}", p.capacity_blocks, p.hit_rate, expected);
+            }
+            for w in curve.windows(2) {
+                prop_assert!(w[0].hit_rate <= w[1].hit_rate + 1e-15);
+            }
+        }
+    }
+}

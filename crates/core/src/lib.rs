@@ -1,0 +1,14 @@
+//! `aiperf-core`: the sans-IO heart of aiperf-rs.
+//!
+//! Everything here is pure computation over in-memory data: no files, no clock, no OS randomness.
+//! The same code runs in the native CLI and, compiled to `wasm32-unknown-unknown`, in the browser.
+//!
+//! - [`trace`]: the Mooncake trace format (rows, validating reader, writer);
+//! - [`analysis`]: the reference's trace statistics plus arrivals, cache curve and lint;
+//! - [`stats`]: the one statistics module (mean, std, percentiles);
+//! - [`report`]: the console report of an analysis.
+
+pub mod analysis;
+pub mod report;
+pub mod stats;
+pub mod trace;

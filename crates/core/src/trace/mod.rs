@@ -1,0 +1,236 @@
+//! The Mooncake trace format: the row type, a validating streaming reader and a writer.
+//!
+//! A [`Trace`] keeps every row's `hash_ids` in one shared arena so that a trace of a million rows
+//! costs a few hundred bytes a row, not a `Vec` allocation each. Rows are read with
+//! [`TraceParser`] (line by line, for progress reporting in the browser), [`parse_str`] or
+//! [`read`] (any `BufRead`), and written back with [`write_row`] / [`write_trace`].
+
+mod error;
+mod parse;
+mod write;
+
+pub use error::{RowError, TraceError};
+pub use parse::{ParseOptions, ParseOutcome, TraceParser, parse_str, read};
+pub use write::{row_to_string, write_row, write_trace};
+
+use serde_json::{Map, Value};
+
+/// A JSON number as written in the trace; integers stay integers when the row is written back.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Number {
+    Int(i64),
+    Float(f64),
+}
+
+impl Number {
+    /// The value as `f64` (exact for integers below 2^53).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Number::Int(i) => i as f64,
+            Number::Float(f) => f,
+        }
+    }
+}
+
+/// What a row asks the server to process: exactly one of the four input modes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    /// `input_length` tokens, described by the row's `hash_ids` blocks (may be empty).
+    Length(i64),
+    /// `text_input`: a literal prompt.
+    Text(Box<str>),
+    /// `messages`: OpenAI chat messages, sent verbatim; each is an object with a `role`.
+    Messages(Box<[Value]>),
+    /// `payload`: a complete request body, sent verbatim.
+    Payload(Box<Map<String, Value>>),
+}
+
+/// Fields that few rows carry, kept out of line so common rows stay small.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RareFields {
+    /// OpenAI tool definitions (only with `messages`).
+    pub tools: Option<Vec<Value>>,
+    /// Merged into the request body.
+    pub extra: Option<Map<String, Value>>,
+    /// Fields this format does not know, in the order they appeared; written back unchanged.
+    pub unknown: Vec<(String, Value)>,
+}
+
+/// One request of a trace. Its `hash_ids` live in the owning [`Trace`]'s arena.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub input: Input,
+    pub output_length: Option<u64>,
+    /// Arrival time in milliseconds, relative to an arbitrary origin.
+    pub timestamp: Option<Number>,
+    /// Milliseconds to wait after the previous turn of the same session completed.
+    pub delay: Option<Number>,
+    pub session_id: Option<Box<str>>,
+    pub rare: Option<Box<RareFields>>,
+    /// 1-based line of the source file this row came from (0 for rows built in code).
+    pub line: u32,
+    ids_start: u64,
+    ids_len: u32,
+}
+
+impl Row {
+    /// A row with the given input and nothing else.
+    pub fn new(input: Input) -> Self {
+        Row {
+            input,
+            output_length: None,
+            timestamp: None,
+            delay: None,
+            session_id: None,
+            rare: None,
+            line: 0,
+            ids_start: 0,
+            ids_len: 0,
+        }
+    }
+
+    /// `input_length` for rows in that mode.
+    pub fn input_length(&self) -> Option<i64> {
+        match self.input {
+            Input::Length(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// Number of hash ids of this row.
+    pub fn hash_id_count(&self) -> usize {
+        self.ids_len as usize
+    }
+
+    pub fn tools(&self) -> Option<&[Value]> {
+        self.rare.as_ref().and_then(|r| r.tools.as_deref())
+    }
+
+    pub fn extra(&self) -> Option<&Map<String, Value>> {
+        self.rare.as_ref().and_then(|r| r.extra.as_ref())
+    }
+
+    pub fn unknown_fields(&self) -> &[(String, Value)] {
+        self.rare.as_ref().map_or(&[], |r| r.unknown.as_slice())
+    }
+
+    /// Mutable access to the rare fields, creating them if needed.
+    pub fn rare_mut(&mut self) -> &mut RareFields {
+        self.rare.get_or_insert_with(Default::default)
+    }
+}
+
+/// A whole trace: rows in file order plus the shared `hash_ids` arena.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Trace {
+    rows: Vec<Row>,
+    ids: Vec<u64>,
+}
+
+impl Trace {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty trace with room for `rows` rows and `ids` hash ids.
+    pub fn with_capacity(rows: usize, ids: usize) -> Self {
+        Trace {
+            rows: Vec::with_capacity(rows),
+            ids: Vec::with_capacity(ids),
+        }
+    }
+
+    /// Appends a row with the given hash ids (any ids already attached to `row` are replaced).
+    pub fn push(&mut self, mut row: Row, hash_ids: impl IntoIterator<Item = u64>) {
+        let start = self.ids.len();
+        self.ids.extend(hash_ids);
+        row.ids_start = start as u64;
+        row.ids_len = (self.ids.len() - start) as u32;
+        self.rows.push(row);
+    }
+
+    /// Appends a row whose ids were already pushed with [`Trace::arena_mut`] from `start` on.
+    pub(crate) fn push_with_arena_tail(&mut self, mut row: Row, start: usize) {
+        row.ids_start = start as u64;
+        row.ids_len = (self.ids.len() - start) as u32;
+        self.rows.push(row);
+    }
+
+    pub(crate) fn arena_mut(&mut self) -> &mut Vec<u64> {
+        &mut self.ids
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
+    }
+
+    /// The hash ids of a row of this trace.
+    pub fn hash_ids(&self, row: &Row) -> &[u64] {
+        &self.ids[self.hash_ids_range(row)]
+    }
+
+    /// Where a row's ids sit in [`Trace::all_hash_ids`].
+    pub fn hash_ids_range(&self, row: &Row) -> std::ops::Range<usize> {
+        let start = row.ids_start as usize;
+        start..start + row.ids_len as usize
+    }
+
+    /// Rows with their hash ids, in file order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&Row, &[u64])> + '_ {
+        self.rows.iter().map(move |r| (r, self.hash_ids(r)))
+    }
+
+    /// All hash ids of all rows, concatenated in row order.
+    pub fn all_hash_ids(&self) -> &[u64] {
+        &self.ids
+    }
+
+    /// Total number of hash ids over all rows.
+    pub fn total_hash_ids(&self) -> usize {
+        self.ids.len()
+    }
+}
+
+impl FromIterator<(Row, Vec<u64>)> for Trace {
+    fn from_iter<T: IntoIterator<Item = (Row, Vec<u64>)>>(iter: T) -> Self {
+        let mut trace = Trace::new();
+        for (row, ids) in iter {
+            trace.push(row, ids);
+        }
+        trace
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_keep_their_ids_in_the_arena() {
+        let mut t = Trace::new();
+        t.push(Row::new(Input::Length(600)), [1, 2]);
+        t.push(Row::new(Input::Text("hi".into())), []);
+        t.push(Row::new(Input::Length(10)), [7]);
+        let ids: Vec<&[u64]> = t.iter().map(|(_, ids)| ids).collect();
+        assert_eq!(ids, vec![&[1, 2][..], &[][..], &[7][..]]);
+        assert_eq!(t.total_hash_ids(), 3);
+    }
+
+    #[test]
+    fn row_stays_small() {
+        // A million rows must fit comfortably in memory; keep the row compact.
+        assert!(
+            std::mem::size_of::<Row>() <= 128,
+            "Row is {} bytes",
+            std::mem::size_of::<Row>()
+        );
+    }
+}

@@ -1,0 +1,1 @@
+//! The browser app of aiperf-rs (Yew + Trunk); see `../shared/docs/spec-web.md`.
