@@ -11,9 +11,7 @@ pub fn group_thousands(value: f64, decimals: usize) -> String {
         return value.to_string();
     }
     let s = format!("{:.*}", decimals, value.abs());
-    let (int, frac) = s
-        .split_once('.')
-        .map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
+    let (int, frac) = s.split_once('.').map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
     let mut out = String::with_capacity(s.len() + s.len() / 3 + 1);
     if value < 0.0 && s.bytes().any(|b| b.is_ascii_digit() && b != b'0') {
         out.push('-');
@@ -55,10 +53,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         }
         out.push('\n');
     };
-    line(
-        &mut out,
-        &header.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
-    );
+    line(&mut out, &header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
     let total: usize = width.iter().sum::<usize>() + 2 * (cols.saturating_sub(1));
     out.push_str(&"─".repeat(total));
     out.push('\n');
@@ -72,9 +67,7 @@ fn stats_row(name: &str, s: Option<&Summary>, decimals: usize) -> Vec<String> {
     let mut row = vec![name.to_string()];
     match s {
         Some(s) => row.extend(
-            [s.mean, s.std_dev, s.min, s.p25, s.median, s.p75, s.max]
-                .iter()
-                .map(|v| group_thousands(*v, decimals)),
+            [s.mean, s.std_dev, s.min, s.p25, s.median, s.p75, s.max].iter().map(|v| group_thousands(*v, decimals)),
         ),
         None => row.extend(std::iter::repeat_n("–".to_string(), 7)),
     }
@@ -88,46 +81,17 @@ pub fn analysis_report(a: &Analysis) -> String {
     let kv = |out: &mut String, k: &str, v: String| {
         let _ = writeln!(out, "  {k:<22}{v}");
     };
-    kv(
-        &mut out,
-        "Total requests:",
-        group_thousands(a.total_requests as f64, 0),
-    );
-    kv(
-        &mut out,
-        "Unique prefixes:",
-        group_thousands(a.unique_prefixes as f64, 0),
-    );
-    kv(
-        &mut out,
-        "Prefix groups:",
-        group_thousands(a.num_prefix_groups as f64, 0),
-    );
-    kv(
-        &mut out,
-        "Cache hit rate:",
-        format!(
-            "{:.2}% (theoretical, infinite cache)",
-            a.cache_hit_rate * 100.0
-        ),
-    );
-    kv(
-        &mut out,
-        "Prefix reuse ratio:",
-        format!("{:.2}%", a.prefix_reuse_ratio * 100.0),
-    );
+    kv(&mut out, "Total requests:", group_thousands(a.total_requests as f64, 0));
+    kv(&mut out, "Unique prefixes:", group_thousands(a.unique_prefixes as f64, 0));
+    kv(&mut out, "Prefix groups:", group_thousands(a.num_prefix_groups as f64, 0));
+    kv(&mut out, "Cache hit rate:", format!("{:.2}% (theoretical, infinite cache)", a.cache_hit_rate * 100.0));
+    kv(&mut out, "Prefix reuse ratio:", format!("{:.2}%", a.prefix_reuse_ratio * 100.0));
     out.push('\n');
-    let header = [
-        "Metric", "Mean", "Std Dev", "Min", "P25", "Median", "P75", "Max",
-    ];
+    let header = ["Metric", "Mean", "Std Dev", "Min", "P25", "Median", "P75", "Max"];
     let rows = vec![
         stats_row("Input Length", a.isl_stats.as_ref(), 2),
         stats_row("Context Length", a.context_length_stats.as_ref(), 2),
-        stats_row(
-            "Unique Prompt Length",
-            a.unique_prompt_length_stats.as_ref(),
-            2,
-        ),
+        stats_row("Unique Prompt Length", a.unique_prompt_length_stats.as_ref(), 2),
         stats_row("Output Length", a.osl_stats.as_ref(), 2),
         stats_row("Theoretical Hit Rates", a.hit_rate_stats.as_ref(), 2),
     ];
@@ -135,16 +99,8 @@ pub fn analysis_report(a: &Analysis) -> String {
     if let Some(arr) = &a.arrivals {
         out.push('\n');
         let _ = writeln!(out, "Arrivals");
-        kv(
-            &mut out,
-            "Duration:",
-            format!("{} s", group_thousands(arr.duration_s, 1)),
-        );
-        kv(
-            &mut out,
-            "Mean rate:",
-            format!("{} req/s", group_thousands(arr.mean_rate_per_s, 2)),
-        );
+        kv(&mut out, "Duration:", format!("{} s", group_thousands(arr.duration_s, 1)));
+        kv(&mut out, "Mean rate:", format!("{} req/s", group_thousands(arr.mean_rate_per_s, 2)));
         kv(
             &mut out,
             "Peak rate:",
@@ -169,22 +125,14 @@ pub fn analysis_report(a: &Analysis) -> String {
         kv(
             &mut out,
             "Same-ms bursts:",
-            format!(
-                "{} requests, largest {}",
-                group_thousands(arr.same_ms_requests as f64, 0),
-                arr.largest_burst
-            ),
+            format!("{} requests, largest {}", group_thousands(arr.same_ms_requests as f64, 0), arr.largest_burst),
         );
         if arr.sessions > 0 {
             let turns = arr.turns_per_session.map_or(0.0, |t| t.mean);
             kv(
                 &mut out,
                 "Sessions:",
-                format!(
-                    "{} ({:.2} turns each on average)",
-                    group_thousands(arr.sessions as f64, 0),
-                    turns
-                ),
+                format!("{} ({:.2} turns each on average)", group_thousands(arr.sessions as f64, 0), turns),
             );
         }
     }
@@ -193,10 +141,7 @@ pub fn analysis_report(a: &Analysis) -> String {
         let _ = writeln!(out, "LRU prefix cache what-if (hit rate by capacity)");
         let n = a.lru_hit_rate_curve.len();
         // A handful of points spread over the curve, always including the unbounded cache.
-        let picks: Vec<usize> = (0..6)
-            .map(|k| k * (n - 1) / 6)
-            .chain([n - 2, n - 1])
-            .collect();
+        let picks: Vec<usize> = (0..6).map(|k| k * (n - 1) / 6).chain([n - 2, n - 1]).collect();
         let mut rows = Vec::new();
         let mut last = usize::MAX;
         for i in picks {
@@ -206,10 +151,7 @@ pub fn analysis_report(a: &Analysis) -> String {
             last = i;
             let p = &a.lru_hit_rate_curve[i];
             let (blocks, tokens) = match p.capacity_blocks {
-                Some(c) => (
-                    group_thousands(c as f64, 0),
-                    group_thousands(c as f64 * f64::from(a.block_size), 0),
-                ),
+                Some(c) => (group_thousands(c as f64, 0), group_thousands(c as f64 * f64::from(a.block_size), 0)),
                 None => ("unbounded".into(), "–".into()),
             };
             rows.push(vec![blocks, tokens, format!("{:.2}%", p.hit_rate * 100.0)]);
@@ -224,12 +166,7 @@ pub fn analysis_report(a: &Analysis) -> String {
         let _ = writeln!(out, "Lint");
         let mut finding = |name: &str, f: &crate::analysis::LintFinding| {
             if f.count > 0 {
-                let lines = f
-                    .first_lines
-                    .iter()
-                    .map(|l| l.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                let lines = f.first_lines.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", ");
                 kv(
                     &mut out,
                     name,
@@ -237,11 +174,7 @@ pub fn analysis_report(a: &Analysis) -> String {
                         "{} rows (lines {}{})",
                         f.count,
                         lines,
-                        if f.count > f.first_lines.len() as u64 {
-                            ", …"
-                        } else {
-                            ""
-                        }
+                        if f.count > f.first_lines.len() as u64 { ", …" } else { "" }
                     ),
                 );
             }
@@ -251,11 +184,7 @@ pub fn analysis_report(a: &Analysis) -> String {
         finding("Out-of-order times:", &l.non_monotonic_timestamps);
         finding("Repeated session turn:", &l.duplicate_session_turns);
         if l.ids_at_several_positions > 0 {
-            kv(
-                &mut out,
-                "Ids at 2+ positions:",
-                group_thousands(l.ids_at_several_positions as f64, 0),
-            );
+            kv(&mut out, "Ids at 2+ positions:", group_thousands(l.ids_at_several_positions as f64, 0));
         }
     }
     out
@@ -276,13 +205,8 @@ mod tests {
 
     #[test]
     fn table_aligns_columns() {
-        let t = table(
-            &["Metric", "Mean"],
-            &[
-                vec!["A".into(), "1.00".into()],
-                vec!["Longer".into(), "12,345.00".into()],
-            ],
-        );
+        let t =
+            table(&["Metric", "Mean"], &[vec!["A".into(), "1.00".into()], vec!["Longer".into(), "12,345.00".into()]]);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "Metric       Mean");
         assert_eq!(lines[2], "A            1.00");

@@ -71,11 +71,7 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
     // numpy's lerp: a + (b - a) * t, switched to b - (b - a) * (1 - t) for t >= 0.5.
     let t = k - lo as f64;
     let d = b - a;
-    Some(if t >= 0.5 {
-        b - d * (1.0 - t)
-    } else {
-        a + d * t
-    })
+    Some(if t >= 0.5 { b - d * (1.0 - t) } else { a + d * t })
 }
 
 /// Sorts a copy of the values (NaN last) for percentile queries.
@@ -147,10 +143,7 @@ impl Distribution {
 
     /// The value at percentile `p` if it is one of [`REPORT_PERCENTILES`].
     pub fn percentile(&self, p: f64) -> Option<f64> {
-        REPORT_PERCENTILES
-            .iter()
-            .position(|&q| q == p)
-            .map(|i| self.percentiles[i])
+        REPORT_PERCENTILES.iter().position(|&q| q == p).map(|i| self.percentiles[i])
     }
 }
 
@@ -180,20 +173,14 @@ mod tests {
 
     #[test]
     fn population_standard_deviation() {
-        assert_eq!(
-            std_dev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]),
-            Some(2.0)
-        );
+        assert_eq!(std_dev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), Some(2.0));
         assert_eq!(std_dev(&[3.0]), Some(0.0));
     }
 
     #[test]
     fn summary_of_known_values() {
         let s = Summary::of(&[5.0, 1.0, 3.0]).unwrap();
-        assert_eq!(
-            (s.min, s.p25, s.median, s.p75, s.max, s.mean),
-            (1.0, 2.0, 3.0, 4.0, 5.0, 3.0)
-        );
+        assert_eq!((s.min, s.p25, s.median, s.p75, s.max, s.mean), (1.0, 2.0, 3.0, 4.0, 5.0, 3.0));
     }
 
     proptest! {

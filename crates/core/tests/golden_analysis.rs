@@ -34,26 +34,13 @@ fn assert_matches(golden: &Value, actual: &Value, path: &str) {
 }
 
 fn check(trace_file: &str, block_size: u32, golden_file: &str) {
-    let trace = parse_str(
-        &read(&format!("traces/{trace_file}")),
-        ParseOptions::new(trace_file),
-    )
-    .unwrap()
-    .trace;
+    let trace = parse_str(&read(&format!("traces/{trace_file}")), ParseOptions::new(trace_file)).unwrap().trace;
     let ours = serde_json::to_value(analyze(&trace, block_size)).unwrap();
-    let golden: Value = serde_json::from_str(&read(&format!(
-        "golden/aiperf-0.13.0/analyze/{golden_file}"
-    )))
-    .unwrap();
+    let golden: Value = serde_json::from_str(&read(&format!("golden/aiperf-0.13.0/analyze/{golden_file}"))).unwrap();
     assert_matches(&golden, &ours, golden_file);
     // The reference's keys come first, in the reference's order.
     let golden_keys: Vec<&String> = golden.as_object().unwrap().keys().collect();
-    let our_keys: Vec<&String> = ours
-        .as_object()
-        .unwrap()
-        .keys()
-        .take(golden_keys.len())
-        .collect();
+    let our_keys: Vec<&String> = ours.as_object().unwrap().keys().take(golden_keys.len()).collect();
     assert_eq!(golden_keys, our_keys);
 }
 
@@ -74,18 +61,13 @@ fn synthetic_trace_block_512() {
 
 #[test]
 fn conversation_trace_block_512() {
-    check(
-        "conversation_trace.jsonl",
-        512,
-        "conversation_trace_bs512.json",
-    );
+    check("conversation_trace.jsonl", 512, "conversation_trace_bs512.json");
 }
 
 #[test]
 fn every_bad_row_is_rejected_with_file_line_and_reason() {
     let text = read("golden/aiperf-0.13.0/validate/bad_rows.jsonl");
-    let Err(TraceError::InvalidRows { errors, total, .. }) =
-        parse_str(&text, ParseOptions::new("bad_rows.jsonl"))
+    let Err(TraceError::InvalidRows { errors, total, .. }) = parse_str(&text, ParseOptions::new("bad_rows.jsonl"))
     else {
         panic!("bad rows were accepted");
     };
@@ -110,11 +92,7 @@ fn every_bad_row_is_rejected_with_file_line_and_reason() {
         assert!(m.starts_with(e), "{m:?} should start with {e:?}");
     }
     // Line 13 has two problems (negative delay, numeric session id); the first one found is named.
-    assert!(
-        messages[12].starts_with("bad_rows.jsonl:13: field '"),
-        "{}",
-        messages[12]
-    );
+    assert!(messages[12].starts_with("bad_rows.jsonl:13: field '"), "{}", messages[12]);
 }
 
 #[test]

@@ -31,8 +31,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(analysis_report(&analysis).as_bytes())?;
     if let Some(path) = &args.output_file {
-        let json =
-            serde_json::to_string_pretty(&analysis).context("cannot serialize the analysis")?;
+        let json = serde_json::to_string_pretty(&analysis).context("cannot serialize the analysis")?;
         write_atomically(path, format!("{json}\n").as_bytes())?;
         writeln!(out, "\nAnalysis report saved to {}", path.display())?;
     }

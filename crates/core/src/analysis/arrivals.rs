@@ -40,11 +40,7 @@ const MAX_SERIES: usize = 100_000;
 impl ArrivalStats {
     /// `None` when no row has a timestamp and no row has a session.
     pub fn of(trace: &Trace) -> Option<ArrivalStats> {
-        let mut ts: Vec<f64> = trace
-            .rows()
-            .iter()
-            .filter_map(|r| r.timestamp.map(|t| t.as_f64()))
-            .collect();
+        let mut ts: Vec<f64> = trace.rows().iter().filter_map(|r| r.timestamp.map(|t| t.as_f64())).collect();
         let mut sessions: HashMap<&str, u64> = HashMap::new();
         for r in trace.rows() {
             if let Some(s) = &r.session_id {
@@ -55,19 +51,13 @@ impl ArrivalStats {
             return None;
         }
         ts.sort_by(f64::total_cmp);
-        let (first, last) = (
-            ts.first().copied().unwrap_or(0.0),
-            ts.last().copied().unwrap_or(0.0),
-        );
+        let (first, last) = (ts.first().copied().unwrap_or(0.0), ts.last().copied().unwrap_or(0.0));
         let duration_s = (last - first) / 1000.0;
         let gaps: Vec<f64> = ts.windows(2).map(|w| w[1] - w[0]).collect();
         let (mut same_ms, mut largest) = (0u64, 0u64);
         let mut i = 0;
         while i < ts.len() {
-            let j = ts[i..]
-                .iter()
-                .position(|&t| t != ts[i])
-                .map_or(ts.len(), |k| i + k);
+            let j = ts[i..].iter().position(|&t| t != ts[i]).map_or(ts.len(), |k| i + k);
             let run = (j - i) as u64;
             if run >= 2 {
                 same_ms += run;
@@ -100,11 +90,7 @@ impl ArrivalStats {
             first_timestamp_ms: first,
             last_timestamp_ms: last,
             duration_s,
-            mean_rate_per_s: if duration_s > 0.0 {
-                ts.len() as f64 / duration_s
-            } else {
-                0.0
-            },
+            mean_rate_per_s: if duration_s > 0.0 { ts.len() as f64 / duration_s } else { 0.0 },
             peak_requests_1s: per_second.iter().copied().max().unwrap_or(0).into(),
             peak_rate_10s_per_s: f64::from(peak_10s) / 10.0,
             inter_arrival_ms: Summary::of(&gaps),
@@ -143,9 +129,7 @@ mod tests {
 
     #[test]
     fn untimed_trace_has_no_arrivals() {
-        let t = parse_str("{\"input_length\":1}", ParseOptions::default())
-            .unwrap()
-            .trace;
+        let t = parse_str("{\"input_length\":1}", ParseOptions::default()).unwrap().trace;
         assert!(ArrivalStats::of(&t).is_none());
     }
 }

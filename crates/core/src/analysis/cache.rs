@@ -113,9 +113,7 @@ struct Fenwick {
 
 impl Fenwick {
     fn new(n: usize) -> Self {
-        Fenwick {
-            tree: vec![0; n + 1],
-        }
+        Fenwick { tree: vec![0; n + 1] }
     }
 
     fn add(&mut self, i: usize, delta: i32) {
@@ -145,9 +143,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn trace_of(rows: &[Vec<u64>]) -> Trace {
-        rows.iter()
-            .map(|ids| (Row::new(Input::Length(ids.len() as i64 * 16)), ids.clone()))
-            .collect()
+        rows.iter().map(|ids| (Row::new(Input::Length(ids.len() as i64 * 16)), ids.clone())).collect()
     }
 
     /// Straightforward LRU simulation with prefix semantics, for comparison.

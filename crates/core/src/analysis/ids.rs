@@ -20,10 +20,7 @@ impl<'a> IdSpace<'a> {
         // Direct indexing wastes memory only if the ids are much sparser than their count.
         let direct_limit = (all.len() as u64).saturating_mul(4).saturating_add(1 << 20);
         if max < direct_limit && max < u32::MAX as u64 {
-            return IdSpace::Direct {
-                ids: all,
-                size: max as usize + 1,
-            };
+            return IdSpace::Direct { ids: all, size: max as usize + 1 };
         }
         let mut map: HashMap<u64, u32> = HashMap::with_capacity(all.len() / 2);
         let ids: Vec<u32> = all
@@ -33,10 +30,7 @@ impl<'a> IdSpace<'a> {
                 *map.entry(*id).or_insert(next)
             })
             .collect();
-        IdSpace::Interned {
-            ids,
-            size: map.len(),
-        }
+        IdSpace::Interned { ids, size: map.len() }
     }
 
     /// Number of slots a per-id vector needs.

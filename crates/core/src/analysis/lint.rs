@@ -53,10 +53,7 @@ impl Lint {
 
 pub(super) fn lint(trace: &Trace, block_size: u32, ids_at_several_positions: u64) -> Lint {
     let bs = i64::from(block_size);
-    let mut lint = Lint {
-        ids_at_several_positions,
-        ..Lint::default()
-    };
+    let mut lint = Lint { ids_at_several_positions, ..Lint::default() };
     let mut prev_ts: Option<f64> = None;
     let mut turns: HashSet<(&str, u64)> = HashSet::new();
     for (row, ids) in trace.iter() {

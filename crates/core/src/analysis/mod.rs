@@ -109,26 +109,15 @@ pub fn analyze_with_rows(trace: &Trace, block_size: u32) -> (Analysis, RowMetric
         let context = if len == 0 {
             0.0
         } else {
-            let rep = range
-                .clone()
-                .enumerate()
-                .filter(|&(pos, i)| pairs.is_repeated(pos, space.at(i)))
-                .count();
-            if rep == len {
-                isl as f64
-            } else {
-                rep as f64 * bs
-            }
+            let rep = range.clone().enumerate().filter(|&(pos, i)| pairs.is_repeated(pos, space.at(i))).count();
+            if rep == len { isl as f64 } else { rep as f64 * bs }
         };
         m.isl.push(isl as f64);
         m.osl.push(osl as f64);
         m.context_length.push(context);
         m.unique_prompt_length.push(isl as f64 - context);
         if len > 0 {
-            let k = range
-                .clone()
-                .position(|i| !seen.contains(space.at(i)))
-                .unwrap_or(len);
+            let k = range.clone().position(|i| !seen.contains(space.at(i))).unwrap_or(len);
             m.hit_rate.push(k as f64 / len as f64);
             for i in range {
                 seen.insert(space.at(i));
@@ -217,9 +206,7 @@ impl PairCounts {
         if self.first_pos[id] == pos as u32 {
             self.count_at_first[id] >= 2
         } else {
-            self.other
-                .get(&(pos as u32, id as u32))
-                .is_some_and(|&c| c >= 2)
+            self.other.get(&(pos as u32, id as u32)).is_some_and(|&c| c >= 2)
         }
     }
 }
@@ -236,21 +223,17 @@ struct PrefixTrie {
 
 impl PrefixTrie {
     fn build(trace: &Trace, space: &IdSpace) -> Self {
-        let ranges: Vec<std::ops::Range<usize>> = trace
-            .rows()
-            .iter()
-            .map(|r| trace.hash_ids_range(r))
-            .filter(|r| !r.is_empty())
-            .collect();
+        let ranges: Vec<std::ops::Range<usize>> =
+            trace.rows().iter().map(|r| trace.hash_ids_range(r)).filter(|r| !r.is_empty()).collect();
         let key = |r: &std::ops::Range<usize>| r.clone().map(|i| space.at(i));
         let mut order: Vec<u32> = (0..ranges.len() as u32).collect();
         match space {
-            IdSpace::Direct { ids, .. } => order.sort_unstable_by(|&a, &b| {
-                ids[ranges[a as usize].clone()].cmp(&ids[ranges[b as usize].clone()])
-            }),
-            IdSpace::Interned { ids, .. } => order.sort_unstable_by(|&a, &b| {
-                ids[ranges[a as usize].clone()].cmp(&ids[ranges[b as usize].clone()])
-            }),
+            IdSpace::Direct { ids, .. } => {
+                order.sort_unstable_by(|&a, &b| ids[ranges[a as usize].clone()].cmp(&ids[ranges[b as usize].clone()]))
+            }
+            IdSpace::Interned { ids, .. } => {
+                order.sort_unstable_by(|&a, &b| ids[ranges[a as usize].clone()].cmp(&ids[ranges[b as usize].clone()]))
+            }
         }
         // lcp[k] = common prefix of sorted rows k-1 and k (0 for k = 0).
         let lcp: Vec<usize> = (0..order.len())
@@ -265,12 +248,7 @@ impl PrefixTrie {
                 }
             })
             .collect();
-        let mut t = PrefixTrie {
-            unique_prefixes: 0,
-            shared_slices: 0,
-            all_slices: 0,
-            groups: Vec::new(),
-        };
+        let mut t = PrefixTrie { unique_prefixes: 0, shared_slices: 0, all_slices: 0, groups: Vec::new() };
         let all = trace.all_hash_ids();
         for k in 0..order.len() {
             let r = &ranges[order[k] as usize];
@@ -301,20 +279,11 @@ impl PrefixTrie {
     }
 
     fn reuse_ratio(&self) -> f64 {
-        if self.all_slices == 0 {
-            0.0
-        } else {
-            self.shared_slices as f64 / self.all_slices as f64
-        }
+        if self.all_slices == 0 { 0.0 } else { self.shared_slices as f64 / self.all_slices as f64 }
     }
 
     fn top_groups(&self, n: usize) -> Vec<PrefixGroup> {
-        let mut g: Vec<PrefixGroup> = self
-            .groups
-            .iter()
-            .filter(|g| g.requests >= 2)
-            .cloned()
-            .collect();
+        let mut g: Vec<PrefixGroup> = self.groups.iter().filter(|g| g.requests >= 2).cloned().collect();
         g.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.root_id.cmp(&b.root_id)));
         g.truncate(n);
         g
@@ -328,9 +297,7 @@ pub(crate) struct BitSet {
 
 impl BitSet {
     pub(crate) fn new(size: usize) -> Self {
-        BitSet {
-            words: vec![0; size.div_ceil(64)],
-        }
+        BitSet { words: vec![0; size.div_ceil(64)] }
     }
     #[inline]
     pub(crate) fn contains(&self, i: usize) -> bool {
@@ -357,10 +324,7 @@ mod tests {
     #[test]
     fn empty_trace_has_zeros_and_no_stats() {
         let a = analyze(&Trace::new(), 512);
-        assert_eq!(
-            (a.total_requests, a.unique_prefixes, a.min_isl, a.max_osl),
-            (0, 0, 0, 0)
-        );
+        assert_eq!((a.total_requests, a.unique_prefixes, a.min_isl, a.max_osl), (0, 0, 0, 0));
         assert_eq!((a.cache_hit_rate, a.prefix_reuse_ratio), (0.0, 0.0));
         assert!(a.isl_stats.is_none() && a.hit_rate_stats.is_none());
     }
@@ -385,10 +349,7 @@ mod tests {
         assert_eq!(m.unique_prompt_length, [176.0, 76.0, 100.0, 0.0]);
         // Hit rates: row 1 sees nothing, row 2 hits 1,2 (2/3), row 3 nothing.
         assert_eq!(m.hit_rate, [0.0, 2.0 / 3.0, 0.0]);
-        assert_eq!(
-            (a.min_isl, a.max_isl, a.min_osl, a.max_osl),
-            (0, 1200, 0, 20)
-        );
+        assert_eq!((a.min_isl, a.max_isl, a.min_osl, a.max_osl), (0, 1200, 0, 20));
         assert_eq!(a.distinct_hash_ids, 5);
         assert_eq!(a.top_prefix_groups[0].root_id, 1);
         assert_eq!(a.top_prefix_groups[0].requests, 2);
@@ -396,9 +357,7 @@ mod tests {
 
     #[test]
     fn fully_repeated_rows_use_the_whole_input_as_context() {
-        let t = trace(
-            "{\"input_length\":700,\"hash_ids\":[1,2]}\n{\"input_length\":600,\"hash_ids\":[1,2]}\n",
-        );
+        let t = trace("{\"input_length\":700,\"hash_ids\":[1,2]}\n{\"input_length\":600,\"hash_ids\":[1,2]}\n");
         let (_, m) = analyze_with_rows(&t, 512);
         assert_eq!(m.context_length, [700.0, 600.0]);
     }
@@ -416,14 +375,8 @@ mod tests {
         );
         assert_eq!(a.context_length_stats, b.context_length_stats);
         assert_eq!(
-            a.lru_hit_rate_curve
-                .iter()
-                .map(|p| p.hit_rate)
-                .collect::<Vec<_>>(),
-            b.lru_hit_rate_curve
-                .iter()
-                .map(|p| p.hit_rate)
-                .collect::<Vec<_>>()
+            a.lru_hit_rate_curve.iter().map(|p| p.hit_rate).collect::<Vec<_>>(),
+            b.lru_hit_rate_curve.iter().map(|p| p.hit_rate).collect::<Vec<_>>()
         );
     }
 

@@ -18,11 +18,7 @@ pub struct RowError {
 impl fmt::Display for RowError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.field {
-            Some(field) => write!(
-                f,
-                "{}:{}: field '{}': {}",
-                self.file, self.line, field, self.reason
-            ),
+            Some(field) => write!(f, "{}:{}: field '{}': {}", self.file, self.line, field, self.reason),
             None => write!(f, "{}:{}: {}", self.file, self.line, self.reason),
         }
     }
@@ -36,24 +32,12 @@ impl std::error::Error for RowError {}
 pub enum TraceError {
     /// Some rows are invalid (and skipping them was not asked for).
     #[error("{file}: {total} invalid row(s){}:\n{}", if *.total > .errors.len() as u64 { format!(" (first {} shown)", .errors.len()) } else { String::new() }, list(.errors))]
-    InvalidRows {
-        file: Arc<str>,
-        errors: Vec<RowError>,
-        total: u64,
-    },
+    InvalidRows { file: Arc<str>, errors: Vec<RowError>, total: u64 },
     /// The underlying reader failed.
     #[error("{file}: read error after line {line}: {error}")]
-    Read {
-        file: Arc<str>,
-        line: u64,
-        error: std::io::Error,
-    },
+    Read { file: Arc<str>, line: u64, error: std::io::Error },
 }
 
 fn list(errors: &[RowError]) -> String {
-    errors
-        .iter()
-        .map(|e| format!("  {e}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    errors.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n")
 }

@@ -134,10 +134,7 @@ impl Trace {
 
     /// An empty trace with room for `rows` rows and `ids` hash ids.
     pub fn with_capacity(rows: usize, ids: usize) -> Self {
-        Trace {
-            rows: Vec::with_capacity(rows),
-            ids: Vec::with_capacity(ids),
-        }
+        Trace { rows: Vec::with_capacity(rows), ids: Vec::with_capacity(ids) }
     }
 
     /// Appends a row with the given hash ids (any ids already attached to `row` are replaced).
@@ -227,10 +224,6 @@ mod tests {
     #[test]
     fn row_stays_small() {
         // A million rows must fit comfortably in memory; keep the row compact.
-        assert!(
-            std::mem::size_of::<Row>() <= 128,
-            "Row is {} bytes",
-            std::mem::size_of::<Row>()
-        );
+        assert!(std::mem::size_of::<Row>() <= 128, "Row is {} bytes", std::mem::size_of::<Row>());
     }
 }

@@ -28,11 +28,7 @@ pub struct ParseOptions {
 
 impl ParseOptions {
     pub fn new(source: impl Into<Arc<str>>) -> Self {
-        ParseOptions {
-            source: source.into(),
-            skip_invalid: false,
-            max_errors: 50,
-        }
+        ParseOptions { source: source.into(), skip_invalid: false, max_errors: 50 }
     }
 
     pub fn skip_invalid(mut self, skip: bool) -> Self {
@@ -71,13 +67,7 @@ pub struct TraceParser {
 
 impl TraceParser {
     pub fn new(opts: ParseOptions) -> Self {
-        TraceParser {
-            opts,
-            trace: Trace::new(),
-            errors: Vec::new(),
-            error_total: 0,
-            line: 0,
-        }
+        TraceParser { opts, trace: Trace::new(), errors: Vec::new(), error_total: 0, line: 0 }
     }
 
     /// Parses the next line (without its line terminator; a trailing `\r` is ignored).
@@ -98,10 +88,7 @@ impl TraceParser {
             Ok(s) => self.push_line(s),
             Err(e) => {
                 self.line += 1;
-                self.record_error(
-                    None,
-                    format!("not valid UTF-8 (byte {})", e.valid_up_to() + 1),
-                );
+                self.record_error(None, format!("not valid UTF-8 (byte {})", e.valid_up_to() + 1));
             }
         }
     }
@@ -109,12 +96,7 @@ impl TraceParser {
     fn record_error(&mut self, field: Option<String>, reason: String) {
         self.error_total += 1;
         if self.errors.len() < self.opts.max_errors {
-            self.errors.push(RowError {
-                file: self.opts.source.clone(),
-                line: self.line,
-                field,
-                reason,
-            });
+            self.errors.push(RowError { file: self.opts.source.clone(), line: self.line, field, reason });
         }
     }
 
@@ -142,12 +124,7 @@ impl TraceParser {
                 total: self.error_total,
             });
         }
-        Ok(ParseOutcome {
-            trace: self.trace,
-            skipped: self.errors,
-            skipped_total: self.error_total,
-            lines: self.line,
-        })
+        Ok(ParseOutcome { trace: self.trace, skipped: self.errors, skipped_total: self.error_total, lines: self.line })
     }
 }
 
@@ -179,11 +156,7 @@ pub fn read(mut reader: impl BufRead, opts: ParseOptions) -> Result<ParseOutcome
                 parser.push_line_bytes(&buf);
             }
             Err(error) => {
-                return Err(TraceError::Read {
-                    file: parser.opts.source.clone(),
-                    line: parser.line,
-                    error,
-                });
+                return Err(TraceError::Read { file: parser.opts.source.clone(), line: parser.line, error });
             }
         }
     }
@@ -196,24 +169,14 @@ type FieldError = (Option<String>, String);
 fn parse_row(text: &str, line: u64, trace: &mut Trace) -> Result<(), FieldError> {
     if !text.trim_start().starts_with('{') {
         let snippet: String = text.trim().chars().take(30).collect();
-        let more = if snippet.len() < text.trim().len() {
-            "…"
-        } else {
-            ""
-        };
-        return Err((
-            None,
-            format!("expected a JSON object, found `{snippet}{more}`"),
-        ));
+        let more = if snippet.len() < text.trim().len() { "…" } else { "" };
+        return Err((None, format!("expected a JSON object, found `{snippet}{more}`")));
     }
     let start = trace.arena_mut().len();
     let ctx = Ctx::default();
     let mut de = serde_json::Deserializer::from_str(text);
     let result = (&mut de)
-        .deserialize_any(RowVisitor {
-            ctx: &ctx,
-            ids: trace.arena_mut(),
-        })
+        .deserialize_any(RowVisitor { ctx: &ctx, ids: trace.arena_mut() })
         .and_then(|raw| de.end().map(|()| raw));
     let raw = match result {
         Ok(Some(raw)) => raw,
@@ -259,9 +222,7 @@ impl Ctx {
     fn fail<E: de::Error>(&self, field: impl Into<String>, reason: impl Into<String>) -> E {
         let (field, reason) = (field.into(), reason.into());
         let msg = format!("field '{field}': {reason}");
-        self.failure
-            .borrow_mut()
-            .get_or_insert((Some(field), reason));
+        self.failure.borrow_mut().get_or_insert((Some(field), reason));
         E::custom(msg)
     }
 }
@@ -296,18 +257,14 @@ impl RawRow {
         .map(|(name, _)| *name)
         .collect();
         if modes.is_empty() {
-            return Err((None, "no input: exactly one of 'input_length', 'text_input', 'messages' or 'payload' is required".into()));
-        }
-        if modes.len() > 1 {
-            let names = modes
-                .iter()
-                .map(|m| format!("'{m}'"))
-                .collect::<Vec<_>>()
-                .join(" and ");
             return Err((
                 None,
-                format!("{names} are mutually exclusive: give exactly one input"),
+                "no input: exactly one of 'input_length', 'text_input', 'messages' or 'payload' is required".into(),
             ));
+        }
+        if modes.len() > 1 {
+            let names = modes.iter().map(|m| format!("'{m}'")).collect::<Vec<_>>().join(" and ");
+            return Err((None, format!("{names} are mutually exclusive: give exactly one input")));
         }
         if has_ids && self.input_length.is_none() {
             return Err((
@@ -352,10 +309,7 @@ impl RawRow {
         {
             return Err((
                 Some("delay".into()),
-                format!(
-                    "must be a non-negative number of milliseconds, found {}",
-                    fmt_number(d)
-                ),
+                format!("must be a non-negative number of milliseconds, found {}", fmt_number(d)),
             ));
         }
         let input = if let Some(n) = self.input_length {
@@ -369,14 +323,8 @@ impl RawRow {
         } else {
             unreachable!("one input mode is present")
         };
-        let rare =
-            (self.tools.is_some() || self.extra.is_some() || !self.unknown.is_empty()).then(|| {
-                Box::new(RareFields {
-                    tools: self.tools,
-                    extra: self.extra,
-                    unknown: self.unknown,
-                })
-            });
+        let rare = (self.tools.is_some() || self.extra.is_some() || !self.unknown.is_empty())
+            .then(|| Box::new(RareFields { tools: self.tools, extra: self.extra, unknown: self.unknown }));
         Ok(Row {
             input,
             output_length: self.output_length,
@@ -445,61 +393,24 @@ impl<'de> Visitor<'de> for RowVisitor<'_> {
             };
             match name {
                 "input_length" => {
-                    raw.input_length = map
-                        .next_value_seed(IntSeed {
-                            ctx,
-                            field: "input_length",
-                            signed: true,
-                        })?
-                        .map(|v| v as i64)
+                    raw.input_length =
+                        map.next_value_seed(IntSeed { ctx, field: "input_length", signed: true })?.map(|v| v as i64)
                 }
                 "output_length" => {
-                    raw.output_length = map
-                        .next_value_seed(IntSeed {
-                            ctx,
-                            field: "output_length",
-                            signed: false,
-                        })?
-                        .map(|v| v as u64)
+                    raw.output_length =
+                        map.next_value_seed(IntSeed { ctx, field: "output_length", signed: false })?.map(|v| v as u64)
                 }
-                "hash_ids" => {
-                    raw.hash_ids_present = map.next_value_seed(IdsSeed {
-                        ctx,
-                        ids: &mut *self.ids,
-                    })?
-                }
-                "timestamp" => {
-                    raw.timestamp = map.next_value_seed(NumberSeed {
-                        ctx,
-                        field: "timestamp",
-                    })?
-                }
-                "delay" => {
-                    raw.delay = map.next_value_seed(NumberSeed {
-                        ctx,
-                        field: "delay",
-                    })?
-                }
-                "session_id" => {
-                    raw.session_id = map.next_value_seed(StringSeed {
-                        ctx,
-                        field: "session_id",
-                    })?
-                }
-                "text_input" => {
-                    raw.text_input = map.next_value_seed(StringSeed {
-                        ctx,
-                        field: "text_input",
-                    })?
-                }
+                "hash_ids" => raw.hash_ids_present = map.next_value_seed(IdsSeed { ctx, ids: &mut *self.ids })?,
+                "timestamp" => raw.timestamp = map.next_value_seed(NumberSeed { ctx, field: "timestamp" })?,
+                "delay" => raw.delay = map.next_value_seed(NumberSeed { ctx, field: "delay" })?,
+                "session_id" => raw.session_id = map.next_value_seed(StringSeed { ctx, field: "session_id" })?,
+                "text_input" => raw.text_input = map.next_value_seed(StringSeed { ctx, field: "text_input" })?,
                 "messages" => raw.messages = value_list(ctx, "messages", map.next_value()?)?,
                 "tools" => raw.tools = value_list(ctx, "tools", map.next_value()?)?,
                 "payload" => raw.payload = value_object(ctx, "payload", map.next_value()?)?,
                 "extra" => raw.extra = value_object(ctx, "extra", map.next_value()?)?,
                 _ => {
-                    let Key::Unknown(key) = key else {
-                        unreachable!("every known key is matched above")
-                    };
+                    let Key::Unknown(key) = key else { unreachable!("every known key is matched above") };
                     let value: Value = map.next_value()?;
                     if raw.unknown.iter().any(|(k, _)| *k == key) {
                         return Err(ctx.fail(key, "appears twice in the row"));
@@ -557,10 +468,7 @@ impl<'de> Visitor<'de> for KeySeed {
         f.write_str("a field name")
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-        Ok(KNOWN
-            .iter()
-            .position(|k| *k == v)
-            .map_or_else(|| Key::Unknown(v.to_owned()), Key::Known))
+        Ok(KNOWN.iter().position(|k| *k == v).map_or_else(|| Key::Unknown(v.to_owned()), Key::Known))
     }
 }
 
@@ -582,25 +490,15 @@ fn value_list<E: de::Error>(ctx: &Ctx, field: &str, v: Value) -> Result<Option<V
     match v {
         Value::Null => Ok(None),
         Value::Array(a) => Ok(Some(a)),
-        other => Err(ctx.fail(
-            field,
-            format!("expected a list, found {}", describe(&other)),
-        )),
+        other => Err(ctx.fail(field, format!("expected a list, found {}", describe(&other)))),
     }
 }
 
-fn value_object<E: de::Error>(
-    ctx: &Ctx,
-    field: &str,
-    v: Value,
-) -> Result<Option<Map<String, Value>>, E> {
+fn value_object<E: de::Error>(ctx: &Ctx, field: &str, v: Value) -> Result<Option<Map<String, Value>>, E> {
     match v {
         Value::Null => Ok(None),
         Value::Object(o) => Ok(Some(o)),
-        other => Err(ctx.fail(
-            field,
-            format!("expected an object, found {}", describe(&other)),
-        )),
+        other => Err(ctx.fail(field, format!("expected an object, found {}", describe(&other)))),
     }
 }
 
@@ -631,23 +529,11 @@ impl IntSeed<'_> {
         self.field
     }
     fn expected(&self) -> &'static str {
-        if self.signed {
-            "expected an integer"
-        } else {
-            "expected a non-negative integer"
-        }
+        if self.signed { "expected an integer" } else { "expected a non-negative integer" }
     }
     fn check(self, v: i128) -> Result<Option<i128>, String> {
-        let ok = if self.signed {
-            i64::try_from(v).is_ok()
-        } else {
-            u64::try_from(v).is_ok()
-        };
-        if ok {
-            Ok(Some(v))
-        } else {
-            Err(format!("{}, found {v}", self.expected()))
-        }
+        let ok = if self.signed { i64::try_from(v).is_ok() } else { u64::try_from(v).is_ok() };
+        if ok { Ok(Some(v)) } else { Err(format!("{}, found {v}", self.expected())) }
     }
 }
 
@@ -677,9 +563,7 @@ impl<'de> Visitor<'de> for IntSeed<'_> {
             let (ctx, field) = (self.ctx, self.field);
             return self.check(v as i128).map_err(|r| ctx.fail(field, r));
         }
-        Err(self
-            .ctx
-            .fail(self.field, format!("{}, found {v}", self.expected())))
+        Err(self.ctx.fail(self.field, format!("{}, found {v}", self.expected())))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
         Ok(None)
@@ -689,14 +573,10 @@ impl<'de> Visitor<'de> for IntSeed<'_> {
         visit_bool(bool) => |b: bool| b.to_string();
     }
     fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self
-            .ctx
-            .fail(self.field, format!("{}, found a list", self.expected())))
+        Err(self.ctx.fail(self.field, format!("{}, found a list", self.expected())))
     }
     fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self
-            .ctx
-            .fail(self.field, format!("{}, found an object", self.expected())))
+        Err(self.ctx.fail(self.field, format!("{}, found an object", self.expected())))
     }
 }
 
@@ -728,9 +608,7 @@ impl<'de> Visitor<'de> for NumberSeed<'_> {
         f.write_str(self.expected())
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(Some(
-            i64::try_from(v).map_or(Number::Float(v as f64), Number::Int),
-        ))
+        Ok(Some(i64::try_from(v).map_or(Number::Float(v as f64), Number::Int)))
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
         Ok(Some(Number::Int(v)))
@@ -746,14 +624,10 @@ impl<'de> Visitor<'de> for NumberSeed<'_> {
         visit_bool(bool) => |b: bool| b.to_string();
     }
     fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self
-            .ctx
-            .fail(self.field, format!("{}, found a list", self.expected())))
+        Err(self.ctx.fail(self.field, format!("{}, found a list", self.expected())))
     }
     fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self
-            .ctx
-            .fail(self.field, format!("{}, found an object", self.expected())))
+        Err(self.ctx.fail(self.field, format!("{}, found an object", self.expected())))
     }
 }
 
@@ -800,14 +674,10 @@ impl<'de> Visitor<'de> for StringSeed<'_> {
         visit_bool(bool) => |b: bool| b.to_string();
     }
     fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self
-            .ctx
-            .fail(self.field, format!("{}, found a list", self.expected())))
+        Err(self.ctx.fail(self.field, format!("{}, found a list", self.expected())))
     }
     fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self
-            .ctx
-            .fail(self.field, format!("{}, found an object", self.expected())))
+        Err(self.ctx.fail(self.field, format!("{}, found an object", self.expected())))
     }
 }
 
@@ -832,10 +702,7 @@ impl<'de> Visitor<'de> for IdsSeed<'_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut i = 0usize;
-        while let Some(id) = seq.next_element_seed(IdSeed {
-            ctx: self.ctx,
-            index: i,
-        })? {
+        while let Some(id) = seq.next_element_seed(IdSeed { ctx: self.ctx, index: i })? {
             self.ids.push(id);
             i += 1;
         }
@@ -845,40 +712,22 @@ impl<'de> Visitor<'de> for IdsSeed<'_> {
         Ok(false)
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Err(self.ctx.fail(
-            "hash_ids",
-            format!("expected a list of unsigned integers, found {}", quoted(v)),
-        ))
+        Err(self.ctx.fail("hash_ids", format!("expected a list of unsigned integers, found {}", quoted(v))))
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        Err(self.ctx.fail(
-            "hash_ids",
-            format!("expected a list of unsigned integers, found {v}"),
-        ))
+        Err(self.ctx.fail("hash_ids", format!("expected a list of unsigned integers, found {v}")))
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-        Err(self.ctx.fail(
-            "hash_ids",
-            format!("expected a list of unsigned integers, found {v}"),
-        ))
+        Err(self.ctx.fail("hash_ids", format!("expected a list of unsigned integers, found {v}")))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        Err(self.ctx.fail(
-            "hash_ids",
-            format!("expected a list of unsigned integers, found {v}"),
-        ))
+        Err(self.ctx.fail("hash_ids", format!("expected a list of unsigned integers, found {v}")))
     }
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-        Err(self.ctx.fail(
-            "hash_ids",
-            format!("expected a list of unsigned integers, found {v}"),
-        ))
+        Err(self.ctx.fail("hash_ids", format!("expected a list of unsigned integers, found {v}")))
     }
     fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.ctx.fail(
-            "hash_ids",
-            "expected a list of unsigned integers, found an object",
-        ))
+        Err(self.ctx.fail("hash_ids", "expected a list of unsigned integers, found an object"))
     }
 }
 
@@ -889,10 +738,7 @@ struct IdSeed<'a> {
 
 impl IdSeed<'_> {
     fn bad<E: de::Error>(&self, found: String) -> E {
-        self.ctx.fail(
-            format!("hash_ids[{}]", self.index),
-            format!("expected an unsigned integer, found {found}"),
-        )
+        self.ctx.fail(format!("hash_ids[{}]", self.index), format!("expected an unsigned integer, found {found}"))
     }
 }
 
@@ -915,11 +761,7 @@ impl<'de> Visitor<'de> for IdSeed<'_> {
         u64::try_from(v).map_err(|_| self.bad(v.to_string()))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<u64, E> {
-        if v.fract() == 0.0 && (0.0..9.0e15).contains(&v) {
-            Ok(v as u64)
-        } else {
-            Err(self.bad(v.to_string()))
-        }
+        if v.fract() == 0.0 && (0.0..9.0e15).contains(&v) { Ok(v as u64) } else { Err(self.bad(v.to_string())) }
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<u64, E> {
         Err(self.bad(quoted(v)))
@@ -955,7 +797,8 @@ mod tests {
 
     #[test]
     fn parses_a_mooncake_row() {
-        let out = parse(r#"{"timestamp": 27, "input_length": 6755, "output_length": 500, "hash_ids": [0, 1, 2]}"#).unwrap();
+        let out =
+            parse(r#"{"timestamp": 27, "input_length": 6755, "output_length": 500, "hash_ids": [0, 1, 2]}"#).unwrap();
         let (row, ids) = out.trace.iter().next().unwrap();
         assert_eq!(row.input, Input::Length(6755));
         assert_eq!(row.output_length, Some(500));
@@ -976,11 +819,7 @@ mod tests {
     fn unknown_fields_are_kept_in_order() {
         let out = parse(r#"{"zeta": 1, "input_length": 3, "alpha": {"b": 2, "a": 1}}"#).unwrap();
         let row = &out.trace.rows()[0];
-        let names: Vec<&str> = row
-            .unknown_fields()
-            .iter()
-            .map(|(k, _)| k.as_str())
-            .collect();
+        let names: Vec<&str> = row.unknown_fields().iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(names, ["zeta", "alpha"]);
     }
 
@@ -1006,19 +845,10 @@ mod tests {
             error_of(r#"{"input_length": 1, "timestamp": "soon"}"#),
             "t.jsonl:1: field 'timestamp': expected a number of milliseconds, found \"soon\""
         );
-        assert_eq!(
-            error_of("this is not json"),
-            "t.jsonl:1: expected a JSON object, found `this is not json`"
-        );
+        assert_eq!(error_of("this is not json"), "t.jsonl:1: expected a JSON object, found `this is not json`");
         assert!(error_of("{\"input_length\": 1").contains("invalid JSON"));
-        assert_eq!(
-            error_of("[1, 2]"),
-            "t.jsonl:1: expected a JSON object, found `[1, 2]`"
-        );
-        assert_eq!(
-            error_of("{\"input_length\": 1} x"),
-            "t.jsonl:1: invalid JSON: trailing characters at column 21"
-        );
+        assert_eq!(error_of("[1, 2]"), "t.jsonl:1: expected a JSON object, found `[1, 2]`");
+        assert_eq!(error_of("{\"input_length\": 1} x"), "t.jsonl:1: invalid JSON: trailing characters at column 21");
         assert_eq!(
             error_of(r#"{"input_length": 1, "input_length": 2}"#),
             "t.jsonl:1: field 'input_length': appears twice in the row"
@@ -1036,13 +866,8 @@ mod tests {
             error_of(r#"{"text_input": "hi", "hash_ids": [1]}"#)
                 .contains("field 'hash_ids': only allowed with 'input_length'")
         );
-        assert!(
-            error_of(r#"{"messages": []}"#).contains("field 'messages': must be a non-empty list")
-        );
-        assert!(
-            error_of(r#"{"messages": [{"content": "x"}]}"#)
-                .contains("field 'messages[0]': missing 'role'")
-        );
+        assert!(error_of(r#"{"messages": []}"#).contains("field 'messages': must be a non-empty list"));
+        assert!(error_of(r#"{"messages": [{"content": "x"}]}"#).contains("field 'messages[0]': missing 'role'"));
         assert!(
             error_of(r#"{"input_length": 5, "tools": [{"type": "function"}]}"#)
                 .contains("field 'tools': only allowed with 'messages'")
@@ -1051,21 +876,14 @@ mod tests {
             error_of(r#"{"messages": [{"role": "user"}], "tools": []}"#)
                 .contains("field 'tools': must be a non-empty list")
         );
-        assert!(
-            error_of(r#"{"payload": {}}"#).contains("field 'payload': must be a non-empty object")
-        );
-        assert!(
-            error_of(r#"{"input_length": 10, "delay": -5}"#)
-                .contains("field 'delay': must be a non-negative")
-        );
+        assert!(error_of(r#"{"payload": {}}"#).contains("field 'payload': must be a non-empty object"));
+        assert!(error_of(r#"{"input_length": 10, "delay": -5}"#).contains("field 'delay': must be a non-negative"));
     }
 
     #[test]
     fn whole_floats_are_integers_and_nulls_are_absent() {
-        let out = parse(
-            r#"{"input_length": 10.0, "output_length": null, "hash_ids": null, "timestamp": 1.5}"#,
-        )
-        .unwrap();
+        let out =
+            parse(r#"{"input_length": 10.0, "output_length": null, "hash_ids": null, "timestamp": 1.5}"#).unwrap();
         let row = &out.trace.rows()[0];
         assert_eq!(row.input, Input::Length(10));
         assert_eq!(row.output_length, None);
@@ -1101,16 +919,13 @@ mod tests {
     fn reader_and_str_agree_and_reject_bad_utf8() {
         let text = "{\"input_length\": 1, \"hash_ids\": [1]}\n{\"input_length\": 2}";
         let a = parse(text).unwrap().trace;
-        let b = read(text.as_bytes(), ParseOptions::new("t.jsonl"))
-            .unwrap()
-            .trace;
+        let b = read(text.as_bytes(), ParseOptions::new("t.jsonl")).unwrap().trace;
         assert_eq!(a, b);
         let bad: &[u8] = b"{\"input_length\": 1}\n{\"text_input\": \"\xff\"}\n";
         match read(bad, ParseOptions::new("t.jsonl")) {
-            Err(TraceError::InvalidRows { errors, .. }) => assert_eq!(
-                errors[0].to_string(),
-                "t.jsonl:2: not valid UTF-8 (byte 17)"
-            ),
+            Err(TraceError::InvalidRows { errors, .. }) => {
+                assert_eq!(errors[0].to_string(), "t.jsonl:2: not valid UTF-8 (byte 17)")
+            }
             other => panic!("{other:?}"),
         }
     }
