@@ -6,9 +6,15 @@
 //! - [`trace`]: the Mooncake trace format (rows, validating reader, writer);
 //! - [`analysis`]: the reference's trace statistics plus arrivals, cache curve and lint;
 //! - [`stats`]: the one statistics module (mean, std, percentiles);
-//! - [`report`]: the console report of an analysis.
+//! - [`report`]: the console report of an analysis;
+//! - [`sse`]: incremental server-sent-events parser and OpenAI chunk interpretation;
+//! - [`schedule`]: the replay schedule as data;
+//! - [`metrics`]: per-request records, AIPerf metrics, mergeable aggregates, goodput.
 
 pub mod analysis;
+pub mod metrics;
 pub mod report;
+pub mod schedule;
+pub mod sse;
 pub mod stats;
 pub mod trace;
