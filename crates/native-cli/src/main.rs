@@ -2,6 +2,8 @@
 
 mod analyze;
 mod input;
+mod mock_server;
+mod profile;
 
 use std::process::ExitCode;
 
@@ -19,12 +21,25 @@ struct Cli {
 enum Command {
     /// Print the statistics of a trace (prefix sharing, lengths, arrivals, cache what-if, lint).
     AnalyzeTrace(analyze::Args),
+    /// Replay a trace against an OpenAI-compatible server and measure it (AIPerf option names).
+    Profile(Box<profile::options::Args>),
+    /// Run an OpenAI-compatible mock server with programmable timing and faults.
+    MockServer(mock_server::Args),
 }
 
 fn main() -> ExitCode {
+    let raw: Vec<String> = std::env::args().collect();
+    if raw.get(1).is_some_and(|c| c == "profile")
+        && let Err(e) = profile::reject_unsupported(&raw[2..])
+    {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::AnalyzeTrace(args) => analyze::run(args),
+        Command::Profile(args) => profile::run(*args),
+        Command::MockServer(args) => mock_server::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
