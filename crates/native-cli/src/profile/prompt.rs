@@ -233,4 +233,29 @@ mod tests {
         assert_eq!(b.count(&fresh).unwrap(), 37);
         assert_ne!(fresh, b.prompt(37, &[], 4));
     }
+
+    #[test]
+    fn conversation_trace_prompts_have_exact_token_counts() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/traces/conversation_trace.jsonl");
+        let text = std::fs::read_to_string(path).unwrap();
+        let trace = aiperf_core::trace::parse_str(&text, aiperf_core::trace::ParseOptions::default()).unwrap().trace;
+        let tok = Tokenizer::from_file(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/tokenizers/smollm2-135m/tokenizer.json"
+        ))
+        .unwrap();
+        let b = PromptBuilder::new(tok, 512, 7).unwrap();
+        let mut checked = 0;
+        for (i, (row, ids)) in trace.iter().enumerate() {
+            let n = row.input_length().unwrap() as u64;
+            // Every short row, and every 100th row of any length.
+            if n > 2048 && i % 100 != 0 {
+                continue;
+            }
+            let p = b.prompt(n, ids, i as u64);
+            assert_eq!(b.count(&p).unwrap(), n, "row {i}");
+            checked += 1;
+        }
+        assert!(checked > 2500, "{checked} rows checked");
+    }
 }
