@@ -23,6 +23,10 @@ pub struct RunSummary {
     pub warmup: Option<(u64, u64)>,
     /// Programmed vs measured TTFT against a mock server (ms).
     pub calibration: Option<(f64, f64)>,
+    /// CPU seconds the client used while replaying (Linux only).
+    pub client_cpu_s: Option<f64>,
+    /// From process start to the replay being ready to send (ms).
+    pub startup_ms: f64,
 }
 
 /// One output of a run.
@@ -131,6 +135,14 @@ impl Exporter for JsonExporter {
         m.insert("start_time".into(), json!(iso8601(s.start_unix_ns)));
         m.insert("end_time".into(), json!(iso8601(s.end_unix_ns)));
         m.insert("tokenizer".into(), json!(s.tokenizer));
+        let total = s.report.request_count + s.report.error_request_count;
+        if let Some(cpu) = s.client_cpu_s {
+            m.insert(
+                "client_cpu".into(),
+                json!({"seconds": cpu, "us_per_request": if total > 0 { cpu * 1e6 / total as f64 } else { 0.0 }}),
+            );
+        }
+        m.insert("startup_ms".into(), json!(s.startup_ms));
         if let Some((prog, meas)) = s.calibration {
             m.insert("calibration".into(), json!({"programmed_ttft_ms": prog, "measured_ttft_p50_ms": meas}));
         }
@@ -217,6 +229,14 @@ pub fn console_table(s: &RunSummary) -> String {
             d.percentile(90.0).unwrap_or(f64::NAN),
             d.percentile(99.0).unwrap_or(f64::NAN),
             d.max
+        ));
+    }
+    if let Some(cpu) = s.client_cpu_s {
+        let total = s.report.request_count + s.report.error_request_count;
+        out.push_str(&format!(
+            "Client CPU while replaying: {cpu:.2} s ({:.0} µs per request); ready to send {:.0} ms after start\n",
+            if total > 0 { cpu * 1e6 / total as f64 } else { 0.0 },
+            s.startup_ms
         ));
     }
     out.push_str(&format!("Tokenizer: {}\n", s.tokenizer));

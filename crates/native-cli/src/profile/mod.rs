@@ -60,8 +60,7 @@ pub fn run(args: Args) -> Result<()> {
         .with_context(|| format!("cannot create {}", cfg.args.artifact_dir.display()))?;
     let rt =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
-    let ready_ms = started.elapsed().as_secs_f64() * 1e3;
-    rt.block_on(replay(cfg, trace, schedule, prompts, expected_cached, source.description, ready_ms))
+    rt.block_on(replay(cfg, trace, schedule, prompts, expected_cached, source.description, started))
 }
 
 /// For each row: prompt tokens whose leading hash ids were sent before it (schedule order).
@@ -88,8 +87,9 @@ async fn replay(
     prompts: PromptBuilder,
     expected_cached: Vec<Option<u64>>,
     tokenizer: String,
-    ready_ms: f64,
+    started: Instant,
 ) -> Result<()> {
+    let ready_ms = started.elapsed().as_secs_f64() * 1e3;
     let a = &cfg.args;
     let client = client::http_client()?;
     let path = a.custom_endpoint.clone().unwrap_or_else(|| a.endpoint_type.path().to_owned());
@@ -126,6 +126,7 @@ async fn replay(
         None
     };
 
+    let cpu_before = process_cpu_seconds();
     let (stop_tx, stop_rx) = watch::channel(false);
     let (hard_tx, hard_rx) = watch::channel(false);
     let clock = Clock { base: Instant::now() };
@@ -186,6 +187,7 @@ async fn replay(
     stopper.abort();
     let _ = tokio::task::spawn_blocking(move || dispatcher.join()).await;
     pb.finish_and_clear();
+    let client_cpu_s = process_cpu_seconds().zip(cpu_before).map(|(b, a)| b - a);
     let end_unix_ns = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let report = agg.report(!cfg.slos.is_empty());
     let calibration = mock_ttft.and_then(|prog| {
@@ -200,6 +202,8 @@ async fn replay(
         tokenizer,
         warmup,
         calibration,
+        client_cpu_s,
+        startup_ms: ready_ms,
     };
     let dir = &cfg.args.artifact_dir;
     let mut exporters: Vec<Box<dyn Exporter>> = vec![
@@ -213,6 +217,16 @@ async fn replay(
     println!("{}", export::console_table(&summary));
     println!("Exports written to {}", dir.display());
     Ok(())
+}
+
+/// CPU time (user + system) of this process so far, where the OS tells it (Linux `/proc`).
+fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }
 
 /// Sends warmup requests (first turns of the schedule's sessions, in order) and waits for them.
