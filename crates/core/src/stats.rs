@@ -77,7 +77,7 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
 /// Sorts a copy of the values (NaN last) for percentile queries.
 pub fn sorted(values: &[f64]) -> Vec<f64> {
     let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
+    v.sort_unstable_by(f64::total_cmp);
     v
 }
 
