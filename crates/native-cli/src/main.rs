@@ -2,6 +2,7 @@
 
 mod analyze;
 mod input;
+mod synthesize;
 
 use std::process::ExitCode;
 
@@ -19,12 +20,15 @@ struct Cli {
 enum Command {
     /// Print the statistics of a trace (prefix sharing, lengths, arrivals, cache what-if, lint).
     AnalyzeTrace(analyze::Args),
+    /// Transform a trace like AIPerf's --synthesis-* options, or sample a new one (--num-requests).
+    SynthesizeTrace(synthesize::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::AnalyzeTrace(args) => analyze::run(args),
+        Command::SynthesizeTrace(args) => synthesize::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,9 +9,11 @@
 //!
 //! All functions are pure and deterministic: the seed is a parameter.
 
+pub mod fidelity;
 pub mod rng;
 pub mod transform;
 
+pub use fidelity::{FidelityReport, MetricFidelity, fidelity_from_analyses, fidelity_report};
 pub use transform::{TransformParams, synthesize_direct, transform};
 
 /// Why a synthesis could not run.
