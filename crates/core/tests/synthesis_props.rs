@@ -3,7 +3,8 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed test
 
-use aiperf_core::synthesis::{TransformParams, synthesize_direct, transform};
+use aiperf_core::synthesis::{GenerateParams, SynthesisError, TransformParams, generate, synthesize_direct, transform};
+use aiperf_core::trace::write_trace;
 use aiperf_core::trace::{Input, Row, Trace};
 use proptest::prelude::*;
 
@@ -79,5 +80,36 @@ proptest! {
         check_invariant(&loader, &params)?;
         // Same seed, same output.
         prop_assert_eq!(synthesize_direct(&trace, &params).unwrap(), direct);
+    }
+
+    #[test]
+    fn generate_keeps_the_block_invariant_and_is_reproducible(
+        (trace, t) in (1u32..64).prop_flat_map(|bs| (arb_trace(bs), arb_params(bs))),
+        n in 1usize..300,
+    ) {
+        // Rows without ids teach nothing; skip traces that have none with ids.
+        prop_assume!(trace.iter().any(|(_, ids)| !ids.is_empty()));
+        let params = GenerateParams {
+            num_requests: n,
+            speedup_ratio: t.speedup_ratio,
+            prefix_len_multiplier: t.prefix_len_multiplier,
+            prefix_root_multiplier: t.prefix_root_multiplier,
+            prompt_len_multiplier: t.prompt_len_multiplier,
+            output_len_multiplier: t.output_len_multiplier,
+            max_isl: t.max_isl,
+            max_osl: t.max_osl,
+            block_size: t.block_size,
+            seed: t.seed,
+            ..GenerateParams::default()
+        };
+        let out = match generate(&trace, &params) {
+            Ok(out) => out,
+            // A max ISL below every learnable length may reject all samples: an error, not a hang.
+            Err(SynthesisError::FilterRejectsEverything { .. }) => return Ok(()),
+            Err(e) => return Err(TestCaseError::fail(e.to_string())),
+        };
+        prop_assert_eq!(out.len(), n);
+        check_invariant(&out, &t)?;
+        prop_assert_eq!(write_trace(&generate(&trace, &params).unwrap()), write_trace(&out));
     }
 }

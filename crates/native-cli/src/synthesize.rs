@@ -8,7 +8,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use aiperf_core::analysis::{DEFAULT_BLOCK_SIZE, analyze_with_rows};
-use aiperf_core::synthesis::{SynthesisError, TransformParams, fidelity_from_analyses, transform};
+use aiperf_core::synthesis::{
+    GenerateParams, PrefixModel, SynthesisError, TransformParams, fidelity_from_analyses, transform,
+};
 use aiperf_core::trace::{Trace, write_trace};
 use anyhow::{Context, Result};
 
@@ -42,6 +44,15 @@ pub struct Args {
     /// Cap output lengths to this (tokens).
     #[arg(long)]
     pub synthesis_max_osl: Option<u64>,
+    /// Generative mode: learn a model of the trace and sample this many new requests.
+    #[arg(long)]
+    pub num_requests: Option<usize>,
+    /// Generative mode only: resample requests shorter than this (tokens).
+    #[arg(long, requires = "num_requests")]
+    pub synthesis_min_isl: Option<u64>,
+    /// Generative mode only: raise output lengths to at least this (tokens).
+    #[arg(long, requires = "num_requests")]
+    pub synthesis_min_osl: Option<u64>,
     /// Seed of every random choice (same seed as AIPerf's `--random-seed` → same output).
     #[arg(long, default_value_t = 0)]
     pub random_seed: u64,
@@ -76,9 +87,12 @@ pub fn option_name(param: &str) -> &'static str {
 
 /// Adds the offending option's name to a core error.
 fn explain(e: SynthesisError) -> anyhow::Error {
-    match e.param() {
-        Some(p) => anyhow::anyhow!("invalid {}: {e}", option_name(p)),
-        None => anyhow::Error::new(e),
+    match (e.param(), &e) {
+        (Some(p), _) => anyhow::anyhow!("invalid {}: {e}", option_name(p)),
+        (None, SynthesisError::FilterRejectsEverything { .. }) => {
+            anyhow::anyhow!("{e} (widen --synthesis-min-isl / --synthesis-max-isl)")
+        }
+        (None, _) => anyhow::Error::new(e),
     }
 }
 
@@ -96,15 +110,53 @@ impl Args {
             seed: self.random_seed,
         }
     }
+
+    fn generate_params(&self, num_requests: usize) -> GenerateParams {
+        GenerateParams {
+            num_requests,
+            speedup_ratio: self.synthesis_speedup_ratio,
+            prefix_len_multiplier: self.synthesis_prefix_len_multiplier,
+            prefix_root_multiplier: self.synthesis_prefix_root_multiplier,
+            prompt_len_multiplier: self.synthesis_prompt_len_multiplier,
+            output_len_multiplier: self.synthesis_output_len_multiplier,
+            min_isl: self.synthesis_min_isl,
+            max_isl: self.synthesis_max_isl,
+            min_osl: self.synthesis_min_osl,
+            max_osl: self.synthesis_max_osl,
+            block_size: self.block_size,
+            seed: self.random_seed,
+        }
+    }
 }
 
 pub fn run(args: Args) -> Result<()> {
+    match args.num_requests {
+        Some(n) => run_generate(&args, n),
+        None => run_transform(&args),
+    }
+}
+
+fn run_generate(args: &Args, num_requests: usize) -> Result<()> {
+    let params = args.generate_params(num_requests);
+    params.validate().map_err(explain)?;
+    let input = read_trace(&args.file, args.skip_invalid)?.trace;
+    let model = PrefixModel::learn(&input, params.block_size).map_err(explain)?;
+    let s = model.stats();
+    println!(
+        "Learned from {} rows: {} shared blocks in {} tree nodes, {} unique prompts\n",
+        s.rows, s.shared_blocks, s.contracted_nodes, s.unique_prompts
+    );
+    let output = model.sample(&params).map_err(explain)?;
+    finish(args, &input, &output)
+}
+
+fn run_transform(args: &Args) -> Result<()> {
     // Validate before reading a possibly large file.
     let params = args.transform_params();
     params.validate().map_err(explain)?;
     let input = read_trace(&args.file, args.skip_invalid)?.trace;
     let output = transform(&input, &params).map_err(explain)?;
-    finish(&args, &input, &output)
+    finish(args, &input, &output)
 }
 
 /// Writes the output atomically, then prints (and optionally saves) the before/after comparison.

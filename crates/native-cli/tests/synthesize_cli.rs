@@ -129,3 +129,71 @@ fn invalid_parameters_name_the_option() {
         assert!(!out.exists());
     }
 }
+
+#[test]
+fn generative_mode_is_reproducible_and_reports_fidelity() {
+    let dir = scratch("generate");
+    let input = fixtures().join("traces/conversation_head500.jsonl");
+    let run = |name: &str, seed: &str| -> Output {
+        let out = dir.join(name);
+        let fidelity = dir.join(format!("{name}.fidelity.json"));
+        cli(&[
+            "synthesize-trace",
+            input.to_str().unwrap(),
+            "--output-file",
+            out.to_str().unwrap(),
+            "--num-requests",
+            "2000",
+            "--random-seed",
+            seed,
+            "--fidelity-file",
+            fidelity.to_str().unwrap(),
+        ])
+    };
+    let a = run("a.jsonl", "5");
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert!(String::from_utf8_lossy(&a.stdout).contains("Learned from 500 rows"));
+    assert!(run("b.jsonl", "5").status.success());
+    assert!(run("c.jsonl", "6").status.success());
+    let bytes = |n: &str| std::fs::read(dir.join(n)).unwrap();
+    assert_eq!(bytes("a.jsonl"), bytes("b.jsonl"));
+    assert_ne!(bytes("a.jsonl"), bytes("c.jsonl"));
+    assert_eq!(json_lines(&dir.join("a.jsonl")).len(), 2000);
+    let report: Value = serde_json::from_slice(&bytes("a.jsonl.fidelity.json")).unwrap();
+    assert_eq!(report["synthesized_requests"], 2000);
+    let metrics: Vec<&str> =
+        report["metrics"].as_array().unwrap().iter().map(|m| m["metric"].as_str().unwrap()).collect();
+    assert_eq!(metrics, ["isl", "osl", "context_length", "hit_rate", "requests_per_second"]);
+}
+
+#[test]
+fn generative_filter_rejecting_everything_fails_clearly() {
+    let dir = scratch("filter");
+    let out = dir.join("out.jsonl");
+    let input = fixtures().join("traces/arxiv_first20.jsonl");
+    let res = cli(&[
+        "synthesize-trace",
+        input.to_str().unwrap(),
+        "--output-file",
+        out.to_str().unwrap(),
+        "--num-requests",
+        "100",
+        "--synthesis-max-isl",
+        "10",
+    ]);
+    assert!(!res.status.success());
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(stderr.contains("rejected") && stderr.contains("--synthesis-max-isl"), "{stderr}");
+    assert!(!out.exists());
+    // Generative-only options need --num-requests.
+    let res = cli(&[
+        "synthesize-trace",
+        input.to_str().unwrap(),
+        "--output-file",
+        out.to_str().unwrap(),
+        "--synthesis-min-isl",
+        "5",
+    ]);
+    assert!(!res.status.success());
+    assert!(String::from_utf8_lossy(&res.stderr).contains("--num-requests"));
+}

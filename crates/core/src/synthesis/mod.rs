@@ -10,10 +10,12 @@
 //! All functions are pure and deterministic: the seed is a parameter.
 
 pub mod fidelity;
+pub mod generate;
 pub mod rng;
 pub mod transform;
 
 pub use fidelity::{FidelityReport, MetricFidelity, fidelity_from_analyses, fidelity_report};
+pub use generate::{GenerateParams, ModelStats, PrefixModel, generate};
 pub use transform::{TransformParams, synthesize_direct, transform};
 
 /// Why a synthesis could not run.
@@ -31,7 +33,7 @@ pub enum SynthesisError {
     NothingToLearn,
     /// The ISL filter of generation rejects (almost) every sampled request.
     #[error(
-        "the input-length filter [{min_isl}, {max_isl}] rejected {rejected} sampled requests in a row \
+        "the input-length filter [min_isl {min_isl}, max_isl {max_isl}] rejected {rejected} sampled requests in a row \
          (after {accepted} accepted); the learned lengths almost never fall in this range"
     )]
     FilterRejectsEverything { min_isl: u64, max_isl: String, accepted: usize, rejected: usize },
@@ -42,7 +44,6 @@ impl SynthesisError {
     pub fn param(&self) -> Option<&'static str> {
         match self {
             SynthesisError::InvalidParam { param, .. } => Some(param),
-            SynthesisError::FilterRejectsEverything { .. } => Some("max_isl"),
             _ => None,
         }
     }
