@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use aiperf_core::prompt_hash::{BlockHasher, stable_hash_bytes};
 use aiperf_core::synthesis::rng::{PyRandom, SYNTHESIZER_COMPONENT, derive_seed};
 use aiperf_core::synthesis::{TransformParams, synthesize_direct, transform};
 use aiperf_core::trace::{ParseOptions, Trace, parse_str, write_trace};
@@ -204,4 +205,26 @@ fn full_conversation_trace_synthesizes_under_every_golden_parameter_set() {
 #[test]
 fn full_synthetic_trace_synthesizes_under_every_golden_parameter_set() {
     check_real_trace("synthetic_trace.jsonl", 407);
+}
+
+#[test]
+fn block_hashing_matches_aiperf_test_vectors() {
+    let v: Value = serde_json::from_str(&read("golden/hashing/test_vectors.json")).unwrap();
+    let stable = v["stable_hash_examples"].as_object().unwrap();
+    assert_eq!(stable.len(), 5);
+    for (repr, expected) in stable {
+        // Tuples hash through their repr; a str hashes as its own UTF-8 bytes.
+        let bytes = repr.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')).unwrap_or(repr);
+        assert_eq!(stable_hash_bytes(bytes.as_bytes()), expected.as_u64().unwrap(), "{repr}");
+    }
+    // One hasher over all cases, in file order: ids are global across calls.
+    let mut hasher = BlockHasher::new(512);
+    let cases = v["aiperf_RollingHasher_hash_token_blocks"].as_object().unwrap();
+    assert_eq!(cases.len(), 4);
+    for (blocks, expected) in cases {
+        let blocks: Vec<Vec<u32>> = serde_json::from_str(blocks).unwrap();
+        let ids = hasher.hash_blocks(blocks.iter().map(Vec::as_slice));
+        let expected: Vec<u64> = expected.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+        assert_eq!(ids, expected, "{blocks:?}");
+    }
 }

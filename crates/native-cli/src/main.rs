@@ -1,6 +1,7 @@
 //! `aiperf-cli`: analyze, synthesize and replay Mooncake traces.
 
 mod analyze;
+mod hash_prompts;
 mod input;
 mod synthesize;
 
@@ -22,6 +23,8 @@ enum Command {
     AnalyzeTrace(analyze::Args),
     /// Transform a trace like AIPerf's --synthesis-* options, or sample a new one (--num-requests).
     SynthesizeTrace(synthesize::Args),
+    /// Turn prompts (JSONL) into a Mooncake trace with AIPerf-compatible block hash ids.
+    HashPrompts(hash_prompts::Args),
 }
 
 fn main() -> ExitCode {
@@ -29,6 +32,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::AnalyzeTrace(args) => analyze::run(args),
         Command::SynthesizeTrace(args) => synthesize::run(args),
+        Command::HashPrompts(args) => hash_prompts::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
