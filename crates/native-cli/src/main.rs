@@ -1,9 +1,11 @@
 //! `aiperf-cli`: analyze, synthesize and replay Mooncake traces.
 
 mod analyze;
+mod hash_prompts;
 mod input;
 mod mock_server;
 mod profile;
+mod synthesize;
 
 use std::process::ExitCode;
 
@@ -25,6 +27,10 @@ enum Command {
     Profile(Box<profile::options::Args>),
     /// Run an OpenAI-compatible mock server with programmable timing and faults.
     MockServer(mock_server::Args),
+    /// Transform a trace like AIPerf's --synthesis-* options, or sample a new one (--num-requests).
+    SynthesizeTrace(synthesize::Args),
+    /// Turn prompts (JSONL) into a Mooncake trace with AIPerf-compatible block hash ids.
+    HashPrompts(hash_prompts::Args),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +46,8 @@ fn main() -> ExitCode {
         Command::AnalyzeTrace(args) => analyze::run(args),
         Command::Profile(args) => profile::run(*args),
         Command::MockServer(args) => mock_server::run(args),
+        Command::SynthesizeTrace(args) => synthesize::run(args),
+        Command::HashPrompts(args) => hash_prompts::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
