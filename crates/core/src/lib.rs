@@ -6,7 +6,8 @@
 //! - [`trace`]: the Mooncake trace format (rows, validating reader, writer);
 //! - [`analysis`]: the reference's trace statistics plus arrivals, cache curve and lint;
 //! - [`stats`]: the one statistics module (mean, std, percentiles);
-<<<<<<< HEAD
+//! - [`prompt_hash`]: prompts → hash_ids (AIPerf-compatible chained block hashing);
+//! - [`synthesis`]: transform and generative trace synthesis (AIPerf/Dynamo-compatible);
 //! - [`report`]: the console report of an analysis;
 //! - [`sse`]: incremental server-sent-events parser and OpenAI chunk interpretation;
 //! - [`schedule`]: the replay schedule as data;
@@ -14,14 +15,7 @@
 
 pub mod analysis;
 pub mod metrics;
-=======
-//! - [`prompt_hash`]: prompts → hash_ids (AIPerf-compatible chained block hashing);
-//! - [`synthesis`]: transform and generative trace synthesis (AIPerf/Dynamo-compatible);
-//! - [`report`]: the console report of an analysis.
-
-pub mod analysis;
 pub mod prompt_hash;
->>>>>>> main
 pub mod report;
 pub mod schedule;
 pub mod sse;
