@@ -80,6 +80,51 @@ fn fixed_schedule_is_kept_and_prompts_are_exact() {
 }
 
 #[test]
+fn synthesis_speedup_ratio_compresses_the_schedule() {
+    let mock = Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    // 25 rows, 120 ms apart in the trace: 30 ms apart at speed-up 4.
+    let lines: Vec<String> = (0..25)
+        .map(|i| {
+            format!(
+                r#"{{"timestamp": {}, "input_length": {}, "output_length": 2, "hash_ids": [{i}]}}"#,
+                i * 120,
+                20 + i
+            )
+        })
+        .collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("art");
+    let out = profile(
+        &[
+            "-m",
+            "m",
+            "-u",
+            &mock.url,
+            "--streaming",
+            "--tokenizer",
+            &tokenizer(),
+            "--input-file",
+            trace.to_str().unwrap(),
+            "--artifact-dir",
+            art.to_str().unwrap(),
+            "--synthesis-speedup-ratio",
+            "4",
+        ],
+        LIMIT,
+    );
+    ok(&out);
+    let arrivals = mock.arrivals();
+    assert_eq!(arrivals.len(), 25);
+    for (a, t) in arrivals.iter().zip(arrival_ms(&arrivals)) {
+        let i = a["prompt_tokens"].as_u64().unwrap() - 20;
+        let want = i as f64 * 30.0;
+        assert!((t - want).abs() < 25.0, "row {i} arrived at {t:.1} ms, scheduled at {want} ms");
+    }
+    assert_eq!(summary(&art)["input_config"]["synthesis"]["speedup_ratio"], 4.0);
+}
+
+#[test]
 fn sessions_wait_for_completion_and_delays() {
     let mock = Mock::start(&["--ttft-ms", "50"]);
     let dir = tempfile::tempdir().unwrap();

@@ -43,7 +43,12 @@ pub fn run(args: Args) -> Result<()> {
         let trace = crate::input::read_trace(&cfg.args.input_file, false).map(|o| o.trace);
         (trace, tok.join())
     });
-    let trace = trace?;
+    let mut trace = trace?;
+    if let Some(params) = &cfg.synthesis {
+        let before = trace.len();
+        trace = aiperf_core::synthesis::transform(&trace, params).context("synthesis failed")?;
+        eprintln!("Synthesis applied in memory: {before} rows → {} rows", trace.len());
+    }
     let (tokenizer, source) = tok.map_err(|_| anyhow::anyhow!("the tokenizer loader panicked"))??;
     if source.approximate {
         eprintln!(
