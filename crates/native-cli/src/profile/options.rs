@@ -27,7 +27,7 @@ pub struct Args {
     #[arg(long, alias = "endpoint")]
     pub custom_endpoint: Option<String>,
     /// Ask for streamed responses (server-sent events).
-    #[arg(long)]
+    #[arg(long, alias = "stream")]
     pub streaming: bool,
     /// API key sent as a bearer token (never written to any output).
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
@@ -110,7 +110,7 @@ pub struct Args {
     #[arg(long, alias = "num-requests")]
     pub request_count: Option<u64>,
     /// Requests sent before the benchmark, not measured.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, alias = "num-warmup-requests", default_value_t = 0)]
     pub warmup_request_count: u64,
     /// Stop sending after this many seconds.
     #[arg(long)]
@@ -130,8 +130,14 @@ pub struct Args {
     #[arg(long)]
     pub goodput: Option<String>,
     /// Console UI: simple (progress bar when on a terminal) or none.
-    #[arg(long, value_enum, default_value = "simple")]
+    #[arg(long, alias = "ui", value_enum, default_value = "simple")]
     pub ui_type: UiType,
+    /// Accepted for AIPerf compatibility; aiperf-cli has a single log level.
+    #[arg(long, hide = true)]
+    pub log_level: Option<String>,
+    /// Accepted for AIPerf compatibility; aiperf-cli has a single log level.
+    #[arg(short = 'v', long, hide = true)]
+    pub verbose: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -226,7 +232,11 @@ fn seconds(v: f64, name: &str) -> Result<Duration> {
 }
 
 impl Config {
-    pub fn from_args(args: Args) -> Result<Config> {
+    pub fn from_args(mut args: Args) -> Result<Config> {
+        // AIPerf accepts `localhost:8000`; so do we.
+        if !args.url.contains("://") {
+            args.url = format!("http://{}", args.url);
+        }
         ensure!(
             args.custom_dataset_type == "mooncake_trace",
             "--custom-dataset-type {} is not supported: only mooncake_trace",

@@ -1,0 +1,379 @@
+//! Replay benchmark: `aiperf-cli profile` against `aiperf-cli mock-server` on 127.0.0.1.
+//!
+//! Usage: `cargo build --release -p aiperf-cli && cargo run --release -p aiperf-cli --example
+//! replay_bench -- [SCENARIO…]` with scenarios `lateness`, `max-rate`, `startup`, `streams`
+//! (default: all). With `AIPERF_BIN=/path/to/aiperf` the `lateness`, `max-rate` and `startup`
+//! scenarios also run AIPerf on the same traces against the same mock server.
+//!
+//! Send lateness is measured at the server, the same way for both tools: for request i scheduled at
+//! `s_i` and arriving at `a_i`, lateness = `(a_i − s_i) − min_j (a_j − s_j)` (the earliest request
+//! defines time zero). Our own report's `send_lateness` (actual − scheduled send, measured in the
+//! client) is printed beside it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use aiperf_core::stats::{percentile_sorted, sorted};
+use serde_json::Value;
+
+fn bin() -> PathBuf {
+    std::env::var_os("AIPERF_CLI")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/aiperf-cli"))
+}
+
+fn tokenizer_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/tokenizers/smollm2-135m")
+}
+
+struct Mock {
+    child: Child,
+    url: String,
+    arrivals: PathBuf,
+}
+
+impl Mock {
+    fn start(dir: &Path, args: &[&str]) -> Mock {
+        let arrivals = dir.join(format!("arrivals-{}.jsonl", now_ns()));
+        let mut child = Command::new(bin())
+            .args(["mock-server", "--port", "0", "--exit-after-seconds", "3600", "--arrivals-file"])
+            .arg(&arrivals)
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("cannot start the mock server (build with --release first)");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+        Mock { child, url, arrivals }
+    }
+
+    /// Arrival times (ns since the epoch) and prompt sizes.
+    fn arrivals(&self) -> Vec<(u128, u64)> {
+        std::fs::read_to_string(&self.arrivals)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                (v["arrival_ns"].as_str().unwrap().parse().unwrap(), v["prompt_tokens"].as_u64().unwrap_or(0))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
+}
+
+/// Rows `i` at `i / rate` seconds with a unique 512-token block each and 64 output tokens.
+fn rate_trace(path: &Path, rate: f64, n: usize) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for i in 0..n {
+        let ts = (i as f64 * 1000.0 / rate).round() as u64;
+        writeln!(f, r#"{{"timestamp": {ts}, "input_length": 512, "output_length": 64, "hash_ids": [{i}]}}"#).unwrap();
+    }
+}
+
+/// Lateness percentiles at the server, ms: p50, p99, max.
+fn server_lateness(arrivals: &[(u128, u64)], rate: f64) -> (f64, f64, f64) {
+    let mut a: Vec<u128> = arrivals.iter().map(|x| x.0).collect();
+    a.sort_unstable();
+    // Rows are identical except for their time, so the k-th arrival is the k-th scheduled row.
+    let diffs: Vec<f64> = a.iter().enumerate().map(|(i, &t)| t as f64 / 1e6 - i as f64 * 1000.0 / rate).collect();
+    let min = diffs.iter().copied().fold(f64::INFINITY, f64::min);
+    let late = sorted(&diffs.iter().map(|d| d - min).collect::<Vec<_>>());
+    (percentile_sorted(&late, 50.0).unwrap(), percentile_sorted(&late, 99.0).unwrap(), *late.last().unwrap())
+}
+
+fn summary(art: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(art.join("profile_export_aiperf.json")).unwrap()).unwrap()
+}
+
+/// Runs a command, returning (wall seconds, user+sys CPU seconds of it and its children).
+fn timed(cmd: &mut Command) -> (f64, f64) {
+    let t0 = Instant::now();
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "CPU %U %S"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let wall = t0.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let cpu = err
+        .lines()
+        .rev()
+        .find_map(|l| {
+            let f: Vec<&str> = l.strip_prefix("CPU ")?.split(' ').collect();
+            Some(f[0].parse::<f64>().ok()? + f[1].parse::<f64>().ok()?)
+        })
+        .unwrap_or(f64::NAN);
+    if !out.status.success() {
+        eprintln!("command failed: {}", err.lines().rev().take(15).collect::<Vec<_>>().join("\n"));
+    }
+    (wall, cpu)
+}
+
+fn ours(url: &str, trace: &Path, art: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    c.args(["profile", "-m", "mock", "-u", url, "--streaming", "--ui-type", "none", "--tokenizer"])
+        .arg(tokenizer_dir().join("tokenizer.json"))
+        .arg("--input-file")
+        .arg(trace)
+        .arg("--artifact-dir")
+        .arg(art)
+        .args(["--extra-inputs", "ignore_eos:true"])
+        .args(extra);
+    c
+}
+
+fn aiperf(url: &str, trace: &Path, art: &Path, extra: &[&str]) -> Option<Command> {
+    let bin = std::env::var_os("AIPERF_BIN")?;
+    let mut c = Command::new(bin);
+    c.args([
+        "profile",
+        "-m",
+        "mock",
+        "-u",
+        url,
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--ui-type",
+        "none",
+        "--tokenizer",
+    ])
+    .arg(tokenizer_dir())
+    .arg("--input-file")
+    .arg(trace)
+    .args(["--custom-dataset-type", "mooncake_trace"])
+    .arg("--artifact-dir")
+    .arg(art)
+    .args(["--extra-inputs", "ignore_eos:true"])
+    .args(extra)
+    .env("HF_HUB_OFFLINE", "1");
+    Some(c)
+}
+
+fn lateness(dir: &Path) {
+    println!("\n## Send lateness at the server (fixed schedule, streaming, 64 output tokens)");
+    println!(
+        "| tool | rate (req/s) | requests | server-side lateness p50 / p99 / max (ms) | client-reported p50 / p99 (ms) | CPU µs/request |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for (rate, n) in [(10.0, 300), (100.0, 2000), (1000.0, 10000)] {
+        let trace = dir.join(format!("rate{rate}.jsonl"));
+        rate_trace(&trace, rate, n);
+        for tool in ["aiperf-cli", "AIPerf 0.13.0"] {
+            let mock = Mock::start(dir, &[]);
+            let art = dir.join(format!("art-{tool}-{rate}"));
+            let n_tool = if tool == "aiperf-cli" { n } else { n.min(3000) };
+            let trace_t = if n_tool == n {
+                trace.clone()
+            } else {
+                let t = dir.join(format!("rate{rate}-{n_tool}.jsonl"));
+                rate_trace(&t, rate, n_tool);
+                t
+            };
+            let cmd = if tool == "aiperf-cli" {
+                Some(ours(&mock.url, &trace_t, &art, &["--fixed-schedule"]))
+            } else {
+                aiperf(&mock.url, &trace_t, &art, &["--fixed-schedule", "--fixed-schedule-auto-offset"])
+            };
+            let Some(mut cmd) = cmd else { continue };
+            let (_, cpu) = timed(&mut cmd);
+            let arr = mock.arrivals();
+            if arr.len() < 2 {
+                println!("| {tool} | {rate} | {} | (no requests arrived) | | |", arr.len());
+                continue;
+            }
+            let (p50, p99, max) = server_lateness(&arr, rate);
+            let client = if tool == "aiperf-cli" {
+                let s = summary(&art);
+                format!(
+                    "{:.3} / {:.3}",
+                    s["send_lateness"]["p50"].as_f64().unwrap(),
+                    s["send_lateness"]["p99"].as_f64().unwrap()
+                )
+            } else {
+                "—".into()
+            };
+            println!(
+                "| {tool} | {rate} | {} | {p50:.3} / {p99:.3} / {max:.3} | {client} | {:.0} |",
+                arr.len(),
+                cpu * 1e6 / arr.len() as f64
+            );
+        }
+    }
+}
+
+fn max_rate(dir: &Path) {
+    println!("\n## Maximum sustained streaming rate (concurrency 64, 64 output tokens, mock with no delays)");
+    println!(
+        "| tool | requests | request throughput (req/s) | errors | CPU µs/request (whole process) | CPU µs/request (replay only) |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for tool in ["aiperf-cli", "AIPerf 0.13.0"] {
+        let n = if tool == "aiperf-cli" { 30000 } else { 3000 };
+        let trace = dir.join(format!("maxrate-{n}.jsonl"));
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&trace).unwrap());
+        for i in 0..n {
+            writeln!(f, r#"{{"input_length": 128, "output_length": 64, "hash_ids": [{i}]}}"#).unwrap();
+        }
+        drop(f);
+        let mock = Mock::start(dir, &[]);
+        let art = dir.join(format!("art-max-{tool}"));
+        let cmd = if tool == "aiperf-cli" {
+            Some(ours(&mock.url, &trace, &art, &["--concurrency", "64"]))
+        } else {
+            aiperf(&mock.url, &trace, &art, &["--concurrency", "64", "--request-count", &n.to_string()])
+        };
+        let Some(mut cmd) = cmd else { continue };
+        let (wall, cpu) = timed(&mut cmd);
+        let got = mock.arrivals().len();
+        let (thr, errs, replay_cpu) = match std::fs::read_to_string(art.join("profile_export_aiperf.json")) {
+            Ok(t) => {
+                let s: Value = serde_json::from_str(&t).unwrap();
+                let replay = s["client_cpu"]["us_per_request"].as_f64().map_or("—".into(), |v| format!("{v:.0}"));
+                (
+                    s["request_throughput"]["avg"].as_f64().unwrap_or(f64::NAN),
+                    s["error_request_count"]["avg"].as_f64().unwrap_or(0.0),
+                    replay,
+                )
+            }
+            Err(_) => (got as f64 / wall, f64::NAN, "—".into()),
+        };
+        println!("| {tool} | {got} | {thr:.0} | {errs} | {:.0} | {replay_cpu} |", cpu * 1e6 / got.max(1) as f64);
+    }
+}
+
+fn startup(dir: &Path) {
+    println!("\n## Time from process start to the first request at the server");
+    println!("| tool | trace rows | time to first request (ms) |");
+    println!("|---|---|---|");
+    // 100,000 rows: the conversation trace repeated, shifted in time and id space.
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/traces/conversation_trace.jsonl"),
+    )
+    .unwrap();
+    let rows: Vec<Value> = src.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    for (tool, n) in [("aiperf-cli", 100_000usize), ("aiperf-cli", 500), ("AIPerf 0.13.0", 500)] {
+        let trace = dir.join(format!("startup-{n}.jsonl"));
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&trace).unwrap());
+        for i in 0..n {
+            let r = &rows[i % rows.len()];
+            let rep = (i / rows.len()) as u64;
+            let ids: Vec<u64> =
+                r["hash_ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() + rep * 10_000_000).collect();
+            let ts = r["timestamp"].as_u64().unwrap() + rep * 3_600_000;
+            writeln!(
+                f,
+                r#"{{"timestamp": {ts}, "input_length": {}, "output_length": 1, "hash_ids": {:?}}}"#,
+                r["input_length"], ids
+            )
+            .unwrap();
+        }
+        drop(f);
+        let mock = Mock::start(dir, &[]);
+        let art = dir.join(format!("art-startup-{tool}-{n}"));
+        let cmd = if tool == "aiperf-cli" {
+            Some(ours(
+                &mock.url,
+                &trace,
+                &art,
+                &["--fixed-schedule", "--benchmark-duration", "2", "--benchmark-grace-period", "0"],
+            ))
+        } else {
+            aiperf(
+                &mock.url,
+                &trace,
+                &art,
+                &["--fixed-schedule", "--benchmark-duration", "2", "--benchmark-grace-period", "0"],
+            )
+        };
+        let Some(mut cmd) = cmd else { continue };
+        let t0 = now_ns();
+        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let first = loop {
+            if let Some(a) = mock.arrivals().iter().map(|a| a.0).min() {
+                break Some(a);
+            }
+            if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        match first {
+            Some(t) => println!("| {tool} | {n} | {:.0} |", (t - t0) as f64 / 1e6),
+            None => println!("| {tool} | {n} | no request within 600 s |"),
+        }
+    }
+}
+
+fn streams(dir: &Path) {
+    println!("\n## 10,000 concurrent streams (mock TTFT 3 s, 20 tokens 100 ms apart)");
+    let n = 10_000;
+    let trace = dir.join("streams.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&trace).unwrap());
+    for i in 0..n {
+        writeln!(f, r#"{{"input_length": 32, "output_length": 20, "hash_ids": [{i}]}}"#).unwrap();
+    }
+    drop(f);
+    let mock = Mock::start(dir, &["--ttft-ms", "3000", "--itl-ms", "100"]);
+    let art = dir.join("art-streams");
+    let (wall, cpu) =
+        timed(&mut ours(&mock.url, &trace, &art, &["--concurrency", "10000", "--request-timeout-seconds", "60"]));
+    let s = summary(&art);
+    let arr = mock.arrivals();
+    let mut a: Vec<u128> = arr.iter().map(|x| x.0).collect();
+    a.sort_unstable();
+    let spread_ms = (a.last().unwrap_or(&0) - a.first().unwrap_or(&0)) as f64 / 1e6;
+    println!(
+        "requests {} ok / {} errors, all {} sent within {spread_ms:.0} ms (so all were in flight together), wall {wall:.1} s, client CPU {cpu:.1} s, TTFT p50 {:.0} ms p99 {:.0} ms",
+        s["request_count"]["avg"],
+        s["error_request_count"]["avg"],
+        arr.len(),
+        s["time_to_first_token"]["p50"].as_f64().unwrap_or(f64::NAN),
+        s["time_to_first_token"]["p99"].as_f64().unwrap_or(f64::NAN)
+    );
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let all = args.is_empty();
+    let want = |s: &str| all || args.iter().any(|a| a == s);
+    println!(
+        "machine: {} cores; aiperf-cli: {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        bin().display()
+    );
+    if want("lateness") {
+        lateness(dir.path());
+    }
+    if want("max-rate") {
+        max_rate(dir.path());
+    }
+    if want("startup") {
+        startup(dir.path());
+    }
+    if want("streams") {
+        streams(dir.path());
+    }
+}
