@@ -6,10 +6,14 @@
 //! [`interpret_chunk`] turns one event's data into what the replay measures: generated text,
 //! usage, finish reason, the `[DONE]` sentinel, or an in-stream error.
 
-use serde::Deserialize;
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{IgnoredAny, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 
 /// One dispatched server-sent event.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SseEvent {
     /// The `event:` field, when the server set one.
     pub event: Option<String>,
@@ -23,9 +27,8 @@ pub struct SseParser {
     line: Vec<u8>,
     /// The previous piece ended with `\r`: a `\n` starting the next piece belongs to that line end.
     after_cr: bool,
-    data: String,
+    current: SseEvent,
     has_data: bool,
-    event: Option<String>,
 }
 
 impl SseParser {
@@ -34,7 +37,17 @@ impl SseParser {
     }
 
     /// Feeds the next piece of the byte stream, appending every event it completes to `out`.
-    pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
+        self.feed_with(bytes, &mut |e| out.push(e.clone()));
+    }
+
+    /// Ends the stream: a last line without its line end and a pending event are dispatched.
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+        self.finish_with(&mut |e| out.push(e.clone()));
+    }
+
+    /// Like [`SseParser::feed`], handing each event to `on_event` without allocating.
+    pub fn feed_with(&mut self, mut bytes: &[u8], on_event: &mut dyn FnMut(&SseEvent)) {
         if self.after_cr {
             self.after_cr = false;
             if let Some(rest) = bytes.strip_prefix(b"\n") {
@@ -55,11 +68,11 @@ impl SseParser {
                 1
             };
             if self.line.is_empty() {
-                self.process_line(&bytes[..pos], out);
+                self.process_line(&bytes[..pos], on_event);
             } else {
                 self.line.extend_from_slice(&bytes[..pos]);
                 let line = std::mem::take(&mut self.line);
-                self.process_line(&line, out);
+                self.process_line(&line, on_event);
                 self.line = line;
                 self.line.clear();
             }
@@ -68,18 +81,18 @@ impl SseParser {
         self.line.extend_from_slice(bytes);
     }
 
-    /// Ends the stream: a last line without its line end and a pending event are dispatched.
-    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+    /// Like [`SseParser::finish`], handing each event to `on_event`.
+    pub fn finish_with(&mut self, on_event: &mut dyn FnMut(&SseEvent)) {
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
-            self.process_line(&line, out);
+            self.process_line(&line, on_event);
         }
-        self.dispatch(out);
+        self.dispatch(on_event);
     }
 
-    fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
+    fn process_line(&mut self, line: &[u8], on_event: &mut dyn FnMut(&SseEvent)) {
         if line.is_empty() {
-            self.dispatch(out);
+            self.dispatch(on_event);
             return;
         }
         if line[0] == b':' {
@@ -95,22 +108,27 @@ impl SseParser {
         match field {
             b"data" => {
                 if self.has_data {
-                    self.data.push('\n');
+                    self.current.data.push('\n');
                 }
-                self.data.push_str(&String::from_utf8_lossy(value));
+                match std::str::from_utf8(value) {
+                    Ok(v) => self.current.data.push_str(v),
+                    Err(_) => self.current.data.push_str(&String::from_utf8_lossy(value)),
+                }
                 self.has_data = true;
             }
-            b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
+            b"event" => self.current.event = Some(String::from_utf8_lossy(value).into_owned()),
             _ => {}
         }
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+    fn dispatch(&mut self, on_event: &mut dyn FnMut(&SseEvent)) {
         if self.has_data {
-            out.push(SseEvent { event: self.event.take(), data: std::mem::take(&mut self.data) });
+            on_event(&self.current);
         }
         self.has_data = false;
-        self.event = None;
+        self.current.event = None;
+        // Keep the buffer's capacity for the next event.
+        self.current.data.clear();
     }
 }
 
@@ -123,22 +141,23 @@ pub struct Usage {
     pub cached_tokens: Option<u64>,
 }
 
-/// What one streaming event (or a whole non-streaming response) says.
+/// What one streaming event (or a whole non-streaming response) says; text borrows from the input
+/// when it has no escapes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Chunk {
+pub struct Chunk<'a> {
     /// Generated text of this chunk (`delta.content`, `delta.reasoning_content`, `text`,
     /// `message.content`); empty for role-only, usage-only and finish chunks.
-    pub text: String,
+    pub text: Cow<'a, str>,
     pub usage: Option<Usage>,
     pub finish_reason: Option<String>,
 }
 
 /// A streaming event interpreted as an OpenAI chunk.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StreamItem {
+pub enum StreamItem<'a> {
     /// The `[DONE]` sentinel.
     Done,
-    Chunk(Chunk),
+    Chunk(Chunk<'a>),
 }
 
 /// A response the client cannot accept.
@@ -152,33 +171,54 @@ pub enum ChunkError {
 }
 
 #[derive(Deserialize)]
-struct RawChunk {
-    #[serde(default)]
-    choices: Option<Vec<RawChoice>>,
+struct RawChunk<'a> {
+    #[serde(default, borrow)]
+    choices: Option<FirstChoice<'a>>,
     #[serde(default)]
     usage: Option<RawUsage>,
     #[serde(default)]
     error: Option<serde_json::Value>,
 }
 
+/// The first element of `choices`; the others are skipped without being stored.
+struct FirstChoice<'a>(Option<RawChoice<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = FirstChoice<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of choices")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element::<RawChoice<'a>>()?;
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(FirstChoice(first))
+            }
+        }
+        d.deserialize_seq(V(std::marker::PhantomData))
+    }
+}
+
 #[derive(Deserialize)]
-struct RawChoice {
-    #[serde(default)]
-    delta: Option<RawMessage>,
-    #[serde(default)]
-    message: Option<RawMessage>,
-    #[serde(default)]
-    text: Option<String>,
+struct RawChoice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<RawMessage<'a>>,
+    #[serde(default, borrow)]
+    message: Option<RawMessage<'a>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
     #[serde(default)]
     finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
-struct RawMessage {
-    #[serde(default)]
-    content: Option<String>,
-    #[serde(default)]
-    reasoning_content: Option<String>,
+struct RawMessage<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -198,7 +238,7 @@ struct RawDetails {
 }
 
 /// Interprets the data of one streaming event.
-pub fn interpret_chunk(data: &str) -> Result<StreamItem, ChunkError> {
+pub fn interpret_chunk(data: &str) -> Result<StreamItem<'_>, ChunkError> {
     if data.trim() == "[DONE]" {
         return Ok(StreamItem::Done);
     }
@@ -206,8 +246,8 @@ pub fn interpret_chunk(data: &str) -> Result<StreamItem, ChunkError> {
 }
 
 /// Interprets a complete JSON object: a streaming chunk or a whole non-streaming response.
-pub fn interpret_response(json: &str) -> Result<Chunk, ChunkError> {
-    let raw: RawChunk = serde_json::from_str(json).map_err(|e| ChunkError::Json(short(&e.to_string())))?;
+pub fn interpret_response(json: &str) -> Result<Chunk<'_>, ChunkError> {
+    let raw: RawChunk<'_> = serde_json::from_str(json).map_err(|e| ChunkError::Json(short(&e.to_string())))?;
     if let Some(err) = raw.error {
         let msg = match &err {
             serde_json::Value::Object(m) => m.get("message").and_then(|v| v.as_str()).map(str::to_owned),
@@ -217,14 +257,20 @@ pub fn interpret_response(json: &str) -> Result<Chunk, ChunkError> {
         return Err(ChunkError::Server(short(&msg.unwrap_or_else(|| err.to_string()))));
     }
     let mut chunk = Chunk::default();
-    if let Some(choice) = raw.choices.unwrap_or_default().into_iter().next() {
-        for m in [choice.delta, choice.message].into_iter().flatten() {
-            for s in [m.reasoning_content, m.content].into_iter().flatten() {
-                chunk.text.push_str(&s);
+    if let Some(choice) = raw.choices.and_then(|c| c.0) {
+        let pieces = [choice.delta, choice.message]
+            .into_iter()
+            .flatten()
+            .flat_map(|m| [m.reasoning_content, m.content])
+            .chain([choice.text])
+            .flatten()
+            .filter(|p| !p.is_empty());
+        for piece in pieces {
+            if chunk.text.is_empty() {
+                chunk.text = piece;
+            } else {
+                chunk.text.to_mut().push_str(&piece);
             }
-        }
-        if let Some(t) = choice.text {
-            chunk.text.push_str(&t);
         }
         chunk.finish_reason = choice.finish_reason;
     }
@@ -309,7 +355,7 @@ mod tests {
             r#"{"choices":[{"text":"!","finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#,
         )
         .unwrap();
-        assert_eq!((c.text.as_str(), c.finish_reason.as_deref()), ("!", Some("length")));
+        assert_eq!((&*c.text, c.finish_reason.as_deref()), ("!", Some("length")));
         assert_eq!(c.usage.and_then(|u| u.completion_tokens), Some(2));
     }
 

@@ -280,9 +280,22 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
                     return;
                 }
             }
-            let fin = if i + 1 == tokens { json!(finish) } else { Value::Null };
-            let mut c = chunk(json!({"content": WORDS[i as usize % WORDS.len()]}), fin);
-            if !chat && i + 1 == tokens {
+            let word = WORDS[i as usize % WORDS.len()];
+            if i + 1 < tokens {
+                // The common chunk, written directly: the mock must outpace the client it measures.
+                if chat {
+                    batch.push_str(&format!(
+                        "data: {{\"id\":\"{id}\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{word}\"}},\"finish_reason\":null}}]}}\n\n"
+                    ));
+                } else {
+                    batch.push_str(&format!(
+                        "data: {{\"id\":\"{id}\",\"object\":\"text_completion\",\"choices\":[{{\"index\":0,\"text\":\"{word}\",\"finish_reason\":null}}]}}\n\n"
+                    ));
+                }
+                continue;
+            }
+            let mut c = chunk(json!({"content": word}), json!(finish));
+            if !chat {
                 c["usage"] = usage.clone();
             }
             batch.push_str(&ev(c));

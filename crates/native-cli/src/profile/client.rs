@@ -120,6 +120,8 @@ fn chain(e: &dyn std::error::Error) -> String {
 /// Sends one request and measures the answer; never fails, errors land in [`Exchange::error`].
 pub async fn send(client: &HttpClient, ep: &Endpoint, body: Bytes, clock: &Clock) -> Exchange {
     let mut ex = Exchange::default();
+    ex.chunk_ns.reserve(64);
+    ex.text.reserve(512);
     let mut req = Request::new(Full::new(body));
     *req.method_mut() = Method::POST;
     *req.uri_mut() = ep.uri.clone();
@@ -168,7 +170,7 @@ async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock,
     }
     ex.streaming = is_sse;
     let mut parser = SseParser::new();
-    let mut events: Vec<SseEvent> = Vec::new();
+    let mut failed = false;
     let mut whole = Vec::new();
     let mut done = false;
     loop {
@@ -186,15 +188,15 @@ async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock,
             whole.extend_from_slice(data);
             continue;
         }
-        parser.feed(data, &mut events);
-        if handle_events(&mut events, now, ex, &mut done) {
+        parser.feed_with(data, &mut |ev| on_event(ev, now, ex, &mut done, &mut failed));
+        if failed {
             return;
         }
     }
     if is_sse {
-        parser.finish(&mut events);
         let now = clock.now_ns();
-        if handle_events(&mut events, now, ex, &mut done) {
+        parser.finish_with(&mut |ev| on_event(ev, now, ex, &mut done, &mut failed));
+        if failed {
             return;
         }
         if !done && ex.finish_reason.is_none() {
@@ -204,7 +206,7 @@ async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock,
         let text = String::from_utf8_lossy(&whole);
         match interpret_response(&text) {
             Ok(c) => {
-                ex.text = c.text;
+                ex.text = c.text.into_owned();
                 ex.finish_reason = c.finish_reason;
                 if let Some(u) = c.usage {
                     merge_usage(&mut ex.usage, u);
@@ -229,33 +231,30 @@ fn merge_usage(into: &mut ServerUsage, u: aiperf_core::sse::Usage) {
     into.cached_tokens = u.cached_tokens.or(into.cached_tokens);
 }
 
-/// Applies parsed events; true when the exchange failed.
-fn handle_events(events: &mut Vec<SseEvent>, now: u64, ex: &mut Exchange, done: &mut bool) -> bool {
-    for ev in events.drain(..) {
-        if *done {
-            continue;
+/// Applies one parsed event; sets `failed` when the exchange failed.
+fn on_event(ev: &SseEvent, now: u64, ex: &mut Exchange, done: &mut bool, failed: &mut bool) {
+    if *done || *failed {
+        return;
+    }
+    match interpret_chunk(&ev.data) {
+        Ok(StreamItem::Done) => *done = true,
+        Ok(StreamItem::Chunk(c)) => {
+            if !c.text.is_empty() {
+                ex.chunk_ns.push(now);
+                ex.text.push_str(&c.text);
+            }
+            if c.finish_reason.is_some() {
+                ex.finish_reason = c.finish_reason;
+            }
+            if let Some(u) = c.usage {
+                merge_usage(&mut ex.usage, u);
+            }
         }
-        match interpret_chunk(&ev.data) {
-            Ok(StreamItem::Done) => *done = true,
-            Ok(StreamItem::Chunk(c)) => {
-                if !c.text.is_empty() {
-                    ex.chunk_ns.push(now);
-                    ex.text.push_str(&c.text);
-                }
-                if c.finish_reason.is_some() {
-                    ex.finish_reason = c.finish_reason;
-                }
-                if let Some(u) = c.usage {
-                    merge_usage(&mut ex.usage, u);
-                }
-            }
-            Err(e) => {
-                ex.error = Some(chunk_error(e));
-                return true;
-            }
+        Err(e) => {
+            ex.error = Some(chunk_error(e));
+            *failed = true;
         }
     }
-    false
 }
 
 /// A blocking GET (used once, to fetch a tokenizer).

@@ -55,23 +55,38 @@ impl JsonlExporter {
 
 impl Exporter for JsonlExporter {
     fn record(&mut self, rec: &RequestRecord, metrics: Option<&RequestMetrics>) -> Result<()> {
-        let mut m = Map::new();
-        if let Some(metrics) = metrics {
-            for &(k, v) in metrics.values() {
-                m.insert(k.tag().into(), json!(v));
-            }
-            if !metrics.inter_chunk_ms.is_empty() {
-                m.insert(Metric::InterChunkLatency.tag().into(), json!(metrics.inter_chunk_ms));
-            }
-        }
-        let line = json!({"metadata": rec, "metrics": m});
-        serde_json::to_writer(&mut self.out, &line)?;
+        serde_json::to_writer(&mut self.out, &Line { metadata: rec, metrics: Metrics(metrics) })?;
         self.out.write_all(b"\n")?;
         self.out.flush().with_context(|| format!("cannot write {}", self.path.display()))
     }
 
     fn finish(&mut self, _summary: &RunSummary) -> Result<()> {
         self.out.flush().with_context(|| format!("cannot write {}", self.path.display()))
+    }
+}
+
+/// One line of the JSONL, serialized without building a JSON tree.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    metadata: &'a RequestRecord,
+    metrics: Metrics<'a>,
+}
+
+struct Metrics<'a>(Option<&'a RequestMetrics>);
+
+impl serde::Serialize for Metrics<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        if let Some(m) = self.0 {
+            for &(k, v) in m.values() {
+                map.serialize_entry(k.tag(), &v)?;
+            }
+            if !m.inter_chunk_ms.is_empty() {
+                map.serialize_entry(Metric::InterChunkLatency.tag(), &m.inter_chunk_ms)?;
+            }
+        }
+        map.end()
     }
 }
 

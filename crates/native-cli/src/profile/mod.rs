@@ -34,6 +34,9 @@ use request::{BodyTemplate, prepare};
 
 pub use options::reject_unsupported;
 
+/// Requests scheduled for a concurrency run bounded only by `--benchmark-duration`.
+const DURATION_RUN_CAP: u64 = 2_000_000;
+
 /// Runs `aiperf-cli profile`.
 pub fn run(args: Args) -> Result<()> {
     let started = Instant::now();
@@ -58,7 +61,16 @@ pub fn run(args: Args) -> Result<()> {
     }
     let has_timestamps = trace.rows().first().is_some_and(|r| r.timestamp.is_some());
     let timing = cfg.timing(has_timestamps)?;
-    let schedule = schedule::build(&trace, timing, cfg.args.request_count).context("cannot schedule the trace")?;
+    let count = match (cfg.args.request_count, cfg.duration, timing) {
+        // With a duration and no count, rate and concurrency runs reuse the trace until time is up
+        // (as AIPerf does); the schedule holds enough session runs for that.
+        (None, Some(d), schedule::Timing::Rate { per_second, .. }) => {
+            Some((per_second * d.as_secs_f64()).ceil() as u64 + 1).filter(|&n| n > trace.len() as u64)
+        }
+        (None, Some(_), schedule::Timing::AsFastAsAllowed) => Some(DURATION_RUN_CAP.max(trace.len() as u64)),
+        (c, _, _) => c,
+    };
+    let schedule = schedule::build(&trace, timing, count).context("cannot schedule the trace")?;
     let prompts = PromptBuilder::new(tokenizer, cfg.args.isl_block_size, cfg.args.random_seed)?;
     let expected_cached = expected_cached(&trace, &schedule, cfg.args.isl_block_size);
     std::fs::create_dir_all(&cfg.args.artifact_dir)
