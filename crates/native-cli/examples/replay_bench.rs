@@ -226,8 +226,8 @@ fn max_rate(dir: &Path) {
         "| tool | requests | request throughput (req/s) | errors | CPU µs/request (whole process) | CPU µs/request (replay only) |"
     );
     println!("|---|---|---|---|---|---|");
-    for tool in ["aiperf-cli", "AIPerf 0.13.0"] {
-        let n = if tool == "aiperf-cli" { 30000 } else { 3000 };
+    for tool in ["aiperf-cli", "aiperf-cli --use-server-token-count", "AIPerf 0.13.0"] {
+        let n = if tool.starts_with("aiperf-cli") { 30000 } else { 3000 };
         let trace = dir.join(format!("maxrate-{n}.jsonl"));
         let mut f = std::io::BufWriter::new(std::fs::File::create(&trace).unwrap());
         for i in 0..n {
@@ -235,9 +235,11 @@ fn max_rate(dir: &Path) {
         }
         drop(f);
         let mock = Mock::start(dir, &[]);
-        let art = dir.join(format!("art-max-{tool}"));
+        let art = dir.join(format!("art-max-{}", tool.replace(' ', "_")));
         let cmd = if tool == "aiperf-cli" {
             Some(ours(&mock.url, &trace, &art, &["--concurrency", "64"]))
+        } else if tool.starts_with("aiperf-cli") {
+            Some(ours(&mock.url, &trace, &art, &["--concurrency", "64", "--use-server-token-count"]))
         } else {
             aiperf(&mock.url, &trace, &art, &["--concurrency", "64", "--request-count", &n.to_string()])
         };

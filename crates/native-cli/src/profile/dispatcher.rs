@@ -46,6 +46,8 @@ pub struct Shared {
     pub hard_cancel: watch::Receiver<bool>,
     /// Sending stops at this offset (ns), if a benchmark duration was given.
     pub end_ns: Option<u64>,
+    /// `--use-server-token-count`: skip the client-side count when the server reports usage.
+    pub server_token_count: bool,
 }
 
 /// A finished request for the collector.
@@ -292,7 +294,10 @@ async fn request(
                     rec.end_ns = ex.end_ns;
                     rec.streaming = ex.streaming;
                     rec.usage = ex.usage;
-                    if !ex.text.is_empty() {
+                    let server_counted = shared.server_token_count && ex.usage.completion_tokens.is_some();
+                    if server_counted {
+                        rec.output_tokens = ex.usage.completion_tokens;
+                    } else if !ex.text.is_empty() {
                         rec.output_tokens = shared.prompts.count(&ex.text).ok();
                     } else if ex.error.is_none() {
                         rec.output_tokens = Some(0);

@@ -160,6 +160,7 @@ async fn replay(
         stop: AtomicBool::new(false),
         hard_cancel: hard_rx,
         end_ns: cfg.duration.map(|d| d.as_nanos() as u64),
+        server_token_count: a.use_server_token_count,
     });
     let (rec_tx, rec_rx) = mpsc::unbounded_channel();
     let (msg_tx, msg_rx) = std::sync::mpsc::channel();
