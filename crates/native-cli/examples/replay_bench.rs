@@ -107,7 +107,7 @@ fn timed(cmd: &mut Command) -> (f64, f64) {
         .arg(cmd.get_program())
         .args(cmd.get_args())
         .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .output()
         .unwrap();
@@ -122,7 +122,8 @@ fn timed(cmd: &mut Command) -> (f64, f64) {
         })
         .unwrap_or(f64::NAN);
     if !out.status.success() {
-        eprintln!("command failed: {}", err.lines().rev().take(15).collect::<Vec<_>>().join("\n"));
+        let so = String::from_utf8_lossy(&out.stdout);
+        eprintln!("command failed:\n{}\n{}", so.lines().rev().take(30).collect::<Vec<_>>().join("\n"), err);
     }
     (wall, cpu)
 }
@@ -140,31 +141,37 @@ fn ours(url: &str, trace: &Path, art: &Path, extra: &[&str]) -> Command {
     c
 }
 
+/// AIPerf loads tokenizers through the Hugging Face cache only: lay the fixture out as one
+/// (`local/smollm2`) under `dir/hf`.
+fn hf_home(dir: &Path) -> PathBuf {
+    let home = dir.join("hf");
+    let repo = home.join("hub/models--local--smollm2");
+    let snap = repo.join("snapshots/fixture");
+    if !snap.exists() {
+        std::fs::create_dir_all(&snap).unwrap();
+        std::fs::create_dir_all(repo.join("refs")).unwrap();
+        std::fs::write(repo.join("refs/main"), "fixture").unwrap();
+        for f in ["tokenizer.json", "tokenizer_config.json", "chat_template.jinja"] {
+            std::fs::copy(tokenizer_dir().join(f), snap.join(f)).unwrap();
+        }
+    }
+    home
+}
+
 fn aiperf(url: &str, trace: &Path, art: &Path, extra: &[&str]) -> Option<Command> {
     let bin = std::env::var_os("AIPERF_BIN")?;
     let mut c = Command::new(bin);
-    c.args([
-        "profile",
-        "-m",
-        "mock",
-        "-u",
-        url,
-        "--endpoint-type",
-        "chat",
-        "--streaming",
-        "--ui-type",
-        "none",
-        "--tokenizer",
-    ])
-    .arg(tokenizer_dir())
-    .arg("--input-file")
-    .arg(trace)
-    .args(["--custom-dataset-type", "mooncake_trace"])
-    .arg("--artifact-dir")
-    .arg(art)
-    .args(["--extra-inputs", "ignore_eos:true"])
-    .args(extra)
-    .env("HF_HUB_OFFLINE", "1");
+    c.args(["profile", "-m", "mock", "-u", url, "--endpoint-type", "chat", "--streaming", "--ui-type", "none"])
+        .args(["--tokenizer", "local/smollm2"])
+        .env("HF_HOME", hf_home(art.parent().unwrap()))
+        .arg("--input-file")
+        .arg(trace)
+        .args(["--custom-dataset-type", "mooncake_trace"])
+        .arg("--artifact-dir")
+        .arg(art)
+        .args(["--extra-inputs", "ignore_eos:true"])
+        .args(extra)
+        .env("HF_HUB_OFFLINE", "1");
     Some(c)
 }
 
@@ -179,7 +186,7 @@ fn lateness(dir: &Path) {
         rate_trace(&trace, rate, n);
         for tool in ["aiperf-cli", "AIPerf 0.13.0"] {
             let mock = Mock::start(dir, &[]);
-            let art = dir.join(format!("art-{tool}-{rate}"));
+            let art = dir.join(format!("art-{}-{rate}", tool.replace(' ', "_")));
             let n_tool = if tool == "aiperf-cli" { n } else { n.min(3000) };
             let trace_t = if n_tool == n {
                 trace.clone()
@@ -290,7 +297,7 @@ fn startup(dir: &Path) {
         }
         drop(f);
         let mock = Mock::start(dir, &[]);
-        let art = dir.join(format!("art-startup-{tool}-{n}"));
+        let art = dir.join(format!("art-startup-{}-{n}", tool.replace(' ', "_")));
         let cmd = if tool == "aiperf-cli" {
             Some(ours(
                 &mock.url,

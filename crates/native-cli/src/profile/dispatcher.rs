@@ -23,9 +23,12 @@ use super::client::{self, Clock, Endpoint, HttpClient};
 use super::prompt::PromptBuilder;
 use super::request::{BodyTemplate, Prepared, prepare};
 
-/// The dispatcher sleeps until this long before a deadline, then spins (the OS timer wakes
-/// threads ~50–100 µs late; spinning longer would burn a core at high rates).
-const SPIN_NS: u64 = 300_000;
+/// The dispatcher sleeps until shortly before a deadline, then spins. The OS wakes a sleeping
+/// thread 50–100 µs late on an idle machine and milliseconds late on a busy one, so the spin
+/// window is a quarter of the gap between requests, between these bounds: at low rates it costs
+/// little CPU to spin 2 ms, at high rates a long spin would burn a core.
+const SPIN_MIN_NS: u64 = 200_000;
+const SPIN_MAX_NS: u64 = 2_000_000;
 /// Longest single sleep, so that Ctrl-C and new turns are noticed quickly.
 const MAX_SLEEP: Duration = Duration::from_millis(20);
 
@@ -112,6 +115,7 @@ pub fn run(
         }
     }
     let mut start_body: Option<Body> = None;
+    let mut last_deadline = 0u64;
     loop {
         while let Ok(m) = rx.try_recv() {
             q.handle(m);
@@ -160,8 +164,9 @@ pub fn run(
         };
         let Some(job) = job else { continue };
         let now = clock.now_ns();
-        if deadline > now + SPIN_NS {
-            let wait = Duration::from_nanos(deadline - now - SPIN_NS).min(MAX_SLEEP);
+        let spin = (deadline.saturating_sub(last_deadline) / 4).clamp(SPIN_MIN_NS, SPIN_MAX_NS);
+        if deadline > now + spin {
+            let wait = Duration::from_nanos(deadline - now - spin).min(MAX_SLEEP);
             match rx.recv_timeout(wait) {
                 Ok(m) => q.handle(m),
                 Err(RecvTimeoutError::Timeout) => {}
@@ -172,6 +177,7 @@ pub fn run(
         while clock.now_ns() < deadline {
             std::hint::spin_loop();
         }
+        last_deadline = deadline;
         let body = match heap_seq {
             Some(s) => {
                 q.heap.pop();
