@@ -37,12 +37,10 @@ pub struct Shared {
     pub client: HttpClient,
     pub endpoint: Endpoint,
     pub clock: Clock,
-    pub trace: Trace,
-    pub schedule: Schedule,
+    pub trace: Arc<Trace>,
+    pub schedule: Arc<Schedule>,
     pub prompts: PromptBuilder,
     pub template: BodyTemplate,
-    /// Per row: prompt tokens a prefix cache could reuse, from hash ids sent before.
-    pub expected_cached: Vec<Option<u64>>,
     /// Stop sending (Ctrl-C or the benchmark duration).
     pub stop: AtomicBool,
     /// Becomes true when in-flight requests must give up (end of the grace period).
@@ -56,6 +54,8 @@ pub struct Shared {
 /// A finished request for the collector.
 pub struct Finished {
     pub record: RequestRecord,
+    /// Index of the trace row.
+    pub row: u32,
     pub mock_ttft_ms: Option<f64>,
 }
 
@@ -265,7 +265,6 @@ async fn request(
         trace_line: row.line,
         scheduled_ns,
         streaming: shared.template.streaming,
-        expected_cached_tokens: shared.expected_cached.get(row_idx).copied().flatten(),
         ..Default::default()
     };
     let mut mock_ttft_ms = None;
@@ -326,7 +325,7 @@ async fn request(
         }
     }
     drop(permit);
-    let _ = records.send(Finished { record: rec, mock_ttft_ms });
+    let _ = records.send(Finished { record: rec, row: row_idx as u32, mock_ttft_ms });
     let next = job.turn + 1;
     if next < start.turns && !shared.stop.load(Ordering::Relaxed) {
         let now = clock.now_ns();

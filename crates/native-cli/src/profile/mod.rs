@@ -15,8 +15,8 @@ pub mod prompt;
 pub mod request;
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use aiperf_core::metrics::Aggregate;
@@ -41,18 +41,25 @@ const DURATION_RUN_CAP: u64 = 2_000_000;
 pub fn run(args: Args) -> Result<()> {
     let started = Instant::now();
     let cfg = Config::from_args(args)?;
+    // The tokenizer (a few MB of JSON) loads while the trace is read.
     let (trace, tok) = std::thread::scope(|s| {
-        let tok = s.spawn(|| prompt::load_tokenizer(cfg.args.tokenizer.as_deref(), &cfg.args.model));
-        let trace = crate::input::read_trace(&cfg.args.input_file, false).map(|o| o.trace);
+        let tok = s.spawn(|| -> Result<_> {
+            let t0 = Instant::now();
+            let (tokenizer, source) = prompt::load_tokenizer(cfg.args.tokenizer.as_deref(), &cfg.args.model)?;
+            let prompts = PromptBuilder::new(tokenizer, cfg.args.isl_block_size, cfg.args.random_seed)?;
+            Ok((prompts, source, t0.elapsed()))
+        });
+        let t0 = Instant::now();
+        let trace = crate::input::read_trace(&cfg.args.input_file, false).map(|o| (o.trace, t0.elapsed()));
         (trace, tok.join())
     });
-    let mut trace = trace?;
+    let (mut trace, read_time) = trace?;
     if let Some(params) = &cfg.synthesis {
         let before = trace.len();
         trace = aiperf_core::synthesis::transform(&trace, params).context("synthesis failed")?;
         eprintln!("Synthesis applied in memory: {before} rows → {} rows", trace.len());
     }
-    let (tokenizer, source) = tok.map_err(|_| anyhow::anyhow!("the tokenizer loader panicked"))??;
+    let (prompts, source, tok_time) = tok.map_err(|_| anyhow::anyhow!("the tokenizer loader panicked"))??;
     if source.approximate {
         eprintln!(
             "warning: no tokenizer for model '{}' (use --tokenizer): using the {}; token counts are approximate for this model",
@@ -71,13 +78,27 @@ pub fn run(args: Args) -> Result<()> {
         (c, _, _) => c,
     };
     let schedule = schedule::build(&trace, timing, count).context("cannot schedule the trace")?;
-    let prompts = PromptBuilder::new(tokenizer, cfg.args.isl_block_size, cfg.args.random_seed)?;
-    let expected_cached = expected_cached(&trace, &schedule, cfg.args.isl_block_size);
+    eprintln!(
+        "Read {} rows in {:.0} ms; tokenizer and prompt vocabulary ready in {:.0} ms (in parallel)",
+        trace.len(),
+        read_time.as_secs_f64() * 1e3,
+        tok_time.as_secs_f64() * 1e3
+    );
+    let (trace, schedule) = (Arc::new(trace), Arc::new(schedule));
+    // What a prefix cache could reuse is only needed in the exports: compute it off the start path.
+    let expected = Arc::new(OnceLock::new());
+    {
+        let (trace, schedule, expected, block) =
+            (trace.clone(), schedule.clone(), expected.clone(), cfg.args.isl_block_size);
+        std::thread::spawn(move || {
+            expected.get_or_init(|| expected_cached(&trace, &schedule, block));
+        });
+    }
     std::fs::create_dir_all(&cfg.args.artifact_dir)
         .with_context(|| format!("cannot create {}", cfg.args.artifact_dir.display()))?;
     let rt =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
-    rt.block_on(replay(cfg, trace, schedule, prompts, expected_cached, source.description, started))
+    rt.block_on(replay(cfg, trace, schedule, prompts, expected, source.description, started))
 }
 
 /// For each row: prompt tokens whose leading hash ids were sent before it (schedule order).
@@ -99,10 +120,10 @@ fn expected_cached(trace: &Trace, schedule: &Schedule, block: u64) -> Vec<Option
 
 async fn replay(
     cfg: Config,
-    trace: Trace,
-    schedule: Schedule,
+    trace: Arc<Trace>,
+    schedule: Arc<Schedule>,
     prompts: PromptBuilder,
-    expected_cached: Vec<Option<u64>>,
+    expected: Arc<OnceLock<Vec<Option<u64>>>>,
     tokenizer: String,
     started: Instant,
 ) -> Result<()> {
@@ -156,7 +177,6 @@ async fn replay(
         schedule,
         prompts,
         template,
-        expected_cached,
         stop: AtomicBool::new(false),
         hard_cancel: hard_rx,
         end_ns: cfg.duration.map(|d| d.as_nanos() as u64),
@@ -167,8 +187,15 @@ async fn replay(
     let limit = a.concurrency.map(|c| Arc::new(Semaphore::new(c)));
     let pb = progress::bar(total, a.ui_type != UiType::None);
     let jsonl = JsonlExporter::create(&a.artifact_dir)?;
-    let collector =
-        tokio::spawn(collect(rec_rx, jsonl, pb.clone(), a.use_server_token_count, cfg.slos.clone(), a.api_key.clone()));
+    let collector = tokio::spawn(collect(
+        rec_rx,
+        jsonl,
+        pb.clone(),
+        a.use_server_token_count,
+        cfg.slos.clone(),
+        a.api_key.clone(),
+        expected,
+    ));
     let dispatcher = {
         let (shared, handle, stop_rx) = (shared.clone(), tokio::runtime::Handle::current(), stop_rx.clone());
         std::thread::Builder::new()
@@ -294,11 +321,13 @@ async fn collect(
     use_server_token_count: bool,
     slos: Vec<aiperf_core::metrics::Slo>,
     api_key: Option<String>,
+    expected: Arc<OnceLock<Vec<Option<u64>>>>,
 ) -> Result<(Aggregate, JsonlExporter, Option<f64>)> {
     let mut agg = Aggregate::default();
     let mut mock_ttft = None;
     let mut errors = 0u64;
-    while let Some(Finished { mut record, mock_ttft_ms }) = rx.recv().await {
+    while let Some(Finished { mut record, row, mock_ttft_ms }) = rx.recv().await {
+        record.expected_cached_tokens = expected.wait().get(row as usize).copied().flatten();
         if let (Some(key), Some(e)) = (api_key.as_deref(), record.error.as_mut())
             && !key.is_empty()
         {

@@ -144,15 +144,24 @@ impl PromptBuilder {
         let mut vocab: Vec<(String, u32)> = tokenizer.get_vocab(false).into_iter().collect();
         vocab.sort_by_key(|(_, id)| *id);
         let mut words = Vec::new();
-        for (_, id) in vocab {
-            let Ok(text) = tokenizer.decode(&[id], false) else { continue };
+        for (token, id) in vocab {
+            // Byte-level BPE marks a leading space with 'Ġ', SentencePiece with '▁'; other
+            // vocabularies are decoded. Either way the candidate is verified by encoding it.
+            let text = match token.strip_prefix('Ġ').or_else(|| token.strip_prefix('▁')) {
+                Some(rest) => format!(" {rest}"),
+                None if token.starts_with(|c: char| c.is_ascii_lowercase()) => continue,
+                None => match tokenizer.decode(&[id], false) {
+                    Ok(t) => t,
+                    Err(_) => continue,
+                },
+            };
             let Some(rest) = text.strip_prefix(' ') else { continue };
             if !(2..=10).contains(&rest.len()) || !rest.bytes().all(|b| b.is_ascii_lowercase()) {
                 continue;
             }
             if tokenizer.encode_fast(text.as_str(), false).map(|e| e.len()).ok() == Some(1) {
                 words.push(text.into_boxed_str());
-                if words.len() == 4096 {
+                if words.len() == 2048 {
                     break;
                 }
             }
