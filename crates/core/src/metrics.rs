@@ -43,6 +43,10 @@ pub struct RequestRecord {
     /// 1-based line of the trace row.
     pub trace_line: u32,
     pub scheduled_ns: u64,
+    /// When the dispatcher handed the request to the async runtime (diagnoses where lateness
+    /// arises: pacing before it, task start-up after it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatched_ns: Option<u64>,
     pub sent_ns: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_byte_ns: Option<u64>,

@@ -209,7 +209,8 @@ pub fn run(
                 }
             },
         };
-        handle.spawn(request(shared.clone(), job, body, permit, tx.clone(), records.clone()));
+        let dispatched_ns = clock.now_ns();
+        handle.spawn(request(shared.clone(), job, body, permit, tx.clone(), records.clone(), dispatched_ns));
     }
 }
 
@@ -251,6 +252,7 @@ async fn request(
     permit: Option<OwnedSemaphorePermit>,
     tx: Sender<Msg>,
     records: mpsc::UnboundedSender<Finished>,
+    dispatched_ns: u64,
 ) {
     let clock = shared.clock;
     let start = shared.schedule.starts[job.start as usize];
@@ -264,6 +266,7 @@ async fn request(
         turn: job.turn,
         trace_line: row.line,
         scheduled_ns,
+        dispatched_ns: Some(dispatched_ns),
         streaming: shared.template.streaming,
         ..Default::default()
     };
