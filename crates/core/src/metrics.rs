@@ -313,6 +313,9 @@ impl Aggregate {
         self.last_end_ns = Some(self.last_end_ns.map_or(r.end_ns, |t| t.max(r.end_ns)));
         if let Some(e) = &r.error {
             *self.errors.entry(e.kind.clone()).or_default() += 1;
+            // Sending happened (or was attempted) on time or not, whatever the answer.
+            let lateness = r.sent_ns.saturating_sub(r.scheduled_ns) as f64 / 1e6;
+            self.values.entry(Metric::SendLateness).or_default().push(lateness);
             return None;
         }
         let m = RequestMetrics::of(r, use_server_token_count);

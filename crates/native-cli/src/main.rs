@@ -24,6 +24,10 @@ enum Command {
     /// Print the statistics of a trace (prefix sharing, lengths, arrivals, cache what-if, lint).
     AnalyzeTrace(analyze::Args),
     /// Replay a trace against an OpenAI-compatible server and measure it (AIPerf option names).
+    ///
+    /// Add `--extra-inputs ignore_eos:true` so that the server generates exactly the trace's
+    /// output lengths (otherwise it may stop early). Run `aiperf-cli mock-server` first and point
+    /// `profile` at it to see the client's own overhead (the calibration line of the report).
     Profile(Box<profile::options::Args>),
     /// Run an OpenAI-compatible mock server with programmable timing and faults.
     MockServer(mock_server::Args),

@@ -2,9 +2,10 @@
 //!
 //! It runs on its own OS thread so that pacing never waits behind busy runtime workers. It keeps
 //! the schedule's session starts (already sorted) and a heap of later turns reported back by
-//! finished requests, sleeps until shortly before the earliest deadline, spins the last stretch,
-//! and hands the request to the async runtime. Nothing is ever sent early to "catch up": a request
-//! that could not be sent on time is sent as soon as possible and its lateness is recorded.
+//! finished requests, sleeps until shortly before the earliest deadline and hands the request to
+//! the async runtime just ahead of it; the task waits for the exact deadline. Nothing is ever sent
+//! early to "catch up": a request that could not be sent on time is sent as soon as possible and
+//! its lateness is recorded.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -23,12 +24,18 @@ use super::client::{self, Clock, Endpoint, HttpClient};
 use super::prompt::PromptBuilder;
 use super::request::{BodyTemplate, Prepared, prepare};
 
-/// The dispatcher sleeps until shortly before a deadline, then spins. The OS wakes a sleeping
-/// thread 50–100 µs late on an idle machine and milliseconds late on a busy one, so the spin
-/// window is a quarter of the gap between requests, between these bounds: at low rates it costs
-/// little CPU to spin 2 ms, at high rates a long spin would burn a core.
-const SPIN_MIN_NS: u64 = 200_000;
+/// The OS wakes a sleeping thread 50–100 µs late on an idle machine and milliseconds late on a
+/// busy one; this applies both to the dispatcher and to the runtime worker that must run the
+/// request. So the dispatcher hands a request to the runtime one window before its deadline and
+/// the task waits out the rest on its worker; a late dispatcher is absorbed by the window. The
+/// window is a quarter of the gap between requests, within these bounds: at low rates 2 ms of
+/// waiting costs little, at high rates a long one would burn a core.
+const SPIN_MIN_NS: u64 = 150_000;
 const SPIN_MAX_NS: u64 = 2_000_000;
+/// How long the dispatcher itself spins before a hand-off.
+const DISPATCH_SPIN_NS: u64 = 100_000;
+/// Below this remaining time a task waiting for its deadline spins instead of yielding.
+const TASK_SPIN_NS: u64 = 50_000;
 /// Longest single sleep, so that Ctrl-C and new turns are noticed quickly.
 const MAX_SLEEP: Duration = Duration::from_millis(20);
 
@@ -164,9 +171,12 @@ pub fn run(
         };
         let Some(job) = job else { continue };
         let now = clock.now_ns();
-        let spin = (deadline.saturating_sub(last_deadline) / 4).clamp(SPIN_MIN_NS, SPIN_MAX_NS);
-        if deadline > now + spin {
-            let wait = Duration::from_nanos(deadline - now - spin).min(MAX_SLEEP);
+        let window = (deadline.saturating_sub(last_deadline) / 4).clamp(SPIN_MIN_NS, SPIN_MAX_NS);
+        let handoff = if job.asap { deadline } else { deadline.saturating_sub(window) };
+        // A late wake-up of this thread is absorbed by the hand-off window: spin only briefly.
+        let spin = DISPATCH_SPIN_NS.min(window);
+        if handoff > now + spin {
+            let wait = Duration::from_nanos(handoff - now - spin).min(MAX_SLEEP);
             match rx.recv_timeout(wait) {
                 Ok(m) => q.handle(m),
                 Err(RecvTimeoutError::Timeout) => {}
@@ -174,7 +184,7 @@ pub fn run(
             }
             continue;
         }
-        while clock.now_ns() < deadline {
+        while clock.now_ns() < handoff {
             std::hint::spin_loop();
         }
         last_deadline = deadline;
@@ -259,6 +269,20 @@ async fn request(
     let session = &shared.schedule.sessions[start.session as usize];
     let row_idx = session.turns[job.turn as usize].row as usize;
     let row = &shared.trace.rows()[row_idx];
+    if !job.asap {
+        // Handed over early so that waking this worker is not on the clock: wait out the rest.
+        loop {
+            let now = clock.now_ns();
+            if now >= job.deadline_ns {
+                break;
+            }
+            if job.deadline_ns - now > TASK_SPIN_NS {
+                tokio::task::yield_now().await;
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
     let scheduled_ns = if job.asap { clock.now_ns() } else { job.deadline_ns };
     let mut rec = RequestRecord {
         session_id: session.id.as_deref().map(str::to_owned),
