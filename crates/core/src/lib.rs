@@ -6,9 +6,13 @@
 //! - [`trace`]: the Mooncake trace format (rows, validating reader, writer);
 //! - [`analysis`]: the reference's trace statistics plus arrivals, cache curve and lint;
 //! - [`stats`]: the one statistics module (mean, std, percentiles);
+//! - [`prompt_hash`]: prompts → hash_ids (AIPerf-compatible chained block hashing);
+//! - [`synthesis`]: transform and generative trace synthesis (AIPerf/Dynamo-compatible);
 //! - [`report`]: the console report of an analysis.
 
 pub mod analysis;
+pub mod prompt_hash;
 pub mod report;
 pub mod stats;
+pub mod synthesis;
 pub mod trace;

@@ -77,8 +77,30 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
 /// Sorts a copy of the values (NaN last) for percentile queries.
 pub fn sorted(values: &[f64]) -> Vec<f64> {
     let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
+    v.sort_unstable_by(f64::total_cmp);
     v
+}
+
+/// Two-sample Kolmogorov–Smirnov distance: the largest gap between the empirical CDFs of two
+/// lists sorted ascending (0 = same distribution, 1 = disjoint); `None` if either is empty.
+pub fn ks_distance_sorted(a: &[f64], b: &[f64]) -> Option<f64> {
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (mut i, mut j, mut d) = (0usize, 0usize, 0.0f64);
+    while i < a.len() && j < b.len() {
+        // Step both CDFs past the next value (ties move together).
+        let x = a[i].min(b[j]);
+        while i < a.len() && a[i] <= x {
+            i += 1;
+        }
+        while j < b.len() && b[j] <= x {
+            j += 1;
+        }
+        d = d.max((i as f64 / na - j as f64 / nb).abs());
+    }
+    Some(d)
 }
 
 /// The seven-number summary of the reference's trace report.
@@ -183,7 +205,25 @@ mod tests {
         assert_eq!((s.min, s.p25, s.median, s.p75, s.max, s.mean), (1.0, 2.0, 3.0, 4.0, 5.0, 3.0));
     }
 
+    #[test]
+    fn ks_distance_of_known_lists() {
+        assert_eq!(ks_distance_sorted(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]), Some(0.0));
+        assert_eq!(ks_distance_sorted(&[1.0, 2.0], &[3.0, 4.0]), Some(1.0));
+        // CDFs at 1, 2, 3: (1/2, 1, 1) vs (0, 1/2, 1).
+        assert_eq!(ks_distance_sorted(&[1.0, 2.0], &[2.0, 3.0]), Some(0.5));
+        assert_eq!(ks_distance_sorted(&[], &[1.0]), None);
+    }
+
     proptest! {
+        #[test]
+        fn ks_distance_is_a_symmetric_fraction(a in proptest::collection::vec(0u8..20, 1..50), b in proptest::collection::vec(0u8..20, 1..50)) {
+            let (a, b) = (sorted(&a.iter().map(|&v| f64::from(v)).collect::<Vec<_>>()), sorted(&b.iter().map(|&v| f64::from(v)).collect::<Vec<_>>()));
+            let d = ks_distance_sorted(&a, &b).unwrap_or(f64::NAN);
+            prop_assert!((0.0..=1.0).contains(&d));
+            prop_assert_eq!(Some(d), ks_distance_sorted(&b, &a));
+            prop_assert_eq!(ks_distance_sorted(&a, &a), Some(0.0));
+        }
+
         #[test]
         fn pairwise_sum_is_close_to_naive(v in proptest::collection::vec(-1e6f64..1e6, 0..600)) {
             let naive: f64 = v.iter().sum();

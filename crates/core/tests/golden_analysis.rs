@@ -1,5 +1,7 @@
 //! Analysis of the real traces equals AIPerf 0.13.0's `analyze-trace` output (floats to 1e-9).
 
+#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+
 use std::path::PathBuf;
 
 use aiperf_core::analysis::analyze;

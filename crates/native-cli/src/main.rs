@@ -1,7 +1,9 @@
 //! `aiperf-cli`: analyze, synthesize and replay Mooncake traces.
 
 mod analyze;
+mod hash_prompts;
 mod input;
+mod synthesize;
 
 use std::process::ExitCode;
 
@@ -19,12 +21,18 @@ struct Cli {
 enum Command {
     /// Print the statistics of a trace (prefix sharing, lengths, arrivals, cache what-if, lint).
     AnalyzeTrace(analyze::Args),
+    /// Transform a trace like AIPerf's --synthesis-* options, or sample a new one (--num-requests).
+    SynthesizeTrace(synthesize::Args),
+    /// Turn prompts (JSONL) into a Mooncake trace with AIPerf-compatible block hash ids.
+    HashPrompts(hash_prompts::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::AnalyzeTrace(args) => analyze::run(args),
+        Command::SynthesizeTrace(args) => synthesize::run(args),
+        Command::HashPrompts(args) => hash_prompts::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

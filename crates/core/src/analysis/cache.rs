@@ -46,7 +46,7 @@ fn capacities(distinct: usize) -> Vec<u64> {
 pub fn lru_hit_rate_curve(trace: &Trace, space: &IdSpace) -> Vec<CachePoint> {
     let total = trace.total_hash_ids();
     let mut last_access = vec![u32::MAX; space.size()];
-    let mut fenwick = Fenwick::new(total);
+    let mut dead = Fenwick::new(total);
     let distinct = {
         let mut seen = super::BitSet::new(space.size());
         (0..total).for_each(|i| seen.insert(space.at(i)));
@@ -70,15 +70,17 @@ pub fn lru_hit_rate_curve(trace: &Trace, space: &IdSpace) -> Vec<CachePoint> {
         for i in range.clone() {
             let id = space.at(i);
             let prev = last_access[id];
+            // Distinct blocks between the two accesses = accesses between them minus those
+            // superseded by a later access of their block (kept as "dead" marks). First
+            // accesses need no bookkeeping at all, which keeps big traces cheap.
             let rd = if prev == u32::MAX {
                 u64::MAX
             } else {
                 let prev = prev as usize;
-                let between = fenwick.prefix(t) - fenwick.prefix(prev + 1);
-                fenwick.add(prev, -1);
-                between as u64
+                let superseded = dead.prefix(t) - dead.prefix(prev + 1);
+                dead.add(prev);
+                (t - prev - 1 - superseded) as u64
             };
-            fenwick.add(t, 1);
             last_access[id] = t as u32;
             row_rd.push(rd);
             t += 1;
@@ -106,9 +108,9 @@ pub fn lru_hit_rate_curve(trace: &Trace, space: &IdSpace) -> Vec<CachePoint> {
     points
 }
 
-/// Fenwick (binary indexed) tree of counts over access times.
+/// Fenwick (binary indexed) tree of marks over access times.
 struct Fenwick {
-    tree: Vec<i32>,
+    tree: Vec<u32>,
 }
 
 impl Fenwick {
@@ -116,20 +118,20 @@ impl Fenwick {
         Fenwick { tree: vec![0; n + 1] }
     }
 
-    fn add(&mut self, i: usize, delta: i32) {
+    fn add(&mut self, i: usize) {
         let mut i = i + 1;
         while i < self.tree.len() {
-            self.tree[i] += delta;
+            self.tree[i] += 1;
             i += i & i.wrapping_neg();
         }
     }
 
     /// Sum of positions `0..i`.
-    fn prefix(&self, i: usize) -> i64 {
+    fn prefix(&self, i: usize) -> usize {
         let mut i = i;
-        let mut s = 0i64;
+        let mut s = 0usize;
         while i > 0 {
-            s += i64::from(self.tree[i]);
+            s += self.tree[i] as usize;
             i -= i & i.wrapping_neg();
         }
         s

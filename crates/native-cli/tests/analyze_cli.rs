@@ -1,0 +1,114 @@
+//! `aiperf-cli analyze-trace` as a user runs it: output files, gzip, errors and exit codes.
+
+#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(rel)
+}
+
+fn cli(args: &[&OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_aiperf-cli")).args(args).output().unwrap()
+}
+
+fn tmp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("aiperf-cli-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn analyze(trace: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args: Vec<&OsStr> =
+        vec!["analyze-trace".as_ref(), trace.as_os_str(), "--output-file".as_ref(), out.as_os_str()];
+    args.extend(extra.iter().map(OsStr::new));
+    cli(&args)
+}
+
+fn assert_close(golden: &serde_json::Value, ours: &serde_json::Value) {
+    for (k, g) in golden.as_object().unwrap() {
+        let o = &ours[k];
+        match (g.as_f64(), o.as_f64()) {
+            (Some(g), Some(o)) => assert!((g - o).abs() <= 1e-9 * g.abs().max(1e-300), "{k}: {g} vs {o}"),
+            _ if g.is_object() => assert_close(g, o),
+            _ => assert_eq!(g, o, "{k}"),
+        }
+    }
+}
+
+#[test]
+fn writes_the_golden_json_and_prints_the_report() {
+    let dir = tmp_dir("golden");
+    let out = dir.join("analysis.json");
+    let run = analyze(&fixture("traces/arxiv_first20.jsonl"), &out, &["--block-size", "16"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let stdout = String::from_utf8(run.stdout).unwrap();
+    assert!(stdout.contains("Trace Analysis Report (block size 16)"), "{stdout}");
+    assert!(stdout.contains("Theoretical Hit Rates"), "{stdout}");
+    assert!(stdout.contains("Analysis report saved to"), "{stdout}");
+    let ours: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let golden_text = std::fs::read_to_string(fixture("golden/aiperf-0.13.0/analyze/arxiv_first20_bs16.json")).unwrap();
+    let golden: serde_json::Value = serde_json::from_str(&golden_text).unwrap();
+    assert_close(&golden, &ours);
+    let unique = golden["unique_prefixes"].as_u64().unwrap() as f64;
+    assert!(stdout.contains(&aiperf_core::report::group_thousands(unique, 0)), "{stdout}");
+}
+
+#[test]
+fn reads_gzip_traces() {
+    let dir = tmp_dir("gzip");
+    let gz = dir.join("trace.jsonl.gz");
+    let mut enc = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::fast());
+    enc.write_all(&std::fs::read(fixture("traces/arxiv_first20.jsonl")).unwrap()).unwrap();
+    enc.finish().unwrap();
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    assert!(analyze(&gz, &a, &[]).status.success());
+    assert!(analyze(&fixture("traces/arxiv_first20.jsonl"), &b, &[]).status.success());
+    assert_eq!(std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+}
+
+#[test]
+fn invalid_rows_fail_with_every_error_listed_and_no_output() {
+    let dir = tmp_dir("invalid");
+    let out = dir.join("analysis.json");
+    let bad = fixture("golden/aiperf-0.13.0/validate/bad_rows.jsonl");
+    let run = analyze(&bad, &out, &[]);
+    assert!(!run.status.success());
+    let stderr = String::from_utf8(run.stderr).unwrap();
+    assert!(stderr.contains("13 invalid row(s)"), "{stderr}");
+    assert!(stderr.contains("bad_rows.jsonl:9: field 'input_length': expected an integer, found \"abc\""), "{stderr}");
+    assert!(stderr.contains("bad_rows.jsonl:13:"), "{stderr}");
+    assert!(!out.exists(), "no output file on failure");
+}
+
+#[test]
+fn skip_invalid_analyzes_the_good_rows_and_reports_the_rest() {
+    let dir = tmp_dir("skip");
+    let mixed = dir.join("mixed.jsonl");
+    let text = "{\"input_length\": 600, \"hash_ids\": [1, 2]}\n{\"input_length\": \"x\"}\n\n{\"input_length\": 700, \"hash_ids\": [1, 3]}\n";
+    std::fs::write(&mixed, text).unwrap();
+    let out = dir.join("a.json");
+    let run = analyze(&mixed, &out, &["--skip-invalid"]);
+    assert!(run.status.success());
+    let stderr = String::from_utf8(run.stderr).unwrap();
+    assert!(stderr.contains("skipped 1 invalid row(s)"), "{stderr}");
+    assert!(stderr.contains("mixed.jsonl:2: field 'input_length'"), "{stderr}");
+    let a: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(a["total_requests"], 2);
+    assert_eq!(a["num_prefix_groups"], 1);
+}
+
+#[test]
+fn missing_file_and_bad_flags_are_clear_errors() {
+    let run = cli(&["analyze-trace".as_ref(), "/nonexistent/trace.jsonl".as_ref()]);
+    assert!(!run.status.success());
+    let stderr = String::from_utf8(run.stderr).unwrap();
+    assert!(stderr.contains("cannot open /nonexistent/trace.jsonl"), "{stderr}");
+    let trace = fixture("traces/arxiv_first20.jsonl");
+    let run = cli(&["analyze-trace".as_ref(), trace.as_os_str(), "--block-size".as_ref(), "0".as_ref()]);
+    assert!(!run.status.success());
+    assert!(String::from_utf8(run.stderr).unwrap().contains("--block-size must be at least 1"));
+}

@@ -1,0 +1,199 @@
+//! The real `aiperf-cli synthesize-trace` binary: golden output, atomic writes, clear errors.
+
+#![allow(clippy::unwrap_used)] // test code: a panic is a failed test
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+/// A fresh, empty scratch folder for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("aiperf-synth-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_aiperf-cli")).args(args).output().unwrap()
+}
+
+fn json_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn golden(name: &str) -> Vec<Value> {
+    json_lines(&fixtures().join(format!("golden/aiperf-0.13.0/synthesis/conv_head500/{name}")))
+}
+
+#[test]
+fn transform_writes_aiperfs_loader_output() {
+    let dir = scratch("golden");
+    let input = fixtures().join("traces/conversation_head500.synth_safe.jsonl");
+    let run = |name: &str, flags: &[&str]| -> (Vec<Value>, String) {
+        let out = dir.join(name);
+        let mut args = vec!["synthesize-trace", input.to_str().unwrap(), "--output-file", out.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        let res = cli(&args);
+        assert!(res.status.success(), "{}", String::from_utf8_lossy(&res.stderr));
+        (json_lines(&out), String::from_utf8_lossy(&res.stdout).into_owned())
+    };
+    let (ours, stdout) = run("prm3.jsonl", &["--synthesis-prefix-root-multiplier", "3", "--random-seed", "7"]);
+    assert_eq!(ours, golden("conv500.prm3.seed7.loader.jsonl"));
+    assert!(stdout.contains("Cache hit rate") && stdout.contains("context_length"), "{stdout}");
+
+    let combined = [
+        "--synthesis-prefix-len-multiplier",
+        "1.5",
+        "--synthesis-prefix-root-multiplier",
+        "3",
+        "--synthesis-prompt-len-multiplier",
+        "0.5",
+        "--synthesis-speedup-ratio",
+        "2",
+        "--synthesis-max-isl",
+        "8192",
+        "--synthesis-max-osl",
+        "512",
+        "--random-seed",
+        "42",
+    ];
+    let (ours, _) = run("combined.jsonl", &combined);
+    let golden = golden("conv500.combined.seed42.loader.jsonl");
+    assert_eq!(ours.len(), golden.len());
+    // Rows capped at max ISL keep only the ids they need (AIPerf keeps them all); others are equal.
+    for (o, g) in ours.iter().zip(&golden) {
+        if o["input_length"] == 8192 {
+            let n = o["hash_ids"].as_array().unwrap().len();
+            assert_eq!(n, 16);
+            assert_eq!(o["hash_ids"].as_array().unwrap()[..], g["hash_ids"].as_array().unwrap()[..n]);
+        } else {
+            assert_eq!(o, g);
+        }
+    }
+}
+
+#[test]
+fn failure_leaves_the_previous_file_untouched_and_no_temp_file() {
+    let dir = scratch("atomic");
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"input_length\":10,\"hash_ids\":[1]}\n{\"input_length\":\"x\"}\n").unwrap();
+    let out = dir.join("out.jsonl");
+    std::fs::write(&out, "previous contents\n").unwrap();
+    let res = cli(&["synthesize-trace", bad.to_str().unwrap(), "--output-file", out.to_str().unwrap()]);
+    assert!(!res.status.success());
+    assert!(String::from_utf8_lossy(&res.stderr).contains("input_length"));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous contents\n");
+    let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    // An output folder that does not exist: error, nothing created.
+    let good = fixtures().join("traces/arxiv_first20.jsonl");
+    let missing = dir.join("no/such/dir/out.jsonl");
+    let res = cli(&["synthesize-trace", good.to_str().unwrap(), "--output-file", missing.to_str().unwrap()]);
+    assert!(!res.status.success());
+    assert!(!missing.exists());
+}
+
+#[test]
+fn invalid_parameters_name_the_option() {
+    let dir = scratch("invalid");
+    let out = dir.join("out.jsonl");
+    let input = fixtures().join("traces/arxiv_first20.jsonl");
+    for (flag, value) in [
+        ("--synthesis-speedup-ratio", "0"),
+        ("--synthesis-speedup-ratio", "-2"),
+        ("--synthesis-prefix-len-multiplier", "0"),
+        ("--synthesis-prefix-root-multiplier", "0"),
+        ("--synthesis-prompt-len-multiplier", "-1"),
+        ("--synthesis-output-len-multiplier", "-1"),
+        ("--synthesis-max-isl", "0"),
+        ("--synthesis-max-osl", "0"),
+        ("--block-size", "0"),
+        ("--synthesis-speedup-ratio", "fast"),
+    ] {
+        let res = cli(&[
+            "synthesize-trace",
+            input.to_str().unwrap(),
+            "--output-file",
+            out.to_str().unwrap(),
+            &format!("{flag}={value}"),
+        ]);
+        let stderr = String::from_utf8_lossy(&res.stderr);
+        assert!(!res.status.success(), "{flag} {value} accepted");
+        assert!(stderr.contains(flag), "{flag} {value}: {stderr}");
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn generative_mode_is_reproducible_and_reports_fidelity() {
+    let dir = scratch("generate");
+    let input = fixtures().join("traces/conversation_head500.jsonl");
+    let run = |name: &str, seed: &str| -> Output {
+        let out = dir.join(name);
+        let fidelity = dir.join(format!("{name}.fidelity.json"));
+        cli(&[
+            "synthesize-trace",
+            input.to_str().unwrap(),
+            "--output-file",
+            out.to_str().unwrap(),
+            "--num-requests",
+            "2000",
+            "--random-seed",
+            seed,
+            "--fidelity-file",
+            fidelity.to_str().unwrap(),
+        ])
+    };
+    let a = run("a.jsonl", "5");
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert!(String::from_utf8_lossy(&a.stdout).contains("Learned from 500 rows"));
+    assert!(run("b.jsonl", "5").status.success());
+    assert!(run("c.jsonl", "6").status.success());
+    let bytes = |n: &str| std::fs::read(dir.join(n)).unwrap();
+    assert_eq!(bytes("a.jsonl"), bytes("b.jsonl"));
+    assert_ne!(bytes("a.jsonl"), bytes("c.jsonl"));
+    assert_eq!(json_lines(&dir.join("a.jsonl")).len(), 2000);
+    let report: Value = serde_json::from_slice(&bytes("a.jsonl.fidelity.json")).unwrap();
+    assert_eq!(report["synthesized_requests"], 2000);
+    let metrics: Vec<&str> =
+        report["metrics"].as_array().unwrap().iter().map(|m| m["metric"].as_str().unwrap()).collect();
+    assert_eq!(metrics, ["isl", "osl", "context_length", "hit_rate", "requests_per_second"]);
+}
+
+#[test]
+fn generative_filter_rejecting_everything_fails_clearly() {
+    let dir = scratch("filter");
+    let out = dir.join("out.jsonl");
+    let input = fixtures().join("traces/arxiv_first20.jsonl");
+    let res = cli(&[
+        "synthesize-trace",
+        input.to_str().unwrap(),
+        "--output-file",
+        out.to_str().unwrap(),
+        "--num-requests",
+        "100",
+        "--synthesis-max-isl",
+        "10",
+    ]);
+    assert!(!res.status.success());
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(stderr.contains("rejected") && stderr.contains("--synthesis-max-isl"), "{stderr}");
+    assert!(!out.exists());
+    // Generative-only options need --num-requests.
+    let res = cli(&[
+        "synthesize-trace",
+        input.to_str().unwrap(),
+        "--output-file",
+        out.to_str().unwrap(),
+        "--synthesis-min-isl",
+        "5",
+    ]);
+    assert!(!res.status.success());
+    assert!(String::from_utf8_lossy(&res.stderr).contains("--num-requests"));
+}

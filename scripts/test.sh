@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Sets up and runs every test of aiperf-rs: formatting, lints (native and wasm32), unit, golden,
+# property and integration tests, the fuzz target build, the browser tests and the real-server
+# replay test. Exits non-zero on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+bash scripts/setup.sh
+
+say "format"
+cargo fmt --all --check
+
+say "lints (native)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+say "lints (wasm32: the core has no I/O, clock or OS randomness)"
+cargo clippy -p aiperf-core --target wasm32-unknown-unknown --locked -- -D warnings
+if grep -q '^\[dependencies\]' crates/web/Cargo.toml && grep -q yew crates/web/Cargo.toml; then
+  cargo clippy -p aiperf-web --target wasm32-unknown-unknown --locked -- -D warnings
+fi
+
+say "tests"
+cargo test --workspace --locked
+
+say "fuzz target builds"
+# cargo-fuzz needs nightly compiler flags; RUSTC_BOOTSTRAP lets the stable toolchain accept them.
+(cd crates/core && RUSTC_BOOTSTRAP=1 cargo fuzz build parse_trace --dev)
+
+if [ -f scripts/test-web.sh ]; then
+  say "browser tests"
+  bash scripts/test-web.sh
+fi
+
+if [ -f scripts/test-real-server.sh ]; then
+  say "replay against a real llama.cpp server"
+  bash scripts/test-real-server.sh
+fi
+
+say "all tests passed"
