@@ -5,8 +5,6 @@
 //! a 100 MB trace never freezes the page. Everything but the thin browser glue is plain Rust,
 //! tested natively with `cargo test -p aiperf-web`.
 
-#![cfg_attr(test, allow(clippy::unwrap_used))]
-
 pub mod chart_data;
 pub mod components;
 pub mod engine;

@@ -24,6 +24,8 @@ pub enum Field {
     MaxOsl,
     Seed,
     NumRequests,
+    MinIsl,
+    MinOsl,
 }
 
 enum Kind {
@@ -36,7 +38,7 @@ enum Kind {
 }
 
 impl Field {
-    pub const ALL: [Field; 10] = [
+    pub const ALL: [Field; 12] = [
         Field::BlockSize,
         Field::Speedup,
         Field::PrefixLen,
@@ -47,19 +49,28 @@ impl Field {
         Field::MaxOsl,
         Field::Seed,
         Field::NumRequests,
+        Field::MinIsl,
+        Field::MinOsl,
     ];
     /// The synthesis fields, in the panel's order.
-    pub const SYNTH: [Field; 9] = [
+    pub const SYNTH: [Field; 11] = [
+        Field::NumRequests,
         Field::Speedup,
         Field::PrefixLen,
         Field::PrefixRoot,
         Field::PromptLen,
         Field::OutputLen,
+        Field::MinIsl,
         Field::MaxIsl,
+        Field::MinOsl,
         Field::MaxOsl,
         Field::Seed,
-        Field::NumRequests,
     ];
+
+    /// Fields that only generative synthesis has.
+    pub fn generate_only(self) -> bool {
+        matches!(self, Field::NumRequests | Field::MinIsl | Field::MinOsl)
+    }
 
     fn index(self) -> usize {
         Field::ALL.iter().position(|&f| f == self).unwrap_or(0)
@@ -78,12 +89,19 @@ impl Field {
             Field::MaxOsl => "max_osl",
             Field::Seed => "seed",
             Field::NumRequests => "num_requests",
+            Field::MinIsl => "min_isl",
+            Field::MinOsl => "min_osl",
         }
     }
 
-    /// Flag of `aiperf-cli`.
+    /// Flag of `aiperf-cli synthesize-trace`.
     pub fn flag(self) -> String {
-        format!("--{}", self.key().replace('_', "-"))
+        match self {
+            Field::BlockSize => "--block-size".into(),
+            Field::Seed => "--random-seed".into(),
+            Field::NumRequests => "--num-requests".into(),
+            f => format!("--synthesis-{}", f.key().replace('_', "-")),
+        }
     }
 
     pub fn label(self) -> &'static str {
@@ -98,6 +116,8 @@ impl Field {
             Field::MaxOsl => "Max output length",
             Field::Seed => "Seed",
             Field::NumRequests => "Number of requests",
+            Field::MinIsl => "Min input length",
+            Field::MinOsl => "Min output length",
         }
     }
 
@@ -109,10 +129,12 @@ impl Field {
             Field::PrefixRoot => "integer ≥ 1; copies of the prefix tree",
             Field::PromptLen => "> 0; scales unique prompts",
             Field::OutputLen => "≥ 0; scales output lengths",
-            Field::MaxIsl => "tokens; empty: no limit",
-            Field::MaxOsl => "tokens; empty: no limit",
-            Field::Seed => "integer ≥ 0",
-            Field::NumRequests => "integer ≥ 1",
+            Field::MaxIsl => "tokens; longer rows dropped, empty: none",
+            Field::MaxOsl => "tokens; empty: no cap",
+            Field::MinIsl => "tokens; shorter samples redrawn",
+            Field::MinOsl => "tokens; empty: no floor",
+            Field::Seed => "integer ≥ 0 (AIPerf's --random-seed)",
+            Field::NumRequests => "requests to generate",
         }
     }
 
@@ -120,8 +142,8 @@ impl Field {
         match self {
             Field::BlockSize => "512",
             Field::Speedup | Field::PrefixLen | Field::PrefixRoot | Field::PromptLen | Field::OutputLen => "1",
-            Field::MaxIsl | Field::MaxOsl => "",
-            Field::Seed => "42",
+            Field::MaxIsl | Field::MaxOsl | Field::MinIsl | Field::MinOsl => "",
+            Field::Seed => "0",
             Field::NumRequests => "1000",
         }
     }
@@ -132,7 +154,7 @@ impl Field {
             Field::PrefixRoot => Kind::Int { min: 1, max: 1000 },
             Field::Seed => Kind::Int { min: 0, max: u64::MAX },
             Field::NumRequests => Kind::Int { min: 1, max: 10_000_000 },
-            Field::MaxIsl | Field::MaxOsl => Kind::OptInt,
+            Field::MaxIsl | Field::MaxOsl | Field::MinIsl | Field::MinOsl => Kind::OptInt,
             Field::OutputLen => Kind::Float { zero_ok: true },
             Field::Speedup | Field::PrefixLen | Field::PromptLen => Kind::Float { zero_ok: false },
         }
@@ -166,7 +188,7 @@ impl Field {
 /// Everything the user set, as typed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Form {
-    values: [String; 10],
+    values: [String; 12],
     pub mode: Mode,
     /// Load the bundled sample when the page opens (from a shared link).
     pub sample: bool,
@@ -190,6 +212,8 @@ pub struct SynthSettings {
     pub output_len_multiplier: f64,
     pub max_isl: Option<u64>,
     pub max_osl: Option<u64>,
+    pub min_isl: Option<u64>,
+    pub min_osl: Option<u64>,
     pub seed: u64,
     pub num_requests: u64,
 }
@@ -214,7 +238,7 @@ impl Form {
 
     /// The fields that matter in the current mode (number of requests only when generating).
     pub fn active_synth_fields(&self) -> impl Iterator<Item = Field> + '_ {
-        Field::SYNTH.into_iter().filter(|&f| f != Field::NumRequests || self.mode == Mode::Generate)
+        Field::SYNTH.into_iter().filter(|&f| !f.generate_only() || self.mode == Mode::Generate)
     }
 
     /// The synthesis settings, or `None` while a field is invalid.
@@ -234,6 +258,8 @@ impl Form {
             output_len_multiplier: float(Field::OutputLen)?,
             max_isl: int(Field::MaxIsl),
             max_osl: int(Field::MaxOsl),
+            min_isl: if self.mode == Mode::Generate { int(Field::MinIsl) } else { None },
+            min_osl: if self.mode == Mode::Generate { int(Field::MinOsl) } else { None },
             seed: int(Field::Seed)?,
             num_requests: int(Field::NumRequests).unwrap_or(1000),
         })
@@ -292,11 +318,14 @@ impl Form {
     }
 
     /// `aiperf-cli synthesize-trace` with these settings.
-    pub fn synthesize_command(&self, file: &str, out: &str) -> String {
+    pub fn synthesize_command(&self, file: &str, out: &str, skip_invalid: bool) -> String {
         let mut cmd = format!("aiperf-cli synthesize-trace {}", shell_quote(file));
+        if skip_invalid {
+            cmd += " --skip-invalid";
+        }
         for f in std::iter::once(Field::BlockSize).chain(self.active_synth_fields()) {
             let v = self.get(f).trim();
-            if f == Field::Seed || (v != f.default_value() && !v.is_empty()) {
+            if f == Field::Seed || f == Field::NumRequests || (v != f.default_value() && !v.is_empty()) {
                 cmd += &format!(" {} {}", f.flag(), shell_quote(v));
             }
         }
@@ -400,10 +429,18 @@ mod tests {
         f.set(Field::BlockSize, "16");
         f.set(Field::Speedup, "2");
         assert_eq!(
-            f.synthesize_command("t.jsonl", "out.jsonl"),
-            "aiperf-cli synthesize-trace t.jsonl --block-size 16 --speedup-ratio 2 --seed 42 --output-file out.jsonl"
+            f.synthesize_command("t.jsonl", "out.jsonl", false),
+            "aiperf-cli synthesize-trace t.jsonl --block-size 16 --synthesis-speedup-ratio 2 --random-seed 0 --output-file out.jsonl"
         );
         let s = f.synth().unwrap();
-        assert_eq!((s.block_size, s.speedup_ratio, s.max_isl, s.seed), (16, 2.0, None, 42));
+        assert_eq!((s.block_size, s.speedup_ratio, s.max_isl, s.seed), (16, 2.0, None, 0));
+        f.mode = Mode::Generate;
+        f.set(Field::MinIsl, "100");
+        assert_eq!(
+            f.synthesize_command("t.jsonl", "o.jsonl", true),
+            "aiperf-cli synthesize-trace t.jsonl --skip-invalid --block-size 16 --num-requests 1000 \
+             --synthesis-speedup-ratio 2 --synthesis-min-isl 100 --random-seed 0 --output-file o.jsonl"
+        );
+        assert_eq!(f.synth().unwrap().min_isl, Some(100));
     }
 }

@@ -37,8 +37,10 @@ pub enum FromWorker {
     SynthFailed {
         message: String,
     },
+    /// The synthesized trace, with the file name to save it under.
     Export {
         settings: SynthSettings,
+        name: String,
         jsonl: String,
     },
 }
@@ -99,6 +101,5 @@ pub struct SynthView {
     pub rows: u64,
     /// Analysis JSON of the synthesized trace (same shape as the original's).
     pub json: String,
-    pub charts: Charts,
     pub compute_ms: f64,
 }

@@ -10,8 +10,10 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use yew_agent::worker::{HandlerId, Worker, WorkerScope};
 
-use crate::engine::{analysis_view, bad_rows};
+use crate::components::synth_file_name;
+use crate::engine::{ModelCache, analysis_view, bad_rows, synth_view, synthesize};
 use crate::ingest::Ingest;
+use crate::params::SynthSettings;
 use crate::protocol::{FileSummary, FromWorker, Progress, ToWorker};
 use crate::web::now_ms;
 
@@ -21,6 +23,10 @@ const PROGRESS_EVERY: u64 = 2 << 20;
 #[derive(Default)]
 struct Inner {
     trace: Option<Rc<Trace>>,
+    name: String,
+    model: ModelCache,
+    /// The last synthesis, kept for the download.
+    last: Option<(SynthSettings, Rc<Trace>)>,
     /// Bumped by every load, so that an older load still streaming stops.
     load_generation: u64,
 }
@@ -54,6 +60,8 @@ impl Worker for TraceWorker {
                     let mut inner = self.inner.borrow_mut();
                     inner.load_generation += 1;
                     inner.trace = None;
+                    inner.model = ModelCache::default();
+                    inner.last = None;
                     inner.load_generation
                 };
                 let (inner, scope) = (self.inner.clone(), scope.clone());
@@ -69,17 +77,44 @@ impl Worker for TraceWorker {
                 }
             }
             ToWorker::Synthesize { settings } => {
-                scope.respond(
-                    id,
-                    FromWorker::SynthFailed {
-                        message: format!("synthesis is not available yet ({:?})", settings.mode),
-                    },
-                );
+                let t0 = now_ms();
+                let msg = match self.synthesized(&settings) {
+                    Ok(trace) => {
+                        let mut view = synth_view(&trace, &settings);
+                        view.compute_ms = now_ms() - t0;
+                        FromWorker::Synthesis(Box::new(view))
+                    }
+                    Err(message) => FromWorker::SynthFailed { message },
+                };
+                scope.respond(id, msg);
             }
-            ToWorker::Export { .. } => {
-                scope.respond(id, FromWorker::SynthFailed { message: "synthesis is not available yet".into() });
+            ToWorker::Export { settings } => {
+                let msg = match self.synthesized(&settings) {
+                    Ok(trace) => {
+                        let name = synth_file_name(&self.inner.borrow().name, &settings.seed.to_string());
+                        FromWorker::Export { settings, name, jsonl: aiperf_core::trace::write_trace(&trace) }
+                    }
+                    Err(message) => FromWorker::SynthFailed { message },
+                };
+                scope.respond(id, msg);
             }
         }
+    }
+}
+
+impl TraceWorker {
+    /// The synthesized trace for these settings (reused when asked twice, e.g. for the download).
+    fn synthesized(&self, settings: &SynthSettings) -> Result<Rc<Trace>, String> {
+        let mut inner = self.inner.borrow_mut();
+        if let Some((s, t)) = &inner.last
+            && s == settings
+        {
+            return Ok(t.clone());
+        }
+        let trace = inner.trace.clone().ok_or_else(|| "no trace is loaded".to_string())?;
+        let out = Rc::new(synthesize(&trace, settings, &mut inner.model)?);
+        inner.last = Some((settings.clone(), out.clone()));
+        Ok(out)
     }
 }
 
@@ -127,7 +162,11 @@ impl Load {
             return;
         }
         let trace = Rc::new(outcome.trace);
-        self.inner.borrow_mut().trace = Some(trace.clone());
+        {
+            let mut inner = self.inner.borrow_mut();
+            inner.trace = Some(trace.clone());
+            inner.name = name.clone();
+        }
         let summary = FileSummary {
             name,
             size,

@@ -4,7 +4,9 @@ mod charts;
 mod panels;
 
 pub use charts::{ArrivalsChart, CacheChart, DistChart, DistProps, GroupsChart};
-pub use panels::{AnalysisPanel, FieldInput, FieldProps, LoadStatus, StatsProps, StatsTable, SynthPanel};
+pub use panels::{
+    AnalysisPanel, FieldInput, FieldProps, LoadStatus, StatsProps, StatsTable, SynthPanel, synth_file_name,
+};
 
 use std::rc::Rc;
 
@@ -61,9 +63,8 @@ fn Main() -> Html {
                         web::revoke(&url);
                     }
                 }
-                FromWorker::Export { settings, jsonl } => {
-                    let name = format!("synthesized_seed{}.jsonl", settings.seed);
-                    if let Err(e) = web::download(&name, jsonl, "application/x-ndjson") {
+                FromWorker::Export { name, jsonl, .. } => {
+                    if let Err(e) = web::download(name, jsonl, "application/x-ndjson") {
                         web::log(&format!("download failed: {e:?}"));
                     }
                 }

@@ -341,8 +341,8 @@ pub struct SynthProps {
 pub fn SynthPanel(p: &SynthProps) -> Html {
     let settings = p.form.synth();
     let name = p.file.as_ref().map_or("trace.jsonl".to_string(), |f| f.name.clone());
-    let out = format!("synthesized_seed{}.jsonl", p.form.get(Field::Seed).trim());
-    let cmd = p.form.synthesize_command(&name, &out);
+    let out = synth_file_name(&name, p.form.get(Field::Seed).trim());
+    let cmd = p.form.synthesize_command(&name, &out, p.file.as_ref().is_some_and(|f| f.bad_total > 0));
     let link = format!("{}{}", web::location_base(), p.form.to_query());
     let mode_radio = |m: Mode, label: &str, id: &str| {
         let on_mode = p.on_mode.clone();
@@ -395,6 +395,13 @@ pub fn SynthPanel(p: &SynthProps) -> Html {
             <p class="muted small">{ "A link carries the parameters, never the trace: the recipient opens the same file to get the same result." }</p>
         </section>
     }
+}
+
+/// Name of the synthesized file, from the input's name and the seed.
+pub fn synth_file_name(input: &str, seed: &str) -> String {
+    let stem = input.trim_end_matches(".gz").trim_end_matches(".jsonl");
+    let seed: String = seed.chars().filter(char::is_ascii_alphanumeric).collect();
+    format!("{stem}.synth-seed{seed}.jsonl")
 }
 
 #[derive(Properties, PartialEq)]
