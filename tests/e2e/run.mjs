@@ -167,7 +167,8 @@ try {
   await page.fill('#f-seed', '7');
   await page.waitForFunction(() => location.search.includes('seed=7') && location.search.includes('speedup_ratio=2'));
   if (cliHas('synthesize-trace')) {
-    await page.locator('[data-synth="total_requests"]').waitFor({ timeout: 60000 });
+    await page.waitForTimeout(500);
+    await page.waitForFunction(() => !document.querySelector('#synth-busy') && document.querySelector('[data-synth="total_requests"]'), null, { timeout: 60000 });
     const syn = await download(page, 'Download synthesized JSONL');
     const shownCmd = await page.locator('.cmd').nth(1).textContent();
     const out = join(TMP, 'cli-synth.jsonl');

@@ -46,7 +46,6 @@ impl Shown {
 pub enum Synth {
     #[default]
     Idle,
-    Running,
     Ready {
         analysis: Rc<Analysis>,
         view: Rc<SynthView>,
@@ -66,6 +65,8 @@ pub struct AppState {
     /// An analysis was asked for and has not arrived.
     pub analyzing: bool,
     pub synth: Synth,
+    /// A synthesis was asked for and has not arrived (the previous result stays shown).
+    pub synth_busy: bool,
     /// `performance.now()` when the current file was dropped or picked.
     pub started_at: Option<f64>,
     /// Drop → analysis on screen, measured after the render that showed it.
@@ -80,11 +81,12 @@ pub enum Action {
     /// A parameter was edited.
     Set(Field, String),
     SetMode(Mode),
-    /// A file was handed to the worker at `now` (ms).
+    /// A file was handed to the worker at `now` (ms); `sample`: the bundled sample.
     Open {
         name: String,
         size: u64,
         now: f64,
+        sample: bool,
     },
     /// Reading a file could not even start (e.g. the sample is missing).
     OpenFailed {
@@ -132,13 +134,15 @@ impl Reducible for AppState {
                 s.form.mode = m;
                 s.generation += 1;
             }
-            Action::Open { name, size, now } => {
+            Action::Open { name, size, now, sample } => {
+                s.form.sample = sample;
                 s.load = Load::Reading { name, progress: Progress { total: size, ..Default::default() } };
                 s.file = None;
                 s.analysis = None;
                 s.analysis_error = None;
                 s.analyzing = true;
                 s.synth = Synth::Idle;
+                s.synth_busy = false;
                 s.started_at = Some(now);
                 s.shown_ms = None;
             }
@@ -150,7 +154,7 @@ impl Reducible for AppState {
                 s.shown_ms = Some(elapsed);
                 s.started_at = None;
             }
-            Action::SynthStarted => s.synth = Synth::Running,
+            Action::SynthStarted => s.synth_busy = true,
             Action::Worker(msg) => match msg {
                 FromWorker::Progress(p) => match &mut s.load {
                     Load::Reading { progress, .. } => *progress = p,
@@ -187,12 +191,16 @@ impl Reducible for AppState {
                     if s.form.synth().as_ref() != Some(&view.settings) {
                         return self;
                     }
+                    s.synth_busy = false;
                     s.synth = match serde_json::from_str(&view.json) {
                         Ok(analysis) => Synth::Ready { analysis: Rc::new(analysis), view: Rc::new(*view) },
                         Err(e) => Synth::Failed(format!("unreadable synthesis statistics: {e}")),
                     };
                 }
-                FromWorker::SynthFailed { message } => s.synth = Synth::Failed(message),
+                FromWorker::SynthFailed { message } => {
+                    s.synth_busy = false;
+                    s.synth = Synth::Failed(message);
+                }
                 FromWorker::Export { .. } => return self,
             },
         }
@@ -225,7 +233,7 @@ mod tests {
     #[test]
     fn open_progress_load_analysis() {
         let s = Rc::new(AppState::default());
-        let s = reduce(s, Action::Open { name: "t.jsonl".into(), size: 100, now: 5.0 });
+        let s = reduce(s, Action::Open { name: "t.jsonl".into(), size: 100, now: 5.0, sample: false });
         assert!(matches!(s.load, Load::Reading { .. }) && s.analyzing);
         let p = Progress { bytes: 50, total: 100, rows: 1, invalid: 0 };
         let s = reduce(s, Action::Worker(FromWorker::Progress(p.clone())));
@@ -254,7 +262,8 @@ mod tests {
 
     #[test]
     fn failures_keep_the_bad_rows() {
-        let s = reduce(Rc::new(AppState::default()), Action::Open { name: "bad".into(), size: 1, now: 0.0 });
+        let s =
+            reduce(Rc::new(AppState::default()), Action::Open { name: "bad".into(), size: 1, now: 0.0, sample: true });
         let bad = vec![BadRow { line: 3, field: Some("input_length".into()), reason: "expected an integer".into() }];
         let s = reduce(
             s,
@@ -269,5 +278,6 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(s.synth_request().is_none());
+        assert!(s.form.sample);
     }
 }

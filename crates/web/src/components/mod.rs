@@ -99,7 +99,12 @@ fn Main() -> Html {
         let state = state.clone();
         let open_blob = open_blob.clone();
         Callback::from(move |file: web_sys::File| {
-            state.dispatch(Action::Open { name: file.name(), size: file.size() as u64, now: web::now_ms() });
+            state.dispatch(Action::Open {
+                name: file.name(),
+                size: file.size() as u64,
+                now: web::now_ms(),
+                sample: false,
+            });
             open_blob.emit((file.clone().into(), file.name()));
         })
     };
@@ -107,7 +112,7 @@ fn Main() -> Html {
         let state = state.clone();
         let open_blob = open_blob.clone();
         Callback::from(move |_: ()| {
-            state.dispatch(Action::Open { name: SAMPLE_NAME.into(), size: 0, now: web::now_ms() });
+            state.dispatch(Action::Open { name: SAMPLE_NAME.into(), size: 0, now: web::now_ms(), sample: true });
             let (state, open_blob) = (state.clone(), open_blob.clone());
             wasm_bindgen_futures::spawn_local(async move {
                 match fetch_sample().await {
@@ -240,8 +245,8 @@ fn Main() -> Html {
                     <p class="privacy">{ "🔒 Your trace never leaves this browser: it is read and analysed locally, in WebAssembly. Nothing is uploaded." }</p>
                 </div>
                 <div class="open">
-                    <label class="button primary" for="file-input">{ "Open trace…" }</label>
                     <input id="file-input" class="visually-hidden" type="file" accept=".jsonl,.gz,.json,application/gzip,application/x-ndjson" onchange={onpick} />
+                    <label class="button primary" for="file-input">{ "Open trace…" }</label>
                     <button class="button" onclick={sample_click}>{ "Load sample" }</button>
                 </div>
             </header>
@@ -254,7 +259,7 @@ fn Main() -> Html {
                         html! {
                             <>
                                 <AnalysisPanel {file} {shown} form={st.form.clone()} shown_ms={st.shown_ms} analyzing={st.analyzing} error={st.analysis_error.clone()} on_set={on_set.clone()} />
-                                <SynthPanel form={st.form.clone()} synth={st.synth.clone()} file={st.file.clone()} original={st.analysis.clone()} on_set={on_set.clone()} {on_mode} {on_export} />
+                                <SynthPanel form={st.form.clone()} synth={st.synth.clone()} busy={st.synth_busy} file={st.file.clone()} original={st.analysis.clone()} on_set={on_set.clone()} {on_mode} {on_export} />
                             </>
                         }
                     } else {

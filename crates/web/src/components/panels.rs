@@ -329,6 +329,7 @@ fn Extras(p: &ExtrasProps) -> Html {
 pub struct SynthProps {
     pub form: Form,
     pub synth: Synth,
+    pub busy: bool,
     pub file: Option<Rc<FileSummary>>,
     pub original: Option<Rc<Shown>>,
     pub on_set: Callback<(Field, String)>,
@@ -362,11 +363,11 @@ pub fn SynthPanel(p: &SynthProps) -> Html {
             }
         })
     };
-    let ready = matches!(p.synth, Synth::Ready { .. });
+    let ready = settings.is_some() && p.file.is_some();
     html! {
         <section class="card" aria-labelledby="synth-h">
             <div class="section-head">
-                <h2 id="synth-h">{ "Synthesis" }{ if matches!(p.synth, Synth::Running) { html! { <span class="badge">{ "computing…" }</span> } } else { html! {} } }</h2>
+                <h2 id="synth-h">{ "Synthesis" }{ if p.busy { html! { <span class="badge" id="synth-busy">{ "computing…" }</span> } } else { html! {} } }</h2>
                 <fieldset class="modes">
                     <legend class="visually-hidden">{ "Synthesis mode" }</legend>
                     { mode_radio(Mode::Transform, "Transform every request", "mode-transform") }
