@@ -197,9 +197,11 @@ try {
   step('shared link restores the parameters; sample loads');
   await page2.close();
 
+  await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: join(ARTIFACTS, 'web-1280x800.png'), fullPage: false });
   await page.screenshot({ path: join(ARTIFACTS, 'web-full.png'), fullPage: true });
   await page.setViewportSize({ width: 420, height: 900 });
+  await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: join(ARTIFACTS, 'web-narrow.png'), fullPage: false });
   await page.setViewportSize({ width: 1280, height: 800 });
 

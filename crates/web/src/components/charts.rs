@@ -247,7 +247,7 @@ pub fn GroupsChart(p: &GroupsProps) -> Html {
     let max = p.groups.iter().map(|g| g.requests).max().unwrap_or(1) as f64;
     let row_h = 22.0;
     let h = row_h * p.groups.len() as f64 + 8.0;
-    let (l, r) = (120.0, 150.0);
+    let (l, r) = (110.0, 215.0);
     let rows = p.groups.iter().enumerate().map(|(i, g)| {
         let y = 4.0 + row_h * i as f64;
         let w = (g.requests as f64 / max) * (W - l - r);
@@ -259,7 +259,7 @@ pub fn GroupsChart(p: &GroupsProps) -> Html {
             <g>
                 <text class="tick" x={px(l - 8.0)} y={px(y + row_h / 2.0)} dy="0.32em" text-anchor="end">{ format!("root {}", g.root_id) }</text>
                 <rect class="bar" x={px(l)} y={px(y + 3.0)} width={px(w.max(1.0))} height={px(row_h - 6.0)}><title>{ tip }</title></rect>
-                <text class="tick" x={px(l + w + 6.0)} y={px(y + row_h / 2.0)} dy="0.32em">{ format!("{} req · {:.1} blocks shared", int(g.requests as f64), g.mean_shared_blocks) }</text>
+                <text class="tick" x={px(l + w + 6.0)} y={px(y + row_h / 2.0)} dy="0.32em">{ format!("{} requests · {:.1} blocks shared", int(g.requests as f64), g.mean_shared_blocks) }</text>
             </g>
         }
     });

@@ -30,7 +30,7 @@ const DEBOUNCE_MS: u32 = 250;
 #[component]
 pub fn App() -> Html {
     html! {
-        <WorkerProvider<TraceWorker> path="worker.js">
+        <WorkerProvider<TraceWorker> path="worker.js" module=true>
             <Main />
         </WorkerProvider<TraceWorker>>
     }
@@ -242,7 +242,7 @@ fn Main() -> Html {
             <header class="top">
                 <div class="brand">
                     <h1>{ "aiperf trace explorer" }</h1>
-                    <p class="privacy">{ "🔒 Your trace never leaves this browser: it is read and analysed locally, in WebAssembly. Nothing is uploaded." }</p>
+                    <p class="privacy">{ "Your trace never leaves this browser: it is read and analysed locally, in WebAssembly. Nothing is uploaded." }</p>
                 </div>
                 <div class="open">
                     <input id="file-input" class="visually-hidden" type="file" accept=".jsonl,.gz,.json,application/gzip,application/x-ndjson" onchange={onpick} />
