@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync, writeFileSync, existsSync, mkdtempSync, create
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
 import { serve } from './server.mjs';
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
@@ -45,6 +46,33 @@ async function drop(page, name, content) {
     target.dispatchEvent(new DragEvent('dragover', { bubbles: true, cancelable: true, dataTransfer: dt }));
     target.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
   }, [name, content]);
+}
+
+async function dropBytes(page, name, bytes) {
+  await page.evaluate(([name, b64]) => {
+    const bin = atob(b64);
+    const buf = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) buf[i] = bin.charCodeAt(i);
+    const dt = new DataTransfer();
+    dt.items.add(new File([buf], name, { type: 'application/gzip' }));
+    const target = document.querySelector('.page');
+    target.dispatchEvent(new DragEvent('dragover', { bubbles: true, cancelable: true, dataTransfer: dt }));
+    target.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
+  }, [name, Buffer.from(bytes).toString('base64')]);
+}
+
+async function synthDownloadMatchesCli(page, label) {
+  await page.waitForTimeout(500);
+  await page.waitForFunction(() => !document.querySelector('#synth-busy') && document.querySelector('[data-synth="total_requests"]'), null, { timeout: 60000 });
+  const syn = await download(page, 'Download synthesized JSONL');
+  const shownCmd = await page.locator('.cmd').nth(1).textContent();
+  const out = join(TMP, `cli-${label}.jsonl`);
+  const args = shownCmd.replace(/^aiperf-cli /, '').split(' ').map((a) => a.replace(/^'(.*)'$/, '$1'));
+  args[1] = join(TRACES, 'synthetic_trace.jsonl');
+  args[args.length - 1] = out;
+  cli(args);
+  assert.ok(syn.bytes.equals(readFileSync(out)), `synthesized JSONL differs from: ${shownCmd}`);
+  step(`synthesized JSONL (${label}) = ${shownCmd}`);
 }
 
 async function dropFromDisk(page, path, name) {
@@ -167,19 +195,18 @@ try {
   await page.fill('#f-seed', '7');
   await page.waitForFunction(() => location.search.includes('seed=7') && location.search.includes('speedup_ratio=2'));
   if (cliHas('synthesize-trace')) {
-    await page.waitForTimeout(500);
-    await page.waitForFunction(() => !document.querySelector('#synth-busy') && document.querySelector('[data-synth="total_requests"]'), null, { timeout: 60000 });
-    const syn = await download(page, 'Download synthesized JSONL');
-    const shownCmd = await page.locator('.cmd').nth(1).textContent();
-    const out = join(TMP, 'cli-synth.jsonl');
-    const args = shownCmd.replace(/^aiperf-cli /, '').split(' ').map((a) => a.replace(/^'(.*)'$/, '$1'));
-    args[1] = join(TRACES, 'synthetic_trace.jsonl');
-    args[args.length - 1] = out;
-    cli(args);
-    assert.ok(syn.bytes.equals(readFileSync(out)), `synthesized JSONL differs from: ${shownCmd}`);
-    step(`synthesized JSONL = ${shownCmd}`);
+    await synthDownloadMatchesCli(page, 'transform');
+    // Generative mode: a new trace of N requests learned from this one.
+    await page.getByLabel('Generate new requests').check();
+    await page.fill('#f-num_requests', '0');
+    await page.getByText('must be between 1 and 10000000').waitFor();
+    await page.fill('#f-num_requests', '300');
+    await page.waitForFunction(() => location.search.includes('mode=generate') && location.search.includes('num_requests=300'));
+    await synthDownloadMatchesCli(page, 'generate');
+    assert.equal(await page.locator('[data-synth="total_requests"]').textContent(), '300');
+    await page.getByLabel('Transform every request').check();
   } else {
-    step('SKIPPED synthesized download check: this aiperf-cli has no synthesize-trace');
+    step('SKIPPED synthesized download check: no aiperf-cli with synthesize-trace (set AIPERF_CLI)');
   }
 
   // 5. The link reproduces the parameters.
@@ -205,7 +232,14 @@ try {
   await page.screenshot({ path: join(ARTIFACTS, 'web-narrow.png'), fullPage: false });
   await page.setViewportSize({ width: 1280, height: 800 });
 
-  // 6. Invalid rows are listed with their line numbers.
+  // 6. Gzipped traces open too.
+  await dropBytes(page, 'synthetic_trace.jsonl.gz', gzipSync(readFileSync(join(TRACES, 'synthetic_trace.jsonl'))));
+  await page.waitForFunction(() => document.querySelector('.file-name')?.textContent === 'synthetic_trace.jsonl.gz' && document.querySelector('[data-metric="total_requests"]'), null, { timeout: 60000 });
+  assert.ok(close((await metric(page, 'cache_hit_rate')).value, golden.cache_hit_rate), 'gzip: cache hit rate');
+  assert.equal((await metric(page, 'total_requests')).text, '3,993');
+  step('gzipped trace analysed like the plain one');
+
+  // 7. Invalid rows are listed with their line numbers.
   await drop(page, 'bad.jsonl', '{"input_length": 10, "hash_ids": [1]}\n{"input_length": "ten"}\nnot json\n');
   await page.locator('.bad-rows').waitFor();
   const bad = await page.locator('.bad-rows tbody tr').allTextContents();
@@ -216,7 +250,7 @@ try {
   await page.getByText('Cannot open all-bad.jsonl').waitFor();
   step('invalid rows listed with line numbers');
 
-  // 7. Timing: conversation trace, drop → analysis shown.
+  // 8. Timing: conversation trace, drop → analysis shown.
   const timings = {};
   await drop(page, 'conversation_trace.jsonl', readFileSync(join(TRACES, 'conversation_trace.jsonl'), 'utf8'));
   await page.waitForFunction(() => document.querySelector('.timing')?.dataset.shownMs, null, { timeout: 60000 });
