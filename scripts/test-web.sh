@@ -28,6 +28,6 @@ step "native CLI for the byte-for-byte comparisons"
 cargo build -p aiperf-cli --locked
 
 step "Playwright end-to-end"
-AIPERF_CLI="$ROOT/target/debug/aiperf-cli" node tests/e2e/run.mjs
+AIPERF_CLI="${CARGO_TARGET_DIR:-$ROOT/target}/debug/aiperf-cli" node tests/e2e/run.mjs
 
 step "web tests passed"
