@@ -132,6 +132,7 @@ try {
   const csp = await page.locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');
   assert.ok(csp.includes("default-src 'none'") && !csp.includes('__INLINE'), `CSP: ${csp}`);
   assert.ok(await page.getByText('never leaves this browser').isVisible());
+  await page.screenshot({ path: join(ARTIFACTS, 'web-empty.png') });
 
   // 1. Drop the synthetic trace and check every number against the golden analysis.
   step('drop synthetic_trace.jsonl');
@@ -224,6 +225,23 @@ try {
   step('shared link restores the parameters; sample loads');
   await page2.close();
 
+  // Keyboard only: Tab reaches the file button, then "Load sample"; Enter opens the sample.
+  const page3 = await context.newPage();
+  page3.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  await page3.goto(url);
+  await page3.getByText('Open a Mooncake trace').waitFor();
+  await page3.keyboard.press('Tab');
+  assert.equal(await page3.evaluate(() => document.activeElement?.id), 'file-input');
+  await page3.keyboard.press('Tab');
+  assert.equal(await page3.evaluate(() => document.activeElement?.textContent), 'Load sample');
+  await page3.keyboard.press('Enter');
+  await page3.locator('[data-metric="total_requests"]').waitFor({ timeout: 60000 });
+  assert.ok(page3.url().includes('sample=1'), 'loading the sample puts it in the link');
+  await page3.keyboard.press('Tab');
+  assert.equal(await page3.evaluate(() => document.activeElement?.id), 'f-block_size', 'next stop: the block size field');
+  step('keyboard: file button, sample button and fields reachable with Tab');
+  await page3.close();
+
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: join(ARTIFACTS, 'web-1280x800.png'), fullPage: false });
   await page.screenshot({ path: join(ARTIFACTS, 'web-full.png'), fullPage: true });
@@ -281,6 +299,9 @@ try {
       new PerformanceObserver((l) => window.__longTasks.push(...l.getEntries().map((e) => e.duration))).observe({ type: 'longtask' });
     });
     await dropFromDisk(page, 'bench-1m.jsonl', 'bench-1m.jsonl');
+    await page.locator('progress').waitFor({ timeout: 60000 });
+    await page.waitForTimeout(700);
+    await page.screenshot({ path: join(ARTIFACTS, 'web-progress.png') });
     await page.waitForFunction(() => document.querySelector('.file-name')?.textContent === 'bench-1m.jsonl' && document.querySelector('.timing')?.dataset.shownMs, null, { timeout: 600000 });
     const b = await page.locator('.timing').evaluate((e) => ({ ...e.dataset }));
     const long = await page.evaluate(() => window.__longTasks);

@@ -1,6 +1,6 @@
 //! What the worker computes, as pure functions of a parsed trace (tested natively).
 
-use aiperf_core::analysis::{Analysis, RowMetrics, analyze, analyze_with_rows};
+use aiperf_core::analysis::{Analysis, RowMetrics, analyze_with_rows};
 use aiperf_core::synthesis::{GenerateParams, PrefixModel, SynthesisError, TransformParams, transform};
 use aiperf_core::trace::Trace;
 
@@ -115,8 +115,15 @@ fn explain(e: SynthesisError) -> String {
 
 /// Before/after view of a synthesized trace.
 pub fn synth_view(synthesized: &Trace, settings: &SynthSettings) -> SynthView {
-    let a = analyze(synthesized, settings.block_size);
-    SynthView { settings: settings.clone(), rows: synthesized.len() as u64, json: analysis_json(&a), compute_ms: 0.0 }
+    let (a, m) = analyze_with_rows(synthesized, settings.block_size);
+    SynthView {
+        settings: settings.clone(),
+        rows: synthesized.len() as u64,
+        json: analysis_json(&a),
+        isl: Dist::lengths(&m.isl),
+        osl: Dist::lengths(&m.osl),
+        compute_ms: 0.0,
+    }
 }
 
 /// The core's row errors as plain data.

@@ -101,5 +101,8 @@ pub struct SynthView {
     pub rows: u64,
     /// Analysis JSON of the synthesized trace (same shape as the original's).
     pub json: String,
+    /// Input and output length distributions of the synthesized trace.
+    pub isl: Dist,
+    pub osl: Dist,
     pub compute_ms: f64,
 }

@@ -270,3 +270,35 @@ pub fn GroupsChart(p: &GroupsProps) -> Html {
         </figure>
     }
 }
+
+#[derive(Properties, PartialEq)]
+pub struct CdfCompareProps {
+    pub title: AttrValue,
+    pub x_label: AttrValue,
+    pub original: Dist,
+    pub synthesized: Dist,
+}
+
+/// Cumulative distributions of the original and the synthesized trace on one axis.
+#[component]
+pub fn CdfCompare(p: &CdfCompareProps) -> Html {
+    let hi = p.original.hi().max(p.synthesized.hi());
+    let xt = ticks(hi, 6);
+    let f = Frame { x_max: *xt.last().unwrap_or(&1.0), y_max: 1.0, x_log: false, x_min: 0.0 };
+    let yt = [0.0, 0.25, 0.5, 0.75, 1.0];
+    let line = |d: &Dist| {
+        d.cdf.iter().map(|&(x, q)| format!("{},{}", px(f.x(x)), px(f.y_frac(q)))).collect::<Vec<_>>().join(" ")
+    };
+    let median = |d: &Dist| d.cdf.iter().find(|p| p.1 >= 0.5).map(|p| compact(p.0)).unwrap_or_else(|| "–".into());
+    html! {
+        <figure class="chart">
+            <figcaption>{ &p.title }</figcaption>
+            <svg viewBox={format!("0 0 {W} {H}")} role="img" aria-label={format!("{}: cumulative distributions, original and synthesized", p.title)}>
+                { f.axes(&xt, &yt, &|v| compact(v), &|v| format!("{:.0}%", v * 100.0), &p.x_label, "share of requests ≤ x") }
+                <polyline class="cdf-original" points={line(&p.original)}><title>{ format!("original, median ≈ {}", median(&p.original)) }</title></polyline>
+                <polyline class="cdf-synth" points={line(&p.synthesized)}><title>{ format!("synthesized, median ≈ {}", median(&p.synthesized)) }</title></polyline>
+            </svg>
+            <p class="legend"><span class="key orig-key"></span>{ "original" }<span class="key synth-key"></span>{ "synthesized" }</p>
+        </figure>
+    }
+}

@@ -3,7 +3,7 @@
 mod charts;
 mod panels;
 
-pub use charts::{ArrivalsChart, CacheChart, DistChart, DistProps, GroupsChart};
+pub use charts::{ArrivalsChart, CacheChart, CdfCompare, DistChart, DistProps, GroupsChart};
 pub use panels::{
     AnalysisPanel, FieldInput, FieldProps, LoadStatus, StatsProps, StatsTable, SynthPanel, synth_file_name,
 };

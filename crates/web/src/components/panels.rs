@@ -6,7 +6,7 @@ use aiperf_core::analysis::Analysis;
 use aiperf_core::stats::Summary;
 use yew::prelude::*;
 
-use super::charts::{ArrivalsChart, CacheChart, DistChart, GroupsChart};
+use super::charts::{ArrivalsChart, CacheChart, CdfCompare, DistChart, GroupsChart};
 use crate::format::{bytes, int, millis, num, pct};
 use crate::params::{Field, Form, Mode, SynthSettings};
 use crate::protocol::{BadRow, FileSummary};
@@ -379,7 +379,17 @@ pub fn SynthPanel(p: &SynthProps) -> Html {
             </div>
             { match &p.synth {
                 Synth::Failed(m) => html! { <p class="error-text" role="alert">{ m }</p> },
-                Synth::Ready { analysis, view } => html! { <Compare original={p.original.as_ref().map(|o| Rc::new(o.analysis.clone()))} synthesized={analysis.clone()} rows={view.rows} compute_ms={view.compute_ms} /> },
+                Synth::Ready { analysis, view } => html! {
+                    <div class="compare-grid">
+                        <Compare original={p.original.as_ref().map(|o| Rc::new(o.analysis.clone()))} synthesized={analysis.clone()} rows={view.rows} compute_ms={view.compute_ms} />
+                        { p.original.as_ref().map(|o| html! {
+                            <div class="compare-charts">
+                                <CdfCompare title="Input length, original vs synthesized" x_label="input length (tokens)" original={o.view.charts.isl.clone()} synthesized={view.isl.clone()} />
+                                <CdfCompare title="Output length, original vs synthesized" x_label="output length (tokens)" original={o.view.charts.osl.clone()} synthesized={view.osl.clone()} />
+                            </div>
+                        }).unwrap_or_default() }
+                    </div>
+                },
                 _ if settings.is_none() => html! { <p class="error-text">{ "Fix the highlighted values to synthesize." }</p> },
                 _ => html! {},
             }}
