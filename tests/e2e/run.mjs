@@ -245,6 +245,7 @@ try {
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: join(ARTIFACTS, 'web-1280x800.png'), fullPage: false });
   await page.screenshot({ path: join(ARTIFACTS, 'web-full.png'), fullPage: true });
+  await page.locator('section[aria-labelledby="synth-h"]').screenshot({ path: join(ARTIFACTS, 'web-synthesis.png') });
   await page.setViewportSize({ width: 420, height: 900 });
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: join(ARTIFACTS, 'web-narrow.png'), fullPage: false });
