@@ -99,14 +99,19 @@ pub fn transform(trace: &Trace, params: &TransformParams) -> Result<Trace, Synth
         (Some(max), Some(isl)) => isl <= 0 || (isl as u64) <= max,
         _ => true,
     };
-    let mut kept = Trace::with_capacity(trace.len(), trace.total_hash_ids());
-    for (row, ids) in trace.iter() {
-        if keep(row) {
-            kept.push(row.clone(), ids.iter().copied());
+    let filtered;
+    let kept = if trace.rows().iter().all(keep) {
+        trace
+    } else {
+        let mut t = Trace::with_capacity(trace.len(), trace.total_hash_ids());
+        for (row, ids) in trace.iter().filter(|(row, _)| keep(row)) {
+            t.push(row.clone(), ids.iter().copied());
         }
-    }
+        filtered = t;
+        &filtered
+    };
     if params.synthesizes() {
-        return synthesize_direct(&kept, params);
+        return synthesize_direct(kept, params);
     }
     if let Some(max_osl) = params.max_osl {
         let mut capped = Trace::with_capacity(kept.len(), kept.total_hash_ids());
@@ -117,7 +122,7 @@ pub fn transform(trace: &Trace, params: &TransformParams) -> Result<Trace, Synth
         }
         return Ok(capped);
     }
-    Ok(kept)
+    Ok(kept.clone())
 }
 
 /// AIPerf's synthesizer alone (no loader filtering), with its three defects fixed:
