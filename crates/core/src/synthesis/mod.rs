@@ -18,6 +18,19 @@ pub use fidelity::{FidelityReport, MetricFidelity, fidelity_from_analyses, fidel
 pub use generate::{GenerateParams, ModelStats, PrefixModel, generate};
 pub use transform::{TransformParams, synthesize_direct, transform};
 
+/// Most hash ids a synthesized trace may hold (2^28, 2 GiB of ids): past it synthesis stops with
+/// [`SynthesisError::TooLarge`] instead of exhausting memory (a browser tab has 4 GiB at most).
+pub const MAX_OUTPUT_IDS: u64 = 1 << 28;
+
+/// Fails with [`SynthesisError::TooLarge`] if `have + more` ids exceed [`MAX_OUTPUT_IDS`].
+pub(crate) fn room_for(have: usize, more: u64) -> Result<(), SynthesisError> {
+    if (have as u64).saturating_add(more) > MAX_OUTPUT_IDS {
+        Err(SynthesisError::TooLarge { limit: MAX_OUTPUT_IDS })
+    } else {
+        Ok(())
+    }
+}
+
 /// Why a synthesis could not run.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -28,6 +41,11 @@ pub enum SynthesisError {
     /// Scaling a hash id would overflow 64 bits.
     #[error("line {line}: hash id {id} is too large to be scaled (prefix multipliers overflow 64-bit ids)")]
     IdOverflow { line: u32, id: u64 },
+    /// The output would exceed [`MAX_OUTPUT_IDS`] hash ids (multipliers far too large).
+    #[error(
+        "the synthesized trace would hold more than {limit} hash ids; the multipliers are too large for this trace"
+    )]
+    TooLarge { limit: u64 },
     /// Generation needs at least one row with `input_length` to learn from.
     #[error("the trace has no rows with input_length to learn from")]
     NothingToLearn,
