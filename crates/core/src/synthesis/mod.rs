@@ -51,8 +51,8 @@ pub enum SynthesisError {
     NothingToLearn,
     /// The ISL filter of generation rejects (almost) every sampled request.
     #[error(
-        "the input-length filter [min_isl {min_isl}, max_isl {max_isl}] rejected {rejected} sampled requests in a row \
-         (after {accepted} accepted); the learned lengths almost never fall in this range"
+        "the input-length filter [min_isl {min_isl}, max_isl {max_isl}] passed only {accepted} of {} sampled \
+         requests (under 1%); the learned lengths almost never fall in this range", .accepted + .rejected
     )]
     FilterRejectsEverything { min_isl: u64, max_isl: String, accepted: usize, rejected: usize },
 }
