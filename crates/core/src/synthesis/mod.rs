@@ -1,8 +1,8 @@
 //! Trace synthesis: turn a trace into a new one with scaled prefixes, prompts, timing and output.
 //!
-//! - [`transform`]: AIPerf's prefix synthesis (`--synthesis-*` options), row for row, with the same
+//! - [`transform()`]: AIPerf's prefix synthesis (`--synthesis-*` options), row for row, with the same
 //!   ids and random draws as AIPerf 0.13.0 for the same seed, minus its three defects;
-//! - [`generate`]: learn a trace's prefix tree and length/arrival distributions, then sample any
+//! - [`generate()`]: learn a trace's prefix tree and length/arrival distributions, then sample any
 //!   number of new rows from them;
 //! - [`fidelity`]: how close a synthesized trace's distributions are to the original's;
 //! - [`rng`]: CPython-compatible MT19937 and AIPerf's seed derivation.
