@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the tools the web app needs (see /work/shared/docs/toolchain.md).
+# Installs the tools the web app needs: the offline recipe of the shared toolchain notes (trunk, wasm-bindgen-cli, wasm-opt, Chromium).
 # Every step is guarded by a version check, so re-runs are instant.
 set -euo pipefail
 cd "$(dirname "$0")/.."

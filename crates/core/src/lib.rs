@@ -8,11 +8,17 @@
 //! - [`stats`]: the one statistics module (mean, std, percentiles);
 //! - [`prompt_hash`]: prompts → hash_ids (AIPerf-compatible chained block hashing);
 //! - [`synthesis`]: transform and generative trace synthesis (AIPerf/Dynamo-compatible);
-//! - [`report`]: the console report of an analysis.
+//! - [`report`]: the console report of an analysis;
+//! - [`sse`]: incremental server-sent-events parser and OpenAI chunk interpretation;
+//! - [`schedule`]: the replay schedule as data;
+//! - [`metrics`]: per-request records, AIPerf metrics, mergeable aggregates, goodput.
 
 pub mod analysis;
+pub mod metrics;
 pub mod prompt_hash;
 pub mod report;
+pub mod schedule;
+pub mod sse;
 pub mod stats;
 pub mod synthesis;
 pub mod trace;

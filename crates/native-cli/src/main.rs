@@ -3,6 +3,8 @@
 mod analyze;
 mod hash_prompts;
 mod input;
+mod mock_server;
+mod profile;
 mod synthesize;
 
 use std::process::ExitCode;
@@ -21,6 +23,10 @@ struct Cli {
 enum Command {
     /// Print the statistics of a trace (prefix sharing, lengths, arrivals, cache what-if, lint).
     AnalyzeTrace(analyze::Args),
+    /// Replay a trace against an OpenAI-compatible server and measure it (AIPerf option names).
+    Profile(Box<profile::options::Args>),
+    /// Run an OpenAI-compatible mock server with programmable timing and faults.
+    MockServer(mock_server::Args),
     /// Transform a trace like AIPerf's --synthesis-* options, or sample a new one (--num-requests).
     SynthesizeTrace(synthesize::Args),
     /// Turn prompts (JSONL) into a Mooncake trace with AIPerf-compatible block hash ids.
@@ -28,9 +34,18 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    let raw: Vec<String> = std::env::args().collect();
+    if raw.get(1).is_some_and(|c| c == "profile")
+        && let Err(e) = profile::reject_unsupported(&raw[2..])
+    {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::AnalyzeTrace(args) => analyze::run(args),
+        Command::Profile(args) => profile::run(*args),
+        Command::MockServer(args) => mock_server::run(args),
         Command::SynthesizeTrace(args) => synthesize::run(args),
         Command::HashPrompts(args) => hash_prompts::run(args),
     };

@@ -524,6 +524,18 @@ macro_rules! reject_others {
     };
 }
 
+/// Rejects lists and objects for a scalar field.
+macro_rules! reject_containers {
+    () => {
+        fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
+            Err(self.ctx.fail(self.field_name(), format!("{}, found a list", self.expected())))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
+            Err(self.ctx.fail(self.field_name(), format!("{}, found an object", self.expected())))
+        }
+    };
+}
+
 fn quoted(s: &str) -> String {
     describe(&Value::String(s.to_owned()))
 }
@@ -583,12 +595,7 @@ impl<'de> Visitor<'de> for IntSeed<'_> {
         visit_str(&str) => quoted;
         visit_bool(bool) => |b: bool| b.to_string();
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.ctx.fail(self.field, format!("{}, found a list", self.expected())))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.ctx.fail(self.field, format!("{}, found an object", self.expected())))
-    }
+    reject_containers!();
 }
 
 /// A number field (`timestamp`, `delay`), integer or float.
@@ -634,12 +641,7 @@ impl<'de> Visitor<'de> for NumberSeed<'_> {
         visit_str(&str) => quoted;
         visit_bool(bool) => |b: bool| b.to_string();
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.ctx.fail(self.field, format!("{}, found a list", self.expected())))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.ctx.fail(self.field, format!("{}, found an object", self.expected())))
-    }
+    reject_containers!();
 }
 
 /// A string field (`session_id`, `text_input`).
@@ -684,12 +686,7 @@ impl<'de> Visitor<'de> for StringSeed<'_> {
         visit_f64(f64) => |v: f64| v.to_string();
         visit_bool(bool) => |b: bool| b.to_string();
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.ctx.fail(self.field, format!("{}, found a list", self.expected())))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.ctx.fail(self.field, format!("{}, found an object", self.expected())))
-    }
+    reject_containers!();
 }
 
 /// `hash_ids`: a list of unsigned integers, pushed straight into the arena.

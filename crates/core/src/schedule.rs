@@ -1,0 +1,381 @@
+//! The replay schedule as data: when each session starts and how its later turns follow.
+//!
+//! A [`Schedule`] is a list of [`Start`]s sorted by offset (microseconds from the start of the
+//! benchmark), each naming a [`Session`]: the rows it sends in order and, for every later turn,
+//! what it waits for after the previous turn completed ([`TurnTiming`]). A dispatcher paces the
+//! starts by absolute deadlines; nothing here reads a clock. Poisson arrivals take a seeded RNG.
+
+use std::collections::HashMap;
+
+use crate::trace::Trace;
+
+/// How a later turn of a session is timed once the previous turn has completed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TurnTiming {
+    /// At this offset from the benchmark start (the row's own `timestamp`), or at once if passed.
+    At(u64),
+    /// This many microseconds after the previous turn completed (the row's `delay`).
+    After(u64),
+    /// As soon as the previous turn completed.
+    Immediately,
+}
+
+/// One turn: a row of the trace and its timing (the first turn's timing is its [`Start`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Turn {
+    /// Index into the trace's rows.
+    pub row: u32,
+    pub timing: TurnTiming,
+}
+
+/// The rows of one session, in the order they are sent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Session {
+    /// The trace's `session_id`, `None` for a single-turn row without one.
+    pub id: Option<Box<str>>,
+    pub turns: Vec<Turn>,
+}
+
+/// One session run in the schedule.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Start {
+    /// Send time of the first turn in microseconds from the benchmark start; `None` = as soon as
+    /// the concurrency limit allows.
+    pub offset_us: Option<u64>,
+    /// Index into [`Schedule::sessions`].
+    pub session: u32,
+    /// How many of the session's turns this run sends (a request count can cut the last one short).
+    pub turns: u32,
+}
+
+/// The whole plan of a run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Schedule {
+    pub sessions: Vec<Session>,
+    /// Sorted by `offset_us` (runs with `None` keep their order and come first).
+    pub starts: Vec<Start>,
+}
+
+impl Schedule {
+    /// Total number of requests the schedule sends.
+    pub fn request_count(&self) -> u64 {
+        self.starts.iter().map(|s| s.turns as u64).sum()
+    }
+}
+
+/// How arrivals are produced.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Timing {
+    /// The trace's timestamps.
+    Fixed {
+        /// Keep first turns with `timestamp ≥ start` (ms).
+        start_offset_ms: Option<f64>,
+        /// Keep first turns with `timestamp ≤ end` (ms).
+        end_offset_ms: Option<f64>,
+        /// Time zero = the smallest kept timestamp (otherwise the start offset, or 0).
+        auto_offset: bool,
+    },
+    /// Sessions arrive at this many per second.
+    Rate { per_second: f64, pattern: ArrivalPattern, seed: u64 },
+    /// Sessions start as soon as the concurrency limit allows.
+    AsFastAsAllowed,
+}
+
+/// Gaps between request-rate arrivals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArrivalPattern {
+    Poisson,
+    Constant,
+}
+
+/// A trace that cannot be scheduled as asked.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScheduleError {
+    #[error("line {line}: the first turn of a session has no timestamp, which a fixed schedule needs")]
+    MissingTimestamp { line: u32 },
+    #[error("line {line}: field '{field}' is negative or not finite")]
+    BadTime { line: u32, field: &'static str },
+    #[error("the request rate must be a positive number, got {0}")]
+    BadRate(f64),
+    #[error("no rows left to send (offset filters or an empty trace)")]
+    Empty,
+}
+
+/// Groups rows into sessions: rows sharing a `session_id` form one session in file order; rows
+/// without one are single-turn sessions. Sessions are ordered by their first row.
+pub fn sessions(trace: &Trace) -> Result<Vec<Session>, ScheduleError> {
+    let mut out: Vec<Session> = Vec::new();
+    let mut by_id: HashMap<&str, usize> = HashMap::new();
+    for (i, row) in trace.rows().iter().enumerate() {
+        let ts = ms_to_us(row.timestamp.map(|n| n.as_f64()), row.line, "timestamp")?;
+        let delay = ms_to_us(row.delay.map(|n| n.as_f64()), row.line, "delay")?;
+        let timing = match (ts, delay) {
+            (Some(t), _) => TurnTiming::At(t),
+            (None, Some(d)) => TurnTiming::After(d),
+            (None, None) => TurnTiming::Immediately,
+        };
+        let turn = Turn { row: i as u32, timing };
+        match row.session_id.as_deref() {
+            Some(id) => match by_id.get(id) {
+                Some(&s) => out[s].turns.push(turn),
+                None => {
+                    by_id.insert(id, out.len());
+                    out.push(Session { id: Some(id.into()), turns: vec![turn] });
+                }
+            },
+            None => out.push(Session { id: None, turns: vec![turn] }),
+        }
+    }
+    Ok(out)
+}
+
+fn ms_to_us(v: Option<f64>, line: u32, field: &'static str) -> Result<Option<u64>, ScheduleError> {
+    match v {
+        None => Ok(None),
+        Some(ms) if ms.is_finite() && ms >= 0.0 => Ok(Some((ms * 1000.0).round() as u64)),
+        Some(_) => Err(ScheduleError::BadTime { line, field }),
+    }
+}
+
+/// Builds the schedule of a trace. `request_count` caps the number of requests; with rate or
+/// concurrency timing the sessions are reused in order when it exceeds the trace.
+pub fn build(trace: &Trace, timing: Timing, request_count: Option<u64>) -> Result<Schedule, ScheduleError> {
+    let mut sessions = sessions(trace)?;
+    let mut starts = Vec::new();
+    match timing {
+        Timing::Fixed { start_offset_ms, end_offset_ms, auto_offset } => {
+            let start_us = start_offset_ms.map(|ms| (ms * 1000.0).round() as i128);
+            let end_us = end_offset_ms.map(|ms| (ms * 1000.0).round() as i128);
+            let mut firsts = Vec::new();
+            for (i, s) in sessions.iter().enumerate() {
+                let line = trace.rows()[s.turns[0].row as usize].line;
+                let TurnTiming::At(t) = s.turns[0].timing else {
+                    return Err(ScheduleError::MissingTimestamp { line });
+                };
+                let ti = t as i128;
+                if start_us.is_some_and(|s| ti < s) || end_us.is_some_and(|e| ti > e) {
+                    continue;
+                }
+                firsts.push((t, i));
+            }
+            let zero = match (auto_offset, start_us) {
+                (false, Some(s)) => s.max(0) as u64,
+                _ => firsts.iter().map(|f| f.0).min().unwrap_or(0),
+            };
+            // Later turns carry absolute timestamps: shift them by the same zero.
+            for s in &mut sessions {
+                for t in &mut s.turns {
+                    if let TurnTiming::At(x) = t.timing {
+                        t.timing = TurnTiming::At(x.saturating_sub(zero));
+                    }
+                }
+            }
+            for (t, i) in firsts {
+                starts.push(Start { offset_us: Some(t.saturating_sub(zero)), session: i as u32, turns: 0 });
+            }
+            starts.sort_by_key(|s| s.offset_us);
+            fill_turns(&sessions, &mut starts, request_count);
+        }
+        Timing::Rate { per_second, pattern, seed } => {
+            if !(per_second.is_finite() && per_second > 0.0) {
+                return Err(ScheduleError::BadRate(per_second));
+            }
+            strip_absolute_times(&mut sessions);
+            let mut rng = Rng::new(seed);
+            let mut t = 0.0f64;
+            let n = runs_needed(&sessions, request_count);
+            for k in 0..n {
+                if k > 0 {
+                    t += match pattern {
+                        ArrivalPattern::Constant => 1e6 / per_second,
+                        ArrivalPattern::Poisson => rng.exponential() * 1e6 / per_second,
+                    };
+                }
+                let session = (k % sessions.len().max(1)) as u32;
+                starts.push(Start { offset_us: Some(t.round() as u64), session, turns: 0 });
+            }
+            fill_turns(&sessions, &mut starts, request_count);
+        }
+        Timing::AsFastAsAllowed => {
+            strip_absolute_times(&mut sessions);
+            let n = runs_needed(&sessions, request_count);
+            for k in 0..n {
+                starts.push(Start { offset_us: None, session: (k % sessions.len().max(1)) as u32, turns: 0 });
+            }
+            fill_turns(&sessions, &mut starts, request_count);
+        }
+    }
+    starts.retain(|s| s.turns > 0);
+    if starts.is_empty() {
+        return Err(ScheduleError::Empty);
+    }
+    Ok(Schedule { sessions, starts })
+}
+
+/// Without a fixed schedule, later turns keep their `delay` but not their absolute timestamp.
+fn strip_absolute_times(sessions: &mut [Session]) {
+    for s in sessions {
+        for t in &mut s.turns {
+            if let TurnTiming::At(_) = t.timing {
+                t.timing = TurnTiming::Immediately;
+            }
+        }
+    }
+}
+
+/// Number of session runs needed to send `request_count` requests (all sessions once by default).
+fn runs_needed(sessions: &[Session], request_count: Option<u64>) -> usize {
+    let Some(count) = request_count else { return sessions.len() };
+    if sessions.is_empty() {
+        return 0;
+    }
+    let mut sent = 0u64;
+    let mut runs = 0usize;
+    while sent < count {
+        sent += sessions[runs % sessions.len()].turns.len() as u64;
+        runs += 1;
+    }
+    runs
+}
+
+fn fill_turns(sessions: &[Session], starts: &mut [Start], request_count: Option<u64>) {
+    let mut left = request_count.unwrap_or(u64::MAX);
+    for s in starts {
+        let n = (sessions[s.session as usize].turns.len() as u64).min(left);
+        s.turns = n as u32;
+        left -= n;
+    }
+}
+
+/// A small seeded generator (SplitMix64): deterministic across platforms, no OS entropy.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Exponentially distributed with mean 1.
+    pub fn exponential(&mut self) -> f64 {
+        -(1.0 - self.uniform()).ln()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::trace::{Input, Number, Row};
+    use proptest::prelude::*;
+
+    fn row(ts: Option<i64>, sid: Option<&str>, delay: Option<i64>) -> Row {
+        let mut r = Row::new(Input::Length(10));
+        r.timestamp = ts.map(Number::Int);
+        r.session_id = sid.map(Into::into);
+        r.delay = delay.map(Number::Int);
+        r
+    }
+
+    fn trace(rows: Vec<Row>) -> Trace {
+        rows.into_iter().map(|r| (r, vec![])).collect()
+    }
+
+    const FIXED: Timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
+
+    #[test]
+    fn fixed_schedule_auto_offset_and_sessions() {
+        let t = trace(vec![
+            row(Some(1000), Some("a"), None),
+            row(Some(1500), None, None),
+            row(Some(1800), Some("a"), None),
+            row(None, Some("a"), Some(40)),
+            row(None, Some("a"), None),
+        ]);
+        let s = build(&t, FIXED, None).unwrap();
+        assert_eq!(
+            s.starts,
+            vec![
+                Start { offset_us: Some(0), session: 0, turns: 4 },
+                Start { offset_us: Some(500_000), session: 1, turns: 1 }
+            ]
+        );
+        let timings: Vec<_> = s.sessions[0].turns.iter().map(|t| t.timing).collect();
+        assert_eq!(
+            timings,
+            vec![TurnTiming::At(0), TurnTiming::At(800_000), TurnTiming::After(40_000), TurnTiming::Immediately]
+        );
+        assert_eq!(s.request_count(), 5);
+    }
+
+    #[test]
+    fn fixed_schedule_offsets_filter_inclusively() {
+        let t = trace((0..10).map(|i| row(Some(i * 100), None, None)).collect());
+        let timing = Timing::Fixed { start_offset_ms: Some(200.0), end_offset_ms: Some(500.0), auto_offset: false };
+        let s = build(&t, timing, None).unwrap();
+        let offs: Vec<_> = s.starts.iter().map(|s| s.offset_us.unwrap()).collect();
+        assert_eq!(offs, vec![0, 100_000, 200_000, 300_000]);
+        assert!(matches!(
+            build(&trace(vec![row(None, None, None)]), FIXED, None),
+            Err(ScheduleError::MissingTimestamp { line: 0 })
+        ));
+    }
+
+    #[test]
+    fn request_count_cuts_and_reuses() {
+        let t = trace(vec![row(None, Some("a"), None), row(None, Some("a"), None), row(None, None, None)]);
+        let s = build(&t, Timing::AsFastAsAllowed, Some(4)).unwrap();
+        let runs: Vec<_> = s.starts.iter().map(|s| (s.session, s.turns)).collect();
+        assert_eq!(runs, vec![(0, 2), (1, 1), (0, 1)]);
+        let s = build(&t, Timing::AsFastAsAllowed, Some(1)).unwrap();
+        assert_eq!(s.request_count(), 1);
+    }
+
+    #[test]
+    fn constant_rate_is_evenly_spaced() {
+        let t = trace((0..5).map(|_| row(None, None, None)).collect());
+        let s = build(&t, Timing::Rate { per_second: 4.0, pattern: ArrivalPattern::Constant, seed: 1 }, None).unwrap();
+        let offs: Vec<_> = s.starts.iter().map(|s| s.offset_us.unwrap()).collect();
+        assert_eq!(offs, vec![0, 250_000, 500_000, 750_000, 1_000_000]);
+    }
+
+    #[test]
+    fn poisson_rate_has_the_right_mean_and_is_seeded() {
+        let t = trace((0..20_000).map(|_| row(None, None, None)).collect());
+        let timing = Timing::Rate { per_second: 100.0, pattern: ArrivalPattern::Poisson, seed: 7 };
+        let a = build(&t, timing, None).unwrap();
+        let b = build(&t, timing, None).unwrap();
+        assert_eq!(a, b);
+        let last = a.starts.last().unwrap().offset_us.unwrap() as f64 / 1e6;
+        assert!((last / 20_000.0 - 0.01).abs() < 0.0005, "mean gap {}", last / 20_000.0);
+    }
+
+    proptest! {
+        #[test]
+        fn schedules_are_sorted_and_complete(ts in proptest::collection::vec((0i64..100_000, 0u8..4), 1..200)) {
+            let rows: Vec<Row> = ts.iter().map(|&(t, s)| row(Some(t), (s > 0).then(|| ["a", "b", "c"][s as usize - 1]), None)).collect();
+            let t = trace(rows);
+            let s = build(&t, FIXED, None).unwrap();
+            prop_assert!(s.starts.windows(2).all(|w| w[0].offset_us <= w[1].offset_us));
+            prop_assert_eq!(s.request_count(), ts.len() as u64);
+            let mut rows: Vec<u32> = s.starts.iter().flat_map(|st| s.sessions[st.session as usize].turns.iter().map(|t| t.row)).collect();
+            rows.sort_unstable();
+            prop_assert_eq!(rows, (0..ts.len() as u32).collect::<Vec<_>>());
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! `aiperf-cli mock-server`: an OpenAI-compatible server (chat and completions, streaming or not)
+//! with programmable TTFT, inter-token latency, output length policy, usage reporting and faults.
+//!
+//! It serves the tests and the benchmark, and lets a user measure the client's own overhead before
+//! a real run: responses carry `x-aiperf-mock-ttft-ms`, and `profile` prints the programmed TTFT
+//! beside the one it measured. Faults are chosen deterministically from the request number, so a
+//! rate of 0.1 fails exactly every tenth request.
+
+use std::convert::Infallible;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Frame, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// Options of the mock server.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Args {
+    /// Port on 127.0.0.1 (0 = any free port; the chosen one is printed).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Time to first token (ms).
+    #[arg(long, default_value_t = 0.0)]
+    pub ttft_ms: f64,
+    /// Time between tokens (ms).
+    #[arg(long, default_value_t = 0.0)]
+    pub itl_ms: f64,
+    /// Output tokens when a request sets no max_tokens.
+    #[arg(long, default_value_t = 16)]
+    pub default_output_tokens: u64,
+    /// Without `ignore_eos: true`, stop after this many tokens (like an early end of sequence).
+    #[arg(long)]
+    pub eos_after: Option<u64>,
+    /// Fraction of requests answered with HTTP 500.
+    #[arg(long, default_value_t = 0.0)]
+    pub error_rate: f64,
+    /// Fraction of streams cut (connection reset) halfway.
+    #[arg(long, default_value_t = 0.0)]
+    pub disconnect_rate: f64,
+    /// Fraction of streams with a malformed JSON chunk.
+    #[arg(long, default_value_t = 0.0)]
+    pub malformed_rate: f64,
+    /// Fraction of streams that stall after the first token (until the client gives up).
+    #[arg(long, default_value_t = 0.0)]
+    pub stall_rate: f64,
+    /// Fraction of requests answered with more tokens than max_tokens.
+    #[arg(long, default_value_t = 0.0)]
+    pub ignore_max_tokens_rate: f64,
+    /// Append one JSON line per request (arrival time, tokens asked, prompt size) to this file.
+    #[arg(long)]
+    pub arrivals_file: Option<PathBuf>,
+    /// Exit after this many seconds (a safety net for scripts).
+    #[arg(long)]
+    pub exit_after_seconds: Option<f64>,
+}
+
+struct State {
+    args: Args,
+    counter: AtomicU64,
+    arrivals: Option<Mutex<BufWriter<File>>>,
+}
+
+/// Whether request `n` gets a fault of this rate (`salt` decorrelates faults).
+fn hits(n: u64, rate: f64, salt: u64) -> bool {
+    if rate <= 0.0 {
+        return false;
+    }
+    let m = n + salt;
+    ((m + 1) as f64 * rate).floor() > (m as f64 * rate).floor()
+}
+
+/// Runs the server until Ctrl-C (or `--exit-after-seconds`).
+pub fn run(args: Args) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], args.port)))
+            .await
+            .with_context(|| format!("cannot listen on 127.0.0.1:{}", args.port))?;
+        let addr = listener.local_addr()?;
+        println!("mock server listening on http://{addr}");
+        std::io::stdout().flush()?;
+        let arrivals = match &args.arrivals_file {
+            Some(p) => Some(Mutex::new(BufWriter::new(
+                File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+            ))),
+            None => None,
+        };
+        let exit_after = args.exit_after_seconds;
+        let state = Arc::new(State { args, counter: AtomicU64::new(0), arrivals });
+        let serve = async {
+            loop {
+                let (stream, _) = match listener.accept().await {
+                    Ok(s) => s,
+                    Err(_) => continue,
+                };
+                let _ = stream.set_nodelay(true);
+                let state = state.clone();
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(move |req| handle(state.clone(), req));
+                    let _ =
+                        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+                });
+            }
+        };
+        let stop = async {
+            match exit_after {
+                Some(s) => tokio::time::sleep(Duration::from_secs_f64(s.max(0.0))).await,
+                None => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        };
+        tokio::select! {
+            _ = serve => {}
+            _ = stop => {}
+        }
+        Ok(())
+    })
+}
+
+type Body = BoxBody<Bytes, std::io::Error>;
+
+/// A response body fed from a channel; an `Err` item aborts the connection mid-stream.
+struct ChannelBody(mpsc::Receiver<std::result::Result<Bytes, std::io::Error>>);
+
+impl hyper::body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<std::result::Result<Frame<Bytes>, std::io::Error>>> {
+        self.0.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data)))
+    }
+}
+
+fn full(status: StatusCode, body: Value) -> Response<Body> {
+    let mut r = Response::new(Full::new(Bytes::from(body.to_string())).map_err(|e: Infallible| match e {}).boxed());
+    *r.status_mut() = status;
+    r.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
+    r
+}
+
+const WORDS: [&str; 8] = [" the", " of", " and", " to", " in", " is", " it", " that"];
+
+fn words_in(v: &Value) -> u64 {
+    match v {
+        Value::String(s) => s.split_whitespace().count() as u64,
+        Value::Array(a) => a.iter().map(|m| m.get("content").map_or(0, words_in)).sum(),
+        _ => 0,
+    }
+}
+
+async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Result<Response<Body>, Infallible> {
+    let arrival_ns = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let path = req.uri().path().to_owned();
+    let auth = req.headers().contains_key("authorization");
+    if path == "/health" || path == "/v1/models" {
+        return Ok(full(StatusCode::OK, json!({"status": "ok", "data": [{"id": "mock", "object": "model"}]})));
+    }
+    let chat = path.ends_with("/chat/completions");
+    if !chat && !path.ends_with("/completions") {
+        return Ok(full(StatusCode::NOT_FOUND, json!({"error": {"message": format!("no route {path}")}})));
+    }
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return Ok(full(StatusCode::BAD_REQUEST, json!({"error": {"message": "cannot read body"}}))),
+    };
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return Ok(full(StatusCode::BAD_REQUEST, json!({"error": {"message": "body is not JSON"}})));
+    };
+    let a = &state.args;
+    let n = state.counter.fetch_add(1, Ordering::Relaxed);
+    let max_tokens = ["max_completion_tokens", "max_tokens"].iter().find_map(|k| body.get(*k).and_then(Value::as_u64));
+    let ignore_eos = body.get("ignore_eos").and_then(Value::as_bool).unwrap_or(false);
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
+    let prompt_tokens = words_in(body.get(if chat { "messages" } else { "prompt" }).unwrap_or(&Value::Null));
+    if let Some(log) = &state.arrivals {
+        let line = json!({"n": n, "arrival_ns": arrival_ns.to_string(), "path": path, "auth": auth, "stream": stream,
+            "max_tokens": max_tokens, "prompt_tokens": prompt_tokens, "session_hint": body.get("user")});
+        if let Ok(mut w) = log.lock() {
+            let _ = writeln!(w, "{line}");
+            let _ = w.flush();
+        }
+    }
+    if hits(n, a.error_rate, 0) {
+        return Ok(full(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({"error": {"message": "mock: injected server error", "type": "server_error", "code": 500}}),
+        ));
+    }
+    let mut tokens = max_tokens.unwrap_or(a.default_output_tokens);
+    if !ignore_eos && let Some(e) = a.eos_after {
+        tokens = tokens.min(e);
+    }
+    if hits(n, a.ignore_max_tokens_rate, 4 * 7919) {
+        tokens += 5;
+    }
+    let finish = if Some(tokens) == max_tokens { "length" } else { "stop" };
+    let usage = json!({"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens,
+        "prompt_tokens_details": {"cached_tokens": 0}});
+    let ttft = Duration::from_secs_f64(a.ttft_ms.max(0.0) / 1e3);
+    let itl = Duration::from_secs_f64(a.itl_ms.max(0.0) / 1e3);
+    let id = format!("mock-{n}");
+    if !stream {
+        tokio::time::sleep(ttft + itl * (tokens.saturating_sub(1) as u32)).await;
+        let text: String = (0..tokens).map(|i| WORDS[i as usize % WORDS.len()]).collect();
+        let choice = if chat {
+            json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish})
+        } else {
+            json!({"index": 0, "text": text, "finish_reason": finish})
+        };
+        let mut r =
+            full(StatusCode::OK, json!({"id": id, "object": "chat.completion", "choices": [choice], "usage": usage}));
+        r.headers_mut().insert("x-aiperf-mock-ttft-ms", hyper::header::HeaderValue::from(a.ttft_ms.round() as u64));
+        return Ok(r);
+    }
+    let (tx, rx) = mpsc::channel(16);
+    let disconnect = hits(n, a.disconnect_rate, 7919);
+    let malformed = hits(n, a.malformed_rate, 2 * 7919);
+    let stall = hits(n, a.stall_rate, 3 * 7919);
+    tokio::spawn(async move {
+        let ev = |v: Value| format!("data: {v}\n\n");
+        let chunk = |delta: Value, finish: Value| {
+            if chat {
+                json!({"id": id, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            } else {
+                json!({"id": id, "object": "text_completion", "choices": [{"index": 0, "text": delta.get("content").cloned().unwrap_or(json!("")), "finish_reason": finish}]})
+            }
+        };
+        let send = |s: String| {
+            let tx = tx.clone();
+            async move { tx.send(Ok(Bytes::from(s))).await.is_ok() }
+        };
+        if chat && !send(ev(chunk(json!({"role": "assistant", "content": null}), Value::Null))).await {
+            return;
+        }
+        tokio::time::sleep(ttft).await;
+        let mut batch = String::new();
+        for i in 0..tokens {
+            if i > 0 && !itl.is_zero() {
+                if !send(std::mem::take(&mut batch)).await {
+                    return;
+                }
+                tokio::time::sleep(itl).await;
+            }
+            if i == tokens / 2 && i > 0 {
+                if disconnect {
+                    let _ = send(std::mem::take(&mut batch)).await;
+                    let _ = tx
+                        .send(Err(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionReset,
+                            "mock: injected disconnect",
+                        )))
+                        .await;
+                    return;
+                }
+                if malformed {
+                    batch.push_str("data: {\"choices\": [{\"delta\": {\"content\": \"x\"\n\n");
+                }
+                if stall {
+                    let _ = send(std::mem::take(&mut batch)).await;
+                    tx.closed().await;
+                    return;
+                }
+            }
+            let fin = if i + 1 == tokens { json!(finish) } else { Value::Null };
+            let mut c = chunk(json!({"content": WORDS[i as usize % WORDS.len()]}), fin);
+            if !chat && i + 1 == tokens {
+                c["usage"] = usage.clone();
+            }
+            batch.push_str(&ev(c));
+        }
+        if tokens == 0 {
+            batch.push_str(&ev(chunk(json!({}), json!(finish))));
+        }
+        if chat && include_usage {
+            batch.push_str(&ev(json!({"id": id, "object": "chat.completion.chunk", "choices": [], "usage": usage})));
+        }
+        batch.push_str("data: [DONE]\n\n");
+        let _ = send(batch).await;
+    });
+    let mut r = Response::new(ChannelBody(rx).boxed());
+    let h = r.headers_mut();
+    h.insert("content-type", hyper::header::HeaderValue::from_static("text/event-stream"));
+    h.insert("cache-control", hyper::header::HeaderValue::from_static("no-cache"));
+    h.insert(
+        "x-aiperf-mock-ttft-ms",
+        hyper::header::HeaderValue::from_str(&a.ttft_ms.to_string())
+            .unwrap_or(hyper::header::HeaderValue::from_static("0")),
+    );
+    Ok(r)
+}

@@ -1,0 +1,295 @@
+//! The HTTP side of a request: one pooled HTTP/1.1 client (rustls for `https://`), sending a
+//! prepared body and timing every byte of the answer, streaming (SSE) or not.
+
+use std::time::{Duration, Instant};
+
+use aiperf_core::metrics::{RecordError, ServerUsage};
+use aiperf_core::sse::{ChunkError, SseEvent, SseParser, StreamItem, interpret_chunk, interpret_response};
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use hyper::{Method, Request, Uri};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+/// The pooled client: connections are kept alive and reused, with no cap on their number, so the
+/// pool grows to the load instead of queueing requests silently.
+pub type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// Builds the client.
+pub fn http_client() -> Result<HttpClient> {
+    let mut http = HttpConnector::new();
+    http.set_nodelay(true);
+    http.enforce_http(false);
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_webpki_roots()
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http);
+    Ok(Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(90)).build(https))
+}
+
+/// Nanoseconds since the benchmark start.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    pub base: Instant,
+}
+
+impl Clock {
+    pub fn now_ns(&self) -> u64 {
+        self.base.elapsed().as_nanos() as u64
+    }
+}
+
+/// Where and how requests go.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    pub uri: Uri,
+    pub headers: HeaderMap,
+    pub timeout: Duration,
+}
+
+impl Endpoint {
+    /// `url` + `path`, JSON content type, the API key as a bearer token, and user headers.
+    pub fn new(
+        url: &str,
+        path: &str,
+        api_key: Option<&str>,
+        headers: &[(String, String)],
+        timeout: Duration,
+    ) -> Result<Endpoint> {
+        let full = format!("{}/{}", url.trim_end_matches('/'), path.trim_start_matches('/'));
+        let uri: Uri = full.parse().with_context(|| format!("invalid URL {full}"))?;
+        anyhow::ensure!(
+            matches!(uri.scheme_str(), Some("http" | "https")),
+            "URL {full} must start with http:// or https://"
+        );
+        let mut map = HeaderMap::new();
+        map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(key) = api_key {
+            let mut v =
+                HeaderValue::from_str(&format!("Bearer {key}")).context("the API key is not a valid header value")?;
+            v.set_sensitive(true);
+            map.insert(AUTHORIZATION, v);
+        }
+        for (k, v) in headers {
+            let name =
+                HeaderName::from_bytes(k.trim().as_bytes()).with_context(|| format!("invalid header name '{k}'"))?;
+            let mut value =
+                HeaderValue::from_str(v.trim()).with_context(|| format!("invalid value for header '{k}'"))?;
+            value.set_sensitive(true);
+            map.insert(name, value);
+        }
+        Ok(Endpoint { uri, headers: map, timeout })
+    }
+}
+
+/// What came back for one request.
+#[derive(Clone, Debug, Default)]
+pub struct Exchange {
+    pub sent_ns: u64,
+    pub first_byte_ns: Option<u64>,
+    pub chunk_ns: Vec<u64>,
+    pub text: String,
+    pub usage: ServerUsage,
+    pub finish_reason: Option<String>,
+    pub streaming: bool,
+    pub end_ns: u64,
+    pub error: Option<RecordError>,
+    /// The TTFT a mock server says it was programmed with (`x-aiperf-mock-ttft-ms`).
+    pub mock_ttft_ms: Option<f64>,
+}
+
+fn err(kind: &str, message: impl Into<String>) -> Option<RecordError> {
+    Some(RecordError { kind: kind.into(), message: message.into() })
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+/// Sends one request and measures the answer; never fails, errors land in [`Exchange::error`].
+pub async fn send(client: &HttpClient, ep: &Endpoint, body: Bytes, clock: &Clock) -> Exchange {
+    let mut ex = Exchange::default();
+    let mut req = Request::new(Full::new(body));
+    *req.method_mut() = Method::POST;
+    *req.uri_mut() = ep.uri.clone();
+    *req.headers_mut() = ep.headers.clone();
+    let timeout = ep.timeout;
+    let res = tokio::time::timeout(timeout, exchange(client, req, clock, &mut ex)).await;
+    ex.end_ns = clock.now_ns();
+    if res.is_err() && ex.error.is_none() {
+        ex.error = err("timeout", format!("no complete answer within {:.3} s", timeout.as_secs_f64()));
+    }
+    ex
+}
+
+async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock, ex: &mut Exchange) {
+    ex.sent_ns = clock.now_ns();
+    let resp = match client.request(req).await {
+        Ok(r) => r,
+        Err(e) => {
+            let kind = if e.is_connect() { "connection_error" } else { "request_error" };
+            ex.error = err(kind, chain(&e));
+            return;
+        }
+    };
+    ex.first_byte_ns = Some(clock.now_ns());
+    let status = resp.status();
+    ex.mock_ttft_ms = resp.headers().get("x-aiperf-mock-ttft-ms").and_then(|v| v.to_str().ok()?.parse().ok());
+    let is_sse = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let mut body = resp.into_body();
+    if !status.is_success() {
+        let mut text = Vec::new();
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Some(d) = frame.data_ref() {
+                text.extend_from_slice(d);
+            }
+            if text.len() > 2048 {
+                break;
+            }
+        }
+        let snippet: String = String::from_utf8_lossy(&text).chars().take(500).collect();
+        ex.error = err("http_status", format!("HTTP {}: {}", status.as_u16(), snippet.trim()));
+        return;
+    }
+    ex.streaming = is_sse;
+    let mut parser = SseParser::new();
+    let mut events: Vec<SseEvent> = Vec::new();
+    let mut whole = Vec::new();
+    let mut done = false;
+    loop {
+        let frame = match body.frame().await {
+            None => break,
+            Some(Ok(f)) => f,
+            Some(Err(e)) => {
+                ex.error = err("stream_error", format!("connection broken mid-response: {}", chain(&e)));
+                return;
+            }
+        };
+        let Some(data) = frame.data_ref() else { continue };
+        let now = clock.now_ns();
+        if !is_sse {
+            whole.extend_from_slice(data);
+            continue;
+        }
+        parser.feed(data, &mut events);
+        if handle_events(&mut events, now, ex, &mut done) {
+            return;
+        }
+    }
+    if is_sse {
+        parser.finish(&mut events);
+        let now = clock.now_ns();
+        if handle_events(&mut events, now, ex, &mut done) {
+            return;
+        }
+        if !done && ex.finish_reason.is_none() {
+            ex.error = err("incomplete_stream", "the stream ended without a finish_reason or [DONE]");
+        }
+    } else {
+        let text = String::from_utf8_lossy(&whole);
+        match interpret_response(&text) {
+            Ok(c) => {
+                ex.text = c.text;
+                ex.finish_reason = c.finish_reason;
+                if let Some(u) = c.usage {
+                    merge_usage(&mut ex.usage, u);
+                }
+            }
+            Err(e) => ex.error = Some(chunk_error(e)),
+        }
+    }
+}
+
+fn chunk_error(e: ChunkError) -> RecordError {
+    let kind = match e {
+        ChunkError::Json(_) => "malformed_response",
+        _ => "server_error",
+    };
+    RecordError { kind: kind.into(), message: e.to_string() }
+}
+
+fn merge_usage(into: &mut ServerUsage, u: aiperf_core::sse::Usage) {
+    into.prompt_tokens = u.prompt_tokens.or(into.prompt_tokens);
+    into.completion_tokens = u.completion_tokens.or(into.completion_tokens);
+    into.cached_tokens = u.cached_tokens.or(into.cached_tokens);
+}
+
+/// Applies parsed events; true when the exchange failed.
+fn handle_events(events: &mut Vec<SseEvent>, now: u64, ex: &mut Exchange, done: &mut bool) -> bool {
+    for ev in events.drain(..) {
+        if *done {
+            continue;
+        }
+        match interpret_chunk(&ev.data) {
+            Ok(StreamItem::Done) => *done = true,
+            Ok(StreamItem::Chunk(c)) => {
+                if !c.text.is_empty() {
+                    ex.chunk_ns.push(now);
+                    ex.text.push_str(&c.text);
+                }
+                if c.finish_reason.is_some() {
+                    ex.finish_reason = c.finish_reason;
+                }
+                if let Some(u) = c.usage {
+                    merge_usage(&mut ex.usage, u);
+                }
+            }
+            Err(e) => {
+                ex.error = Some(chunk_error(e));
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// A blocking GET (used once, to fetch a tokenizer).
+pub fn fetch_bytes(url: &str, timeout: Duration) -> Result<Vec<u8>> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        let client = http_client()?;
+        let mut uri: Uri = url.parse()?;
+        for _ in 0..5 {
+            let req = Request::get(uri.clone()).body(Full::new(Bytes::new()))?;
+            let resp = tokio::time::timeout(timeout, client.request(req)).await.context("timed out")??;
+            if resp.status().is_redirection() {
+                let loc = resp
+                    .headers()
+                    .get("location")
+                    .and_then(|v| v.to_str().ok())
+                    .context("redirect without location")?;
+                uri = if loc.starts_with('/') {
+                    format!(
+                        "{}://{}{}",
+                        uri.scheme_str().unwrap_or("https"),
+                        uri.authority().map(|a| a.as_str()).unwrap_or(""),
+                        loc
+                    )
+                    .parse()?
+                } else {
+                    loc.parse()?
+                };
+                continue;
+            }
+            anyhow::ensure!(resp.status().is_success(), "HTTP {}", resp.status());
+            let body = tokio::time::timeout(timeout, resp.into_body().collect()).await.context("timed out")??;
+            return Ok(body.to_bytes().to_vec());
+        }
+        anyhow::bail!("too many redirects")
+    })
+}

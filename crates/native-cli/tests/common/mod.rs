@@ -1,0 +1,133 @@
+//! Helpers of the profile tests: a mock server child process on 127.0.0.1 and the real CLI.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_aiperf-cli");
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn tokenizer() -> String {
+    root().join("tests/fixtures/tokenizers/smollm2-135m/tokenizer.json").display().to_string()
+}
+
+/// A mock server child, killed (by its own PID) when dropped.
+pub struct Mock {
+    child: Child,
+    pub url: String,
+    pub arrivals: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Mock {
+    pub fn start(args: &[&str]) -> Mock {
+        let dir = tempfile::tempdir().unwrap();
+        let arrivals = dir.path().join("arrivals.jsonl");
+        let mut child = Command::new(BIN)
+            .args(["mock-server", "--port", "0", "--exit-after-seconds", "300", "--arrivals-file"])
+            .arg(&arrivals)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let addr = line.trim().rsplit("http://").next().unwrap().to_owned();
+        assert!(addr.starts_with("127.0.0.1:"), "unexpected mock output {line:?}");
+        Mock { child, url: format!("http://{addr}"), arrivals, _dir: dir }
+    }
+
+    /// One JSON object per request the server received.
+    pub fn arrivals(&self) -> Vec<Value> {
+        read_jsonl(&self.arrivals)
+    }
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Writes trace lines to a file in `dir`.
+pub fn write_trace(dir: &Path, lines: &[String]) -> PathBuf {
+    let p = dir.join("trace.jsonl");
+    let mut f = std::fs::File::create(&p).unwrap();
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
+    }
+    p
+}
+
+/// Runs `aiperf-cli profile` with a time limit; kills it (by PID) past the limit.
+pub fn profile(args: &[&str], limit: Duration) -> Output {
+    let child = Command::new(BIN)
+        .arg("profile")
+        .args(args)
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_limited(child, limit)
+}
+
+pub fn wait_limited(mut child: Child, limit: Duration) -> Output {
+    let t0 = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "aiperf-cli did not finish within {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "aiperf-cli failed: {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The summary export of an artifact folder.
+pub fn summary(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("profile_export_aiperf.json")).unwrap()).unwrap()
+}
+
+/// Arrival times (ms, relative to the first) of the mock's log.
+pub fn arrival_ms(arrivals: &[Value]) -> Vec<f64> {
+    let ns: Vec<u128> = arrivals.iter().map(|a| a["arrival_ns"].as_str().unwrap().parse().unwrap()).collect();
+    let first = ns.iter().copied().min().unwrap_or(0);
+    ns.iter().map(|t| (t - first) as f64 / 1e6).collect()
+}
