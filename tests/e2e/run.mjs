@@ -223,6 +223,12 @@ try {
   assert.equal(await page2.inputValue('#f-speedup_ratio'), '2');
   assert.equal((await metric(page2, 'total_requests')).text, '12,031');
   step('shared link restores the parameters; sample loads');
+  // A link with a bad value shows the analysis and says what is wrong, instead of a blank page.
+  await page2.goto(url + '?block_size=abc&bogus=1&sample=1');
+  await page2.locator('[data-metric="total_requests"]').waitFor({ timeout: 60000 });
+  await page2.getByText('must be a whole number').waitFor();
+  await page2.getByText('Ignored an unknown link parameter: bogus').waitFor();
+  step('bad link values are flagged, not fatal');
   await page2.close();
 
   // Keyboard only: Tab reaches the file button, then "Load sample"; Enter opens the sample.

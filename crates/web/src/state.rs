@@ -174,8 +174,9 @@ impl Reducible for AppState {
                     s.analyzing = false;
                 }
                 FromWorker::Analysis(view) => {
-                    // A late answer for a block size no longer asked for is dropped.
-                    if s.form.block_size() != Some(view.block_size) {
+                    // A late answer for a block size no longer asked for is dropped (while the field
+                    // is invalid, e.g. from a bad link, the analysis at the last valid size shows).
+                    if s.form.block_size().is_some_and(|bs| bs != view.block_size) {
                         return self;
                     }
                     s.analyzing = false;
@@ -258,6 +259,10 @@ mod tests {
         let trace = parse_str("{\"input_length\":10,\"hash_ids\":[1]}\n", ParseOptions::default()).unwrap().trace;
         let late = reduce(s.clone(), Action::Worker(FromWorker::Analysis(Box::new(analysis_view(&trace, 512)))));
         assert!(late.analysis.is_none());
+        // An invalid block size (from a link) still lets the analysis at the default size show.
+        let bad = reduce(s, Action::Set(Field::BlockSize, "x".into()));
+        let shown = reduce(bad, Action::Worker(FromWorker::Analysis(Box::new(analysis_view(&trace, 512)))));
+        assert!(shown.analysis.is_some());
     }
 
     #[test]
