@@ -183,6 +183,7 @@ try {
     assert.ok(a16.bytes.equals(readFileSync(out)), 'analysis JSON (block size 16) differs from the CLI');
     step('analysis JSON = aiperf-cli analyze-trace --block-size 16 --output-file');
   }
+  await page.getByRole('button', { name: 'Copy' }).first().click(); // must not raise a console error
   const cmd = await page.locator('.cmd').first().textContent();
   assert.equal(cmd, 'aiperf-cli analyze-trace synthetic_trace.jsonl --block-size 16 --output-file analysis.json');
   await page.fill('#f-block_size', '512');

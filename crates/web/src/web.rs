@@ -63,10 +63,16 @@ pub fn replace_query(query: &str) {
     let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url));
 }
 
-/// Copies text to the clipboard (best effort; the text stays selectable on the page anyway).
+/// Copies text to the clipboard (best effort: a refusal is logged, and the text stays
+/// selectable on the page anyway).
 pub fn copy_text(text: &str) {
     if let Some(w) = web_sys::window() {
-        let _ = w.navigator().clipboard().write_text(text);
+        let promise = w.navigator().clipboard().write_text(text);
+        wasm_bindgen_futures::spawn_local(async move {
+            if wasm_bindgen_futures::JsFuture::from(promise).await.is_err() {
+                log("the clipboard refused the text; select it on the page instead");
+            }
+        });
     }
 }
 
