@@ -23,7 +23,7 @@ pub struct Args {
     /// Where to write the synthesized trace (JSONL).
     #[arg(long)]
     pub output_file: PathBuf,
-    /// Divide timestamps by this (2 = twice as fast).
+    /// Divide timestamps (generate: gaps between arrivals) by this; 2 = twice as fast.
     #[arg(long, default_value_t = 1.0)]
     pub synthesis_speedup_ratio: f64,
     /// Scale the shared prefix of every request.
@@ -38,7 +38,8 @@ pub struct Args {
     /// Scale output lengths.
     #[arg(long, default_value_t = 1.0)]
     pub synthesis_output_len_multiplier: f64,
-    /// Drop requests longer than this (tokens); cap synthesized ones to it.
+    /// Transform: drop requests longer than this (tokens) first, cap synthesized ones to it.
+    /// Generate: resample requests longer than this.
     #[arg(long)]
     pub synthesis_max_isl: Option<u64>,
     /// Cap output lengths to this (tokens).

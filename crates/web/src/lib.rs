@@ -1,1 +1,17 @@
-//! The browser app of aiperf-rs (Yew + Trunk); see `../shared/docs/spec-web.md`.
+//! The browser app of aiperf-rs: a Yew single-page app running `aiperf-core` in WebAssembly.
+//!
+//! The page ([`components::App`], binary `app`) holds the state in one reducer ([`state`]); the
+//! worker ([`worker::TraceWorker`], binary `worker`) reads, parses, analyses and synthesizes, so
+//! a 100 MB trace never freezes the page. Everything but the thin browser glue is plain Rust,
+//! tested natively with `cargo test -p aiperf-web`.
+
+pub mod chart_data;
+pub mod components;
+pub mod engine;
+pub mod format;
+pub mod ingest;
+pub mod params;
+pub mod protocol;
+pub mod state;
+pub mod web;
+pub mod worker;

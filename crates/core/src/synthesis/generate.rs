@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::rng::PyRandom;
-use super::{SynthesisError, at_least_one, non_negative, positive};
+use super::{SynthesisError, at_least_one, non_negative, positive, room_for};
 use crate::analysis::DEFAULT_BLOCK_SIZE;
 use crate::trace::{Input, Number, Row, Trace};
 
@@ -353,23 +353,29 @@ impl PrefixModel {
         let mut first_id = Vec::with_capacity(self.nodes.len());
         let mut scaled_len = Vec::with_capacity(self.nodes.len());
         let mut next_tree_id = 0u64;
+        let too_large = SynthesisError::TooLarge { limit: super::MAX_OUTPUT_IDS };
         for node in &self.nodes {
             let len = if node.len == 0 { 0 } else { scale_blocks(node.len, params.prefix_len_multiplier) };
+            room_for(0, len)?;
             first_id.push(next_tree_id);
             scaled_len.push(len);
-            next_tree_id += len;
+            next_tree_id = next_tree_id.checked_add(len).ok_or(too_large.clone())?;
         }
-        let mut next_fresh = next_tree_id * copies;
+        let mut next_fresh = next_tree_id.checked_mul(copies).ok_or(too_large.clone())?;
 
         let mut rng = PyRandom::new(params.seed);
-        let mut trace = Trace::with_capacity(params.num_requests, params.num_requests * 16);
+        // Every row has at least one id.
+        room_for(0, params.num_requests as u64)?;
+        let capacity = params.num_requests.min(1 << 20);
+        let mut trace = Trace::with_capacity(capacity, capacity * 16);
         let mut ids: Vec<u64> = Vec::new();
-        let max_attempts = params.num_requests.saturating_mul(100).saturating_add(10_000);
+        // The ISL filter gives up once 10,000 samples were drawn and fewer than 1% passed: fast
+        // when it rejects (almost) everything, and at most ~100 draws per row otherwise.
         let (mut attempts, mut rejected) = (0usize, 0usize);
         let mut clock = Arrivals::new(self, params.speedup_ratio);
         while trace.len() < params.num_requests {
             attempts += 1;
-            if attempts > max_attempts {
+            if attempts > 10_000 && trace.len().saturating_mul(100) < attempts {
                 return Err(SynthesisError::FilterRejectsEverything {
                     min_isl: params.min_isl.unwrap_or(0),
                     max_isl: params.max_isl.map_or("∞".into(), |v| v.to_string()),
@@ -385,6 +391,7 @@ impl PrefixModel {
             loop {
                 let n = &self.nodes[node];
                 let start = first_id[node];
+                room_for(trace.total_hash_ids() + ids.len(), scaled_len[node])?;
                 ids.extend((start..start + scaled_len[node]).map(|t| t * copies + copy));
                 let kids = &self.children[n.children.clone()];
                 let child_total = kids.last().map_or(0, |&(_, cum)| cum);
@@ -413,6 +420,7 @@ impl PrefixModel {
             if ids.is_empty() && fresh_blocks == 0 {
                 fresh_blocks = self.sample_prompt_blocks(&mut rng, params.prompt_len_multiplier);
             }
+            room_for(trace.total_hash_ids() + ids.len(), fresh_blocks)?;
             let blocks = ids.len() as u64 + fresh_blocks;
             let fill =
                 u64::from(fill.unwrap_or_else(|| self.last_fill[rng.below(self.last_fill.len() as u64) as usize]));
@@ -420,6 +428,9 @@ impl PrefixModel {
             if params.min_isl.is_some_and(|m| isl < m) || params.max_isl.is_some_and(|m| isl > m) {
                 rejected += 1;
                 continue;
+            }
+            if next_fresh.checked_add(fresh_blocks).is_none() {
+                return Err(too_large);
             }
             ids.extend(next_fresh..next_fresh + fresh_blocks);
             next_fresh += fresh_blocks;
@@ -546,6 +557,18 @@ mod tests {
     fn an_impossible_filter_is_an_error_not_a_hang() {
         let p = GenerateParams { num_requests: 10, block_size: 4, min_isl: Some(1000), ..GenerateParams::default() };
         assert!(matches!(generate(&small(), &p), Err(SynthesisError::FilterRejectsEverything { .. })));
+    }
+
+    #[test]
+    fn absurd_multipliers_fail_instead_of_exhausting_memory() {
+        for p in [
+            GenerateParams { prefix_len_multiplier: 1e15, ..GenerateParams::default() },
+            GenerateParams { prompt_len_multiplier: 1e300, ..GenerateParams::default() },
+            GenerateParams { num_requests: 1 << 30, prompt_len_multiplier: 1000.0, ..GenerateParams::default() },
+        ] {
+            let p = GenerateParams { block_size: 4, ..p };
+            assert!(matches!(generate(&small(), &p), Err(SynthesisError::TooLarge { .. })), "{p:?}");
+        }
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Trace synthesis: turn a trace into a new one with scaled prefixes, prompts, timing and output.
 //!
-//! - [`transform`]: AIPerf's prefix synthesis (`--synthesis-*` options), row for row, with the same
+//! - [`transform()`]: AIPerf's prefix synthesis (`--synthesis-*` options), row for row, with the same
 //!   ids and random draws as AIPerf 0.13.0 for the same seed, minus its three defects;
-//! - [`generate`]: learn a trace's prefix tree and length/arrival distributions, then sample any
+//! - [`generate()`]: learn a trace's prefix tree and length/arrival distributions, then sample any
 //!   number of new rows from them;
 //! - [`fidelity`]: how close a synthesized trace's distributions are to the original's;
 //! - [`rng`]: CPython-compatible MT19937 and AIPerf's seed derivation.
@@ -18,6 +18,19 @@ pub use fidelity::{FidelityReport, MetricFidelity, fidelity_from_analyses, fidel
 pub use generate::{GenerateParams, ModelStats, PrefixModel, generate};
 pub use transform::{TransformParams, synthesize_direct, transform};
 
+/// Most hash ids a synthesized trace may hold (2^28, 2 GiB of ids): past it synthesis stops with
+/// [`SynthesisError::TooLarge`] instead of exhausting memory (a browser tab has 4 GiB at most).
+pub const MAX_OUTPUT_IDS: u64 = 1 << 28;
+
+/// Fails with [`SynthesisError::TooLarge`] if `have + more` ids exceed [`MAX_OUTPUT_IDS`].
+pub(crate) fn room_for(have: usize, more: u64) -> Result<(), SynthesisError> {
+    if (have as u64).saturating_add(more) > MAX_OUTPUT_IDS {
+        Err(SynthesisError::TooLarge { limit: MAX_OUTPUT_IDS })
+    } else {
+        Ok(())
+    }
+}
+
 /// Why a synthesis could not run.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -28,13 +41,18 @@ pub enum SynthesisError {
     /// Scaling a hash id would overflow 64 bits.
     #[error("line {line}: hash id {id} is too large to be scaled (prefix multipliers overflow 64-bit ids)")]
     IdOverflow { line: u32, id: u64 },
+    /// The output would exceed [`MAX_OUTPUT_IDS`] hash ids (multipliers far too large).
+    #[error(
+        "the synthesized trace would hold more than {limit} hash ids; the multipliers are too large for this trace"
+    )]
+    TooLarge { limit: u64 },
     /// Generation needs at least one row with `input_length` to learn from.
     #[error("the trace has no rows with input_length to learn from")]
     NothingToLearn,
     /// The ISL filter of generation rejects (almost) every sampled request.
     #[error(
-        "the input-length filter [min_isl {min_isl}, max_isl {max_isl}] rejected {rejected} sampled requests in a row \
-         (after {accepted} accepted); the learned lengths almost never fall in this range"
+        "the input-length filter [min_isl {min_isl}, max_isl {max_isl}] passed only {accepted} of {} sampled \
+         requests (under 1%); the learned lengths almost never fall in this range", .accepted + .rejected
     )]
     FilterRejectsEverything { min_isl: u64, max_isl: String, accepted: usize, rejected: usize },
 }

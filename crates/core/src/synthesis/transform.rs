@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::rng::{PyRandom, SYNTHESIZER_COMPONENT, derive_seed};
-use super::{SynthesisError, at_least_one, non_negative, positive};
+use super::{SynthesisError, at_least_one, non_negative, positive, room_for};
 use crate::analysis::{DEFAULT_BLOCK_SIZE, IdSpace};
 use crate::trace::{Input, Number, Row, Trace};
 
@@ -99,14 +99,19 @@ pub fn transform(trace: &Trace, params: &TransformParams) -> Result<Trace, Synth
         (Some(max), Some(isl)) => isl <= 0 || (isl as u64) <= max,
         _ => true,
     };
-    let mut kept = Trace::with_capacity(trace.len(), trace.total_hash_ids());
-    for (row, ids) in trace.iter() {
-        if keep(row) {
-            kept.push(row.clone(), ids.iter().copied());
+    let filtered;
+    let kept = if trace.rows().iter().all(keep) {
+        trace
+    } else {
+        let mut t = Trace::with_capacity(trace.len(), trace.total_hash_ids());
+        for (row, ids) in trace.iter().filter(|(row, _)| keep(row)) {
+            t.push(row.clone(), ids.iter().copied());
         }
-    }
+        filtered = t;
+        &filtered
+    };
     if params.synthesizes() {
-        return synthesize_direct(&kept, params);
+        return synthesize_direct(kept, params);
     }
     if let Some(max_osl) = params.max_osl {
         let mut capped = Trace::with_capacity(kept.len(), kept.total_hash_ids());
@@ -117,7 +122,7 @@ pub fn transform(trace: &Trace, params: &TransformParams) -> Result<Trace, Synth
         }
         return Ok(capped);
     }
-    Ok(kept)
+    Ok(kept.clone())
 }
 
 /// AIPerf's synthesizer alone (no loader filtering), with its three defects fixed:
@@ -153,11 +158,12 @@ pub fn synthesize_direct(trace: &Trace, params: &TransformParams) -> Result<Trac
             let (prompt_len, deficit) =
                 if *isl >= prefix_len { (*isl - prefix_len, 0) } else { (0, prefix_len - *isl) };
             let new_prefix_len = if p > 1.0 {
+                let target = (pre_len as f64 * p).ceil() as usize;
+                room_for(arena.len(), target as u64)?;
                 for &h in pre {
                     let scaled = h.checked_mul(m).ok_or_else(|| overflow(row, h))?;
                     arena.extend((0..m).map(|j| scaled + j));
                 }
-                let target = (pre_len as f64 * p).ceil() as usize;
                 for _ in pre_len * m as usize..target {
                     arena.push(fresh().ok_or_else(|| overflow(row, u64::MAX))?);
                 }
@@ -172,7 +178,9 @@ pub fn synthesize_direct(trace: &Trace, params: &TransformParams) -> Result<Trac
                 prefix_len
             };
             let new_prompt = (prompt_len as f64 * params.prompt_len_multiplier) as i64;
-            for _ in 0..(new_prompt + bs - 1) / bs {
+            let prompt_blocks = (new_prompt as u64).div_ceil(bs as u64);
+            room_for(arena.len(), prompt_blocks)?;
+            for _ in 0..prompt_blocks {
                 arena.push(fresh().ok_or_else(|| overflow(row, u64::MAX))?);
             }
             let new_isl = new_prefix_len + new_prompt - deficit;
@@ -347,6 +355,20 @@ mod tests {
                 Some("block_size"),
             ]
         );
+    }
+
+    #[test]
+    fn absurd_multipliers_fail_instead_of_exhausting_memory() {
+        let t = trace(&[(10, &[1, 2, 3]), (6, &[1, 2])]);
+        for p in [
+            TransformParams { prefix_len_multiplier: 1e12, ..params() },
+            TransformParams { prompt_len_multiplier: 1e300, ..params() },
+        ] {
+            assert_eq!(
+                synthesize_direct(&t, &p),
+                Err(SynthesisError::TooLarge { limit: super::super::MAX_OUTPUT_IDS })
+            );
+        }
     }
 
     #[test]

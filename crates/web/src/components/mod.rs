@@ -1,0 +1,288 @@
+//! The page's components: [`App`] wires the worker, the reducer, the address bar and the panels.
+
+mod charts;
+mod panels;
+
+pub use charts::{ArrivalsChart, CacheChart, CdfCompare, DistChart, DistProps, GroupsChart};
+pub use panels::{
+    AnalysisPanel, FieldInput, FieldProps, LoadStatus, StatsProps, StatsTable, SynthPanel, synth_file_name,
+};
+
+use std::rc::Rc;
+
+use wasm_bindgen::JsCast;
+use yew::prelude::*;
+use yew_agent::worker::{WorkerProvider, use_worker_bridge};
+
+use crate::params::{Field, Form, Mode, SynthSettings};
+use crate::protocol::{FromWorker, ToWorker};
+use crate::state::{Action, AppState};
+use crate::web;
+use crate::worker::TraceWorker;
+
+/// Where the bundled sample trace is served.
+pub const SAMPLE_URL: &str = "sample/conversation_trace.jsonl";
+const SAMPLE_NAME: &str = "conversation_trace.jsonl";
+/// Wait this long after the last keystroke before recomputing.
+const DEBOUNCE_MS: u32 = 250;
+
+/// The whole app.
+#[component]
+pub fn App() -> Html {
+    html! {
+        <WorkerProvider<TraceWorker> path="worker.js" module=true>
+            <Main />
+        </WorkerProvider<TraceWorker>>
+    }
+}
+
+/// What was last asked of the worker, so each request goes out once.
+#[derive(Default)]
+struct Sent {
+    block_size: Option<u32>,
+    synth: Option<SynthSettings>,
+    blob_url: Option<String>,
+}
+
+#[component]
+fn Main() -> Html {
+    let state = use_reducer(|| {
+        let (form, warnings) = Form::from_query(&web::location_search());
+        AppState::new(form, warnings)
+    });
+    let sent = use_mut_ref(Sent::default);
+    let dragging = use_state(|| false);
+
+    let bridge = {
+        let dispatcher = state.dispatcher();
+        let sent = sent.clone();
+        use_worker_bridge::<TraceWorker, _>(move |out: FromWorker| {
+            match &out {
+                FromWorker::Loaded(_) | FromWorker::LoadFailed { .. } => {
+                    if let Some(url) = sent.borrow_mut().blob_url.take() {
+                        web::revoke(&url);
+                    }
+                }
+                FromWorker::Export { name, jsonl, .. } => {
+                    if let Err(e) = web::download(name, jsonl, "application/x-ndjson") {
+                        web::log(&format!("download failed: {e:?}"));
+                    }
+                }
+                _ => {}
+            }
+            dispatcher.dispatch(Action::Worker(out));
+        })
+    };
+
+    // Hands a file (dropped, picked or fetched) to the worker.
+    let open_blob = {
+        let bridge = bridge.clone();
+        let sent = sent.clone();
+        let state = state.clone();
+        Callback::from(move |(blob, name): (web_sys::Blob, String)| {
+            let size = blob.size() as u64;
+            let Ok(url) = web::object_url(&blob) else {
+                state.dispatch(Action::OpenFailed { name, message: "the browser refused to open the file".into() });
+                return;
+            };
+            let mut s = sent.borrow_mut();
+            if let Some(old) = s.blob_url.replace(url.clone()) {
+                web::revoke(&old);
+            }
+            let block_size = state.form.block_size().unwrap_or(512);
+            s.block_size = Some(block_size);
+            s.synth = None;
+            bridge.send(ToWorker::Load { url, name, size, block_size });
+        })
+    };
+    let open_file = {
+        let state = state.clone();
+        let open_blob = open_blob.clone();
+        Callback::from(move |file: web_sys::File| {
+            state.dispatch(Action::Open {
+                name: file.name(),
+                size: file.size() as u64,
+                now: web::now_ms(),
+                sample: false,
+            });
+            open_blob.emit((file.clone().into(), file.name()));
+        })
+    };
+    let load_sample = {
+        let state = state.clone();
+        let open_blob = open_blob.clone();
+        Callback::from(move |_: ()| {
+            state.dispatch(Action::Open { name: SAMPLE_NAME.into(), size: 0, now: web::now_ms(), sample: true });
+            let (state, open_blob) = (state.clone(), open_blob.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                match fetch_sample().await {
+                    Ok(blob) => open_blob.emit((blob, SAMPLE_NAME.into())),
+                    Err(message) => state.dispatch(Action::OpenFailed { name: SAMPLE_NAME.into(), message }),
+                }
+            });
+        })
+    };
+
+    // A shared link with `sample=1` opens the sample right away.
+    {
+        let load_sample = load_sample.clone();
+        let sample = state.form.sample;
+        use_effect_with((), move |_| {
+            if sample {
+                load_sample.emit(());
+            }
+        });
+    }
+
+    // The address bar mirrors the parameters.
+    use_effect_with(state.form.clone(), |form| web::replace_query(&form.to_query()));
+
+    // Recompute (debounced) when the block size or the synthesis settings change.
+    {
+        let bridge = bridge.clone();
+        let sent = sent.clone();
+        let dispatcher = state.dispatcher();
+        let bs = state.form.block_size();
+        let synth = state.synth_request();
+        let loaded = state.file.is_some();
+        use_effect_with((state.generation, loaded), move |_| {
+            let timer = loaded.then(|| {
+                gloo_timers::callback::Timeout::new(DEBOUNCE_MS, move || {
+                    let mut s = sent.borrow_mut();
+                    if let Some(bs) = bs.filter(|&b| s.block_size != Some(b)) {
+                        s.block_size = Some(bs);
+                        bridge.send(ToWorker::Analyze { block_size: bs });
+                    }
+                    if let Some(settings) = synth.filter(|v| s.synth.as_ref() != Some(v)) {
+                        s.synth = Some(settings.clone());
+                        dispatcher.dispatch(Action::SynthStarted);
+                        bridge.send(ToWorker::Synthesize { settings });
+                    }
+                })
+            });
+            move || drop(timer)
+        });
+    }
+
+    // Drop → analysis on screen, measured after the render that shows it.
+    {
+        let dispatcher = state.dispatcher();
+        let shown = state.analysis.as_ref().map(Rc::as_ptr);
+        let started = state.started_at;
+        use_effect_with(shown, move |shown| {
+            if let (Some(_), Some(t0)) = (shown, started) {
+                let elapsed = web::now_ms() - t0;
+                web::log(&format!("drop to analysis shown: {elapsed:.1} ms"));
+                dispatcher.dispatch(Action::Shown { elapsed });
+            }
+        });
+    }
+
+    let on_set = {
+        let state = state.clone();
+        Callback::from(move |(f, v): (Field, String)| state.dispatch(Action::Set(f, v)))
+    };
+    let on_mode = {
+        let state = state.clone();
+        Callback::from(move |m: Mode| state.dispatch(Action::SetMode(m)))
+    };
+    let on_export = {
+        let bridge = bridge.clone();
+        Callback::from(move |settings: SynthSettings| bridge.send(ToWorker::Export { settings }))
+    };
+
+    let ondragover = {
+        let dragging = dragging.clone();
+        Callback::from(move |e: DragEvent| {
+            e.prevent_default();
+            if !*dragging {
+                dragging.set(true);
+            }
+        })
+    };
+    let ondragleave = {
+        let dragging = dragging.clone();
+        Callback::from(move |e: DragEvent| {
+            // Only when leaving the window, not when moving between children.
+            if e.related_target().is_none() {
+                dragging.set(false);
+            }
+        })
+    };
+    let ondrop = {
+        let dragging = dragging.clone();
+        let open_file = open_file.clone();
+        Callback::from(move |e: DragEvent| {
+            e.prevent_default();
+            dragging.set(false);
+            if let Some(file) = e.data_transfer().and_then(|dt| dt.files()).and_then(|fl| fl.get(0)) {
+                open_file.emit(file);
+            }
+        })
+    };
+    let onpick = {
+        let open_file = open_file.clone();
+        Callback::from(move |e: Event| {
+            let Some(input) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) else { return };
+            if let Some(file) = input.files().and_then(|fl| fl.get(0)) {
+                open_file.emit(file);
+            }
+            // Picking the same file again must fire `change` again.
+            input.set_value("");
+        })
+    };
+    let sample_click = {
+        let load_sample = load_sample.clone();
+        Callback::from(move |_: MouseEvent| load_sample.emit(()))
+    };
+
+    let st: &AppState = &state;
+    html! {
+        <div class={classes!("page", dragging.then_some("dragging"))} {ondragover} {ondragleave} {ondrop}>
+            <header class="top">
+                <div class="brand">
+                    <h1>{ "aiperf trace explorer" }</h1>
+                    <p class="privacy">{ "Your trace never leaves this browser: it is read and analysed locally, in WebAssembly. Nothing is uploaded." }</p>
+                </div>
+                <div class="open">
+                    <input id="file-input" class="visually-hidden" type="file" accept=".jsonl,.gz,.json,application/gzip,application/x-ndjson" onchange={onpick} />
+                    <label class="button primary" for="file-input">{ "Open trace…" }</label>
+                    <button class="button" onclick={sample_click}>{ "Load sample" }</button>
+                </div>
+            </header>
+            <div class="drop-overlay" aria-hidden="true"><div>{ "Drop the trace to open it" }</div></div>
+            <main>
+                { for st.url_warnings.iter().map(|w| html! { <p class="warning" role="status">{ format!("Ignored an unknown link parameter: {w}") }</p> }) }
+                <LoadStatus state={state.clone()} />
+                {
+                    if let (Some(file), Some(shown)) = (st.file.clone(), st.analysis.clone()) {
+                        html! {
+                            <>
+                                <AnalysisPanel {file} {shown} form={st.form.clone()} shown_ms={st.shown_ms} analyzing={st.analyzing} error={st.analysis_error.clone()} on_set={on_set.clone()} />
+                                <SynthPanel form={st.form.clone()} synth={st.synth.clone()} busy={st.synth_busy} file={st.file.clone()} original={st.analysis.clone()} on_set={on_set.clone()} {on_mode} {on_export} />
+                            </>
+                        }
+                    } else {
+                        html! {}
+                    }
+                }
+            </main>
+            <footer>
+                { "aiperf-rs · the same core as the aiperf-cli command line, compiled to WebAssembly · works offline once loaded" }
+            </footer>
+        </div>
+    }
+}
+
+async fn fetch_sample() -> Result<web_sys::Blob, String> {
+    let resp = gloo_net::http::Request::get(SAMPLE_URL)
+        .send()
+        .await
+        .map_err(|e| format!("cannot fetch the sample trace: {e}"))?;
+    if !resp.ok() {
+        return Err(format!("cannot fetch the sample trace: HTTP {}", resp.status()));
+    }
+    let bytes = resp.binary().await.map_err(|e| format!("cannot read the sample trace: {e}"))?;
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes.as_slice()));
+    web_sys::Blob::new_with_u8_array_sequence(&parts).map_err(|_| "cannot hold the sample trace".to_string())
+}

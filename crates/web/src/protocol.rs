@@ -1,0 +1,108 @@
+//! Messages between the page and the worker. They cross as bincode, so they hold only plain
+//! data (no `serde_json::Value`, no skipped fields); the analysis travels as its JSON text, which
+//! is also the downloadable file.
+
+use serde::{Deserialize, Serialize};
+
+use crate::chart_data::{Dist, Series};
+use crate::params::SynthSettings;
+
+/// Page → worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ToWorker {
+    /// Read the file behind a blob URL (made by the page), then analyse it.
+    Load { url: String, name: String, size: u64, block_size: u32 },
+    /// Analyse the loaded trace again with another block size.
+    Analyze { block_size: u32 },
+    /// Synthesize from the loaded trace and compare with the original.
+    Synthesize { settings: SynthSettings },
+    /// Send back the synthesized trace as JSONL.
+    Export { settings: SynthSettings },
+}
+
+/// Worker → page.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum FromWorker {
+    Progress(Progress),
+    /// The file is parsed; the analysis follows.
+    Loaded(FileSummary),
+    /// The file could not be read (or no row is valid).
+    LoadFailed {
+        message: String,
+        bad_rows: Vec<BadRow>,
+        bad_total: u64,
+    },
+    Analysis(Box<AnalysisView>),
+    Synthesis(Box<SynthView>),
+    SynthFailed {
+        message: String,
+    },
+    /// The synthesized trace, with the file name to save it under.
+    Export {
+        settings: SynthSettings,
+        name: String,
+        jsonl: String,
+    },
+}
+
+/// How far reading has come.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    pub bytes: u64,
+    pub total: u64,
+    pub rows: u64,
+    pub invalid: u64,
+}
+
+/// A rejected line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BadRow {
+    pub line: u64,
+    pub field: Option<String>,
+    pub reason: String,
+}
+
+/// What was read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FileSummary {
+    pub name: String,
+    pub size: u64,
+    pub lines: u64,
+    pub rows: u64,
+    pub bad_rows: Vec<BadRow>,
+    pub bad_total: u64,
+    pub parse_ms: f64,
+}
+
+/// An analysis ready to show.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnalysisView {
+    pub block_size: u32,
+    /// `serde_json::to_string_pretty(&analysis)` plus a newline: the CLI's `--output-file` bytes.
+    pub json: String,
+    pub charts: Charts,
+    pub compute_ms: f64,
+}
+
+/// The distributions charted on the page.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Charts {
+    pub isl: Dist,
+    pub osl: Dist,
+    pub context_length: Dist,
+    pub hit_rate: Dist,
+    pub arrivals: Series,
+}
+
+/// Original and synthesized statistics side by side.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SynthView {
+    pub settings: SynthSettings,
+    pub rows: u64,
+    /// Analysis JSON of the synthesized trace (same shape as the original's).
+    pub json: String,
+    /// Input and output length distributions of the synthesized trace.
+    pub isl: Dist,
+    pub osl: Dist,
+    pub compute_ms: f64,
+}

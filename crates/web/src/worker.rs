@@ -1,0 +1,226 @@
+//! The web worker: reads the file (streamed from a `blob:` URL), parses it with progress, keeps
+//! the trace, and answers analysis and synthesis requests. All computing happens here.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use aiperf_core::trace::{ParseOptions, Trace};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use yew_agent::worker::{HandlerId, Worker, WorkerScope};
+
+use crate::components::synth_file_name;
+use crate::engine::{ModelCache, analysis_view, bad_rows, synth_view, synthesize};
+use crate::ingest::Ingest;
+use crate::params::SynthSettings;
+use crate::protocol::{FileSummary, FromWorker, Progress, ToWorker};
+use crate::web::now_ms;
+
+/// Progress is reported at most every this many bytes.
+const PROGRESS_EVERY: u64 = 2 << 20;
+
+#[derive(Default)]
+struct Inner {
+    trace: Option<Rc<Trace>>,
+    name: String,
+    model: ModelCache,
+    /// The last synthesis, kept for the download.
+    last: Option<(SynthSettings, Rc<Trace>)>,
+    /// Bumped by every load, so that an older load still streaming stops.
+    load_generation: u64,
+}
+
+/// The worker agent (registered by the `worker` binary).
+pub struct TraceWorker {
+    inner: Rc<RefCell<Inner>>,
+}
+
+/// Messages the worker sends itself (none).
+#[derive(Serialize, Deserialize)]
+pub enum Never {}
+
+impl Worker for TraceWorker {
+    type Message = Never;
+    type Input = ToWorker;
+    type Output = FromWorker;
+
+    fn create(_scope: &WorkerScope<Self>) -> Self {
+        TraceWorker { inner: Rc::default() }
+    }
+
+    fn update(&mut self, _scope: &WorkerScope<Self>, msg: Never) {
+        match msg {}
+    }
+
+    fn received(&mut self, scope: &WorkerScope<Self>, msg: ToWorker, id: HandlerId) {
+        match msg {
+            ToWorker::Load { url, name, size, block_size } => {
+                let generation = {
+                    let mut inner = self.inner.borrow_mut();
+                    inner.load_generation += 1;
+                    inner.trace = None;
+                    inner.model = ModelCache::default();
+                    inner.last = None;
+                    inner.load_generation
+                };
+                let (inner, scope) = (self.inner.clone(), scope.clone());
+                wasm_bindgen_futures::spawn_local(async move {
+                    let load = Load { inner, scope, id, generation };
+                    load.run(&url, name, size, block_size).await;
+                });
+            }
+            ToWorker::Analyze { block_size } => {
+                let trace = self.inner.borrow().trace.clone();
+                if let Some(trace) = trace {
+                    scope.respond(id, analyze(&trace, block_size));
+                }
+            }
+            ToWorker::Synthesize { settings } => {
+                let t0 = now_ms();
+                let msg = match self.synthesized(&settings) {
+                    Ok(trace) => {
+                        let mut view = synth_view(&trace, &settings);
+                        view.compute_ms = now_ms() - t0;
+                        FromWorker::Synthesis(Box::new(view))
+                    }
+                    Err(message) => FromWorker::SynthFailed { message },
+                };
+                scope.respond(id, msg);
+            }
+            ToWorker::Export { settings } => {
+                let msg = match self.synthesized(&settings) {
+                    Ok(trace) => {
+                        let name = synth_file_name(&self.inner.borrow().name, &settings.seed.to_string());
+                        FromWorker::Export { settings, name, jsonl: aiperf_core::trace::write_trace(&trace) }
+                    }
+                    Err(message) => FromWorker::SynthFailed { message },
+                };
+                scope.respond(id, msg);
+            }
+        }
+    }
+}
+
+impl TraceWorker {
+    /// The synthesized trace for these settings (reused when asked twice, e.g. for the download).
+    fn synthesized(&self, settings: &SynthSettings) -> Result<Rc<Trace>, String> {
+        let mut inner = self.inner.borrow_mut();
+        if let Some((s, t)) = &inner.last
+            && s == settings
+        {
+            return Ok(t.clone());
+        }
+        let trace = inner.trace.clone().ok_or_else(|| "no trace is loaded".to_string())?;
+        let out = Rc::new(synthesize(&trace, settings, &mut inner.model)?);
+        inner.last = Some((settings.clone(), out.clone()));
+        Ok(out)
+    }
+}
+
+fn analyze(trace: &Trace, block_size: u32) -> FromWorker {
+    let t0 = now_ms();
+    let mut view = analysis_view(trace, block_size);
+    view.compute_ms = now_ms() - t0;
+    FromWorker::Analysis(Box::new(view))
+}
+
+struct Load {
+    inner: Rc<RefCell<Inner>>,
+    scope: WorkerScope<TraceWorker>,
+    id: HandlerId,
+    generation: u64,
+}
+
+impl Load {
+    fn current(&self) -> bool {
+        self.inner.borrow().load_generation == self.generation
+    }
+
+    async fn run(self, url: &str, name: String, size: u64, block_size: u32) {
+        let t0 = now_ms();
+        let result = self.read(url, &name, size).await;
+        if !self.current() {
+            return;
+        }
+        let outcome = match result {
+            Ok(o) => o,
+            Err(message) => {
+                self.scope.respond(self.id, FromWorker::LoadFailed { message, bad_rows: Vec::new(), bad_total: 0 });
+                return;
+            }
+        };
+        let bad = bad_rows(&outcome.skipped);
+        if outcome.trace.is_empty() {
+            let message = if outcome.skipped_total > 0 {
+                format!("no valid row: all {} non-empty lines are invalid", outcome.skipped_total)
+            } else {
+                "the file holds no rows".to_string()
+            };
+            let msg = FromWorker::LoadFailed { message, bad_rows: bad, bad_total: outcome.skipped_total };
+            self.scope.respond(self.id, msg);
+            return;
+        }
+        let trace = Rc::new(outcome.trace);
+        {
+            let mut inner = self.inner.borrow_mut();
+            inner.trace = Some(trace.clone());
+            inner.name = name.clone();
+        }
+        let summary = FileSummary {
+            name,
+            size,
+            lines: outcome.lines,
+            rows: trace.len() as u64,
+            bad_rows: bad,
+            bad_total: outcome.skipped_total,
+            parse_ms: now_ms() - t0,
+        };
+        self.scope.respond(self.id, FromWorker::Loaded(summary));
+        self.scope.respond(self.id, analyze(&trace, block_size));
+    }
+
+    async fn read(&self, url: &str, name: &str, size: u64) -> Result<aiperf_core::trace::ParseOutcome, String> {
+        let global: web_sys::WorkerGlobalScope = js_sys::global().dyn_into().map_err(js_error)?;
+        let response: web_sys::Response =
+            JsFuture::from(global.fetch_with_str(url)).await.map_err(js_error)?.dyn_into().map_err(js_error)?;
+        if !response.ok() {
+            return Err(format!("cannot read the file: HTTP {}", response.status()));
+        }
+        let body = response.body().ok_or_else(|| "cannot read the file: empty response".to_string())?;
+        let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().dyn_into().map_err(js_error)?;
+        let mut ingest = Ingest::new(ParseOptions::new(name).skip_invalid(true));
+        let mut buf = Vec::new();
+        let mut reported = 0;
+        loop {
+            let chunk = JsFuture::from(reader.read()).await.map_err(js_error)?;
+            if !self.current() {
+                let _ = reader.cancel();
+                return Err("superseded".into());
+            }
+            let done = js_sys::Reflect::get(&chunk, &JsValue::from_str("done")).map_err(js_error)?;
+            if done.as_bool() == Some(true) {
+                break;
+            }
+            let value: js_sys::Uint8Array = js_sys::Reflect::get(&chunk, &JsValue::from_str("value"))
+                .map_err(js_error)?
+                .dyn_into()
+                .map_err(js_error)?;
+            buf.resize(value.length() as usize, 0);
+            value.copy_to(&mut buf);
+            ingest.push(&buf).map_err(|e| e.0)?;
+            if ingest.bytes() - reported >= PROGRESS_EVERY {
+                reported = ingest.bytes();
+                let (rows, invalid) = ingest.counts();
+                let p = Progress { bytes: reported, total: size, rows: rows as u64, invalid };
+                self.scope.respond(self.id, FromWorker::Progress(p));
+            }
+        }
+        ingest.finish().map_err(|e| e.0)?.map_err(|e| e.to_string())
+    }
+}
+
+fn js_error(e: impl Into<JsValue>) -> String {
+    let e: JsValue = e.into();
+    format!("cannot read the file: {}", e.as_string().unwrap_or_else(|| format!("{e:?}")))
+}

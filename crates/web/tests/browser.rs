@@ -1,0 +1,143 @@
+//! Browser tests (headless Chromium through `wasm-bindgen-test-runner`): the core compiled to
+//! wasm gives the golden analysis, and the components render and react.
+#![cfg(target_arch = "wasm32")]
+
+use std::rc::Rc;
+
+use aiperf_core::trace::{ParseOptions, parse_str};
+use aiperf_web::chart_data::Dist;
+use aiperf_web::components::{DistChart, DistProps, FieldInput, StatsProps, StatsTable};
+use aiperf_web::engine::analysis_view;
+use aiperf_web::ingest::Ingest;
+use aiperf_web::params::{Field, Form};
+use wasm_bindgen::JsCast;
+use wasm_bindgen_test::*;
+use yew::prelude::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+const TRACE: &str = include_str!("../../../tests/fixtures/traces/synthetic_trace.jsonl");
+const GOLDEN: &str = include_str!("../../../tests/fixtures/golden/aiperf-0.13.0/analyze/synthetic_trace_bs512.json");
+
+fn close(a: f64, b: f64) -> bool {
+    a == b || (a - b).abs() <= 1e-9 * b.abs().max(1e-300)
+}
+
+#[wasm_bindgen_test]
+fn core_in_wasm_gives_the_golden_analysis() {
+    let trace = parse_str(TRACE, ParseOptions::default()).expect("fixture parses").trace;
+    let view = analysis_view(&trace, 512);
+    let ours: serde_json::Value = serde_json::from_str(&view.json).expect("json");
+    let golden: serde_json::Value = serde_json::from_str(GOLDEN).expect("golden");
+    let mut n = 0;
+    for (k, g) in golden.as_object().expect("object") {
+        match g {
+            serde_json::Value::Object(stats) => {
+                for (s, gv) in stats {
+                    let (a, b) = (ours[k][s].as_f64().expect("num"), gv.as_f64().expect("num"));
+                    assert!(close(a, b), "{k}.{s}: {a} vs {b}");
+                    n += 1;
+                }
+            }
+            g => {
+                let (a, b) = (ours[k].as_f64().expect("num"), g.as_f64().expect("num"));
+                assert!(close(a, b), "{k}: {a} vs {b}");
+                n += 1;
+            }
+        }
+    }
+    assert_eq!(n, 11 + 5 * 7);
+}
+
+#[wasm_bindgen_test]
+fn streaming_ingest_equals_whole_file_parse_in_wasm() {
+    let mut ing = Ingest::new(ParseOptions::new("t").skip_invalid(true));
+    for chunk in TRACE.as_bytes().chunks(65_536) {
+        ing.push(chunk).expect("push");
+    }
+    let got = ing.finish().expect("readable").expect("valid");
+    assert_eq!(got.trace.len(), 3993);
+    assert_eq!(got.skipped_total, 0);
+}
+
+fn root() -> web_sys::Element {
+    let doc = web_sys::window().and_then(|w| w.document()).expect("document");
+    let div = doc.create_element("div").expect("div");
+    doc.body().expect("body").append_child(&div).expect("append");
+    div
+}
+
+async fn settle() {
+    gloo_timers::future::TimeoutFuture::new(20).await;
+}
+
+#[wasm_bindgen_test]
+async fn stats_table_shows_grouped_numbers() {
+    let trace = parse_str(TRACE, ParseOptions::default()).expect("fixture parses").trace;
+    let a = aiperf_core::analysis::analyze(&trace, 512);
+    let div = root();
+    yew::Renderer::<StatsTable>::with_root_and_props(
+        div.clone(),
+        StatsProps { analysis: Rc::new(a), prefix: "".into() },
+    )
+    .render();
+    settle().await;
+    let text = div.text_content().unwrap_or_default();
+    assert!(text.contains("15,325.48"), "{text}");
+    assert!(text.contains("191,378.00"));
+    let cell = div.query_selector("[data-metric='isl_stats.median']").expect("query").expect("cell");
+    assert_eq!(cell.get_attribute("data-value").as_deref(), Some("11587"));
+}
+
+#[wasm_bindgen_test]
+async fn histogram_draws_one_bar_per_bin_and_the_cdf() {
+    let dist = Dist::lengths(&(0..500).map(f64::from).collect::<Vec<_>>());
+    let bins = dist.counts.len();
+    let div = root();
+    let props = DistProps { title: "Input length".into(), x_label: "tokens".into(), dist, percent: false };
+    yew::Renderer::<DistChart>::with_root_and_props(div.clone(), props).render();
+    settle().await;
+    assert_eq!(div.query_selector_all("rect.bar").expect("bars").length() as usize, bins);
+    assert!(div.query_selector("polyline.cdf").expect("q").is_some());
+    assert!(div.query_selector("svg[aria-label]").expect("q").is_some());
+}
+
+#[derive(Properties, PartialEq)]
+struct Harness {}
+
+/// A form holding its own state, like the app does.
+#[component]
+fn FieldHarness(_: &Harness) -> Html {
+    let form = use_state(Form::default);
+    let on_set = {
+        let form = form.clone();
+        Callback::from(move |(f, v): (Field, String)| {
+            let mut next = (*form).clone();
+            next.set(f, v);
+            form.set(next);
+        })
+    };
+    html! { <FieldInput field={Field::Speedup} form={(*form).clone()} {on_set} /> }
+}
+
+#[wasm_bindgen_test]
+async fn field_shows_its_validation_message_while_typing() {
+    let div = root();
+    yew::Renderer::<FieldHarness>::with_root_and_props(div.clone(), Harness {}).render();
+    settle().await;
+    let input: web_sys::HtmlInputElement =
+        div.query_selector("#f-speedup_ratio").expect("q").expect("input").dyn_into().expect("input element");
+    let label = div.query_selector("label[for='f-speedup_ratio']").expect("q").expect("label");
+    assert_eq!(label.text_content().as_deref(), Some("Speedup ratio"));
+    input.set_value("0");
+    let ev = web_sys::InputEvent::new("input").expect("event");
+    input.dispatch_event(&ev).expect("dispatch");
+    settle().await;
+    let text = div.text_content().unwrap_or_default();
+    assert!(text.contains("must be greater than 0"), "{text}");
+    assert_eq!(input.get_attribute("aria-invalid").as_deref(), Some("true"));
+    input.set_value("2");
+    input.dispatch_event(&web_sys::InputEvent::new("input").expect("event")).expect("dispatch");
+    settle().await;
+    assert_eq!(input.get_attribute("aria-invalid").as_deref(), Some("false"));
+}
