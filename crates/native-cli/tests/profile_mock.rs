@@ -440,3 +440,89 @@ fn missing_tokenizer_name_offline_gives_a_clear_message() {
     assert!(err.contains("no-such-org/no-such-model-xyz") && err.contains("tokenizer.json"), "{err}");
     let _: Value = Value::Null;
 }
+
+#[test]
+fn constant_request_rate_paces_sessions() {
+    let mock = Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..30).map(|i| format!(r#"{{"input_length": {}, "output_length": 2}}"#, 10 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("art");
+    let out = profile(
+        &[
+            "-m",
+            "m",
+            "-u",
+            &mock.url,
+            "--streaming",
+            "--tokenizer",
+            &tokenizer(),
+            "--input-file",
+            trace.to_str().unwrap(),
+            "--artifact-dir",
+            art.to_str().unwrap(),
+            "--request-rate",
+            "40",
+            "--arrival-pattern",
+            "constant",
+        ],
+        LIMIT,
+    );
+    ok(&out);
+    let arrivals = mock.arrivals();
+    assert_eq!(arrivals.len(), 30);
+    let offsets: Vec<f64> = arrivals
+        .iter()
+        .zip(arrival_ms(&arrivals))
+        .map(|(a, t)| t - (a["prompt_tokens"].as_u64().unwrap() - 10) as f64 * 25.0)
+        .collect();
+    let zero = offsets.iter().copied().fold(f64::INFINITY, f64::min);
+    let worst = offsets.iter().map(|o| o - zero).fold(0.0, f64::max);
+    assert!(worst < 50.0, "constant 40 req/s: a request arrived {worst:.1} ms off its slot");
+}
+
+#[test]
+fn benchmark_duration_stops_sending_and_the_run_ends() {
+    let mock = Mock::start(&["--ttft-ms", "5"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..5).map(|i| format!(r#"{{"input_length": {}, "output_length": 2}}"#, 10 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("art");
+    let started = std::time::Instant::now();
+    let out = profile(
+        &[
+            "-m",
+            "m",
+            "-u",
+            &mock.url,
+            "--streaming",
+            "--tokenizer",
+            &tokenizer(),
+            "--input-file",
+            trace.to_str().unwrap(),
+            "--artifact-dir",
+            art.to_str().unwrap(),
+            "--request-rate",
+            "20",
+            "--arrival-pattern",
+            "constant",
+            "--benchmark-duration",
+            "1.5",
+            "--benchmark-grace-period",
+            "2",
+        ],
+        LIMIT,
+    );
+    ok(&out);
+    // The 5-row trace is reused until the duration ends: ~30 requests at 20 req/s in 1.5 s.
+    let n = mock.arrivals().len();
+    assert!((20..=31).contains(&n), "{n} requests in 1.5 s at 20 req/s");
+    let s = summary(&art);
+    assert_eq!(s["was_cancelled"], false);
+    assert_eq!(
+        (s["request_count"]["avg"].as_f64().unwrap() + s["error_request_count"]["avg"].as_f64().unwrap()) as usize,
+        n
+    );
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
