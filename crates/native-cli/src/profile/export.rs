@@ -200,14 +200,14 @@ pub fn console_table(s: &RunSummary) -> String {
         if s.was_cancelled { "aiperf-cli profile | Metrics (run cancelled)" } else { "aiperf-cli profile | Metrics" };
     out.push_str(&format!("\n{title}\n"));
     out.push_str(&format!(
-        "{:<44} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n",
+        "{:<52} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n",
         "Metric", "avg", "min", "max", "p99", "p90", "p50", "std"
     ));
     for (metric, d) in &s.report.metrics {
         let name = format!("{} ({})", metric.header(), metric.unit());
         let p = |q| d.percentile(q).unwrap_or(f64::NAN);
         out.push_str(&format!(
-            "{:<44} {:>11.2} {:>11.2} {:>11.2} {:>11.2} {:>11.2} {:>11.2} {:>11.2}\n",
+            "{:<52} {:>11.2} {:>11.2} {:>11.2} {:>11.2} {:>11.2} {:>11.2} {:>11.2}\n",
             name,
             d.avg,
             d.min,
@@ -219,7 +219,7 @@ pub fn console_table(s: &RunSummary) -> String {
         ));
     }
     for (_, header, unit, v) in scalars(&s.report) {
-        out.push_str(&format!("{:<44} {:>11.2}\n", format!("{header} ({unit})"), v));
+        out.push_str(&format!("{:<52} {:>11.2}\n", format!("{header} ({unit})"), v));
     }
     if !s.report.error_summary.is_empty() {
         out.push_str("Errors:");
@@ -277,8 +277,67 @@ fn iso8601(ns: u128) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    fn sample() -> RunSummary {
+        let mut agg = aiperf_core::metrics::Aggregate::default();
+        for i in 0..4u64 {
+            let rec = RequestRecord {
+                scheduled_ns: i * 10_000_000,
+                sent_ns: i * 10_000_000 + 50_000,
+                chunk_ns: vec![i * 10_000_000 + 20_000_000, i * 10_000_000 + 30_000_000],
+                end_ns: i * 10_000_000 + 31_000_000,
+                streaming: true,
+                input_tokens: Some(100),
+                output_tokens: Some(2),
+                ..Default::default()
+            };
+            agg.add(&rec, false, &[]);
+        }
+        let failed = RequestRecord {
+            error: Some(aiperf_core::metrics::RecordError { kind: "timeout".into(), message: "x".into() }),
+            end_ns: 60_000_000,
+            ..Default::default()
+        };
+        agg.add(&failed, false, &[]);
+        RunSummary {
+            report: agg.report(false),
+            input_config: json!({}),
+            was_cancelled: false,
+            start_unix_ns: 0,
+            end_unix_ns: 0,
+            tokenizer: "test".into(),
+            warmup: None,
+            calibration: Some((10.0, 19.95)),
+            client_cpu_s: Some(0.001),
+            startup_ms: 12.0,
+        }
+    }
+
+    #[test]
+    fn console_table_snapshot() {
+        let table = console_table(&sample());
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/profile/snapshots/console_table.txt");
+            std::fs::write(path, &table).unwrap();
+            return;
+        }
+        let expected = include_str!("snapshots/console_table.txt");
+        assert_eq!(table, expected, "console table changed:\n{table}");
+    }
+
+    #[test]
+    fn csv_has_the_aiperf_header_and_scalars() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.csv");
+        CsvExporter { path: path.clone() }.finish(&sample()).unwrap();
+        let csv = std::fs::read_to_string(path).unwrap();
+        assert!(csv.starts_with("Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\n"));
+        assert!(csv.contains("Time to First Token (ms),19.95,19.95,19.95,"));
+        assert!(csv.contains("Error Request Count (requests),1\n"));
+    }
 
     #[test]
     fn iso_dates() {
