@@ -185,3 +185,48 @@ fn replays_with_in_memory_synthesis_against_llama_cpp() {
         ],
     );
 }
+
+/// llama.cpp's completions stream (usage on the last chunk, no `choices: []` chunk), streaming
+/// and not, under a request rate.
+#[test]
+fn completions_endpoint_against_llama_cpp() {
+    let Some((url, model)) = server() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..8).map(|i| format!(r#"{{"input_length": {}, "output_length": {}}}"#, 20 + 7 * i, 3 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    for streaming in [true, false] {
+        let art = dir.path().join(format!("art-{streaming}"));
+        let mut args = vec![
+            "-m",
+            &model,
+            "-u",
+            &url,
+            "--endpoint-type",
+            "completions",
+            "--extra-inputs",
+            "ignore_eos:true",
+            "--request-rate",
+            "4",
+            "--request-timeout-seconds",
+            "120",
+        ];
+        if streaming {
+            args.push("--streaming");
+        }
+        let (tok, tr, ar) = (tokenizer(), trace.to_str().unwrap().to_owned(), art.to_str().unwrap().to_owned());
+        args.extend(["--tokenizer", &tok, "--input-file", &tr, "--artifact-dir", &ar]);
+        let out = profile(&args, Duration::from_secs(300));
+        ok(&out);
+        let s = summary(&art);
+        assert_eq!(s["error_request_count"]["avg"], 0.0, "errors: {}", s["error_summary"]);
+        for r in read_jsonl(&art.join("profile_export.jsonl")) {
+            let m = &r["metadata"];
+            assert_eq!(m["usage"]["completion_tokens"], m["max_tokens"], "{m}");
+            assert_eq!(m["streaming"], streaming);
+            if streaming {
+                assert!(!m["chunk_ns"].as_array().unwrap().is_empty());
+            }
+        }
+    }
+}
