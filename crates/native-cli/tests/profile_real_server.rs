@@ -1,5 +1,6 @@
 //! End-to-end replay against a real llama.cpp server (`scripts/test-real-server.sh` starts one and
-//! sets `AIPERF_REAL_SERVER_URL`; without it this test does nothing).
+//! sets `AIPERF_REAL_SERVER_URL`). The tests are `#[ignore]`d so a plain `cargo test` skips them
+//! visibly; the script runs them with `--ignored`, and without a server they fail.
 //!
 //! It replays rows of `conversation_trace.jsonl` scaled down to fit the server's context (lengths
 //! and block size divided by 32, so the prefix-sharing structure is kept): twelve conversation
@@ -52,13 +53,11 @@ fn pick(rows: &[Value]) -> (Vec<(usize, usize)>, Vec<usize>) {
     (pairs, unrelated)
 }
 
-/// The server under test, if `scripts/test-real-server.sh` started one.
-fn server() -> Option<(String, String)> {
-    let Ok(url) = std::env::var("AIPERF_REAL_SERVER_URL") else {
-        eprintln!("AIPERF_REAL_SERVER_URL not set: skipping (run scripts/test-real-server.sh)");
-        return None;
-    };
-    Some((url, std::env::var("AIPERF_REAL_SERVER_MODEL").unwrap_or_else(|_| "tiny-random".into())))
+/// The server under test, which `scripts/test-real-server.sh` starts.
+fn server() -> (String, String) {
+    let url = std::env::var("AIPERF_REAL_SERVER_URL")
+        .expect("AIPERF_REAL_SERVER_URL is not set: run these tests with scripts/test-real-server.sh");
+    (url, std::env::var("AIPERF_REAL_SERVER_MODEL").unwrap_or_else(|_| "tiny-random".into()))
 }
 
 /// The picked rows as trace lines: each pair's earlier row, an unrelated row 100 ms later, the
@@ -89,7 +88,7 @@ fn slice(scale: u64, time_scale: u64) -> Vec<String> {
 /// Replays `lines` and checks: no errors, exact output lengths, and server-side cached tokens that
 /// follow the trace's shared prefixes. Returns (cached, expected) per request.
 fn replay_and_check(lines: &[String], extra: &[&str]) -> Vec<(f64, u64, u64)> {
-    let (url, model) = server().unwrap();
+    let (url, model) = server();
     let dir = tempfile::tempdir().unwrap();
     let trace = write_trace(dir.path(), lines);
     let art = dir.path().join("art");
@@ -138,10 +137,8 @@ fn replay_and_check(lines: &[String], extra: &[&str]) -> Vec<(f64, u64, u64)> {
 }
 
 #[test]
+#[ignore = "needs a real llama.cpp server: scripts/test-real-server.sh"]
 fn replays_a_conversation_slice_against_llama_cpp() {
-    if server().is_none() {
-        return;
-    }
     let block = (512 / SCALE).to_string();
     let rows = replay_and_check(&slice(SCALE, 1), &["--isl-block-size", &block]);
     let (mut deep_ratio, mut deep_n, mut shallow_ratio, mut shallow_n) = (0.0, 0, 0.0, 0);
@@ -165,10 +162,8 @@ fn replays_a_conversation_slice_against_llama_cpp() {
 /// The same rows at their real lengths, fitted to the server by in-memory synthesis (as an AIPerf
 /// user would): shorter shared prefixes and prompts, capped lengths, and a 4× faster clock.
 #[test]
+#[ignore = "needs a real llama.cpp server: scripts/test-real-server.sh"]
 fn replays_with_in_memory_synthesis_against_llama_cpp() {
-    if server().is_none() {
-        return;
-    }
     replay_and_check(
         &slice(1, 4),
         &[
@@ -189,8 +184,9 @@ fn replays_with_in_memory_synthesis_against_llama_cpp() {
 /// llama.cpp's completions stream (usage on the last chunk, no `choices: []` chunk), streaming
 /// and not, under a request rate.
 #[test]
+#[ignore = "needs a real llama.cpp server: scripts/test-real-server.sh"]
 fn completions_endpoint_against_llama_cpp() {
-    let Some((url, model)) = server() else { return };
+    let (url, model) = server();
     let dir = tempfile::tempdir().unwrap();
     let lines: Vec<String> =
         (0..8).map(|i| format!(r#"{{"input_length": {}, "output_length": {}}}"#, 20 + 7 * i, 3 + i)).collect();
