@@ -5,6 +5,7 @@ mod hash_prompts;
 mod input;
 mod mock_server;
 mod profile;
+mod synthesis_flags;
 mod synthesize;
 
 use std::process::ExitCode;

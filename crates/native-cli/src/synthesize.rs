@@ -15,6 +15,7 @@ use aiperf_core::trace::{Trace, write_trace};
 use anyhow::{Context, Result};
 
 use crate::input::{read_trace, write_atomically};
+use crate::synthesis_flags::SynthesisFlags;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -23,28 +24,8 @@ pub struct Args {
     /// Where to write the synthesized trace (JSONL).
     #[arg(long)]
     pub output_file: PathBuf,
-    /// Divide timestamps (generate: gaps between arrivals) by this; 2 = twice as fast.
-    #[arg(long, default_value_t = 1.0)]
-    pub synthesis_speedup_ratio: f64,
-    /// Scale the shared prefix of every request.
-    #[arg(long, default_value_t = 1.0)]
-    pub synthesis_prefix_len_multiplier: f64,
-    /// Spread requests over this many disjoint copies of the prefix trees.
-    #[arg(long, default_value_t = 1)]
-    pub synthesis_prefix_root_multiplier: u32,
-    /// Scale the unique (non-shared) part of every prompt.
-    #[arg(long, default_value_t = 1.0)]
-    pub synthesis_prompt_len_multiplier: f64,
-    /// Scale output lengths.
-    #[arg(long, default_value_t = 1.0)]
-    pub synthesis_output_len_multiplier: f64,
-    /// Transform: drop requests longer than this (tokens) first, cap synthesized ones to it.
-    /// Generate: resample requests longer than this.
-    #[arg(long)]
-    pub synthesis_max_isl: Option<u64>,
-    /// Cap output lengths to this (tokens).
-    #[arg(long)]
-    pub synthesis_max_osl: Option<u64>,
+    #[command(flatten)]
+    pub synthesis: SynthesisFlags,
     /// Generative mode: learn a model of the trace and sample this many new requests.
     #[arg(long)]
     pub num_requests: Option<usize>,
@@ -99,31 +80,22 @@ fn explain(e: SynthesisError) -> anyhow::Error {
 
 impl Args {
     fn transform_params(&self) -> TransformParams {
-        TransformParams {
-            speedup_ratio: self.synthesis_speedup_ratio,
-            prefix_len_multiplier: self.synthesis_prefix_len_multiplier,
-            prefix_root_multiplier: self.synthesis_prefix_root_multiplier,
-            prompt_len_multiplier: self.synthesis_prompt_len_multiplier,
-            output_len_multiplier: self.synthesis_output_len_multiplier,
-            max_isl: self.synthesis_max_isl,
-            max_osl: self.synthesis_max_osl,
-            block_size: self.block_size,
-            seed: self.random_seed,
-        }
+        self.synthesis.transform_params(self.block_size, self.random_seed)
     }
 
     fn generate_params(&self, num_requests: usize) -> GenerateParams {
+        let f = &self.synthesis;
         GenerateParams {
             num_requests,
-            speedup_ratio: self.synthesis_speedup_ratio,
-            prefix_len_multiplier: self.synthesis_prefix_len_multiplier,
-            prefix_root_multiplier: self.synthesis_prefix_root_multiplier,
-            prompt_len_multiplier: self.synthesis_prompt_len_multiplier,
-            output_len_multiplier: self.synthesis_output_len_multiplier,
+            speedup_ratio: f.synthesis_speedup_ratio,
+            prefix_len_multiplier: f.synthesis_prefix_len_multiplier,
+            prefix_root_multiplier: f.synthesis_prefix_root_multiplier,
+            prompt_len_multiplier: f.synthesis_prompt_len_multiplier,
+            output_len_multiplier: f.synthesis_output_len_multiplier,
             min_isl: self.synthesis_min_isl,
-            max_isl: self.synthesis_max_isl,
+            max_isl: f.synthesis_max_isl,
             min_osl: self.synthesis_min_osl,
-            max_osl: self.synthesis_max_osl,
+            max_osl: f.synthesis_max_osl,
             block_size: self.block_size,
             seed: self.random_seed,
         }

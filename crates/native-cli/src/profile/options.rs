@@ -6,6 +6,8 @@ use std::time::Duration;
 use aiperf_core::metrics::{Slo, parse_goodput};
 use aiperf_core::schedule::{ArrivalPattern, Timing};
 use aiperf_core::synthesis::TransformParams;
+
+use crate::synthesis_flags::SynthesisFlags;
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Map, Value};
 
@@ -60,27 +62,8 @@ pub struct Args {
     /// Tokens per hash id block.
     #[arg(long, default_value_t = 512)]
     pub isl_block_size: u64,
-    /// Synthesis: divide timestamps by this (2 = twice as fast).
-    #[arg(long, default_value_t = 1.0)]
-    pub synthesis_speedup_ratio: f64,
-    /// Synthesis: scale the shared prefix of every request.
-    #[arg(long, default_value_t = 1.0)]
-    pub synthesis_prefix_len_multiplier: f64,
-    /// Synthesis: spread requests over this many disjoint copies of the prefix trees.
-    #[arg(long, default_value_t = 1)]
-    pub synthesis_prefix_root_multiplier: u32,
-    /// Synthesis: scale the unique (non-shared) part of every prompt.
-    #[arg(long, default_value_t = 1.0)]
-    pub synthesis_prompt_len_multiplier: f64,
-    /// Synthesis: scale output lengths.
-    #[arg(long, default_value_t = 1.0)]
-    pub synthesis_output_len_multiplier: f64,
-    /// Drop requests longer than this (tokens) before synthesis; cap synthesized ones to it.
-    #[arg(long)]
-    pub synthesis_max_isl: Option<u64>,
-    /// Cap output lengths to this (tokens).
-    #[arg(long)]
-    pub synthesis_max_osl: Option<u64>,
+    #[command(flatten)]
+    pub synthesis: SynthesisFlags,
 
     /// Replay on the trace's timestamps (the default when the first row has one).
     #[arg(long, overrides_with = "no_fixed_schedule")]
@@ -271,17 +254,8 @@ impl Config {
         );
         let grace = Duration::from_secs_f64(args.benchmark_grace_period);
         let duration = args.benchmark_duration.map(|d| seconds(d, "--benchmark-duration")).transpose()?;
-        let params = TransformParams {
-            speedup_ratio: args.synthesis_speedup_ratio,
-            prefix_len_multiplier: args.synthesis_prefix_len_multiplier,
-            prefix_root_multiplier: args.synthesis_prefix_root_multiplier,
-            prompt_len_multiplier: args.synthesis_prompt_len_multiplier,
-            output_len_multiplier: args.synthesis_output_len_multiplier,
-            max_isl: args.synthesis_max_isl,
-            max_osl: args.synthesis_max_osl,
-            block_size: u32::try_from(args.isl_block_size).context("--isl-block-size is too large")?,
-            seed: args.random_seed,
-        };
+        let block_size = u32::try_from(args.isl_block_size).context("--isl-block-size is too large")?;
+        let params = args.synthesis.transform_params(block_size, args.random_seed);
         if let Err(e) = params.validate() {
             match e.param() {
                 Some(p) => bail!("invalid {}: {e}", crate::synthesize::option_name(p)),
