@@ -73,7 +73,13 @@ pub struct AppState {
     pub shown_ms: Option<f64>,
     /// Increased whenever the analysis request to send changes (to debounce it).
     pub generation: u64,
+    /// Seconds the worker has been silent while the page waits on it, once that passes
+    /// [`WORKER_SILENCE_NOTICE_MS`]: a worker that died (e.g. out of memory) sends nothing more.
+    pub worker_silent_s: Option<u64>,
 }
+
+/// Silence of the worker, while it owes an answer, after which the page says so.
+pub const WORKER_SILENCE_NOTICE_MS: f64 = 30_000.0;
 
 /// Everything that changes the state.
 #[derive(Debug)]
@@ -100,6 +106,10 @@ pub enum Action {
     },
     /// A synthesis request went out.
     SynthStarted,
+    /// Periodic check: the worker's last message was `silent_ms` ago.
+    Tick {
+        silent_ms: f64,
+    },
 }
 
 impl AppState {
@@ -145,6 +155,7 @@ impl Reducible for AppState {
                 s.synth_busy = false;
                 s.started_at = Some(now);
                 s.shown_ms = None;
+                s.worker_silent_s = None;
             }
             Action::OpenFailed { name, message } => {
                 s.load = Load::Failed { name, message, bad_rows: Rc::new(Vec::new()), bad_total: 0 };
@@ -155,6 +166,19 @@ impl Reducible for AppState {
                 s.started_at = None;
             }
             Action::SynthStarted => s.synth_busy = true,
+            Action::Tick { silent_ms } => {
+                let waiting = matches!(s.load, Load::Reading { .. }) || s.analyzing || s.synth_busy;
+                let silent = (waiting && silent_ms >= WORKER_SILENCE_NOTICE_MS).then(|| (silent_ms / 1000.0) as u64);
+                if silent == s.worker_silent_s {
+                    return self;
+                }
+                s.worker_silent_s = silent;
+            }
+            // Any message shows the worker is alive: clear the silence notice, then apply it.
+            Action::Worker(msg) if s.worker_silent_s.is_some() => {
+                s.worker_silent_s = None;
+                return Rc::new(s).reduce(Action::Worker(msg));
+            }
             Action::Worker(msg) => match msg {
                 FromWorker::Progress(p) => match &mut s.load {
                     Load::Reading { progress, .. } => *progress = p,
@@ -189,7 +213,13 @@ impl Reducible for AppState {
                     }
                 }
                 FromWorker::Synthesis(view) => {
-                    if s.form.synth().as_ref() != Some(&view.settings) {
+                    let wanted = s.form.synth();
+                    if wanted.as_ref() != Some(&view.settings) {
+                        // While the form is invalid no newer request is coming: stop waiting.
+                        if wanted.is_none() && s.synth_busy {
+                            s.synth_busy = false;
+                            return Rc::new(s);
+                        }
                         return self;
                     }
                     s.synth_busy = false;
@@ -232,6 +262,31 @@ mod tests {
     }
 
     #[test]
+    fn a_silent_worker_is_reported_only_while_the_page_waits_on_it() {
+        let s = Rc::new(AppState::default());
+        // Nothing asked of the worker: silence is normal.
+        let s = reduce(s, Action::Tick { silent_ms: 60_000.0 });
+        assert_eq!(s.worker_silent_s, None);
+        let s = reduce(s, Action::Open { name: "t.jsonl".into(), size: 100, now: 5.0, sample: false });
+        let quiet = reduce(s.clone(), Action::Tick { silent_ms: 5_000.0 });
+        assert!(Rc::ptr_eq(&quiet, &s), "a short silence changes nothing (no re-render)");
+        let s = reduce(s, Action::Tick { silent_ms: 31_500.0 });
+        assert_eq!(s.worker_silent_s, Some(31));
+        // Any message clears the notice and is applied.
+        let p = Progress { bytes: 50, total: 100, rows: 1, invalid: 0 };
+        let s = reduce(s, Action::Worker(FromWorker::Progress(p.clone())));
+        assert_eq!(s.worker_silent_s, None);
+        assert_eq!(s.load, Load::Reading { name: "t.jsonl".into(), progress: p });
+        let s = reduce(s, Action::Tick { silent_ms: 45_000.0 });
+        assert_eq!(s.worker_silent_s, Some(45));
+        let s =
+            reduce(s, Action::Worker(FromWorker::LoadFailed { message: "x".into(), bad_rows: vec![], bad_total: 0 }));
+        assert_eq!(s.worker_silent_s, None);
+        let s = reduce(s, Action::Tick { silent_ms: 90_000.0 });
+        assert_eq!(s.worker_silent_s, None, "nothing owed after a failure");
+    }
+
+    #[test]
     fn open_progress_load_analysis() {
         let s = Rc::new(AppState::default());
         let s = reduce(s, Action::Open { name: "t.jsonl".into(), size: 100, now: 5.0, sample: false });
@@ -263,6 +318,26 @@ mod tests {
         let bad = reduce(s, Action::Set(Field::BlockSize, "x".into()));
         let shown = reduce(bad, Action::Worker(FromWorker::Analysis(Box::new(analysis_view(&trace, 512)))));
         assert!(shown.analysis.is_some());
+    }
+
+    #[test]
+    fn a_late_synthesis_while_the_form_is_invalid_ends_the_wait() {
+        let trace = parse_str("{\"input_length\":10,\"hash_ids\":[1]}\n", ParseOptions::default()).unwrap().trace;
+        let s = AppState { file: Some(Rc::new(summary())), ..Default::default() };
+        let settings = s.form.synth().unwrap();
+        let view = crate::engine::synth_view(&trace, &settings);
+        let s = reduce(Rc::new(s), Action::SynthStarted);
+        // The user types an invalid value: no newer request will go out.
+        let s = reduce(s, Action::Set(Field::Speedup, "fast".into()));
+        assert!(s.synth_busy && s.form.synth().is_none());
+        let s = reduce(s, Action::Worker(FromWorker::Synthesis(Box::new(view.clone()))));
+        assert!(!s.synth_busy);
+        assert_eq!(s.synth, Synth::Idle, "the late result for other settings is not shown");
+        // With a valid but different form, a newer request is pending: keep waiting.
+        let s = reduce(s, Action::Set(Field::Speedup, "3".into()));
+        let s = reduce(s, Action::SynthStarted);
+        let s = reduce(s, Action::Worker(FromWorker::Synthesis(Box::new(view))));
+        assert!(s.synth_busy);
     }
 
     #[test]

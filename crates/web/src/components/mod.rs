@@ -52,11 +52,15 @@ fn Main() -> Html {
     });
     let sent = use_mut_ref(Sent::default);
     let dragging = use_state(|| false);
+    // When the worker last spoke (or was last asked to read a file), for the silence notice.
+    let last_heard = use_mut_ref(web::now_ms);
 
     let bridge = {
         let dispatcher = state.dispatcher();
         let sent = sent.clone();
+        let last_heard = last_heard.clone();
         use_worker_bridge::<TraceWorker, _>(move |out: FromWorker| {
+            *last_heard.borrow_mut() = web::now_ms();
             match &out {
                 FromWorker::Loaded(_) | FromWorker::LoadFailed { .. } => {
                     if let Some(url) = sent.borrow_mut().blob_url.take() {
@@ -76,6 +80,7 @@ fn Main() -> Html {
 
     // Hands a file (dropped, picked or fetched) to the worker.
     let open_blob = {
+        let last_heard = last_heard.clone();
         let bridge = bridge.clone();
         let sent = sent.clone();
         let state = state.clone();
@@ -91,6 +96,7 @@ fn Main() -> Html {
             }
             let block_size = state.form.block_size().unwrap_or(512);
             s.block_size = Some(block_size);
+            *last_heard.borrow_mut() = web::now_ms();
             s.synth = None;
             bridge.send(ToWorker::Load { url, name, size, block_size });
         })
@@ -131,6 +137,19 @@ fn Main() -> Html {
             if sample {
                 load_sample.emit(());
             }
+        });
+    }
+
+    // A worker that died (e.g. out of memory) never answers again: say so after a long silence.
+    {
+        let dispatcher = state.dispatcher();
+        let last_heard = last_heard.clone();
+        use_effect_with((), move |_| {
+            let tick = gloo_timers::callback::Interval::new(5_000, move || {
+                let silent_ms = web::now_ms() - *last_heard.borrow();
+                dispatcher.dispatch(Action::Tick { silent_ms });
+            });
+            move || drop(tick)
         });
     }
 
@@ -253,6 +272,13 @@ fn Main() -> Html {
             <div class="drop-overlay" aria-hidden="true"><div>{ "Drop the trace to open it" }</div></div>
             <main>
                 { for st.url_warnings.iter().map(|w| html! { <p class="warning" role="status">{ format!("Ignored an unknown link parameter: {w}") }</p> }) }
+                {
+                    if let Some(secs) = st.worker_silent_s {
+                        html! { <p class="warning" role="status">{ format!("No answer from the background worker for {secs} s. Very large traces take a while; if this does not change, the browser may have run out of memory: reload the page or try a smaller file.") }</p> }
+                    } else {
+                        html! {}
+                    }
+                }
                 <LoadStatus state={state.clone()} />
                 {
                     if let (Some(file), Some(shown)) = (st.file.clone(), st.analysis.clone()) {
