@@ -34,22 +34,7 @@ fn fixed_schedule_is_kept_and_prompts_are_exact() {
         .collect();
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("art");
-    let out = profile(
-        &[
-            "-m",
-            "m",
-            "-u",
-            &mock.url,
-            "--streaming",
-            "--tokenizer",
-            &tokenizer(),
-            "--input-file",
-            trace.to_str().unwrap(),
-            "--artifact-dir",
-            art.to_str().unwrap(),
-        ],
-        LIMIT,
-    );
+    let out = profile_streaming(&mock.url, &trace, &art, &[], LIMIT);
     ok(&out);
     let arrivals = mock.arrivals();
     assert_eq!(arrivals.len(), rows.len());
@@ -100,24 +85,7 @@ fn synthesis_speedup_ratio_compresses_the_schedule() {
         .collect();
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("art");
-    let out = profile(
-        &[
-            "-m",
-            "m",
-            "-u",
-            &mock.url,
-            "--streaming",
-            "--tokenizer",
-            &tokenizer(),
-            "--input-file",
-            trace.to_str().unwrap(),
-            "--artifact-dir",
-            art.to_str().unwrap(),
-            "--synthesis-speedup-ratio",
-            "4",
-        ],
-        LIMIT,
-    );
+    let out = profile_streaming(&mock.url, &trace, &art, &["--synthesis-speedup-ratio", "4"], LIMIT);
     ok(&out);
     let arrivals = mock.arrivals();
     assert_eq!(arrivals.len(), 25);
@@ -151,22 +119,7 @@ fn sessions_wait_for_completion_and_delays() {
     ];
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("art");
-    let out = profile(
-        &[
-            "-m",
-            "m",
-            "-u",
-            &mock.url,
-            "--streaming",
-            "--tokenizer",
-            &tokenizer(),
-            "--input-file",
-            trace.to_str().unwrap(),
-            "--artifact-dir",
-            art.to_str().unwrap(),
-        ],
-        LIMIT,
-    );
+    let out = profile_streaming(&mock.url, &trace, &art, &[], LIMIT);
     ok(&out);
     let arrivals = mock.arrivals();
     let at = arrival_ms(&arrivals);
@@ -209,26 +162,8 @@ fn every_fault_becomes_an_error_record() {
         (0..60).map(|i| format!(r#"{{"input_length": {}, "output_length": 8}}"#, 10 + i)).collect();
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("art");
-    let out = profile(
-        &[
-            "-m",
-            "m",
-            "-u",
-            &mock.url,
-            "--streaming",
-            "--tokenizer",
-            &tokenizer(),
-            "--input-file",
-            trace.to_str().unwrap(),
-            "--artifact-dir",
-            art.to_str().unwrap(),
-            "--concurrency",
-            "8",
-            "--request-timeout-seconds",
-            "2",
-        ],
-        LIMIT,
-    );
+    let out =
+        profile_streaming(&mock.url, &trace, &art, &["--concurrency", "8", "--request-timeout-seconds", "2"], LIMIT);
     ok(&out);
     let records = read_jsonl(&art.join("profile_export.jsonl"));
     assert_eq!(records.len(), 60);
@@ -449,26 +384,8 @@ fn constant_request_rate_paces_sessions() {
         (0..30).map(|i| format!(r#"{{"input_length": {}, "output_length": 2}}"#, 10 + i)).collect();
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("art");
-    let out = profile(
-        &[
-            "-m",
-            "m",
-            "-u",
-            &mock.url,
-            "--streaming",
-            "--tokenizer",
-            &tokenizer(),
-            "--input-file",
-            trace.to_str().unwrap(),
-            "--artifact-dir",
-            art.to_str().unwrap(),
-            "--request-rate",
-            "40",
-            "--arrival-pattern",
-            "constant",
-        ],
-        LIMIT,
-    );
+    let out =
+        profile_streaming(&mock.url, &trace, &art, &["--request-rate", "40", "--arrival-pattern", "constant"], LIMIT);
     ok(&out);
     let arrivals = mock.arrivals();
     assert_eq!(arrivals.len(), 30);
@@ -490,19 +407,11 @@ fn benchmark_duration_stops_sending_and_the_run_ends() {
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("art");
     let started = std::time::Instant::now();
-    let out = profile(
+    let out = profile_streaming(
+        &mock.url,
+        &trace,
+        &art,
         &[
-            "-m",
-            "m",
-            "-u",
-            &mock.url,
-            "--streaming",
-            "--tokenizer",
-            &tokenizer(),
-            "--input-file",
-            trace.to_str().unwrap(),
-            "--artifact-dir",
-            art.to_str().unwrap(),
             "--request-rate",
             "20",
             "--arrival-pattern",

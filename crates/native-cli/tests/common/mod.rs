@@ -91,6 +91,16 @@ pub fn profile(args: &[&str], limit: Duration) -> Output {
     wait_limited(child, limit)
 }
 
+/// `profile` with streaming chat against `url`, the test tokenizer, `trace` and `art`, then `extra`.
+pub fn profile_streaming(url: &str, trace: &Path, art: &Path, extra: &[&str], limit: Duration) -> Output {
+    let tok = tokenizer();
+    let (trace, art) = (trace.to_str().unwrap(), art.to_str().unwrap());
+    let mut args =
+        vec!["-m", "m", "-u", url, "--streaming", "--tokenizer", &tok, "--input-file", trace, "--artifact-dir", art];
+    args.extend_from_slice(extra);
+    profile(&args, limit)
+}
+
 pub fn wait_limited(mut child: Child, limit: Duration) -> Output {
     let t0 = Instant::now();
     loop {
