@@ -194,23 +194,7 @@ fn connection_refused_is_recorded_and_the_run_completes() {
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("art");
     let url = format!("http://127.0.0.1:{port}");
-    let out = profile(
-        &[
-            "-m",
-            "m",
-            "-u",
-            &url,
-            "--tokenizer",
-            &tokenizer(),
-            "--input-file",
-            trace.to_str().unwrap(),
-            "--artifact-dir",
-            art.to_str().unwrap(),
-            "--request-rate",
-            "50",
-        ],
-        LIMIT,
-    );
+    let out = profile_on(&url, &trace, &art, &["--request-rate", "50"], LIMIT);
     ok(&out);
     let s = summary(&art);
     assert_eq!(s["error_request_count"]["avg"], 5.0);
@@ -260,25 +244,11 @@ fn the_api_key_never_appears_in_any_output() {
         (0..10).map(|i| format!(r#"{{"input_length": {}, "output_length": 3}}"#, 10 + i)).collect();
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("art");
-    let out = profile(
-        &[
-            "-m",
-            "m",
-            "-u",
-            &mock.url,
-            "--tokenizer",
-            &tokenizer(),
-            "--input-file",
-            trace.to_str().unwrap(),
-            "--artifact-dir",
-            art.to_str().unwrap(),
-            "--concurrency",
-            "2",
-            "--api-key",
-            key,
-            "-H",
-            &format!("X-Other-Key:{key}"),
-        ],
+    let out = profile_on(
+        &mock.url,
+        &trace,
+        &art,
+        &["--concurrency", "2", "--api-key", key, "-H", &format!("X-Other-Key:{key}")],
         LIMIT,
     );
     ok(&out);
@@ -302,20 +272,13 @@ fn completions_non_streaming_and_goodput() {
         (0..12).map(|i| format!(r#"{{"input_length": {}, "output_length": 5}}"#, 10 + i)).collect();
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("art");
-    let out = profile(
+    let out = profile_on(
+        &mock.url,
+        &trace,
+        &art,
         &[
-            "-m",
-            "m",
-            "-u",
-            &mock.url,
             "--endpoint-type",
             "completions",
-            "--tokenizer",
-            &tokenizer(),
-            "--input-file",
-            trace.to_str().unwrap(),
-            "--artifact-dir",
-            art.to_str().unwrap(),
             "--concurrency",
             "3",
             "--request-count",

@@ -91,14 +91,18 @@ pub fn profile(args: &[&str], limit: Duration) -> Output {
     wait_limited(child, limit)
 }
 
-/// `profile` with streaming chat against `url`, the test tokenizer, `trace` and `art`, then `extra`.
-pub fn profile_streaming(url: &str, trace: &Path, art: &Path, extra: &[&str], limit: Duration) -> Output {
+/// `profile` against `url` with the test tokenizer, `trace` and `art`, then `extra`.
+pub fn profile_on(url: &str, trace: &Path, art: &Path, extra: &[&str], limit: Duration) -> Output {
     let tok = tokenizer();
     let (trace, art) = (trace.to_str().unwrap(), art.to_str().unwrap());
-    let mut args =
-        vec!["-m", "m", "-u", url, "--streaming", "--tokenizer", &tok, "--input-file", trace, "--artifact-dir", art];
+    let mut args = vec!["-m", "m", "-u", url, "--tokenizer", &tok, "--input-file", trace, "--artifact-dir", art];
     args.extend_from_slice(extra);
     profile(&args, limit)
+}
+
+/// [`profile_on`] with `--streaming`.
+pub fn profile_streaming(url: &str, trace: &Path, art: &Path, extra: &[&str], limit: Duration) -> Output {
+    profile_on(url, trace, art, &[&["--streaming"], extra].concat(), limit)
 }
 
 pub fn wait_limited(mut child: Child, limit: Duration) -> Output {
