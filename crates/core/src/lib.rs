@@ -11,12 +11,16 @@
 //! - [`report`]: the console report of an analysis;
 //! - [`sse`]: incremental server-sent-events parser and OpenAI chunk interpretation;
 //! - [`schedule`]: the replay schedule as data;
-//! - [`metrics`]: per-request records, AIPerf metrics, mergeable aggregates, goodput.
+//! - [`dispatch`]: which request goes next and when (sessions, concurrency ceiling, stop);
+//! - [`metrics`]: per-request records, AIPerf metrics, mergeable aggregates, goodput;
+//! - [`results`]: a run's summary and its exports (JSONL line, JSON, CSV, console table).
 
 pub mod analysis;
+pub mod dispatch;
 pub mod metrics;
 pub mod prompt_hash;
 pub mod report;
+pub mod results;
 pub mod schedule;
 pub mod sse;
 pub mod stats;

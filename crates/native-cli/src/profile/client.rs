@@ -1,7 +1,7 @@
-//! The HTTP side of a request: one pooled HTTP/1.1 client (rustls for `https://`), sending a
-//! prepared body and timing every byte of the answer, streaming (SSE) or not.
+//! The HTTP transport: one pooled HTTP/1.1 client (rustls for `https://`), sending a prepared
+//! body and timing every byte of the answer, streaming (SSE) or not.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aiperf_core::metrics::{RecordError, ServerUsage};
 use aiperf_core::sse::{ChunkError, SseEvent, SseParser, StreamItem, interpret_chunk, interpret_response};
@@ -13,6 +13,8 @@ use hyper::{Method, Request, Uri};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+
+use super::transport::{Clock, Exchange, Transport};
 
 /// The pooled client: connections are kept alive and reused, with no cap on their number, so the
 /// pool grows to the load instead of queueing requests silently.
@@ -29,18 +31,6 @@ pub fn http_client() -> Result<HttpClient> {
         .enable_http1()
         .wrap_connector(http);
     Ok(Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(90)).build(https))
-}
-
-/// Nanoseconds since the benchmark start.
-#[derive(Clone, Copy, Debug)]
-pub struct Clock {
-    pub base: Instant,
-}
-
-impl Clock {
-    pub fn now_ns(&self) -> u64 {
-        self.base.elapsed().as_nanos() as u64
-    }
 }
 
 /// Where and how requests go.
@@ -86,22 +76,6 @@ impl Endpoint {
     }
 }
 
-/// What came back for one request.
-#[derive(Clone, Debug, Default)]
-pub struct Exchange {
-    pub sent_ns: u64,
-    pub first_byte_ns: Option<u64>,
-    pub chunk_ns: Vec<u64>,
-    pub text: String,
-    pub usage: ServerUsage,
-    pub finish_reason: Option<String>,
-    pub streaming: bool,
-    pub end_ns: u64,
-    pub error: Option<RecordError>,
-    /// The TTFT a mock server says it was programmed with (`x-aiperf-mock-ttft-ms`).
-    pub mock_ttft_ms: Option<f64>,
-}
-
 fn err(kind: &str, message: impl Into<String>) -> Option<RecordError> {
     Some(RecordError { kind: kind.into(), message: message.into() })
 }
@@ -115,6 +89,19 @@ fn chain(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
+}
+
+/// Requests over HTTP to one endpoint.
+#[derive(Clone, Debug)]
+pub struct HttpTransport {
+    pub client: HttpClient,
+    pub endpoint: Endpoint,
+}
+
+impl Transport for HttpTransport {
+    async fn send(&self, body: Bytes, clock: Clock) -> Exchange {
+        send(&self.client, &self.endpoint, body, &clock).await
+    }
 }
 
 /// Sends one request and measures the answer; never fails, errors land in [`Exchange::error`].
