@@ -394,7 +394,7 @@ mod tests {
             (&["--request-timeout-seconds", "0"], "--request-timeout-seconds 0.0"),
             (&["--request-timeout-seconds", "NaN"], "--request-timeout-seconds NaN"),
             (&["--benchmark-duration", "1e300"], "--benchmark-duration"),
-            (&["--benchmark-duration", "-1"], "--benchmark-duration -1.0"),
+            (&["--benchmark-duration=-1"], "--benchmark-duration -1.0"),
             (&["--benchmark-grace-period", "1e300"], "--benchmark-grace-period"),
             (&["--benchmark-grace-period", "inf"], "--benchmark-grace-period inf"),
             (&["--request-rate", "1e-300"], "--request-rate 1e-300: accepted is 0.001 to 1000000"),
@@ -402,7 +402,7 @@ mod tests {
             (&["--concurrency", "0"], "--concurrency 0: accepted is 1 to 1000000"),
             (&["--request-count", "0"], "--request-count 0"),
             (&["--isl-block-size", "0"], "--isl-block-size 0"),
-            (&["--fixed-schedule-start-offset", "-5"], "--fixed-schedule-start-offset -5.0"),
+            (&["--fixed-schedule-start-offset=-5"], "--fixed-schedule-start-offset -5.0"),
             (&["--header", "novalue"], "--header 'novalue' is not of the form key:value"),
             (&["--goodput", "ttft:5"], "unknown metric"),
         ] {
