@@ -3,26 +3,40 @@
 //! Each JSONL row's `prompt` (or `text_input`, or the text of its `messages`) is tokenized with a
 //! local `tokenizer.json` (no special tokens added), and its blocks are hashed with the core's
 //! AIPerf-compatible chained block hasher. `timestamp`, `output_length` and `session_id` are kept.
+//!
+//! Memory is bounded: lines are read through a length cap (`--max-line-bytes`), a prompt may hold
+//! at most `--max-prompt-bytes` of text (tokenizing costs about 80 bytes of memory per byte of
+//! prompt, in the tokenizer's per-token bookkeeping), and prompts are read and tokenized a batch
+//! of at most [`BATCH_BYTES`] of text at a time rather than all at once.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use aiperf_core::analysis::DEFAULT_BLOCK_SIZE;
 use aiperf_core::prompt_hash::BlockHasher;
-use aiperf_core::trace::{Input, Number, Row, Trace, write_trace};
+use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Input, LineRead, Number, Row, Trace, read_line_capped, write_trace};
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::Value;
 use tokenizers::Tokenizer;
 
-use crate::input::{open, write_atomically};
+use crate::input::open;
+use crate::output::{refuse_same_files, report_stream, write_output};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Prompts, one JSON object a line with `prompt`, `text_input` or `messages` (optionally gzip).
+    /// Prompts, one JSON object a line with `prompt`, `text_input` or `messages` (optionally gzip;
+    /// `-`: standard input).
     pub file: PathBuf,
-    /// Where to write the Mooncake trace (JSONL).
+    /// Where to write the Mooncake trace (JSONL; `-`: standard output).
     #[arg(long)]
     pub output_file: PathBuf,
+    /// Longest input line accepted (bytes); a longer one stops with a `file:line` error.
+    #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
+    /// Longest prompt text accepted (bytes, UTF-8); a longer one stops with a `file:line` error.
+    /// Tokenizing takes about 80 times a prompt's size in memory.
+    #[arg(long, default_value_t = DEFAULT_MAX_PROMPT_BYTES)]
+    pub max_prompt_bytes: usize,
     /// Tokens per hash id block.
     #[arg(long, default_value_t = DEFAULT_BLOCK_SIZE)]
     pub block_size: u32,
@@ -30,6 +44,12 @@ pub struct Args {
     #[arg(long)]
     pub tokenizer: PathBuf,
 }
+
+/// Default of `--max-prompt-bytes`: 8 MiB, about two million tokens (more than any model's context).
+pub const DEFAULT_MAX_PROMPT_BYTES: usize = 8 << 20;
+
+/// Prompts are tokenized (in parallel) in batches of at most this much text, or 1024 prompts.
+pub const BATCH_BYTES: usize = 8 << 20;
 
 /// One prompt row before tokenization.
 struct Prompt {
@@ -39,13 +59,14 @@ struct Prompt {
 
 pub fn run(args: Args) -> Result<()> {
     ensure!(args.block_size >= 1, "--block-size must be at least 1");
+    refuse_same_files(&[&args.output_file], &[&args.file, &args.tokenizer])?;
     let tokenizer = load_tokenizer(&args.tokenizer)?;
-    let prompts = read_prompts(&args.file)?;
+    let mut prompts = Prompts::open(&args)?;
     let mut hasher = BlockHasher::new(args.block_size);
-    let mut trace = Trace::with_capacity(prompts.len(), 0);
+    let mut trace = Trace::new();
     let mut tokens_total = 0u64;
     // Tokenize in batches (in parallel), hash in input order (ids are first-seen order).
-    for batch in prompts.chunks(1024) {
+    while let Some(batch) = prompts.next_batch()? {
         let texts: Vec<&str> = batch.iter().map(|p| p.text.as_str()).collect();
         let encodings = tokenizer.encode_batch_fast(texts, false).map_err(|e| anyhow!("tokenizer failed: {e}"))?;
         for (prompt, enc) in batch.iter().zip(encodings) {
@@ -56,8 +77,8 @@ pub fn run(args: Args) -> Result<()> {
             trace.push(row, hasher.hash_ids(tokens));
         }
     }
-    write_atomically(&args.output_file, write_trace(&trace).as_bytes())?;
-    let mut out = std::io::stdout().lock();
+    write_output(&args.output_file, write_trace(&trace).as_bytes())?;
+    let mut out = report_stream(&[&args.output_file]);
     writeln!(
         out,
         "Hashed {} prompts ({} tokens) into {} distinct blocks of {} tokens; wrote {}",
@@ -75,18 +96,69 @@ fn load_tokenizer(path: &Path) -> Result<Tokenizer> {
     Tokenizer::from_file(&file).map_err(|e| anyhow!("cannot load tokenizer {}: {e}", file.display()))
 }
 
-fn read_prompts(path: &Path) -> Result<Vec<Prompt>> {
-    let mut prompts = Vec::new();
-    for (i, line) in open(path)?.lines().enumerate() {
-        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let at = || format!("{}:{}", path.display(), i + 1);
-        let value: Value = serde_json::from_str(&line).with_context(|| format!("{}: not valid JSON", at()))?;
-        prompts.push(prompt_of(&value).with_context(at)?);
+/// The prompts file, read a batch at a time through a line-length cap.
+struct Prompts<'a> {
+    args: &'a Args,
+    reader: Box<dyn BufRead>,
+    line: u64,
+    buf: Vec<u8>,
+}
+
+impl<'a> Prompts<'a> {
+    fn open(args: &'a Args) -> Result<Self> {
+        Ok(Prompts { args, reader: open(&args.file)?, line: 0, buf: Vec::new() })
     }
-    Ok(prompts)
+
+    /// The next prompts, up to 1024 of them or [`BATCH_BYTES`] of text; `None` at the end.
+    fn next_batch(&mut self) -> Result<Option<Vec<Prompt>>> {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        while batch.len() < 1024 && bytes < BATCH_BYTES {
+            let Some(prompt) = self.next_prompt()? else { break };
+            bytes += prompt.text.len();
+            batch.push(prompt);
+        }
+        Ok((!batch.is_empty()).then_some(batch))
+    }
+
+    fn next_prompt(&mut self) -> Result<Option<Prompt>> {
+        let path = self.args.file.display();
+        loop {
+            self.buf.clear();
+            let read = read_line_capped(&mut self.reader, &mut self.buf, self.args.max_line_bytes);
+            self.line += 1;
+            let at = format!("{path}:{}", self.line);
+            match read.with_context(|| format!("cannot read {path} after line {}", self.line - 1))? {
+                LineRead::End => return Ok(None),
+                LineRead::TooLong => bail!(
+                    "{at}: the line is longer than {} bytes (raise --max-line-bytes if the file is right)",
+                    self.args.max_line_bytes
+                ),
+                LineRead::Line => {}
+            }
+            let mut text = std::str::from_utf8(&self.buf).map_err(|e| {
+                anyhow!("{at}: not valid UTF-8 (byte {}); prompts must be UTF-8 text", e.valid_up_to() + 1)
+            })?;
+            text = text.strip_suffix('\r').unwrap_or(text);
+            if self.line == 1 {
+                text = text.strip_prefix('\u{feff}').unwrap_or(text);
+            }
+            if text.trim().is_empty() {
+                continue;
+            }
+            let value: Value = serde_json::from_str(text).with_context(|| format!("{at}: not valid JSON"))?;
+            let prompt = prompt_of(&value).with_context(|| at.clone())?;
+            ensure!(
+                prompt.text.len() <= self.args.max_prompt_bytes,
+                "{at}: the prompt holds {} bytes, more than --max-prompt-bytes {} (tokenizing it would take about {} MB \
+                 of memory; raise the limit if you have it)",
+                prompt.text.len(),
+                self.args.max_prompt_bytes,
+                prompt.text.len() * 80 / 1_000_000
+            );
+            return Ok(Some(prompt));
+        }
+    }
 }
 
 /// The text and pass-through fields of one prompt row.

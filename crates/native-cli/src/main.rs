@@ -4,6 +4,7 @@ mod analyze;
 mod hash_prompts;
 mod input;
 mod mock_server;
+mod output;
 mod profile;
 mod synthesis_flags;
 mod synthesize;
