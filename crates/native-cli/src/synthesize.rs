@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use aiperf_core::analysis::{DEFAULT_BLOCK_SIZE, analyze_with_rows};
 use aiperf_core::synthesis::{
-    GenerateParams, PrefixModel, SynthesisError, TransformParams, fidelity_from_analyses, transform,
+    GenerateParams, MAX_OUTPUT_IDS, PrefixModel, SynthesisError, TransformParams, fidelity_from_analyses, transform,
 };
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace, write_trace};
 use anyhow::{Context, Result};
@@ -29,8 +29,9 @@ pub struct Args {
     pub output_file: PathBuf,
     #[command(flatten)]
     pub synthesis: SynthesisFlags,
-    /// Generative mode: learn a model of the trace and sample this many new requests.
-    #[arg(long)]
+    /// Generative mode: learn a model of the trace and sample this many new requests (a whole
+    /// number from 1 to 2^28; `1e6` is accepted).
+    #[arg(long, value_parser = request_count)]
     pub num_requests: Option<usize>,
     /// Generative mode only: resample requests shorter than this (tokens).
     #[arg(long, requires = "num_requests")]
@@ -53,6 +54,22 @@ pub struct Args {
     /// Write the original-vs-synthesized fidelity report as JSON to this file (`-`: standard output).
     #[arg(long)]
     pub fidelity_file: Option<PathBuf>,
+}
+
+/// `--num-requests`: a whole number from 1 to [`MAX_OUTPUT_IDS`], written plainly or as `1e6`.
+fn request_count(s: &str) -> std::result::Result<usize, String> {
+    let value = s.parse::<u64>().ok().or_else(|| {
+        let f = s.parse::<f64>().ok()?;
+        (f.is_finite() && f.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&f)).then_some(f as u64)
+    });
+    match value {
+        Some(n) if (1..=MAX_OUTPUT_IDS).contains(&n) => usize::try_from(n).map_err(|e| e.to_string()),
+        Some(_) => Err(format!(
+            "expected a whole number of requests from 1 to {MAX_OUTPUT_IDS} (a synthesized trace holds at most \
+             that many hash ids, one a row at least), found {s}"
+        )),
+        None => Err(format!("expected a whole number of requests from 1 to {MAX_OUTPUT_IDS}, found {s:?}")),
+    }
 }
 
 /// The command-line option behind a core parameter name, for error messages.

@@ -436,3 +436,31 @@ fn mock_server_refuses_huge_max_tokens_and_streams_big_answers_in_bounded_memory
     assert!(peak < 100_000, "mock peak RSS {peak} kB for a {total}-byte stream");
     eprintln!("mock: {total}-byte stream, peak RSS {peak} kB");
 }
+
+// ---- messages ----
+
+#[test]
+fn generation_errors_name_the_real_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = trace_in(dir.path());
+    let out_file = dir.path().join("out.jsonl");
+    let err = stderr(&synthesize(&input, &out_file, &["--num-requests", "1e10"]));
+    assert!(err.contains("--num-requests") && err.contains("from 1 to 268435456") && err.contains("1e10"), "{err}");
+    assert!(!err.contains("multipliers"), "{err}");
+    let out = synthesize(&input, &out_file, &["--num-requests", "1e1"]);
+    assert!(out.status.success(), "1e1 is ten requests: {}", stderr(&out));
+    assert_eq!(fs::read_to_string(&out_file).unwrap().lines().count(), 10);
+
+    let no_ids = dir.path().join("no_ids.jsonl");
+    fs::write(&no_ids, "{\"timestamp\":0,\"input_length\":10}\n{\"timestamp\":5,\"input_length\":20}\n").unwrap();
+    let err = stderr(&synthesize(&no_ids, &out_file, &["--num-requests", "5"]));
+    assert!(err.contains("2 row(s) with input_length but none with hash_ids"), "{err}");
+
+    let big = dir.path().join("big.jsonl");
+    fs::write(&big, "{\"input_length\": 1, \"output_length\": 99999999999999999999}\n").unwrap();
+    let err = stderr(&cli(&[os("analyze-trace"), big.as_os_str()]));
+    assert!(
+        err.contains(":1: field 'output_length': expected a non-negative integer, found 99999999999999999999"),
+        "{err}"
+    );
+}

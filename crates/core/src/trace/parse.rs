@@ -287,7 +287,7 @@ fn parse_row_serde(text: &str, line: u64, trace: &mut Trace) -> Result<(), Field
         Err(e) => {
             trace.arena_mut().truncate(start);
             return Err(match ctx.failure.into_inner() {
-                Some(failure) => failure,
+                Some(failure) => as_written(text, failure),
                 None => (None, format!("invalid JSON: {}", json_error_text(&e))),
             });
         }
@@ -303,6 +303,42 @@ fn parse_row_serde(text: &str, line: u64, trace: &mut Trace) -> Result<(), Field
             Err(e)
         }
     }
+}
+
+/// Shows a number in `failure` as the row wrote it: serde_json hands over integers past 64 bits
+/// as floats, whose digits would be printed rounded (`99999999999999999999` as `100000000000000000000`).
+fn as_written(text: &str, failure: FieldError) -> FieldError {
+    let (Some(field), reason) = &failure else { return failure };
+    let Some((head, shown)) = reason.rsplit_once("found ") else { return failure };
+    let Ok(value) = shown.parse::<f64>() else { return failure };
+    match raw_number(text, field) {
+        Some(raw) if raw != shown && raw.parse::<f64>() == Ok(value) => {
+            (Some(field.clone()), format!("{head}found {raw}"))
+        }
+        _ => failure,
+    }
+}
+
+/// The number token of `field` (`input_length`, or a list element like `hash_ids[3]`) in a row.
+/// Only used for messages, after the element's predecessors parsed as plain numbers.
+fn raw_number<'t>(text: &'t str, field: &str) -> Option<&'t str> {
+    let (name, index) = match field.split_once('[') {
+        Some((name, i)) => (name, Some(i.strip_suffix(']')?.parse::<usize>().ok()?)),
+        None => (field, None),
+    };
+    let key = format!("\"{name}\"");
+    let after_key = &text[text.find(&key)? + key.len()..];
+    let mut rest = after_key.trim_start().strip_prefix(':')?.trim_start();
+    if let Some(index) = index {
+        rest = rest.strip_prefix('[')?;
+        for _ in 0..index {
+            rest = &rest[rest.find(',')? + 1..];
+        }
+        rest = rest.trim_start();
+    }
+    let end =
+        rest.find(|c: char| !(c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E'))).unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
 }
 
 /// serde_json's message without its " at line 1 column N" suffix, with the column kept.
@@ -1114,5 +1150,18 @@ mod tests {
         assert_eq!(read(text.as_bytes(), ParseOptions::new("t.jsonl")).unwrap().trace.len(), 2);
         let e = error_of("{\"input_length\": 1}\n\u{feff}{\"input_length\": 2}\n");
         assert!(e.starts_with("t.jsonl:2: starts with a UTF-8 byte order mark"), "{e}");
+    }
+
+    #[test]
+    fn big_integers_are_shown_as_written() {
+        assert_eq!(
+            error_of(r#"{"input_length": 99999999999999999999}"#),
+            "t.jsonl:1: field 'input_length': expected an integer, found 99999999999999999999"
+        );
+        assert_eq!(
+            error_of(r#"{"input_length": 1, "hash_ids": [1, 2.0, 123456789012345678901234]}"#),
+            "t.jsonl:1: field 'hash_ids[2]': expected an unsigned integer, found 123456789012345678901234"
+        );
+        assert!(error_of(r#"{"input_length": 1, "output_length": 1e30}"#).ends_with("found 1e30"));
     }
 }
