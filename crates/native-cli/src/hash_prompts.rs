@@ -5,9 +5,9 @@
 //! AIPerf-compatible chained block hasher. `timestamp`, `output_length` and `session_id` are kept.
 //!
 //! Memory is bounded: lines are read through a length cap (`--max-line-bytes`), a prompt may hold
-//! at most `--max-prompt-bytes` of text (tokenizing costs about 80 bytes of memory per byte of
+//! at most `--max-prompt-bytes` of text (tokenizing costs about 125 bytes of memory per byte of
 //! prompt, in the tokenizer's per-token bookkeeping), and prompts are read and tokenized a batch
-//! of at most [`BATCH_BYTES`] of text at a time rather than all at once.
+//! at a time (about [`BATCH_BYTES`] of text) rather than all at once.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -34,7 +34,7 @@ pub struct Args {
     #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: usize,
     /// Longest prompt text accepted (bytes, UTF-8); a longer one stops with a `file:line` error.
-    /// Tokenizing takes about 80 times a prompt's size in memory.
+    /// Tokenizing takes about 125 times a prompt's size in memory.
     #[arg(long, default_value_t = DEFAULT_MAX_PROMPT_BYTES)]
     pub max_prompt_bytes: usize,
     /// Tokens per hash id block.
@@ -45,11 +45,11 @@ pub struct Args {
     pub tokenizer: PathBuf,
 }
 
-/// Default of `--max-prompt-bytes`: 8 MiB, about two million tokens (more than any model's context).
-pub const DEFAULT_MAX_PROMPT_BYTES: usize = 8 << 20;
+/// Default of `--max-prompt-bytes`: 4 MiB, about a million tokens (as long as the longest contexts).
+pub const DEFAULT_MAX_PROMPT_BYTES: usize = 4 << 20;
 
-/// Prompts are tokenized (in parallel) in batches of at most this much text, or 1024 prompts.
-pub const BATCH_BYTES: usize = 8 << 20;
+/// A batch of prompts tokenized in parallel ends once it holds this much text (or 1024 prompts).
+pub const BATCH_BYTES: usize = 1 << 20;
 
 /// One prompt row before tokenization.
 struct Prompt {
@@ -154,7 +154,7 @@ impl<'a> Prompts<'a> {
                  of memory; raise the limit if you have it)",
                 prompt.text.len(),
                 self.args.max_prompt_bytes,
-                prompt.text.len() * 80 / 1_000_000
+                prompt.text.len() * 125 / 1_000_000
             );
             return Ok(Some(prompt));
         }
