@@ -39,11 +39,11 @@ pub struct Args {
     /// Port on 127.0.0.1 (0 = any free port; the chosen one is printed).
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
-    /// Time to first token (ms).
-    #[arg(long, default_value_t = 0.0)]
+    /// Time to first token (ms, at most a day).
+    #[arg(long, default_value_t = 0.0, value_parser = millis)]
     pub ttft_ms: f64,
-    /// Time between tokens (ms).
-    #[arg(long, default_value_t = 0.0)]
+    /// Time between tokens (ms, at most a day).
+    #[arg(long, default_value_t = 0.0, value_parser = millis)]
     pub itl_ms: f64,
     /// Output tokens when a request sets no max_tokens.
     #[arg(long, default_value_t = 16)]
@@ -52,19 +52,19 @@ pub struct Args {
     #[arg(long)]
     pub eos_after: Option<u64>,
     /// Fraction of requests answered with HTTP 500.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
     pub error_rate: f64,
     /// Fraction of streams cut (connection reset) halfway.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
     pub disconnect_rate: f64,
     /// Fraction of streams with a malformed JSON chunk.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
     pub malformed_rate: f64,
     /// Fraction of streams that stall after the first token (until the client gives up).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
     pub stall_rate: f64,
     /// Fraction of requests answered with more tokens than max_tokens.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
     pub ignore_max_tokens_rate: f64,
     /// Write one JSON line per request (arrival time, tokens asked, prompt size) to this file
     /// (`-`: standard output; a FIFO is written through).
@@ -80,8 +80,8 @@ pub struct Args {
     /// default outlasts `profile`'s own 90 s pool idle timeout, so the client closes first.
     #[arg(long, default_value_t = DEFAULT_IDLE_TIMEOUT_SECONDS, value_parser = positive_seconds)]
     pub idle_timeout_seconds: f64,
-    /// Exit after this many seconds (a safety net for scripts).
-    #[arg(long)]
+    /// Exit after this many seconds (a safety net for scripts; at most a year).
+    #[arg(long, value_parser = seconds)]
     pub exit_after_seconds: Option<f64>,
 }
 
@@ -94,12 +94,35 @@ pub const DEFAULT_IDLE_TIMEOUT_SECONDS: f64 = 120.0;
 /// A stream's bytes are handed to the connection in pieces of about this size.
 pub const STREAM_PIECE_BYTES: usize = 64 << 10;
 
-/// A finite number of seconds > 0 (and at most a year, which `Duration` holds).
-fn positive_seconds(s: &str) -> std::result::Result<f64, String> {
+/// A number in `[lo, hi]` (`lo` excluded when `open`), described as `what` in the error.
+fn number_in(s: &str, lo: f64, hi: f64, open: bool, what: &str) -> std::result::Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v <= 365.0 * 86_400.0 => Ok(v),
-        _ => Err(format!("expected a number of seconds > 0 and at most 31536000, found {s:?}")),
+        Ok(v) if (v > lo || (!open && v == lo)) && v <= hi => Ok(v),
+        _ => Err(format!(
+            "expected {what} from {lo} ({}) to {hi}, found {s:?}",
+            if open { "excluded" } else { "included" }
+        )),
     }
+}
+
+/// Seconds > 0, at most a year (what `Duration` and timers hold comfortably).
+fn positive_seconds(s: &str) -> std::result::Result<f64, String> {
+    number_in(s, 0.0, 365.0 * 86_400.0, true, "a number of seconds")
+}
+
+/// Seconds >= 0, at most a year.
+fn seconds(s: &str) -> std::result::Result<f64, String> {
+    number_in(s, 0.0, 365.0 * 86_400.0, false, "a number of seconds")
+}
+
+/// Milliseconds >= 0, at most a day.
+fn millis(s: &str) -> std::result::Result<f64, String> {
+    number_in(s, 0.0, 86_400_000.0, false, "a number of milliseconds")
+}
+
+/// A fraction of requests.
+fn rate(s: &str) -> std::result::Result<f64, String> {
+    number_in(s, 0.0, 1.0, false, "a fraction")
 }
 
 struct State {
@@ -165,7 +188,7 @@ pub fn run(args: Args) -> Result<()> {
         let stop = async {
             let deadline = async {
                 match exit_after {
-                    Some(s) => tokio::time::sleep(Duration::from_secs_f64(s.clamp(0.0, 1e9))).await,
+                    Some(s) => tokio::time::sleep(Duration::from_secs_f64(s)).await,
                     None => std::future::pending().await,
                 }
             };

@@ -464,3 +464,19 @@ fn generation_errors_name_the_real_cause() {
         "{err}"
     );
 }
+
+#[test]
+fn mock_server_options_out_of_range_are_named() {
+    for (flag, value, expected) in [
+        ("--ttft-ms", "1e300", "a number of milliseconds from 0 (included) to 86400000"),
+        ("--itl-ms", "NaN", "a number of milliseconds"),
+        ("--error-rate", "2", "a fraction from 0 (included) to 1"),
+        ("--exit-after-seconds", "-1", "a number of seconds"),
+        ("--idle-timeout-seconds", "0", "a number of seconds from 0 (excluded)"),
+    ] {
+        let out = cli(&[os("mock-server"), os("--port"), os("0"), os(&format!("{flag}={value}"))]);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{flag} {value} accepted");
+        assert!(err.contains(flag) && err.contains(value) && err.contains(expected), "{err}");
+    }
+}
