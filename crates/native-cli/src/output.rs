@@ -44,8 +44,9 @@ pub fn is_stdio(path: &Path) -> bool {
 }
 
 /// Refuses (naming both paths) any output that is the same file as one of the inputs, or as
-/// another output. Only existing regular files are compared: devices, FIFOs and `-` may be named
-/// more than once (`/dev/stdin` and `/dev/stdout` are often the same terminal).
+/// another output. Existing regular files are compared by device and inode, outputs not created
+/// yet by their canonical folder and name; devices, FIFOs and `-` may be named more than once
+/// (`/dev/stdin` and `/dev/stdout` are often the same terminal).
 pub fn refuse_same_files(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
     let identity = |p: &Path| -> Option<(u64, u64)> {
         if is_stdio(p) {
@@ -55,6 +56,17 @@ pub fn refuse_same_files(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
         m.is_file().then(|| (m.dev(), m.ino()))
     };
     for (i, out) in outputs.iter().enumerate() {
+        // Two outputs not created yet may still be one path (`o.json` and `./o.json`).
+        if let Some(other) = outputs[..i]
+            .iter()
+            .find(|p| !is_stdio(p) && !is_stdio(out) && planned(p).is_some_and(|q| Some(q) == planned(out)))
+        {
+            bail!(
+                "refusing to write {} and {}: they are the same file; give each output its own path",
+                other.display(),
+                out.display()
+            );
+        }
         let Some(id) = identity(out) else { continue };
         if let Some(input) = inputs.iter().find(|p| identity(p) == Some(id)) {
             bail!(
@@ -73,6 +85,18 @@ pub fn refuse_same_files(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Where a missing output will be created: its folder's canonical path joined with its name.
+fn planned(path: &Path) -> Option<PathBuf> {
+    if fs::symlink_metadata(path).is_ok() {
+        return None;
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    Some(fs::canonicalize(dir).ok()?.join(path.file_name()?))
 }
 
 /// What writing to a path means, once links are followed.
@@ -282,6 +306,9 @@ mod tests {
         refuse_same_files(&[&other, Path::new("-")], &[&input, Path::new("-")]).unwrap();
         fs::write(&other, "").unwrap();
         let e = refuse_same_files(&[&other, &other], &[&input]).unwrap_err().to_string();
+        assert!(e.contains("same file"), "{e}");
+        let fresh = dir.path().join("fresh.json");
+        let e = refuse_same_files(&[&fresh, &dir.path().join("./fresh.json")], &[&input]).unwrap_err().to_string();
         assert!(e.contains("same file"), "{e}");
         assert_eq!(read(&input), "data");
     }
