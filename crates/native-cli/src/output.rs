@@ -26,8 +26,8 @@ use anyhow::{Context, Result, bail};
 const STDIO: &str = "-";
 
 /// Where a command's human-readable report goes: standard error when one of its outputs is
-/// standard output: `-`
-/// (or a path to the same file or pipe, like `/dev/stdout`), so the report never mixes with the data.
+/// standard output (`-`, or a path to the same file or pipe such as `/dev/stdout`), so that the
+/// report never mixes with the data.
 pub fn report_stream(outputs: &[&Path]) -> Box<dyn Write> {
     let stdout = fs::metadata("/proc/self/fd/1").ok().map(|m| (m.dev(), m.ino()));
     let is_stdout =
@@ -92,11 +92,15 @@ fn planned(path: &Path) -> Option<PathBuf> {
     if fs::symlink_metadata(path).is_ok() {
         return None;
     }
-    let dir = match path.parent() {
+    Some(fs::canonicalize(folder_of(path)).ok()?.join(path.file_name()?))
+}
+
+/// The folder a file path is in (`.` for a bare name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
-    };
-    Some(fs::canonicalize(dir).ok()?.join(path.file_name()?))
+    }
 }
 
 /// What writing to a path means, once links are followed.
@@ -180,10 +184,7 @@ fn open_through(path: &Path, at: &Path) -> Result<File> {
 /// Temporary file in `at`'s folder, flushed to disk, renamed over `at`; removed on any failure.
 /// Errors name `path` (what the user typed), never the temporary file.
 fn replace_atomically(path: &Path, at: &Path, contents: &[u8]) -> Result<()> {
-    let dir = match at.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = folder_of(at);
     let name = at.file_name().with_context(|| format!("cannot write {}: not a file path", path.display()))?;
     let (tmp, mut file) = create_temporary(dir, &name.to_string_lossy()).with_context(|| {
         format!("cannot write {}: cannot create a temporary file in {}", path.display(), dir.display())
