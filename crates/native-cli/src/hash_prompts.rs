@@ -5,9 +5,11 @@
 //! AIPerf-compatible chained block hasher. `timestamp`, `output_length` and `session_id` are kept.
 //!
 //! Memory is bounded: lines are read through a length cap (`--max-line-bytes`), a prompt may hold
-//! at most `--max-prompt-bytes` of text (tokenizing costs about 125 bytes of memory per byte of
-//! prompt, in the tokenizer's per-token bookkeeping), and prompts are read and tokenized a batch
-//! at a time (about [`BATCH_BYTES`] of text) rather than all at once.
+//! at most `--max-prompt-bytes` of text, prompts are read and tokenized a batch at a time (about
+//! [`BATCH_BYTES`] of text) rather than all at once, and a long prompt is tokenized in pieces of
+//! [`PIECE_BYTES`] cut at spaces between words when that gives the same ids (byte-level BPE
+//! tokenizers): tokenizing a text at once costs about 125 bytes of memory per byte of it, in the
+//! tokenizer's per-byte and per-token bookkeeping.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -34,7 +36,7 @@ pub struct Args {
     #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: usize,
     /// Longest prompt text accepted (bytes, UTF-8); a longer one stops with a `file:line` error.
-    /// Tokenizing takes about 125 times a prompt's size in memory.
+    /// A prompt that cannot be tokenized in pieces takes about 125 times its size in memory.
     #[arg(long, default_value_t = DEFAULT_MAX_PROMPT_BYTES)]
     pub max_prompt_bytes: usize,
     /// Tokens per hash id block.
@@ -65,16 +67,14 @@ pub fn run(args: Args) -> Result<()> {
     let mut hasher = BlockHasher::new(args.block_size);
     let mut trace = Trace::new();
     let mut tokens_total = 0u64;
+    let cut = cuts_at_spaces(&tokenizer);
     // Tokenize in batches (in parallel), hash in input order (ids are first-seen order).
     while let Some(batch) = prompts.next_batch()? {
-        let texts: Vec<&str> = batch.iter().map(|p| p.text.as_str()).collect();
-        let encodings = tokenizer.encode_batch_fast(texts, false).map_err(|e| anyhow!("tokenizer failed: {e}"))?;
-        for (prompt, enc) in batch.iter().zip(encodings) {
-            let tokens = enc.get_ids();
+        for (prompt, tokens) in batch.iter().zip(token_ids(&tokenizer, &batch, cut)?) {
             tokens_total += tokens.len() as u64;
             let mut row = prompt.row.clone();
             row.input = Input::Length(tokens.len() as i64);
-            trace.push(row, hasher.hash_ids(tokens));
+            trace.push(row, hasher.hash_ids(&tokens));
         }
     }
     write_output(&args.output_file, write_trace(&trace).as_bytes())?;
@@ -89,6 +89,76 @@ pub fn run(args: Args) -> Result<()> {
         args.output_file.display()
     )?;
     Ok(())
+}
+
+/// Prompts longer than this are tokenized a piece at a time (cut at spaces between words) when
+/// the tokenizer allows it: tokenizing costs about 125 bytes of memory per byte of text at once.
+pub const PIECE_BYTES: usize = 256 << 10;
+
+/// The token ids of each prompt of a batch: short prompts tokenized together in parallel, long
+/// ones piece by piece when `cut` (see [`cuts_at_spaces`]).
+fn token_ids(tokenizer: &Tokenizer, batch: &[Prompt], cut: bool) -> Result<Vec<Vec<u32>>> {
+    let fail = |e| anyhow!("tokenizer failed: {e}");
+    let long = |p: &Prompt| cut && p.text.len() > PIECE_BYTES;
+    let short: Vec<&str> = batch.iter().filter(|p| !long(p)).map(|p| p.text.as_str()).collect();
+    let mut short_ids = tokenizer.encode_batch_fast(short, false).map_err(fail)?.into_iter();
+    let mut all = Vec::with_capacity(batch.len());
+    for prompt in batch {
+        if long(prompt) {
+            let mut ids = Vec::new();
+            for piece in pieces(&prompt.text, PIECE_BYTES) {
+                ids.extend_from_slice(tokenizer.encode_fast(piece, false).map_err(fail)?.get_ids());
+            }
+            all.push(ids);
+        } else {
+            let encoding = short_ids.next().context("the tokenizer returned fewer encodings than prompts")?;
+            all.push(encoding.get_ids().to_vec());
+        }
+    }
+    Ok(all)
+}
+
+/// Whether tokenizing a text cut at a space between two words (`a b` as `a` then ` b`) gives the
+/// same ids as tokenizing it whole. True for byte-level BPE tokenizers (GPT-2, Llama 3, SmolLM:
+/// their pre-tokenizers never join a word to the space before it); false, for instance, for
+/// SentencePiece-style tokenizers that prepend `▁` to every text, which are then not cut.
+fn cuts_at_spaces(tokenizer: &Tokenizer) -> bool {
+    const PROBES: [&str; 3] = ["hello world", "the cat sat on the mat", "lorem ipsum dolor sit amet, consectetur"];
+    let ids = |text: &str| tokenizer.encode_fast(text, false).ok().map(|e| e.get_ids().to_vec());
+    PROBES.iter().all(|probe| {
+        let whole = ids(probe);
+        cut_points(probe.as_bytes(), 1, probe.len()).all(|i| {
+            let (a, b) = (ids(&probe[..i]), ids(&probe[i..]));
+            a.zip(b).map(|(mut a, b)| {
+                a.extend(b);
+                a
+            }) == whole
+        })
+    })
+}
+
+/// Positions in `lo..hi` of a space between two lowercase ASCII letters: where a text is cut.
+fn cut_points(bytes: &[u8], lo: usize, hi: usize) -> impl DoubleEndedIterator<Item = usize> + '_ {
+    (lo.max(1)..hi.min(bytes.len().saturating_sub(1)))
+        .filter(move |&i| bytes[i] == b' ' && bytes[i - 1].is_ascii_lowercase() && bytes[i + 1].is_ascii_lowercase())
+}
+
+/// `text` cut into pieces of at most about `size` bytes, each cut at a space between two words
+/// (the last cut point in the second half of the window); text with no such space stays whole.
+fn pieces(text: &str, size: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while text.len() - start > size {
+        match cut_points(text.as_bytes(), start + size / 2, start + size).next_back() {
+            Some(cut) => {
+                out.push(&text[start..cut]);
+                start = cut;
+            }
+            None => break,
+        }
+    }
+    out.push(&text[start..]);
+    out
 }
 
 fn load_tokenizer(path: &Path) -> Result<Tokenizer> {
@@ -150,8 +220,8 @@ impl<'a> Prompts<'a> {
             let prompt = prompt_of(&value).with_context(|| at.clone())?;
             ensure!(
                 prompt.text.len() <= self.args.max_prompt_bytes,
-                "{at}: the prompt holds {} bytes, more than --max-prompt-bytes {} (tokenizing it would take about {} MB \
-                 of memory; raise the limit if you have it)",
+                "{at}: the prompt holds {} bytes, more than --max-prompt-bytes {} (raise the limit if you have the \
+                 memory: a prompt that cannot be tokenized in pieces takes about {} MB)",
                 prompt.text.len(),
                 self.args.max_prompt_bytes,
                 prompt.text.len() * 125 / 1_000_000
@@ -207,4 +277,39 @@ fn messages_text(m: &Value) -> Result<String> {
         }
     }
     Ok(parts.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn fixture_tokenizer() -> Tokenizer {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/tokenizers/smollm2-135m");
+        load_tokenizer(&dir).unwrap()
+    }
+
+    #[test]
+    fn long_prompts_cut_at_spaces_give_the_same_ids() {
+        let tokenizer = fixture_tokenizer();
+        assert!(cuts_at_spaces(&tokenizer));
+        let sentence = "The quick brown fox, aged 42, jumps over the lazy dog's kennel!\n\tIt's 3.14 o'clock  now; \
+                        naïve café déjà vu — ünïcödé text follows:   spaced   out words.\n";
+        let text = sentence.repeat(700_000 / sentence.len());
+        let whole = tokenizer.encode_fast(text.as_str(), false).unwrap().get_ids().to_vec();
+        let prompt = Prompt { text, row: Row::new(Input::Length(0)) };
+        let cut = token_ids(&tokenizer, std::slice::from_ref(&prompt), true).unwrap();
+        assert!(pieces(&prompt.text, PIECE_BYTES).len() > 2);
+        assert_eq!(cut[0], whole);
+    }
+
+    #[test]
+    fn pieces_cover_the_text_and_text_without_spaces_stays_whole() {
+        let text = "ab cd ".repeat(1000);
+        let parts = pieces(&text, 100);
+        assert!(parts.iter().all(|p| p.len() <= 100) && parts.len() > 50);
+        assert_eq!(parts.concat(), text);
+        let dense = "x".repeat(1000);
+        assert_eq!(pieces(&dense, 100), [dense.as_str()]);
+    }
 }

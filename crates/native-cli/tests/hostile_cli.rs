@@ -300,6 +300,11 @@ fn hash_prompts_bounds_prompt_size_and_names_the_line_of_bad_utf8() {
     );
     assert!(peak_kb < 300_000, "peak RSS {peak_kb} kB");
     assert!(!out_file.exists(), "no output on error");
+    // Allowed, it is tokenized in pieces: ~650 MB when tokenized at once.
+    let (out, peak_kb) = run(&big, &["--max-prompt-bytes", "6000000"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(peak_kb < 250_000, "peak RSS {peak_kb} kB for a 5.4 MB prompt");
+    eprintln!("hash-prompts: 5.4 MB prompt, peak RSS {peak_kb} kB");
 
     let long_line = dir.path().join("long.jsonl");
     fs::write(&long_line, format!("{{\"prompt\": \"{words}\"}}\n")).unwrap();
