@@ -121,8 +121,13 @@ fn token_ids(tokenizer: &Tokenizer, batch: &[Prompt], cut: bool) -> Result<Vec<V
 /// Whether tokenizing a text cut at a space between two words (`a b` as `a` then ` b`) gives the
 /// same ids as tokenizing it whole. True for byte-level BPE tokenizers (GPT-2, Llama 3, SmolLM:
 /// their pre-tokenizers never join a word to the space before it); false, for instance, for
-/// SentencePiece-style tokenizers that prepend `▁` to every text, which are then not cut.
+/// SentencePiece-style tokenizers that prepend `▁` to every text, or any tokenizer that truncates
+/// or pads, which are then not cut.
 fn cuts_at_spaces(tokenizer: &Tokenizer) -> bool {
+    // Truncation or padding set in tokenizer.json would apply to every piece.
+    if tokenizer.get_truncation().is_some() || tokenizer.get_padding().is_some() {
+        return false;
+    }
     const PROBES: [&str; 3] = ["hello world", "the cat sat on the mat", "lorem ipsum dolor sit amet, consectetur"];
     let ids = |text: &str| tokenizer.encode_fast(text, false).ok().map(|e| e.get_ids().to_vec());
     PROBES.iter().all(|probe| {
@@ -301,6 +306,9 @@ mod tests {
         let cut = token_ids(&tokenizer, std::slice::from_ref(&prompt), true).unwrap();
         assert!(pieces(&prompt.text, PIECE_BYTES).len() > 2);
         assert_eq!(cut[0], whole);
+        let mut truncating = tokenizer.clone();
+        truncating.with_truncation(Some(tokenizers::TruncationParams::default())).unwrap();
+        assert!(!cuts_at_spaces(&truncating));
     }
 
     #[test]
