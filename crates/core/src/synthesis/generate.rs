@@ -84,6 +84,11 @@ impl GenerateParams {
         if self.num_requests == 0 {
             return Err(invalid("num_requests", "at least 1", "0".into()));
         }
+        // Checked here, not as `TooLarge` while sampling, which blames the multipliers.
+        if self.num_requests as u64 > super::MAX_OUTPUT_IDS {
+            let expected = "at most 268435456 (every row holds at least one hash id, and a trace at most 2^28)";
+            return Err(invalid("num_requests", expected, self.num_requests.to_string()));
+        }
         positive("speedup_ratio", self.speedup_ratio)?;
         positive("prefix_len_multiplier", self.prefix_len_multiplier)?;
         if self.prefix_root_multiplier == 0 {
@@ -184,6 +189,7 @@ impl PrefixModel {
         let mut last_fill = Vec::new();
         let mut output_lengths = Vec::new();
         let mut rows = 0usize;
+        let mut rows_without_ids = 0usize;
         // (end node, last-block fill) per row.
         let mut row_ends: Vec<(u32, u32)> = Vec::new();
         for (row, ids) in trace.iter() {
@@ -192,6 +198,7 @@ impl PrefixModel {
             }
             let Some(isl) = row.input_length() else { continue };
             if ids.is_empty() {
+                rows_without_ids += 1;
                 continue;
             }
             rows += 1;
@@ -214,6 +221,9 @@ impl PrefixModel {
             row_ends.push((at, fill));
         }
         drop(index);
+        if rows == 0 && rows_without_ids > 0 {
+            return Err(SynthesisError::NoHashIds { rows: rows_without_ids });
+        }
         if rows == 0 {
             return Err(SynthesisError::NothingToLearn);
         }
@@ -564,11 +574,20 @@ mod tests {
         for p in [
             GenerateParams { prefix_len_multiplier: 1e15, ..GenerateParams::default() },
             GenerateParams { prompt_len_multiplier: 1e300, ..GenerateParams::default() },
-            GenerateParams { num_requests: 1 << 30, prompt_len_multiplier: 1000.0, ..GenerateParams::default() },
         ] {
             let p = GenerateParams { block_size: 4, ..p };
             assert!(matches!(generate(&small(), &p), Err(SynthesisError::TooLarge { .. })), "{p:?}");
         }
+        // Too many rows is the request count's fault, named before anything is sampled.
+        let p = GenerateParams { num_requests: 1 << 30, block_size: 4, ..GenerateParams::default() };
+        assert!(matches!(generate(&small(), &p), Err(SynthesisError::InvalidParam { param: "num_requests", .. })));
+    }
+
+    #[test]
+    fn rows_without_hash_ids_are_named_as_the_cause() {
+        let mut t = Trace::new();
+        t.push(crate::trace::Row::new(crate::trace::Input::Length(10)), []);
+        assert_eq!(PrefixModel::learn(&t, 4).err(), Some(SynthesisError::NoHashIds { rows: 1 }));
     }
 
     #[test]

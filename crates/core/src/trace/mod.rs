@@ -11,7 +11,9 @@ mod parse;
 mod write;
 
 pub use error::{RowError, TraceError};
-pub use parse::{ParseOptions, ParseOutcome, TraceParser, parse_str, read};
+pub use parse::{
+    DEFAULT_MAX_LINE_BYTES, LineRead, ParseOptions, ParseOutcome, TraceParser, parse_str, read, read_line_capped,
+};
 pub use write::{row_to_string, write_row, write_trace};
 
 use serde_json::{Map, Value};
