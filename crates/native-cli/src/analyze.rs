@@ -7,7 +7,7 @@ use aiperf_core::analysis::{DEFAULT_BLOCK_SIZE, analyze};
 use aiperf_core::report::analysis_report;
 use anyhow::{Context, Result, ensure};
 
-use crate::input::{read_trace, write_atomically};
+use crate::input::write_atomically;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -22,11 +22,13 @@ pub struct Args {
     /// Skip invalid rows (they are listed on stderr) instead of stopping.
     #[arg(long)]
     pub skip_invalid: bool,
+    #[command(flatten)]
+    pub format: crate::trace_format::TraceFormatArgs,
 }
 
 pub fn run(args: Args) -> Result<()> {
     ensure!(args.block_size >= 1, "--block-size must be at least 1");
-    let outcome = read_trace(&args.file, args.skip_invalid)?;
+    let outcome = crate::trace_format::read_trace_any(&args.file, &args.format, args.skip_invalid)?;
     let analysis = analyze(&outcome.trace, args.block_size);
     let mut out = std::io::stdout().lock();
     out.write_all(analysis_report(&analysis).as_bytes())?;

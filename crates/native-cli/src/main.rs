@@ -1,12 +1,14 @@
 //! `aiperf-cli`: analyze, synthesize and replay Mooncake traces.
 
 mod analyze;
+mod convert;
 mod hash_prompts;
 mod input;
 mod mock_server;
 mod profile;
 mod synthesis_flags;
 mod synthesize;
+mod trace_format;
 
 use std::process::ExitCode;
 
@@ -36,6 +38,9 @@ enum Command {
     SynthesizeTrace(synthesize::Args),
     /// Turn prompts (JSONL) into a Mooncake trace with AIPerf-compatible block hash ids.
     HashPrompts(hash_prompts::Args),
+    /// Convert production traces (Bailian, ServeGen, Azure, BurstGPT, WEKA) to Mooncake JSONL,
+    /// merging files and applying time window, gap caps, sampling, model and failure filters.
+    ConvertTrace(convert::Args),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +58,7 @@ fn main() -> ExitCode {
         Command::MockServer(args) => mock_server::run(args),
         Command::SynthesizeTrace(args) => synthesize::run(args),
         Command::HashPrompts(args) => hash_prompts::run(args),
+        Command::ConvertTrace(args) => convert::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -14,8 +14,9 @@ use aiperf_core::synthesis::{
 use aiperf_core::trace::{Trace, write_trace};
 use anyhow::{Context, Result};
 
-use crate::input::{read_trace, write_atomically};
+use crate::input::write_atomically;
 use crate::synthesis_flags::SynthesisFlags;
+use crate::trace_format::read_trace_any;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -47,6 +48,8 @@ pub struct Args {
     /// Write the original-vs-synthesized fidelity report as JSON to this file.
     #[arg(long)]
     pub fidelity_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub format: crate::trace_format::TraceFormatArgs,
 }
 
 /// The command-line option behind a core parameter name, for error messages.
@@ -112,7 +115,7 @@ pub fn run(args: Args) -> Result<()> {
 fn run_generate(args: &Args, num_requests: usize) -> Result<()> {
     let params = args.generate_params(num_requests);
     params.validate().map_err(explain)?;
-    let input = read_trace(&args.file, args.skip_invalid)?.trace;
+    let input = read_trace_any(&args.file, &args.format, args.skip_invalid)?.trace;
     let model = PrefixModel::learn(&input, params.block_size).map_err(explain)?;
     let s = model.stats();
     println!(
@@ -127,7 +130,7 @@ fn run_transform(args: &Args) -> Result<()> {
     // Validate before reading a possibly large file.
     let params = args.transform_params();
     params.validate().map_err(explain)?;
-    let input = read_trace(&args.file, args.skip_invalid)?.trace;
+    let input = read_trace_any(&args.file, &args.format, args.skip_invalid)?.trace;
     let output = transform(&input, &params).map_err(explain)?;
     finish(args, &input, &output)
 }
