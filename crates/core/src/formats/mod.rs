@@ -22,6 +22,7 @@ mod csv;
 mod datetime;
 mod detect;
 mod error;
+mod flat;
 mod reblock;
 mod servegen;
 pub mod transform;

@@ -82,7 +82,7 @@ impl Reblocker {
 
 /// The Firefox/rustc multiply-rotate hash: interning needs speed, not DoS resistance.
 #[derive(Clone, Copy, Debug, Default)]
-struct FxHasher {
+pub(crate) struct FxHasher {
     hash: u64,
 }
 

@@ -7,6 +7,7 @@
 use serde::Deserialize;
 
 use super::error::{FormatError, Line};
+use super::flat::{Val, scan};
 use super::json::{Kind, diagnose};
 use super::{Arrivals, Record, Sink, SourceIds, check_id_count};
 
@@ -22,8 +23,25 @@ struct Raw {
 const SPEC: &[(&str, Kind, bool)] =
     &[("input_length", Kind::Count, true), ("output_length", Kind::Count, false), ("hash_ids", Kind::IdList, false)];
 
+/// The fast path ([`scan`]): the same fields as [`Raw`], its ids in `ids`; `None` → serde.
+fn fast(text: &str, ids: &mut Vec<u64>) -> Option<Raw> {
+    let (mut input, mut output, mut has_ids) = (None, None, false);
+    scan(text, ids, |key, val| {
+        let slot = match key {
+            "input_length" => &mut input,
+            "output_length" => &mut output,
+            "hash_ids" => return (val == Val::List && !std::mem::replace(&mut has_ids, true)).then_some(()),
+            _ => return Some(()),
+        };
+        let Val::Num(n) = val else { return None };
+        slot.replace(n.parse::<u64>().ok()?).is_none().then_some(())
+    })?;
+    Some(Raw { input_length: input?, output_length: output, hash_ids: has_ids.then(Vec::new) })
+}
+
 #[derive(Debug, Default)]
 pub(super) struct State {
+    ids: Vec<u64>,
     rows: u64,
     first_row: Option<usize>,
     with_hashes: u64,
@@ -32,9 +50,26 @@ pub(super) struct State {
 
 impl State {
     pub(super) fn line(&mut self, sink: &mut Sink<'_>, line: u64, text: &str) -> Result<(), FormatError> {
-        let raw: Raw = serde_json::from_str(text).map_err(|e| diagnose(sink.file(), line, text, SPEC, &e))?;
+        let mut buf = std::mem::take(&mut self.ids);
+        buf.clear();
+        let raw = match fast(text, &mut buf) {
+            Some(raw) => raw,
+            None => {
+                let raw: Raw = serde_json::from_str(text).map_err(|e| diagnose(sink.file(), line, text, SPEC, &e))?;
+                buf.clear();
+                buf.extend(raw.hash_ids.iter().flatten());
+                raw
+            }
+        };
+        let result = self.row(sink, line, raw, &buf);
+        self.ids = buf;
+        result
+    }
+
+    fn row(&mut self, sink: &mut Sink<'_>, line: u64, raw: Raw, buf: &[u64]) -> Result<(), FormatError> {
         let ids = match &raw.hash_ids {
-            Some(ids) => {
+            Some(_) => {
+                let ids = buf;
                 check_id_count(sink.file(), Line(Some(line)), "hash_ids", ids.len(), raw.input_length, BLOCK, true)?;
                 self.with_hashes += 1;
                 let complete = (raw.input_length / u64::from(BLOCK)) as usize;
