@@ -835,7 +835,7 @@ mod tests {
         /// Whatever the fast path accepts, the serde path parses to the same row.
         #[test]
         fn fast_path_agrees_with_serde(
-            fields in prop::collection::vec((prop::sample::select(vec!["timestamp", "input_length", "output_length", "hash_ids", "delay", "session_id", "other"]), mooncake_value()), 0..6),
+            fields in prop::collection::vec((prop::sample::select(vec!["timestamp", "input_length", "output_length", "hash_ids", "delay", "session_id", "conversation_id", "other"]), mooncake_value()), 0..6),
             ws in prop::sample::select(vec!["", " ", "  ", "\t"]),
         ) {
             let body: Vec<String> = fields.iter().map(|(k, v)| format!("{ws}\"{k}\"{ws}:{ws}{v}{ws}")).collect();
