@@ -4,6 +4,7 @@
 //! The same code runs in the native CLI and, compiled to `wasm32-unknown-unknown`, in the browser.
 //!
 //! - [`trace`]: the Mooncake trace format (rows, validating reader, writer);
+//! - [`formats`]: other production trace formats (Bailian, ServeGen, Azure, BurstGPT, WEKA) → traces;
 //! - [`analysis`]: the reference's trace statistics plus arrivals, cache curve and lint;
 //! - [`stats`]: the one statistics module (mean, std, percentiles);
 //! - [`prompt_hash`]: prompts → hash_ids (AIPerf-compatible chained block hashing);
@@ -17,6 +18,7 @@
 
 pub mod analysis;
 pub mod dispatch;
+pub mod formats;
 pub mod metrics;
 pub mod prompt_hash;
 pub mod report;

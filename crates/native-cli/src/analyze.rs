@@ -8,7 +8,6 @@ use aiperf_core::report::analysis_report;
 use aiperf_core::trace::DEFAULT_MAX_LINE_BYTES;
 use anyhow::{Context, Result, ensure};
 
-use crate::input::read_trace_limited;
 use crate::output::{refuse_same_files, report_stream, write_output};
 
 #[derive(Debug, clap::Args)]
@@ -28,6 +27,8 @@ pub struct Args {
     /// Longest trace line accepted (bytes); a longer one stops with a `file:line` error.
     #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: usize,
+    #[command(flatten)]
+    pub format: crate::trace_format::TraceFormatArgs,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -35,7 +36,8 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(out) = &args.output_file {
         refuse_same_files(&[out], &[&args.file])?;
     }
-    let outcome = read_trace_limited(&args.file, args.skip_invalid, args.max_line_bytes)?;
+    let outcome =
+        crate::trace_format::read_trace_any(&args.file, &args.format, args.skip_invalid, args.max_line_bytes)?;
     let analysis = analyze(&outcome.trace, args.block_size);
     let mut out = report_stream(&[args.output_file.as_deref().unwrap_or(Path::new(""))]);
     out.write_all(analysis_report(&analysis).as_bytes())?;

@@ -1,6 +1,7 @@
 //! `aiperf-cli`: analyze, synthesize and replay Mooncake traces.
 
 mod analyze;
+mod convert;
 mod exit;
 mod hash_prompts;
 mod input;
@@ -9,6 +10,7 @@ mod output;
 mod profile;
 mod synthesis_flags;
 mod synthesize;
+mod trace_format;
 
 use std::process::ExitCode;
 
@@ -38,6 +40,9 @@ enum Command {
     SynthesizeTrace(synthesize::Args),
     /// Turn prompts (JSONL) into a Mooncake trace with AIPerf-compatible block hash ids.
     HashPrompts(hash_prompts::Args),
+    /// Convert production traces (Bailian, ServeGen, Azure, BurstGPT, WEKA) to Mooncake JSONL,
+    /// merging files and applying time window, gap caps, sampling, model and failure filters.
+    ConvertTrace(convert::Args),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +61,7 @@ fn main() -> ExitCode {
         Command::MockServer(args) => done(mock_server::run(args)),
         Command::SynthesizeTrace(args) => done(synthesize::run(args)),
         Command::HashPrompts(args) => done(hash_prompts::run(args)),
+        Command::ConvertTrace(args) => done(convert::run(args)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -14,9 +14,9 @@ use aiperf_core::synthesis::{
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace, write_trace};
 use anyhow::{Context, Result};
 
-use crate::input::read_trace_limited;
 use crate::output::{refuse_same_files, report_stream, write_output};
 use crate::synthesis_flags::SynthesisFlags;
+use crate::trace_format::read_trace_any;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -54,6 +54,8 @@ pub struct Args {
     /// Write the original-vs-synthesized fidelity report as JSON to this file (`-`: standard output).
     #[arg(long)]
     pub fidelity_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub format: crate::trace_format::TraceFormatArgs,
 }
 
 /// `--num-requests`: a whole number from 1 to [`MAX_OUTPUT_IDS`], written plainly or as `1e6`.
@@ -138,7 +140,7 @@ pub fn run(args: Args) -> Result<()> {
 fn run_generate(args: &Args, num_requests: usize) -> Result<()> {
     let params = args.generate_params(num_requests);
     params.validate().map_err(explain)?;
-    let input = read_trace_limited(&args.file, args.skip_invalid, args.max_line_bytes)?.trace;
+    let input = read_trace_any(&args.file, &args.format, args.skip_invalid, args.max_line_bytes)?.trace;
     let model = PrefixModel::learn(&input, params.block_size).map_err(explain)?;
     let s = model.stats();
     writeln!(
@@ -157,7 +159,7 @@ fn run_transform(args: &Args) -> Result<()> {
     // Validate before reading a possibly large file.
     let params = args.transform_params();
     params.validate().map_err(explain)?;
-    let input = read_trace_limited(&args.file, args.skip_invalid, args.max_line_bytes)?.trace;
+    let input = read_trace_any(&args.file, &args.format, args.skip_invalid, args.max_line_bytes)?.trace;
     let output = transform(&input, &params).map_err(explain)?;
     finish(args, &input, &output)
 }

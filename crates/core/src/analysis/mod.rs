@@ -13,7 +13,7 @@ mod lint;
 pub use arrivals::ArrivalStats;
 pub use cache::CachePoint;
 pub use ids::IdSpace;
-pub use lint::{Lint, LintFinding};
+pub use lint::{Lint, LintFinding, SecondsLike};
 
 use std::collections::HashMap;
 
@@ -54,6 +54,14 @@ pub struct Analysis {
     /// The largest prefix groups: rows sharing a first block.
     pub top_prefix_groups: Vec<PrefixGroup>,
     pub lint: Lint,
+    /// False when no row has hash ids (e.g. converted from a source without prefix hashes): the
+    /// hit rates and prefix counts above are then not measurements but absent information.
+    #[serde(default = "prefix_information_default")]
+    pub prefix_information: bool,
+}
+
+fn prefix_information_default() -> bool {
+    true
 }
 
 /// Rows that start with the same block, and how deep they share.
@@ -152,6 +160,7 @@ pub fn analyze_with_rows(trace: &Trace, block_size: u32) -> (Analysis, RowMetric
         lru_hit_rate_curve: cache::lru_hit_rate_curve(trace, &space),
         top_prefix_groups: prefixes.top_groups(10),
         lint: lint::lint(trace, block_size, pairs.ids_at_several_positions),
+        prefix_information: trace.total_hash_ids() > 0,
     };
     (analysis, m)
 }

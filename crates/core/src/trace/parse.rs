@@ -375,6 +375,7 @@ struct RawRow {
     timestamp: Option<Number>,
     delay: Option<Number>,
     session_id: Option<String>,
+    conversation_id: Option<String>,
     tools: Option<Vec<Value>>,
     extra: Option<Map<String, Value>>,
     unknown: Vec<(String, Value)>,
@@ -459,8 +460,18 @@ impl RawRow {
         } else {
             unreachable!("one input mode is present")
         };
-        let rare = (self.tools.is_some() || self.extra.is_some() || !self.unknown.is_empty())
-            .then(|| Box::new(RareFields { tools: self.tools, extra: self.extra, unknown: self.unknown }));
+        let rare = (self.tools.is_some()
+            || self.extra.is_some()
+            || !self.unknown.is_empty()
+            || self.conversation_id.is_some())
+        .then(|| {
+            Box::new(RareFields {
+                tools: self.tools,
+                extra: self.extra,
+                unknown: self.unknown,
+                conversation_id: self.conversation_id.map(String::into_boxed_str),
+            })
+        });
         Ok(Row {
             input,
             output_length: self.output_length,
@@ -540,6 +551,9 @@ impl<'de> Visitor<'de> for RowVisitor<'_> {
                 "timestamp" => raw.timestamp = map.next_value_seed(NumberSeed { ctx, field: "timestamp" })?,
                 "delay" => raw.delay = map.next_value_seed(NumberSeed { ctx, field: "delay" })?,
                 "session_id" => raw.session_id = map.next_value_seed(StringSeed { ctx, field: "session_id" })?,
+                "conversation_id" => {
+                    raw.conversation_id = map.next_value_seed(StringSeed { ctx, field: "conversation_id" })?
+                }
                 "text_input" => raw.text_input = map.next_value_seed(StringSeed { ctx, field: "text_input" })?,
                 "messages" => raw.messages = value_list(ctx, "messages", map.next_value()?)?,
                 "tools" => raw.tools = value_list(ctx, "tools", map.next_value()?)?,
@@ -608,7 +622,7 @@ impl<'de> Visitor<'de> for KeySeed {
     }
 }
 
-const KNOWN: [&str; 11] = [
+const KNOWN: [&str; 12] = [
     "input_length",
     "output_length",
     "hash_ids",
@@ -620,6 +634,7 @@ const KNOWN: [&str; 11] = [
     "tools",
     "payload",
     "extra",
+    "conversation_id",
 ];
 
 fn value_list<E: de::Error>(ctx: &Ctx, field: &str, v: Value) -> Result<Option<Vec<Value>>, E> {
@@ -939,7 +954,7 @@ mod tests {
         /// Whatever the fast path accepts, the serde path parses to the same row.
         #[test]
         fn fast_path_agrees_with_serde(
-            fields in prop::collection::vec((prop::sample::select(vec!["timestamp", "input_length", "output_length", "hash_ids", "delay", "session_id", "other"]), mooncake_value()), 0..6),
+            fields in prop::collection::vec((prop::sample::select(vec!["timestamp", "input_length", "output_length", "hash_ids", "delay", "session_id", "conversation_id", "other"]), mooncake_value()), 0..6),
             ws in prop::sample::select(vec!["", " ", "  ", "\t"]),
         ) {
             let body: Vec<String> = fields.iter().map(|(k, v)| format!("{ws}\"{k}\"{ws}:{ws}{v}{ws}")).collect();
