@@ -39,6 +39,8 @@ pub struct Endpoint {
     pub uri: Uri,
     pub headers: HeaderMap,
     pub timeout: Duration,
+    /// Largest body, SSE event or streamed text accepted for one response.
+    pub max_response_bytes: usize,
 }
 
 impl Endpoint {
@@ -72,8 +74,20 @@ impl Endpoint {
             value.set_sensitive(true);
             map.insert(name, value);
         }
-        Ok(Endpoint { uri, headers: map, timeout })
+        Ok(Endpoint { uri, headers: map, timeout, max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES })
     }
+
+    /// The same endpoint with another response size limit.
+    pub fn max_response_bytes(self, max_response_bytes: usize) -> Endpoint {
+        Endpoint { max_response_bytes, ..self }
+    }
+}
+
+/// Default response size limit: 64 MiB.
+const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
+
+fn too_large(limit: usize, what: &str) -> Option<RecordError> {
+    err("response_too_large", format!("{what} exceeded {limit} bytes (--max-response-bytes raises the limit)"))
 }
 
 fn err(kind: &str, message: impl Into<String>) -> Option<RecordError> {
@@ -114,7 +128,7 @@ pub async fn send(client: &HttpClient, ep: &Endpoint, body: Bytes, clock: &Clock
     *req.uri_mut() = ep.uri.clone();
     *req.headers_mut() = ep.headers.clone();
     let timeout = ep.timeout;
-    let res = tokio::time::timeout(timeout, exchange(client, req, clock, &mut ex)).await;
+    let res = tokio::time::timeout(timeout, exchange(client, req, clock, ep.max_response_bytes, &mut ex)).await;
     ex.end_ns = clock.now_ns();
     if res.is_err() && ex.error.is_none() {
         ex.error = err("timeout", format!("no complete answer within {:.3} s", timeout.as_secs_f64()));
@@ -122,7 +136,7 @@ pub async fn send(client: &HttpClient, ep: &Endpoint, body: Bytes, clock: &Clock
     ex
 }
 
-async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock, ex: &mut Exchange) {
+async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock, limit: usize, ex: &mut Exchange) {
     ex.sent_ns = clock.now_ns();
     let resp = match client.request(req).await {
         Ok(r) => r,
@@ -156,7 +170,7 @@ async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock,
         return;
     }
     ex.streaming = is_sse;
-    let mut parser = SseParser::new();
+    let mut parser = SseParser::with_limit(limit);
     let mut failed = false;
     let mut whole = Vec::new();
     let mut done = false;
@@ -172,11 +186,23 @@ async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock,
         let Some(data) = frame.data_ref() else { continue };
         let now = clock.now_ns();
         if !is_sse {
+            if whole.len().saturating_add(data.len()) > limit {
+                ex.error = too_large(limit, "the response body");
+                return;
+            }
             whole.extend_from_slice(data);
             continue;
         }
         parser.feed_with(data, &mut |ev| on_event(ev, now, ex, &mut done, &mut failed));
         if failed {
+            return;
+        }
+        if parser.overflowed() {
+            ex.error = too_large(limit, "an SSE line or event");
+            return;
+        }
+        if ex.text.len() > limit {
+            ex.error = too_large(limit, "the streamed text");
             return;
         }
     }

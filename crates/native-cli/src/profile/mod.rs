@@ -63,6 +63,13 @@ pub fn run(args: options::Args) -> Result<u8> {
     // Signals are watched from the start: a job stopped while loading still ends with exports.
     let control = Control::default();
     rt.spawn(watch_signals(control.clone(), plan.limits.grace));
+    let dir = &plan.exports.artifact_dir;
+    let outputs: Vec<std::path::PathBuf> = std::iter::once(aiperf_core::results::RECORDS_FILE)
+        .chain(aiperf_core::results::SummaryFormat::ALL.map(|f| f.file_name()))
+        .map(|f| dir.join(f))
+        .collect();
+    let outputs: Vec<&std::path::Path> = outputs.iter().map(std::path::PathBuf::as_path).collect();
+    crate::output::refuse_same_files(&outputs, &[&plan.source.input_file]).context(BadInput)?;
     let inputs = load(&plan).context(BadInput)?;
     std::fs::create_dir_all(&plan.exports.artifact_dir)
         .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
@@ -72,7 +79,8 @@ pub fn run(args: options::Args) -> Result<u8> {
         client::HttpTransport {
             client: client::http_client()?,
             endpoint: client::Endpoint::new(&t.url, &t.path, t.api_key.as_deref(), &t.headers, t.timeout)
-                .context(BadInput)?,
+                .context(BadInput)?
+                .max_response_bytes(t.max_response_bytes),
         }
     };
     replay(&rt, &plan, inputs, transport, &control, started)
@@ -98,7 +106,8 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
             Ok((prompts, source, t0.elapsed()))
         });
         let t0 = Instant::now();
-        let trace = crate::input::read_trace(&src.input_file, false).map(|o| (o.trace, t0.elapsed()));
+        let trace = crate::trace_format::read_trace_any(&src.input_file, &src.format, false, src.max_line_bytes)
+            .map(|o| (o.trace, t0.elapsed()));
         (trace, tok.join())
     });
     let (mut trace, read_time) = trace?;

@@ -47,6 +47,15 @@ pub struct Args {
     /// The Mooncake trace (JSONL, optionally gzip-compressed).
     #[arg(long)]
     pub input_file: PathBuf,
+    #[command(flatten)]
+    pub trace_format: crate::trace_format::TraceFormatArgs,
+    /// Longest trace line accepted (bytes); a longer one stops with a `file:line` error.
+    #[arg(long, default_value_t = aiperf_core::trace::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
+    /// Largest response accepted (bytes of body, or of one SSE line or event, or of the text of
+    /// a stream); a larger one ends that request with a `response_too_large` error.
+    #[arg(long, default_value_t = super::plan::DEFAULT_MAX_RESPONSE_BYTES)]
+    pub max_response_bytes: usize,
     /// Dataset type; only mooncake_trace is supported.
     #[arg(long, default_value = "mooncake_trace")]
     pub custom_dataset_type: String,

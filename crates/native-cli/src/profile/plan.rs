@@ -23,6 +23,8 @@ pub const MAX_SECONDS: f64 = 30.0 * 24.0 * 3600.0;
 pub const RATE_RANGE: (f64, f64) = (1e-3, 1e6);
 /// Most concurrent session runs.
 pub const MAX_CONCURRENCY: usize = 1_000_000;
+/// Default of `--max-response-bytes`: 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
 /// Most requests of one run (`--request-count`, `--warmup-request-count`).
 pub const MAX_REQUESTS: u64 = 1_000_000_000_000;
 
@@ -36,6 +38,8 @@ pub struct Target {
     pub api_key: Option<String>,
     pub headers: Vec<(String, String)>,
     pub timeout: Duration,
+    /// Largest response body, SSE event or streamed text accepted.
+    pub max_response_bytes: usize,
     pub body: BodyTemplate,
 }
 
@@ -43,6 +47,8 @@ pub struct Target {
 #[derive(Clone, Debug)]
 pub struct Source {
     pub input_file: PathBuf,
+    pub format: crate::trace_format::TraceFormatArgs,
+    pub max_line_bytes: usize,
     pub block_size: u64,
     pub seed: u64,
     /// In-memory synthesis applied to the trace before replay, when an option asks for it.
@@ -230,6 +236,7 @@ impl ReplayPlan {
             "use_legacy_max_tokens": a.use_legacy_max_tokens,
             "use_server_token_count": a.use_server_token_count,
             "input_file": a.input_file.display().to_string(),
+            "trace_format": format!("{:?}", a.trace_format.trace_format),
             "random_seed": a.random_seed,
             "isl_block_size": a.isl_block_size,
             "synthesis": synthesis,
@@ -254,6 +261,7 @@ impl ReplayPlan {
                 api_key: a.api_key.filter(|k| !k.is_empty()),
                 headers,
                 timeout,
+                max_response_bytes: in_range(a.max_response_bytes, "--max-response-bytes", 1024, 1 << 40)?,
                 body: BodyTemplate {
                     endpoint: a.endpoint_type,
                     model: a.model,
@@ -264,6 +272,8 @@ impl ReplayPlan {
             },
             source: Source {
                 input_file: a.input_file,
+                format: a.trace_format,
+                max_line_bytes: in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?,
                 block_size,
                 seed: a.random_seed,
                 synthesis,
