@@ -406,7 +406,8 @@ impl BitSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{ParseOptions, parse_str};
+    use crate::trace::{Input, Number, ParseOptions, Row, parse_str};
+    use proptest::prelude::*;
 
     fn trace(text: &str) -> Trace {
         parse_str(text, ParseOptions::default()).unwrap().trace
@@ -469,6 +470,40 @@ mod tests {
             a.lru_hit_rate_curve.iter().map(|p| p.hit_rate).collect::<Vec<_>>(),
             b.lru_hit_rate_curve.iter().map(|p| p.hit_rate).collect::<Vec<_>>()
         );
+    }
+
+    fn extreme_row() -> impl Strategy<Value = (Row, Vec<u64>)> {
+        let number = prop_oneof![
+            any::<i64>().prop_map(Number::Int),
+            prop::sample::select(vec![0.0, 1e308, -1e308, f64::MAX, f64::MIN, 5e-324]).prop_map(Number::Float),
+        ];
+        let isl = prop_oneof![Just(i64::MAX), Just(i64::MIN), Just(0i64), any::<i64>()];
+        let osl = prop_oneof![Just(None), Just(Some(u64::MAX)), any::<u64>().prop_map(Some)];
+        let id = prop_oneof![Just(u64::MAX), Just(0u64), 0u64..4];
+        let session = prop::option::of(prop::sample::select(vec!["a", "b"]));
+        (isl, osl, prop::option::of(number), session, prop::collection::vec(id, 0..5)).prop_map(
+            |(isl, osl, timestamp, session, ids)| {
+                let mut row = Row::new(Input::Length(isl));
+                row.output_length = osl;
+                row.timestamp = timestamp;
+                row.session_id = session.map(Into::into);
+                (row, ids)
+            },
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn extreme_values_neither_panic_nor_leave_the_finite_numbers(
+            rows in prop::collection::vec(extreme_row(), 0..12),
+            block_size in prop::sample::select(vec![1u32, 512, u32::MAX]),
+        ) {
+            let t: Trace = rows.into_iter().collect();
+            let a = analyze(&t, block_size);
+            // Infinities and NaN would be written as `null` and fail to read back.
+            let json = serde_json::to_string(&a).unwrap();
+            prop_assert_eq!(serde_json::from_str::<Analysis>(&json).unwrap(), a);
+        }
     }
 
     fn write_shifted(t: &Trace, shift: u64) -> String {
