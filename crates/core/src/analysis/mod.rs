@@ -130,7 +130,7 @@ pub fn analyze_with_rows(trace: &Trace, block_size: u32) -> (Analysis, RowMetric
     let lint = lint::lint(trace, block_size, pairs.ids_at_several_positions);
     // The pair counts go before the cache simulation builds its own per-id state.
     drop(pairs);
-    let lru_hit_rate_curve = cache::lru_hit_rate_curve(trace, &space);
+    let lru_hit_rate_curve = cache::lru_hit_rate_curve(trace, &space, seen.count());
     let mean_or_zero = |v: &[f64]| crate::stats::mean(v).unwrap_or(0.0);
     let analysis = Analysis {
         total_requests: n as u64,
