@@ -107,7 +107,8 @@ fn seconds_like(trace: &Trace) -> Option<SecondsLike> {
 }
 
 pub(super) fn lint(trace: &Trace, block_size: u32, ids_at_several_positions: u64) -> Lint {
-    let bs = i64::from(block_size);
+    // In i128: n·bs reaches 2^64 for the longest rows and largest blocks.
+    let bs = i128::from(block_size);
     let mut lint =
         Lint { ids_at_several_positions, timestamps_look_like_seconds: seconds_like(trace), ..Lint::default() };
     let mut prev_ts: Option<f64> = None;
@@ -117,7 +118,7 @@ pub(super) fn lint(trace: &Trace, block_size: u32, ids_at_several_positions: u64
             if i < 1 {
                 lint.non_positive_input_length.add(row.line);
             }
-            let n = ids.len() as i64;
+            let (n, i) = (ids.len() as i128, i128::from(i));
             if n > 0 && !((n - 1) * bs < i && i <= n * bs) {
                 lint.block_length_mismatch.add(row.line);
             }
