@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, ParseOptions, ParseOutcome, read};
+use aiperf_core::trace::{ParseOptions, ParseOutcome, read};
 use anyhow::{Context, Result};
 
 use crate::output::is_stdio;
@@ -25,11 +25,6 @@ pub fn open(path: &Path) -> Result<Box<dyn BufRead>> {
     } else {
         Ok(Box::new(reader))
     }
-}
-
-/// Reads and validates a whole trace file, with the default longest line.
-pub fn read_trace(path: &Path, skip_invalid: bool) -> Result<ParseOutcome> {
-    read_trace_limited(path, skip_invalid, DEFAULT_MAX_LINE_BYTES)
 }
 
 /// Reads and validates a whole trace file, stopping at a line longer than `max_line_bytes`.

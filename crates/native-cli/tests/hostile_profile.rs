@@ -129,13 +129,15 @@ fn profile_measured(url: &str, dir: &Path, extra: &[&str]) -> (Output, u64) {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let rss = err
+    let all = String::from_utf8_lossy(&out.stderr).into_owned();
+    // GNU time's report (which repeats the command line, secrets included) follows the CLI's own.
+    let (err, timing) = all.split_once("\tCommand being timed").unwrap_or((&all, ""));
+    let rss = timing
         .lines()
         .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes):"))
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no peak RSS from GNU time:\n{err}"));
-    out.stderr = err.into_bytes();
+        .unwrap_or_else(|| panic!("no peak RSS from GNU time:\n{all}"));
+    out.stderr = err.as_bytes().to_vec();
     (out, rss)
 }
 

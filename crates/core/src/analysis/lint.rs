@@ -99,8 +99,9 @@ fn seconds_like(trace: &Trace) -> Option<SecondsLike> {
     if timed < 2 {
         return None;
     }
-    let span = hi - lo;
-    let implied_rate_per_s = if span > 0.0 { timed as f64 * 1000.0 / span } else { f64::INFINITY };
+    // Finite whatever the values (±1e308 spans overflow): the analysis must serialize to JSON.
+    let span = (hi - lo).min(f64::MAX);
+    let implied_rate_per_s = if span > 0.0 { timed as f64 * 1000.0 / span } else { f64::MAX };
     let mostly_fractional = fractional * 2 > timed;
     let too_dense = timed >= SECONDS_MIN_ROWS && implied_rate_per_s > SECONDS_MAX_PLAUSIBLE_RATE;
     (mostly_fractional || too_dense).then_some(SecondsLike { timed_rows: timed, fractional, span, implied_rate_per_s })
