@@ -11,14 +11,6 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
 }
 
-/// A fresh, empty scratch folder for one test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("aiperf-synth-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn cli(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_aiperf-cli")).args(args).output().unwrap()
 }
@@ -33,7 +25,8 @@ fn golden(name: &str) -> Vec<Value> {
 
 #[test]
 fn transform_writes_aiperfs_loader_output() {
-    let dir = scratch("golden");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let input = fixtures().join("traces/conversation_head500.synth_safe.jsonl");
     let run = |name: &str, flags: &[&str]| -> (Vec<Value>, String) {
         let out = dir.join(name);
@@ -80,7 +73,8 @@ fn transform_writes_aiperfs_loader_output() {
 
 #[test]
 fn failure_leaves_the_previous_file_untouched_and_no_temp_file() {
-    let dir = scratch("atomic");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let bad = dir.join("bad.jsonl");
     std::fs::write(&bad, "{\"input_length\":10,\"hash_ids\":[1]}\n{\"input_length\":\"x\"}\n").unwrap();
     let out = dir.join("out.jsonl");
@@ -101,7 +95,8 @@ fn failure_leaves_the_previous_file_untouched_and_no_temp_file() {
 
 #[test]
 fn invalid_parameters_name_the_option() {
-    let dir = scratch("invalid");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let out = dir.join("out.jsonl");
     let input = fixtures().join("traces/arxiv_first20.jsonl");
     for (flag, value) in [
@@ -132,7 +127,8 @@ fn invalid_parameters_name_the_option() {
 
 #[test]
 fn generative_mode_is_reproducible_and_reports_fidelity() {
-    let dir = scratch("generate");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let input = fixtures().join("traces/conversation_head500.jsonl");
     let run = |name: &str, seed: &str| -> Output {
         let out = dir.join(name);
@@ -168,7 +164,8 @@ fn generative_mode_is_reproducible_and_reports_fidelity() {
 
 #[test]
 fn generative_filter_rejecting_everything_fails_clearly() {
-    let dir = scratch("filter");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let out = dir.join("out.jsonl");
     let input = fixtures().join("traces/arxiv_first20.jsonl");
     let res = cli(&[
