@@ -83,7 +83,7 @@ fn failure_leaves_the_previous_file_untouched_and_no_temp_file() {
     assert!(!res.status.success());
     assert!(String::from_utf8_lossy(&res.stderr).contains("input_length"));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous contents\n");
-    let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names.len(), 2, "{names:?}");
     // An output folder that does not exist: error, nothing created.
     let good = fixtures().join("traces/arxiv_first20.jsonl");
@@ -110,6 +110,10 @@ fn invalid_parameters_name_the_option() {
         ("--synthesis-max-osl", "0"),
         ("--block-size", "0"),
         ("--synthesis-speedup-ratio", "fast"),
+        ("--synthesis-speedup-ratio", "1e-300"),
+        ("--synthesis-prefix-len-multiplier", "1e30"),
+        ("--synthesis-output-len-multiplier", "1e30"),
+        ("--num-requests", "1e10"),
     ] {
         let res = cli(&[
             "synthesize-trace",
@@ -121,6 +125,7 @@ fn invalid_parameters_name_the_option() {
         let stderr = String::from_utf8_lossy(&res.stderr);
         assert!(!res.status.success(), "{flag} {value} accepted");
         assert!(stderr.contains(flag), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(value) && stderr.contains("must be a"), "{flag} {value}: {stderr}");
         assert!(!out.exists());
     }
 }
