@@ -1,8 +1,8 @@
 //! `aiperf-cli hash-prompts`: turn real prompts into a Mooncake trace.
 //!
 //! Each JSONL row's `prompt` (or `text_input`, or the text of its `messages`) is tokenized with a
-//! local `tokenizer.json` (no special tokens added), and its blocks are hashed with the core's
-//! AIPerf-compatible chained block hasher. `timestamp`, `output_length` and `session_id` are kept.
+//! `tokenizer.json` or a Hugging Face model's (no special tokens added), and its blocks are hashed
+//! with the core's AIPerf-compatible chained block hasher. `timestamp`, `output_length` and `session_id` are kept.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -12,9 +12,9 @@ use aiperf_core::prompt_hash::BlockHasher;
 use aiperf_core::trace::{Input, Number, Row, Trace, write_trace};
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::Value;
-use tokenizers::Tokenizer;
 
 use crate::input::{open, write_atomically};
+use crate::tokenizer::load_named;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -26,9 +26,10 @@ pub struct Args {
     /// Tokens per hash id block.
     #[arg(long, default_value_t = DEFAULT_BLOCK_SIZE)]
     pub block_size: u32,
-    /// A Hugging Face `tokenizer.json`, or a folder containing one.
+    /// A Hugging Face `tokenizer.json`, a folder containing one, or a Hugging Face model name
+    /// (`org/name`: from the local cache, else fetched into it).
     #[arg(long)]
-    pub tokenizer: PathBuf,
+    pub tokenizer: String,
 }
 
 /// One prompt row before tokenization.
@@ -39,7 +40,7 @@ struct Prompt {
 
 pub fn run(args: Args) -> Result<()> {
     ensure!(args.block_size >= 1, "--block-size must be at least 1");
-    let tokenizer = load_tokenizer(&args.tokenizer)?;
+    let (tokenizer, _) = load_named(&args.tokenizer)?;
     let prompts = read_prompts(&args.file)?;
     let mut hasher = BlockHasher::new(args.block_size);
     let mut trace = Trace::with_capacity(prompts.len(), 0);
@@ -68,11 +69,6 @@ pub fn run(args: Args) -> Result<()> {
         args.output_file.display()
     )?;
     Ok(())
-}
-
-fn load_tokenizer(path: &Path) -> Result<Tokenizer> {
-    let file = if path.is_dir() { path.join("tokenizer.json") } else { path.to_path_buf() };
-    Tokenizer::from_file(&file).map_err(|e| anyhow!("cannot load tokenizer {}: {e}", file.display()))
 }
 
 fn read_prompts(path: &Path) -> Result<Vec<Prompt>> {

@@ -7,6 +7,7 @@ mod mock_server;
 mod profile;
 mod synthesis_flags;
 mod synthesize;
+mod tokenizer;
 
 use std::process::ExitCode;
 

@@ -45,7 +45,7 @@ pub fn run(args: Args) -> Result<()> {
     let (trace, tok) = std::thread::scope(|s| {
         let tok = s.spawn(|| -> Result<_> {
             let t0 = Instant::now();
-            let (tokenizer, source) = prompt::load_tokenizer(cfg.args.tokenizer.as_deref(), &cfg.args.model)?;
+            let (tokenizer, source) = crate::tokenizer::load_tokenizer(cfg.args.tokenizer.as_deref(), &cfg.args.model)?;
             let prompts = PromptBuilder::new(tokenizer, cfg.args.isl_block_size, cfg.args.random_seed)?;
             Ok((prompts, source, t0.elapsed()))
         });
