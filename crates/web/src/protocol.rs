@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::chart_data::{Dist, Series};
-use crate::params::SynthSettings;
+use aiperf_core::synthesis::SynthesisSettings;
 
 /// Page → worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -15,9 +15,9 @@ pub enum ToWorker {
     /// Analyse the loaded trace again with another block size.
     Analyze { block_size: u32 },
     /// Synthesize from the loaded trace and compare with the original.
-    Synthesize { settings: SynthSettings },
+    Synthesize { settings: SynthesisSettings },
     /// Send back the synthesized trace as JSONL.
-    Export { settings: SynthSettings },
+    Export { settings: SynthesisSettings },
 }
 
 /// Worker → page.
@@ -39,7 +39,7 @@ pub enum FromWorker {
     },
     /// The synthesized trace, with the file name to save it under.
     Export {
-        settings: SynthSettings,
+        settings: SynthesisSettings,
         name: String,
         jsonl: String,
     },
@@ -97,7 +97,7 @@ pub struct Charts {
 /// Original and synthesized statistics side by side.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SynthView {
-    pub settings: SynthSettings,
+    pub settings: SynthesisSettings,
     pub rows: u64,
     /// Analysis JSON of the synthesized trace (same shape as the original's).
     pub json: String,

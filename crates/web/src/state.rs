@@ -6,7 +6,9 @@ use std::rc::Rc;
 use aiperf_core::analysis::Analysis;
 use yew::Reducible;
 
-use crate::params::{Field, Form, Mode, SynthSettings};
+use aiperf_core::synthesis::{Mode, Param, SynthesisSettings};
+
+use crate::params::Form;
 use crate::protocol::{AnalysisView, BadRow, FileSummary, FromWorker, Progress, SynthView};
 
 /// Where loading a file stands.
@@ -85,7 +87,7 @@ pub const WORKER_SILENCE_NOTICE_MS: f64 = 30_000.0;
 #[derive(Debug)]
 pub enum Action {
     /// A parameter was edited.
-    Set(Field, String),
+    Set(Param, String),
     SetMode(Mode),
     /// A file was handed to the worker at `now` (ms); `sample`: the bundled sample.
     Open {
@@ -118,7 +120,7 @@ impl AppState {
     }
 
     /// The synthesis settings to compute now, if a trace is loaded and the form is valid.
-    pub fn synth_request(&self) -> Option<SynthSettings> {
+    pub fn synth_request(&self) -> Option<SynthesisSettings> {
         self.file.as_ref()?;
         self.form.synth()
     }
@@ -307,15 +309,15 @@ mod tests {
     #[test]
     fn stale_analysis_is_dropped_and_edits_bump_the_generation() {
         let s = Rc::new(AppState::default());
-        let s = reduce(s, Action::Set(Field::BlockSize, "16".into()));
+        let s = reduce(s, Action::Set(Param::BlockSize, "16".into()));
         assert_eq!(s.generation, 1);
-        let same = reduce(s.clone(), Action::Set(Field::BlockSize, "16".into()));
+        let same = reduce(s.clone(), Action::Set(Param::BlockSize, "16".into()));
         assert!(Rc::ptr_eq(&s, &same));
         let trace = parse_str("{\"input_length\":10,\"hash_ids\":[1]}\n", ParseOptions::default()).unwrap().trace;
         let late = reduce(s.clone(), Action::Worker(FromWorker::Analysis(Box::new(analysis_view(&trace, 512)))));
         assert!(late.analysis.is_none());
         // An invalid block size (from a link) still lets the analysis at the default size show.
-        let bad = reduce(s, Action::Set(Field::BlockSize, "x".into()));
+        let bad = reduce(s, Action::Set(Param::BlockSize, "x".into()));
         let shown = reduce(bad, Action::Worker(FromWorker::Analysis(Box::new(analysis_view(&trace, 512)))));
         assert!(shown.analysis.is_some());
     }
@@ -328,13 +330,13 @@ mod tests {
         let view = crate::engine::synth_view(&trace, &settings);
         let s = reduce(Rc::new(s), Action::SynthStarted);
         // The user types an invalid value: no newer request will go out.
-        let s = reduce(s, Action::Set(Field::Speedup, "fast".into()));
+        let s = reduce(s, Action::Set(Param::SpeedupRatio, "fast".into()));
         assert!(s.synth_busy && s.form.synth().is_none());
         let s = reduce(s, Action::Worker(FromWorker::Synthesis(Box::new(view.clone()))));
         assert!(!s.synth_busy);
         assert_eq!(s.synth, Synth::Idle, "the late result for other settings is not shown");
         // With a valid but different form, a newer request is pending: keep waiting.
-        let s = reduce(s, Action::Set(Field::Speedup, "3".into()));
+        let s = reduce(s, Action::Set(Param::SpeedupRatio, "3".into()));
         let s = reduce(s, Action::SynthStarted);
         let s = reduce(s, Action::Worker(FromWorker::Synthesis(Box::new(view))));
         assert!(s.synth_busy);

@@ -57,7 +57,6 @@ pub enum Value {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Param {
     BlockSize,
-    Seed,
     NumRequests,
     SpeedupRatio,
     PrefixLenMultiplier,
@@ -68,6 +67,7 @@ pub enum Param {
     MaxIsl,
     MinOsl,
     MaxOsl,
+    Seed,
 }
 
 /// Everything known about one parameter (a row of [`SPECS`]).
@@ -102,15 +102,6 @@ const SPECS: [Spec; 12] = [
         doc: "Tokens per hash id block.",
         default: "512",
         range: Range::Int { min: 1, max: MAX_BLOCK_SIZE },
-    },
-    Spec {
-        key: "seed",
-        flag: "random-seed",
-        label: "Seed",
-        hint: "AIPerf's --random-seed",
-        doc: "Seed of every random choice (same seed as AIPerf's `--random-seed` → same output).",
-        default: "0",
-        range: Range::Int { min: 0, max: u64::MAX },
     },
     Spec {
         key: "num_requests",
@@ -203,13 +194,21 @@ const SPECS: [Spec; 12] = [
         default: "",
         range: TOKENS,
     },
+    Spec {
+        key: "seed",
+        flag: "random-seed",
+        label: "Seed",
+        hint: "AIPerf's --random-seed",
+        doc: "Seed of every random choice (same seed as AIPerf's `--random-seed` → same output).",
+        default: "0",
+        range: Range::Int { min: 0, max: u64::MAX },
+    },
 ];
 
 impl Param {
-    /// Every parameter, in the table's order.
+    /// Every parameter, in the table's order (the web form's).
     pub const ALL: [Param; 12] = [
         Param::BlockSize,
-        Param::Seed,
         Param::NumRequests,
         Param::SpeedupRatio,
         Param::PrefixLenMultiplier,
@@ -220,6 +219,7 @@ impl Param {
         Param::MaxIsl,
         Param::MinOsl,
         Param::MaxOsl,
+        Param::Seed,
     ];
     /// The knobs both synthesis modes share (AIPerf's `--synthesis-*` options of `profile`).
     pub const SHARED: [Param; 7] = [

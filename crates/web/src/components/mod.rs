@@ -4,9 +4,7 @@ mod charts;
 mod panels;
 
 pub use charts::{ArrivalsChart, CacheChart, CdfCompare, DistChart, DistProps, GroupsChart};
-pub use panels::{
-    AnalysisPanel, FieldInput, FieldProps, LoadStatus, StatsProps, StatsTable, SynthPanel, synth_file_name,
-};
+pub use panels::{AnalysisPanel, FieldInput, FieldProps, LoadStatus, StatsProps, StatsTable, SynthPanel};
 
 use std::rc::Rc;
 
@@ -14,7 +12,9 @@ use wasm_bindgen::JsCast;
 use yew::prelude::*;
 use yew_agent::worker::{WorkerProvider, use_worker_bridge};
 
-use crate::params::{Field, Form, Mode, SynthSettings};
+use aiperf_core::synthesis::{Mode, Param, SynthesisSettings};
+
+use crate::params::Form;
 use crate::protocol::{FromWorker, ToWorker};
 use crate::state::{Action, AppState};
 use crate::web;
@@ -40,7 +40,7 @@ pub fn App() -> Html {
 #[derive(Default)]
 struct Sent {
     block_size: Option<u32>,
-    synth: Option<SynthSettings>,
+    synth: Option<SynthesisSettings>,
     blob_url: Option<String>,
 }
 
@@ -199,7 +199,7 @@ fn Main() -> Html {
 
     let on_set = {
         let state = state.clone();
-        Callback::from(move |(f, v): (Field, String)| state.dispatch(Action::Set(f, v)))
+        Callback::from(move |(f, v): (Param, String)| state.dispatch(Action::Set(f, v)))
     };
     let on_mode = {
         let state = state.clone();
@@ -207,7 +207,7 @@ fn Main() -> Html {
     };
     let on_export = {
         let bridge = bridge.clone();
-        Callback::from(move |settings: SynthSettings| bridge.send(ToWorker::Export { settings }))
+        Callback::from(move |settings: SynthesisSettings| bridge.send(ToWorker::Export { settings }))
     };
 
     let ondragover = {

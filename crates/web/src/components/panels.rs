@@ -7,8 +7,11 @@ use aiperf_core::stats::Summary;
 use yew::prelude::*;
 
 use super::charts::{ArrivalsChart, CacheChart, CdfCompare, DistChart, GroupsChart};
+use crate::engine::synth_file_name;
 use crate::format::{bytes, int, millis, num, pct};
-use crate::params::{Field, Form, Mode, SynthSettings};
+use aiperf_core::synthesis::{Mode, Param, SynthesisSettings};
+
+use crate::params::{Form, field_hint};
 use crate::protocol::{BadRow, FileSummary};
 use crate::state::{AppState, Load, Shown, Synth};
 use crate::web;
@@ -142,9 +145,9 @@ pub fn StatsTable(p: &StatsProps) -> Html {
 
 #[derive(Properties, PartialEq)]
 pub struct FieldProps {
-    pub field: Field,
+    pub field: Param,
     pub form: Form,
-    pub on_set: Callback<(Field, String)>,
+    pub on_set: Callback<(Param, String)>,
 }
 
 /// A labelled text field with its hint and its validation message.
@@ -168,7 +171,7 @@ pub fn FieldInput(p: &FieldProps) -> Html {
             <input {id} type="text" inputmode="decimal" autocomplete="off" spellcheck="false" value={p.form.get(f).to_string()} {oninput}
                 aria-invalid={err.is_some().to_string()} aria-describedby={hint_id.clone()} />
             <div id={hint_id} class={if err.is_some() { "hint error-text" } else { "hint muted" }} aria-live="polite">
-                { err.unwrap_or_else(|| f.help().to_string()) }
+                { err.unwrap_or_else(|| field_hint(f)) }
             </div>
         </div>
     }
@@ -187,7 +190,7 @@ pub struct AnalysisProps {
     pub shown_ms: Option<f64>,
     pub analyzing: bool,
     pub error: Option<String>,
-    pub on_set: Callback<(Field, String)>,
+    pub on_set: Callback<(Param, String)>,
 }
 
 /// Every number of `analyze-trace`, plus the charts.
@@ -234,7 +237,7 @@ pub fn AnalysisPanel(p: &AnalysisProps) -> Html {
             <div class="section-head">
                 <h2 id="analysis-h">{ "Analysis" }{ if updating { html! { <span class="badge" id="analysis-busy">{ "updating…" }</span> } } else { html! {} } }</h2>
                 <div class="inline-field">
-                    <FieldInput field={Field::BlockSize} form={p.form.clone()} on_set={p.on_set.clone()} />
+                    <FieldInput field={Param::BlockSize} form={p.form.clone()} on_set={p.on_set.clone()} />
                 </div>
             </div>
             { p.error.clone().map(|e| html! { <p class="error-text">{ e }</p> }).unwrap_or_default() }
@@ -332,9 +335,9 @@ pub struct SynthProps {
     pub busy: bool,
     pub file: Option<Rc<FileSummary>>,
     pub original: Option<Rc<Shown>>,
-    pub on_set: Callback<(Field, String)>,
+    pub on_set: Callback<(Param, String)>,
     pub on_mode: Callback<Mode>,
-    pub on_export: Callback<SynthSettings>,
+    pub on_export: Callback<SynthesisSettings>,
 }
 
 /// Parameters, before/after statistics, download, share.
@@ -342,7 +345,7 @@ pub struct SynthProps {
 pub fn SynthPanel(p: &SynthProps) -> Html {
     let settings = p.form.synth();
     let name = p.file.as_ref().map_or("trace.jsonl".to_string(), |f| f.name.clone());
-    let out = synth_file_name(&name, p.form.get(Field::Seed).trim());
+    let out = synth_file_name(&name, p.form.get(Param::Seed).trim());
     let cmd = p.form.synthesize_command(&name, &out, p.file.as_ref().is_some_and(|f| f.bad_total > 0));
     let link = format!("{}{}", web::location_base(), p.form.to_query());
     let mode_radio = |m: Mode, label: &str, id: &str| {
@@ -406,13 +409,6 @@ pub fn SynthPanel(p: &SynthProps) -> Html {
             <p class="muted small">{ "A link carries the parameters, never the trace: the recipient opens the same file to get the same result." }</p>
         </section>
     }
-}
-
-/// Name of the synthesized file, from the input's name and the seed.
-pub fn synth_file_name(input: &str, seed: &str) -> String {
-    let stem = input.trim_end_matches(".gz").trim_end_matches(".jsonl");
-    let seed: String = seed.chars().filter(char::is_ascii_alphanumeric).collect();
-    format!("{stem}.synth-seed{seed}.jsonl")
 }
 
 #[derive(Properties, PartialEq)]
