@@ -13,7 +13,7 @@ use aiperf_core::synthesis::{Mode, Param, SynthesisSettings};
 
 use crate::params::{Form, field_hint};
 use crate::protocol::{BadRow, FileSummary};
-use crate::state::{AppState, Load, Shown, Synth};
+use crate::state::{AppState, Computed, Load, Shown, SynthShown};
 use crate::web;
 
 #[derive(Properties, PartialEq)]
@@ -54,7 +54,7 @@ pub fn LoadStatus(p: &LoadProps) -> Html {
                 <BadRows rows={bad_rows.clone()} total={*bad_total} />
             </section>
         },
-        Load::Ready => html! {},
+        Load::Ready(_) => html! {},
     }
 }
 
@@ -196,7 +196,7 @@ pub struct AnalysisProps {
 /// Every number of `analyze-trace`, plus the charts.
 #[component]
 pub fn AnalysisPanel(p: &AnalysisProps) -> Html {
-    let a = Rc::new(p.shown.analysis.clone());
+    let a = p.shown.analysis.clone();
     let v = &p.shown.view;
     let f = &p.file;
     let download = {
@@ -331,8 +331,7 @@ fn Extras(p: &ExtrasProps) -> Html {
 #[derive(Properties, PartialEq)]
 pub struct SynthProps {
     pub form: Form,
-    pub synth: Synth,
-    pub busy: bool,
+    pub synth: Computed<SynthShown>,
     pub file: Option<Rc<FileSummary>>,
     pub original: Option<Rc<Shown>>,
     pub on_set: Callback<(Param, String)>,
@@ -370,7 +369,7 @@ pub fn SynthPanel(p: &SynthProps) -> Html {
     html! {
         <section class="card" aria-labelledby="synth-h">
             <div class="section-head">
-                <h2 id="synth-h">{ "Synthesis" }{ if p.busy { html! { <span class="badge" id="synth-busy">{ "computing…" }</span> } } else { html! {} } }</h2>
+                <h2 id="synth-h">{ "Synthesis" }{ if p.synth.busy() { html! { <span class="badge" id="synth-busy">{ "computing…" }</span> } } else { html! {} } }</h2>
                 <fieldset class="modes">
                     <legend class="visually-hidden">{ "Synthesis mode" }</legend>
                     { mode_radio(Mode::Transform, "Transform every request", "mode-transform") }
@@ -380,15 +379,15 @@ pub fn SynthPanel(p: &SynthProps) -> Html {
             <div class="field-grid">
                 { for p.form.active_synth_fields().map(|f| html! { <FieldInput field={f} form={p.form.clone()} on_set={p.on_set.clone()} /> }) }
             </div>
-            { match &p.synth {
-                Synth::Failed(m) => html! { <p class="error-text" role="alert">{ m }</p> },
-                Synth::Ready { analysis, view } => html! {
+            { match p.synth.outcome() {
+                Some(Err(m)) => html! { <p class="error-text" role="alert">{ m }</p> },
+                Some(Ok(shown)) => html! {
                     <div class="compare-grid">
-                        <Compare original={p.original.as_ref().map(|o| Rc::new(o.analysis.clone()))} synthesized={analysis.clone()} rows={view.rows} compute_ms={view.compute_ms} />
+                        <Compare original={p.original.as_ref().map(|o| o.analysis.clone())} synthesized={shown.analysis.clone()} rows={shown.view.rows} compute_ms={shown.view.compute_ms} />
                         { p.original.as_ref().map(|o| html! {
                             <div class="compare-charts">
-                                <CdfCompare title="Input length, original vs synthesized" x_label="input length (tokens)" original={o.view.charts.isl.clone()} synthesized={view.isl.clone()} />
-                                <CdfCompare title="Output length, original vs synthesized" x_label="output length (tokens)" original={o.view.charts.osl.clone()} synthesized={view.osl.clone()} />
+                                <CdfCompare title="Input length, original vs synthesized" x_label="input length (tokens)" original={o.view.charts.isl.clone()} synthesized={shown.view.isl.clone()} />
+                                <CdfCompare title="Output length, original vs synthesized" x_label="output length (tokens)" original={o.view.charts.osl.clone()} synthesized={shown.view.osl.clone()} />
                             </div>
                         }).unwrap_or_default() }
                     </div>
