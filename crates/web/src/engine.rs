@@ -1,5 +1,7 @@
 //! What the worker computes, as pure functions of a parsed trace (tested natively).
 
+use std::rc::Rc;
+
 use aiperf_core::analysis::{Analysis, RowMetrics, analyze_with_rows};
 use aiperf_core::synthesis::{Mode, Param, PrefixModel, SynthesisError, SynthesisSettings, transform};
 use aiperf_core::trace::Trace;
@@ -34,11 +36,11 @@ pub fn charts(a: &Analysis, m: &RowMetrics) -> Charts {
         Series::rates(&arr.requests_per_second, window as f64, ARRIVAL_POINTS)
     });
     Charts {
-        isl: Dist::lengths(&m.isl),
-        osl: Dist::lengths(&m.osl),
-        context_length: Dist::lengths(&m.context_length),
-        hit_rate: Dist::fractions(&m.hit_rate),
-        arrivals,
+        isl: Rc::new(Dist::lengths(&m.isl)),
+        osl: Rc::new(Dist::lengths(&m.osl)),
+        context_length: Rc::new(Dist::lengths(&m.context_length)),
+        hit_rate: Rc::new(Dist::fractions(&m.hit_rate)),
+        arrivals: Rc::new(arrivals),
     }
 }
 
@@ -88,8 +90,8 @@ pub fn synth_view(synthesized: &Trace, settings: &SynthesisSettings) -> SynthVie
         settings: settings.clone(),
         rows: synthesized.len() as u64,
         json: analysis_json(&a),
-        isl: Dist::lengths(&m.isl),
-        osl: Dist::lengths(&m.osl),
+        isl: Rc::new(Dist::lengths(&m.isl)),
+        osl: Rc::new(Dist::lengths(&m.osl)),
         compute_ms: 0.0,
     }
 }

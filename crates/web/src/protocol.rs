@@ -2,6 +2,8 @@
 //! data (no `serde_json::Value`, no skipped fields); the analysis travels as its JSON text, which
 //! is also the downloadable file.
 
+use std::rc::Rc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::chart_data::{Dist, Series};
@@ -87,11 +89,11 @@ pub struct AnalysisView {
 /// The distributions charted on the page.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Charts {
-    pub isl: Dist,
-    pub osl: Dist,
-    pub context_length: Dist,
-    pub hit_rate: Dist,
-    pub arrivals: Series,
+    pub isl: Rc<Dist>,
+    pub osl: Rc<Dist>,
+    pub context_length: Rc<Dist>,
+    pub hit_rate: Rc<Dist>,
+    pub arrivals: Rc<Series>,
 }
 
 /// Original and synthesized statistics side by side.
@@ -102,7 +104,7 @@ pub struct SynthView {
     /// Analysis JSON of the synthesized trace (same shape as the original's).
     pub json: String,
     /// Input and output length distributions of the synthesized trace.
-    pub isl: Dist,
-    pub osl: Dist,
+    pub isl: Rc<Dist>,
+    pub osl: Rc<Dist>,
     pub compute_ms: f64,
 }

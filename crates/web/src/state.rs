@@ -58,7 +58,9 @@ pub struct SynthShown {
 pub enum Computed<T> {
     #[default]
     Idle,
-    Computing { last: Option<Result<Rc<T>, String>> },
+    Computing {
+        last: Option<Result<Rc<T>, String>>,
+    },
     Done(Result<Rc<T>, String>),
 }
 

@@ -92,7 +92,7 @@ async fn stats_table_shows_grouped_numbers() {
 
 #[wasm_bindgen_test]
 async fn histogram_draws_one_bar_per_bin_and_the_cdf() {
-    let dist = Dist::lengths(&(0..500).map(f64::from).collect::<Vec<_>>());
+    let dist = Rc::new(Dist::lengths(&(0..500).map(f64::from).collect::<Vec<_>>()));
     let bins = dist.counts.len();
     let div = root();
     let props = DistProps { title: "Input length".into(), x_label: "tokens".into(), dist, percent: false };

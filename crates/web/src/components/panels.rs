@@ -261,10 +261,10 @@ pub fn AnalysisPanel(p: &AnalysisProps) -> Html {
                 <DistChart title="Context length (reused prefix)" x_label="context length (tokens)" dist={c.context_length.clone()} />
                 <DistChart title="Theoretical hit rate per request" x_label="hit rate" dist={c.hit_rate.clone()} percent=true />
                 <ArrivalsChart series={c.arrivals.clone()} />
-                <CacheChart points={a.lru_hit_rate_curve.clone()} block_size={a.block_size} />
+                <CacheChart analysis={a.clone()} />
             </div>
             <div class="two-col">
-                <GroupsChart groups={a.top_prefix_groups.clone()} total={a.total_requests} />
+                <GroupsChart analysis={a.clone()} />
                 <Extras analysis={a.clone()} />
             </div>
             <div class="actions">
