@@ -20,6 +20,13 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
   rustup target add wasm32-unknown-unknown
 fi
 
+# GNU time measures the peak memory of the CLI in the hostile-input tests.
+if [ ! -x /usr/bin/time ]; then
+  say "installing GNU time"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y time
+fi
+
 if [ "$fuzz" = 1 ] && [ "$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz 0.13.1" ]; then
   say "installing cargo-fuzz 0.13.1"
   cargo install cargo-fuzz --version 0.13.1 --locked || cargo install cargo-fuzz --version 0.13.1

@@ -1,5 +1,6 @@
 //! Parse and analysis speed on the real conversation trace and on a 1,000,000-row trace made by
-//! repeating it with shifted ids (see `examples/repeat_trace.rs`). Results: BENCHMARKS.md.
+//! repeating it with shifted ids (see `examples/repeat_trace.rs`), and the doubling check (N and
+//! 2N rows). Results: BENCHMARKS.md.
 
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
@@ -43,5 +44,18 @@ fn million(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, conversation, million);
+/// The analysis of N and 2N rows (the conversation trace repeated with sparse, disjoint ids, as
+/// in BENCHMARKS.md's "Analysis at scale"): linear work shows as twice the time.
+fn doubling(c: &mut Criterion) {
+    let base = parse(&conversation_text());
+    let mut g = c.benchmark_group("doubling (sparse ids)");
+    g.sample_size(10);
+    for rows in [250_000, 500_000] {
+        let trace = repeat_trace::repeat_with_stride(&base, rows, 100_000_000);
+        g.bench_function(format!("analyze {rows} rows"), |b| b.iter(|| analyze(black_box(&trace), 512)));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, conversation, million, doubling);
 criterion_main!(benches);

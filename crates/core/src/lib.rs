@@ -4,6 +4,7 @@
 //! The same code runs in the native CLI and, compiled to `wasm32-unknown-unknown`, in the browser.
 //!
 //! - [`trace`]: the Mooncake trace format (rows, validating reader, writer);
+//! - [`formats`]: other production trace formats (Bailian, ServeGen, Azure, BurstGPT, WEKA) → traces;
 //! - [`analysis`]: the reference's trace statistics plus arrivals, cache curve and lint;
 //! - [`stats`]: the one statistics module (mean, std, percentiles);
 //! - [`prompt_hash`]: prompts → hash_ids (AIPerf-compatible chained block hashing);
@@ -11,12 +12,17 @@
 //! - [`report`]: the console report of an analysis;
 //! - [`sse`]: incremental server-sent-events parser and OpenAI chunk interpretation;
 //! - [`schedule`]: the replay schedule as data;
-//! - [`metrics`]: per-request records, AIPerf metrics, mergeable aggregates, goodput.
+//! - [`dispatch`]: which request goes next and when (sessions, concurrency ceiling, stop);
+//! - [`metrics`]: per-request records, AIPerf metrics, mergeable aggregates, goodput;
+//! - [`results`]: a run's summary and its exports (JSONL line, JSON, CSV, console table).
 
 pub mod analysis;
+pub mod dispatch;
+pub mod formats;
 pub mod metrics;
 pub mod prompt_hash;
 pub mod report;
+pub mod results;
 pub mod schedule;
 pub mod sse;
 pub mod stats;

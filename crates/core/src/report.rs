@@ -84,7 +84,11 @@ pub fn analysis_report(a: &Analysis) -> String {
     kv(&mut out, "Total requests:", group_thousands(a.total_requests as f64, 0));
     kv(&mut out, "Unique prefixes:", group_thousands(a.unique_prefixes as f64, 0));
     kv(&mut out, "Prefix groups:", group_thousands(a.num_prefix_groups as f64, 0));
-    kv(&mut out, "Cache hit rate:", format!("{:.2}% (theoretical, infinite cache)", a.cache_hit_rate * 100.0));
+    if a.prefix_information {
+        kv(&mut out, "Cache hit rate:", format!("{:.2}% (theoretical, infinite cache)", a.cache_hit_rate * 100.0));
+    } else {
+        kv(&mut out, "Cache hit rate:", "n/a: no prefix information (no row has hash_ids)".into());
+    }
     kv(&mut out, "Prefix reuse ratio:", format!("{:.2}%", a.prefix_reuse_ratio * 100.0));
     out.push('\n');
     let header = ["Metric", "Mean", "Std Dev", "Min", "P25", "Median", "P75", "Max"];
@@ -185,6 +189,21 @@ pub fn analysis_report(a: &Analysis) -> String {
         finding("Repeated session turn:", &l.duplicate_session_turns);
         if l.ids_at_several_positions > 0 {
             kv(&mut out, "Ids at 2+ positions:", group_thousands(l.ids_at_several_positions as f64, 0));
+        }
+        if let Some(s) = &l.timestamps_look_like_seconds {
+            kv(
+                &mut out,
+                "Seconds, not ms?",
+                format!(
+                    "{} of {} timestamps are fractional and the span of {} would mean {} requests/s as \
+                     milliseconds; fix: {}",
+                    s.fractional,
+                    s.timed_rows,
+                    s.span,
+                    group_thousands(s.implied_rate_per_s, 0),
+                    crate::analysis::SecondsLike::FIX
+                ),
+            );
         }
     }
     out

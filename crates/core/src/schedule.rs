@@ -48,18 +48,130 @@ pub struct Start {
     pub turns: u32,
 }
 
-/// The whole plan of a run.
+/// The whole plan of a run: the sessions and, lazily, the session runs in start order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Schedule {
     pub sessions: Vec<Session>,
-    /// Sorted by `offset_us` (runs with `None` keep their order and come first).
-    pub starts: Vec<Start>,
+    pub starts: Starts,
+}
+
+/// The session runs of a schedule, in start order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Starts {
+    /// A fixed schedule: one run per kept session, sorted by offset.
+    Listed(Vec<Start>),
+    /// Rate or as-fast-as-allowed runs, generated on demand (memory does not grow with the
+    /// request count or the duration): sessions are reused in order past the trace's end.
+    Generated(Generator),
+}
+
+impl Default for Starts {
+    fn default() -> Self {
+        Starts::Listed(Vec::new())
+    }
+}
+
+/// How generated runs arrive.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Generator {
+    /// Sessions per second; `None` = as soon as the concurrency limit allows.
+    pub rate: Option<(f64, ArrivalPattern)>,
+    pub seed: u64,
+    /// Requests to send in all; `None` = without end (a benchmark duration ends the run), or
+    /// each session once when `once` is set.
+    pub request_limit: Option<u64>,
+    /// Without a request limit: every session once.
+    pub once: bool,
 }
 
 impl Schedule {
-    /// Total number of requests the schedule sends.
-    pub fn request_count(&self) -> u64 {
-        self.starts.iter().map(|s| s.turns as u64).sum()
+    /// The session runs, in start order.
+    pub fn starts(&self) -> StartIter<'_> {
+        StartIter { schedule: self, cursor: StartCursor::new(self) }
+    }
+
+    /// Total number of requests the schedule sends; `None` when only a duration ends it.
+    pub fn request_count(&self) -> Option<u64> {
+        match &self.starts {
+            Starts::Listed(v) => Some(v.iter().map(|s| s.turns as u64).sum()),
+            Starts::Generated(g) => match (g.request_limit, g.once) {
+                (Some(n), _) => Some(n),
+                (None, true) => Some(self.sessions.iter().map(|s| s.turns.len() as u64).sum()),
+                (None, false) => None,
+            },
+        }
+    }
+}
+
+/// Iterator over a schedule's session runs (see [`Schedule::starts`]).
+#[derive(Clone, Debug)]
+pub struct StartIter<'a> {
+    schedule: &'a Schedule,
+    cursor: StartCursor,
+}
+
+impl Iterator for StartIter<'_> {
+    type Item = Start;
+
+    fn next(&mut self) -> Option<Start> {
+        self.cursor.next(self.schedule)
+    }
+}
+
+/// The position in a schedule's session runs, kept apart from the schedule so that an owner of
+/// the schedule can walk it lazily.
+#[derive(Clone, Debug)]
+pub struct StartCursor {
+    next: usize,
+    t_us: f64,
+    rng: Rng,
+    left: Option<u64>,
+}
+
+impl StartCursor {
+    /// A cursor at the first run of `schedule`.
+    pub fn new(schedule: &Schedule) -> StartCursor {
+        let (seed, left) = match &schedule.starts {
+            Starts::Generated(g) => (g.seed, g.request_limit),
+            Starts::Listed(_) => (0, None),
+        };
+        StartCursor { next: 0, t_us: 0.0, rng: Rng::new(seed), left }
+    }
+
+    /// The next run of `schedule` (the schedule this cursor was made for).
+    pub fn next(&mut self, schedule: &Schedule) -> Option<Start> {
+        let g = match &schedule.starts {
+            Starts::Listed(v) => {
+                let s = v.get(self.next).copied();
+                self.next += 1;
+                return s;
+            }
+            Starts::Generated(g) => g,
+        };
+        let sessions = &schedule.sessions;
+        if sessions.is_empty() || self.left == Some(0) || (g.once && self.left.is_none() && self.next >= sessions.len())
+        {
+            return None;
+        }
+        let k = self.next;
+        let session = k % sessions.len();
+        let len = sessions[session].turns.len() as u64;
+        let turns = self.left.map_or(len, |l| l.min(len));
+        if let Some(l) = &mut self.left {
+            *l -= turns;
+        }
+        let offset_us = g.rate.map(|(per_second, pattern)| {
+            if k > 0 {
+                self.t_us += match pattern {
+                    ArrivalPattern::Constant => 1e6 / per_second,
+                    ArrivalPattern::Poisson => self.rng.exponential() * 1e6 / per_second,
+                };
+            }
+            // `as` saturates: an offset past u64::MAX µs is never reached anyway.
+            self.t_us.round() as u64
+        });
+        self.next += 1;
+        Some(Start { offset_us, session: session as u32, turns: turns.min(u64::from(u32::MAX)) as u32 })
     }
 }
 
@@ -182,35 +294,44 @@ pub fn build(trace: &Trace, timing: Timing, request_count: Option<u64>) -> Resul
                 return Err(ScheduleError::BadRate(per_second));
             }
             strip_absolute_times(&mut sessions);
-            let mut rng = Rng::new(seed);
-            let mut t = 0.0f64;
-            let n = runs_needed(&sessions, request_count);
-            for k in 0..n {
-                if k > 0 {
-                    t += match pattern {
-                        ArrivalPattern::Constant => 1e6 / per_second,
-                        ArrivalPattern::Poisson => rng.exponential() * 1e6 / per_second,
-                    };
-                }
-                let session = (k % sessions.len().max(1)) as u32;
-                starts.push(Start { offset_us: Some(t.round() as u64), session, turns: 0 });
-            }
-            fill_turns(&sessions, &mut starts, request_count);
+            return generated(sessions, Some((per_second, pattern)), seed, request_count);
         }
         Timing::AsFastAsAllowed => {
             strip_absolute_times(&mut sessions);
-            let n = runs_needed(&sessions, request_count);
-            for k in 0..n {
-                starts.push(Start { offset_us: None, session: (k % sessions.len().max(1)) as u32, turns: 0 });
-            }
-            fill_turns(&sessions, &mut starts, request_count);
+            return generated(sessions, None, 0, request_count);
         }
     }
     starts.retain(|s| s.turns > 0);
     if starts.is_empty() {
         return Err(ScheduleError::Empty);
     }
-    Ok(Schedule { sessions, starts })
+    Ok(Schedule { sessions, starts: Starts::Listed(starts) })
+}
+
+/// Rate and as-fast-as-allowed schedules: each session once, or `request_count` requests.
+fn generated(
+    sessions: Vec<Session>,
+    rate: Option<(f64, ArrivalPattern)>,
+    seed: u64,
+    request_count: Option<u64>,
+) -> Result<Schedule, ScheduleError> {
+    if sessions.is_empty() || request_count == Some(0) {
+        return Err(ScheduleError::Empty);
+    }
+    Ok(Schedule {
+        sessions,
+        starts: Starts::Generated(Generator { rate, seed, request_limit: request_count, once: true }),
+    })
+}
+
+/// A schedule that reuses its sessions without end (a benchmark duration will stop it).
+pub fn endless(mut schedule: Schedule) -> Schedule {
+    if let Starts::Generated(g) = &mut schedule.starts
+        && g.request_limit.is_none()
+    {
+        g.once = false;
+    }
+    schedule
 }
 
 /// Without a fixed schedule, later turns keep their `delay` but not their absolute timestamp.
@@ -222,21 +343,6 @@ fn strip_absolute_times(sessions: &mut [Session]) {
             }
         }
     }
-}
-
-/// Number of session runs needed to send `request_count` requests (all sessions once by default).
-fn runs_needed(sessions: &[Session], request_count: Option<u64>) -> usize {
-    let Some(count) = request_count else { return sessions.len() };
-    if sessions.is_empty() {
-        return 0;
-    }
-    let mut sent = 0u64;
-    let mut runs = 0usize;
-    while sent < count {
-        sent += sessions[runs % sessions.len()].turns.len() as u64;
-        runs += 1;
-    }
-    runs
 }
 
 fn fill_turns(sessions: &[Session], starts: &mut [Start], request_count: Option<u64>) {
@@ -309,7 +415,7 @@ mod tests {
         ]);
         let s = build(&t, FIXED, None).unwrap();
         assert_eq!(
-            s.starts,
+            s.starts().collect::<Vec<_>>(),
             vec![
                 Start { offset_us: Some(0), session: 0, turns: 4 },
                 Start { offset_us: Some(500_000), session: 1, turns: 1 }
@@ -320,7 +426,7 @@ mod tests {
             timings,
             vec![TurnTiming::At(0), TurnTiming::At(800_000), TurnTiming::After(40_000), TurnTiming::Immediately]
         );
-        assert_eq!(s.request_count(), 5);
+        assert_eq!(s.request_count(), Some(5));
     }
 
     #[test]
@@ -328,7 +434,7 @@ mod tests {
         let t = trace((0..10).map(|i| row(Some(i * 100), None, None)).collect());
         let timing = Timing::Fixed { start_offset_ms: Some(200.0), end_offset_ms: Some(500.0), auto_offset: false };
         let s = build(&t, timing, None).unwrap();
-        let offs: Vec<_> = s.starts.iter().map(|s| s.offset_us.unwrap()).collect();
+        let offs: Vec<_> = s.starts().map(|s| s.offset_us.unwrap()).collect();
         assert_eq!(offs, vec![0, 100_000, 200_000, 300_000]);
         assert!(matches!(
             build(&trace(vec![row(None, None, None)]), FIXED, None),
@@ -340,17 +446,17 @@ mod tests {
     fn request_count_cuts_and_reuses() {
         let t = trace(vec![row(None, Some("a"), None), row(None, Some("a"), None), row(None, None, None)]);
         let s = build(&t, Timing::AsFastAsAllowed, Some(4)).unwrap();
-        let runs: Vec<_> = s.starts.iter().map(|s| (s.session, s.turns)).collect();
+        let runs: Vec<_> = s.starts().map(|s| (s.session, s.turns)).collect();
         assert_eq!(runs, vec![(0, 2), (1, 1), (0, 1)]);
         let s = build(&t, Timing::AsFastAsAllowed, Some(1)).unwrap();
-        assert_eq!(s.request_count(), 1);
+        assert_eq!(s.request_count(), Some(1));
     }
 
     #[test]
     fn constant_rate_is_evenly_spaced() {
         let t = trace((0..5).map(|_| row(None, None, None)).collect());
         let s = build(&t, Timing::Rate { per_second: 4.0, pattern: ArrivalPattern::Constant, seed: 1 }, None).unwrap();
-        let offs: Vec<_> = s.starts.iter().map(|s| s.offset_us.unwrap()).collect();
+        let offs: Vec<_> = s.starts().map(|s| s.offset_us.unwrap()).collect();
         assert_eq!(offs, vec![0, 250_000, 500_000, 750_000, 1_000_000]);
     }
 
@@ -361,8 +467,26 @@ mod tests {
         let a = build(&t, timing, None).unwrap();
         let b = build(&t, timing, None).unwrap();
         assert_eq!(a, b);
-        let last = a.starts.last().unwrap().offset_us.unwrap() as f64 / 1e6;
+        let last = a.starts().last().unwrap().offset_us.unwrap() as f64 / 1e6;
         assert!((last / 20_000.0 - 0.01).abs() < 0.0005, "mean gap {}", last / 20_000.0);
+    }
+
+    #[test]
+    fn generated_schedules_are_lazy_and_endless_only_when_asked() {
+        let t = trace(vec![row(None, Some("a"), None), row(None, Some("a"), None), row(None, None, None)]);
+        let s = build(&t, Timing::AsFastAsAllowed, Some(u64::MAX)).unwrap();
+        assert_eq!(s.request_count(), Some(u64::MAX));
+        assert_eq!(s.starts().take(1000).count(), 1000);
+        let once = build(&t, Timing::AsFastAsAllowed, None).unwrap();
+        assert_eq!(once.starts().count(), 2);
+        let endless = endless(once);
+        assert_eq!(endless.request_count(), None);
+        assert_eq!(endless.starts().take(5000).count(), 5000);
+        let slow =
+            build(&t, Timing::Rate { per_second: 1e-300, pattern: ArrivalPattern::Constant, seed: 0 }, None).unwrap();
+        let offs: Vec<_> = slow.starts().map(|s| s.offset_us.unwrap()).collect();
+        assert_eq!(offs, vec![0, u64::MAX]);
+        assert!(matches!(build(&t, Timing::AsFastAsAllowed, Some(0)), Err(ScheduleError::Empty)));
     }
 
     proptest! {
@@ -371,9 +495,10 @@ mod tests {
             let rows: Vec<Row> = ts.iter().map(|&(t, s)| row(Some(t), (s > 0).then(|| ["a", "b", "c"][s as usize - 1]), None)).collect();
             let t = trace(rows);
             let s = build(&t, FIXED, None).unwrap();
-            prop_assert!(s.starts.windows(2).all(|w| w[0].offset_us <= w[1].offset_us));
-            prop_assert_eq!(s.request_count(), ts.len() as u64);
-            let mut rows: Vec<u32> = s.starts.iter().flat_map(|st| s.sessions[st.session as usize].turns.iter().map(|t| t.row)).collect();
+            let starts: Vec<Start> = s.starts().collect();
+            prop_assert!(starts.windows(2).all(|w| w[0].offset_us <= w[1].offset_us));
+            prop_assert_eq!(s.request_count(), Some(ts.len() as u64));
+            let mut rows: Vec<u32> = starts.iter().flat_map(|st| s.sessions[st.session as usize].turns.iter().map(|t| t.row)).collect();
             rows.sort_unstable();
             prop_assert_eq!(rows, (0..ts.len() as u32).collect::<Vec<_>>());
         }

@@ -29,11 +29,36 @@ pub struct SseParser {
     after_cr: bool,
     current: SseEvent,
     has_data: bool,
+    /// Most bytes of one line or one event's data; `None` = no limit.
+    limit: Option<usize>,
+    overflowed: bool,
 }
 
 impl SseParser {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A parser that stops (see [`SseParser::overflowed`]) once a line or an event's data would
+    /// hold more than `max_bytes`, instead of growing without bound.
+    pub fn with_limit(max_bytes: usize) -> Self {
+        SseParser { limit: Some(max_bytes), ..Self::default() }
+    }
+
+    /// Whether a line or an event exceeded the limit: the parser then ignores all further input.
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
+    fn fits(&mut self, have: usize, more: usize) -> bool {
+        if self.limit.is_some_and(|l| have.saturating_add(more) > l) {
+            self.overflowed = true;
+            self.line = Vec::new();
+            self.current = SseEvent::default();
+            self.has_data = false;
+            return false;
+        }
+        true
     }
 
     /// Feeds the next piece of the byte stream, appending every event it completes to `out`.
@@ -48,6 +73,9 @@ impl SseParser {
 
     /// Like [`SseParser::feed`], handing each event to `on_event` without allocating.
     pub fn feed_with(&mut self, mut bytes: &[u8], on_event: &mut dyn FnMut(&SseEvent)) {
+        if self.overflowed {
+            return;
+        }
         if self.after_cr {
             self.after_cr = false;
             if let Some(rest) = bytes.strip_prefix(b"\n") {
@@ -70,19 +98,30 @@ impl SseParser {
             if self.line.is_empty() {
                 self.process_line(&bytes[..pos], on_event);
             } else {
+                if !self.fits(self.line.len(), pos) {
+                    return;
+                }
                 self.line.extend_from_slice(&bytes[..pos]);
                 let line = std::mem::take(&mut self.line);
                 self.process_line(&line, on_event);
                 self.line = line;
                 self.line.clear();
             }
+            if self.overflowed {
+                return;
+            }
             bytes = &bytes[pos + end_len..];
         }
-        self.line.extend_from_slice(bytes);
+        if self.fits(self.line.len(), bytes.len()) {
+            self.line.extend_from_slice(bytes);
+        }
     }
 
     /// Like [`SseParser::finish`], handing each event to `on_event`.
     pub fn finish_with(&mut self, on_event: &mut dyn FnMut(&SseEvent)) {
+        if self.overflowed {
+            return;
+        }
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
             self.process_line(&line, on_event);
@@ -107,6 +146,9 @@ impl SseParser {
         };
         match field {
             b"data" => {
+                if !self.fits(self.current.data.len(), value.len() + 1) {
+                    return;
+                }
                 if self.has_data {
                     self.current.data.push('\n');
                 }
@@ -373,6 +415,36 @@ mod tests {
             interpret_chunk(r#"{"error":{"message":"boom","code":500}}"#),
             Err(ChunkError::Server("boom".into()))
         );
+    }
+
+    #[test]
+    fn a_limit_stops_endless_lines_and_huge_events_without_growth() {
+        let mut p = SseParser::with_limit(100);
+        let mut out = Vec::new();
+        p.feed(b"data: {\"a\":1}\n\n", &mut out);
+        assert_eq!(out.len(), 1);
+        for _ in 0..1000 {
+            p.feed(&[b'x'; 64], &mut out);
+        }
+        assert!(p.overflowed());
+        assert!(p.line.capacity() <= 128);
+        p.feed(b"\n\ndata: late\n\n", &mut out);
+        p.finish(&mut out);
+        assert_eq!(out.len(), 1);
+        // Many short data lines that add up to a big event.
+        let mut p = SseParser::with_limit(100);
+        for _ in 0..50 {
+            p.feed(b"data: 0123456789\n", &mut out);
+        }
+        assert!(p.overflowed());
+        // Events under the limit are unaffected.
+        let mut p = SseParser::with_limit(100);
+        let mut out = Vec::new();
+        for _ in 0..1000 {
+            p.feed(b"data: 0123456789\n\n", &mut out);
+        }
+        assert!(!p.overflowed());
+        assert_eq!(out.len(), 1000);
     }
 
     proptest! {

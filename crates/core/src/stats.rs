@@ -47,16 +47,39 @@ pub fn sum(values: &[f64]) -> f64 {
 }
 
 /// Arithmetic mean, `None` for an empty list.
+///
+/// Finite values always give a finite mean: when their sum overflows (values near ±1e308), the
+/// values are scaled down by a power of two first, which changes nothing else.
 pub fn mean(values: &[f64]) -> Option<f64> {
-    (!values.is_empty()).then(|| sum(values) / values.len() as f64)
+    let m = (!values.is_empty()).then(|| sum(values) / values.len() as f64)?;
+    if m.is_finite() || !values.iter().all(|v| v.is_finite()) {
+        return Some(m);
+    }
+    let scaled: Vec<f64> = values.iter().map(|v| v * OVERFLOW_SCALE).collect();
+    Some(sum(&scaled) / values.len() as f64 / OVERFLOW_SCALE)
 }
 
 /// Population standard deviation (divide by n), `None` for an empty list.
+///
+/// Finite values always give a finite result: when the squares overflow, the values are scaled
+/// down by a power of two first, and a deviation past `f64::MAX` (values spanning ±1e308)
+/// saturates there.
 pub fn std_dev(values: &[f64]) -> Option<f64> {
     let m = mean(values)?;
     let sq: Vec<f64> = values.iter().map(|v| (v - m) * (v - m)).collect();
-    Some((sum(&sq) / values.len() as f64).sqrt())
+    let sd = (sum(&sq) / values.len() as f64).sqrt();
+    if sd.is_finite() || !m.is_finite() {
+        return Some(sd);
+    }
+    let scaled: Vec<f64> = values.iter().map(|v| v * OVERFLOW_SCALE).collect();
+    let m = mean(&scaled)?;
+    let sq: Vec<f64> = scaled.iter().map(|v| (v - m) * (v - m)).collect();
+    Some(((sum(&sq) / values.len() as f64).sqrt() / OVERFLOW_SCALE).min(f64::MAX))
 }
+
+/// 2^-600: brings any finite value below 2^424, whose squares and sums stay finite; values that
+/// become subnormal are negligible next to the huge ones that made the scaling necessary.
+const OVERFLOW_SCALE: f64 = 2.409919865102884e-181;
 
 /// Percentile `p` (0..=100) of values sorted ascending; `None` for an empty list.
 pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
@@ -191,6 +214,16 @@ mod tests {
         assert_eq!(percentile_sorted(&v, 50.0), Some(2.5));
         assert_eq!(percentile_sorted(&v, 100.0), Some(4.0));
         assert_eq!(percentile_sorted(&[7.0], 99.0), Some(7.0));
+    }
+
+    #[test]
+    fn huge_finite_values_give_finite_statistics() {
+        let v = [1e308, 1e308, -1e308, 0.0];
+        assert_eq!(mean(&v), Some(2.5e307));
+        let sd = std_dev(&v).unwrap();
+        assert!(sd.is_finite() && (sd - 8.2915619758885e307).abs() < 1e295, "{sd}");
+        assert_eq!(std_dev(&[f64::MAX, -f64::MAX]), Some(f64::MAX));
+        assert_eq!(mean(&[f64::MAX, f64::MAX]), Some(f64::MAX));
     }
 
     #[test]

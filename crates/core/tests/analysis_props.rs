@@ -98,3 +98,89 @@ proptest! {
         prop_assert!((last.hit_rate - a.cache_hit_rate).abs() < 1e-9);
     }
 }
+
+/// The prefix statistics of the analysis before the trie: rows sorted by their id sequences,
+/// each row's trie nodes past its longest common prefix with its sorted neighbours. Kept here as
+/// an oracle for the linear trie (it is n log n × prefix length, too slow for big traces).
+struct SortedPrefixes {
+    unique_prefixes: u64,
+    prefix_reuse_ratio: f64,
+    num_prefix_groups: u64,
+    /// (root id, requests, mean shared blocks, max shared blocks) of groups with ≥ 2 rows, in
+    /// the analysis' order: most requests first, then by root id; all of them, not only 10.
+    groups: Vec<(u64, u64, f64, u64)>,
+}
+
+fn sorted_prefixes(rows: &[Vec<u64>]) -> SortedPrefixes {
+    let mut sorted: Vec<&Vec<u64>> = rows.iter().filter(|r| !r.is_empty()).collect();
+    sorted.sort();
+    let lcp = |a: &[u64], b: &[u64]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let lcps: Vec<usize> = (0..sorted.len()).map(|k| if k == 0 { 0 } else { lcp(sorted[k - 1], sorted[k]) }).collect();
+    let (mut unique, mut shared_sum, mut all) = (0u64, 0u64, 0u64);
+    let mut groups: Vec<(u64, u64, f64, u64)> = Vec::new();
+    for (k, r) in sorted.iter().enumerate() {
+        let shared = lcps[k].max(lcps.get(k + 1).copied().unwrap_or(0));
+        unique += (r.len() - lcps[k]) as u64;
+        shared_sum += shared as u64;
+        all += r.len() as u64;
+        if lcps[k] == 0 {
+            groups.push((r[0], 0, 0.0, 0));
+        }
+        let g = groups.last_mut().unwrap();
+        g.1 += 1;
+        g.2 += shared as f64;
+        g.3 = g.3.max(shared as u64);
+    }
+    for g in &mut groups {
+        g.2 /= g.1 as f64;
+    }
+    groups.retain(|g| g.1 >= 2);
+    groups.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    SortedPrefixes {
+        unique_prefixes: unique,
+        prefix_reuse_ratio: if all == 0 { 0.0 } else { shared_sum as f64 / all as f64 },
+        num_prefix_groups: groups.len() as u64,
+        groups,
+    }
+}
+
+/// Rows that share long prefixes: each extends (a prefix of) an earlier row, or starts anew;
+/// ids come from a small alphabet so an id also turns up under other parents, and now and then
+/// one is huge so the ids get interned.
+fn shared_prefix_rows() -> impl Strategy<Value = Vec<Vec<u64>>> {
+    let id = prop_oneof![6 => 0u64..6, 3 => 0u64..400, 1 => Just(u64::MAX - 1), 1 => (1u64 << 33)..(1u64 << 33) + 4];
+    let step = (any::<prop::sample::Index>(), any::<prop::sample::Index>(), prop::collection::vec(id, 0..12), 0u8..4);
+    prop::collection::vec(step, 0..60).prop_map(|steps| {
+        let mut rows: Vec<Vec<u64>> = Vec::new();
+        for (parent, cut, tail, kind) in steps {
+            let mut row = if rows.is_empty() || kind == 0 {
+                Vec::new()
+            } else {
+                let p = &rows[parent.index(rows.len())];
+                p[..cut.index(p.len() + 1)].to_vec()
+            };
+            row.extend(tail);
+            rows.push(row);
+        }
+        rows
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn prefix_statistics_equal_the_sort_based_method(rows in shared_prefix_rows()) {
+        let trace: Trace = rows.iter().map(|h| (Row::new(Input::Length(h.len() as i64 * 512)), h.clone())).collect();
+        let (a, _) = analyze_with_rows(&trace, 512);
+        let old = sorted_prefixes(&rows);
+        prop_assert_eq!(a.unique_prefixes, old.unique_prefixes);
+        prop_assert_eq!(a.num_prefix_groups, old.num_prefix_groups);
+        prop_assert_eq!(a.prefix_reuse_ratio.to_bits(), old.prefix_reuse_ratio.to_bits());
+        let ours: Vec<(u64, u64, u64, u64)> = a.top_prefix_groups.iter()
+            .map(|g| (g.root_id, g.requests, g.mean_shared_blocks.to_bits(), g.max_shared_blocks)).collect();
+        let theirs: Vec<(u64, u64, u64, u64)> = old.groups.iter().take(10)
+            .map(|g| (g.0, g.1, g.2.to_bits(), g.3)).collect();
+        prop_assert_eq!(ours, theirs);
+    }
+}

@@ -55,8 +55,9 @@ fn row() -> impl Strategy<Value = (Row, Vec<u64>)> {
         prop::option::of("\\PC{1,10}"),
         prop::option::of(prop::collection::vec(("[a-z_]{1,8}", json_value()), 1..3)),
         prop::collection::vec(("x_[a-z]{1,6}", json_value()), 0..3),
+        prop::option::of("\\PC{1,10}"),
     )
-        .prop_map(|((input, ids, with_tools), output, timestamp, delay, session, extra, unknown)| {
+        .prop_map(|((input, ids, with_tools), output, timestamp, delay, session, extra, unknown, conversation)| {
             let mut row = Row::new(input);
             row.output_length = output;
             row.timestamp = timestamp;
@@ -69,6 +70,7 @@ fn row() -> impl Strategy<Value = (Row, Vec<u64>)> {
                 tools: with_tools.then(|| vec![serde_json::json!({"type": "function", "function": {"name": "f"}})]),
                 extra: extra.map(|kv| kv.into_iter().collect()),
                 unknown,
+                conversation_id: conversation.map(String::into_boxed_str),
             };
             if rare != RareFields::default() {
                 row.rare = Some(Box::new(rare));

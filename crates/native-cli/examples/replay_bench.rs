@@ -11,9 +11,9 @@
 //! client) is printed beside it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aiperf_core::stats::{percentile_sorted, sorted};
@@ -29,46 +29,21 @@ fn tokenizer_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/tokenizers/smollm2-135m")
 }
 
-struct Mock {
-    child: Child,
-    url: String,
-    arrivals: PathBuf,
+#[path = "../tests/common/mock.rs"]
+mod mock;
+use mock::Mock;
+
+/// The release binary's mock server (build with `--release` first).
+fn start_mock(args: &[&str]) -> Mock {
+    Mock::spawn(&bin(), 3600, args)
 }
 
-impl Mock {
-    fn start(dir: &Path, args: &[&str]) -> Mock {
-        let arrivals = dir.join(format!("arrivals-{}.jsonl", now_ns()));
-        let mut child = Command::new(bin())
-            .args(["mock-server", "--port", "0", "--exit-after-seconds", "3600", "--arrivals-file"])
-            .arg(&arrivals)
-            .args(args)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("cannot start the mock server (build with --release first)");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let url = line.trim().rsplit(' ').next().unwrap().to_owned();
-        Mock { child, url, arrivals }
-    }
-
-    /// Arrival times (ns since the epoch) and prompt sizes.
-    fn arrivals(&self) -> Vec<(u128, u64)> {
-        std::fs::read_to_string(&self.arrivals)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| {
-                let v: Value = serde_json::from_str(l).unwrap();
-                (v["arrival_ns"].as_str().unwrap().parse().unwrap(), v["prompt_tokens"].as_u64().unwrap_or(0))
-            })
-            .collect()
-    }
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Arrival times (ns since the epoch) and prompt sizes of the requests the mock received.
+fn arrivals(mock: &Mock) -> Vec<(u128, u64)> {
+    mock.arrivals()
+        .iter()
+        .map(|v| (v["arrival_ns"].as_str().unwrap().parse().unwrap(), v["prompt_tokens"].as_u64().unwrap_or(0)))
+        .collect()
 }
 
 fn now_ns() -> u128 {
@@ -185,7 +160,7 @@ fn lateness(dir: &Path) {
         let trace = dir.join(format!("rate{rate}.jsonl"));
         rate_trace(&trace, rate, n);
         for tool in ["aiperf-cli", "AIPerf 0.13.0"] {
-            let mock = Mock::start(dir, &[]);
+            let mock = start_mock(&[]);
             let art = dir.join(format!("art-{}-{rate}", tool.replace(' ', "_")));
             let n_tool = if tool == "aiperf-cli" { n } else { n.min(3000) };
             let trace_t = if n_tool == n {
@@ -202,7 +177,7 @@ fn lateness(dir: &Path) {
             };
             let Some(mut cmd) = cmd else { continue };
             let (_, cpu) = timed(&mut cmd);
-            let arr = mock.arrivals();
+            let arr = arrivals(&mock);
             if arr.len() < 2 {
                 println!("| {tool} | {rate} | {} | (no requests arrived) | | |", arr.len());
                 continue;
@@ -241,7 +216,7 @@ fn max_rate(dir: &Path) {
             writeln!(f, r#"{{"input_length": 128, "output_length": 64, "hash_ids": [{i}]}}"#).unwrap();
         }
         drop(f);
-        let mock = Mock::start(dir, &[]);
+        let mock = start_mock(&[]);
         let art = dir.join(format!("art-max-{}", tool.replace(' ', "_")));
         let cmd = if tool == "aiperf-cli" {
             Some(ours(&mock.url, &trace, &art, &["--concurrency", "64"]))
@@ -252,7 +227,7 @@ fn max_rate(dir: &Path) {
         };
         let Some(mut cmd) = cmd else { continue };
         let (wall, cpu) = timed(&mut cmd);
-        let got = mock.arrivals().len();
+        let got = arrivals(&mock).len();
         let (thr, errs, replay_cpu) = match std::fs::read_to_string(art.join("profile_export_aiperf.json")) {
             Ok(t) => {
                 let s: Value = serde_json::from_str(&t).unwrap();
@@ -296,7 +271,7 @@ fn startup(dir: &Path) {
             .unwrap();
         }
         drop(f);
-        let mock = Mock::start(dir, &[]);
+        let mock = start_mock(&[]);
         let art = dir.join(format!("art-startup-{}-{n}", tool.replace(' ', "_")));
         let cmd = if tool == "aiperf-cli" {
             Some(ours(
@@ -318,7 +293,7 @@ fn startup(dir: &Path) {
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         let deadline = Instant::now() + Duration::from_secs(600);
         let first = loop {
-            if let Some(a) = mock.arrivals().iter().map(|a| a.0).min() {
+            if let Some(a) = arrivals(&mock).iter().map(|a| a.0).min() {
                 break Some(a);
             }
             if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
@@ -344,12 +319,12 @@ fn streams(dir: &Path) {
         writeln!(f, r#"{{"input_length": 32, "output_length": 20, "hash_ids": [{i}]}}"#).unwrap();
     }
     drop(f);
-    let mock = Mock::start(dir, &["--ttft-ms", "3000", "--itl-ms", "100"]);
+    let mock = start_mock(&["--ttft-ms", "3000", "--itl-ms", "100"]);
     let art = dir.join("art-streams");
     let (wall, cpu) =
         timed(&mut ours(&mock.url, &trace, &art, &["--concurrency", "10000", "--request-timeout-seconds", "60"]));
     let s = summary(&art);
-    let arr = mock.arrivals();
+    let arr = arrivals(&mock);
     let mut a: Vec<u128> = arr.iter().map(|x| x.0).collect();
     a.sort_unstable();
     let spread_ms = (a.last().unwrap_or(&0) - a.first().unwrap_or(&0)) as f64 / 1e6;

@@ -1,13 +1,17 @@
 //! `aiperf-cli`: analyze, synthesize and replay Mooncake traces.
 
 mod analyze;
+mod convert;
+mod exit;
 mod hash_prompts;
 mod input;
 mod mock_server;
+mod output;
 mod profile;
 mod synthesis_flags;
 mod synthesize;
 mod tokenizer;
+mod trace_format;
 
 use std::process::ExitCode;
 
@@ -37,6 +41,9 @@ enum Command {
     SynthesizeTrace(synthesize::Args),
     /// Turn prompts (JSONL) into a Mooncake trace with AIPerf-compatible block hash ids.
     HashPrompts(hash_prompts::Args),
+    /// Convert production traces (Bailian, ServeGen, Azure, BurstGPT, WEKA) to Mooncake JSONL,
+    /// merging files and applying time window, gap caps, sampling, model and failure filters.
+    ConvertTrace(convert::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,24 +55,31 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let cli = Cli::parse();
+    let done = |r: anyhow::Result<()>| r.map(|()| exit::SUCCESS);
     let result = match cli.command {
-        Command::AnalyzeTrace(args) => analyze::run(args),
+        Command::AnalyzeTrace(args) => done(analyze::run(args)),
         Command::Profile(args) => profile::run(*args),
-        Command::MockServer(args) => mock_server::run(args),
-        Command::SynthesizeTrace(args) => synthesize::run(args),
-        Command::HashPrompts(args) => hash_prompts::run(args),
+        Command::MockServer(args) => done(mock_server::run(args)),
+        Command::SynthesizeTrace(args) => done(synthesize::run(args)),
+        Command::HashPrompts(args) => done(hash_prompts::run(args)),
+        Command::ConvertTrace(args) => done(convert::run(args)),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {e}");
-            for cause in e.chain().skip(1) {
+            let bad_input = e.downcast_ref::<exit::BadInput>().is_some();
+            // The bad-input marker is for the exit status, not for the reader.
+            let mut chain = e.chain().skip(usize::from(bad_input));
+            if let Some(first) = chain.next() {
+                eprintln!("error: {first}");
+            }
+            for cause in chain {
                 eprintln!("  caused by: {cause}");
             }
-            ExitCode::FAILURE
+            ExitCode::from(if bad_input { exit::BAD_INPUT } else { exit::NO_SUCCESS })
         }
     }
 }

@@ -5,9 +5,14 @@
 //! a real run: responses carry `x-aiperf-mock-ttft-ms`, and `profile` prints the programmed TTFT
 //! beside the one it measured. Faults are chosen deterministically from the request number, so a
 //! rate of 0.1 fails exactly every tenth request.
+//!
+//! It is bounded like a real server: a request may ask for at most `--max-output-tokens` tokens
+//! (HTTP 400 beyond) and send at most `--max-request-bytes` (HTTP 413 beyond); a stream is produced
+//! in pieces of at most [`STREAM_PIECE_BYTES`] as the client reads it; keep-alive connections idle
+//! for `--idle-timeout-seconds` are closed; when the process runs out of file descriptors, accepting
+//! backs off instead of spinning.
 
 use std::convert::Infallible;
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -20,10 +25,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -34,11 +39,11 @@ pub struct Args {
     /// Port on 127.0.0.1 (0 = any free port; the chosen one is printed).
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
-    /// Time to first token (ms).
-    #[arg(long, default_value_t = 0.0)]
+    /// Time to first token (ms, at most a day).
+    #[arg(long, default_value_t = 0.0, value_parser = millis)]
     pub ttft_ms: f64,
-    /// Time between tokens (ms).
-    #[arg(long, default_value_t = 0.0)]
+    /// Time between tokens (ms, at most a day).
+    #[arg(long, default_value_t = 0.0, value_parser = millis)]
     pub itl_ms: f64,
     /// Output tokens when a request sets no max_tokens.
     #[arg(long, default_value_t = 16)]
@@ -47,32 +52,83 @@ pub struct Args {
     #[arg(long)]
     pub eos_after: Option<u64>,
     /// Fraction of requests answered with HTTP 500.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
     pub error_rate: f64,
     /// Fraction of streams cut (connection reset) halfway.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
     pub disconnect_rate: f64,
     /// Fraction of streams with a malformed JSON chunk.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
     pub malformed_rate: f64,
     /// Fraction of streams that stall after the first token (until the client gives up).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
     pub stall_rate: f64,
     /// Fraction of requests answered with more tokens than max_tokens.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
     pub ignore_max_tokens_rate: f64,
-    /// Append one JSON line per request (arrival time, tokens asked, prompt size) to this file.
+    /// Write one JSON line per request (arrival time, tokens asked, prompt size) to this file
+    /// (`-`: standard output; a FIFO is written through).
     #[arg(long)]
     pub arrivals_file: Option<PathBuf>,
-    /// Exit after this many seconds (a safety net for scripts).
-    #[arg(long)]
+    /// Most output tokens one request may ask for (`max_tokens`); more is answered with HTTP 400.
+    #[arg(long, default_value_t = DEFAULT_MAX_OUTPUT_TOKENS)]
+    pub max_output_tokens: u64,
+    /// Largest request body accepted (bytes); a larger one is answered with HTTP 413.
+    #[arg(long, default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
+    pub max_request_bytes: usize,
+    /// Close a keep-alive connection that sends no new request for this long (seconds). The
+    /// default outlasts `profile`'s own 90 s pool idle timeout, so the client closes first.
+    #[arg(long, default_value_t = DEFAULT_IDLE_TIMEOUT_SECONDS, value_parser = positive_seconds)]
+    pub idle_timeout_seconds: f64,
+    /// Exit after this many seconds (a safety net for scripts; at most a year).
+    #[arg(long, value_parser = seconds)]
     pub exit_after_seconds: Option<f64>,
+}
+
+/// Default of `--max-output-tokens`: a million tokens (a few MB of text).
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 1_000_000;
+/// Default of `--max-request-bytes`: 64 MiB.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 64 << 20;
+/// Default of `--idle-timeout-seconds`.
+pub const DEFAULT_IDLE_TIMEOUT_SECONDS: f64 = 120.0;
+/// A stream's bytes are handed to the connection in pieces of about this size.
+pub const STREAM_PIECE_BYTES: usize = 64 << 10;
+
+/// A number in `[lo, hi]` (`lo` excluded when `open`), described as `what` in the error.
+fn number_in(s: &str, lo: f64, hi: f64, open: bool, what: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (v > lo || (!open && v == lo)) && v <= hi => Ok(v),
+        _ => Err(format!(
+            "expected {what} from {lo} ({}) to {hi}, found {s:?}",
+            if open { "excluded" } else { "included" }
+        )),
+    }
+}
+
+/// Seconds > 0, at most a year (what `Duration` and timers hold comfortably).
+fn positive_seconds(s: &str) -> std::result::Result<f64, String> {
+    number_in(s, 0.0, 365.0 * 86_400.0, true, "a number of seconds")
+}
+
+/// Seconds >= 0, at most a year.
+fn seconds(s: &str) -> std::result::Result<f64, String> {
+    number_in(s, 0.0, 365.0 * 86_400.0, false, "a number of seconds")
+}
+
+/// Milliseconds >= 0, at most a day.
+fn millis(s: &str) -> std::result::Result<f64, String> {
+    number_in(s, 0.0, 86_400_000.0, false, "a number of milliseconds")
+}
+
+/// A fraction of requests.
+fn rate(s: &str) -> std::result::Result<f64, String> {
+    number_in(s, 0.0, 1.0, false, "a fraction")
 }
 
 struct State {
     args: Args,
     counter: AtomicU64,
-    arrivals: Option<Mutex<BufWriter<File>>>,
+    arrivals: Option<Mutex<BufWriter<Box<dyn Write + Send>>>>,
 }
 
 /// Whether request `n` gets a fault of this rate (`salt` decorrelates faults).
@@ -95,34 +151,50 @@ pub fn run(args: Args) -> Result<()> {
         println!("mock server listening on http://{addr}");
         std::io::stdout().flush()?;
         let arrivals = match &args.arrivals_file {
-            Some(p) => Some(Mutex::new(BufWriter::new(
-                File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-            ))),
+            Some(p) => Some(Mutex::new(BufWriter::new(crate::output::create_stream(p)?))),
             None => None,
         };
+        let idle = Duration::from_secs_f64(args.idle_timeout_seconds);
         let exit_after = args.exit_after_seconds;
         let state = Arc::new(State { args, counter: AtomicU64::new(0), arrivals });
         let serve = async {
             loop {
                 let (stream, _) = match listener.accept().await {
                     Ok(s) => s,
-                    Err(_) => continue,
+                    Err(e) => {
+                        // Out of descriptors (EMFILE, ENFILE) the pending connection stays queued
+                        // and `accept` fails again at once: wait for connections to close.
+                        tokio::time::sleep(accept_backoff(&e)).await;
+                        continue;
+                    }
                 };
                 let _ = stream.set_nodelay(true);
                 let state = state.clone();
                 tokio::spawn(async move {
                     let svc = hyper::service::service_fn(move |req| handle(state.clone(), req));
-                    let _ =
-                        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+                    // hyper's header-read timer runs whenever the connection waits for a request
+                    // head, idle keep-alive included: it is the idle timeout.
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(idle)
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
                 });
             }
         };
+        // Watched from the start: registering later can fail once connections hold every descriptor.
+        let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+            .context("cannot watch for Ctrl-C")?;
         let stop = async {
-            match exit_after {
-                Some(s) => tokio::time::sleep(Duration::from_secs_f64(s.max(0.0))).await,
-                None => {
-                    let _ = tokio::signal::ctrl_c().await;
+            let deadline = async {
+                match exit_after {
+                    Some(s) => tokio::time::sleep(Duration::from_secs_f64(s)).await,
+                    None => std::future::pending().await,
                 }
+            };
+            tokio::select! {
+                _ = deadline => {}
+                _ = interrupt.recv() => {}
             }
         };
         tokio::select! {
@@ -131,6 +203,18 @@ pub fn run(args: Args) -> Result<()> {
         }
         Ok(())
     })
+}
+
+/// How long to wait after a failed `accept`: 100 ms when out of descriptors or memory (only a
+/// closing connection helps), 10 ms otherwise (an aborted handshake: the next one is fine).
+fn accept_backoff(e: &std::io::Error) -> Duration {
+    // EMFILE, ENFILE, ENOBUFS, ENOMEM on Linux.
+    const EXHAUSTED: [i32; 4] = [24, 23, 105, 12];
+    if e.raw_os_error().is_some_and(|c| EXHAUSTED.contains(&c)) {
+        Duration::from_millis(100)
+    } else {
+        Duration::from_millis(10)
+    }
 }
 
 type Body = BoxBody<Bytes, std::io::Error>;
@@ -177,8 +261,13 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
     if !chat && !path.ends_with("/completions") {
         return Ok(full(StatusCode::NOT_FOUND, json!({"error": {"message": format!("no route {path}")}})));
     }
-    let body = match req.into_body().collect().await {
+    let limit = state.args.max_request_bytes;
+    let body = match Limited::new(req.into_body(), limit).collect().await {
         Ok(b) => b.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            let message = format!("request body larger than {limit} bytes (mock-server --max-request-bytes)");
+            return Ok(full(StatusCode::PAYLOAD_TOO_LARGE, json!({"error": {"message": message}})));
+        }
         Err(_) => return Ok(full(StatusCode::BAD_REQUEST, json!({"error": {"message": "cannot read body"}}))),
     };
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
@@ -187,6 +276,16 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
     let a = &state.args;
     let n = state.counter.fetch_add(1, Ordering::Relaxed);
     let max_tokens = ["max_completion_tokens", "max_tokens"].iter().find_map(|k| body.get(*k).and_then(Value::as_u64));
+    if let Some(m) = max_tokens.filter(|m| *m > a.max_output_tokens) {
+        let message = format!(
+            "max_tokens {m} is more than this server allows ({}, mock-server --max-output-tokens)",
+            a.max_output_tokens
+        );
+        return Ok(full(
+            StatusCode::BAD_REQUEST,
+            json!({"error": {"message": message, "type": "invalid_request_error"}}),
+        ));
+    }
     let ignore_eos = body.get("ignore_eos").and_then(Value::as_bool).unwrap_or(false);
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
@@ -254,11 +353,13 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
         tokio::time::sleep(ttft).await;
         let mut batch = String::new();
         for i in 0..tokens {
-            if i > 0 && !itl.is_zero() {
+            if i > 0 && (!itl.is_zero() || batch.len() >= STREAM_PIECE_BYTES) {
                 if !send(std::mem::take(&mut batch)).await {
                     return;
                 }
-                tokio::time::sleep(itl).await;
+                if !itl.is_zero() {
+                    tokio::time::sleep(itl).await;
+                }
             }
             if i == tokens / 2 && i > 0 {
                 if disconnect {

@@ -182,7 +182,7 @@ mod tests {
         let err = parse(&["--synthesis-output-len-multiplier", "1e30"]).unwrap_err();
         assert!(
             err.contains(
-                "invalid value '1e30' for '--synthesis-output-len-multiplier <X>': must be a number between 0 and 1000"
+                "invalid value '1e30' for '--synthesis-output-len-multiplier <X>': must be a number from 0 to 1000"
             ),
             "{err}"
         );

@@ -11,18 +11,21 @@ use aiperf_core::analysis::analyze_with_rows;
 use aiperf_core::synthesis::{
     Mode, Param, PrefixModel, SynthesisError, SynthesisSettings, fidelity_from_analyses, transform,
 };
-use aiperf_core::trace::{Trace, write_trace};
+use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace, write_trace};
 use anyhow::{Context, Result};
 
-use crate::input::{read_trace, write_atomically};
+use crate::output::{refuse_same_files, report_stream, write_output};
 pub use crate::synthesis_flags::option_name;
 use crate::synthesis_flags::{GenerateFlags, SynthesisFlags};
+use crate::trace_format::read_trace_any;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Mooncake trace to learn from or transform (JSONL, optionally gzip-compressed).
+    /// Mooncake trace to learn from or transform (JSONL, optionally gzip-compressed; `-`: standard
+    /// input).
     pub file: PathBuf,
-    /// Where to write the synthesized trace (JSONL).
+    /// Where to write the synthesized trace (JSONL; `-`: standard output, the report then goes to
+    /// standard error).
     #[arg(long)]
     pub output_file: PathBuf,
     #[command(flatten)]
@@ -32,9 +35,14 @@ pub struct Args {
     /// Skip invalid rows of the input (they are listed on stderr) instead of stopping.
     #[arg(long)]
     pub skip_invalid: bool,
-    /// Write the original-vs-synthesized fidelity report as JSON to this file.
+    /// Longest trace line accepted (bytes); a longer one stops with a `file:line` error.
+    #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
+    /// Write the original-vs-synthesized fidelity report as JSON to this file (`-`: standard output).
     #[arg(long)]
     pub fidelity_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub format: crate::trace_format::TraceFormatArgs,
 }
 
 /// Adds the offending option's name to a core error.
@@ -62,17 +70,24 @@ impl Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let mut outputs = vec![args.output_file.as_path()];
+    outputs.extend(args.fidelity_file.as_deref());
+    refuse_same_files(&outputs, &[&args.file])?;
     let settings = args.settings()?;
-    let input = read_trace(&args.file, args.skip_invalid)?.trace;
+    let input = read_trace_any(&args.file, &args.format, args.skip_invalid, args.max_line_bytes)?.trace;
     let output = match settings.mode {
         Mode::Generate => {
             let params = &settings.params;
             let model = PrefixModel::learn(&input, params.block_size).map_err(explain)?;
             let s = model.stats();
-            println!(
+            writeln!(
+                report_to(&args),
                 "Learned from {} rows: {} shared blocks in {} tree nodes, {} unique prompts\n",
-                s.rows, s.shared_blocks, s.contracted_nodes, s.unique_prompts
-            );
+                s.rows,
+                s.shared_blocks,
+                s.contracted_nodes,
+                s.unique_prompts
+            )?;
             model.sample(params).map_err(explain)?
         }
         Mode::Transform => transform(&input, &settings.transform_params()).map_err(explain)?,
@@ -80,18 +95,23 @@ pub fn run(args: Args) -> Result<()> {
     finish(&args, settings.params.block_size, &input, &output)
 }
 
+/// Where the human-readable report goes (standard error when an output is standard output).
+fn report_to(args: &Args) -> Box<dyn Write> {
+    report_stream(&[&args.output_file, args.fidelity_file.as_deref().unwrap_or(&args.output_file)])
+}
+
 /// Writes the output atomically, then prints (and optionally saves) the before/after comparison.
 fn finish(args: &Args, block_size: u32, input: &Trace, output: &Trace) -> Result<()> {
-    write_atomically(&args.output_file, write_trace(output).as_bytes())?;
+    write_output(&args.output_file, write_trace(output).as_bytes())?;
     let before = analyze_with_rows(input, block_size);
     let after = analyze_with_rows(output, block_size);
     let report = fidelity_from_analyses((&before.0, &before.1), (&after.0, &after.1));
-    let mut out = std::io::stdout().lock();
+    let mut out = report_to(args);
     out.write_all(report.to_table().as_bytes())?;
     writeln!(out, "\nSynthesized {} rows to {}", output.len(), args.output_file.display())?;
     if let Some(path) = &args.fidelity_file {
         let json = serde_json::to_string_pretty(&report).context("cannot serialize the fidelity report")?;
-        write_atomically(path, format!("{json}\n").as_bytes())?;
+        write_output(path, format!("{json}\n").as_bytes())?;
         writeln!(out, "Fidelity report saved to {}", path.display())?;
     }
     Ok(())

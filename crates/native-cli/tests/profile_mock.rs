@@ -195,44 +195,85 @@ fn connection_refused_is_recorded_and_the_run_completes() {
     let art = dir.path().join("art");
     let url = format!("http://127.0.0.1:{port}");
     let out = profile_on(&url, &trace, &art, &["--request-rate", "50"], LIMIT);
-    ok(&out);
+    // No request succeeded: exit status 1 (as AIPerf), with every export written.
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no request succeeded"));
     let s = summary(&art);
     assert_eq!(s["error_request_count"]["avg"], 5.0);
     assert_eq!(s["error_summary"][0]["error_details"]["type"], "connection_error");
 }
 
-#[test]
-fn ctrl_c_stops_and_exports_everything_as_cancelled() {
-    let mock = Mock::start(&["--ttft-ms", "20", "--itl-ms", "5"]);
-    let dir = tempfile::tempdir().unwrap();
+/// Starts `profile` on `n` rows at `rate` requests per second with `extra` options.
+fn spawn_profile(mock: &Mock, dir: &std::path::Path, n: usize, extra: &[&str]) -> std::process::Child {
     let lines: Vec<String> =
-        (0..2000).map(|i| format!(r#"{{"input_length": {}, "output_length": 20}}"#, 10 + i % 50)).collect();
-    let trace = write_trace(dir.path(), &lines);
-    let art = dir.path().join("art");
-    let child = std::process::Command::new(BIN)
+        (0..n).map(|i| format!(r#"{{"input_length": {}, "output_length": 20}}"#, 10 + i % 50)).collect();
+    let trace = write_trace(dir, &lines);
+    std::process::Command::new(BIN)
         .args(["profile", "-m", "m", "-u", &mock.url, "--streaming", "--tokenizer", &tokenizer(), "--input-file"])
         .arg(&trace)
         .arg("--artifact-dir")
-        .arg(&art)
-        .args(["--request-rate", "50", "--arrival-pattern", "constant", "--benchmark-grace-period", "5"])
+        .arg(dir.join("art"))
+        .args(extra)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
-    let pid = child.id().to_string();
-    let status = std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap();
+        .unwrap()
+}
+
+fn kill(child: &std::process::Child, signal: &str) {
+    let status = std::process::Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
     assert!(status.success());
-    let out = wait_limited(child, Duration::from_secs(30));
-    ok(&out);
-    let s = summary(&art);
-    assert_eq!(s["was_cancelled"], true);
+}
+
+#[test]
+fn sigint_sigterm_and_sighup_stop_and_export_everything_as_cancelled() {
+    for signal in ["-INT", "-TERM", "-HUP"] {
+        let mock = Mock::start(&["--ttft-ms", "20", "--itl-ms", "5"]);
+        let dir = tempfile::tempdir().unwrap();
+        let rate = ["--request-rate", "50", "--arrival-pattern", "constant", "--benchmark-grace-period", "5"];
+        let child = spawn_profile(&mock, dir.path(), 2000, &rate);
+        std::thread::sleep(Duration::from_millis(2500));
+        kill(&child, signal);
+        let out = wait_limited(child, Duration::from_secs(30));
+        assert_eq!(out.status.code(), Some(130), "{signal}: {}", String::from_utf8_lossy(&out.stderr));
+        let art = dir.path().join("art");
+        let s = summary(&art);
+        assert_eq!(s["was_cancelled"], true);
+        assert!(art.join("profile_export_aiperf.csv").is_file());
+        let records = read_jsonl(&art.join("profile_export.jsonl"));
+        assert!(!records.is_empty() && records.len() < 2000, "{signal}: {} records", records.len());
+        let total = s["request_count"]["avg"].as_f64().unwrap() + s["error_request_count"]["avg"].as_f64().unwrap();
+        assert_eq!(total as usize, records.len());
+        // Every request the server saw is accounted for.
+        assert_eq!(mock.arrivals().len(), records.len(), "{signal}");
+    }
+}
+
+#[test]
+fn a_second_signal_cancels_what_is_in_flight_at_once() {
+    // 40 requests in flight, each taking 20 s: the first SIGTERM starts a 60 s grace period,
+    // the second one must end the run within a second with every request recorded.
+    let mock = Mock::start(&["--ttft-ms", "20000"]);
+    let dir = tempfile::tempdir().unwrap();
+    let extra = ["--concurrency", "40", "--benchmark-grace-period", "60"];
+    let child = spawn_profile(&mock, dir.path(), 100, &extra);
+    let t0 = std::time::Instant::now();
+    while mock.arrivals().len() < 40 {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the requests never reached the server");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill(&child, "-TERM");
+    std::thread::sleep(Duration::from_millis(300));
+    kill(&child, "-TERM");
+    let second = std::time::Instant::now();
+    let out = wait_limited(child, Duration::from_secs(10));
+    assert!(second.elapsed() < Duration::from_secs(1), "took {:?} after the second signal", second.elapsed());
+    assert_eq!(out.status.code(), Some(130));
+    let art = dir.path().join("art");
     let records = read_jsonl(&art.join("profile_export.jsonl"));
-    assert!(!records.is_empty() && records.len() < 2000, "{} records", records.len());
-    let total = s["request_count"]["avg"].as_f64().unwrap() + s["error_request_count"]["avg"].as_f64().unwrap();
-    assert_eq!(total as usize, records.len());
-    // Every request the server saw is accounted for.
-    assert_eq!(mock.arrivals().len(), records.len());
+    assert_eq!(records.len(), 40);
+    assert!(records.iter().all(|r| r["metadata"]["error"]["kind"] == "cancelled"));
+    assert_eq!(summary(&art)["error_request_count"]["avg"], 40.0);
 }
 
 #[test]

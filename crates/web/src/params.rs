@@ -20,7 +20,7 @@ impl Default for Form {
     }
 }
 
-/// The message under a field holding an invalid value ("must be a whole number between 1 and 16").
+/// The message under a field holding an invalid value ("must be a whole number from 1 to 16").
 pub fn field_error(p: Param, text: &str) -> Option<String> {
     p.parse(text).err().map(|_| {
         let empty_ok = if p.default_text().is_empty() { ", or empty" } else { "" };
@@ -191,11 +191,11 @@ mod tests {
         let f = Form::default();
         assert_eq!(f.error(Param::BlockSize), None);
         let err = |p: Param, v: &str| field_error(p, v);
-        assert_eq!(err(Param::BlockSize, "0").unwrap(), "must be a whole number between 1 and 16777216");
-        assert_eq!(err(Param::BlockSize, "abc").unwrap(), "must be a whole number between 1 and 16777216");
-        assert_eq!(err(Param::SpeedupRatio, "0").unwrap(), "must be a number between 0.001 and 1000000");
+        assert_eq!(err(Param::BlockSize, "0").unwrap(), "must be a whole number from 1 to 16777216");
+        assert_eq!(err(Param::BlockSize, "abc").unwrap(), "must be a whole number from 1 to 16777216");
+        assert_eq!(err(Param::SpeedupRatio, "0").unwrap(), "must be a number from 0.001 to 1000000");
         assert_eq!(err(Param::OutputLenMultiplier, "0"), None);
-        assert_eq!(err(Param::OutputLenMultiplier, "-1").unwrap(), "must be a number between 0 and 1000");
+        assert_eq!(err(Param::OutputLenMultiplier, "-1").unwrap(), "must be a number from 0 to 1000");
         assert_eq!(err(Param::PromptLenMultiplier, "1e30").unwrap(), "must be a number > 0 and ≤ 1000");
         assert_eq!(err(Param::MaxIsl, ""), None);
         assert_eq!(err(Param::MaxIsl, "0").unwrap(), "must be a whole number ≥ 1, or empty");

@@ -135,7 +135,7 @@ async fn field_shows_its_validation_message_while_typing() {
     input.dispatch_event(&ev).expect("dispatch");
     settle().await;
     let text = div.text_content().unwrap_or_default();
-    assert!(text.contains("must be a number between 0.001 and 1000000"), "{text}");
+    assert!(text.contains("must be a number from 0.001 to 1000000"), "{text}");
     assert_eq!(input.get_attribute("aria-invalid").as_deref(), Some("true"));
     input.set_value("2");
     input.dispatch_event(&web_sys::InputEvent::new("input").expect("event")).expect("dispatch");

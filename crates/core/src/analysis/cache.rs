@@ -5,7 +5,7 @@
 //! this block's previous access) is below `C`. A row's hit is its leading run of hits (a prefix
 //! cache stops at the first miss), so a block counts for capacity `C` when the running maximum of
 //! reuse distances up to it is below `C`. Reuse distances come from one pass with a Fenwick tree
-//! over access times; one histogram over capacity buckets then yields the whole curve. With an
+//! over access times (a bit per time, counted per word); one histogram over capacity buckets then yields the whole curve. With an
 //! unbounded capacity this is exactly the reference's theoretical (infinite-cache) hit rate.
 
 use serde::{Deserialize, Serialize};
@@ -42,22 +42,16 @@ fn capacities(distinct: usize) -> Vec<u64> {
     caps
 }
 
-/// The hit-rate curve of a finite LRU cache (see the module documentation).
-pub fn lru_hit_rate_curve(trace: &Trace, space: &IdSpace) -> Vec<CachePoint> {
+/// The hit-rate curve of a finite LRU cache (see the module documentation); `distinct` is the
+/// number of distinct ids of the trace.
+pub fn lru_hit_rate_curve(trace: &Trace, space: &IdSpace, distinct: usize) -> Vec<CachePoint> {
     let total = trace.total_hash_ids();
     let mut last_access = vec![u32::MAX; space.size()];
-    let mut dead = Fenwick::new(total);
-    let distinct = {
-        let mut seen = super::BitSet::new(space.size());
-        (0..total).for_each(|i| seen.insert(space.at(i)));
-        seen.count()
-    };
+    let mut dead = Marks::new(total);
     let caps = capacities(distinct);
     // bucket[j]: weight of blocks that first hit at capacity caps[j]; the last bucket is the
     // unbounded cache.
     let mut bucket = vec![0.0f64; caps.len() + 1];
-    // Reuse distance of every access of the current row, `u64::MAX` for a first access.
-    let mut row_rd: Vec<u64> = Vec::new();
     let mut rows_with_ids = 0usize;
     let mut t = 0usize;
     for row in trace.rows() {
@@ -66,33 +60,33 @@ pub fn lru_hit_rate_curve(trace: &Trace, space: &IdSpace) -> Vec<CachePoint> {
             continue;
         }
         rows_with_ids += 1;
-        row_rd.clear();
-        for i in range.clone() {
+        let w = 1.0 / range.len() as f64;
+        // Running maximum of the row's reuse distances (`None` once a first access ended the
+        // row's hits) and the bucket it falls in.
+        let mut running = Some(0u64);
+        // Capacities start at 1, so a distance of 0 hits in every cache: bucket 0.
+        let mut j = 0;
+        for i in range {
             let id = space.at(i);
             let prev = last_access[id];
+            last_access[id] = t as u32;
+            t += 1;
+            if prev == u32::MAX {
+                running = None;
+                continue;
+            }
             // Distinct blocks between the two accesses = accesses between them minus those
             // superseded by a later access of their block (kept as "dead" marks). First
             // accesses need no bookkeeping at all, which keeps big traces cheap.
-            let rd = if prev == u32::MAX {
-                u64::MAX
-            } else {
-                let prev = prev as usize;
-                let superseded = dead.prefix(t) - dead.prefix(prev + 1);
-                dead.add(prev);
-                (t - prev - 1 - superseded) as u64
-            };
-            last_access[id] = t as u32;
-            row_rd.push(rd);
-            t += 1;
-        }
-        let w = 1.0 / range.len() as f64;
-        let mut running = 0u64;
-        for &rd in &row_rd {
-            running = running.max(rd);
-            if running == u64::MAX {
-                break;
+            let prev = prev as usize;
+            dead.add(prev);
+            let Some(r) = running else { continue };
+            let rd = (t - 1 - prev - 1 - dead.count(prev + 1, t - 1)) as u64;
+            if rd > r {
+                running = Some(rd);
+                j = caps.partition_point(|&c| c <= rd);
             }
-            bucket[caps.partition_point(|&c| c <= running)] += w;
+            bucket[j] += w;
         }
     }
     let n = rows_with_ids.max(1) as f64;
@@ -108,33 +102,54 @@ pub fn lru_hit_rate_curve(trace: &Trace, space: &IdSpace) -> Vec<CachePoint> {
     points
 }
 
-/// Fenwick (binary indexed) tree of marks over access times.
-struct Fenwick {
-    tree: Vec<u32>,
+/// A set of marked access times with prefix counts: one bit per time, plus a Fenwick (binary
+/// indexed) tree of counts per 64-bit word. A twelfth of the memory of a Fenwick tree over every
+/// time, which was most of the simulation's memory on big traces.
+struct Marks {
+    bits: Vec<u64>,
+    /// Fenwick tree over the words' counts (1-based).
+    words: Vec<u32>,
 }
 
-impl Fenwick {
+impl Marks {
     fn new(n: usize) -> Self {
-        Fenwick { tree: vec![0; n + 1] }
+        let words = n.div_ceil(64);
+        Marks { bits: vec![0; words], words: vec![0; words + 1] }
     }
 
+    /// Marks time `i` (not yet marked).
     fn add(&mut self, i: usize) {
-        let mut i = i + 1;
-        while i < self.tree.len() {
-            self.tree[i] += 1;
-            i += i & i.wrapping_neg();
+        self.bits[i / 64] |= 1 << (i % 64);
+        let mut w = i / 64 + 1;
+        while w < self.words.len() {
+            self.words[w] += 1;
+            w += w & w.wrapping_neg();
         }
     }
 
-    /// Sum of positions `0..i`.
-    fn prefix(&self, i: usize) -> usize {
-        let mut i = i;
-        let mut s = 0usize;
-        while i > 0 {
-            s += self.tree[i] as usize;
-            i -= i & i.wrapping_neg();
+    /// Marks among times `a..b` (`a <= b`).
+    fn count(&self, a: usize, b: usize) -> usize {
+        // Within one word (recent reuse) no tree walk is needed.
+        if a / 64 == b / 64 {
+            return self.below(b) - self.below(a);
         }
-        s
+        self.prefix(b) - self.prefix(a)
+    }
+
+    /// Marks among the times of `i`'s word below `i`.
+    fn below(&self, i: usize) -> usize {
+        self.bits.get(i / 64).map_or(0, |w| (w & ((1u64 << (i % 64)) - 1)).count_ones() as usize)
+    }
+
+    /// Marks among times `0..i`.
+    fn prefix(&self, i: usize) -> usize {
+        let mut s = 0usize;
+        let mut w = i / 64;
+        while w > 0 {
+            s += self.words[w] as usize;
+            w -= w & w.wrapping_neg();
+        }
+        s + self.below(i)
     }
 }
 
@@ -174,6 +189,28 @@ mod tests {
         if n == 0 { 0.0 } else { sum / n as f64 }
     }
 
+    proptest! {
+        #[test]
+        fn marks_count_like_a_plain_list(n in 0usize..2000, picks in proptest::collection::vec(any::<proptest::sample::Index>(), 0..300)) {
+            let mut marks = Marks::new(n);
+            let mut plain = vec![false; n];
+            for p in picks.iter().filter(|_| n > 0) {
+                let i = p.index(n);
+                if !plain[i] {
+                    plain[i] = true;
+                    marks.add(i);
+                }
+            }
+            let count = |a: usize, b: usize| plain[a..b].iter().filter(|&&m| m).count();
+            for i in 0..=n {
+                prop_assert_eq!(marks.prefix(i), count(0, i), "prefix {}", i);
+                for a in (0..=i).step_by(37).chain([i.saturating_sub(1), i]) {
+                    prop_assert_eq!(marks.count(a, i), count(a, i), "{}..{}", a, i);
+                }
+            }
+        }
+    }
+
     #[test]
     fn capacities_are_increasing_and_end_at_the_distinct_count() {
         assert_eq!(capacities(13), [1, 2, 3, 4, 6, 8, 12, 13]);
@@ -185,7 +222,8 @@ mod tests {
         fn matches_a_direct_lru_simulation(rows in proptest::collection::vec(proptest::collection::vec(0u64..12, 0..6), 0..25)) {
             let t = trace_of(&rows);
             let space = IdSpace::new(t.all_hash_ids());
-            let curve = lru_hit_rate_curve(&t, &space);
+            let distinct = rows.iter().flatten().collect::<std::collections::HashSet<_>>().len();
+            let curve = lru_hit_rate_curve(&t, &space, distinct);
             for p in &curve {
                 let cap = p.capacity_blocks.map_or(usize::MAX, |c| c as usize);
                 let expected = simulate(&rows, cap);

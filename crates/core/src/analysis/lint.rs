@@ -38,6 +38,9 @@ pub struct Lint {
     pub duplicate_session_turns: LintFinding,
     /// Distinct ids that appear at two or more positions (a block id should name one position).
     pub ids_at_several_positions: u64,
+    /// The timestamps look like seconds, not milliseconds (see [`SecondsLike`]).
+    #[serde(default)]
+    pub timestamps_look_like_seconds: Option<SecondsLike>,
 }
 
 impl Lint {
@@ -48,12 +51,66 @@ impl Lint {
             + self.non_monotonic_timestamps.count
             + self.duplicate_session_turns.count
             + self.ids_at_several_positions
+            + u64::from(self.timestamps_look_like_seconds.is_some())
     }
 }
 
+// ---- Seconds-vs-milliseconds check (issue 14) ----
+
+/// Evidence that a trace's `timestamp` values are seconds (Bailian/Qwen, BurstGPT style) although
+/// Mooncake wants milliseconds: replayed as is, such a trace runs 1,000× too fast.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SecondsLike {
+    /// Rows with a timestamp.
+    pub timed_rows: u64,
+    /// Of those, rows whose timestamp has a fractional part.
+    pub fractional: u64,
+    /// Last minus first timestamp, in the file's unit.
+    pub span: f64,
+    /// Requests per second the trace implies if the values are milliseconds.
+    pub implied_rate_per_s: f64,
+}
+
+impl SecondsLike {
+    /// What to do about it.
+    pub const FIX: &'static str = "multiply the timestamps by 1000, or convert the source file with \
+        `aiperf-cli convert-trace --trace-format bailian` (or the format it came from)";
+}
+
+/// Rows needed before a short span alone is evidence.
+const SECONDS_MIN_ROWS: u64 = 1000;
+/// Above this average rate (requests per second, if the values were ms) a span is implausible.
+const SECONDS_MAX_PLAUSIBLE_RATE: f64 = 1000.0;
+
+/// Flags fractional values on most rows, or a span shorter than one ms per row over many rows.
+fn seconds_like(trace: &Trace) -> Option<SecondsLike> {
+    let (mut timed, mut fractional) = (0u64, 0u64);
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for row in trace.rows() {
+        let Some(t) = row.timestamp else { continue };
+        let t = t.as_f64();
+        timed += 1;
+        if t.fract() != 0.0 {
+            fractional += 1;
+        }
+        lo = lo.min(t);
+        hi = hi.max(t);
+    }
+    if timed < 2 {
+        return None;
+    }
+    let span = hi - lo;
+    let implied_rate_per_s = if span > 0.0 { timed as f64 * 1000.0 / span } else { f64::INFINITY };
+    let mostly_fractional = fractional * 2 > timed;
+    let too_dense = timed >= SECONDS_MIN_ROWS && implied_rate_per_s > SECONDS_MAX_PLAUSIBLE_RATE;
+    (mostly_fractional || too_dense).then_some(SecondsLike { timed_rows: timed, fractional, span, implied_rate_per_s })
+}
+
 pub(super) fn lint(trace: &Trace, block_size: u32, ids_at_several_positions: u64) -> Lint {
-    let bs = i64::from(block_size);
-    let mut lint = Lint { ids_at_several_positions, ..Lint::default() };
+    // In i128: n·bs reaches 2^64 for the longest rows and largest blocks.
+    let bs = i128::from(block_size);
+    let mut lint =
+        Lint { ids_at_several_positions, timestamps_look_like_seconds: seconds_like(trace), ..Lint::default() };
     let mut prev_ts: Option<f64> = None;
     let mut turns: HashSet<(&str, u64)> = HashSet::new();
     for (row, ids) in trace.iter() {
@@ -61,7 +118,7 @@ pub(super) fn lint(trace: &Trace, block_size: u32, ids_at_several_positions: u64
             if i < 1 {
                 lint.non_positive_input_length.add(row.line);
             }
-            let n = ids.len() as i64;
+            let (n, i) = (ids.len() as i128, i128::from(i));
             if n > 0 && !((n - 1) * bs < i && i <= n * bs) {
                 lint.block_length_mismatch.add(row.line);
             }
@@ -99,5 +156,31 @@ mod tests {
         assert_eq!(l.non_positive_input_length.first_lines, [3]);
         assert_eq!(l.duplicate_session_turns.first_lines, [4]);
         assert_eq!(l.total(), 5);
+        assert_eq!(l.timestamps_look_like_seconds, None);
+    }
+
+    fn timed(stamps: impl Iterator<Item = String>) -> Trace {
+        let text: String = stamps.map(|t| format!("{{\"timestamp\":{t},\"input_length\":5}}\n")).collect();
+        parse_str(&text, ParseOptions::default()).unwrap().trace
+    }
+
+    #[test]
+    fn fractional_timestamps_look_like_seconds() {
+        let t = timed(["0.0", "0.25", "61.114", "61.5"].into_iter().map(String::from));
+        let s = seconds_like(&t).unwrap();
+        assert_eq!((s.timed_rows, s.fractional, s.span), (4, 3, 61.5));
+    }
+
+    #[test]
+    fn a_dense_span_over_many_rows_looks_like_seconds() {
+        // 2,000 rows within 1,000 "ms": 2,000 requests per second if these were milliseconds.
+        let s = seconds_like(&timed((0..2000).map(|i| (i / 2).to_string()))).unwrap();
+        assert_eq!(s.fractional, 0);
+        assert_eq!(s.span, 999.0);
+        assert!((s.implied_rate_per_s - 2002.0).abs() < 0.01);
+        // The same rows one ms apart each are a plausible 1,000 rows/s.
+        assert_eq!(seconds_like(&timed((0..2000).map(|i| (i * 2).to_string()))), None);
+        // Few rows prove nothing.
+        assert_eq!(seconds_like(&timed((0..10).map(|i| (i / 2).to_string()))), None);
     }
 }

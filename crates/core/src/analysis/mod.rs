@@ -1,9 +1,9 @@
 //! Trace analysis: the reference's statistics (AIPerf `analyze-trace`, exact), then our own.
 //!
 //! The reference counts prefixes with a dictionary of tuples, quadratic in row length. Here the
-//! prefix trie is walked in its linear form: rows sorted by their id sequences, where the trie
-//! nodes a row adds are the ids past its longest common prefix with its sorted neighbour.
-//! Per-id state (pair counts, the `seen` set) lives in flat vectors over a dense id space.
+//! prefix trie is built in two passes over the ids, its nodes numbered by the ids themselves
+//! (see [`TrieNodes`]), so work and memory are linear in the number of hash ids. Per-id state
+//! (pair counts, the `seen` set, trie nodes) lives in flat vectors over a dense id space.
 
 mod arrivals;
 mod cache;
@@ -13,7 +13,7 @@ mod lint;
 pub use arrivals::ArrivalStats;
 pub use cache::CachePoint;
 pub use ids::IdSpace;
-pub use lint::{Lint, LintFinding};
+pub use lint::{Lint, LintFinding, SecondsLike};
 
 use std::collections::HashMap;
 
@@ -54,6 +54,14 @@ pub struct Analysis {
     /// The largest prefix groups: rows sharing a first block.
     pub top_prefix_groups: Vec<PrefixGroup>,
     pub lint: Lint,
+    /// False when no row has hash ids (e.g. converted from a source without prefix hashes): the
+    /// hit rates and prefix counts above are then not measurements but absent information.
+    #[serde(default = "prefix_information_default")]
+    pub prefix_information: bool,
+}
+
+fn prefix_information_default() -> bool {
+    true
 }
 
 /// Rows that start with the same block, and how deep they share.
@@ -86,8 +94,8 @@ pub fn analyze(trace: &Trace, block_size: u32) -> Analysis {
 pub fn analyze_with_rows(trace: &Trace, block_size: u32) -> (Analysis, RowMetrics) {
     let space = IdSpace::new(trace.all_hash_ids());
     let bs = f64::from(block_size);
-    let pairs = PairCounts::build(trace, &space);
     let prefixes = PrefixTrie::build(trace, &space);
+    let pairs = PairCounts::build(trace, &space);
 
     let n = trace.len();
     let mut m = RowMetrics {
@@ -127,6 +135,10 @@ pub fn analyze_with_rows(trace: &Trace, block_size: u32) -> (Analysis, RowMetric
     if n == 0 {
         (min_isl, max_isl, min_osl, max_osl) = (0, 0, 0, 0);
     }
+    let lint = lint::lint(trace, block_size, pairs.ids_at_several_positions);
+    // The pair counts go before the cache simulation builds its own per-id state.
+    drop(pairs);
+    let lru_hit_rate_curve = cache::lru_hit_rate_curve(trace, &space, seen.count());
     let mean_or_zero = |v: &[f64]| crate::stats::mean(v).unwrap_or(0.0);
     let analysis = Analysis {
         total_requests: n as u64,
@@ -149,9 +161,10 @@ pub fn analyze_with_rows(trace: &Trace, block_size: u32) -> (Analysis, RowMetric
         total_hash_ids: trace.total_hash_ids() as u64,
         distinct_hash_ids: seen.count() as u64,
         arrivals: ArrivalStats::of(trace),
-        lru_hit_rate_curve: cache::lru_hit_rate_curve(trace, &space),
+        lru_hit_rate_curve,
         top_prefix_groups: prefixes.top_groups(10),
-        lint: lint::lint(trace, block_size, pairs.ids_at_several_positions),
+        lint,
+        prefix_information: trace.total_hash_ids() > 0,
     };
     (analysis, m)
 }
@@ -211,7 +224,7 @@ impl PairCounts {
     }
 }
 
-/// The prefix trie of all rows' id sequences, in linear form (sorted rows + common prefixes).
+/// The prefix trie of all rows' id sequences, built in two linear passes.
 struct PrefixTrie {
     unique_prefixes: u64,
     /// Σ over rows of the prefix positions another row shares (leading slices seen ≥ 2 times).
@@ -223,54 +236,47 @@ struct PrefixTrie {
 
 impl PrefixTrie {
     fn build(trace: &Trace, space: &IdSpace) -> Self {
-        let ranges: Vec<std::ops::Range<usize>> =
-            trace.rows().iter().map(|r| trace.hash_ids_range(r)).filter(|r| !r.is_empty()).collect();
-        let key = |r: &std::ops::Range<usize>| r.clone().map(|i| space.at(i));
-        let mut order: Vec<u32> = (0..ranges.len() as u32).collect();
-        match space {
-            IdSpace::Direct { ids, .. } => {
-                order.sort_unstable_by(|&a, &b| ids[ranges[a as usize].clone()].cmp(&ids[ranges[b as usize].clone()]))
-            }
-            IdSpace::Interned { ids, .. } => {
-                order.sort_unstable_by(|&a, &b| ids[ranges[a as usize].clone()].cmp(&ids[ranges[b as usize].clone()]))
+        let mut nodes = TrieNodes::new(space.size());
+        let mut all_slices = 0u64;
+        for row in trace.rows() {
+            let range = trace.hash_ids_range(row);
+            all_slices += range.len() as u64;
+            let mut parent = ROOT;
+            for i in range {
+                parent = nodes.child_or_insert(parent, space.at(i));
+                nodes.visit(parent);
             }
         }
-        // lcp[k] = common prefix of sorted rows k-1 and k (0 for k = 0).
-        let lcp: Vec<usize> = (0..order.len())
-            .map(|k| {
-                if k == 0 {
-                    0
-                } else {
-                    key(&ranges[order[k - 1] as usize])
-                        .zip(key(&ranges[order[k] as usize]))
-                        .take_while(|(a, b)| a == b)
-                        .count()
-                }
-            })
-            .collect();
-        let mut t = PrefixTrie { unique_prefixes: 0, shared_slices: 0, all_slices: 0, groups: Vec::new() };
         let all = trace.all_hash_ids();
-        for k in 0..order.len() {
-            let r = &ranges[order[k] as usize];
-            let next = lcp.get(k + 1).copied().unwrap_or(0);
-            let shared = lcp[k].max(next);
-            t.unique_prefixes += (r.len() - lcp[k]) as u64;
-            t.shared_slices += shared as u64;
-            t.all_slices += r.len() as u64;
-            // Rows with the same first id are adjacent in sorted order.
-            if k == 0 || lcp[k] == 0 {
-                t.groups.push(PrefixGroup {
-                    root_id: all[r.start],
-                    requests: 0,
-                    mean_shared_blocks: 0.0,
-                    max_shared_blocks: 0,
-                });
+        let mut group_of: HashMap<usize, usize> = HashMap::new();
+        let mut t = PrefixTrie { unique_prefixes: nodes.count, shared_slices: 0, all_slices, groups: Vec::new() };
+        for row in trace.rows() {
+            let range = trace.hash_ids_range(row);
+            let Some(&root_id) = all.get(range.start).filter(|_| !range.is_empty()) else { continue };
+            // A child is never visited more often than its parent, so the nodes this row shares
+            // with another row are a leading run of its path.
+            let mut shared = 0u64;
+            let mut parent = ROOT;
+            for i in range.clone() {
+                match nodes.child(parent, space.at(i)) {
+                    Some(node) if nodes.visited_twice(node) => {
+                        shared += 1;
+                        parent = node;
+                    }
+                    _ => break,
+                }
             }
-            if let Some(g) = t.groups.last_mut() {
-                g.requests += 1;
-                g.mean_shared_blocks += shared as f64;
-                g.max_shared_blocks = g.max_shared_blocks.max(shared as u64);
+            t.shared_slices += shared;
+            let next = t.groups.len();
+            let g = *group_of.entry(space.at(range.start)).or_insert(next);
+            if g == next {
+                t.groups.push(PrefixGroup { root_id, requests: 0, mean_shared_blocks: 0.0, max_shared_blocks: 0 });
             }
+            let group = &mut t.groups[g];
+            group.requests += 1;
+            // Sums of integers below 2^53: exact, whatever the order.
+            group.mean_shared_blocks += shared as f64;
+            group.max_shared_blocks = group.max_shared_blocks.max(shared);
         }
         for g in &mut t.groups {
             g.mean_shared_blocks /= g.requests as f64;
@@ -287,6 +293,100 @@ impl PrefixTrie {
         g.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.root_id.cmp(&b.root_id)));
         g.truncate(n);
         g
+    }
+}
+
+/// The parent of the trie's depth-1 nodes.
+const ROOT: usize = usize::MAX;
+
+/// Trie nodes keyed by (parent node, id). Nearly every id sits under one parent only (a block id
+/// names a prefix), so the first node made for an id is that id's "home" node, numbered by the
+/// id itself, with its parent in a flat vector; only an id met again under another parent costs
+/// a hash map entry. Work and memory are linear in the number of ids.
+struct TrieNodes {
+    /// Parent of the home node of each id ([`NO_HOME`]: none yet; [`ROOT_PARENT`]: depth 1).
+    home_parent: Vec<u32>,
+    /// Visits of each home node, saturated at 2.
+    home_visits: Vec<u8>,
+    /// Other nodes: (parent, id) → node number `size + k`.
+    other: HashMap<(usize, usize), usize>,
+    /// Visits of the other nodes, saturated at 2.
+    other_visits: Vec<u8>,
+    /// Nodes made so far.
+    count: u64,
+}
+
+const NO_HOME: u32 = u32::MAX;
+const ROOT_PARENT: u32 = u32::MAX - 1;
+
+impl TrieNodes {
+    fn new(size: usize) -> Self {
+        TrieNodes {
+            home_parent: vec![NO_HOME; size],
+            home_visits: vec![0; size],
+            other: HashMap::new(),
+            other_visits: Vec::new(),
+            count: 0,
+        }
+    }
+
+    /// A parent as stored in `home_parent`, if it fits there.
+    fn packed(parent: usize) -> Option<u32> {
+        if parent == ROOT { Some(ROOT_PARENT) } else { u32::try_from(parent).ok().filter(|&p| p < ROOT_PARENT) }
+    }
+
+    /// The node for `id` under `parent`, if there is one.
+    #[inline]
+    fn child(&self, parent: usize, id: usize) -> Option<usize> {
+        if Self::packed(parent).is_some_and(|p| self.home_parent[id] == p) {
+            Some(id)
+        } else {
+            self.other.get(&(parent, id)).copied()
+        }
+    }
+
+    /// The node for `id` under `parent`, made if needed.
+    #[inline]
+    fn child_or_insert(&mut self, parent: usize, id: usize) -> usize {
+        let packed = Self::packed(parent);
+        let home = self.home_parent[id];
+        if packed.is_some_and(|p| p == home) {
+            return id;
+        }
+        if home == NO_HOME
+            && let Some(p) = packed
+        {
+            self.home_parent[id] = p;
+            self.count += 1;
+            return id;
+        }
+        let size = self.home_parent.len();
+        let next = size + self.other_visits.len();
+        let node = *self.other.entry((parent, id)).or_insert(next);
+        if node == next {
+            self.other_visits.push(0);
+            self.count += 1;
+        }
+        node
+    }
+
+    #[inline]
+    fn visits(&mut self, node: usize) -> &mut u8 {
+        let size = self.home_parent.len();
+        if node < size { &mut self.home_visits[node] } else { &mut self.other_visits[node - size] }
+    }
+
+    #[inline]
+    fn visit(&mut self, node: usize) {
+        let v = self.visits(node);
+        *v = (*v + 1).min(2);
+    }
+
+    #[inline]
+    fn visited_twice(&self, node: usize) -> bool {
+        let size = self.home_parent.len();
+        let v = if node < size { self.home_visits[node] } else { self.other_visits[node - size] };
+        v >= 2
     }
 }
 
@@ -315,7 +415,8 @@ impl BitSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{ParseOptions, parse_str};
+    use crate::trace::{Input, Number, ParseOptions, Row, parse_str};
+    use proptest::prelude::*;
 
     fn trace(text: &str) -> Trace {
         parse_str(text, ParseOptions::default()).unwrap().trace
@@ -378,6 +479,40 @@ mod tests {
             a.lru_hit_rate_curve.iter().map(|p| p.hit_rate).collect::<Vec<_>>(),
             b.lru_hit_rate_curve.iter().map(|p| p.hit_rate).collect::<Vec<_>>()
         );
+    }
+
+    fn extreme_row() -> impl Strategy<Value = (Row, Vec<u64>)> {
+        let number = prop_oneof![
+            any::<i64>().prop_map(Number::Int),
+            prop::sample::select(vec![0.0, 1e308, -1e308, f64::MAX, f64::MIN, 5e-324]).prop_map(Number::Float),
+        ];
+        let isl = prop_oneof![Just(i64::MAX), Just(i64::MIN), Just(0i64), any::<i64>()];
+        let osl = prop_oneof![Just(None), Just(Some(u64::MAX)), any::<u64>().prop_map(Some)];
+        let id = prop_oneof![Just(u64::MAX), Just(0u64), 0u64..4];
+        let session = prop::option::of(prop::sample::select(vec!["a", "b"]));
+        (isl, osl, prop::option::of(number), session, prop::collection::vec(id, 0..5)).prop_map(
+            |(isl, osl, timestamp, session, ids)| {
+                let mut row = Row::new(Input::Length(isl));
+                row.output_length = osl;
+                row.timestamp = timestamp;
+                row.session_id = session.map(Into::into);
+                (row, ids)
+            },
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn extreme_values_neither_panic_nor_leave_the_finite_numbers(
+            rows in prop::collection::vec(extreme_row(), 0..12),
+            block_size in prop::sample::select(vec![1u32, 512, u32::MAX]),
+        ) {
+            let t: Trace = rows.into_iter().collect();
+            let a = analyze(&t, block_size);
+            // Infinities and NaN would be written as `null` and fail to read back.
+            let json = serde_json::to_string(&a).unwrap();
+            prop_assert_eq!(serde_json::from_str::<Analysis>(&json).unwrap(), a);
+        }
     }
 
     fn write_shifted(t: &Trace, shift: u64) -> String {

@@ -149,6 +149,7 @@ impl PrefixModel {
         let mut last_fill = Vec::new();
         let mut output_lengths = Vec::new();
         let mut rows = 0usize;
+        let mut rows_without_ids = 0usize;
         // (end node, last-block fill) per row.
         let mut row_ends: Vec<(u32, u32)> = Vec::new();
         for (row, ids) in trace.iter() {
@@ -157,6 +158,7 @@ impl PrefixModel {
             }
             let Some(isl) = row.input_length() else { continue };
             if ids.is_empty() {
+                rows_without_ids += 1;
                 continue;
             }
             rows += 1;
@@ -179,6 +181,9 @@ impl PrefixModel {
             row_ends.push((at, fill));
         }
         drop(index);
+        if rows == 0 && rows_without_ids > 0 {
+            return Err(SynthesisError::NoHashIds { rows: rows_without_ids });
+        }
         if rows == 0 {
             return Err(SynthesisError::NothingToLearn);
         }
@@ -540,6 +545,13 @@ mod tests {
         let long: Trace = (0..2).map(|_| (Row::new(Input::Length(1_200_000)), ids.clone())).collect();
         let p = GenerateParams { block_size: 4, prefix_len_multiplier: 1000.0, ..GenerateParams::default() };
         assert_eq!(generate(&long, &p).unwrap_err(), SynthesisError::TooLarge { limit: super::super::MAX_OUTPUT_IDS });
+    }
+
+    #[test]
+    fn rows_without_hash_ids_are_named_as_the_cause() {
+        let mut t = Trace::new();
+        t.push(crate::trace::Row::new(crate::trace::Input::Length(10)), []);
+        assert_eq!(PrefixModel::learn(&t, 4).err(), Some(SynthesisError::NoHashIds { rows: 1 }));
     }
 
     #[test]

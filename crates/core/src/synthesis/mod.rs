@@ -55,6 +55,12 @@ pub enum SynthesisError {
     /// Generation needs at least one row with `input_length` to learn from.
     #[error("the trace has no rows with input_length to learn from")]
     NothingToLearn,
+    /// Rows have `input_length` but none has `hash_ids`, which generation learns prefixes from.
+    #[error(
+        "the trace has {rows} row(s) with input_length but none with hash_ids: generation learns the prefix \
+         structure from hash_ids (add them, e.g. with hash-prompts, or transform the trace instead of generating one)"
+    )]
+    NoHashIds { rows: usize },
     /// The ISL filter of generation rejects (almost) every sampled request.
     #[error(
         "the input-length filter [min_isl {min_isl}, max_isl {max_isl}] passed only {accepted} of {} sampled \

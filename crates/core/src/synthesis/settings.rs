@@ -31,15 +31,15 @@ pub enum Range {
 }
 
 impl Range {
-    /// What is accepted, in words ("a whole number between 1 and 16777216").
+    /// What is accepted, in words ("a whole number from 1 to 16777216").
     pub fn describe(self) -> String {
         match self {
             Range::Int { min, max } | Range::OptInt { min, max } if max == u64::MAX => {
                 format!("a whole number ≥ {min}")
             }
-            Range::Int { min, max } | Range::OptInt { min, max } => format!("a whole number between {min} and {max}"),
+            Range::Int { min, max } | Range::OptInt { min, max } => format!("a whole number from {min} to {max}"),
             Range::Float { min, above_min: true, max } => format!("a number > {min} and ≤ {max}"),
-            Range::Float { min, above_min: false, max } => format!("a number between {min} and {max}"),
+            Range::Float { min, above_min: false, max } => format!("a number from {min} to {max}"),
         }
     }
 }
@@ -87,8 +87,8 @@ const MAX_MULTIPLIER: f64 = 1000.0;
 const MAX_ROOT_MULTIPLIER: u64 = 1_000_000;
 /// Largest block size, 2^24 tokens.
 const MAX_BLOCK_SIZE: u64 = 1 << 24;
-/// Largest number of generated rows.
-const MAX_NUM_REQUESTS: u64 = 10_000_000;
+/// Largest number of generated rows: every row holds at least one hash id.
+const MAX_NUM_REQUESTS: u64 = super::MAX_OUTPUT_IDS;
 const MULTIPLIER: Range = Range::Float { min: 0.0, above_min: true, max: MAX_MULTIPLIER };
 const TOKENS: Range = Range::OptInt { min: 1, max: u64::MAX };
 
@@ -286,8 +286,8 @@ impl Param {
         let t = text.trim();
         let value = match self.range() {
             Range::OptInt { .. } if t.is_empty() => Some(Value::OptInt(None)),
-            Range::Int { .. } => t.parse().ok().map(Value::Int),
-            Range::OptInt { .. } => t.parse().ok().map(|v| Value::OptInt(Some(v))),
+            Range::Int { .. } => whole(t).map(Value::Int),
+            Range::OptInt { .. } => whole(t).map(|v| Value::OptInt(Some(v))),
             Range::Float { .. } => t.parse().ok().map(Value::Float),
         };
         let value = value.ok_or_else(|| self.invalid(t.to_string()))?;
@@ -312,6 +312,14 @@ impl Param {
     fn invalid(self, value: String) -> SynthesisError {
         SynthesisError::InvalidParam { param: self.key(), expected: self.range().describe(), value }
     }
+}
+
+/// A whole number written plainly or in exponent form (`1e6`).
+fn whole(t: &str) -> Option<u64> {
+    t.parse().ok().or_else(|| {
+        let f = t.parse::<f64>().ok()?;
+        (f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&f)).then_some(f as u64)
+    })
 }
 
 impl std::fmt::Display for Value {
@@ -469,23 +477,19 @@ mod tests {
         );
         assert_eq!(
             err(Param::SpeedupRatio, "1e-300"),
-            format!("speedup_ratio must be a number between 0.001 and 1000000, got {}", 1e-300)
+            format!("speedup_ratio must be a number from 0.001 to 1000000, got {}", 1e-300)
         );
-        assert_eq!(
-            err(Param::SpeedupRatio, "fast"),
-            "speedup_ratio must be a number between 0.001 and 1000000, got fast"
-        );
-        assert_eq!(
-            err(Param::SpeedupRatio, "NaN"),
-            "speedup_ratio must be a number between 0.001 and 1000000, got NaN"
-        );
-        assert_eq!(err(Param::BlockSize, "0"), "block_size must be a whole number between 1 and 16777216, got 0");
+        assert_eq!(err(Param::SpeedupRatio, "fast"), "speedup_ratio must be a number from 0.001 to 1000000, got fast");
+        assert_eq!(err(Param::SpeedupRatio, "NaN"), "speedup_ratio must be a number from 0.001 to 1000000, got NaN");
+        assert_eq!(err(Param::BlockSize, "0"), "block_size must be a whole number from 1 to 16777216, got 0");
         assert_eq!(err(Param::MaxIsl, "0"), "max_isl must be a whole number ≥ 1, got 0");
         assert_eq!(err(Param::Seed, "-1"), "seed must be a whole number ≥ 0, got -1");
         assert_eq!(Param::OutputLenMultiplier.parse(" 0 ").unwrap(), Value::Float(0.0));
         assert_eq!(Param::PrefixLenMultiplier.parse("1000").unwrap(), Value::Float(1000.0));
         assert_eq!(Param::MaxOsl.parse("").unwrap(), Value::OptInt(None));
         assert!(Param::NumRequests.parse("").is_err());
+        assert_eq!(Param::NumRequests.parse("1e6").unwrap(), Value::Int(1_000_000));
+        assert!(Param::NumRequests.parse("1e10").is_err() && Param::NumRequests.parse("2.5").is_err());
     }
 
     #[test]

@@ -33,6 +33,14 @@ pub enum TraceError {
     /// Some rows are invalid (and skipping them was not asked for).
     #[error("{file}: {total} invalid row(s){}:\n{}", if *.total > .errors.len() as u64 { format!(" (first {} shown)", .errors.len()) } else { String::new() }, list(.errors))]
     InvalidRows { file: Arc<str>, errors: Vec<RowError>, total: u64 },
+    /// A line is longer than [`super::ParseOptions::max_line_bytes`] (reading stopped there).
+    #[error(
+        "{file}:{line}: the line is longer than {limit} bytes, the most a line may hold (raise it with \
+         --max-line-bytes if the file is right){}",
+        if *.cr_only { "; the file holds carriage returns (CR, \\r) but no line feed: it seems to use CR-only line \
+         endings, convert them to LF (e.g. `tr '\\r' '\\n'`)" } else { "" }
+    )]
+    LineTooLong { file: Arc<str>, line: u64, limit: usize, cr_only: bool },
     /// The underlying reader failed.
     #[error("{file}: read error after line {line}: {error}")]
     Read { file: Arc<str>, line: u64, error: std::io::Error },

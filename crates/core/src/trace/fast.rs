@@ -3,8 +3,8 @@
 //! Real traces are millions of lines like `{"timestamp": 27, "input_length": 6755,
 //! "output_length": 500, "hash_ids": [0, 1, 2]}`. Going through serde costs ~280 instructions per
 //! hash id; this scanner reads such rows directly. It accepts only a flat object whose keys are
-//! `timestamp`, `input_length`, `output_length`, `hash_ids`, `delay` and `session_id`, with plain
-//! integers (and a plain string for `session_id`), `input_length` present, no key twice. For
+//! `timestamp`, `input_length`, `output_length`, `hash_ids`, `delay`, `session_id` and
+//! `conversation_id`, with plain integers (and plain strings for the two ids), `input_length` present, no key twice. For
 //! anything else — floats, escapes, nulls, other fields, any error — it returns `None` and the
 //! caller parses the line with the full serde path, which also writes the error messages. A
 //! property test checks that both paths agree on every row the fast path accepts.
@@ -60,6 +60,11 @@ pub(super) fn parse(text: &str, ids: &mut Vec<u64>, line: u64) -> Option<Row> {
                 let v = s.plain_string()?;
                 row.session_id = Some(std::str::from_utf8(v).ok()?.into());
                 32
+            }
+            b"conversation_id" => {
+                let v = s.plain_string()?;
+                row.rare_mut().conversation_id = Some(std::str::from_utf8(v).ok()?.into());
+                64
             }
             _ => return None,
         };

@@ -11,7 +11,9 @@ mod parse;
 mod write;
 
 pub use error::{RowError, TraceError};
-pub use parse::{ParseOptions, ParseOutcome, TraceParser, parse_str, read};
+pub use parse::{
+    DEFAULT_MAX_LINE_BYTES, LineRead, ParseOptions, ParseOutcome, TraceParser, parse_str, read, read_line_capped,
+};
 pub use write::{row_to_string, write_row, write_trace};
 
 use serde_json::{Map, Value};
@@ -55,6 +57,11 @@ pub struct RareFields {
     pub extra: Option<Map<String, Value>>,
     /// Fields this format does not know, in the order they appeared; written back unchanged.
     pub unknown: Vec<(String, Value)>,
+    /// `conversation_id`: the conversation a converted production row belongs to (Bailian root
+    /// chat, BurstGPT session, WEKA file). Unlike `session_id`, the row already carries its whole
+    /// history in `input_length` and keeps its own `timestamp`: replay sends it as is and uses the
+    /// id only for affinity (same URL, same correlation header), never to re-send earlier turns.
+    pub conversation_id: Option<Box<str>>,
 }
 
 /// One request of a trace. Its `hash_ids` live in the owning [`Trace`]'s arena.
@@ -115,6 +122,11 @@ impl Row {
         self.rare.as_ref().map_or(&[], |r| r.unknown.as_slice())
     }
 
+    /// The conversation this row belongs to, for affinity only (see [`RareFields::conversation_id`]).
+    pub fn conversation_id(&self) -> Option<&str> {
+        self.rare.as_ref().and_then(|r| r.conversation_id.as_deref())
+    }
+
     /// Mutable access to the rare fields, creating them if needed.
     pub fn rare_mut(&mut self) -> &mut RareFields {
         self.rare.get_or_insert_with(Default::default)
@@ -152,6 +164,10 @@ impl Trace {
         row.ids_start = start as u64;
         row.ids_len = (self.ids.len() - start) as u32;
         self.rows.push(row);
+    }
+
+    pub(crate) fn rows_mut(&mut self) -> &mut [Row] {
+        &mut self.rows
     }
 
     pub(crate) fn arena_mut(&mut self) -> &mut Vec<u64> {

@@ -4,6 +4,12 @@
 //! `hash_ids`, `timestamp`, …) go straight into typed values and the id arena, without building a
 //! `serde_json::Value` tree. When a field has the wrong type the visitor records which field and
 //! why, so the error reads `trace.jsonl:17: field 'input_length': expected an integer, found "abc"`.
+//!
+//! [`read`] never holds more than [`ParseOptions::max_line_bytes`] of one line: a line without an
+//! end (a gzip bomb of zeros, a file with CR-only line endings) stops the read with
+//! [`TraceError::LineTooLong`] instead of growing without bound. A UTF-8 byte order mark at the
+//! start of the file is skipped (editors on Windows write one); anywhere else it is named in the
+//! error, since it is invisible when printed.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -24,11 +30,31 @@ pub struct ParseOptions {
     pub skip_invalid: bool,
     /// At most this many row errors are kept (the total is still counted).
     pub max_errors: usize,
+    /// [`read`] stops with [`TraceError::LineTooLong`] at a line longer than this many bytes.
+    pub max_line_bytes: usize,
 }
+
+/// Default of [`ParseOptions::max_line_bytes`]: 64 MiB, far above any real row (a row with a
+/// million hash ids is about 10 MB).
+pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
+
+/// The UTF-8 byte order mark (U+FEFF), as it appears at the start of a line.
+const BOM: char = '\u{feff}';
 
 impl ParseOptions {
     pub fn new(source: impl Into<Arc<str>>) -> Self {
-        ParseOptions { source: source.into(), skip_invalid: false, max_errors: 50 }
+        ParseOptions {
+            source: source.into(),
+            skip_invalid: false,
+            max_errors: 50,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+        }
+    }
+
+    /// Sets [`ParseOptions::max_line_bytes`].
+    pub fn max_line_bytes(mut self, max: usize) -> Self {
+        self.max_line_bytes = max;
+        self
     }
 
     pub fn skip_invalid(mut self, skip: bool) -> Self {
@@ -73,11 +99,22 @@ impl TraceParser {
     /// Parses the next line (without its line terminator; a trailing `\r` is ignored).
     pub fn push_line(&mut self, line: &str) {
         self.line += 1;
-        let text = line.strip_suffix('\r').unwrap_or(line);
+        let mut text = line.strip_suffix('\r').unwrap_or(line);
+        if self.line == 1 {
+            text = text.strip_prefix(BOM).unwrap_or(text);
+        } else if text.starts_with(BOM) {
+            let reason = "starts with a UTF-8 byte order mark (bytes EF BB BF, invisible in editors): \
+                          one is only allowed at the start of the file; remove it";
+            self.record_error(None, reason.into());
+            return;
+        }
         if text.trim().is_empty() {
             return;
         }
-        if let Err((field, reason)) = parse_row(text, self.line, &mut self.trace) {
+        if let Err((field, mut reason)) = parse_row(text, self.line, &mut self.trace) {
+            if text.contains('\r') {
+                reason.push_str(CR_HINT);
+            }
             self.record_error(field, reason);
         }
     }
@@ -141,26 +178,78 @@ pub fn parse_str(text: &str, opts: ParseOptions) -> Result<ParseOutcome, TraceEr
     parser.finish()
 }
 
-/// Parses a trace from any buffered reader.
+/// Added to the error of a line that holds a carriage return inside it.
+const CR_HINT: &str = " (the line holds a carriage return (CR, \\r) inside it: the file seems to use CR-only \
+                       line endings; convert them to LF, e.g. with `tr '\\r' '\\n'`)";
+
+/// Parses a trace from any buffered reader, holding at most
+/// [`ParseOptions::max_line_bytes`] of a line in memory.
 pub fn read(mut reader: impl BufRead, opts: ParseOptions) -> Result<ParseOutcome, TraceError> {
     let mut parser = TraceParser::new(opts);
     let mut buf = Vec::with_capacity(4096);
     loop {
         buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) => break,
-            Ok(_) => {
-                if buf.last() == Some(&b'\n') {
-                    buf.pop();
-                }
-                parser.push_line_bytes(&buf);
+        match read_line_capped(&mut reader, &mut buf, parser.opts.max_line_bytes) {
+            Ok(LineRead::Line) => parser.push_line_bytes(&buf),
+            Ok(LineRead::TooLong) => {
+                return Err(TraceError::LineTooLong {
+                    file: parser.opts.source.clone(),
+                    line: parser.line + 1,
+                    limit: parser.opts.max_line_bytes,
+                    cr_only: buf.contains(&b'\r'),
+                });
             }
+            Ok(LineRead::End) => break,
             Err(error) => {
                 return Err(TraceError::Read { file: parser.opts.source.clone(), line: parser.line, error });
             }
         }
     }
     parser.finish()
+}
+
+/// What [`read_line_capped`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineRead {
+    /// A whole line (the last one may lack its `\n`).
+    Line,
+    /// More than the maximum without a line end; the buffer holds the first `max` bytes and the
+    /// rest of the line is left unread.
+    TooLong,
+    /// The end of the input: no more lines.
+    End,
+}
+
+/// Appends one line of `reader` to `buf`, without its `\n`, holding at most `max` bytes of it:
+/// a `BufRead::read_until` that cannot be made to grow without bound.
+pub fn read_line_capped(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<LineRead> {
+    let max = max.saturating_add(buf.len());
+    let mut any = false;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(if any { LineRead::Line } else { LineRead::End });
+        }
+        any = true;
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (chunk.len(), false),
+        };
+        let room = max.saturating_sub(buf.len());
+        if take > room {
+            buf.extend_from_slice(&chunk[..room]);
+            return Ok(LineRead::TooLong);
+        }
+        buf.extend_from_slice(&chunk[..take]);
+        reader.consume(if done { take + 1 } else { take });
+        if done {
+            return Ok(LineRead::Line);
+        }
+    }
 }
 
 type FieldError = (Option<String>, String);
@@ -198,7 +287,7 @@ fn parse_row_serde(text: &str, line: u64, trace: &mut Trace) -> Result<(), Field
         Err(e) => {
             trace.arena_mut().truncate(start);
             return Err(match ctx.failure.into_inner() {
-                Some(failure) => failure,
+                Some(failure) => as_written(text, failure),
                 None => (None, format!("invalid JSON: {}", json_error_text(&e))),
             });
         }
@@ -214,6 +303,42 @@ fn parse_row_serde(text: &str, line: u64, trace: &mut Trace) -> Result<(), Field
             Err(e)
         }
     }
+}
+
+/// Shows a number in `failure` as the row wrote it: serde_json hands over integers past 64 bits
+/// as floats, whose digits would be printed rounded (`99999999999999999999` as `100000000000000000000`).
+fn as_written(text: &str, failure: FieldError) -> FieldError {
+    let (Some(field), reason) = &failure else { return failure };
+    let Some((head, shown)) = reason.rsplit_once("found ") else { return failure };
+    let Ok(value) = shown.parse::<f64>() else { return failure };
+    match raw_number(text, field) {
+        Some(raw) if raw != shown && raw.parse::<f64>() == Ok(value) => {
+            (Some(field.clone()), format!("{head}found {raw}"))
+        }
+        _ => failure,
+    }
+}
+
+/// The number token of `field` (`input_length`, or a list element like `hash_ids[3]`) in a row.
+/// Only used for messages, after the element's predecessors parsed as plain numbers.
+fn raw_number<'t>(text: &'t str, field: &str) -> Option<&'t str> {
+    let (name, index) = match field.split_once('[') {
+        Some((name, i)) => (name, Some(i.strip_suffix(']')?.parse::<usize>().ok()?)),
+        None => (field, None),
+    };
+    let key = format!("\"{name}\"");
+    let after_key = &text[text.find(&key)? + key.len()..];
+    let mut rest = after_key.trim_start().strip_prefix(':')?.trim_start();
+    if let Some(index) = index {
+        rest = rest.strip_prefix('[')?;
+        for _ in 0..index {
+            rest = &rest[rest.find(',')? + 1..];
+        }
+        rest = rest.trim_start();
+    }
+    let end =
+        rest.find(|c: char| !(c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E'))).unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
 }
 
 /// serde_json's message without its " at line 1 column N" suffix, with the column kept.
@@ -250,6 +375,7 @@ struct RawRow {
     timestamp: Option<Number>,
     delay: Option<Number>,
     session_id: Option<String>,
+    conversation_id: Option<String>,
     tools: Option<Vec<Value>>,
     extra: Option<Map<String, Value>>,
     unknown: Vec<(String, Value)>,
@@ -334,8 +460,18 @@ impl RawRow {
         } else {
             unreachable!("one input mode is present")
         };
-        let rare = (self.tools.is_some() || self.extra.is_some() || !self.unknown.is_empty())
-            .then(|| Box::new(RareFields { tools: self.tools, extra: self.extra, unknown: self.unknown }));
+        let rare = (self.tools.is_some()
+            || self.extra.is_some()
+            || !self.unknown.is_empty()
+            || self.conversation_id.is_some())
+        .then(|| {
+            Box::new(RareFields {
+                tools: self.tools,
+                extra: self.extra,
+                unknown: self.unknown,
+                conversation_id: self.conversation_id.map(String::into_boxed_str),
+            })
+        });
         Ok(Row {
             input,
             output_length: self.output_length,
@@ -415,6 +551,9 @@ impl<'de> Visitor<'de> for RowVisitor<'_> {
                 "timestamp" => raw.timestamp = map.next_value_seed(NumberSeed { ctx, field: "timestamp" })?,
                 "delay" => raw.delay = map.next_value_seed(NumberSeed { ctx, field: "delay" })?,
                 "session_id" => raw.session_id = map.next_value_seed(StringSeed { ctx, field: "session_id" })?,
+                "conversation_id" => {
+                    raw.conversation_id = map.next_value_seed(StringSeed { ctx, field: "conversation_id" })?
+                }
                 "text_input" => raw.text_input = map.next_value_seed(StringSeed { ctx, field: "text_input" })?,
                 "messages" => raw.messages = value_list(ctx, "messages", map.next_value()?)?,
                 "tools" => raw.tools = value_list(ctx, "tools", map.next_value()?)?,
@@ -483,7 +622,7 @@ impl<'de> Visitor<'de> for KeySeed {
     }
 }
 
-const KNOWN: [&str; 11] = [
+const KNOWN: [&str; 12] = [
     "input_length",
     "output_length",
     "hash_ids",
@@ -495,6 +634,7 @@ const KNOWN: [&str; 11] = [
     "tools",
     "payload",
     "extra",
+    "conversation_id",
 ];
 
 fn value_list<E: de::Error>(ctx: &Ctx, field: &str, v: Value) -> Result<Option<Vec<Value>>, E> {
@@ -532,6 +672,34 @@ macro_rules! reject_containers {
         }
         fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
             Err(self.ctx.fail(self.field_name(), format!("{}, found an object", self.expected())))
+        }
+    };
+}
+
+/// A seed for one scalar field: the struct (the context and the field's name), the name and
+/// expectation used in messages, and its `DeserializeSeed`; the caller writes the `Visitor`.
+macro_rules! field_seed {
+    ($(#[$doc:meta])* $name:ident -> $value:ty, $expected:literal) => {
+        $(#[$doc])*
+        struct $name<'a> {
+            ctx: &'a Ctx,
+            field: &'static str,
+        }
+
+        impl $name<'_> {
+            fn field_name(&self) -> &'static str {
+                self.field
+            }
+            fn expected(&self) -> &'static str {
+                $expected
+            }
+        }
+
+        impl<'de> DeserializeSeed<'de> for $name<'_> {
+            type Value = $value;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(self)
+            }
         }
     };
 }
@@ -598,26 +766,9 @@ impl<'de> Visitor<'de> for IntSeed<'_> {
     reject_containers!();
 }
 
-/// A number field (`timestamp`, `delay`), integer or float.
-struct NumberSeed<'a> {
-    ctx: &'a Ctx,
-    field: &'static str,
-}
-
-impl NumberSeed<'_> {
-    fn field_name(&self) -> &'static str {
-        self.field
-    }
-    fn expected(&self) -> &'static str {
-        "expected a number of milliseconds"
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for NumberSeed<'_> {
-    type Value = Option<Number>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
+field_seed! {
+    /// A number field (`timestamp`, `delay`), integer or float.
+    NumberSeed -> Option<Number>, "expected a number of milliseconds"
 }
 
 impl<'de> Visitor<'de> for NumberSeed<'_> {
@@ -644,26 +795,9 @@ impl<'de> Visitor<'de> for NumberSeed<'_> {
     reject_containers!();
 }
 
-/// A string field (`session_id`, `text_input`).
-struct StringSeed<'a> {
-    ctx: &'a Ctx,
-    field: &'static str,
-}
-
-impl StringSeed<'_> {
-    fn field_name(&self) -> &'static str {
-        self.field
-    }
-    fn expected(&self) -> &'static str {
-        "expected a string"
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for StringSeed<'_> {
-    type Value = Option<String>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
+field_seed! {
+    /// A string field (`session_id`, `text_input`).
+    StringSeed -> Option<String>, "expected a string"
 }
 
 impl<'de> Visitor<'de> for StringSeed<'_> {
@@ -820,7 +954,7 @@ mod tests {
         /// Whatever the fast path accepts, the serde path parses to the same row.
         #[test]
         fn fast_path_agrees_with_serde(
-            fields in prop::collection::vec((prop::sample::select(vec!["timestamp", "input_length", "output_length", "hash_ids", "delay", "session_id", "other"]), mooncake_value()), 0..6),
+            fields in prop::collection::vec((prop::sample::select(vec!["timestamp", "input_length", "output_length", "hash_ids", "delay", "session_id", "conversation_id", "other"]), mooncake_value()), 0..6),
             ws in prop::sample::select(vec!["", " ", "  ", "\t"]),
         ) {
             let body: Vec<String> = fields.iter().map(|(k, v)| format!("{ws}\"{k}\"{ws}:{ws}{v}{ws}")).collect();
@@ -991,5 +1125,58 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_line_past_the_limit_stops_the_read_with_its_line_number() {
+        let opts = || ParseOptions::new("t.jsonl").max_line_bytes(32);
+        let text = "{\"input_length\": 1}\n{\"input_length\": 1, \"output_length\": 123456789}\n";
+        match read(text.as_bytes(), opts()) {
+            Err(e @ TraceError::LineTooLong { line: 2, limit: 32, cr_only: false, .. }) => {
+                assert!(e.to_string().starts_with("t.jsonl:2: the line is longer than 32 bytes"), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // Exactly at the limit is fine, with or without a final line end.
+        let row = "{\"input_length\": 12345678901234}";
+        assert_eq!(row.len(), 32);
+        assert_eq!(read(format!("{row}\n{row}").as_bytes(), opts()).unwrap().trace.len(), 2);
+        // An endless line is cut at the limit: the reader is never drained further.
+        let mut endless = std::io::BufReader::with_capacity(8, std::io::repeat(b'0'));
+        assert!(matches!(read(&mut endless, opts()), Err(TraceError::LineTooLong { line: 1, .. })));
+    }
+
+    #[test]
+    fn cr_only_line_endings_are_named() {
+        let text = "{\"input_length\": 1}\r{\"input_length\": 2}\r";
+        let e = error_of(text);
+        assert!(e.contains("carriage return") && e.contains("CR-only"), "{e}");
+        let long = "{\"input_length\": 1}\r".repeat(4);
+        match read(long.as_bytes(), ParseOptions::new("t.jsonl").max_line_bytes(40)) {
+            Err(e @ TraceError::LineTooLong { cr_only: true, .. }) => assert!(e.to_string().contains("CR-only"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_leading_bom_is_skipped_and_any_other_is_named() {
+        let text = "\u{feff}{\"input_length\": 1}\n{\"input_length\": 2}\n";
+        assert_eq!(parse(text).unwrap().trace.len(), 2);
+        assert_eq!(read(text.as_bytes(), ParseOptions::new("t.jsonl")).unwrap().trace.len(), 2);
+        let e = error_of("{\"input_length\": 1}\n\u{feff}{\"input_length\": 2}\n");
+        assert!(e.starts_with("t.jsonl:2: starts with a UTF-8 byte order mark"), "{e}");
+    }
+
+    #[test]
+    fn big_integers_are_shown_as_written() {
+        assert_eq!(
+            error_of(r#"{"input_length": 99999999999999999999}"#),
+            "t.jsonl:1: field 'input_length': expected an integer, found 99999999999999999999"
+        );
+        assert_eq!(
+            error_of(r#"{"input_length": 1, "hash_ids": [1, 2.0, 123456789012345678901234]}"#),
+            "t.jsonl:1: field 'hash_ids[2]': expected an unsigned integer, found 123456789012345678901234"
+        );
+        assert!(error_of(r#"{"input_length": 1, "output_length": 1e30}"#).ends_with("found 1e30"));
     }
 }

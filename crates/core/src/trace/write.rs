@@ -1,6 +1,6 @@
 //! Writing rows back as compact JSONL.
 //!
-//! Fields come out in one fixed order (`timestamp, session_id, delay, <input>, output_length,
+//! Fields come out in one fixed order (`timestamp, session_id, conversation_id, delay, <input>, output_length,
 //! hash_ids, tools, extra`, then unknown fields as read), which is the Mooncake order for plain
 //! Mooncake rows, so reading and writing such a file reproduces it byte for byte when it was
 //! written compactly.
@@ -21,6 +21,10 @@ pub fn write_row(out: &mut String, row: &Row, hash_ids: &[u64]) {
     if let Some(s) = &row.session_id {
         obj.key("session_id");
         write_json(obj.out, &Value::String(s.to_string()));
+    }
+    if let Some(c) = row.conversation_id() {
+        obj.key("conversation_id");
+        write_json(obj.out, &Value::String(c.to_string()));
     }
     if let Some(d) = row.delay {
         obj.key("delay");

@@ -1,7 +1,7 @@
-//! The HTTP side of a request: one pooled HTTP/1.1 client (rustls for `https://`), sending a
-//! prepared body and timing every byte of the answer, streaming (SSE) or not.
+//! The HTTP transport: one pooled HTTP/1.1 client (rustls for `https://`), sending a prepared
+//! body and timing every byte of the answer, streaming (SSE) or not.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aiperf_core::metrics::{RecordError, ServerUsage};
 use aiperf_core::sse::{ChunkError, SseEvent, SseParser, StreamItem, interpret_chunk, interpret_response};
@@ -13,6 +13,8 @@ use hyper::{Method, Request, Uri};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+
+use super::transport::{Clock, Exchange, Transport};
 
 /// The pooled client: connections are kept alive and reused, with no cap on their number, so the
 /// pool grows to the load instead of queueing requests silently.
@@ -31,24 +33,14 @@ pub fn http_client() -> Result<HttpClient> {
     Ok(Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(90)).build(https))
 }
 
-/// Nanoseconds since the benchmark start.
-#[derive(Clone, Copy, Debug)]
-pub struct Clock {
-    pub base: Instant,
-}
-
-impl Clock {
-    pub fn now_ns(&self) -> u64 {
-        self.base.elapsed().as_nanos() as u64
-    }
-}
-
 /// Where and how requests go.
 #[derive(Clone, Debug)]
 pub struct Endpoint {
     pub uri: Uri,
     pub headers: HeaderMap,
     pub timeout: Duration,
+    /// Largest body, SSE event or streamed text accepted for one response.
+    pub max_response_bytes: usize,
 }
 
 impl Endpoint {
@@ -82,24 +74,20 @@ impl Endpoint {
             value.set_sensitive(true);
             map.insert(name, value);
         }
-        Ok(Endpoint { uri, headers: map, timeout })
+        Ok(Endpoint { uri, headers: map, timeout, max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES })
+    }
+
+    /// The same endpoint with another response size limit.
+    pub fn max_response_bytes(self, max_response_bytes: usize) -> Endpoint {
+        Endpoint { max_response_bytes, ..self }
     }
 }
 
-/// What came back for one request.
-#[derive(Clone, Debug, Default)]
-pub struct Exchange {
-    pub sent_ns: u64,
-    pub first_byte_ns: Option<u64>,
-    pub chunk_ns: Vec<u64>,
-    pub text: String,
-    pub usage: ServerUsage,
-    pub finish_reason: Option<String>,
-    pub streaming: bool,
-    pub end_ns: u64,
-    pub error: Option<RecordError>,
-    /// The TTFT a mock server says it was programmed with (`x-aiperf-mock-ttft-ms`).
-    pub mock_ttft_ms: Option<f64>,
+/// Default response size limit: 64 MiB.
+const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
+
+fn too_large(limit: usize, what: &str) -> Option<RecordError> {
+    err("response_too_large", format!("{what} exceeded {limit} bytes (--max-response-bytes raises the limit)"))
 }
 
 fn err(kind: &str, message: impl Into<String>) -> Option<RecordError> {
@@ -117,6 +105,19 @@ fn chain(e: &dyn std::error::Error) -> String {
     s
 }
 
+/// Requests over HTTP to one endpoint.
+#[derive(Clone, Debug)]
+pub struct HttpTransport {
+    pub client: HttpClient,
+    pub endpoint: Endpoint,
+}
+
+impl Transport for HttpTransport {
+    async fn send(&self, body: Bytes, clock: Clock) -> Exchange {
+        send(&self.client, &self.endpoint, body, &clock).await
+    }
+}
+
 /// Sends one request and measures the answer; never fails, errors land in [`Exchange::error`].
 pub async fn send(client: &HttpClient, ep: &Endpoint, body: Bytes, clock: &Clock) -> Exchange {
     let mut ex = Exchange::default();
@@ -127,7 +128,7 @@ pub async fn send(client: &HttpClient, ep: &Endpoint, body: Bytes, clock: &Clock
     *req.uri_mut() = ep.uri.clone();
     *req.headers_mut() = ep.headers.clone();
     let timeout = ep.timeout;
-    let res = tokio::time::timeout(timeout, exchange(client, req, clock, &mut ex)).await;
+    let res = tokio::time::timeout(timeout, exchange(client, req, clock, ep.max_response_bytes, &mut ex)).await;
     ex.end_ns = clock.now_ns();
     if res.is_err() && ex.error.is_none() {
         ex.error = err("timeout", format!("no complete answer within {:.3} s", timeout.as_secs_f64()));
@@ -135,7 +136,7 @@ pub async fn send(client: &HttpClient, ep: &Endpoint, body: Bytes, clock: &Clock
     ex
 }
 
-async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock, ex: &mut Exchange) {
+async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock, limit: usize, ex: &mut Exchange) {
     ex.sent_ns = clock.now_ns();
     let resp = match client.request(req).await {
         Ok(r) => r,
@@ -169,7 +170,7 @@ async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock,
         return;
     }
     ex.streaming = is_sse;
-    let mut parser = SseParser::new();
+    let mut parser = SseParser::with_limit(limit);
     let mut failed = false;
     let mut whole = Vec::new();
     let mut done = false;
@@ -185,11 +186,23 @@ async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock,
         let Some(data) = frame.data_ref() else { continue };
         let now = clock.now_ns();
         if !is_sse {
+            if whole.len().saturating_add(data.len()) > limit {
+                ex.error = too_large(limit, "the response body");
+                return;
+            }
             whole.extend_from_slice(data);
             continue;
         }
         parser.feed_with(data, &mut |ev| on_event(ev, now, ex, &mut done, &mut failed));
         if failed {
+            return;
+        }
+        if parser.overflowed() {
+            ex.error = too_large(limit, "an SSE line or event");
+            return;
+        }
+        if ex.text.len() > limit {
+            ex.error = too_large(limit, "the streamed text");
             return;
         }
     }

@@ -1,28 +1,26 @@
-//! The one dispatcher: paces every request of the schedule by absolute deadlines.
+//! The one dispatcher: drives [`aiperf_core::dispatch::Dispatch`] with the real clock.
 //!
-//! It runs on its own OS thread so that pacing never waits behind busy runtime workers. It keeps
-//! the schedule's session starts (already sorted) and a heap of later turns reported back by
-//! finished requests, sleeps until shortly before the earliest deadline and hands the request to
-//! the async runtime just ahead of it; the task waits for the exact deadline. Nothing is ever sent
-//! early to "catch up": a request that could not be sent on time is sent as soon as possible and
-//! its lateness is recorded.
+//! It runs on its own OS thread so that pacing never waits behind busy runtime workers. The state
+//! machine says which job is next and when; this loop sleeps until shortly before that deadline,
+//! takes the job with its body (built ahead by the [`super::preparer`]) and hands it to the async
+//! runtime just ahead of time; the task waits for the exact deadline. Nothing is ever sent early
+//! to "catch up": a request that could not be sent on time is sent as soon as possible and its
+//! lateness is recorded. Completions come back on a channel and only time the session's next
+//! turn; records flow on to the records stage, never back here.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
-use aiperf_core::metrics::{RecordError, RequestRecord};
-use aiperf_core::schedule::{Schedule, TurnTiming};
-use aiperf_core::trace::Trace;
+use aiperf_core::dispatch::{Dispatch, Peek, PrefixCache};
+use aiperf_core::trace::{Input, Trace};
+use anyhow::Result;
 use tokio::runtime::Handle;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio_util::sync::CancellationToken;
 
-use super::client::{self, Clock, Endpoint, HttpClient};
-use super::prompt::PromptBuilder;
-use super::request::{BodyTemplate, Prepared, prepare};
+use super::preparer::Preparer;
+use super::request::{self, Completed, Finished, Handoff, Shared};
+use super::transport::Transport;
 
 /// The OS wakes a sleeping thread 50–100 µs late on an idle machine and milliseconds late on a
 /// busy one; this applies both to the dispatcher and to the runtime worker that must run the
@@ -34,336 +32,95 @@ const SPIN_MIN_NS: u64 = 150_000;
 const SPIN_MAX_NS: u64 = 2_000_000;
 /// How long the dispatcher itself spins before a hand-off.
 const DISPATCH_SPIN_NS: u64 = 100_000;
-/// Below this remaining time a task waiting for its deadline spins instead of yielding.
-const TASK_SPIN_NS: u64 = 50_000;
-/// Longest single sleep, so that Ctrl-C and new turns are noticed quickly.
+/// Longest single sleep, so that a stop is noticed quickly.
 const MAX_SLEEP: Duration = Duration::from_millis(20);
 
-/// Everything a request task needs, shared read-only.
-pub struct Shared {
-    pub client: HttpClient,
-    pub endpoint: Endpoint,
-    pub clock: Clock,
-    pub trace: Arc<Trace>,
-    pub schedule: Arc<Schedule>,
-    pub prompts: PromptBuilder,
-    pub template: BodyTemplate,
-    /// Stop sending (Ctrl-C or the benchmark duration).
-    pub stop: AtomicBool,
-    /// Becomes true when in-flight requests must give up (end of the grace period).
-    pub hard_cancel: watch::Receiver<bool>,
-    /// Sending stops at this offset (ns), if a benchmark duration was given.
-    pub end_ns: Option<u64>,
-    /// `--use-server-token-count`: skip the client-side count when the server reports usage.
-    pub server_token_count: bool,
+/// What the dispatcher did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Dispatched {
+    pub requests: u64,
 }
 
-/// A finished request for the collector.
-pub struct Finished {
-    pub record: RequestRecord,
-    /// Index of the trace row.
-    pub row: u32,
-    pub mock_ttft_ms: Option<f64>,
+/// Everything the dispatcher loop owns.
+pub struct Dispatcher<T: Transport> {
+    pub dispatch: Dispatch,
+    pub preparer: Preparer,
+    pub shared: Arc<Shared<T>>,
+    pub handle: Handle,
+    pub completions: Receiver<Completed>,
+    pub completions_tx: Sender<Completed>,
+    pub records: Sender<Finished>,
+    /// Cancelled when sending must stop (a signal, the end of the benchmark duration).
+    pub stop: CancellationToken,
+    pub block_size: u64,
 }
 
-/// Messages from request tasks back to the dispatcher.
-pub enum Msg {
-    /// The next turn of a session, due at `deadline_ns`, with its body.
-    Next(Job, Body),
-    /// A session run has sent its last turn.
-    SessionDone,
-}
-
-/// A prepared request body, or why it could not be built.
-pub type Body = Result<Prepared, String>;
-
-/// How many session starts the preparer thread builds ahead of the dispatcher.
-const PREPARE_AHEAD: usize = 64;
-
-/// One request to send.
-#[derive(Clone, Copy, Debug)]
-pub struct Job {
-    /// Index into the schedule's starts.
-    pub start: u32,
-    pub turn: u32,
-    pub deadline_ns: u64,
-    /// No deadline: sent when the concurrency limit allows; scheduled time = send time.
-    pub asap: bool,
-}
-
-/// Runs the dispatcher until the schedule is exhausted (and every session finished) or stopped.
-pub fn run(
-    shared: Arc<Shared>,
-    handle: Handle,
-    rx: Receiver<Msg>,
-    tx: Sender<Msg>,
-    records: mpsc::UnboundedSender<Finished>,
-    limit: Option<Arc<Semaphore>>,
-    mut stop_rx: watch::Receiver<bool>,
-) {
-    let starts = &shared.schedule.starts;
-    let clock = shared.clock;
-    let mut next_start = 0usize;
-    let mut q = Queue::default();
-    // Bodies of session starts are built ahead on their own thread, in schedule order, so that
-    // building a long prompt never delays a send.
-    let (prep_tx, prep_rx) = std::sync::mpsc::sync_channel::<Body>(PREPARE_AHEAD);
-    {
-        let shared = shared.clone();
-        let spawned = std::thread::Builder::new().name("preparer".into()).spawn(move || {
-            for i in 0..shared.schedule.starts.len() {
-                if prep_tx.send(build(&shared, i as u32, 0)).is_err() {
-                    break;
-                }
+impl<T: Transport> Dispatcher<T> {
+    /// Runs until nothing is left to send or sending is stopped. Requests still in flight go on;
+    /// the records stage sees them end.
+    pub fn run(mut self) -> Result<Dispatched> {
+        let clock = self.shared.clock;
+        let trace = self.shared.trace.clone();
+        let mut cache = PrefixCache::default();
+        let mut last_deadline = 0u64;
+        let mut done = Dispatched::default();
+        loop {
+            while let Ok(c) = self.completions.try_recv() {
+                self.completed(c);
             }
-        });
-        if spawned.is_err() {
-            return;
-        }
-    }
-    let mut start_body: Option<Body> = None;
-    let mut last_deadline = 0u64;
-    loop {
-        while let Ok(m) = rx.try_recv() {
-            q.handle(m);
-        }
-        if shared.stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let from_heap = q.heap.peek().map(|Reverse((d, s))| (*d, *s));
-        // A start without a deadline is due now; later turns already due go first.
-        let from_start = starts.get(next_start).map(|s| s.offset_us.map_or_else(|| clock.now_ns(), |o| o * 1000));
-        let (deadline, heap_seq) = match (from_heap, from_start) {
-            (Some((d, s)), Some(o)) if d <= o => (d, Some(s)),
-            (Some((d, s)), None) => (d, Some(s)),
-            (_, Some(o)) => (o, None),
-            (None, None) => {
-                if q.active == 0 {
-                    break;
+            if self.stop.is_cancelled() {
+                self.dispatch.stop();
+            }
+            let now = clock.now_ns();
+            let (deadline, asap) = match self.dispatch.peek(now) {
+                Peek::Finished => break,
+                Peek::AwaitCompletion => {
+                    self.wait(MAX_SLEEP);
+                    continue;
                 }
-                match rx.recv_timeout(MAX_SLEEP) {
-                    Ok(m) => q.handle(m),
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => break,
-                }
+                Peek::Due { deadline_ns, asap } => (deadline_ns, asap),
+            };
+            let window = (deadline.saturating_sub(last_deadline) / 4).clamp(SPIN_MIN_NS, SPIN_MAX_NS);
+            let handoff = if asap { deadline } else { deadline.saturating_sub(window) };
+            // A late wake-up of this thread is absorbed by the hand-off window: spin only briefly.
+            let spin = DISPATCH_SPIN_NS.min(window);
+            if handoff > now.saturating_add(spin) {
+                self.wait(Duration::from_nanos(handoff - now - spin).min(MAX_SLEEP));
                 continue;
             }
-        };
-        if shared.end_ns.is_some_and(|end| deadline.max(clock.now_ns()) >= end) {
-            break;
-        }
-        let job = match heap_seq {
-            Some(s) => q.pending.get(&s).map(|(j, _)| *j),
-            None => {
-                if start_body.is_none() {
-                    match prep_rx.recv() {
-                        Ok(b) => start_body = Some(b),
-                        Err(_) => break,
-                    }
-                }
-                Some(Job {
-                    start: next_start as u32,
-                    turn: 0,
-                    deadline_ns: deadline,
-                    asap: starts[next_start].offset_us.is_none(),
-                })
-            }
-        };
-        let Some(job) = job else { continue };
-        let now = clock.now_ns();
-        let window = (deadline.saturating_sub(last_deadline) / 4).clamp(SPIN_MIN_NS, SPIN_MAX_NS);
-        let handoff = if job.asap { deadline } else { deadline.saturating_sub(window) };
-        // A late wake-up of this thread is absorbed by the hand-off window: spin only briefly.
-        let spin = DISPATCH_SPIN_NS.min(window);
-        if handoff > now + spin {
-            let wait = Duration::from_nanos(handoff - now - spin).min(MAX_SLEEP);
-            match rx.recv_timeout(wait) {
-                Ok(m) => q.handle(m),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-            continue;
-        }
-        while clock.now_ns() < handoff {
-            std::hint::spin_loop();
-        }
-        last_deadline = deadline;
-        let body = match heap_seq {
-            Some(s) => {
-                q.heap.pop();
-                q.pending.remove(&s).map(|(_, b)| b)
-            }
-            None => {
-                next_start += 1;
-                q.active += 1;
-                start_body.take()
-            }
-        };
-        let Some(body) = body else { continue };
-        let permit = match &limit {
-            None => None,
-            Some(sem) => match sem.clone().try_acquire_owned() {
-                Ok(p) => Some(p),
-                Err(_) => {
-                    let sem = sem.clone();
-                    let got = handle.block_on(async {
-                        tokio::select! {
-                            p = sem.acquire_owned() => p.ok(),
-                            _ = stop_rx.wait_for(|v| *v) => None,
-                        }
-                    });
-                    match got {
-                        Some(p) => Some(p),
-                        None => break,
-                    }
-                }
-            },
-        };
-        let dispatched_ns = clock.now_ns();
-        handle.spawn(request(shared.clone(), job, body, permit, tx.clone(), records.clone(), dispatched_ns));
-    }
-}
-
-/// Later turns waiting for their deadline, and the number of session runs still going.
-#[derive(Default)]
-struct Queue {
-    heap: BinaryHeap<Reverse<(u64, u64)>>,
-    pending: HashMap<u64, (Job, Body)>,
-    seq: u64,
-    active: usize,
-}
-
-impl Queue {
-    fn handle(&mut self, m: Msg) {
-        match m {
-            Msg::Next(job, body) => {
-                self.seq += 1;
-                self.heap.push(Reverse((job.deadline_ns, self.seq)));
-                self.pending.insert(self.seq, (job, body));
-            }
-            Msg::SessionDone => self.active = self.active.saturating_sub(1),
-        }
-    }
-}
-
-fn build(shared: &Shared, start: u32, turn: u32) -> Body {
-    let row_idx =
-        shared.schedule.sessions[shared.schedule.starts[start as usize].session as usize].turns[turn as usize].row;
-    let row = &shared.trace.rows()[row_idx as usize];
-    prepare(&shared.template, &shared.prompts, row, shared.trace.hash_ids(row), row_idx as u64)
-        .map_err(|e| format!("{e:#}"))
-}
-
-/// Sends one request, reports the record, and queues the session's next turn.
-async fn request(
-    shared: Arc<Shared>,
-    job: Job,
-    body: Body,
-    permit: Option<OwnedSemaphorePermit>,
-    tx: Sender<Msg>,
-    records: mpsc::UnboundedSender<Finished>,
-    dispatched_ns: u64,
-) {
-    let clock = shared.clock;
-    let start = shared.schedule.starts[job.start as usize];
-    let session = &shared.schedule.sessions[start.session as usize];
-    let row_idx = session.turns[job.turn as usize].row as usize;
-    let row = &shared.trace.rows()[row_idx];
-    if !job.asap {
-        // Handed over early so that waking this worker is not on the clock: wait out the rest.
-        loop {
-            let now = clock.now_ns();
-            if now >= job.deadline_ns {
-                break;
-            }
-            if job.deadline_ns - now > TASK_SPIN_NS {
-                tokio::task::yield_now().await;
-            } else {
+            while clock.now_ns() < handoff {
                 std::hint::spin_loop();
             }
+            let Some(job) = self.dispatch.take(clock.now_ns()) else { continue };
+            last_deadline = deadline;
+            let body = self.preparer.take(&job)?;
+            let expected_cached_tokens = expected(&trace, job.row, &mut cache, self.block_size);
+            let h = Handoff { job, body, expected_cached_tokens, dispatched_ns: clock.now_ns() };
+            self.handle.spawn(request::run(self.shared.clone(), h, self.completions_tx.clone(), self.records.clone()));
+            done.requests += 1;
+        }
+        Ok(done)
+    }
+
+    fn completed(&mut self, c: Completed) {
+        if let Some(next) = self.dispatch.complete(&c.job, c.end_ns) {
+            self.preparer.queued(&next);
         }
     }
-    let scheduled_ns = if job.asap { clock.now_ns() } else { job.deadline_ns };
-    let mut rec = RequestRecord {
-        session_id: session.id.as_deref().map(str::to_owned),
-        session_run: job.start,
-        turn: job.turn,
-        trace_line: row.line,
-        scheduled_ns,
-        dispatched_ns: Some(dispatched_ns),
-        streaming: shared.template.streaming,
-        ..Default::default()
-    };
-    let mut mock_ttft_ms = None;
-    match body {
-        Err(e) => {
-            let now = clock.now_ns();
-            (rec.sent_ns, rec.end_ns) = (now, now);
-            rec.error = Some(RecordError { kind: "invalid_request".into(), message: e });
-        }
-        Ok(p) => {
-            rec.input_tokens = p.input_tokens;
-            rec.max_tokens = p.max_tokens;
-            let mut cancel = shared.hard_cancel.clone();
-            let sent_guess = clock.now_ns();
-            let ex = tokio::select! {
-                ex = client::send(&shared.client, &shared.endpoint, p.body, &clock) => Some(ex),
-                _ = cancel.wait_for(|v| *v) => None,
-            };
-            match ex {
-                None => {
-                    rec.sent_ns = sent_guess;
-                    rec.end_ns = clock.now_ns();
-                    rec.error = Some(RecordError {
-                        kind: "cancelled".into(),
-                        message: "cancelled at the end of the grace period".into(),
-                    });
-                }
-                Some(ex) => {
-                    mock_ttft_ms = ex.mock_ttft_ms;
-                    rec.sent_ns = ex.sent_ns;
-                    rec.first_byte_ns = ex.first_byte_ns;
-                    rec.end_ns = ex.end_ns;
-                    rec.streaming = ex.streaming;
-                    rec.usage = ex.usage;
-                    let server_counted = shared.server_token_count && ex.usage.completion_tokens.is_some();
-                    if server_counted {
-                        rec.output_tokens = ex.usage.completion_tokens;
-                    } else if !ex.text.is_empty() {
-                        rec.output_tokens = shared.prompts.count(&ex.text).ok();
-                    } else if ex.error.is_none() {
-                        rec.output_tokens = Some(0);
-                    }
-                    rec.chunk_ns = ex.chunk_ns;
-                    rec.error = ex.error;
-                    if rec.error.is_none()
-                        && let Some(max) = rec.max_tokens
-                    {
-                        let produced = rec.usage.completion_tokens.unwrap_or(rec.chunk_ns.len() as u64);
-                        if produced > max {
-                            rec.error = Some(RecordError {
-                                kind: "max_tokens_exceeded".into(),
-                                message: format!("the server produced {produced} tokens for max_tokens {max}"),
-                            });
-                        }
-                    }
-                }
-            }
+
+    /// Waits for a completion at most `timeout`.
+    fn wait(&mut self, timeout: Duration) {
+        match self.completions.recv_timeout(timeout) {
+            Ok(c) => self.completed(c),
+            // The dispatcher holds a sender itself, so the channel never disconnects.
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
         }
     }
-    drop(permit);
-    let _ = records.send(Finished { record: rec, row: row_idx as u32, mock_ttft_ms });
-    let next = job.turn + 1;
-    if next < start.turns && !shared.stop.load(Ordering::Relaxed) {
-        let now = clock.now_ns();
-        let (deadline_ns, asap) = match session.turns[next as usize].timing {
-            TurnTiming::At(us) => ((us * 1000).max(now), false),
-            TurnTiming::After(us) => (now + us * 1000, false),
-            TurnTiming::Immediately => (now, job.asap),
-        };
-        let body = build(&shared, job.start, next);
-        let _ = tx.send(Msg::Next(Job { start: job.start, turn: next, deadline_ns, asap }, body));
-    } else {
-        let _ = tx.send(Msg::SessionDone);
-    }
+}
+
+/// Prompt tokens of `row` that a prefix cache holding everything sent so far could reuse.
+fn expected(trace: &Trace, row: u32, cache: &mut PrefixCache, block_size: u64) -> Option<u64> {
+    let r = trace.rows().get(row as usize)?;
+    let Input::Length(n) = r.input else { return None };
+    Some(cache.observe(trace.hash_ids(r), u64::try_from(n).unwrap_or(0), block_size))
 }

@@ -1,60 +1,118 @@
-//! `aiperf-cli profile`: replay a Mooncake trace against an OpenAI-compatible server with precise
-//! timing, and measure it the way AIPerf does.
+//! `aiperf-cli profile`: replay a trace against an OpenAI-compatible server with precise timing,
+//! and measure it the way AIPerf does.
 //!
-//! Flow: options → validated [`options::Config`] → trace (read while the tokenizer loads) →
-//! [`aiperf_core::schedule`] → optional warmup → the [`dispatcher`] thread paces requests onto the
-//! async runtime → a single collector task aggregates records ([`aiperf_core::metrics`]), writes
-//! the JSONL as they arrive and drives the progress bar → JSON/CSV exports and the console table.
+//! Data flows one way: flags → [`plan::ReplayPlan`] → trace and [`aiperf_core::schedule`] →
+//! [`dispatcher`] (driving [`aiperf_core::dispatch`], bodies from the [`preparer`]) →
+//! [`request`] over a [`transport::Transport`] → [`records`] (token counts, metrics, the JSONL
+//! line) → [`export`] of one [`aiperf_core::results::RunSummary`].
+//!
+//! A run has named phases — warm-up, measure, drain, export — driven by two cancellation tokens:
+//! `stop` (no new requests: a signal or the end of `--benchmark-duration`) and `abort` (cancel
+//! what is in flight: the end of the grace period or a second signal). SIGINT, SIGTERM and SIGHUP
+//! all act alike, so a job stopped by Kubernetes or CI still writes every export.
 
+pub mod body;
 pub mod client;
 pub mod dispatcher;
 pub mod export;
 pub mod options;
+pub mod plan;
+pub mod preparer;
 pub mod progress;
 pub mod prompt;
+pub mod records;
 pub mod request;
+pub mod transport;
 
-use std::collections::HashSet;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use aiperf_core::metrics::Aggregate;
-use aiperf_core::schedule::{self, Schedule};
-use aiperf_core::trace::{Input, Trace};
+use aiperf_core::dispatch::Dispatch;
+use aiperf_core::metrics::Metric;
+use aiperf_core::results::RunSummary;
+use aiperf_core::schedule::Schedule;
+use aiperf_core::trace::Trace;
 use anyhow::{Context, Result};
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio_util::sync::CancellationToken;
 
-use client::{Clock, Endpoint, HttpClient};
-use dispatcher::{Finished, Shared};
-use export::{CsvExporter, Exporter, JsonExporter, JsonlExporter, RunSummary};
-use options::{Args, Config, UiType};
+use crate::exit::{self, BadInput};
+use dispatcher::Dispatcher;
+use plan::ReplayPlan;
+use preparer::{BodySource, Preparer};
 use prompt::PromptBuilder;
-use request::{BodyTemplate, prepare};
+use records::{Collected, RecordsStage};
+use request::Shared;
+use transport::{Clock, Transport};
 
 pub use options::reject_unsupported;
 
-/// Requests scheduled for a concurrency run bounded only by `--benchmark-duration`.
-const DURATION_RUN_CAP: u64 = 2_000_000;
+/// How often the drain phase looks at the clock and the tokens.
+const DRAIN_POLL: Duration = Duration::from_millis(10);
 
-/// Runs `aiperf-cli profile`.
-pub fn run(args: Args) -> Result<()> {
+/// Runs `aiperf-cli profile`; returns the process exit status.
+pub fn run(args: options::Args) -> Result<u8> {
     let started = Instant::now();
-    let cfg = Config::from_args(args)?;
-    // The tokenizer (a few MB of JSON) loads while the trace is read.
+    let plan = ReplayPlan::from_args(args).context(BadInput)?;
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    // Signals are watched from the start: a job stopped while loading still ends with exports.
+    let control = Control::default();
+    rt.spawn(watch_signals(control.clone(), plan.limits.grace));
+    let dir = &plan.exports.artifact_dir;
+    let outputs: Vec<std::path::PathBuf> = std::iter::once(aiperf_core::results::RECORDS_FILE)
+        .chain(aiperf_core::results::SummaryFormat::ALL.map(|f| f.file_name()))
+        .map(|f| dir.join(f))
+        .collect();
+    let outputs: Vec<&std::path::Path> = outputs.iter().map(std::path::PathBuf::as_path).collect();
+    crate::output::refuse_same_files(&outputs, &[&plan.source.input_file]).context(BadInput)?;
+    let inputs = load(&plan).context(BadInput)?;
+    std::fs::create_dir_all(&plan.exports.artifact_dir)
+        .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
+    let transport = {
+        let _guard = rt.enter();
+        let t = &plan.target;
+        client::HttpTransport {
+            client: client::http_client()?,
+            endpoint: client::Endpoint::new(&t.url, &t.path, t.api_key.as_deref(), &t.headers, t.timeout)
+                .context(BadInput)?
+                .max_response_bytes(t.max_response_bytes),
+        }
+    };
+    replay(&rt, &plan, inputs, transport, &control, started)
+}
+
+/// What a replay reads before it starts.
+pub struct Inputs {
+    pub trace: Arc<Trace>,
+    pub schedule: Arc<Schedule>,
+    pub prompts: Arc<PromptBuilder>,
+    /// Where the tokenizer came from.
+    pub tokenizer: String,
+}
+
+/// Reads the trace while the tokenizer loads, applies synthesis and builds the schedule.
+fn load(plan: &ReplayPlan) -> Result<Inputs> {
+    let src = &plan.source;
     let (trace, tok) = std::thread::scope(|s| {
         let tok = s.spawn(|| -> Result<_> {
             let t0 = Instant::now();
-            let (tokenizer, source) = crate::tokenizer::load_tokenizer(cfg.args.tokenizer.as_deref(), &cfg.args.model)?;
-            let prompts = PromptBuilder::new(tokenizer, cfg.args.isl_block_size, cfg.args.random_seed)?;
+            let (tokenizer, source) =
+                crate::tokenizer::load_tokenizer(src.tokenizer.as_deref(), &plan.target.body.model)?;
+            let prompts = PromptBuilder::new(tokenizer, src.block_size, src.seed)?;
             Ok((prompts, source, t0.elapsed()))
         });
         let t0 = Instant::now();
-        let trace = crate::input::read_trace(&cfg.args.input_file, false).map(|o| (o.trace, t0.elapsed()));
+        let trace = crate::trace_format::read_trace_any(&src.input_file, &src.format, false, src.max_line_bytes)
+            .map(|o| (o.trace, t0.elapsed()));
         (trace, tok.join())
     });
     let (mut trace, read_time) = trace?;
-    if let Some(params) = &cfg.synthesis {
+    if let Some(params) = &src.synthesis {
         let before = trace.len();
         trace = aiperf_core::synthesis::transform(&trace, params).context("synthesis failed")?;
         eprintln!("Synthesis applied in memory: {before} rows → {} rows", trace.len());
@@ -63,241 +121,245 @@ pub fn run(args: Args) -> Result<()> {
     if source.approximate {
         eprintln!(
             "warning: no tokenizer for model '{}' (use --tokenizer): using the {}; token counts are approximate for this model",
-            cfg.args.model, source.description
+            plan.target.body.model, source.description
         );
     }
-    let has_timestamps = trace.rows().first().is_some_and(|r| r.timestamp.is_some());
-    let timing = cfg.timing(has_timestamps)?;
-    let count = match (cfg.args.request_count, cfg.duration, timing) {
-        // With a duration and no count, rate and concurrency runs reuse the trace until time is up
-        // (as AIPerf does); the schedule holds enough session runs for that.
-        (None, Some(d), schedule::Timing::Rate { per_second, .. }) => {
-            Some((per_second * d.as_secs_f64()).ceil() as u64 + 1).filter(|&n| n > trace.len() as u64)
-        }
-        (None, Some(_), schedule::Timing::AsFastAsAllowed) => Some(DURATION_RUN_CAP.max(trace.len() as u64)),
-        (c, _, _) => c,
-    };
-    let schedule = schedule::build(&trace, timing, count).context("cannot schedule the trace")?;
+    let schedule = plan.schedule(&trace)?;
     eprintln!(
         "Read {} rows in {:.0} ms; tokenizer and prompt vocabulary ready in {:.0} ms (in parallel)",
         trace.len(),
         read_time.as_secs_f64() * 1e3,
         tok_time.as_secs_f64() * 1e3
     );
-    let (trace, schedule) = (Arc::new(trace), Arc::new(schedule));
-    // What a prefix cache could reuse is only needed in the exports: compute it off the start path.
-    let expected = Arc::new(OnceLock::new());
-    {
-        let (trace, schedule, expected, block) =
-            (trace.clone(), schedule.clone(), expected.clone(), cfg.args.isl_block_size);
-        std::thread::spawn(move || {
-            expected.get_or_init(|| expected_cached(&trace, &schedule, block));
-        });
-    }
-    std::fs::create_dir_all(&cfg.args.artifact_dir)
-        .with_context(|| format!("cannot create {}", cfg.args.artifact_dir.display()))?;
-    let rt =
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
-    rt.block_on(replay(cfg, trace, schedule, prompts, expected, source.description, started))
+    Ok(Inputs {
+        trace: Arc::new(trace),
+        schedule: Arc::new(schedule),
+        prompts: Arc::new(prompts),
+        tokenizer: source.description,
+    })
 }
 
-/// For each row: prompt tokens whose leading hash ids were sent before it (schedule order).
-fn expected_cached(trace: &Trace, schedule: &Schedule, block: u64) -> Vec<Option<u64>> {
-    let mut seen: HashSet<u64> = HashSet::new();
-    let mut out = vec![None; trace.len()];
-    for s in &schedule.starts {
-        for t in schedule.sessions[s.session as usize].turns.iter().take(s.turns as usize) {
-            let row = &trace.rows()[t.row as usize];
-            let Input::Length(n) = row.input else { continue };
-            let ids = trace.hash_ids(row);
-            let shared = ids.iter().take_while(|id| seen.contains(id)).count() as u64;
-            out[t.row as usize] = Some((shared * block).min(n.max(0) as u64));
-            seen.extend(ids.iter().copied());
+/// The two tokens of a run and what stopped it.
+#[derive(Clone, Debug, Default)]
+pub struct Control {
+    /// No new requests.
+    stop: CancellationToken,
+    /// Cancel the requests in flight.
+    abort: CancellationToken,
+    /// A signal stopped the run.
+    interrupted: Arc<AtomicBool>,
+}
+
+/// First signal: stop sending; second: cancel what is in flight.
+async fn watch_signals(control: Control, grace: Duration) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) =
+        (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup()))
+    else {
+        eprintln!("warning: cannot watch for signals; a signal will end the run without exports");
+        return;
+    };
+    let mut seen = 0;
+    loop {
+        let name = tokio::select! {
+            _ = int.recv() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+            _ = hup.recv() => "SIGHUP",
+        };
+        seen += 1;
+        control.interrupted.store(true, Ordering::SeqCst);
+        if seen == 1 {
+            eprintln!(
+                "\n{name}: no new requests; in-flight requests get {:.1} s to finish (signal again to cancel them now)",
+                grace.as_secs_f64()
+            );
+            control.stop.cancel();
+        } else {
+            eprintln!("\n{name} again: cancelling the requests in flight and writing the exports");
+            control.stop.cancel();
+            control.abort.cancel();
         }
     }
-    out
 }
 
-async fn replay(
-    cfg: Config,
-    trace: Arc<Trace>,
-    schedule: Arc<Schedule>,
-    prompts: PromptBuilder,
-    expected: Arc<OnceLock<Vec<Option<u64>>>>,
-    tokenizer: String,
+/// Runs the phases of a replay over `transport`, stopped through `control`; returns the exit
+/// status.
+pub fn replay<T: Transport + Clone>(
+    rt: &tokio::runtime::Runtime,
+    plan: &ReplayPlan,
+    inputs: Inputs,
+    transport: T,
+    control: &Control,
     started: Instant,
-) -> Result<()> {
+) -> Result<u8> {
     let ready_ms = started.elapsed().as_secs_f64() * 1e3;
-    let a = &cfg.args;
-    let client = client::http_client()?;
-    let path = a.custom_endpoint.clone().unwrap_or_else(|| a.endpoint_type.path().to_owned());
-    let endpoint = Endpoint::new(&a.url, &path, a.api_key.as_deref(), &cfg.headers, cfg.timeout)?;
-    let template = BodyTemplate {
-        endpoint: a.endpoint_type,
-        model: a.model.clone(),
-        streaming: a.streaming,
-        legacy_max_tokens: a.use_legacy_max_tokens,
-        extra_inputs: cfg.extra_inputs.clone(),
-    };
-    let total = schedule.request_count();
+    let total = inputs.schedule.request_count();
     eprintln!(
-        "Replaying {} request(s) in {} session run(s) to {}{} (ready in {ready_ms:.0} ms)",
-        total,
-        schedule.starts.len(),
-        a.url.trim_end_matches('/'),
-        path
+        "Replaying {} request(s) to {} (ready in {ready_ms:.0} ms)",
+        total.map_or_else(|| "requests until the duration ends".to_owned(), |n| n.to_string()),
+        plan.shown_url(),
     );
-    let warmup = if a.warmup_request_count > 0 {
-        let w = run_warmup(
-            &client,
-            &endpoint,
-            &trace,
-            &schedule,
-            &prompts,
-            &template,
-            a.warmup_request_count,
-            a.concurrency,
-        )
-        .await;
-        Some(w)
-    } else {
-        None
-    };
 
+    // Warm-up.
+    let warmup =
+        (plan.limits.warmup_requests > 0).then(|| rt.block_on(warmup(&transport, &inputs, plan, &control.stop)));
+
+    // Measure.
     let cpu_before = process_cpu_seconds();
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let (hard_tx, hard_rx) = watch::channel(false);
-    let clock = Clock { base: Instant::now() };
-    let start_unix_ns = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let shared = Arc::new(Shared {
-        client,
-        endpoint,
-        clock,
-        trace,
-        schedule,
-        prompts,
-        template,
-        stop: AtomicBool::new(false),
-        hard_cancel: hard_rx,
-        end_ns: cfg.duration.map(|d| d.as_nanos() as u64),
-        server_token_count: a.use_server_token_count,
-    });
-    let (rec_tx, rec_rx) = mpsc::unbounded_channel();
-    let (msg_tx, msg_rx) = std::sync::mpsc::channel();
-    let limit = a.concurrency.map(|c| Arc::new(Semaphore::new(c)));
-    let pb = progress::bar(total, a.ui_type != UiType::None);
-    let jsonl = JsonlExporter::create(&a.artifact_dir)?;
-    let collector = tokio::spawn(collect(
-        rec_rx,
-        jsonl,
-        pb.clone(),
-        a.use_server_token_count,
-        cfg.slos.clone(),
-        a.api_key.clone(),
-        expected,
-    ));
-    let dispatcher = {
-        let (shared, handle, stop_rx) = (shared.clone(), tokio::runtime::Handle::current(), stop_rx.clone());
-        std::thread::Builder::new()
-            .name("dispatcher".into())
-            .spawn(move || dispatcher::run(shared, handle, msg_rx, msg_tx, rec_tx, limit, stop_rx))
-            .context("cannot start the dispatcher thread")?
+    let clock = Clock::start();
+    let start_unix_ns = unix_now_ns();
+    let shared = Arc::new(Shared { transport, clock, trace: inputs.trace.clone(), abort: control.abort.clone() });
+    let progress = progress::bar(total, plan.exports.progress_bar);
+    let (records_tx, records_rx) = mpsc::channel();
+    let (collected_tx, collected_rx) = mpsc::channel::<Result<Collected>>();
+    let stage = RecordsStage {
+        counting: plan.counting,
+        prompts: inputs.prompts.clone(),
+        slos: plan.exports.slos.clone(),
+        secrets: plan.secrets(),
+        out: export::records_file(&plan.exports.artifact_dir)?,
+        progress: progress.clone(),
     };
-    let was_cancelled = Arc::new(AtomicBool::new(false));
-    let stopper = {
-        let (shared, was_cancelled, grace, duration) = (shared.clone(), was_cancelled.clone(), cfg.grace, cfg.duration);
-        tokio::spawn(async move {
-            let end = async {
-                match duration {
-                    Some(d) => tokio::time::sleep_until((clock.base + d).into()).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => {
-                    if r.is_ok() {
-                        was_cancelled.store(true, Ordering::SeqCst);
-                        eprintln!("\nCtrl-C: no new requests; in-flight requests get {:.1} s to finish", grace.as_secs_f64());
-                    }
-                }
-                _ = end => {}
-            }
-            shared.stop.store(true, Ordering::SeqCst);
-            let _ = stop_tx.send(true);
-            tokio::time::sleep(grace).await;
-            let _ = hard_tx.send(true);
+    std::thread::Builder::new()
+        .name("records".into())
+        .spawn(move || {
+            let _ = collected_tx.send(stage.run(records_rx));
         })
-    };
-    let (agg, mut jsonl, mock_ttft) = collector.await.context("the collector failed")??;
-    stopper.abort();
-    let _ = tokio::task::spawn_blocking(move || dispatcher.join()).await;
-    pb.finish_and_clear();
-    let client_cpu_s = process_cpu_seconds().zip(cpu_before).map(|(b, a)| b - a);
-    let end_unix_ns = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let report = agg.report(!cfg.slos.is_empty());
-    let calibration = mock_ttft.and_then(|prog| {
-        report.get(aiperf_core::metrics::Metric::TimeToFirstToken).and_then(|d| d.percentile(50.0)).map(|m| (prog, m))
+        .context("cannot start the records thread")?;
+    if let Some(d) = plan.limits.duration {
+        let stop = control.stop.clone();
+        rt.spawn(async move {
+            tokio::time::sleep_until((clock.base + d).into()).await;
+            stop.cancel();
+        });
+    }
+    let body_source = Arc::new(BodySource {
+        template: plan.target.body.clone(),
+        prompts: inputs.prompts.clone(),
+        trace: inputs.trace.clone(),
     });
+    let (completions_tx, completions) = mpsc::channel();
+    let dispatcher = Dispatcher {
+        dispatch: Dispatch::new(
+            inputs.schedule.clone(),
+            plan.limits.concurrency,
+            plan.limits.duration.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+        ),
+        preparer: Preparer::start(body_source, inputs.schedule.clone())?,
+        shared: shared.clone(),
+        handle: rt.handle().clone(),
+        completions,
+        completions_tx,
+        records: records_tx,
+        stop: control.stop.clone(),
+        block_size: plan.source.block_size,
+    };
+    let sent = std::thread::Builder::new()
+        .name("dispatcher".into())
+        .spawn(move || dispatcher.run())
+        .context("cannot start the dispatcher thread")?
+        .join()
+        .map_err(|_| anyhow::anyhow!("the dispatcher panicked"))?;
+    if let Err(e) = &sent {
+        // Whatever was sent still drains and is exported; the error is reported at the end.
+        eprintln!("error: {e:#}");
+        control.stop.cancel();
+    }
+    drop(shared);
+
+    // Drain: in-flight requests finish, within the grace period once sending was stopped.
+    let collected = drain(control, plan.limits.grace, &collected_rx)?;
+    progress.finish_and_clear();
+
+    // Export.
+    let client_cpu_s = process_cpu_seconds().zip(cpu_before).map(|(b, a)| b - a);
+    let with_goodput = !plan.exports.slos.is_empty();
+    let report = collected.aggregate.report(with_goodput);
+    let calibration = collected
+        .mock_ttft_ms
+        .and_then(|prog| report.get(Metric::TimeToFirstToken).and_then(|d| d.percentile(50.0)).map(|m| (prog, m)));
+    let interrupted = control.interrupted.load(Ordering::SeqCst);
     let summary = RunSummary {
         report,
-        input_config: cfg.redacted_json(),
-        was_cancelled: was_cancelled.load(Ordering::SeqCst),
+        input_config: plan.input_config().clone(),
+        was_cancelled: interrupted,
         start_unix_ns,
-        end_unix_ns,
-        tokenizer,
+        end_unix_ns: unix_now_ns(),
+        tokenizer: inputs.tokenizer,
         warmup,
         calibration,
         client_cpu_s,
         startup_ms: ready_ms,
     };
-    let dir = &cfg.args.artifact_dir;
-    let mut exporters: Vec<Box<dyn Exporter>> = vec![
-        Box::new(JsonExporter { path: dir.join("profile_export_aiperf.json") }),
-        Box::new(CsvExporter { path: dir.join("profile_export_aiperf.csv") }),
-    ];
-    jsonl.finish(&summary)?;
-    for e in &mut exporters {
-        e.finish(&summary)?;
+    let written = export::write_summaries(&plan.exports.artifact_dir, &summary);
+    println!("{}", aiperf_core::results::console_table(&summary));
+    println!("Exports written to {}", plan.exports.artifact_dir.display());
+    written?;
+    sent?;
+    Ok(if interrupted {
+        exit::INTERRUPTED
+    } else if summary.report.request_count == 0 {
+        eprintln!(
+            "error: no request succeeded ({} failed); see the errors above and profile_export.jsonl",
+            summary.report.error_request_count
+        );
+        exit::NO_SUCCESS
+    } else {
+        exit::SUCCESS
+    })
+}
+
+/// Waits for the records stage to see every request end. Once sending was stopped, in-flight
+/// requests get `grace`; then (or at a second signal) they are cancelled and recorded so.
+fn drain(control: &Control, grace: Duration, collected: &mpsc::Receiver<Result<Collected>>) -> Result<Collected> {
+    let mut grace_end: Option<Instant> = None;
+    loop {
+        match collected.recv_timeout(DRAIN_POLL) {
+            Ok(c) => return c,
+            Err(mpsc::RecvTimeoutError::Disconnected) => anyhow::bail!("the records thread stopped unexpectedly"),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if control.stop.is_cancelled() && grace_end.is_none() {
+            grace_end = Some(Instant::now() + grace);
+        }
+        if grace_end.is_some_and(|g| Instant::now() >= g) {
+            control.abort.cancel();
+        }
     }
-    println!("{}", export::console_table(&summary));
-    println!("Exports written to {}", dir.display());
-    Ok(())
 }
 
-/// CPU time (user + system) of this process so far, where the OS tells it (Linux `/proc`).
-fn process_cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
-    let rest = stat.rsplit_once(')')?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0)
-}
-
-/// Sends warmup requests (first turns of the schedule's sessions, in order) and waits for them.
-#[allow(clippy::too_many_arguments)]
-async fn run_warmup(
-    client: &HttpClient,
-    endpoint: &Endpoint,
-    trace: &Trace,
-    schedule: &Schedule,
-    prompts: &PromptBuilder,
-    template: &BodyTemplate,
-    count: u64,
-    concurrency: Option<usize>,
+/// Sends warm-up requests (first turns of the schedule's sessions, in order) and waits for them;
+/// returns (sent, failed).
+async fn warmup<T: Transport + Clone>(
+    transport: &T,
+    inputs: &Inputs,
+    plan: &ReplayPlan,
+    stop: &CancellationToken,
 ) -> (u64, u64) {
-    let clock = Clock { base: Instant::now() };
-    let limit = concurrency.unwrap_or(8).max(1);
-    let mut errors = 0;
+    let clock = Clock::start();
+    let limit = plan.limits.concurrency.unwrap_or(8).max(1);
+    let count = plan.limits.warmup_requests;
+    let source =
+        BodySource { template: plan.target.body.clone(), prompts: inputs.prompts.clone(), trace: inputs.trace.clone() };
+    let sessions = &inputs.schedule.sessions;
+    let distinct = usize::try_from(count).unwrap_or(usize::MAX).min(sessions.len());
+    let rows: Vec<u32> = inputs
+        .schedule
+        .starts()
+        .take(distinct)
+        .filter_map(|s| sessions.get(s.session as usize)?.turns.first().map(|t| t.row))
+        .collect();
+    let (mut sent, mut errors) = (0u64, 0u64);
     let mut in_flight = tokio::task::JoinSet::new();
-    for k in 0..count {
-        let s = &schedule.starts[(k as usize) % schedule.starts.len()];
-        let row_idx = schedule.sessions[s.session as usize].turns[0].row;
-        let row = &trace.rows()[row_idx as usize];
-        match prepare(template, prompts, row, trace.hash_ids(row), row_idx as u64) {
+    for &row in rows.iter().cycle().take(usize::try_from(count).unwrap_or(usize::MAX)) {
+        if stop.is_cancelled() {
+            break;
+        }
+        sent += 1;
+        match source.build(row) {
             Ok(p) => {
-                let (client, endpoint) = (client.clone(), endpoint.clone());
-                in_flight.spawn(async move { client::send(&client, &endpoint, p.body, &clock).await });
+                let t = transport.clone();
+                in_flight.spawn(async move { t.send(p.body, clock).await });
             }
             Err(_) => errors += 1,
         }
@@ -310,37 +372,15 @@ async fn run_warmup(
     while let Some(r) = in_flight.join_next().await {
         errors += u64::from(r.map_or(true, |ex| ex.error.is_some()));
     }
-    (count, errors)
+    (sent, errors)
 }
 
-/// The single collector: aggregates, writes the JSONL line of every record, moves the bar.
-async fn collect(
-    mut rx: mpsc::UnboundedReceiver<Finished>,
-    mut jsonl: JsonlExporter,
-    pb: indicatif::ProgressBar,
-    use_server_token_count: bool,
-    slos: Vec<aiperf_core::metrics::Slo>,
-    api_key: Option<String>,
-    expected: Arc<OnceLock<Vec<Option<u64>>>>,
-) -> Result<(Aggregate, JsonlExporter, Option<f64>)> {
-    let mut agg = Aggregate::default();
-    let mut mock_ttft = None;
-    let mut errors = 0u64;
-    while let Some(Finished { mut record, row, mock_ttft_ms }) = rx.recv().await {
-        record.expected_cached_tokens = expected.wait().get(row as usize).copied().flatten();
-        if let (Some(key), Some(e)) = (api_key.as_deref(), record.error.as_mut())
-            && !key.is_empty()
-        {
-            e.message = e.message.replace(key, "<redacted>");
-        }
-        mock_ttft = mock_ttft.or(mock_ttft_ms);
-        let metrics = agg.add(&record, use_server_token_count, &slos);
-        errors += u64::from(record.error.is_some());
-        jsonl.record(&record, metrics.as_ref())?;
-        pb.inc(1);
-        if errors > 0 {
-            pb.set_message(format!("({errors} errors)"));
-        }
-    }
-    Ok((agg, jsonl, mock_ttft))
+fn unix_now_ns() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+}
+
+/// CPU time (user + system) of this process so far.
+fn process_cpu_seconds() -> Option<f64> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Some(t.tv_sec as f64 + t.tv_nsec as f64 / 1e9)
 }

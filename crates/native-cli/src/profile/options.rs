@@ -1,17 +1,11 @@
-//! `aiperf-cli profile` options under AIPerf's names, and their validation into a [`Config`].
+//! `aiperf-cli profile` options under AIPerf's names (clap); [`super::plan`] validates them.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use aiperf_core::metrics::{Slo, parse_goodput};
-use aiperf_core::schedule::{ArrivalPattern, Timing};
-use aiperf_core::synthesis::TransformParams;
+use anyhow::{Result, bail};
 
+use super::body::EndpointType;
 use crate::synthesis_flags::SynthesisFlags;
-use anyhow::{Context, Result, bail, ensure};
-use serde_json::{Map, Value};
-
-use super::request::EndpointType;
 
 /// Replay a Mooncake trace against an OpenAI-compatible server and measure it (AIPerf option names).
 #[derive(Debug, clap::Args)]
@@ -40,8 +34,8 @@ pub struct Args {
     /// Extra body field `key:value` (JSON values allowed, e.g. ignore_eos:true) (repeatable).
     #[arg(long = "extra-inputs")]
     pub extra_inputs: Vec<String>,
-    /// Time limit of one request.
-    #[arg(long, default_value_t = 600.0)]
+    /// Time limit of one request (AIPerf's default: 6 hours).
+    #[arg(long, default_value_t = 21_600.0)]
     pub request_timeout_seconds: f64,
     /// Send `max_tokens` instead of `max_completion_tokens`.
     #[arg(long)]
@@ -53,6 +47,15 @@ pub struct Args {
     /// The Mooncake trace (JSONL, optionally gzip-compressed).
     #[arg(long)]
     pub input_file: PathBuf,
+    #[command(flatten)]
+    pub trace_format: crate::trace_format::TraceFormatArgs,
+    /// Longest trace line accepted (bytes); a longer one stops with a `file:line` error.
+    #[arg(long, default_value_t = aiperf_core::trace::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
+    /// Largest response accepted (bytes of body, or of one SSE line or event, or of the text of
+    /// a stream); a larger one ends that request with a `response_too_large` error.
+    #[arg(long, default_value_t = super::plan::DEFAULT_MAX_RESPONSE_BYTES)]
+    pub max_response_bytes: usize,
     /// Dataset type; only mooncake_trace is supported.
     #[arg(long, default_value = "mooncake_trace")]
     pub custom_dataset_type: String,
@@ -186,164 +189,4 @@ pub fn reject_unsupported(args: &[String]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The validated configuration of a run.
-#[derive(Debug)]
-pub struct Config {
-    pub args: Args,
-    /// In-memory synthesis applied to the trace before replay, when any option asks for it.
-    pub synthesis: Option<TransformParams>,
-    pub headers: Vec<(String, String)>,
-    pub extra_inputs: Map<String, Value>,
-    pub slos: Vec<Slo>,
-    pub timeout: Duration,
-    pub grace: Duration,
-    pub duration: Option<Duration>,
-}
-
-/// Splits `key:value` at the first colon.
-fn key_value(s: &str, what: &str) -> Result<(String, String)> {
-    let (k, v) = s.split_once(':').with_context(|| format!("{what} '{s}' is not of the form key:value"))?;
-    ensure!(!k.trim().is_empty(), "{what} '{s}' has an empty key");
-    Ok((k.trim().to_owned(), v.to_owned()))
-}
-
-fn seconds(v: f64, name: &str) -> Result<Duration> {
-    ensure!(v.is_finite() && v > 0.0, "{name} must be a positive number of seconds, got {v}");
-    Ok(Duration::from_secs_f64(v))
-}
-
-impl Config {
-    pub fn from_args(mut args: Args) -> Result<Config> {
-        // AIPerf accepts `localhost:8000`; so do we.
-        if !args.url.contains("://") {
-            args.url = format!("http://{}", args.url);
-        }
-        ensure!(
-            args.custom_dataset_type == "mooncake_trace",
-            "--custom-dataset-type {} is not supported: only mooncake_trace",
-            args.custom_dataset_type
-        );
-        ensure!(args.isl_block_size >= 1, "--isl-block-size must be at least 1");
-        ensure!(args.ui_type != UiType::Dashboard, "--ui-type dashboard is not supported: use simple or none");
-        if let Some(c) = args.concurrency {
-            ensure!(c >= 1, "--concurrency must be at least 1");
-        }
-        if let Some(r) = args.request_rate {
-            ensure!(r.is_finite() && r > 0.0, "--request-rate must be positive, got {r}");
-        }
-        if args.request_count == Some(0) {
-            bail!("--request-count must be at least 1");
-        }
-        let headers = args.headers.iter().map(|h| key_value(h, "--header")).collect::<Result<Vec<_>>>()?;
-        let mut extra_inputs = Map::new();
-        for e in &args.extra_inputs {
-            let (k, v) = key_value(e, "--extra-inputs")?;
-            let value = serde_json::from_str::<Value>(v.trim()).unwrap_or(Value::String(v.trim().to_owned()));
-            extra_inputs.insert(k, value);
-        }
-        let slos = match &args.goodput {
-            Some(g) => parse_goodput(g)?,
-            None => Vec::new(),
-        };
-        let timeout = seconds(args.request_timeout_seconds, "--request-timeout-seconds")?;
-        ensure!(
-            args.benchmark_grace_period.is_finite() && args.benchmark_grace_period >= 0.0,
-            "--benchmark-grace-period must be ≥ 0"
-        );
-        let grace = Duration::from_secs_f64(args.benchmark_grace_period);
-        let duration = args.benchmark_duration.map(|d| seconds(d, "--benchmark-duration")).transpose()?;
-        let block_size = u32::try_from(args.isl_block_size).context("--isl-block-size is too large")?;
-        let params = args.synthesis.transform_params(block_size, args.random_seed);
-        if let Err(e) = params.validate() {
-            match e.param() {
-                Some(p) => bail!("invalid {}: {e}", crate::synthesize::option_name(p)),
-                None => return Err(e.into()),
-            }
-        }
-        let synthesis =
-            (params.synthesizes() || params.max_isl.is_some() || params.max_osl.is_some()).then_some(params);
-        Ok(Config { args, synthesis, headers, extra_inputs, slos, timeout, grace, duration })
-    }
-
-    /// The timing mode: fixed schedule when asked or when the trace has timestamps and no rate
-    /// or concurrency mode was chosen.
-    pub fn timing(&self, trace_has_timestamps: bool) -> Result<Timing> {
-        let a = &self.args;
-        let fixed = if a.fixed_schedule {
-            true
-        } else if a.no_fixed_schedule {
-            false
-        } else {
-            trace_has_timestamps && a.request_rate.is_none() && a.concurrency.is_none()
-        };
-        if fixed {
-            ensure!(
-                a.request_rate.is_none(),
-                "--request-rate cannot be combined with a fixed schedule (add --no-fixed-schedule)"
-            );
-            return Ok(Timing::Fixed {
-                start_offset_ms: a.fixed_schedule_start_offset,
-                end_offset_ms: a.fixed_schedule_end_offset,
-                auto_offset: a.fixed_schedule_auto_offset || a.fixed_schedule_start_offset.is_none(),
-            });
-        }
-        ensure!(
-            a.fixed_schedule_start_offset.is_none() && a.fixed_schedule_end_offset.is_none(),
-            "--fixed-schedule-start/end-offset need a fixed schedule"
-        );
-        Ok(match a.request_rate {
-            Some(r) => Timing::Rate {
-                per_second: r,
-                pattern: match a.arrival_pattern {
-                    Pattern::Poisson => ArrivalPattern::Poisson,
-                    Pattern::Constant => ArrivalPattern::Constant,
-                },
-                seed: a.random_seed,
-            },
-            None => {
-                ensure!(
-                    a.concurrency.is_some(),
-                    "this trace has no timestamps: choose --request-rate or --concurrency"
-                );
-                Timing::AsFastAsAllowed
-            }
-        })
-    }
-
-    /// The options as written to the exports, with the API key and header values redacted.
-    pub fn redacted_json(&self) -> Value {
-        let a = &self.args;
-        serde_json::json!({
-            "model": a.model,
-            "url": a.url,
-            "endpoint_type": format!("{:?}", a.endpoint_type).to_lowercase(),
-            "custom_endpoint": a.custom_endpoint,
-            "streaming": a.streaming,
-            "api_key": a.api_key.as_ref().map(|_| "<redacted>"),
-            "headers": self.headers.iter().map(|(k, _)| format!("{k}:<redacted>")).collect::<Vec<_>>(),
-            "extra_inputs": self.extra_inputs,
-            "request_timeout_seconds": a.request_timeout_seconds,
-            "use_legacy_max_tokens": a.use_legacy_max_tokens,
-            "use_server_token_count": a.use_server_token_count,
-            "input_file": a.input_file.display().to_string(),
-            "random_seed": a.random_seed,
-            "isl_block_size": a.isl_block_size,
-            "synthesis": self.synthesis,
-            "fixed_schedule": a.fixed_schedule,
-            "fixed_schedule_start_offset": a.fixed_schedule_start_offset,
-            "fixed_schedule_end_offset": a.fixed_schedule_end_offset,
-            "fixed_schedule_auto_offset": a.fixed_schedule_auto_offset,
-            "request_rate": a.request_rate,
-            "arrival_pattern": format!("{:?}", a.arrival_pattern).to_lowercase(),
-            "concurrency": a.concurrency,
-            "request_count": a.request_count,
-            "warmup_request_count": a.warmup_request_count,
-            "benchmark_duration": a.benchmark_duration,
-            "benchmark_grace_period": a.benchmark_grace_period,
-            "tokenizer": a.tokenizer,
-            "goodput": a.goodput,
-        })
-    }
 }

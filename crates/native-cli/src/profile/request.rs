@@ -1,131 +1,130 @@
-//! Request bodies: a trace row turned into an OpenAI chat or completions request.
+//! One request from its hand-off to its record: wait for the exact deadline, send it through the
+//! [`Transport`], and pass on what happened — the completion to the dispatcher (so the session's
+//! next turn can be timed) and the raw record to the records stage. Nothing is computed here
+//! that could delay another request: token counting happens in [`super::records`].
 
-use aiperf_core::trace::{Input, Row};
-use anyhow::{Context, Result};
-use bytes::Bytes;
-use serde_json::{Map, Value, json};
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
 
-use super::prompt::PromptBuilder;
+use aiperf_core::dispatch::Job;
+use aiperf_core::metrics::{RecordError, RequestRecord};
+use aiperf_core::trace::Trace;
+use tokio_util::sync::CancellationToken;
 
-/// The OpenAI API a run talks to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum EndpointType {
-    Chat,
-    Completions,
+use super::preparer::Body;
+use super::transport::{Clock, Transport};
+
+/// Below this remaining time a task waiting for its deadline spins instead of yielding.
+const TASK_SPIN_NS: u64 = 50_000;
+
+/// What every request task shares.
+pub struct Shared<T> {
+    pub transport: T,
+    pub clock: Clock,
+    pub trace: Arc<Trace>,
+    /// Cancelled when in-flight requests must give up (end of the grace period, second signal).
+    pub abort: CancellationToken,
 }
 
-impl EndpointType {
-    /// The default path of the endpoint.
-    pub fn path(self) -> &'static str {
-        match self {
-            EndpointType::Chat => "/v1/chat/completions",
-            EndpointType::Completions => "/v1/completions",
+/// A finished request for the records stage.
+#[derive(Debug)]
+pub struct Finished {
+    pub record: RequestRecord,
+    /// The generated text, for client-side token counting.
+    pub text: String,
+    pub mock_ttft_ms: Option<f64>,
+}
+
+/// A request's completion, for the dispatcher.
+#[derive(Clone, Copy, Debug)]
+pub struct Completed {
+    pub job: Job,
+    pub end_ns: u64,
+}
+
+/// One request handed over by the dispatcher.
+pub struct Handoff {
+    pub job: Job,
+    pub body: Body,
+    pub expected_cached_tokens: Option<u64>,
+    pub dispatched_ns: u64,
+}
+
+/// Sends one request and reports it.
+pub async fn run<T: Transport>(
+    shared: Arc<Shared<T>>,
+    h: Handoff,
+    completions: Sender<Completed>,
+    records: Sender<Finished>,
+) {
+    let clock = shared.clock;
+    let job = h.job;
+    if !job.asap {
+        // Handed over early so that waking this worker is not on the clock: wait out the rest.
+        loop {
+            let now = clock.now_ns();
+            if now >= job.deadline_ns || shared.abort.is_cancelled() {
+                break;
+            }
+            if job.deadline_ns - now > TASK_SPIN_NS {
+                tokio::task::yield_now().await;
+            } else {
+                std::hint::spin_loop();
+            }
         }
     }
-}
-
-/// What every request body shares.
-#[derive(Clone, Debug)]
-pub struct BodyTemplate {
-    pub endpoint: EndpointType,
-    pub model: String,
-    pub streaming: bool,
-    /// Send `max_tokens` instead of `max_completion_tokens` (chat).
-    pub legacy_max_tokens: bool,
-    /// `--extra-inputs`, merged last.
-    pub extra_inputs: Map<String, Value>,
-}
-
-/// A body ready to send and what the client knows about it.
-#[derive(Clone, Debug)]
-pub struct Prepared {
-    pub body: Bytes,
-    /// Prompt tokens by the client's tokenizer (exact for `input_length` rows).
-    pub input_tokens: Option<u64>,
-    pub max_tokens: Option<u64>,
-}
-
-/// Builds the body of a row.
-pub fn prepare(
-    tpl: &BodyTemplate,
-    prompts: &PromptBuilder,
-    row: &Row,
-    hash_ids: &[u64],
-    row_key: u64,
-) -> Result<Prepared> {
-    let mut body = Map::new();
-    let input_tokens;
-    match &row.input {
-        Input::Payload(p) => {
-            let bytes = serde_json::to_vec(p.as_ref()).context("cannot serialize payload")?;
-            return Ok(Prepared { body: Bytes::from(bytes), input_tokens: None, max_tokens: row.output_length });
+    let row = shared.trace.rows().get(job.row as usize);
+    let mut rec = RequestRecord {
+        session_id: row.and_then(|r| r.session_id.as_deref()).map(str::to_owned),
+        session_run: u32::try_from(job.run).unwrap_or(u32::MAX),
+        turn: job.turn,
+        trace_line: row.map_or(0, |r| r.line),
+        scheduled_ns: if job.asap { clock.now_ns() } else { job.deadline_ns },
+        dispatched_ns: Some(h.dispatched_ns),
+        expected_cached_tokens: h.expected_cached_tokens,
+        ..Default::default()
+    };
+    let mut text = String::new();
+    let mut mock_ttft_ms = None;
+    match h.body {
+        Err(e) => {
+            let now = clock.now_ns();
+            (rec.sent_ns, rec.end_ns) = (now, now);
+            rec.error = Some(RecordError { kind: "invalid_request".into(), message: e });
         }
-        Input::Length(n) => {
-            let text = prompts.prompt((*n).max(0) as u64, hash_ids, row_key);
-            input_tokens = Some((*n).max(0) as u64);
-            put_prompt(tpl, &mut body, Value::String(text));
-        }
-        Input::Text(t) => {
-            input_tokens = prompts.count(t).ok();
-            put_prompt(tpl, &mut body, Value::String(t.to_string()));
-        }
-        Input::Messages(msgs) => {
-            let mut n = 0;
-            let mut joined = String::new();
-            for m in msgs.iter() {
-                if let Some(c) = m.get("content").and_then(Value::as_str) {
-                    n += prompts.count(c).unwrap_or(0);
-                    if !joined.is_empty() {
-                        joined.push('\n');
-                    }
-                    joined.push_str(c);
+        Ok(p) => {
+            rec.input_tokens = p.input_tokens;
+            rec.max_tokens = p.max_tokens;
+            let sent_guess = clock.now_ns();
+            let ex = tokio::select! {
+                biased;
+                _ = shared.abort.cancelled() => None,
+                ex = shared.transport.send(p.body, clock) => Some(ex),
+            };
+            match ex {
+                None => {
+                    rec.sent_ns = sent_guess;
+                    rec.end_ns = clock.now_ns();
+                    rec.error = Some(RecordError {
+                        kind: "cancelled".into(),
+                        message: "cancelled in flight when the run was stopped".into(),
+                    });
+                }
+                Some(ex) => {
+                    mock_ttft_ms = ex.mock_ttft_ms;
+                    rec.sent_ns = ex.sent_ns;
+                    rec.first_byte_ns = ex.first_byte_ns;
+                    rec.end_ns = ex.end_ns;
+                    rec.streaming = ex.streaming;
+                    rec.usage = ex.usage;
+                    rec.chunk_ns = ex.chunk_ns;
+                    rec.error = ex.error;
+                    text = ex.text;
                 }
             }
-            input_tokens = Some(n);
-            match tpl.endpoint {
-                EndpointType::Chat => {
-                    body.insert("model".into(), Value::String(tpl.model.clone()));
-                    body.insert("messages".into(), Value::Array(msgs.to_vec()));
-                }
-                EndpointType::Completions => put_prompt(tpl, &mut body, Value::String(joined)),
-            }
-            if let Some(tools) = row.tools() {
-                body.insert("tools".into(), Value::Array(tools.to_vec()));
-            }
         }
     }
-    body.insert("stream".into(), Value::Bool(tpl.streaming));
-    if tpl.streaming {
-        body.insert("stream_options".into(), json!({"include_usage": true}));
-    }
-    if let Some(osl) = row.output_length {
-        let key = if tpl.legacy_max_tokens || tpl.endpoint == EndpointType::Completions {
-            "max_tokens"
-        } else {
-            "max_completion_tokens"
-        };
-        body.insert(key.into(), Value::from(osl));
-    }
-    if let Some(extra) = row.extra() {
-        for (k, v) in extra {
-            body.insert(k.clone(), v.clone());
-        }
-    }
-    for (k, v) in &tpl.extra_inputs {
-        body.insert(k.clone(), v.clone());
-    }
-    let bytes = serde_json::to_vec(&body).context("cannot serialize request")?;
-    Ok(Prepared { body: Bytes::from(bytes), input_tokens, max_tokens: row.output_length })
-}
-
-fn put_prompt(tpl: &BodyTemplate, body: &mut Map<String, Value>, text: Value) {
-    body.insert("model".into(), Value::String(tpl.model.clone()));
-    match tpl.endpoint {
-        EndpointType::Chat => {
-            body.insert("messages".into(), json!([{"role": "user", "content": text}]));
-        }
-        EndpointType::Completions => {
-            body.insert("prompt".into(), text);
-        }
-    }
+    // The dispatcher first, so that the session's next turn is timed at once.
+    let _ = completions.send(Completed { job, end_ns: rec.end_ns });
+    let _ = records.send(Finished { record: rec, text, mock_ttft_ms });
 }

@@ -1,7 +1,11 @@
 //! Helpers of the profile tests: a mock server child process on 127.0.0.1 and the real CLI.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader, Write};
+mod mock;
+#[allow(unused_imports)]
+pub use mock::{Mock, read_jsonl};
+
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -19,53 +23,11 @@ pub fn tokenizer() -> String {
     root().join("tests/fixtures/tokenizers/smollm2-135m/tokenizer.json").display().to_string()
 }
 
-/// A mock server child, killed (by its own PID) when dropped.
-pub struct Mock {
-    child: Child,
-    pub url: String,
-    pub arrivals: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
 impl Mock {
+    /// The test binary's mock server, stopping by itself after 300 s.
     pub fn start(args: &[&str]) -> Mock {
-        let dir = tempfile::tempdir().unwrap();
-        let arrivals = dir.path().join("arrivals.jsonl");
-        let mut child = Command::new(BIN)
-            .args(["mock-server", "--port", "0", "--exit-after-seconds", "300", "--arrivals-file"])
-            .arg(&arrivals)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let addr = line.trim().rsplit("http://").next().unwrap().to_owned();
-        assert!(addr.starts_with("127.0.0.1:"), "unexpected mock output {line:?}");
-        Mock { child, url: format!("http://{addr}"), arrivals, _dir: dir }
+        Mock::spawn(Path::new(BIN), 300, args)
     }
-
-    /// One JSON object per request the server received.
-    pub fn arrivals(&self) -> Vec<Value> {
-        read_jsonl(&self.arrivals)
-    }
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-pub fn read_jsonl(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// Writes trace lines to a file in `dir`.

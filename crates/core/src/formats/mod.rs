@@ -1,0 +1,548 @@
+//! Production trace formats turned into the Mooncake trace model (issue 14).
+//!
+//! Bailian/Qwen JSONL, ServeGen offline JSONL, Azure LLM 2023/2024 CSV, BurstGPT v1/v2 CSV and
+//! WEKA kv-cache-tester JSON are read record by record by a [`Converter`] (lines are pushed, as
+//! with [`crate::trace::TraceParser`], so the browser can feed chunks) into one [`Trace`]:
+//!
+//! - timestamps become integer milliseconds from the first kept row, ties kept, rows in time order
+//!   (a stable sort, so each conversation keeps its source order);
+//! - hash ids are re-blocked to the target block size by [`Reblocker`] (equal ids ⇔ equal
+//!   prefixes; partial tails get fresh ids; each file its own id namespace); sources without
+//!   hashes get none, and the analysis then reports "no prefix information";
+//! - a conversation's identity travels as `conversation_id` (see
+//!   [`crate::trace::RareFields::conversation_id`]): each row already carries its full input.
+//!
+//! [`detect`] tells the format from a file's first bytes; [`transform`] holds the transforms long
+//! production traces need (time window, idle-gap cap, conversation sampling, turn-gap cap).
+
+mod azure;
+mod bailian;
+mod burstgpt;
+mod csv;
+mod datetime;
+mod detect;
+mod error;
+mod flat;
+mod reblock;
+mod servegen;
+pub mod transform;
+mod weka;
+
+use std::sync::Arc;
+
+pub use datetime::{DATETIME_SYNTAX, DateTime, parse_datetime};
+pub use detect::{Detection, detect};
+pub use error::{FormatError, Line};
+pub use reblock::Reblocker;
+
+use crate::trace::{Input, Number, RareFields, Row, Trace};
+
+/// A trace format this crate reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    Mooncake,
+    Bailian,
+    ServeGen,
+    Azure,
+    BurstGpt,
+    Weka,
+}
+
+impl Format {
+    pub const ALL: [Format; 6] =
+        [Format::Mooncake, Format::Bailian, Format::ServeGen, Format::Azure, Format::BurstGpt, Format::Weka];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Mooncake => "mooncake",
+            Format::Bailian => "bailian",
+            Format::ServeGen => "servegen",
+            Format::Azure => "azure",
+            Format::BurstGpt => "burstgpt",
+            Format::Weka => "weka",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name().eq_ignore_ascii_case(name))
+    }
+
+    /// Tokens per source hash id (`None`: the format has no hashes or keeps Mooncake's).
+    pub fn source_block_size(self) -> Option<u32> {
+        match self {
+            Format::Bailian | Format::ServeGen => Some(16),
+            Format::Weka => Some(64),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Arrival times for a source that has none (ServeGen offline batches).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arrivals {
+    /// Every request at 0 ms (the batch submitted at once).
+    AllAtZero,
+    /// One request every `1/per_second` seconds, in file order.
+    Rate { per_second: f64 },
+}
+
+/// How to convert.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvertOptions {
+    /// Tokens per target hash id (Mooncake: 512); a multiple of the source block size.
+    pub block_size: u32,
+    /// Arrivals for ServeGen offline traces.
+    pub arrivals: Arrivals,
+    /// Output length for sources without one (ServeGen a–c); `None` leaves rows without.
+    pub output_length: Option<u64>,
+    /// Keep only rows of these models (BurstGPT `Model`, WEKA `model`); empty keeps all.
+    pub models: Vec<String>,
+    /// Drop failed rows (BurstGPT: `Response tokens == 0`) instead of keeping them.
+    pub drop_failed: bool,
+}
+
+impl Default for ConvertOptions {
+    fn default() -> Self {
+        ConvertOptions {
+            block_size: crate::analysis::DEFAULT_BLOCK_SIZE,
+            arrivals: Arrivals::AllAtZero,
+            output_length: None,
+            models: Vec::new(),
+            drop_failed: false,
+        }
+    }
+}
+
+/// Where one input file goes in the merged trace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileOptions {
+    /// Name used in errors (usually the path).
+    pub source: Arc<str>,
+    pub format: Format,
+    /// This file's first row lands this many ms after the trace start (merging several files).
+    pub start_offset_ms: u64,
+    /// Prepended to this file's conversation ids so that ids from different files stay apart.
+    pub conversation_prefix: String,
+}
+
+/// What a conversion counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConvertStats {
+    /// Records read (requests; WEKA sub-agent entries are not requests).
+    pub records: u64,
+    /// Failed rows dropped (with [`ConvertOptions::drop_failed`]).
+    pub failed_dropped: u64,
+    /// Failed rows kept.
+    pub failed_kept: u64,
+    /// Rows of other models dropped by [`ConvertOptions::models`].
+    pub other_models: u64,
+}
+
+/// A converted trace with what the conversion invented, dropped and found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Converted {
+    pub trace: Trace,
+    pub stats: ConvertStats,
+    /// One line per thing the user should know: the format variant, and what was invented
+    /// (arrivals, output lengths) or is missing (prefix information).
+    pub notes: Vec<String>,
+    /// False when no source had prefix hashes: the trace carries no `hash_ids` at all.
+    pub has_prefix_info: bool,
+}
+
+/// Format-specific state of the file being read.
+#[derive(Debug)]
+enum State {
+    Bailian(bailian::State),
+    ServeGen(servegen::State),
+    Azure(azure::State),
+    BurstGpt(burstgpt::State),
+    Weka(String),
+}
+
+#[derive(Debug)]
+struct Current {
+    opts: FileOptions,
+    namespace: u64,
+    first_row: usize,
+    line: u64,
+    state: State,
+}
+
+/// Incremental converter: `start_file`, then `push_line` for each line, `end_file`; repeat for
+/// more files; then [`Converter::finish`].
+#[derive(Debug)]
+pub struct Converter {
+    opts: ConvertOptions,
+    out: Output,
+    notes: Vec<String>,
+    current: Option<Current>,
+}
+
+/// What the adapters write: the rows so far and what goes with them.
+#[derive(Debug, Default)]
+struct Output {
+    reblock: Reblocker,
+    trace: Trace,
+    /// Per row: nanoseconds on the source clock while its file is read, on the merged clock after.
+    times: Vec<i64>,
+    stats: ConvertStats,
+    has_prefix_info: bool,
+}
+
+impl Converter {
+    pub fn new(opts: ConvertOptions) -> Result<Self, FormatError> {
+        if opts.block_size == 0 {
+            return Err(FormatError::Options("the block size must be at least 1".into()));
+        }
+        if let Arrivals::Rate { per_second } = opts.arrivals
+            && !(per_second.is_finite() && per_second > 0.0)
+        {
+            return Err(FormatError::Options(format!("the arrival rate must be a positive number, got {per_second}")));
+        }
+        Ok(Converter { opts, out: Output::default(), notes: Vec::new(), current: None })
+    }
+
+    /// Begins a file (ending the previous one if it was not ended).
+    pub fn start_file(&mut self, file: FileOptions) -> Result<(), FormatError> {
+        self.end_file()?;
+        let state = match file.format {
+            Format::Mooncake => {
+                return Err(FormatError::Options(format!(
+                    "{}: a Mooncake trace needs no conversion; read it with the trace parser",
+                    file.source
+                )));
+            }
+            Format::Bailian => State::Bailian(bailian::State::default()),
+            Format::ServeGen => State::ServeGen(servegen::State::default()),
+            Format::Azure => State::Azure(azure::State::default()),
+            Format::BurstGpt => State::BurstGpt(burstgpt::State::default()),
+            Format::Weka => State::Weka(String::new()),
+        };
+        if let Some(src) = file.format.source_block_size() {
+            self.per_block(&file.source, src)?;
+        }
+        let namespace = self.out.reblock.namespace();
+        self.current = Some(Current { opts: file, namespace, first_row: self.out.trace.len(), line: 0, state });
+        Ok(())
+    }
+
+    fn per_block(&self, file: &Arc<str>, source: u32) -> Result<usize, FormatError> {
+        per_block(file, source, self.opts.block_size)
+    }
+
+    /// Reads the next line of the current file (without its terminator; a trailing `\r` is ignored).
+    pub fn push_line(&mut self, line: &str) -> Result<(), FormatError> {
+        let Some(cur) = self.current.as_mut() else {
+            return Err(FormatError::Options("push_line before start_file".into()));
+        };
+        cur.line += 1;
+        let text = line.strip_suffix('\r').unwrap_or(line);
+        let mut sink = Sink { src: &cur.opts, namespace: cur.namespace, opts: &self.opts, out: &mut self.out };
+        match &mut cur.state {
+            State::Weka(buf) => {
+                buf.push_str(text);
+                buf.push('\n');
+                Ok(())
+            }
+            _ if text.trim().is_empty() => Ok(()),
+            State::Bailian(s) => s.line(&mut sink, cur.line, text),
+            State::ServeGen(s) => s.line(&mut sink, cur.line, text),
+            State::Azure(s) => s.line(&mut sink, cur.line, text),
+            State::BurstGpt(s) => s.line(&mut sink, cur.line, text),
+        }
+    }
+
+    /// Ends the current file: resolves what needs the whole file and places it on the merged clock.
+    pub fn end_file(&mut self) -> Result<(), FormatError> {
+        let Some(cur) = self.current.take() else { return Ok(()) };
+        let mut sink = Sink { src: &cur.opts, namespace: cur.namespace, opts: &self.opts, out: &mut self.out };
+        let note = match cur.state {
+            State::Bailian(s) => s.end(&mut sink, cur.first_row),
+            State::ServeGen(s) => s.end(&mut sink),
+            State::Azure(s) => s.end(),
+            State::BurstGpt(s) => s.end(),
+            State::Weka(text) => weka::convert(&mut sink, &text),
+        }?;
+        self.notes.push(format!("{}: {note}", cur.opts.source));
+        let times = &mut self.out.times[cur.first_row..];
+        let offset = i64::try_from(cur.opts.start_offset_ms).ok().and_then(|ms| ms.checked_mul(1_000_000));
+        let offset = offset.ok_or_else(|| FormatError::Options("the start offset is too large".into()))?;
+        if let Some(&min) = times.iter().min() {
+            for t in times {
+                *t = (*t - min).saturating_add(offset);
+            }
+        }
+        Ok(())
+    }
+
+    /// Rows converted so far.
+    pub fn rows(&self) -> usize {
+        self.out.trace.len()
+    }
+
+    /// The merged trace: integer ms from the first row, rows in time order (stable).
+    pub fn finish(mut self) -> Result<Converted, FormatError> {
+        self.end_file()?;
+        let out = std::mem::take(&mut self.out);
+        let min = out.times.iter().copied().min().unwrap_or(0);
+        let ms: Vec<i64> = out.times.iter().map(|&t| (t - min).saturating_add(500_000) / 1_000_000).collect();
+        let mut trace = out.trace;
+        if ms.windows(2).all(|w| w[0] <= w[1]) {
+            set_times(&mut trace, &ms);
+        } else {
+            let mut order: Vec<usize> = (0..ms.len()).collect();
+            order.sort_by_key(|&i| ms[i]);
+            let mut sorted = Trace::with_capacity(trace.len(), trace.total_hash_ids());
+            let rows = trace.rows();
+            for &i in &order {
+                sorted.push(rows[i].clone(), trace.hash_ids(&rows[i]).iter().copied());
+            }
+            let ms_sorted: Vec<i64> = order.iter().map(|&i| ms[i]).collect();
+            set_times(&mut sorted, &ms_sorted);
+            trace = sorted;
+        }
+        if !out.has_prefix_info {
+            self.notes.push("no prefix information: no source has hash ids, so rows carry none".into());
+        }
+        Ok(Converted { trace, stats: out.stats, notes: self.notes, has_prefix_info: out.has_prefix_info })
+    }
+}
+
+fn set_times(trace: &mut Trace, ms: &[i64]) {
+    for (row, &t) in trace.rows_mut().iter_mut().zip(ms) {
+        row.timestamp = Some(Number::Int(t));
+    }
+}
+
+/// Source ids per target block, checked.
+fn per_block(file: &Arc<str>, source: u32, target: u32) -> Result<usize, FormatError> {
+    if source == 0 || !target.is_multiple_of(source) {
+        return Err(FormatError::Options(format!(
+            "{file}: the target block size {target} is not a multiple of the source block size {source}"
+        )));
+    }
+    Ok((target / source) as usize)
+}
+
+/// Seconds (finite, non-negative) as nanoseconds.
+pub(crate) fn seconds_to_ns(s: Option<f64>) -> Option<i64> {
+    let ns = s.filter(|s| s.is_finite() && *s >= 0.0)? * 1e9;
+    (ns < 9.0e18).then(|| ns.round() as i64)
+}
+
+/// Source hash ids of one record and the edge rule of its format.
+pub(crate) struct SourceIds<'a> {
+    pub ids: &'a [u64],
+    /// Tokens per source id.
+    pub block: u32,
+    /// How many leading ids are complete, hashed blocks.
+    pub complete: usize,
+}
+
+/// A converted record on its way into the trace.
+pub(crate) struct Record<'a> {
+    pub at_ns: i64,
+    pub input: u64,
+    pub output: Option<u64>,
+    pub conversation: Option<String>,
+    pub ids: Option<SourceIds<'a>>,
+    pub line: u64,
+}
+
+/// What a format adapter writes into.
+pub(crate) struct Sink<'a> {
+    src: &'a FileOptions,
+    pub namespace: u64,
+    pub opts: &'a ConvertOptions,
+    out: &'a mut Output,
+}
+
+impl Sink<'_> {
+    /// The file's name, for errors.
+    pub fn file(&self) -> &Arc<str> {
+        &self.src.source
+    }
+
+    /// What this file's conversation ids start with.
+    pub fn prefix(&self) -> &str {
+        &self.src.conversation_prefix
+    }
+
+    /// True when the model filter keeps `model` (counting the ones it drops).
+    pub fn keeps_model(&mut self, model: &str) -> bool {
+        let keep = self.opts.models.is_empty() || self.opts.models.iter().any(|m| m == model);
+        if !keep {
+            self.out.stats.other_models += 1;
+        }
+        keep
+    }
+
+    /// Counts a failed row; true when it is to be kept.
+    pub fn keeps_failed(&mut self) -> bool {
+        if self.opts.drop_failed {
+            self.out.stats.failed_dropped += 1;
+        } else {
+            self.out.stats.failed_kept += 1;
+        }
+        !self.opts.drop_failed
+    }
+
+    pub fn push(&mut self, rec: Record<'_>) -> Result<(), FormatError> {
+        let mut row = Row::new(Input::Length(i64::try_from(rec.input).unwrap_or(i64::MAX)));
+        row.output_length = rec.output;
+        row.line = u32::try_from(rec.line).unwrap_or(u32::MAX);
+        if let Some(c) = rec.conversation {
+            row.rare =
+                Some(Box::new(RareFields { conversation_id: Some(c.into_boxed_str()), ..RareFields::default() }));
+        }
+        let start = self.out.trace.arena_mut().len();
+        if let Some(src) = rec.ids {
+            let per = per_block(self.file(), src.block, self.opts.block_size)?;
+            let blocks = rec.input.div_ceil(u64::from(self.opts.block_size));
+            self.out.reblock.reblock(self.namespace, src.ids, src.complete, per, blocks, self.out.trace.arena_mut());
+            self.out.has_prefix_info = true;
+        }
+        self.out.trace.push_with_arena_tail(row, start);
+        self.out.times.push(rec.at_ns);
+        Ok(())
+    }
+
+    /// Rows pushed so far (all files).
+    pub fn rows(&self) -> usize {
+        self.out.trace.len()
+    }
+
+    /// Sets the conversation id of an already pushed row.
+    pub fn set_conversation(&mut self, row: usize, id: String) {
+        if let Some(r) = self.out.trace.rows_mut().get_mut(row) {
+            r.rare_mut().conversation_id = Some(id.into_boxed_str());
+        }
+    }
+
+    /// Overrides the source time of already pushed rows (ServeGen's invented arrivals).
+    pub fn times_from(&mut self, first_row: usize) -> &mut [i64] {
+        let first = first_row.min(self.out.times.len());
+        &mut self.out.times[first..]
+    }
+}
+
+/// A JSON record's fields read by serde, with a precise error when a field is wrong: serde's
+/// own message lacks the field name, so on failure the line is read again as a `Value` and the
+/// first field that breaks its rule is named.
+pub(crate) mod json {
+    use std::sync::Arc;
+
+    use serde_json::Value;
+
+    use super::error::{FormatError, Line, shown};
+
+    /// What a field must hold.
+    #[derive(Clone, Copy)]
+    pub enum Kind {
+        Count,
+        Int,
+        Seconds,
+        IdList,
+    }
+
+    impl Kind {
+        fn expected(self) -> &'static str {
+            match self {
+                Kind::Count => "a non-negative integer",
+                Kind::Int => "an integer",
+                Kind::Seconds => "a non-negative number of seconds",
+                Kind::IdList => "a list of non-negative integers",
+            }
+        }
+
+        fn accepts(self, v: &Value) -> bool {
+            match self {
+                Kind::Count => v.is_u64(),
+                Kind::Int => v.is_i64() || v.is_u64(),
+                Kind::Seconds => v.as_f64().is_some_and(|f| f.is_finite() && f >= 0.0),
+                Kind::IdList => v.as_array().is_some_and(|a| a.iter().all(Value::is_u64)),
+            }
+        }
+    }
+
+    /// The error for a line serde rejected, given the fields the format reads.
+    pub fn diagnose(
+        file: &Arc<str>,
+        line: u64,
+        text: &str,
+        spec: &[(&str, Kind, bool)],
+        serde_error: &serde_json::Error,
+    ) -> FormatError {
+        let at = Line(Some(line));
+        let value: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(_) => {
+                return FormatError::Shape {
+                    file: file.clone(),
+                    line: at,
+                    reason: format!("invalid JSON: {serde_error}"),
+                };
+            }
+        };
+        let Some(obj) = value.as_object() else {
+            return FormatError::Shape { file: file.clone(), line: at, reason: "expected a JSON object".into() };
+        };
+        for &(name, kind, required) in spec {
+            match obj.get(name) {
+                None | Some(Value::Null) if required => {
+                    return FormatError::Field {
+                        file: file.clone(),
+                        line: at,
+                        field: name.into(),
+                        value: "nothing".into(),
+                        expected: kind.expected().into(),
+                    };
+                }
+                Some(v) if !v.is_null() && !kind.accepts(v) => {
+                    return FormatError::Field {
+                        file: file.clone(),
+                        line: at,
+                        field: name.into(),
+                        value: shown(&v.to_string()),
+                        expected: kind.expected().into(),
+                    };
+                }
+                _ => {}
+            }
+        }
+        FormatError::Shape { file: file.clone(), line: at, reason: serde_error.to_string() }
+    }
+}
+
+/// Checks `len(hash_ids)` against the format's edge rule.
+pub(crate) fn check_id_count(
+    file: &Arc<str>,
+    line: Line,
+    field: &str,
+    found: usize,
+    input: u64,
+    block: u32,
+    ceil: bool,
+) -> Result<(), FormatError> {
+    let b = u64::from(block);
+    let want = if ceil { input.div_ceil(b) } else { input / b };
+    if found as u64 == want {
+        return Ok(());
+    }
+    let rule = if ceil { "ceil" } else { "floor" };
+    Err(FormatError::Field {
+        file: file.clone(),
+        line,
+        field: field.into(),
+        value: format!("{found} ids"),
+        expected: format!("{rule}(input length {input} / {block}) = {want} ids"),
+    })
+}

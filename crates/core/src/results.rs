@@ -1,0 +1,373 @@
+//! The results of a replay run and their serializations: the per-request JSONL line, AIPerf's
+//! `profile_export_aiperf.json` and `.csv`, and the console table.
+//!
+//! Every exporter is a pure function of a [`RunSummary`] (or of one record), so the CLI only
+//! writes bytes and each format is pinned by a snapshot test.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value, json};
+
+use crate::metrics::{Metric, Report, RequestMetrics, RequestRecord};
+use crate::stats::{Distribution, REPORT_PERCENTILES};
+
+/// Everything known at the end of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSummary {
+    pub report: Report,
+    /// The run's options as written to the exports (secrets already redacted).
+    pub input_config: Value,
+    pub was_cancelled: bool,
+    pub start_unix_ns: u128,
+    pub end_unix_ns: u128,
+    /// Where the tokenizer came from.
+    pub tokenizer: String,
+    /// Warmup requests sent and how many failed.
+    pub warmup: Option<(u64, u64)>,
+    /// Programmed vs measured TTFT against a mock server (ms).
+    pub calibration: Option<(f64, f64)>,
+    /// CPU seconds the client used while replaying.
+    pub client_cpu_s: Option<f64>,
+    /// From process start to the replay being ready to send (ms).
+    pub startup_ms: f64,
+}
+
+/// A summary file of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummaryFormat {
+    /// `profile_export_aiperf.json`.
+    Json,
+    /// `profile_export_aiperf.csv`.
+    Csv,
+}
+
+impl SummaryFormat {
+    /// Every summary file, in the order they are written.
+    pub const ALL: [SummaryFormat; 2] = [SummaryFormat::Json, SummaryFormat::Csv];
+
+    /// The file's name in the artifact folder (AIPerf's).
+    pub fn file_name(self) -> &'static str {
+        match self {
+            SummaryFormat::Json => "profile_export_aiperf.json",
+            SummaryFormat::Csv => "profile_export_aiperf.csv",
+        }
+    }
+
+    /// The file's contents.
+    pub fn serialize(self, s: &RunSummary) -> String {
+        match self {
+            SummaryFormat::Json => summary_json(s),
+            SummaryFormat::Csv => summary_csv(s),
+        }
+    }
+}
+
+/// The name of the per-request export.
+pub const RECORDS_FILE: &str = "profile_export.jsonl";
+
+/// One line of `profile_export.jsonl` (with its newline): the raw record and its metrics.
+pub fn record_line(rec: &RequestRecord, metrics: Option<&RequestMetrics>) -> Vec<u8> {
+    let mut out = serde_json::to_vec(&Line { metadata: rec, metrics: Metrics(metrics) }).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+/// One line of the JSONL, serialized without building a JSON tree.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    metadata: &'a RequestRecord,
+    metrics: Metrics<'a>,
+}
+
+struct Metrics<'a>(Option<&'a RequestMetrics>);
+
+impl serde::Serialize for Metrics<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        if let Some(m) = self.0 {
+            for &(k, v) in m.values() {
+                map.serialize_entry(k.tag(), &v)?;
+            }
+            if !m.inter_chunk_ms.is_empty() {
+                map.serialize_entry(Metric::InterChunkLatency.tag(), &m.inter_chunk_ms)?;
+            }
+        }
+        map.end()
+    }
+}
+
+fn dist_json(unit: &str, d: &Distribution) -> Value {
+    let mut m = Map::new();
+    m.insert("unit".into(), json!(unit));
+    m.insert("avg".into(), json!(d.avg));
+    m.insert("min".into(), json!(d.min));
+    m.insert("max".into(), json!(d.max));
+    for (p, v) in REPORT_PERCENTILES.iter().zip(d.percentiles) {
+        m.insert(format!("p{p}"), json!(v));
+    }
+    m.insert("std".into(), json!(d.std));
+    m.insert("count".into(), json!(d.count));
+    Value::Object(m)
+}
+
+/// Run-level scalars: (tag, header, unit, value).
+fn scalars(r: &Report) -> Vec<(&'static str, &'static str, &'static str, f64)> {
+    let mut v = vec![
+        ("request_throughput", "Request Throughput", "requests/sec", r.request_throughput),
+        ("output_token_throughput", "Output Token Throughput", "tokens/sec", r.output_token_throughput),
+        ("request_count", "Request Count", "requests", r.request_count as f64),
+        ("error_request_count", "Error Request Count", "requests", r.error_request_count as f64),
+        ("benchmark_duration", "Benchmark Duration", "sec", r.benchmark_duration_s),
+    ];
+    if let Some(g) = r.goodput {
+        v.push(("goodput", "Goodput", "requests/sec", g));
+    }
+    if let Some(c) = r.cache_hit_rate {
+        v.push(("cache_hit_rate", "Cache Hit Rate (server)", "ratio", c));
+    }
+    if let Some(c) = r.expected_cache_hit_rate {
+        v.push(("expected_cache_hit_rate", "Cache Hit Rate (trace, theoretical)", "ratio", c));
+    }
+    v
+}
+
+fn cpu_per_request_us(s: &RunSummary, cpu: f64) -> f64 {
+    let total = s.report.request_count + s.report.error_request_count;
+    if total > 0 { cpu * 1e6 / total as f64 } else { 0.0 }
+}
+
+/// `profile_export_aiperf.json`.
+pub fn summary_json(s: &RunSummary) -> String {
+    let mut m = Map::new();
+    for (metric, d) in &s.report.metrics {
+        m.insert(metric.tag().into(), dist_json(metric.unit(), d));
+    }
+    for (tag, _, unit, v) in scalars(&s.report) {
+        m.insert(tag.into(), json!({"unit": unit, "avg": v}));
+    }
+    m.insert("input_config".into(), s.input_config.clone());
+    m.insert("was_cancelled".into(), json!(s.was_cancelled));
+    m.insert(
+        "error_summary".into(),
+        Value::Array(
+            s.report.error_summary.iter().map(|(k, n)| json!({"error_details": {"type": k}, "count": n})).collect(),
+        ),
+    );
+    m.insert("start_time".into(), json!(iso8601(s.start_unix_ns)));
+    m.insert("end_time".into(), json!(iso8601(s.end_unix_ns)));
+    m.insert("tokenizer".into(), json!(s.tokenizer));
+    if let Some(cpu) = s.client_cpu_s {
+        m.insert("client_cpu".into(), json!({"seconds": cpu, "us_per_request": cpu_per_request_us(s, cpu)}));
+    }
+    m.insert("startup_ms".into(), json!(s.startup_ms));
+    if let Some((prog, meas)) = s.calibration {
+        m.insert("calibration".into(), json!({"programmed_ttft_ms": prog, "measured_ttft_p50_ms": meas}));
+    }
+    let mut text = serde_json::to_string_pretty(&Value::Object(m)).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// `profile_export_aiperf.csv`.
+pub fn summary_csv(s: &RunSummary) -> String {
+    let mut out = String::from("Metric,avg,min,max");
+    for p in REPORT_PERCENTILES {
+        let _ = write!(out, ",p{p}");
+    }
+    out.push_str(",std\n");
+    for (metric, d) in &s.report.metrics {
+        let _ = write!(out, "{} ({}),{},{},{}", metric.header(), metric.unit(), d.avg, d.min, d.max);
+        for v in d.percentiles {
+            let _ = write!(out, ",{v}");
+        }
+        let _ = writeln!(out, ",{}", d.std);
+    }
+    out.push_str("\nMetric,Value\n");
+    for (_, header, unit, v) in scalars(&s.report) {
+        let _ = writeln!(out, "{header} ({unit}),{v}");
+    }
+    out
+}
+
+/// The console table.
+pub fn console_table(s: &RunSummary) -> String {
+    let mut out = String::new();
+    let title =
+        if s.was_cancelled { "aiperf-cli profile | Metrics (run cancelled)" } else { "aiperf-cli profile | Metrics" };
+    let _ = writeln!(out, "\n{title}");
+    let _ = writeln!(
+        out,
+        "{:<52} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "Metric", "avg", "min", "max", "p99", "p90", "p50", "std"
+    );
+    for (metric, d) in &s.report.metrics {
+        let name = format!("{} ({})", metric.header(), metric.unit());
+        let p = |q| d.percentile(q).unwrap_or(f64::NAN);
+        let _ = writeln!(
+            out,
+            "{:<52} {:>11.2} {:>11.2} {:>11.2} {:>11.2} {:>11.2} {:>11.2} {:>11.2}",
+            name,
+            d.avg,
+            d.min,
+            d.max,
+            p(99.0),
+            p(90.0),
+            p(50.0),
+            d.std
+        );
+    }
+    for (_, header, unit, v) in scalars(&s.report) {
+        let _ = writeln!(out, "{:<52} {:>11.2}", format!("{header} ({unit})"), v);
+    }
+    if !s.report.error_summary.is_empty() {
+        out.push_str("Errors:");
+        for (k, n) in &s.report.error_summary {
+            let _ = write!(out, " {k}={n}");
+        }
+        out.push('\n');
+    }
+    if let Some((w, e)) = s.warmup {
+        let _ = writeln!(out, "Warmup: {w} request(s), {e} error(s), not measured");
+    }
+    if let Some((prog, meas)) = s.calibration {
+        let _ = writeln!(
+            out,
+            "Calibration against the mock server: programmed TTFT {prog:.3} ms, measured TTFT p50 {meas:.3} ms → client + network overhead {:.3} ms",
+            meas - prog
+        );
+    }
+    if let Some(d) = s.report.get(Metric::SendLateness) {
+        let p = |q| d.percentile(q).unwrap_or(f64::NAN);
+        let _ = writeln!(
+            out,
+            "Send lateness (actual − scheduled): p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            p(50.0),
+            p(90.0),
+            p(99.0),
+            d.max
+        );
+    }
+    if let Some(cpu) = s.client_cpu_s {
+        let _ = writeln!(
+            out,
+            "Client CPU while replaying: {cpu:.2} s ({:.0} µs per request); ready to send {:.0} ms after start",
+            cpu_per_request_us(s, cpu),
+            s.startup_ms
+        );
+    }
+    let _ = writeln!(out, "Tokenizer: {}", s.tokenizer);
+    out
+}
+
+/// UTC `YYYY-MM-DDTHH:MM:SS.ffffffZ` of nanoseconds since the Unix epoch.
+pub fn iso8601(ns: u128) -> String {
+    let secs = (ns / 1_000_000_000).min(i64::MAX as u128) as i64;
+    let micros = (ns % 1_000_000_000) / 1000;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil-from-days (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::metrics::{Aggregate, RecordError};
+
+    fn sample() -> RunSummary {
+        let mut agg = Aggregate::default();
+        for i in 0..4u64 {
+            let rec = RequestRecord {
+                scheduled_ns: i * 10_000_000,
+                sent_ns: i * 10_000_000 + 50_000,
+                chunk_ns: vec![i * 10_000_000 + 20_000_000, i * 10_000_000 + 30_000_000],
+                end_ns: i * 10_000_000 + 31_000_000,
+                streaming: true,
+                input_tokens: Some(100),
+                output_tokens: Some(2),
+                ..Default::default()
+            };
+            agg.add(&rec, false, &[]);
+        }
+        let failed = RequestRecord {
+            error: Some(RecordError { kind: "timeout".into(), message: "x".into() }),
+            end_ns: 60_000_000,
+            ..Default::default()
+        };
+        agg.add(&failed, false, &[]);
+        RunSummary {
+            report: agg.report(false),
+            input_config: json!({"model": "m", "api_key": "<redacted>"}),
+            was_cancelled: false,
+            start_unix_ns: 1_700_000_000_123_456_000,
+            end_unix_ns: 1_700_000_001_000_000_000,
+            tokenizer: "test".into(),
+            warmup: None,
+            calibration: Some((10.0, 19.95)),
+            client_cpu_s: Some(0.001),
+            startup_ms: 12.0,
+        }
+    }
+
+    #[test]
+    fn console_table_snapshot() {
+        insta::assert_snapshot!(console_table(&sample()));
+    }
+
+    #[test]
+    fn summary_json_snapshot() {
+        insta::assert_snapshot!(summary_json(&sample()));
+    }
+
+    #[test]
+    fn summary_csv_snapshot() {
+        insta::assert_snapshot!(summary_csv(&sample()));
+    }
+
+    #[test]
+    fn record_line_snapshot() {
+        let rec = RequestRecord {
+            session_id: Some("s1".into()),
+            turn: 1,
+            trace_line: 7,
+            scheduled_ns: 1_000,
+            sent_ns: 2_000,
+            chunk_ns: vec![5_000_000, 7_000_000],
+            end_ns: 7_500_000,
+            streaming: true,
+            output_tokens: Some(2),
+            ..Default::default()
+        };
+        let m = RequestMetrics::of(&rec, false);
+        let line = String::from_utf8(record_line(&rec, Some(&m))).unwrap();
+        assert!(line.ends_with("}\n"));
+        insta::assert_snapshot!(line);
+    }
+
+    #[test]
+    fn a_cancelled_run_says_so_and_formats_name_their_files() {
+        let mut s = sample();
+        s.was_cancelled = true;
+        assert!(console_table(&s).contains("(run cancelled)"));
+        assert!(summary_json(&s).contains("\"was_cancelled\": true"));
+        let names: Vec<&str> = SummaryFormat::ALL.iter().map(|f| f.file_name()).collect();
+        assert_eq!(names, ["profile_export_aiperf.json", "profile_export_aiperf.csv"]);
+    }
+
+    #[test]
+    fn iso_dates() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(iso8601(1_700_000_000_123_456_000), "2023-11-14T22:13:20.123456Z");
+        assert!(!iso8601(u128::MAX).is_empty());
+    }
+}

@@ -1,0 +1,470 @@
+//! The validated, typed plan of a replay: what `profile`'s flags mean, resolved in one place.
+//!
+//! [`ReplayPlan::from_args`] is the only function that reads clap's [`Args`]: every range check
+//! and every error message about an option is here, naming the option, the value and what is
+//! accepted. The rest of the replay sees only the plan.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use aiperf_core::metrics::{Slo, parse_goodput};
+use aiperf_core::schedule::{self, ArrivalPattern, Schedule, Timing};
+use aiperf_core::synthesis::TransformParams;
+use aiperf_core::trace::Trace;
+use anyhow::{Context, Result, bail, ensure};
+use serde_json::{Map, Value, json};
+
+use super::body::BodyTemplate;
+use super::options::{Args, Pattern, UiType};
+
+/// Longest accepted time option (a request timeout, duration or grace period): 30 days.
+pub const MAX_SECONDS: f64 = 30.0 * 24.0 * 3600.0;
+/// Accepted `--request-rate` range (sessions per second).
+pub const RATE_RANGE: (f64, f64) = (1e-3, 1e6);
+/// Most concurrent session runs.
+pub const MAX_CONCURRENCY: usize = 1_000_000;
+/// Default of `--max-response-bytes`: 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
+/// Most requests of one run (`--request-count`, `--warmup-request-count`).
+pub const MAX_REQUESTS: u64 = 1_000_000_000_000;
+
+/// Where requests go and what they look like.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The base URL as given (with `http://` added when it had no scheme).
+    pub url: String,
+    /// The path called on it.
+    pub path: String,
+    pub api_key: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub timeout: Duration,
+    /// Largest response body, SSE event or streamed text accepted.
+    pub max_response_bytes: usize,
+    pub body: BodyTemplate,
+}
+
+/// What is replayed and how arrivals are timed.
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub input_file: PathBuf,
+    pub format: crate::trace_format::TraceFormatArgs,
+    pub max_line_bytes: usize,
+    pub block_size: u64,
+    pub seed: u64,
+    /// In-memory synthesis applied to the trace before replay, when an option asks for it.
+    pub synthesis: Option<TransformParams>,
+    pub tokenizer: Option<String>,
+    arrivals: Arrivals,
+}
+
+/// The arrival options, resolved against the trace by [`ReplayPlan::timing`].
+#[derive(Clone, Copy, Debug)]
+struct Arrivals {
+    /// `--fixed-schedule` (true) or `--no-fixed-schedule` (false); `None` = decided by the trace.
+    fixed: Option<bool>,
+    start_offset_ms: Option<f64>,
+    end_offset_ms: Option<f64>,
+    auto_offset: bool,
+    rate: Option<(f64, ArrivalPattern)>,
+}
+
+/// When sending stops and how much may be in flight.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub request_count: Option<u64>,
+    pub duration: Option<Duration>,
+    /// How long in-flight requests may finish after sending stopped.
+    pub grace: Duration,
+    /// At most this many session runs at once.
+    pub concurrency: Option<usize>,
+    pub warmup_requests: u64,
+}
+
+/// Where output token counts come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenCounting {
+    /// The client re-tokenizes the answer text (AIPerf's way).
+    Client,
+    /// The server's `usage.completion_tokens` when it reports it, else the client's count.
+    ServerUsage,
+}
+
+/// What is written and shown.
+#[derive(Clone, Debug)]
+pub struct Exports {
+    pub artifact_dir: PathBuf,
+    pub slos: Vec<Slo>,
+    pub progress_bar: bool,
+}
+
+/// Everything a replay needs to know, validated.
+#[derive(Clone, Debug)]
+pub struct ReplayPlan {
+    pub target: Target,
+    pub source: Source,
+    pub limits: Limits,
+    pub counting: TokenCounting,
+    pub exports: Exports,
+    /// The options as written to the exports, secrets redacted.
+    input_config: Value,
+}
+
+/// Splits `key:value` at the first colon.
+fn key_value(s: &str, what: &str) -> Result<(String, String)> {
+    let (k, v) = s.split_once(':').with_context(|| format!("{what} '{s}' is not of the form key:value"))?;
+    ensure!(!k.trim().is_empty(), "{what} '{s}' has an empty key");
+    Ok((k.trim().to_owned(), v.to_owned()))
+}
+
+/// A number of seconds in (0, MAX_SECONDS], or [0, MAX_SECONDS] when `zero_ok`.
+fn seconds(v: f64, name: &str, zero_ok: bool) -> Result<Duration> {
+    let low_ok = if zero_ok { v >= 0.0 } else { v > 0.0 };
+    ensure!(
+        v.is_finite() && low_ok && v <= MAX_SECONDS,
+        "{name} {v:?}: accepted is a number of seconds {} 0 and at most {MAX_SECONDS} (30 days)",
+        if zero_ok { "≥" } else { ">" }
+    );
+    Duration::try_from_secs_f64(v).with_context(|| format!("{name} {v} is not a valid duration"))
+}
+
+fn in_range<T: PartialOrd + std::fmt::Display + Copy>(v: T, name: &str, lo: T, hi: T) -> Result<T> {
+    ensure!(v >= lo && v <= hi, "{name} {v}: accepted is {lo} to {hi}");
+    Ok(v)
+}
+
+/// `user:password@` of a URL replaced, so that the URL can be shown and written.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}://<redacted>@{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+/// Whether a header carries a credential (its value is never shown or written).
+pub fn is_credential_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    ["authorization", "cookie", "key", "token", "secret", "password", "credential"].iter().any(|w| n.contains(w))
+}
+
+impl ReplayPlan {
+    /// Validates the flags into a plan.
+    pub fn from_args(args: Args) -> Result<ReplayPlan> {
+        let a = args;
+        let mut url = a.url.trim().to_owned();
+        // AIPerf accepts `localhost:8000`; so do we.
+        if !url.contains("://") {
+            url = format!("http://{url}");
+        }
+        ensure!(
+            a.custom_dataset_type == "mooncake_trace",
+            "--custom-dataset-type {}: only mooncake_trace is supported",
+            a.custom_dataset_type
+        );
+        let block_size = in_range(a.isl_block_size, "--isl-block-size", 1, u64::from(u32::MAX))?;
+        ensure!(a.ui_type != UiType::Dashboard, "--ui-type dashboard is not supported: use simple or none");
+        let concurrency = a.concurrency.map(|c| in_range(c, "--concurrency", 1, MAX_CONCURRENCY)).transpose()?;
+        let rate = a
+            .request_rate
+            .map(|r| {
+                ensure!(
+                    r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1,
+                    "--request-rate {r:?}: accepted is {} to {} requests per second",
+                    RATE_RANGE.0,
+                    RATE_RANGE.1
+                );
+                Ok(r)
+            })
+            .transpose()?;
+        let request_count = a.request_count.map(|n| in_range(n, "--request-count", 1, MAX_REQUESTS)).transpose()?;
+        let warmup_requests = in_range(a.warmup_request_count, "--warmup-request-count", 0, MAX_REQUESTS)?;
+        let headers = a.headers.iter().map(|h| key_value(h, "--header")).collect::<Result<Vec<_>>>()?;
+        let mut extra_inputs = Map::new();
+        for e in &a.extra_inputs {
+            let (k, v) = key_value(e, "--extra-inputs")?;
+            let value = serde_json::from_str::<Value>(v.trim()).unwrap_or(Value::String(v.trim().to_owned()));
+            extra_inputs.insert(k, value);
+        }
+        let slos = match &a.goodput {
+            Some(g) => parse_goodput(g)?,
+            None => Vec::new(),
+        };
+        let timeout = seconds(a.request_timeout_seconds, "--request-timeout-seconds", false)?;
+        let grace = seconds(a.benchmark_grace_period, "--benchmark-grace-period", true)?;
+        let duration = a.benchmark_duration.map(|d| seconds(d, "--benchmark-duration", false)).transpose()?;
+        for (name, v) in [
+            ("--fixed-schedule-start-offset", a.fixed_schedule_start_offset),
+            ("--fixed-schedule-end-offset", a.fixed_schedule_end_offset),
+        ] {
+            if let Some(v) = v {
+                ensure!(v.is_finite() && v >= 0.0, "{name} {v:?}: accepted is a number of milliseconds ≥ 0");
+            }
+        }
+        let block_u32 = u32::try_from(block_size).context("--isl-block-size is too large")?;
+        let params = a.synthesis.transform_params(block_u32, a.random_seed);
+        if let Err(e) = params.validate() {
+            match e.param() {
+                Some(p) => bail!("invalid {}: {e}", crate::synthesize::option_name(p)),
+                None => return Err(e.into()),
+            }
+        }
+        let synthesis =
+            (params.synthesizes() || params.max_isl.is_some() || params.max_osl.is_some()).then_some(params);
+        let path = a.custom_endpoint.clone().unwrap_or_else(|| a.endpoint_type.path().to_owned());
+        let fixed = if a.fixed_schedule {
+            Some(true)
+        } else if a.no_fixed_schedule {
+            Some(false)
+        } else {
+            None
+        };
+        let pattern = match a.arrival_pattern {
+            Pattern::Poisson => ArrivalPattern::Poisson,
+            Pattern::Constant => ArrivalPattern::Constant,
+        };
+        let input_config = json!({
+            "model": a.model,
+            "url": redact_url(&url),
+            "endpoint_type": format!("{:?}", a.endpoint_type).to_lowercase(),
+            "custom_endpoint": a.custom_endpoint,
+            "streaming": a.streaming,
+            "api_key": a.api_key.as_ref().map(|_| "<redacted>"),
+            "headers": headers.iter().map(|(k, _)| format!("{k}:<redacted>")).collect::<Vec<_>>(),
+            "extra_inputs": extra_inputs,
+            "request_timeout_seconds": a.request_timeout_seconds,
+            "use_legacy_max_tokens": a.use_legacy_max_tokens,
+            "use_server_token_count": a.use_server_token_count,
+            "input_file": a.input_file.display().to_string(),
+            "trace_format": format!("{:?}", a.trace_format.trace_format),
+            "random_seed": a.random_seed,
+            "isl_block_size": a.isl_block_size,
+            "synthesis": synthesis,
+            "fixed_schedule": a.fixed_schedule,
+            "fixed_schedule_start_offset": a.fixed_schedule_start_offset,
+            "fixed_schedule_end_offset": a.fixed_schedule_end_offset,
+            "fixed_schedule_auto_offset": a.fixed_schedule_auto_offset,
+            "request_rate": a.request_rate,
+            "arrival_pattern": format!("{:?}", a.arrival_pattern).to_lowercase(),
+            "concurrency": a.concurrency,
+            "request_count": a.request_count,
+            "warmup_request_count": a.warmup_request_count,
+            "benchmark_duration": a.benchmark_duration,
+            "benchmark_grace_period": a.benchmark_grace_period,
+            "tokenizer": a.tokenizer,
+            "goodput": a.goodput,
+        });
+        Ok(ReplayPlan {
+            target: Target {
+                url,
+                path,
+                api_key: a.api_key.filter(|k| !k.is_empty()),
+                headers,
+                timeout,
+                max_response_bytes: in_range(a.max_response_bytes, "--max-response-bytes", 1024, 1 << 40)?,
+                body: BodyTemplate {
+                    endpoint: a.endpoint_type,
+                    model: a.model,
+                    streaming: a.streaming,
+                    legacy_max_tokens: a.use_legacy_max_tokens,
+                    extra_inputs,
+                },
+            },
+            source: Source {
+                input_file: a.input_file,
+                format: a.trace_format,
+                max_line_bytes: in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?,
+                block_size,
+                seed: a.random_seed,
+                synthesis,
+                tokenizer: a.tokenizer,
+                arrivals: Arrivals {
+                    fixed,
+                    start_offset_ms: a.fixed_schedule_start_offset,
+                    end_offset_ms: a.fixed_schedule_end_offset,
+                    auto_offset: a.fixed_schedule_auto_offset,
+                    rate: rate.map(|r| (r, pattern)),
+                },
+            },
+            limits: Limits { request_count, duration, grace, concurrency, warmup_requests },
+            counting: if a.use_server_token_count { TokenCounting::ServerUsage } else { TokenCounting::Client },
+            exports: Exports { artifact_dir: a.artifact_dir, slos, progress_bar: a.ui_type != UiType::None },
+            input_config,
+        })
+    }
+
+    /// The options as written to the exports (secrets redacted).
+    pub fn input_config(&self) -> &Value {
+        &self.input_config
+    }
+
+    /// The URL as it may be shown (credentials redacted).
+    pub fn shown_url(&self) -> String {
+        format!("{}{}", redact_url(self.target.url.trim_end_matches('/')), self.target.path)
+    }
+
+    /// Every secret of the run (API key, credential header values, URL password): masked in
+    /// whatever a server echoes back before it is written.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut s: Vec<String> = self.target.api_key.iter().cloned().collect();
+        s.extend(self.target.headers.iter().filter(|(k, _)| is_credential_header(k)).map(|(_, v)| v.trim().to_owned()));
+        if let Some((_, rest)) = self.target.url.split_once("://") {
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            if let Some(at) = rest[..end].rfind('@') {
+                let userinfo = &rest[..at];
+                s.push(userinfo.split_once(':').map_or(userinfo, |(_, p)| p).to_owned());
+            }
+        }
+        s.retain(|v| v.len() >= 4);
+        s
+    }
+
+    /// The timing mode: the trace's timestamps when asked, or when the trace has them and no
+    /// request rate was chosen. As in AIPerf, `--concurrency` then caps concurrent sessions and
+    /// keeps the timestamps (each request leaves at the later of its time and a free slot).
+    pub fn timing(&self, trace_has_timestamps: bool) -> Result<Timing> {
+        let a = &self.source.arrivals;
+        let fixed = a.fixed.unwrap_or(trace_has_timestamps && a.rate.is_none());
+        if fixed {
+            ensure!(
+                a.rate.is_none(),
+                "--request-rate cannot be combined with a fixed schedule (add --no-fixed-schedule)"
+            );
+            return Ok(Timing::Fixed {
+                start_offset_ms: a.start_offset_ms,
+                end_offset_ms: a.end_offset_ms,
+                auto_offset: a.auto_offset || a.start_offset_ms.is_none(),
+            });
+        }
+        ensure!(
+            a.start_offset_ms.is_none() && a.end_offset_ms.is_none(),
+            "--fixed-schedule-start/end-offset need a fixed schedule"
+        );
+        Ok(match a.rate {
+            Some((per_second, pattern)) => Timing::Rate { per_second, pattern, seed: self.source.seed },
+            None => {
+                ensure!(
+                    self.limits.concurrency.is_some(),
+                    "this trace has no timestamps: choose --request-rate or --concurrency"
+                );
+                Timing::AsFastAsAllowed
+            }
+        })
+    }
+
+    /// The schedule of `trace`: with a benchmark duration and no request count, rate and
+    /// concurrency runs reuse the trace until time is up (as AIPerf does), generated lazily.
+    pub fn schedule(&self, trace: &Trace) -> Result<Schedule> {
+        let has_timestamps = trace.rows().first().is_some_and(|r| r.timestamp.is_some());
+        let timing = self.timing(has_timestamps)?;
+        let s = schedule::build(trace, timing, self.limits.request_count).context("cannot schedule the trace")?;
+        Ok(if self.limits.duration.is_some() && self.limits.request_count.is_none() { schedule::endless(s) } else { s })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn plan(extra: &[&str]) -> Result<ReplayPlan> {
+        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
+        argv.extend_from_slice(extra);
+        ReplayPlan::from_args(Cli::try_parse_from(argv)?.args)
+    }
+
+    fn err(extra: &[&str]) -> String {
+        format!("{:#}", plan(extra).unwrap_err())
+    }
+
+    #[test]
+    fn defaults_resolve() {
+        let p = plan(&[]).unwrap();
+        assert_eq!(p.target.url, "http://localhost:8000");
+        assert_eq!(p.target.path, "/v1/chat/completions");
+        assert_eq!(p.target.timeout, Duration::from_secs(21_600));
+        assert_eq!(p.limits.grace, Duration::from_secs(30));
+        assert_eq!(p.counting, TokenCounting::Client);
+        assert!(p.source.synthesis.is_none());
+        assert!(matches!(p.timing(true).unwrap(), Timing::Fixed { auto_offset: true, .. }));
+        assert!(p.timing(false).is_err());
+    }
+
+    #[test]
+    fn extreme_values_are_rejected_with_the_option_the_value_and_the_range() {
+        for (args, needle) in [
+            (&["--request-timeout-seconds", "1e300"][..], "--request-timeout-seconds 1e300: accepted"),
+            (&["--request-timeout-seconds", "0"], "--request-timeout-seconds 0.0"),
+            (&["--request-timeout-seconds", "NaN"], "--request-timeout-seconds NaN"),
+            (&["--benchmark-duration", "1e300"], "--benchmark-duration"),
+            (&["--benchmark-duration=-1"], "--benchmark-duration -1.0"),
+            (&["--benchmark-grace-period", "1e300"], "--benchmark-grace-period"),
+            (&["--benchmark-grace-period", "inf"], "--benchmark-grace-period inf"),
+            (&["--request-rate", "1e-300"], "--request-rate 1e-300: accepted is 0.001 to 1000000"),
+            (&["--request-rate", "0"], "--request-rate 0.0"),
+            (&["--concurrency", "0"], "--concurrency 0: accepted is 1 to 1000000"),
+            (&["--request-count", "0"], "--request-count 0"),
+            (&["--isl-block-size", "0"], "--isl-block-size 0"),
+            (&["--fixed-schedule-start-offset=-5"], "--fixed-schedule-start-offset -5.0"),
+            (&["--header", "novalue"], "--header 'novalue' is not of the form key:value"),
+            (&["--goodput", "ttft:5"], "unknown metric"),
+        ] {
+            let e = err(args);
+            assert!(e.contains(needle), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn timing_follows_aiperf() {
+        let p = plan(&["--concurrency", "4"]).unwrap();
+        assert!(matches!(p.timing(true).unwrap(), Timing::Fixed { .. }));
+        assert_eq!(p.timing(false).unwrap(), Timing::AsFastAsAllowed);
+        let p = plan(&["--concurrency", "4", "--no-fixed-schedule"]).unwrap();
+        assert_eq!(p.timing(true).unwrap(), Timing::AsFastAsAllowed);
+        let p = plan(&["--request-rate", "5", "--arrival-pattern", "constant"]).unwrap();
+        assert!(matches!(p.timing(true).unwrap(), Timing::Rate { per_second: 5.0, .. }));
+        let p = plan(&["--fixed-schedule", "--request-rate", "5"]).unwrap();
+        assert!(p.timing(true).is_err());
+        let p = plan(&["--fixed-schedule-start-offset", "10", "--no-fixed-schedule"]).unwrap();
+        assert!(p.timing(true).is_err());
+    }
+
+    #[test]
+    fn secrets_are_redacted_in_the_config_and_listed_for_masking() {
+        let p = plan(&[
+            "-u",
+            "https://alice:hunter22@example.test:9/x",
+            "--api-key",
+            "sk-secret-1",
+            "-H",
+            "X-Api-Key:abcd-1234",
+            "-H",
+            "X-Trace:visible",
+        ])
+        .unwrap();
+        let cfg = p.input_config().to_string();
+        for s in ["hunter22", "alice", "sk-secret-1", "abcd-1234", "visible"] {
+            assert!(!cfg.contains(s), "{s} leaked into {cfg}");
+        }
+        assert_eq!(p.shown_url(), "https://<redacted>@example.test:9/x/v1/chat/completions");
+        let secrets = p.secrets();
+        assert!(secrets.contains(&"sk-secret-1".to_owned()));
+        assert!(secrets.contains(&"abcd-1234".to_owned()));
+        assert!(secrets.contains(&"hunter22".to_owned()));
+        assert!(!secrets.contains(&"visible".to_owned()));
+    }
+
+    #[test]
+    fn url_redaction_keeps_what_is_not_a_credential() {
+        assert_eq!(redact_url("http://h:1/a@b"), "http://h:1/a@b");
+        assert_eq!(redact_url("http://u@h"), "http://<redacted>@h");
+        assert_eq!(redact_url("h:1"), "h:1");
+    }
+}

@@ -1,0 +1,109 @@
+//! The records stage, on its own thread: counts output tokens (off the I/O workers), checks
+//! `max_tokens`, masks secrets a server echoed back, computes each request's metrics, aggregates
+//! them and writes the request's line to `profile_export.jsonl` at once, so nothing measured is
+//! lost if the run is stopped.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+
+use aiperf_core::metrics::{Aggregate, RecordError, Slo};
+use aiperf_core::results::record_line;
+use anyhow::{Context, Result};
+
+use super::plan::TokenCounting;
+use super::prompt::PromptBuilder;
+use super::request::Finished;
+
+/// What the records stage needs.
+pub struct RecordsStage {
+    pub counting: TokenCounting,
+    pub prompts: Arc<PromptBuilder>,
+    pub slos: Vec<Slo>,
+    /// Values masked in error messages before they are written.
+    pub secrets: Vec<String>,
+    pub out: Box<dyn Write + Send>,
+    pub progress: indicatif::ProgressBar,
+}
+
+/// What the records stage hands to the exports.
+#[derive(Debug, Default)]
+pub struct Collected {
+    pub aggregate: Aggregate,
+    /// The TTFT a mock server said it was programmed with.
+    pub mock_ttft_ms: Option<f64>,
+    pub records: u64,
+}
+
+impl RecordsStage {
+    /// Processes records until every sender is gone.
+    pub fn run(mut self, rx: Receiver<Finished>) -> Result<Collected> {
+        let mut c = Collected::default();
+        let server_usage = self.counting == TokenCounting::ServerUsage;
+        for f in rx {
+            let Finished { mut record, text, mock_ttft_ms } = f;
+            let counted_by_server = server_usage && record.usage.completion_tokens.is_some();
+            if !counted_by_server {
+                if !text.is_empty() {
+                    record.output_tokens = self.prompts.count(&text).ok();
+                } else if record.error.is_none() {
+                    record.output_tokens = Some(0);
+                }
+            }
+            if record.error.is_none()
+                && let Some(max) = record.max_tokens
+            {
+                let produced = record.usage.completion_tokens.or(record.output_tokens).unwrap_or(0);
+                if produced > max {
+                    record.error = Some(RecordError {
+                        kind: "max_tokens_exceeded".into(),
+                        message: format!("the server produced {produced} tokens for max_tokens {max}"),
+                    });
+                }
+            }
+            if let Some(e) = record.error.as_mut() {
+                e.message = mask(&e.message, &self.secrets);
+            }
+            c.mock_ttft_ms = c.mock_ttft_ms.or(mock_ttft_ms);
+            let metrics = c.aggregate.add(&record, server_usage, &self.slos);
+            self.out
+                .write_all(&record_line(&record, metrics.as_ref()))
+                .and_then(|()| self.out.flush())
+                .context("cannot write profile_export.jsonl")?;
+            c.records += 1;
+            self.progress.inc(1);
+            let errors = c.aggregate.error_count();
+            if errors > 0 {
+                self.progress.set_message(format!("({errors} errors)"));
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// `text` with every secret replaced by `<redacted>`.
+pub fn mask(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_owned();
+    for s in secrets.iter().filter(|s| !s.is_empty()) {
+        if out.contains(s.as_str()) {
+            out = out.replace(s.as_str(), "<redacted>");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_masked_wherever_they_appear() {
+        let s = vec!["sk-123456".to_owned(), "hunter22".to_owned()];
+        assert_eq!(
+            mask("echo: Bearer sk-123456 / hunter22 and sk-123456", &s),
+            "echo: Bearer <redacted> / <redacted> and <redacted>"
+        );
+        assert_eq!(mask("nothing here", &s), "nothing here");
+    }
+}

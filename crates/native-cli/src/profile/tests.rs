@@ -1,0 +1,292 @@
+//! The replay engine (dispatcher, preparer, request tasks, records stage, phases) run against an
+//! in-memory transport: sessions, the concurrency ceiling, cancellation at every phase, error
+//! paths and token counting, without a network. Exact pacing in virtual time is tested on the
+//! state machine itself (`aiperf_core::dispatch`).
+#![allow(clippy::unwrap_used)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aiperf_core::metrics::{RecordError, ServerUsage};
+use aiperf_core::trace::{ParseOptions, read};
+use bytes::Bytes;
+use clap::Parser;
+use serde_json::Value;
+
+use super::plan::ReplayPlan;
+use super::prompt::PromptBuilder;
+use super::transport::{Clock, Exchange, Transport};
+use super::{Control, Inputs, exit, replay};
+use crate::tokenizer::load_tokenizer;
+
+/// An in-memory server: answers after `ttft` with `tokens` chunks `itl` apart, fails or
+/// over-produces on demand, and logs what it received.
+#[derive(Clone, Default)]
+struct Mem {
+    ttft: Duration,
+    itl: Duration,
+    tokens: u64,
+    /// Report this many completion tokens in usage instead of `tokens`.
+    usage_tokens: Option<u64>,
+    fail: bool,
+    in_flight: Arc<AtomicUsize>,
+    max_in_flight: Arc<AtomicUsize>,
+    /// (sent at, body) of every request.
+    log: Arc<Mutex<Vec<(u64, Value)>>>,
+}
+
+impl Transport for Mem {
+    async fn send(&self, body: Bytes, clock: Clock) -> Exchange {
+        let sent_ns = clock.now_ns();
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        self.log.lock().unwrap().push((sent_ns, serde_json::from_slice(&body).unwrap()));
+        let mut ex = Exchange { sent_ns, streaming: true, ..Default::default() };
+        tokio::time::sleep(self.ttft).await;
+        ex.first_byte_ns = Some(clock.now_ns());
+        if self.fail {
+            ex.error = Some(RecordError { kind: "http_status".into(), message: "HTTP 500: key sk-abcdef1234".into() });
+        } else {
+            for i in 0..self.tokens {
+                if i > 0 {
+                    tokio::time::sleep(self.itl).await;
+                }
+                ex.chunk_ns.push(clock.now_ns());
+                ex.text.push_str(" hello");
+            }
+            ex.usage =
+                ServerUsage { completion_tokens: Some(self.usage_tokens.unwrap_or(self.tokens)), ..Default::default() };
+        }
+        ex.end_ns = clock.now_ns();
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        ex
+    }
+}
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: super::options::Args,
+}
+
+struct Run {
+    code: u8,
+    records: Vec<Value>,
+    summary: Value,
+    _dir: tempfile::TempDir,
+}
+
+fn prompts() -> Arc<PromptBuilder> {
+    static P: std::sync::OnceLock<Arc<PromptBuilder>> = std::sync::OnceLock::new();
+    P.get_or_init(|| {
+        let (tok, _) = load_tokenizer(None, "tiny-random").unwrap();
+        Arc::new(PromptBuilder::new(tok, 512, 0).unwrap())
+    })
+    .clone()
+}
+
+/// Replays `trace` (JSONL text) over `mem` with `flags`; `stop_after`/`abort_after` cancel the
+/// run's tokens after that long, as a first and second signal would.
+fn run(trace: &str, mem: &Mem, flags: &[&str], stop_after: Option<Duration>, abort_after: Option<Duration>) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let art = dir.path().join("art");
+    let mut argv = vec!["x", "-m", "m", "--streaming", "--input-file", "t.jsonl", "--artifact-dir"];
+    let art_s = art.to_str().unwrap().to_owned();
+    argv.push(&art_s);
+    argv.extend_from_slice(flags);
+    let plan = ReplayPlan::from_args(Cli::try_parse_from(argv).unwrap().args).unwrap();
+    std::fs::create_dir_all(&art).unwrap();
+    let trace = read(trace.as_bytes(), ParseOptions::new("t.jsonl")).unwrap().trace;
+    let schedule = plan.schedule(&trace).unwrap();
+    let inputs = Inputs {
+        trace: Arc::new(trace),
+        schedule: Arc::new(schedule),
+        prompts: prompts(),
+        tokenizer: "embedded".into(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let control = Control::default();
+    for (after, abort) in [(stop_after, false), (abort_after, true)] {
+        if let Some(d) = after {
+            let c = control.clone();
+            rt.spawn(async move {
+                tokio::time::sleep(d).await;
+                c.interrupted.store(true, Ordering::SeqCst);
+                c.stop.cancel();
+                if abort {
+                    c.abort.cancel();
+                }
+            });
+        }
+    }
+    let code = replay(&rt, &plan, inputs, mem.clone(), &control, Instant::now()).unwrap();
+    let records = std::fs::read_to_string(art.join("profile_export.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let summary =
+        serde_json::from_str(&std::fs::read_to_string(art.join("profile_export_aiperf.json")).unwrap()).unwrap();
+    Run { code, records, summary, _dir: dir }
+}
+
+fn rows(n: usize, f: impl Fn(usize) -> String) -> String {
+    (0..n).map(|i| f(i) + "\n").collect()
+}
+
+fn kinds(r: &Run) -> Vec<String> {
+    r.records.iter().filter_map(|x| x["metadata"]["error"]["kind"].as_str().map(str::to_owned)).collect()
+}
+
+#[test]
+fn sessions_keep_turn_order_and_delays_and_expected_cache_is_per_request() {
+    let trace = concat!(
+        r#"{"session_id":"a","timestamp":0,"input_length":600,"output_length":2,"hash_ids":[1,2]}"#,
+        "\n",
+        r#"{"session_id":"a","delay":40,"input_length":700,"output_length":2,"hash_ids":[1,2,3]}"#,
+        "\n",
+        r#"{"session_id":"b","timestamp":10,"input_length":600,"output_length":2,"hash_ids":[1,9]}"#,
+        "\n",
+    );
+    let mem = Mem { ttft: Duration::from_millis(5), tokens: 2, ..Default::default() };
+    let r = run(trace, &mem, &[], None, None);
+    assert_eq!(r.code, exit::SUCCESS);
+    assert_eq!(r.records.len(), 3);
+    let log = mem.log.lock().unwrap().clone();
+    assert_eq!(log.len(), 3);
+    let by_line =
+        |line: u64| r.records.iter().find(|x| x["metadata"]["trace_line"] == line).unwrap()["metadata"].clone();
+    let (a0, a1, b0) = (by_line(1), by_line(2), by_line(3));
+    assert_eq!((a0["turn"].as_u64(), a1["turn"].as_u64()), (Some(0), Some(1)));
+    // Turn 1 waits for turn 0 to complete, then its 40 ms delay.
+    let gap_ms = (a1["scheduled_ns"].as_u64().unwrap() - a0["end_ns"].as_u64().unwrap()) as f64 / 1e6;
+    assert!((gap_ms - 40.0).abs() < 0.01, "{gap_ms}");
+    assert!(a1["sent_ns"].as_u64().unwrap() >= a1["scheduled_ns"].as_u64().unwrap());
+    // Expected cached tokens on the cache state of each send: b shares block 1 with a.
+    assert_eq!(a0["expected_cached_tokens"], 0);
+    assert_eq!(b0["expected_cached_tokens"], 512);
+    assert_eq!(a1["expected_cached_tokens"], 700);
+    assert_eq!(r.summary["was_cancelled"], false);
+}
+
+#[test]
+fn the_concurrency_ceiling_holds_for_sessions_and_requests() {
+    let trace = rows(24, |i| format!(r#"{{"session_id":"s{}","input_length":10,"output_length":2}}"#, i / 3));
+    let mem = Mem { ttft: Duration::from_millis(4), tokens: 2, ..Default::default() };
+    let r = run(&trace, &mem, &["--concurrency", "3"], None, None);
+    assert_eq!(r.records.len(), 24);
+    assert!(mem.max_in_flight.load(Ordering::SeqCst) <= 3);
+    assert_eq!(r.summary["request_count"]["avg"], 24.0);
+}
+
+#[test]
+fn stopping_during_the_measurement_sends_nothing_more_and_records_everything_sent() {
+    let trace = rows(400, |i| format!(r#"{{"timestamp":{},"input_length":10,"output_length":2}}"#, i * 10));
+    let mem = Mem { ttft: Duration::from_millis(2), tokens: 2, ..Default::default() };
+    let r = run(&trace, &mem, &[], Some(Duration::from_millis(300)), None);
+    assert_eq!(r.code, exit::INTERRUPTED);
+    let sent = mem.log.lock().unwrap().len();
+    assert!(sent > 5 && sent < 100, "{sent} sent");
+    assert_eq!(r.records.len(), sent);
+    assert_eq!(r.summary["was_cancelled"], true);
+}
+
+#[test]
+fn stopping_during_the_warmup_measures_nothing() {
+    let trace = rows(5, |i| format!(r#"{{"timestamp":{},"input_length":10,"output_length":2}}"#, i * 10));
+    let mem = Mem { ttft: Duration::from_millis(100), tokens: 1, ..Default::default() };
+    let r = run(
+        &trace,
+        &mem,
+        &["--warmup-request-count", "50", "--concurrency", "1", "--fixed-schedule"],
+        Some(Duration::from_millis(150)),
+        None,
+    );
+    assert_eq!(r.code, exit::INTERRUPTED);
+    assert!(mem.log.lock().unwrap().len() < 5);
+    assert!(r.records.is_empty());
+}
+
+#[test]
+fn aborting_during_the_drain_records_in_flight_requests_as_cancelled() {
+    let trace = rows(6, |_| r#"{"input_length":10,"output_length":2}"#.to_string());
+    let mem = Mem { ttft: Duration::from_secs(60), tokens: 1, ..Default::default() };
+    let t0 = Instant::now();
+    let r =
+        run(&trace, &mem, &["--concurrency", "6"], Some(Duration::from_millis(100)), Some(Duration::from_millis(200)));
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    assert_eq!(r.records.len(), 6);
+    assert_eq!(kinds(&r), vec!["cancelled"; 6]);
+}
+
+#[test]
+fn the_grace_period_ends_the_drain() {
+    let trace = rows(3, |_| r#"{"input_length":10,"output_length":2}"#.to_string());
+    let mem = Mem { ttft: Duration::from_secs(60), tokens: 1, ..Default::default() };
+    let r = run(
+        &trace,
+        &mem,
+        &["--concurrency", "3", "--benchmark-grace-period", "0.2"],
+        Some(Duration::from_millis(50)),
+        None,
+    );
+    assert_eq!(kinds(&r), vec!["cancelled"; 3]);
+}
+
+#[test]
+fn a_run_where_every_request_failed_exits_1_and_secrets_are_masked() {
+    let trace = rows(4, |_| r#"{"input_length":10,"output_length":2}"#.to_string());
+    let mem = Mem { fail: true, ..Default::default() };
+    let r = run(&trace, &mem, &["--concurrency", "2", "--api-key", "sk-abcdef1234"], None, None);
+    assert_eq!(r.code, exit::NO_SUCCESS);
+    assert_eq!(kinds(&r), vec!["http_status"; 4]);
+    for x in &r.records {
+        let m = x["metadata"]["error"]["message"].as_str().unwrap();
+        assert!(!m.contains("sk-abcdef1234") && m.contains("<redacted>"), "{m}");
+    }
+}
+
+#[test]
+fn server_usage_is_counted_once_and_over_production_is_an_error() {
+    let trace = rows(2, |_| r#"{"input_length":10,"output_length":3}"#.to_string());
+    // The server says 5 tokens for max_tokens 3, but sent 3 chunks.
+    let mem = Mem { ttft: Duration::from_millis(1), tokens: 3, usage_tokens: Some(5), ..Default::default() };
+    let r = run(&trace, &mem, &["--concurrency", "1", "--use-server-token-count"], None, None);
+    assert_eq!(kinds(&r), vec!["max_tokens_exceeded"; 2]);
+    // Counted by the client, the server's own usage still reveals the over-production.
+    let r = run(&trace, &mem, &["--concurrency", "1"], None, None);
+    assert!(kinds(&r).iter().all(|k| k == "max_tokens_exceeded"));
+    let mem = Mem { ttft: Duration::from_millis(1), tokens: 3, usage_tokens: Some(3), ..Default::default() };
+    let r = run(&trace, &mem, &["--concurrency", "1", "--use-server-token-count"], None, None);
+    assert!(kinds(&r).is_empty());
+    for x in &r.records {
+        // The server's count is used and the client did not count on top of it.
+        assert_eq!(x["metrics"]["output_sequence_length"], 3.0);
+        assert!(x["metadata"].get("output_tokens").is_none());
+    }
+}
+
+#[test]
+fn a_request_count_past_the_trace_reuses_sessions_lazily() {
+    let trace = rows(3, |i| format!(r#"{{"input_length":{},"output_length":1,"hash_ids":[{i}]}}"#, 10 + i));
+    let mem = Mem { tokens: 1, ..Default::default() };
+    let r = run(&trace, &mem, &["--concurrency", "4", "--request-count", "10"], None, None);
+    assert_eq!(r.records.len(), 10);
+    let expected: Vec<u64> =
+        r.records.iter().filter_map(|x| x["metadata"]["expected_cached_tokens"].as_u64()).collect();
+    // The first pass finds nothing cached; reused sessions find their own blocks.
+    assert_eq!(expected.iter().filter(|&&e| e == 0).count(), 3);
+}
+
+#[test]
+fn a_benchmark_duration_with_concurrency_does_not_build_the_schedule_up_front() {
+    let trace = rows(2, |_| r#"{"input_length":10,"output_length":1}"#.to_string());
+    let mem = Mem { ttft: Duration::from_millis(5), tokens: 1, ..Default::default() };
+    let t0 = Instant::now();
+    let r = run(&trace, &mem, &["--concurrency", "4", "--benchmark-duration", "0.3"], None, None);
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    assert_eq!(r.code, exit::SUCCESS);
+    assert!(r.records.len() > 8, "{}", r.records.len());
+    assert_eq!(r.summary["was_cancelled"], false);
+}

@@ -1,0 +1,49 @@
+//! The boundary between deciding and moving bytes: a [`Transport`] sends one prepared body and
+//! reports what came back, timed on the run's [`Clock`]. HTTP is one implementation
+//! ([`super::client::HttpTransport`]); the tests use an in-memory one.
+
+use std::future::Future;
+use std::time::Instant;
+
+use aiperf_core::metrics::{RecordError, ServerUsage};
+use bytes::Bytes;
+
+/// Nanoseconds since the benchmark start.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    pub base: Instant,
+}
+
+impl Clock {
+    /// A clock whose zero is now.
+    pub fn start() -> Clock {
+        Clock { base: Instant::now() }
+    }
+
+    pub fn now_ns(&self) -> u64 {
+        u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// What came back for one request.
+#[derive(Clone, Debug, Default)]
+pub struct Exchange {
+    pub sent_ns: u64,
+    pub first_byte_ns: Option<u64>,
+    /// Arrival of every chunk that carried generated text.
+    pub chunk_ns: Vec<u64>,
+    pub text: String,
+    pub usage: ServerUsage,
+    pub finish_reason: Option<String>,
+    pub streaming: bool,
+    pub end_ns: u64,
+    pub error: Option<RecordError>,
+    /// The TTFT a mock server says it was programmed with (`x-aiperf-mock-ttft-ms`).
+    pub mock_ttft_ms: Option<f64>,
+}
+
+/// Sends request bodies somewhere and times the answers.
+pub trait Transport: Send + Sync + 'static {
+    /// Sends one body; never fails: errors land in [`Exchange::error`].
+    fn send(&self, body: Bytes, clock: Clock) -> impl Future<Output = Exchange> + Send;
+}
