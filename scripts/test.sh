@@ -20,7 +20,8 @@ if grep -q '^\[dependencies\]' crates/web/Cargo.toml && grep -q yew crates/web/C
 fi
 
 say "tests"
-cargo test --workspace --locked
+# aiperf-web's native tests run once, in scripts/test-web.sh below.
+cargo test --workspace --exclude aiperf-web --locked
 
 say "fuzz targets build (trace parser, SSE parser)"
 # cargo-fuzz needs nightly compiler flags; RUSTC_BOOTSTRAP lets the stable toolchain accept them.

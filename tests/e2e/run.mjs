@@ -172,7 +172,7 @@ try {
 
   // 3. Change the block size: the view, the URL and the download follow.
   await page.fill('#f-block_size', '0');
-  await page.getByText('must be between 1 and 16777216').waitFor();
+  await page.getByText('must be a whole number from 1 to 16777216').waitFor();
   await page.fill('#f-block_size', '16');
   await waitAnalysis(page, 16);
   await page.waitForFunction(() => location.search.includes('block_size=16'));
@@ -201,7 +201,7 @@ try {
     // Generative mode: a new trace of N requests learned from this one.
     await page.getByLabel('Generate new requests').check();
     await page.fill('#f-num_requests', '0');
-    await page.getByText('must be between 1 and 10000000').waitFor();
+    await page.getByText('must be a whole number from 1 to 268435456').waitFor();
     await page.fill('#f-num_requests', '300');
     await page.waitForFunction(() => location.search.includes('mode=generate') && location.search.includes('num_requests=300'));
     await synthDownloadMatchesCli(page, 'generate');

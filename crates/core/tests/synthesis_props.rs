@@ -3,7 +3,9 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed test
 
-use aiperf_core::synthesis::{GenerateParams, SynthesisError, TransformParams, generate, synthesize_direct, transform};
+use aiperf_core::synthesis::{
+    GenerateParams, SynthesisError, SynthesisSettings, TransformParams, generate, synthesize_direct, transform,
+};
 use aiperf_core::trace::write_trace;
 use aiperf_core::trace::{Input, Row, Trace};
 use proptest::prelude::*;
@@ -89,19 +91,7 @@ proptest! {
     ) {
         // Rows without ids teach nothing; skip traces that have none with ids.
         prop_assume!(trace.iter().any(|(_, ids)| !ids.is_empty()));
-        let params = GenerateParams {
-            num_requests: n,
-            speedup_ratio: t.speedup_ratio,
-            prefix_len_multiplier: t.prefix_len_multiplier,
-            prefix_root_multiplier: t.prefix_root_multiplier,
-            prompt_len_multiplier: t.prompt_len_multiplier,
-            output_len_multiplier: t.output_len_multiplier,
-            max_isl: t.max_isl,
-            max_osl: t.max_osl,
-            block_size: t.block_size,
-            seed: t.seed,
-            ..GenerateParams::default()
-        };
+        let params = GenerateParams { num_requests: n, ..SynthesisSettings::from(&t).params };
         let out = match generate(&trace, &params) {
             Ok(out) => out,
             // A max ISL below every learnable length may reject all samples: an error, not a hang.

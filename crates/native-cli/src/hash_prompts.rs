@@ -1,8 +1,8 @@
 //! `aiperf-cli hash-prompts`: turn real prompts into a Mooncake trace.
 //!
 //! Each JSONL row's `prompt` (or `text_input`, or the text of its `messages`) is tokenized with a
-//! local `tokenizer.json` (no special tokens added), and its blocks are hashed with the core's
-//! AIPerf-compatible chained block hasher. `timestamp`, `output_length` and `session_id` are kept.
+//! `tokenizer.json` or a Hugging Face model's (no special tokens added), and its blocks are hashed
+//! with the core's AIPerf-compatible chained block hasher. `timestamp`, `output_length` and `session_id` are kept.
 //!
 //! Memory is bounded: lines are read through a length cap (`--max-line-bytes`), a prompt may hold
 //! at most `--max-prompt-bytes` of text, prompts are read and tokenized a batch at a time (about
@@ -23,6 +23,7 @@ use tokenizers::Tokenizer;
 
 use crate::input::open;
 use crate::output::{refuse_same_files, report_stream, write_output};
+use crate::tokenizer::load_named;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -42,9 +43,10 @@ pub struct Args {
     /// Tokens per hash id block.
     #[arg(long, default_value_t = DEFAULT_BLOCK_SIZE)]
     pub block_size: u32,
-    /// A Hugging Face `tokenizer.json`, or a folder containing one.
+    /// A Hugging Face `tokenizer.json`, a folder containing one, or a Hugging Face model name
+    /// (`org/name`: from the local cache, else fetched into it).
     #[arg(long)]
-    pub tokenizer: PathBuf,
+    pub tokenizer: String,
 }
 
 /// Default of `--max-prompt-bytes`: 4 MiB, about a million tokens (as long as the longest contexts).
@@ -61,8 +63,8 @@ struct Prompt {
 
 pub fn run(args: Args) -> Result<()> {
     ensure!(args.block_size >= 1, "--block-size must be at least 1");
-    refuse_same_files(&[&args.output_file], &[&args.file, &args.tokenizer])?;
-    let tokenizer = load_tokenizer(&args.tokenizer)?;
+    refuse_same_files(&[&args.output_file], &[&args.file, Path::new(&args.tokenizer)])?;
+    let (tokenizer, _) = load_named(&args.tokenizer)?;
     let mut prompts = Prompts::open(&args)?;
     let mut hasher = BlockHasher::new(args.block_size);
     let mut trace = Trace::new();
@@ -164,11 +166,6 @@ fn pieces(text: &str, size: usize) -> Vec<&str> {
     }
     out.push(&text[start..]);
     out
-}
-
-fn load_tokenizer(path: &Path) -> Result<Tokenizer> {
-    let file = if path.is_dir() { path.join("tokenizer.json") } else { path.to_path_buf() };
-    Tokenizer::from_file(&file).map_err(|e| anyhow!("cannot load tokenizer {}: {e}", file.display()))
 }
 
 /// The prompts file, read a batch at a time through a line-length cap.
@@ -290,8 +287,7 @@ mod tests {
     use super::*;
 
     fn fixture_tokenizer() -> Tokenizer {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/tokenizers/smollm2-135m");
-        load_tokenizer(&dir).unwrap()
+        Tokenizer::from_bytes(crate::tokenizer::EMBEDDED_TOKENIZER).unwrap()
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod output;
 mod profile;
 mod synthesis_flags;
 mod synthesize;
+mod tokenizer;
 mod trace_format;
 
 use std::process::ExitCode;

@@ -1,46 +1,193 @@
-//! The `--synthesis-*` options (AIPerf's names), shared by `synthesize-trace` and `profile`.
+//! Command-line options built from the core's table of synthesis parameters
+//! ([`aiperf_core::synthesis::Param`]): flag names, help, defaults and range checks all come from
+//! it, so the CLI accepts exactly what the web form accepts. [`SynthesisFlags`] are AIPerf's
+//! `--synthesis-*` options shared by `synthesize-trace` and `profile`; [`GenerateFlags`] are the
+//! rest of `synthesize-trace` (block size, seed, generative mode).
 
-use aiperf_core::synthesis::TransformParams;
+use std::marker::PhantomData;
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct SynthesisFlags {
-    /// Synthesis: divide timestamps (generative mode: gaps between arrivals) by this; 2 = twice as fast.
-    #[arg(long, default_value_t = 1.0)]
-    pub synthesis_speedup_ratio: f64,
-    /// Synthesis: scale the shared prefix of every request.
-    #[arg(long, default_value_t = 1.0)]
-    pub synthesis_prefix_len_multiplier: f64,
-    /// Synthesis: spread requests over this many disjoint copies of the prefix trees.
-    #[arg(long, default_value_t = 1)]
-    pub synthesis_prefix_root_multiplier: u32,
-    /// Synthesis: scale the unique (non-shared) part of every prompt.
-    #[arg(long, default_value_t = 1.0)]
-    pub synthesis_prompt_len_multiplier: f64,
-    /// Synthesis: scale output lengths.
-    #[arg(long, default_value_t = 1.0)]
-    pub synthesis_output_len_multiplier: f64,
-    /// Drop requests longer than this (tokens) first and cap synthesized ones to it
-    /// (generative mode: resample longer requests).
-    #[arg(long)]
-    pub synthesis_max_isl: Option<u64>,
-    /// Cap output lengths to this (tokens).
-    #[arg(long)]
-    pub synthesis_max_osl: Option<u64>,
+use aiperf_core::synthesis::settings::{Range, Value};
+use aiperf_core::synthesis::{GenerateParams, Mode, Param, SynthesisError, SynthesisSettings, TransformParams};
+use clap::{Arg, ArgMatches, Command, FromArgMatches};
+
+/// Which parameters a group of flags holds.
+pub trait ParamGroup: 'static {
+    const PARAMS: &'static [Param];
+}
+
+/// AIPerf's `--synthesis-*` options.
+#[derive(Clone, Copy, Debug)]
+pub struct Shared;
+
+impl ParamGroup for Shared {
+    const PARAMS: &'static [Param] = &Param::SHARED;
+}
+
+/// `synthesize-trace`'s own options.
+#[derive(Clone, Copy, Debug)]
+pub struct Own;
+
+impl ParamGroup for Own {
+    const PARAMS: &'static [Param] = &[Param::NumRequests, Param::MinIsl, Param::MinOsl, Param::Seed, Param::BlockSize];
+}
+
+/// The values given on the command line for the parameters of `G` (checked by clap's parser).
+#[derive(Clone, Debug)]
+pub struct Flags<G> {
+    given: Vec<(Param, Value)>,
+    group: PhantomData<G>,
+}
+
+pub type SynthesisFlags = Flags<Shared>;
+pub type GenerateFlags = Flags<Own>;
+
+impl<G> Flags<G> {
+    /// Whether the flag of `p` was given.
+    pub fn has(&self, p: Param) -> bool {
+        self.given.iter().any(|(q, _)| *q == p)
+    }
+
+    /// Writes the given values into `settings` (the others keep their values).
+    pub fn apply(&self, settings: &mut SynthesisSettings) -> Result<(), SynthesisError> {
+        self.given.iter().try_for_each(|&(p, v)| settings.set(p, v))
+    }
 }
 
 impl SynthesisFlags {
     /// The transform these flags ask for (validated by the caller through `TransformParams::validate`).
     pub fn transform_params(&self, block_size: u32, seed: u64) -> TransformParams {
-        TransformParams {
-            speedup_ratio: self.synthesis_speedup_ratio,
-            prefix_len_multiplier: self.synthesis_prefix_len_multiplier,
-            prefix_root_multiplier: self.synthesis_prefix_root_multiplier,
-            prompt_len_multiplier: self.synthesis_prompt_len_multiplier,
-            output_len_multiplier: self.synthesis_output_len_multiplier,
-            max_isl: self.synthesis_max_isl,
-            max_osl: self.synthesis_max_osl,
-            block_size,
-            seed,
+        let params = GenerateParams { block_size, seed, ..GenerateParams::default() };
+        let mut settings = SynthesisSettings { mode: Mode::Transform, params };
+        // Each value passed the same range check in clap's parser: applying it cannot fail.
+        for &(p, v) in &self.given {
+            let _ = settings.set(p, v);
         }
+        settings.transform_params()
+    }
+}
+
+/// The clap option of a parameter: `--flag`, its help with what it accepts and its default.
+fn arg(p: Param) -> Arg {
+    let default = match p.default_text() {
+        // Its presence chooses generative mode: without it there is no number of requests.
+        _ if p == Param::NumRequests => String::new(),
+        "" => " [default: none]".to_string(),
+        d => format!(" [default: {d}]"),
+    };
+    let help = format!("{} Accepts {}.{default}", p.doc(), p.range().describe());
+    let arg = Arg::new(p.flag())
+        .long(p.flag())
+        .help(help)
+        .value_name(if matches!(p.range(), Range::Float { .. }) { "X" } else { "N" })
+        .value_parser(move |text: &str| p.parse(text).map_err(|e| must_be(&e)));
+    if p.generate_only() && p != Param::NumRequests { arg.requires(Param::NumRequests.flag()) } else { arg }
+}
+
+/// The "must be …" part of a core range error (clap names the flag and the value itself).
+fn must_be(e: &SynthesisError) -> String {
+    match e {
+        SynthesisError::InvalidParam { expected, .. } => format!("must be {expected}"),
+        e => e.to_string(),
+    }
+}
+
+impl<G: ParamGroup> clap::Args for Flags<G> {
+    fn augment_args(cmd: Command) -> Command {
+        cmd.args(G::PARAMS.iter().map(|&p| arg(p)))
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl<G: ParamGroup> FromArgMatches for Flags<G> {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let given = G::PARAMS.iter().filter_map(|&p| m.get_one::<Value>(p.flag()).map(|&v| (p, v))).collect();
+        Ok(Flags { given, group: PhantomData })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        for (p, v) in Self::from_arg_matches(m)?.given {
+            self.given.retain(|(q, _)| *q != p);
+            self.given.push((p, v));
+        }
+        Ok(())
+    }
+}
+
+/// The command-line option behind a core parameter name, for error messages.
+pub fn option_name(param: &str) -> String {
+    Param::from_key(param).map_or_else(|| "an option".to_string(), |p| format!("--{}", p.flag()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        shared: SynthesisFlags,
+        #[command(flatten)]
+        own: GenerateFlags,
+    }
+
+    fn parse(args: &[&str]) -> Result<SynthesisSettings, String> {
+        let cli = Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).map_err(|e| e.to_string())?;
+        let mut s = SynthesisSettings::default();
+        cli.shared.apply(&mut s).map_err(|e| e.to_string())?;
+        cli.own.apply(&mut s).map_err(|e| e.to_string())?;
+        Ok(s)
+    }
+
+    #[test]
+    fn every_parameter_has_its_flag_and_the_defaults_are_the_cores() {
+        assert_eq!(parse(&[]), Ok(SynthesisSettings::default()));
+        let s = parse(&[
+            "--synthesis-speedup-ratio=2",
+            "--synthesis-prefix-len-multiplier=1.5",
+            "--synthesis-prefix-root-multiplier=3",
+            "--synthesis-prompt-len-multiplier=0.5",
+            "--synthesis-output-len-multiplier=0",
+            "--synthesis-max-isl=8192",
+            "--synthesis-max-osl=512",
+            "--num-requests=10",
+            "--synthesis-min-isl=5",
+            "--synthesis-min-osl=6",
+            "--random-seed=42",
+            "--block-size=16",
+        ]);
+        let params = GenerateParams {
+            speedup_ratio: 2.0,
+            prefix_len_multiplier: 1.5,
+            prefix_root_multiplier: 3,
+            prompt_len_multiplier: 0.5,
+            output_len_multiplier: 0.0,
+            max_isl: Some(8192),
+            max_osl: Some(512),
+            num_requests: 10,
+            min_isl: Some(5),
+            min_osl: Some(6),
+            seed: 42,
+            block_size: 16,
+        };
+        let want = SynthesisSettings { mode: Mode::Transform, params };
+        assert_eq!(s, Ok(want));
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_flag_the_value_and_what_is_accepted() {
+        let err = parse(&["--synthesis-output-len-multiplier", "1e30"]).unwrap_err();
+        assert!(
+            err.contains(
+                "invalid value '1e30' for '--synthesis-output-len-multiplier <X>': must be a number from 0 to 1000"
+            ),
+            "{err}"
+        );
+        let err = parse(&["--synthesis-min-isl", "5"]).unwrap_err();
+        assert!(err.contains("--num-requests"), "{err}");
+        assert_eq!(option_name("max_osl"), "--synthesis-max-osl");
     }
 }

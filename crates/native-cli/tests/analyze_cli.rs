@@ -15,12 +15,6 @@ fn cli(args: &[&OsStr]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_aiperf-cli")).args(args).output().unwrap()
 }
 
-fn tmp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("aiperf-cli-test-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn analyze(trace: &Path, out: &Path, extra: &[&str]) -> Output {
     let mut args: Vec<&OsStr> =
         vec!["analyze-trace".as_ref(), trace.as_os_str(), "--output-file".as_ref(), out.as_os_str()];
@@ -41,7 +35,8 @@ fn assert_close(golden: &serde_json::Value, ours: &serde_json::Value) {
 
 #[test]
 fn writes_the_golden_json_and_prints_the_report() {
-    let dir = tmp_dir("golden");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let out = dir.join("analysis.json");
     let run = analyze(&fixture("traces/arxiv_first20.jsonl"), &out, &["--block-size", "16"]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
@@ -59,7 +54,8 @@ fn writes_the_golden_json_and_prints_the_report() {
 
 #[test]
 fn reads_gzip_traces() {
-    let dir = tmp_dir("gzip");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let gz = dir.join("trace.jsonl.gz");
     let mut enc = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::fast());
     enc.write_all(&std::fs::read(fixture("traces/arxiv_first20.jsonl")).unwrap()).unwrap();
@@ -72,7 +68,8 @@ fn reads_gzip_traces() {
 
 #[test]
 fn invalid_rows_fail_with_every_error_listed_and_no_output() {
-    let dir = tmp_dir("invalid");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let out = dir.join("analysis.json");
     let bad = fixture("golden/aiperf-0.13.0/validate/bad_rows.jsonl");
     let run = analyze(&bad, &out, &[]);
@@ -86,7 +83,8 @@ fn invalid_rows_fail_with_every_error_listed_and_no_output() {
 
 #[test]
 fn skip_invalid_analyzes_the_good_rows_and_reports_the_rest() {
-    let dir = tmp_dir("skip");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let mixed = dir.join("mixed.jsonl");
     let text = "{\"input_length\": 600, \"hash_ids\": [1, 2]}\n{\"input_length\": \"x\"}\n\n{\"input_length\": 700, \"hash_ids\": [1, 3]}\n";
     std::fs::write(&mixed, text).unwrap();

@@ -12,13 +12,6 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("aiperf-hash-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn tokenizer_path() -> PathBuf {
     fixtures().join("tokenizers/smollm2-135m/tokenizer.json")
 }
@@ -32,7 +25,8 @@ fn text(seed: usize, words: usize) -> String {
 
 #[test]
 fn prompts_become_chained_block_ids() {
-    let dir = scratch("ok");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let shared = text(0, 1500);
     let rows = [
         json!({"timestamp": 0, "prompt": format!("{shared} {}", text(1, 300)), "output_length": 20, "session_id": "a"}),
@@ -83,8 +77,32 @@ fn prompts_become_chained_block_ids() {
 }
 
 #[test]
+fn a_hugging_face_model_name_is_read_from_the_local_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let snap = dir.join("hub/models--org--tiny/snapshots/rev1");
+    std::fs::create_dir_all(&snap).unwrap();
+    std::fs::copy(tokenizer_path(), snap.join("tokenizer.json")).unwrap();
+    let input = dir.join("prompts.jsonl");
+    std::fs::write(&input, format!("{}\n", json!({"prompt": text(4, 200)}))).unwrap();
+    let hash = |tokenizer: &str, out: &str| {
+        let out = dir.join(out);
+        let res = Command::new(env!("CARGO_BIN_EXE_aiperf-cli"))
+            .env("HF_HUB_CACHE", dir.join("hub"))
+            .args(["hash-prompts", input.to_str().unwrap(), "--output-file", out.to_str().unwrap()])
+            .args(["--block-size", "16", "--tokenizer", tokenizer])
+            .output()
+            .unwrap();
+        assert!(res.status.success(), "{}", String::from_utf8_lossy(&res.stderr));
+        std::fs::read_to_string(out).unwrap()
+    };
+    assert_eq!(hash("org/tiny", "by-name.jsonl"), hash(tokenizer_path().to_str().unwrap(), "by-path.jsonl"));
+}
+
+#[test]
 fn a_row_without_a_prompt_is_an_error_with_its_line() {
-    let dir = scratch("bad");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let input = dir.join("prompts.jsonl");
     std::fs::write(&input, "{\"prompt\": \"hi\"}\n{\"output_length\": 3}\n").unwrap();
     let out = dir.join("trace.jsonl");

@@ -11,14 +11,6 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
 }
 
-/// A fresh, empty scratch folder for one test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("aiperf-synth-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn cli(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_aiperf-cli")).args(args).output().unwrap()
 }
@@ -33,7 +25,8 @@ fn golden(name: &str) -> Vec<Value> {
 
 #[test]
 fn transform_writes_aiperfs_loader_output() {
-    let dir = scratch("golden");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let input = fixtures().join("traces/conversation_head500.synth_safe.jsonl");
     let run = |name: &str, flags: &[&str]| -> (Vec<Value>, String) {
         let out = dir.join(name);
@@ -80,7 +73,8 @@ fn transform_writes_aiperfs_loader_output() {
 
 #[test]
 fn failure_leaves_the_previous_file_untouched_and_no_temp_file() {
-    let dir = scratch("atomic");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let bad = dir.join("bad.jsonl");
     std::fs::write(&bad, "{\"input_length\":10,\"hash_ids\":[1]}\n{\"input_length\":\"x\"}\n").unwrap();
     let out = dir.join("out.jsonl");
@@ -89,7 +83,7 @@ fn failure_leaves_the_previous_file_untouched_and_no_temp_file() {
     assert!(!res.status.success());
     assert!(String::from_utf8_lossy(&res.stderr).contains("input_length"));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous contents\n");
-    let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names.len(), 2, "{names:?}");
     // An output folder that does not exist: error, nothing created.
     let good = fixtures().join("traces/arxiv_first20.jsonl");
@@ -101,7 +95,8 @@ fn failure_leaves_the_previous_file_untouched_and_no_temp_file() {
 
 #[test]
 fn invalid_parameters_name_the_option() {
-    let dir = scratch("invalid");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let out = dir.join("out.jsonl");
     let input = fixtures().join("traces/arxiv_first20.jsonl");
     for (flag, value) in [
@@ -115,6 +110,10 @@ fn invalid_parameters_name_the_option() {
         ("--synthesis-max-osl", "0"),
         ("--block-size", "0"),
         ("--synthesis-speedup-ratio", "fast"),
+        ("--synthesis-speedup-ratio", "1e-300"),
+        ("--synthesis-prefix-len-multiplier", "1e30"),
+        ("--synthesis-output-len-multiplier", "1e30"),
+        ("--num-requests", "1e10"),
     ] {
         let res = cli(&[
             "synthesize-trace",
@@ -126,13 +125,15 @@ fn invalid_parameters_name_the_option() {
         let stderr = String::from_utf8_lossy(&res.stderr);
         assert!(!res.status.success(), "{flag} {value} accepted");
         assert!(stderr.contains(flag), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(value) && stderr.contains("must be a"), "{flag} {value}: {stderr}");
         assert!(!out.exists());
     }
 }
 
 #[test]
 fn generative_mode_is_reproducible_and_reports_fidelity() {
-    let dir = scratch("generate");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let input = fixtures().join("traces/conversation_head500.jsonl");
     let run = |name: &str, seed: &str| -> Output {
         let out = dir.join(name);
@@ -168,7 +169,8 @@ fn generative_mode_is_reproducible_and_reports_fidelity() {
 
 #[test]
 fn generative_filter_rejecting_everything_fails_clearly() {
-    let dir = scratch("filter");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let out = dir.join("out.jsonl");
     let input = fixtures().join("traces/arxiv_first20.jsonl");
     let res = cli(&[

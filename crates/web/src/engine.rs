@@ -1,11 +1,12 @@
 //! What the worker computes, as pure functions of a parsed trace (tested natively).
 
+use std::rc::Rc;
+
 use aiperf_core::analysis::{Analysis, RowMetrics, analyze_with_rows};
-use aiperf_core::synthesis::{GenerateParams, PrefixModel, SynthesisError, TransformParams, transform};
+use aiperf_core::synthesis::{Mode, Param, PrefixModel, SynthesisError, SynthesisSettings, transform};
 use aiperf_core::trace::Trace;
 
 use crate::chart_data::{Dist, Series};
-use crate::params::{Field, Mode, SynthSettings};
 use crate::protocol::{AnalysisView, BadRow, Charts, SynthView};
 
 /// Points of the arrivals chart at most.
@@ -35,44 +36,11 @@ pub fn charts(a: &Analysis, m: &RowMetrics) -> Charts {
         Series::rates(&arr.requests_per_second, window as f64, ARRIVAL_POINTS)
     });
     Charts {
-        isl: Dist::lengths(&m.isl),
-        osl: Dist::lengths(&m.osl),
-        context_length: Dist::lengths(&m.context_length),
-        hit_rate: Dist::fractions(&m.hit_rate),
-        arrivals,
-    }
-}
-
-/// The core's transform parameters for these settings.
-pub fn transform_params(s: &SynthSettings) -> TransformParams {
-    TransformParams {
-        speedup_ratio: s.speedup_ratio,
-        prefix_len_multiplier: s.prefix_len_multiplier,
-        prefix_root_multiplier: s.prefix_root_multiplier,
-        prompt_len_multiplier: s.prompt_len_multiplier,
-        output_len_multiplier: s.output_len_multiplier,
-        max_isl: s.max_isl,
-        max_osl: s.max_osl,
-        block_size: s.block_size,
-        seed: s.seed,
-    }
-}
-
-/// The core's generation parameters for these settings.
-pub fn generate_params(s: &SynthSettings) -> GenerateParams {
-    GenerateParams {
-        num_requests: usize::try_from(s.num_requests).unwrap_or(usize::MAX),
-        speedup_ratio: s.speedup_ratio,
-        prefix_len_multiplier: s.prefix_len_multiplier,
-        prefix_root_multiplier: s.prefix_root_multiplier,
-        prompt_len_multiplier: s.prompt_len_multiplier,
-        output_len_multiplier: s.output_len_multiplier,
-        min_isl: s.min_isl,
-        max_isl: s.max_isl,
-        min_osl: s.min_osl,
-        max_osl: s.max_osl,
-        block_size: s.block_size,
-        seed: s.seed,
+        isl: Rc::new(Dist::lengths(&m.isl)),
+        osl: Rc::new(Dist::lengths(&m.osl)),
+        context_length: Rc::new(Dist::lengths(&m.context_length)),
+        hit_rate: Rc::new(Dist::fractions(&m.hit_rate)),
+        arrivals: Rc::new(arrivals),
     }
 }
 
@@ -83,45 +51,47 @@ pub struct ModelCache {
 }
 
 /// Synthesizes a trace: the same core calls as `aiperf-cli synthesize-trace`.
-pub fn synthesize(trace: &Trace, s: &SynthSettings, cache: &mut ModelCache) -> Result<Trace, String> {
+pub fn synthesize(trace: &Trace, s: &SynthesisSettings, cache: &mut ModelCache) -> Result<Trace, String> {
+    s.validate().map_err(explain)?;
+    let bs = s.params.block_size;
     match s.mode {
-        Mode::Transform => {
-            let p = transform_params(s);
-            p.validate().map_err(explain)?;
-            transform(trace, &p).map_err(explain)
-        }
+        Mode::Transform => transform(trace, &s.transform_params()).map_err(explain),
         Mode::Generate => {
-            let p = generate_params(s);
-            p.validate().map_err(explain)?;
-            if cache.model.as_ref().is_none_or(|(bs, _)| *bs != s.block_size) {
-                cache.model = Some((s.block_size, PrefixModel::learn(trace, s.block_size).map_err(explain)?));
+            if cache.model.as_ref().is_none_or(|(b, _)| *b != bs) {
+                cache.model = Some((bs, PrefixModel::learn(trace, bs).map_err(explain)?));
             }
             match &cache.model {
-                Some((_, model)) => model.sample(&p).map_err(explain),
+                Some((_, model)) => model.sample(&s.params).map_err(explain),
                 None => Err("no model".into()),
             }
         }
     }
 }
 
-/// A core error in the page's words (parameter names as labelled on the page).
+/// A core error in the page's words (parameters named by their label on the page).
 fn explain(e: SynthesisError) -> String {
-    let label = e.param().and_then(|p| Field::ALL.iter().find(|f| f.key() == p)).map(|f| f.label());
-    match label {
-        Some(l) => format!("{l}: {e}"),
+    match e.param().and_then(Param::from_key) {
+        Some(p) => format!("{}: {e}", p.label()),
         None => e.to_string(),
     }
 }
 
+/// Name of the synthesized file, from the input's name and the seed.
+pub fn synth_file_name(input: &str, seed: &str) -> String {
+    let stem = input.trim_end_matches(".gz").trim_end_matches(".jsonl");
+    let seed: String = seed.chars().filter(char::is_ascii_alphanumeric).collect();
+    format!("{stem}.synth-seed{seed}.jsonl")
+}
+
 /// Before/after view of a synthesized trace.
-pub fn synth_view(synthesized: &Trace, settings: &SynthSettings) -> SynthView {
-    let (a, m) = analyze_with_rows(synthesized, settings.block_size);
+pub fn synth_view(synthesized: &Trace, settings: &SynthesisSettings) -> SynthView {
+    let (a, m) = analyze_with_rows(synthesized, settings.params.block_size);
     SynthView {
         settings: settings.clone(),
         rows: synthesized.len() as u64,
         json: analysis_json(&a),
-        isl: Dist::lengths(&m.isl),
-        osl: Dist::lengths(&m.osl),
+        isl: Rc::new(Dist::lengths(&m.isl)),
+        osl: Rc::new(Dist::lengths(&m.osl)),
         compute_ms: 0.0,
     }
 }
@@ -167,15 +137,26 @@ mod tests {
         let s = form.synth().unwrap();
         let mut cache = ModelCache::default();
         let ours = synthesize(&trace, &s, &mut cache).unwrap();
-        let cli = transform(&trace, &transform_params(&s)).unwrap();
+        let cli = transform(&trace, &s.transform_params()).unwrap();
         assert_eq!(aiperf_core::trace::write_trace(&ours), aiperf_core::trace::write_trace(&cli));
         assert_eq!(synth_view(&ours, &s).rows, 500);
         form.mode = Mode::Generate;
-        form.set(Field::NumRequests, "50");
+        form.set(Param::NumRequests, "50");
         let g = form.synth().unwrap();
         let a = synthesize(&trace, &g, &mut cache).unwrap();
-        let b = aiperf_core::synthesis::generate(&trace, &generate_params(&g)).unwrap();
+        let b = aiperf_core::synthesis::generate(&trace, &g.params).unwrap();
         assert_eq!(a.len(), 50);
         assert_eq!(aiperf_core::trace::write_trace(&a), aiperf_core::trace::write_trace(&b));
+    }
+
+    #[test]
+    fn errors_name_the_field_by_its_label() {
+        let trace = parse_str("{\"input_length\":10,\"hash_ids\":[1]}\n", ParseOptions::default()).unwrap().trace;
+        let (mut form, _) = crate::params::Form::from_query("?min_isl=9&max_isl=5&mode=generate");
+        let err = synthesize(&trace, &form.synth().unwrap(), &mut ModelCache::default()).unwrap_err();
+        assert_eq!(err, "Max input length: max_isl must be at least min_isl (9), got 5");
+        form.mode = Mode::Transform;
+        assert!(synthesize(&trace, &form.synth().unwrap(), &mut ModelCache::default()).is_ok());
+        assert_eq!(synth_file_name("a/b.jsonl.gz", "4 2"), "a/b.synth-seed42.jsonl");
     }
 }

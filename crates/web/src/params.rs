@@ -1,194 +1,14 @@
-//! The parameters a user sets (block size, synthesis knobs, seed), kept as the text typed so that
-//! invalid values can be shown with a message; their URL form; and the equivalent CLI command.
+//! The parameters a user sets, kept as the text typed so that invalid values can be shown with a
+//! message; their URL form (the share link); and the equivalent CLI command. Names, ranges,
+//! defaults and messages all come from the core's table ([`Param`]), the same one the CLI's
+//! flags are built from.
 
-use serde::{Deserialize, Serialize};
+use aiperf_core::synthesis::{Mode, Param, SynthesisSettings};
 
-/// Transform every row, or generate new rows from the learned distributions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Mode {
-    #[default]
-    Transform,
-    Generate,
-}
-
-/// One editable parameter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Field {
-    BlockSize,
-    Speedup,
-    PrefixLen,
-    PrefixRoot,
-    PromptLen,
-    OutputLen,
-    MaxIsl,
-    MaxOsl,
-    Seed,
-    NumRequests,
-    MinIsl,
-    MinOsl,
-}
-
-enum Kind {
-    /// An integer in `min..=max`.
-    Int { min: u64, max: u64 },
-    /// An optional integer ≥ 1 (empty: no limit).
-    OptInt,
-    /// A finite float `> 0` (or `≥ 0` when `zero_ok`).
-    Float { zero_ok: bool },
-}
-
-impl Field {
-    pub const ALL: [Field; 12] = [
-        Field::BlockSize,
-        Field::Speedup,
-        Field::PrefixLen,
-        Field::PrefixRoot,
-        Field::PromptLen,
-        Field::OutputLen,
-        Field::MaxIsl,
-        Field::MaxOsl,
-        Field::Seed,
-        Field::NumRequests,
-        Field::MinIsl,
-        Field::MinOsl,
-    ];
-    /// The synthesis fields, in the panel's order.
-    pub const SYNTH: [Field; 11] = [
-        Field::NumRequests,
-        Field::Speedup,
-        Field::PrefixLen,
-        Field::PrefixRoot,
-        Field::PromptLen,
-        Field::OutputLen,
-        Field::MinIsl,
-        Field::MaxIsl,
-        Field::MinOsl,
-        Field::MaxOsl,
-        Field::Seed,
-    ];
-
-    /// Fields that only generative synthesis has.
-    pub fn generate_only(self) -> bool {
-        matches!(self, Field::NumRequests | Field::MinIsl | Field::MinOsl)
-    }
-
-    fn index(self) -> usize {
-        Field::ALL.iter().position(|&f| f == self).unwrap_or(0)
-    }
-
-    /// Key in the page URL.
-    pub fn key(self) -> &'static str {
-        match self {
-            Field::BlockSize => "block_size",
-            Field::Speedup => "speedup_ratio",
-            Field::PrefixLen => "prefix_len_multiplier",
-            Field::PrefixRoot => "prefix_root_multiplier",
-            Field::PromptLen => "prompt_len_multiplier",
-            Field::OutputLen => "output_len_multiplier",
-            Field::MaxIsl => "max_isl",
-            Field::MaxOsl => "max_osl",
-            Field::Seed => "seed",
-            Field::NumRequests => "num_requests",
-            Field::MinIsl => "min_isl",
-            Field::MinOsl => "min_osl",
-        }
-    }
-
-    /// Flag of `aiperf-cli synthesize-trace`.
-    pub fn flag(self) -> String {
-        match self {
-            Field::BlockSize => "--block-size".into(),
-            Field::Seed => "--random-seed".into(),
-            Field::NumRequests => "--num-requests".into(),
-            f => format!("--synthesis-{}", f.key().replace('_', "-")),
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Field::BlockSize => "Block size (tokens per hash id)",
-            Field::Speedup => "Speedup ratio",
-            Field::PrefixLen => "Prefix length multiplier",
-            Field::PrefixRoot => "Prefix root multiplier",
-            Field::PromptLen => "Prompt length multiplier",
-            Field::OutputLen => "Output length multiplier",
-            Field::MaxIsl => "Max input length",
-            Field::MaxOsl => "Max output length",
-            Field::Seed => "Seed",
-            Field::NumRequests => "Number of requests",
-            Field::MinIsl => "Min input length",
-            Field::MinOsl => "Min output length",
-        }
-    }
-
-    pub fn help(self) -> &'static str {
-        match self {
-            Field::BlockSize => "integer ≥ 1",
-            Field::Speedup => "> 0; 2 replays twice as fast",
-            Field::PrefixLen => "> 0; scales shared prefixes",
-            Field::PrefixRoot => "integer ≥ 1; copies of the prefix tree",
-            Field::PromptLen => "> 0; scales unique prompts",
-            Field::OutputLen => "≥ 0; scales output lengths",
-            Field::MaxIsl => "tokens; longer rows dropped, empty: none",
-            Field::MaxOsl => "tokens; empty: no cap",
-            Field::MinIsl => "tokens; shorter samples redrawn",
-            Field::MinOsl => "tokens; empty: no floor",
-            Field::Seed => "integer ≥ 0 (AIPerf's --random-seed)",
-            Field::NumRequests => "requests to generate",
-        }
-    }
-
-    pub fn default_value(self) -> &'static str {
-        match self {
-            Field::BlockSize => "512",
-            Field::Speedup | Field::PrefixLen | Field::PrefixRoot | Field::PromptLen | Field::OutputLen => "1",
-            Field::MaxIsl | Field::MaxOsl | Field::MinIsl | Field::MinOsl => "",
-            Field::Seed => "0",
-            Field::NumRequests => "1000",
-        }
-    }
-
-    fn kind(self) -> Kind {
-        match self {
-            Field::BlockSize => Kind::Int { min: 1, max: 1 << 24 },
-            Field::PrefixRoot => Kind::Int { min: 1, max: 1000 },
-            Field::Seed => Kind::Int { min: 0, max: u64::MAX },
-            Field::NumRequests => Kind::Int { min: 1, max: 10_000_000 },
-            Field::MaxIsl | Field::MaxOsl | Field::MinIsl | Field::MinOsl => Kind::OptInt,
-            Field::OutputLen => Kind::Float { zero_ok: true },
-            Field::Speedup | Field::PrefixLen | Field::PromptLen => Kind::Float { zero_ok: false },
-        }
-    }
-
-    /// Checks a typed value; the message says what is expected.
-    pub fn validate(self, text: &str) -> Result<(), String> {
-        let t = text.trim();
-        match self.kind() {
-            Kind::Int { min, max } => match t.parse::<u64>() {
-                Ok(v) if (min..=max).contains(&v) => Ok(()),
-                Ok(_) if max == u64::MAX => Err(format!("must be at least {min}")),
-                Ok(_) => Err(format!("must be between {min} and {max}")),
-                Err(_) => Err("must be a whole number".into()),
-            },
-            Kind::OptInt if t.is_empty() => Ok(()),
-            Kind::OptInt => match t.parse::<u64>() {
-                Ok(v) if v >= 1 => Ok(()),
-                _ => Err("must be a whole number ≥ 1, or empty".into()),
-            },
-            Kind::Float { zero_ok } => match t.parse::<f64>() {
-                Ok(v) if v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0)) => Ok(()),
-                Ok(_) if zero_ok => Err("must be ≥ 0".into()),
-                Ok(_) => Err("must be greater than 0".into()),
-                Err(_) => Err("must be a number".into()),
-            },
-        }
-    }
-}
-
-/// Everything the user set, as typed.
+/// Everything the user set, as typed (indexed like [`Param::ALL`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Form {
-    values: [String; 12],
+    values: [String; Param::ALL.len()],
     pub mode: Mode,
     /// Load the bundled sample when the page opens (from a shared link).
     pub sample: bool,
@@ -196,81 +16,65 @@ pub struct Form {
 
 impl Default for Form {
     fn default() -> Self {
-        Form { values: Field::ALL.map(|f| f.default_value().to_string()), mode: Mode::Transform, sample: false }
+        Form { values: Param::ALL.map(|p| p.default_text().to_string()), mode: Mode::Transform, sample: false }
     }
 }
 
-/// Validated synthesis settings (sent to the worker).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SynthSettings {
-    pub mode: Mode,
-    pub block_size: u32,
-    pub speedup_ratio: f64,
-    pub prefix_len_multiplier: f64,
-    pub prefix_root_multiplier: u32,
-    pub prompt_len_multiplier: f64,
-    pub output_len_multiplier: f64,
-    pub max_isl: Option<u64>,
-    pub max_osl: Option<u64>,
-    pub min_isl: Option<u64>,
-    pub min_osl: Option<u64>,
-    pub seed: u64,
-    pub num_requests: u64,
+/// The message under a field holding an invalid value ("must be a whole number from 1 to 16").
+pub fn field_error(p: Param, text: &str) -> Option<String> {
+    p.parse(text).err().map(|_| {
+        let empty_ok = if p.default_text().is_empty() { ", or empty" } else { "" };
+        format!("must be {}{empty_ok}", p.range().describe())
+    })
+}
+
+/// The hint under a valid field: what it does and what it accepts.
+pub fn field_hint(p: Param) -> String {
+    let empty = if p.default_text().is_empty() { "; empty: none" } else { "" };
+    format!("{}; {}{empty}", p.hint(), p.range().describe())
 }
 
 impl Form {
-    pub fn get(&self, f: Field) -> &str {
-        &self.values[f.index()]
+    pub fn get(&self, p: Param) -> &str {
+        &self.values[p as usize]
     }
 
-    pub fn set(&mut self, f: Field, v: impl Into<String>) {
-        self.values[f.index()] = v.into();
+    pub fn set(&mut self, p: Param, v: impl Into<String>) {
+        self.values[p as usize] = v.into();
     }
 
-    pub fn error(&self, f: Field) -> Option<String> {
-        f.validate(self.get(f)).err()
+    pub fn error(&self, p: Param) -> Option<String> {
+        field_error(p, self.get(p))
     }
 
     /// The block size when valid.
     pub fn block_size(&self) -> Option<u32> {
-        self.error(Field::BlockSize).is_none().then(|| self.get(Field::BlockSize).trim().parse().ok()).flatten()
+        let mut s = SynthesisSettings::default();
+        s.set(Param::BlockSize, Param::BlockSize.parse(self.get(Param::BlockSize)).ok()?).ok()?;
+        Some(s.params.block_size)
     }
 
-    /// The fields that matter in the current mode (number of requests only when generating).
-    pub fn active_synth_fields(&self) -> impl Iterator<Item = Field> + '_ {
-        Field::SYNTH.into_iter().filter(|&f| !f.generate_only() || self.mode == Mode::Generate)
+    /// The fields that matter in the current mode (generative ones only when generating).
+    pub fn active_synth_fields(&self) -> impl Iterator<Item = Param> + '_ {
+        // The table's order is the panel's; the block size sits in the analysis panel.
+        Param::ALL.into_iter().filter(|&p| p != Param::BlockSize && (!p.generate_only() || self.mode == Mode::Generate))
     }
 
-    /// The synthesis settings, or `None` while a field is invalid.
-    pub fn synth(&self) -> Option<SynthSettings> {
-        if self.active_synth_fields().chain([Field::BlockSize]).any(|f| self.error(f).is_some()) {
-            return None;
+    /// The synthesis settings, or `None` while a field of the current mode is invalid.
+    pub fn synth(&self) -> Option<SynthesisSettings> {
+        let mut s = SynthesisSettings { mode: self.mode, ..SynthesisSettings::default() };
+        for p in s.active().collect::<Vec<_>>() {
+            s.set(p, p.parse(self.get(p)).ok()?).ok()?;
         }
-        let int = |f: Field| self.get(f).trim().parse::<u64>().ok();
-        let float = |f: Field| self.get(f).trim().parse::<f64>().ok();
-        Some(SynthSettings {
-            mode: self.mode,
-            block_size: self.block_size()?,
-            speedup_ratio: float(Field::Speedup)?,
-            prefix_len_multiplier: float(Field::PrefixLen)?,
-            prefix_root_multiplier: u32::try_from(int(Field::PrefixRoot)?).ok()?,
-            prompt_len_multiplier: float(Field::PromptLen)?,
-            output_len_multiplier: float(Field::OutputLen)?,
-            max_isl: int(Field::MaxIsl),
-            max_osl: int(Field::MaxOsl),
-            min_isl: if self.mode == Mode::Generate { int(Field::MinIsl) } else { None },
-            min_osl: if self.mode == Mode::Generate { int(Field::MinOsl) } else { None },
-            seed: int(Field::Seed)?,
-            num_requests: int(Field::NumRequests).unwrap_or(1000),
-        })
+        Some(s)
     }
 
     /// The query string (`?block_size=16&seed=7`) holding the values that differ from the defaults.
     pub fn to_query(&self) -> String {
-        let mut parts: Vec<String> = Field::ALL
+        let mut parts: Vec<String> = Param::ALL
             .iter()
-            .filter(|&&f| self.get(f) != f.default_value())
-            .map(|&f| format!("{}={}", f.key(), encode(self.get(f))))
+            .filter(|&&p| self.get(p) != p.default_text())
+            .map(|&p| format!("{}={}", p.key(), encode(self.get(p))))
             .collect();
         if self.mode == Mode::Generate {
             parts.push("mode=generate".into());
@@ -288,8 +92,8 @@ impl Form {
         for pair in query.trim_start_matches('?').split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             let (k, v) = (decode(k), decode(v));
-            if let Some(f) = Field::ALL.iter().find(|f| f.key() == k) {
-                form.set(*f, v);
+            if let Some(p) = Param::from_key(&k) {
+                form.set(p, v);
             } else if k == "mode" {
                 match v.as_str() {
                     "generate" => form.mode = Mode::Generate,
@@ -308,8 +112,9 @@ impl Form {
     /// `aiperf-cli analyze-trace` with these settings.
     pub fn analyze_command(&self, file: &str, skip_invalid: bool) -> String {
         let mut cmd = format!("aiperf-cli analyze-trace {}", shell_quote(file));
-        if self.get(Field::BlockSize) != Field::BlockSize.default_value() {
-            cmd += &format!(" --block-size {}", self.get(Field::BlockSize).trim());
+        let bs = Param::BlockSize;
+        if self.get(bs) != bs.default_text() {
+            cmd += &format!(" --{} {}", bs.flag(), self.get(bs).trim());
         }
         if skip_invalid {
             cmd += " --skip-invalid";
@@ -323,10 +128,10 @@ impl Form {
         if skip_invalid {
             cmd += " --skip-invalid";
         }
-        for f in std::iter::once(Field::BlockSize).chain(self.active_synth_fields()) {
-            let v = self.get(f).trim();
-            if f == Field::Seed || f == Field::NumRequests || (v != f.default_value() && !v.is_empty()) {
-                cmd += &format!(" {} {}", f.flag(), shell_quote(v));
+        for p in std::iter::once(Param::BlockSize).chain(self.active_synth_fields()) {
+            let v = self.get(p).trim();
+            if p == Param::Seed || p == Param::NumRequests || (v != p.default_text() && !v.is_empty()) {
+                cmd += &format!(" --{} {}", p.flag(), shell_quote(v));
             }
         }
         cmd + &format!(" --output-file {}", shell_quote(out))
@@ -383,40 +188,65 @@ mod tests {
 
     #[test]
     fn validation_messages() {
-        assert!(Field::BlockSize.validate("512").is_ok());
-        assert_eq!(Field::BlockSize.validate("0").unwrap_err(), "must be between 1 and 16777216");
-        assert_eq!(Field::BlockSize.validate("abc").unwrap_err(), "must be a whole number");
-        assert_eq!(Field::Speedup.validate("0").unwrap_err(), "must be greater than 0");
-        assert!(Field::OutputLen.validate("0").is_ok());
-        assert_eq!(Field::OutputLen.validate("-1").unwrap_err(), "must be ≥ 0");
-        assert_eq!(Field::Speedup.validate("NaN").unwrap_err(), "must be greater than 0");
-        assert!(Field::MaxIsl.validate("").is_ok());
-        assert!(Field::MaxIsl.validate("0").is_err());
+        let f = Form::default();
+        assert_eq!(f.error(Param::BlockSize), None);
+        let err = |p: Param, v: &str| field_error(p, v);
+        assert_eq!(err(Param::BlockSize, "0").unwrap(), "must be a whole number from 1 to 16777216");
+        assert_eq!(err(Param::BlockSize, "abc").unwrap(), "must be a whole number from 1 to 16777216");
+        assert_eq!(err(Param::SpeedupRatio, "0").unwrap(), "must be a number from 0.001 to 1000000");
+        assert_eq!(err(Param::OutputLenMultiplier, "0"), None);
+        assert_eq!(err(Param::OutputLenMultiplier, "-1").unwrap(), "must be a number from 0 to 1000");
+        assert_eq!(err(Param::PromptLenMultiplier, "1e30").unwrap(), "must be a number > 0 and ≤ 1000");
+        assert_eq!(err(Param::MaxIsl, ""), None);
+        assert_eq!(err(Param::MaxIsl, "0").unwrap(), "must be a whole number ≥ 1, or empty");
+        assert_eq!(field_hint(Param::MaxOsl), "tokens; no cap when empty; a whole number ≥ 1; empty: none");
     }
 
     #[test]
     fn query_round_trip() {
         let mut f = Form::default();
         assert_eq!(f.to_query(), "");
-        f.set(Field::Speedup, "2.5");
-        f.set(Field::MaxIsl, "8192");
+        f.set(Param::SpeedupRatio, "2.5");
+        f.set(Param::MaxIsl, "8192");
         f.mode = Mode::Generate;
         f.sample = true;
         let q = f.to_query();
         assert_eq!(q, "?speedup_ratio=2.5&max_isl=8192&mode=generate&sample=1");
-        let (g, unknown) = Form::from_query(&q);
+        f.set(Param::Seed, "7");
+        f.set(Param::NumRequests, "5");
+        assert_eq!(f.to_query(), "?num_requests=5&speedup_ratio=2.5&max_isl=8192&seed=7&mode=generate&sample=1");
+        let (g, unknown) = Form::from_query(&f.to_query());
         assert_eq!(g, f);
         assert!(unknown.is_empty());
     }
 
     #[test]
+    fn links_made_before_the_shared_table_still_decode() {
+        let old = "?block_size=16&speedup_ratio=2&prefix_len_multiplier=1.5&prefix_root_multiplier=3\
+                   &prompt_len_multiplier=0.5&output_len_multiplier=0&max_isl=8192&max_osl=512&seed=7\
+                   &num_requests=50&min_isl=10&min_osl=2&mode=generate&sample=1";
+        let (f, unknown) = Form::from_query(old);
+        assert!(unknown.is_empty(), "{unknown:?}");
+        let s = f.synth().unwrap();
+        let g = &s.params;
+        assert_eq!((s.mode, g.block_size, g.seed, g.num_requests), (Mode::Generate, 16, 7, 50));
+        assert_eq!((g.speedup_ratio, g.prefix_len_multiplier, g.prompt_len_multiplier), (2.0, 1.5, 0.5));
+        assert_eq!((g.prefix_root_multiplier, g.output_len_multiplier), (3, 0.0));
+        assert_eq!((g.min_isl, g.max_isl, g.min_osl, g.max_osl), (Some(10), Some(8192), Some(2), Some(512)));
+        assert!(f.sample);
+    }
+
+    #[test]
     fn bad_query_values_are_kept_and_flagged() {
         let (f, unknown) = Form::from_query("?block_size=%2Dx&zzz=1&mode=weird&seed=%");
-        assert_eq!(f.get(Field::BlockSize), "-x");
-        assert!(f.error(Field::BlockSize).is_some());
+        assert_eq!(f.get(Param::BlockSize), "-x");
+        assert!(f.error(Param::BlockSize).is_some());
         assert!(f.synth().is_none());
-        assert_eq!(f.get(Field::Seed), "%");
+        assert_eq!(f.get(Param::Seed), "%");
         assert_eq!(unknown, ["zzz", "mode=weird"]);
+        // Out of range, not just malformed: refused the same way as on the command line.
+        let (f, _) = Form::from_query("?output_len_multiplier=1e30");
+        assert!(f.error(Param::OutputLenMultiplier).is_some() && f.synth().is_none());
     }
 
     #[test]
@@ -426,21 +256,21 @@ mod tests {
             f.analyze_command("my trace.jsonl", false),
             "aiperf-cli analyze-trace 'my trace.jsonl' --output-file analysis.json"
         );
-        f.set(Field::BlockSize, "16");
-        f.set(Field::Speedup, "2");
+        f.set(Param::BlockSize, "16");
+        f.set(Param::SpeedupRatio, "2");
         assert_eq!(
             f.synthesize_command("t.jsonl", "out.jsonl", false),
             "aiperf-cli synthesize-trace t.jsonl --block-size 16 --synthesis-speedup-ratio 2 --random-seed 0 --output-file out.jsonl"
         );
         let s = f.synth().unwrap();
-        assert_eq!((s.block_size, s.speedup_ratio, s.max_isl, s.seed), (16, 2.0, None, 0));
+        assert_eq!((s.params.block_size, s.params.speedup_ratio, s.params.max_isl, s.params.seed), (16, 2.0, None, 0));
         f.mode = Mode::Generate;
-        f.set(Field::MinIsl, "100");
+        f.set(Param::MinIsl, "100");
         assert_eq!(
             f.synthesize_command("t.jsonl", "o.jsonl", true),
             "aiperf-cli synthesize-trace t.jsonl --skip-invalid --block-size 16 --num-requests 1000 \
              --synthesis-speedup-ratio 2 --synthesis-min-isl 100 --random-seed 0 --output-file o.jsonl"
         );
-        assert_eq!(f.synth().unwrap().min_isl, Some(100));
+        assert_eq!(f.synth().unwrap().params.min_isl, Some(100));
     }
 }

@@ -2,10 +2,12 @@
 //! data (no `serde_json::Value`, no skipped fields); the analysis travels as its JSON text, which
 //! is also the downloadable file.
 
+use std::rc::Rc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::chart_data::{Dist, Series};
-use crate::params::SynthSettings;
+use aiperf_core::synthesis::SynthesisSettings;
 
 /// Page → worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -15,9 +17,9 @@ pub enum ToWorker {
     /// Analyse the loaded trace again with another block size.
     Analyze { block_size: u32 },
     /// Synthesize from the loaded trace and compare with the original.
-    Synthesize { settings: SynthSettings },
+    Synthesize { settings: SynthesisSettings },
     /// Send back the synthesized trace as JSONL.
-    Export { settings: SynthSettings },
+    Export { settings: SynthesisSettings },
 }
 
 /// Worker → page.
@@ -39,7 +41,7 @@ pub enum FromWorker {
     },
     /// The synthesized trace, with the file name to save it under.
     Export {
-        settings: SynthSettings,
+        settings: SynthesisSettings,
         name: String,
         jsonl: String,
     },
@@ -87,22 +89,22 @@ pub struct AnalysisView {
 /// The distributions charted on the page.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Charts {
-    pub isl: Dist,
-    pub osl: Dist,
-    pub context_length: Dist,
-    pub hit_rate: Dist,
-    pub arrivals: Series,
+    pub isl: Rc<Dist>,
+    pub osl: Rc<Dist>,
+    pub context_length: Rc<Dist>,
+    pub hit_rate: Rc<Dist>,
+    pub arrivals: Rc<Series>,
 }
 
 /// Original and synthesized statistics side by side.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SynthView {
-    pub settings: SynthSettings,
+    pub settings: SynthesisSettings,
     pub rows: u64,
     /// Analysis JSON of the synthesized trace (same shape as the original's).
     pub json: String,
     /// Input and output length distributions of the synthesized trace.
-    pub isl: Dist,
-    pub osl: Dist,
+    pub isl: Rc<Dist>,
+    pub osl: Rc<Dist>,
     pub compute_ms: f64,
 }

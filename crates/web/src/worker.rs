@@ -10,12 +10,11 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use yew_agent::worker::{HandlerId, Worker, WorkerScope};
 
-use crate::components::synth_file_name;
-use crate::engine::{ModelCache, analysis_view, bad_rows, synth_view, synthesize};
+use crate::engine::{ModelCache, analysis_view, bad_rows, synth_file_name, synth_view, synthesize};
 use crate::ingest::Ingest;
-use crate::params::SynthSettings;
 use crate::protocol::{FileSummary, FromWorker, Progress, ToWorker};
 use crate::web::now_ms;
+use aiperf_core::synthesis::SynthesisSettings;
 
 /// Progress is reported at most every this many bytes.
 const PROGRESS_EVERY: u64 = 2 << 20;
@@ -26,7 +25,7 @@ struct Inner {
     name: String,
     model: ModelCache,
     /// The last synthesis, kept for the download.
-    last: Option<(SynthSettings, Rc<Trace>)>,
+    last: Option<(SynthesisSettings, Rc<Trace>)>,
     /// Bumped by every load, so that an older load still streaming stops.
     load_generation: u64,
 }
@@ -91,7 +90,7 @@ impl Worker for TraceWorker {
             ToWorker::Export { settings } => {
                 let msg = match self.synthesized(&settings) {
                     Ok(trace) => {
-                        let name = synth_file_name(&self.inner.borrow().name, &settings.seed.to_string());
+                        let name = synth_file_name(&self.inner.borrow().name, &settings.params.seed.to_string());
                         FromWorker::Export { settings, name, jsonl: aiperf_core::trace::write_trace(&trace) }
                     }
                     Err(message) => FromWorker::SynthFailed { message },
@@ -104,7 +103,7 @@ impl Worker for TraceWorker {
 
 impl TraceWorker {
     /// The synthesized trace for these settings (reused when asked twice, e.g. for the download).
-    fn synthesized(&self, settings: &SynthSettings) -> Result<Rc<Trace>, String> {
+    fn synthesized(&self, settings: &SynthesisSettings) -> Result<Rc<Trace>, String> {
         let mut inner = self.inner.borrow_mut();
         if let Some((s, t)) = &inner.last
             && s == settings

@@ -4,12 +4,13 @@
 
 use std::rc::Rc;
 
+use aiperf_core::synthesis::Param;
 use aiperf_core::trace::{ParseOptions, parse_str};
 use aiperf_web::chart_data::Dist;
 use aiperf_web::components::{DistChart, DistProps, FieldInput, StatsProps, StatsTable};
 use aiperf_web::engine::analysis_view;
 use aiperf_web::ingest::Ingest;
-use aiperf_web::params::{Field, Form};
+use aiperf_web::params::Form;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
 use yew::prelude::*;
@@ -91,7 +92,7 @@ async fn stats_table_shows_grouped_numbers() {
 
 #[wasm_bindgen_test]
 async fn histogram_draws_one_bar_per_bin_and_the_cdf() {
-    let dist = Dist::lengths(&(0..500).map(f64::from).collect::<Vec<_>>());
+    let dist = Rc::new(Dist::lengths(&(0..500).map(f64::from).collect::<Vec<_>>()));
     let bins = dist.counts.len();
     let div = root();
     let props = DistProps { title: "Input length".into(), x_label: "tokens".into(), dist, percent: false };
@@ -111,13 +112,13 @@ fn FieldHarness(_: &Harness) -> Html {
     let form = use_state(Form::default);
     let on_set = {
         let form = form.clone();
-        Callback::from(move |(f, v): (Field, String)| {
+        Callback::from(move |(f, v): (Param, String)| {
             let mut next = (*form).clone();
             next.set(f, v);
             form.set(next);
         })
     };
-    html! { <FieldInput field={Field::Speedup} form={(*form).clone()} {on_set} /> }
+    html! { <FieldInput field={Param::SpeedupRatio} form={(*form).clone()} {on_set} /> }
 }
 
 #[wasm_bindgen_test]
@@ -134,7 +135,7 @@ async fn field_shows_its_validation_message_while_typing() {
     input.dispatch_event(&ev).expect("dispatch");
     settle().await;
     let text = div.text_content().unwrap_or_default();
-    assert!(text.contains("must be greater than 0"), "{text}");
+    assert!(text.contains("must be a number from 0.001 to 1000000"), "{text}");
     assert_eq!(input.get_attribute("aria-invalid").as_deref(), Some("true"));
     input.set_value("2");
     input.dispatch_event(&web_sys::InputEvent::new("input").expect("event")).expect("dispatch");

@@ -24,7 +24,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::rng::PyRandom;
-use super::{SynthesisError, at_least_one, non_negative, positive, room_for};
+use super::settings::Value;
+use super::{Param, SynthesisError, SynthesisSettings, room_for};
 use crate::analysis::DEFAULT_BLOCK_SIZE;
 use crate::trace::{Input, Number, Row, Trace};
 
@@ -77,44 +78,9 @@ impl Default for GenerateParams {
 }
 
 impl GenerateParams {
-    /// Rejects parameters outside their domain, naming the first one at fault.
+    /// Rejects parameters outside their range ([`Param`]), naming the first one at fault.
     pub fn validate(&self) -> Result<(), SynthesisError> {
-        let invalid =
-            |param, expected: &'static str, value: String| SynthesisError::InvalidParam { param, expected, value };
-        if self.num_requests == 0 {
-            return Err(invalid("num_requests", "at least 1", "0".into()));
-        }
-        // Checked here, not as `TooLarge` while sampling, which blames the multipliers.
-        if self.num_requests as u64 > super::MAX_OUTPUT_IDS {
-            let expected = "at most 268435456 (every row holds at least one hash id, and a trace at most 2^28)";
-            return Err(invalid("num_requests", expected, self.num_requests.to_string()));
-        }
-        positive("speedup_ratio", self.speedup_ratio)?;
-        positive("prefix_len_multiplier", self.prefix_len_multiplier)?;
-        if self.prefix_root_multiplier == 0 {
-            return Err(invalid("prefix_root_multiplier", "an integer >= 1", "0".into()));
-        }
-        positive("prompt_len_multiplier", self.prompt_len_multiplier)?;
-        non_negative("output_len_multiplier", self.output_len_multiplier)?;
-        for (name, v) in
-            [("min_isl", self.min_isl), ("max_isl", self.max_isl), ("min_osl", self.min_osl), ("max_osl", self.max_osl)]
-        {
-            at_least_one(name, v)?;
-        }
-        if let (Some(lo), Some(hi)) = (self.min_isl, self.max_isl)
-            && lo > hi
-        {
-            return Err(invalid("max_isl", "at least min_isl", hi.to_string()));
-        }
-        if let (Some(lo), Some(hi)) = (self.min_osl, self.max_osl)
-            && lo > hi
-        {
-            return Err(invalid("max_osl", "at least min_osl", hi.to_string()));
-        }
-        if self.block_size == 0 {
-            return Err(invalid("block_size", "at least 1", "0".into()));
-        }
-        Ok(())
+        SynthesisSettings { mode: super::Mode::Generate, params: self.clone() }.validate()
     }
 }
 
@@ -173,13 +139,7 @@ pub struct ModelStats {
 impl PrefixModel {
     /// Learns the model from the rows of `trace` that have `input_length` and hash ids.
     pub fn learn(trace: &Trace, block_size: u32) -> Result<PrefixModel, SynthesisError> {
-        if block_size == 0 {
-            return Err(SynthesisError::InvalidParam {
-                param: "block_size",
-                expected: "at least 1",
-                value: "0".into(),
-            });
-        }
+        Param::BlockSize.check(Value::Int(u64::from(block_size)))?;
         let bs = i64::from(block_size);
         // Uncontracted tree: node 0 is the root; a node is (parent node, id).
         let mut index: HashMap<(u32, u64), u32> = HashMap::with_capacity(trace.total_hash_ids() / 2);
@@ -570,17 +530,21 @@ mod tests {
     }
 
     #[test]
-    fn absurd_multipliers_fail_instead_of_exhausting_memory() {
-        for p in [
-            GenerateParams { prefix_len_multiplier: 1e15, ..GenerateParams::default() },
-            GenerateParams { prompt_len_multiplier: 1e300, ..GenerateParams::default() },
+    fn absurd_values_are_refused_and_huge_outputs_fail_instead_of_exhausting_memory() {
+        for (p, param) in [
+            (GenerateParams { prefix_len_multiplier: 1e15, ..GenerateParams::default() }, "prefix_len_multiplier"),
+            (GenerateParams { prompt_len_multiplier: 1e300, ..GenerateParams::default() }, "prompt_len_multiplier"),
+            (GenerateParams { output_len_multiplier: 1e30, ..GenerateParams::default() }, "output_len_multiplier"),
+            (GenerateParams { num_requests: 1 << 30, ..GenerateParams::default() }, "num_requests"),
         ] {
             let p = GenerateParams { block_size: 4, ..p };
-            assert!(matches!(generate(&small(), &p), Err(SynthesisError::TooLarge { .. })), "{p:?}");
+            assert_eq!(generate(&small(), &p).unwrap_err().param(), Some(param), "{p:?}");
         }
-        // Too many rows is the request count's fault, named before anything is sampled.
-        let p = GenerateParams { num_requests: 1 << 30, block_size: 4, ..GenerateParams::default() };
-        assert!(matches!(generate(&small(), &p), Err(SynthesisError::InvalidParam { param: "num_requests", .. })));
+        // Within range, but a 300,000-block shared prefix scaled 1000 times is too large.
+        let ids: Vec<u64> = (0..300_000).collect();
+        let long: Trace = (0..2).map(|_| (Row::new(Input::Length(1_200_000)), ids.clone())).collect();
+        let p = GenerateParams { block_size: 4, prefix_len_multiplier: 1000.0, ..GenerateParams::default() };
+        assert_eq!(generate(&long, &p).unwrap_err(), SynthesisError::TooLarge { limit: super::super::MAX_OUTPUT_IDS });
     }
 
     #[test]

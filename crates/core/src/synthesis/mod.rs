@@ -5,17 +5,20 @@
 //! - [`generate()`]: learn a trace's prefix tree and length/arrival distributions, then sample any
 //!   number of new rows from them;
 //! - [`fidelity`]: how close a synthesized trace's distributions are to the original's;
-//! - [`rng`]: CPython-compatible MT19937 and AIPerf's seed derivation.
+//! - [`rng`]: CPython-compatible MT19937 and AIPerf's seed derivation;
+//! - [`settings`]: the parameters as users set them (names, ranges, defaults) for every surface.
 //!
 //! All functions are pure and deterministic: the seed is a parameter.
 
 pub mod fidelity;
 pub mod generate;
 pub mod rng;
+pub mod settings;
 pub mod transform;
 
 pub use fidelity::{FidelityReport, MetricFidelity, fidelity_from_analyses, fidelity_report};
 pub use generate::{GenerateParams, ModelStats, PrefixModel, generate};
+pub use settings::{Mode, Param, SynthesisSettings};
 pub use transform::{TransformParams, synthesize_direct, transform};
 
 /// Most hash ids a synthesized trace may hold (2^28, 2 GiB of ids): past it synthesis stops with
@@ -35,9 +38,12 @@ pub(crate) fn room_for(have: usize, more: u64) -> Result<(), SynthesisError> {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SynthesisError {
-    /// A parameter is out of its domain; `param` is the field name of the params struct.
+    /// A parameter is out of its range; `param` is its [`Param::key`].
     #[error("{param} must be {expected}, got {value}")]
-    InvalidParam { param: &'static str, expected: &'static str, value: String },
+    InvalidParam { param: &'static str, expected: String, value: String },
+    /// A scaled timestamp or length does not fit the trace format's integers.
+    #[error("line {line}: {field} {value} scaled by the synthesis options exceeds the largest integer")]
+    ValueOverflow { line: u32, field: &'static str, value: String },
     /// Scaling a hash id would overflow 64 bits.
     #[error("line {line}: hash id {id} is too large to be scaled (prefix multipliers overflow 64-bit ids)")]
     IdOverflow { line: u32, id: u64 },
@@ -73,28 +79,13 @@ impl SynthesisError {
     }
 }
 
-/// Checks `value > 0` and finite.
-pub(crate) fn positive(param: &'static str, value: f64) -> Result<(), SynthesisError> {
-    if value.is_finite() && value > 0.0 {
-        Ok(())
-    } else {
-        Err(SynthesisError::InvalidParam { param, expected: "a finite number > 0", value: value.to_string() })
-    }
+/// `value` truncated to an `i64`, or `None` when it does not fit (a plain `as` cast saturates).
+pub(crate) fn to_i64(value: f64) -> Option<i64> {
+    // 2^63 is exactly representable; every finite f64 of smaller magnitude converts exactly.
+    (value.is_finite() && value.abs() < 9_223_372_036_854_775_808.0).then_some(value as i64)
 }
 
-/// Checks `value >= 0` and finite.
-pub(crate) fn non_negative(param: &'static str, value: f64) -> Result<(), SynthesisError> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(())
-    } else {
-        Err(SynthesisError::InvalidParam { param, expected: "a finite number >= 0", value: value.to_string() })
-    }
-}
-
-/// Checks an optional bound is at least 1.
-pub(crate) fn at_least_one(param: &'static str, value: Option<u64>) -> Result<(), SynthesisError> {
-    match value {
-        Some(0) => Err(SynthesisError::InvalidParam { param, expected: "at least 1", value: "0".into() }),
-        _ => Ok(()),
-    }
+/// `value` truncated to a `u64`, or `None` when it does not fit.
+pub(crate) fn to_u64(value: f64) -> Option<u64> {
+    (0.0..18_446_744_073_709_551_616.0).contains(&value).then_some(value as u64)
 }

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::rng::{PyRandom, SYNTHESIZER_COMPONENT, derive_seed};
-use super::{SynthesisError, at_least_one, non_negative, positive, room_for};
+use super::{SynthesisError, SynthesisSettings, room_for, to_i64, to_u64};
 use crate::analysis::{DEFAULT_BLOCK_SIZE, IdSpace};
 use crate::trace::{Input, Number, Row, Trace};
 
@@ -55,29 +55,9 @@ impl Default for TransformParams {
 }
 
 impl TransformParams {
-    /// Rejects parameters outside their domain, naming the first one at fault.
+    /// Rejects parameters outside their range ([`super::Param`]), naming the first one at fault.
     pub fn validate(&self) -> Result<(), SynthesisError> {
-        positive("speedup_ratio", self.speedup_ratio)?;
-        positive("prefix_len_multiplier", self.prefix_len_multiplier)?;
-        if self.prefix_root_multiplier == 0 {
-            return Err(SynthesisError::InvalidParam {
-                param: "prefix_root_multiplier",
-                expected: "an integer >= 1",
-                value: "0".into(),
-            });
-        }
-        positive("prompt_len_multiplier", self.prompt_len_multiplier)?;
-        non_negative("output_len_multiplier", self.output_len_multiplier)?;
-        at_least_one("max_isl", self.max_isl)?;
-        at_least_one("max_osl", self.max_osl)?;
-        if self.block_size == 0 {
-            return Err(SynthesisError::InvalidParam {
-                param: "block_size",
-                expected: "at least 1",
-                value: "0".into(),
-            });
-        }
-        Ok(())
+        SynthesisSettings::from(self).validate()
     }
 
     /// Whether any synthesis option differs from its default. AIPerf's loader only runs the
@@ -203,11 +183,18 @@ pub fn synthesize_direct(trace: &Trace, params: &TransformParams) -> Result<Trac
                 *id = id.checked_add(offset).ok_or_else(|| overflow(&row, *id))?;
             }
         }
-        row.timestamp = row.timestamp.map(|t| Number::Int((t.as_f64() / params.speedup_ratio) as i64));
-        row.output_length = row.output_length.map(|o| {
-            let scaled = ((o as f64 * params.output_len_multiplier).round_ties_even() as u64).max(1);
-            params.max_osl.map_or(scaled, |cap| scaled.min(cap))
-        });
+        let too_big = |field, value: String| SynthesisError::ValueOverflow { line: row.line, field, value };
+        if let Some(t) = row.timestamp {
+            let scaled = to_i64(t.as_f64() / params.speedup_ratio)
+                .ok_or_else(|| too_big("timestamp", t.as_f64().to_string()))?;
+            row.timestamp = Some(Number::Int(scaled));
+        }
+        if let Some(o) = row.output_length {
+            let scaled = to_u64((o as f64 * params.output_len_multiplier).round_ties_even())
+                .ok_or_else(|| too_big("output_length", o.to_string()))?
+                .max(1);
+            row.output_length = Some(params.max_osl.map_or(scaled, |cap| scaled.min(cap)));
+        }
         let mut keep_ids = len;
         if let Input::Length(isl) = &mut row.input {
             if let Some(max) = params.max_isl.filter(|&max| *isl > 0 && *isl as u64 > max) {
@@ -358,17 +345,43 @@ mod tests {
     }
 
     #[test]
-    fn absurd_multipliers_fail_instead_of_exhausting_memory() {
+    fn absurd_values_are_refused_and_huge_outputs_fail_instead_of_exhausting_memory() {
         let t = trace(&[(10, &[1, 2, 3]), (6, &[1, 2])]);
-        for p in [
-            TransformParams { prefix_len_multiplier: 1e12, ..params() },
-            TransformParams { prompt_len_multiplier: 1e300, ..params() },
+        for (p, param) in [
+            (TransformParams { prefix_len_multiplier: 1e12, ..params() }, "prefix_len_multiplier"),
+            (TransformParams { prompt_len_multiplier: 1e300, ..params() }, "prompt_len_multiplier"),
+            (TransformParams { output_len_multiplier: 1e30, ..params() }, "output_len_multiplier"),
+            (TransformParams { speedup_ratio: 1e-300, ..params() }, "speedup_ratio"),
         ] {
-            assert_eq!(
-                synthesize_direct(&t, &p),
-                Err(SynthesisError::TooLarge { limit: super::super::MAX_OUTPUT_IDS })
-            );
+            assert_eq!(synthesize_direct(&t, &p).unwrap_err().param(), Some(param));
         }
+        // Within range, but a 300,000-block shared prefix scaled 1000 times is too large.
+        let ids: Vec<u64> = (0..300_000).collect();
+        let long = trace(&[(1_200_000, &ids), (1_200_000, &ids)]);
+        let p = TransformParams { prefix_len_multiplier: 1000.0, ..params() };
+        assert_eq!(synthesize_direct(&long, &p), Err(SynthesisError::TooLarge { limit: super::super::MAX_OUTPUT_IDS }));
+    }
+
+    #[test]
+    fn scaled_values_beyond_the_largest_integer_are_errors_not_saturated() {
+        let mut row = Row::new(Input::Length(3));
+        row.timestamp = Some(Number::Int(i64::MAX / 2));
+        row.output_length = Some(u64::MAX / 2);
+        row.line = 7;
+        let t: Trace = [(row, vec![1])].into_iter().collect();
+        let slow = TransformParams { speedup_ratio: 0.5, ..params() };
+        assert_eq!(
+            synthesize_direct(&t, &slow).unwrap_err().to_string(),
+            format!(
+                "line 7: timestamp {} scaled by the synthesis options exceeds the largest integer",
+                (i64::MAX / 2) as f64
+            )
+        );
+        let long = TransformParams { output_len_multiplier: 2.0, ..params() };
+        assert!(matches!(
+            synthesize_direct(&t, &long),
+            Err(SynthesisError::ValueOverflow { line: 7, field: "output_length", .. })
+        ));
     }
 
     #[test]

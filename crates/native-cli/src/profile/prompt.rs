@@ -7,128 +7,9 @@
 //! blocks: exactly `input_length` tokens, sharing a textual prefix wherever the trace shares ids.
 //! Text is generated on demand, per request, so a 100,000-row trace is ready at once.
 
-use std::path::{Path, PathBuf};
-
 use aiperf_core::schedule::Rng;
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use tokenizers::Tokenizer;
-
-/// SmolLM2-135M's tokenizer, used when no other tokenizer is available.
-static EMBEDDED_TOKENIZER: &[u8] = include_bytes!("../../../../tests/fixtures/tokenizers/smollm2-135m/tokenizer.json");
-
-/// Where the tokenizer came from, for the run report.
-#[derive(Clone, Debug)]
-pub struct TokenizerSource {
-    pub description: String,
-    /// True when the embedded fallback is used: counts are approximate for other models.
-    pub approximate: bool,
-}
-
-/// Loads the tokenizer named by `--tokenizer` (a `tokenizer.json`, a folder holding one, or a
-/// Hugging Face model name), else the model's tokenizer from the local Hugging Face cache, else the
-/// embedded one.
-pub fn load_tokenizer(arg: Option<&str>, model: &str) -> Result<(Tokenizer, TokenizerSource)> {
-    let from_file = |p: &Path| {
-        Tokenizer::from_file(p)
-            .map_err(|e| anyhow::anyhow!("{e}"))
-            .with_context(|| format!("cannot load tokenizer {}", p.display()))
-    };
-    if let Some(arg) = arg {
-        let path = Path::new(arg);
-        if path.is_file() {
-            return Ok((
-                from_file(path)?,
-                TokenizerSource { description: path.display().to_string(), approximate: false },
-            ));
-        }
-        if path.is_dir() {
-            let file = path.join("tokenizer.json");
-            if !file.is_file() {
-                bail!("{} has no tokenizer.json", path.display());
-            }
-            return Ok((
-                from_file(&file)?,
-                TokenizerSource { description: file.display().to_string(), approximate: false },
-            ));
-        }
-        if let Some(file) = hf_cached(arg) {
-            return Ok((
-                from_file(&file)?,
-                TokenizerSource { description: format!("{arg} ({})", file.display()), approximate: false },
-            ));
-        }
-        let file = hf_download(arg).with_context(|| {
-            format!("tokenizer '{arg}' is neither a file, a folder, nor in the Hugging Face cache, and fetching it failed (offline?); pass a path to a tokenizer.json")
-        })?;
-        return Ok((
-            from_file(&file)?,
-            TokenizerSource { description: format!("{arg} (downloaded)"), approximate: false },
-        ));
-    }
-    if let Some(file) = hf_cached(model) {
-        return Ok((
-            from_file(&file)?,
-            TokenizerSource { description: format!("{model} ({})", file.display()), approximate: false },
-        ));
-    }
-    let tok = Tokenizer::from_bytes(EMBEDDED_TOKENIZER).map_err(|e| anyhow::anyhow!("embedded tokenizer: {e}"))?;
-    Ok((
-        tok,
-        TokenizerSource {
-            description: "embedded SmolLM2-135M tokenizer".into(),
-            approximate: model != "tiny-random" && !model.to_lowercase().contains("smollm2"),
-        },
-    ))
-}
-
-fn hf_hub_dir() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("HF_HUB_CACHE") {
-        return Some(PathBuf::from(p));
-    }
-    if let Some(p) = std::env::var_os("HF_HOME") {
-        return Some(PathBuf::from(p).join("hub"));
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("huggingface").join("hub"))
-}
-
-/// `tokenizer.json` of a model in the Hugging Face cache (`models--org--name/snapshots/*/`).
-fn hf_cached(name: &str) -> Option<PathBuf> {
-    if name.is_empty() || name.contains("..") {
-        return None;
-    }
-    let repo = hf_hub_dir()?.join(format!("models--{}", name.replace('/', "--")));
-    let main = std::fs::read_to_string(repo.join("refs").join("main")).ok();
-    if let Some(rev) = main {
-        let f = repo.join("snapshots").join(rev.trim()).join("tokenizer.json");
-        if f.is_file() {
-            return Some(f);
-        }
-    }
-    let mut snaps: Vec<PathBuf> = std::fs::read_dir(repo.join("snapshots")).ok()?.flatten().map(|e| e.path()).collect();
-    snaps.sort();
-    snaps.into_iter().map(|s| s.join("tokenizer.json")).find(|f| f.is_file())
-}
-
-/// Fetches `tokenizer.json` of a Hugging Face model into the cache layout.
-fn hf_download(name: &str) -> Result<PathBuf> {
-    if !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c)) || name.contains("..") {
-        bail!("'{name}' is not a Hugging Face model name");
-    }
-    let url = format!("https://huggingface.co/{name}/resolve/main/tokenizer.json");
-    let bytes = super::client::fetch_bytes(&url, std::time::Duration::from_secs(20))?;
-    let dir =
-        hf_hub_dir().context("no cache folder (HOME unset)")?.join(format!("models--{}", name.replace('/', "--")));
-    let snap = dir.join("snapshots").join("main");
-    std::fs::create_dir_all(&snap).with_context(|| format!("cannot create {}", snap.display()))?;
-    std::fs::create_dir_all(dir.join("refs"))?;
-    let file = snap.join("tokenizer.json");
-    crate::input::write_atomically(&file, &bytes)?;
-    crate::input::write_atomically(&dir.join("refs").join("main"), b"main")?;
-    Ok(file)
-}
 
 /// Builds prompt text of exact token counts.
 pub struct PromptBuilder {
@@ -222,6 +103,7 @@ impl PromptBuilder {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::tokenizer::EMBEDDED_TOKENIZER;
 
     fn builder() -> PromptBuilder {
         let tok = Tokenizer::from_bytes(EMBEDDED_TOKENIZER).unwrap();

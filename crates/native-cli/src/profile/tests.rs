@@ -15,9 +15,10 @@ use clap::Parser;
 use serde_json::Value;
 
 use super::plan::ReplayPlan;
-use super::prompt::{PromptBuilder, load_tokenizer};
+use super::prompt::PromptBuilder;
 use super::transport::{Clock, Exchange, Transport};
 use super::{Control, Inputs, exit, replay};
+use crate::tokenizer::load_tokenizer;
 
 /// An in-memory server: answers after `ttft` with `tokens` chunks `itl` apart, fails or
 /// over-produces on demand, and logs what it received.

@@ -1,7 +1,9 @@
 //! Charts as SVG built by components: one frame (axes, ticks, labels) shared by all, values in
 //! tooltips (`<title>`) and in the text around them.
 
-use aiperf_core::analysis::{CachePoint, PrefixGroup};
+use std::rc::Rc;
+
+use aiperf_core::analysis::Analysis;
 use yew::prelude::*;
 
 use crate::chart_data::{Dist, Series, log_ticks, ticks};
@@ -80,7 +82,7 @@ pub struct DistProps {
     pub title: AttrValue,
     /// The x quantity with its unit, e.g. "input length (tokens)".
     pub x_label: AttrValue,
-    pub dist: Dist,
+    pub dist: Rc<Dist>,
     /// Values are fractions, shown as percentages.
     #[prop_or(false)]
     pub percent: bool,
@@ -146,7 +148,7 @@ pub fn DistChart(p: &DistProps) -> Html {
 
 #[derive(Properties, PartialEq)]
 pub struct SeriesProps {
-    pub series: Series,
+    pub series: Rc<Series>,
 }
 
 /// Requests per second over time.
@@ -189,16 +191,17 @@ pub fn ArrivalsChart(p: &SeriesProps) -> Html {
 
 #[derive(Properties, PartialEq)]
 pub struct CacheProps {
-    pub points: Vec<CachePoint>,
-    pub block_size: u32,
+    /// Its `lru_hit_rate_curve` and `block_size` are drawn.
+    pub analysis: Rc<Analysis>,
 }
 
 /// Hit rate of a finite LRU prefix cache by capacity (log axis), with the unbounded cache.
 #[component]
 pub fn CacheChart(p: &CacheProps) -> Html {
+    let points = &p.analysis.lru_hit_rate_curve;
     let finite: Vec<(f64, f64)> =
-        p.points.iter().filter_map(|c| c.capacity_blocks.map(|b| (b as f64, c.hit_rate))).collect();
-    let unbounded = p.points.iter().find(|c| c.capacity_blocks.is_none()).map(|c| c.hit_rate);
+        points.iter().filter_map(|c| c.capacity_blocks.map(|b| (b as f64, c.hit_rate))).collect();
+    let unbounded = points.iter().find(|c| c.capacity_blocks.is_none()).map(|c| c.hit_rate);
     if finite.is_empty() {
         return html! { <figure class="chart"><figcaption>{ "Finite-cache hit rate" }</figcaption><p class="muted">{ "No hash ids in this trace." }</p></figure> };
     }
@@ -208,7 +211,7 @@ pub fn CacheChart(p: &CacheProps) -> Html {
     let f = Frame { x_max: *xt.last().unwrap_or(&10.0), y_max: 1.0, x_log: true, x_min: 1.0 };
     let line: String =
         finite.iter().map(|&(x, y)| format!("{},{}", px(f.x(x)), px(f.y(y)))).collect::<Vec<_>>().join(" ");
-    let bs = f64::from(p.block_size);
+    let bs = f64::from(p.analysis.block_size);
     let dots = finite.iter().map(|&(x, y)| {
         let tip = format!("{} blocks (≈ {} tokens): {}", int(x), compact(x * bs), pct(y));
         html! { <circle class="dot" cx={px(f.x(x))} cy={px(f.y(y))} r="3.5"><title>{ tip }</title></circle> }
@@ -234,26 +237,27 @@ pub fn CacheChart(p: &CacheProps) -> Html {
 
 #[derive(Properties, PartialEq)]
 pub struct GroupsProps {
-    pub groups: Vec<PrefixGroup>,
-    pub total: u64,
+    /// Its `top_prefix_groups` are drawn, as shares of `total_requests`.
+    pub analysis: Rc<Analysis>,
 }
 
 /// The largest prefix groups as horizontal bars.
 #[component]
 pub fn GroupsChart(p: &GroupsProps) -> Html {
-    if p.groups.is_empty() {
+    let (groups, total) = (&p.analysis.top_prefix_groups, p.analysis.total_requests);
+    if groups.is_empty() {
         return html! { <figure class="chart"><figcaption>{ "Top prefix branches" }</figcaption><p class="muted">{ "No two requests share a first block." }</p></figure> };
     }
-    let max = p.groups.iter().map(|g| g.requests).max().unwrap_or(1) as f64;
+    let max = groups.iter().map(|g| g.requests).max().unwrap_or(1) as f64;
     let row_h = 22.0;
-    let h = row_h * p.groups.len() as f64 + 8.0;
+    let h = row_h * groups.len() as f64 + 8.0;
     let (l, r) = (110.0, 215.0);
-    let rows = p.groups.iter().enumerate().map(|(i, g)| {
+    let rows = groups.iter().enumerate().map(|(i, g)| {
         let y = 4.0 + row_h * i as f64;
         let w = (g.requests as f64 / max) * (W - l - r);
         let tip = format!(
             "root block {}: {} requests ({}), sharing {:.1} blocks on average, up to {}",
-            g.root_id, int(g.requests as f64), pct(g.requests as f64 / p.total.max(1) as f64), g.mean_shared_blocks, g.max_shared_blocks
+            g.root_id, int(g.requests as f64), pct(g.requests as f64 / total.max(1) as f64), g.mean_shared_blocks, g.max_shared_blocks
         );
         html! {
             <g>
@@ -275,8 +279,8 @@ pub fn GroupsChart(p: &GroupsProps) -> Html {
 pub struct CdfCompareProps {
     pub title: AttrValue,
     pub x_label: AttrValue,
-    pub original: Dist,
-    pub synthesized: Dist,
+    pub original: Rc<Dist>,
+    pub synthesized: Rc<Dist>,
 }
 
 /// Cumulative distributions of the original and the synthesized trace on one axis.

@@ -4,9 +4,7 @@ mod charts;
 mod panels;
 
 pub use charts::{ArrivalsChart, CacheChart, CdfCompare, DistChart, DistProps, GroupsChart};
-pub use panels::{
-    AnalysisPanel, FieldInput, FieldProps, LoadStatus, StatsProps, StatsTable, SynthPanel, synth_file_name,
-};
+pub use panels::{AnalysisPanel, FieldInput, FieldProps, LoadStatus, StatsProps, StatsTable, SynthPanel};
 
 use std::rc::Rc;
 
@@ -14,7 +12,9 @@ use wasm_bindgen::JsCast;
 use yew::prelude::*;
 use yew_agent::worker::{WorkerProvider, use_worker_bridge};
 
-use crate::params::{Field, Form, Mode, SynthSettings};
+use aiperf_core::synthesis::{Mode, Param, SynthesisSettings};
+
+use crate::params::Form;
 use crate::protocol::{FromWorker, ToWorker};
 use crate::state::{Action, AppState};
 use crate::web;
@@ -40,7 +40,7 @@ pub fn App() -> Html {
 #[derive(Default)]
 struct Sent {
     block_size: Option<u32>,
-    synth: Option<SynthSettings>,
+    synth: Option<SynthesisSettings>,
     blob_url: Option<String>,
 }
 
@@ -105,7 +105,7 @@ fn Main() -> Html {
         let state = state.clone();
         let open_blob = open_blob.clone();
         Callback::from(move |file: web_sys::File| {
-            state.dispatch(Action::Open {
+            state.dispatch(Action::FileOpened {
                 name: file.name(),
                 size: file.size() as u64,
                 now: web::now_ms(),
@@ -118,7 +118,7 @@ fn Main() -> Html {
         let state = state.clone();
         let open_blob = open_blob.clone();
         Callback::from(move |_: ()| {
-            state.dispatch(Action::Open { name: SAMPLE_NAME.into(), size: 0, now: web::now_ms(), sample: true });
+            state.dispatch(Action::FileOpened { name: SAMPLE_NAME.into(), size: 0, now: web::now_ms(), sample: true });
             let (state, open_blob) = (state.clone(), open_blob.clone());
             wasm_bindgen_futures::spawn_local(async move {
                 match fetch_sample().await {
@@ -147,7 +147,7 @@ fn Main() -> Html {
         use_effect_with((), move |_| {
             let tick = gloo_timers::callback::Interval::new(5_000, move || {
                 let silent_ms = web::now_ms() - *last_heard.borrow();
-                dispatcher.dispatch(Action::Tick { silent_ms });
+                dispatcher.dispatch(Action::Ticked { silent_ms });
             });
             move || drop(tick)
         });
@@ -163,18 +163,19 @@ fn Main() -> Html {
         let dispatcher = state.dispatcher();
         let bs = state.form.block_size();
         let synth = state.synth_request();
-        let loaded = state.file.is_some();
+        let loaded = state.file().is_some();
         use_effect_with((state.generation, loaded), move |_| {
             let timer = loaded.then(|| {
                 gloo_timers::callback::Timeout::new(DEBOUNCE_MS, move || {
                     let mut s = sent.borrow_mut();
                     if let Some(bs) = bs.filter(|&b| s.block_size != Some(b)) {
                         s.block_size = Some(bs);
+                        dispatcher.dispatch(Action::AnalysisRequested);
                         bridge.send(ToWorker::Analyze { block_size: bs });
                     }
                     if let Some(settings) = synth.filter(|v| s.synth.as_ref() != Some(v)) {
                         s.synth = Some(settings.clone());
-                        dispatcher.dispatch(Action::SynthStarted);
+                        dispatcher.dispatch(Action::SynthesisRequested);
                         bridge.send(ToWorker::Synthesize { settings });
                     }
                 })
@@ -186,28 +187,28 @@ fn Main() -> Html {
     // Drop → analysis on screen, measured after the render that shows it.
     {
         let dispatcher = state.dispatcher();
-        let shown = state.analysis.as_ref().map(Rc::as_ptr);
+        let shown = state.analysis.shown().map(Rc::as_ptr);
         let started = state.started_at;
         use_effect_with(shown, move |shown| {
             if let (Some(_), Some(t0)) = (shown, started) {
                 let elapsed = web::now_ms() - t0;
                 web::log(&format!("drop to analysis shown: {elapsed:.1} ms"));
-                dispatcher.dispatch(Action::Shown { elapsed });
+                dispatcher.dispatch(Action::AnalysisShown { elapsed });
             }
         });
     }
 
     let on_set = {
         let state = state.clone();
-        Callback::from(move |(f, v): (Field, String)| state.dispatch(Action::Set(f, v)))
+        Callback::from(move |(f, v): (Param, String)| state.dispatch(Action::Edited(f, v)))
     };
     let on_mode = {
         let state = state.clone();
-        Callback::from(move |m: Mode| state.dispatch(Action::SetMode(m)))
+        Callback::from(move |m: Mode| state.dispatch(Action::ModeChosen(m)))
     };
     let on_export = {
         let bridge = bridge.clone();
-        Callback::from(move |settings: SynthSettings| bridge.send(ToWorker::Export { settings }))
+        Callback::from(move |settings: SynthesisSettings| bridge.send(ToWorker::Export { settings }))
     };
 
     let ondragover = {
@@ -281,11 +282,11 @@ fn Main() -> Html {
                 }
                 <LoadStatus state={state.clone()} />
                 {
-                    if let (Some(file), Some(shown)) = (st.file.clone(), st.analysis.clone()) {
+                    if let (Some(file), Some(shown)) = (st.file().cloned(), st.analysis.shown().cloned()) {
                         html! {
                             <>
-                                <AnalysisPanel {file} {shown} form={st.form.clone()} shown_ms={st.shown_ms} analyzing={st.analyzing} error={st.analysis_error.clone()} on_set={on_set.clone()} />
-                                <SynthPanel form={st.form.clone()} synth={st.synth.clone()} busy={st.synth_busy} file={st.file.clone()} original={st.analysis.clone()} on_set={on_set.clone()} {on_mode} {on_export} />
+                                <AnalysisPanel file={file.clone()} shown={shown.clone()} form={st.form.clone()} shown_ms={st.shown_ms} analyzing={st.analysis.busy()} error={st.analysis.error().map(str::to_string)} on_set={on_set.clone()} />
+                                <SynthPanel form={st.form.clone()} synth={st.synth.clone()} file={Some(file)} original={Some(shown)} on_set={on_set.clone()} {on_mode} {on_export} />
                             </>
                         }
                     } else {

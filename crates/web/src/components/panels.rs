@@ -7,10 +7,13 @@ use aiperf_core::stats::Summary;
 use yew::prelude::*;
 
 use super::charts::{ArrivalsChart, CacheChart, CdfCompare, DistChart, GroupsChart};
+use crate::engine::synth_file_name;
 use crate::format::{bytes, int, millis, num, pct};
-use crate::params::{Field, Form, Mode, SynthSettings};
+use aiperf_core::synthesis::{Mode, Param, SynthesisSettings};
+
+use crate::params::{Form, field_hint};
 use crate::protocol::{BadRow, FileSummary};
-use crate::state::{AppState, Load, Shown, Synth};
+use crate::state::{AppState, Computed, Load, Shown, SynthShown};
 use crate::web;
 
 #[derive(Properties, PartialEq)]
@@ -51,7 +54,7 @@ pub fn LoadStatus(p: &LoadProps) -> Html {
                 <BadRows rows={bad_rows.clone()} total={*bad_total} />
             </section>
         },
-        Load::Ready => html! {},
+        Load::Ready(_) => html! {},
     }
 }
 
@@ -142,9 +145,9 @@ pub fn StatsTable(p: &StatsProps) -> Html {
 
 #[derive(Properties, PartialEq)]
 pub struct FieldProps {
-    pub field: Field,
+    pub field: Param,
     pub form: Form,
-    pub on_set: Callback<(Field, String)>,
+    pub on_set: Callback<(Param, String)>,
 }
 
 /// A labelled text field with its hint and its validation message.
@@ -168,7 +171,7 @@ pub fn FieldInput(p: &FieldProps) -> Html {
             <input {id} type="text" inputmode="decimal" autocomplete="off" spellcheck="false" value={p.form.get(f).to_string()} {oninput}
                 aria-invalid={err.is_some().to_string()} aria-describedby={hint_id.clone()} />
             <div id={hint_id} class={if err.is_some() { "hint error-text" } else { "hint muted" }} aria-live="polite">
-                { err.unwrap_or_else(|| f.help().to_string()) }
+                { err.unwrap_or_else(|| field_hint(f)) }
             </div>
         </div>
     }
@@ -187,13 +190,13 @@ pub struct AnalysisProps {
     pub shown_ms: Option<f64>,
     pub analyzing: bool,
     pub error: Option<String>,
-    pub on_set: Callback<(Field, String)>,
+    pub on_set: Callback<(Param, String)>,
 }
 
 /// Every number of `analyze-trace`, plus the charts.
 #[component]
 pub fn AnalysisPanel(p: &AnalysisProps) -> Html {
-    let a = Rc::new(p.shown.analysis.clone());
+    let a = p.shown.analysis.clone();
     let v = &p.shown.view;
     let f = &p.file;
     let download = {
@@ -234,7 +237,7 @@ pub fn AnalysisPanel(p: &AnalysisProps) -> Html {
             <div class="section-head">
                 <h2 id="analysis-h">{ "Analysis" }{ if updating { html! { <span class="badge" id="analysis-busy">{ "updating…" }</span> } } else { html! {} } }</h2>
                 <div class="inline-field">
-                    <FieldInput field={Field::BlockSize} form={p.form.clone()} on_set={p.on_set.clone()} />
+                    <FieldInput field={Param::BlockSize} form={p.form.clone()} on_set={p.on_set.clone()} />
                 </div>
             </div>
             { p.error.clone().map(|e| html! { <p class="error-text">{ e }</p> }).unwrap_or_default() }
@@ -258,10 +261,10 @@ pub fn AnalysisPanel(p: &AnalysisProps) -> Html {
                 <DistChart title="Context length (reused prefix)" x_label="context length (tokens)" dist={c.context_length.clone()} />
                 <DistChart title="Theoretical hit rate per request" x_label="hit rate" dist={c.hit_rate.clone()} percent=true />
                 <ArrivalsChart series={c.arrivals.clone()} />
-                <CacheChart points={a.lru_hit_rate_curve.clone()} block_size={a.block_size} />
+                <CacheChart analysis={a.clone()} />
             </div>
             <div class="two-col">
-                <GroupsChart groups={a.top_prefix_groups.clone()} total={a.total_requests} />
+                <GroupsChart analysis={a.clone()} />
                 <Extras analysis={a.clone()} />
             </div>
             <div class="actions">
@@ -328,13 +331,12 @@ fn Extras(p: &ExtrasProps) -> Html {
 #[derive(Properties, PartialEq)]
 pub struct SynthProps {
     pub form: Form,
-    pub synth: Synth,
-    pub busy: bool,
+    pub synth: Computed<SynthShown>,
     pub file: Option<Rc<FileSummary>>,
     pub original: Option<Rc<Shown>>,
-    pub on_set: Callback<(Field, String)>,
+    pub on_set: Callback<(Param, String)>,
     pub on_mode: Callback<Mode>,
-    pub on_export: Callback<SynthSettings>,
+    pub on_export: Callback<SynthesisSettings>,
 }
 
 /// Parameters, before/after statistics, download, share.
@@ -342,7 +344,7 @@ pub struct SynthProps {
 pub fn SynthPanel(p: &SynthProps) -> Html {
     let settings = p.form.synth();
     let name = p.file.as_ref().map_or("trace.jsonl".to_string(), |f| f.name.clone());
-    let out = synth_file_name(&name, p.form.get(Field::Seed).trim());
+    let out = synth_file_name(&name, p.form.get(Param::Seed).trim());
     let cmd = p.form.synthesize_command(&name, &out, p.file.as_ref().is_some_and(|f| f.bad_total > 0));
     let link = format!("{}{}", web::location_base(), p.form.to_query());
     let mode_radio = |m: Mode, label: &str, id: &str| {
@@ -367,7 +369,7 @@ pub fn SynthPanel(p: &SynthProps) -> Html {
     html! {
         <section class="card" aria-labelledby="synth-h">
             <div class="section-head">
-                <h2 id="synth-h">{ "Synthesis" }{ if p.busy { html! { <span class="badge" id="synth-busy">{ "computing…" }</span> } } else { html! {} } }</h2>
+                <h2 id="synth-h">{ "Synthesis" }{ if p.synth.busy() { html! { <span class="badge" id="synth-busy">{ "computing…" }</span> } } else { html! {} } }</h2>
                 <fieldset class="modes">
                     <legend class="visually-hidden">{ "Synthesis mode" }</legend>
                     { mode_radio(Mode::Transform, "Transform every request", "mode-transform") }
@@ -377,15 +379,15 @@ pub fn SynthPanel(p: &SynthProps) -> Html {
             <div class="field-grid">
                 { for p.form.active_synth_fields().map(|f| html! { <FieldInput field={f} form={p.form.clone()} on_set={p.on_set.clone()} /> }) }
             </div>
-            { match &p.synth {
-                Synth::Failed(m) => html! { <p class="error-text" role="alert">{ m }</p> },
-                Synth::Ready { analysis, view } => html! {
+            { match p.synth.outcome() {
+                Some(Err(m)) => html! { <p class="error-text" role="alert">{ m }</p> },
+                Some(Ok(shown)) => html! {
                     <div class="compare-grid">
-                        <Compare original={p.original.as_ref().map(|o| Rc::new(o.analysis.clone()))} synthesized={analysis.clone()} rows={view.rows} compute_ms={view.compute_ms} />
+                        <Compare original={p.original.as_ref().map(|o| o.analysis.clone())} synthesized={shown.analysis.clone()} rows={shown.view.rows} compute_ms={shown.view.compute_ms} />
                         { p.original.as_ref().map(|o| html! {
                             <div class="compare-charts">
-                                <CdfCompare title="Input length, original vs synthesized" x_label="input length (tokens)" original={o.view.charts.isl.clone()} synthesized={view.isl.clone()} />
-                                <CdfCompare title="Output length, original vs synthesized" x_label="output length (tokens)" original={o.view.charts.osl.clone()} synthesized={view.osl.clone()} />
+                                <CdfCompare title="Input length, original vs synthesized" x_label="input length (tokens)" original={o.view.charts.isl.clone()} synthesized={shown.view.isl.clone()} />
+                                <CdfCompare title="Output length, original vs synthesized" x_label="output length (tokens)" original={o.view.charts.osl.clone()} synthesized={shown.view.osl.clone()} />
                             </div>
                         }).unwrap_or_default() }
                     </div>
@@ -406,13 +408,6 @@ pub fn SynthPanel(p: &SynthProps) -> Html {
             <p class="muted small">{ "A link carries the parameters, never the trace: the recipient opens the same file to get the same result." }</p>
         </section>
     }
-}
-
-/// Name of the synthesized file, from the input's name and the seed.
-pub fn synth_file_name(input: &str, seed: &str) -> String {
-    let stem = input.trim_end_matches(".gz").trim_end_matches(".jsonl");
-    let seed: String = seed.chars().filter(char::is_ascii_alphanumeric).collect();
-    format!("{stem}.synth-seed{seed}.jsonl")
 }
 
 #[derive(Properties, PartialEq)]
