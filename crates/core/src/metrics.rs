@@ -316,6 +316,23 @@ impl Aggregate {
             // Sending happened (or was attempted) on time or not, whatever the answer.
             let lateness = r.sent_ns.saturating_sub(r.scheduled_ns) as f64 / 1e6;
             self.values.entry(Metric::SendLateness).or_default().push(lateness);
+            // A request that received tokens before it failed (cancelled under overload, timed
+            // out mid-stream) still tells how long the first token took: leaving it out would
+            // understate TTFT exactly when the server is overloaded.
+            if r.streaming
+                && let Some(&first) = r.chunk_ns.first()
+            {
+                let ms = |ns: u64| ns as f64 / 1e6;
+                self.values.entry(Metric::TimeToFirstToken).or_default().push(ms(first.saturating_sub(r.sent_ns)));
+                self.values
+                    .entry(Metric::TimeToFirstTokenFromScheduled)
+                    .or_default()
+                    .push(ms(first.saturating_sub(r.scheduled_ns)));
+                self.values
+                    .entry(Metric::InterChunkLatency)
+                    .or_default()
+                    .extend(r.chunk_ns.windows(2).map(|w| ms(w[1].saturating_sub(w[0]))));
+            }
             return None;
         }
         let m = RequestMetrics::of(r, use_server_token_count);
@@ -395,6 +412,17 @@ impl Aggregate {
             expected_cache_hit_rate: (self.total_input_tokens > 0)
                 .then(|| self.total_expected_cached_tokens as f64 / self.total_input_tokens as f64),
             error_summary: self.errors.clone(),
+            outcomes: Outcomes {
+                completed: self.ok,
+                cancelled: self.errors.get("cancelled").copied().unwrap_or(0),
+                timed_out: self.errors.get("timeout").copied().unwrap_or(0),
+                failed: self
+                    .errors
+                    .iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "cancelled" | "timeout"))
+                    .map(|(_, n)| n)
+                    .sum(),
+            },
         }
     }
 }
@@ -418,6 +446,18 @@ pub struct Report {
     /// What the trace's shared hash ids predict for the same ratio.
     pub expected_cache_hit_rate: Option<f64>,
     pub error_summary: BTreeMap<String, u64>,
+    /// How the requests ended.
+    pub outcomes: Outcomes,
+}
+
+/// How the requests of a run ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcomes {
+    pub completed: u64,
+    pub cancelled: u64,
+    pub timed_out: u64,
+    /// Every other error kind.
+    pub failed: u64,
 }
 
 impl Report {
@@ -478,6 +518,23 @@ mod tests {
         assert!(meets(&m, &parse_goodput("time_to_first_token:10").unwrap()));
         assert!(!meets(&m, &parse_goodput("time_to_first_token:9.9").unwrap()));
         assert!(meets(&m, &parse_goodput("output_token_throughput_per_user:400").unwrap()));
+    }
+
+    #[test]
+    fn ttft_covers_requests_that_failed_after_their_first_token() {
+        let mut agg = Aggregate::default();
+        agg.add(&rec(&[13_000_000, 15_000_000], 2), false, &[]);
+        let mut cancelled = rec(&[43_000_000], 1);
+        cancelled.error = Some(RecordError { kind: "cancelled".into(), message: "x".into() });
+        agg.add(&cancelled, false, &[]);
+        let mut refused = rec(&[], 0);
+        refused.error = Some(RecordError { kind: "connection_error".into(), message: "x".into() });
+        agg.add(&refused, false, &[]);
+        let r = agg.report(false);
+        let ttft = r.get(Metric::TimeToFirstToken).unwrap();
+        assert_eq!((ttft.count, ttft.max), (2, 40.0));
+        assert_eq!(r.request_count, 1);
+        assert_eq!(r.outcomes, Outcomes { completed: 1, cancelled: 1, timed_out: 0, failed: 1 });
     }
 
     #[test]

@@ -154,6 +154,7 @@ pub fn summary_json(s: &RunSummary) -> String {
             s.report.error_summary.iter().map(|(k, n)| json!({"error_details": {"type": k}, "count": n})).collect(),
         ),
     );
+    m.insert("outcome_counts".into(), json!(s.report.outcomes));
     m.insert("start_time".into(), json!(iso8601(s.start_unix_ns)));
     m.insert("end_time".into(), json!(iso8601(s.end_unix_ns)));
     m.insert("tokenizer".into(), json!(s.tokenizer));
@@ -220,6 +221,12 @@ pub fn console_table(s: &RunSummary) -> String {
     for (_, header, unit, v) in scalars(&s.report) {
         let _ = writeln!(out, "{:<52} {:>11.2}", format!("{header} ({unit})"), v);
     }
+    let o = s.report.outcomes;
+    let _ = writeln!(
+        out,
+        "Outcomes: {} completed, {} cancelled, {} timed out, {} failed (TTFT covers every request that received a token)",
+        o.completed, o.cancelled, o.timed_out, o.failed
+    );
     if !s.report.error_summary.is_empty() {
         out.push_str("Errors:");
         for (k, n) in &s.report.error_summary {

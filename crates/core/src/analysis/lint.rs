@@ -101,7 +101,7 @@ fn seconds_like(trace: &Trace) -> Option<SecondsLike> {
     }
     // Finite whatever the values (±1e308 spans overflow): the analysis must serialize to JSON.
     let span = (hi - lo).min(f64::MAX);
-    let implied_rate_per_s = if span > 0.0 { timed as f64 * 1000.0 / span } else { f64::MAX };
+    let implied_rate_per_s = if span > 0.0 { (timed as f64 * 1000.0 / span).min(f64::MAX) } else { f64::MAX };
     let mostly_fractional = fractional * 2 > timed;
     let too_dense = timed >= SECONDS_MIN_ROWS && implied_rate_per_s > SECONDS_MAX_PLAUSIBLE_RATE;
     (mostly_fractional || too_dense).then_some(SecondsLike { timed_rows: timed, fractional, span, implied_rate_per_s })

@@ -8,13 +8,13 @@ use aiperf_core::sse::{ChunkError, SseEvent, SseParser, StreamItem, interpret_ch
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
 use hyper::{Method, Request, Uri};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
-use super::transport::{Clock, Exchange, Transport};
+use super::transport::{Clock, Exchange, Outgoing, Transport};
 
 /// The pooled client: connections are kept alive and reused, with no cap on their number, so the
 /// pool grows to the load instead of queueing requests silently.
@@ -41,6 +41,8 @@ pub struct Endpoint {
     pub timeout: Duration,
     /// Largest body, SSE event or streamed text accepted for one response.
     pub max_response_bytes: usize,
+    /// The header carrying the session's correlation id (`--session-header`).
+    pub session_header: HeaderName,
 }
 
 impl Endpoint {
@@ -60,6 +62,7 @@ impl Endpoint {
         );
         let mut map = HeaderMap::new();
         map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        map.insert(USER_AGENT, HeaderValue::from_static(concat!("aiperf-cli/", env!("CARGO_PKG_VERSION"))));
         if let Some(key) = api_key {
             let mut v =
                 HeaderValue::from_str(&format!("Bearer {key}")).context("the API key is not a valid header value")?;
@@ -74,7 +77,20 @@ impl Endpoint {
             value.set_sensitive(true);
             map.insert(name, value);
         }
-        Ok(Endpoint { uri, headers: map, timeout, max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES })
+        Ok(Endpoint {
+            uri,
+            headers: map,
+            timeout,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            session_header: HeaderName::from_static("x-correlation-id"),
+        })
+    }
+
+    /// The same endpoint sending the correlation id in header `name`.
+    pub fn session_header(self, name: &str) -> Result<Endpoint> {
+        let session_header = HeaderName::from_bytes(name.trim().as_bytes())
+            .with_context(|| format!("--session-header '{name}' is not a valid header name"))?;
+        Ok(Endpoint { session_header, ..self })
     }
 
     /// The same endpoint with another response size limit.
@@ -113,20 +129,67 @@ pub struct HttpTransport {
 }
 
 impl Transport for HttpTransport {
-    async fn send(&self, body: Bytes, clock: Clock) -> Exchange {
-        send(&self.client, &self.endpoint, body, &clock).await
+    async fn send(&self, req: Outgoing, clock: Clock) -> Exchange {
+        send(&self.client, &self.endpoint, req, &clock).await
+    }
+
+    /// Sends `connections` concurrent `GET /v1/models` and reads each answer whole, so that the
+    /// pool keeps that many open, kept-alive connections (any status will do).
+    async fn warm(&self, connections: usize) -> usize {
+        let Some(authority) = self.endpoint.uri.authority() else { return 0 };
+        let scheme = self.endpoint.uri.scheme_str().unwrap_or("http");
+        let Ok(uri) = format!("{scheme}://{authority}/v1/models").parse::<Uri>() else { return 0 };
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..connections {
+            let (client, uri, mut headers) = (self.client.clone(), uri.clone(), self.endpoint.headers.clone());
+            headers.remove(CONTENT_TYPE);
+            set.spawn(async move {
+                let mut req = Request::new(Full::new(Bytes::new()));
+                *req.uri_mut() = uri;
+                *req.headers_mut() = headers;
+                let answer = async {
+                    let resp = client.request(req).await.ok()?;
+                    let mut body = resp.into_body();
+                    let mut read = 0usize;
+                    // Read the answer to its end (bounded) so that the connection is reusable.
+                    while let Some(Ok(f)) = body.frame().await {
+                        read += f.data_ref().map_or(0, Bytes::len);
+                        if read > 1 << 20 {
+                            return None;
+                        }
+                    }
+                    Some(())
+                };
+                tokio::time::timeout(Duration::from_secs(10), answer).await.ok().flatten().is_some()
+            });
+        }
+        let mut ok = 0;
+        while let Some(r) = set.join_next().await {
+            ok += usize::from(r.unwrap_or(false));
+        }
+        ok
     }
 }
 
 /// Sends one request and measures the answer; never fails, errors land in [`Exchange::error`].
-pub async fn send(client: &HttpClient, ep: &Endpoint, body: Bytes, clock: &Clock) -> Exchange {
+pub async fn send(client: &HttpClient, ep: &Endpoint, out: Outgoing, clock: &Clock) -> Exchange {
     let mut ex = Exchange::default();
     ex.chunk_ns.reserve(64);
     ex.text.reserve(512);
-    let mut req = Request::new(Full::new(body));
+    let mut req = Request::new(Full::new(out.body));
     *req.method_mut() = Method::POST;
     *req.uri_mut() = ep.uri.clone();
-    *req.headers_mut() = ep.headers.clone();
+    let mut headers = ep.headers.clone();
+    // Ids are built from ASCII digits, hex and trace ids; one that is no valid header value
+    // (a session id with a newline) is left out rather than failing the request.
+    if let Ok(v) = HeaderValue::from_str(&out.request_id) {
+        headers.insert(HeaderName::from_static("x-request-id"), v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&out.correlation_id) {
+        headers.insert(ep.session_header.clone(), v.clone());
+        headers.insert(HeaderName::from_static("x-session-affinity"), v);
+    }
+    *req.headers_mut() = headers;
     let timeout = ep.timeout;
     let res = tokio::time::timeout(timeout, exchange(client, req, clock, ep.max_response_bytes, &mut ex)).await;
     ex.end_ns = clock.now_ns();

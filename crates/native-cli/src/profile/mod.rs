@@ -35,7 +35,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use aiperf_core::dispatch::Dispatch;
 use aiperf_core::metrics::Metric;
 use aiperf_core::results::RunSummary;
-use aiperf_core::schedule::Schedule;
+use aiperf_core::schedule::{Schedule, Starts};
 use aiperf_core::trace::Trace;
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
@@ -80,7 +80,9 @@ pub fn run(args: options::Args) -> Result<u8> {
             client: client::http_client()?,
             endpoint: client::Endpoint::new(&t.url, &t.path, t.api_key.as_deref(), &t.headers, t.timeout)
                 .context(BadInput)?
-                .max_response_bytes(t.max_response_bytes),
+                .max_response_bytes(t.max_response_bytes)
+                .session_header(&t.session_header)
+                .context(BadInput)?,
         }
     };
     replay(&rt, &plan, inputs, transport, &control, started)
@@ -204,11 +206,35 @@ pub fn replay<T: Transport + Clone>(
     let warmup =
         (plan.limits.warmup_requests > 0).then(|| rt.block_on(warmup(&transport, &inputs, plan, &control.stop)));
 
+    // Before time zero: the first bodies built, connections open for the first burst.
+    let body_source = Arc::new(BodySource {
+        template: plan.target.body.clone(),
+        prompts: inputs.prompts.clone(),
+        trace: inputs.trace.clone(),
+    });
+    let preparer = Preparer::start(body_source, inputs.schedule.clone())?;
+    let connections = connections_needed(&inputs.schedule, plan.limits.concurrency);
+    if connections > 0 && !control.stop.is_cancelled() {
+        let t0 = Instant::now();
+        let warmed = rt.block_on(transport.warm(connections));
+        eprintln!(
+            "Opened {warmed} of {connections} connection(s) for the first burst in {:.0} ms",
+            t0.elapsed().as_secs_f64() * 1e3
+        );
+    }
+
     // Measure.
     let cpu_before = process_cpu_seconds();
     let clock = Clock::start();
     let start_unix_ns = unix_now_ns();
-    let shared = Arc::new(Shared { transport, clock, trace: inputs.trace.clone(), abort: control.abort.clone() });
+    let fixed_schedule = matches!(inputs.schedule.starts, Starts::Listed(_));
+    let shared = Arc::new(Shared {
+        transport,
+        clock,
+        trace: inputs.trace.clone(),
+        abort: control.abort.clone(),
+        ids: request::Ids::new(fixed_schedule),
+    });
     let progress = progress::bar(total, plan.exports.progress_bar);
     let (records_tx, records_rx) = mpsc::channel();
     let (collected_tx, collected_rx) = mpsc::channel::<Result<Collected>>();
@@ -233,11 +259,6 @@ pub fn replay<T: Transport + Clone>(
             stop.cancel();
         });
     }
-    let body_source = Arc::new(BodySource {
-        template: plan.target.body.clone(),
-        prompts: inputs.prompts.clone(),
-        trace: inputs.trace.clone(),
-    });
     let (completions_tx, completions) = mpsc::channel();
     let dispatcher = Dispatcher {
         dispatch: Dispatch::new(
@@ -245,7 +266,7 @@ pub fn replay<T: Transport + Clone>(
             plan.limits.concurrency,
             plan.limits.duration.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
         ),
-        preparer: Preparer::start(body_source, inputs.schedule.clone())?,
+        preparer,
         shared: shared.clone(),
         handle: rt.handle().clone(),
         completions,
@@ -281,7 +302,12 @@ pub fn replay<T: Transport + Clone>(
     let interrupted = control.interrupted.load(Ordering::SeqCst);
     let summary = RunSummary {
         report,
-        input_config: plan.input_config().clone(),
+        input_config: {
+            let mut c = plan.input_config().clone();
+            // Whether the trace's timestamps were replayed, as resolved (not only as flagged).
+            c["fixed_schedule"] = serde_json::Value::Bool(fixed_schedule);
+            c
+        },
         was_cancelled: interrupted,
         start_unix_ns,
         end_unix_ns: unix_now_ns(),
@@ -307,6 +333,34 @@ pub fn replay<T: Transport + Clone>(
     } else {
         exit::SUCCESS
     })
+}
+
+/// Most connections opened before time zero.
+const MAX_WARM_CONNECTIONS: usize = 256;
+/// Starts this close together count as one burst.
+const BURST_WINDOW_US: u64 = 10_000;
+/// How many starts are looked at to size the first bursts.
+const BURST_SCAN: usize = 10_000;
+
+/// Connections worth opening before time zero: the largest burst among the first starts (runs
+/// starting within 10 ms of each other), or the concurrency for runs without timestamps, capped
+/// by the concurrency and [`MAX_WARM_CONNECTIONS`].
+fn connections_needed(schedule: &Schedule, concurrency: Option<usize>) -> usize {
+    let offsets: Vec<Option<u64>> = schedule.starts().take(BURST_SCAN).map(|s| s.offset_us).collect();
+    let burst = if offsets.iter().any(Option::is_none) {
+        concurrency.unwrap_or(1)
+    } else {
+        let t: Vec<u64> = offsets.into_iter().flatten().collect();
+        let (mut lo, mut best) = (0usize, 0usize);
+        for hi in 0..t.len() {
+            while t[hi].saturating_sub(t[lo]) > BURST_WINDOW_US {
+                lo += 1;
+            }
+            best = best.max(hi + 1 - lo);
+        }
+        best
+    };
+    burst.min(concurrency.unwrap_or(usize::MAX)).min(MAX_WARM_CONNECTIONS)
 }
 
 /// Waits for the records stage to see every request end. Once sending was stopped, in-flight
@@ -351,6 +405,7 @@ async fn warmup<T: Transport + Clone>(
         .collect();
     let (mut sent, mut errors) = (0u64, 0u64);
     let mut in_flight = tokio::task::JoinSet::new();
+    let run = request::Ids::new(false).run;
     for &row in rows.iter().cycle().take(usize::try_from(count).unwrap_or(usize::MAX)) {
         if stop.is_cancelled() {
             break;
@@ -359,7 +414,12 @@ async fn warmup<T: Transport + Clone>(
         match source.build(row) {
             Ok(p) => {
                 let t = transport.clone();
-                in_flight.spawn(async move { t.send(p.body, clock).await });
+                let out = transport::Outgoing {
+                    body: p.body,
+                    request_id: format!("{run}-warmup-{sent}"),
+                    correlation_id: format!("{run}-warmup-{sent}"),
+                };
+                in_flight.spawn(async move { t.send(out, clock).await });
             }
             Err(_) => errors += 1,
         }

@@ -31,6 +31,9 @@ pub struct Args {
     /// Extra HTTP header `Name:Value` (repeatable).
     #[arg(short = 'H', long = "header")]
     pub headers: Vec<String>,
+    /// Header carrying each session's correlation id (also sent as X-Session-Affinity).
+    #[arg(long, default_value = "X-Correlation-ID")]
+    pub session_header: String,
     /// Extra body field `key:value` (JSON values allowed, e.g. ignore_eos:true) (repeatable).
     #[arg(long = "extra-inputs")]
     pub extra_inputs: Vec<String>,

@@ -37,6 +37,8 @@ pub struct Target {
     pub path: String,
     pub api_key: Option<String>,
     pub headers: Vec<(String, String)>,
+    /// The header carrying the session's correlation id.
+    pub session_header: String,
     pub timeout: Duration,
     /// Largest response body, SSE event or streamed text accepted.
     pub max_response_bytes: usize,
@@ -231,6 +233,7 @@ impl ReplayPlan {
             "streaming": a.streaming,
             "api_key": a.api_key.as_ref().map(|_| "<redacted>"),
             "headers": headers.iter().map(|(k, _)| format!("{k}:<redacted>")).collect::<Vec<_>>(),
+            "session_header": a.session_header,
             "extra_inputs": extra_inputs,
             "request_timeout_seconds": a.request_timeout_seconds,
             "use_legacy_max_tokens": a.use_legacy_max_tokens,
@@ -260,6 +263,7 @@ impl ReplayPlan {
                 path,
                 api_key: a.api_key.filter(|k| !k.is_empty()),
                 headers,
+                session_header: a.session_header,
                 timeout,
                 max_response_bytes: in_range(a.max_response_bytes, "--max-response-bytes", 1024, 1 << 40)?,
                 body: BodyTemplate {

@@ -44,18 +44,23 @@ pub struct Preparer {
 }
 
 impl Preparer {
-    /// Starts the threads for `schedule`.
+    /// Starts the threads for `schedule` and returns once the first bodies are built (the
+    /// look-ahead is full, or the schedule has no more), so that the first burst of a run never
+    /// waits for a body.
     pub fn start(source: Arc<BodySource>, schedule: Arc<Schedule>) -> Result<Preparer> {
         let (starts_tx, starts) = sync_channel(PREPARE_AHEAD);
         let (later_tx, jobs) = channel::<Job>();
         let (done_tx, later_rx) = channel();
+        let (primed_tx, primed) = channel::<()>();
         {
             let source = source.clone();
             std::thread::Builder::new()
                 .name("prepare-starts".into())
-                .spawn(move || prepare_starts(&source, &schedule, &starts_tx))
+                .spawn(move || prepare_starts(&source, &schedule, &starts_tx, primed_tx))
                 .context("cannot start the request preparer")?;
         }
+        // An error here means the thread ended early; `take` reports it.
+        let _ = primed.recv();
         std::thread::Builder::new()
             .name("prepare-turns".into())
             .spawn(move || {
@@ -99,10 +104,16 @@ impl Preparer {
     }
 }
 
-fn prepare_starts(source: &BodySource, schedule: &Schedule, tx: &SyncSender<(u64, Body)>) {
+fn prepare_starts(source: &BodySource, schedule: &Schedule, tx: &SyncSender<(u64, Body)>, primed: Sender<()>) {
     let mut cursor = StartCursor::new(schedule);
     let mut run = 0u64;
+    let mut primed = Some(primed);
     while let Some(s) = cursor.next(schedule) {
+        if run == PREPARE_AHEAD as u64
+            && let Some(p) = primed.take()
+        {
+            let _ = p.send(());
+        }
         let body = match schedule.sessions.get(s.session as usize).and_then(|x| x.turns.first()) {
             Some(t) => source.build(t.row),
             None => Err(format!("session {} has no turns", s.session)),
@@ -111,5 +122,8 @@ fn prepare_starts(source: &BodySource, schedule: &Schedule, tx: &SyncSender<(u64
             return;
         }
         run += 1;
+    }
+    if let Some(p) = primed {
+        let _ = p.send(());
     }
 }

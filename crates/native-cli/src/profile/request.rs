@@ -12,7 +12,7 @@ use aiperf_core::trace::Trace;
 use tokio_util::sync::CancellationToken;
 
 use super::preparer::Body;
-use super::transport::{Clock, Transport};
+use super::transport::{Clock, Outgoing, Transport};
 
 /// Below this remaining time a task waiting for its deadline spins instead of yielding.
 const TASK_SPIN_NS: u64 = 50_000;
@@ -24,6 +24,41 @@ pub struct Shared<T> {
     pub trace: Arc<Trace>,
     /// Cancelled when in-flight requests must give up (end of the grace period, second signal).
     pub abort: CancellationToken,
+    pub ids: Ids,
+}
+
+/// How requests and sessions are named in their headers.
+#[derive(Clone, Debug)]
+pub struct Ids {
+    /// Unique to this run (random), so request ids never repeat across runs or shards.
+    pub run: String,
+    /// Replaying the trace's timestamps: sessions are named as AIPerf names them,
+    /// `fixed-schedule-<session>`; otherwise each session run gets its own id.
+    pub fixed_schedule: bool,
+}
+
+impl Ids {
+    /// Ids from the clock and the process id (no cryptographic strength needed: uniqueness).
+    pub fn new(fixed_schedule: bool) -> Ids {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let mut rng = aiperf_core::schedule::Rng::new((t as u64) ^ u64::from(std::process::id()).rotate_left(32));
+        Ids { run: format!("{:016x}{:08x}", rng.next_u64(), rng.next_u64() as u32), fixed_schedule }
+    }
+
+    /// `X-Request-ID` of a job.
+    pub fn request(&self, job: &Job) -> String {
+        format!("{}-{}-{}", self.run, job.run, job.turn)
+    }
+
+    /// The correlation id of a job's session: its conversation or session id, or the run.
+    pub fn correlation(&self, job: &Job, row: Option<&aiperf_core::trace::Row>) -> String {
+        let named = row.and_then(|r| r.conversation_id().or(r.session_id.as_deref()));
+        match (self.fixed_schedule, named) {
+            (true, Some(id)) => format!("fixed-schedule-{id}"),
+            (true, None) => format!("fixed-schedule-session_{:06}", job.run),
+            (false, _) => format!("{}-session-{}", self.run, job.run),
+        }
+    }
 }
 
 /// A finished request for the records stage.
@@ -99,7 +134,11 @@ pub async fn run<T: Transport>(
             let ex = tokio::select! {
                 biased;
                 _ = shared.abort.cancelled() => None,
-                ex = shared.transport.send(p.body, clock) => Some(ex),
+                ex = shared.transport.send(Outgoing {
+                    body: p.body,
+                    request_id: shared.ids.request(&job),
+                    correlation_id: shared.ids.correlation(&job, row),
+                }, clock) => Some(ex),
             };
             match ex {
                 None => {

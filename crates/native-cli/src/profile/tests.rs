@@ -10,13 +10,12 @@ use std::time::{Duration, Instant};
 
 use aiperf_core::metrics::{RecordError, ServerUsage};
 use aiperf_core::trace::{ParseOptions, read};
-use bytes::Bytes;
 use clap::Parser;
 use serde_json::Value;
 
 use super::plan::ReplayPlan;
 use super::prompt::PromptBuilder;
-use super::transport::{Clock, Exchange, Transport};
+use super::transport::{Clock, Exchange, Outgoing, Transport};
 use super::{Control, Inputs, exit, replay};
 use crate::tokenizer::load_tokenizer;
 
@@ -37,11 +36,14 @@ struct Mem {
 }
 
 impl Transport for Mem {
-    async fn send(&self, body: Bytes, clock: Clock) -> Exchange {
+    async fn send(&self, req: Outgoing, clock: Clock) -> Exchange {
         let sent_ns = clock.now_ns();
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_in_flight.fetch_max(now, Ordering::SeqCst);
-        self.log.lock().unwrap().push((sent_ns, serde_json::from_slice(&body).unwrap()));
+        let mut logged: Value = serde_json::from_slice(&req.body).unwrap();
+        logged["x-request-id"] = Value::String(req.request_id);
+        logged["x-correlation-id"] = Value::String(req.correlation_id);
+        self.log.lock().unwrap().push((sent_ns, logged));
         let mut ex = Exchange { sent_ns, streaming: true, ..Default::default() };
         tokio::time::sleep(self.ttft).await;
         ex.first_byte_ns = Some(clock.now_ns());
@@ -168,6 +170,15 @@ fn sessions_keep_turn_order_and_delays_and_expected_cache_is_per_request() {
     assert_eq!(b0["expected_cached_tokens"], 512);
     assert_eq!(a1["expected_cached_tokens"], 700);
     assert_eq!(r.summary["was_cancelled"], false);
+    assert_eq!(r.summary["input_config"]["fixed_schedule"], true);
+    // AIPerf's session naming in a fixed schedule; request ids are unique.
+    let corr: Vec<&str> = log.iter().map(|(_, b)| b["x-correlation-id"].as_str().unwrap()).collect();
+    assert_eq!(corr.iter().filter(|c| **c == "fixed-schedule-a").count(), 2);
+    assert_eq!(corr.iter().filter(|c| **c == "fixed-schedule-b").count(), 1);
+    let mut ids: Vec<&str> = log.iter().map(|(_, b)| b["x-request-id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 3);
 }
 
 #[test]
@@ -289,4 +300,18 @@ fn a_benchmark_duration_with_concurrency_does_not_build_the_schedule_up_front() 
     assert_eq!(r.code, exit::SUCCESS);
     assert!(r.records.len() > 8, "{}", r.records.len());
     assert_eq!(r.summary["was_cancelled"], false);
+}
+
+#[test]
+fn connections_are_sized_for_the_first_burst() {
+    use aiperf_core::schedule::{Timing, build};
+    let text =
+        rows(40, |i| format!(r#"{{"timestamp":{},"input_length":10,"output_length":1}}"#, (i / 8) * 1000 + i % 3));
+    let trace = read(text.as_bytes(), ParseOptions::new("t.jsonl")).unwrap().trace;
+    let fixed = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
+    let schedule = build(&trace, fixed, None).unwrap();
+    assert_eq!(super::connections_needed(&schedule, None), 8);
+    assert_eq!(super::connections_needed(&schedule, Some(3)), 3);
+    let asap = build(&trace, Timing::AsFastAsAllowed, None).unwrap();
+    assert_eq!(super::connections_needed(&asap, Some(1000)), 256);
 }

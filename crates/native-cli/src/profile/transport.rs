@@ -42,8 +42,26 @@ pub struct Exchange {
     pub mock_ttft_ms: Option<f64>,
 }
 
-/// Sends request bodies somewhere and times the answers.
+/// One request to send: its body and its identity.
+#[derive(Clone, Debug)]
+pub struct Outgoing {
+    pub body: Bytes,
+    /// Unique per request (`X-Request-ID`).
+    pub request_id: String,
+    /// The same for every request of a session or conversation (AIPerf's `X-Correlation-ID`,
+    /// also sent as `X-Session-Affinity`), so a router keeps the session on one replica.
+    pub correlation_id: String,
+}
+
+/// Sends requests somewhere and times the answers.
 pub trait Transport: Send + Sync + 'static {
-    /// Sends one body; never fails: errors land in [`Exchange::error`].
-    fn send(&self, body: Bytes, clock: Clock) -> impl Future<Output = Exchange> + Send;
+    /// Sends one request; never fails: errors land in [`Exchange::error`].
+    fn send(&self, req: Outgoing, clock: Clock) -> impl Future<Output = Exchange> + Send;
+
+    /// Opens up to `connections` connections before time zero (TCP and TLS handshakes off the
+    /// clock); returns how many answered. Transports without connections have nothing to do.
+    fn warm(&self, connections: usize) -> impl Future<Output = usize> + Send {
+        let _ = connections;
+        std::future::ready(0)
+    }
 }
