@@ -304,6 +304,8 @@ pub struct Aggregate {
     pub total_expected_cached_tokens: u64,
     /// Requests whose server usage reported `cached_tokens`.
     pub cached_reported: u64,
+    /// Output tokens of the requests counted both ways: (requests, client's count, server's).
+    pub counted_both: (u64, u64, u64),
 }
 
 impl Aggregate {
@@ -348,6 +350,12 @@ impl Aggregate {
             self.cached_reported += 1;
         }
         self.total_expected_cached_tokens += r.expected_cached_tokens.unwrap_or(0);
+        if let (Some(client), Some(server)) = (r.output_tokens, r.usage.completion_tokens) {
+            let (n, c, s) = &mut self.counted_both;
+            *n += 1;
+            *c = c.saturating_add(client);
+            *s = s.saturating_add(server);
+        }
         if !slos.is_empty() && meets(&m, slos) {
             self.good += 1;
         }
@@ -377,6 +385,9 @@ impl Aggregate {
         self.total_cached_tokens += other.total_cached_tokens;
         self.total_expected_cached_tokens += other.total_expected_cached_tokens;
         self.cached_reported += other.cached_reported;
+        self.counted_both.0 += other.counted_both.0;
+        self.counted_both.1 = self.counted_both.1.saturating_add(other.counted_both.1);
+        self.counted_both.2 = self.counted_both.2.saturating_add(other.counted_both.2);
     }
 
     /// Number of failed requests.
@@ -412,6 +423,11 @@ impl Aggregate {
             expected_cache_hit_rate: (self.total_input_tokens > 0)
                 .then(|| self.total_expected_cached_tokens as f64 / self.total_input_tokens as f64),
             error_summary: self.errors.clone(),
+            token_count_check: (self.counted_both.0 > 0).then_some(TokenCountCheck {
+                requests: self.counted_both.0,
+                client_output_tokens: self.counted_both.1,
+                server_output_tokens: self.counted_both.2,
+            }),
             outcomes: Outcomes {
                 completed: self.ok,
                 cancelled: self.errors.get("cancelled").copied().unwrap_or(0),
@@ -448,6 +464,26 @@ pub struct Report {
     pub error_summary: BTreeMap<String, u64>,
     /// How the requests ended.
     pub outcomes: Outcomes,
+    /// The client's output token count against the server's, where both were known.
+    pub token_count_check: Option<TokenCountCheck>,
+}
+
+/// Output tokens counted by the client (re-tokenized text) and by the server (`usage`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenCountCheck {
+    pub requests: u64,
+    pub client_output_tokens: u64,
+    pub server_output_tokens: u64,
+}
+
+impl TokenCountCheck {
+    /// (client − server) / server; 0 when the server counted nothing.
+    pub fn relative_difference(&self) -> f64 {
+        if self.server_output_tokens == 0 {
+            return 0.0;
+        }
+        (self.client_output_tokens as f64 - self.server_output_tokens as f64) / self.server_output_tokens as f64
+    }
 }
 
 /// How the requests of a run ended.

@@ -155,6 +155,17 @@ pub fn summary_json(s: &RunSummary) -> String {
         ),
     );
     m.insert("outcome_counts".into(), json!(s.report.outcomes));
+    if let Some(t) = s.report.token_count_check {
+        m.insert(
+            "output_token_count_check".into(),
+            json!({
+                "requests": t.requests,
+                "client_output_tokens": t.client_output_tokens,
+                "server_output_tokens": t.server_output_tokens,
+                "relative_difference": t.relative_difference(),
+            }),
+        );
+    }
     m.insert("start_time".into(), json!(iso8601(s.start_unix_ns)));
     m.insert("end_time".into(), json!(iso8601(s.end_unix_ns)));
     m.insert("tokenizer".into(), json!(s.tokenizer));
@@ -227,6 +238,16 @@ pub fn console_table(s: &RunSummary) -> String {
         "Outcomes: {} completed, {} cancelled, {} timed out, {} failed (TTFT covers every request that received a token)",
         o.completed, o.cancelled, o.timed_out, o.failed
     );
+    if let Some(t) = s.report.token_count_check {
+        let _ = writeln!(
+            out,
+            "Output tokens: server (usage) {}, client re-tokenized {} ({:+.2}%) over {} request(s)",
+            t.server_output_tokens,
+            t.client_output_tokens,
+            t.relative_difference() * 100.0,
+            t.requests
+        );
+    }
     if !s.report.error_summary.is_empty() {
         out.push_str("Errors:");
         for (k, n) in &s.report.error_summary {

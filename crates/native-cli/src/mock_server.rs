@@ -254,6 +254,9 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
     let arrival_ns = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let path = req.uri().path().to_owned();
     let auth = req.headers().contains_key("authorization");
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let ids = json!({"request_id": header("x-request-id"), "correlation_id": header("x-correlation-id"),
+        "affinity": header("x-session-affinity"), "user_agent": header("user-agent")});
     if path == "/health" || path == "/v1/models" {
         return Ok(full(StatusCode::OK, json!({"status": "ok", "data": [{"id": "mock", "object": "model"}]})));
     }
@@ -292,7 +295,8 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
     let prompt_tokens = words_in(body.get(if chat { "messages" } else { "prompt" }).unwrap_or(&Value::Null));
     if let Some(log) = &state.arrivals {
         let line = json!({"n": n, "arrival_ns": arrival_ns.to_string(), "path": path, "auth": auth, "stream": stream,
-            "max_tokens": max_tokens, "prompt_tokens": prompt_tokens, "session_hint": body.get("user")});
+            "max_tokens": max_tokens, "prompt_tokens": prompt_tokens, "session_hint": body.get("user"),
+            "headers": ids});
         if let Ok(mut w) = log.lock() {
             let _ = writeln!(w, "{line}");
             let _ = w.flush();

@@ -66,6 +66,17 @@ fn fixed_schedule_is_kept_and_prompts_are_exact() {
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Time to First Token") && stdout.contains("Calibration"), "{stdout}");
+    // AIPerf's headers: a unique request id, the session's correlation id twice, our user agent.
+    let mut request_ids: Vec<&str> = arrivals.iter().map(|a| a["headers"]["request_id"].as_str().unwrap()).collect();
+    request_ids.sort_unstable();
+    request_ids.dedup();
+    assert_eq!(request_ids.len(), 40);
+    for a in &arrivals {
+        let h = &a["headers"];
+        assert!(h["correlation_id"].as_str().unwrap().starts_with("fixed-schedule-session_"), "{h}");
+        assert_eq!(h["affinity"], h["correlation_id"]);
+        assert!(h["user_agent"].as_str().unwrap().starts_with("aiperf-cli/"));
+    }
 }
 
 #[test]

@@ -118,6 +118,8 @@ fn replay_and_check(lines: &[String], extra: &[&str]) -> Vec<(f64, u64, u64)> {
     for r in &records {
         let m = &r["metadata"];
         assert_eq!(m["usage"]["completion_tokens"], m["max_tokens"], "output length differs: {m}");
+        // The server's usage is the output token count (the client's count stays beside it).
+        assert_eq!(r["metrics"]["output_sequence_length"].as_f64(), m["usage"]["completion_tokens"].as_f64(), "{r}");
         let isl = m["input_tokens"].as_u64().unwrap() as f64;
         let expected = m["expected_cached_tokens"].as_u64().unwrap_or(0);
         let cached = m["usage"]["cached_tokens"].as_u64().unwrap_or(0);

@@ -43,9 +43,14 @@ pub struct Args {
     /// Send `max_tokens` instead of `max_completion_tokens`.
     #[arg(long)]
     pub use_legacy_max_tokens: bool,
-    /// Take output (and input) token counts from the server's `usage`.
-    #[arg(long)]
+    /// Take token counts from the server's `usage` only, without counting on the client (the
+    /// default already takes the server's count when it reports one, and counts beside it).
+    #[arg(long, conflicts_with = "client_token_count")]
     pub use_server_token_count: bool,
+    /// Count output tokens by re-tokenizing the answer text, as AIPerf does by default
+    /// (the server's `usage` is still recorded beside it).
+    #[arg(long)]
+    pub client_token_count: bool,
 
     /// The Mooncake trace (JSONL, optionally gzip-compressed).
     #[arg(long)]

@@ -82,13 +82,26 @@ pub struct Limits {
     pub warmup_requests: u64,
 }
 
-/// Where output token counts come from.
+/// Where token counts come from. Re-tokenizing the text a server streamed is not the number of
+/// tokens it generated (measured 0–27 tokens per request off on llama.cpp), so by default the
+/// server's own `usage` is the count whenever it reports one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TokenCounting {
-    /// The client re-tokenizes the answer text (AIPerf's way).
+    /// The server's `usage` when reported, else the client's count; the client also counts, so
+    /// the discrepancy is recorded per request and in the summary (the default).
+    ServerWithClientBeside,
+    /// The server's `usage` when reported; the client counts only when it is not
+    /// (`--use-server-token-count`: the least client CPU).
+    ServerOnly,
+    /// The client re-tokenizes the answer text (`--client-token-count`, AIPerf's default).
     Client,
-    /// The server's `usage.completion_tokens` when it reports it, else the client's count.
-    ServerUsage,
+}
+
+impl TokenCounting {
+    /// Whether metrics take the server's count first.
+    pub fn server_first(self) -> bool {
+        self != TokenCounting::Client
+    }
 }
 
 /// What is written and shown.
@@ -238,6 +251,7 @@ impl ReplayPlan {
             "request_timeout_seconds": a.request_timeout_seconds,
             "use_legacy_max_tokens": a.use_legacy_max_tokens,
             "use_server_token_count": a.use_server_token_count,
+            "client_token_count": a.client_token_count,
             "input_file": a.input_file.display().to_string(),
             "trace_format": format!("{:?}", a.trace_format.trace_format),
             "random_seed": a.random_seed,
@@ -291,7 +305,13 @@ impl ReplayPlan {
                 },
             },
             limits: Limits { request_count, duration, grace, concurrency, warmup_requests },
-            counting: if a.use_server_token_count { TokenCounting::ServerUsage } else { TokenCounting::Client },
+            counting: if a.client_token_count {
+                TokenCounting::Client
+            } else if a.use_server_token_count {
+                TokenCounting::ServerOnly
+            } else {
+                TokenCounting::ServerWithClientBeside
+            },
             exports: Exports { artifact_dir: a.artifact_dir, slos, progress_bar: a.ui_type != UiType::None },
             input_config,
         })
@@ -395,7 +415,10 @@ mod tests {
         assert_eq!(p.target.path, "/v1/chat/completions");
         assert_eq!(p.target.timeout, Duration::from_secs(21_600));
         assert_eq!(p.limits.grace, Duration::from_secs(30));
-        assert_eq!(p.counting, TokenCounting::Client);
+        assert_eq!(p.counting, TokenCounting::ServerWithClientBeside);
+        assert_eq!(plan(&["--client-token-count"]).unwrap().counting, TokenCounting::Client);
+        assert_eq!(plan(&["--use-server-token-count"]).unwrap().counting, TokenCounting::ServerOnly);
+        assert!(plan(&["--use-server-token-count", "--client-token-count"]).is_err());
         assert!(p.source.synthesis.is_none());
         assert!(matches!(p.timing(true).unwrap(), Timing::Fixed { auto_offset: true, .. }));
         assert!(p.timing(false).is_err());

@@ -39,11 +39,11 @@ impl RecordsStage {
     /// Processes records until every sender is gone.
     pub fn run(mut self, rx: Receiver<Finished>) -> Result<Collected> {
         let mut c = Collected::default();
-        let server_usage = self.counting == TokenCounting::ServerUsage;
+        let server_first = self.counting.server_first();
         for f in rx {
             let Finished { mut record, text, mock_ttft_ms } = f;
-            let counted_by_server = server_usage && record.usage.completion_tokens.is_some();
-            if !counted_by_server {
+            let skip_client = self.counting == TokenCounting::ServerOnly && record.usage.completion_tokens.is_some();
+            if !skip_client {
                 if !text.is_empty() {
                     record.output_tokens = self.prompts.count(&text).ok();
                 } else if record.error.is_none() {
@@ -65,7 +65,7 @@ impl RecordsStage {
                 e.message = mask(&e.message, &self.secrets);
             }
             c.mock_ttft_ms = c.mock_ttft_ms.or(mock_ttft_ms);
-            let metrics = c.aggregate.add(&record, server_usage, &self.slos);
+            let metrics = c.aggregate.add(&record, server_first, &self.slos);
             self.out
                 .write_all(&record_line(&record, metrics.as_ref()))
                 .and_then(|()| self.out.flush())
