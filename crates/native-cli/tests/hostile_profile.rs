@@ -191,4 +191,6 @@ fn url_credentials_are_never_shown_or_written() {
     );
     assert!(!all.contains("pa55word-xyz"), "{all}");
     assert!(all.contains("<redacted>@127.0.0.1"));
+    // Nor their Basic-authentication form (sent when no API key is given).
+    assert!(!all.contains("YWxpY2U6cGE1NXdvcmQteHl6"), "{all}");
 }

@@ -76,9 +76,10 @@ pub fn run(args: options::Args) -> Result<u8> {
     let transport = {
         let _guard = rt.enter();
         let t = &plan.target;
+        let (url, headers) = plan.request_target();
         client::HttpTransport {
             client: client::http_client()?,
-            endpoint: client::Endpoint::new(&t.url, &t.path, t.api_key.as_deref(), &t.headers, t.timeout)
+            endpoint: client::Endpoint::new(&url, &t.path, t.api_key.as_deref(), &headers, t.timeout)
                 .context(BadInput)?
                 .max_response_bytes(t.max_response_bytes)
                 .session_header(&t.session_header)
@@ -113,7 +114,8 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
             .map(|o| (o.trace, t0.elapsed()));
         (trace, tok.join())
     });
-    let (mut trace, read_time) = trace?;
+    let (trace, read_time) = trace?;
+    let mut trace = plan.filter_offsets(trace);
     if let Some(params) = &src.synthesis {
         let before = trace.len();
         trace = aiperf_core::synthesis::transform(&trace, params).context("synthesis failed")?;

@@ -157,6 +157,44 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// `scheme://user:password@host…` split into the URL without its credentials and the
+/// `user:password` (percent-decoded), which is sent as HTTP Basic authentication, as curl and
+/// aiohttp do.
+pub fn split_credentials(url: &str) -> (String, Option<String>) {
+    let Some((scheme, rest)) = url.split_once("://") else { return (url.to_owned(), None) };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => (format!("{scheme}://{}", &rest[at + 1..]), Some(percent_decode(&rest[..at]))),
+        None => (url.to_owned(), None),
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The `Authorization` value of HTTP Basic authentication for `user:password`.
+pub fn basic_auth(userinfo: &str) -> String {
+    use base64::Engine as _;
+    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(userinfo))
+}
+
 /// Whether a header carries a credential (its value is never shown or written).
 pub fn is_credential_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
@@ -322,6 +360,17 @@ impl ReplayPlan {
         &self.input_config
     }
 
+    /// The URL requests go to (credentials removed) and the headers they carry: the user's,
+    /// plus HTTP Basic authentication from URL credentials when no API key is given.
+    pub fn request_target(&self) -> (String, Vec<(String, String)>) {
+        let (url, userinfo) = split_credentials(&self.target.url);
+        let mut headers = self.target.headers.clone();
+        if let (Some(u), None) = (userinfo, &self.target.api_key) {
+            headers.insert(0, ("Authorization".to_owned(), basic_auth(&u)));
+        }
+        (url, headers)
+    }
+
     /// The URL as it may be shown (credentials redacted).
     pub fn shown_url(&self) -> String {
         format!("{}{}", redact_url(self.target.url.trim_end_matches('/')), self.target.path)
@@ -332,12 +381,11 @@ impl ReplayPlan {
     pub fn secrets(&self) -> Vec<String> {
         let mut s: Vec<String> = self.target.api_key.iter().cloned().collect();
         s.extend(self.target.headers.iter().filter(|(k, _)| is_credential_header(k)).map(|(_, v)| v.trim().to_owned()));
-        if let Some((_, rest)) = self.target.url.split_once("://") {
-            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-            if let Some(at) = rest[..end].rfind('@') {
-                let userinfo = &rest[..at];
-                s.push(userinfo.split_once(':').map_or(userinfo, |(_, p)| p).to_owned());
-            }
+        if let (_, Some(userinfo)) = split_credentials(&self.target.url) {
+            s.push(userinfo.split_once(':').map_or(userinfo.as_str(), |(_, p)| p).to_owned());
+            // What a server echoing the Authorization header would show.
+            s.push(basic_auth(&userinfo).trim_start_matches("Basic ").to_owned());
+            s.push(userinfo);
         }
         s.retain(|v| v.len() >= 4);
         s
@@ -354,9 +402,15 @@ impl ReplayPlan {
                 a.rate.is_none(),
                 "--request-rate cannot be combined with a fixed schedule (add --no-fixed-schedule)"
             );
+            // The offsets are raw trace ms (AIPerf's meaning); sessions were already filtered on
+            // the raw timestamps (`filter_offsets`), so on sped-up timestamps (`floor(ts / r)`)
+            // the floored offsets keep exactly those sessions, and time zero is the start offset
+            // sped up too (AIPerf leaves it unscaled, so its early requests fire together).
+            let r = self.source.synthesis.as_ref().map_or(1.0, |p| p.speedup_ratio);
+            let scaled = |ms: Option<f64>| ms.map(|v| if r == 1.0 { v } else { (v / r).floor() });
             return Ok(Timing::Fixed {
-                start_offset_ms: a.start_offset_ms,
-                end_offset_ms: a.end_offset_ms,
+                start_offset_ms: scaled(a.start_offset_ms),
+                end_offset_ms: scaled(a.end_offset_ms),
                 auto_offset: a.auto_offset || a.start_offset_ms.is_none(),
             });
         }
@@ -374,6 +428,37 @@ impl ReplayPlan {
                 Timing::AsFastAsAllowed
             }
         })
+    }
+
+    /// Before synthesis: with a speed-up and `--fixed-schedule-start/end-offset`, drops the
+    /// sessions whose first turn's raw timestamp is outside the offsets (inclusive), so that the
+    /// offsets mean trace milliseconds before the speed-up, as in AIPerf.
+    pub fn filter_offsets(&self, trace: Trace) -> Trace {
+        let a = &self.source.arrivals;
+        let sped_up = self.source.synthesis.as_ref().is_some_and(|p| p.speedup_ratio != 1.0);
+        if !sped_up || (a.start_offset_ms.is_none() && a.end_offset_ms.is_none()) || a.fixed == Some(false) {
+            return trace;
+        }
+        let outside = |ts: Option<f64>| {
+            ts.is_some_and(|t| a.start_offset_ms.is_some_and(|s| t < s) || a.end_offset_ms.is_some_and(|e| t > e))
+        };
+        let mut dropped: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut keep = Vec::with_capacity(trace.len());
+        for row in trace.rows() {
+            let ts = row.timestamp.map(|n| n.as_f64());
+            keep.push(match row.session_id.as_deref() {
+                None => !outside(ts),
+                Some(id) if seen.insert(id) => {
+                    if outside(ts) {
+                        dropped.insert(id);
+                    }
+                    !dropped.contains(id)
+                }
+                Some(id) => !dropped.contains(id),
+            });
+        }
+        trace.iter().zip(keep).filter(|(_, k)| *k).map(|((r, ids), _)| (r.clone(), ids.to_vec())).collect()
     }
 
     /// The schedule of `trace`: with a benchmark duration and no request count, rate and
@@ -486,6 +571,47 @@ mod tests {
         assert!(secrets.contains(&"abcd-1234".to_owned()));
         assert!(secrets.contains(&"hunter22".to_owned()));
         assert!(!secrets.contains(&"visible".to_owned()));
+    }
+
+    #[test]
+    fn offsets_are_raw_trace_ms_before_the_speed_up() {
+        use aiperf_core::trace::{ParseOptions, read};
+        let text: String = (0..7)
+            .map(|i| format!("{{\"timestamp\": {}, \"input_length\": 5, \"output_length\": 1}}\n", 1000 * i + 1))
+            .collect();
+        let raw = read(text.as_bytes(), ParseOptions::new("t")).unwrap().trace;
+        let p = plan(&[
+            "--fixed-schedule",
+            "--fixed-schedule-start-offset",
+            "2001",
+            "--fixed-schedule-end-offset",
+            "4001",
+            "--synthesis-speedup-ratio",
+            "2",
+        ])
+        .unwrap();
+        let kept = p.filter_offsets(raw);
+        let ts: Vec<f64> = kept.rows().iter().map(|r| r.timestamp.unwrap().as_f64()).collect();
+        assert_eq!(ts, vec![2001.0, 3001.0, 4001.0]);
+        let synthesized = aiperf_core::synthesis::transform(&kept, p.source.synthesis.as_ref().unwrap()).unwrap();
+        let s = p.schedule(&synthesized).unwrap();
+        // Sped up: 1000, 1500, 2000 ms; zero at the sped-up start offset (1000 ms).
+        let offsets: Vec<u64> = s.starts().map(|x| x.offset_us.unwrap() / 1000).collect();
+        assert_eq!(offsets, vec![0, 500, 1000]);
+    }
+
+    #[test]
+    fn url_credentials_become_basic_authentication() {
+        let p = plan(&["-u", "http://alice:p%40ss@h:9"]).unwrap();
+        let (url, headers) = p.request_target();
+        assert_eq!(url, "http://h:9");
+        assert_eq!(headers, vec![("Authorization".to_owned(), "Basic YWxpY2U6cEBzcw==".to_owned())]);
+        let secrets = p.secrets();
+        assert!(secrets.contains(&"p@ss".to_owned()) && secrets.contains(&"YWxpY2U6cEBzcw==".to_owned()));
+        // An API key wins over URL credentials.
+        let p = plan(&["-u", "http://alice:p%40ss@h:9", "--api-key", "sk-123456"]).unwrap();
+        assert!(p.request_target().1.is_empty());
+        assert_eq!(split_credentials("http://h/a@b"), ("http://h/a@b".to_owned(), None));
     }
 
     #[test]
