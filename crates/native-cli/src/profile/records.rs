@@ -5,7 +5,8 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::Duration;
 
 use aiperf_core::metrics::{Aggregate, RecordError, Slo};
 use aiperf_core::results::record_line;
@@ -14,6 +15,9 @@ use anyhow::{Context, Result};
 use super::plan::TokenCounting;
 use super::prompt::PromptBuilder;
 use super::request::Finished;
+
+/// Pause between batches of records under load.
+const BATCH_PAUSE: Duration = Duration::from_millis(1);
 
 /// What the records stage needs.
 pub struct RecordsStage {
@@ -40,7 +44,25 @@ impl RecordsStage {
     pub fn run(mut self, rx: Receiver<Finished>) -> Result<Collected> {
         let mut c = Collected::default();
         let server_first = self.counting.server_first();
-        for f in rx {
+        let mut busy = false;
+        loop {
+            // Under load, drain in batches a millisecond apart: while this thread sleeps instead
+            // of waiting on the channel, a finishing request's send wakes nobody, so no context
+            // switch per record competes with pacing. When idle, wait on the channel.
+            let f = match rx.try_recv() {
+                Ok(f) => f,
+                Err(TryRecvError::Disconnected) => break,
+                Err(TryRecvError::Empty) if busy => {
+                    busy = false;
+                    std::thread::sleep(BATCH_PAUSE);
+                    continue;
+                }
+                Err(TryRecvError::Empty) => match rx.recv() {
+                    Ok(f) => f,
+                    Err(_) => break,
+                },
+            };
+            busy = true;
             let Finished { mut record, text, mock_ttft_ms } = f;
             let skip_client = self.counting == TokenCounting::ServerOnly && record.usage.completion_tokens.is_some();
             if !skip_client {
