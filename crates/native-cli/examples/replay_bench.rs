@@ -1,8 +1,8 @@
 //! Replay benchmark: `aiperf-cli profile` against `aiperf-cli mock-server` on 127.0.0.1.
 //!
 //! Usage: `cargo build --release -p aiperf-cli && cargo run --release -p aiperf-cli --example
-//! replay_bench -- [SCENARIO…]` with scenarios `lateness`, `max-rate`, `startup`, `streams`
-//! (default: all). With `AIPERF_BIN=/path/to/aiperf` the `lateness`, `max-rate` and `startup`
+//! replay_bench -- [SCENARIO…]` with scenarios `lateness`, `max-rate`, `startup`, `streams`,
+//! `burst` (default: all). With `AIPERF_BIN=/path/to/aiperf` the `lateness`, `max-rate` and `startup`
 //! scenarios also run AIPerf on the same traces against the same mock server.
 //!
 //! Send lateness is measured at the server, the same way for both tools: for request i scheduled at
@@ -338,6 +338,84 @@ fn streams(dir: &Path) {
     );
 }
 
+/// The first 200 rows of the conversation trace at 20×: bursts of up to 16 requests with ~6,700-token
+/// prompts at the same timestamp. Every request is matched to its record through its
+/// `X-Request-ID` (`<run id>-<session run>-<turn>`), so lateness is per request, at the client
+/// (sent − scheduled, and per burst) and at the server (arrival − scheduled, zero at the earliest).
+fn burst(dir: &Path) {
+    println!("\n## Bursts: first 200 rows of the conversation trace at 20× (fixed schedule, streaming)");
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/traces/conversation_trace.jsonl"),
+    )
+    .unwrap();
+    let trace = dir.join("burst.jsonl");
+    std::fs::write(&trace, src.lines().take(200).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    println!(
+        "| run | requests | bursts (≥ 2 requests) | client: worst request of a burst, first burst / p50 / max over bursts (ms) | bursts entirely within 1 ms | server: arrival error p50 / p99 / max (ms) | CPU µs/request |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for run in 1..=3 {
+        let mock = start_mock(&[]);
+        let art = dir.join(format!("art-burst-{run}"));
+        let (_, cpu) =
+            timed(&mut ours(&mock.url, &trace, &art, &["--fixed-schedule", "--synthesis-speedup-ratio", "20"]));
+        let records: Vec<Value> = std::fs::read_to_string(art.join("profile_export.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["metadata"].clone())
+            .collect();
+        let key = |run: u64, turn: u64| format!("{run}-{turn}");
+        let by_key: std::collections::HashMap<String, (u64, u64)> = records
+            .iter()
+            .map(|r| {
+                let k = key(r["session_run"].as_u64().unwrap(), r["turn"].as_u64().unwrap());
+                (k, (r["scheduled_ns"].as_u64().unwrap(), r["sent_ns"].as_u64().unwrap()))
+            })
+            .collect();
+        // Client side, per burst (requests scheduled at the same instant).
+        let mut bursts: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+        for &(sched, sent) in by_key.values() {
+            bursts.entry(sched).or_default().push(sent.saturating_sub(sched) as f64 / 1e6);
+        }
+        let worst: Vec<(u64, f64)> = bursts
+            .iter()
+            .filter(|(_, v)| v.len() >= 2)
+            .map(|(t, v)| (*t, v.iter().copied().fold(0.0, f64::max)))
+            .collect();
+        let first = worst.first().map_or(f64::NAN, |w| w.1);
+        let sorted_worst = sorted(&worst.iter().map(|w| w.1).collect::<Vec<_>>());
+        let within = worst.iter().filter(|w| w.1 <= 1.0).count();
+        // Server side: arrival − scheduled, the earliest defining zero.
+        let diffs: Vec<f64> = mock
+            .arrivals()
+            .iter()
+            .filter_map(|a| {
+                let id = a["headers"]["request_id"].as_str()?;
+                let mut parts = id.rsplitn(3, '-');
+                let turn = parts.next()?;
+                let run = parts.next()?;
+                let (sched, _) = by_key.get(&format!("{run}-{turn}"))?;
+                let arrival: u128 = a["arrival_ns"].as_str()?.parse().ok()?;
+                Some(arrival as f64 / 1e6 - *sched as f64 / 1e6)
+            })
+            .collect();
+        let min = diffs.iter().copied().fold(f64::INFINITY, f64::min);
+        let late = sorted(&diffs.iter().map(|d| d - min).collect::<Vec<_>>());
+        println!(
+            "| {run} | {} | {} | {first:.3} / {:.3} / {:.3} | {within} of {} | {:.3} / {:.3} / {:.3} | {:.0} |",
+            late.len(),
+            worst.len(),
+            percentile_sorted(&sorted_worst, 50.0).unwrap_or(f64::NAN),
+            sorted_worst.last().copied().unwrap_or(f64::NAN),
+            worst.len(),
+            percentile_sorted(&late, 50.0).unwrap_or(f64::NAN),
+            percentile_sorted(&late, 99.0).unwrap_or(f64::NAN),
+            late.last().copied().unwrap_or(f64::NAN),
+            cpu * 1e6 / late.len().max(1) as f64
+        );
+    }
+}
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -359,5 +437,8 @@ fn main() {
     }
     if want("streams") {
         streams(dir.path());
+    }
+    if want("burst") {
+        burst(dir.path());
     }
 }

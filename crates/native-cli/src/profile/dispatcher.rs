@@ -104,7 +104,7 @@ impl<T: Transport> Dispatcher<T> {
 
     fn completed(&mut self, c: Completed) {
         if let Some(next) = self.dispatch.complete(&c.job, c.end_ns) {
-            self.preparer.queued(&next);
+            self.preparer.queued(&next, c.job.row, c.reply);
         }
     }
 

@@ -25,6 +25,8 @@ pub mod request;
 pub mod transport;
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
@@ -236,6 +238,7 @@ pub fn replay<T: Transport + Clone>(
         trace: inputs.trace.clone(),
         abort: control.abort.clone(),
         ids: request::Ids::new(fixed_schedule),
+        turn_history: plan.target.body.turn_history,
     });
     let progress = progress::bar(total, plan.exports.progress_bar);
     let (records_tx, records_rx) = mpsc::channel();

@@ -43,6 +43,16 @@ pub struct Args {
     /// Send `max_tokens` instead of `max_completion_tokens`.
     #[arg(long)]
     pub use_legacy_max_tokens: bool,
+    /// Later turns of a session of generated prompts (`input_length` or `text_input` rows):
+    /// `live` sends the earlier prompts and the server's replies before the new prompt, as AIPerf
+    /// does (`input_length` counts the new tokens); `none` sends each prompt alone (for traces
+    /// whose `input_length` already counts the history). `messages` rows are sent as written.
+    #[arg(long, value_enum, default_value = "live")]
+    pub turn_history: super::body::TurnHistory,
+    /// Largest prompt built for a request, in tokens (a later turn's conversation included); a
+    /// longer one is not built and gets an `invalid_request` record.
+    #[arg(long, default_value_t = super::plan::DEFAULT_MAX_PROMPT_TOKENS)]
+    pub max_prompt_tokens: u64,
     /// Take token counts from the server's `usage` only, without counting on the client (the
     /// default already takes the server's count when it reports one, and counts beside it).
     #[arg(long, conflicts_with = "client_token_count")]

@@ -25,6 +25,9 @@ pub const RATE_RANGE: (f64, f64) = (1e-3, 1e6);
 pub const MAX_CONCURRENCY: usize = 1_000_000;
 /// Default of `--max-response-bytes`: 64 MiB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
+/// Default prompt size limit in tokens (`--max-prompt-tokens`): past any model's context, and a
+/// generated prompt of this size is about 30 MB.
+pub const DEFAULT_MAX_PROMPT_TOKENS: u64 = 1 << 22;
 /// Most requests of one run (`--request-count`, `--warmup-request-count`).
 pub const MAX_REQUESTS: u64 = 1_000_000_000_000;
 
@@ -288,6 +291,8 @@ impl ReplayPlan {
             "extra_inputs": extra_inputs,
             "request_timeout_seconds": a.request_timeout_seconds,
             "use_legacy_max_tokens": a.use_legacy_max_tokens,
+            "turn_history": a.turn_history.name(),
+            "max_prompt_tokens": a.max_prompt_tokens,
             "use_server_token_count": a.use_server_token_count,
             "client_token_count": a.client_token_count,
             "input_file": a.input_file.display().to_string(),
@@ -323,6 +328,8 @@ impl ReplayPlan {
                     model: a.model,
                     streaming: a.streaming,
                     legacy_max_tokens: a.use_legacy_max_tokens,
+                    turn_history: a.turn_history,
+                    max_prompt_tokens: in_range(a.max_prompt_tokens, "--max-prompt-tokens", 1, 1 << 32)?,
                     extra_inputs,
                 },
             },

@@ -11,7 +11,7 @@ use aiperf_core::schedule::{Schedule, StartCursor};
 use aiperf_core::trace::Trace;
 use anyhow::{Context, Result, bail};
 
-use super::body::{BodyTemplate, Prepared, prepare};
+use super::body::{BodyTemplate, History, Prepared, Role, TurnHistory, prepare, threads_history, user_text};
 use super::prompt::PromptBuilder;
 
 /// A prepared body, or why it could not be built (recorded as that request's error).
@@ -27,18 +27,65 @@ pub struct BodySource {
     pub trace: Arc<Trace>,
 }
 
+/// A later turn to build: its job, the row of the session's previous turn and what the server
+/// replied to it.
+#[derive(Debug)]
+pub struct Later {
+    pub job: Job,
+    pub prev_row: u32,
+    pub reply: Option<String>,
+}
+
 impl BodySource {
-    /// The body of trace row `row`.
+    /// The body of trace row `row` on its own.
     pub fn build(&self, row: u32) -> Body {
         let r = self.trace.rows().get(row as usize).ok_or_else(|| format!("no trace row {row}"))?;
-        prepare(&self.template, &self.prompts, r, self.trace.hash_ids(r), u64::from(row)).map_err(|e| format!("{e:#}"))
+        prepare(&self.template, &self.prompts, r, self.trace.hash_ids(r), u64::from(row), None)
+            .map_err(|e| format!("{e:#}"))
+    }
+
+    /// The body of a later turn. With live history (the default) a generated prompt comes after
+    /// the session's earlier prompts and the server's replies, kept in `histories` by session run
+    /// until its last turn is built; so memory holds one conversation per session in flight.
+    pub fn build_later(&self, later: Later, histories: &mut HashMap<u64, History>) -> Body {
+        let job = later.job;
+        let last = job.turn.saturating_add(1) >= job.run_turns;
+        let rows = self.trace.rows();
+        let r = rows.get(job.row as usize).ok_or_else(|| format!("no trace row {}", job.row))?;
+        if self.template.turn_history != TurnHistory::Live || !threads_history(r) {
+            histories.remove(&job.run);
+            return self.build(job.row);
+        }
+        let history = histories.entry(job.run).or_default();
+        if let Some(prev) = rows.get(later.prev_row as usize)
+            && let Some((text, tokens)) = user_text(
+                &self.prompts,
+                prev,
+                self.trace.hash_ids(prev),
+                u64::from(later.prev_row),
+                self.template.max_prompt_tokens,
+            )
+        {
+            history.push(Role::User, text, tokens.unwrap_or(0));
+        }
+        // A failed turn leaves no reply; the conversation goes on without one.
+        if let Some(reply) = later.reply.filter(|t| !t.is_empty()) {
+            let tokens = self.prompts.count(&reply).unwrap_or(0);
+            history.push(Role::Assistant, reply, tokens);
+        }
+        let body = prepare(&self.template, &self.prompts, r, self.trace.hash_ids(r), u64::from(job.row), Some(history))
+            .map_err(|e| format!("{e:#}"));
+        if last {
+            histories.remove(&job.run);
+        }
+        body
     }
 }
 
 /// The dispatcher's side of the preparer threads.
 pub struct Preparer {
     starts: Receiver<(u64, Body)>,
-    later_tx: Sender<Job>,
+    later_tx: Sender<Later>,
     later_rx: Receiver<((u64, u32), Body)>,
     ready: HashMap<(u64, u32), Body>,
 }
@@ -49,7 +96,7 @@ impl Preparer {
     /// waits for a body.
     pub fn start(source: Arc<BodySource>, schedule: Arc<Schedule>) -> Result<Preparer> {
         let (starts_tx, starts) = sync_channel(PREPARE_AHEAD);
-        let (later_tx, jobs) = channel::<Job>();
+        let (later_tx, jobs) = channel::<Later>();
         let (done_tx, later_rx) = channel();
         let (primed_tx, primed) = channel::<()>();
         {
@@ -64,8 +111,10 @@ impl Preparer {
         std::thread::Builder::new()
             .name("prepare-turns".into())
             .spawn(move || {
-                for job in jobs {
-                    if done_tx.send(((job.run, job.turn), source.build(job.row))).is_err() {
+                let mut histories = HashMap::new();
+                for later in jobs {
+                    let key = (later.job.run, later.job.turn);
+                    if done_tx.send((key, source.build_later(later, &mut histories))).is_err() {
                         break;
                     }
                 }
@@ -74,10 +123,10 @@ impl Preparer {
         Ok(Preparer { starts, later_tx, later_rx, ready: HashMap::new() })
     }
 
-    /// A later turn was queued: build its body now.
-    pub fn queued(&self, job: &Job) {
+    /// A later turn was queued: build its body now (after `prev_row`, answered with `reply`).
+    pub fn queued(&self, job: &Job, prev_row: u32, reply: Option<String>) {
         // A stopped preparer is reported by `take`.
-        let _ = self.later_tx.send(*job);
+        let _ = self.later_tx.send(Later { job: *job, prev_row, reply });
     }
 
     /// The body of a job that is due, waiting for it if it is not built yet.

@@ -80,7 +80,8 @@ impl PromptBuilder {
     /// The prompt of a row: `input_length` tokens from its hash id blocks (or fresh text keyed by
     /// `row_key` when it has none).
     pub fn prompt(&self, input_length: u64, hash_ids: &[u64], row_key: u64) -> String {
-        let mut out = String::with_capacity(input_length as usize * 7);
+        // The usual ~7 bytes per token, within reason: a longer prompt grows as it is built.
+        let mut out = String::with_capacity(usize::try_from(input_length.saturating_mul(7)).unwrap_or(0).min(64 << 20));
         if hash_ids.is_empty() {
             // Keyed apart from hash ids so fresh text never equals a block.
             self.push_words(&mut out, !row_key ^ 0x5555_0000_0000_0000, input_length);

@@ -11,6 +11,7 @@ use aiperf_core::metrics::{RecordError, RequestRecord};
 use aiperf_core::trace::Trace;
 use tokio_util::sync::CancellationToken;
 
+use super::body::TurnHistory;
 use super::preparer::Body;
 use super::transport::{Clock, Outgoing, Transport};
 
@@ -25,6 +26,8 @@ pub struct Shared<T> {
     /// Cancelled when in-flight requests must give up (end of the grace period, second signal).
     pub abort: CancellationToken,
     pub ids: Ids,
+    /// Whether later turns carry the replies to earlier ones.
+    pub turn_history: TurnHistory,
 }
 
 /// How requests and sessions are named in their headers.
@@ -71,10 +74,12 @@ pub struct Finished {
 }
 
 /// A request's completion, for the dispatcher.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Completed {
     pub job: Job,
     pub end_ns: u64,
+    /// The server's reply, when the session's next turn carries it (live turn history).
+    pub reply: Option<String>,
 }
 
 /// One request handed over by the dispatcher.
@@ -164,6 +169,7 @@ pub async fn run<T: Transport>(
         }
     }
     // The dispatcher first, so that the session's next turn is timed at once.
-    let _ = completions.send(Completed { job, end_ns: rec.end_ns });
+    let reply = row.is_some_and(|r| shared.turn_history.wants_reply(r, job.turn, job.run_turns)).then(|| text.clone());
+    let _ = completions.send(Completed { job, end_ns: rec.end_ns, reply });
     let _ = records.send(Finished { record: rec, text, mock_ttft_ms });
 }

@@ -335,3 +335,85 @@ fn connections_are_sized_for_the_first_burst() {
     let asap = build(&trace, Timing::AsFastAsAllowed, None).unwrap();
     assert_eq!(super::connections_needed(&asap, Some(1000)), 256);
 }
+
+/// The chat messages of every logged request, in sending order, as (role, content).
+fn messages_of(mem: &Mem) -> Vec<Vec<(String, String)>> {
+    let log = mem.log.lock().unwrap().clone();
+    log.iter()
+        .map(|(_, b)| {
+            b["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| (m["role"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap().to_owned()))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn later_turns_carry_earlier_prompts_and_the_live_replies() {
+    let trace = concat!(
+        r#"{"session_id":"a","timestamp":0,"input_length":30,"output_length":3,"hash_ids":[1]}"#,
+        "\n",
+        r#"{"session_id":"a","delay":0,"input_length":20,"output_length":3,"hash_ids":[2]}"#,
+        "\n",
+        r#"{"session_id":"a","delay":0,"input_length":10,"output_length":3,"hash_ids":[3]}"#,
+        "\n",
+    );
+    let mem = Mem { ttft: Duration::from_millis(1), tokens: 3, ..Default::default() };
+    let r = run(trace, &mem, &[], None, None);
+    assert_eq!(r.code, exit::SUCCESS);
+    let sent = messages_of(&mem);
+    assert_eq!(sent.len(), 3);
+    fn roles(m: &[(String, String)]) -> Vec<&str> {
+        m.iter().map(|(r, _)| r.as_str()).collect()
+    }
+    assert_eq!(roles(&sent[0]), ["user"]);
+    assert_eq!(roles(&sent[1]), ["user", "assistant", "user"]);
+    assert_eq!(roles(&sent[2]), ["user", "assistant", "user", "assistant", "user"]);
+    // The earlier prompts are the ones sent, the replies are what the server answered.
+    assert_eq!(sent[1][0], sent[0][0]);
+    assert_eq!(sent[2][..3], sent[1][..]);
+    assert_eq!(sent[1][1].1, " hello hello hello");
+    assert_eq!(sent[2][3].1, " hello hello hello");
+    // The client's prompt count covers the history: 30 + 3 + 20 tokens for the second turn.
+    let isl = |line: u64| {
+        r.records.iter().find(|x| x["metadata"]["trace_line"] == line).unwrap()["metadata"]["input_tokens"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(isl(1), 30);
+    let reply = prompts().count(" hello hello hello").unwrap();
+    assert_eq!(isl(2), 30 + reply + 20);
+    assert_eq!(isl(3), 30 + reply + 20 + reply + 10);
+    assert_eq!(r.summary["input_config"]["turn_history"], "live");
+}
+
+#[test]
+fn turn_history_none_sends_each_prompt_alone_and_messages_rows_are_sent_as_written() {
+    let trace = concat!(
+        r#"{"session_id":"a","timestamp":0,"input_length":30,"output_length":3}"#,
+        "\n",
+        r#"{"session_id":"a","delay":0,"input_length":20,"output_length":3}"#,
+        "\n",
+    );
+    let mem = Mem { ttft: Duration::from_millis(1), tokens: 3, ..Default::default() };
+    let r = run(trace, &mem, &["--turn-history", "none"], None, None);
+    assert_eq!(r.code, exit::SUCCESS);
+    let sent = messages_of(&mem);
+    assert_eq!(sent.iter().map(Vec::len).collect::<Vec<_>>(), [1, 1]);
+
+    let trace = concat!(
+        r#"{"session_id":"m","timestamp":0,"messages":[{"role":"user","content":"hi"}],"output_length":3}"#,
+        "\n",
+        r#"{"session_id":"m","delay":0,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"RECORDED"},{"role":"user","content":"more"}],"output_length":3}"#,
+        "\n",
+    );
+    let mem = Mem { ttft: Duration::from_millis(1), tokens: 3, ..Default::default() };
+    let r = run(trace, &mem, &[], None, None);
+    assert_eq!(r.code, exit::SUCCESS);
+    let sent = messages_of(&mem);
+    assert_eq!(sent[1][1], ("assistant".to_owned(), "RECORDED".to_owned()));
+    assert_eq!(sent[1].len(), 3);
+}
