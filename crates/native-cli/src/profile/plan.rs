@@ -604,6 +604,10 @@ impl ProfilePlan {
         // The base holds one value of the swept option: each sub-run sets its own.
         base.request_rate.truncate(1);
         base.concurrency.truncate(1);
+        let speedup = aiperf_core::synthesis::Param::SpeedupRatio;
+        if let Some(&first) = base.synthesis.list(speedup).and_then(|v| v.first()) {
+            base.synthesis = base.synthesis.with_value(speedup, first);
+        }
         let mut plan = ProfilePlan {
             first: ReplayPlan::from_args(base.clone())?,
             base,
@@ -809,6 +813,67 @@ mod tests {
         let p = plan(&["-u", "http://alice:p%40ss@h:9", "--api-key", "sk-123456"]).unwrap();
         assert!(p.request_target().1.is_empty());
         assert_eq!(split_credentials("http://h/a@b"), ("http://h/a@b".to_owned(), None));
+    }
+
+    fn profile(extra: &[&str]) -> Result<ProfilePlan> {
+        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl", "--artifact-dir", "art"];
+        argv.extend_from_slice(extra);
+        ProfilePlan::from_args(Cli::try_parse_from(argv)?.args)
+    }
+
+    #[test]
+    fn a_list_is_a_sweep_of_sub_runs_each_with_one_value() {
+        let p = profile(&["--request-rate", "10,20.5"]).unwrap();
+        assert_eq!(p.mode, Mode::Sweep { axis: Axis::RequestRate, values: vec![10.0, 20.5] });
+        assert!(!p.is_single_run());
+        let sub = p.sub_run(Some(20.5), PathBuf::from("art/20.5")).unwrap();
+        assert_eq!(sub.input_config()["request_rate"], 20.5);
+        assert_eq!(sub.exports.artifact_dir, PathBuf::from("art/20.5"));
+        let p = profile(&["--concurrency", "1,4", "--num-profile-runs", "3"]).unwrap();
+        assert_eq!(p.mode, Mode::Sweep { axis: Axis::Concurrency, values: vec![1.0, 4.0] });
+        assert_eq!((p.repeats, p.first.limits.concurrency), (3, Some(1)));
+        let p = profile(&["--synthesis-speedup-ratio", "1,2.5"]).unwrap();
+        assert_eq!(p.mode, Mode::Sweep { axis: Axis::SpeedupRatio, values: vec![1.0, 2.5] });
+        let sub = p.sub_run(Some(2.5), PathBuf::from("art/2.5")).unwrap();
+        assert_eq!(sub.source.synthesis.unwrap().speedup_ratio, 2.5);
+        // One value: the single run, as before.
+        let p = profile(&["--request-rate", "10"]).unwrap();
+        assert!(p.is_single_run());
+        assert_eq!(p.first.input_config()["request_rate"], 10.0);
+        // A run plan never takes a list.
+        assert!(err(&["--concurrency", "1,2"]).contains("--concurrency has 2 values"));
+    }
+
+    #[test]
+    fn sweep_repeat_and_search_options_are_checked() {
+        let e = |extra: &[&str]| format!("{:#}", profile(extra).unwrap_err());
+        assert!(e(&["--request-rate", "1,2", "--concurrency", "1,2"]).contains("both lists"));
+        assert!(e(&["--request-rate", "1,2,1"]).contains("lists 1 twice"));
+        assert!(e(&["--request-rate", "1,0"]).contains("--request-rate 0"));
+        assert!(e(&["--num-profile-runs", "11"]).contains("--num-profile-runs 11: accepted is 1 to 10"));
+        assert!(e(&["--confidence-level", "1"]).contains("--confidence-level 1"));
+        assert!(e(&["--slice-duration", "0"]).contains("--slice-duration 0.0"));
+        assert!(e(&["--slice-duration", "0.0001"]).contains("at least 0.001"));
+        // A search needs SLOs, and is not also a sweep.
+        assert!(profile(&["--search-max", "request-rate"]).is_err());
+        let g = ["--goodput", "time_to_first_token:100"];
+        assert!(
+            e(&[&g[..], &["--search-max", "concurrency", "--concurrency", "1,2"]].concat())
+                .contains("choose a sweep or a search")
+        );
+        assert!(
+            e(&[&g[..], &["--search-max", "request-rate", "--search-goodput-fraction", "1.5"]].concat())
+                .contains("target good fraction")
+        );
+        let p = profile(&[&g[..], &["--search-max", "concurrency", "--search-start", "2"]].concat()).unwrap();
+        match p.mode {
+            Mode::Search { axis, params } => {
+                assert_eq!(axis, Axis::Concurrency);
+                assert_eq!((params.start, params.limit, params.integer, params.target), (2.0, 1024.0, true, 0.95));
+            }
+            m => panic!("{m:?}"),
+        }
+        assert_eq!(p.first.limits.concurrency, Some(2));
     }
 
     #[test]
