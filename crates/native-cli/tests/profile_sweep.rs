@@ -97,6 +97,7 @@ fn a_sweep_with_repeats_writes_every_sub_run_the_aggregates_and_the_summary() {
     }
     let sweep = json(&art.join("profile_export_aiperf_sweep.json"));
     assert_eq!(sweep["sweep_parameter"], "concurrency");
+    assert_eq!(sweep["input_config"]["concurrency"], serde_json::json!([1.0, 3.0]));
     let values: Vec<f64> = sweep["points"].as_array().unwrap().iter().map(|p| p["value"].as_f64().unwrap()).collect();
     assert_eq!(values, vec![1.0, 3.0]);
     let csv = std::fs::read_to_string(art.join("profile_export_aiperf_sweep.csv")).unwrap();

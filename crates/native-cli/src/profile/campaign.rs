@@ -107,6 +107,19 @@ impl Runner<'_> {
 /// Runs every sub-run of `plan`; returns the exit status.
 pub fn run(rt: &tokio::runtime::Runtime, plan: &ProfilePlan, control: &Control, started: Instant) -> Result<u8> {
     let top = &plan.artifact_dir;
+    let summaries: Vec<PathBuf> = [
+        sweep::SWEEP_JSON,
+        sweep::SWEEP_CSV,
+        sweep::AGGREGATE_JSON,
+        sweep::AGGREGATE_CSV,
+        search::SEARCH_JSON,
+        search::SEARCH_CSV,
+    ]
+    .iter()
+    .map(|f| top.join(f))
+    .collect();
+    let summaries: Vec<&Path> = summaries.iter().map(PathBuf::as_path).collect();
+    crate::output::refuse_same_files(&summaries, &[&plan.first.source.input_file]).context(crate::exit::BadInput)?;
     std::fs::create_dir_all(top).with_context(|| format!("cannot create {}", top.display()))?;
     let mut r = Runner { rt, plan, control, started, ran: 0, any_success: false };
     match &plan.mode {
@@ -122,7 +135,9 @@ pub fn run(rt: &tokio::runtime::Runtime, plan: &ProfilePlan, control: &Control, 
 
 fn sweep_values(r: &mut Runner, axis: Axis, values: &[f64]) -> Result<()> {
     let top = r.plan.artifact_dir.clone();
-    let config = r.plan.first.input_config().clone();
+    let mut config = r.plan.first.input_config().clone();
+    // The options as given: the whole list, not the first sub-run's value.
+    config[axis.tag()] = serde_json::json!(values);
     let mut points = Vec::new();
     for &v in values {
         let name = axis.format(v);
