@@ -209,3 +209,41 @@ fn the_capacity_search_finds_the_mock_servers_analytic_capacity() {
     assert!(stdout.contains("Capacity: --request-rate"), "{stdout}");
     assert!(art.join("profile_export_aiperf_search.csv").is_file());
 }
+
+#[test]
+fn a_speed_up_list_replays_the_trace_once_per_ratio() {
+    let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..6).map(|i| format!(r#"{{"timestamp": {}, "input_length": 20, "output_length": 4}}"#, i * 200)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("art");
+    let out =
+        profile_streaming(&mock.url, &trace, &art, &["--synthesis-speedup-ratio", "1,4", "--ui-type", "none"], LIMIT);
+    ok(&out);
+    for (v, ratio) in [("1", 1.0), ("4", 4.0)] {
+        let s = summary(&art.join(v));
+        assert_eq!(s["request_count"]["avg"], 6.0);
+        let got = s["input_config"]["synthesis"]["speedup_ratio"].as_f64().unwrap_or(1.0);
+        assert_eq!(got, ratio, "{v}");
+        // 1000 ms of trace: sent over about 1000 ms, then 250 ms.
+        let sent: Vec<u64> = read_jsonl(&art.join(v).join("profile_export.jsonl"))
+            .iter()
+            .map(|r| r["metadata"]["scheduled_ns"].as_u64().unwrap() / 1_000_000)
+            .collect();
+        assert_eq!(sent.iter().max().copied(), Some((1000.0 / ratio) as u64), "{v}: {sent:?}");
+    }
+    let sweep = json(&art.join("profile_export_aiperf_sweep.json"));
+    assert_eq!(sweep["sweep_parameter"], "synthesis_speedup_ratio");
+    // synthesize-trace takes one ratio.
+    let out = Command::new(BIN)
+        .args(["synthesize-trace"])
+        .arg(&trace)
+        .arg("--output-file")
+        .arg(dir.path().join("o.jsonl"))
+        .args(["--synthesis-speedup-ratio", "1,2"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("takes one value here"));
+}
