@@ -52,7 +52,9 @@ impl Runner<'_> {
         let label = value.zip(self.plan.axis()).map(|(v, a)| format!(" {} {}", a.flag(), a.format(v)));
         eprintln!("\n=== sub-run {}{}: {}", self.ran, label.unwrap_or_default(), dir.display());
         let plan = self.plan.sub_run(value, dir)?;
-        let out = run_one(self.rt, &plan, &self.control.child(), self.started)?;
+        // A later sub-run's start-up is its own, not the time since the process started.
+        let started = if self.ran == 1 { self.started } else { Instant::now() };
+        let out = run_one(self.rt, &plan, &self.control.child(), started)?;
         self.any_success |= out.status == exit::SUCCESS || out.summary.report.request_count > 0;
         Ok(Some(out))
     }
