@@ -247,3 +247,29 @@ fn a_speed_up_list_replays_the_trace_once_per_ratio() {
     assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("takes one value here"));
 }
+
+#[test]
+fn repeated_runs_without_a_sweep_are_aggregated_in_the_artifact_folder() {
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = rows(dir.path(), 8, 4);
+    let art = dir.path().join("art");
+    let flags = ["--concurrency", "2", "--request-count", "4", "--num-profile-runs", "3", "--confidence-level", "0.9"];
+    let out = profile_streaming(&mock.url, &trace, &art, &[&flags[..], &["--ui-type", "none"]].concat(), LIMIT);
+    ok(&out);
+    for k in 1..=3 {
+        assert_eq!(summary(&art.join(format!("run_{k}")))["request_count"]["avg"], 4.0);
+    }
+    let agg = json(&art.join("profile_export_aiperf_aggregate.json"));
+    assert_eq!((agg["num_profile_runs"].clone(), agg["confidence_level"].clone()), (3.into(), 0.9.into()));
+    assert_eq!(agg["runs"], serde_json::json!(["run_1", "run_2", "run_3"]));
+    let count = &agg["metrics"]["request_count"]["avg"];
+    assert_eq!(
+        (count["mean"].as_f64(), count["std"].as_f64(), count["ci_low"].as_f64()),
+        (Some(4.0), Some(0.0), Some(4.0))
+    );
+    let csv = std::fs::read_to_string(art.join("profile_export_aiperf_aggregate.csv")).unwrap();
+    assert!(csv.starts_with("Metric,Stat,Unit,Count,Mean,Std,Min,Max,CI_Low,CI_High\n"), "{csv}");
+    assert!(!art.join("profile_export_aiperf.json").exists(), "the runs are in run_k/");
+    assert_eq!(mock.arrivals().len(), 12);
+}
