@@ -14,7 +14,10 @@
 //! - [`schedule`]: the replay schedule as data;
 //! - [`dispatch`]: which request goes next and when (sessions, concurrency ceiling, stop);
 //! - [`metrics`]: per-request records, AIPerf metrics, mergeable aggregates, goodput;
-//! - [`results`]: a run's summary and its exports (JSONL line, JSON, CSV, console table).
+//! - [`results`]: a run's summary and its exports (JSONL line, JSON, CSV, console table);
+//! - [`timeslices`]: a run's metrics per slice of time (`--slice-duration`);
+//! - [`sweep`]: sweep summaries and repeated runs with confidence intervals;
+//! - [`search`]: the capacity search as a state machine (which load to measure next).
 
 pub mod analysis;
 pub mod dispatch;
@@ -24,7 +27,10 @@ pub mod prompt_hash;
 pub mod report;
 pub mod results;
 pub mod schedule;
+pub mod search;
 pub mod sse;
 pub mod stats;
+pub mod sweep;
 pub mod synthesis;
+pub mod timeslices;
 pub mod trace;

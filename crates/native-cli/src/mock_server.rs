@@ -11,6 +11,12 @@
 //! in pieces of at most [`STREAM_PIECE_BYTES`] as the client reads it; keep-alive connections idle
 //! for `--idle-timeout-seconds` are closed; when the process runs out of file descriptors, accepting
 //! backs off instead of spinning.
+//!
+//! Its load model (`--slots N`) makes its capacity known: at most N requests are served at once,
+//! each holding its slot from the start of its TTFT to its last token; the others wait in a FIFO
+//! queue, so TTFT grows with load. A request asking for `t` tokens holds a slot for
+//! `ttft + (t − 1)·itl` (tokens are paced on absolute deadlines, so the time does not drift), and
+//! N slots serve [`capacity`] requests per second.
 
 use std::convert::Infallible;
 use std::io::{BufWriter, Write};
@@ -83,6 +89,33 @@ pub struct Args {
     /// Exit after this many seconds (a safety net for scripts; at most a year).
     #[arg(long, value_parser = seconds)]
     pub exit_after_seconds: Option<f64>,
+    /// Load model: at most this many requests served at once (from their TTFT to their last
+    /// token); the others wait in a FIFO queue, so TTFT grows with load.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub slots: Option<u32>,
+}
+
+/// The `--slots` load model: a FIFO queue in front of N slots.
+#[derive(Clone, Debug)]
+pub struct Slots(Arc<tokio::sync::Semaphore>);
+
+impl Slots {
+    pub fn new(n: u32) -> Slots {
+        Slots(Arc::new(tokio::sync::Semaphore::new(n as usize)))
+    }
+
+    /// Waits for a free slot, first come first served; the slot is held until the permit drops
+    /// (also when the client goes away while waiting or being served).
+    pub async fn take(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.0.clone().acquire_owned().await.ok()
+    }
+}
+
+/// Requests per second that `slots` slots serve when every request asks for `tokens` tokens:
+/// each holds a slot for `ttft + (tokens − 1)·itl`.
+pub fn capacity(slots: u32, ttft_ms: f64, itl_ms: f64, tokens: u64) -> f64 {
+    let hold_s = (ttft_ms + itl_ms * tokens.saturating_sub(1) as f64) / 1e3;
+    if hold_s > 0.0 { f64::from(slots) / hold_s } else { f64::INFINITY }
 }
 
 /// Default of `--max-output-tokens`: a million tokens (a few MB of text).
@@ -129,6 +162,7 @@ struct State {
     args: Args,
     counter: AtomicU64,
     arrivals: Option<Mutex<BufWriter<Box<dyn Write + Send>>>>,
+    slots: Option<Slots>,
 }
 
 /// Whether request `n` gets a fault of this rate (`salt` decorrelates faults).
@@ -149,6 +183,14 @@ pub fn run(args: Args) -> Result<()> {
             .with_context(|| format!("cannot listen on 127.0.0.1:{}", args.port))?;
         let addr = listener.local_addr()?;
         println!("mock server listening on http://{addr}");
+        if let Some(n) = args.slots {
+            let t = args.default_output_tokens;
+            eprintln!(
+                "load model: {n} slot(s); a request of {t} tokens holds one for {:.0} ms: capacity {:.1} requests/s",
+                args.ttft_ms + args.itl_ms * t.saturating_sub(1) as f64,
+                capacity(n, args.ttft_ms, args.itl_ms, t)
+            );
+        }
         std::io::stdout().flush()?;
         let arrivals = match &args.arrivals_file {
             Some(p) => Some(Mutex::new(BufWriter::new(crate::output::create_stream(p)?))),
@@ -156,7 +198,8 @@ pub fn run(args: Args) -> Result<()> {
         };
         let idle = Duration::from_secs_f64(args.idle_timeout_seconds);
         let exit_after = args.exit_after_seconds;
-        let state = Arc::new(State { args, counter: AtomicU64::new(0), arrivals });
+        let slots = args.slots.map(Slots::new);
+        let state = Arc::new(State { args, counter: AtomicU64::new(0), arrivals, slots });
         let serve = async {
             loop {
                 let (stream, _) = match listener.accept().await {
@@ -321,8 +364,14 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
     let ttft = Duration::from_secs_f64(a.ttft_ms.max(0.0) / 1e3);
     let itl = Duration::from_secs_f64(a.itl_ms.max(0.0) / 1e3);
     let id = format!("mock-{n}");
+    // The load model: wait in line for a slot, held until the last token.
+    let slot = match &state.slots {
+        Some(s) => s.take().await,
+        None => None,
+    };
     if !stream {
         tokio::time::sleep(ttft + itl * (tokens.saturating_sub(1) as u32)).await;
+        drop(slot);
         let text: String = (0..tokens).map(|i| WORDS[i as usize % WORDS.len()]).collect();
         let choice = if chat {
             json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish})
@@ -339,6 +388,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
     let malformed = hits(n, a.malformed_rate, 2 * 7919);
     let stall = hits(n, a.stall_rate, 3 * 7919);
     tokio::spawn(async move {
+        let _slot = slot;
         let ev = |v: Value| format!("data: {v}\n\n");
         let chunk = |delta: Value, finish: Value| {
             if chat {
@@ -355,6 +405,8 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
             return;
         }
         tokio::time::sleep(ttft).await;
+        // Token i leaves at first + i·itl: deadlines, so timer rounding does not add up.
+        let first = tokio::time::Instant::now();
         let mut batch = String::new();
         for i in 0..tokens {
             if i > 0 && (!itl.is_zero() || batch.len() >= STREAM_PIECE_BYTES) {
@@ -362,7 +414,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
                     return;
                 }
                 if !itl.is_zero() {
-                    tokio::time::sleep(itl).await;
+                    tokio::time::sleep_until(first + itl * u32::try_from(i).unwrap_or(u32::MAX)).await;
                 }
             }
             if i == tokens / 2 && i > 0 {
@@ -424,4 +476,51 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
             .unwrap_or(hyper::header::HeaderValue::from_static("0")),
     );
     Ok(r)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacity_is_slots_over_the_time_a_request_holds_one() {
+        // 50 ms + 31 gaps of 5 ms = 205 ms per request: 8 slots serve 39.0 requests per second.
+        assert!((capacity(8, 50.0, 5.0, 32) - 8.0 / 0.205).abs() < 1e-9);
+        assert_eq!(capacity(1, 100.0, 0.0, 1), 10.0);
+        assert_eq!(capacity(4, 0.0, 0.0, 10), f64::INFINITY);
+    }
+
+    #[test]
+    fn slots_admit_at_most_n_at_once_in_arrival_order() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let slots = Slots::new(2);
+            let held = (slots.take().await.unwrap(), slots.take().await.unwrap());
+            let order = Arc::new(Mutex::new(Vec::new()));
+            let busy = Arc::new(AtomicU64::new(0));
+            let most = Arc::new(AtomicU64::new(0));
+            let mut tasks = Vec::new();
+            for k in 0..6u64 {
+                let (slots, order, busy, most) = (slots.clone(), order.clone(), busy.clone(), most.clone());
+                tasks.push(tokio::spawn(async move {
+                    let _slot = slots.take().await.unwrap();
+                    order.lock().unwrap().push(k);
+                    let now = busy.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    busy.fetch_sub(1, Ordering::SeqCst);
+                }));
+                // Each waiter is queued before the next arrives.
+                tokio::task::yield_now().await;
+            }
+            assert!(order.lock().unwrap().is_empty(), "nobody is served while both slots are held");
+            drop(held);
+            for t in tasks {
+                t.await.unwrap();
+            }
+            assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4, 5]);
+            assert_eq!(most.load(Ordering::SeqCst), 2);
+        });
+    }
 }

@@ -35,8 +35,14 @@ impl ParamGroup for Own {
 #[derive(Clone, Debug)]
 pub struct Flags<G> {
     given: Vec<(Param, Value)>,
+    /// Parameters given a comma-separated list of values ([`LIST_PARAMS`]): every value, in order
+    /// (`given` holds the first).
+    lists: Vec<(Param, Vec<Value>)>,
     group: PhantomData<G>,
 }
+
+/// Parameters that accept a comma-separated list (a `profile` sweep).
+pub const LIST_PARAMS: [Param; 1] = [Param::SpeedupRatio];
 
 pub type SynthesisFlags = Flags<Shared>;
 pub type GenerateFlags = Flags<Own>;
@@ -45,6 +51,25 @@ impl<G> Flags<G> {
     /// Whether the flag of `p` was given.
     pub fn has(&self, p: Param) -> bool {
         self.given.iter().any(|(q, _)| *q == p)
+    }
+
+    /// The values of a parameter given as a list of more than one value.
+    pub fn list(&self, p: Param) -> Option<&[Value]> {
+        self.lists.iter().find(|(q, _)| *q == p).map(|(_, v)| v.as_slice())
+    }
+
+    /// Every list given, as (parameter, values).
+    pub fn lists(&self) -> impl Iterator<Item = (Param, &[Value])> {
+        self.lists.iter().map(|(p, v)| (*p, v.as_slice()))
+    }
+
+    /// The flags with `p` set to the one value `v` (a sweep's sub-run).
+    pub fn with_value(&self, p: Param, v: Value) -> Flags<G> {
+        let mut given = self.given.clone();
+        given.retain(|(q, _)| *q != p);
+        given.push((p, v));
+        let lists = self.lists.iter().filter(|(q, _)| *q != p).cloned().collect();
+        Flags { given, lists, group: PhantomData }
     }
 
     /// Writes the given values into `settings` (the others keep their values).
@@ -80,6 +105,15 @@ fn arg(p: Param) -> Arg {
         .help(help)
         .value_name(if matches!(p.range(), Range::Float { .. }) { "X" } else { "N" })
         .value_parser(move |text: &str| p.parse(text).map_err(|e| must_be(&e)));
+    let arg = if LIST_PARAMS.contains(&p) {
+        let help = format!(
+            "{} A comma-separated list runs one sub-run per value (`profile`).",
+            arg.get_help().map(ToString::to_string).unwrap_or_default()
+        );
+        arg.value_delimiter(',').action(clap::ArgAction::Append).help(help)
+    } else {
+        arg
+    };
     if p.generate_only() && p != Param::NumRequests { arg.requires(Param::NumRequests.flag()) } else { arg }
 }
 
@@ -103,15 +137,28 @@ impl<G: ParamGroup> clap::Args for Flags<G> {
 
 impl<G: ParamGroup> FromArgMatches for Flags<G> {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        let given = G::PARAMS.iter().filter_map(|&p| m.get_one::<Value>(p.flag()).map(|&v| (p, v))).collect();
-        Ok(Flags { given, group: PhantomData })
+        let mut given = Vec::new();
+        let mut lists = Vec::new();
+        for &p in G::PARAMS {
+            let values: Vec<Value> = m.get_many::<Value>(p.flag()).map(|v| v.copied().collect()).unwrap_or_default();
+            if let Some(&first) = values.first() {
+                given.push((p, first));
+            }
+            if values.len() > 1 {
+                lists.push((p, values));
+            }
+        }
+        Ok(Flags { given, lists, group: PhantomData })
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
-        for (p, v) in Self::from_arg_matches(m)?.given {
+        let new = Self::from_arg_matches(m)?;
+        for (p, v) in new.given {
             self.given.retain(|(q, _)| *q != p);
+            self.lists.retain(|(q, _)| *q != p);
             self.given.push((p, v));
         }
+        self.lists.extend(new.lists);
         Ok(())
     }
 }

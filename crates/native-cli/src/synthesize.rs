@@ -60,6 +60,9 @@ impl Args {
     /// The settings the flags ask for: generative mode when `--num-requests` is given.
     fn settings(&self) -> Result<SynthesisSettings> {
         let mut s = SynthesisSettings::default();
+        if let Some((p, _)) = self.synthesis.lists().next() {
+            anyhow::bail!("--{} takes one value here (a comma-separated list is a `profile` sweep)", p.flag());
+        }
         self.synthesis.apply(&mut s).map_err(explain)?;
         self.generate.apply(&mut s).map_err(explain)?;
         s.mode = if self.generate.has(Param::NumRequests) { Mode::Generate } else { Mode::Transform };

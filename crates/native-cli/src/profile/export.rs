@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use aiperf_core::results::{RECORDS_FILE, RunSummary, SummaryFormat};
+use aiperf_core::timeslices::{TIMESLICES_CSV, TIMESLICES_JSON, TimeSlices, timeslices_csv, timeslices_json};
 use anyhow::{Context, Result};
 
 use crate::output;
@@ -28,4 +29,16 @@ pub fn write_summaries(dir: &Path, summary: &RunSummary) -> Result<()> {
         }
     }
     first_error.map_or(Ok(()), Err)
+}
+
+/// Writes `profile_export_aiperf_timeslices.json` and `.csv` into `dir`.
+pub fn write_timeslices(dir: &Path, slices: &TimeSlices, summary: &RunSummary) -> Result<()> {
+    let json = timeslices_json(slices, summary.start_unix_ns, &summary.input_config);
+    write_file(&dir.join(TIMESLICES_JSON), &json)?;
+    write_file(&dir.join(TIMESLICES_CSV), &timeslices_csv(slices, summary.start_unix_ns))
+}
+
+/// Writes one summary file (a sweep's, an aggregate's, a search's).
+pub fn write_file(path: &Path, text: &str) -> Result<()> {
+    output::write_output(path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
 }

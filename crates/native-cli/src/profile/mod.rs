@@ -12,6 +12,7 @@
 //! all act alike, so a job stopped by Kubernetes or CI still writes every export.
 
 pub mod body;
+pub mod campaign;
 pub mod client;
 pub mod dispatcher;
 pub mod export;
@@ -59,20 +60,45 @@ const DRAIN_POLL: Duration = Duration::from_millis(10);
 /// Runs `aiperf-cli profile`; returns the process exit status.
 pub fn run(args: options::Args) -> Result<u8> {
     let started = Instant::now();
-    let plan = ReplayPlan::from_args(args).context(BadInput)?;
+    let profile = plan::ProfilePlan::from_args(args).context(BadInput)?;
     let rt =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     // Signals are watched from the start: a job stopped while loading still ends with exports.
     let control = Control::default();
-    rt.spawn(watch_signals(control.clone(), plan.limits.grace));
+    rt.spawn(watch_signals(control.clone(), profile.first.limits.grace));
+    if profile.is_single_run() {
+        return run_one(&rt, &profile.first, &control, started).map(|o| o.status);
+    }
+    campaign::run(&rt, &profile, &control, started)
+}
+
+/// How one run ended.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The exit status a single run has.
+    pub status: u8,
+    pub summary: RunSummary,
+}
+
+/// One complete run: reads what `plan` names, replays it and writes every export into the plan's
+/// artifact folder. A sweep, repeats and the capacity search call this once per sub-run.
+pub fn run_one(
+    rt: &tokio::runtime::Runtime,
+    plan: &ReplayPlan,
+    control: &Control,
+    started: Instant,
+) -> Result<RunOutcome> {
     let dir = &plan.exports.artifact_dir;
+    let slice_files =
+        plan.exports.slice.map(|_| [aiperf_core::timeslices::TIMESLICES_JSON, aiperf_core::timeslices::TIMESLICES_CSV]);
     let outputs: Vec<std::path::PathBuf> = std::iter::once(aiperf_core::results::RECORDS_FILE)
         .chain(aiperf_core::results::SummaryFormat::ALL.map(|f| f.file_name()))
+        .chain(slice_files.into_iter().flatten())
         .map(|f| dir.join(f))
         .collect();
     let outputs: Vec<&std::path::Path> = outputs.iter().map(std::path::PathBuf::as_path).collect();
     crate::output::refuse_same_files(&outputs, &[&plan.source.input_file]).context(BadInput)?;
-    let inputs = load(&plan).context(BadInput)?;
+    let inputs = load(plan).context(BadInput)?;
     std::fs::create_dir_all(&plan.exports.artifact_dir)
         .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
     let transport = {
@@ -88,7 +114,7 @@ pub fn run(args: options::Args) -> Result<u8> {
                 .context(BadInput)?,
         }
     };
-    replay(&rt, &plan, inputs, transport, &control, started)
+    replay(rt, plan, inputs, transport, control, started)
 }
 
 /// What a replay reads before it starts.
@@ -156,6 +182,31 @@ pub struct Control {
     interrupted: Arc<AtomicBool>,
 }
 
+impl Control {
+    /// The control of one sub-run: stopped by this one's signals, while its own duration timer
+    /// and grace period stop only it.
+    pub fn child(&self) -> Control {
+        Control {
+            stop: self.stop.child_token(),
+            abort: self.abort.child_token(),
+            interrupted: self.interrupted.clone(),
+        }
+    }
+
+    /// Whether a signal stopped the run.
+    pub fn interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::SeqCst)
+    }
+
+    /// Waits `d`, or less when a signal stops the run; returns whether it was stopped.
+    pub async fn pause(&self, d: Duration) -> bool {
+        tokio::select! {
+            _ = tokio::time::sleep(d) => false,
+            _ = self.stop.cancelled() => true,
+        }
+    }
+}
+
 /// First signal: stop sending; second: cancel what is in flight.
 async fn watch_signals(control: Control, grace: Duration) {
     use tokio::signal::unix::{SignalKind, signal};
@@ -189,7 +240,7 @@ async fn watch_signals(control: Control, grace: Duration) {
 }
 
 /// Runs the phases of a replay over `transport`, stopped through `control`; returns the exit
-/// status.
+/// status and the summary.
 pub fn replay<T: Transport + Clone>(
     rt: &tokio::runtime::Runtime,
     plan: &ReplayPlan,
@@ -197,7 +248,7 @@ pub fn replay<T: Transport + Clone>(
     transport: T,
     control: &Control,
     started: Instant,
-) -> Result<u8> {
+) -> Result<RunOutcome> {
     let ready_ms = started.elapsed().as_secs_f64() * 1e3;
     let total = inputs.schedule.request_count();
     eprintln!(
@@ -250,6 +301,11 @@ pub fn replay<T: Transport + Clone>(
         secrets: plan.secrets(),
         out: export::records_file(&plan.exports.artifact_dir)?,
         progress: progress.clone(),
+        slicer: plan
+            .exports
+            .slice
+            .map(|d| aiperf_core::timeslices::Slicer::new(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
+            .transpose()?,
     };
     std::thread::Builder::new()
         .name("records".into())
@@ -322,12 +378,27 @@ pub fn replay<T: Transport + Clone>(
         client_cpu_s,
         startup_ms: ready_ms,
     };
-    let written = export::write_summaries(&plan.exports.artifact_dir, &summary);
+    let mut written = export::write_summaries(&plan.exports.artifact_dir, &summary);
+    if let Some(slicer) = &collected.slices {
+        let slices = slicer.finish(collected.aggregate.last_end_ns.unwrap_or(0), with_goodput);
+        if slices.beyond > 0 {
+            eprintln!(
+                "warning: {} request(s) sent after the first {} time slices are left out of the time slices",
+                slices.beyond,
+                aiperf_core::timeslices::MAX_SLICES
+            );
+        }
+        let w = export::write_timeslices(&plan.exports.artifact_dir, &slices, &summary);
+        if let Err(e) = &w {
+            eprintln!("error: {e:#}");
+        }
+        written = written.and(w);
+    }
     println!("{}", aiperf_core::results::console_table(&summary));
     println!("Exports written to {}", plan.exports.artifact_dir.display());
     written?;
     sent?;
-    Ok(if interrupted {
+    let status = if interrupted {
         exit::INTERRUPTED
     } else if summary.report.request_count == 0 {
         eprintln!(
@@ -337,7 +408,8 @@ pub fn replay<T: Transport + Clone>(
         exit::NO_SUCCESS
     } else {
         exit::SUCCESS
-    })
+    };
+    Ok(RunOutcome { status, summary })
 }
 
 /// Most connections opened before time zero.

@@ -8,7 +8,7 @@ use super::body::EndpointType;
 use crate::synthesis_flags::SynthesisFlags;
 
 /// Replay a Mooncake trace against an OpenAI-compatible server and measure it (AIPerf option names).
-#[derive(Debug, clap::Args)]
+#[derive(Clone, Debug, clap::Args)]
 pub struct Args {
     /// Model name sent in every request.
     #[arg(short = 'm', long = "model", alias = "model-names")]
@@ -101,15 +101,17 @@ pub struct Args {
     /// Time zero = the first kept timestamp.
     #[arg(long)]
     pub fixed_schedule_auto_offset: bool,
-    /// Sessions per second (instead of the trace's timestamps).
-    #[arg(long)]
-    pub request_rate: Option<f64>,
+    /// Sessions per second (instead of the trace's timestamps); a comma-separated list runs one
+    /// sub-run per value (a sweep).
+    #[arg(long, value_delimiter = ',')]
+    pub request_rate: Vec<f64>,
     /// Gaps between request-rate arrivals.
     #[arg(long, value_enum, default_value = "poisson")]
     pub arrival_pattern: Pattern,
-    /// At most this many requests in flight.
-    #[arg(long)]
-    pub concurrency: Option<usize>,
+    /// At most this many requests in flight; a comma-separated list runs one sub-run per value
+    /// (a sweep).
+    #[arg(long, value_delimiter = ',')]
+    pub concurrency: Vec<usize>,
     /// Number of requests to send (sessions are reused in order past the trace's end).
     #[arg(long, alias = "num-requests")]
     pub request_count: Option<u64>,
@@ -133,6 +135,40 @@ pub struct Args {
     /// Service-level objectives, e.g. "time_to_first_token:200 inter_token_latency:20" (ms).
     #[arg(long)]
     pub goodput: Option<String>,
+    /// Also write the metrics per slice of this many seconds
+    /// (profile_export_aiperf_timeslices.csv and .json).
+    #[arg(long)]
+    pub slice_duration: Option<f64>,
+    /// Repeat the run (or each sweep value) this many times and write the aggregate with
+    /// confidence intervals (profile_export_aiperf_aggregate.csv and .json); 1 to 10.
+    #[arg(long, default_value_t = 1)]
+    pub num_profile_runs: u32,
+    /// Confidence level of the intervals over repeated runs.
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence_level: f64,
+    /// Pause between the sub-runs of a sweep, repeats or search (seconds).
+    #[arg(long, alias = "profile-run-cooldown-seconds", default_value_t = 0.0)]
+    pub parameter_sweep_cooldown_seconds: f64,
+    /// Capacity search: find the highest value of this option whose runs meet the --goodput SLOs
+    /// for --search-goodput-fraction of their requests (bracket, then bisect).
+    #[arg(long, value_enum, requires = "goodput")]
+    pub search_max: Option<SearchAxis>,
+    /// First (and lowest) value the search measures [default: 1].
+    #[arg(long, requires = "search_max")]
+    pub search_start: Option<f64>,
+    /// Highest value the search measures [default: 1000; concurrency 1024].
+    #[arg(long, requires = "search_max")]
+    pub search_limit: Option<f64>,
+    /// Bracketing multiplies the value by this until a point fails.
+    #[arg(long, default_value_t = 2.0, requires = "search_max")]
+    pub search_growth: f64,
+    /// Bisection stops when the lowest failing value is within this fraction above the highest
+    /// passing one (whole numbers: within 1).
+    #[arg(long, default_value_t = 0.05, requires = "search_max")]
+    pub search_resolution: f64,
+    /// Share of a run's requests (failed ones count as missing) that must meet every SLO.
+    #[arg(long, default_value_t = 0.95, requires = "search_max")]
+    pub search_goodput_fraction: f64,
     /// Console UI: simple (progress bar when on a terminal) or none.
     #[arg(long, alias = "ui", value_enum, default_value = "simple")]
     pub ui_type: UiType,
@@ -148,6 +184,14 @@ pub struct Args {
 pub enum Pattern {
     Poisson,
     Constant,
+}
+
+/// The option a capacity search varies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SearchAxis {
+    RequestRate,
+    Concurrency,
+    Speedup,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -9,13 +9,15 @@ use std::time::Duration;
 
 use aiperf_core::metrics::{Slo, parse_goodput};
 use aiperf_core::schedule::{self, ArrivalPattern, Schedule, Timing};
+use aiperf_core::search::{Search, SearchParams};
+use aiperf_core::sweep::Axis;
 use aiperf_core::synthesis::TransformParams;
 use aiperf_core::trace::Trace;
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Map, Value, json};
 
 use super::body::BodyTemplate;
-use super::options::{Args, Pattern, UiType};
+use super::options::{Args, Pattern, SearchAxis, UiType};
 
 /// Longest accepted time option (a request timeout, duration or grace period): 30 days.
 pub const MAX_SECONDS: f64 = 30.0 * 24.0 * 3600.0;
@@ -30,6 +32,12 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
 pub const DEFAULT_MAX_PROMPT_TOKENS: u64 = 1 << 22;
 /// Most requests of one run (`--request-count`, `--warmup-request-count`).
 pub const MAX_REQUESTS: u64 = 1_000_000_000_000;
+/// Shortest `--slice-duration`.
+pub const MIN_SLICE: Duration = Duration::from_millis(1);
+/// Most runs of one value (`--num-profile-runs`, AIPerf's limit).
+pub const MAX_PROFILE_RUNS: u32 = 10;
+/// Most values of one sweep.
+pub const MAX_SWEEP_VALUES: usize = 1000;
 
 /// Where requests go and what they look like.
 #[derive(Clone, Debug)]
@@ -113,6 +121,8 @@ pub struct Exports {
     pub artifact_dir: PathBuf,
     pub slos: Vec<Slo>,
     pub progress_bar: bool,
+    /// `--slice-duration`: also write the metrics per slice of this length.
+    pub slice: Option<Duration>,
 }
 
 /// Everything a replay needs to know, validated.
@@ -220,9 +230,18 @@ impl ReplayPlan {
         );
         let block_size = in_range(a.isl_block_size, "--isl-block-size", 1, u64::from(u32::MAX))?;
         ensure!(a.ui_type != UiType::Dashboard, "--ui-type dashboard is not supported: use simple or none");
-        let concurrency = a.concurrency.map(|c| in_range(c, "--concurrency", 1, MAX_CONCURRENCY)).transpose()?;
+        for (name, n) in [("--request-rate", a.request_rate.len()), ("--concurrency", a.concurrency.len())] {
+            ensure!(n <= 1, "{name} has {n} values: one run takes one value (a list is a sweep of sub-runs)");
+        }
+        if let Some((p, v)) = a.synthesis.lists().next() {
+            bail!("--{} has {} values: one run takes one value (a list is a sweep of sub-runs)", p.flag(), v.len());
+        }
+        let concurrency =
+            a.concurrency.first().map(|&c| in_range(c, "--concurrency", 1, MAX_CONCURRENCY)).transpose()?;
         let rate = a
             .request_rate
+            .first()
+            .copied()
             .map(|r| {
                 ensure!(
                     r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1,
@@ -249,6 +268,10 @@ impl ReplayPlan {
         let timeout = seconds(a.request_timeout_seconds, "--request-timeout-seconds", false)?;
         let grace = seconds(a.benchmark_grace_period, "--benchmark-grace-period", true)?;
         let duration = a.benchmark_duration.map(|d| seconds(d, "--benchmark-duration", false)).transpose()?;
+        let slice = a.slice_duration.map(|d| seconds(d, "--slice-duration", false)).transpose()?;
+        if let Some(d) = slice {
+            ensure!(d >= MIN_SLICE, "--slice-duration {}: accepted is at least 0.001 s", d.as_secs_f64());
+        }
         for (name, v) in [
             ("--fixed-schedule-start-offset", a.fixed_schedule_start_offset),
             ("--fixed-schedule-end-offset", a.fixed_schedule_end_offset),
@@ -304,15 +327,16 @@ impl ReplayPlan {
             "fixed_schedule_start_offset": a.fixed_schedule_start_offset,
             "fixed_schedule_end_offset": a.fixed_schedule_end_offset,
             "fixed_schedule_auto_offset": a.fixed_schedule_auto_offset,
-            "request_rate": a.request_rate,
+            "request_rate": a.request_rate.first(),
             "arrival_pattern": format!("{:?}", a.arrival_pattern).to_lowercase(),
-            "concurrency": a.concurrency,
+            "concurrency": a.concurrency.first(),
             "request_count": a.request_count,
             "warmup_request_count": a.warmup_request_count,
             "benchmark_duration": a.benchmark_duration,
             "benchmark_grace_period": a.benchmark_grace_period,
             "tokenizer": a.tokenizer,
             "goodput": a.goodput,
+            "slice_duration": a.slice_duration,
         });
         Ok(ReplayPlan {
             target: Target {
@@ -357,7 +381,7 @@ impl ReplayPlan {
             } else {
                 TokenCounting::ServerWithClientBeside
             },
-            exports: Exports { artifact_dir: a.artifact_dir, slos, progress_bar: a.ui_type != UiType::None },
+            exports: Exports { artifact_dir: a.artifact_dir, slos, progress_bar: a.ui_type != UiType::None, slice },
             input_config,
         })
     }
@@ -475,6 +499,183 @@ impl ReplayPlan {
         let timing = self.timing(has_timestamps)?;
         let s = schedule::build(trace, timing, self.limits.request_count).context("cannot schedule the trace")?;
         Ok(if self.limits.duration.is_some() && self.limits.request_count.is_none() { schedule::endless(s) } else { s })
+    }
+}
+
+/// What `profile` runs: one replay, repeats of it, a sweep over one load option, or a capacity
+/// search; each sub-run is a complete [`ReplayPlan`] with its own artifact folder.
+#[derive(Clone, Debug)]
+pub struct ProfilePlan {
+    /// The options with the swept option at its first value.
+    base: Args,
+    pub mode: Mode,
+    /// Runs per value (`--num-profile-runs`).
+    pub repeats: u32,
+    /// `--confidence-level`.
+    pub confidence: f64,
+    /// Pause between sub-runs.
+    pub cooldown: Duration,
+    /// The top folder (sub-runs go below it).
+    pub artifact_dir: PathBuf,
+    /// The first sub-run's plan (also the single run's).
+    pub first: ReplayPlan,
+}
+
+/// How the runs of a `profile` relate.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Mode {
+    /// One value (run `repeats` times).
+    Single,
+    /// One sub-run (or `repeats`) per value, in order.
+    Sweep { axis: Axis, values: Vec<f64> },
+    /// The capacity search.
+    Search { axis: Axis, params: SearchParams },
+}
+
+impl ProfilePlan {
+    /// Validates the flags: lists, repeats, search settings, and the sub-run of every value known
+    /// in advance (so that a bad value fails before anything runs).
+    pub fn from_args(args: Args) -> Result<ProfilePlan> {
+        let mut lists: Vec<(Axis, Vec<f64>)> = Vec::new();
+        if args.request_rate.len() > 1 {
+            lists.push((Axis::RequestRate, args.request_rate.clone()));
+        }
+        if args.concurrency.len() > 1 {
+            lists.push((Axis::Concurrency, args.concurrency.iter().map(|&c| c as f64).collect()));
+        }
+        if let Some(v) = args.synthesis.list(aiperf_core::synthesis::Param::SpeedupRatio) {
+            let values = v
+                .iter()
+                .filter_map(|x| match x {
+                    aiperf_core::synthesis::settings::Value::Float(f) => Some(*f),
+                    _ => None,
+                })
+                .collect();
+            lists.push((Axis::SpeedupRatio, values));
+        }
+        ensure!(
+            lists.len() <= 1,
+            "{} and {} are both lists: a sweep varies one option",
+            lists[0].0.flag(),
+            lists.get(1).map_or("", |l| l.0.flag())
+        );
+        let repeats = in_range(args.num_profile_runs, "--num-profile-runs", 1, MAX_PROFILE_RUNS)?;
+        let confidence = args.confidence_level;
+        ensure!(
+            confidence > 0.0 && confidence < 1.0,
+            "--confidence-level {confidence}: accepted is a number between 0 and 1 (excluded)"
+        );
+        let cooldown = seconds(args.parameter_sweep_cooldown_seconds, "--parameter-sweep-cooldown-seconds", true)?;
+        let search = args.search_max.map(|s| match s {
+            SearchAxis::RequestRate => Axis::RequestRate,
+            SearchAxis::Concurrency => Axis::Concurrency,
+            SearchAxis::Speedup => Axis::SpeedupRatio,
+        });
+        let mode = match (search, lists.pop()) {
+            (Some(_), Some((axis, _))) => {
+                bail!("{} is a list and --search-max is given: choose a sweep or a search", axis.flag())
+            }
+            (Some(axis), None) => {
+                let params = SearchParams {
+                    start: args.search_start.unwrap_or(1.0),
+                    limit: args.search_limit.unwrap_or(if axis.integer() { 1024.0 } else { 1000.0 }),
+                    growth: args.search_growth,
+                    resolution: args.search_resolution,
+                    target: args.search_goodput_fraction,
+                    integer: axis.integer(),
+                    repeats,
+                    confidence,
+                };
+                Search::new(params)?;
+                Mode::Search { axis, params }
+            }
+            (None, Some((axis, values))) => {
+                ensure!(
+                    values.len() <= MAX_SWEEP_VALUES,
+                    "{} has {} values: accepted is at most {MAX_SWEEP_VALUES}",
+                    axis.flag(),
+                    values.len()
+                );
+                let mut seen: Vec<String> = Vec::new();
+                for v in &values {
+                    let name = axis.format(*v);
+                    ensure!(!seen.contains(&name), "{} lists {name} twice", axis.flag());
+                    seen.push(name);
+                }
+                Mode::Sweep { axis, values }
+            }
+            (None, None) => Mode::Single,
+        };
+        let artifact_dir = args.artifact_dir.clone();
+        let mut base = args;
+        // The base holds one value of the swept option: each sub-run sets its own.
+        base.request_rate.truncate(1);
+        base.concurrency.truncate(1);
+        let speedup = aiperf_core::synthesis::Param::SpeedupRatio;
+        if let Some(&first) = base.synthesis.list(speedup).and_then(|v| v.first()) {
+            base.synthesis = base.synthesis.with_value(speedup, first);
+        }
+        let mut plan = ProfilePlan {
+            first: ReplayPlan::from_args(base.clone())?,
+            base,
+            mode,
+            repeats,
+            confidence,
+            cooldown,
+            artifact_dir,
+        };
+        match plan.mode.clone() {
+            Mode::Single => {}
+            Mode::Sweep { values, .. } => {
+                for (i, v) in values.into_iter().enumerate() {
+                    let p = plan.sub_run(Some(v), plan.artifact_dir.clone())?;
+                    if i == 0 {
+                        plan.first = p;
+                    }
+                }
+            }
+            Mode::Search { axis, params } => {
+                plan.sub_run(Some(params.limit), plan.artifact_dir.clone())
+                    .with_context(|| format!("at the search limit ({} {})", axis.flag(), axis.format(params.limit)))?;
+                plan.first = plan.sub_run(Some(params.start), plan.artifact_dir.clone())?;
+            }
+        }
+        Ok(plan)
+    }
+
+    /// The swept or searched option.
+    pub fn axis(&self) -> Option<Axis> {
+        match &self.mode {
+            Mode::Single => None,
+            Mode::Sweep { axis, .. } | Mode::Search { axis, .. } => Some(*axis),
+        }
+    }
+
+    /// Whether this is one plain run (the historical behaviour, files directly in the folder).
+    pub fn is_single_run(&self) -> bool {
+        self.mode == Mode::Single && self.repeats == 1
+    }
+
+    /// The plan of one sub-run: the swept option at `value` (none: as given), exports in `dir`.
+    pub fn sub_run(&self, value: Option<f64>, dir: PathBuf) -> Result<ReplayPlan> {
+        let mut a = self.base.clone();
+        a.artifact_dir = dir;
+        if let (Some(v), Some(axis)) = (value, self.axis()) {
+            match axis {
+                Axis::RequestRate => a.request_rate = vec![v],
+                Axis::Concurrency => {
+                    ensure!(v >= 1.0 && v.fract() == 0.0, "--concurrency {v}: accepted is a whole number ≥ 1");
+                    a.concurrency = vec![v as usize];
+                }
+                Axis::SpeedupRatio => {
+                    a.synthesis = a.synthesis.with_value(
+                        aiperf_core::synthesis::Param::SpeedupRatio,
+                        aiperf_core::synthesis::settings::Value::Float(v),
+                    );
+                }
+            }
+        }
+        ReplayPlan::from_args(a)
     }
 }
 
@@ -619,6 +820,67 @@ mod tests {
         let p = plan(&["-u", "http://alice:p%40ss@h:9", "--api-key", "sk-123456"]).unwrap();
         assert!(p.request_target().1.is_empty());
         assert_eq!(split_credentials("http://h/a@b"), ("http://h/a@b".to_owned(), None));
+    }
+
+    fn profile(extra: &[&str]) -> Result<ProfilePlan> {
+        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl", "--artifact-dir", "art"];
+        argv.extend_from_slice(extra);
+        ProfilePlan::from_args(Cli::try_parse_from(argv)?.args)
+    }
+
+    #[test]
+    fn a_list_is_a_sweep_of_sub_runs_each_with_one_value() {
+        let p = profile(&["--request-rate", "10,20.5"]).unwrap();
+        assert_eq!(p.mode, Mode::Sweep { axis: Axis::RequestRate, values: vec![10.0, 20.5] });
+        assert!(!p.is_single_run());
+        let sub = p.sub_run(Some(20.5), PathBuf::from("art/20.5")).unwrap();
+        assert_eq!(sub.input_config()["request_rate"], 20.5);
+        assert_eq!(sub.exports.artifact_dir, PathBuf::from("art/20.5"));
+        let p = profile(&["--concurrency", "1,4", "--num-profile-runs", "3"]).unwrap();
+        assert_eq!(p.mode, Mode::Sweep { axis: Axis::Concurrency, values: vec![1.0, 4.0] });
+        assert_eq!((p.repeats, p.first.limits.concurrency), (3, Some(1)));
+        let p = profile(&["--synthesis-speedup-ratio", "1,2.5"]).unwrap();
+        assert_eq!(p.mode, Mode::Sweep { axis: Axis::SpeedupRatio, values: vec![1.0, 2.5] });
+        let sub = p.sub_run(Some(2.5), PathBuf::from("art/2.5")).unwrap();
+        assert_eq!(sub.source.synthesis.unwrap().speedup_ratio, 2.5);
+        // One value: the single run, as before.
+        let p = profile(&["--request-rate", "10"]).unwrap();
+        assert!(p.is_single_run());
+        assert_eq!(p.first.input_config()["request_rate"], 10.0);
+        // A run plan never takes a list.
+        assert!(err(&["--concurrency", "1,2"]).contains("--concurrency has 2 values"));
+    }
+
+    #[test]
+    fn sweep_repeat_and_search_options_are_checked() {
+        let e = |extra: &[&str]| format!("{:#}", profile(extra).unwrap_err());
+        assert!(e(&["--request-rate", "1,2", "--concurrency", "1,2"]).contains("both lists"));
+        assert!(e(&["--request-rate", "1,2,1"]).contains("lists 1 twice"));
+        assert!(e(&["--request-rate", "1,0"]).contains("--request-rate 0"));
+        assert!(e(&["--num-profile-runs", "11"]).contains("--num-profile-runs 11: accepted is 1 to 10"));
+        assert!(e(&["--confidence-level", "1"]).contains("--confidence-level 1"));
+        assert!(e(&["--slice-duration", "0"]).contains("--slice-duration 0.0"));
+        assert!(e(&["--slice-duration", "0.0001"]).contains("at least 0.001"));
+        // A search needs SLOs, and is not also a sweep.
+        assert!(profile(&["--search-max", "request-rate"]).is_err());
+        let g = ["--goodput", "time_to_first_token:100"];
+        assert!(
+            e(&[&g[..], &["--search-max", "concurrency", "--concurrency", "1,2"]].concat())
+                .contains("choose a sweep or a search")
+        );
+        assert!(
+            e(&[&g[..], &["--search-max", "request-rate", "--search-goodput-fraction", "1.5"]].concat())
+                .contains("target good fraction")
+        );
+        let p = profile(&[&g[..], &["--search-max", "concurrency", "--search-start", "2"]].concat()).unwrap();
+        match p.mode {
+            Mode::Search { axis, params } => {
+                assert_eq!(axis, Axis::Concurrency);
+                assert_eq!((params.start, params.limit, params.integer, params.target), (2.0, 1024.0, true, 0.95));
+            }
+            m => panic!("{m:?}"),
+        }
+        assert_eq!(p.first.limits.concurrency, Some(2));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use aiperf_core::metrics::{Aggregate, RecordError, Slo};
 use aiperf_core::results::record_line;
+use aiperf_core::timeslices::Slicer;
 use anyhow::{Context, Result};
 
 use super::plan::TokenCounting;
@@ -28,6 +29,8 @@ pub struct RecordsStage {
     pub secrets: Vec<String>,
     pub out: Box<dyn Write + Send>,
     pub progress: indicatif::ProgressBar,
+    /// `--slice-duration`: the records also go to their time slice.
+    pub slicer: Option<Slicer>,
 }
 
 /// What the records stage hands to the exports.
@@ -37,6 +40,7 @@ pub struct Collected {
     /// The TTFT a mock server said it was programmed with.
     pub mock_ttft_ms: Option<f64>,
     pub records: u64,
+    pub slices: Option<Slicer>,
 }
 
 impl RecordsStage {
@@ -88,6 +92,9 @@ impl RecordsStage {
             }
             c.mock_ttft_ms = c.mock_ttft_ms.or(mock_ttft_ms);
             let metrics = c.aggregate.add(&record, server_first, &self.slos);
+            if let Some(s) = self.slicer.as_mut() {
+                s.add(&record, server_first, &self.slos);
+            }
             self.out
                 .write_all(&record_line(&record, metrics.as_ref()))
                 .and_then(|()| self.out.flush())
@@ -99,6 +106,7 @@ impl RecordsStage {
                 self.progress.set_message(format!("({errors} errors)"));
             }
         }
+        c.slices = self.slicer.take();
         Ok(c)
     }
 }

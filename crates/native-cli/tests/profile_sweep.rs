@@ -1,0 +1,275 @@
+//! Time slices, sweeps, repeated runs and the capacity search, end to end against
+//! `aiperf-cli mock-server` on 127.0.0.1.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+/// `n` one-turn rows without timestamps, each asking for `osl` tokens.
+fn rows(dir: &Path, n: usize, osl: u64) -> std::path::PathBuf {
+    let lines: Vec<String> =
+        (0..n).map(|i| format!(r#"{{"input_length": {}, "output_length": {osl}}}"#, 20 + i % 7)).collect();
+    write_trace(dir, &lines)
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
+}
+
+#[test]
+fn time_slices_hold_every_request_once_by_its_send_time() {
+    let mock = Mock::start(&["--ttft-ms", "10", "--itl-ms", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = rows(dir.path(), 30, 8);
+    let art = dir.path().join("art");
+    let flags = ["--request-rate", "40", "--arrival-pattern", "constant", "--request-count", "30"];
+    let out = profile_streaming(&mock.url, &trace, &art, &[&flags[..], &["--slice-duration", "0.3"]].concat(), LIMIT);
+    ok(&out);
+    let t = json(&art.join("profile_export_aiperf_timeslices.json"));
+    let slices = t["timeslices"].as_array().unwrap();
+    // 30 requests 25 ms apart: 0.725 s of sending, so three slices of 0.3 s, the last one partial.
+    assert_eq!(slices.len(), 3);
+    let count =
+        |s: &Value| s["request_count"]["avg"].as_f64().unwrap() + s["error_request_count"]["avg"].as_f64().unwrap();
+    let counts: Vec<u64> = slices.iter().map(|s| count(s) as u64).collect();
+    assert_eq!(counts.iter().sum::<u64>(), 30, "{counts:?}");
+    // Each slice holds exactly the records whose send time falls in it.
+    let start_ns = slices[0]["start_ns"].as_u64().unwrap();
+    let mut want = vec![0u64; slices.len()];
+    for r in read_jsonl(&art.join("profile_export.jsonl")) {
+        let i = (r["metadata"]["sent_ns"].as_u64().unwrap() / 300_000_000) as usize;
+        want[i] += 1;
+    }
+    assert_eq!(counts, want);
+    for (i, s) in slices.iter().enumerate() {
+        assert_eq!(s["start_ns"].as_u64().unwrap() - start_ns, i as u64 * 300_000_000);
+        if counts[i] > 0 {
+            assert_eq!(s["time_to_first_token"]["count"].as_u64().unwrap(), counts[i]);
+        }
+    }
+    assert_eq!(slices.last().unwrap()["is_complete"], false);
+    let csv = std::fs::read_to_string(art.join("profile_export_aiperf_timeslices.csv")).unwrap();
+    assert!(csv.starts_with("Timeslice,Start_NS,End_NS,Metric,Unit,Stat,Value\n"));
+    let csv_total: f64 = csv
+        .lines()
+        .filter(|l| l.contains(",request_count,") || l.contains(",error_request_count,"))
+        .map(|l| l.rsplit(',').next().unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert_eq!(csv_total, 30.0);
+    assert_eq!(summary(&art)["request_count"]["avg"], 30.0);
+}
+
+#[test]
+fn a_sweep_with_repeats_writes_every_sub_run_the_aggregates_and_the_summary() {
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = rows(dir.path(), 12, 4);
+    let art = dir.path().join("art");
+    let flags = ["--concurrency", "1,3", "--request-count", "6", "--num-profile-runs", "2", "--ui-type", "none"];
+    let out = profile_streaming(&mock.url, &trace, &art, &flags, LIMIT);
+    ok(&out);
+    for v in ["1", "3"] {
+        for run in ["run_1", "run_2"] {
+            let sub = art.join(v).join(run);
+            for f in ["profile_export.jsonl", "profile_export_aiperf.json", "profile_export_aiperf.csv"] {
+                assert!(sub.join(f).is_file(), "{}/{f} missing", sub.display());
+            }
+            let s = summary(&sub);
+            assert_eq!(s["request_count"]["avg"], 6.0);
+            assert_eq!(s["input_config"]["concurrency"].as_u64().unwrap().to_string(), v);
+        }
+        let agg = json(&art.join(v).join("profile_export_aiperf_aggregate.json"));
+        assert_eq!(agg["num_profile_runs"], 2);
+        let ttft = &agg["metrics"]["time_to_first_token"]["p50"];
+        assert_eq!(ttft["count"], 2);
+        let (lo, mean, hi) =
+            (ttft["ci_low"].as_f64().unwrap(), ttft["mean"].as_f64().unwrap(), ttft["ci_high"].as_f64().unwrap());
+        assert!(lo <= mean && mean <= hi && mean >= 5.0, "{ttft}");
+        assert!(art.join(v).join("profile_export_aiperf_aggregate.csv").is_file());
+    }
+    let sweep = json(&art.join("profile_export_aiperf_sweep.json"));
+    assert_eq!(sweep["sweep_parameter"], "concurrency");
+    assert_eq!(sweep["input_config"]["concurrency"], serde_json::json!([1.0, 3.0]));
+    let values: Vec<f64> = sweep["points"].as_array().unwrap().iter().map(|p| p["value"].as_f64().unwrap()).collect();
+    assert_eq!(values, vec![1.0, 3.0]);
+    let csv = std::fs::read_to_string(art.join("profile_export_aiperf_sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    assert!(csv.lines().nth(2).unwrap().starts_with("3,3,2,false,"), "{csv}");
+    assert_eq!(mock.arrivals().len(), 24);
+}
+
+#[test]
+fn sigterm_during_a_sweep_keeps_the_finished_sub_runs_and_their_summary() {
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = rows(dir.path(), 10, 4);
+    let art = dir.path().join("art");
+    let child = Command::new(BIN)
+        .args(["profile", "-m", "m", "--streaming", "-u", &mock.url, "--tokenizer", &tokenizer()])
+        .arg("--input-file")
+        .arg(&trace)
+        .arg("--artifact-dir")
+        .arg(&art)
+        .args(["--request-rate", "20,30,40", "--benchmark-duration", "1.5", "--ui-type", "none"])
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the first value's exports are written, the second is running.
+    let t0 = Instant::now();
+    while !art.join("profile_export_aiperf_sweep.json").is_file() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "the first sub-run did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let out = wait_limited(child, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let sweep = json(&art.join("profile_export_aiperf_sweep.json"));
+    let points = sweep["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{sweep}");
+    assert_eq!((points[0]["was_cancelled"].clone(), points[1]["was_cancelled"].clone()), (false.into(), true.into()));
+    assert_eq!(summary(&art.join("30"))["was_cancelled"], true);
+    assert!(!art.join("40").exists(), "no sub-run starts after the signal");
+}
+
+#[test]
+fn the_capacity_search_finds_the_mock_servers_analytic_capacity() {
+    // 8 slots, each request holding one for 50 ms + 31 × 5 ms = 205 ms: 8 / 0.205 = 39.0 req/s.
+    // Arrivals at a constant rate below that never queue (TTFT 50 ms); above it the queue grows
+    // without bound, so the SLO (TTFT ≤ 150 ms for 95% of requests) flips at the capacity (in a
+    // 2 s run the queue needs a little more, 41 req/s, to delay 5% of requests by 100 ms). Starting
+    // at 16 req/s (32 requests a point) keeps one stray slow request on this shared machine from
+    // failing a point.
+    let analytic = 8.0 / 0.205;
+    let mock = Mock::start(&["--slots", "8", "--ttft-ms", "50", "--itl-ms", "5"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = rows(dir.path(), 50, 32);
+    let art = dir.path().join("art");
+    let t0 = Instant::now();
+    let out = profile_streaming(
+        &mock.url,
+        &trace,
+        &art,
+        &[
+            "--search-max",
+            "request-rate",
+            "--goodput",
+            "time_to_first_token:150",
+            "--search-goodput-fraction",
+            "0.95",
+            "--search-start",
+            "16",
+            "--search-limit",
+            "160",
+            "--search-resolution",
+            "0.05",
+            "--arrival-pattern",
+            "constant",
+            "--benchmark-duration",
+            "2",
+            "--benchmark-grace-period",
+            "0.5",
+            "--use-server-token-count",
+            "--ui-type",
+            "none",
+        ],
+        LIMIT,
+    );
+    ok(&out);
+    let elapsed = t0.elapsed();
+    let s = json(&art.join("profile_export_aiperf_search.json"));
+    let found = s["capacity"].as_f64().unwrap_or_else(|| panic!("no capacity: {s}"));
+    let error = (found - analytic).abs() / analytic;
+    eprintln!(
+        "capacity search: found {found:.2} req/s, analytic {analytic:.2} req/s ({:+.1}%), {} points in {:.1} s",
+        (found / analytic - 1.0) * 100.0,
+        s["points"].as_array().unwrap().len(),
+        elapsed.as_secs_f64()
+    );
+    assert!(error <= 0.15, "found {found} req/s, analytic {analytic:.2}: {s}");
+    assert_eq!(s["stop"], "resolved");
+    let failed = s["failed_at"].as_f64().unwrap();
+    assert!(failed > found && failed <= found * 1.05 + 1e-9);
+    // Every point measured is a complete run in its own folder.
+    for p in s["points"].as_array().unwrap() {
+        let sub = art.join(p["artifact_dir"].as_str().unwrap());
+        assert!(sub.join("profile_export_aiperf.json").is_file(), "{}", sub.display());
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Capacity: --request-rate"), "{stdout}");
+    assert!(art.join("profile_export_aiperf_search.csv").is_file());
+}
+
+#[test]
+fn a_speed_up_list_replays_the_trace_once_per_ratio() {
+    let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..6).map(|i| format!(r#"{{"timestamp": {}, "input_length": 20, "output_length": 4}}"#, i * 200)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("art");
+    let out =
+        profile_streaming(&mock.url, &trace, &art, &["--synthesis-speedup-ratio", "1,4", "--ui-type", "none"], LIMIT);
+    ok(&out);
+    for (v, ratio) in [("1", 1.0), ("4", 4.0)] {
+        let s = summary(&art.join(v));
+        assert_eq!(s["request_count"]["avg"], 6.0);
+        let got = s["input_config"]["synthesis"]["speedup_ratio"].as_f64().unwrap_or(1.0);
+        assert_eq!(got, ratio, "{v}");
+        // 1000 ms of trace: sent over about 1000 ms, then 250 ms.
+        let sent: Vec<u64> = read_jsonl(&art.join(v).join("profile_export.jsonl"))
+            .iter()
+            .map(|r| r["metadata"]["scheduled_ns"].as_u64().unwrap() / 1_000_000)
+            .collect();
+        assert_eq!(sent.iter().max().copied(), Some((1000.0 / ratio) as u64), "{v}: {sent:?}");
+    }
+    let sweep = json(&art.join("profile_export_aiperf_sweep.json"));
+    assert_eq!(sweep["sweep_parameter"], "synthesis_speedup_ratio");
+    // synthesize-trace takes one ratio.
+    let out = Command::new(BIN)
+        .args(["synthesize-trace"])
+        .arg(&trace)
+        .arg("--output-file")
+        .arg(dir.path().join("o.jsonl"))
+        .args(["--synthesis-speedup-ratio", "1,2"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("takes one value here"));
+}
+
+#[test]
+fn repeated_runs_without_a_sweep_are_aggregated_in_the_artifact_folder() {
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = rows(dir.path(), 8, 4);
+    let art = dir.path().join("art");
+    let flags = ["--concurrency", "2", "--request-count", "4", "--num-profile-runs", "3", "--confidence-level", "0.9"];
+    let out = profile_streaming(&mock.url, &trace, &art, &[&flags[..], &["--ui-type", "none"]].concat(), LIMIT);
+    ok(&out);
+    for k in 1..=3 {
+        assert_eq!(summary(&art.join(format!("run_{k}")))["request_count"]["avg"], 4.0);
+    }
+    let agg = json(&art.join("profile_export_aiperf_aggregate.json"));
+    assert_eq!((agg["num_profile_runs"].clone(), agg["confidence_level"].clone()), (3.into(), 0.9.into()));
+    assert_eq!(agg["runs"], serde_json::json!(["run_1", "run_2", "run_3"]));
+    let count = &agg["metrics"]["request_count"]["avg"];
+    assert_eq!(
+        (count["mean"].as_f64(), count["std"].as_f64(), count["ci_low"].as_f64()),
+        (Some(4.0), Some(0.0), Some(4.0))
+    );
+    let csv = std::fs::read_to_string(art.join("profile_export_aiperf_aggregate.csv")).unwrap();
+    assert!(csv.starts_with("Metric,Stat,Unit,Count,Mean,Std,Min,Max,CI_Low,CI_High\n"), "{csv}");
+    assert!(!art.join("profile_export_aiperf.json").exists(), "the runs are in run_k/");
+    assert_eq!(mock.arrivals().len(), 12);
+}
