@@ -25,6 +25,16 @@ pub struct Shared<T> {
     /// Cancelled when in-flight requests must give up (end of the grace period, second signal).
     pub abort: CancellationToken,
     pub ids: Ids,
+    /// How many `--url`s sessions are spread over.
+    pub urls: u32,
+}
+
+impl<T> Shared<T> {
+    /// The URL of a job: its session run's, round robin in start order, so that every turn of
+    /// a session goes to the same server (prefix reuse is per replica). `None` with one URL.
+    pub fn url_of(&self, job: &Job) -> Option<u32> {
+        (self.urls > 1).then(|| (job.run % u64::from(self.urls)) as u32)
+    }
 }
 
 /// How requests and sessions are named in their headers.
@@ -117,6 +127,7 @@ pub async fn run<T: Transport>(
         scheduled_ns: if job.asap { clock.now_ns() } else { job.deadline_ns },
         dispatched_ns: Some(h.dispatched_ns),
         expected_cached_tokens: h.expected_cached_tokens,
+        url_index: shared.url_of(&job),
         ..Default::default()
     };
     let mut text = String::new();
@@ -138,6 +149,7 @@ pub async fn run<T: Transport>(
                     body: p.body,
                     request_id: shared.ids.request(&job),
                     correlation_id: shared.ids.correlation(&job, row),
+                    url_index: rec.url_index.unwrap_or(0),
                 }, clock) => Some(ex),
             };
             match ex {
