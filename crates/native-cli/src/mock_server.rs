@@ -10,7 +10,7 @@
 //! (HTTP 400 beyond) and send at most `--max-request-bytes` (HTTP 413 beyond); a stream is produced
 //! in pieces of at most [`STREAM_PIECE_BYTES`] as the client reads it; keep-alive connections idle
 //! for `--idle-timeout-seconds` are closed; when the process runs out of file descriptors, accepting
-//! backs off instead of spinning.
+//! backs off instead of spinning. With `--tls-cert`/`--tls-key` it serves HTTPS (rustls).
 
 use std::convert::Infallible;
 use std::io::{BufWriter, Write};
