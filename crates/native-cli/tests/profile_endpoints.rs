@@ -95,6 +95,8 @@ fn two_urls_share_the_sessions_and_no_session_crosses() {
     let art = dir.path().join("art");
     let out = run(&trace, &art, &["--url", &m0.url, "--url", &m1.url], &[]);
     ok(&out);
+    // A burst of one: still one connection per URL opened before time zero.
+    assert!(stderr(&out).contains("Opened 2 of 2 connection(s)"), "{}", stderr(&out));
     let (a0, a1) = (m0.arrivals(), m1.arrivals());
     assert_eq!((a0.len(), a1.len()), (15, 15), "five sessions of three turns each");
     let (s0, s1) = (sessions_of(&m0), sessions_of(&m1));
@@ -145,6 +147,27 @@ fn two_urls_share_the_sessions_and_no_session_crosses() {
     assert_eq!((m2.arrivals().len(), m3.arrivals().len()), (17, 17), "15 + 2 warm-up each");
     let (s2, s3) = (sessions_of(&m2), sessions_of(&m3));
     assert!(s2.is_disjoint(&s3), "a session crossed: {s2:?} {s3:?}");
+
+    // Conversation ids (converted formats: every row its own request at its own time): each
+    // conversation stays on the URL of its first row.
+    let (m4, m5) = (Mock::start(&[]), Mock::start(&[]));
+    let conv: Vec<String> = (0..12)
+        .map(|i| {
+            format!(
+                r#"{{"conversation_id": "c{}", "timestamp": {}, "input_length": 50, "output_length": 2}}"#,
+                i % 4,
+                i * 5
+            )
+        })
+        .collect();
+    let conv_dir = tempfile::tempdir().unwrap();
+    let conv_trace = write_trace(conv_dir.path(), &conv);
+    let out = run(&conv_trace, &dir.path().join("art3"), &["--url", &m4.url, "--url", &m5.url], &[]);
+    ok(&out);
+    let (s4, s5) = (sessions_of(&m4), sessions_of(&m5));
+    assert_eq!(m4.arrivals().len(), 6);
+    assert_eq!(s4, BTreeSet::from(["fixed-schedule-c0".to_owned(), "fixed-schedule-c2".to_owned()]));
+    assert_eq!(s5, BTreeSet::from(["fixed-schedule-c1".to_owned(), "fixed-schedule-c3".to_owned()]));
 }
 
 #[test]

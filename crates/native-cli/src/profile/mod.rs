@@ -251,7 +251,12 @@ pub fn replay<T: Transport + Clone>(
         trace: inputs.trace.clone(),
     });
     let preparer = Preparer::start(body_source, inputs.schedule.clone())?;
-    let connections = connections_needed(&inputs.schedule, plan.limits.concurrency);
+    // Spread over the URLs like the sessions, at least one each.
+    let urls = plan.target.urls.len().max(1);
+    let connections = match connections_needed(&inputs.schedule, plan.limits.concurrency) {
+        0 => 0,
+        n => n.div_ceil(urls) * urls,
+    };
     if connections > 0 && !control.stop.is_cancelled() {
         let t0 = Instant::now();
         let warmed = rt.block_on(transport.warm(connections));
