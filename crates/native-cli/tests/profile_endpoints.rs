@@ -372,3 +372,29 @@ fn proxies_from_the_environment_tunnel_https_and_forward_http() {
     assert_eq!(summary(&art)["request_count"]["avg"], 6.0);
     assert_eq!(proxy.log().len(), seen);
 }
+
+#[test]
+fn one_url_down_fails_only_its_own_sessions() {
+    let up = Mock::start(&[]);
+    // A port nothing listens on: bind one, note it, close it.
+    let down = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let trace = session_trace(dir.path(), 4, 2);
+    let art = dir.path().join("art");
+    let out = run(&trace, &art, &["--url", &up.url, "--url", &down], &[]);
+    ok(&out);
+    assert!(stderr(&out).contains(&format!("warning: cannot open a connection to {down}")), "{}", stderr(&out));
+    assert_eq!(up.arrivals().len(), 4);
+    let s = summary(&art);
+    let counts: Vec<(u64, u64)> = s["per_url"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| (u["request_count"].as_u64().unwrap(), u["error_request_count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(counts, [(4, 0), (0, 4)]);
+    assert_eq!(s["per_url"][1]["url"], down.as_str());
+}
