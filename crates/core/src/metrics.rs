@@ -70,6 +70,9 @@ pub struct RequestRecord {
     pub expected_cached_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<RecordError>,
+    /// Which `--url` the request went to (0-based, in the order given), when several were given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_index: Option<u32>,
 }
 
 /// A metric of the report, with AIPerf's tag where AIPerf has it.
@@ -306,11 +309,67 @@ pub struct Aggregate {
     pub cached_reported: u64,
     /// Output tokens of the requests counted both ways: (requests, client's count, server's).
     pub counted_both: (u64, u64, u64),
+    /// Per `--url` (records with a [`RequestRecord::url_index`]), by index.
+    pub per_url: BTreeMap<u32, UrlAggregate>,
+}
+
+/// What one URL of several served: request counts and latencies (the rest is run-wide).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UrlAggregate {
+    pub ok: u64,
+    pub errors: u64,
+    /// Request latency (ms) of its successful requests.
+    pub request_latency_ms: Vec<f64>,
+    /// Time to first token (ms) of its successful streamed requests.
+    pub ttft_ms: Vec<f64>,
+}
+
+impl UrlAggregate {
+    fn add(&mut self, m: Option<&RequestMetrics>) {
+        let Some(m) = m else {
+            self.errors += 1;
+            return;
+        };
+        self.ok += 1;
+        self.request_latency_ms.extend(m.get(Metric::RequestLatency));
+        self.ttft_ms.extend(m.get(Metric::TimeToFirstToken));
+    }
+
+    fn merge(&mut self, other: &UrlAggregate) {
+        self.ok += other.ok;
+        self.errors += other.errors;
+        self.request_latency_ms.extend_from_slice(&other.request_latency_ms);
+        self.ttft_ms.extend_from_slice(&other.ttft_ms);
+    }
+}
+
+/// What one URL of several served, in the report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UrlReport {
+    /// The index of the URL among `--url`s.
+    pub index: u32,
+    pub request_count: u64,
+    pub error_request_count: u64,
+    pub request_latency: Option<Distribution>,
+    pub time_to_first_token: Option<Distribution>,
 }
 
 impl Aggregate {
     /// Adds one record; returns its metrics when it succeeded.
     pub fn add(&mut self, r: &RequestRecord, use_server_token_count: bool, slos: &[Slo]) -> Option<RequestMetrics> {
+        let m = self.add_run_wide(r, use_server_token_count, slos);
+        if let Some(i) = r.url_index {
+            self.per_url.entry(i).or_default().add(m.as_ref());
+        }
+        m
+    }
+
+    fn add_run_wide(
+        &mut self,
+        r: &RequestRecord,
+        use_server_token_count: bool,
+        slos: &[Slo],
+    ) -> Option<RequestMetrics> {
         self.first_sent_ns = Some(self.first_sent_ns.map_or(r.sent_ns, |t| t.min(r.sent_ns)));
         self.last_end_ns = Some(self.last_end_ns.map_or(r.end_ns, |t| t.max(r.end_ns)));
         if let Some(e) = &r.error {
@@ -388,6 +447,9 @@ impl Aggregate {
         self.counted_both.0 += other.counted_both.0;
         self.counted_both.1 = self.counted_both.1.saturating_add(other.counted_both.1);
         self.counted_both.2 = self.counted_both.2.saturating_add(other.counted_both.2);
+        for (i, u) in &other.per_url {
+            self.per_url.entry(*i).or_default().merge(u);
+        }
     }
 
     /// Number of failed requests.
@@ -428,6 +490,17 @@ impl Aggregate {
                 client_output_tokens: self.counted_both.1,
                 server_output_tokens: self.counted_both.2,
             }),
+            per_url: self
+                .per_url
+                .iter()
+                .map(|(&index, u)| UrlReport {
+                    index,
+                    request_count: u.ok,
+                    error_request_count: u.errors,
+                    request_latency: Distribution::of(&u.request_latency_ms),
+                    time_to_first_token: Distribution::of(&u.ttft_ms),
+                })
+                .collect(),
             outcomes: Outcomes {
                 completed: self.ok,
                 cancelled: self.errors.get("cancelled").copied().unwrap_or(0),
@@ -466,6 +539,8 @@ pub struct Report {
     pub outcomes: Outcomes,
     /// The client's output token count against the server's, where both were known.
     pub token_count_check: Option<TokenCountCheck>,
+    /// Per URL when requests went to several (`--url` repeated), by index; empty otherwise.
+    pub per_url: Vec<UrlReport>,
 }
 
 /// Output tokens counted by the client (re-tokenized text) and by the server (`usage`).
@@ -519,6 +594,32 @@ mod tests {
             input_tokens: Some(100),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn requests_are_counted_per_url_and_merge_like_the_whole() {
+        let mut a = Aggregate::default();
+        let mut b = Aggregate::default();
+        for i in 0..6u64 {
+            let mut r = rec(&[5_000_000 + i * 1_000_000, 9_000_000], 2);
+            r.url_index = Some((i % 2) as u32);
+            if i == 5 {
+                r.error = Some(RecordError { kind: "timeout".into(), message: "x".into() });
+            }
+            (if i < 3 { &mut a } else { &mut b }).add(&r, false, &[]);
+        }
+        // A record without an index (a single URL) is not counted per URL.
+        a.add(&rec(&[5_000_000], 1), false, &[]);
+        a.merge(&b);
+        let report = a.report(false);
+        let counts: Vec<(u32, u64, u64)> =
+            report.per_url.iter().map(|u| (u.index, u.request_count, u.error_request_count)).collect();
+        assert_eq!(counts, vec![(0, 3, 0), (1, 2, 1)]);
+        let ttft0 = report.per_url[0].time_to_first_token.as_ref().unwrap();
+        // TTFT from sent (3 ms): 2, 4 and 6 ms on URL 0.
+        assert_eq!((ttft0.min, ttft0.max, ttft0.count), (2.0, 6.0, 3));
+        assert_eq!(report.per_url[1].request_latency.as_ref().unwrap().count, 2);
+        assert!(Aggregate::default().report(false).per_url.is_empty());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
-use crate::metrics::{Metric, Report, RequestMetrics, RequestRecord};
+use crate::metrics::{Metric, Report, RequestMetrics, RequestRecord, UrlReport};
 use crate::stats::{Distribution, REPORT_PERCENTILES};
 
 /// Everything known at the end of a run.
@@ -30,6 +30,9 @@ pub struct RunSummary {
     pub client_cpu_s: Option<f64>,
     /// From process start to the replay being ready to send (ms).
     pub startup_ms: f64,
+    /// The `--url`s as they may be shown (credentials redacted), in the order given; the
+    /// report's per-URL entries index into it.
+    pub urls: Vec<String>,
 }
 
 /// A summary file of a run.
@@ -155,6 +158,9 @@ pub fn summary_json(s: &RunSummary) -> String {
         ),
     );
     m.insert("outcome_counts".into(), json!(s.report.outcomes));
+    if !s.report.per_url.is_empty() {
+        m.insert("per_url".into(), Value::Array(s.report.per_url.iter().map(|u| url_json(s, u)).collect()));
+    }
     if let Some(t) = s.report.token_count_check {
         m.insert(
             "output_token_count_check".into(),
@@ -181,6 +187,27 @@ pub fn summary_json(s: &RunSummary) -> String {
     text
 }
 
+/// The URL of a per-URL entry (its index when the summary does not list it).
+fn url_name(s: &RunSummary, u: &UrlReport) -> String {
+    s.urls.get(u.index as usize).cloned().unwrap_or_else(|| format!("url #{}", u.index))
+}
+
+fn url_json(s: &RunSummary, u: &UrlReport) -> Value {
+    let mut m = Map::new();
+    m.insert("index".into(), json!(u.index));
+    m.insert("url".into(), json!(url_name(s, u)));
+    m.insert("request_count".into(), json!(u.request_count));
+    m.insert("error_request_count".into(), json!(u.error_request_count));
+    for (metric, d) in
+        [(Metric::RequestLatency, &u.request_latency), (Metric::TimeToFirstToken, &u.time_to_first_token)]
+    {
+        if let Some(d) = d {
+            m.insert(metric.tag().into(), dist_json(metric.unit(), d));
+        }
+    }
+    Value::Object(m)
+}
+
 /// `profile_export_aiperf.csv`.
 pub fn summary_csv(s: &RunSummary) -> String {
     let mut out = String::from("Metric,avg,min,max");
@@ -199,7 +226,28 @@ pub fn summary_csv(s: &RunSummary) -> String {
     for (_, header, unit, v) in scalars(&s.report) {
         let _ = writeln!(out, "{header} ({unit}),{v}");
     }
+    if !s.report.per_url.is_empty() {
+        out.push_str("\nURL,Request Count,Error Request Count,Request Latency avg (ms),Request Latency p50 (ms),Request Latency p99 (ms),Time to First Token avg (ms),Time to First Token p50 (ms),Time to First Token p99 (ms)\n");
+        for u in &s.report.per_url {
+            let _ = write!(out, "{},{},{}", csv_field(&url_name(s, u)), u.request_count, u.error_request_count);
+            for d in [&u.request_latency, &u.time_to_first_token] {
+                match d {
+                    Some(d) => {
+                        let p = |q| d.percentile(q).map_or(String::new(), |v| v.to_string());
+                        let _ = write!(out, ",{},{},{}", d.avg, p(50.0), p(99.0));
+                    }
+                    None => out.push_str(",,,"),
+                }
+            }
+            out.push('\n');
+        }
+    }
     out
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
+fn csv_field(v: &str) -> String {
+    if v.contains([',', '"', '\n', '\r']) { format!("\"{}\"", v.replace('"', "\"\"")) } else { v.to_owned() }
 }
 
 /// The console table.
@@ -231,6 +279,31 @@ pub fn console_table(s: &RunSummary) -> String {
     }
     for (_, header, unit, v) in scalars(&s.report) {
         let _ = writeln!(out, "{:<52} {:>11.2}", format!("{header} ({unit})"), v);
+    }
+    if !s.report.per_url.is_empty() {
+        let _ = writeln!(out, "Per URL (sessions spread round robin, each on one URL):");
+        let _ = writeln!(
+            out,
+            "  {:<4} {:<44} {:>8} {:>7} {:>13} {:>13} {:>13} {:>13}",
+            "#", "URL", "requests", "errors", "latency p50", "latency p99", "TTFT p50", "TTFT p99"
+        );
+        for u in &s.report.per_url {
+            let p = |d: &Option<crate::stats::Distribution>, q| {
+                d.as_ref().and_then(|d| d.percentile(q)).map_or_else(|| "-".to_owned(), |v| format!("{v:.2} ms"))
+            };
+            let _ = writeln!(
+                out,
+                "  #{:<3} {:<44} {:>8} {:>7} {:>13} {:>13} {:>13} {:>13}",
+                u.index,
+                url_name(s, u),
+                u.request_count,
+                u.error_request_count,
+                p(&u.request_latency, 50.0),
+                p(&u.request_latency, 99.0),
+                p(&u.time_to_first_token, 50.0),
+                p(&u.time_to_first_token, 99.0)
+            );
+        }
     }
     let o = s.report.outcomes;
     let _ = writeln!(
@@ -344,7 +417,57 @@ mod tests {
             calibration: Some((10.0, 19.95)),
             client_cpu_s: Some(0.001),
             startup_ms: 12.0,
+            urls: Vec::new(),
         }
+    }
+
+    /// Two URLs: three requests on the first, one success and one failure on the second.
+    fn two_urls() -> RunSummary {
+        let mut agg = Aggregate::default();
+        for i in 0..5u64 {
+            let rec = RequestRecord {
+                scheduled_ns: i * 10_000_000,
+                sent_ns: i * 10_000_000,
+                chunk_ns: vec![i * 10_000_000 + (i + 1) * 1_000_000, i * 10_000_000 + 20_000_000],
+                end_ns: i * 10_000_000 + 21_000_000,
+                streaming: true,
+                input_tokens: Some(10),
+                output_tokens: Some(2),
+                url_index: Some(if i % 2 == 0 { 0 } else { 1 }),
+                error: (i == 3).then(|| RecordError { kind: "http_status".into(), message: "HTTP 500".into() }),
+                ..Default::default()
+            };
+            agg.add(&rec, false, &[]);
+        }
+        RunSummary {
+            urls: vec!["http://a.test:8000".into(), "https://<redacted>@b.test".into()],
+            calibration: None,
+            client_cpu_s: None,
+            ..sample_with(agg)
+        }
+    }
+
+    fn sample_with(agg: Aggregate) -> RunSummary {
+        RunSummary { report: agg.report(false), ..sample() }
+    }
+
+    #[test]
+    fn per_url_counts_and_latencies_in_every_export() {
+        let s = two_urls();
+        let table = console_table(&s);
+        let json = summary_json(&s);
+        let csv = summary_csv(&s);
+        let v: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["per_url"][0]["request_count"], 3);
+        assert_eq!(v["per_url"][1]["error_request_count"], 1);
+        assert_eq!(v["per_url"][1]["url"], "https://<redacted>@b.test");
+        insta::assert_snapshot!("per_url_console", table);
+        insta::assert_snapshot!("per_url_json", v["per_url"].to_string());
+        insta::assert_snapshot!("per_url_csv", csv.split("\nURL,").nth(1).unwrap());
+        // One URL: no per-URL section anywhere.
+        let one = sample();
+        assert!(!console_table(&one).contains("Per URL") && !summary_json(&one).contains("per_url"));
+        assert!(!summary_csv(&one).contains("\nURL,"));
     }
 
     #[test]

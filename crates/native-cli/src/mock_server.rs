@@ -10,7 +10,7 @@
 //! (HTTP 400 beyond) and send at most `--max-request-bytes` (HTTP 413 beyond); a stream is produced
 //! in pieces of at most [`STREAM_PIECE_BYTES`] as the client reads it; keep-alive connections idle
 //! for `--idle-timeout-seconds` are closed; when the process runs out of file descriptors, accepting
-//! backs off instead of spinning.
+//! backs off instead of spinning. With `--tls-cert`/`--tls-key` it serves HTTPS (rustls).
 //!
 //! Its load model (`--slots N`) makes its capacity known: at most N requests are served at once,
 //! each holding its slot from the start of its TTFT to its last token; the others wait in a FIFO
@@ -93,6 +93,48 @@ pub struct Args {
     /// token); the others wait in a FIFO queue, so TTFT grows with load.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub slots: Option<u32>,
+    /// Serve HTTPS with this certificate chain (PEM, the server's certificate first); needs
+    /// `--tls-key`.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// The TLS acceptor of `--tls-cert`/`--tls-key`.
+fn tls_acceptor(cert: &std::path::Path, key: &std::path::Path) -> Result<tokio_rustls::TlsAcceptor> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs = CertificateDer::pem_file_iter(cert)
+        .and_then(|i| i.collect::<std::result::Result<Vec<_>, _>>())
+        .with_context(|| format!("--tls-cert {}: not a readable PEM certificate file", cert.display()))?;
+    anyhow::ensure!(!certs.is_empty(), "--tls-cert {}: holds no certificate", cert.display());
+    let key = PrivateKeyDer::from_pem_file(key)
+        .with_context(|| format!("--tls-key {}: not a readable PEM private key", key.display()))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .context("cannot set up TLS")?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .context("--tls-cert and --tls-key do not make a usable certificate")?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Serves HTTP/1.1 on one connection (plain or TLS).
+async fn serve_connection<I>(io: I, state: Arc<State>, idle: Duration)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = hyper::service::service_fn(move |req| handle(state.clone(), req));
+    // hyper's header-read timer runs whenever the connection waits for a request head, idle
+    // keep-alive included: it is the idle timeout.
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(idle)
+        .serve_connection(TokioIo::new(io), svc)
+        .await;
 }
 
 /// The `--slots` load model: a FIFO queue in front of N slots.
@@ -182,7 +224,11 @@ pub fn run(args: Args) -> Result<()> {
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{}", args.port))?;
         let addr = listener.local_addr()?;
-        println!("mock server listening on http://{addr}");
+        let tls = match (&args.tls_cert, &args.tls_key) {
+            (Some(c), Some(k)) => Some(tls_acceptor(c, k)?),
+            _ => None,
+        };
+        println!("mock server listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
         if let Some(n) = args.slots {
             let t = args.default_output_tokens;
             eprintln!(
@@ -213,15 +259,18 @@ pub fn run(args: Args) -> Result<()> {
                 };
                 let _ = stream.set_nodelay(true);
                 let state = state.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    let svc = hyper::service::service_fn(move |req| handle(state.clone(), req));
-                    // hyper's header-read timer runs whenever the connection waits for a request
-                    // head, idle keep-alive included: it is the idle timeout.
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .timer(TokioTimer::new())
-                        .header_read_timeout(idle)
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .await;
+                    match tls {
+                        None => serve_connection(stream, state, idle).await,
+                        // A failed handshake (an untrusting client) just closes the connection;
+                        // one that never completes is dropped after the idle timeout.
+                        Some(acceptor) => {
+                            if let Ok(Ok(s)) = tokio::time::timeout(idle, acceptor.accept(stream)).await {
+                                serve_connection(s, state, idle).await;
+                            }
+                        }
+                    }
                 });
             }
         };

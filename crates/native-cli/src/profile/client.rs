@@ -14,22 +14,30 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
+use super::proxy::{Proxies, ProxyConnector};
+use super::tls::Trust;
 use super::transport::{Clock, Exchange, Outgoing, Transport};
 
 /// The pooled client: connections are kept alive and reused, with no cap on their number, so the
 /// pool grows to the load instead of queueing requests silently.
-pub type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+pub type HttpClient = Client<hyper_rustls::HttpsConnector<ProxyConnector>, Full<Bytes>>;
 
-/// Builds the client.
+/// Builds the client with the default trust (bundled and system roots) and the environment's
+/// proxies.
 pub fn http_client() -> Result<HttpClient> {
+    http_client_with(&Trust { system_roots: true, ..Trust::default() }, Proxies::from_env())
+}
+
+/// Builds the client: TLS trust as given, proxies as given.
+pub fn http_client_with(trust: &Trust, proxies: Proxies) -> Result<HttpClient> {
     let mut http = HttpConnector::new();
     http.set_nodelay(true);
     http.enforce_http(false);
     let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_webpki_roots()
+        .with_tls_config(super::tls::client_config(trust)?)
         .https_or_http()
         .enable_http1()
-        .wrap_connector(http);
+        .wrap_connector(ProxyConnector { http, proxies });
     Ok(Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(90)).build(https))
 }
 
@@ -121,53 +129,99 @@ fn chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// Requests over HTTP to one endpoint.
+/// Requests over HTTP to one endpoint, or to several (`--url` repeated): a request goes to
+/// `endpoints[url_index]`.
 #[derive(Clone, Debug)]
 pub struct HttpTransport {
     pub client: HttpClient,
-    pub endpoint: Endpoint,
+    pub endpoints: Vec<Endpoint>,
 }
 
 impl Transport for HttpTransport {
     async fn send(&self, req: Outgoing, clock: Clock) -> Exchange {
-        send(&self.client, &self.endpoint, req, &clock).await
+        let n = self.endpoints.len().max(1);
+        match self.endpoints.get(req.url_index as usize % n) {
+            Some(ep) => send(&self.client, ep, req, &clock).await,
+            None => Exchange {
+                error: err("invalid_request", "no endpoint to send to"),
+                sent_ns: clock.now_ns(),
+                end_ns: clock.now_ns(),
+                ..Exchange::default()
+            },
+        }
     }
 
-    /// Sends `connections` concurrent `GET /v1/models` and reads each answer whole, so that the
-    /// pool keeps that many open, kept-alive connections (any status will do).
+    /// Sends `connections` concurrent `GET /v1/models` (spread over the endpoints like the
+    /// sessions: at least one each) and reads each answer whole, so that the pool keeps that many
+    /// open, kept-alive connections, TCP and TLS handshakes done (any status will do). The first
+    /// failure of each endpoint is printed, with a hint when TLS refused it.
     async fn warm(&self, connections: usize) -> usize {
-        let Some(authority) = self.endpoint.uri.authority() else { return 0 };
-        let scheme = self.endpoint.uri.scheme_str().unwrap_or("http");
-        let Ok(uri) = format!("{scheme}://{authority}/v1/models").parse::<Uri>() else { return 0 };
+        let per = connections.div_ceil(self.endpoints.len().max(1)).max(1);
         let mut set = tokio::task::JoinSet::new();
-        for _ in 0..connections {
-            let (client, uri, mut headers) = (self.client.clone(), uri.clone(), self.endpoint.headers.clone());
-            headers.remove(CONTENT_TYPE);
-            set.spawn(async move {
-                let mut req = Request::new(Full::new(Bytes::new()));
-                *req.uri_mut() = uri;
-                *req.headers_mut() = headers;
-                let answer = async {
-                    let resp = client.request(req).await.ok()?;
-                    let mut body = resp.into_body();
-                    let mut read = 0usize;
-                    // Read the answer to its end (bounded) so that the connection is reusable.
-                    while let Some(Ok(f)) = body.frame().await {
-                        read += f.data_ref().map_or(0, Bytes::len);
-                        if read > 1 << 20 {
-                            return None;
-                        }
-                    }
-                    Some(())
-                };
-                tokio::time::timeout(Duration::from_secs(10), answer).await.ok().flatten().is_some()
-            });
+        for ep in &self.endpoints {
+            let (client, ep) = (self.client.clone(), ep.clone());
+            set.spawn(async move { warm_endpoint(&client, &ep, per).await });
         }
         let mut ok = 0;
         while let Some(r) = set.join_next().await {
-            ok += usize::from(r.unwrap_or(false));
+            ok += r.unwrap_or(0);
         }
         ok
+    }
+}
+
+/// [`HttpTransport::warm`] for one endpoint.
+async fn warm_endpoint(client: &HttpClient, ep: &Endpoint, connections: usize) -> usize {
+    let Some(authority) = ep.uri.authority() else { return 0 };
+    let scheme = ep.uri.scheme_str().unwrap_or("http");
+    let Ok(uri) = format!("{scheme}://{authority}/v1/models").parse::<Uri>() else { return 0 };
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..connections {
+        let (client, uri, mut headers) = (client.clone(), uri.clone(), ep.headers.clone());
+        headers.remove(CONTENT_TYPE);
+        set.spawn(async move {
+            let mut req = Request::new(Full::new(Bytes::new()));
+            *req.uri_mut() = uri;
+            *req.headers_mut() = headers;
+            let answer = async {
+                let resp = client.request(req).await.map_err(|e| describe(&e))?;
+                let mut body = resp.into_body();
+                let mut read = 0usize;
+                // Read the answer to its end (bounded) so that the connection is reusable.
+                while let Some(Ok(f)) = body.frame().await {
+                    read += f.data_ref().map_or(0, Bytes::len);
+                    if read > 1 << 20 {
+                        return Err("the answer to GET /v1/models is larger than 1 MiB".to_owned());
+                    }
+                }
+                Ok(())
+            };
+            tokio::time::timeout(Duration::from_secs(10), answer)
+                .await
+                .unwrap_or_else(|_| Err("no answer within 10 s".to_owned()))
+        });
+    }
+    let (mut ok, mut first_error) = (0, None);
+    while let Some(r) = set.join_next().await {
+        match r {
+            Ok(Ok(())) => ok += 1,
+            Ok(Err(e)) => {
+                first_error.get_or_insert(e);
+            }
+            Err(_) => {}
+        }
+    }
+    if let Some(e) = first_error {
+        eprintln!("warning: cannot open a connection to {scheme}://{authority} before time zero: {e}");
+    }
+    ok
+}
+
+/// An error of the client, its whole chain, with the TLS hint first when TLS caused it.
+fn describe(e: &hyper_util::client::legacy::Error) -> String {
+    match super::tls::hint(e) {
+        Some(h) => format!("{h} [{}]", chain(e)),
+        None => chain(e),
     }
 }
 
@@ -204,8 +258,15 @@ async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock,
     let resp = match client.request(req).await {
         Ok(r) => r,
         Err(e) => {
-            let kind = if e.is_connect() { "connection_error" } else { "request_error" };
-            ex.error = err(kind, chain(&e));
+            let tls = super::tls::hint(&e).is_some();
+            let kind = if tls {
+                "tls_error"
+            } else if e.is_connect() {
+                "connection_error"
+            } else {
+                "request_error"
+            };
+            ex.error = err(kind, describe(&e));
             return;
         }
     };

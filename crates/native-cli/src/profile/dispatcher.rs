@@ -63,6 +63,7 @@ impl<T: Transport> Dispatcher<T> {
         let trace = self.shared.trace.clone();
         let mut cache = PrefixCache::default();
         let mut last_deadline = 0u64;
+        let mut urls = request::UrlPicker::new(self.shared.urls);
         let mut done = Dispatched::default();
         loop {
             while let Ok(c) = self.completions.try_recv() {
@@ -95,7 +96,8 @@ impl<T: Transport> Dispatcher<T> {
             last_deadline = deadline;
             let body = self.preparer.take(&job)?;
             let expected_cached_tokens = expected(&trace, job.row, &mut cache, self.block_size);
-            let h = Handoff { job, body, expected_cached_tokens, dispatched_ns: clock.now_ns() };
+            let url_index = urls.pick(&job, trace.rows().get(job.row as usize));
+            let h = Handoff { job, body, expected_cached_tokens, dispatched_ns: clock.now_ns(), url_index };
             self.handle.spawn(request::run(self.shared.clone(), h, self.completions_tx.clone(), self.records.clone()));
             done.requests += 1;
         }

@@ -348,6 +348,7 @@ fn client_case(seed: u64) -> String {
             body: Bytes::from_static(br#"{"model":"m","messages":[]}"#),
             request_id: "r".into(),
             correlation_id: "c".into(),
+            url_index: 0,
         };
         let ex = tokio::time::timeout(Duration::from_secs(10), send(&client, &ep, out, &clock))
             .await

@@ -21,8 +21,10 @@ pub mod plan;
 pub mod preparer;
 pub mod progress;
 pub mod prompt;
+pub mod proxy;
 pub mod records;
 pub mod request;
+pub mod tls;
 pub mod transport;
 
 #[cfg(test)]
@@ -103,18 +105,48 @@ pub fn run_one(
         .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
     let transport = {
         let _guard = rt.enter();
-        let t = &plan.target;
-        let (url, headers) = plan.request_target();
-        client::HttpTransport {
-            client: client::http_client()?,
-            endpoint: client::Endpoint::new(&url, &t.path, t.api_key.as_deref(), &headers, t.timeout)
-                .context(BadInput)?
-                .max_response_bytes(t.max_response_bytes)
-                .session_header(&t.session_header)
-                .context(BadInput)?,
-        }
+        http_transport(plan)?
     };
     replay(rt, plan, inputs, transport, control, started)
+}
+
+/// The HTTP transport of a plan: one client (TLS trust, the environment's proxies) and an
+/// endpoint per `--url`.
+fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
+    let t = &plan.target;
+    if t.tls.insecure {
+        eprintln!(
+            "warning: --insecure-skip-tls-verify: the certificates of https:// servers are NOT verified; \
+             anyone on the network path can read and change this run's traffic"
+        );
+    }
+    let trust = tls::Trust {
+        system_roots: t.urls.iter().any(|u| u.starts_with("https://")),
+        extra: t.tls.ca_certs.clone(),
+        insecure: t.tls.insecure,
+    };
+    let proxies = proxy::Proxies::from_env();
+    let client = client::http_client_with(&trust, proxies.clone()).context(BadInput)?;
+    let shown = plan.shown_urls();
+    let mut endpoints = Vec::with_capacity(t.urls.len());
+    for (i, (url, headers)) in plan.request_targets().into_iter().enumerate() {
+        let mut ep = client::Endpoint::new(&url, &t.path, t.api_key.as_deref(), &headers, t.timeout)
+            .context(BadInput)?
+            .max_response_bytes(t.max_response_bytes)
+            .session_header(&t.session_header)
+            .context(BadInput)?;
+        let shown = shown.get(i).map_or("", String::as_str);
+        match proxies.route(&ep.uri) {
+            proxy::Route::Direct => {}
+            proxy::Route::Tunnel(p) => eprintln!("{shown}: through the proxy {p} (CONNECT tunnel, from HTTPS_PROXY)"),
+            proxy::Route::Forward(p) => eprintln!("{shown}: through the proxy {p} (forwarded, from HTTP_PROXY)"),
+        }
+        if let Some(auth) = proxies.forward_auth(&ep.uri) {
+            ep.headers.insert(hyper::header::PROXY_AUTHORIZATION, auth);
+        }
+        endpoints.push(ep);
+    }
+    Ok(client::HttpTransport { client, endpoints })
 }
 
 /// What a replay reads before it starts.
@@ -251,8 +283,12 @@ pub fn replay<T: Transport + Clone>(
 ) -> Result<RunOutcome> {
     let ready_ms = started.elapsed().as_secs_f64() * 1e3;
     let total = inputs.schedule.request_count();
+    let more = match plan.target.urls.len() {
+        1 => String::new(),
+        n => format!(" and {} more URL(s), sessions round robin: {}", n - 1, plan.shown_urls().join(", ")),
+    };
     eprintln!(
-        "Replaying {} request(s) to {} (ready in {ready_ms:.0} ms)",
+        "Replaying {} request(s) to {}{more} (ready in {ready_ms:.0} ms)",
         total.map_or_else(|| "requests until the duration ends".to_owned(), |n| n.to_string()),
         plan.shown_url(),
     );
@@ -268,7 +304,12 @@ pub fn replay<T: Transport + Clone>(
         trace: inputs.trace.clone(),
     });
     let preparer = Preparer::start(body_source, inputs.schedule.clone())?;
-    let connections = connections_needed(&inputs.schedule, plan.limits.concurrency);
+    // Spread over the URLs like the sessions, at least one each.
+    let urls = plan.target.urls.len().max(1);
+    let connections = match connections_needed(&inputs.schedule, plan.limits.concurrency) {
+        0 => 0,
+        n => n.div_ceil(urls) * urls,
+    };
     if connections > 0 && !control.stop.is_cancelled() {
         let t0 = Instant::now();
         let warmed = rt.block_on(transport.warm(connections));
@@ -290,6 +331,7 @@ pub fn replay<T: Transport + Clone>(
         abort: control.abort.clone(),
         ids: request::Ids::new(fixed_schedule),
         turn_history: plan.target.body.turn_history,
+        urls: u32::try_from(plan.target.urls.len()).unwrap_or(u32::MAX).max(1),
     });
     let progress = progress::bar(total, plan.exports.progress_bar);
     let (records_tx, records_rx) = mpsc::channel();
@@ -377,6 +419,7 @@ pub fn replay<T: Transport + Clone>(
         calibration,
         client_cpu_s,
         startup_ms: ready_ms,
+        urls: plan.shown_urls(),
     };
     let mut written = export::write_summaries(&plan.exports.artifact_dir, &summary);
     if let Some(slicer) = &collected.slices {
@@ -483,6 +526,7 @@ async fn warmup<T: Transport + Clone>(
     let (mut sent, mut errors) = (0u64, 0u64);
     let mut in_flight = tokio::task::JoinSet::new();
     let run = request::Ids::new(false).run;
+    let urls = (plan.target.urls.len() as u64).max(1);
     for &row in rows.iter().cycle().take(usize::try_from(count).unwrap_or(usize::MAX)) {
         if stop.is_cancelled() {
             break;
@@ -495,6 +539,7 @@ async fn warmup<T: Transport + Clone>(
                     body: p.body,
                     request_id: format!("{run}-warmup-{sent}"),
                     correlation_id: format!("{run}-warmup-{sent}"),
+                    url_index: u32::try_from((sent - 1) % urls).unwrap_or(0),
                 };
                 in_flight.spawn(async move { t.send(out, clock).await });
             }

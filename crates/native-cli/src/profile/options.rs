@@ -13,9 +13,21 @@ pub struct Args {
     /// Model name sent in every request.
     #[arg(short = 'm', long = "model", alias = "model-names")]
     pub model: String,
-    /// Server base URL.
-    #[arg(short = 'u', long, default_value = "http://localhost:8000")]
-    pub url: String,
+    /// Server base URL; repeat it (or give several) for replicas without a router: sessions are
+    /// spread round robin across the URLs and each session stays on its URL.
+    #[arg(short = 'u', long, num_args = 1.., action = clap::ArgAction::Append, default_value = "http://localhost:8000")]
+    pub url: Vec<String>,
+    /// How sessions are spread over several `--url`s (round_robin, the only one, as in AIPerf).
+    #[arg(long, value_enum, default_value = "round-robin")]
+    pub url_strategy: UrlStrategy,
+    /// PEM file of certificate authorities trusted for `https://` URLs, in addition to the
+    /// system's and the bundled roots (for internal endpoints with a private CA).
+    #[arg(long, alias = "cacert", value_name = "PATH")]
+    pub ssl_ca_cert: Option<PathBuf>,
+    /// Do not verify `https://` servers' certificates (labs only: anyone on the path can read
+    /// and change the traffic); warned on every run.
+    #[arg(long)]
+    pub insecure_skip_tls_verify: bool,
     /// OpenAI API to call.
     #[arg(long, value_enum, default_value = "chat")]
     pub endpoint_type: EndpointType,
@@ -192,6 +204,12 @@ pub enum SearchAxis {
     RequestRate,
     Concurrency,
     Speedup,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum UrlStrategy {
+    #[value(alias = "round_robin")]
+    RoundRobin,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -38,12 +38,20 @@ pub const MIN_SLICE: Duration = Duration::from_millis(1);
 pub const MAX_PROFILE_RUNS: u32 = 10;
 /// Most values of one sweep.
 pub const MAX_SWEEP_VALUES: usize = 1000;
+/// Most `--url`s of one run.
+pub const MAX_URLS: usize = 1024;
+/// Largest `--ssl-ca-cert` file read: 16 MiB (a full system bundle is about 200 KiB).
+pub const MAX_CA_FILE_BYTES: u64 = 16 << 20;
 
 /// Where requests go and what they look like.
 #[derive(Clone, Debug)]
 pub struct Target {
-    /// The base URL as given (with `http://` added when it had no scheme).
+    /// The base URL as given (with `http://` added when it had no scheme); the first of `urls`.
     pub url: String,
+    /// Every `--url`, normalized like `url`, in the order given (sessions go round robin).
+    pub urls: Vec<String>,
+    /// How `https://` servers are verified.
+    pub tls: TlsOptions,
     /// The path called on it.
     pub path: String,
     pub api_key: Option<String>,
@@ -54,6 +62,56 @@ pub struct Target {
     /// Largest response body, SSE event or streamed text accepted.
     pub max_response_bytes: usize,
     pub body: BodyTemplate,
+}
+
+/// How `https://` servers are verified: the system's roots and the bundled Mozilla roots, plus
+/// the certificates of `--ssl-ca-cert`; or nothing at all with `--insecure-skip-tls-verify`.
+#[derive(Clone, Debug, Default)]
+pub struct TlsOptions {
+    /// `--ssl-ca-cert`, as given.
+    pub ca_file: Option<PathBuf>,
+    /// The certificates it holds (DER), each checked to be usable as a trust anchor.
+    pub ca_certs: Vec<rustls::pki_types::CertificateDer<'static>>,
+    /// `--insecure-skip-tls-verify`.
+    pub insecure: bool,
+}
+
+/// Reads and checks a `--ssl-ca-cert` file: PEM certificates, at least one, each a valid
+/// trust anchor.
+pub fn ca_certificates(path: &std::path::Path) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    use std::io::Read;
+    let shown = path.display();
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_CA_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .with_context(|| format!("--ssl-ca-cert {shown}: cannot read the file"))?;
+    ensure!(
+        bytes.len() as u64 <= MAX_CA_FILE_BYTES,
+        "--ssl-ca-cert {shown}: larger than {} MiB; accepted is a PEM file of CA certificates",
+        MAX_CA_FILE_BYTES >> 20
+    );
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| anyhow::anyhow!("--ssl-ca-cert {shown}: not a valid PEM file ({e})"))?;
+    ensure!(
+        !certs.is_empty(),
+        "--ssl-ca-cert {shown}: holds no certificate; accepted is a PEM file with \
+         -----BEGIN CERTIFICATE----- blocks (a DER file can be converted with \
+         `openssl x509 -inform der -in FILE -out FILE.pem`)"
+    );
+    for (i, c) in certs.iter().enumerate() {
+        let mut store = rustls::RootCertStore::empty();
+        store.add(c.clone()).map_err(|e| {
+            anyhow::anyhow!(
+                "--ssl-ca-cert {shown}: certificate {} of {} cannot be used as a CA: {e}",
+                i + 1,
+                certs.len()
+            )
+        })?;
+    }
+    Ok(certs)
 }
 
 /// What is replayed and how arrivals are timed.
@@ -218,11 +276,34 @@ impl ReplayPlan {
     /// Validates the flags into a plan.
     pub fn from_args(args: Args) -> Result<ReplayPlan> {
         let a = args;
-        let mut url = a.url.trim().to_owned();
-        // AIPerf accepts `localhost:8000`; so do we.
-        if !url.contains("://") {
-            url = format!("http://{url}");
-        }
+        ensure!(
+            !a.url.is_empty() && a.url.len() <= MAX_URLS,
+            "--url given {} times: accepted is 1 to {MAX_URLS} URLs",
+            a.url.len()
+        );
+        let urls = a
+            .url
+            .iter()
+            .map(|u| {
+                let mut url = u.trim().to_owned();
+                // AIPerf accepts `localhost:8000`; so do we.
+                if !url.contains("://") {
+                    url = format!("http://{url}");
+                }
+                ensure!(
+                    url.starts_with("http://") || url.starts_with("https://"),
+                    "--url {}: accepted is an http:// or https:// URL",
+                    redact_url(&url)
+                );
+                Ok(url)
+            })
+            .collect::<Result<Vec<String>>>()?;
+        let url = urls[0].clone();
+        let tls = TlsOptions {
+            ca_certs: a.ssl_ca_cert.as_deref().map(ca_certificates).transpose()?.unwrap_or_default(),
+            ca_file: a.ssl_ca_cert.clone(),
+            insecure: a.insecure_skip_tls_verify,
+        };
         ensure!(
             a.custom_dataset_type == "mooncake_trace",
             "--custom-dataset-type {}: only mooncake_trace is supported",
@@ -302,7 +383,7 @@ impl ReplayPlan {
             Pattern::Poisson => ArrivalPattern::Poisson,
             Pattern::Constant => ArrivalPattern::Constant,
         };
-        let input_config = json!({
+        let mut input_config = json!({
             "model": a.model,
             "url": redact_url(&url),
             "endpoint_type": format!("{:?}", a.endpoint_type).to_lowercase(),
@@ -338,9 +419,21 @@ impl ReplayPlan {
             "goodput": a.goodput,
             "slice_duration": a.slice_duration,
         });
+        if urls.len() > 1 {
+            input_config["urls"] = json!(urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>());
+            input_config["url_strategy"] = json!("round_robin");
+        }
+        if let Some(f) = &tls.ca_file {
+            input_config["ssl_ca_cert"] = json!(f.display().to_string());
+        }
+        if tls.insecure {
+            input_config["insecure_skip_tls_verify"] = json!(true);
+        }
         Ok(ReplayPlan {
             target: Target {
                 url,
+                urls,
+                tls,
                 path,
                 api_key: a.api_key.filter(|k| !k.is_empty()),
                 headers,
@@ -393,13 +486,28 @@ impl ReplayPlan {
 
     /// The URL requests go to (credentials removed) and the headers they carry: the user's,
     /// plus HTTP Basic authentication from URL credentials when no API key is given.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn request_target(&self) -> (String, Vec<(String, String)>) {
-        let (url, userinfo) = split_credentials(&self.target.url);
+        self.target_of(&self.target.url)
+    }
+
+    /// [`Self::request_target`] of every `--url`, in order.
+    pub fn request_targets(&self) -> Vec<(String, Vec<(String, String)>)> {
+        self.target.urls.iter().map(|u| self.target_of(u)).collect()
+    }
+
+    fn target_of(&self, url: &str) -> (String, Vec<(String, String)>) {
+        let (url, userinfo) = split_credentials(url);
         let mut headers = self.target.headers.clone();
         if let (Some(u), None) = (userinfo, &self.target.api_key) {
             headers.insert(0, ("Authorization".to_owned(), basic_auth(&u)));
         }
         (url, headers)
+    }
+
+    /// Every `--url` as it may be shown (credentials redacted), in order.
+    pub fn shown_urls(&self) -> Vec<String> {
+        self.target.urls.iter().map(|u| redact_url(u.trim_end_matches('/'))).collect()
     }
 
     /// The URL as it may be shown (credentials redacted).
@@ -412,11 +520,13 @@ impl ReplayPlan {
     pub fn secrets(&self) -> Vec<String> {
         let mut s: Vec<String> = self.target.api_key.iter().cloned().collect();
         s.extend(self.target.headers.iter().filter(|(k, _)| is_credential_header(k)).map(|(_, v)| v.trim().to_owned()));
-        if let (_, Some(userinfo)) = split_credentials(&self.target.url) {
-            s.push(userinfo.split_once(':').map_or(userinfo.as_str(), |(_, p)| p).to_owned());
-            // What a server echoing the Authorization header would show.
-            s.push(basic_auth(&userinfo).trim_start_matches("Basic ").to_owned());
-            s.push(userinfo);
+        for url in &self.target.urls {
+            if let (_, Some(userinfo)) = split_credentials(url) {
+                s.push(userinfo.split_once(':').map_or(userinfo.as_str(), |(_, p)| p).to_owned());
+                // What a server echoing the Authorization header would show.
+                s.push(basic_auth(&userinfo).trim_start_matches("Basic ").to_owned());
+                s.push(userinfo);
+            }
         }
         s.retain(|v| v.len() >= 4);
         s
@@ -881,6 +991,48 @@ mod tests {
             m => panic!("{m:?}"),
         }
         assert_eq!(p.first.limits.concurrency, Some(2));
+    }
+
+    #[test]
+    fn several_urls_each_normalized_with_their_own_credentials() {
+        let p = plan(&["-u", "h1:9", "--url", "https://bob:s3cret-pw@h2", "http://h3/v1"]).unwrap();
+        assert_eq!(p.target.urls, ["http://h1:9", "https://bob:s3cret-pw@h2", "http://h3/v1"]);
+        assert_eq!(p.target.url, "http://h1:9");
+        let targets = p.request_targets();
+        assert_eq!(targets[1].0, "https://h2");
+        assert_eq!(targets[1].1[0].0, "Authorization");
+        assert!(targets[0].1.is_empty() && targets[2].1.is_empty());
+        assert_eq!(p.shown_urls(), ["http://h1:9", "https://<redacted>@h2", "http://h3/v1"]);
+        assert!(p.secrets().contains(&"s3cret-pw".to_owned()));
+        let cfg = p.input_config().to_string();
+        assert!(cfg.contains("\"urls\"") && !cfg.contains("s3cret"), "{cfg}");
+        assert_eq!(plan(&[]).unwrap().target.urls, ["http://localhost:8000"]);
+        assert!(err(&["-u", "ftp://h"]).contains("--url ftp://h: accepted is an http:// or https:// URL"));
+    }
+
+    #[test]
+    fn the_ca_file_is_checked_before_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("none.pem");
+        let e = err(&["--ssl-ca-cert", missing.to_str().unwrap()]);
+        assert!(e.contains("none.pem: cannot read the file"), "{e}");
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "just text\n").unwrap();
+        let e = err(&["--ssl-ca-cert", empty.to_str().unwrap()]);
+        assert!(e.contains("holds no certificate") && e.contains("BEGIN CERTIFICATE"), "{e}");
+        let garbage = dir.path().join("garbage.pem");
+        std::fs::write(&garbage, "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").unwrap();
+        let e = err(&["--ssl-ca-cert", garbage.to_str().unwrap()]);
+        assert!(
+            e.contains("garbage.pem: certificate 1 of 1 cannot be used as a CA")
+                || e.contains("garbage.pem: not a valid PEM"),
+            "{e}"
+        );
+        let ca = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/tls/ca.pem");
+        let p = plan(&["--ssl-ca-cert", ca, "--insecure-skip-tls-verify"]).unwrap();
+        assert_eq!(p.target.tls.ca_certs.len(), 1);
+        assert!(p.target.tls.insecure);
+        assert_eq!(p.input_config()["insecure_skip_tls_verify"], true);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! next turn can be timed) and the raw record to the records stage. Nothing is computed here
 //! that could delay another request: token counting happens in [`super::records`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
@@ -28,6 +29,45 @@ pub struct Shared<T> {
     pub ids: Ids,
     /// Whether later turns carry the replies to earlier ones.
     pub turn_history: TurnHistory,
+    /// How many `--url`s requests are spread over.
+    pub urls: u32,
+}
+
+/// Which `--url` each request goes to, so that a session or conversation stays on one server
+/// (prefix reuse is per replica): a session run's turns go to URL `run % n` (round robin in start
+/// order); rows carrying a `conversation_id` (converted formats: each row is its own run) go to
+/// the URL their conversation's first row went to, conversations taking URLs round robin in order
+/// of appearance. Holds one entry per conversation seen (ids of the trace, already in memory).
+#[derive(Debug, Default)]
+pub struct UrlPicker {
+    urls: u32,
+    conversations: HashMap<Box<str>, u32>,
+    next: u32,
+}
+
+impl UrlPicker {
+    pub fn new(urls: u32) -> UrlPicker {
+        UrlPicker { urls, ..UrlPicker::default() }
+    }
+
+    /// The URL index of a job (`None` with a single URL).
+    pub fn pick(&mut self, job: &Job, row: Option<&aiperf_core::trace::Row>) -> Option<u32> {
+        if self.urls <= 1 {
+            return None;
+        }
+        Some(match row.and_then(|r| r.conversation_id()) {
+            Some(id) => match self.conversations.get(id) {
+                Some(&i) => i,
+                None => {
+                    let i = self.next;
+                    self.next = (self.next + 1) % self.urls;
+                    self.conversations.insert(id.into(), i);
+                    i
+                }
+            },
+            None => (job.run % u64::from(self.urls)) as u32,
+        })
+    }
 }
 
 /// How requests and sessions are named in their headers.
@@ -88,6 +128,8 @@ pub struct Handoff {
     pub body: Body,
     pub expected_cached_tokens: Option<u64>,
     pub dispatched_ns: u64,
+    /// Which `--url` it goes to ([`UrlPicker`]); `None` with a single URL.
+    pub url_index: Option<u32>,
 }
 
 /// Sends one request and reports it.
@@ -122,6 +164,7 @@ pub async fn run<T: Transport>(
         scheduled_ns: if job.asap { clock.now_ns() } else { job.deadline_ns },
         dispatched_ns: Some(h.dispatched_ns),
         expected_cached_tokens: h.expected_cached_tokens,
+        url_index: h.url_index,
         ..Default::default()
     };
     let mut text = String::new();
@@ -143,6 +186,7 @@ pub async fn run<T: Transport>(
                     body: p.body,
                     request_id: shared.ids.request(&job),
                     correlation_id: shared.ids.correlation(&job, row),
+                    url_index: rec.url_index.unwrap_or(0),
                 }, clock) => Some(ex),
             };
             match ex {
@@ -172,4 +216,36 @@ pub async fn run<T: Transport>(
     let reply = row.is_some_and(|r| shared.turn_history.wants_reply(r, job.turn, job.run_turns)).then(|| text.clone());
     let _ = completions.send(Completed { job, end_ns: rec.end_ns, reply });
     let _ = records.send(Finished { record: rec, text, mock_ttft_ms });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aiperf_core::trace::{ParseOptions, read};
+
+    fn job(run: u64, turn: u32) -> Job {
+        Job { run, session: 0, turn, run_turns: 1, row: 0, deadline_ns: 0, asap: false }
+    }
+
+    #[test]
+    fn sessions_and_conversations_stay_on_one_url() {
+        let mut one = UrlPicker::new(1);
+        assert_eq!(one.pick(&job(5, 0), None), None);
+        // Session runs: round robin by run, every turn on its run's URL.
+        let mut p = UrlPicker::new(3);
+        let runs: Vec<Option<u32>> = (0..6).map(|r| p.pick(&job(r, 0), None)).collect();
+        assert_eq!(runs, [Some(0), Some(1), Some(2), Some(0), Some(1), Some(2)]);
+        assert_eq!(p.pick(&job(4, 7), None), Some(1));
+        // Conversations (each row its own run): by first appearance, whatever the run.
+        let text = ["b", "a", "b", "c", "a", "d"]
+            .iter()
+            .map(|c| format!("{{\"conversation_id\": \"{c}\", \"input_length\": 5, \"output_length\": 1}}\n"))
+            .collect::<String>();
+        let Ok(parsed) = read(text.as_bytes(), ParseOptions::new("t")) else { panic!("the trace must parse") };
+        let trace = parsed.trace;
+        let mut p = UrlPicker::new(2);
+        let got: Vec<Option<u32>> =
+            trace.rows().iter().enumerate().map(|(i, r)| p.pick(&job(i as u64, 0), Some(r))).collect();
+        assert_eq!(got, [Some(0), Some(1), Some(0), Some(0), Some(1), Some(1)]);
+    }
 }

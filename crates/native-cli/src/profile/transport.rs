@@ -51,6 +51,8 @@ pub struct Outgoing {
     /// The same for every request of a session or conversation (AIPerf's `X-Correlation-ID`,
     /// also sent as `X-Session-Affinity`), so a router keeps the session on one replica.
     pub correlation_id: String,
+    /// Which `--url` it goes to (its session's: sessions are spread round robin).
+    pub url_index: u32,
 }
 
 /// Sends requests somewhere and times the answers.

@@ -33,9 +33,11 @@ impl Mock {
             .unwrap_or_else(|e| panic!("cannot start the mock server {}: {e}", bin.display()));
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let addr = line.trim().rsplit("http://").next().unwrap().to_owned();
+        // `http://` or, with `--tls-cert`, `https://`.
+        let (scheme, addr) = line.trim().rsplit_once("://").unwrap();
+        let scheme = if scheme.ends_with("https") { "https" } else { "http" };
         assert!(addr.starts_with("127.0.0.1:"), "unexpected mock output {line:?}");
-        Mock { child, url: format!("http://{addr}"), arrivals, _dir: dir }
+        Mock { child, url: format!("{scheme}://{addr}"), arrivals, _dir: dir }
     }
 
     /// One JSON object per request the server received.
