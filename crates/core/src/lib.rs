@@ -24,6 +24,7 @@ pub mod prompt_hash;
 pub mod report;
 pub mod results;
 pub mod schedule;
+pub mod sharding;
 pub mod sse;
 pub mod stats;
 pub mod synthesis;

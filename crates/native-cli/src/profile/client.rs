@@ -136,32 +136,11 @@ impl Transport for HttpTransport {
     /// Sends `connections` concurrent `GET /v1/models` and reads each answer whole, so that the
     /// pool keeps that many open, kept-alive connections (any status will do).
     async fn warm(&self, connections: usize) -> usize {
-        let Some(authority) = self.endpoint.uri.authority() else { return 0 };
-        let scheme = self.endpoint.uri.scheme_str().unwrap_or("http");
-        let Ok(uri) = format!("{scheme}://{authority}/v1/models").parse::<Uri>() else { return 0 };
+        let Some(uri) = self.models_uri() else { return 0 };
         let mut set = tokio::task::JoinSet::new();
         for _ in 0..connections {
-            let (client, uri, mut headers) = (self.client.clone(), uri.clone(), self.endpoint.headers.clone());
-            headers.remove(CONTENT_TYPE);
-            set.spawn(async move {
-                let mut req = Request::new(Full::new(Bytes::new()));
-                *req.uri_mut() = uri;
-                *req.headers_mut() = headers;
-                let answer = async {
-                    let resp = client.request(req).await.ok()?;
-                    let mut body = resp.into_body();
-                    let mut read = 0usize;
-                    // Read the answer to its end (bounded) so that the connection is reusable.
-                    while let Some(Ok(f)) = body.frame().await {
-                        read += f.data_ref().map_or(0, Bytes::len);
-                        if read > 1 << 20 {
-                            return None;
-                        }
-                    }
-                    Some(())
-                };
-                tokio::time::timeout(Duration::from_secs(10), answer).await.ok().flatten().is_some()
-            });
+            let (client, uri, headers) = (self.client.clone(), uri.clone(), self.endpoint.headers.clone());
+            set.spawn(async move { get_headers(&client, uri, headers).await.is_some() });
         }
         let mut ok = 0;
         while let Some(r) = set.join_next().await {
@@ -169,6 +148,44 @@ impl Transport for HttpTransport {
         }
         ok
     }
+
+    /// The `Date` header of a `GET /v1/models` (any status will do).
+    async fn server_date(&self) -> Option<u64> {
+        let headers = get_headers(&self.client, self.models_uri()?, self.endpoint.headers.clone()).await?;
+        let date = httpdate::parse_http_date(headers.get(hyper::header::DATE)?.to_str().ok()?).ok()?;
+        date.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs())
+    }
+}
+
+impl HttpTransport {
+    /// `GET /v1/models` on the endpoint's server.
+    fn models_uri(&self) -> Option<Uri> {
+        let authority = self.endpoint.uri.authority()?;
+        let scheme = self.endpoint.uri.scheme_str().unwrap_or("http");
+        format!("{scheme}://{authority}/v1/models").parse::<Uri>().ok()
+    }
+}
+
+/// Sends a GET and reads the answer to its end (bounded to 1 MiB, 10 s) so that the connection
+/// is reusable; returns the answer's headers.
+async fn get_headers(client: &HttpClient, uri: Uri, mut headers: HeaderMap) -> Option<HeaderMap> {
+    headers.remove(CONTENT_TYPE);
+    let mut req = Request::new(Full::new(Bytes::new()));
+    *req.uri_mut() = uri;
+    *req.headers_mut() = headers;
+    let answer = async {
+        let resp = client.request(req).await.ok()?;
+        let (parts, mut body) = resp.into_parts();
+        let mut read = 0usize;
+        while let Some(Ok(f)) = body.frame().await {
+            read += f.data_ref().map_or(0, Bytes::len);
+            if read > 1 << 20 {
+                return None;
+            }
+        }
+        Some(parts.headers)
+    };
+    tokio::time::timeout(Duration::from_secs(10), answer).await.ok().flatten()
 }
 
 /// Sends one request and measures the answer; never fails, errors land in [`Exchange::error`].
