@@ -1,5 +1,6 @@
 //! Sharded replay end to end: three `profile --shard K/3` processes with a common `--start-at`
 //! against one mock server, then `aiperf-cli merge`.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
