@@ -263,7 +263,7 @@ fn shards(dir: &Path) {
     let counts: Vec<u32> = std::env::var("SHARDS").ok().map_or(vec![1, 2, 3, 4], |v| v.split(',').map(|x| x.parse().unwrap()).collect());
     for n in counts {
         let mock = start_mock(&[]);
-        let start_at = (now_ns() / 1_000_000 + 3000).to_string();
+        let start_at = (now_ns() / 1_000_000 + 12_000).to_string();
         let arts: Vec<PathBuf> = (0..n).map(|k| dir.join(format!("shard-{n}-{k}"))).collect();
         let children: Vec<_> = arts
             .iter()

@@ -241,11 +241,18 @@ pub fn replay<T: Transport + Clone>(
                     "Clock offset against the target: {:+.1} ms ± {:.1} ms ({} Date probe(s); positive = the target is ahead)",
                     c.offset_ms, c.uncertainty_ms, c.probes
                 );
-                if c.offset_ms.abs() > coord.clock_warn_ms {
+                // Only a disagreement beyond doubt is reported as one.
+                if c.offset_ms.abs() - c.uncertainty_ms > coord.clock_warn_ms {
                     eprintln!(
-                        "warning: this machine's clock and the target's disagree by {:.1} ms (more than --clock-offset-warn-ms {}): shards on machines whose clocks disagree do not start together; synchronize the clocks (NTP, chrony)",
+                        "warning: this machine's clock and the target's disagree by {:.1} ms ± {:.1} ms (more than --clock-offset-warn-ms {}): shards on machines whose clocks disagree do not start together; synchronize the clocks (NTP, chrony)",
                         c.offset_ms.abs(),
+                        c.uncertainty_ms,
                         coord.clock_warn_ms
+                    );
+                } else if c.uncertainty_ms > coord.clock_warn_ms {
+                    eprintln!(
+                        "warning: the clock offset is known only within ± {:.1} ms ({} probe(s) before the start): cannot tell whether the clocks agree within --clock-offset-warn-ms {}; give --start-at more time ahead",
+                        c.uncertainty_ms, c.probes, coord.clock_warn_ms
                     );
                 }
             }

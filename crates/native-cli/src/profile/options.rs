@@ -122,7 +122,8 @@ pub struct Args {
     #[arg(long, value_name = "TIME")]
     pub start_at: Option<String>,
     /// Warn when the target's clock (HTTP Date header) differs from this machine's by more than
-    /// this many milliseconds (estimated when --shard or --start-at is given).
+    /// this many milliseconds beyond the estimate's uncertainty (estimated when --shard or
+    /// --start-at is given).
     #[arg(long, default_value_t = 100.0)]
     pub clock_offset_warn_ms: f64,
 
