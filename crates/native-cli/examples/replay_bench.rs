@@ -248,7 +248,9 @@ fn max_rate(dir: &Path) {
 /// Sharded closed-loop replay: N shard processes (`--shard K/N`, a common `--start-at`) on this
 /// machine against one mock server, merged; the whole run is 30,000 requests at concurrency 64.
 fn shards(dir: &Path) {
-    println!("\n## Shard processes on one machine (closed loop, concurrency 64 in all, 64 output tokens, 30,000 requests)");
+    println!(
+        "\n## Shard processes on one machine (closed loop, concurrency 64 in all, 64 output tokens, 30,000 requests)"
+    );
     println!(
         "| shards | merged throughput (req/s) | per shard (req/s) | errors | CPU µs/request (replay only, mean of shards) | peak RSS per shard (MB) |"
     );
@@ -260,7 +262,8 @@ fn shards(dir: &Path) {
         writeln!(f, r#"{{"input_length": 128, "output_length": 64, "hash_ids": [{i}]}}"#).unwrap();
     }
     drop(f);
-    let counts: Vec<u32> = std::env::var("SHARDS").ok().map_or(vec![1, 2, 3, 4], |v| v.split(',').map(|x| x.parse().unwrap()).collect());
+    let counts: Vec<u32> =
+        std::env::var("SHARDS").ok().map_or(vec![1, 2, 3, 4], |v| v.split(',').map(|x| x.parse().unwrap()).collect());
     for n in counts {
         let mock = start_mock(&[]);
         let start_at = (now_ns() / 1_000_000 + 12_000).to_string();
@@ -270,7 +273,8 @@ fn shards(dir: &Path) {
             .enumerate()
             .map(|(k, art)| {
                 let shard = format!("{k}/{n}");
-                let c = ours(&mock.url, &trace, art, &["--concurrency", "64", "--shard", &shard, "--start-at", &start_at]);
+                let c =
+                    ours(&mock.url, &trace, art, &["--concurrency", "64", "--shard", &shard, "--start-at", &start_at]);
                 Command::new("/usr/bin/time")
                     .args(["-f", "RSS %M"])
                     .arg(c.get_program())
@@ -301,7 +305,8 @@ fn shards(dir: &Path) {
             .iter()
             .map(|a| format!("{:.0}", summary(a)["request_throughput"]["avg"].as_f64().unwrap_or(f64::NAN)))
             .collect();
-        let cpu: f64 = arts.iter().filter_map(|a| summary(a)["client_cpu"]["us_per_request"].as_f64()).sum::<f64>() / n as f64;
+        let cpu: f64 =
+            arts.iter().filter_map(|a| summary(a)["client_cpu"]["us_per_request"].as_f64()).sum::<f64>() / n as f64;
         println!(
             "| {n} | {:.0} | {} | {} | {cpu:.0} | {} |",
             m["request_throughput"]["avg"].as_f64().unwrap_or(f64::NAN),
