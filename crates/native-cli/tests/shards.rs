@@ -257,3 +257,23 @@ fn a_sigterm_leaves_a_shard_complete_and_merge_reports_it() {
     assert_eq!(s["was_cancelled"], true);
     assert_eq!(read_jsonl(&merged.join("profile_export.jsonl")).len(), total_records);
 }
+
+#[test]
+fn a_past_start_and_more_shards_than_sessions_are_refused_before_sending() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..3).map(|i| format!(r#"{{"timestamp": {i}, "input_length": 10, "output_length": 2}}"#)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("art");
+    // Nothing listens on port 9: nothing may be sent anyway.
+    let url = "http://127.0.0.1:9";
+    let out = profile_on(url, &trace, &art, &["--start-at", "2020-01-01T00:00:00Z"], LIMIT);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--start-at 2020-01-01T00:00:00.000000Z is") && err.contains("s in the past"), "{err}");
+    let out = profile_on(url, &trace, &art, &["--shard", "3/4"], LIMIT);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--shard 3/4: the trace has 3 session(s)"), "{err}");
+    assert!(!art.join("profile_export.jsonl").exists());
+}
