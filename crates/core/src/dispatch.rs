@@ -21,7 +21,7 @@ use crate::schedule::{Schedule, Start, StartCursor, TurnTiming};
 /// One request to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Job {
-    /// Index of the session run, in start order.
+    /// Index of the session run, in start order of the whole run (unique across shards).
     pub run: u64,
     /// Index of the session (into the schedule's sessions).
     pub session: u32,
@@ -54,9 +54,8 @@ pub enum Peek {
 pub struct Dispatch {
     schedule: Arc<Schedule>,
     cursor: StartCursor,
-    /// The next session run, already drawn from the cursor.
-    next_start: Option<Start>,
-    runs_started: u64,
+    /// The next session run, already drawn from the cursor, and its index in the whole run.
+    next_start: Option<(u64, Start)>,
     /// Later turns whose previous turn completed, by deadline then arrival order.
     later: BinaryHeap<Reverse<(u64, u64, Job)>>,
     seq: u64,
@@ -73,12 +72,11 @@ impl Dispatch {
     /// sent at or after `end_ns` (the benchmark duration).
     pub fn new(schedule: Arc<Schedule>, concurrency: Option<usize>, end_ns: Option<u64>) -> Dispatch {
         let mut cursor = StartCursor::new(&schedule);
-        let next_start = cursor.next(&schedule);
+        let next_start = cursor.next(&schedule).map(|s| (cursor.index(), s));
         Dispatch {
             schedule,
             cursor,
             next_start,
-            runs_started: 0,
             later: BinaryHeap::new(),
             seq: 0,
             active_runs: 0,
@@ -121,7 +119,7 @@ impl Dispatch {
 
     /// The next start's deadline: its offset, or `now` when it has none.
     fn start_deadline(&self, now_ns: u64) -> Option<(u64, bool)> {
-        let s = self.next_start?;
+        let (_, s) = self.next_start?;
         Some(match s.offset_us {
             Some(us) => (us.saturating_mul(1000), false),
             None => (now_ns, true),
@@ -165,13 +163,12 @@ impl Dispatch {
         let job = match job {
             Some(j) => j,
             None => {
-                let s = self.next_start?;
+                let (index, s) = self.next_start?;
                 let first = self.schedule.sessions.get(s.session as usize)?.turns.first()?.row;
-                self.next_start = self.cursor.next(&self.schedule);
-                self.runs_started += 1;
+                self.next_start = self.cursor.next(&self.schedule).map(|s| (self.cursor.index(), s));
                 self.active_runs += 1;
                 Job {
-                    run: self.runs_started - 1,
+                    run: index,
                     session: s.session,
                     turn: 0,
                     run_turns: s.turns,
@@ -304,7 +301,12 @@ mod tests {
     fn starts_leave_at_their_offsets() {
         let sessions = (0..5).map(|i| session(&[(i, TurnTiming::Immediately)])).collect();
         let starts = (0..5).map(|i| start(Some(u64::from(i) * 10), i, 1)).collect();
-        let mut sim = Sim::new(Schedule { sessions, starts: Starts::Listed(starts) }, None, None, 3 * MS);
+        let mut sim = Sim::new(
+            Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() },
+            None,
+            None,
+            3 * MS,
+        );
         sim.run(None);
         let at: Vec<u64> = sim.sent.iter().map(|(t, _)| *t / MS).collect();
         assert_eq!(at, vec![0, 10, 20, 30, 40]);
@@ -320,7 +322,11 @@ mod tests {
             (3, TurnTiming::At(100_000)),
         ]);
         let mut sim = Sim::new(
-            Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(Some(7), 0, 4)]) },
+            Schedule {
+                sessions: vec![s],
+                starts: Starts::Listed(vec![start(Some(7), 0, 4)]),
+                shard: Default::default(),
+            },
             None,
             None,
             10 * MS,
@@ -334,7 +340,11 @@ mod tests {
     fn a_passed_timestamp_sends_at_once() {
         let s = session(&[(0, TurnTiming::Immediately), (1, TurnTiming::At(1_000))]);
         let mut sim = Sim::new(
-            Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(Some(0), 0, 2)]) },
+            Schedule {
+                sessions: vec![s],
+                starts: Starts::Listed(vec![start(Some(0), 0, 2)]),
+                shard: Default::default(),
+            },
             None,
             None,
             20 * MS,
@@ -348,8 +358,11 @@ mod tests {
         // Two sessions of two turns with a 50 ms delay, both due at 0, one slot: the second
         // session waits for the first one's last turn, delay included.
         let s = session(&[(0, TurnTiming::Immediately), (1, TurnTiming::After(50_000))]);
-        let schedule =
-            Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(Some(0), 0, 2), start(Some(0), 0, 2)]) };
+        let schedule = Schedule {
+            sessions: vec![s],
+            starts: Starts::Listed(vec![start(Some(0), 0, 2), start(Some(0), 0, 2)]),
+            shard: Default::default(),
+        };
         let mut sim = Sim::new(schedule, Some(1), None, 10 * MS);
         sim.run(None);
         let at: Vec<(u64, u32, u64)> = sim.sent.iter().map(|(t, j)| (j.run, j.turn, *t / MS)).collect();
@@ -361,7 +374,12 @@ mod tests {
     fn asap_starts_fill_the_slots_and_inherit_asap() {
         let sessions = vec![session(&[(0, TurnTiming::Immediately), (1, TurnTiming::Immediately)])];
         let starts = (0..6).map(|_| start(None, 0, 2)).collect();
-        let mut sim = Sim::new(Schedule { sessions, starts: Starts::Listed(starts) }, Some(3), None, 4 * MS);
+        let mut sim = Sim::new(
+            Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() },
+            Some(3),
+            None,
+            4 * MS,
+        );
         sim.run(None);
         assert_eq!(sim.sent.len(), 12);
         assert_eq!(sim.max_active, 3);
@@ -374,7 +392,7 @@ mod tests {
     fn the_duration_ends_sending_and_stop_ends_at_any_phase() {
         let sessions = (0..10).map(|i| session(&[(i, TurnTiming::Immediately)])).collect();
         let starts: Vec<Start> = (0..10).map(|i| start(Some(u64::from(i) * 10), i, 1)).collect();
-        let schedule = Schedule { sessions, starts: Starts::Listed(starts) };
+        let schedule = Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() };
         let mut sim = Sim::new(schedule.clone(), None, Some(35 * MS), MS);
         sim.run(None);
         assert_eq!(sim.sent.len(), 4);
@@ -391,7 +409,11 @@ mod tests {
     fn stopping_drops_queued_turns_and_frees_slots() {
         let s = session(&[(0, TurnTiming::Immediately), (1, TurnTiming::After(1_000_000))]);
         let mut d = Dispatch::new(
-            Arc::new(Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(Some(0), 0, 2)]) }),
+            Arc::new(Schedule {
+                sessions: vec![s],
+                starts: Starts::Listed(vec![start(Some(0), 0, 2)]),
+                shard: Default::default(),
+            }),
             None,
             None,
         );
@@ -415,7 +437,8 @@ mod tests {
     #[test]
     fn huge_offsets_and_delays_saturate_instead_of_overflowing() {
         let s = session(&[(0, TurnTiming::Immediately), (1, TurnTiming::After(u64::MAX / 2))]);
-        let schedule = Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(None, 0, 2)]) };
+        let schedule =
+            Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(None, 0, 2)]), shard: Default::default() };
         let mut d = Dispatch::new(Arc::new(schedule), None, Some(u64::MAX - 1));
         let job = d.take(0).unwrap();
         let next = d.complete(&job, u64::MAX - 10).unwrap();
@@ -442,7 +465,7 @@ mod tests {
                 starts.push(start(Some(offsets[i]), i as u32, *n));
             }
             let total: u32 = turns.iter().map(|t| t.0).sum();
-            let mut sim = Sim::new(Schedule { sessions, starts: Starts::Listed(starts) }, conc, None, service * MS);
+            let mut sim = Sim::new(Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() }, conc, None, service * MS);
             sim.run(None);
             proptest::prop_assert_eq!(sim.sent.len() as u32, total);
             let mut rows: Vec<u32> = sim.sent.iter().map(|(_, j)| j.row).collect();
@@ -463,6 +486,41 @@ mod tests {
                     proptest::prop_assert!(*t >= prev.0 + service * MS);
                 }
             }
+        }
+
+        #[test]
+        fn shards_send_the_whole_runs_requests_at_the_same_times(
+            turns in proptest::collection::vec((1u32..4, 0u64..50, proptest::option::of(0u64..30)), 1..40),
+            n in 1u32..5,
+            service in 1u64..20,
+        ) {
+            let mut sessions = Vec::new();
+            let mut starts = Vec::new();
+            let mut row = 0;
+            let mut offsets: Vec<u64> = turns.iter().map(|t| t.1).collect();
+            offsets.sort_unstable();
+            for (i, (k, _, delay)) in turns.iter().enumerate() {
+                let timing = delay.map_or(TurnTiming::Immediately, |d| TurnTiming::After(d * 1000));
+                let t: Vec<(u32, TurnTiming)> = (0..*k).map(|j| { row += 1; (row, if j == 0 { TurnTiming::Immediately } else { timing }) }).collect();
+                sessions.push(session(&t));
+                starts.push(start(Some(offsets[i]), i as u32, *k));
+            }
+            let whole = Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() };
+            let mut sim = Sim::new(whole.clone(), None, None, service * MS);
+            sim.run(None);
+            let mut union = Vec::new();
+            for k in 0..n {
+                let mut part = Sim::new(whole.clone().sharded(crate::schedule::Shard { index: k, count: n }), None, None, service * MS);
+                part.run(None);
+                proptest::prop_assert!(part.sent.iter().all(|(_, j)| j.session % n == k));
+                union.extend(part.sent);
+            }
+            let key = |(t, j): &(u64, Job)| (j.run, j.turn, *t);
+            let mut a: Vec<_> = sim.sent.iter().map(key).collect();
+            let mut b: Vec<_> = union.iter().map(key).collect();
+            a.sort_unstable();
+            b.sort_unstable();
+            proptest::prop_assert_eq!(a, b);
         }
     }
 }

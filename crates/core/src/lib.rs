@@ -28,6 +28,7 @@ pub mod report;
 pub mod results;
 pub mod schedule;
 pub mod search;
+pub mod sharding;
 pub mod sse;
 pub mod stats;
 pub mod sweep;

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value, json};
 
 use crate::metrics::{Metric, Report, RequestMetrics, RequestRecord, UrlReport};
+use crate::sharding::Sharding;
 use crate::stats::{Distribution, REPORT_PERCENTILES};
 
 /// Everything known at the end of a run.
@@ -33,6 +34,8 @@ pub struct RunSummary {
     /// The `--url`s as they may be shown (credentials redacted), in the order given; the
     /// report's per-URL entries index into it.
     pub urls: Vec<String>,
+    /// The shard this run was, or the shards it merges (`None` for an unsharded run).
+    pub sharding: Option<crate::sharding::Sharding>,
 }
 
 /// A summary file of a run.
@@ -181,6 +184,9 @@ pub fn summary_json(s: &RunSummary) -> String {
     m.insert("startup_ms".into(), json!(s.startup_ms));
     if let Some((prog, meas)) = s.calibration {
         m.insert("calibration".into(), json!({"programmed_ttft_ms": prog, "measured_ttft_p50_ms": meas}));
+    }
+    if let Some(sh) = &s.sharding {
+        m.insert("sharding".into(), serde_json::to_value(sh).unwrap_or(Value::Null));
     }
     let mut text = serde_json::to_string_pretty(&Value::Object(m)).unwrap_or_default();
     text.push('\n');
@@ -357,6 +363,34 @@ pub fn console_table(s: &RunSummary) -> String {
             s.startup_ms
         );
     }
+    match &s.sharding {
+        Some(Sharding::Shard(r)) => {
+            let clock = r.clock.map_or_else(
+                || "clock offset against the target unknown (no Date header)".to_owned(),
+                |c| format!("target clock {:+.1} ms ± {:.1} ms from this one", c.offset_ms, c.uncertainty_ms),
+            );
+            let zero = if r.common_start { "common start" } else { "own start" };
+            let _ = writeln!(
+                out,
+                "Shard {}/{} ({zero} {}); {clock}",
+                r.index,
+                r.count,
+                iso8601(u128::from(r.start_unix_ns))
+            );
+        }
+        Some(Sharding::Merged(m)) => {
+            let kept: Vec<String> = m.shards.iter().map(|r| r.index.to_string()).collect();
+            let _ = writeln!(
+                out,
+                "Merged {} of {} shard(s) (K = {}){}",
+                m.shards.len(),
+                m.count,
+                kept.join(", "),
+                if m.partial { "; PARTIAL: see sharding.problems in profile_export_aiperf.json" } else { "" }
+            );
+        }
+        None => {}
+    }
     let _ = writeln!(out, "Tokenizer: {}", s.tokenizer);
     out
 }
@@ -418,6 +452,7 @@ mod tests {
             client_cpu_s: Some(0.001),
             startup_ms: 12.0,
             urls: Vec::new(),
+            sharding: None,
         }
     }
 
@@ -468,6 +503,37 @@ mod tests {
         let one = sample();
         assert!(!console_table(&one).contains("Per URL") && !summary_json(&one).contains("per_url"));
         assert!(!summary_csv(&one).contains("\nURL,"));
+    }
+
+    #[test]
+    fn a_shard_and_a_merge_say_so_in_the_json_and_the_table() {
+        use crate::sharding::{ClockOffset, MergedRun, ShardRun};
+        let shard = ShardRun {
+            index: 1,
+            count: 3,
+            start_unix_ns: 1_700_000_000_000_000_000,
+            common_start: true,
+            clock: Some(ClockOffset { offset_ms: -12.5, uncertainty_ms: 50.0, probes: 10 }),
+        };
+        let mut s = sample();
+        s.sharding = Some(Sharding::Shard(shard.clone()));
+        let v: Value = serde_json::from_str(&summary_json(&s)).unwrap();
+        assert_eq!(v["sharding"]["shard"]["count"], 3);
+        assert_eq!(v["sharding"]["shard"]["clock"]["offset_ms"], -12.5);
+        assert!(
+            console_table(&s)
+                .contains("Shard 1/3 (common start 2023-11-14T22:13:20.000000Z); target clock -12.5 ms ± 50.0 ms")
+        );
+        s.sharding = Some(Sharding::Merged(MergedRun {
+            count: 3,
+            shards: vec![shard],
+            records: vec![4],
+            partial: true,
+            problems: vec!["shard 0/3 is missing".into()],
+        }));
+        let v: Value = serde_json::from_str(&summary_json(&s)).unwrap();
+        assert_eq!(v["sharding"]["merged"]["problems"][0], "shard 0/3 is missing");
+        assert!(console_table(&s).contains("Merged 1 of 3 shard(s) (K = 1); PARTIAL"));
     }
 
     #[test]

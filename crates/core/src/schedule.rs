@@ -53,6 +53,81 @@ pub struct Start {
 pub struct Schedule {
     pub sessions: Vec<Session>,
     pub starts: Starts,
+    /// The part of the runs this process sends (the whole run by default).
+    pub shard: Shard,
+}
+
+/// A deterministic part of a schedule: shard `index` of `count` sends the session runs of the
+/// sessions whose index is `index` modulo `count`, at the times of the whole run. A session's
+/// turns never cross shards (prefix reuse and turn order are kept), the shards are disjoint and
+/// together they are the whole run; nothing is re-timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// 0-based, below `count` (Kubernetes numbers the pods of an Indexed Job so).
+    pub index: u32,
+    /// At least 1.
+    pub count: u32,
+}
+
+impl Default for Shard {
+    fn default() -> Self {
+        Shard::WHOLE
+    }
+}
+
+/// An impossible shard.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShardError {
+    #[error("'{0}' is not of the form K/N (e.g. 0/4)")]
+    Syntax(String),
+    #[error("shard {index}/{count}: K must be from 0 to N-1 and N at least 1")]
+    OutOfRange { index: u64, count: u64 },
+}
+
+impl Shard {
+    /// The whole run (shard 0 of 1).
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// A shard, checked: `index < count`.
+    pub fn new(index: u64, count: u64) -> Result<Shard, ShardError> {
+        match (u32::try_from(index), u32::try_from(count)) {
+            (Ok(i), Ok(c)) if c >= 1 && i < c => Ok(Shard { index: i, count: c }),
+            _ => Err(ShardError::OutOfRange { index, count }),
+        }
+    }
+
+    /// Parses `K/N`.
+    pub fn parse(s: &str) -> Result<Shard, ShardError> {
+        let syntax = || ShardError::Syntax(s.to_owned());
+        let (k, n) = s.trim().split_once('/').ok_or_else(syntax)?;
+        let k: u64 = k.trim().parse().map_err(|_| syntax())?;
+        let n: u64 = n.trim().parse().map_err(|_| syntax())?;
+        Shard::new(k, n)
+    }
+
+    /// Whether this is the whole run.
+    pub fn is_whole(self) -> bool {
+        self.count == 1
+    }
+
+    /// Whether session `session` (an index into [`Schedule::sessions`]) belongs to this shard.
+    pub fn has(self, session: u32) -> bool {
+        session % self.count == self.index
+    }
+
+    /// This shard's part of a total (a concurrency ceiling, a warm-up count) divided as evenly
+    /// as possible: the first `total % count` shards get one more.
+    pub fn part_of(self, total: u64) -> u64 {
+        let (n, k) = (u64::from(self.count), u64::from(self.index));
+        total / n + u64::from(k < total % n)
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
 }
 
 /// The session runs of a schedule, in start order.
@@ -85,13 +160,31 @@ pub struct Generator {
 }
 
 impl Schedule {
+    /// The same schedule restricted to `shard`.
+    pub fn sharded(self, shard: Shard) -> Schedule {
+        Schedule { shard, ..self }
+    }
+
     /// The session runs, in start order.
     pub fn starts(&self) -> StartIter<'_> {
         StartIter { schedule: self, cursor: StartCursor::new(self) }
     }
 
-    /// Total number of requests the schedule sends; `None` when only a duration ends it.
+    /// Total number of requests the schedule sends; `None` when only a duration ends it (or,
+    /// for a shard of a generated run of more than [`COUNTED_SHARD_RUNS`] session runs, when
+    /// counting its part would take too long).
     pub fn request_count(&self) -> Option<u64> {
+        if !self.shard.is_whole() {
+            let limited = match &self.starts {
+                Starts::Listed(v) => v.len() as u64,
+                Starts::Generated(g) => match (g.request_limit, g.once) {
+                    (Some(n), _) => n,
+                    (None, true) => self.sessions.len() as u64,
+                    (None, false) => return None,
+                },
+            };
+            return (limited <= COUNTED_SHARD_RUNS).then(|| self.starts().map(|s| u64::from(s.turns)).sum());
+        }
         match &self.starts {
             Starts::Listed(v) => Some(v.iter().map(|s| s.turns as u64).sum()),
             Starts::Generated(g) => match (g.request_limit, g.once) {
@@ -102,6 +195,9 @@ impl Schedule {
         }
     }
 }
+
+/// Most session runs walked to count a shard's requests (see [`Schedule::request_count`]).
+pub const COUNTED_SHARD_RUNS: u64 = 1 << 24;
 
 /// Iterator over a schedule's session runs (see [`Schedule::starts`]).
 #[derive(Clone, Debug)]
@@ -138,8 +234,30 @@ impl StartCursor {
         StartCursor { next: 0, t_us: 0.0, rng: Rng::new(seed), left }
     }
 
-    /// The next run of `schedule` (the schedule this cursor was made for).
+    /// The next run of `schedule` (the schedule this cursor was made for) in its shard.
     pub fn next(&mut self, schedule: &Schedule) -> Option<Start> {
+        let shard = schedule.shard;
+        // Sessions are dealt round-robin: a shard past the last session has none (and an
+        // endless generator would otherwise never yield).
+        if shard.index as usize >= schedule.sessions.len() {
+            return None;
+        }
+        loop {
+            let s = self.next_of_whole(schedule)?;
+            if shard.has(s.session) {
+                return Some(s);
+            }
+        }
+    }
+
+    /// The index of the run last returned by [`StartCursor::next`] among the runs of the whole
+    /// (unsharded) schedule: the same run has the same index in every shard.
+    pub fn index(&self) -> u64 {
+        self.next.saturating_sub(1) as u64
+    }
+
+    /// The next run of the whole schedule.
+    fn next_of_whole(&mut self, schedule: &Schedule) -> Option<Start> {
         let g = match &schedule.starts {
             Starts::Listed(v) => {
                 let s = v.get(self.next).copied();
@@ -305,7 +423,7 @@ pub fn build(trace: &Trace, timing: Timing, request_count: Option<u64>) -> Resul
     if starts.is_empty() {
         return Err(ScheduleError::Empty);
     }
-    Ok(Schedule { sessions, starts: Starts::Listed(starts) })
+    Ok(Schedule { sessions, starts: Starts::Listed(starts), shard: Shard::WHOLE })
 }
 
 /// Rate and as-fast-as-allowed schedules: each session once, or `request_count` requests.
@@ -321,6 +439,7 @@ fn generated(
     Ok(Schedule {
         sessions,
         starts: Starts::Generated(Generator { rate, seed, request_limit: request_count, once: true }),
+        shard: Shard::WHOLE,
     })
 }
 
@@ -489,7 +608,67 @@ mod tests {
         assert!(matches!(build(&t, Timing::AsFastAsAllowed, Some(0)), Err(ScheduleError::Empty)));
     }
 
+    #[test]
+    fn shards_parse_and_divide_totals() {
+        assert_eq!(Shard::parse("2/3"), Ok(Shard { index: 2, count: 3 }));
+        assert_eq!(Shard::parse(" 0 / 1 "), Ok(Shard::WHOLE));
+        assert_eq!(Shard::parse("3/3"), Err(ShardError::OutOfRange { index: 3, count: 3 }));
+        assert_eq!(Shard::parse("0/0"), Err(ShardError::OutOfRange { index: 0, count: 0 }));
+        assert!(matches!(Shard::parse("1-3"), Err(ShardError::Syntax(_))));
+        assert!(matches!(Shard::parse("-1/3"), Err(ShardError::Syntax(_))));
+        assert!(matches!(Shard::parse("1/99999999999"), Err(ShardError::OutOfRange { .. })));
+        let parts: Vec<u64> = (0..4).map(|k| Shard { index: k, count: 4 }.part_of(10)).collect();
+        assert_eq!(parts, vec![3, 3, 2, 2]);
+        assert_eq!(Shard { index: 3, count: 4 }.to_string(), "3/4");
+    }
+
+    #[test]
+    fn a_shard_without_sessions_ends_even_when_endless() {
+        let t = trace(vec![row(None, Some("a"), None), row(None, Some("b"), None)]);
+        let s = endless(build(&t, Timing::AsFastAsAllowed, None).unwrap());
+        assert_eq!(s.clone().sharded(Shard { index: 2, count: 3 }).starts().count(), 0);
+        let one = s.sharded(Shard { index: 1, count: 3 });
+        assert!(one.starts().take(100).all(|st| st.session == 1));
+        assert_eq!(one.request_count(), None);
+    }
+
+    /// Every run of the whole schedule with its index, offset and turns.
+    fn runs(s: &Schedule, limit: usize) -> Vec<(u64, Start)> {
+        let mut c = StartCursor::new(s);
+        std::iter::from_fn(|| c.next(s).map(|st| (c.index(), st))).take(limit).collect()
+    }
+
     proptest! {
+        #[test]
+        fn shards_are_disjoint_keep_sessions_whole_and_together_are_the_whole_run(
+            rows in proptest::collection::vec((0i64..100_000, 0u8..6), 1..120),
+            n in 1u32..6,
+            mode in 0u8..3,
+            count in proptest::option::of(1u64..300),
+        ) {
+            let rows: Vec<Row> = rows.iter().map(|&(t, s)| row(Some(t), (s > 0).then(|| ["a", "b", "c", "d", "e"][s as usize - 1]), None)).collect();
+            let t = trace(rows);
+            let timing = match mode {
+                0 => FIXED,
+                1 => Timing::Rate { per_second: 50.0, pattern: ArrivalPattern::Poisson, seed: 7 },
+                _ => Timing::AsFastAsAllowed,
+            };
+            let whole = build(&t, timing, count).unwrap();
+            let all = runs(&whole, 10_000);
+            let mut union = Vec::new();
+            for k in 0..n {
+                let part = whole.clone().sharded(Shard { index: k, count: n });
+                let mine = runs(&part, 10_000);
+                // Sessions intact: every run of a session is in the shard that has the session.
+                prop_assert!(mine.iter().all(|(_, st)| st.session % n == k));
+                prop_assert_eq!(part.request_count(), Some(mine.iter().map(|(_, st)| u64::from(st.turns)).sum::<u64>()));
+                union.extend(mine);
+            }
+            // Disjoint and complete, with the same indices, offsets and turn counts.
+            union.sort_by_key(|(i, _)| *i);
+            prop_assert_eq!(union, all);
+        }
+
         #[test]
         fn schedules_are_sorted_and_complete(ts in proptest::collection::vec((0i64..100_000, 0u8..4), 1..200)) {
             let rows: Vec<Row> = ts.iter().map(|&(t, s)| row(Some(t), (s > 0).then(|| ["a", "b", "c"][s as usize - 1]), None)).collect();

@@ -2,7 +2,8 @@
 //!
 //! Usage: `cargo build --release -p aiperf-cli && cargo run --release -p aiperf-cli --example
 //! replay_bench -- [SCENARIO…]` with scenarios `lateness`, `max-rate`, `startup`, `streams`,
-//! `burst` (default: all). With `AIPERF_BIN=/path/to/aiperf` the `lateness`, `max-rate` and `startup`
+//! `burst`, `shards` (`SHARDS=1,2,4` picks the shard counts) (default: all). With `AIPERF_BIN=/path/to/aiperf` the
+//! `lateness`, `max-rate` and `startup`
 //! scenarios also run AIPerf on the same traces against the same mock server.
 //!
 //! Send lateness is measured at the server, the same way for both tools: for request i scheduled at
@@ -244,6 +245,78 @@ fn max_rate(dir: &Path) {
     }
 }
 
+/// Sharded closed-loop replay: N shard processes (`--shard K/N`, a common `--start-at`) on this
+/// machine against one mock server, merged; the whole run is 30,000 requests at concurrency 64.
+fn shards(dir: &Path) {
+    println!(
+        "\n## Shard processes on one machine (closed loop, concurrency 64 in all, 64 output tokens, 30,000 requests)"
+    );
+    println!(
+        "| shards | merged throughput (req/s) | per shard (req/s) | errors | CPU µs/request (replay only, mean of shards) | peak RSS per shard (MB) |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let n_rows = 30000;
+    let trace = dir.join("shards.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&trace).unwrap());
+    for i in 0..n_rows {
+        writeln!(f, r#"{{"input_length": 128, "output_length": 64, "hash_ids": [{i}]}}"#).unwrap();
+    }
+    drop(f);
+    let counts: Vec<u32> =
+        std::env::var("SHARDS").ok().map_or(vec![1, 2, 3, 4], |v| v.split(',').map(|x| x.parse().unwrap()).collect());
+    for n in counts {
+        let mock = start_mock(&[]);
+        let start_at = (now_ns() / 1_000_000 + 12_000).to_string();
+        let arts: Vec<PathBuf> = (0..n).map(|k| dir.join(format!("shard-{n}-{k}"))).collect();
+        let children: Vec<_> = arts
+            .iter()
+            .enumerate()
+            .map(|(k, art)| {
+                let shard = format!("{k}/{n}");
+                let c =
+                    ours(&mock.url, &trace, art, &["--concurrency", "64", "--shard", &shard, "--start-at", &start_at]);
+                Command::new("/usr/bin/time")
+                    .args(["-f", "RSS %M"])
+                    .arg(c.get_program())
+                    .args(c.get_args())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let mut rss = Vec::new();
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            if !out.status.success() {
+                eprintln!("shard failed:\n{err}");
+            }
+            rss.extend(err.lines().rev().find_map(|l| l.strip_prefix("RSS ")?.trim().parse::<f64>().ok()));
+        }
+        let merged = dir.join(format!("merged-{n}"));
+        let out = Command::new(bin()).arg("merge").args(&arts).arg("--output").arg(&merged).output().unwrap();
+        if !out.status.success() {
+            eprintln!("merge failed: {}", String::from_utf8_lossy(&out.stderr));
+            continue;
+        }
+        let m = summary(&merged);
+        let per: Vec<String> = arts
+            .iter()
+            .map(|a| format!("{:.0}", summary(a)["request_throughput"]["avg"].as_f64().unwrap_or(f64::NAN)))
+            .collect();
+        let cpu: f64 =
+            arts.iter().filter_map(|a| summary(a)["client_cpu"]["us_per_request"].as_f64()).sum::<f64>() / n as f64;
+        println!(
+            "| {n} | {:.0} | {} | {} | {cpu:.0} | {} |",
+            m["request_throughput"]["avg"].as_f64().unwrap_or(f64::NAN),
+            per.join(" / "),
+            m["error_request_count"]["avg"],
+            rss.iter().map(|k| format!("{:.0}", k / 1024.0)).collect::<Vec<_>>().join(" / ")
+        );
+    }
+}
+
 fn startup(dir: &Path) {
     println!("\n## Time from process start to the first request at the server");
     println!("| tool | trace rows | time to first request (ms) |");
@@ -440,5 +513,8 @@ fn main() {
     }
     if want("burst") {
         burst(dir.path());
+    }
+    if want("shards") {
+        shards(dir.path());
     }
 }

@@ -5,6 +5,7 @@ mod convert;
 mod exit;
 mod hash_prompts;
 mod input;
+mod merge;
 mod mock_server;
 mod output;
 mod profile;
@@ -44,6 +45,9 @@ enum Command {
     /// Convert production traces (Bailian, ServeGen, Azure, BurstGPT, WEKA) to Mooncake JSONL,
     /// merging files and applying time window, gap caps, sampling, model and failure filters.
     ConvertTrace(convert::Args),
+    /// Merge the shards of a run (`profile --shard K/N`) into one run: the same exports as a
+    /// single-process run, metrics computed from the merged records.
+    Merge(merge::Args),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +67,7 @@ fn main() -> ExitCode {
         Command::SynthesizeTrace(args) => done(synthesize::run(args)),
         Command::HashPrompts(args) => done(hash_prompts::run(args)),
         Command::ConvertTrace(args) => done(convert::run(args)),
+        Command::Merge(args) => done(merge::run(args)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

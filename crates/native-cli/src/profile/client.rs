@@ -168,13 +168,48 @@ impl Transport for HttpTransport {
         }
         ok
     }
+
+    /// The `Date` header of a `GET /v1/models` (any status will do).
+    async fn server_date(&self) -> Option<u64> {
+        let ep = self.endpoints.first()?;
+        let headers = get_headers(&self.client, models_uri(ep)?, ep.headers.clone()).await?;
+        let date = httpdate::parse_http_date(headers.get(hyper::header::DATE)?.to_str().ok()?).ok()?;
+        date.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs())
+    }
+}
+
+/// `GET /v1/models` on the endpoint's server.
+fn models_uri(ep: &Endpoint) -> Option<Uri> {
+    let authority = ep.uri.authority()?;
+    let scheme = ep.uri.scheme_str().unwrap_or("http");
+    format!("{scheme}://{authority}/v1/models").parse::<Uri>().ok()
+}
+
+/// Sends a GET and reads the answer to its end (bounded to 1 MiB, 10 s) so that the connection
+/// is reusable; returns the answer's headers.
+async fn get_headers(client: &HttpClient, uri: Uri, mut headers: HeaderMap) -> Option<HeaderMap> {
+    headers.remove(CONTENT_TYPE);
+    let mut req = Request::new(Full::new(Bytes::new()));
+    *req.uri_mut() = uri;
+    *req.headers_mut() = headers;
+    let answer = async {
+        let resp = client.request(req).await.ok()?;
+        let (parts, mut body) = resp.into_parts();
+        let mut read = 0usize;
+        while let Some(Ok(f)) = body.frame().await {
+            read += f.data_ref().map_or(0, Bytes::len);
+            if read > 1 << 20 {
+                return None;
+            }
+        }
+        Some(parts.headers)
+    };
+    tokio::time::timeout(Duration::from_secs(10), answer).await.ok().flatten()
 }
 
 /// [`HttpTransport::warm`] for one endpoint.
 async fn warm_endpoint(client: &HttpClient, ep: &Endpoint, connections: usize) -> usize {
-    let Some(authority) = ep.uri.authority() else { return 0 };
-    let scheme = ep.uri.scheme_str().unwrap_or("http");
-    let Ok(uri) = format!("{scheme}://{authority}/v1/models").parse::<Uri>() else { return 0 };
+    let Some(uri) = models_uri(ep) else { return 0 };
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..connections {
         let (client, uri, mut headers) = (client.clone(), uri.clone(), ep.headers.clone());
@@ -212,6 +247,8 @@ async fn warm_endpoint(client: &HttpClient, ep: &Endpoint, connections: usize) -
         }
     }
     if let Some(e) = first_error {
+        let (scheme, authority) =
+            (ep.uri.scheme_str().unwrap_or("http"), ep.uri.authority().map_or("", |a| a.as_str()));
         eprintln!("warning: cannot open a connection to {scheme}://{authority} before time zero: {e}");
     }
     ok

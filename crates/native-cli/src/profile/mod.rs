@@ -41,6 +41,7 @@ use aiperf_core::dispatch::Dispatch;
 use aiperf_core::metrics::Metric;
 use aiperf_core::results::RunSummary;
 use aiperf_core::schedule::{Schedule, Starts};
+use aiperf_core::sharding::{ClockOffset, DateProbe, ShardRun, Sharding, estimate_offset};
 use aiperf_core::trace::Trace;
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
@@ -100,6 +101,9 @@ pub fn run_one(
         .collect();
     let outputs: Vec<&std::path::Path> = outputs.iter().map(std::path::PathBuf::as_path).collect();
     crate::output::refuse_same_files(&outputs, &[&plan.source.input_file]).context(BadInput)?;
+    if let Some(at) = plan.coordination.start_at_unix_ns {
+        check_start_ahead(at, started).context(BadInput)?;
+    }
     let inputs = load(plan).context(BadInput)?;
     std::fs::create_dir_all(&plan.exports.artifact_dir)
         .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
@@ -287,9 +291,11 @@ pub fn replay<T: Transport + Clone>(
         1 => String::new(),
         n => format!(" and {} more URL(s), sessions round robin: {}", n - 1, plan.shown_urls().join(", ")),
     };
+    let shard = plan.coordination.shard;
     eprintln!(
-        "Replaying {} request(s) to {}{more} (ready in {ready_ms:.0} ms)",
+        "Replaying {} request(s){} to {}{more} (ready in {ready_ms:.0} ms)",
         total.map_or_else(|| "requests until the duration ends".to_owned(), |n| n.to_string()),
+        if shard.is_whole() { String::new() } else { format!(" of shard {shard}") },
         plan.shown_url(),
     );
 
@@ -319,10 +325,60 @@ pub fn replay<T: Transport + Clone>(
         );
     }
 
+    // Shards: the target's clock against ours, then the common time zero.
+    let coord = plan.coordination;
+    let clock_offset = if coord.probe_clock() && !control.stop.is_cancelled() {
+        let offset = rt.block_on(probe_clock(&transport, coord.start_at_unix_ns));
+        match offset {
+            Some(c) => {
+                eprintln!(
+                    "Clock offset against the target: {:+.1} ms ± {:.1} ms ({} Date probe(s); positive = the target is ahead)",
+                    c.offset_ms, c.uncertainty_ms, c.probes
+                );
+                // Only a disagreement beyond doubt is reported as one.
+                if c.offset_ms.abs() - c.uncertainty_ms > coord.clock_warn_ms {
+                    eprintln!(
+                        "warning: this machine's clock and the target's disagree by {:.1} ms ± {:.1} ms (more than --clock-offset-warn-ms {}): shards on machines whose clocks disagree do not start together; synchronize the clocks (NTP, chrony)",
+                        c.offset_ms.abs(),
+                        c.uncertainty_ms,
+                        coord.clock_warn_ms
+                    );
+                } else if c.uncertainty_ms > coord.clock_warn_ms {
+                    eprintln!(
+                        "warning: the clock offset is known only within ± {:.1} ms ({} probe(s) before the start): cannot tell whether the clocks agree within --clock-offset-warn-ms {}; give --start-at more time ahead",
+                        c.uncertainty_ms, c.probes, coord.clock_warn_ms
+                    );
+                }
+            }
+            None => eprintln!(
+                "warning: cannot estimate the clock offset against the target (no Date header in its answers to GET /v1/models)"
+            ),
+        }
+        offset
+    } else {
+        None
+    };
+    let base = match coord.start_at_unix_ns {
+        Some(at) => {
+            check_start_ahead(at, started).context(BadInput)?;
+            wait_until(at, &control.stop)
+        }
+        None => Instant::now(),
+    };
+
     // Measure.
     let cpu_before = process_cpu_seconds();
-    let clock = Clock::start();
-    let start_unix_ns = unix_now_ns();
+    let clock = Clock { base };
+    let start_unix_ns = coord.start_at_unix_ns.map_or_else(unix_now_ns, u128::from);
+    let sharding = (!coord.shard.is_whole() || coord.start_at_unix_ns.is_some()).then(|| {
+        Sharding::Shard(ShardRun {
+            index: coord.shard.index,
+            count: coord.shard.count,
+            start_unix_ns: u64::try_from(start_unix_ns).unwrap_or(u64::MAX),
+            common_start: coord.start_at_unix_ns.is_some(),
+            clock: clock_offset,
+        })
+    });
     let fixed_schedule = matches!(inputs.schedule.starts, Starts::Listed(_));
     let shared = Arc::new(Shared {
         transport,
@@ -420,6 +476,7 @@ pub fn replay<T: Transport + Clone>(
         client_cpu_s,
         startup_ms: ready_ms,
         urls: plan.shown_urls(),
+        sharding,
     };
     let mut written = export::write_summaries(&plan.exports.artifact_dir, &summary);
     if let Some(slicer) = &collected.slices {
@@ -555,6 +612,79 @@ async fn warmup<T: Transport + Clone>(
         errors += u64::from(r.map_or(true, |ex| ex.error.is_some()));
     }
     (sent, errors)
+}
+
+/// Date probes spread over a second narrow the offset to about 100 ms plus the round trip.
+const CLOCK_PROBES: u32 = 10;
+const CLOCK_PROBE_GAP: Duration = Duration::from_millis(100);
+/// Probing stops this long before a common start.
+const CLOCK_PROBE_MARGIN: Duration = Duration::from_millis(300);
+
+/// Estimates the target's clock offset from its `Date` headers, probing every 100 ms while
+/// time allows before `start_at`.
+async fn probe_clock<T: Transport>(transport: &T, start_at_unix_ns: Option<u64>) -> Option<ClockOffset> {
+    let mut probes = Vec::new();
+    for i in 0..CLOCK_PROBES {
+        if i > 0 {
+            tokio::time::sleep(CLOCK_PROBE_GAP).await;
+        }
+        let margin = (CLOCK_PROBE_GAP + CLOCK_PROBE_MARGIN).as_nanos();
+        if i > 0 && start_at_unix_ns.is_some_and(|at| unix_now_ns() + margin > u128::from(at)) {
+            break;
+        }
+        let sent = unix_now_ns();
+        let Some(date_unix_s) = transport.server_date().await else { break };
+        let received = unix_now_ns();
+        probes.push(DateProbe {
+            sent_unix_ns: u64::try_from(sent).unwrap_or(u64::MAX),
+            received_unix_ns: u64::try_from(received).unwrap_or(u64::MAX),
+            date_unix_s,
+        });
+    }
+    estimate_offset(&probes)
+}
+
+/// A common start that has already passed is an error: the shards would not start together.
+fn check_start_ahead(at_unix_ns: u64, started: Instant) -> Result<()> {
+    let now = unix_now_ns();
+    anyhow::ensure!(
+        u128::from(at_unix_ns) > now,
+        "--start-at {} is {:.3} s in the past: give a time far enough ahead for every shard to read the trace, load the tokenizer and warm up (this one has been starting for {:.3} s)",
+        aiperf_core::results::iso8601(u128::from(at_unix_ns)),
+        (now - u128::from(at_unix_ns)) as f64 / 1e9,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Sleeps until the wall clock reads `at_unix_ns` (or the run is stopped) and returns the
+/// instant that corresponds to it, spinning the last 2 ms so that the first requests leave on
+/// time.
+fn wait_until(at_unix_ns: u64, stop: &CancellationToken) -> Instant {
+    let at = u128::from(at_unix_ns);
+    let remaining = |now: u128| Duration::from_nanos(u64::try_from(at.saturating_sub(now)).unwrap_or(u64::MAX));
+    eprintln!(
+        "Waiting {:.3} s for the common start {}",
+        remaining(unix_now_ns()).as_secs_f64(),
+        aiperf_core::results::iso8601(at)
+    );
+    loop {
+        let left = remaining(unix_now_ns());
+        if stop.is_cancelled() || left <= Duration::from_millis(2) {
+            break;
+        }
+        std::thread::sleep((left - Duration::from_millis(2)).min(DRAIN_POLL * 10));
+    }
+    let (now_i, now_u) = (Instant::now(), unix_now_ns());
+    let base = if at >= now_u {
+        now_i + remaining(now_u)
+    } else {
+        now_i.checked_sub(Duration::from_nanos(u64::try_from(now_u - at).unwrap_or(0))).unwrap_or(now_i)
+    };
+    while Instant::now() < base && !stop.is_cancelled() {
+        std::hint::spin_loop();
+    }
+    base
 }
 
 fn unix_now_ns() -> u128 {

@@ -136,6 +136,20 @@ pub struct Args {
     /// Seconds in-flight requests get to finish after the duration or Ctrl-C.
     #[arg(long, default_value_t = 30.0)]
     pub benchmark_grace_period: f64,
+    /// Replay shard K of N (K from 0 to N-1, as Kubernetes numbers Indexed Job pods): whole
+    /// sessions, at the times of the whole run; `--concurrency` and `--warmup-request-count`
+    /// are totals divided across the shards, `--request-count` is the whole run's.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Common time zero of the shards: an RFC 3339 time (2026-11-23T22:00:00Z) or Unix epoch
+    /// milliseconds; connections are opened and first bodies built before it.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+    /// Warn when the target's clock (HTTP Date header) differs from this machine's by more than
+    /// this many milliseconds beyond the estimate's uncertainty (estimated when --shard or
+    /// --start-at is given).
+    #[arg(long, default_value_t = 100.0)]
+    pub clock_offset_warn_ms: f64,
 
     /// Tokenizer: a tokenizer.json, a folder holding one, or a Hugging Face model name.
     #[arg(long)]

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use aiperf_core::metrics::{Slo, parse_goodput};
-use aiperf_core::schedule::{self, ArrivalPattern, Schedule, Timing};
+use aiperf_core::schedule::{self, ArrivalPattern, Schedule, Shard, Timing};
 use aiperf_core::search::{Search, SearchParams};
 use aiperf_core::sweep::Axis;
 use aiperf_core::synthesis::TransformParams;
@@ -151,6 +151,42 @@ pub struct Limits {
     pub warmup_requests: u64,
 }
 
+/// How this process takes part in a run split across processes.
+#[derive(Clone, Copy, Debug)]
+pub struct Coordination {
+    /// The part of the run this process sends (the whole run by default).
+    pub shard: Shard,
+    /// The common time zero (Unix ns), `--start-at`.
+    pub start_at_unix_ns: Option<u64>,
+    /// Warn when the target's clock differs by more than this (ms).
+    pub clock_warn_ms: f64,
+}
+
+impl Coordination {
+    /// Whether the target's clock is probed: a shard or a common start.
+    pub fn probe_clock(&self) -> bool {
+        !self.shard.is_whole() || self.start_at_unix_ns.is_some()
+    }
+}
+
+/// Parses `--start-at`: Unix epoch milliseconds, or an RFC 3339 time with its offset.
+pub fn parse_start_at(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let ns = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        let ms: u64 = t.parse().with_context(|| format!("--start-at {t}: too large a number of milliseconds"))?;
+        i128::from(ms) * 1_000_000
+    } else {
+        let ts: jiff::Timestamp = t.parse().map_err(|e| {
+            anyhow::anyhow!(
+                "--start-at '{t}': accepted is an RFC 3339 time such as 2026-11-23T22:00:00Z or \
+                 2026-11-23T23:00:00+01:00, or Unix epoch milliseconds ({e})"
+            )
+        })?;
+        ts.as_nanosecond()
+    };
+    u64::try_from(ns).map_err(|_| anyhow::anyhow!("--start-at '{t}': accepted are times from 1970 to 2554"))
+}
+
 /// Where token counts come from. Re-tokenizing the text a server streamed is not the number of
 /// tokens it generated (measured 0–27 tokens per request off on llama.cpp), so by default the
 /// server's own `usage` is the count whenever it reports one.
@@ -191,6 +227,7 @@ pub struct ReplayPlan {
     pub limits: Limits,
     pub counting: TokenCounting,
     pub exports: Exports,
+    pub coordination: Coordination,
     /// The options as written to the exports, secrets redacted.
     input_config: Value,
 }
@@ -335,6 +372,29 @@ impl ReplayPlan {
             .transpose()?;
         let request_count = a.request_count.map(|n| in_range(n, "--request-count", 1, MAX_REQUESTS)).transpose()?;
         let warmup_requests = in_range(a.warmup_request_count, "--warmup-request-count", 0, MAX_REQUESTS)?;
+        // A shard sends the whole run's sessions K, K+N, K+2N…, at the whole run's times:
+        // `--request-count` stays the whole run's (the shards together send exactly it), while
+        // the concurrency ceiling and the warm-up are totals divided as evenly as possible.
+        let shard = match &a.shard {
+            Some(s) => Shard::parse(s).map_err(|e| anyhow::anyhow!("--shard {s}: {e}"))?,
+            None => Shard::WHOLE,
+        };
+        if let Some(c) = concurrency {
+            ensure!(
+                c >= shard.count as usize,
+                "--concurrency {c} with --shard {shard}: the ceiling is divided across the {} shards, so it must be at least {}",
+                shard.count,
+                shard.count
+            );
+        }
+        let concurrency = concurrency.map(|c| shard.part_of(c as u64) as usize);
+        let warmup_requests = shard.part_of(warmup_requests);
+        let start_at_unix_ns = a.start_at.as_deref().map(parse_start_at).transpose()?;
+        let clock_warn_ms = a.clock_offset_warn_ms;
+        ensure!(
+            clock_warn_ms.is_finite() && clock_warn_ms >= 0.0,
+            "--clock-offset-warn-ms {clock_warn_ms:?}: accepted is a number of milliseconds ≥ 0"
+        );
         let headers = a.headers.iter().map(|h| key_value(h, "--header")).collect::<Result<Vec<_>>>()?;
         let mut extra_inputs = Map::new();
         for e in &a.extra_inputs {
@@ -418,6 +478,9 @@ impl ReplayPlan {
             "tokenizer": a.tokenizer,
             "goodput": a.goodput,
             "slice_duration": a.slice_duration,
+            "shard": a.shard.as_ref().map(|_| shard.to_string()),
+            "start_at": a.start_at,
+            "clock_offset_warn_ms": a.clock_offset_warn_ms,
         });
         if urls.len() > 1 {
             input_config["urls"] = json!(urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>());
@@ -475,6 +538,7 @@ impl ReplayPlan {
                 TokenCounting::ServerWithClientBeside
             },
             exports: Exports { artifact_dir: a.artifact_dir, slos, progress_bar: a.ui_type != UiType::None, slice },
+            coordination: Coordination { shard, start_at_unix_ns, clock_warn_ms },
             input_config,
         })
     }
@@ -608,6 +672,14 @@ impl ReplayPlan {
         let has_timestamps = trace.rows().first().is_some_and(|r| r.timestamp.is_some());
         let timing = self.timing(has_timestamps)?;
         let s = schedule::build(trace, timing, self.limits.request_count).context("cannot schedule the trace")?;
+        let shard = self.coordination.shard;
+        ensure!(
+            (shard.count as usize) <= s.sessions.len(),
+            "--shard {shard}: the trace has {} session(s) and whole sessions are dealt to shards, so at most {} shards can each get one",
+            s.sessions.len(),
+            s.sessions.len()
+        );
+        let s = s.sharded(shard);
         Ok(if self.limits.duration.is_some() && self.limits.request_count.is_none() { schedule::endless(s) } else { s })
     }
 }
@@ -825,6 +897,45 @@ mod tests {
         assert!(p.source.synthesis.is_none());
         assert!(matches!(p.timing(true).unwrap(), Timing::Fixed { auto_offset: true, .. }));
         assert!(p.timing(false).is_err());
+    }
+
+    #[test]
+    fn shards_divide_the_ceiling_and_the_warm_up_and_keep_the_request_count() {
+        let p = plan(&["--shard", "1/3", "--concurrency", "10", "--warmup-request-count", "4", "--request-count", "7"])
+            .unwrap();
+        assert_eq!(p.coordination.shard, Shard { index: 1, count: 3 });
+        assert_eq!(p.limits.concurrency, Some(3));
+        assert_eq!(p.limits.warmup_requests, 1);
+        assert_eq!(p.limits.request_count, Some(7));
+        assert_eq!(p.input_config()["shard"], "1/3");
+        assert!(p.coordination.probe_clock());
+        let whole = plan(&["--concurrency", "10"]).unwrap();
+        assert_eq!(whole.limits.concurrency, Some(10));
+        assert!(whole.input_config()["shard"].is_null());
+        assert!(!whole.coordination.probe_clock());
+        for (args, needle) in [
+            (&["--shard", "3/3"][..], "--shard 3/3: shard 3/3: K must be from 0 to N-1"),
+            (&["--shard", "a/3"], "--shard a/3: 'a/3' is not of the form K/N"),
+            (&["--shard", "0/4", "--concurrency", "3"], "--concurrency 3 with --shard 0/4"),
+            (&["--start-at", "tomorrow"], "--start-at 'tomorrow': accepted is an RFC 3339 time"),
+            (&["--clock-offset-warn-ms", "NaN"], "--clock-offset-warn-ms NaN"),
+        ] {
+            let e = err(args);
+            assert!(e.contains(needle), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn start_at_takes_rfc_3339_with_offsets_and_epoch_milliseconds() {
+        assert_eq!(parse_start_at("2026-11-23T22:00:00Z").unwrap(), 1_795_471_200_000_000_000);
+        assert_eq!(parse_start_at("2026-11-23T23:00:00+01:00").unwrap(), 1_795_471_200_000_000_000);
+        assert_eq!(parse_start_at("2026-11-23T22:00:00.5Z").unwrap(), 1_795_471_200_500_000_000);
+        assert_eq!(parse_start_at("1795471200000").unwrap(), 1_795_471_200_000_000_000);
+        assert!(parse_start_at("1969-12-31T23:59:59Z").is_err());
+        assert!(parse_start_at("99999999999999999999").is_err());
+        let p = plan(&["--start-at", "1795471200000"]).unwrap();
+        assert_eq!(p.coordination.start_at_unix_ns, Some(1_795_471_200_000_000_000));
+        assert!(p.coordination.probe_clock());
     }
 
     #[test]

@@ -155,10 +155,12 @@ impl Preparer {
 
 fn prepare_starts(source: &BodySource, schedule: &Schedule, tx: &SyncSender<(u64, Body)>, primed: Sender<()>) {
     let mut cursor = StartCursor::new(schedule);
-    let mut run = 0u64;
+    let mut built = 0u64;
     let mut primed = Some(primed);
     while let Some(s) = cursor.next(schedule) {
-        if run == PREPARE_AHEAD as u64
+        // A job's run is its index in the whole run (see `StartCursor::index`), also in a shard.
+        let run = cursor.index();
+        if built == PREPARE_AHEAD as u64
             && let Some(p) = primed.take()
         {
             let _ = p.send(());
@@ -170,7 +172,7 @@ fn prepare_starts(source: &BodySource, schedule: &Schedule, tx: &SyncSender<(u64
         if tx.send((run, body)).is_err() {
             return;
         }
-        run += 1;
+        built += 1;
     }
     if let Some(p) = primed {
         let _ = p.send(());

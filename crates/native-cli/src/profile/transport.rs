@@ -66,4 +66,10 @@ pub trait Transport: Send + Sync + 'static {
         let _ = connections;
         std::future::ready(0)
     }
+
+    /// The target's clock: its HTTP `Date` header in whole seconds since the Unix epoch, when
+    /// it sends one (for the clock offset of a shard).
+    fn server_date(&self) -> impl Future<Output = Option<u64>> + Send {
+        std::future::ready(None)
+    }
 }

@@ -1,0 +1,516 @@
+//! `aiperf-cli merge`: the shards of a run (`profile --shard K/N`) combined into one run whose
+//! exports have the same files and format as a single-process run.
+//!
+//! Each shard's records are nanoseconds from its own time zero (`sharding.shard.start_unix_ns` of
+//! its summary: the common `--start-at` when given); they are rebased to the earliest zero and
+//! the metrics are computed again from the merged records with [`Aggregate`] (never from the
+//! shards' summaries). Missing shards (values of K absent), interrupted shards and shards whose
+//! records are incomplete (a truncated last line, fewer records than their summary counts) stop
+//! the merge with every problem listed, unless `--allow-partial` asks to merge what is there
+//! (the run is then marked partial). Shards of different runs (N or the options disagree, a K
+//! twice) are always refused. Records are streamed: memory holds one line per shard plus the
+//! metric values, never the records.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use aiperf_core::metrics::{Aggregate, RequestRecord, Slo, parse_goodput};
+use aiperf_core::results::{RECORDS_FILE, RunSummary, SummaryFormat, record_line};
+use aiperf_core::sharding::{MergedRun, ShardRun, Sharding};
+use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, LineRead, read_line_capped};
+use anyhow::{Context, Result, bail, ensure};
+use serde_json::Value;
+
+use crate::exit::BadInput;
+
+/// Largest summary file read (`profile_export_aiperf.json` is a few kB).
+const MAX_SUMMARY_BYTES: u64 = 64 << 20;
+
+/// Merge the shards of a run (`profile --shard K/N`) into one run.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The shards' artifact folders (each with profile_export.jsonl and profile_export_aiperf.json).
+    #[arg(required = true, value_name = "SHARD_DIR")]
+    pub shard_dirs: Vec<PathBuf>,
+    /// Folder of the merged run's exports.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub output: PathBuf,
+    /// Merge what is there although shards are missing, interrupted or incomplete; the merged
+    /// run is marked partial (`sharding.merged.partial`, `was_cancelled`).
+    #[arg(long)]
+    pub allow_partial: bool,
+    /// Longest record line accepted (bytes); a longer one stops with a `file:line` error.
+    #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
+}
+
+/// What a shard's summary says about it.
+#[derive(Clone, Debug)]
+struct ShardDir {
+    dir: PathBuf,
+    run: ShardRun,
+    input_config: Value,
+    was_cancelled: bool,
+    /// Requests its summary counts (completed + failed).
+    counted: u64,
+    tokenizer: String,
+    client_cpu_s: Option<f64>,
+    startup_ms: f64,
+    end_unix_ns: u64,
+}
+
+/// Runs `aiperf-cli merge`.
+pub fn run(args: Args) -> Result<()> {
+    let records_out = args.output.join(RECORDS_FILE);
+    let summary_outs: Vec<PathBuf> = SummaryFormat::ALL.iter().map(|f| args.output.join(f.file_name())).collect();
+    let inputs: Vec<PathBuf> =
+        args.shard_dirs.iter().flat_map(|d| [d.join(RECORDS_FILE), d.join(SummaryFormat::Json.file_name())]).collect();
+    let outs: Vec<&Path> =
+        std::iter::once(records_out.as_path()).chain(summary_outs.iter().map(PathBuf::as_path)).collect();
+    let ins: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    crate::output::refuse_same_files(&outs, &ins).context(BadInput)?;
+
+    let mut shards = args.shard_dirs.iter().map(|d| read_shard(d)).collect::<Result<Vec<_>>>().context(BadInput)?;
+    shards.sort_by_key(|s| s.run.index);
+    let mut problems = check_shards(&shards).context(BadInput)?;
+    let mut counts = Vec::new();
+    for s in &shards {
+        let scan = scan_records(&s.dir.join(RECORDS_FILE), args.max_line_bytes).context(BadInput)?;
+        let name = format!("shard {}/{} ({})", s.run.index, s.run.count, s.dir.display());
+        if scan.truncated_last_line {
+            problems.push(format!(
+                "{name}: the last line of {RECORDS_FILE} is incomplete (the process was killed while writing); it is left out"
+            ));
+        }
+        if scan.records != s.counted {
+            problems.push(format!(
+                "{name}: {} record(s) in {RECORDS_FILE} but its summary counts {} request(s)",
+                scan.records, s.counted
+            ));
+        }
+        counts.push(scan);
+    }
+    if !problems.is_empty() && !args.allow_partial {
+        let list: Vec<String> = problems.iter().map(|p| format!("  - {p}")).collect();
+        return Err(anyhow::anyhow!(
+            "the shards are not a whole run:\n{}\nmerge --allow-partial merges what is there and marks the run partial",
+            list.join("\n")
+        ))
+        .context(BadInput);
+    }
+    for p in &problems {
+        eprintln!("warning: {p}");
+    }
+
+    let first = &shards[0];
+    let server_first = first.input_config.get("client_token_count").and_then(Value::as_bool) != Some(true);
+    let slos: Vec<Slo> = match first.input_config.get("goodput").and_then(Value::as_str) {
+        Some(g) => parse_goodput(g).context("the shards' --goodput")?,
+        None => Vec::new(),
+    };
+    let zero = shards.iter().map(|s| s.run.start_unix_ns).min().unwrap_or(0);
+    std::fs::create_dir_all(&args.output).with_context(|| format!("cannot create {}", args.output.display()))?;
+    let mut out = BufWriter::new(crate::output::create_stream(&records_out)?);
+    let mut aggregate = Aggregate::default();
+    let mut readers = Vec::new();
+    for (s, scan) in shards.iter().zip(&counts) {
+        let path = s.dir.join(RECORDS_FILE);
+        readers.push(Records::open(&path, args.max_line_bytes, scan.complete_lines, s.run.start_unix_ns - zero)?);
+    }
+    // Completion order across shards, as a single run writes its records.
+    let mut heads: Vec<Option<RequestRecord>> = readers.iter_mut().map(Records::next).collect::<Result<_>>()?;
+    loop {
+        let next = heads.iter().enumerate().filter_map(|(i, h)| h.as_ref().map(|r| (r.end_ns, i))).min();
+        let Some((_, i)) = next else { break };
+        let Some(rec) = heads[i].take() else { break };
+        let metrics = aggregate.add(&rec, server_first, &slos);
+        out.write_all(&record_line(&rec, metrics.as_ref()))
+            .with_context(|| format!("cannot write {}", records_out.display()))?;
+        heads[i] = readers[i].next()?;
+    }
+    out.flush().with_context(|| format!("cannot write {}", records_out.display()))?;
+    drop(out);
+
+    let partial = !problems.is_empty();
+    let mut input_config = first.input_config.clone();
+    input_config["shard"] = Value::Null;
+    // The URLs as the shards showed them (one `url`, or `urls` when there were several).
+    let urls: Vec<String> = match (first.input_config.get("urls"), first.input_config.get("url")) {
+        (Some(Value::Array(list)), _) => list.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        (_, Some(Value::String(u))) => vec![u.clone()],
+        _ => Vec::new(),
+    };
+    let summary = RunSummary {
+        urls,
+        report: aggregate.report(!slos.is_empty()),
+        input_config,
+        was_cancelled: partial || shards.iter().any(|s| s.was_cancelled),
+        start_unix_ns: u128::from(zero),
+        end_unix_ns: u128::from(shards.iter().map(|s| s.end_unix_ns).max().unwrap_or(zero)),
+        tokenizer: first.tokenizer.clone(),
+        warmup: None,
+        calibration: None,
+        client_cpu_s: shards.iter().map(|s| s.client_cpu_s).sum(),
+        startup_ms: shards.iter().map(|s| s.startup_ms).fold(0.0, f64::max),
+        sharding: Some(Sharding::Merged(MergedRun {
+            count: first.run.count,
+            shards: shards.iter().map(|s| s.run.clone()).collect(),
+            records: counts.iter().map(|c| c.records).collect(),
+            partial,
+            problems,
+        })),
+    };
+    crate::profile::export::write_summaries(&args.output, &summary)?;
+    println!("{}", aiperf_core::results::console_table(&summary));
+    println!("Merged run written to {}", args.output.display());
+    Ok(())
+}
+
+/// Reads a shard's summary.
+fn read_shard(dir: &Path) -> Result<ShardDir> {
+    let path = dir.join(SummaryFormat::Json.file_name());
+    let mut text = Vec::new();
+    std::fs::File::open(&path)
+        .with_context(|| {
+            format!("cannot open {}: a shard that ended before writing its summary cannot be merged", path.display())
+        })?
+        .take(MAX_SUMMARY_BYTES)
+        .read_to_end(&mut text)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let v: Value = serde_json::from_slice(&text).with_context(|| format!("{}: invalid JSON", path.display()))?;
+    let run = match v.get("sharding").map(|s| serde_json::from_value::<Sharding>(s.clone())) {
+        Some(Ok(Sharding::Shard(run))) => run,
+        Some(Ok(Sharding::Merged(_))) => bail!("{}: this is a merged run, not a shard", path.display()),
+        Some(Err(e)) => bail!("{}: field 'sharding': {e}", path.display()),
+        None => bail!("{}: no 'sharding' field: the run was not made with profile --shard K/N", path.display()),
+    };
+    let count = |key: &str| v.get(key).and_then(|m| m.get("avg")).and_then(Value::as_f64).unwrap_or(0.0) as u64;
+    let end_unix_ns = v
+        .get("end_time")
+        .and_then(Value::as_str)
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .and_then(|t| u64::try_from(t.as_nanosecond()).ok())
+        .unwrap_or(run.start_unix_ns);
+    Ok(ShardDir {
+        dir: dir.to_owned(),
+        input_config: v.get("input_config").cloned().unwrap_or(Value::Null),
+        was_cancelled: v.get("was_cancelled").and_then(Value::as_bool).unwrap_or(false),
+        counted: count("request_count") + count("error_request_count"),
+        tokenizer: v.get("tokenizer").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        client_cpu_s: v.get("client_cpu").and_then(|c| c.get("seconds")).and_then(Value::as_f64),
+        startup_ms: v.get("startup_ms").and_then(Value::as_f64).unwrap_or(0.0),
+        end_unix_ns,
+        run,
+    })
+}
+
+/// Refuses shards of different runs; returns what is missing or interrupted.
+fn check_shards(shards: &[ShardDir]) -> Result<Vec<String>> {
+    let first = shards.first().context("no shard folder given")?;
+    let n = first.run.count;
+    let name = |s: &ShardDir| format!("{} (shard {}/{})", s.dir.display(), s.run.index, s.run.count);
+    let mut seen: BTreeMap<u32, &ShardDir> = BTreeMap::new();
+    for s in shards {
+        ensure!(
+            s.run.count == n,
+            "{} and {} are shards of runs split differently (N = {} and {})",
+            name(first),
+            name(s),
+            n,
+            s.run.count
+        );
+        if let Some(other) = seen.insert(s.run.index, s) {
+            bail!("{} and {} are the same shard K = {}", name(other), name(s), s.run.index);
+        }
+        let differing = differing_options(&first.input_config, &s.input_config);
+        ensure!(
+            differing.is_empty(),
+            "{} and {} are shards of different runs: their options differ ({})",
+            name(first),
+            name(s),
+            differing.join(", ")
+        );
+    }
+    let mut problems = Vec::new();
+    let missing: Vec<String> = (0..n).filter(|k| !seen.contains_key(k)).map(|k| k.to_string()).collect();
+    if !missing.is_empty() {
+        problems.push(format!("shard(s) K = {} of N = {n} missing", missing.join(", ")));
+    }
+    for s in shards.iter().filter(|s| s.was_cancelled) {
+        problems.push(format!("{} was interrupted (was_cancelled: a signal stopped it before its end)", name(s)));
+    }
+    Ok(problems)
+}
+
+/// The options (keys of `input_config`) in which two shards differ, apart from the shard itself.
+fn differing_options(a: &Value, b: &Value) -> Vec<String> {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return if a == b { Vec::new() } else { vec!["input_config".to_owned()] };
+    };
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    keys.into_iter().filter(|k| k.as_str() != "shard" && a.get(*k) != b.get(*k)).map(|k| k.to_string()).collect()
+}
+
+/// What a first pass over a shard's records found.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Scan {
+    /// Valid records.
+    records: u64,
+    /// Lines to read in the second pass (a truncated last line excluded).
+    complete_lines: u64,
+    truncated_last_line: bool,
+}
+
+/// Checks every line of a shard's records: invalid JSON is a `file:line` error, except on a last
+/// line without its newline (a write the process did not finish), which is reported.
+fn scan_records(path: &Path, max_line_bytes: usize) -> Result<Scan> {
+    let mut reader = crate::input::open(path)?;
+    let mut buf = Vec::new();
+    let mut scan = Scan::default();
+    let mut line = 0u64;
+    loop {
+        buf.clear();
+        let read = read_line_capped(&mut reader, &mut buf, max_line_bytes)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let at_end = reader.fill_buf().map(<[u8]>::is_empty).unwrap_or(true);
+        match read {
+            LineRead::End => break,
+            LineRead::TooLong => bail!(
+                "{}:{}: the line is longer than {max_line_bytes} bytes (merge --max-line-bytes raises the limit)",
+                path.display(),
+                line + 1
+            ),
+            LineRead::Line => {}
+        }
+        line += 1;
+        let unterminated = at_end && !ends_with_newline(path)?;
+        match parse_record(&buf) {
+            _ if unterminated => {
+                scan.truncated_last_line = true;
+                break;
+            }
+            Ok(None) => {}
+            Ok(Some(_)) => scan.records += 1,
+            Err(e) => bail!("{}:{line}: {e}", path.display()),
+        }
+        scan.complete_lines = line;
+    }
+    Ok(scan)
+}
+
+/// Whether a file's last byte is a newline (an empty file counts as ended).
+fn ends_with_newline(path: &Path) -> Result<bool> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if len == 0 {
+        return Ok(true);
+    }
+    let mut last = [0u8];
+    f.seek(SeekFrom::Start(len - 1))
+        .and_then(|_| f.read_exact(&mut last))
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(last[0] == b'\n')
+}
+
+/// One line of `profile_export.jsonl`: its `metadata` record (`None` for a blank line).
+fn parse_record(line: &[u8]) -> Result<Option<RequestRecord>> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    #[derive(serde::Deserialize)]
+    struct Line {
+        metadata: RequestRecord,
+    }
+    let l: Line = serde_json::from_slice(line).context("not a record of profile_export.jsonl (field 'metadata')")?;
+    Ok(Some(l.metadata))
+}
+
+/// A shard's records, rebased, read one at a time.
+struct Records {
+    path: PathBuf,
+    reader: Box<dyn BufRead>,
+    buf: Vec<u8>,
+    max_line_bytes: usize,
+    line: u64,
+    lines: u64,
+    shift_ns: u64,
+}
+
+impl Records {
+    fn open(path: &Path, max_line_bytes: usize, lines: u64, shift_ns: u64) -> Result<Records> {
+        Ok(Records {
+            path: path.to_owned(),
+            reader: crate::input::open(path)?,
+            buf: Vec::new(),
+            max_line_bytes,
+            line: 0,
+            lines,
+            shift_ns,
+        })
+    }
+
+    /// The next record with its times moved to the merged run's zero.
+    fn next(&mut self) -> Result<Option<RequestRecord>> {
+        while self.line < self.lines {
+            self.buf.clear();
+            let read = read_line_capped(&mut self.reader, &mut self.buf, self.max_line_bytes)
+                .with_context(|| format!("cannot read {}", self.path.display()))?;
+            self.line += 1;
+            ensure!(read == LineRead::Line, "{}:{}: changed while merging", self.path.display(), self.line);
+            if let Some(r) =
+                parse_record(&self.buf).with_context(|| format!("{}:{}", self.path.display(), self.line))?
+            {
+                return Ok(Some(rebase(r, self.shift_ns)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// A record's times moved later by `shift_ns`.
+fn rebase(mut r: RequestRecord, shift_ns: u64) -> RequestRecord {
+    let s = |t: u64| t.saturating_add(shift_ns);
+    r.scheduled_ns = s(r.scheduled_ns);
+    r.dispatched_ns = r.dispatched_ns.map(s);
+    r.sent_ns = s(r.sent_ns);
+    r.first_byte_ns = r.first_byte_ns.map(s);
+    for c in &mut r.chunk_ns {
+        *c = s(*c);
+    }
+    r.end_ns = s(r.end_ns);
+    r
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A shard folder with `records` lines and a summary counting `counted` requests.
+    fn shard(root: &Path, k: u32, n: u32, records: &[RequestRecord], counted: u64, config: Value) -> PathBuf {
+        let dir = root.join(format!("shard-{k}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut jsonl = Vec::new();
+        for r in records {
+            jsonl.extend(record_line(r, None));
+        }
+        std::fs::write(dir.join(RECORDS_FILE), jsonl).unwrap();
+        let run = ShardRun {
+            index: k,
+            count: n,
+            start_unix_ns: 1_000_000_000 * u64::from(k + 1),
+            common_start: false,
+            clock: None,
+        };
+        let summary = json!({
+            "request_count": {"avg": counted},
+            "error_request_count": {"avg": 0},
+            "input_config": config,
+            "was_cancelled": false,
+            "end_time": "2026-11-23T22:00:00.000000Z",
+            "tokenizer": "t",
+            "startup_ms": 5.0,
+            "sharding": {"shard": run},
+        });
+        std::fs::write(dir.join(SummaryFormat::Json.file_name()), serde_json::to_vec(&summary).unwrap()).unwrap();
+        dir
+    }
+
+    fn rec(end_ms: u64) -> RequestRecord {
+        RequestRecord {
+            sent_ns: end_ms * 1_000_000 - 500_000,
+            scheduled_ns: end_ms * 1_000_000 - 500_000,
+            end_ns: end_ms * 1_000_000,
+            output_tokens: Some(3),
+            ..Default::default()
+        }
+    }
+
+    fn merge(dirs: &[PathBuf], out: &Path, allow_partial: bool) -> Result<()> {
+        run(Args { shard_dirs: dirs.to_vec(), output: out.to_owned(), allow_partial, max_line_bytes: 1 << 20 })
+    }
+
+    fn summary(out: &Path) -> Value {
+        serde_json::from_slice(&std::fs::read(out.join(SummaryFormat::Json.file_name())).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn shards_are_rebased_to_the_earliest_zero_and_metrics_recomputed() {
+        let t = tempfile::tempdir().unwrap();
+        let cfg = json!({"model": "m", "shard": "0/2"});
+        let a = shard(t.path(), 0, 2, &[rec(10), rec(30)], 2, cfg.clone());
+        let b = shard(t.path(), 1, 2, &[rec(5)], 1, json!({"model": "m", "shard": "1/2"}));
+        let out = t.path().join("merged");
+        merge(&[b, a], &out, false).unwrap();
+        let lines: Vec<Value> = std::fs::read_to_string(out.join(RECORDS_FILE))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        // Shard 1 started 1 s after shard 0: its record ends at 1.005 s on the merged clock.
+        let ends: Vec<u64> = lines.iter().map(|l| l["metadata"]["end_ns"].as_u64().unwrap()).collect();
+        assert_eq!(ends, vec![10_000_000, 30_000_000, 1_005_000_000]);
+        assert!(lines.iter().all(|l| l["metrics"]["request_latency"].as_f64() == Some(0.5)));
+        let s = summary(&out);
+        assert_eq!(s["request_count"]["avg"], 3.0);
+        assert_eq!(s["sharding"]["merged"]["records"], json!([2, 1]));
+        assert_eq!(s["sharding"]["merged"]["partial"], false);
+        assert!(s["input_config"]["shard"].is_null());
+        assert_eq!(s["was_cancelled"], false);
+        assert!(out.join(SummaryFormat::Csv.file_name()).exists());
+    }
+
+    #[test]
+    fn missing_interrupted_and_truncated_shards_are_refused_unless_partial_is_allowed() {
+        let t = tempfile::tempdir().unwrap();
+        let cfg = json!({"model": "m"});
+        let a = shard(t.path(), 0, 3, &[rec(10), rec(20)], 2, cfg.clone());
+        let b = shard(t.path(), 2, 3, &[rec(10), rec(20)], 2, cfg.clone());
+        // Shard 2 was killed while writing its second record.
+        let jsonl = std::fs::read(b.join(RECORDS_FILE)).unwrap();
+        std::fs::write(b.join(RECORDS_FILE), &jsonl[..jsonl.len() - 20]).unwrap();
+        let out = t.path().join("merged");
+        let e = format!("{:#}", merge(&[a.clone(), b.clone()], &out, false).unwrap_err());
+        assert!(e.contains("shard(s) K = 1 of N = 3 missing"), "{e}");
+        assert!(e.contains("the last line of profile_export.jsonl is incomplete"), "{e}");
+        assert!(e.contains("1 record(s) in profile_export.jsonl but its summary counts 2"), "{e}");
+        assert!(e.contains("--allow-partial"), "{e}");
+        assert!(!out.join(RECORDS_FILE).exists());
+        merge(&[a, b], &out, true).unwrap();
+        let s = summary(&out);
+        assert_eq!(s["sharding"]["merged"]["partial"], true);
+        assert_eq!(s["was_cancelled"], true);
+        assert_eq!(s["request_count"]["avg"], 3.0);
+        assert_eq!(s["sharding"]["merged"]["problems"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn shards_of_different_runs_are_always_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let a = shard(t.path(), 0, 2, &[rec(10)], 1, json!({"model": "m", "request_rate": 5}));
+        let b = shard(t.path(), 1, 2, &[rec(10)], 1, json!({"model": "m", "request_rate": 6}));
+        let out = t.path().join("merged");
+        let e = format!("{:#}", merge(&[a.clone(), b], &out, true).unwrap_err());
+        assert!(e.contains("shards of different runs: their options differ (request_rate)"), "{e}");
+        let c = shard(&t.path().join("other"), 1, 3, &[rec(10)], 1, json!({"model": "m", "request_rate": 5}));
+        let e = format!("{:#}", merge(&[a.clone(), c], &out, true).unwrap_err());
+        assert!(e.contains("split differently (N = 2 and 3)"), "{e}");
+        let e = format!("{:#}", merge(&[a.clone(), a.clone()], &out, true).unwrap_err());
+        assert!(e.contains("are the same shard K = 0"), "{e}");
+        // A bad line in the middle names its file and line.
+        let mut jsonl = b"{\"metadata\": 1}\n".to_vec();
+        jsonl.extend(record_line(&rec(3), None));
+        std::fs::write(a.join(RECORDS_FILE), jsonl).unwrap();
+        let single = shard(&t.path().join("one"), 0, 1, &[], 0, json!({}));
+        std::fs::copy(a.join(RECORDS_FILE), single.join(RECORDS_FILE)).unwrap();
+        let e = format!("{:#}", merge(std::slice::from_ref(&single), &out, true).unwrap_err());
+        assert!(e.contains(&format!("{}:1: not a record", single.join(RECORDS_FILE).display())), "{e}");
+        // A folder that is not a shard.
+        std::fs::write(single.join(SummaryFormat::Json.file_name()), b"{}").unwrap();
+        let e = format!("{:#}", merge(&[single], &out, true).unwrap_err());
+        assert!(e.contains("no 'sharding' field"), "{e}");
+    }
+}
