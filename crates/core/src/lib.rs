@@ -14,16 +14,20 @@
 //! - [`schedule`]: the replay schedule as data;
 //! - [`dispatch`]: which request goes next and when (sessions, concurrency ceiling, stop);
 //! - [`metrics`]: per-request records, AIPerf metrics, mergeable aggregates, goodput;
-//! - [`results`]: a run's summary and its exports (JSONL line, JSON, CSV, console table).
+//! - [`results`]: a run's summary and its exports (JSONL line, JSON, CSV, console table);
+//! - [`prometheus`]: a strict parser of the Prometheus text format;
+//! - [`server_metrics`]: a server's scraped metrics over a run, their exports and the comparison.
 
 pub mod analysis;
 pub mod dispatch;
 pub mod formats;
 pub mod metrics;
+pub mod prometheus;
 pub mod prompt_hash;
 pub mod report;
 pub mod results;
 pub mod schedule;
+pub mod server_metrics;
 pub mod sse;
 pub mod stats;
 pub mod synthesis;

@@ -22,6 +22,8 @@ pub mod progress;
 pub mod prompt;
 pub mod records;
 pub mod request;
+pub mod scraper;
+pub mod server_control;
 pub mod transport;
 
 #[cfg(test)]
@@ -66,13 +68,12 @@ pub fn run(args: options::Args) -> Result<u8> {
     let dir = &plan.exports.artifact_dir;
     let outputs: Vec<std::path::PathBuf> = std::iter::once(aiperf_core::results::RECORDS_FILE)
         .chain(aiperf_core::results::SummaryFormat::ALL.map(|f| f.file_name()))
+        .chain([aiperf_core::server_metrics::JSON_FILE, aiperf_core::server_metrics::CSV_FILE])
         .map(|f| dir.join(f))
         .collect();
     let outputs: Vec<&std::path::Path> = outputs.iter().map(std::path::PathBuf::as_path).collect();
     crate::output::refuse_same_files(&outputs, &[&plan.source.input_file]).context(BadInput)?;
     let inputs = load(&plan).context(BadInput)?;
-    std::fs::create_dir_all(&plan.exports.artifact_dir)
-        .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
     let transport = {
         let _guard = rt.enter();
         let t = &plan.target;
@@ -86,7 +87,67 @@ pub fn run(args: options::Args) -> Result<u8> {
                 .context(BadInput)?,
         }
     };
-    replay(&rt, &plan, inputs, transport, &control, started)
+    // Readiness, the baseline scrape and the cache reset come before anything is written.
+    let scraper = prepare_server(&rt, &plan, &transport.client)?;
+    std::fs::create_dir_all(&plan.exports.artifact_dir)
+        .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
+    replay(&rt, &plan, inputs, transport, &control, started, scraper)
+}
+
+/// Waits for the server (`--wait-for-server`), starts scraping its metrics with a baseline scrape,
+/// and empties its prefix cache (`--reset-prefix-cache`).
+fn prepare_server(
+    rt: &tokio::runtime::Runtime,
+    plan: &ReplayPlan,
+    client: &client::HttpClient,
+) -> Result<Option<scraper::Scraper>> {
+    let (base, headers) = plan.request_target();
+    let authorization = plan
+        .target
+        .api_key
+        .as_ref()
+        .map(|k| format!("Bearer {k}"))
+        .or_else(|| headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("authorization")).map(|(_, v)| v.clone()));
+    let server = server_control::Server {
+        client,
+        base: base.trim_end_matches('/').to_owned(),
+        shown: plan::redact_url(plan.target.url.trim_end_matches('/')),
+        authorization,
+    };
+    if let Some(limit) = plan.server.wait {
+        eprintln!("Waiting up to {:.1} s for {} to answer", limit.as_secs_f64(), server.shown);
+        let waited = rt.block_on(server.wait_until_ready(limit))?;
+        eprintln!("The server answered after {:.1} s", waited.as_secs_f64());
+    }
+    let scraper = if plan.server.metrics_urls.is_empty() {
+        None
+    } else {
+        let targets = plan
+            .server
+            .metrics_urls
+            .iter()
+            .map(|u| {
+                let (url, userinfo) = plan::split_credentials(u);
+                let uri = url.parse().with_context(|| format!("invalid server metrics URL {}", plan::redact_url(u)))?;
+                Ok(scraper::Target {
+                    uri,
+                    shown: plan::redact_url(u),
+                    authorization: userinfo.map(|u| plan::basic_auth(&u)),
+                })
+            })
+            .collect::<Result<Vec<_>>>()
+            .context(BadInput)?;
+        Some(scraper::Scraper::start(targets, plan.server.metrics_interval)?)
+    };
+    let detected = scraper.as_ref().and_then(|s| s.scrape(true));
+    if plan.server.reset_prefix_cache {
+        let kind = plan.server.kind.or(detected).context(
+            "--reset-prefix-cache: the server's metrics do not tell its kind (vllm:, sglang:, llamacpp:, dynamo_ names); give --server-kind",
+        )?;
+        let calls = rt.block_on(server.reset_prefix_cache(kind))?;
+        eprintln!("Prefix cache emptied ({}): POST {}", kind.name(), calls.join(", POST "));
+    }
+    Ok(scraper)
 }
 
 /// What a replay reads before it starts.
@@ -195,6 +256,7 @@ pub fn replay<T: Transport + Clone>(
     transport: T,
     control: &Control,
     started: Instant,
+    scraper: Option<scraper::Scraper>,
 ) -> Result<u8> {
     let ready_ms = started.elapsed().as_secs_f64() * 1e3;
     let total = inputs.schedule.request_count();
@@ -225,10 +287,18 @@ pub fn replay<T: Transport + Clone>(
         );
     }
 
+    // The reference scrape of the server's counters, just before time zero.
+    if let Some(s) = &scraper {
+        s.scrape(true);
+    }
+
     // Measure.
     let cpu_before = process_cpu_seconds();
     let clock = Clock::start();
     let start_unix_ns = unix_now_ns();
+    if let Some(s) = &scraper {
+        s.periodic();
+    }
     let fixed_schedule = matches!(inputs.schedule.starts, Starts::Listed(_));
     let shared = Arc::new(Shared {
         transport,
@@ -296,6 +366,14 @@ pub fn replay<T: Transport + Clone>(
 
     // Export.
     let client_cpu_s = process_cpu_seconds().zip(cpu_before).map(|(b, a)| b - a);
+    let server_metrics = scraper.map(|s| {
+        let series = s.finish();
+        aiperf_core::server_metrics::ServerMetrics::of(&series, u64::try_from(start_unix_ns).unwrap_or(u64::MAX))
+    });
+    let server_metrics = server_metrics.filter(|m| m.endpoints.iter().any(|e| e.fetches > 0));
+    let server_written = server_metrics
+        .as_ref()
+        .map_or(Ok(()), |m| export::write_server_metrics(&plan.exports.artifact_dir, m, plan.input_config()));
     let with_goodput = !plan.exports.slos.is_empty();
     let report = collected.aggregate.report(with_goodput);
     let calibration = collected
@@ -318,11 +396,15 @@ pub fn replay<T: Transport + Clone>(
         calibration,
         client_cpu_s,
         startup_ms: ready_ms,
+        server: server_metrics
+            .as_ref()
+            .map(|m| aiperf_core::server_metrics::ServerView::of(m, Some(collected.aggregate.total_input_tokens))),
     };
     let written = export::write_summaries(&plan.exports.artifact_dir, &summary);
     println!("{}", aiperf_core::results::console_table(&summary));
     println!("Exports written to {}", plan.exports.artifact_dir.display());
     written?;
+    server_written?;
     sent?;
     Ok(if interrupted {
         exit::INTERRUPTED

@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Map, Value, json};
 
 use super::body::BodyTemplate;
-use super::options::{Args, Pattern, UiType};
+use super::options::{Args, Pattern, ServerKindArg, UiType};
 
 /// Longest accepted time option (a request timeout, duration or grace period): 30 days.
 pub const MAX_SECONDS: f64 = 30.0 * 24.0 * 3600.0;
@@ -112,6 +112,22 @@ pub struct Exports {
     pub progress_bar: bool,
 }
 
+/// The server's side: metrics scraped, readiness, cache reset.
+#[derive(Clone, Debug)]
+pub struct ServerPlan {
+    /// `/metrics` URLs scraped (credentials kept for fetching; de-duplicated); empty = off.
+    pub metrics_urls: Vec<String>,
+    pub metrics_interval: Duration,
+    /// `--wait-for-server`.
+    pub wait: Option<Duration>,
+    pub reset_prefix_cache: bool,
+    /// `--server-kind`.
+    pub kind: Option<aiperf_core::server_metrics::ServerKind>,
+}
+
+/// Accepted `--server-metrics-interval` range (s).
+pub const SCRAPE_INTERVAL_RANGE: (f64, f64) = (0.01, 3600.0);
+
 /// Everything a replay needs to know, validated.
 #[derive(Clone, Debug)]
 pub struct ReplayPlan {
@@ -120,6 +136,7 @@ pub struct ReplayPlan {
     pub limits: Limits,
     pub counting: TokenCounting,
     pub exports: Exports,
+    pub server: ServerPlan,
     /// The options as written to the exports, secrets redacted.
     input_config: Value,
 }
@@ -276,6 +293,36 @@ impl ReplayPlan {
             Pattern::Poisson => ArrivalPattern::Poisson,
             Pattern::Constant => ArrivalPattern::Constant,
         };
+        let server = {
+            use aiperf_core::server_metrics::ServerKind;
+            let mut metrics_urls = Vec::new();
+            if !a.no_server_metrics {
+                for u in std::iter::once(&url).chain(&a.server_metrics) {
+                    let m = super::scraper::metrics_url(u);
+                    if !metrics_urls.contains(&m) {
+                        metrics_urls.push(m);
+                    }
+                }
+            }
+            let (lo, hi) = SCRAPE_INTERVAL_RANGE;
+            let i = a.server_metrics_interval;
+            ensure!(
+                i.is_finite() && (lo..=hi).contains(&i),
+                "--server-metrics-interval {i:?}: accepted is {lo} to {hi} seconds"
+            );
+            ServerPlan {
+                metrics_urls,
+                metrics_interval: Duration::from_secs_f64(i),
+                wait: a.wait_for_server.map(|w| seconds(w, "--wait-for-server", false)).transpose()?,
+                reset_prefix_cache: a.reset_prefix_cache,
+                kind: a.server_kind.map(|k| match k {
+                    ServerKindArg::Vllm => ServerKind::Vllm,
+                    ServerKindArg::Sglang => ServerKind::Sglang,
+                    ServerKindArg::Llamacpp => ServerKind::Llamacpp,
+                    ServerKindArg::Dynamo => ServerKind::Dynamo,
+                }),
+            }
+        };
         let input_config = json!({
             "model": a.model,
             "url": redact_url(&url),
@@ -308,6 +355,11 @@ impl ReplayPlan {
             "benchmark_grace_period": a.benchmark_grace_period,
             "tokenizer": a.tokenizer,
             "goodput": a.goodput,
+            "server_metrics": server.metrics_urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>(),
+            "server_metrics_interval": a.server_metrics_interval,
+            "wait_for_server": a.wait_for_server,
+            "reset_prefix_cache": a.reset_prefix_cache,
+            "server_kind": server.kind.map(|k| k.name()),
         });
         Ok(ReplayPlan {
             target: Target {
@@ -351,6 +403,7 @@ impl ReplayPlan {
                 TokenCounting::ServerWithClientBeside
             },
             exports: Exports { artifact_dir: a.artifact_dir, slos, progress_bar: a.ui_type != UiType::None },
+            server,
             input_config,
         })
     }
@@ -612,6 +665,31 @@ mod tests {
         let p = plan(&["-u", "http://alice:p%40ss@h:9", "--api-key", "sk-123456"]).unwrap();
         assert!(p.request_target().1.is_empty());
         assert_eq!(split_credentials("http://h/a@b"), ("http://h/a@b".to_owned(), None));
+    }
+
+    #[test]
+    fn server_metrics_urls_wait_and_reset() {
+        let p = plan(&["-u", "http://h:1/v1/"]).unwrap();
+        assert_eq!(p.server.metrics_urls, vec!["http://h:1/v1/metrics"]);
+        assert_eq!(p.server.metrics_interval, Duration::from_millis(333));
+        let p = plan(&["--server-metrics", "http://a:2", "http://localhost:8000/metrics", "b:3/"]).unwrap();
+        assert_eq!(
+            p.server.metrics_urls,
+            vec!["http://localhost:8000/metrics", "http://a:2/metrics", "http://b:3/metrics"]
+        );
+        assert!(plan(&["--no-server-metrics"]).unwrap().server.metrics_urls.is_empty());
+        assert!(plan(&["--no-server-metrics", "--server-metrics", "http://a"]).is_err());
+        assert!(
+            err(&["--server-metrics-interval", "0"])
+                .contains("--server-metrics-interval 0.0: accepted is 0.01 to 3600")
+        );
+        assert!(err(&["--wait-for-server=-1"]).contains("--wait-for-server -1.0"));
+        let p = plan(&["--wait-for-server", "5", "--reset-prefix-cache", "--server-kind", "llamacpp"]).unwrap();
+        assert_eq!(p.server.wait, Some(Duration::from_secs(5)));
+        assert!(p.server.reset_prefix_cache);
+        assert_eq!(p.server.kind, Some(aiperf_core::server_metrics::ServerKind::Llamacpp));
+        let cfg = plan(&["-u", "http://u:secret99@h:1"]).unwrap().input_config().to_string();
+        assert!(!cfg.contains("secret99") && cfg.contains("http://<redacted>@h:1/metrics"), "{cfg}");
     }
 
     #[test]
