@@ -263,6 +263,8 @@ pub fn parse(text: &str, limits: Limits) -> Result<Vec<Family>, ParseError> {
         if !rest.starts_with([' ', '\t']) {
             return Err(syntax(line, format!("{sample_name}: expected a space before the value")));
         }
+        // An OpenMetrics exemplar (` # {trace_id="…"} 1`) after the value is not a measurement.
+        let rest = rest.split_once(" # ").map_or(rest, |(v, _)| v);
         let mut fields = rest.split_whitespace();
         let v = fields.next().ok_or_else(|| syntax(line, format!("{sample_name}: no value")))?;
         let value = parse_value(v).ok_or_else(|| syntax(line, format!("{sample_name}: invalid value '{v}'")))?;
@@ -365,7 +367,8 @@ loose_metric 7 1700000000000
 
     #[test]
     fn special_values_and_eof() {
-        let f = parse("a NaN\nb +Inf\nc -Inf\nd 1e3\n# EOF\ngarbage here\n", DEFAULT_LIMITS).unwrap();
+        let f =
+            parse("a NaN\nb +Inf\nc -Inf\nd 1e3 # {trace_id=\"x\"} 1\n# EOF\ngarbage here\n", DEFAULT_LIMITS).unwrap();
         assert!(f[0].samples[0].value.is_nan());
         assert_eq!(f[1].samples[0].value, f64::INFINITY);
         assert_eq!(f[2].samples[0].value, f64::NEG_INFINITY);
@@ -399,7 +402,10 @@ loose_metric 7 1700000000000
         assert_eq!(parse(&long, l), Err(ParseError::LineTooLong { line: 1, limit: 100 }));
     }
 
-    fn render(families: &[(String, f64, Vec<(String, String)>)]) -> String {
+    /// (name, value, labels) of one gauge.
+    type Gauge = (String, f64, Labels);
+
+    fn render(families: &[Gauge]) -> String {
         let mut s = String::new();
         for (n, v, labels) in families {
             s.push_str(&format!("# TYPE {n} gauge\n{n}"));
@@ -426,7 +432,7 @@ loose_metric 7 1700000000000
                 1..8,
             )
         ) {
-            let list: Vec<(String, f64, Vec<(String, String)>)> =
+            let list: Vec<Gauge> =
                 fams.iter().map(|(n, (v, l))| (n.clone(), *v, l.clone().into_iter().collect())).collect();
             let parsed = parse(&render(&list), DEFAULT_LIMITS).unwrap();
             prop_assert_eq!(parsed.len(), list.len());

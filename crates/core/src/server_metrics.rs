@@ -133,6 +133,7 @@ impl EndpointSeries {
             if fam.kind == Kind::Summary || skipped(&fam.name) {
                 continue;
             }
+            let created_family = fam.name.ends_with("_created");
             let fi = match self.family_index.get(&fam.name) {
                 Some(&i) => i,
                 None => {
@@ -142,8 +143,9 @@ impl EndpointSeries {
                 }
             };
             for s in fam.samples {
-                // NaN and ±Inf are dropped as AIPerf does (a histogram's `le="+Inf"` is a label).
-                if !s.value.is_finite() {
+                // NaN and ±Inf are dropped as AIPerf does (a histogram's `le="+Inf"` is a label);
+                // so are creation timestamps (`x_created` beside `x_total`).
+                if !s.value.is_finite() || (s.name.ends_with("_created") && !created_family) {
                     continue;
                 }
                 let mut labels = s.labels;
@@ -900,6 +902,15 @@ vllm:e2e_request_latency_seconds_sum{{model_name=\"m\"}} {}
         let m = ServerMetrics::of(&[ep], 0);
         assert_eq!(m.counter_total("c"), Some(200.0));
         assert_eq!(*m.endpoints[0].scrape_offsets_s.last().unwrap(), 100.0);
+    }
+
+    #[test]
+    fn creation_timestamps_do_not_overwrite_counters() {
+        let mut ep = EndpointSeries::new("u", DEFAULT_SERIES_LIMITS);
+        let text = |v: u32| format!("# TYPE c counter\nc_total {v}\nc_created 1.7e9\n");
+        ep.add(0, 0, &text(1), true).unwrap();
+        ep.add(S, 0, &text(5), true).unwrap();
+        assert_eq!(ServerMetrics::of(&[ep], 0).counter_total("c"), Some(4.0));
     }
 
     #[test]

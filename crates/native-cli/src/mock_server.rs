@@ -645,3 +645,48 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
     );
     Ok(r)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prefix_cache_hits_leading_blocks_already_seen() {
+        let words: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
+        let a: Vec<&str> = words.iter().map(String::as_str).collect();
+        let mut c = PrefixCache::default();
+        assert_eq!(c.query(&a), 0);
+        // Same first 2 blocks (32 words), then different: 32 words hit; a partial block never hits.
+        let mut b = a[..35].to_vec();
+        b[33] = "other";
+        assert_eq!(c.query(&b), 32);
+        // A different first block: nothing after it counts, even if later blocks match.
+        let mut d = a.clone();
+        d[0] = "changed";
+        assert_eq!(c.query(&d), 0);
+        c.clear();
+        assert_eq!(c.query(&a), 0);
+        assert!(c.usage() > 0.0);
+    }
+
+    #[test]
+    fn the_exposition_is_prometheus_text_the_core_parses() {
+        let m = Counters::default();
+        m.running.fetch_add(1, Ordering::Relaxed);
+        m.finished(Duration::from_millis(30));
+        m.hits.fetch_add(16, Ordering::Relaxed);
+        let families =
+            aiperf_core::prometheus::parse(&m.exposition(0.5), aiperf_core::prometheus::DEFAULT_LIMITS).unwrap();
+        let get = |n: &str| families.iter().find(|f| f.name == n).unwrap();
+        assert_eq!(get("vllm:request_success").samples[0].value, 1.0);
+        assert_eq!(get("vllm:prefix_cache_hits").samples[0].value, 16.0);
+        assert_eq!(get("vllm:num_requests_running").samples[0].value, 0.0);
+        assert_eq!(get("vllm:kv_cache_usage_perc").samples[0].value, 0.5);
+        let h = get("vllm:e2e_request_latency_seconds");
+        assert_eq!(h.kind, aiperf_core::prometheus::Kind::Histogram);
+        // 30 ms falls in the 0.05 bucket: cumulative 0 at 0.01, 1 from 0.05 on.
+        let buckets: Vec<f64> = h.samples.iter().filter(|s| s.name.ends_with("_bucket")).map(|s| s.value).collect();
+        assert_eq!(buckets, vec![0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
+    }
+}
