@@ -53,6 +53,10 @@ fn pick(rows: &[Value]) -> (Vec<(usize, usize)>, Vec<usize>) {
     (pairs, unrelated)
 }
 
+/// The tests share one server: they run one at a time, so that each run's server-metric deltas
+/// and cache state are its own.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The server under test, which `scripts/test-real-server.sh` starts.
 fn server() -> (String, String) {
     let url = std::env::var("AIPERF_REAL_SERVER_URL")
@@ -88,6 +92,7 @@ fn slice(scale: u64, time_scale: u64) -> Vec<String> {
 /// Replays `lines` and checks: no errors, exact output lengths, and server-side cached tokens that
 /// follow the trace's shared prefixes. Returns (cached, expected) per request.
 fn replay_and_check(lines: &[String], extra: &[&str]) -> Vec<(f64, u64, u64)> {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (url, model) = server();
     let dir = tempfile::tempdir().unwrap();
     let trace = write_trace(dir.path(), lines);
@@ -219,6 +224,7 @@ fn replays_with_in_memory_synthesis_against_llama_cpp() {
 #[test]
 #[ignore = "needs a real llama.cpp server: scripts/test-real-server.sh"]
 fn completions_endpoint_against_llama_cpp() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (url, model) = server();
     let dir = tempfile::tempdir().unwrap();
     let lines: Vec<String> =

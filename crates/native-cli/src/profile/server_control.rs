@@ -103,6 +103,10 @@ impl Server<'_> {
         for p in &paths {
             match self.call(Method::POST, p).await {
                 Ok((s, _)) if s.is_success() => {}
+                Ok((s, _)) if kind == ServerKind::Llamacpp && s == StatusCode::NOT_IMPLEMENTED => bail!(
+                    "--reset-prefix-cache: POST {}{p} answered HTTP {s}: llama.cpp erases slots only when started with --slot-save-path DIR",
+                    self.shown
+                ),
                 Ok((s, body)) => bail!(
                     "--reset-prefix-cache: POST {}{p} answered HTTP {s}: {}",
                     self.shown,
