@@ -23,7 +23,7 @@ say "tests"
 # aiperf-web's native tests run once, in scripts/test-web.sh below.
 cargo test --workspace --exclude aiperf-web --locked
 
-say "fuzz targets build (trace parser, SSE parser)"
+say "fuzz targets build (trace parser, SSE parser, Prometheus parser)"
 # cargo-fuzz needs nightly compiler flags; RUSTC_BOOTSTRAP lets the stable toolchain accept them.
 (cd crates/core && RUSTC_BOOTSTRAP=1 cargo fuzz build --dev)
 
