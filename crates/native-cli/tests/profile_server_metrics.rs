@@ -194,3 +194,27 @@ fn reset_without_a_known_kind_is_a_clear_error() {
     assert!(!art.exists());
     assert!(mock.arrivals().is_empty(), "nothing was sent");
 }
+
+#[test]
+fn extra_endpoints_are_scraped_beside_the_url_and_a_broken_one_is_warned_once() {
+    let (served, idle, broken) = (Mock::start(&[]), Mock::start(&[]), Mock::start(&["--metrics-garbage"]));
+    let dir = tempfile::tempdir().unwrap();
+    let (t, art) = (trace(dir.path(), 6), dir.path().join("art"));
+    let extra = [&served.url, &idle.url, &broken.url].map(|u| format!("{u}/metrics"));
+    let args = [RUN, &["--server-metrics", &extra[0], &extra[1], &extra[2]]].concat();
+    let out = profile_on(&served.url, &t, &art, &args, LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches("warning: server metrics from").count(), 1, "{stderr}");
+    assert!(stderr.contains(&extra[2]), "{stderr}");
+    let m = json(&art.join("server_metrics_export.json"));
+    // `--url`'s own /metrics is the first extra one: de-duplicated.
+    assert_eq!(m["summary"]["endpoints_configured"], 3);
+    assert_eq!(m["summary"]["endpoints_successful"], 2);
+    let series = m["metrics"]["vllm:request_success"]["series"].as_array().unwrap();
+    let total =
+        |url: &str| series.iter().find(|s| s["endpoint_url"] == url).map(|s| s["stats"]["total"].as_f64().unwrap());
+    assert_eq!(total(&extra[0]), Some(6.0));
+    assert_eq!(total(&extra[1]), Some(0.0));
+    assert_eq!(total(&extra[2]), None);
+}
