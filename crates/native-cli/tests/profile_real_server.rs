@@ -7,7 +7,10 @@
 //! turns that continue an earlier request of the trace, each sent shortly after that earlier
 //! request, with an unrelated request in between. Every request must succeed, output lengths must
 //! match the trace with `ignore_eos`, and the server's `cached_tokens` must be high exactly where
-//! the trace shares prefixes.
+//! the trace shares prefixes. The server's `/metrics` (llama.cpp `--metrics`) is scraped and
+//! exported, and its counters must agree with `usage` (tokens predicted = completion tokens,
+//! prompt tokens evaluated = prompt tokens − cached tokens); the first run starts cold
+//! (`--reset-prefix-cache` erases the slots).
 #![allow(clippy::unwrap_used)]
 
 mod common;
