@@ -18,16 +18,20 @@
 //! - [`timeslices`]: a run's metrics per slice of time (`--slice-duration`);
 //! - [`sweep`]: sweep summaries and repeated runs with confidence intervals;
 //! - [`search`]: the capacity search as a state machine (which load to measure next).
+//! - [`prometheus`]: a strict parser of the Prometheus text format;
+//! - [`server_metrics`]: a server's scraped metrics over a run, their exports and the comparison.
 
 pub mod analysis;
 pub mod dispatch;
 pub mod formats;
 pub mod metrics;
+pub mod prometheus;
 pub mod prompt_hash;
 pub mod report;
 pub mod results;
 pub mod schedule;
 pub mod search;
+pub mod server_metrics;
 pub mod sharding;
 pub mod sse;
 pub mod stats;

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value, json};
 
 use crate::metrics::{Metric, Report, RequestMetrics, RequestRecord, UrlReport};
+use crate::server_metrics::ServerView;
 use crate::sharding::Sharding;
 use crate::stats::{Distribution, REPORT_PERCENTILES};
 
@@ -36,6 +37,8 @@ pub struct RunSummary {
     pub urls: Vec<String>,
     /// The shard this run was, or the shards it merges (`None` for an unsharded run).
     pub sharding: Option<crate::sharding::Sharding>,
+    /// The server's numbers from its metrics, when they were scraped.
+    pub server: Option<ServerView>,
 }
 
 /// A summary file of a run.
@@ -182,6 +185,9 @@ pub fn summary_json(s: &RunSummary) -> String {
         m.insert("client_cpu".into(), json!({"seconds": cpu, "us_per_request": cpu_per_request_us(s, cpu)}));
     }
     m.insert("startup_ms".into(), json!(s.startup_ms));
+    if let Some(v) = &s.server {
+        m.insert("prefix_cache_comparison".into(), comparison_json(&s.report, v));
+    }
     if let Some((prog, meas)) = s.calibration {
         m.insert("calibration".into(), json!({"programmed_ttft_ms": prog, "measured_ttft_p50_ms": meas}));
     }
@@ -334,6 +340,9 @@ pub fn console_table(s: &RunSummary) -> String {
         }
         out.push('\n');
     }
+    if let Some(v) = &s.server {
+        console_server(&mut out, &s.report, v);
+    }
     if let Some((w, e)) = s.warmup {
         let _ = writeln!(out, "Warmup: {w} request(s), {e} error(s), not measured");
     }
@@ -395,6 +404,49 @@ pub fn console_table(s: &RunSummary) -> String {
     out
 }
 
+/// The three prefix-cache hit rates side by side, and the server's KV-cache and queue numbers.
+fn comparison_json(r: &Report, v: &ServerView) -> Value {
+    json!({
+        "trace_theoretical": r.expected_cache_hit_rate,
+        "server_metrics": v.prefix_cache_hit_rate.as_ref().map(|s| s.value),
+        "server_metrics_source": v.prefix_cache_hit_rate.as_ref().map(|s| &s.source),
+        "usage_cached_tokens": r.cache_hit_rate,
+        "server_kv_cache_usage": v.kv_cache_usage.as_ref().map(|s| json!({"avg": s.value.0, "max": s.value.1, "source": s.source})),
+        "server_queue_depth": v.queue_depth_max.as_ref().map(|s| json!({"max": s.value, "source": s.source})),
+        "server_running_requests": v.running_max.as_ref().map(|s| json!({"max": s.value, "source": s.source})),
+    })
+}
+
+fn console_server(out: &mut String, r: &Report, v: &ServerView) {
+    let pct = |x: Option<f64>| x.map_or_else(|| "n/a".to_owned(), |x| format!("{:.2}%", x * 100.0));
+    let _ = writeln!(
+        out,
+        "Prefix-cache hit rate: trace (theoretical) {} | server metrics {}{} | usage cached_tokens {}",
+        pct(r.expected_cache_hit_rate),
+        pct(v.prefix_cache_hit_rate.as_ref().map(|s| s.value)),
+        v.prefix_cache_hit_rate.as_ref().map_or_else(String::new, |s| format!(" ({})", s.source)),
+        pct(r.cache_hit_rate)
+    );
+    let mut parts = Vec::new();
+    if let Some(s) = &v.kv_cache_usage {
+        parts.push(format!(
+            "KV-cache usage avg {:.1}%, max {:.1}% ({})",
+            s.value.0 * 100.0,
+            s.value.1 * 100.0,
+            s.source
+        ));
+    }
+    if let Some(s) = &v.queue_depth_max {
+        parts.push(format!("queue depth max {} ({})", s.value, s.source));
+    }
+    if let Some(s) = &v.running_max {
+        parts.push(format!("running max {} ({})", s.value, s.source));
+    }
+    if !parts.is_empty() {
+        let _ = writeln!(out, "Server: {}", parts.join("; "));
+    }
+}
+
 /// UTC `YYYY-MM-DDTHH:MM:SS.ffffffZ` of nanoseconds since the Unix epoch.
 pub fn iso8601(ns: u128) -> String {
     let secs = (ns / 1_000_000_000).min(i64::MAX as u128) as i64;
@@ -453,6 +505,7 @@ mod tests {
             startup_ms: 12.0,
             urls: Vec::new(),
             sharding: None,
+            server: None,
         }
     }
 
@@ -569,6 +622,34 @@ mod tests {
         let line = String::from_utf8(record_line(&rec, Some(&m))).unwrap();
         assert!(line.ends_with("}\n"));
         insta::assert_snapshot!(line);
+    }
+
+    #[test]
+    fn the_three_hit_rates_are_shown_side_by_side() {
+        use crate::server_metrics::Sourced;
+        let mut s = sample();
+        s.report.expected_cache_hit_rate = Some(0.5);
+        s.report.cache_hit_rate = Some(0.25);
+        s.server = Some(ServerView {
+            prefix_cache_hit_rate: Some(Sourced {
+                value: 0.4,
+                source: "vllm:prefix_cache_hits / vllm:prefix_cache_queries".into(),
+            }),
+            kv_cache_usage: Some(Sourced { value: (0.1, 0.3), source: "vllm:kv_cache_usage_perc".into() }),
+            queue_depth_max: Some(Sourced { value: 3.0, source: "vllm:num_requests_waiting".into() }),
+            running_max: None,
+        });
+        let table = console_table(&s);
+        assert!(table.contains("Prefix-cache hit rate: trace (theoretical) 50.00% | server metrics 40.00% (vllm:prefix_cache_hits / vllm:prefix_cache_queries) | usage cached_tokens 25.00%"), "{table}");
+        assert!(table.contains("Server: KV-cache usage avg 10.0%, max 30.0% (vllm:kv_cache_usage_perc); queue depth max 3 (vllm:num_requests_waiting)"), "{table}");
+        let j: Value = serde_json::from_str(&summary_json(&s)).unwrap();
+        let c = &j["prefix_cache_comparison"];
+        assert_eq!(
+            (c["trace_theoretical"].as_f64(), c["server_metrics"].as_f64(), c["usage_cached_tokens"].as_f64()),
+            (Some(0.5), Some(0.4), Some(0.25))
+        );
+        assert_eq!(c["server_kv_cache_usage"]["max"], 0.3);
+        assert_eq!(c["server_queue_depth"]["max"], 3.0);
     }
 
     #[test]

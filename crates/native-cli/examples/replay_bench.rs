@@ -2,7 +2,7 @@
 //!
 //! Usage: `cargo build --release -p aiperf-cli && cargo run --release -p aiperf-cli --example
 //! replay_bench -- [SCENARIO…]` with scenarios `lateness`, `max-rate`, `startup`, `streams`,
-//! `burst`, `shards` (`SHARDS=1,2,4` picks the shard counts) (default: all). With `AIPERF_BIN=/path/to/aiperf` the
+//! `burst`, `shards`, `scraping` (`SHARDS=1,2,4` picks the shard counts) (default: all). With `AIPERF_BIN=/path/to/aiperf` the
 //! `lateness`, `max-rate` and `startup`
 //! scenarios also run AIPerf on the same traces against the same mock server.
 //!
@@ -199,6 +199,46 @@ fn lateness(dir: &Path) {
                 arr.len(),
                 cpu * 1e6 / arr.len() as f64
             );
+        }
+    }
+}
+
+/// The cost of scraping the server's metrics: the same fixed-schedule run without scraping, with
+/// the default 333 ms interval and with a 10 ms interval (30× more scrapes), interleaved twice.
+fn scraping(dir: &Path) {
+    println!("\n## Send lateness with and without server-metrics scraping (fixed schedule, streaming)");
+    println!(
+        "| scraping | rate (req/s) | requests | scrapes | server-side lateness p50 / p99 / max (ms) | client-reported p50 / p99 (ms) | CPU µs/request |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (rate, n) in [(100.0, 2000), (1000.0, 10000)] {
+        let trace = dir.join(format!("scrape-rate{rate}.jsonl"));
+        rate_trace(&trace, rate, n);
+        for round in 0..2 {
+            for (name, extra) in [
+                ("off", &["--no-server-metrics"][..]),
+                ("every 333 ms", &[][..]),
+                ("every 10 ms", &["--server-metrics-interval", "0.01"][..]),
+            ] {
+                let mock = start_mock(&[]);
+                let art = dir.join(format!("art-scrape-{rate}-{round}-{}", name.replace(' ', "_")));
+                let (_, cpu) = timed(&mut ours(&mock.url, &trace, &art, &[&["--fixed-schedule"], extra].concat()));
+                let arr = arrivals(&mock);
+                let (p50, p99, max) = server_lateness(&arr, rate);
+                let s = summary(&art);
+                let scrapes = std::fs::read_to_string(art.join("server_metrics_export.json"))
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                    .and_then(|v| v["summary"]["endpoint_info"].as_object()?.values().next()?["total_fetches"].as_u64())
+                    .unwrap_or(0);
+                println!(
+                    "| {name} | {rate} | {} | {scrapes} | {p50:.3} / {p99:.3} / {max:.3} | {:.3} / {:.3} | {:.0} |",
+                    arr.len(),
+                    s["send_lateness"]["p50"].as_f64().unwrap_or(f64::NAN),
+                    s["send_lateness"]["p99"].as_f64().unwrap_or(f64::NAN),
+                    cpu * 1e6 / arr.len().max(1) as f64
+                );
+            }
         }
     }
 }
@@ -516,5 +556,8 @@ fn main() {
     }
     if want("shards") {
         shards(dir.path());
+    }
+    if want("scraping") {
+        scraping(dir.path());
     }
 }

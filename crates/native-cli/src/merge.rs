@@ -143,6 +143,8 @@ pub fn run(args: Args) -> Result<()> {
     };
     let summary = RunSummary {
         urls,
+        // Every shard scraped the server on its own; those views stay in the shard folders.
+        server: None,
         report: aggregate.report(!slos.is_empty()),
         input_config,
         was_cancelled: partial || shards.iter().any(|s| s.was_cancelled),

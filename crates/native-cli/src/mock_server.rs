@@ -12,6 +12,13 @@
 //! for `--idle-timeout-seconds` are closed; when the process runs out of file descriptors, accepting
 //! backs off instead of spinning. With `--tls-cert`/`--tls-key` it serves HTTPS (rustls).
 //!
+//! Like vLLM it serves `/metrics` (Prometheus text, vLLM's names) and the cache-reset endpoints of
+//! vLLM (`POST /reset_prefix_cache`), SGLang (`POST /flush_cache`) and llama.cpp (`GET /slots`,
+//! `POST /slots/{id}?action=erase`); each reset is logged to `--arrivals-file` as
+//! `{"reset": path}` so a test can see that it came before the first completion. Its prefix cache
+//! is a simple block-hash model ([`PrefixCache`]): the prompt's words, in blocks of
+//! [`CACHE_BLOCK_WORDS`], chain-hashed; a request hits the leading blocks already seen.
+//!
 //! Its load model (`--slots N`) makes its capacity known: at most N requests are served at once,
 //! each holding its slot from the start of its TTFT to its last token; the others wait in a FIFO
 //! queue, so TTFT grows with load. A request asking for `t` tokens holds a slot for
@@ -100,6 +107,9 @@ pub struct Args {
     /// The private key of `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Serve an HTML page at /metrics instead of Prometheus text (to test scrapers).
+    #[arg(long)]
+    pub metrics_garbage: bool,
 }
 
 /// The TLS acceptor of `--tls-cert`/`--tls-key`.
@@ -160,6 +170,125 @@ pub fn capacity(slots: u32, ttft_ms: f64, itl_ms: f64, tokens: u64) -> f64 {
     if hold_s > 0.0 { f64::from(slots) / hold_s } else { f64::INFINITY }
 }
 
+/// Words per block of the mock's prefix cache (its "tokens" are the prompt's words).
+pub const CACHE_BLOCK_WORDS: usize = 16;
+/// Blocks the mock's prefix cache holds; when full it is emptied (a crude eviction).
+pub const CACHE_CAPACITY_BLOCKS: usize = 1 << 16;
+
+/// The mock's prefix cache: chained hashes of full blocks of [`CACHE_BLOCK_WORDS`] words; a
+/// request's hit is the words of its leading blocks already stored (vLLM counts queries and hits
+/// in tokens the same way).
+#[derive(Default)]
+pub struct PrefixCache {
+    blocks: std::collections::HashSet<u64>,
+}
+
+impl PrefixCache {
+    /// Looks `words` up and stores their blocks; returns the words hit.
+    pub fn query(&mut self, words: &[&str]) -> u64 {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let mut parent = 0u64;
+        let mut hit = 0u64;
+        let mut prefix = true;
+        for block in words.chunks_exact(CACHE_BLOCK_WORDS) {
+            let mut h = DefaultHasher::new();
+            (parent, block).hash(&mut h);
+            parent = h.finish();
+            if prefix && self.blocks.contains(&parent) {
+                hit += CACHE_BLOCK_WORDS as u64;
+            } else {
+                prefix = false;
+                if self.blocks.len() >= CACHE_CAPACITY_BLOCKS {
+                    self.blocks.clear();
+                }
+                self.blocks.insert(parent);
+            }
+        }
+        hit
+    }
+
+    pub fn clear(&mut self) {
+        self.blocks.clear();
+    }
+
+    /// Fraction of the capacity in use.
+    pub fn usage(&self) -> f64 {
+        self.blocks.len() as f64 / CACHE_CAPACITY_BLOCKS as f64
+    }
+}
+
+/// What the mock's `/metrics` reports.
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    prompt_tokens: AtomicU64,
+    generation_tokens: AtomicU64,
+    queries: AtomicU64,
+    hits: AtomicU64,
+    running: AtomicU64,
+    /// Requests finished, by latency bucket ([`LATENCY_BUCKETS`] and +Inf), and their sum (µs).
+    latency_buckets: [AtomicU64; LATENCY_BUCKETS.len() + 1],
+    latency_sum_us: AtomicU64,
+}
+
+/// Upper bounds (s) of the mock's end-to-end latency histogram.
+const LATENCY_BUCKETS: [f64; 6] = [0.01, 0.05, 0.1, 0.5, 1.0, 5.0];
+
+impl Counters {
+    fn finished(&self, latency: Duration) {
+        let s = latency.as_secs_f64();
+        let i = LATENCY_BUCKETS.iter().position(|&b| s <= b).unwrap_or(LATENCY_BUCKETS.len());
+        self.latency_buckets[i].fetch_add(1, Ordering::Relaxed);
+        self.latency_sum_us.fetch_add(latency.as_micros() as u64, Ordering::Relaxed);
+        self.running.fetch_sub(1, Ordering::Relaxed);
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn exposition(&self, usage: f64) -> String {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut out = String::new();
+        let mut metric = |name: &str, kind: &str, help: &str, value: String| {
+            out.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{{model_name=\"mock\"}} {value}\n"
+            ));
+        };
+        metric("vllm:num_requests_running", "gauge", "Requests being answered.", g(&self.running).to_string());
+        metric("vllm:num_requests_waiting", "gauge", "Requests waiting (the mock has no queue).", "0".into());
+        metric("vllm:kv_cache_usage_perc", "gauge", "Fraction of the mock's prefix cache in use.", usage.to_string());
+        metric("vllm:request_success_total", "counter", "Requests answered.", g(&self.requests).to_string());
+        metric("vllm:prompt_tokens_total", "counter", "Prompt words received.", g(&self.prompt_tokens).to_string());
+        metric("vllm:generation_tokens_total", "counter", "Tokens generated.", g(&self.generation_tokens).to_string());
+        metric(
+            "vllm:prefix_cache_queries_total",
+            "counter",
+            "Prefix cache queries, in prompt words.",
+            g(&self.queries).to_string(),
+        );
+        metric(
+            "vllm:prefix_cache_hits_total",
+            "counter",
+            "Prefix cache hits, in prompt words.",
+            g(&self.hits).to_string(),
+        );
+        out.push_str("# HELP vllm:e2e_request_latency_seconds End-to-end latency of answered requests.\n");
+        out.push_str("# TYPE vllm:e2e_request_latency_seconds histogram\n");
+        let mut cumulative = 0;
+        for (i, b) in self.latency_buckets.iter().enumerate() {
+            cumulative += g(b);
+            let le = LATENCY_BUCKETS.get(i).map_or_else(|| "+Inf".to_owned(), |v| v.to_string());
+            out.push_str(&format!(
+                "vllm:e2e_request_latency_seconds_bucket{{le=\"{le}\",model_name=\"mock\"}} {cumulative}\n"
+            ));
+        }
+        out.push_str(&format!("vllm:e2e_request_latency_seconds_count{{model_name=\"mock\"}} {cumulative}\n"));
+        out.push_str(&format!(
+            "vllm:e2e_request_latency_seconds_sum{{model_name=\"mock\"}} {}\n",
+            g(&self.latency_sum_us) as f64 / 1e6
+        ));
+        out
+    }
+}
+
 /// Default of `--max-output-tokens`: a million tokens (a few MB of text).
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 1_000_000;
 /// Default of `--max-request-bytes`: 64 MiB.
@@ -205,6 +334,31 @@ struct State {
     counter: AtomicU64,
     arrivals: Option<Mutex<BufWriter<Box<dyn Write + Send>>>>,
     slots: Option<Slots>,
+    metrics: Counters,
+    cache: Mutex<PrefixCache>,
+}
+
+impl State {
+    fn log(&self, line: &Value) {
+        if let Some(log) = &self.arrivals
+            && let Ok(mut w) = log.lock()
+        {
+            let _ = writeln!(w, "{line}");
+            let _ = w.flush();
+        }
+    }
+}
+
+/// Ends a request's `running` count and records its latency when dropped (a stream may end early).
+struct Finish {
+    state: Arc<State>,
+    started: std::time::Instant,
+}
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        self.state.metrics.finished(self.started.elapsed());
+    }
 }
 
 /// Whether request `n` gets a fault of this rate (`salt` decorrelates faults).
@@ -245,7 +399,14 @@ pub fn run(args: Args) -> Result<()> {
         let idle = Duration::from_secs_f64(args.idle_timeout_seconds);
         let exit_after = args.exit_after_seconds;
         let slots = args.slots.map(Slots::new);
-        let state = Arc::new(State { args, counter: AtomicU64::new(0), arrivals, slots });
+        let state = Arc::new(State {
+            args,
+            counter: AtomicU64::new(0),
+            arrivals,
+            slots,
+            metrics: Counters::default(),
+            cache: Mutex::new(PrefixCache::default()),
+        });
         let serve = async {
             loop {
                 let (stream, _) = match listener.accept().await {
@@ -342,6 +503,52 @@ fn words_in(v: &Value) -> u64 {
     }
 }
 
+/// The prompt's words in order (the messages' contents, or the prompt string).
+fn words_of<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::String(s) => out.extend(s.split_whitespace()),
+        Value::Array(a) => a.iter().filter_map(|m| m.get("content")).for_each(|c| words_of(c, out)),
+        _ => {}
+    }
+}
+
+/// `/metrics`, the cache resets and `/slots`; `None` for other paths.
+fn admin(state: &State, method: &hyper::Method, path: &str, query: Option<&str>) -> Option<Response<Body>> {
+    let reset = |state: &State| {
+        if let Ok(mut c) = state.cache.lock() {
+            c.clear();
+        }
+        let ns = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        state.log(&json!({"reset": path, "query": query, "arrival_ns": ns.to_string()}));
+    };
+    match (method.as_str(), path) {
+        ("GET", "/metrics") => {
+            let body = if state.args.metrics_garbage {
+                "<html><body><h1>Not metrics</h1></body></html>".to_owned()
+            } else {
+                let usage = state.cache.lock().map(|c| c.usage()).unwrap_or(0.0);
+                state.metrics.exposition(usage)
+            };
+            let mut r = Response::new(Full::new(Bytes::from(body)).map_err(|e: Infallible| match e {}).boxed());
+            r.headers_mut()
+                .insert("content-type", hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"));
+            Some(r)
+        }
+        ("POST", "/reset_prefix_cache" | "/flush_cache") => {
+            reset(state);
+            Some(full(StatusCode::OK, json!({"status": "ok"})))
+        }
+        ("GET", "/slots") => {
+            Some(full(StatusCode::OK, json!([{"id": 0, "is_processing": false}, {"id": 1, "is_processing": false}])))
+        }
+        ("POST", p) if p.starts_with("/slots/") && query == Some("action=erase") => {
+            reset(state);
+            Some(full(StatusCode::OK, json!({"id_slot": p.trim_start_matches("/slots/"), "n_erased": 0})))
+        }
+        _ => None,
+    }
+}
+
 async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Result<Response<Body>, Infallible> {
     let arrival_ns = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let path = req.uri().path().to_owned();
@@ -351,6 +558,9 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
         "affinity": header("x-session-affinity"), "user_agent": header("user-agent")});
     if path == "/health" || path == "/v1/models" {
         return Ok(full(StatusCode::OK, json!({"status": "ok", "data": [{"id": "mock", "object": "model"}]})));
+    }
+    if let Some(r) = admin(&state, req.method(), &path, req.uri().query()) {
+        return Ok(r);
     }
     let chat = path.ends_with("/chat/completions");
     if !chat && !path.ends_with("/completions") {
@@ -384,15 +594,13 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
     let ignore_eos = body.get("ignore_eos").and_then(Value::as_bool).unwrap_or(false);
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
-    let prompt_tokens = words_in(body.get(if chat { "messages" } else { "prompt" }).unwrap_or(&Value::Null));
-    if let Some(log) = &state.arrivals {
+    let prompt = body.get(if chat { "messages" } else { "prompt" }).unwrap_or(&Value::Null);
+    let prompt_tokens = words_in(prompt);
+    if state.arrivals.is_some() {
         let line = json!({"n": n, "arrival_ns": arrival_ns.to_string(), "path": path, "auth": auth, "stream": stream,
             "max_tokens": max_tokens, "prompt_tokens": prompt_tokens, "session_hint": body.get("user"),
             "headers": ids});
-        if let Ok(mut w) = log.lock() {
-            let _ = writeln!(w, "{line}");
-            let _ = w.flush();
-        }
+        state.log(&line);
     }
     if hits(n, a.error_rate, 0) {
         return Ok(full(
@@ -408,8 +616,20 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
         tokens += 5;
     }
     let finish = if Some(tokens) == max_tokens { "length" } else { "stop" };
+    let cached = {
+        let mut words = Vec::new();
+        words_of(prompt, &mut words);
+        state.cache.lock().map(|mut c| c.query(&words)).unwrap_or(0)
+    };
+    let m = &state.metrics;
+    m.running.fetch_add(1, Ordering::Relaxed);
+    let done = Finish { state: state.clone(), started: std::time::Instant::now() };
+    m.prompt_tokens.fetch_add(prompt_tokens, Ordering::Relaxed);
+    m.generation_tokens.fetch_add(tokens, Ordering::Relaxed);
+    m.queries.fetch_add(prompt_tokens, Ordering::Relaxed);
+    m.hits.fetch_add(cached, Ordering::Relaxed);
     let usage = json!({"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens,
-        "prompt_tokens_details": {"cached_tokens": 0}});
+        "prompt_tokens_details": {"cached_tokens": cached}});
     let ttft = Duration::from_secs_f64(a.ttft_ms.max(0.0) / 1e3);
     let itl = Duration::from_secs_f64(a.itl_ms.max(0.0) / 1e3);
     let id = format!("mock-{n}");
@@ -438,6 +658,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
     let stall = hits(n, a.stall_rate, 3 * 7919);
     tokio::spawn(async move {
         let _slot = slot;
+        let _done = done;
         let ev = |v: Value| format!("data: {v}\n\n");
         let chunk = |delta: Value, finish: Value| {
             if chat {
@@ -571,5 +792,44 @@ mod tests {
             assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4, 5]);
             assert_eq!(most.load(Ordering::SeqCst), 2);
         });
+    }
+
+    #[test]
+    fn the_prefix_cache_hits_leading_blocks_already_seen() {
+        let words: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
+        let a: Vec<&str> = words.iter().map(String::as_str).collect();
+        let mut c = PrefixCache::default();
+        assert_eq!(c.query(&a), 0);
+        // Same first 2 blocks (32 words), then different: 32 words hit; a partial block never hits.
+        let mut b = a[..35].to_vec();
+        b[33] = "other";
+        assert_eq!(c.query(&b), 32);
+        // A different first block: nothing after it counts, even if later blocks match.
+        let mut d = a.clone();
+        d[0] = "changed";
+        assert_eq!(c.query(&d), 0);
+        c.clear();
+        assert_eq!(c.query(&a), 0);
+        assert!(c.usage() > 0.0);
+    }
+
+    #[test]
+    fn the_exposition_is_prometheus_text_the_core_parses() {
+        let m = Counters::default();
+        m.running.fetch_add(1, Ordering::Relaxed);
+        m.finished(Duration::from_millis(30));
+        m.hits.fetch_add(16, Ordering::Relaxed);
+        let families =
+            aiperf_core::prometheus::parse(&m.exposition(0.5), aiperf_core::prometheus::DEFAULT_LIMITS).unwrap();
+        let get = |n: &str| families.iter().find(|f| f.name == n).unwrap();
+        assert_eq!(get("vllm:request_success").samples[0].value, 1.0);
+        assert_eq!(get("vllm:prefix_cache_hits").samples[0].value, 16.0);
+        assert_eq!(get("vllm:num_requests_running").samples[0].value, 0.0);
+        assert_eq!(get("vllm:kv_cache_usage_perc").samples[0].value, 0.5);
+        let h = get("vllm:e2e_request_latency_seconds");
+        assert_eq!(h.kind, aiperf_core::prometheus::Kind::Histogram);
+        // 30 ms falls in the 0.05 bucket: cumulative 0 at 0.01, 1 from 0.05 on.
+        let buckets: Vec<f64> = h.samples.iter().filter(|s| s.name.ends_with("_bucket")).map(|s| s.value).collect();
+        assert_eq!(buckets, vec![0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
     }
 }

@@ -7,7 +7,10 @@
 //! turns that continue an earlier request of the trace, each sent shortly after that earlier
 //! request, with an unrelated request in between. Every request must succeed, output lengths must
 //! match the trace with `ignore_eos`, and the server's `cached_tokens` must be high exactly where
-//! the trace shares prefixes.
+//! the trace shares prefixes. The server's `/metrics` (llama.cpp `--metrics`) is scraped and
+//! exported, and its counters must agree with `usage` (tokens predicted = completion tokens,
+//! prompt tokens evaluated = prompt tokens − cached tokens); the first run starts cold
+//! (`--reset-prefix-cache` erases the slots).
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -53,6 +56,10 @@ fn pick(rows: &[Value]) -> (Vec<(usize, usize)>, Vec<usize>) {
     (pairs, unrelated)
 }
 
+/// The tests share one server: they run one at a time, so that each run's server-metric deltas
+/// and cache state are its own.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The server under test, which `scripts/test-real-server.sh` starts.
 fn server() -> (String, String) {
     let url = std::env::var("AIPERF_REAL_SERVER_URL")
@@ -88,6 +95,7 @@ fn slice(scale: u64, time_scale: u64) -> Vec<String> {
 /// Replays `lines` and checks: no errors, exact output lengths, and server-side cached tokens that
 /// follow the trace's shared prefixes. Returns (cached, expected) per request.
 fn replay_and_check(lines: &[String], extra: &[&str]) -> Vec<(f64, u64, u64)> {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (url, model) = server();
     let dir = tempfile::tempdir().unwrap();
     let trace = write_trace(dir.path(), lines);
@@ -135,14 +143,45 @@ fn replay_and_check(lines: &[String], extra: &[&str]) -> Vec<(f64, u64, u64)> {
         cached_sum as f64 >= 0.5 * expected_sum as f64,
         "server cached {cached_sum} of {expected_sum} shareable tokens"
     );
+    check_server_metrics(&art, &records);
     out
+}
+
+/// llama.cpp's `/metrics` (started with `--metrics`) was scraped and exported over the profiling
+/// window, and its counters agree with `usage`: `tokens_predicted` is the completion tokens, and
+/// `prompt_tokens` counts the prompt tokens it evaluated, i.e. those it did not take from its cache.
+fn check_server_metrics(art: &std::path::Path, records: &[Value]) {
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(art.join("server_metrics_export.json")).unwrap()).unwrap();
+    let total = |name: &str| -> f64 {
+        m["metrics"][name]["series"][0]["stats"]["total"].as_f64().unwrap_or_else(|| panic!("{name} not exported"))
+    };
+    let usage = |f: &str| records.iter().map(|r| r["metadata"]["usage"][f].as_f64().unwrap_or(0.0)).sum::<f64>();
+    let n = records.len() as f64;
+    let (prompt, cached, completion) = (usage("prompt_tokens"), usage("cached_tokens"), usage("completion_tokens"));
+    let (evaluated, predicted) = (total("llamacpp:prompt_tokens"), total("llamacpp:tokens_predicted"));
+    println!(
+        "llama.cpp metrics: prompt tokens evaluated {evaluated} (usage: {prompt} sent, {cached} cached, {} to evaluate); tokens predicted {predicted} (usage: {completion})",
+        prompt - cached
+    );
+    assert!((predicted - completion).abs() <= n, "tokens_predicted {predicted} vs usage {completion}");
+    // llama.cpp re-evaluates the last prompt token of a cached prompt: allow a token or two per request.
+    assert!(
+        evaluated >= prompt - cached - 2.0 * n && evaluated <= prompt + 2.0 * n,
+        "prompt tokens evaluated {evaluated}, usage: {prompt} sent, {cached} cached"
+    );
+    let s = summary(art);
+    let c = &s["prefix_cache_comparison"];
+    assert!(c["server_metrics"].as_f64().is_some(), "{c}");
+    assert!(c["server_metrics_source"].as_str().unwrap().contains("llamacpp:prompt_tokens"), "{c}");
 }
 
 #[test]
 #[ignore = "needs a real llama.cpp server: scripts/test-real-server.sh"]
 fn replays_a_conversation_slice_against_llama_cpp() {
     let block = (512 / SCALE).to_string();
-    let rows = replay_and_check(&slice(SCALE, 1), &["--isl-block-size", &block]);
+    // Started cold: the server's slots are erased first (the kind is told by its metric names).
+    let rows = replay_and_check(&slice(SCALE, 1), &["--isl-block-size", &block, "--reset-prefix-cache"]);
     let (mut deep_ratio, mut deep_n, mut shallow_ratio, mut shallow_n) = (0.0, 0, 0.0, 0);
     for (isl, expected, cached) in rows {
         if expected as f64 >= 0.5 * isl {
@@ -188,6 +227,7 @@ fn replays_with_in_memory_synthesis_against_llama_cpp() {
 #[test]
 #[ignore = "needs a real llama.cpp server: scripts/test-real-server.sh"]
 fn completions_endpoint_against_llama_cpp() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (url, model) = server();
     let dir = tempfile::tempdir().unwrap();
     let lines: Vec<String> =

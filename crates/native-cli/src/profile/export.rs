@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use aiperf_core::results::{RECORDS_FILE, RunSummary, SummaryFormat};
+use aiperf_core::server_metrics::{self, ServerMetrics};
 use aiperf_core::timeslices::{TIMESLICES_CSV, TIMESLICES_JSON, TimeSlices, timeslices_csv, timeslices_json};
 use anyhow::{Context, Result};
 
@@ -14,6 +15,24 @@ use crate::output;
 /// Opens `profile_export.jsonl` in `dir` for the records stage.
 pub fn records_file(dir: &Path) -> Result<Box<dyn Write + Send>> {
     output::create_stream(&dir.join(RECORDS_FILE))
+}
+
+/// Writes `server_metrics_export.json` and `.csv` into `dir`; both are attempted.
+pub fn write_server_metrics(dir: &Path, m: &ServerMetrics, input_config: &serde_json::Value) -> Result<()> {
+    let mut first_error = None;
+    for (name, text) in [
+        (server_metrics::JSON_FILE, server_metrics::export_json(m, input_config)),
+        (server_metrics::CSV_FILE, server_metrics::export_csv(m)),
+    ] {
+        let path = dir.join(name);
+        if let Err(e) =
+            output::write_output(&path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
+        {
+            eprintln!("error: {e:#}");
+            first_error.get_or_insert(e);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
 }
 
 /// Writes every summary file into `dir`; all are attempted, the first failure is returned.

@@ -24,6 +24,8 @@ pub mod prompt;
 pub mod proxy;
 pub mod records;
 pub mod request;
+pub mod scraper;
+pub mod server_control;
 pub mod tls;
 pub mod transport;
 
@@ -97,6 +99,7 @@ pub fn run_one(
     let outputs: Vec<std::path::PathBuf> = std::iter::once(aiperf_core::results::RECORDS_FILE)
         .chain(aiperf_core::results::SummaryFormat::ALL.map(|f| f.file_name()))
         .chain(slice_files.into_iter().flatten())
+        .chain([aiperf_core::server_metrics::JSON_FILE, aiperf_core::server_metrics::CSV_FILE])
         .map(|f| dir.join(f))
         .collect();
     let outputs: Vec<&std::path::Path> = outputs.iter().map(std::path::PathBuf::as_path).collect();
@@ -105,13 +108,15 @@ pub fn run_one(
         check_start_ahead(at, started).context(BadInput)?;
     }
     let inputs = load(plan).context(BadInput)?;
-    std::fs::create_dir_all(&plan.exports.artifact_dir)
-        .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
     let transport = {
         let _guard = rt.enter();
         http_transport(plan)?
     };
-    replay(rt, plan, inputs, transport, control, started)
+    // Readiness, the baseline scrape and the cache reset come before anything is written.
+    let scraper = prepare_server(rt, plan, &transport.client)?;
+    std::fs::create_dir_all(&plan.exports.artifact_dir)
+        .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
+    replay(rt, plan, inputs, transport, control, started, scraper)
 }
 
 /// The HTTP transport of a plan: one client (TLS trust, the environment's proxies) and an
@@ -151,6 +156,62 @@ fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
         endpoints.push(ep);
     }
     Ok(client::HttpTransport { client, endpoints })
+}
+
+/// Waits for the server (`--wait-for-server`), starts scraping its metrics with a baseline scrape,
+/// and empties its prefix cache (`--reset-prefix-cache`).
+fn prepare_server(
+    rt: &tokio::runtime::Runtime,
+    plan: &ReplayPlan,
+    client: &client::HttpClient,
+) -> Result<Option<scraper::Scraper>> {
+    let (base, headers) = plan.request_target();
+    let authorization = plan
+        .target
+        .api_key
+        .as_ref()
+        .map(|k| format!("Bearer {k}"))
+        .or_else(|| headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("authorization")).map(|(_, v)| v.clone()));
+    let server = server_control::Server {
+        client,
+        base: base.trim_end_matches('/').to_owned(),
+        shown: plan::redact_url(plan.target.url.trim_end_matches('/')),
+        authorization,
+    };
+    if let Some(limit) = plan.server.wait {
+        eprintln!("Waiting up to {:.1} s for {} to answer", limit.as_secs_f64(), server.shown);
+        let waited = rt.block_on(server.wait_until_ready(limit))?;
+        eprintln!("The server answered after {:.1} s", waited.as_secs_f64());
+    }
+    let scraper = if plan.server.metrics_urls.is_empty() {
+        None
+    } else {
+        let targets = plan
+            .server
+            .metrics_urls
+            .iter()
+            .map(|u| {
+                let (url, userinfo) = plan::split_credentials(u);
+                let uri = url.parse().with_context(|| format!("invalid server metrics URL {}", plan::redact_url(u)))?;
+                Ok(scraper::Target {
+                    uri,
+                    shown: plan::redact_url(u),
+                    authorization: userinfo.map(|u| plan::basic_auth(&u)),
+                })
+            })
+            .collect::<Result<Vec<_>>>()
+            .context(BadInput)?;
+        Some(scraper::Scraper::start(targets, plan.server.metrics_interval)?)
+    };
+    let detected = scraper.as_ref().and_then(|s| s.scrape(true));
+    if plan.server.reset_prefix_cache {
+        let kind = plan.server.kind.or(detected).context(
+            "--reset-prefix-cache: the server's metrics do not tell its kind (vllm:, sglang:, llamacpp:, dynamo_ names); give --server-kind",
+        )?;
+        let calls = rt.block_on(server.reset_prefix_cache(kind))?;
+        eprintln!("Prefix cache emptied ({}): POST {}", kind.name(), calls.join(", POST "));
+    }
+    Ok(scraper)
 }
 
 /// What a replay reads before it starts.
@@ -284,6 +345,7 @@ pub fn replay<T: Transport + Clone>(
     transport: T,
     control: &Control,
     started: Instant,
+    scraper: Option<scraper::Scraper>,
 ) -> Result<RunOutcome> {
     let ready_ms = started.elapsed().as_secs_f64() * 1e3;
     let total = inputs.schedule.request_count();
@@ -358,6 +420,10 @@ pub fn replay<T: Transport + Clone>(
     } else {
         None
     };
+    // The reference scrape of the server's counters, just before time zero.
+    if let Some(s) = &scraper {
+        s.scrape(true);
+    }
     let base = match coord.start_at_unix_ns {
         Some(at) => {
             check_start_ahead(at, started).context(BadInput)?;
@@ -370,6 +436,9 @@ pub fn replay<T: Transport + Clone>(
     let cpu_before = process_cpu_seconds();
     let clock = Clock { base };
     let start_unix_ns = coord.start_at_unix_ns.map_or_else(unix_now_ns, u128::from);
+    if let Some(s) = &scraper {
+        s.periodic();
+    }
     let sharding = (!coord.shard.is_whole() || coord.start_at_unix_ns.is_some()).then(|| {
         Sharding::Shard(ShardRun {
             index: coord.shard.index,
@@ -453,6 +522,14 @@ pub fn replay<T: Transport + Clone>(
 
     // Export.
     let client_cpu_s = process_cpu_seconds().zip(cpu_before).map(|(b, a)| b - a);
+    let server_metrics = scraper.map(|s| {
+        let series = s.finish();
+        aiperf_core::server_metrics::ServerMetrics::of(&series, u64::try_from(start_unix_ns).unwrap_or(u64::MAX))
+    });
+    let server_metrics = server_metrics.filter(|m| m.endpoints.iter().any(|e| e.fetches > 0));
+    let server_written = server_metrics
+        .as_ref()
+        .map_or(Ok(()), |m| export::write_server_metrics(&plan.exports.artifact_dir, m, plan.input_config()));
     let with_goodput = !plan.exports.slos.is_empty();
     let report = collected.aggregate.report(with_goodput);
     let calibration = collected
@@ -477,6 +554,9 @@ pub fn replay<T: Transport + Clone>(
         startup_ms: ready_ms,
         urls: plan.shown_urls(),
         sharding,
+        server: server_metrics
+            .as_ref()
+            .map(|m| aiperf_core::server_metrics::ServerView::of(m, Some(collected.aggregate.total_input_tokens))),
     };
     let mut written = export::write_summaries(&plan.exports.artifact_dir, &summary);
     if let Some(slicer) = &collected.slices {
@@ -497,6 +577,7 @@ pub fn replay<T: Transport + Clone>(
     println!("{}", aiperf_core::results::console_table(&summary));
     println!("Exports written to {}", plan.exports.artifact_dir.display());
     written?;
+    server_written?;
     sent?;
     let status = if interrupted {
         exit::INTERRUPTED

@@ -155,6 +155,28 @@ pub struct Args {
     #[arg(long)]
     pub tokenizer: Option<String>,
 
+    /// More Prometheus endpoints to scrape, besides `<--url>/metrics` (`/metrics` is appended
+    /// unless the URL ends with it).
+    #[arg(long, num_args = 1.., conflicts_with = "no_server_metrics")]
+    pub server_metrics: Vec<String>,
+    /// Do not scrape the servers' Prometheus metrics.
+    #[arg(long)]
+    pub no_server_metrics: bool,
+    /// Seconds between two scrapes of the server metrics during the run.
+    #[arg(long, env = "AIPERF_SERVER_METRICS_COLLECTION_INTERVAL", default_value_t = 0.333)]
+    pub server_metrics_interval: f64,
+    /// Wait up to this many seconds for the server to answer GET /v1/models or /health before
+    /// starting (time zero comes after it answers and connections are warm).
+    #[arg(long)]
+    pub wait_for_server: Option<f64>,
+    /// Empty the server's prefix cache before warm-up (vLLM, SGLang, llama.cpp), so that runs
+    /// start cold; the server kind comes from its metric names or --server-kind.
+    #[arg(long)]
+    pub reset_prefix_cache: bool,
+    /// The server's kind, for --reset-prefix-cache when its metrics do not tell.
+    #[arg(long, value_enum)]
+    pub server_kind: Option<ServerKindArg>,
+
     /// Folder of the exports.
     #[arg(long, default_value = "artifacts")]
     pub artifact_dir: PathBuf,
@@ -227,6 +249,14 @@ pub enum UrlStrategy {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServerKindArg {
+    Vllm,
+    Sglang,
+    Llamacpp,
+    Dynamo,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum UiType {
     Simple,
     None,
@@ -257,7 +287,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("--workers-max", "the replay uses one dispatcher and an async runtime, no worker processes"),
     ("--record-processors", "there are no record-processor processes"),
     ("--gpu-telemetry", "GPU telemetry is not supported"),
-    ("--server-metrics", "server metrics scraping is not supported"),
     ("--profile-export-file", "exports always go to --artifact-dir under fixed names"),
     ("--export-level", "all exports are always written"),
     ("--tokenizer-revision", "pass a tokenizer.json path or folder instead"),

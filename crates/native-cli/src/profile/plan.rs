@@ -17,7 +17,7 @@ use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Map, Value, json};
 
 use super::body::BodyTemplate;
-use super::options::{Args, Pattern, SearchAxis, UiType};
+use super::options::{Args, Pattern, SearchAxis, ServerKindArg, UiType};
 
 /// Longest accepted time option (a request timeout, duration or grace period): 30 days.
 pub const MAX_SECONDS: f64 = 30.0 * 24.0 * 3600.0;
@@ -219,6 +219,22 @@ pub struct Exports {
     pub slice: Option<Duration>,
 }
 
+/// The server's side: metrics scraped, readiness, cache reset.
+#[derive(Clone, Debug)]
+pub struct ServerPlan {
+    /// `/metrics` URLs scraped (credentials kept for fetching; de-duplicated); empty = off.
+    pub metrics_urls: Vec<String>,
+    pub metrics_interval: Duration,
+    /// `--wait-for-server`.
+    pub wait: Option<Duration>,
+    pub reset_prefix_cache: bool,
+    /// `--server-kind`.
+    pub kind: Option<aiperf_core::server_metrics::ServerKind>,
+}
+
+/// Accepted `--server-metrics-interval` range (s).
+pub const SCRAPE_INTERVAL_RANGE: (f64, f64) = (0.01, 3600.0);
+
 /// Everything a replay needs to know, validated.
 #[derive(Clone, Debug)]
 pub struct ReplayPlan {
@@ -228,6 +244,7 @@ pub struct ReplayPlan {
     pub counting: TokenCounting,
     pub exports: Exports,
     pub coordination: Coordination,
+    pub server: ServerPlan,
     /// The options as written to the exports, secrets redacted.
     input_config: Value,
 }
@@ -443,6 +460,36 @@ impl ReplayPlan {
             Pattern::Poisson => ArrivalPattern::Poisson,
             Pattern::Constant => ArrivalPattern::Constant,
         };
+        let server = {
+            use aiperf_core::server_metrics::ServerKind;
+            let mut metrics_urls = Vec::new();
+            if !a.no_server_metrics {
+                for u in urls.iter().chain(&a.server_metrics) {
+                    let m = super::scraper::metrics_url(u);
+                    if !metrics_urls.contains(&m) {
+                        metrics_urls.push(m);
+                    }
+                }
+            }
+            let (lo, hi) = SCRAPE_INTERVAL_RANGE;
+            let i = a.server_metrics_interval;
+            ensure!(
+                i.is_finite() && (lo..=hi).contains(&i),
+                "--server-metrics-interval {i:?}: accepted is {lo} to {hi} seconds"
+            );
+            ServerPlan {
+                metrics_urls,
+                metrics_interval: Duration::from_secs_f64(i),
+                wait: a.wait_for_server.map(|w| seconds(w, "--wait-for-server", false)).transpose()?,
+                reset_prefix_cache: a.reset_prefix_cache,
+                kind: a.server_kind.map(|k| match k {
+                    ServerKindArg::Vllm => ServerKind::Vllm,
+                    ServerKindArg::Sglang => ServerKind::Sglang,
+                    ServerKindArg::Llamacpp => ServerKind::Llamacpp,
+                    ServerKindArg::Dynamo => ServerKind::Dynamo,
+                }),
+            }
+        };
         let mut input_config = json!({
             "model": a.model,
             "url": redact_url(&url),
@@ -482,6 +529,16 @@ impl ReplayPlan {
             "start_at": a.start_at,
             "clock_offset_warn_ms": a.clock_offset_warn_ms,
         });
+        // The server's side (a second literal: one would pass serde_json's macro recursion limit).
+        for (k, v) in [
+            ("server_metrics", json!(server.metrics_urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>())),
+            ("server_metrics_interval", json!(a.server_metrics_interval)),
+            ("wait_for_server", json!(a.wait_for_server)),
+            ("reset_prefix_cache", json!(a.reset_prefix_cache)),
+            ("server_kind", json!(server.kind.map(|k| k.name()))),
+        ] {
+            input_config[k] = v;
+        }
         if urls.len() > 1 {
             input_config["urls"] = json!(urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>());
             input_config["url_strategy"] = json!("round_robin");
@@ -539,6 +596,7 @@ impl ReplayPlan {
             },
             exports: Exports { artifact_dir: a.artifact_dir, slos, progress_bar: a.ui_type != UiType::None, slice },
             coordination: Coordination { shard, start_at_unix_ns, clock_warn_ms },
+            server,
             input_config,
         })
     }
@@ -1144,6 +1202,31 @@ mod tests {
         assert_eq!(p.target.tls.ca_certs.len(), 1);
         assert!(p.target.tls.insecure);
         assert_eq!(p.input_config()["insecure_skip_tls_verify"], true);
+    }
+
+    #[test]
+    fn server_metrics_urls_wait_and_reset() {
+        let p = plan(&["-u", "http://h:1/v1/"]).unwrap();
+        assert_eq!(p.server.metrics_urls, vec!["http://h:1/v1/metrics"]);
+        assert_eq!(p.server.metrics_interval, Duration::from_millis(333));
+        let p = plan(&["--server-metrics", "http://a:2", "http://localhost:8000/metrics", "b:3/"]).unwrap();
+        assert_eq!(
+            p.server.metrics_urls,
+            vec!["http://localhost:8000/metrics", "http://a:2/metrics", "http://b:3/metrics"]
+        );
+        assert!(plan(&["--no-server-metrics"]).unwrap().server.metrics_urls.is_empty());
+        assert!(plan(&["--no-server-metrics", "--server-metrics", "http://a"]).is_err());
+        assert!(
+            err(&["--server-metrics-interval", "0"])
+                .contains("--server-metrics-interval 0.0: accepted is 0.01 to 3600")
+        );
+        assert!(err(&["--wait-for-server=-1"]).contains("--wait-for-server -1.0"));
+        let p = plan(&["--wait-for-server", "5", "--reset-prefix-cache", "--server-kind", "llamacpp"]).unwrap();
+        assert_eq!(p.server.wait, Some(Duration::from_secs(5)));
+        assert!(p.server.reset_prefix_cache);
+        assert_eq!(p.server.kind, Some(aiperf_core::server_metrics::ServerKind::Llamacpp));
+        let cfg = plan(&["-u", "http://u:secret99@h:1"]).unwrap().input_config().to_string();
+        assert!(!cfg.contains("secret99") && cfg.contains("http://<redacted>@h:1/metrics"), "{cfg}");
     }
 
     #[test]

@@ -122,7 +122,7 @@ fn run(trace: &str, mem: &Mem, flags: &[&str], stop_after: Option<Duration>, abo
             });
         }
     }
-    let code = replay(&rt, &plan, inputs, mem.clone(), &control, Instant::now()).unwrap().status;
+    let code = replay(&rt, &plan, inputs, mem.clone(), &control, Instant::now(), None).unwrap().status;
     let records = std::fs::read_to_string(art.join("profile_export.jsonl"))
         .unwrap()
         .lines()

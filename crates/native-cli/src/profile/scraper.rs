@@ -1,0 +1,249 @@
+//! Scraping the servers' Prometheus `/metrics` during a run, off the request path: its own
+//! thread, its own single-threaded runtime and its own HTTP client, so that neither its
+//! connections nor its parsing ever wait in line with a request.
+//!
+//! A baseline scrape before warm-up, a reference scrape just before time zero, one every
+//! `--server-metrics-interval` (333 ms, AIPerf's) while the run goes on, and a final one after the
+//! drain; the scrapes are kept as [`EndpointSeries`] in the core, which summarizes them. An
+//! endpoint whose scrape fails (no `/metrics`, an error status, a body that is not the format, a
+//! body over [`MAX_BODY_BYTES`]) gets one warning and is not scraped again.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use aiperf_core::server_metrics::{DEFAULT_SERIES_LIMITS, EndpointSeries, ServerKind};
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper::Uri;
+use hyper::header::{AUTHORIZATION, HeaderValue};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use tokio::sync::{mpsc, oneshot};
+
+/// Largest `/metrics` body accepted: 8 MiB (vLLM serves about 100 KB).
+pub const MAX_BODY_BYTES: usize = 8 << 20;
+/// Time limit of one scrape.
+pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
+
+type ScrapeClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
+
+/// An endpoint to scrape.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// Fetched (credentials removed).
+    pub uri: Uri,
+    /// Shown and exported (credentials redacted).
+    pub shown: String,
+    /// HTTP Basic authentication from credentials in the URL.
+    pub authorization: Option<String>,
+}
+
+enum Command {
+    /// Scrape every endpoint now (`pinned`: never thinned away); replies with the server kind the
+    /// metric names show.
+    Scrape { pinned: bool, reply: oneshot::Sender<Option<ServerKind>> },
+    /// Start scraping every interval.
+    Periodic,
+    /// A last scrape, then the series.
+    Finish { reply: oneshot::Sender<Vec<EndpointSeries>> },
+}
+
+/// The scraping thread, driven from the run's phases.
+pub struct Scraper {
+    commands: mpsc::UnboundedSender<Command>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+struct Endpoint {
+    target: Target,
+    series: EndpointSeries,
+    disabled: bool,
+}
+
+fn unix_now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+impl Scraper {
+    /// Starts the thread; nothing is fetched until [`Scraper::scrape`].
+    pub fn start(targets: Vec<Target>, interval: Duration) -> Result<Scraper> {
+        let (commands, rx) = mpsc::unbounded_channel();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the server-metrics runtime")?;
+        let thread = std::thread::Builder::new()
+            .name("server-metrics".into())
+            .spawn(move || rt.block_on(run(targets, interval, rx)))
+            .context("cannot start the server-metrics thread")?;
+        Ok(Scraper { commands, thread: Some(thread) })
+    }
+
+    /// Scrapes every endpoint once and waits for it; returns the server kind the names show.
+    pub fn scrape(&self, pinned: bool) -> Option<ServerKind> {
+        let (reply, rx) = oneshot::channel();
+        self.commands.send(Command::Scrape { pinned, reply }).ok()?;
+        rx.blocking_recv().ok().flatten()
+    }
+
+    /// Starts the periodic scrapes.
+    pub fn periodic(&self) {
+        let _ = self.commands.send(Command::Periodic);
+    }
+
+    /// The final scrape; returns every endpoint's series.
+    pub fn finish(mut self) -> Vec<EndpointSeries> {
+        let (reply, rx) = oneshot::channel();
+        let series = match self.commands.send(Command::Finish { reply }) {
+            Ok(()) => rx.blocking_recv().unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        series
+    }
+}
+
+async fn run(targets: Vec<Target>, interval: Duration, mut commands: mpsc::UnboundedReceiver<Command>) {
+    let client = client();
+    let mut endpoints: Vec<Endpoint> = targets
+        .into_iter()
+        .map(|t| Endpoint {
+            series: EndpointSeries::new(t.shown.clone(), DEFAULT_SERIES_LIMITS),
+            target: t,
+            disabled: false,
+        })
+        .collect();
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut periodic = false;
+    loop {
+        tokio::select! {
+            c = commands.recv() => match c {
+                Some(Command::Scrape { pinned, reply }) => {
+                    scrape_all(&client, &mut endpoints, pinned).await;
+                    let kind = ServerKind::detect(endpoints.iter().flat_map(|e| e.series.family_names()));
+                    let _ = reply.send(kind);
+                }
+                Some(Command::Periodic) => {
+                    periodic = true;
+                    tick.reset();
+                }
+                Some(Command::Finish { reply }) => {
+                    scrape_all(&client, &mut endpoints, true).await;
+                    let _ = reply.send(endpoints.into_iter().map(|e| e.series).collect());
+                    return;
+                }
+                None => return,
+            },
+            _ = tick.tick(), if periodic => scrape_all(&client, &mut endpoints, false).await,
+        }
+    }
+}
+
+fn client() -> ScrapeClient {
+    let mut http = HttpConnector::new();
+    http.set_nodelay(true);
+    http.enforce_http(false);
+    http.set_connect_timeout(Some(SCRAPE_TIMEOUT));
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_webpki_roots()
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http);
+    Client::builder(TokioExecutor::new()).pool_max_idle_per_host(1).build(https)
+}
+
+/// Scrapes the enabled endpoints concurrently.
+async fn scrape_all(client: &ScrapeClient, endpoints: &mut [Endpoint], pinned: bool) {
+    let mut set = tokio::task::JoinSet::new();
+    for (i, e) in endpoints.iter().enumerate().filter(|(_, e)| !e.disabled) {
+        let (client, target) = (client.clone(), e.target.clone());
+        set.spawn(async move { (i, fetch(&client, &target).await) });
+    }
+    let mut results: Vec<_> = set.join_all().await;
+    results.sort_by_key(|(i, _)| *i);
+    for (i, r) in results {
+        let e = &mut endpoints[i];
+        let outcome = r.and_then(|(t_ns, latency, text)| {
+            e.series.add(t_ns, latency, &text, pinned).map_err(|err| format!("not Prometheus text: {err}"))
+        });
+        if let Err(why) = outcome {
+            if e.series.failures == 0 {
+                e.series.failed(why.clone());
+            }
+            e.disabled = true;
+            eprintln!(
+                "warning: server metrics from {} are not collected: {why} (--no-server-metrics turns scraping off)",
+                e.target.shown
+            );
+        }
+    }
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+/// One GET of `/metrics`: (Unix ns at the answer, latency ns, body) or why not.
+async fn fetch(client: &ScrapeClient, target: &Target) -> std::result::Result<(u64, u64, String), String> {
+    let t0 = Instant::now();
+    let mut req = hyper::Request::get(target.uri.clone());
+    if let Some(a) = &target.authorization
+        && let Ok(mut v) = HeaderValue::from_str(a)
+    {
+        v.set_sensitive(true);
+        req = req.header(AUTHORIZATION, v);
+    }
+    let req = req.body(Empty::new()).map_err(|e| e.to_string())?;
+    let work = async {
+        let resp = client.request(req).await.map_err(|e| format!("cannot fetch: {}", chain(&e)))?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(format!("HTTP {status}"));
+        }
+        let body = Limited::new(resp.into_body(), MAX_BODY_BYTES)
+            .collect()
+            .await
+            .map_err(|e| format!("cannot read the body (limit {MAX_BODY_BYTES} bytes): {e}"))?
+            .to_bytes();
+        String::from_utf8(body.to_vec()).map_err(|_| "the body is not UTF-8 text".to_owned())
+    };
+    let text = tokio::time::timeout(SCRAPE_TIMEOUT, work)
+        .await
+        .map_err(|_| format!("no answer within {} s", SCRAPE_TIMEOUT.as_secs()))??;
+    let latency = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    Ok((unix_now_ns(), latency, text))
+}
+
+/// AIPerf's `normalize_metrics_endpoint_url`: `http://` added without a scheme, a trailing `/`
+/// removed, `/metrics` appended unless already there.
+pub fn metrics_url(url: &str) -> String {
+    let mut u = url.trim().to_owned();
+    if !u.contains("://") {
+        u = format!("http://{u}");
+    }
+    let u = u.trim_end_matches('/');
+    if u.ends_with("/metrics") { u.to_owned() } else { format!("{u}/metrics") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_urls_follow_aiperf() {
+        assert_eq!(metrics_url("http://h:8000"), "http://h:8000/metrics");
+        assert_eq!(metrics_url("http://h:8000/v1/"), "http://h:8000/v1/metrics");
+        assert_eq!(metrics_url("h:9/metrics"), "http://h:9/metrics");
+    }
+}

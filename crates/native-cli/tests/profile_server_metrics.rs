@@ -1,0 +1,220 @@
+//! The server's side of a run against `aiperf-cli mock-server`: its `/metrics` scraped and exported
+//! over the profiling window, the three prefix-cache hit rates side by side, `--wait-for-server`
+//! and `--reset-prefix-cache`.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{BIN, Mock, profile_on, read_jsonl, tokenizer};
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(240);
+
+/// The first `n` rows of the real conversation trace (shared prefixes, so the cache hits).
+fn trace(dir: &Path, n: usize) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(common::root().join("tests/fixtures/traces/conversation_trace.jsonl")).unwrap();
+    let lines: Vec<String> = text.lines().take(n).map(str::to_owned).collect();
+    common::write_trace(dir, &lines)
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn stat(m: &Value, name: &str, key: &str) -> f64 {
+    m["metrics"][name]["series"][0]["stats"][key].as_f64().unwrap_or_else(|| panic!("{name}.{key} in {m}"))
+}
+
+const RUN: &[&str] =
+    &["--concurrency", "4", "--no-fixed-schedule", "--ui-type", "none", "--extra-inputs", "ignore_eos:true"];
+
+#[test]
+fn exported_counter_deltas_equal_what_the_mock_served_and_the_three_hit_rates_are_printed() {
+    let mock = Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let (t, art) = (trace(dir.path(), 30), dir.path().join("art"));
+    // Warm-up requests come before the reference scrape: they are not in the deltas.
+    let out = profile_on(&mock.url, &t, &art, &[RUN, &["--warmup-request-count", "3"]].concat(), LIMIT);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let records = read_jsonl(&art.join("profile_export.jsonl"));
+    assert_eq!(records.len(), 30);
+    let sum = |f: &str| records.iter().map(|r| r["metadata"]["usage"][f].as_f64().unwrap()).sum::<f64>();
+    let m = json(&art.join("server_metrics_export.json"));
+    assert_eq!(stat(&m, "vllm:request_success", "total"), 30.0);
+    assert_eq!(stat(&m, "vllm:prompt_tokens", "total"), sum("prompt_tokens"));
+    assert_eq!(stat(&m, "vllm:generation_tokens", "total"), sum("completion_tokens"));
+    assert_eq!(stat(&m, "vllm:prefix_cache_hits", "total"), sum("cached_tokens"));
+    assert!(sum("cached_tokens") > 0.0, "the conversation trace shares prefixes");
+    assert!(stat(&m, "vllm:request_success", "rate") > 0.0);
+    assert_eq!(stat(&m, "vllm:e2e_request_latency_seconds", "count"), 30.0);
+    assert!(m["metrics"]["vllm:e2e_request_latency_seconds"]["series"][0]["buckets"]["+Inf"].as_f64() == Some(30.0));
+    // Gauges have their statistics over the scrapes, and a time series to draw.
+    for k in ["avg", "min", "max", "std", "p50", "p99"] {
+        stat(&m, "vllm:kv_cache_usage_perc", k);
+    }
+    assert!(stat(&m, "vllm:kv_cache_usage_perc", "max") > 0.0);
+    let url = format!("{}/metrics", mock.url);
+    let offsets = m["summary"]["endpoint_info"][&url]["scrape_offsets_s"].as_array().unwrap();
+    let timeline = m["metrics"]["vllm:request_success"]["series"][0]["timeline"].as_array().unwrap();
+    assert_eq!(offsets.len(), timeline.len());
+    assert_eq!(timeline.last().unwrap().as_f64(), Some(30.0));
+    let csv = std::fs::read_to_string(art.join("server_metrics_export.csv")).unwrap();
+    assert!(csv.contains(&format!("{url},counter,vllm:request_success,,30,")), "{csv}");
+    // The comparison, in the console and in profile_export_aiperf.json.
+    let line = stdout.lines().find(|l| l.starts_with("Prefix-cache hit rate:")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        line.contains("trace (theoretical)")
+            && line.contains("| server metrics ")
+            && line.contains("| usage cached_tokens ")
+    );
+    assert!(line.contains("(vllm:prefix_cache_hits / vllm:prefix_cache_queries)"), "{line}");
+    assert!(stdout.contains("Server: KV-cache usage avg"), "{stdout}");
+    let c = &json(&art.join("profile_export_aiperf.json"))["prefix_cache_comparison"];
+    let (trace_rate, server, usage) =
+        (c["trace_theoretical"].as_f64(), c["server_metrics"].as_f64(), c["usage_cached_tokens"].as_f64());
+    assert!(trace_rate.is_some() && server.is_some(), "{c}");
+    // The mock's cache answers usage from the same counts it exports.
+    assert_eq!(server, usage);
+    assert!(c["server_kv_cache_usage"]["max"].as_f64().unwrap() > 0.0);
+    assert_eq!(c["server_queue_depth"]["source"], "vllm:num_requests_waiting");
+}
+
+#[test]
+fn garbage_at_metrics_gives_one_warning_and_a_successful_run() {
+    let mock = Mock::start(&["--metrics-garbage"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (t, art) = (trace(dir.path(), 6), dir.path().join("art"));
+    let out = profile_on(&mock.url, &t, &art, RUN, LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches("warning: server metrics from").count(), 1, "{stderr}");
+    assert!(stderr.contains("not Prometheus text: line 1"), "{stderr}");
+    assert!(!art.join("server_metrics_export.json").exists());
+    assert!(art.join("profile_export_aiperf.json").exists());
+    // And with scraping off, nothing is scraped or written.
+    let art2 = dir.path().join("art2");
+    let out = profile_on(&mock.url, &t, &art2, &[RUN, &["--no-server-metrics"]].concat(), LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("warning: server metrics"), "{stderr}");
+    assert!(!art2.join("server_metrics_export.json").exists());
+}
+
+/// A port nobody listens on (bound, then released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn wait_for_server_starts_once_a_late_server_appears() {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let (t, art) = (trace(dir.path(), 4), dir.path().join("art"));
+    let arrivals = dir.path().join("arrivals.jsonl");
+    let url = format!("http://127.0.0.1:{port}");
+    let tok = tokenizer();
+    let mut args: Vec<&str> = vec!["profile", "-m", "m", "-u", &url, "--tokenizer", &tok, "--artifact-dir"];
+    let (t_s, art_s) = (t.to_str().unwrap(), art.to_str().unwrap());
+    args.extend([art_s, "--input-file", t_s, "--wait-for-server", "60"]);
+    args.extend_from_slice(RUN);
+    let client = Command::new(BIN).args(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let started = Instant::now();
+    let mut mock = Command::new(BIN)
+        .args(["mock-server", "--port", &port.to_string(), "--exit-after-seconds", "120", "--arrivals-file"])
+        .arg(&arrivals)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = common::wait_limited(client, LIMIT);
+    let _ = mock.kill();
+    let _ = mock.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("The server answered after"), "{stderr}");
+    assert!(started.elapsed() < LIMIT);
+    assert_eq!(read_jsonl(&arrivals).iter().filter(|a| a.get("n").is_some()).count(), 4);
+    assert_eq!(read_jsonl(&art.join("profile_export.jsonl")).len(), 4);
+}
+
+#[test]
+fn wait_for_server_that_never_comes_fails_cleanly_with_nothing_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, art) = (trace(dir.path(), 2), dir.path().join("art"));
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let out = profile_on(&url, &t, &art, &[RUN, &["--wait-for-server", "1"]].concat(), LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("did not come up within --wait-for-server 1 s"), "{stderr}");
+    assert!(stderr.contains("/health"), "{stderr}");
+    assert!(!art.exists(), "nothing is written");
+}
+
+#[test]
+fn reset_prefix_cache_reaches_the_right_endpoint_before_the_first_request() {
+    for (extra, expected) in [
+        (&[][..], &["/reset_prefix_cache"][..]),
+        (&["--server-kind", "sglang"], &["/flush_cache"]),
+        (&["--server-kind", "llamacpp", "--no-server-metrics"], &["/slots/0", "/slots/1"]),
+    ] {
+        let mock = Mock::start(&[]);
+        let dir = tempfile::tempdir().unwrap();
+        let (t, art) = (trace(dir.path(), 4), dir.path().join("art"));
+        let args = [RUN, &["--reset-prefix-cache", "--warmup-request-count", "1"], extra].concat();
+        let out = profile_on(&mock.url, &t, &art, &args, LIMIT);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {stderr}");
+        assert!(stderr.contains("Prefix cache emptied"), "{stderr}");
+        let log = mock.arrivals();
+        let resets: Vec<&str> = log.iter().filter_map(|a| a["reset"].as_str()).collect();
+        assert_eq!(resets, expected, "{extra:?}: {log:?}");
+        let first_request = log.iter().position(|a| a.get("n").is_some()).unwrap();
+        assert!(log[..first_request].iter().filter(|a| a.get("reset").is_some()).count() == expected.len(), "{log:?}");
+        if expected[0].starts_with("/slots") {
+            assert!(log.iter().filter(|a| a.get("reset").is_some()).all(|a| a["query"] == "action=erase"));
+        }
+    }
+}
+
+#[test]
+fn reset_without_a_known_kind_is_a_clear_error() {
+    let mock = Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let (t, art) = (trace(dir.path(), 2), dir.path().join("art"));
+    let out = profile_on(&mock.url, &t, &art, &[RUN, &["--reset-prefix-cache", "--no-server-metrics"]].concat(), LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("give --server-kind"), "{stderr}");
+    assert!(!art.exists());
+    assert!(mock.arrivals().is_empty(), "nothing was sent");
+}
+
+#[test]
+fn extra_endpoints_are_scraped_beside_the_url_and_a_broken_one_is_warned_once() {
+    let (served, idle, broken) = (Mock::start(&[]), Mock::start(&[]), Mock::start(&["--metrics-garbage"]));
+    let dir = tempfile::tempdir().unwrap();
+    let (t, art) = (trace(dir.path(), 6), dir.path().join("art"));
+    let extra = [&served.url, &idle.url, &broken.url].map(|u| format!("{u}/metrics"));
+    let args = [RUN, &["--server-metrics", &extra[0], &extra[1], &extra[2]]].concat();
+    let out = profile_on(&served.url, &t, &art, &args, LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches("warning: server metrics from").count(), 1, "{stderr}");
+    assert!(stderr.contains(&extra[2]), "{stderr}");
+    let m = json(&art.join("server_metrics_export.json"));
+    // `--url`'s own /metrics is the first extra one: de-duplicated.
+    assert_eq!(m["summary"]["endpoints_configured"], 3);
+    assert_eq!(m["summary"]["endpoints_successful"], 2);
+    let series = m["metrics"]["vllm:request_success"]["series"].as_array().unwrap();
+    let total =
+        |url: &str| series.iter().find(|s| s["endpoint_url"] == url).map(|s| s["stats"]["total"].as_f64().unwrap());
+    assert_eq!(total(&extra[0]), Some(6.0));
+    assert_eq!(total(&extra[1]), Some(0.0));
+    assert_eq!(total(&extra[2]), None);
+}
