@@ -467,8 +467,13 @@ fn burst(dir: &Path) {
         "| run | requests | bursts (≥ 2 requests) | client: worst request of a burst, first burst / p50 / max over bursts (ms) | bursts entirely within 1 ms | server: arrival error p50 / p99 / max (ms) | CPU µs/request |"
     );
     println!("|---|---|---|---|---|---|---|");
+    // `BURST_MOCK=realistic` gives the mock a TTFT of 50 ms and 10 ms between tokens, so that the
+    // answers' streams do not compete for the two cores with the bursts being sent.
+    let realistic = std::env::var("BURST_MOCK").is_ok_and(|v| v == "realistic");
+    let mock_args: &[&str] = if realistic { &["--ttft-ms", "50", "--itl-ms", "10"] } else { &[] };
+    println!("mock-server {}", if realistic { "--ttft-ms 50 --itl-ms 10" } else { "(no delays)" });
     for run in 1..=3 {
-        let mock = start_mock(&[]);
+        let mock = start_mock(mock_args);
         let art = dir.join(format!("art-burst-{run}"));
         let (_, cpu) =
             timed(&mut ours(&mock.url, &trace, &art, &["--fixed-schedule", "--synthesis-speedup-ratio", "20"]));
