@@ -150,19 +150,14 @@ impl<'a> Scanner<'a> {
     /// a following `.`, `e` or `E` is a float, left to the full parser.
     #[inline]
     fn digits(&mut self) -> Option<u64> {
-        let start = self.i;
-        let mut v: u64 = 0;
-        while let Some(c @ b'0'..=b'9') = self.peek() {
-            if self.i - start == 18 {
-                return None;
-            }
-            v = v * 10 + u64::from(c - b'0');
-            self.i += 1;
-        }
-        let n = self.i - start;
-        if n == 0 || (n > 1 && self.b[start] == b'0') {
+        let rest = &self.b[self.i..];
+        let head = &rest[..rest.len().min(19)];
+        let n = head.iter().position(|c| !c.is_ascii_digit()).unwrap_or(head.len());
+        if n == 0 || n > 18 || (n > 1 && rest[0] == b'0') {
             return None;
         }
+        let v = rest[..n].iter().fold(0u64, |v, &c| v * 10 + u64::from(c - b'0'));
+        self.i += n;
         if let Some(b'.' | b'e' | b'E') = self.peek() {
             return None;
         }
