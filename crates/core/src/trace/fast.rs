@@ -150,17 +150,26 @@ impl<'a> Scanner<'a> {
     /// a following `.`, `e` or `E` is a float, left to the full parser.
     #[inline]
     fn digits(&mut self) -> Option<u64> {
-        let rest = &self.b[self.i..];
-        let head = &rest[..rest.len().min(19)];
-        let n = head.iter().position(|c| !c.is_ascii_digit()).unwrap_or(head.len());
-        if n == 0 || n > 18 || (n > 1 && rest[0] == b'0') {
+        let (b, start) = (self.b, self.i);
+        let end = b.len().min(start + 18);
+        let (mut i, mut v) = (start, 0u64);
+        while i < end {
+            let d = b[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            v = v * 10 + u64::from(d);
+            i += 1;
+        }
+        let n = i - start;
+        if n == 0 || (n > 1 && b[start] == b'0') {
             return None;
         }
-        let v = rest[..n].iter().fold(0u64, |v, &c| v * 10 + u64::from(c - b'0'));
-        self.i += n;
-        if let Some(b'.' | b'e' | b'E') = self.peek() {
+        // A 19th digit may overflow; a fraction or an exponent makes a float.
+        if let Some(b'0'..=b'9' | b'.' | b'e' | b'E') = b.get(i) {
             return None;
         }
+        self.i = i;
         Some(v)
     }
 
