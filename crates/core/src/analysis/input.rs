@@ -3,7 +3,7 @@
 //!
 //! It is built one row at a time ([`InputBuilder::push`]), so `analyze-trace` fills it while the
 //! file is read and never holds the trace model with its `u64` ids: about 4 bytes per hash id
-//! plus 48 bytes per row, against 8 + 4 bytes per id and ~110 bytes per row for a [`Trace`] and
+//! plus 40 bytes per row, against 8 + 4 bytes per id and ~110 bytes per row for a [`Trace`] and
 //! its numbering. [`AnalysisInput::of`] builds it from a [`Trace`] (the browser, synthesis); both
 //! go through the same statistics.
 
@@ -22,8 +22,8 @@ pub struct RowFacts {
     pub osl: u64,
     /// The timestamp in ms (see [`RowFacts::timestamp`]).
     timestamp: f64,
-    /// End of this row's ids in [`AnalysisInput::ids`]; they start where the previous row's end.
-    ids_end: u64,
+    /// Number of this row's ids in [`AnalysisInput::ids`], where they follow the previous row's.
+    ids_len: u32,
     /// 1-based line of the source file (0 for rows built in code).
     pub line: u32,
     /// Session number ([`NO_SESSION`]: none).
@@ -85,18 +85,11 @@ impl AnalysisInput {
         &self.rows
     }
 
-    /// Where row `k`'s ids sit in [`AnalysisInput::ids`].
-    #[inline]
-    pub fn range(&self, k: usize) -> Range<usize> {
-        let start = if k == 0 { 0 } else { self.rows[k - 1].ids_end as usize };
-        start..self.rows[k].ids_end as usize
-    }
-
     /// Rows with the ranges of their ids, in file order.
     pub fn iter(&self) -> impl Iterator<Item = (&RowFacts, Range<usize>)> + '_ {
         let mut start = 0usize;
         self.rows.iter().map(move |r| {
-            let range = start..r.ids_end as usize;
+            let range = start..start + r.ids_len as usize;
             start = range.end;
             (r, range)
         })
@@ -151,8 +144,10 @@ impl InputBuilder {
         b
     }
 
-    /// Adds a row with its hash ids.
+    /// Adds a row with its hash ids (at most `u32::MAX` of them, like a [`Trace`] row: the rest
+    /// are ignored).
     pub fn push(&mut self, row: &Row, ids: &[u64]) {
+        let ids = &ids[..ids.len().min(u32::MAX as usize)];
         let input = &mut self.input;
         if let Some(&first) = ids.first() {
             let n = self.interner.intern(first);
@@ -181,7 +176,7 @@ impl InputBuilder {
             isl,
             osl: row.output_length.unwrap_or(0),
             timestamp,
-            ids_end: input.ids.len() as u64,
+            ids_len: ids.len() as u32,
             line: row.line,
             session,
             flags,
@@ -218,7 +213,6 @@ mod tests {
         assert_eq!(input.ids(), [0, 1, 1, 2]);
         let ranges: Vec<_> = input.iter().map(|(_, r)| r).collect();
         assert_eq!(ranges, [0..2, 2..2, 2..4]);
-        assert_eq!((input.range(1), input.range(2)), (2..2, 2..4));
         let r = input.rows();
         assert_eq!((r[0].input_length(), r[0].osl, r[0].timestamp(), r[0].session()), (Some(600), 3, Some(5.0), None));
         assert_eq!((r[1].input_length(), r[1].timestamp(), r[1].session()), (None, None, Some(0)));

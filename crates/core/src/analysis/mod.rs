@@ -106,13 +106,16 @@ pub fn analyze_input(input: &AnalysisInput, block_size: u32) -> Analysis {
 pub fn analyze_input_with_rows(input: &AnalysisInput, block_size: u32) -> (Analysis, RowMetrics) {
     let bs = f64::from(block_size);
     let ids = input.ids();
+    // Each per-id table (the cache simulation's, the trie's, the pair counts) is built and
+    // dropped in turn, so that the peak memory holds one of them.
+    let lru_hit_rate_curve = cache::lru_hit_rate_curve(input, input.id_space());
     let prefixes = PrefixTrie::build(input);
     let pairs = PairCounts::build(input);
 
     let n = input.len();
     let mut m = RowMetrics {
-        isl: Vec::with_capacity(n),
-        osl: Vec::with_capacity(n),
+        isl: Vec::new(),
+        osl: Vec::new(),
         context_length: Vec::with_capacity(n),
         unique_prompt_length: Vec::with_capacity(n),
         hit_rate: Vec::with_capacity(n),
@@ -132,8 +135,6 @@ pub fn analyze_input_with_rows(input: &AnalysisInput, block_size: u32) -> (Analy
                 ids[range.clone()].iter().enumerate().filter(|&(pos, &id)| pairs.is_repeated(pos, id as usize)).count();
             if rep == len { isl as f64 } else { rep as f64 * bs }
         };
-        m.isl.push(isl as f64);
-        m.osl.push(osl as f64);
         m.context_length.push(context);
         m.unique_prompt_length.push(isl as f64 - context);
         if len > 0 {
@@ -149,9 +150,10 @@ pub fn analyze_input_with_rows(input: &AnalysisInput, block_size: u32) -> (Analy
         (min_isl, max_isl, min_osl, max_osl) = (0, 0, 0, 0);
     }
     let lint = lint::lint(input, block_size, pairs.ids_at_several_positions);
-    // The pair counts go before the cache simulation builds its own per-id state.
+    // Lengths only now that the pair counts are gone: less at the peak.
     drop(pairs);
-    let lru_hit_rate_curve = cache::lru_hit_rate_curve(input, seen.count());
+    m.isl = input.rows().iter().map(|r| r.input_length().unwrap_or(0) as f64).collect();
+    m.osl = input.rows().iter().map(|r| r.osl as f64).collect();
     let mean_or_zero = |v: &[f64]| crate::stats::mean(v).unwrap_or(0.0);
     let analysis = Analysis {
         total_requests: n as u64,
