@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use aiperf_core::trace::{ParseOptions, ParseOutcome, read};
+use aiperf_core::trace::{ParseOptions, ParseOutcome, Row, read, read_each};
 use anyhow::{Context, Result};
 
 use crate::output::is_stdio;
@@ -31,6 +31,26 @@ pub fn open(path: &Path) -> Result<Box<dyn BufRead>> {
 pub fn read_trace_limited(path: &Path, skip_invalid: bool, max_line_bytes: usize) -> Result<ParseOutcome> {
     let opts = ParseOptions::new(path.display().to_string()).skip_invalid(skip_invalid).max_line_bytes(max_line_bytes);
     let outcome = read(open(path)?, opts).with_context(|| format!("cannot read trace {}", path.display()))?;
+    warn_skipped(path, &outcome);
+    Ok(outcome)
+}
+
+/// [`read_trace_limited`] handing each row to `f` as it is read instead of keeping the trace
+/// (the outcome's trace is empty).
+pub fn read_trace_each(
+    path: &Path,
+    skip_invalid: bool,
+    max_line_bytes: usize,
+    f: impl FnMut(&Row, &[u64]),
+) -> Result<ParseOutcome> {
+    let opts = ParseOptions::new(path.display().to_string()).skip_invalid(skip_invalid).max_line_bytes(max_line_bytes);
+    let outcome = read_each(open(path)?, opts, f).with_context(|| format!("cannot read trace {}", path.display()))?;
+    warn_skipped(path, &outcome);
+    Ok(outcome)
+}
+
+/// Lists the skipped rows on stderr.
+fn warn_skipped(path: &Path, outcome: &ParseOutcome) {
     if outcome.skipped_total > 0 {
         eprintln!("warning: skipped {} invalid row(s) of {}:", outcome.skipped_total, path.display());
         for e in &outcome.skipped {
@@ -40,7 +60,6 @@ pub fn read_trace_limited(path: &Path, skip_invalid: bool, max_line_bytes: usize
             eprintln!("  … and {} more", outcome.skipped_total - outcome.skipped.len() as u64);
         }
     }
-    Ok(outcome)
 }
 
 /// The former name of [`crate::output::write_output`], kept while `profile` still calls it.

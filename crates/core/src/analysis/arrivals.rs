@@ -4,12 +4,10 @@
 //! overflow an f64 are computed from scaled ends, gaps saturate at `f64::MAX`, and peaks come from
 //! runs over the sorted timestamps rather than a table with one slot per window.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
+use super::AnalysisInput;
 use crate::stats::Summary;
-use crate::trace::Trace;
 
 /// When requests arrive (rows with a `timestamp`) and how sessions are shaped.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,13 +41,12 @@ const MAX_SERIES: usize = 100_000;
 
 impl ArrivalStats {
     /// `None` when no row has a timestamp and no row has a session.
-    pub fn of(trace: &Trace) -> Option<ArrivalStats> {
-        let mut ts: Vec<f64> = trace.rows().iter().filter_map(|r| r.timestamp.map(|t| t.as_f64())).collect();
-        let mut sessions: HashMap<&str, u64> = HashMap::new();
-        for r in trace.rows() {
-            if let Some(s) = &r.session_id {
-                *sessions.entry(s).or_insert(0) += 1;
-            }
+    pub fn of(input: &AnalysisInput) -> Option<ArrivalStats> {
+        let mut ts: Vec<f64> = input.rows().iter().filter_map(|r| r.timestamp()).collect();
+        // Turns of each session, by session number.
+        let mut sessions = vec![0u64; input.sessions()];
+        for s in input.rows().iter().filter_map(|r| r.session()) {
+            sessions[s as usize] += 1;
         }
         if ts.is_empty() && sessions.is_empty() {
             return None;
@@ -93,7 +90,7 @@ impl ArrivalStats {
                 series
             }
         };
-        let turns: Vec<f64> = sessions.values().map(|&n| n as f64).collect();
+        let turns: Vec<f64> = sessions.iter().map(|&n| n as f64).collect();
         Some(ArrivalStats {
             timed_requests: ts.len() as u64,
             first_timestamp_ms: first,
@@ -152,7 +149,7 @@ fn longest_run(values: impl Iterator<Item = u64>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Input, Number, ParseOptions, Row, parse_str};
+    use crate::trace::{Input, Number, ParseOptions, Row, Trace, parse_str};
     use proptest::prelude::*;
 
     #[test]
@@ -161,7 +158,7 @@ mod tests {
                     {\"timestamp\":500,\"input_length\":1,\"session_id\":\"a\"}\n{\"timestamp\":2000,\"input_length\":1,\"session_id\":\"a\"}\n\
                     {\"timestamp\":1500,\"input_length\":1,\"session_id\":\"b\"}\n";
         let t = parse_str(text, ParseOptions::default()).unwrap().trace;
-        let a = ArrivalStats::of(&t).unwrap();
+        let a = ArrivalStats::of(&AnalysisInput::of(&t)).unwrap();
         assert_eq!(a.timed_requests, 5);
         assert_eq!(a.duration_s, 2.0);
         assert_eq!(a.mean_rate_per_s, 2.5);
@@ -174,14 +171,16 @@ mod tests {
         assert_eq!(a.turns_per_session.unwrap().mean, 1.5);
     }
 
-    fn timed(ts: &[Number]) -> Trace {
-        ts.iter()
+    fn timed(ts: &[Number]) -> AnalysisInput {
+        let trace: Trace = ts
+            .iter()
             .map(|&t| {
                 let mut r = Row::new(Input::Length(1));
                 r.timestamp = Some(t);
                 (r, Vec::new())
             })
-            .collect()
+            .collect();
+        AnalysisInput::of(&trace)
     }
 
     #[test]
@@ -245,6 +244,6 @@ mod tests {
     #[test]
     fn untimed_trace_has_no_arrivals() {
         let t = parse_str("{\"input_length\":1}", ParseOptions::default()).unwrap().trace;
-        assert!(ArrivalStats::of(&t).is_none());
+        assert!(ArrivalStats::of(&AnalysisInput::of(&t)).is_none());
     }
 }

@@ -10,8 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::IdSpace;
-use crate::trace::Trace;
+use super::AnalysisInput;
 
 /// One point of the curve.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,9 +43,10 @@ fn capacities(distinct: usize) -> Vec<u64> {
 
 /// The hit-rate curve of a finite LRU cache (see the module documentation); `distinct` is the
 /// number of distinct ids of the trace.
-pub fn lru_hit_rate_curve(trace: &Trace, space: &IdSpace, distinct: usize) -> Vec<CachePoint> {
-    let total = trace.total_hash_ids();
-    let mut last_access = vec![u32::MAX; space.size()];
+pub fn lru_hit_rate_curve(input: &AnalysisInput, distinct: usize) -> Vec<CachePoint> {
+    let ids = input.ids();
+    let total = ids.len();
+    let mut last_access = vec![u32::MAX; input.id_space()];
     let mut dead = Marks::new(total);
     let caps = capacities(distinct);
     // bucket[j]: weight of blocks that first hit at capacity caps[j]; the last bucket is the
@@ -54,8 +54,7 @@ pub fn lru_hit_rate_curve(trace: &Trace, space: &IdSpace, distinct: usize) -> Ve
     let mut bucket = vec![0.0f64; caps.len() + 1];
     let mut rows_with_ids = 0usize;
     let mut t = 0usize;
-    for row in trace.rows() {
-        let range = trace.hash_ids_range(row);
+    for (_, range) in input.iter() {
         if range.is_empty() {
             continue;
         }
@@ -66,8 +65,8 @@ pub fn lru_hit_rate_curve(trace: &Trace, space: &IdSpace, distinct: usize) -> Ve
         let mut running = Some(0u64);
         // Capacities start at 1, so a distance of 0 hits in every cache: bucket 0.
         let mut j = 0;
-        for i in range {
-            let id = space.at(i);
+        for &id in &ids[range] {
+            let id = id as usize;
             let prev = last_access[id];
             last_access[id] = t as u32;
             t += 1;
@@ -156,7 +155,7 @@ impl Marks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Input, Row};
+    use crate::trace::{Input, Row, Trace};
     use proptest::prelude::*;
 
     fn trace_of(rows: &[Vec<u64>]) -> Trace {
@@ -221,9 +220,8 @@ mod tests {
         #[test]
         fn matches_a_direct_lru_simulation(rows in proptest::collection::vec(proptest::collection::vec(0u64..12, 0..6), 0..25)) {
             let t = trace_of(&rows);
-            let space = IdSpace::new(t.all_hash_ids());
             let distinct = rows.iter().flatten().collect::<std::collections::HashSet<_>>().len();
-            let curve = lru_hit_rate_curve(&t, &space, distinct);
+            let curve = lru_hit_rate_curve(&AnalysisInput::of(&t), distinct);
             for p in &curve {
                 let cap = p.capacity_blocks.map_or(usize::MAX, |c| c as usize);
                 let expected = simulate(&rows, cap);

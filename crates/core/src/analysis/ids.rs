@@ -1,109 +1,123 @@
 //! A dense numbering of a trace's hash ids, so per-id state lives in flat vectors.
 //!
-//! Mooncake ids are already small consecutive integers; then the ids are used as indices directly
-//! and nothing is copied. Sparse ids (huge values, hashes) are interned into `0..distinct` in
-//! first-seen order. Ids that are sparse overall but come in dense runs (a trace made of copies
-//! with shifted ids, ids with a prefix) are interned through a table per run of 4,096 ids, which
-//! is several times faster and smaller than a hash map of every id; ids without such runs go
-//! through a hash map.
+//! Ids are numbered `0..distinct` in first-seen order as they arrive, one at a time, so a trace
+//! can be numbered while it is read, without keeping its `u64` ids. Ids come in dense runs in
+//! every trace we know (Mooncake ids are consecutive integers; a trace made of copies with
+//! shifted ids, or ids with a prefix, has runs too): they are numbered through a table per run of
+//! 4,096 ids, which is several times faster and smaller than a hash map of every id. The tables
+//! are capped at 4 bytes per id seen plus 64 tables; ids outside them (scattered ids, hashes) go
+//! through a seeded hash map.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// The trace's ids as indices into per-id vectors of length [`IdSpace::size`].
-pub enum IdSpace<'a> {
-    /// Ids are small enough to be indices themselves.
-    Direct { ids: &'a [u64], size: usize },
-    /// Ids were renumbered in first-seen order.
-    Interned { ids: Vec<u32>, size: usize },
-}
-
-/// Ids per chunk of the chunked interning table.
+/// Ids per chunk of the chunked numbering table.
 const CHUNK_BITS: u32 = 12;
 const CHUNK: usize = 1 << CHUNK_BITS;
 const UNSEEN: u32 = u32::MAX;
+/// The largest number given; ids past `u32::MAX − 1` distinct ones all get it (see
+/// [`Interner::overflowed`]).
+const LAST_NUMBER: u32 = u32::MAX - 1;
 
-impl<'a> IdSpace<'a> {
-    /// Chooses the cheaper numbering for these ids (the concatenation of all rows' ids).
-    pub fn new(all: &'a [u64]) -> Self {
-        let max = all.iter().copied().max().unwrap_or(0);
-        // Direct indexing wastes memory only if the ids are much sparser than their count.
-        let direct_limit = (all.len() as u64).saturating_mul(4).saturating_add(1 << 20);
-        if max < direct_limit && max < u32::MAX as u64 {
-            return IdSpace::Direct { ids: all, size: max as usize + 1 };
-        }
-        intern_by_chunks(all).unwrap_or_else(|| intern_by_hashing(all))
-    }
-
-    /// Number of slots a per-id vector needs.
-    pub fn size(&self) -> usize {
-        match self {
-            IdSpace::Direct { size, .. } | IdSpace::Interned { size, .. } => *size,
-        }
-    }
-
-    /// Index of the id at arena position `i`.
-    #[inline]
-    pub fn at(&self, i: usize) -> usize {
-        match self {
-            IdSpace::Direct { ids, .. } => ids[i] as usize,
-            IdSpace::Interned { ids, .. } => ids[i] as usize,
-        }
-    }
+/// Numbers ids in first-seen order.
+#[derive(Default)]
+pub struct Interner {
+    /// Chunk (id >> CHUNK_BITS) → its table's index.
+    chunk_of: HashMap<u64, u32, IdHash>,
+    /// The last chunk looked up and its index: consecutive ids nearly always share one.
+    last: Option<(u64, u32)>,
+    /// One slot per id of every chunk, `UNSEEN` until numbered.
+    table: Vec<u32>,
+    /// Ids outside the chunks (std's seeded hasher: these ids may be anything, and a fixed hash
+    /// would let a crafted trace make every lookup collide).
+    scattered: HashMap<u64, u32>,
+    /// Ids numbered so far (the next number, until it passes [`LAST_NUMBER`]).
+    size: u64,
+    /// Ids looked up so far (bounds the tables).
+    seen: u64,
+    /// Set when the tables reached their cap: from then on a new chunk's ids go to
+    /// `scattered`, and no table is made again (an id must keep the place it was first given).
+    chunks_closed: bool,
 }
 
-/// Interning through one table slot per id of every chunk that holds an id; `None` when the
-/// chunks would take more than 4 bytes per id of the trace (ids without dense runs), or when
-/// there are too many distinct ids for `u32` numbers.
-fn intern_by_chunks(all: &[u64]) -> Option<IdSpace<'static>> {
-    let max_chunks = all.len() / CHUNK + 16;
-    let mut chunk_of: HashMap<u64, u32, IdHash> = HashMap::default();
-    let mut last: Option<(u64, u32)> = None;
-    let mut chunk_index = |id: u64, chunk_of: &mut HashMap<u64, u32, IdHash>| -> Option<u32> {
+impl Interner {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The number of `id`, given it if new.
+    #[inline]
+    pub fn intern(&mut self, id: u64) -> u32 {
+        self.seen += 1;
+        let slot = match self.chunk_slot(id) {
+            Some(slot) => slot,
+            None => return self.intern_scattered(id),
+        };
+        let n = self.table[slot];
+        if n != UNSEEN {
+            return n;
+        }
+        let n = self.next_number();
+        self.table[slot] = n;
+        n
+    }
+
+    /// The slot of `id` in the tables, making its chunk's table if the cap allows.
+    #[inline]
+    fn chunk_slot(&mut self, id: u64) -> Option<usize> {
         let chunk = id >> CHUNK_BITS;
-        if let Some((c, k)) = last
+        let offset = id as usize & (CHUNK - 1);
+        if let Some((c, k)) = self.last
             && c == chunk
         {
-            return Some(k);
+            return Some(k as usize * CHUNK + offset);
         }
-        let next = u32::try_from(chunk_of.len()).ok()?;
-        let k = *chunk_of.entry(chunk).or_insert(next);
-        if chunk_of.len() > max_chunks {
-            return None;
-        }
-        last = Some((chunk, k));
-        Some(k)
-    };
-    let mut table: Vec<u32> = Vec::new();
-    let mut ids: Vec<u32> = Vec::with_capacity(all.len());
-    let mut size: u32 = 0;
-    for &id in all {
-        let k = chunk_index(id, &mut chunk_of)? as usize;
-        if table.len() <= k * CHUNK {
-            table.resize((k + 1) * CHUNK, UNSEEN);
-        }
-        let slot = &mut table[k * CHUNK + (id as usize & (CHUNK - 1))];
-        if *slot == UNSEEN {
-            *slot = size;
-            size = size.checked_add(1).filter(|&s| s < UNSEEN)?;
-        }
-        ids.push(*slot);
+        let k = match self.chunk_of.get(&chunk) {
+            Some(&k) => k,
+            None => {
+                if self.chunks_closed {
+                    return None;
+                }
+                let k =
+                    u32::try_from(self.chunk_of.len()).ok().filter(|&k| u64::from(k) <= self.seen / CHUNK as u64 + 64);
+                let Some(k) = k else {
+                    self.chunks_closed = true;
+                    return None;
+                };
+                self.chunk_of.insert(chunk, k);
+                self.table.resize(self.table.len() + CHUNK, UNSEEN);
+                k
+            }
+        };
+        self.last = Some((chunk, k));
+        Some(k as usize * CHUNK + offset)
     }
-    Some(IdSpace::Interned { ids, size: size as usize })
-}
 
-/// Interning through a hash map of every id. It keeps std's seeded hasher: these ids may be
-/// anything, and a fixed hash would let a crafted trace make every lookup collide.
-fn intern_by_hashing(all: &[u64]) -> IdSpace<'static> {
-    let mut map: HashMap<u64, u32> = HashMap::new();
-    let ids: Vec<u32> = all
-        .iter()
-        .map(|id| {
-            let next = map.len() as u32;
-            *map.entry(*id).or_insert(next)
-        })
-        .collect();
-    IdSpace::Interned { ids, size: map.len() }
+    fn intern_scattered(&mut self, id: u64) -> u32 {
+        if let Some(&n) = self.scattered.get(&id) {
+            return n;
+        }
+        let n = self.next_number();
+        self.scattered.insert(id, n);
+        n
+    }
+
+    fn next_number(&mut self) -> u32 {
+        let n = self.size.min(u64::from(LAST_NUMBER)) as u32;
+        self.size += 1;
+        n
+    }
+
+    /// Number of slots a per-id vector needs (distinct ids, at most `u32::MAX`).
+    pub fn size(&self) -> usize {
+        self.size.min(u64::from(LAST_NUMBER) + 1) as usize
+    }
+
+    /// More than `u32::MAX` distinct ids were met: the extra ones share the last number, so
+    /// per-id statistics are not exact (a trace of at least 32 GiB of ids; the CLI refuses it).
+    pub fn overflowed(&self) -> bool {
+        self.size > u64::from(LAST_NUMBER) + 1
+    }
 }
 
 /// A fast hash for the chunk numbers (SplitMix64's finalizer). There are at most one per 4,096
@@ -137,46 +151,42 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn numbers(s: &IdSpace, n: usize) -> Vec<usize> {
-        (0..n).map(|i| s.at(i)).collect()
-    }
-
-    #[test]
-    fn small_ids_are_used_directly_and_sparse_ones_interned() {
-        let small = [3u64, 1, 3];
-        let s = IdSpace::new(&small);
-        assert!(matches!(s, IdSpace::Direct { size: 4, .. }));
-        assert_eq!((s.at(0), s.at(2)), (3, 3));
-        let sparse = [u64::MAX, 7, u64::MAX, 1 << 40];
-        let s = IdSpace::new(&sparse);
-        assert_eq!(s.size(), 3);
-        assert_eq!(numbers(&s, 4), [0, 1, 0, 2]);
+    fn numbers(ids: &[u64]) -> (Vec<u32>, Interner) {
+        let mut interner = Interner::new();
+        (ids.iter().map(|&id| interner.intern(id)).collect(), interner)
     }
 
     #[test]
     fn runs_of_ids_use_chunks_and_scattered_ids_a_hash_map() {
         let runs: Vec<u64> = (0..3u64).flat_map(|copy| (0..5000).map(move |i| copy * 100_000_000_000 + i)).collect();
-        assert!(intern_by_chunks(&runs).is_some());
+        let (n, i) = numbers(&runs);
+        assert!(i.scattered.is_empty() && !i.chunks_closed);
+        assert_eq!((n[5000], n[14_999], i.size()), (5000, 14_999, 15_000));
         let scattered: Vec<u64> = (0..5000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
-        assert!(intern_by_chunks(&scattered).is_none());
-        assert_eq!(IdSpace::new(&scattered).size(), 5000);
+        let (n, i) = numbers(&scattered);
+        assert!(i.chunks_closed && !i.scattered.is_empty());
+        assert!(i.table.len() <= (5000 / CHUNK + 65) * CHUNK);
+        assert_eq!((n[4999], i.size()), (4999, 5000));
     }
 
     proptest! {
         #[test]
-        fn both_internings_number_ids_in_first_seen_order(
-            ids in prop::collection::vec(prop_oneof![0u64..20, (1u64 << 40)..(1u64 << 40) + 20, Just(u64::MAX)], 0..200),
+        fn ids_are_numbered_in_first_seen_order(
+            ids in prop::collection::vec(prop_oneof![
+                0u64..20,
+                (1u64 << 40)..(1u64 << 40) + 20,
+                Just(u64::MAX),
+                any::<u64>(),
+            ], 0..400),
         ) {
             let mut first_seen: Vec<u64> = Vec::new();
-            let expected: Vec<usize> = ids.iter().map(|id| {
-                first_seen.iter().position(|x| x == id).unwrap_or_else(|| { first_seen.push(*id); first_seen.len() - 1 })
+            let expected: Vec<u32> = ids.iter().map(|id| {
+                first_seen.iter().position(|x| x == id).unwrap_or_else(|| { first_seen.push(*id); first_seen.len() - 1 }) as u32
             }).collect();
-            let by_hashing = intern_by_hashing(&ids);
-            prop_assert_eq!(numbers(&by_hashing, ids.len()), expected.clone());
-            prop_assert_eq!(by_hashing.size(), first_seen.len());
-            let by_chunks = intern_by_chunks(&ids).unwrap();
-            prop_assert_eq!(numbers(&by_chunks, ids.len()), expected);
-            prop_assert_eq!(by_chunks.size(), first_seen.len());
+            let (got, interner) = numbers(&ids);
+            prop_assert_eq!(got, expected);
+            prop_assert_eq!(interner.size(), first_seen.len());
+            prop_assert!(!interner.overflowed());
         }
     }
 }

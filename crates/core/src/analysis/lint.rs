@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::trace::Trace;
+use super::AnalysisInput;
 
 /// How many offending line numbers each finding keeps.
 const EXAMPLES: usize = 10;
@@ -83,12 +83,11 @@ const SECONDS_MIN_ROWS: u64 = 1000;
 const SECONDS_MAX_PLAUSIBLE_RATE: f64 = 1000.0;
 
 /// Flags fractional values on most rows, or a span shorter than one ms per row over many rows.
-fn seconds_like(trace: &Trace) -> Option<SecondsLike> {
+fn seconds_like(input: &AnalysisInput) -> Option<SecondsLike> {
     let (mut timed, mut fractional) = (0u64, 0u64);
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for row in trace.rows() {
-        let Some(t) = row.timestamp else { continue };
-        let t = t.as_f64();
+    for row in input.rows() {
+        let Some(t) = row.timestamp() else { continue };
         timed += 1;
         if t.fract() != 0.0 {
             fractional += 1;
@@ -107,14 +106,14 @@ fn seconds_like(trace: &Trace) -> Option<SecondsLike> {
     (mostly_fractional || too_dense).then_some(SecondsLike { timed_rows: timed, fractional, span, implied_rate_per_s })
 }
 
-pub(super) fn lint(trace: &Trace, block_size: u32, ids_at_several_positions: u64) -> Lint {
+pub(super) fn lint(input: &AnalysisInput, block_size: u32, ids_at_several_positions: u64) -> Lint {
     // In i128: n·bs reaches 2^64 for the longest rows and largest blocks.
     let bs = i128::from(block_size);
     let mut lint =
-        Lint { ids_at_several_positions, timestamps_look_like_seconds: seconds_like(trace), ..Lint::default() };
+        Lint { ids_at_several_positions, timestamps_look_like_seconds: seconds_like(input), ..Lint::default() };
     let mut prev_ts: Option<f64> = None;
-    let mut turns: HashSet<(&str, u64)> = HashSet::new();
-    for (row, ids) in trace.iter() {
+    let mut turns: HashSet<(u32, u64)> = HashSet::new();
+    for (row, ids) in input.iter() {
         if let Some(i) = row.input_length() {
             if i < 1 {
                 lint.non_positive_input_length.add(row.line);
@@ -124,12 +123,12 @@ pub(super) fn lint(trace: &Trace, block_size: u32, ids_at_several_positions: u64
                 lint.block_length_mismatch.add(row.line);
             }
         }
-        if let Some(t) = row.timestamp.map(|t| t.as_f64()) {
+        if let Some(t) = row.timestamp() {
             if prev_ts.is_some_and(|p| t < p) {
                 lint.non_monotonic_timestamps.add(row.line);
             }
             prev_ts = Some(t);
-            if let Some(s) = &row.session_id
+            if let Some(s) = row.session()
                 && !turns.insert((s, t.to_bits()))
             {
                 lint.duplicate_session_turns.add(row.line);
@@ -142,7 +141,7 @@ pub(super) fn lint(trace: &Trace, block_size: u32, ids_at_several_positions: u64
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{ParseOptions, parse_str};
+    use crate::trace::{ParseOptions, Trace, parse_str};
 
     #[test]
     fn finds_each_problem_with_its_line() {
@@ -151,7 +150,7 @@ mod tests {
                     {\"timestamp\":6,\"input_length\":0,\"session_id\":\"s\"}\n\
                     {\"timestamp\":6,\"input_length\":3,\"session_id\":\"s\",\"hash_ids\":[2]}\n";
         let t = parse_str(text, ParseOptions::default()).unwrap().trace;
-        let l = lint(&t, 512, 1);
+        let l = lint(&AnalysisInput::of(&t), 512, 1);
         assert_eq!(l.block_length_mismatch.first_lines, [2]);
         assert_eq!(l.non_monotonic_timestamps.first_lines, [2]);
         assert_eq!(l.non_positive_input_length.first_lines, [3]);
@@ -160,9 +159,10 @@ mod tests {
         assert_eq!(l.timestamps_look_like_seconds, None);
     }
 
-    fn timed(stamps: impl Iterator<Item = String>) -> Trace {
+    fn timed(stamps: impl Iterator<Item = String>) -> AnalysisInput {
         let text: String = stamps.map(|t| format!("{{\"timestamp\":{t},\"input_length\":5}}\n")).collect();
-        parse_str(&text, ParseOptions::default()).unwrap().trace
+        let trace: Trace = parse_str(&text, ParseOptions::default()).unwrap().trace;
+        AnalysisInput::of(&trace)
     }
 
     #[test]

@@ -8,11 +8,13 @@
 mod arrivals;
 mod cache;
 mod ids;
+mod input;
 mod lint;
 
 pub use arrivals::ArrivalStats;
 pub use cache::CachePoint;
-pub use ids::IdSpace;
+pub use ids::Interner;
+pub use input::{AnalysisInput, InputBuilder, RowFacts};
 pub use lint::{Lint, LintFinding, SecondsLike};
 
 use std::collections::HashMap;
@@ -87,58 +89,71 @@ pub struct RowMetrics {
 
 /// Analyses a trace with the given block size (tokens per hash id).
 pub fn analyze(trace: &Trace, block_size: u32) -> Analysis {
-    analyze_with_rows(trace, block_size).0
+    analyze_input(&AnalysisInput::of(trace), block_size)
 }
 
 /// Analysis plus the per-row values behind it.
 pub fn analyze_with_rows(trace: &Trace, block_size: u32) -> (Analysis, RowMetrics) {
-    let space = IdSpace::new(trace.all_hash_ids());
-    let bs = f64::from(block_size);
-    let prefixes = PrefixTrie::build(trace, &space);
-    let pairs = PairCounts::build(trace, &space);
+    analyze_input_with_rows(&AnalysisInput::of(trace), block_size)
+}
 
-    let n = trace.len();
+/// Analyses a trace read into an [`AnalysisInput`] (e.g. while reading the file).
+pub fn analyze_input(input: &AnalysisInput, block_size: u32) -> Analysis {
+    analyze_input_with_rows(input, block_size).0
+}
+
+/// [`analyze_input`] plus the per-row values behind it.
+pub fn analyze_input_with_rows(input: &AnalysisInput, block_size: u32) -> (Analysis, RowMetrics) {
+    let bs = f64::from(block_size);
+    let ids = input.ids();
+    // Each per-id table (the cache simulation's, the trie's, the pair counts) is built and
+    // dropped in turn, so that the peak memory holds one of them.
+    let lru_hit_rate_curve = cache::lru_hit_rate_curve(input, input.id_space());
+    let prefixes = PrefixTrie::build(input);
+    let pairs = PairCounts::build(input);
+
+    let n = input.len();
     let mut m = RowMetrics {
-        isl: Vec::with_capacity(n),
-        osl: Vec::with_capacity(n),
+        isl: Vec::new(),
+        osl: Vec::new(),
         context_length: Vec::with_capacity(n),
         unique_prompt_length: Vec::with_capacity(n),
         hit_rate: Vec::with_capacity(n),
     };
-    let mut seen = BitSet::new(space.size());
+    let mut seen = BitSet::new(input.id_space());
     let (mut min_isl, mut max_isl, mut min_osl, mut max_osl) = (i64::MAX, i64::MIN, u64::MAX, 0u64);
-    for (row, _) in trace.iter() {
-        let range = trace.hash_ids_range(row);
+    for (row, range) in input.iter() {
         let isl = row.input_length().unwrap_or(0);
-        let osl = row.output_length.unwrap_or(0);
+        let osl = row.osl;
         (min_isl, max_isl) = (min_isl.min(isl), max_isl.max(isl));
         (min_osl, max_osl) = (min_osl.min(osl), max_osl.max(osl));
         let len = range.len();
         let context = if len == 0 {
             0.0
         } else {
-            let rep = range.clone().enumerate().filter(|&(pos, i)| pairs.is_repeated(pos, space.at(i))).count();
+            let rep =
+                ids[range.clone()].iter().enumerate().filter(|&(pos, &id)| pairs.is_repeated(pos, id as usize)).count();
             if rep == len { isl as f64 } else { rep as f64 * bs }
         };
-        m.isl.push(isl as f64);
-        m.osl.push(osl as f64);
         m.context_length.push(context);
         m.unique_prompt_length.push(isl as f64 - context);
         if len > 0 {
-            let k = range.clone().position(|i| !seen.contains(space.at(i))).unwrap_or(len);
+            let row_ids = &ids[range];
+            let k = row_ids.iter().position(|&id| !seen.contains(id as usize)).unwrap_or(len);
             m.hit_rate.push(k as f64 / len as f64);
-            for i in range {
-                seen.insert(space.at(i));
+            for &id in row_ids {
+                seen.insert(id as usize);
             }
         }
     }
     if n == 0 {
         (min_isl, max_isl, min_osl, max_osl) = (0, 0, 0, 0);
     }
-    let lint = lint::lint(trace, block_size, pairs.ids_at_several_positions);
-    // The pair counts go before the cache simulation builds its own per-id state.
+    let lint = lint::lint(input, block_size, pairs.ids_at_several_positions);
+    // Lengths only now that the pair counts are gone: less at the peak.
     drop(pairs);
-    let lru_hit_rate_curve = cache::lru_hit_rate_curve(trace, &space, seen.count());
+    m.isl = input.rows().iter().map(|r| r.input_length().unwrap_or(0) as f64).collect();
+    m.osl = input.rows().iter().map(|r| r.osl as f64).collect();
     let mean_or_zero = |v: &[f64]| crate::stats::mean(v).unwrap_or(0.0);
     let analysis = Analysis {
         total_requests: n as u64,
@@ -158,13 +173,13 @@ pub fn analyze_with_rows(trace: &Trace, block_size: u32) -> (Analysis, RowMetric
         unique_prompt_length_stats: Summary::of(&m.unique_prompt_length),
         hit_rate_stats: Summary::of(&m.hit_rate),
         block_size,
-        total_hash_ids: trace.total_hash_ids() as u64,
+        total_hash_ids: ids.len() as u64,
         distinct_hash_ids: seen.count() as u64,
-        arrivals: ArrivalStats::of(trace),
+        arrivals: ArrivalStats::of(input),
         lru_hit_rate_curve,
         top_prefix_groups: prefixes.top_groups(10),
         lint,
-        prefix_information: trace.total_hash_ids() > 0,
+        prefix_information: !ids.is_empty(),
     };
     (analysis, m)
 }
@@ -181,17 +196,19 @@ struct PairCounts {
 }
 
 impl PairCounts {
-    fn build(trace: &Trace, space: &IdSpace) -> Self {
+    fn build(input: &AnalysisInput) -> Self {
+        let size = input.id_space();
+        let ids = input.ids();
         let mut pc = PairCounts {
-            first_pos: vec![u32::MAX; space.size()],
-            count_at_first: vec![0; space.size()],
+            first_pos: vec![u32::MAX; size],
+            count_at_first: vec![0; size],
             other: HashMap::new(),
             ids_at_several_positions: 0,
         };
         let mut several = BitSet::new(0);
-        for (row, _) in trace.iter() {
-            for (pos, i) in trace.hash_ids_range(row).enumerate() {
-                let id = space.at(i);
+        for (_, range) in input.iter() {
+            for (pos, &id) in ids[range].iter().enumerate() {
+                let id = id as usize;
                 let pos = pos as u32;
                 if pc.first_pos[id] == u32::MAX {
                     pc.first_pos[id] = pos;
@@ -202,7 +219,7 @@ impl PairCounts {
                     let c = pc.other.entry((pos, id as u32)).or_insert(0);
                     *c = c.saturating_add(1).min(2);
                     if several.words.is_empty() {
-                        several = BitSet::new(space.size());
+                        several = BitSet::new(size);
                     }
                     if !several.contains(id) {
                         several.insert(id);
@@ -235,30 +252,29 @@ struct PrefixTrie {
 }
 
 impl PrefixTrie {
-    fn build(trace: &Trace, space: &IdSpace) -> Self {
-        let mut nodes = TrieNodes::new(space.size());
+    fn build(input: &AnalysisInput) -> Self {
+        let ids = input.ids();
+        let mut nodes = TrieNodes::new(input.id_space());
         let mut all_slices = 0u64;
-        for row in trace.rows() {
-            let range = trace.hash_ids_range(row);
+        for (_, range) in input.iter() {
             all_slices += range.len() as u64;
             let mut parent = ROOT;
-            for i in range {
-                parent = nodes.child_or_insert(parent, space.at(i));
+            for &id in &ids[range] {
+                parent = nodes.child_or_insert(parent, id as usize);
                 nodes.visit(parent);
             }
         }
-        let all = trace.all_hash_ids();
         let mut group_of: HashMap<usize, usize> = HashMap::new();
         let mut t = PrefixTrie { unique_prefixes: nodes.count, shared_slices: 0, all_slices, groups: Vec::new() };
-        for row in trace.rows() {
-            let range = trace.hash_ids_range(row);
-            let Some(&root_id) = all.get(range.start).filter(|_| !range.is_empty()) else { continue };
+        for (_, range) in input.iter() {
+            let Some(&first) = ids.get(range.start).filter(|_| !range.is_empty()) else { continue };
+            let root_id = input.root_id(first);
             // A child is never visited more often than its parent, so the nodes this row shares
             // with another row are a leading run of its path.
             let mut shared = 0u64;
             let mut parent = ROOT;
-            for i in range.clone() {
-                match nodes.child(parent, space.at(i)) {
+            for &id in &ids[range] {
+                match nodes.child(parent, id as usize) {
                     Some(node) if nodes.visited_twice(node) => {
                         shared += 1;
                         parent = node;
@@ -268,7 +284,7 @@ impl PrefixTrie {
             }
             t.shared_slices += shared;
             let next = t.groups.len();
-            let g = *group_of.entry(space.at(range.start)).or_insert(next);
+            let g = *group_of.entry(first as usize).or_insert(next);
             if g == next {
                 t.groups.push(PrefixGroup { root_id, requests: 0, mean_shared_blocks: 0.0, max_shared_blocks: 0 });
             }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::rng::{PyRandom, SYNTHESIZER_COMPONENT, derive_seed};
 use super::{SynthesisError, SynthesisSettings, room_for, to_i64, to_u64};
-use crate::analysis::{DEFAULT_BLOCK_SIZE, IdSpace};
+use crate::analysis::{DEFAULT_BLOCK_SIZE, Interner};
 use crate::trace::{Input, Number, Row, Trace};
 
 /// The parameters of transform synthesis (AIPerf's `--synthesis-*` options, block size, seed).
@@ -212,31 +212,33 @@ pub fn synthesize_direct(trace: &Trace, params: &TransformParams) -> Result<Trac
 }
 
 /// Which ids occur at least twice in the whole trace (repeats inside one row count).
-struct SharedIds<'a> {
-    space: IdSpace<'a>,
+struct SharedIds {
+    /// The number of each id of the arena (first-seen order).
+    numbers: Vec<u32>,
     count: Vec<u8>,
     max: Option<u64>,
 }
 
-impl<'a> SharedIds<'a> {
-    fn of(trace: &'a Trace) -> Self {
+impl SharedIds {
+    fn of(trace: &Trace) -> Self {
         let all = trace.all_hash_ids();
-        let space = IdSpace::new(all);
-        let mut count = vec![0u8; space.size()];
+        let mut interner = Interner::new();
+        let numbers: Vec<u32> = all.iter().map(|&id| interner.intern(id)).collect();
+        let mut count = vec![0u8; interner.size()];
         let mut max = None;
-        for (i, &id) in all.iter().enumerate() {
-            let c = &mut count[space.at(i)];
+        for (&n, &id) in numbers.iter().zip(all) {
+            let c = &mut count[n as usize];
             *c = c.saturating_add(1);
             if *c >= 2 && max.is_none_or(|m| id > m) {
                 max = Some(id);
             }
         }
-        SharedIds { space, count, max }
+        SharedIds { numbers, count, max }
     }
 
     /// Whether the id at arena position `i` is shared.
     fn contains(&self, i: usize) -> bool {
-        self.count[self.space.at(i)] >= 2
+        self.count[self.numbers[i] as usize] >= 2
     }
 }
 

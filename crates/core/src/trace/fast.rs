@@ -87,6 +87,27 @@ pub(super) fn parse(text: &str, ids: &mut Vec<u64>, line: u64) -> Option<Row> {
     Some(row)
 }
 
+/// The number of leading ASCII digits among the eight bytes of `x` (the first byte lowest) and
+/// their value. No byte of UTF-8 text is above 0xF4, so adding 6 to a byte never carries.
+#[inline]
+fn eight_digits(x: u64) -> (usize, u64) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let high = 0xF0 * ONES;
+    // A byte is a digit when its high nibble is 3 both as is and after adding 6 (0x30..=0x39).
+    let not_digit = ((x & high) ^ (0x30 * ONES)) | (((x + 6 * ONES) & high) ^ (0x30 * ONES));
+    let n = (not_digit.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return (0, 0);
+    }
+    // The digits' values moved to the top bytes; the bytes below become leading zeros.
+    let mut v = (x ^ (0x30 * ONES)) << (8 * (8 - n));
+    // Pairs, then groups of four, then all eight (the first digit, lowest, is the most significant).
+    v = ((v & 0x0F00_0F00_0F00_0F00) >> 8) + (v & 0x000F_000F_000F_000F) * 10;
+    v = ((v & 0x00FF_0000_00FF_0000) >> 16) + (v & 0x0000_00FF_0000_00FF) * 100;
+    v = ((v & 0x0000_FFFF_0000_0000) >> 32) + (v & 0x0000_0000_0000_FFFF) * 10000;
+    (n, v)
+}
+
 struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
@@ -150,22 +171,42 @@ impl<'a> Scanner<'a> {
     /// a following `.`, `e` or `E` is a float, left to the full parser.
     #[inline]
     fn digits(&mut self) -> Option<u64> {
-        let start = self.i;
-        let mut v: u64 = 0;
-        while let Some(c @ b'0'..=b'9') = self.peek() {
-            if self.i - start == 18 {
-                return None;
+        let (b, start) = (self.b, self.i);
+        let end = b.len().min(start + 18);
+        let (mut i, mut v) = (start, 0u64);
+        // Up to eight digits at once when eight bytes are there (most ids).
+        if let Some(&eight) = b.get(start..).and_then(|r| r.first_chunk::<8>()) {
+            let (n, value) = eight_digits(u64::from_le_bytes(eight));
+            (i, v) = (start + n, value);
+            if n < 8 {
+                i = i.min(end);
+                return self.finish_digits(start, i, v);
             }
-            v = v * 10 + u64::from(c - b'0');
-            self.i += 1;
         }
-        let n = self.i - start;
-        if n == 0 || (n > 1 && self.b[start] == b'0') {
+        while i < end {
+            let d = b[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            v = v * 10 + u64::from(d);
+            i += 1;
+        }
+        self.finish_digits(start, i, v)
+    }
+
+    /// The checks after the digits `start..i` of value `v`.
+    #[inline]
+    fn finish_digits(&mut self, start: usize, i: usize, v: u64) -> Option<u64> {
+        let b = self.b;
+        let n = i - start;
+        if n == 0 || (n > 1 && b[start] == b'0') {
             return None;
         }
-        if let Some(b'.' | b'e' | b'E') = self.peek() {
+        // A 19th digit may overflow; a fraction or an exponent makes a float.
+        if let Some(b'0'..=b'9' | b'.' | b'e' | b'E') = b.get(i) {
             return None;
         }
+        self.i = i;
         Some(v)
     }
 
@@ -185,6 +226,31 @@ impl<'a> Scanner<'a> {
                 b']' => return Some(()),
                 _ => return None,
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn eight_bytes_give_their_leading_digits_and_value(bytes in prop::array::uniform8(prop_oneof![b'0'..=b'9', Just(b','), Just(b']'), Just(b' '), 0u8..0xF5])) {
+            let n = bytes.iter().position(|c| !c.is_ascii_digit()).unwrap_or(8);
+            let value = bytes[..n].iter().fold(0u64, |v, &c| v * 10 + u64::from(c - b'0'));
+            prop_assert_eq!(eight_digits(u64::from_le_bytes(bytes)), (n, if n == 0 { 0 } else { value }));
+        }
+    }
+
+    #[test]
+    fn digits_around_eight_bytes() {
+        for text in ["0]", "7", "12345678", "123456789]", "99999999,1", "123456789012345678", "1234567890123456789"] {
+            let mut s = Scanner { b: text.as_bytes(), i: 0 };
+            let want =
+                text.split([']', ',']).next().and_then(|d| (d.len() <= 18).then(|| d.parse::<u64>().ok()).flatten());
+            assert_eq!(s.digits(), want, "{text}");
         }
     }
 }

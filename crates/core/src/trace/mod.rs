@@ -12,7 +12,8 @@ mod write;
 
 pub use error::{RowError, TraceError};
 pub use parse::{
-    DEFAULT_MAX_LINE_BYTES, LineRead, ParseOptions, ParseOutcome, TraceParser, parse_str, read, read_line_capped,
+    DEFAULT_MAX_LINE_BYTES, LineRead, ParseOptions, ParseOutcome, TraceParser, parse_str, read, read_each,
+    read_line_capped,
 };
 pub use write::{row_to_string, write_row, write_trace};
 
@@ -164,6 +165,12 @@ impl Trace {
         row.ids_start = start as u64;
         row.ids_len = (self.ids.len() - start) as u32;
         self.rows.push(row);
+    }
+
+    /// Removes every row and id, keeping the allocations.
+    pub(crate) fn clear(&mut self) {
+        self.rows.clear();
+        self.ids.clear();
     }
 
     pub(crate) fn rows_mut(&mut self) -> &mut [Row] {

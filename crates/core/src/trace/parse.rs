@@ -147,6 +147,16 @@ impl TraceParser {
         self.trace.len()
     }
 
+    /// Hands the rows accepted since the last call to `f` (with their hash ids) and forgets them:
+    /// a caller that keeps only what it needs of each row (the analysis) holds one line's rows at
+    /// a time instead of the whole trace. [`TraceParser::finish`] then returns an empty trace.
+    pub fn drain_rows(&mut self, mut f: impl FnMut(&Row, &[u64])) {
+        for (row, ids) in self.trace.iter() {
+            f(row, ids);
+        }
+        self.trace.clear();
+    }
+
     /// Invalid rows seen so far.
     pub fn error_count(&self) -> u64 {
         self.error_total
@@ -184,13 +194,44 @@ const CR_HINT: &str = " (the line holds a carriage return (CR, \\r) inside it: t
 
 /// Parses a trace from any buffered reader, holding at most
 /// [`ParseOptions::max_line_bytes`] of a line in memory.
-pub fn read(mut reader: impl BufRead, opts: ParseOptions) -> Result<ParseOutcome, TraceError> {
+pub fn read(reader: impl BufRead, opts: ParseOptions) -> Result<ParseOutcome, TraceError> {
+    read_with(reader, opts, |_| {})
+}
+
+/// [`read`] that hands each row to `f` as soon as it is parsed, keeping none: the outcome's
+/// trace is empty (errors, skipped rows and line counts are as with [`read`]).
+pub fn read_each(
+    reader: impl BufRead,
+    opts: ParseOptions,
+    mut f: impl FnMut(&Row, &[u64]),
+) -> Result<ParseOutcome, TraceError> {
+    read_with(reader, opts, |parser| parser.drain_rows(&mut f))
+}
+
+/// The reading loop of [`read`] and [`read_each`]; `after_line` runs after every line.
+fn read_with(
+    mut reader: impl BufRead,
+    opts: ParseOptions,
+    mut after_line: impl FnMut(&mut TraceParser),
+) -> Result<ParseOutcome, TraceError> {
     let mut parser = TraceParser::new(opts);
     let mut buf = Vec::with_capacity(4096);
     loop {
+        // A line held whole in the reader's buffer is parsed in place, without a copy.
+        if let Ok(chunk) = reader.fill_buf()
+            && let Some(end) = memchr::memchr(b'\n', chunk).filter(|&end| end <= parser.opts.max_line_bytes)
+        {
+            parser.push_line_bytes(&chunk[..end]);
+            after_line(&mut parser);
+            reader.consume(end + 1);
+            continue;
+        }
         buf.clear();
         match read_line_capped(&mut reader, &mut buf, parser.opts.max_line_bytes) {
-            Ok(LineRead::Line) => parser.push_line_bytes(&buf),
+            Ok(LineRead::Line) => {
+                parser.push_line_bytes(&buf);
+                after_line(&mut parser);
+            }
             Ok(LineRead::TooLong) => {
                 return Err(TraceError::LineTooLong {
                     file: parser.opts.source.clone(),
@@ -235,7 +276,7 @@ pub fn read_line_capped(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize
             return Ok(if any { LineRead::Line } else { LineRead::End });
         }
         any = true;
-        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+        let (take, done) = match memchr::memchr(b'\n', chunk) {
             Some(i) => (i, true),
             None => (chunk.len(), false),
         };
@@ -926,6 +967,22 @@ impl<'de> Visitor<'de> for IdSeed<'_> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn read_each_hands_over_the_rows_that_read_keeps() {
+        let text = "{\"input_length\":5,\"hash_ids\":[1,2]}\n\n{\"input_length\":\"x\"}\n{\"text_input\":\"hi\"}\n{\"input_length\":3,\"hash_ids\":[3]}\n";
+        let opts = || ParseOptions::new("t.jsonl").skip_invalid(true);
+        let whole = read(text.as_bytes(), opts()).unwrap();
+        let mut seen: Trace = Trace::new();
+        let each = read_each(text.as_bytes(), opts(), |row, ids| seen.push(row.clone(), ids.iter().copied())).unwrap();
+        assert_eq!(seen, whole.trace);
+        assert_eq!((seen.len(), seen.total_hash_ids()), (3, 3));
+        assert!(each.trace.is_empty());
+        assert_eq!((each.lines, each.skipped_total), (whole.lines, whole.skipped_total));
+        assert_eq!(each.skipped, whole.skipped);
+        // Without skipping, the bad row still fails the read.
+        assert!(read_each(text.as_bytes(), ParseOptions::new("t.jsonl"), |_, _| {}).is_err());
+    }
 
     fn via(text: &str, fast: bool) -> Result<Trace, FieldError> {
         let mut t = Trace::new();
