@@ -3,19 +3,46 @@
 //! the same as the CLI's reader sees them, so line numbers in errors match.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use aiperf_core::trace::{ParseOptions, ParseOutcome, TraceError, TraceParser};
 use flate2::write::MultiGzDecoder;
 
-/// Splits bytes into `\n`-terminated lines and parses each one.
+/// Splits bytes into `\n`-terminated lines and parses each one. A line longer than the parse
+/// options' `max_line_bytes` stops the reading with the CLI's error (a newline-less file, a gzip
+/// bomb of zeros), so memory stays bounded.
 struct Lines {
     parser: TraceParser,
     carry: Vec<u8>,
+    source: Arc<str>,
+    max: usize,
+    /// Lines handed to the parser.
+    lines: u64,
+    /// The line that was too long, and whether it held a carriage return (CR-only endings).
+    too_long: Option<(u64, bool)>,
 }
 
 impl Lines {
+    fn new(opts: ParseOptions) -> Lines {
+        let (source, max) = (opts.source.clone(), opts.max_line_bytes);
+        Lines { parser: TraceParser::new(opts), carry: Vec::new(), source, max, lines: 0, too_long: None }
+    }
+
+    fn stop(&mut self, rest: &[u8]) {
+        let cr = self.carry.contains(&b'\r') || rest.contains(&b'\r');
+        self.too_long = Some((self.lines + 1, cr));
+        self.carry = Vec::new();
+    }
+
     fn push(&mut self, mut buf: &[u8]) {
+        if self.too_long.is_some() {
+            return;
+        }
         while let Some(nl) = buf.iter().position(|&b| b == b'\n') {
+            if self.carry.len().saturating_add(nl) > self.max {
+                return self.stop(&buf[..nl]);
+            }
+            self.lines += 1;
             if self.carry.is_empty() {
                 self.parser.push_line_bytes(&buf[..nl]);
             } else {
@@ -25,10 +52,16 @@ impl Lines {
             }
             buf = &buf[nl + 1..];
         }
+        if self.carry.len().saturating_add(buf.len()) > self.max {
+            return self.stop(buf);
+        }
         self.carry.extend_from_slice(buf);
     }
 
     fn finish(mut self) -> Result<ParseOutcome, TraceError> {
+        if let Some((line, cr_only)) = self.too_long {
+            return Err(TraceError::LineTooLong { file: self.source, line, limit: self.max, cr_only });
+        }
         if !self.carry.is_empty() {
             let last = std::mem::take(&mut self.carry);
             self.parser.push_line_bytes(&last);
@@ -58,6 +91,8 @@ enum Stage {
 pub struct Ingest {
     stage: Option<Stage>,
     bytes: u64,
+    /// A compressed file's line that was too long (the decoder is not finished then).
+    stopped: Option<TraceError>,
 }
 
 /// Why a file could not be read at all (as opposed to invalid rows).
@@ -72,8 +107,8 @@ impl std::fmt::Display for IngestError {
 
 impl Ingest {
     pub fn new(opts: ParseOptions) -> Self {
-        let lines = Lines { parser: TraceParser::new(opts), carry: Vec::new() };
-        Ingest { stage: Some(Stage::Sniffing(lines, Vec::new())), bytes: 0 }
+        let lines = Lines::new(opts);
+        Ingest { stage: Some(Stage::Sniffing(lines, Vec::new())), bytes: 0, stopped: None }
     }
 
     /// Compressed (file) bytes consumed so far.
@@ -104,11 +139,19 @@ impl Ingest {
                 lines.push(chunk);
                 Stage::Plain(lines)
             }
+            // Past a line that is too long nothing more is read (not even decompressed).
+            Stage::Gzip(d) if d.get_ref().too_long.is_some() => Stage::Gzip(d),
             Stage::Gzip(mut d) => {
                 d.write_all(chunk).map_err(gzip_error)?;
                 Stage::Gzip(d)
             }
         });
+        if let (None, Some(Stage::Gzip(d))) = (&self.stopped, &self.stage)
+            && let Some((line, cr_only)) = d.get_ref().too_long
+        {
+            let l = d.get_ref();
+            self.stopped = Some(TraceError::LineTooLong { file: l.source.clone(), line, limit: l.max, cr_only });
+        }
         Ok(())
     }
 
@@ -125,6 +168,9 @@ impl Ingest {
 
     /// The parsed trace (invalid rows listed when `skip_invalid`), or why the file is unreadable.
     pub fn finish(mut self) -> Result<Result<ParseOutcome, TraceError>, IngestError> {
+        if let Some(e) = self.stopped.take() {
+            return Ok(Err(e));
+        }
         let lines = match self.stage.take() {
             Some(Stage::Sniffing(mut lines, head)) => {
                 lines.push(&head);
@@ -180,6 +226,33 @@ mod tests {
         }
         let broken = [&gz[..10], b"garbage garbage garbage"].concat();
         assert!(ingest(&broken, 4).unwrap_err().0.contains("gzip"));
+    }
+
+    #[test]
+    fn a_line_past_the_limit_stops_the_reading_in_bounded_memory() {
+        let opts = || ParseOptions::new("t.jsonl").skip_invalid(true).max_line_bytes(64);
+        // Plain: a newline-less tail of a megabyte.
+        let mut ing = Ingest::new(opts());
+        ing.push(b"{\"input_length\":10,\"hash_ids\":[1]}\n").unwrap();
+        for _ in 0..1024 {
+            ing.push(&[b'x'; 1024]).unwrap();
+        }
+        let e = ing.finish().unwrap().unwrap_err();
+        assert!(e.to_string().starts_with("t.jsonl:2: the line is longer than 64 bytes"), "{e}");
+        // A gzip bomb of zeros: reading stops without growing.
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&vec![0u8; 8 << 20]).unwrap();
+        let gz = gz.finish().unwrap();
+        let mut ing = Ingest::new(opts());
+        for c in gz.chunks(4096) {
+            ing.push(c).unwrap();
+        }
+        let e = ing.finish().unwrap().unwrap_err();
+        assert!(matches!(e, TraceError::LineTooLong { line: 1, limit: 64, .. }), "{e}");
+        // CR-only line endings are named.
+        let mut ing = Ingest::new(opts());
+        ing.push("{\"input_length\":1}\r".repeat(10).as_bytes()).unwrap();
+        assert!(ing.finish().unwrap().unwrap_err().to_string().contains("CR-only"));
     }
 
     #[test]
