@@ -119,6 +119,17 @@ pub fn run_one(
     replay(rt, plan, inputs, transport, control, started, scraper)
 }
 
+/// Whom HTTPS trusts (the replay and the metrics scraper alike): the bundled roots, the system's
+/// store when some URL is `https://`, `--ssl-ca-cert`, or nobody checked (`--insecure-skip-tls-verify`).
+fn trust(plan: &ReplayPlan) -> tls::Trust {
+    let t = &plan.target;
+    tls::Trust {
+        system_roots: t.urls.iter().chain(&plan.server.metrics_urls).any(|u| u.starts_with("https://")),
+        extra: t.tls.ca_certs.clone(),
+        insecure: t.tls.insecure,
+    }
+}
+
 /// The HTTP transport of a plan: one client (TLS trust, the environment's proxies) and an
 /// endpoint per `--url`.
 fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
@@ -129,11 +140,7 @@ fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
              anyone on the network path can read and change this run's traffic"
         );
     }
-    let trust = tls::Trust {
-        system_roots: t.urls.iter().any(|u| u.starts_with("https://")),
-        extra: t.tls.ca_certs.clone(),
-        insecure: t.tls.insecure,
-    };
+    let trust = trust(plan);
     let proxies = proxy::Proxies::from_env();
     let client = client::http_client_with(&trust, proxies.clone()).context(BadInput)?;
     let shown = plan.shown_urls();
@@ -201,7 +208,8 @@ fn prepare_server(
             })
             .collect::<Result<Vec<_>>>()
             .context(BadInput)?;
-        Some(scraper::Scraper::start(targets, plan.server.metrics_interval)?)
+        let tls = tls::client_config(&trust(plan)).context(BadInput)?;
+        Some(scraper::Scraper::start(targets, plan.server.metrics_interval, tls)?)
     };
     let detected = scraper.as_ref().and_then(|s| s.scrape(true));
     if plan.server.reset_prefix_cache {

@@ -67,7 +67,8 @@ fn unix_now_ns() -> u64 {
 
 impl Scraper {
     /// Starts the thread; nothing is fetched until [`Scraper::scrape`].
-    pub fn start(targets: Vec<Target>, interval: Duration) -> Result<Scraper> {
+    /// `tls` is the replay's own trust (`--ssl-ca-cert`, `--insecure-skip-tls-verify`).
+    pub fn start(targets: Vec<Target>, interval: Duration, tls: rustls::ClientConfig) -> Result<Scraper> {
         let (commands, rx) = mpsc::unbounded_channel();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -75,7 +76,7 @@ impl Scraper {
             .context("cannot start the server-metrics runtime")?;
         let thread = std::thread::Builder::new()
             .name("server-metrics".into())
-            .spawn(move || rt.block_on(run(targets, interval, rx)))
+            .spawn(move || rt.block_on(run(targets, interval, rx, tls)))
             .context("cannot start the server-metrics thread")?;
         Ok(Scraper { commands, thread: Some(thread) })
     }
@@ -106,8 +107,13 @@ impl Scraper {
     }
 }
 
-async fn run(targets: Vec<Target>, interval: Duration, mut commands: mpsc::UnboundedReceiver<Command>) {
-    let client = client();
+async fn run(
+    targets: Vec<Target>,
+    interval: Duration,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+    tls: rustls::ClientConfig,
+) {
+    let client = client(tls);
     let mut endpoints: Vec<Endpoint> = targets
         .into_iter()
         .map(|t| Endpoint {
@@ -143,13 +149,13 @@ async fn run(targets: Vec<Target>, interval: Duration, mut commands: mpsc::Unbou
     }
 }
 
-fn client() -> ScrapeClient {
+fn client(tls: rustls::ClientConfig) -> ScrapeClient {
     let mut http = HttpConnector::new();
     http.set_nodelay(true);
     http.enforce_http(false);
     http.set_connect_timeout(Some(SCRAPE_TIMEOUT));
     let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_webpki_roots()
+        .with_tls_config(tls)
         .https_or_http()
         .enable_http1()
         .wrap_connector(http);
