@@ -129,7 +129,9 @@ fn sessions_wait_for_completion_and_delays() {
     ];
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("art");
-    let out = profile_streaming(&mock.url, &trace, &art, &[], LIMIT);
+    // Turns are told apart by their prompt sizes, so each prompt goes alone (the conversation
+    // carried by later turns is tested in `profile::tests`).
+    let out = profile_streaming(&mock.url, &trace, &art, &["--turn-history", "none"], LIMIT);
     ok(&out);
     let arrivals = mock.arrivals();
     let at = arrival_ms(&arrivals);

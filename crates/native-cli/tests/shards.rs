@@ -52,7 +52,8 @@ fn spawn_shard(mock: &Mock, trace: &Path, art: &Path, extra: &[&str]) -> Child {
         .arg(trace)
         .arg("--artifact-dir")
         .arg(art)
-        .args(["--ui-type", "none"])
+        // The conversation trace's input_length already counts each session's history.
+        .args(["--ui-type", "none", "--turn-history", "none"])
         .args(extra)
         .env_remove("OPENAI_API_KEY")
         .stdout(Stdio::piped())
