@@ -446,6 +446,27 @@ mod tests {
         assert_eq!(d.peek(0), Peek::Finished);
     }
 
+    /// A schedule of sessions given as (turns, start offset in ms, delay between turns in ms).
+    fn random_schedule(turns: &[(u32, u64, Option<u64>)]) -> Schedule {
+        let mut sessions = Vec::new();
+        let mut starts = Vec::new();
+        let mut row = 0;
+        let mut offsets: Vec<u64> = turns.iter().map(|t| t.1).collect();
+        offsets.sort_unstable();
+        for (i, (n, _, delay)) in turns.iter().enumerate() {
+            let timing = delay.map_or(TurnTiming::Immediately, |d| TurnTiming::After(d * 1000));
+            let t: Vec<(u32, TurnTiming)> = (0..*n)
+                .map(|k| {
+                    row += 1;
+                    (row, if k == 0 { TurnTiming::Immediately } else { timing })
+                })
+                .collect();
+            sessions.push(session(&t));
+            starts.push(start(Some(offsets[i]), i as u32, *n));
+        }
+        Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() }
+    }
+
     proptest::proptest! {
         #[test]
         fn every_request_is_sent_once_in_order_within_the_ceiling(
@@ -453,19 +474,8 @@ mod tests {
             conc in proptest::option::of(1usize..5),
             service in 1u64..20,
         ) {
-            let mut sessions = Vec::new();
-            let mut starts = Vec::new();
-            let mut row = 0;
-            let mut offsets: Vec<u64> = turns.iter().map(|t| t.1).collect();
-            offsets.sort_unstable();
-            for (i, (n, _, delay)) in turns.iter().enumerate() {
-                let timing = delay.map_or(TurnTiming::Immediately, |d| TurnTiming::After(d * 1000));
-                let t: Vec<(u32, TurnTiming)> = (0..*n).map(|k| { row += 1; (row, if k == 0 { TurnTiming::Immediately } else { timing }) }).collect();
-                sessions.push(session(&t));
-                starts.push(start(Some(offsets[i]), i as u32, *n));
-            }
             let total: u32 = turns.iter().map(|t| t.0).sum();
-            let mut sim = Sim::new(Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() }, conc, None, service * MS);
+            let mut sim = Sim::new(random_schedule(&turns), conc, None, service * MS);
             sim.run(None);
             proptest::prop_assert_eq!(sim.sent.len() as u32, total);
             let mut rows: Vec<u32> = sim.sent.iter().map(|(_, j)| j.row).collect();
@@ -494,18 +504,7 @@ mod tests {
             n in 1u32..5,
             service in 1u64..20,
         ) {
-            let mut sessions = Vec::new();
-            let mut starts = Vec::new();
-            let mut row = 0;
-            let mut offsets: Vec<u64> = turns.iter().map(|t| t.1).collect();
-            offsets.sort_unstable();
-            for (i, (k, _, delay)) in turns.iter().enumerate() {
-                let timing = delay.map_or(TurnTiming::Immediately, |d| TurnTiming::After(d * 1000));
-                let t: Vec<(u32, TurnTiming)> = (0..*k).map(|j| { row += 1; (row, if j == 0 { TurnTiming::Immediately } else { timing }) }).collect();
-                sessions.push(session(&t));
-                starts.push(start(Some(offsets[i]), i as u32, *k));
-            }
-            let whole = Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() };
+            let whole = random_schedule(&turns);
             let mut sim = Sim::new(whole.clone(), None, None, service * MS);
             sim.run(None);
             let mut union = Vec::new();

@@ -118,7 +118,8 @@ fn err(kind: &str, message: impl Into<String>) -> Option<RecordError> {
     Some(RecordError { kind: kind.into(), message: message.into() })
 }
 
-fn chain(e: &dyn std::error::Error) -> String {
+/// An error and its causes, on one line.
+pub fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {

@@ -10,6 +10,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::client::chain;
 use aiperf_core::server_metrics::{DEFAULT_SERIES_LIMITS, EndpointSeries, ServerKind};
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -187,17 +188,6 @@ async fn scrape_all(client: &ScrapeClient, endpoints: &mut [Endpoint], pinned: b
             );
         }
     }
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
 
 /// One GET of `/metrics`: (Unix ns at the answer, latency ns, body) or why not.

@@ -11,6 +11,7 @@ use hyper::header::{AUTHORIZATION, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 
 use super::client::HttpClient;
+use super::client::chain;
 
 /// Time between two readiness probes.
 const POLL: Duration = Duration::from_millis(250);
@@ -130,17 +131,6 @@ fn slot_ids(body: &str) -> Result<Vec<u64>> {
             s.get("id").and_then(serde_json::Value::as_u64).with_context(|| format!("slot {i} has no numeric id"))
         })
         .collect()
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
 
 #[cfg(test)]
