@@ -36,6 +36,11 @@ fn conversation_head(dir: &Path) -> PathBuf {
             v["session_id"] = Value::from(format!("s{:02}", i % SESSIONS));
             // Short answers keep the run short; the mock answers with output_length tokens.
             v["output_length"] = Value::from(v["output_length"].as_u64().unwrap().min(40));
+            // Short prompts (the first block of each) keep three debug builds on two cores punctual:
+            // the test is about who sends what and when, not about building 45 KB bodies.
+            v["input_length"] = Value::from(v["input_length"].as_u64().unwrap().min(512));
+            let first = v["hash_ids"][0].clone();
+            v["hash_ids"] = Value::from(vec![first]);
             v.to_string()
         })
         .collect();
@@ -154,6 +159,7 @@ fn three_shards_send_the_whole_run_once_and_merge_into_one_run() {
         all.push((late_ms, due));
     }
     all.sort_by(|a, b| b.0.total_cmp(&a.0));
+    eprintln!("worst arrival lateness across the shards: {worst:.2} ms");
     assert!(worst < 50.0, "arrivals up to {worst:.2} ms after their scheduled time: {:?}", &all[..10]);
 
     // Merge: one record per request, the summary computed from the union of the records.
