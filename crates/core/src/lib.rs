@@ -14,7 +14,8 @@
 //! - [`schedule`]: the replay schedule as data;
 //! - [`dispatch`]: which request goes next and when (sessions, concurrency ceiling, stop);
 //! - [`metrics`]: per-request records, AIPerf metrics, mergeable aggregates, goodput;
-//! - [`results`]: a run's summary and its exports (JSONL line, JSON, CSV, console table).
+//! - [`results`]: a run's summary and its exports (JSONL line, JSON, CSV, console table);
+//! - [`run`]: a finished run read back from its exports: summary, charts, comparison, HTML report.
 
 pub mod analysis;
 pub mod dispatch;
@@ -23,6 +24,7 @@ pub mod metrics;
 pub mod prompt_hash;
 pub mod report;
 pub mod results;
+pub mod run;
 pub mod schedule;
 pub mod sse;
 pub mod stats;

@@ -8,6 +8,7 @@ mod input;
 mod mock_server;
 mod output;
 mod profile;
+mod runs;
 mod synthesis_flags;
 mod synthesize;
 mod tokenizer;
@@ -44,6 +45,11 @@ enum Command {
     /// Convert production traces (Bailian, ServeGen, Azure, BurstGPT, WEKA) to Mooncake JSONL,
     /// merging files and applying time window, gap caps, sampling, model and failure filters.
     ConvertTrace(convert::Args),
+    /// Write one self-contained HTML file (no network) showing runs: summary, charts over time,
+    /// distributions, trace-aware charts, a record per clicked point, and their comparison.
+    Report(runs::ReportArgs),
+    /// Print the key numbers of runs side by side, with the change against a baseline run.
+    Compare(runs::CompareArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +69,8 @@ fn main() -> ExitCode {
         Command::SynthesizeTrace(args) => done(synthesize::run(args)),
         Command::HashPrompts(args) => done(hash_prompts::run(args)),
         Command::ConvertTrace(args) => done(convert::run(args)),
+        Command::Report(args) => done(runs::report(args)),
+        Command::Compare(args) => done(runs::compare_cmd(args)),
     };
     match result {
         Ok(code) => ExitCode::from(code),
