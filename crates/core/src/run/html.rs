@@ -352,8 +352,8 @@ pub fn run_section(run: &Run, k: usize) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
-        r#"<section class="run" data-run="{k}"><h2 class="run-label" style="border-color:{}">{}</h2>"#,
-        COLOURS[k % COLOURS.len()],
+        r#"<section class="run" data-run="{k}"><h2 class="run-label c{}">{}</h2>"#,
+        k % COLOURS.len(),
         esc(&run.label)
     );
     out.push_str(&summary_table(&run.report));
@@ -436,7 +436,7 @@ pub fn comparison_section(runs: &[&Run], c: &Comparison) -> String {
     );
     for (i, l) in c.labels.iter().enumerate() {
         let base = if i == c.baseline { " (baseline)" } else { "" };
-        let _ = write!(out, r#"<th style="color:{}">{}{base}</th>"#, COLOURS[i % COLOURS.len()], esc(l));
+        let _ = write!(out, r#"<th class="c{}">{}{base}</th>"#, i % COLOURS.len(), esc(l));
     }
     out.push_str("</tr></thead><tbody>");
     for r in &c.rows {
@@ -545,7 +545,8 @@ pub fn runs_fragment(runs: &[&Run], baseline: usize) -> String {
     out
 }
 
-/// Styles of the run views (inlined in the report; the browser app includes them too).
+/// Styles of the run views (inlined in the report; `crates/web/style.css` holds the same rules,
+/// as the page's security policy admits no inline style). No `style` attribute is used.
 pub const CSS: &str = r#"
 .runs{font:14px system-ui,sans-serif;color:#222}
 .runs table{border-collapse:collapse;margin:8px 0}
@@ -559,6 +560,10 @@ pub const CSS: &str = r#"
 .runs svg circle.pt{cursor:pointer}
 .runs svg circle.pt:hover{fill-opacity:1;stroke:#000}
 .runs h2.run-label{border-left:6px solid;padding-left:6px}
+.runs .c0{color:#1f77b4;border-color:#1f77b4}.runs .c1{color:#d62728;border-color:#d62728}
+.runs .c2{color:#2ca02c;border-color:#2ca02c}.runs .c3{color:#ff7f0e;border-color:#ff7f0e}
+.runs .c4{color:#9467bd;border-color:#9467bd}.runs .c5{color:#8c564b;border-color:#8c564b}
+.runs .c6{color:#e377c2;border-color:#e377c2}.runs .c7{color:#17becf;border-color:#17becf}
 .runs pre.record{position:sticky;bottom:0;background:#fffbe6;border:1px solid #e6d98c;padding:6px;margin:8px 0;white-space:pre-wrap;max-height:12em;overflow:auto}
 "#;
 
@@ -620,6 +625,7 @@ mod tests {
             assert!(hits.is_empty(), "{needle} in the report");
         }
         assert!(page.contains(r#"class="compare""#));
+        assert!(!runs_fragment(&[&a, &b], 1).contains("style="), "the app's CSP admits no inline style");
         assert!(page.matches("<svg").count() >= 20);
         let ttft = a.report.get(crate::metrics::Metric::TimeToFirstToken).unwrap();
         assert!(page.contains(&format!("<td>{:.2}</td>", ttft.percentiles[4])));
