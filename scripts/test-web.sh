@@ -30,4 +30,7 @@ cargo build -p aiperf-cli --locked
 step "Playwright end-to-end"
 AIPERF_CLI="${CARGO_TARGET_DIR:-$ROOT/target}/debug/aiperf-cli" node tests/e2e/run.mjs
 
+step "Playwright: run view, comparison, report.html from file:// (regenerates docs/images/run-*.png)"
+AIPERF_CLI="${CARGO_TARGET_DIR:-$ROOT/target}/debug/aiperf-cli" node tests/e2e/runs.mjs
+
 step "web tests passed"

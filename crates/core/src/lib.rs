@@ -20,6 +20,7 @@
 //! - [`search`]: the capacity search as a state machine (which load to measure next).
 //! - [`prometheus`]: a strict parser of the Prometheus text format;
 //! - [`server_metrics`]: a server's scraped metrics over a run, their exports and the comparison.
+//! - [`run`]: a finished run read back from its exports: summary, charts, comparison, HTML report.
 
 pub mod analysis;
 pub mod dispatch;
@@ -29,6 +30,7 @@ pub mod prometheus;
 pub mod prompt_hash;
 pub mod report;
 pub mod results;
+pub mod run;
 pub mod schedule;
 pub mod search;
 pub mod server_metrics;

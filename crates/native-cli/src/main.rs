@@ -9,6 +9,7 @@ mod merge;
 mod mock_server;
 mod output;
 mod profile;
+mod runs;
 mod synthesis_flags;
 mod synthesize;
 mod tokenizer;
@@ -48,6 +49,11 @@ enum Command {
     /// Merge the shards of a run (`profile --shard K/N`) into one run: the same exports as a
     /// single-process run, metrics computed from the merged records.
     Merge(merge::Args),
+    /// Write one self-contained HTML file (no network) showing runs: summary, charts over time,
+    /// distributions, trace-aware charts, a record per clicked point, and their comparison.
+    Report(runs::ReportArgs),
+    /// Print the key numbers of runs side by side, with the change against a baseline run.
+    Compare(runs::CompareArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +74,8 @@ fn main() -> ExitCode {
         Command::HashPrompts(args) => done(hash_prompts::run(args)),
         Command::ConvertTrace(args) => done(convert::run(args)),
         Command::Merge(args) => done(merge::run(args)),
+        Command::Report(args) => done(runs::report(args)),
+        Command::Compare(args) => done(runs::compare_cmd(args)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

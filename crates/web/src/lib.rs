@@ -12,6 +12,7 @@ pub mod format;
 pub mod ingest;
 pub mod params;
 pub mod protocol;
+pub mod runs;
 pub mod state;
 pub mod web;
 pub mod worker;

@@ -20,6 +20,33 @@ pub enum ToWorker {
     Synthesize { settings: SynthesisSettings },
     /// Send back the synthesized trace as JSONL.
     Export { settings: SynthesisSettings },
+    /// Read finished runs (`profile_export.jsonl`, optionally with `profile_export_aiperf.json`).
+    LoadRuns { runs: Vec<RunFiles> },
+    /// Show the loaded runs again with these labels and this baseline (0-based).
+    ShowRuns { labels: Vec<String>, baseline: usize },
+    /// The record of request `index` of run `run`.
+    Describe { run: usize, index: u32 },
+}
+
+/// The files of one run, behind blob URLs made by the page.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunFiles {
+    pub label: String,
+    pub records_url: String,
+    pub records_name: String,
+    /// `(url, name)` of the summary file, when one was dropped with it.
+    pub config: Option<(String, String)>,
+}
+
+/// Runs ready to show: the HTML of the run view (the CLI report's, from the same core code).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunsView {
+    pub labels: Vec<String>,
+    pub baseline: usize,
+    /// Requests per run.
+    pub records: Vec<u64>,
+    pub html: String,
+    pub compute_ms: f64,
 }
 
 /// Worker → page.
@@ -38,6 +65,18 @@ pub enum FromWorker {
     Synthesis(Box<SynthView>),
     SynthFailed {
         message: String,
+    },
+    /// Runs read and drawn.
+    Runs(Box<RunsView>),
+    /// A run could not be read.
+    RunsFailed {
+        message: String,
+    },
+    /// A request's record (answer to [`ToWorker::Describe`]).
+    Record {
+        run: usize,
+        index: u32,
+        text: String,
     },
     /// The synthesized trace, with the file name to save it under.
     Export {

@@ -265,6 +265,8 @@ impl Reducible for AppState {
                 }
                 FromWorker::SynthFailed { message } => s.synth = Computed::Done(Err(message)),
                 FromWorker::Export { .. } => return self,
+                // The run view keeps its own state (`crate::runs::RunsUi`).
+                FromWorker::Runs(_) | FromWorker::RunsFailed { .. } | FromWorker::Record { .. } => return self,
             },
         }
         Rc::new(s)

@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use aiperf_core::run::{Run, RunLoader, RunSettings, html};
 use aiperf_core::trace::{ParseOptions, Trace};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
@@ -12,7 +13,7 @@ use yew_agent::worker::{HandlerId, Worker, WorkerScope};
 
 use crate::engine::{ModelCache, analysis_view, bad_rows, synth_file_name, synth_view, synthesize};
 use crate::ingest::Ingest;
-use crate::protocol::{FileSummary, FromWorker, Progress, ToWorker};
+use crate::protocol::{FileSummary, FromWorker, Progress, RunFiles, RunsView, ToWorker};
 use crate::web::now_ms;
 use aiperf_core::synthesis::SynthesisSettings;
 
@@ -28,6 +29,9 @@ struct Inner {
     last: Option<(SynthesisSettings, Rc<Trace>)>,
     /// Bumped by every load, so that an older load still streaming stops.
     load_generation: u64,
+    /// Finished runs (`profile_export.jsonl`), shown by the run view.
+    runs: Vec<Run>,
+    runs_generation: u64,
 }
 
 /// The worker agent (registered by the `worker` binary).
@@ -97,8 +101,109 @@ impl Worker for TraceWorker {
                 };
                 scope.respond(id, msg);
             }
+            ToWorker::LoadRuns { runs } => {
+                let generation = {
+                    let mut inner = self.inner.borrow_mut();
+                    inner.runs_generation += 1;
+                    inner.runs.clear();
+                    inner.runs_generation
+                };
+                let (inner, scope) = (self.inner.clone(), scope.clone());
+                wasm_bindgen_futures::spawn_local(async move {
+                    let t0 = now_ms();
+                    let mut loaded = Vec::new();
+                    for files in &runs {
+                        match load_run(files).await {
+                            Ok(run) => loaded.push(run),
+                            Err(message) => {
+                                scope.respond(id, FromWorker::RunsFailed { message });
+                                return;
+                            }
+                        }
+                    }
+                    let mut inner = inner.borrow_mut();
+                    if inner.runs_generation != generation {
+                        return;
+                    }
+                    inner.runs = loaded;
+                    let mut view = runs_view(&inner.runs, 0);
+                    view.compute_ms = now_ms() - t0;
+                    scope.respond(id, FromWorker::Runs(Box::new(view)));
+                });
+            }
+            ToWorker::ShowRuns { labels, baseline } => {
+                let t0 = now_ms();
+                let mut inner = self.inner.borrow_mut();
+                for (run, label) in inner.runs.iter_mut().zip(labels) {
+                    run.label = label;
+                }
+                let mut view = runs_view(&inner.runs, baseline);
+                view.compute_ms = now_ms() - t0;
+                scope.respond(id, FromWorker::Runs(Box::new(view)));
+            }
+            ToWorker::Describe { run, index } => {
+                let text = self.inner.borrow().runs.get(run).and_then(|r| r.describe(index as usize));
+                if let Some(text) = text {
+                    scope.respond(id, FromWorker::Record { run, index, text });
+                }
+            }
         }
     }
+}
+
+/// The run view of `runs` (the HTML of `aiperf-cli report`, from the same code).
+fn runs_view(runs: &[Run], baseline: usize) -> RunsView {
+    let refs: Vec<&Run> = runs.iter().collect();
+    RunsView {
+        labels: runs.iter().map(|r| r.label.clone()).collect(),
+        baseline: baseline.min(runs.len().saturating_sub(1)),
+        records: runs.iter().map(|r| r.points.len() as u64).collect(),
+        html: html::runs_fragment(&refs, baseline),
+        compute_ms: 0.0,
+    }
+}
+
+/// Reads one run: its summary file (for the settings), then its records, streamed.
+async fn load_run(files: &RunFiles) -> Result<Run, String> {
+    let settings = match &files.config {
+        Some((url, name)) => {
+            let response = fetch(url).await?;
+            let text = JsFuture::from(response.text().map_err(js_error)?).await.map_err(js_error)?;
+            let text = text.as_string().unwrap_or_default();
+            RunSettings::from_summary_json(name, &text).map_err(|e| e.to_string())?
+        }
+        None => RunSettings::default(),
+    };
+    let response = fetch(&files.records_url).await?;
+    let body = response.body().ok_or_else(|| "cannot read the file: empty response".to_string())?;
+    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().dyn_into().map_err(js_error)?;
+    let mut loader = RunLoader::new(&files.records_name, settings);
+    let mut buf = Vec::new();
+    loop {
+        let chunk = JsFuture::from(reader.read()).await.map_err(js_error)?;
+        let done = js_sys::Reflect::get(&chunk, &JsValue::from_str("done")).map_err(js_error)?;
+        if done.as_bool() == Some(true) {
+            break;
+        }
+        let value: js_sys::Uint8Array = js_sys::Reflect::get(&chunk, &JsValue::from_str("value"))
+            .map_err(js_error)?
+            .dyn_into()
+            .map_err(js_error)?;
+        buf.resize(value.length() as usize, 0);
+        value.copy_to(&mut buf);
+        loader.push(&buf).map_err(|e| e.to_string())?;
+    }
+    loader.finish(&files.label).map_err(|e| e.to_string())
+}
+
+async fn fetch(url: &str) -> Result<web_sys::Response, String> {
+    let global: web_sys::WorkerGlobalScope = js_sys::global().dyn_into().map_err(js_error)?;
+    let response: web_sys::Response =
+        JsFuture::from(global.fetch_with_str(url)).await.map_err(js_error)?.dyn_into().map_err(js_error)?;
+    if !response.ok() {
+        return Err(format!("cannot read the file: HTTP {}", response.status()));
+    }
+    Ok(response)
 }
 
 impl TraceWorker {

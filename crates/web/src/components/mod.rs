@@ -2,9 +2,11 @@
 
 mod charts;
 mod panels;
+mod runs;
 
 pub use charts::{ArrivalsChart, CacheChart, CdfCompare, DistChart, DistProps, GroupsChart};
 pub use panels::{AnalysisPanel, FieldInput, FieldProps, LoadStatus, StatsProps, StatsTable, SynthPanel};
+pub use runs::{RunsPanel, RunsProps};
 
 use std::rc::Rc;
 
@@ -15,7 +17,8 @@ use yew_agent::worker::{WorkerProvider, use_worker_bridge};
 use aiperf_core::synthesis::{Mode, Param, SynthesisSettings};
 
 use crate::params::Form;
-use crate::protocol::{FromWorker, ToWorker};
+use crate::protocol::{FromWorker, RunFiles, ToWorker};
+use crate::runs::{RunsUi, labels, looks_like_records, pair_files};
 use crate::state::{Action, AppState};
 use crate::web;
 use crate::worker::TraceWorker;
@@ -42,6 +45,8 @@ struct Sent {
     block_size: Option<u32>,
     synth: Option<SynthesisSettings>,
     blob_url: Option<String>,
+    /// Blob URLs of the runs being read.
+    run_urls: Vec<String>,
 }
 
 #[component]
@@ -54,13 +59,28 @@ fn Main() -> Html {
     let dragging = use_state(|| false);
     // When the worker last spoke (or was last asked to read a file), for the silence notice.
     let last_heard = use_mut_ref(web::now_ms);
+    // The run view (finished runs dropped on the page); the latest state, read by the bridge.
+    let runs_ui = use_state(RunsUi::default);
+    let runs_now = use_mut_ref(RunsUi::default);
 
     let bridge = {
         let dispatcher = state.dispatcher();
         let sent = sent.clone();
         let last_heard = last_heard.clone();
+        let (runs_ui, runs_now) = (runs_ui.clone(), runs_now.clone());
         use_worker_bridge::<TraceWorker, _>(move |out: FromWorker| {
             *last_heard.borrow_mut() = web::now_ms();
+            let next = runs_now.borrow().on_worker(&out);
+            if let Some(next) = next {
+                if matches!(out, FromWorker::Runs(_) | FromWorker::RunsFailed { .. }) {
+                    for url in sent.borrow_mut().run_urls.drain(..) {
+                        web::revoke(&url);
+                    }
+                }
+                *runs_now.borrow_mut() = next.clone();
+                runs_ui.set(next);
+                return;
+            }
             match &out {
                 FromWorker::Loaded(_) | FromWorker::LoadFailed { .. } => {
                     if let Some(url) = sent.borrow_mut().blob_url.take() {
@@ -114,6 +134,107 @@ fn Main() -> Html {
             open_blob.emit((file.clone().into(), file.name()));
         })
     };
+    // Finished runs: pair the files, hand them to the worker.
+    let open_runs = {
+        let (bridge, sent, runs_ui, runs_now) = (bridge.clone(), sent.clone(), runs_ui.clone(), runs_now.clone());
+        Callback::from(move |files: Vec<web_sys::File>| {
+            let names: Vec<String> = files.iter().map(web_sys::File::name).collect();
+            let set = |ui: RunsUi| {
+                *runs_now.borrow_mut() = ui.clone();
+                runs_ui.set(ui);
+            };
+            let pairs = match pair_files(&names) {
+                Ok(p) => p,
+                Err(message) => return set(RunsUi::Failed(message)),
+            };
+            let run_labels = labels(&pairs.iter().map(|&(r, _)| names[r].as_str()).collect::<Vec<_>>());
+            let mut s = sent.borrow_mut();
+            for url in s.run_urls.drain(..) {
+                web::revoke(&url);
+            }
+            let mut url_of = |i: usize| -> Option<String> {
+                let url = web::object_url(&files[i]).ok()?;
+                s.run_urls.push(url.clone());
+                Some(url)
+            };
+            let mut runs = Vec::new();
+            for (&(r, c), label) in pairs.iter().zip(run_labels) {
+                let (Some(records_url), config) = (url_of(r), c.map(|c| (url_of(c), names[c].clone()))) else {
+                    return set(RunsUi::Failed("the browser refused to open the file".into()));
+                };
+                let config = match config {
+                    Some((Some(url), name)) => Some((url, name)),
+                    Some((None, _)) => return set(RunsUi::Failed("the browser refused to open the file".into())),
+                    None => None,
+                };
+                runs.push(RunFiles { label, records_url, records_name: names[r].clone(), config });
+            }
+            set(RunsUi::Reading { names, started: web::now_ms() });
+            bridge.send(ToWorker::LoadRuns { runs });
+        })
+    };
+    // Dropped or picked files: several, or a summary file, or records → runs; else a trace.
+    let open_files = {
+        let (open_file, open_runs) = (open_file.clone(), open_runs.clone());
+        Callback::from(move |files: Vec<web_sys::File>| {
+            let [file] = files.as_slice() else {
+                if !files.is_empty() {
+                    open_runs.emit(files);
+                }
+                return;
+            };
+            if file.name().ends_with(".json") || file.name().starts_with("profile_export") {
+                return open_runs.emit(files);
+            }
+            let (file, open_file, open_runs) = (file.clone(), open_file.clone(), open_runs.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                let head = match file.slice_with_i32_and_i32(0, 64) {
+                    Ok(b) => wasm_bindgen_futures::JsFuture::from(b.text()).await.ok().and_then(|t| t.as_string()),
+                    Err(_) => None,
+                };
+                if head.as_deref().is_some_and(looks_like_records) {
+                    open_runs.emit(vec![file]);
+                } else {
+                    open_file.emit(file);
+                }
+            });
+        })
+    };
+    let on_runs_show = {
+        let bridge = bridge.clone();
+        Callback::from(move |(labels, baseline): (Vec<String>, usize)| {
+            bridge.send(ToWorker::ShowRuns { labels, baseline })
+        })
+    };
+    let on_point = {
+        let bridge = bridge.clone();
+        Callback::from(move |(run, index): (usize, u32)| bridge.send(ToWorker::Describe { run, index }))
+    };
+    // Drop → run view on screen, measured after the render that set its HTML.
+    {
+        let (runs_ui, runs_now) = (runs_ui.clone(), runs_now.clone());
+        let key = match &*runs_ui {
+            RunsUi::Shown { generation, started: Some(_), shown_ms: None, .. } => Some(*generation),
+            _ => None,
+        };
+        use_effect_with(key, move |key| {
+            if key.is_some()
+                && let RunsUi::Shown { view, generation, record, started: Some(t0), .. } = &*runs_ui
+            {
+                let elapsed = web::now_ms() - t0;
+                web::log(&format!("drop to runs shown: {elapsed:.1} ms"));
+                let next = RunsUi::Shown {
+                    view: view.clone(),
+                    generation: *generation,
+                    record: record.clone(),
+                    shown_ms: Some(elapsed),
+                    started: None,
+                };
+                *runs_now.borrow_mut() = next.clone();
+                runs_ui.set(next);
+            }
+        });
+    }
     let load_sample = {
         let state = state.clone();
         let open_blob = open_blob.clone();
@@ -231,21 +352,21 @@ fn Main() -> Html {
     };
     let ondrop = {
         let dragging = dragging.clone();
-        let open_file = open_file.clone();
+        let open_files = open_files.clone();
         Callback::from(move |e: DragEvent| {
             e.prevent_default();
             dragging.set(false);
-            if let Some(file) = e.data_transfer().and_then(|dt| dt.files()).and_then(|fl| fl.get(0)) {
-                open_file.emit(file);
+            if let Some(list) = e.data_transfer().and_then(|dt| dt.files()) {
+                open_files.emit((0..list.length()).filter_map(|i| list.get(i)).collect());
             }
         })
     };
     let onpick = {
-        let open_file = open_file.clone();
+        let open_files = open_files.clone();
         Callback::from(move |e: Event| {
             let Some(input) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) else { return };
-            if let Some(file) = input.files().and_then(|fl| fl.get(0)) {
-                open_file.emit(file);
+            if let Some(list) = input.files() {
+                open_files.emit((0..list.length()).filter_map(|i| list.get(i)).collect());
             }
             // Picking the same file again must fire `change` again.
             input.set_value("");
@@ -265,7 +386,7 @@ fn Main() -> Html {
                     <p class="privacy">{ "Your trace never leaves this browser: it is read and analysed locally, in WebAssembly. Nothing is uploaded." }</p>
                 </div>
                 <div class="open">
-                    <input id="file-input" class="visually-hidden" type="file" accept=".jsonl,.gz,.json,application/gzip,application/x-ndjson" onchange={onpick} />
+                    <input id="file-input" class="visually-hidden" type="file" multiple={true} accept=".jsonl,.gz,.json,application/gzip,application/x-ndjson" onchange={onpick} />
                     <label class="button primary" for="file-input">{ "Open trace…" }</label>
                     <button class="button" onclick={sample_click}>{ "Load sample" }</button>
                 </div>
@@ -278,6 +399,16 @@ fn Main() -> Html {
                         html! { <p class="warning" role="status">{ format!("No answer from the background worker for {secs} s. Very large traces take a while; if this does not change, the browser may have run out of memory: reload the page or try a smaller file.") }</p> }
                     } else {
                         html! {}
+                    }
+                }
+                {
+                    match &*runs_ui {
+                        RunsUi::None => html! {},
+                        RunsUi::Reading { names, .. } => html! { <p class="card runs-reading" role="status">{ format!("Reading run(s): {}…", names.join(", ")) }</p> },
+                        RunsUi::Failed(message) => html! { <p class="card error runs-failed" role="alert">{ format!("Cannot show the run: {message}") }</p> },
+                        RunsUi::Shown { view, generation, record, shown_ms, .. } => html! {
+                            <RunsPanel view={view.clone()} generation={*generation} record={record.clone()} shown_ms={*shown_ms} on_show={on_runs_show.clone()} on_point={on_point.clone()} />
+                        },
                     }
                 }
                 <LoadStatus state={state.clone()} />

@@ -29,6 +29,7 @@ pub fn LoadStatus(p: &LoadProps) -> Html {
             <section class="card dropzone" aria-label="open a trace">
                 <h2>{ "Open a Mooncake trace" }</h2>
                 <p>{ "Drop a " }<code>{ ".jsonl" }</code>{ " or " }<code>{ ".jsonl.gz" }</code>{ " file anywhere on this page, use " }<strong>{ "Open trace…" }</strong>{ ", or try " }<strong>{ "Load sample" }</strong>{ " (the Mooncake conversation trace, 12,031 requests)." }</p>
+                <p>{ "Or drop the " }<code>{ "profile_export.jsonl" }</code>{ " of an " }<code>{ "aiperf-cli profile" }</code>{ " run (with its " }<code>{ "profile_export_aiperf.json" }</code>{ "), or up to 8 runs to compare them." }</p>
                 <p class="muted">{ "Each line is one request: " }<code>{ "{\"timestamp\": 0, \"input_length\": 6758, \"output_length\": 500, \"hash_ids\": [0, 1, 2]}" }</code></p>
             </section>
         },

@@ -1,0 +1,656 @@
+//! Runs as HTML with inline SVG charts: the fragment the browser app shows and the self-contained
+//! report file of `aiperf-cli report` (the same fragment inside a page with its CSS, the records
+//! of the plotted points and a few lines of JavaScript for the record-on-click). Nothing refers to
+//! anything outside the document: no scripts, fonts, images or styles from the network.
+//!
+//! To add a chart: compute its data in [`super::charts`], draw it here with [`line_chart`],
+//! [`scatter_chart`] or [`bar_chart`] inside [`run_section`] (one run) or [`comparison_section`].
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::metrics::Report;
+
+use super::Run;
+use super::charts::{Quantity, Scatter, Slices, band, cdf, hist, nice_step, rates, scatters};
+use super::compare::{Comparison, compare, num};
+
+/// One colour per run (and per percentile line of one run).
+pub const COLOURS: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+
+const W: f64 = 460.0;
+const H: f64 = 260.0;
+const ML: f64 = 60.0;
+const MR: f64 = 14.0;
+const MT: f64 = 26.0;
+const MB: f64 = 40.0;
+
+/// Text safe inside HTML elements and attributes.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A tick label: few digits.
+fn tick(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Range {
+    lo: f64,
+    hi: f64,
+}
+
+impl Range {
+    fn of(values: impl Iterator<Item = f64>, from_zero: bool) -> Range {
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for v in values.filter(|v| v.is_finite()) {
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+        if !lo.is_finite() {
+            return Range { lo: 0.0, hi: 1.0 };
+        }
+        if from_zero && lo > 0.0 {
+            lo = 0.0;
+        }
+        if hi <= lo {
+            hi = lo + 1.0;
+        }
+        Range { lo, hi }
+    }
+}
+
+/// Pixel mapping of a chart.
+struct Frame {
+    x: Range,
+    y: Range,
+}
+
+impl Frame {
+    fn px(&self, x: f64) -> f64 {
+        ML + (x - self.x.lo) / (self.x.hi - self.x.lo) * (W - ML - MR)
+    }
+    fn py(&self, y: f64) -> f64 {
+        H - MB - (y - self.y.lo) / (self.y.hi - self.y.lo) * (H - MT - MB)
+    }
+
+    /// Axes, ticks, grid and labels.
+    fn axes(&self, out: &mut String, x_label: &str, y_label: &str) {
+        let _ = write!(
+            out,
+            r##"<line x1="{ML}" y1="{b}" x2="{r}" y2="{b}" stroke="#444"/><line x1="{ML}" y1="{MT}" x2="{ML}" y2="{b}" stroke="#444"/>"##,
+            b = H - MB,
+            r = W - MR
+        );
+        for (r, is_x) in [(self.x, true), (self.y, false)] {
+            let step = nice_step((r.hi - r.lo) / 5.0);
+            let mut t = (r.lo / step).ceil() * step;
+            let mut n = 0;
+            while t <= r.hi + step * 1e-9 && n < 12 {
+                if is_x {
+                    let x = self.px(t);
+                    let _ = write!(
+                        out,
+                        r##"<line x1="{x:.1}" y1="{a}" x2="{x:.1}" y2="{b}" stroke="#ddd"/><text x="{x:.1}" y="{ty}" text-anchor="middle">{}</text>"##,
+                        tick(t),
+                        a = MT,
+                        b = H - MB,
+                        ty = H - MB + 14.0
+                    );
+                } else {
+                    let y = self.py(t);
+                    let _ = write!(
+                        out,
+                        r##"<line x1="{ML}" y1="{y:.1}" x2="{r}" y2="{y:.1}" stroke="#ddd"/><text x="{tx}" y="{ty:.1}" text-anchor="end">{}</text>"##,
+                        tick(t),
+                        r = W - MR,
+                        tx = ML - 4.0,
+                        ty = y + 4.0
+                    );
+                }
+                t += step;
+                n += 1;
+            }
+        }
+        let _ = write!(
+            out,
+            r#"<text x="{cx}" y="{by}" text-anchor="middle" class="axis">{}</text><text transform="translate(12 {cy}) rotate(-90)" text-anchor="middle" class="axis">{}</text>"#,
+            esc(x_label),
+            esc(y_label),
+            cx = (ML + W - MR) / 2.0,
+            by = H - 6.0,
+            cy = (MT + H - MB) / 2.0
+        );
+    }
+}
+
+fn open(out: &mut String, id: &str, title: &str) {
+    let _ = write!(
+        out,
+        r#"<figure class="chart" data-chart="{id}"><svg viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg"><text x="{ML}" y="16" class="title">{t}</text>"#,
+        id = esc(id),
+        t = esc(title)
+    );
+}
+
+fn legend(out: &mut String, names: &[(String, &str)]) {
+    if names.len() < 2 {
+        return;
+    }
+    for (i, (name, colour)) in names.iter().enumerate() {
+        let y = MT + 4.0 + i as f64 * 13.0;
+        let _ = write!(
+            out,
+            r#"<rect x="{x}" y="{ry}" width="10" height="3" fill="{colour}"/><text x="{tx}" y="{ty}" class="legend">{}</text>"#,
+            esc(name),
+            x = W - MR - 110.0,
+            ry = y - 3.0,
+            tx = W - MR - 96.0,
+            ty = y + 1.0
+        );
+    }
+}
+
+/// One line of a line chart.
+pub struct Line<'a> {
+    pub name: String,
+    pub colour: &'a str,
+    pub dashed: bool,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Lines over a shared x axis; NaN values break a line.
+pub fn line_chart(id: &str, title: &str, x_label: &str, y_label: &str, lines: &[Line<'_>]) -> String {
+    let f = Frame {
+        x: Range::of(lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)), false),
+        y: Range::of(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)), true),
+    };
+    let mut out = String::new();
+    open(&mut out, id, title);
+    f.axes(&mut out, x_label, y_label);
+    for l in lines {
+        let mut d = String::new();
+        let mut pen_down = false;
+        for &(x, y) in &l.points {
+            if !(x.is_finite() && y.is_finite()) {
+                pen_down = false;
+                continue;
+            }
+            let _ = write!(d, "{}{:.1},{:.1}", if pen_down { " L" } else { " M" }, f.px(x), f.py(y));
+            pen_down = true;
+        }
+        let dash = if l.dashed { r#" stroke-dasharray="4 3""# } else { "" };
+        let _ = write!(out, r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.5"{dash}/>"#, l.colour);
+    }
+    legend(&mut out, &lines.iter().map(|l| (l.name.clone(), l.colour)).collect::<Vec<_>>());
+    out.push_str("</svg></figure>");
+    out
+}
+
+/// Points of one or more runs; each circle carries its run and request index for the click.
+pub fn scatter_chart(
+    id: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(usize, &str, &Scatter)],
+) -> String {
+    let f = Frame {
+        x: Range::of(series.iter().flat_map(|s| s.2.x.iter().copied()), true),
+        y: Range::of(series.iter().flat_map(|s| s.2.y.iter().copied()), true),
+    };
+    let mut out = String::new();
+    open(&mut out, id, title);
+    f.axes(&mut out, x_label, y_label);
+    for (run, colour, s) in series {
+        let _ = write!(out, r#"<g fill="{colour}" fill-opacity="0.55">"#);
+        for ((x, y), i) in s.x.iter().zip(&s.y).zip(&s.index) {
+            let _ = write!(
+                out,
+                r#"<circle class="pt" cx="{:.1}" cy="{:.1}" r="2.5" data-run="{run}" data-i="{i}"/>"#,
+                f.px(*x),
+                f.py(*y)
+            );
+        }
+        out.push_str("</g>");
+    }
+    let shown: usize = series.iter().map(|s| s.2.x.len()).sum();
+    let total: usize = series.iter().map(|s| s.2.total).sum();
+    if shown < total {
+        let _ = write!(
+            out,
+            r#"<text x="{x}" y="16" text-anchor="end" class="legend">{shown} of {total} shown</text>"#,
+            x = W - MR
+        );
+    }
+    out.push_str("</svg></figure>");
+    out
+}
+
+/// A histogram.
+pub fn bar_chart(id: &str, title: &str, x_label: &str, h: &super::charts::Hist) -> String {
+    let hi = h.lo + h.step * h.counts.len() as f64;
+    let f = Frame {
+        x: Range { lo: h.lo, hi: if hi > h.lo { hi } else { h.lo + 1.0 } },
+        y: Range::of(h.counts.iter().map(|&c| c as f64), true),
+    };
+    let mut out = String::new();
+    open(&mut out, id, title);
+    f.axes(&mut out, x_label, "requests");
+    out.push_str(r##"<g fill="#1f77b4">"##);
+    for (k, &c) in h.counts.iter().enumerate() {
+        let (x0, x1) = (f.px(h.lo + k as f64 * h.step), f.px(h.lo + (k + 1) as f64 * h.step));
+        let (y0, y1) = (f.py(c as f64), f.py(0.0));
+        let _ = write!(
+            out,
+            r#"<rect x="{x0:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}"/>"#,
+            (x1 - x0 - 1.0).max(0.5),
+            y1 - y0
+        );
+    }
+    out.push_str("</g>");
+    if h.overflow > 0 {
+        let _ = write!(
+            out,
+            r#"<text x="{x}" y="16" text-anchor="end" class="legend">{} beyond the axis</text>"#,
+            h.overflow,
+            x = W - MR
+        );
+    }
+    out.push_str("</svg></figure>");
+    out
+}
+
+/// The console's summary as a table (same numbers, 2 decimals) with the outcome counts.
+pub fn summary_table(r: &Report) -> String {
+    let mut out = String::from(
+        r#"<table class="summary"><thead><tr><th>Metric</th><th>avg</th><th>min</th><th>max</th><th>p50</th><th>p90</th><th>p99</th><th>std</th></tr></thead><tbody>"#,
+    );
+    for (m, d) in &r.metrics {
+        let p = |q| d.percentile(q).map_or("-".to_string(), |v| format!("{v:.2}"));
+        let _ = write!(
+            out,
+            r#"<tr data-metric="{}"><td>{} ({})</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td></tr>"#,
+            m.tag(),
+            esc(m.header()),
+            m.unit(),
+            d.avg,
+            d.min,
+            d.max,
+            p(50.0),
+            p(90.0),
+            p(99.0),
+            d.std
+        );
+    }
+    out.push_str("</tbody></table>");
+    out.push_str(r#"<table class="scalars"><tbody>"#);
+    let mut scalar = |tag: &str, name: &str, unit: &str, v: String| {
+        let _ = write!(out, r#"<tr data-metric="{tag}"><td>{name} ({unit})</td><td>{v}</td></tr>"#);
+    };
+    scalar("request_count", "Request Count", "requests", r.request_count.to_string());
+    scalar("error_request_count", "Error Request Count", "requests", r.error_request_count.to_string());
+    scalar("request_throughput", "Request Throughput", "requests/sec", format!("{:.2}", r.request_throughput));
+    scalar(
+        "output_token_throughput",
+        "Output Token Throughput",
+        "tokens/sec",
+        format!("{:.2}", r.output_token_throughput),
+    );
+    scalar("benchmark_duration", "Benchmark Duration", "sec", format!("{:.2}", r.benchmark_duration_s));
+    if let (Some(g), Some(n)) = (r.goodput, r.good_request_count) {
+        scalar("goodput", "Goodput", "requests/sec", format!("{g:.2} ({n} requests met every SLO)"));
+    }
+    if let Some(c) = r.cache_hit_rate {
+        scalar("cache_hit_rate", "Cache Hit Rate (server)", "ratio", format!("{c:.4}"));
+    }
+    if let Some(c) = r.expected_cache_hit_rate {
+        scalar("expected_cache_hit_rate", "Cache Hit Rate (trace, theoretical)", "ratio", format!("{c:.4}"));
+    }
+    out.push_str("</tbody></table>");
+    let o = r.outcomes;
+    let _ = write!(
+        out,
+        r#"<p class="outcomes">Outcomes: <b>{}</b> completed, <b>{}</b> cancelled, <b>{}</b> timed out, <b>{}</b> failed"#,
+        o.completed, o.cancelled, o.timed_out, o.failed
+    );
+    if !r.error_summary.is_empty() {
+        out.push_str(" — by kind:");
+        for (k, n) in &r.error_summary {
+            let _ = write!(out, " {}&nbsp;{n}", esc(k));
+        }
+    }
+    out.push_str("</p>");
+    out
+}
+
+/// One run: summary, time series, distributions, trace-aware scatter plots.
+pub fn run_section(run: &Run, k: usize) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<section class="run" data-run="{k}"><h2 class="run-label c{}">{}</h2>"#,
+        k % COLOURS.len(),
+        esc(&run.label)
+    );
+    out.push_str(&summary_table(&run.report));
+    let s = Slices::of(run);
+    out.push_str(r#"<h3>Over the run</h3><div class="charts">"#);
+    for q in [Quantity::Ttft, Quantity::Itl, Quantity::Latency, Quantity::Lateness] {
+        let b = band(run, &s, q);
+        let lines: Vec<Line<'_>> =
+            [("p50", &b.p50, COLOURS[0]), ("p90", &b.p90, COLOURS[3]), ("p99", &b.p99, COLOURS[1])]
+                .into_iter()
+                .map(|(name, y, colour)| Line {
+                    name: name.into(),
+                    colour,
+                    dashed: false,
+                    points: b.t.iter().copied().zip(y.iter().copied()).collect(),
+                })
+                .collect();
+        let title = format!("{} per {} s slice (p50, p90, p99)", q.name(), tick(s.width_s));
+        out.push_str(&line_chart(
+            &format!("band-{}", slug(q.name())),
+            &title,
+            "time (s)",
+            &format!("{} ({})", q.name(), q.unit()),
+            &lines,
+        ));
+    }
+    for r in rates(run, &s) {
+        let line = Line {
+            name: r.name.into(),
+            colour: COLOURS[2],
+            dashed: false,
+            points: r.t.iter().copied().zip(r.y).collect(),
+        };
+        out.push_str(&line_chart(
+            &format!("rate-{}", slug(r.name)),
+            &format!("{} per {} s slice", r.name, tick(s.width_s)),
+            "time (s)",
+            r.unit,
+            &[line],
+        ));
+    }
+    out.push_str(r#"</div><h3>Distributions</h3><div class="charts">"#);
+    for q in Quantity::DISTRIBUTIONS {
+        let v = q.sorted_values(run);
+        if v.is_empty() {
+            continue;
+        }
+        let axis = format!("{} ({})", q.name(), q.unit());
+        let line = Line { name: run.label.clone(), colour: COLOURS[k % COLOURS.len()], dashed: false, points: cdf(&v) };
+        out.push_str(&line_chart(
+            &format!("cdf-{}", slug(q.name())),
+            &format!("{} CDF", q.name()),
+            &axis,
+            "fraction of requests",
+            &[line],
+        ));
+        out.push_str(&bar_chart(
+            &format!("hist-{}", slug(q.name())),
+            &format!("{} histogram", q.name()),
+            &axis,
+            &hist(&v),
+        ));
+    }
+    out.push_str(r#"</div><h3>Requests (click a point for its record)</h3><div class="charts">"#);
+    for c in scatters(run) {
+        out.push_str(&scatter_chart(c.id, c.title, c.x_label, c.y_label, &[(k, COLOURS[k % COLOURS.len()], &c.data)]));
+    }
+    out.push_str("</div></section>");
+    out
+}
+
+fn slug(s: &str) -> String {
+    s.to_lowercase().replace(' ', "-")
+}
+
+/// Several runs: the side-by-side table, differing settings, overlaid CDFs and time series.
+pub fn comparison_section(runs: &[&Run], c: &Comparison) -> String {
+    let mut out = String::from(
+        r#"<section class="comparison"><h2>Comparison</h2><table class="compare"><thead><tr><th>Metric</th>"#,
+    );
+    for (i, l) in c.labels.iter().enumerate() {
+        let base = if i == c.baseline { " (baseline)" } else { "" };
+        let _ = write!(out, r#"<th class="c{}">{}{base}</th>"#, i % COLOURS.len(), esc(l));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in &c.rows {
+        let _ = write!(out, "<tr><td>{} ({})</td>", esc(&r.name), r.unit);
+        for (i, v) in r.values.iter().enumerate() {
+            let cell = match (v, r.change(i, c.baseline)) {
+                (None, _) => "-".to_string(),
+                (Some(v), _) if i == c.baseline => num(*v),
+                (Some(v), Some((d, Some(p)))) => format!(r#"{} <small>{d:+.2} ({p:+.1}%)</small>"#, num(*v)),
+                (Some(v), Some((d, None))) => format!(r#"{} <small>{d:+.2}</small>"#, num(*v)),
+                (Some(v), None) => num(*v),
+            };
+            let _ = write!(out, "<td>{cell}</td>");
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>");
+    if c.config_diff.is_empty() {
+        out.push_str(r#"<p class="config-diff">Same input_config for every run.</p>"#);
+    } else {
+        out.push_str(r#"<table class="config-diff"><thead><tr><th>input_config</th>"#);
+        for l in &c.labels {
+            let _ = write!(out, "<th>{}</th>", esc(l));
+        }
+        out.push_str("</tr></thead><tbody>");
+        for (k, vals) in &c.config_diff {
+            let _ = write!(out, "<tr><td>{}</td>", esc(k));
+            for v in vals {
+                let _ = write!(out, "<td>{}</td>", esc(v));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</tbody></table>");
+    }
+    out.push_str(r#"<div class="charts">"#);
+    let colour = |i: usize| COLOURS[i % COLOURS.len()];
+    for q in [Quantity::Ttft, Quantity::Itl, Quantity::Latency, Quantity::Osl] {
+        let lines: Vec<Line<'_>> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Line {
+                name: r.label.clone(),
+                colour: colour(i),
+                dashed: false,
+                points: cdf(&q.sorted_values(r)),
+            })
+            .collect();
+        out.push_str(&line_chart(
+            &format!("cmp-cdf-{}", slug(q.name())),
+            &format!("{} CDF", q.name()),
+            &format!("{} ({})", q.name(), q.unit()),
+            "fraction of requests",
+            &lines,
+        ));
+    }
+    // Time series: each run from its own first send.
+    for q in [Quantity::Ttft, Quantity::Latency] {
+        let lines: Vec<Line<'_>> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let b = band(r, &Slices::of(r), q);
+                Line {
+                    name: r.label.clone(),
+                    colour: colour(i),
+                    dashed: false,
+                    points: b.t.into_iter().zip(b.p50).collect(),
+                }
+            })
+            .collect();
+        out.push_str(&line_chart(
+            &format!("cmp-band-{}", slug(q.name())),
+            &format!("{} p50 over the run", q.name()),
+            "time (s)",
+            &format!("{} ({})", q.name(), q.unit()),
+            &lines,
+        ));
+    }
+    let lines: Vec<Line<'_>> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let rt = rates(r, &Slices::of(r)).swap_remove(0);
+            Line {
+                name: r.label.clone(),
+                colour: colour(i),
+                dashed: false,
+                points: rt.t.into_iter().zip(rt.y).collect(),
+            }
+        })
+        .collect();
+    out.push_str(&line_chart("cmp-throughput", "Request throughput over the run", "time (s)", "requests/s", &lines));
+    out.push_str("</div></section>");
+    out
+}
+
+/// The body of a page showing `runs` (the browser app sets it into its run view).
+pub fn runs_fragment(runs: &[&Run], baseline: usize) -> String {
+    let mut out = String::new();
+    if runs.len() > 1 {
+        out.push_str(&comparison_section(runs, &compare(runs, baseline)));
+    }
+    for (k, r) in runs.iter().enumerate() {
+        out.push_str(&run_section(r, k));
+    }
+    out
+}
+
+/// Styles of the run views (inlined in the report; `crates/web/style.css` holds the same rules,
+/// as the page's security policy admits no inline style). No `style` attribute is used.
+pub const CSS: &str = r#"
+.runs{font:14px system-ui,sans-serif;color:#222}
+.runs table{border-collapse:collapse;margin:8px 0}
+.runs td,.runs th{border:1px solid #ccc;padding:2px 8px;text-align:right}
+.runs td:first-child,.runs th:first-child{text-align:left}
+.runs small{color:#666}
+.runs .charts{display:flex;flex-wrap:wrap;gap:8px}
+.runs figure.chart{margin:0;border:1px solid #eee;background:#fff}
+.runs svg text{font:10px system-ui,sans-serif;fill:#333}
+.runs svg text.title{font-size:12px;font-weight:600}
+.runs svg circle.pt{cursor:pointer}
+.runs svg circle.pt:hover{fill-opacity:1;stroke:#000}
+.runs h2.run-label{border-left:6px solid;padding-left:6px}
+.runs .c0{color:#1f77b4;border-color:#1f77b4}.runs .c1{color:#d62728;border-color:#d62728}
+.runs .c2{color:#2ca02c;border-color:#2ca02c}.runs .c3{color:#ff7f0e;border-color:#ff7f0e}
+.runs .c4{color:#9467bd;border-color:#9467bd}.runs .c5{color:#8c564b;border-color:#8c564b}
+.runs .c6{color:#e377c2;border-color:#e377c2}.runs .c7{color:#17becf;border-color:#17becf}
+.runs pre.record{position:sticky;bottom:0;background:#fffbe6;border:1px solid #e6d98c;padding:6px;margin:8px 0;white-space:pre-wrap;max-height:12em;overflow:auto}
+"#;
+
+/// The self-contained report file: one page, no network.
+pub fn report_page(runs: &[&Run], baseline: usize) -> String {
+    let title = runs.iter().map(|r| r.label.as_str()).collect::<Vec<_>>().join(" vs ");
+    let mut out = String::with_capacity(1 << 20);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\"><title>aiperf-cli report: {}</title><style>{CSS}body{{margin:16px}}</style></head><body class=\"runs\"><h1>aiperf-cli report</h1>",
+        esc(&title)
+    );
+    out.push_str(&runs_fragment(runs, baseline));
+    out.push_str(r#"<pre class="record" id="record">Click a point to see that request's record.</pre>"#);
+    // The records of the plotted points, per run, keyed by request index.
+    for (k, r) in runs.iter().enumerate() {
+        let mut shown: BTreeMap<u32, String> = BTreeMap::new();
+        for c in scatters(r) {
+            for &i in &c.data.index {
+                shown.entry(i).or_insert_with(|| r.describe(i as usize).unwrap_or_default());
+            }
+        }
+        // No `<` inside the JSON (only in its strings, escaped), so nothing can end the element early.
+        let json = serde_json::to_string(&shown).unwrap_or_default().replace('<', "\\u003c");
+        let _ = write!(out, r#"<script type="application/json" id="records-{k}">{json}</script>"#);
+    }
+    out.push_str(
+        r#"<script>
+document.addEventListener('click', function (e) {
+  var c = e.target.closest ? e.target.closest('[data-i]') : null;
+  if (!c) return;
+  var data = JSON.parse(document.getElementById('records-' + c.getAttribute('data-run')).textContent);
+  document.getElementById('record').textContent = data[c.getAttribute('data-i')] || '';
+});
+</script></body></html>
+"#,
+    );
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::tests::run_of;
+    use super::*;
+
+    #[test]
+    fn report_is_self_contained_and_escaped() {
+        let a = run_of(120, "a<script>");
+        let b = run_of(80, "b");
+        let page = report_page(&[&a, &b], 0);
+        assert!(!page.contains("a<script>"));
+        assert!(page.contains("a&lt;script&gt;"));
+        for needle in ["http://", "https://", "src=", "href=", "@import", "url("] {
+            let hits: Vec<_> = page
+                .match_indices(needle)
+                .filter(|(i, _)| !page[*i..].starts_with("http://www.w3.org/2000/svg"))
+                .collect();
+            assert!(hits.is_empty(), "{needle} in the report");
+        }
+        assert!(page.contains(r#"class="compare""#));
+        assert!(!runs_fragment(&[&a, &b], 1).contains("style="), "the app's CSP admits no inline style");
+        assert!(page.matches("<svg").count() >= 20);
+        let ttft = a.report.get(crate::metrics::Metric::TimeToFirstToken).unwrap();
+        assert!(page.contains(&format!("<td>{:.2}</td>", ttft.percentiles[4])));
+        // Every plotted point has its record.
+        let start = page.find(r#"id="records-0">"#).unwrap() + r#"id="records-0">"#.len();
+        let end = start + page[start..].find("</script>").unwrap();
+        let recs: BTreeMap<String, String> = serde_json::from_str(&page[start..end]).unwrap();
+        assert_eq!(recs.len(), 120);
+        assert!(recs["0"].contains("trace line: 1"));
+    }
+
+    #[test]
+    fn lines_break_at_gaps_and_ranges_survive_odd_data() {
+        let l = Line {
+            name: "x".into(),
+            colour: "#000",
+            dashed: false,
+            points: vec![(0.0, 1.0), (1.0, f64::NAN), (2.0, 3.0)],
+        };
+        let svg = line_chart("t", "T", "x", "y", &[l]);
+        assert_eq!(svg.matches(" M").count(), 2);
+        let empty = line_chart("t", "T", "x", "y", &[]);
+        assert!(empty.contains("</svg>"));
+        assert_eq!(tick(1500.0), "1500");
+        assert_eq!(tick(25_000.0), "25k");
+        assert_eq!(tick(0.25), "0.25");
+    }
+}

@@ -1,0 +1,149 @@
+//! `aiperf-cli report` and `aiperf-cli compare`: finished runs read back from their artifact
+//! folders (`profile_export.jsonl`, with `profile_export_aiperf.json` for the settings) through
+//! [`aiperf_core::run`], which recomputes the summary exactly as `profile` did.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use aiperf_core::results::RECORDS_FILE;
+use aiperf_core::run::{CONFIG_FILE, MAX_RUNS, Run, RunLoader, RunSettings, compare, default_label, html};
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+
+use crate::exit::BadInput;
+use crate::{input, output};
+
+/// The runs and how to label them (shared by both commands).
+#[derive(Debug, clap::Args)]
+pub struct RunsArgs {
+    /// Artifact folders of runs (or their profile_export.jsonl files), 1 to 8.
+    #[arg(required = true, num_args = 1..)]
+    pub runs: Vec<PathBuf>,
+    /// The run the others are compared with (1-based, in the order given).
+    #[arg(long, default_value_t = 1)]
+    pub baseline: usize,
+    /// Labels of the runs, in order (default: the folder names).
+    #[arg(long, num_args = 1..)]
+    pub label: Vec<String>,
+}
+
+/// `aiperf-cli report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub runs: RunsArgs,
+    /// The HTML file to write (self-contained: opens from disk with no network).
+    #[arg(long, short = 'o')]
+    pub output: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    Json,
+    Csv,
+}
+
+/// `aiperf-cli compare`.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub runs: RunsArgs,
+    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    pub format: CompareFormat,
+}
+
+fn bad(msg: String) -> anyhow::Error {
+    anyhow::anyhow!(msg).context(BadInput)
+}
+
+/// The records file and the summary file beside it.
+fn files_of(path: &Path) -> (PathBuf, PathBuf) {
+    if path.is_dir() {
+        (path.join(RECORDS_FILE), path.join(CONFIG_FILE))
+    } else {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        (path.to_path_buf(), dir.join(CONFIG_FILE))
+    }
+}
+
+/// Reads one run.
+pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
+    let (records, config) = files_of(path);
+    let settings = if config.is_file() {
+        let text = std::fs::read_to_string(&config).with_context(|| format!("cannot read {}", config.display()))?;
+        RunSettings::from_summary_json(&config.display().to_string(), &text).map_err(|e| bad(e.to_string()))?
+    } else {
+        eprintln!("warning: {} not found: default settings (server token counts, no goodput SLOs)", config.display());
+        RunSettings::default()
+    };
+    let name = records.display().to_string();
+    let mut reader = input::open(&records)?;
+    let mut loader = RunLoader::new(&name, settings);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = reader.read(&mut buf).with_context(|| format!("cannot read {name}"))?;
+        if n == 0 {
+            break;
+        }
+        loader.push(&buf[..n]).map_err(|e| bad(e.to_string()))?;
+    }
+    let label = label.map_or_else(|| default_label(&path.display().to_string()), str::to_string);
+    loader.finish(&label).map_err(|e| bad(e.to_string()))
+}
+
+/// Every run, labelled, and the 0-based baseline.
+fn load_all(a: &RunsArgs) -> Result<(Vec<Run>, usize)> {
+    if a.runs.len() > MAX_RUNS {
+        return Err(bad(format!("{} runs given: at most {MAX_RUNS} are compared at once", a.runs.len())));
+    }
+    if !a.label.is_empty() && a.label.len() != a.runs.len() {
+        return Err(bad(format!(
+            "{} label(s) for {} run(s): give one --label per run, or none",
+            a.label.len(),
+            a.runs.len()
+        )));
+    }
+    if a.baseline == 0 || a.baseline > a.runs.len() {
+        return Err(bad(format!(
+            "--baseline {}: accepted 1 to {} (the runs in the order given)",
+            a.baseline,
+            a.runs.len()
+        )));
+    }
+    let runs = a
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| load(p, a.label.get(i).map(String::as_str)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((runs, a.baseline - 1))
+}
+
+pub fn report(a: ReportArgs) -> Result<()> {
+    if output::is_stdio(&a.output) {
+        bail!("--output -: the report is a file to open in a browser; name one, e.g. report.html");
+    }
+    let inputs: Vec<PathBuf> = a.runs.runs.iter().map(|p| files_of(p).0).collect();
+    output::refuse_same_files(&[a.output.as_path()], &inputs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
+    let (runs, baseline) = load_all(&a.runs)?;
+    let refs: Vec<&Run> = runs.iter().collect();
+    let page = html::report_page(&refs, baseline);
+    output::write_output(&a.output, page.as_bytes()).with_context(|| format!("cannot write {}", a.output.display()))?;
+    eprintln!("Report of {} run(s) written to {} ({} KiB)", runs.len(), a.output.display(), page.len() / 1024);
+    Ok(())
+}
+
+pub fn compare_cmd(a: CompareArgs) -> Result<()> {
+    let (runs, baseline) = load_all(&a.runs)?;
+    let refs: Vec<&Run> = runs.iter().collect();
+    let c = compare::compare(&refs, baseline);
+    let text = match a.format {
+        CompareFormat::Table => c.table(),
+        CompareFormat::Json => c.json(),
+        CompareFormat::Csv => c.csv(),
+    };
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).context("cannot write to standard output")
+}

@@ -1,0 +1,134 @@
+//! `aiperf-cli report` and `aiperf-cli compare` on runs that `profile` produced against the mock.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn trace_lines(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"timestamp": {}, "input_length": {}, "output_length": 6, "hash_ids": [{}, {}]}}"#,
+                i * 15,
+                120 + i * 7,
+                i % 3,
+                100 + i
+            )
+        })
+        .collect()
+}
+
+fn cli(args: &[&str]) -> Output {
+    let child = Command::new(BIN)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_limited(child, LIMIT)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Two runs of the same trace: one with a goodput SLO, one with --client-token-count.
+fn two_runs(dir: &Path) -> (String, String) {
+    let mock = Mock::start(&["--ttft-ms", "15", "--itl-ms", "2"]);
+    let trace = write_trace(dir, &trace_lines(40));
+    let a = dir.join("run-a");
+    let b = dir.join("run-b");
+    ok(&profile_streaming(&mock.url, &trace, &a, &["--goodput", "time_to_first_token:16"], LIMIT));
+    ok(&profile_streaming(&mock.url, &trace, &b, &["--client-token-count", "--concurrency", "4"], LIMIT));
+    (a.display().to_string(), b.display().to_string())
+}
+
+#[test]
+fn report_and_compare_show_the_clis_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_runs(dir.path());
+
+    // One run: the recomputed numbers are those `profile` wrote, to the digit.
+    for run in [&a, &b] {
+        let out = cli(&["compare", run, "--format", "json"]);
+        ok(&out);
+        let j: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let s = summary(Path::new(run));
+        let row = |name: &str| {
+            j["rows"].as_array().unwrap().iter().find(|r| r["metric"] == name).unwrap_or_else(|| panic!("{name}"))["values"]
+                [0]
+            .clone()
+        };
+        assert_eq!(row("Request count"), s["request_count"]["avg"]);
+        assert_eq!(row("Benchmark duration"), s["benchmark_duration"]["avg"]);
+        assert_eq!(row("Request throughput"), s["request_throughput"]["avg"]);
+        assert_eq!(row("Output token throughput"), s["output_token_throughput"]["avg"]);
+        for (name, tag) in [
+            ("Time to First Token", "time_to_first_token"),
+            ("Inter Token Latency", "inter_token_latency"),
+            ("Request Latency", "request_latency"),
+            ("Send Lateness", "send_lateness"),
+        ] {
+            for p in ["p50", "p90", "p99", "avg"] {
+                assert_eq!(row(&format!("{name} {p}")), s[tag][p], "{name} {p} of {run}");
+            }
+        }
+        if run == &a {
+            assert_eq!(row("Goodput"), s["goodput"]["avg"]);
+        }
+    }
+
+    // Two runs: labels, changes, differing settings; CSV.
+    let out = cli(&["compare", &a, &b, "--label", "slo", "client", "--baseline", "2"]);
+    ok(&out);
+    let t = stdout(&out);
+    assert!(t.contains("client (baseline)") && t.contains("slo"), "{t}");
+    assert!(t.contains("Differing input_config entries:") && t.contains("client_token_count: false | true"), "{t}");
+    assert!(t.contains('%'));
+    let out = cli(&["compare", &a, &b, "--format", "csv"]);
+    ok(&out);
+    assert!(stdout(&out).starts_with("metric,unit,\"run-a\",\"run-b\",\"run-b change\",\"run-b change %\"\n"));
+
+    // The report: one self-contained file with the same numbers and the charts.
+    let html = dir.path().join("report.html");
+    let out = cli(&["report", &a, &b, "--output", html.to_str().unwrap()]);
+    ok(&out);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let s = summary(Path::new(&a));
+    let p50 = s["time_to_first_token"]["p50"].as_f64().unwrap();
+    assert!(page.contains(&format!("<td>{p50:.2}</td>")), "TTFT p50 {p50:.2} not in the report");
+    assert!(page.matches("<svg").count() >= 30);
+    assert!(page.contains(r#"class="compare""#));
+    assert!(!page.contains("<script src") && !page.contains("<link") && !page.contains("https://"));
+}
+
+#[test]
+fn bad_runs_are_refused_with_where_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("r");
+    std::fs::create_dir(&run).unwrap();
+    std::fs::write(run.join("profile_export.jsonl"), "{\"metadata\": {\"turn\": 1}}\n").unwrap();
+    let out = cli(&["compare", run.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("profile_export.jsonl:1: ") && err.contains("missing field"), "{err}");
+
+    let out = cli(&["compare", run.to_str().unwrap(), "--baseline", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--baseline 2: accepted 1 to 1"));
+
+    let out = cli(&["compare", dir.path().join("missing").to_str().unwrap()]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open"));
+
+    let out = cli(&["report", run.to_str().unwrap(), "--output", "-"]);
+    assert_ne!(out.status.code(), Some(0));
+}

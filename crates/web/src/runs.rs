@@ -1,0 +1,188 @@
+//! Finished runs on the page: which dropped files form which run, and the run view's state.
+//!
+//! A run is a `*.jsonl` of request records (`profile_export.jsonl`), with its summary file
+//! `<same name>_aiperf.json` (`profile_export_aiperf.json`) when dropped with it; a single
+//! `.json` dropped with a single `.jsonl` belongs to it whatever their names. The worker reads
+//! them with `aiperf_core::run` (the code behind `aiperf-cli report`), so the numbers are the CLI's.
+
+use std::rc::Rc;
+
+use aiperf_core::run::MAX_RUNS;
+
+use crate::protocol::{FromWorker, RunsView};
+
+/// Whether the first bytes of a file are those of a `profile_export.jsonl` line.
+pub fn looks_like_records(head: &str) -> bool {
+    head.trim_start().starts_with("{\"metadata\"")
+}
+
+/// For each run: (index of its records file, index of its summary file), from the dropped names.
+pub fn pair_files(names: &[String]) -> Result<Vec<(usize, Option<usize>)>, String> {
+    let records: Vec<usize> = (0..names.len()).filter(|&i| names[i].ends_with(".jsonl")).collect();
+    let configs: Vec<usize> = (0..names.len()).filter(|&i| names[i].ends_with(".json")).collect();
+    if let Some(other) = (0..names.len()).find(|i| !records.contains(i) && !configs.contains(i)) {
+        return Err(format!("{}: a run is a profile_export.jsonl, with its profile_export_aiperf.json", names[other]));
+    }
+    if records.is_empty() {
+        return Err("no profile_export.jsonl among the dropped files".into());
+    }
+    if records.len() > MAX_RUNS {
+        return Err(format!("{} runs dropped: at most {MAX_RUNS} are shown at once", records.len()));
+    }
+    if let ([r], [c]) = (records.as_slice(), configs.as_slice()) {
+        return Ok(vec![(*r, Some(*c))]);
+    }
+    let mut used = vec![false; configs.len()];
+    let pairs = records
+        .iter()
+        .map(|&r| {
+            let want = format!("{}_aiperf.json", names[r].trim_end_matches(".jsonl"));
+            let c = configs.iter().position(|&c| names[c] == want);
+            if let Some(k) = c {
+                used[k] = true;
+            }
+            (r, c.map(|k| configs[k]))
+        })
+        .collect();
+    if let Some(k) = used.iter().position(|u| !u) {
+        return Err(format!(
+            "{}: which run is it for? Name it after its records file (run-a.jsonl → run-a_aiperf.json)",
+            names[configs[k]]
+        ));
+    }
+    Ok(pairs)
+}
+
+/// Labels from file names, made unique (`name`, `name #2`, …).
+pub fn labels(names: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in names {
+        let base = n.trim_end_matches(".jsonl").to_string();
+        let mut label = base.clone();
+        let mut k = 2;
+        while out.contains(&label) {
+            label = format!("{base} #{k}");
+            k += 1;
+        }
+        out.push(label);
+    }
+    out
+}
+
+/// Where the run view stands.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum RunsUi {
+    #[default]
+    None,
+    /// The worker reads the runs; `started` is `performance.now()` at the drop.
+    Reading {
+        names: Vec<String>,
+        started: f64,
+    },
+    Failed(String),
+    Shown {
+        view: Rc<RunsView>,
+        /// Bumped by every new view, so the page sets its HTML once per view.
+        generation: u64,
+        /// The clicked request's record.
+        record: Option<String>,
+        /// Drop → view on screen (ms), once measured.
+        shown_ms: Option<f64>,
+        started: Option<f64>,
+    },
+}
+
+impl RunsUi {
+    /// The state after a worker message (messages not about runs leave it as it is).
+    pub fn on_worker(&self, msg: &FromWorker) -> Option<RunsUi> {
+        match msg {
+            FromWorker::Runs(view) => {
+                let (generation, started) = match self {
+                    RunsUi::Shown { generation, .. } => (generation + 1, None),
+                    RunsUi::Reading { started, .. } => (1, Some(*started)),
+                    _ => (1, None),
+                };
+                Some(RunsUi::Shown {
+                    view: Rc::new((**view).clone()),
+                    generation,
+                    record: None,
+                    shown_ms: None,
+                    started,
+                })
+            }
+            FromWorker::RunsFailed { message } => Some(RunsUi::Failed(message.clone())),
+            FromWorker::Record { text, .. } => match self {
+                RunsUi::Shown { view, generation, shown_ms, started, .. } => Some(RunsUi::Shown {
+                    view: view.clone(),
+                    generation: *generation,
+                    record: Some(text.clone()),
+                    shown_ms: *shown_ms,
+                    started: *started,
+                }),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn files_pair_by_name() {
+        assert_eq!(pair_files(&names(&["profile_export.jsonl"])), Ok(vec![(0, None)]));
+        assert_eq!(pair_files(&names(&["x.json", "a.jsonl"])), Ok(vec![(1, Some(0))]));
+        assert_eq!(
+            pair_files(&names(&["a.jsonl", "b_aiperf.json", "b.jsonl", "a_aiperf.json"])),
+            Ok(vec![(0, Some(3)), (2, Some(1))])
+        );
+        assert_eq!(pair_files(&names(&["a.jsonl", "b.jsonl"])), Ok(vec![(0, None), (1, None)]));
+        assert!(pair_files(&names(&["a.jsonl", "b.jsonl", "c.json"])).unwrap_err().starts_with("c.json: which run"));
+        assert!(pair_files(&names(&["a.json"])).is_err());
+        assert!(pair_files(&names(&["a.csv", "b.jsonl"])).unwrap_err().starts_with("a.csv:"));
+        let nine: Vec<String> = (0..9).map(|i| format!("{i}.jsonl")).collect();
+        assert!(pair_files(&nine).unwrap_err().contains("at most 8"));
+    }
+
+    #[test]
+    fn the_page_stylesheet_holds_the_run_view_rules() {
+        let css = include_str!("../style.css");
+        assert!(
+            css.contains(aiperf_core::run::html::CSS),
+            "copy aiperf_core::run::html::CSS into crates/web/style.css"
+        );
+    }
+
+    #[test]
+    fn labels_are_unique() {
+        assert_eq!(labels(&["run-a.jsonl", "p.jsonl", "p.jsonl"]), vec!["run-a", "p", "p #2"]);
+        assert!(looks_like_records("  {\"metadata\": {}}"));
+        assert!(!looks_like_records("{\"timestamp\": 0}"));
+    }
+
+    #[test]
+    fn views_and_records_follow_the_worker() {
+        let view = RunsView {
+            labels: vec!["a".into()],
+            baseline: 0,
+            records: vec![3],
+            html: "<p>x</p>".into(),
+            compute_ms: 1.0,
+        };
+        let s = RunsUi::Reading { names: vec!["a.jsonl".into()], started: 5.0 };
+        let s = s.on_worker(&FromWorker::Runs(Box::new(view.clone()))).unwrap();
+        assert!(matches!(&s, RunsUi::Shown { generation: 1, started: Some(5.0), record: None, .. }));
+        let s = s.on_worker(&FromWorker::Record { run: 0, index: 1, text: "rec".into() }).unwrap();
+        assert!(matches!(&s, RunsUi::Shown { generation: 1, record: Some(r), .. } if r == "rec"));
+        let s = s.on_worker(&FromWorker::Runs(Box::new(view))).unwrap();
+        assert!(matches!(&s, RunsUi::Shown { generation: 2, record: None, started: None, .. }));
+        assert_eq!(s.on_worker(&FromWorker::RunsFailed { message: "m".into() }), Some(RunsUi::Failed("m".into())));
+        assert_eq!(RunsUi::None.on_worker(&FromWorker::Record { run: 0, index: 0, text: String::new() }), None);
+    }
+}

@@ -1,0 +1,203 @@
+// End-to-end test of the run view and of `aiperf-cli report`, in Chromium: runs are produced by
+// the real CLI against `aiperf-cli mock-server` (127.0.0.1), dropped on the page (one run, then
+// two compared), and the report file is opened from file:// with every request watched.
+// Run by scripts/test-web.sh; standalone:
+//   AIPERF_CLI=target/debug/aiperf-cli node tests/e2e/runs.mjs
+// Env: DIST (default dist), AIPERF_CLI (required), ARTIFACTS (default artifacts/web),
+//      BENCH=1 (also time a synthetic 1,000,000-record profile_export.jsonl).
+// Writes docs/images/run-view.png and docs/images/run-compare.png (shown by README.md).
+import { chromium } from 'playwright-core';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync, mkdtempSync, createWriteStream, existsSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import assert from 'node:assert/strict';
+import { serve } from './server.mjs';
+
+const ROOT = resolve(new URL('../..', import.meta.url).pathname);
+const DIST = resolve(ROOT, process.env.DIST ?? 'dist');
+const ARTIFACTS = resolve(ROOT, process.env.ARTIFACTS ?? 'artifacts/web');
+const IMAGES = join(ROOT, 'docs/images');
+const CLI = process.env.AIPERF_CLI ? resolve(ROOT, process.env.AIPERF_CLI) : null;
+if (!CLI) {
+  console.error('[runs] AIPERF_CLI must name the aiperf-cli binary');
+  process.exit(2);
+}
+mkdirSync(ARTIFACTS, { recursive: true });
+mkdirSync(IMAGES, { recursive: true });
+const TMP = mkdtempSync(join(tmpdir(), 'aiperf-runs-e2e-'));
+const step = (msg) => console.log(`[runs] ${msg}`);
+const problems = [];
+
+const cli = (args) => execFileSync(CLI, args, { cwd: ROOT, maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'pipe'] });
+
+// The mock server, on a free port of 127.0.0.1, stopping by itself after 300 s.
+const mock = spawn(CLI, ['mock-server', '--port', '0', '--exit-after-seconds', '300', '--ttft-ms', '15', '--itl-ms', '2'], { stdio: ['ignore', 'pipe', 'ignore'] });
+const mockUrl = await new Promise((ok, fail) => {
+  let buf = '';
+  mock.stdout.on('data', (d) => {
+    buf += d;
+    const m = buf.match(/http:\/\/(127\.0\.0\.1:\d+)/);
+    if (m) ok(`http://${m[1]}`);
+  });
+  mock.on('exit', () => fail(new Error('the mock server exited')));
+});
+
+// A trace of 60 requests with shared prefixes, replayed twice with different settings.
+const trace = join(TMP, 'trace.jsonl');
+writeFileSync(trace, Array.from({ length: 60 }, (_, i) => JSON.stringify({ timestamp: i * 20, input_length: 100 + i * 9, output_length: 8, hash_ids: [i % 4, 100 + i] })).join('\n') + '\n');
+const tok = join(ROOT, 'tests/fixtures/tokenizers/smollm2-135m/tokenizer.json');
+const runA = join(TMP, 'run-a');
+const runB = join(TMP, 'run-b');
+const base = ['profile', '-m', 'm', '-u', mockUrl, '--tokenizer', tok, '--input-file', trace, '--streaming'];
+cli([...base, '--artifact-dir', runA, '--goodput', 'time_to_first_token:20']);
+cli([...base, '--artifact-dir', runB, '--concurrency', '2']);
+mock.kill();
+const summaryA = JSON.parse(readFileSync(join(runA, 'profile_export_aiperf.json'), 'utf8'));
+step(`two runs against the mock: ${summaryA.request_count.avg} requests each`);
+
+async function dropFiles(page, files) {
+  await page.evaluate((files) => {
+    const dt = new DataTransfer();
+    for (const [name, content] of files) dt.items.add(new File([content], name));
+    const target = document.querySelector('.page');
+    target.dispatchEvent(new DragEvent('dragover', { bubbles: true, cancelable: true, dataTransfer: dt }));
+    target.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
+  }, files);
+}
+const files = (dir, prefix) => [
+  [`${prefix}.jsonl`, readFileSync(join(dir, 'profile_export.jsonl'), 'utf8')],
+  [`${prefix}_aiperf.json`, readFileSync(join(dir, 'profile_export_aiperf.json'), 'utf8')],
+];
+
+// The numbers a run view shows for run A must be the CLI's, to the displayed precision.
+async function checkNumbers(page, where) {
+  const row = (tag) => page.locator(`${where} section.run[data-run="0"] tr[data-metric="${tag}"] td`);
+  assert.equal(await row('request_count').nth(1).textContent(), String(summaryA.request_count.avg), 'request count');
+  const cells = await row('time_to_first_token').allTextContents();
+  // Metric, avg, min, max, p50, p90, p99, std.
+  assert.equal(cells[4], summaryA.time_to_first_token.p50.toFixed(2), 'TTFT p50');
+  assert.equal(cells[5], summaryA.time_to_first_token.p90.toFixed(2), 'TTFT p90');
+  assert.equal(cells[6], summaryA.time_to_first_token.p99.toFixed(2), 'TTFT p99');
+  assert.equal(cells[1], summaryA.time_to_first_token.avg.toFixed(2), 'TTFT avg');
+  const charts = await page.locator(`${where} figure.chart svg`).count();
+  assert.ok(charts >= 3, `${charts} charts`);
+  return { charts, p50: cells[4] };
+}
+
+const timings = {};
+const { server, url } = await serve(DIST, 0);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+let failed = false;
+try {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('requestfailed', (r) => { if (!r.url().startsWith('blob:')) problems.push(`request failed: ${r.url()}`); });
+  await page.goto(url);
+  await page.getByText('Open a Mooncake trace').waitFor();
+
+  // One run: profile_export.jsonl with its summary file.
+  await dropFiles(page, [
+    ['profile_export.jsonl', readFileSync(join(runA, 'profile_export.jsonl'), 'utf8')],
+    ['profile_export_aiperf.json', readFileSync(join(runA, 'profile_export_aiperf.json'), 'utf8')],
+  ]);
+  await page.waitForFunction(() => document.querySelector('.runs-timing')?.dataset.shownMs, null, { timeout: 60000 });
+  const one = await checkNumbers(page, '.runs-panel');
+  step(`one run: ${one.charts} charts, TTFT p50 ${one.p50} ms as the CLI's, shown ${await page.locator('.runs-timing').getAttribute('data-shown-ms')} ms after the drop`);
+  await page.locator('.runs-panel circle.pt').first().click();
+  await page.waitForFunction(() => document.querySelector('#record')?.textContent.includes('trace line:'), null, { timeout: 10000 });
+  step(`record on click: ${(await page.locator('#record').textContent()).split('\n').slice(0, 2).join(' / ')}`);
+  await page.locator('.runs-panel').scrollIntoViewIfNeeded();
+  await page.setViewportSize({ width: 1280, height: 1700 });
+  await page.evaluate(() => document.querySelector('.runs-panel').scrollIntoView());
+  await page.screenshot({ path: join(IMAGES, 'run-view.png') });
+  await page.setViewportSize({ width: 1280, height: 900 });
+
+  // Two runs compared, labels from the file names, one edited.
+  await dropFiles(page, [...files(runA, 'run-a'), ...files(runB, 'run-b')]);
+  await page.waitForFunction(() => document.querySelectorAll('.runs section.run').length === 2 && document.querySelector('table.compare'), null, { timeout: 60000 });
+  const heads = await page.locator('table.compare th').allTextContents();
+  assert.ok(heads.some((h) => h.startsWith('run-a')) && heads.some((h) => h.startsWith('run-b')), `headers: ${heads}`);
+  await checkNumbers(page, '.runs-panel');
+  await page.getByLabel('label of run 2').fill('concurrency 2');
+  await page.getByLabel('label of run 2').press('Enter');
+  await page.getByLabel('label of run 2').blur();
+  await page.waitForFunction(() => [...document.querySelectorAll('table.compare th')].some((t) => t.textContent === 'concurrency 2'), null, { timeout: 10000 });
+  const rows = await page.locator('table.compare tbody tr').count();
+  step(`two runs: comparison table of ${rows} rows, labels run-a and (edited) concurrency 2`);
+  await page.setViewportSize({ width: 1280, height: 1500 });
+  await page.evaluate(() => document.querySelector('.runs-panel').scrollIntoView());
+  await page.screenshot({ path: join(IMAGES, 'run-compare.png') });
+  await page.setViewportSize({ width: 1280, height: 900 });
+
+  if (process.env.BENCH === '1') {
+    // 1,000,000 records: a plausible streaming request repeated with varying times and lengths.
+    const big = join(DIST, 'bench-1m-records.jsonl');
+    if (!existsSync(big)) {
+      const out = createWriteStream(big);
+      for (let i = 0; i < 1_000_000; i++) {
+        const sent = 1_000_000 + i * 1_000_000;
+        const first = sent + 20_000_000 + (i % 17) * 1_000_000;
+        const chunks = [first, first + 2_000_000, first + 4_000_000, first + 6_000_000];
+        const md = { session_run: i, turn: 0, trace_line: i + 1, scheduled_ns: sent - (i % 5) * 10_000, sent_ns: sent, chunk_ns: chunks, end_ns: chunks[3] + 1000, streaming: true, input_tokens: 200 + (i % 300), output_tokens: 4, usage: { prompt_tokens: 200 + (i % 300), completion_tokens: 4, cached_tokens: (i % 3) * 64 }, expected_cached_tokens: (i % 4) * 64 };
+        if (!out.write(JSON.stringify({ metadata: md, metrics: {} }) + '\n')) await new Promise((ok) => out.once('drain', ok));
+      }
+      await new Promise((ok) => out.end(ok));
+    }
+    const size = statSync(big).size;
+    await page.evaluate(() => {
+      window.__longTasks = [];
+      new PerformanceObserver((l) => window.__longTasks.push(...l.getEntries().map((e) => e.duration))).observe({ type: 'longtask' });
+    });
+    await page.evaluate(async () => {
+      const blob = await (await fetch('bench-1m-records.jsonl')).blob();
+      const dt = new DataTransfer();
+      dt.items.add(new File([blob], 'profile_export.jsonl'));
+      const target = document.querySelector('.page');
+      target.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
+    });
+    await page.waitForFunction(() => document.querySelector('.run-label-edit span.small')?.textContent === '1,000,000 requests' && document.querySelector('.runs-timing')?.dataset.shownMs, null, { timeout: 600000, polling: 200 });
+    const shown = +(await page.locator('.runs-timing').getAttribute('data-shown-ms'));
+    const compute = +(await page.locator('.runs-timing').getAttribute('data-compute-ms'));
+    const long = await page.evaluate(() => window.__longTasks);
+    timings.million_records = { bytes: size, shown_ms: shown, worker_ms: compute, main_thread_long_tasks_ms: long };
+    step(`1,000,000 records (${(size / 1e6).toFixed(0)} MB): drop → shown ${shown.toFixed(0)} ms (worker ${compute.toFixed(0)} ms); main-thread tasks over 50 ms: ${long.length ? long.map((d) => d.toFixed(0)).join(', ') + ' ms' : 'none'}`);
+  }
+
+  // The report file: opened from disk, nothing requested beyond the file itself.
+  const report = join(TMP, 'report.html');
+  cli(['report', runA, runB, '--output', report]);
+  const reportUrl = pathToFileURL(report).href;
+  const rpage = await context.newPage();
+  const requests = [];
+  rpage.on('request', (r) => requests.push(r.url()));
+  rpage.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`report console ${m.type()}: ${m.text()}`); });
+  rpage.on('pageerror', (e) => problems.push(`report page error: ${e.message}`));
+  await rpage.goto(reportUrl);
+  const rcharts = await checkNumbers(rpage, 'body');
+  assert.ok(await rpage.locator('table.compare').isVisible());
+  await rpage.locator('circle.pt').first().click();
+  assert.match(await rpage.locator('#record').textContent(), /trace line: \d+/);
+  assert.deepEqual(requests, [reportUrl], `requests from the report: ${requests}`);
+  step(`report.html from file://: ${rcharts.charts} charts, same TTFT p50 ${rcharts.p50} ms, record on click, no request but the file itself`);
+
+  writeFileSync(join(ARTIFACTS, 'runs-timings.json'), JSON.stringify(timings, null, 2) + '\n');
+  assert.deepEqual(problems, [], 'no console errors, page errors or failed requests');
+  step('PASS');
+} catch (e) {
+  failed = true;
+  console.error('[runs] FAIL:', e.message);
+  if (problems.length) console.error('[runs] browser problems:\n  ' + problems.join('\n  '));
+} finally {
+  mock.kill();
+  await browser.close();
+  server.close();
+}
+process.exit(failed ? 1 : 0);
