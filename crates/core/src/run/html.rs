@@ -242,8 +242,9 @@ pub fn scatter_chart(
     if shown < total {
         let _ = write!(
             out,
-            r#"<text x="{x}" y="16" text-anchor="end" class="legend">{shown} of {total} shown</text>"#,
-            x = W - MR
+            r#"<text x="{x}" y="{y}" text-anchor="end" class="legend">{shown} of {total} shown</text>"#,
+            x = W - MR,
+            y = H - 6.0
         );
     }
     out.push_str("</svg></figure>");
@@ -275,9 +276,10 @@ pub fn bar_chart(id: &str, title: &str, x_label: &str, h: &super::charts::Hist) 
     if h.overflow > 0 {
         let _ = write!(
             out,
-            r#"<text x="{x}" y="16" text-anchor="end" class="legend">{} beyond the axis</text>"#,
+            r#"<text x="{x}" y="{y}" text-anchor="end" class="legend">{} beyond the axis</text>"#,
             h.overflow,
-            x = W - MR
+            x = W - MR,
+            y = H - 6.0
         );
     }
     out.push_str("</svg></figure>");
@@ -581,9 +583,10 @@ pub fn report_page(runs: &[&Run], baseline: usize) -> String {
     // The records of the plotted points, per run, keyed by request index.
     for (k, r) in runs.iter().enumerate() {
         let mut shown: BTreeMap<u32, String> = BTreeMap::new();
+        let t0 = r.t0_ns();
         for c in scatters(r) {
             for &i in &c.data.index {
-                shown.entry(i).or_insert_with(|| r.describe(i as usize).unwrap_or_default());
+                shown.entry(i).or_insert_with(|| r.describe_from(i as usize, t0).unwrap_or_default());
             }
         }
         // No `<` inside the JSON (only in its strings, escaped), so nothing can end the element early.

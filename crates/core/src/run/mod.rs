@@ -145,8 +145,13 @@ impl Run {
 
     /// The request's record as shown on click: `key: value` lines.
     pub fn describe(&self, i: usize) -> Option<String> {
+        self.describe_from(i, self.t0_ns())
+    }
+
+    /// [`describe`](Self::describe) with times from `t0` (ns; [`Run::t0_ns`], computed once by
+    /// callers describing many requests).
+    pub fn describe_from(&self, i: usize, t0: u64) -> Option<String> {
         let p = self.points.get(i)?;
-        let t0 = self.points.iter().map(|p| p.sent_ns).min().unwrap_or(0);
         let ms = |ns: u64| ns as f64 / 1e6;
         let mut out = format!("request #{} of {}\ntrace line: {}\n", i + 1, self.label, p.trace_line);
         if let Some(s) = self.sessions.get(p.session as usize) {
@@ -154,8 +159,8 @@ impl Run {
         }
         out.push_str(&format!("session run: {}, turn: {}\n", p.session_run, p.turn));
         out.push_str(&format!(
-            "scheduled: {:.3} ms, sent: {:.3} ms (lateness {:.3} ms), end: {:.3} ms\n",
-            ms(p.scheduled_ns).max(0.0) - ms(t0),
+            "scheduled: {:.3} ms, sent: {:.3} ms (lateness {:.3} ms), end: {:.3} ms (from the first send)\n",
+            ms(p.scheduled_ns) - ms(t0),
             ms(p.sent_ns) - ms(t0),
             p.lateness_ms(),
             ms(p.end_ns) - ms(t0)
