@@ -82,7 +82,7 @@ impl SseParser {
                 bytes = rest;
             }
         }
-        while let Some(pos) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(pos) = memchr::memchr2(b'\n', b'\r', bytes) {
             let end_len = if bytes[pos] == b'\r' {
                 match bytes.get(pos + 1) {
                     Some(b'\n') => 2,
@@ -137,7 +137,7 @@ impl SseParser {
         if line[0] == b':' {
             return;
         }
-        let (field, value) = match line.iter().position(|&b| b == b':') {
+        let (field, value) = match memchr::memchr(b':', line) {
             Some(i) => {
                 let v = &line[i + 1..];
                 (&line[..i], v.strip_prefix(b" ").unwrap_or(v))

@@ -268,3 +268,177 @@ fn completions_endpoint_against_llama_cpp() {
         }
     }
 }
+
+/// One request as it went over the wire to the server.
+#[derive(Debug)]
+struct Seen {
+    path: String,
+    headers: HashMap<String, String>,
+    body: Vec<u8>,
+}
+
+/// A transparent TCP relay in front of the server that records every request head and body it
+/// forwards (HTTP/1.1 with `Content-Length`, as the client sends them), so a test can see what
+/// reached the server's socket: llama.cpp does not log request headers.
+fn recording_relay(upstream: &str) -> (String, std::sync::Arc<std::sync::Mutex<Vec<Seen>>>) {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let upstream = upstream.trim_start_matches("http://").trim_end_matches('/').to_owned();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = TcpStream::connect(&upstream) else { continue };
+            let (mut c_read, mut s_write) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let (mut s_read, mut c_write) = (server, client);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 16384];
+                while let Ok(n @ 1..) = s_read.read(&mut buf) {
+                    if c_write.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = c_write.shutdown(Shutdown::Write);
+            });
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let (mut buf, mut pending) = ([0u8; 16384], Vec::new());
+                while let Ok(n @ 1..) = c_read.read(&mut buf) {
+                    if s_write.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    pending.extend_from_slice(&buf[..n]);
+                    // Every complete request in what has arrived so far.
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&pending[..end]).into_owned();
+                        let mut lines = head.lines();
+                        let path = lines.next().unwrap_or("").split(' ').nth(1).unwrap_or("").to_owned();
+                        let headers: HashMap<String, String> = lines
+                            .filter_map(|l| l.split_once(':'))
+                            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                            .collect();
+                        let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+                        if pending.len() < end + 4 + len {
+                            break;
+                        }
+                        let body = pending[end + 4..end + 4 + len].to_vec();
+                        pending.drain(..end + 4 + len);
+                        log.lock().unwrap().push(Seen { path, headers, body });
+                    }
+                }
+                let _ = s_write.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// Multi-turn sessions replayed against the real server through a recording relay: every request
+/// reaches the server with a unique `X-Request-ID`, its session's `X-Correlation-ID`
+/// (`fixed-schedule-<session>`, AIPerf's name when timestamps are replayed) and the same value in
+/// `X-Session-Affinity`, and this tool's `User-Agent`; each later turn carries the server's own
+/// reply to the previous turn (live history), so the server's prompt count grows by at least that
+/// reply.
+#[test]
+#[ignore = "needs a real llama.cpp server: scripts/test-real-server.sh"]
+fn sessions_reach_llama_cpp_with_their_headers_and_live_history() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (url, model) = server();
+    let (relay, seen) = recording_relay(&url);
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = Vec::new();
+    for s in 0..3u64 {
+        for turn in 0..3u64 {
+            let ts = if turn == 0 { format!(r#""timestamp": {}, "#, s * 50) } else { r#""delay": 20, "#.to_owned() };
+            lines.push(format!(
+                r#"{{"session_id": "s{s}", {ts}"input_length": {}, "output_length": {}, "hash_ids": [{}]}}"#,
+                24 + 8 * turn,
+                4 + turn,
+                100 * s + turn
+            ));
+        }
+    }
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("art");
+    let (tok, tr, ar) = (tokenizer(), trace.to_str().unwrap().to_owned(), art.to_str().unwrap().to_owned());
+    let args = [
+        "-m",
+        &model,
+        "-u",
+        &relay,
+        "--streaming",
+        "--fixed-schedule",
+        "--extra-inputs",
+        "ignore_eos:true",
+        "--request-timeout-seconds",
+        "120",
+        "--no-server-metrics",
+        "--tokenizer",
+        &tok,
+        "--input-file",
+        &tr,
+        "--artifact-dir",
+        &ar,
+    ];
+    let out = profile(&args, Duration::from_secs(300));
+    ok(&out);
+    let s = summary(&art);
+    assert_eq!(s["error_request_count"]["avg"], 0.0, "errors: {}", s["error_summary"]);
+    let seen = seen.lock().unwrap();
+    let chats: Vec<&Seen> = seen.iter().filter(|r| r.path.ends_with("/chat/completions")).collect();
+    assert_eq!(
+        chats.len(),
+        9,
+        "requests that reached the server: {:?}",
+        seen.iter().map(|r| &r.path).collect::<Vec<_>>()
+    );
+    let ids: std::collections::HashSet<&str> =
+        chats.iter().map(|r| r.headers.get("x-request-id").map_or("", String::as_str)).collect();
+    assert_eq!(ids.len(), 9, "X-Request-ID must be unique per request: {ids:?}");
+    assert!(!ids.contains(""));
+    let mut per_session: HashMap<String, Vec<Value>> = HashMap::new();
+    for r in &chats {
+        let h = &r.headers;
+        let corr = h.get("x-correlation-id").cloned().unwrap_or_default();
+        assert!(corr.starts_with("fixed-schedule-s"), "X-Correlation-ID {corr:?}");
+        assert_eq!(h.get("x-session-affinity"), Some(&corr), "X-Session-Affinity must equal X-Correlation-ID");
+        assert!(
+            h.get("user-agent").is_some_and(|u| u.starts_with("aiperf-cli/")),
+            "User-Agent {:?}",
+            h.get("user-agent")
+        );
+        per_session.entry(corr).or_default().push(serde_json::from_slice(&r.body).unwrap());
+    }
+    assert_eq!(per_session.len(), 3);
+    for bodies in per_session.values() {
+        assert_eq!(bodies.len(), 3);
+        for (turn, b) in bodies.iter().enumerate() {
+            let msgs = b["messages"].as_array().unwrap();
+            let replies: Vec<&Value> = msgs.iter().filter(|m| m["role"] == "assistant").collect();
+            assert_eq!(replies.len(), turn, "turn {turn} carries the earlier replies: {b}");
+            assert!(replies.iter().all(|m| !m["content"].as_str().unwrap_or("").is_empty()), "{b}");
+        }
+    }
+    // The server saw the history: a later turn's prompt holds the previous prompt and its reply.
+    let records = read_jsonl(&art.join("profile_export.jsonl"));
+    let mut by_turn: HashMap<(u64, u64), (u64, u64)> = HashMap::new();
+    for r in &records {
+        let m = &r["metadata"];
+        let key = (m["session_run"].as_u64().unwrap(), m["turn"].as_u64().unwrap());
+        by_turn.insert(
+            key,
+            (m["usage"]["prompt_tokens"].as_u64().unwrap(), m["usage"]["completion_tokens"].as_u64().unwrap()),
+        );
+    }
+    for (&(run, turn), &(prompt, _)) in &by_turn {
+        if turn > 0 {
+            let (prev_prompt, prev_completion) = by_turn[&(run, turn - 1)];
+            assert!(
+                prompt >= prev_prompt + prev_completion,
+                "session run {run} turn {turn}: prompt {prompt} < previous {prev_prompt} + reply {prev_completion}"
+            );
+        }
+    }
+}

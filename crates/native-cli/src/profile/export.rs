@@ -13,8 +13,10 @@ use anyhow::{Context, Result};
 use crate::output;
 
 /// Opens `profile_export.jsonl` in `dir` for the records stage.
+/// Buffered: the records stage flushes each batch (see [`super::records`]), so a busy run makes one
+/// write per batch rather than one per request.
 pub fn records_file(dir: &Path) -> Result<Box<dyn Write + Send>> {
-    output::create_stream(&dir.join(RECORDS_FILE))
+    Ok(Box::new(std::io::BufWriter::with_capacity(1 << 18, output::create_stream(&dir.join(RECORDS_FILE))?)))
 }
 
 /// Writes `server_metrics_export.json` and `.csv` into `dir`; both are attempted.

@@ -1,7 +1,8 @@
 //! The records stage, on its own thread: counts output tokens (off the I/O workers), checks
 //! `max_tokens`, masks secrets a server echoed back, computes each request's metrics, aggregates
-//! them and writes the request's line to `profile_export.jsonl` at once, so nothing measured is
-//! lost if the run is stopped.
+//! them and writes the request's line to `profile_export.jsonl`; each batch is flushed before the
+//! thread pauses (at most a millisecond after a request ends), so nothing measured is lost if the
+//! run is stopped.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -57,6 +58,8 @@ impl RecordsStage {
                 Ok(f) => f,
                 Err(TryRecvError::Disconnected) => break,
                 Err(TryRecvError::Empty) if busy => {
+                    // The batch is written: its lines reach the file before this thread pauses.
+                    self.out.flush().context("cannot write profile_export.jsonl")?;
                     busy = false;
                     std::thread::sleep(BATCH_PAUSE);
                     continue;
@@ -95,10 +98,7 @@ impl RecordsStage {
             if let Some(s) = self.slicer.as_mut() {
                 s.add(&record, server_first, &self.slos);
             }
-            self.out
-                .write_all(&record_line(&record, metrics.as_ref()))
-                .and_then(|()| self.out.flush())
-                .context("cannot write profile_export.jsonl")?;
+            self.out.write_all(&record_line(&record, metrics.as_ref())).context("cannot write profile_export.jsonl")?;
             c.records += 1;
             self.progress.inc(1);
             let errors = c.aggregate.error_count();
@@ -106,6 +106,7 @@ impl RecordsStage {
                 self.progress.set_message(format!("({errors} errors)"));
             }
         }
+        self.out.flush().context("cannot write profile_export.jsonl")?;
         c.slices = self.slicer.take();
         Ok(c)
     }
