@@ -64,24 +64,51 @@ pub enum Role {
     Assistant,
 }
 
-/// The conversation of one session run so far: its earlier prompts and the server's replies.
+/// The conversation of one session run so far (its earlier prompts and the server's replies),
+/// kept serialized: each message is escaped into JSON once, when it joins, so that building a
+/// later turn copies the conversation instead of re-serializing it.
 #[derive(Clone, Debug, Default)]
 pub struct History {
-    messages: Vec<(Role, String)>,
+    /// Chat: the messages as JSON objects separated by commas; completions: the texts run together.
+    earlier: Vec<u8>,
+    /// Messages so far.
+    messages: usize,
     /// Tokens of all messages by the client's tokenizer.
     tokens: u64,
+    /// The turn whose prompt was the last message pushed (by [`prepare`]).
+    pub last_prompt_turn: Option<u32>,
 }
 
 impl History {
-    /// Appends a message of `tokens` tokens.
-    pub fn push(&mut self, role: Role, content: String, tokens: u64) {
-        self.messages.push((role, content));
+    /// Appends a message of `tokens` tokens, in the form `endpoint` sends.
+    pub fn push(&mut self, endpoint: EndpointType, role: Role, content: &str, tokens: u64) {
+        match endpoint {
+            EndpointType::Chat => {
+                if !self.earlier.is_empty() {
+                    self.earlier.push(b',');
+                }
+                let role = match role {
+                    Role::User => "user",
+                    Role::Assistant => "assistant",
+                };
+                // Serializing two strings into a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut self.earlier, &Message { role, content });
+            }
+            EndpointType::Completions => self.earlier.extend_from_slice(content.as_bytes()),
+        }
+        self.messages += 1;
         self.tokens = self.tokens.saturating_add(tokens);
     }
 
     pub fn is_empty(&self) -> bool {
-        self.messages.is_empty()
+        self.messages == 0
     }
+}
+
+#[derive(serde::Serialize)]
+struct Message<'a> {
+    role: &'a str,
+    content: &'a str,
 }
 
 /// What every request body shares.
@@ -130,25 +157,26 @@ pub fn user_text(
 }
 
 /// Builds the body of a row; a generated prompt comes after `history` (earlier turns of its
-/// session) when there is one.
+/// session) when there is one, and then joins it as turn `turn`'s prompt.
 pub fn prepare(
     tpl: &BodyTemplate,
     prompts: &PromptBuilder,
     row: &Row,
     hash_ids: &[u64],
     row_key: u64,
-    history: Option<&History>,
+    mut history: Option<(&mut History, u32)>,
 ) -> Result<Prepared> {
     let mut body = Map::new();
     let input_tokens;
+    // The conversation so far and the new prompt, serialized (chat with history).
+    let mut messages: Option<Vec<u8>> = None;
     match &row.input {
         Input::Payload(p) => {
             let bytes = serde_json::to_vec(p.as_ref()).context("cannot serialize payload")?;
             return Ok(Prepared { body: Bytes::from(bytes), input_tokens: None, max_tokens: row.output_length });
         }
         Input::Length(_) | Input::Text(_) => {
-            let history = history.filter(|h| !h.is_empty());
-            let earlier = history.map_or(0, |h| h.tokens);
+            let earlier = history.as_ref().map_or(0, |(h, _)| h.tokens);
             if let Input::Length(n) = row.input {
                 let total = ((n.max(0)) as u64).saturating_add(earlier);
                 anyhow::ensure!(
@@ -160,7 +188,14 @@ pub fn prepare(
             }
             let (text, tokens) = user_text(prompts, row, hash_ids, row_key, tpl.max_prompt_tokens).unwrap_or_default();
             input_tokens = tokens.map(|t| t.saturating_add(earlier));
-            put_prompt(tpl, &mut body, history, text);
+            match history.as_mut() {
+                Some((h, turn)) => {
+                    messages = put_after(tpl, &mut body, h, &text);
+                    h.push(tpl.endpoint, Role::User, &text, tokens.unwrap_or(0));
+                    h.last_prompt_turn = Some(*turn);
+                }
+                None => put_prompt(tpl, &mut body, text),
+            }
         }
         Input::Messages(msgs) => {
             let mut n = 0;
@@ -180,7 +215,7 @@ pub fn prepare(
                     body.insert("model".into(), Value::String(tpl.model.clone()));
                     body.insert("messages".into(), Value::Array(msgs.to_vec()));
                 }
-                EndpointType::Completions => put_prompt(tpl, &mut body, None, joined),
+                EndpointType::Completions => put_prompt(tpl, &mut body, joined),
             }
             if let Some(tools) = row.tools() {
                 body.insert("tools".into(), Value::Array(tools.to_vec()));
@@ -207,37 +242,64 @@ pub fn prepare(
     for (k, v) in &tpl.extra_inputs {
         body.insert(k.clone(), v.clone());
     }
-    let bytes = serde_json::to_vec(&body).context("cannot serialize request")?;
+    let mut bytes = serde_json::to_vec(&body).context("cannot serialize request")?;
+    // `--extra-inputs messages:…` replaces the conversation, as it replaces any other field.
+    if let Some(m) = messages.filter(|_| !body.contains_key("messages")) {
+        bytes = with_messages(&m, &bytes);
+    }
     Ok(Prepared { body: Bytes::from(bytes), input_tokens, max_tokens: row.output_length })
 }
 
-/// The prompt after the conversation so far: chat messages in order, or for completions one text
-/// (earlier prompts and replies run on into the new prompt).
-fn put_prompt(tpl: &BodyTemplate, body: &mut Map<String, Value>, history: Option<&History>, text: String) {
+/// `{"messages":MESSAGES,` + the rest of the object `rest` (`{…}`).
+fn with_messages(messages: &[u8], rest: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(messages.len() + rest.len() + 16);
+    out.extend_from_slice(b"{\"messages\":");
+    out.extend_from_slice(messages);
+    let inner = rest.get(1..).unwrap_or(b"}");
+    if inner != b"}" {
+        out.push(b',');
+    }
+    out.extend_from_slice(inner);
+    out
+}
+
+/// A prompt on its own: one user message, or the completions prompt.
+fn put_prompt(tpl: &BodyTemplate, body: &mut Map<String, Value>, text: String) {
     body.insert("model".into(), Value::String(tpl.model.clone()));
-    let earlier = history.map_or(&[][..], |h| h.messages.as_slice());
     match tpl.endpoint {
         EndpointType::Chat => {
-            let mut messages: Vec<Value> = earlier
-                .iter()
-                .map(|(role, content)| {
-                    let role = match role {
-                        Role::User => "user",
-                        Role::Assistant => "assistant",
-                    };
-                    json!({"role": role, "content": content})
-                })
-                .collect();
-            messages.push(json!({"role": "user", "content": text}));
-            body.insert("messages".into(), Value::Array(messages));
+            body.insert("messages".into(), json!([{"role": "user", "content": text}]));
         }
         EndpointType::Completions => {
-            let mut prompt = String::with_capacity(earlier.iter().map(|(_, c)| c.len()).sum::<usize>() + text.len());
-            for (_, c) in earlier {
-                prompt.push_str(c);
+            body.insert("prompt".into(), Value::String(text));
+        }
+    }
+}
+
+/// The prompt after the conversation so far: for chat, the serialized `messages` array (earlier
+/// messages in order, then this prompt), to be put into the body by [`with_messages`]; for
+/// completions one text (earlier prompts and replies run on into the new prompt), put here.
+fn put_after(tpl: &BodyTemplate, body: &mut Map<String, Value>, history: &History, text: &str) -> Option<Vec<u8>> {
+    body.insert("model".into(), Value::String(tpl.model.clone()));
+    match tpl.endpoint {
+        EndpointType::Chat => {
+            let mut m = Vec::with_capacity(history.earlier.len() + text.len() + 64);
+            m.push(b'[');
+            m.extend_from_slice(&history.earlier);
+            if !history.is_empty() {
+                m.push(b',');
             }
-            prompt.push_str(&text);
+            // Serializing two strings into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut m, &Message { role: "user", content: text });
+            m.push(b']');
+            Some(m)
+        }
+        EndpointType::Completions => {
+            let mut prompt = String::with_capacity(history.earlier.len() + text.len());
+            prompt.push_str(&String::from_utf8_lossy(&history.earlier));
+            prompt.push_str(text);
             body.insert("prompt".into(), Value::String(prompt));
+            None
         }
     }
 }
@@ -268,26 +330,39 @@ mod tests {
         let trace =
             read(&br#"{"timestamp":0,"input_length":5,"output_length":2}"#[..], ParseOptions::new("t")).unwrap().trace;
         let row = &trace.rows()[0];
-        let mut h = History::default();
-        h.push(Role::User, "earlier".into(), 11);
-        h.push(Role::Assistant, " reply".into(), 2);
+        let history = |endpoint| {
+            let mut h = History::default();
+            h.push(endpoint, Role::User, "earlier \"quoted\"", 11);
+            h.push(endpoint, Role::Assistant, " reply", 2);
+            h
+        };
         let own = prompts.prompt(5, &[], 0);
 
-        let chat = prepare(&template(EndpointType::Chat), &prompts, row, &[], 0, Some(&h)).unwrap();
+        let mut h = history(EndpointType::Chat);
+        let chat = prepare(&template(EndpointType::Chat), &prompts, row, &[], 0, Some((&mut h, 1))).unwrap();
         let v: Value = serde_json::from_slice(&chat.body).unwrap();
         assert_eq!(
             v["messages"],
             json!([
-                {"role": "user", "content": "earlier"},
+                {"role": "user", "content": "earlier \"quoted\""},
                 {"role": "assistant", "content": " reply"},
                 {"role": "user", "content": own},
             ])
         );
+        assert_eq!(v["model"], "m");
+        assert_eq!(v["stream"], false);
         assert_eq!(chat.input_tokens, Some(11 + 2 + 5));
+        // The prompt joined the conversation for the next turn.
+        assert_eq!((h.messages, h.tokens, h.last_prompt_turn), (3, 18, Some(1)));
+        let next = prepare(&template(EndpointType::Chat), &prompts, row, &[], 0, Some((&mut h, 2))).unwrap();
+        let v: Value = serde_json::from_slice(&next.body).unwrap();
+        assert_eq!(v["messages"].as_array().unwrap().len(), 4);
+        assert_eq!(v["messages"][2], json!({"role": "user", "content": own}));
 
-        let comp = prepare(&template(EndpointType::Completions), &prompts, row, &[], 0, Some(&h)).unwrap();
+        let mut h = history(EndpointType::Completions);
+        let comp = prepare(&template(EndpointType::Completions), &prompts, row, &[], 0, Some((&mut h, 1))).unwrap();
         let v: Value = serde_json::from_slice(&comp.body).unwrap();
-        assert_eq!(v["prompt"], format!("earlier reply{own}"));
+        assert_eq!(v["prompt"], format!("earlier \"quoted\" reply{own}"));
 
         let alone = prepare(&template(EndpointType::Chat), &prompts, row, &[], 0, None).unwrap();
         let v: Value = serde_json::from_slice(&alone.body).unwrap();
@@ -310,8 +385,9 @@ mod tests {
         let text = r#"{"timestamp":0,"input_length":600,"output_length":2}"#;
         let trace = read(text.as_bytes(), ParseOptions::new("t")).unwrap().trace;
         let mut h = History::default();
-        h.push(Role::User, "x".into(), 500);
-        let e = prepare(&template(EndpointType::Chat), &prompts, &trace.rows()[0], &[], 0, Some(&h)).unwrap_err();
+        h.push(EndpointType::Chat, Role::User, "x", 500);
+        let e =
+            prepare(&template(EndpointType::Chat), &prompts, &trace.rows()[0], &[], 0, Some((&mut h, 1))).unwrap_err();
         assert!(e.to_string().contains("after 500 tokens of conversation"), "{e}");
     }
 

@@ -57,7 +57,11 @@ impl BodySource {
             return self.build(job.row);
         }
         let history = histories.entry(job.run).or_default();
-        if let Some(prev) = rows.get(later.prev_row as usize)
+        let endpoint = self.template.endpoint;
+        // The previous turn's prompt joined the history when it was built here; the first turn's
+        // (built without a history) or a refused one is built again.
+        if history.last_prompt_turn != job.turn.checked_sub(1)
+            && let Some(prev) = rows.get(later.prev_row as usize)
             && let Some((text, tokens)) = user_text(
                 &self.prompts,
                 prev,
@@ -66,15 +70,22 @@ impl BodySource {
                 self.template.max_prompt_tokens,
             )
         {
-            history.push(Role::User, text, tokens.unwrap_or(0));
+            history.push(endpoint, Role::User, &text, tokens.unwrap_or(0));
         }
         // A failed turn leaves no reply; the conversation goes on without one.
         if let Some(reply) = later.reply.filter(|t| !t.is_empty()) {
             let tokens = self.prompts.count(&reply).unwrap_or(0);
-            history.push(Role::Assistant, reply, tokens);
+            history.push(endpoint, Role::Assistant, &reply, tokens);
         }
-        let body = prepare(&self.template, &self.prompts, r, self.trace.hash_ids(r), u64::from(job.row), Some(history))
-            .map_err(|e| format!("{e:#}"));
+        let body = prepare(
+            &self.template,
+            &self.prompts,
+            r,
+            self.trace.hash_ids(r),
+            u64::from(job.row),
+            Some((history, job.turn)),
+        )
+        .map_err(|e| format!("{e:#}"));
         if last {
             histories.remove(&job.run);
         }
