@@ -464,9 +464,9 @@ fn burst(dir: &Path) {
     let trace = dir.join("burst.jsonl");
     std::fs::write(&trace, src.lines().take(200).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
     println!(
-        "| run | requests | bursts (≥ 2 requests) | client: worst request of a burst, first burst / p50 / max over bursts (ms) | bursts entirely within 1 ms | server: arrival error p50 / p99 / max (ms) | CPU µs/request |"
+        "| run | requests | bursts (≥ 2 requests) | client: worst request of a burst, first burst / p50 / max over bursts (ms) | bursts entirely within 1 ms | server: arrival error p50 / p99 / max (ms) | wire: arrival error p50 / p99 / max (ms) | wire: bursts entirely within 1 ms | CPU µs/request |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     // `BURST_MOCK=realistic` gives the mock a TTFT of 50 ms and 10 ms between tokens, so that the
     // answers' streams do not compete for the two cores with the bursts being sent.
     let realistic = std::env::var("BURST_MOCK").is_ok_and(|v| v == "realistic");
@@ -475,8 +475,11 @@ fn burst(dir: &Path) {
     for run in 1..=3 {
         let mock = start_mock(mock_args);
         let art = dir.join(format!("art-burst-{run}"));
+        let wire_file = dir.join(format!("wire-{run}.jsonl"));
+        let capture = WireCapture::start(&mock.url, &wire_file);
         let (_, cpu) =
             timed(&mut ours(&mock.url, &trace, &art, &["--fixed-schedule", "--synthesis-speedup-ratio", "20"]));
+        let wire = capture.map(WireCapture::stop).unwrap_or_default();
         let records: Vec<Value> = std::fs::read_to_string(art.join("profile_export.jsonl"))
             .unwrap()
             .lines()
@@ -519,8 +522,37 @@ fn burst(dir: &Path) {
             .collect();
         let min = diffs.iter().copied().fold(f64::INFINITY, f64::min);
         let late = sorted(&diffs.iter().map(|d| d - min).collect::<Vec<_>>());
+        // On the wire: when the kernel received each request's first segment on `lo`.
+        let wire_diffs: Vec<(u64, f64)> = wire
+            .iter()
+            .filter_map(|(id, ns)| {
+                let mut parts = id.rsplitn(3, '-');
+                let turn = parts.next()?;
+                let run = parts.next()?;
+                let (sched, _) = by_key.get(&format!("{run}-{turn}"))?;
+                Some((*sched, *ns as f64 / 1e6 - *sched as f64 / 1e6))
+            })
+            .collect();
+        let wire_min = wire_diffs.iter().map(|d| d.1).fold(f64::INFINITY, f64::min);
+        let wire_late = sorted(&wire_diffs.iter().map(|d| d.1 - wire_min).collect::<Vec<_>>());
+        let mut wire_bursts: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+        for (sched, d) in &wire_diffs {
+            wire_bursts.entry(*sched).or_default().push(d - wire_min);
+        }
+        let wire_within = wire_bursts.values().filter(|v| v.len() >= 2 && v.iter().all(|d| *d <= 1.0)).count();
+        let wire_cols = if wire_late.is_empty() {
+            "— (no capture: needs root or CAP_NET_RAW) | —".to_owned()
+        } else {
+            format!(
+                "{:.3} / {:.3} / {:.3} | {wire_within} of {}",
+                percentile_sorted(&wire_late, 50.0).unwrap_or(f64::NAN),
+                percentile_sorted(&wire_late, 99.0).unwrap_or(f64::NAN),
+                wire_late.last().copied().unwrap_or(f64::NAN),
+                wire_bursts.values().filter(|v| v.len() >= 2).count()
+            )
+        };
         println!(
-            "| {run} | {} | {} | {first:.3} / {:.3} / {:.3} | {within} of {} | {:.3} / {:.3} / {:.3} | {:.0} |",
+            "| {run} | {} | {} | {first:.3} / {:.3} / {:.3} | {within} of {} | {:.3} / {:.3} / {:.3} | {wire_cols} | {:.0} |",
             late.len(),
             worst.len(),
             percentile_sorted(&sorted_worst, 50.0).unwrap_or(f64::NAN),
@@ -531,6 +563,54 @@ fn burst(dir: &Path) {
             late.last().copied().unwrap_or(f64::NAN),
             cpu * 1e6 / late.len().max(1) as f64
         );
+    }
+}
+
+/// `tools/wire_arrivals.py` capturing the requests to a mock on the loopback interface (kernel
+/// packet timestamps: independent of the client and of the mock's own scheduling).
+struct WireCapture {
+    child: std::process::Child,
+    out: PathBuf,
+}
+
+impl WireCapture {
+    /// Starts the capture, or `None` (with a note) where raw sockets are not allowed.
+    fn start(url: &str, out: &Path) -> Option<WireCapture> {
+        use std::io::BufRead;
+        let port = url.rsplit(':').next()?.trim_end_matches('/');
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/wire_arrivals.py");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .arg(port)
+            .arg(out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let mut line = String::new();
+        let ready = child.stdout.take().map(|o| std::io::BufReader::new(o).read_line(&mut line));
+        if matches!(ready, Some(Ok(n)) if n > 0) && line.trim() == "ready" {
+            Some(WireCapture { child, out: out.to_owned() })
+        } else {
+            eprintln!("no wire capture (raw sockets need root or CAP_NET_RAW)");
+            let _ = child.kill();
+            let _ = child.wait();
+            None
+        }
+    }
+
+    /// Stops the capture; (X-Request-ID, kernel receive time in ns since the epoch) per request.
+    fn stop(mut self) -> Vec<(String, u128)> {
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let _ = self.child.wait();
+        std::fs::read_to_string(&self.out)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| {
+                let v: Value = serde_json::from_str(l).ok()?;
+                Some((v["request_id"].as_str()?.to_owned(), u128::from(v["wire_ns"].as_u64()?)))
+            })
+            .collect()
     }
 }
 

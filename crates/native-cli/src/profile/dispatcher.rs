@@ -65,6 +65,11 @@ impl<T: Transport> Dispatcher<T> {
         let mut last_deadline = 0u64;
         let mut urls = request::UrlPicker::new(self.shared.urls);
         let mut done = Dispatched::default();
+        // Time zero lies a little ahead (`mod.rs`), so that this thread is running by then: sleep
+        // until the widest hand-off window before it, and hand the first burst off from there.
+        if let Some(ahead) = clock.until(0).checked_sub(Duration::from_nanos(SPIN_MAX_NS)) {
+            std::thread::sleep(ahead);
+        }
         loop {
             while let Ok(c) = self.completions.try_recv() {
                 self.completed(c);
@@ -81,6 +86,10 @@ impl<T: Transport> Dispatcher<T> {
                 }
                 Peek::Due { deadline_ns, asap } => (deadline_ns, asap),
             };
+            // Nothing leaves before time zero, not even a request due as soon as possible.
+            while asap && !clock.until(0).is_zero() {
+                std::hint::spin_loop();
+            }
             let window = (deadline.saturating_sub(last_deadline) / 4).clamp(SPIN_MIN_NS, SPIN_MAX_NS);
             let handoff = if asap { deadline } else { deadline.saturating_sub(window) };
             // A late wake-up of this thread is absorbed by the hand-off window: spin only briefly.

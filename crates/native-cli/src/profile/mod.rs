@@ -432,18 +432,23 @@ pub fn replay<T: Transport + Clone>(
     if let Some(s) = &scraper {
         s.scrape(true);
     }
+    // Time zero lies ZERO_LEAD ahead of the moment the threads below start (or of the common
+    // start), so that the dispatcher is running by then and hands the first burst off early, as
+    // it does every later one; the dispatcher sends nothing before it.
     let base = match coord.start_at_unix_ns {
         Some(at) => {
             check_start_ahead(at, started).context(BadInput)?;
             wait_until(at, &control.stop)
         }
-        None => Instant::now(),
+        None => Instant::now() + ZERO_LEAD,
     };
 
     // Measure.
     let cpu_before = process_cpu_seconds();
     let clock = Clock { base };
-    let start_unix_ns = coord.start_at_unix_ns.map_or_else(unix_now_ns, u128::from);
+    let start_unix_ns = coord
+        .start_at_unix_ns
+        .map_or_else(|| unix_now_ns() + base.saturating_duration_since(Instant::now()).as_nanos(), u128::from);
     if let Some(s) = &scraper {
         s.periodic();
     }
@@ -746,9 +751,11 @@ fn check_start_ahead(at_unix_ns: u64, started: Instant) -> Result<()> {
     Ok(())
 }
 
-/// Sleeps until the wall clock reads `at_unix_ns` (or the run is stopped) and returns the
-/// instant that corresponds to it, spinning the last 2 ms so that the first requests leave on
-/// time.
+/// Time zero of a run lies this far after the measuring threads start.
+const ZERO_LEAD: Duration = Duration::from_millis(20);
+
+/// Sleeps until [`ZERO_LEAD`] before the wall clock reads `at_unix_ns` (or the run is stopped)
+/// and returns the instant that corresponds to `at_unix_ns`.
 fn wait_until(at_unix_ns: u64, stop: &CancellationToken) -> Instant {
     let at = u128::from(at_unix_ns);
     let remaining = |now: u128| Duration::from_nanos(u64::try_from(at.saturating_sub(now)).unwrap_or(u64::MAX));
@@ -759,21 +766,17 @@ fn wait_until(at_unix_ns: u64, stop: &CancellationToken) -> Instant {
     );
     loop {
         let left = remaining(unix_now_ns());
-        if stop.is_cancelled() || left <= Duration::from_millis(2) {
+        if stop.is_cancelled() || left <= ZERO_LEAD {
             break;
         }
-        std::thread::sleep((left - Duration::from_millis(2)).min(DRAIN_POLL * 10));
+        std::thread::sleep((left - ZERO_LEAD).min(DRAIN_POLL * 10));
     }
     let (now_i, now_u) = (Instant::now(), unix_now_ns());
-    let base = if at >= now_u {
+    if at >= now_u {
         now_i + remaining(now_u)
     } else {
         now_i.checked_sub(Duration::from_nanos(u64::try_from(now_u - at).unwrap_or(0))).unwrap_or(now_i)
-    };
-    while Instant::now() < base && !stop.is_cancelled() {
-        std::hint::spin_loop();
     }
-    base
 }
 
 fn unix_now_ns() -> u128 {

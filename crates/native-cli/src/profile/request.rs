@@ -144,11 +144,11 @@ pub async fn run<T: Transport>(
     if !job.asap {
         // Handed over early so that waking this worker is not on the clock: wait out the rest.
         loop {
-            let now = clock.now_ns();
-            if now >= job.deadline_ns || shared.abort.is_cancelled() {
+            let left = clock.until(job.deadline_ns);
+            if left.is_zero() || shared.abort.is_cancelled() {
                 break;
             }
-            if job.deadline_ns - now > TASK_SPIN_NS {
+            if left.as_nanos() > u128::from(TASK_SPIN_NS) {
                 tokio::task::yield_now().await;
             } else {
                 std::hint::spin_loop();

@@ -43,6 +43,7 @@ impl Transport for Mem {
         let mut logged: Value = serde_json::from_slice(&req.body).unwrap();
         logged["x-request-id"] = Value::String(req.request_id);
         logged["x-correlation-id"] = Value::String(req.correlation_id);
+        logged["before_zero_ns"] = Value::from(u64::try_from(clock.until(0).as_nanos()).unwrap_or(u64::MAX));
         self.log.lock().unwrap().push((sent_ns, logged));
         let mut ex = Exchange { sent_ns, streaming: true, ..Default::default() };
         tokio::time::sleep(self.ttft).await;
@@ -179,6 +180,27 @@ fn sessions_keep_turn_order_and_delays_and_expected_cache_is_per_request() {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 3);
+}
+
+/// Time zero lies a little ahead of the start (so the first burst is handed off early): nothing is
+/// sent before it, neither a scheduled burst at zero nor requests due as soon as possible, and a
+/// scheduled request never leaves before its deadline.
+#[test]
+fn nothing_leaves_before_time_zero_or_its_deadline() {
+    let burst = rows(12, |i| format!(r#"{{"timestamp": {}, "input_length": 5, "output_length": 1}}"#, (i / 6) * 5));
+    let untimed = rows(12, |_| r#"{"input_length": 5, "output_length": 1}"#.to_owned());
+    for (trace, flags) in [(&burst, &["--fixed-schedule"][..]), (&untimed, &["--concurrency", "4"][..])] {
+        let mem = Mem { tokens: 1, ..Mem::default() };
+        let r = run(trace, &mem, flags, None, None);
+        assert_eq!(r.records.len(), 12, "{flags:?}");
+        for (_, body) in mem.log.lock().unwrap().iter() {
+            assert_eq!(body["before_zero_ns"], 0, "{flags:?}: sent before time zero");
+        }
+        for rec in &r.records {
+            let m = &rec["metadata"];
+            assert!(m["sent_ns"].as_u64() >= m["scheduled_ns"].as_u64(), "{flags:?}: sent before its deadline: {m}");
+        }
+    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! ([`super::client::HttpTransport`]); the tests use an in-memory one.
 
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use aiperf_core::metrics::{RecordError, ServerUsage};
 use bytes::Bytes;
@@ -20,8 +20,17 @@ impl Clock {
         Clock { base: Instant::now() }
     }
 
+    /// Nanoseconds since time zero; 0 before it.
     pub fn now_ns(&self) -> u64 {
         u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// How long until `deadline_ns` (zero once it is reached): exact before time zero too, where
+    /// [`Clock::now_ns`] reads 0.
+    pub fn until(&self, deadline_ns: u64) -> Duration {
+        self.base
+            .checked_add(Duration::from_nanos(deadline_ns))
+            .map_or(Duration::MAX, |at| at.saturating_duration_since(Instant::now()))
     }
 }
 
