@@ -226,6 +226,8 @@ struct Counters {
     queries: AtomicU64,
     hits: AtomicU64,
     running: AtomicU64,
+    /// Requests in line for a slot (`--slots`); they count in `running` too until served.
+    waiting: AtomicU64,
     /// Requests finished, by latency bucket ([`LATENCY_BUCKETS`] and +Inf), and their sum (µs).
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len() + 1],
     latency_sum_us: AtomicU64,
@@ -252,8 +254,10 @@ impl Counters {
                 "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{{model_name=\"mock\"}} {value}\n"
             ));
         };
-        metric("vllm:num_requests_running", "gauge", "Requests being answered.", g(&self.running).to_string());
-        metric("vllm:num_requests_waiting", "gauge", "Requests waiting (the mock has no queue).", "0".into());
+        let waiting = g(&self.waiting);
+        let running = g(&self.running).saturating_sub(waiting);
+        metric("vllm:num_requests_running", "gauge", "Requests being answered.", running.to_string());
+        metric("vllm:num_requests_waiting", "gauge", "Requests in line for a slot (--slots).", waiting.to_string());
         metric("vllm:kv_cache_usage_perc", "gauge", "Fraction of the mock's prefix cache in use.", usage.to_string());
         metric("vllm:request_success_total", "counter", "Requests answered.", g(&self.requests).to_string());
         metric("vllm:prompt_tokens_total", "counter", "Prompt words received.", g(&self.prompt_tokens).to_string());
@@ -346,6 +350,22 @@ impl State {
             let _ = writeln!(w, "{line}");
             let _ = w.flush();
         }
+    }
+}
+
+/// Counts a request as waiting for a slot while it lives (also when the client goes away).
+struct InLine<'a>(&'a Counters);
+
+impl<'a> InLine<'a> {
+    fn new(c: &'a Counters) -> InLine<'a> {
+        c.waiting.fetch_add(1, Ordering::Relaxed);
+        InLine(c)
+    }
+}
+
+impl Drop for InLine<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -639,7 +659,10 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
     let id = format!("mock-{n}");
     // The load model: wait in line for a slot, held until the last token.
     let slot = match &state.slots {
-        Some(s) => s.take().await,
+        Some(s) => {
+            let _in_line = InLine::new(&state.metrics);
+            s.take().await
+        }
         None => None,
     };
     if !stream {
@@ -830,6 +853,15 @@ mod tests {
         assert_eq!(get("vllm:prefix_cache_hits").samples[0].value, 16.0);
         assert_eq!(get("vllm:num_requests_running").samples[0].value, 0.0);
         assert_eq!(get("vllm:kv_cache_usage_perc").samples[0].value, 0.5);
+        // Two requests in, one of them in line for a slot: one running, one waiting.
+        m.running.fetch_add(2, Ordering::Relaxed);
+        let in_line = InLine::new(&m);
+        let families =
+            aiperf_core::prometheus::parse(&m.exposition(0.5), aiperf_core::prometheus::DEFAULT_LIMITS).unwrap();
+        let value = |n: &str| families.iter().find(|f| f.name == n).unwrap().samples[0].value;
+        assert_eq!((value("vllm:num_requests_running"), value("vllm:num_requests_waiting")), (1.0, 1.0));
+        drop(in_line);
+        assert_eq!(m.waiting.load(Ordering::Relaxed), 0);
         let h = get("vllm:e2e_request_latency_seconds");
         assert_eq!(h.kind, aiperf_core::prometheus::Kind::Histogram);
         // 30 ms falls in the 0.05 bucket: cumulative 0 at 0.01, 1 from 0.05 on.
