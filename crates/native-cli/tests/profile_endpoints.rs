@@ -339,6 +339,10 @@ fn proxies_from_the_environment_tunnel_https_and_forward_http() {
     assert_eq!(tls.arrivals().len(), 6);
     let log = proxy.log();
     assert!(!log.is_empty() && log.iter().all(|l| l == &format!("CONNECT mock.test:{tls_port} HTTP/1.1")), "{log:?}");
+    // The server's metrics are scraped through the same proxy (the scrapes succeeded).
+    let metrics = std::fs::read_to_string(art.join("server_metrics_export.csv")).unwrap();
+    assert!(metrics.contains("vllm:request_success"), "{metrics}");
+    assert!(!stderr(&out).contains("cannot fetch"), "{}", stderr(&out));
 
     // Lower-case variable, forwarded plain HTTP (absolute-form request line).
     let art = dir.path().join("forward");
@@ -350,6 +354,7 @@ fn proxies_from_the_environment_tunnel_https_and_forward_http() {
         !forwarded.is_empty() && forwarded.iter().all(|l| l.contains(&format!(" http://mock.test:{plain_port}/"))),
         "{forwarded:?}"
     );
+    assert!(forwarded.contains(&format!("GET http://mock.test:{plain_port}/metrics HTTP/1.1")), "{forwarded:?}");
 
     // NO_PROXY covers the name: sent directly, where mock.test does not resolve; the proxy
     // sees nothing more.

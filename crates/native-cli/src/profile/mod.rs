@@ -193,6 +193,7 @@ fn prepare_server(
     let scraper = if plan.server.metrics_urls.is_empty() {
         None
     } else {
+        let proxies = proxy::Proxies::from_env();
         let targets = plan
             .server
             .metrics_urls
@@ -201,6 +202,7 @@ fn prepare_server(
                 let (url, userinfo) = plan::split_credentials(u);
                 let uri = url.parse().with_context(|| format!("invalid server metrics URL {}", plan::redact_url(u)))?;
                 Ok(scraper::Target {
+                    proxy_authorization: proxies.forward_auth(&uri),
                     uri,
                     shown: plan::redact_url(u),
                     authorization: userinfo.map(|u| plan::basic_auth(&u)),
@@ -209,7 +211,7 @@ fn prepare_server(
             .collect::<Result<Vec<_>>>()
             .context(BadInput)?;
         let tls = tls::client_config(&trust(plan)).context(BadInput)?;
-        Some(scraper::Scraper::start(targets, plan.server.metrics_interval, tls)?)
+        Some(scraper::Scraper::start(targets, plan.server.metrics_interval, tls, proxies)?)
     };
     let detected = scraper.as_ref().and_then(|s| s.scrape(true));
     if plan.server.reset_prefix_cache {

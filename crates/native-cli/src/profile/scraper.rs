@@ -11,6 +11,7 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::client::chain;
+use super::proxy::{Proxies, ProxyConnector};
 use aiperf_core::server_metrics::{DEFAULT_SERIES_LIMITS, EndpointSeries, ServerKind};
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -27,7 +28,7 @@ pub const MAX_BODY_BYTES: usize = 8 << 20;
 /// Time limit of one scrape.
 pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
 
-type ScrapeClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
+type ScrapeClient = Client<hyper_rustls::HttpsConnector<ProxyConnector>, Empty<Bytes>>;
 
 /// An endpoint to scrape.
 #[derive(Clone, Debug)]
@@ -38,6 +39,9 @@ pub struct Target {
     pub shown: String,
     /// HTTP Basic authentication from credentials in the URL.
     pub authorization: Option<String>,
+    /// `Proxy-Authorization` when the target is reached through a forwarding proxy with
+    /// credentials (`HTTP_PROXY=http://user:pass@proxy`).
+    pub proxy_authorization: Option<HeaderValue>,
 }
 
 enum Command {
@@ -69,7 +73,12 @@ fn unix_now_ns() -> u64 {
 impl Scraper {
     /// Starts the thread; nothing is fetched until [`Scraper::scrape`].
     /// `tls` is the replay's own trust (`--ssl-ca-cert`, `--insecure-skip-tls-verify`).
-    pub fn start(targets: Vec<Target>, interval: Duration, tls: rustls::ClientConfig) -> Result<Scraper> {
+    pub fn start(
+        targets: Vec<Target>,
+        interval: Duration,
+        tls: rustls::ClientConfig,
+        proxies: Proxies,
+    ) -> Result<Scraper> {
         let (commands, rx) = mpsc::unbounded_channel();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -77,7 +86,7 @@ impl Scraper {
             .context("cannot start the server-metrics runtime")?;
         let thread = std::thread::Builder::new()
             .name("server-metrics".into())
-            .spawn(move || rt.block_on(run(targets, interval, rx, tls)))
+            .spawn(move || rt.block_on(run(targets, interval, rx, tls, proxies)))
             .context("cannot start the server-metrics thread")?;
         Ok(Scraper { commands, thread: Some(thread) })
     }
@@ -113,8 +122,9 @@ async fn run(
     interval: Duration,
     mut commands: mpsc::UnboundedReceiver<Command>,
     tls: rustls::ClientConfig,
+    proxies: Proxies,
 ) {
-    let client = client(tls);
+    let client = client(tls, proxies);
     let mut endpoints: Vec<Endpoint> = targets
         .into_iter()
         .map(|t| Endpoint {
@@ -150,7 +160,8 @@ async fn run(
     }
 }
 
-fn client(tls: rustls::ClientConfig) -> ScrapeClient {
+/// The scraping client: the replay's TLS trust and the same proxies from the environment.
+fn client(tls: rustls::ClientConfig, proxies: Proxies) -> ScrapeClient {
     let mut http = HttpConnector::new();
     http.set_nodelay(true);
     http.enforce_http(false);
@@ -159,7 +170,7 @@ fn client(tls: rustls::ClientConfig) -> ScrapeClient {
         .with_tls_config(tls)
         .https_or_http()
         .enable_http1()
-        .wrap_connector(http);
+        .wrap_connector(ProxyConnector { http, proxies });
     Client::builder(TokioExecutor::new()).pool_max_idle_per_host(1).build(https)
 }
 
@@ -199,6 +210,9 @@ async fn fetch(client: &ScrapeClient, target: &Target) -> std::result::Result<(u
     {
         v.set_sensitive(true);
         req = req.header(AUTHORIZATION, v);
+    }
+    if let Some(v) = &target.proxy_authorization {
+        req = req.header(hyper::header::PROXY_AUTHORIZATION, v.clone());
     }
     let req = req.body(Empty::new()).map_err(|e| e.to_string())?;
     let work = async {
