@@ -56,11 +56,6 @@ enum Command {
     Compare(runs::CompareArgs),
 }
 
-/// mimalloc: the replay allocates and frees small buffers per request and per streamed event on
-/// several threads; glibc malloc cost ~15 % of the client CPU there (measured, BENCHMARKS.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().collect();
     if raw.get(1).is_some_and(|c| c == "profile")

@@ -163,6 +163,7 @@ fn hostile_servers_end_requests_with_errors_in_bounded_memory_and_leak_no_secret
         let stderr = String::from_utf8_lossy(&out.stderr);
         // Every request failed: exit status 1, with every export written.
         assert_eq!(out.status.code(), Some(1), "{mode:?}: {stderr}");
+        println!("{mode:?}: peak RSS {rss_kb} kB");
         assert!(rss_kb < RSS_BOUND_KB, "{mode:?}: peak RSS {rss_kb} kB");
         let art = dir.path().join("art");
         assert_eq!(error_kinds(&art), vec![kind; 3], "{mode:?}");
