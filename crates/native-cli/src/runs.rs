@@ -6,7 +6,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use aiperf_core::results::RECORDS_FILE;
+use aiperf_core::run::curve::Curve;
 use aiperf_core::run::{CONFIG_FILE, MAX_RUNS, Run, RunLoader, RunSettings, compare, default_label, html};
+use aiperf_core::search::SEARCH_JSON;
+use aiperf_core::sweep::SWEEP_JSON;
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 
@@ -16,7 +19,8 @@ use crate::{input, output};
 /// The runs and how to label them (shared by both commands).
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
-    /// Artifact folders of runs (or their profile_export.jsonl files), 1 to 8.
+    /// Artifact folders of runs (or their profile_export.jsonl files), 1 to 8; a sweep's or a
+    /// capacity search's folder stands for its sub-runs (and `report` draws its curve).
     #[arg(required = true, num_args = 1..)]
     pub runs: Vec<PathBuf>,
     /// The run the others are compared with (1-based, in the order given).
@@ -92,8 +96,38 @@ pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
     loader.finish(&label).map_err(|e| bad(e.to_string()))
 }
 
-/// Every run, labelled, and the 0-based baseline.
-fn load_all(a: &RunsArgs) -> Result<(Vec<Run>, usize)> {
+/// A sub-run of a campaign: its folder and its label.
+type SubRun = (PathBuf, String);
+
+/// A sweep or search folder: its curve (with each point's figures from its sub-run's summary
+/// where the campaign's summary lacks them) and its sub-runs' folders with labels, in order of load.
+fn campaign(path: &Path) -> Result<Option<(Curve, Vec<SubRun>)>> {
+    if !path.is_dir() {
+        return Ok(None);
+    }
+    let Some(file) = [SWEEP_JSON, SEARCH_JSON].iter().map(|f| path.join(f)).find(|p| p.is_file()) else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mut curve = Curve::from_json(&file.display().to_string(), &text).map_err(|e| bad(e.to_string()))?;
+    let name = default_label(&path.display().to_string());
+    let mut subs = Vec::new();
+    for i in 0..curve.points.len() {
+        let dir = path.join(&curve.points[i].artifact_dir);
+        if let Ok(t) = std::fs::read_to_string(dir.join(CONFIG_FILE)) {
+            curve.add_run_summary(i, &t);
+        }
+        if dir.join(RECORDS_FILE).is_file() {
+            let value = compare::num(curve.points[i].value);
+            subs.push((dir, format!("{name} {}={value}", curve.parameter)));
+        }
+    }
+    Ok(Some((curve, subs)))
+}
+
+/// The curves of the campaign folders given, every run (a campaign's sub-runs when all runs fit
+/// in [`MAX_RUNS`]), labelled, and the 0-based baseline.
+fn load_all(a: &RunsArgs) -> Result<(Vec<Curve>, Vec<Run>, usize)> {
     if a.runs.len() > MAX_RUNS {
         return Err(bad(format!("{} runs given: at most {MAX_RUNS} are compared at once", a.runs.len())));
     }
@@ -104,20 +138,40 @@ fn load_all(a: &RunsArgs) -> Result<(Vec<Run>, usize)> {
             a.runs.len()
         )));
     }
-    if a.baseline == 0 || a.baseline > a.runs.len() {
+    let mut curves = Vec::new();
+    // (path, label) of each run to read; campaigns' sub-runs kept apart until they are counted.
+    let mut plain: Vec<(PathBuf, Option<String>)> = Vec::new();
+    let mut subs: Vec<SubRun> = Vec::new();
+    for (i, p) in a.runs.iter().enumerate() {
+        match campaign(p)? {
+            Some((curve, s)) => {
+                curves.push(curve);
+                subs.extend(s);
+            }
+            None => plain.push((p.clone(), a.label.get(i).cloned())),
+        }
+    }
+    let mut paths = plain;
+    if paths.len() + subs.len() <= MAX_RUNS {
+        paths.extend(subs.into_iter().map(|(p, l)| (p, Some(l))));
+    } else if !subs.is_empty() {
+        eprintln!(
+            "note: {} sub-runs are not shown one by one (at most {MAX_RUNS} runs at once); give their folders to see them",
+            subs.len()
+        );
+    }
+    if paths.is_empty() && curves.is_empty() {
+        return Err(bad("no run to read".into()));
+    }
+    if !paths.is_empty() && (a.baseline == 0 || a.baseline > paths.len()) {
         return Err(bad(format!(
             "--baseline {}: accepted 1 to {} (the runs in the order given)",
             a.baseline,
-            a.runs.len()
+            paths.len()
         )));
     }
-    let runs = a
-        .runs
-        .iter()
-        .enumerate()
-        .map(|(i, p)| load(p, a.label.get(i).map(String::as_str)))
-        .collect::<Result<Vec<_>>>()?;
-    Ok((runs, a.baseline - 1))
+    let runs = paths.iter().map(|(p, l)| load(p, l.as_deref())).collect::<Result<Vec<_>>>()?;
+    Ok((curves, runs, a.baseline.saturating_sub(1)))
 }
 
 pub fn report(a: ReportArgs) -> Result<()> {
@@ -126,16 +180,26 @@ pub fn report(a: ReportArgs) -> Result<()> {
     }
     let inputs: Vec<PathBuf> = a.runs.runs.iter().map(|p| files_of(p).0).collect();
     output::refuse_same_files(&[a.output.as_path()], &inputs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
-    let (runs, baseline) = load_all(&a.runs)?;
+    let (curves, runs, baseline) = load_all(&a.runs)?;
     let refs: Vec<&Run> = runs.iter().collect();
-    let page = html::report_page(&refs, baseline);
+    let curve_refs: Vec<&Curve> = curves.iter().collect();
+    let page = html::report_page_with(&curve_refs, &refs, baseline);
     output::write_output(&a.output, page.as_bytes()).with_context(|| format!("cannot write {}", a.output.display()))?;
-    eprintln!("Report of {} run(s) written to {} ({} KiB)", runs.len(), a.output.display(), page.len() / 1024);
+    let what = match curves.len() {
+        0 => String::new(),
+        n => format!("{n} sweep/search curve(s) and "),
+    };
+    eprintln!("Report of {what}{} run(s) written to {} ({} KiB)", runs.len(), a.output.display(), page.len() / 1024);
     Ok(())
 }
 
 pub fn compare_cmd(a: CompareArgs) -> Result<()> {
-    let (runs, baseline) = load_all(&a.runs)?;
+    let (_, runs, baseline) = load_all(&a.runs)?;
+    if runs.is_empty() {
+        return Err(bad(
+            "no run to compare: a campaign's sub-runs are compared when at most 8 runs are given in all".into()
+        ));
+    }
     let refs: Vec<&Run> = runs.iter().collect();
     let c = compare::compare(&refs, baseline);
     let text = match a.format {

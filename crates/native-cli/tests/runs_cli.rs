@@ -132,3 +132,37 @@ fn bad_runs_are_refused_with_where_and_why() {
     let out = cli(&["report", run.to_str().unwrap(), "--output", "-"]);
     assert_ne!(out.status.code(), Some(0));
 }
+
+/// A sweep's folder: `report` draws its curve (latency and throughput against the load) before its
+/// sub-runs, and `compare` sets the sub-runs side by side; the numbers are the sub-runs' own.
+#[test]
+fn a_sweep_folder_is_drawn_as_a_curve_and_its_sub_runs_compared() {
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..8).map(|i| format!(r#"{{"input_length": {}, "output_length": 4}}"#, 20 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("sweep");
+    let flags = ["--concurrency", "1,2,4", "--request-count", "8", "--goodput", "time_to_first_token:1000"];
+    ok(&profile_streaming(&mock.url, &trace, &art, &flags, LIMIT));
+    let html_path = dir.path().join("sweep.html");
+    let out = cli(&["report", art.to_str().unwrap(), "--output", html_path.to_str().unwrap()]);
+    ok(&out);
+    let page = std::fs::read_to_string(&html_path).unwrap();
+    assert!(page.contains("Sweep of concurrency (requests)"), "{}", &page[..page.len().min(2000)]);
+    for chart in ["curve-ttft", "curve-latency", "curve-throughput"] {
+        assert!(page.contains(&format!(r#"data-chart="{chart}""#)), "{chart}");
+    }
+    // The curve's table holds each sub-run's own TTFT p99, and each sub-run has its section.
+    for v in ["1", "2", "4"] {
+        let s = summary(&art.join(v));
+        let p99 = s["time_to_first_token"]["p99"].as_f64().unwrap();
+        assert!(page.contains(&format!("<td>{}</td>", aiperf_core::run::compare::num(p99))), "TTFT p99 of {v}: {p99}");
+        assert!(page.contains(&format!("sweep concurrency={v}")), "section of {v}");
+    }
+    assert!(page.find("curve-ttft").unwrap() < page.find(r#"class="run""#).unwrap());
+
+    let out = cli(&["compare", art.to_str().unwrap(), "--format", "json"]);
+    ok(&out);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["runs"], serde_json::json!(["sweep concurrency=1", "sweep concurrency=2", "sweep concurrency=4"]));
+}

@@ -85,16 +85,28 @@ pub struct Slices {
     /// Width of a slice (s).
     pub width_s: f64,
     pub count: usize,
+    /// The run's own `--slice-duration` slices (from time zero, as in
+    /// `profile_export_aiperf_timeslices.*`), not a width chosen for the chart.
+    pub from_run: bool,
 }
 
 impl Slices {
+    /// The run's `--slice-duration` slices when it had them (and they are at most
+    /// 4 × [`MAX_SLICES`]), else about [`MAX_SLICES`] slices of a round width from the first send.
     pub fn of(run: &Run) -> Slices {
+        let end_all = run.points.iter().map(|p| p.end_ns.max(p.sent_ns)).max().unwrap_or(0);
+        if let Some(w) = run.settings.slice_duration_s() {
+            let count = (end_all as f64 / 1e9 / w).floor() as usize + 1;
+            if count <= 4 * MAX_SLICES {
+                return Slices { t0_ns: 0, width_s: w, count, from_run: true };
+            }
+        }
         let t0_ns = run.t0_ns();
-        let end = run.points.iter().map(|p| p.end_ns.max(p.sent_ns)).max().unwrap_or(t0_ns);
+        let end = end_all.max(t0_ns);
         let dur = (end - t0_ns) as f64 / 1e9;
         let width_s = nice_step(dur / MAX_SLICES as f64).max(0.001);
         let count = ((dur / width_s).floor() as usize + 1).clamp(1, MAX_SLICES + 1);
-        Slices { t0_ns, width_s, count }
+        Slices { t0_ns, width_s, count, from_run: false }
     }
 
     /// Seconds from the first send.
@@ -341,6 +353,27 @@ mod tests {
         assert_eq!(sc.len(), 5);
         assert_eq!(sc[0].data.total, 200, "failed requests with a first token count for TTFT too");
         assert!(sc.iter().all(|c| c.data.x.len() <= MAX_SCATTER));
+    }
+
+    #[test]
+    fn a_run_with_slice_duration_is_drawn_on_its_own_slices() {
+        let mut run = run_of(200, "a");
+        let end = run.points.iter().map(|p| p.end_ns.max(p.sent_ns)).max().unwrap();
+        run.settings.input_config = serde_json::json!({"slice_duration": 0.25});
+        let s = Slices::of(&run);
+        assert!(s.from_run);
+        // As `profile_export_aiperf_timeslices.*`: from time zero, a request in the slice of its send time.
+        assert_eq!((s.t0_ns, s.width_s, s.count), (0, 0.25, (end as f64 / 0.25e9).floor() as usize + 1));
+        let slicer = crate::timeslices::Slicer::new(250_000_000).unwrap();
+        for p in &run.points {
+            assert_eq!(s.index(p.sent_ns), slicer.index_of(p.sent_ns));
+        }
+        assert!(crate::run::html::run_section(&run, 0).contains("slice (--slice-duration)"));
+        // Slices far too narrow for the run: the chart's own width.
+        run.settings.input_config = serde_json::json!({"slice_duration": 0.001});
+        assert!(!Slices::of(&run).from_run);
+        run.settings.input_config = serde_json::Value::Null;
+        assert!(!Slices::of(&run).from_run);
     }
 
     #[test]

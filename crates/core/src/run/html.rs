@@ -14,6 +14,7 @@ use crate::metrics::Report;
 use super::Run;
 use super::charts::{Quantity, Scatter, Slices, band, cdf, hist, nice_step, rates, scatters};
 use super::compare::{Comparison, compare, num};
+use super::curve::{Curve, CurveKind};
 
 /// One colour per run (and per percentile line of one run).
 pub const COLOURS: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
@@ -373,7 +374,7 @@ pub fn run_section(run: &Run, k: usize) -> String {
                     points: b.t.iter().copied().zip(y.iter().copied()).collect(),
                 })
                 .collect();
-        let title = format!("{} per {} s slice (p50, p90, p99)", q.name(), tick(s.width_s));
+        let title = format!("{} per {} s slice{} (p50, p90, p99)", q.name(), tick(s.width_s), run_slices(&s));
         out.push_str(&line_chart(
             &format!("band-{}", slug(q.name())),
             &title,
@@ -391,7 +392,7 @@ pub fn run_section(run: &Run, k: usize) -> String {
         };
         out.push_str(&line_chart(
             &format!("rate-{}", slug(r.name)),
-            &format!("{} per {} s slice", r.name, tick(s.width_s)),
+            &format!("{} per {} s slice{}", r.name, tick(s.width_s), run_slices(&s)),
             "time (s)",
             r.unit,
             &[line],
@@ -425,6 +426,11 @@ pub fn run_section(run: &Run, k: usize) -> String {
     }
     out.push_str("</div></section>");
     out
+}
+
+/// Marks charts drawn on the run's own `--slice-duration` slices.
+fn run_slices(s: &Slices) -> &'static str {
+    if s.from_run { " (--slice-duration)" } else { "" }
 }
 
 fn slug(s: &str) -> String {
@@ -535,6 +541,137 @@ pub fn comparison_section(runs: &[&Run], c: &Comparison) -> String {
     out
 }
 
+/// A chart of a curve: id, title, unit and its (metric, statistic) lines.
+type CurveChart = (&'static str, &'static str, &'static str, &'static [(&'static str, &'static str)]);
+
+/// A sweep or capacity search: latency, throughput and goodput against the load (and, for a
+/// search, each point's good fraction with its interval against the target), and a table of
+/// the points.
+pub fn curve_section(c: &Curve) -> String {
+    let mut out = String::new();
+    let x_label = format!("{} ({})", c.parameter, c.unit);
+    match c.kind {
+        CurveKind::Sweep => {
+            let _ = write!(out, r#"<section class="curve"><h2>Sweep of {}</h2>"#, esc(&x_label));
+        }
+        CurveKind::Search => {
+            let answer = c.capacity.map_or("none passed".to_string(), |v| format!("{} {}", num(v), c.unit));
+            let _ = write!(
+                out,
+                r#"<section class="curve"><h2>Capacity search on {}: capacity {}</h2><p>Target good fraction {}; stop: {}.</p>"#,
+                esc(&x_label),
+                esc(&answer),
+                c.target.map_or("-".into(), num),
+                esc(c.stop.as_deref().unwrap_or("-"))
+            );
+        }
+    }
+    out.push_str(r#"<div class="charts">"#);
+    if c.kind == CurveKind::Search {
+        let mean: Vec<(f64, f64)> = c.points.iter().map(|p| (p.value, p.good.map_or(f64::NAN, |g| g.mean))).collect();
+        let low: Vec<(f64, f64)> = c.points.iter().map(|p| (p.value, p.good.map_or(f64::NAN, |g| g.low))).collect();
+        let high: Vec<(f64, f64)> = c.points.iter().map(|p| (p.value, p.good.map_or(f64::NAN, |g| g.high))).collect();
+        let mut lines = vec![
+            Line { name: "good fraction".into(), colour: COLOURS[0], dashed: false, points: mean },
+            Line { name: "interval low".into(), colour: COLOURS[0], dashed: true, points: low },
+            Line { name: "interval high".into(), colour: COLOURS[4], dashed: true, points: high },
+        ];
+        if let (Some(t), Some(first), Some(last)) = (c.target, c.points.first(), c.points.last()) {
+            lines.push(Line {
+                name: "target".into(),
+                colour: COLOURS[1],
+                dashed: true,
+                points: vec![(first.value, t), (last.value, t)],
+            });
+        }
+        out.push_str(&line_chart("curve-good", "Good fraction against load", &x_label, "fraction of requests", &lines));
+    }
+    let charts: [CurveChart; 5] = [
+        (
+            "curve-ttft",
+            "TTFT against load",
+            "ms",
+            &[("time_to_first_token", "p50"), ("time_to_first_token", "p90"), ("time_to_first_token", "p99")],
+        ),
+        (
+            "curve-latency",
+            "Request latency against load",
+            "ms",
+            &[("request_latency", "p50"), ("request_latency", "p90"), ("request_latency", "p99")],
+        ),
+        ("curve-itl", "ITL against load", "ms", &[("inter_token_latency", "p50"), ("inter_token_latency", "p99")]),
+        (
+            "curve-throughput",
+            "Throughput and goodput against load",
+            "requests/sec",
+            &[("request_throughput", "avg"), ("goodput", "avg")],
+        ),
+        ("curve-lateness", "Send lateness against load", "ms", &[("send_lateness", "p50"), ("send_lateness", "p99")]),
+    ];
+    for (id, title, unit, series) in charts {
+        let lines: Vec<Line<'_>> = series
+            .iter()
+            .enumerate()
+            .filter(|(_, (m, st))| c.has(m, st))
+            .map(|(k, (m, st))| Line {
+                name: if st == &"avg" { (*m).replace('_', " ") } else { (*st).to_string() },
+                colour: COLOURS[k % COLOURS.len()],
+                dashed: false,
+                points: c.series(m, st),
+            })
+            .collect();
+        if !lines.is_empty() {
+            out.push_str(&line_chart(id, title, &x_label, unit, &lines));
+        }
+    }
+    out.push_str("</div>");
+    let _ = write!(
+        out,
+        r#"<table class="curve-points"><thead><tr><th>{}</th><th>runs</th><th>request throughput</th><th>goodput</th><th>TTFT p99 (ms)</th><th>latency p99 (ms)</th><th>errors</th>"#,
+        esc(&c.parameter)
+    );
+    if c.kind == CurveKind::Search {
+        out.push_str("<th>good fraction [interval]</th><th>passed</th>");
+    }
+    out.push_str("<th>folder</th></tr></thead><tbody>");
+    let cell = |v: Option<f64>| v.map_or("-".to_string(), num);
+    for p in &c.points {
+        let _ = write!(
+            out,
+            "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            num(p.value),
+            if p.was_cancelled { " (stopped)" } else { "" },
+            p.runs,
+            cell(p.get("request_throughput", "avg")),
+            cell(p.get("goodput", "avg")),
+            cell(p.get("time_to_first_token", "p99")),
+            cell(p.get("request_latency", "p99")),
+            cell(p.get("error_request_count", "avg")),
+        );
+        if let Some(g) = p.good {
+            let _ = write!(
+                out,
+                "<td>{} [{}, {}]</td><td>{}</td>",
+                num(g.mean),
+                num(g.low),
+                num(g.high),
+                if g.passed {
+                    "yes"
+                } else if g.saturated {
+                    "no (saturated)"
+                } else {
+                    "no"
+                }
+            );
+        } else if c.kind == CurveKind::Search {
+            out.push_str("<td>-</td><td>-</td>");
+        }
+        let _ = write!(out, "<td>{}</td></tr>", esc(&p.artifact_dir));
+    }
+    out.push_str("</tbody></table></section>");
+    out
+}
+
 /// The body of a page showing `runs` (the browser app sets it into its run view).
 pub fn runs_fragment(runs: &[&Run], baseline: usize) -> String {
     let mut out = String::new();
@@ -571,14 +708,26 @@ pub const CSS: &str = r#"
 
 /// The self-contained report file: one page, no network.
 pub fn report_page(runs: &[&Run], baseline: usize) -> String {
-    let title = runs.iter().map(|r| r.label.as_str()).collect::<Vec<_>>().join(" vs ");
+    report_page_with(&[], runs, baseline)
+}
+
+/// The report file with sweeps or searches drawn first.
+pub fn report_page_with(curves: &[&Curve], runs: &[&Run], baseline: usize) -> String {
+    let mut names: Vec<String> = curves.iter().map(|c| format!("{} curve", c.parameter)).collect();
+    names.extend(runs.iter().map(|r| r.label.clone()));
+    let title = names.join(" vs ");
     let mut out = String::with_capacity(1 << 20);
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\"><title>aiperf-cli report: {}</title><style>{CSS}body{{margin:16px}}</style></head><body class=\"runs\"><h1>aiperf-cli report</h1>",
         esc(&title)
     );
-    out.push_str(&runs_fragment(runs, baseline));
+    for c in curves {
+        out.push_str(&curve_section(c));
+    }
+    if !runs.is_empty() {
+        out.push_str(&runs_fragment(runs, baseline));
+    }
     out.push_str(r#"<pre class="record" id="record">Click a point to see that request's record.</pre>"#);
     // The records of the plotted points, per run, keyed by request index.
     for (k, r) in runs.iter().enumerate() {
@@ -638,6 +787,71 @@ mod tests {
         let recs: BTreeMap<String, String> = serde_json::from_str(&page[start..end]).unwrap();
         assert_eq!(recs.len(), 120);
         assert!(recs["0"].contains("trace line: 1"));
+    }
+
+    #[test]
+    fn a_sweep_is_drawn_against_its_load() {
+        use crate::sweep::{Axis, Figure, SweepPoint, sweep_json};
+        let fig =
+            |metric: &str, stat: &'static str, value: f64| Figure { metric: metric.into(), stat, unit: "ms", value };
+        let points: Vec<SweepPoint> = [10.0, 20.0, 40.0]
+            .iter()
+            .map(|&v| {
+                let figures = vec![
+                    fig("time_to_first_token", "p50", v),
+                    fig("time_to_first_token", "p99", 2.0 * v),
+                    fig("request_latency", "p99", 10.0 * v),
+                    fig("request_throughput", "avg", v * 0.9),
+                    fig("goodput", "avg", 12.0),
+                ];
+                SweepPoint::of(v, Axis::RequestRate.format(v), &[figures], false)
+            })
+            .collect();
+        let curve = Curve::from_json("s", &sweep_json(Axis::RequestRate, &points, &serde_json::Value::Null)).unwrap();
+        let html = curve_section(&curve);
+        assert!(html.contains("Sweep of request_rate (requests/sec)"));
+        for id in ["curve-ttft", "curve-latency", "curve-throughput"] {
+            assert!(html.contains(&format!(r#"data-chart="{id}""#)), "{id}");
+        }
+        // No figure for ITL or lateness: no empty chart.
+        assert!(!html.contains(r#"data-chart="curve-itl""#) && !html.contains(r#"data-chart="curve-good""#));
+        // One path per series, three points each.
+        assert_eq!(html.matches("<tr><td>").count(), 3);
+        assert!(html.contains("<td>36</td>"), "request throughput 0.9 × 40");
+        let run = run_of(20, "sub");
+        let page = report_page_with(&[&curve], &[&run], 0);
+        assert!(page.find("curve-ttft").unwrap() < page.find(r#"class="run""#).unwrap());
+        assert!(!page.contains("https://"));
+    }
+
+    #[test]
+    fn a_search_shows_its_answer_and_each_points_good_fraction() {
+        use crate::search::{Next, Search, SearchParams, search_json};
+        let params = SearchParams {
+            start: 8.0,
+            limit: 64.0,
+            growth: 2.0,
+            resolution: 0.2,
+            target: 0.9,
+            integer: false,
+            repeats: 1,
+            confidence: 0.95,
+        };
+        let mut s = Search::new(params).unwrap();
+        let answer = loop {
+            match s.next() {
+                Next::Measure(v) => s.record(v, if v <= 20.0 { 0.97 } else { 0.4 }),
+                Next::Done(a) => break a,
+            }
+        };
+        let text = search_json(crate::sweep::Axis::RequestRate, &s, Some(answer), &serde_json::Value::Null);
+        let c = Curve::from_json("s", &text).unwrap();
+        let html = curve_section(&c);
+        let cap = num(answer.capacity.unwrap());
+        assert!(html.contains(&format!("capacity {cap} requests/sec")), "{html}");
+        assert!(html.contains(r#"data-chart="curve-good""#));
+        assert!(html.contains("<td>yes</td>") && html.contains("<td>no"));
+        assert_eq!(html.matches("<tr><td>").count(), s.points().len());
     }
 
     #[test]

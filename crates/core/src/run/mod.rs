@@ -10,6 +10,7 @@
 
 pub mod charts;
 pub mod compare;
+pub mod curve;
 pub mod html;
 
 use std::collections::HashMap;
@@ -72,6 +73,11 @@ impl RunSettings {
         };
         let client = config.get("client_token_count").and_then(Value::as_bool).unwrap_or(false);
         Ok(RunSettings { server_token_count: !client, slos, input_config: config })
+    }
+
+    /// The run's `--slice-duration` (s), when it had one.
+    pub fn slice_duration_s(&self) -> Option<f64> {
+        self.input_config.get("slice_duration").and_then(Value::as_f64).filter(|w| *w >= 0.001 && w.is_finite())
     }
 }
 
