@@ -51,8 +51,11 @@ const tok = join(ROOT, 'tests/fixtures/tokenizers/smollm2-135m/tokenizer.json');
 const runA = join(TMP, 'run-a');
 const runB = join(TMP, 'run-b');
 const base = ['profile', '-m', 'm', '-u', mockUrl, '--tokenizer', tok, '--input-file', trace, '--streaming'];
-cli([...base, '--artifact-dir', runA, '--goodput', 'time_to_first_token:20']);
+cli([...base, '--artifact-dir', runA, '--goodput', 'time_to_first_token:20', '--slice-duration', '0.25']);
 cli([...base, '--artifact-dir', runB, '--concurrency', '2']);
+// A sweep of three concurrencies (its curve is drawn from its summary file).
+const sweep = join(TMP, 'sweep');
+cli([...base, '--artifact-dir', sweep, '--concurrency', '1,2,4', '--request-count', '12', '--ui-type', 'none']);
 mock.kill();
 const summaryA = JSON.parse(readFileSync(join(runA, 'profile_export_aiperf.json'), 'utf8'));
 step(`two runs against the mock: ${summaryA.request_count.avg} requests each`);
@@ -103,14 +106,22 @@ try {
   await page.goto(url);
   await page.getByText('Open a Mooncake trace').waitFor();
 
-  // One run: profile_export.jsonl with its summary file.
+  // One run: profile_export.jsonl with its summary file and the server's metrics.
   await dropFiles(page, [
     ['profile_export.jsonl', readFileSync(join(runA, 'profile_export.jsonl'), 'utf8')],
     ['profile_export_aiperf.json', readFileSync(join(runA, 'profile_export_aiperf.json'), 'utf8')],
+    ['server_metrics_export.json', readFileSync(join(runA, 'server_metrics_export.json'), 'utf8')],
   ]);
   await page.waitForFunction(() => document.querySelector('.runs-timing')?.dataset.shownMs, null, { timeout: 60000 });
   const one = await checkNumbers(page, '.runs-panel');
   step(`one run: ${one.charts} charts, TTFT p50 ${one.p50} ms as the CLI's, shown ${await page.locator('.runs-timing').getAttribute('data-shown-ms')} ms after the drop`);
+  // Its --slice-duration slices, and the server's own metrics over the run.
+  const sliced = await page.locator('.runs-panel svg[aria-label*="(--slice-duration)"]').count();
+  assert.ok(sliced >= 4, `${sliced} charts on the run's own slices`);
+  const serverCharts = await page.locator('.runs-panel figure[data-chart^="server-"]').count();
+  assert.ok(serverCharts >= 3, `${serverCharts} server-metrics charts`);
+  assert.ok(await page.getByText('KV-cache usage (server)').count() > 0);
+  step(`time slices: ${sliced} charts on the run's 0.25 s slices; the server's metrics: ${serverCharts} charts over the run`);
   await page.locator('.runs-panel circle.pt').first().click();
   await page.waitForFunction(() => document.querySelector('#record')?.textContent.includes('trace line:'), null, { timeout: 10000 });
   step(`record on click: ${(await page.locator('#record').textContent()).split('\n').slice(0, 2).join(' / ')}`);
@@ -136,6 +147,22 @@ try {
   await page.evaluate(() => document.querySelector('.runs-panel').scrollIntoView());
   await page.screenshot({ path: join(IMAGES, 'run-compare.png') });
   await page.setViewportSize({ width: 1280, height: 900 });
+
+  // A sweep: its summary file alone draws latency and throughput against the load.
+  await dropFiles(page, [['profile_export_aiperf_sweep.json', readFileSync(join(sweep, 'profile_export_aiperf_sweep.json'), 'utf8')]]);
+  await page.waitForFunction(() => document.querySelector('.runs section.curve figure[data-chart="curve-ttft"]'), null, { timeout: 60000 });
+  const sweepRows = await page.locator('.runs table.curve-points tbody tr').count();
+  assert.equal(sweepRows, 3, 'one row per concurrency');
+  const sweepJson = JSON.parse(readFileSync(join(sweep, 'profile_export_aiperf_sweep.json'), 'utf8'));
+  const p99 = sweepJson.points[2].metrics.time_to_first_token.p99;
+  const cellText = await page.locator('.runs table.curve-points tbody tr').nth(2).locator('td').nth(4).textContent();
+  assert.ok(Math.abs(Number(cellText) - p99) <= Math.max(0.01, p99 * 1e-3), `TTFT p99 at concurrency 4: ${cellText} vs ${p99}`);
+  const curveCharts = await page.locator('.runs section.curve figure.chart').count();
+  await page.setViewportSize({ width: 1280, height: 1000 });
+  await page.evaluate(() => document.querySelector('.runs-panel').scrollIntoView());
+  await page.screenshot({ path: join(IMAGES, 'run-sweep.png') });
+  await page.setViewportSize({ width: 1280, height: 900 });
+  step(`sweep: ${curveCharts} charts against the load, ${sweepRows} points, TTFT p99 at concurrency 4 ${cellText} ms as the sweep summary`);
 
   if (process.env.BENCH === '1') {
     // 1,000,000 records: a plausible streaming request repeated with varying times and lengths.
@@ -187,6 +214,20 @@ try {
   assert.match(await rpage.locator('#record').textContent(), /trace line: \d+/);
   assert.deepEqual(requests, [reportUrl], `requests from the report: ${requests}`);
   step(`report.html from file://: ${rcharts.charts} charts, same TTFT p50 ${rcharts.p50} ms, record on click, no request but the file itself`);
+
+  // The sweep's report: its curve, then its sub-runs; from disk, nothing requested.
+  const sweepReport = join(TMP, 'sweep.html');
+  cli(['report', sweep, '--output', sweepReport]);
+  const sweepUrl = pathToFileURL(sweepReport).href;
+  const spage = await context.newPage();
+  const sreqs = [];
+  spage.on('request', (r) => sreqs.push(r.url()));
+  spage.on('pageerror', (e) => problems.push(`sweep report page error: ${e.message}`));
+  await spage.goto(sweepUrl);
+  assert.ok(await spage.locator('section.curve figure[data-chart="curve-throughput"]').count() === 1);
+  assert.equal(await spage.locator('section.run').count(), 3, 'the three sub-runs');
+  assert.deepEqual(sreqs, [sweepUrl], `requests from the sweep report: ${sreqs}`);
+  step('sweep report.html from file://: curve and three sub-runs, no request but the file itself');
 
   writeFileSync(join(ARTIFACTS, 'runs-timings.json'), JSON.stringify(timings, null, 2) + '\n');
   assert.deepEqual(problems, [], 'no console errors, page errors or failed requests');

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use aiperf_core::results::RECORDS_FILE;
 use aiperf_core::run::curve::Curve;
+use aiperf_core::run::server::{SERVER_METRICS_FILE, ServerTimeline};
 use aiperf_core::run::{CONFIG_FILE, MAX_RUNS, Run, RunLoader, RunSettings, compare, default_label, html};
 use aiperf_core::search::SEARCH_JSON;
 use aiperf_core::sweep::SWEEP_JSON;
@@ -93,7 +94,16 @@ pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
         loader.push(&buf[..n]).map_err(|e| bad(e.to_string()))?;
     }
     let label = label.map_or_else(|| default_label(&path.display().to_string()), str::to_string);
-    loader.finish(&label).map_err(|e| bad(e.to_string()))
+    let mut run = loader.finish(&label).map_err(|e| bad(e.to_string()))?;
+    // The server's metrics over the run, when they were scraped (a bad file is only a warning).
+    let server = records.parent().unwrap_or(Path::new(".")).join(SERVER_METRICS_FILE);
+    if let Ok(text) = std::fs::read_to_string(&server) {
+        match ServerTimeline::from_json(&server.display().to_string(), &text) {
+            Ok(t) => run.server = t,
+            Err(e) => eprintln!("warning: {e}: the server's metrics are not drawn"),
+        }
+    }
+    Ok(run)
 }
 
 /// A sub-run of a campaign: its folder and its label.

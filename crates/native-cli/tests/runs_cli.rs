@@ -108,6 +108,11 @@ fn report_and_compare_show_the_clis_numbers() {
     assert!(page.matches("<svg").count() >= 30);
     assert!(page.contains(r#"class="compare""#));
     assert!(!page.contains("<script src") && !page.contains("<link") && !page.contains("https://"));
+    // The mock's /metrics were scraped during each run: the server's own timeline is drawn.
+    assert_eq!(page.matches("The server's metrics (").count(), 2, "server metrics sections");
+    for title in ["KV-cache usage (server)", "Requests running and waiting (server)", "Token throughput (server)"] {
+        assert!(page.contains(title), "{title}");
+    }
 }
 
 #[test]

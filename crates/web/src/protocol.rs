@@ -20,8 +20,9 @@ pub enum ToWorker {
     Synthesize { settings: SynthesisSettings },
     /// Send back the synthesized trace as JSONL.
     Export { settings: SynthesisSettings },
-    /// Read finished runs (`profile_export.jsonl`, optionally with `profile_export_aiperf.json`).
-    LoadRuns { runs: Vec<RunFiles> },
+    /// Read finished runs (`profile_export.jsonl`, optionally with `profile_export_aiperf.json`
+    /// and `server_metrics_export.json`) and sweep or search summaries (`(url, name)`).
+    LoadRuns { runs: Vec<RunFiles>, curves: Vec<(String, String)> },
     /// Show the loaded runs again with these labels and this baseline (0-based).
     ShowRuns { labels: Vec<String>, baseline: usize },
     /// The record of request `index` of run `run`.
@@ -36,6 +37,8 @@ pub struct RunFiles {
     pub records_name: String,
     /// `(url, name)` of the summary file, when one was dropped with it.
     pub config: Option<(String, String)>,
+    /// `(url, name)` of its `server_metrics_export.json`, when one was dropped with it.
+    pub server: Option<(String, String)>,
 }
 
 /// Runs ready to show: the HTML of the run view (the CLI report's, from the same core code).

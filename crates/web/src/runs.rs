@@ -8,6 +8,8 @@
 use std::rc::Rc;
 
 use aiperf_core::run::MAX_RUNS;
+use aiperf_core::run::curve::is_curve_file;
+use aiperf_core::run::server::SERVER_METRICS_FILE;
 
 use crate::protocol::{FromWorker, RunsView};
 
@@ -16,41 +18,75 @@ pub fn looks_like_records(head: &str) -> bool {
     head.trim_start().starts_with("{\"metadata\"")
 }
 
-/// For each run: (index of its records file, index of its summary file), from the dropped names.
-pub fn pair_files(names: &[String]) -> Result<Vec<(usize, Option<usize>)>, String> {
+/// The files of one run among the dropped ones (indices into the names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunPick {
+    pub records: usize,
+    /// `profile_export_aiperf.json`.
+    pub config: Option<usize>,
+    /// `server_metrics_export.json`.
+    pub server: Option<usize>,
+}
+
+/// What the dropped files are: runs, and sweep or capacity-search summaries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Picked {
+    pub runs: Vec<RunPick>,
+    pub curves: Vec<usize>,
+}
+
+/// The file among `candidates` that belongs to the run whose records are `records_name`: the one
+/// named `<records stem><suffix>`, or the only one when a single run was dropped.
+fn belongs(names: &[String], candidates: &[usize], records_name: &str, suffix: &str, single: bool) -> Option<usize> {
+    let want = format!("{}{suffix}", records_name.trim_end_matches(".jsonl"));
+    candidates.iter().copied().find(|&c| names[c] == want).or(match candidates {
+        [only] if single => Some(*only),
+        _ => None,
+    })
+}
+
+/// Sorts the dropped files into runs (records with their summary and server metrics) and
+/// campaign summaries, from their names.
+pub fn pick_files(names: &[String]) -> Result<Picked, String> {
+    let is_server = |n: &str| n.ends_with(SERVER_METRICS_FILE);
+    let curves: Vec<usize> = (0..names.len()).filter(|&i| is_curve_file(&names[i])).collect();
+    let servers: Vec<usize> = (0..names.len()).filter(|&i| is_server(&names[i])).collect();
     let records: Vec<usize> = (0..names.len()).filter(|&i| names[i].ends_with(".jsonl")).collect();
-    let configs: Vec<usize> = (0..names.len()).filter(|&i| names[i].ends_with(".json")).collect();
-    if let Some(other) = (0..names.len()).find(|i| !records.contains(i) && !configs.contains(i)) {
-        return Err(format!("{}: a run is a profile_export.jsonl, with its profile_export_aiperf.json", names[other]));
+    let configs: Vec<usize> = (0..names.len())
+        .filter(|&i| names[i].ends_with(".json") && !curves.contains(&i) && !servers.contains(&i))
+        .collect();
+    let known = |i: &usize| records.contains(i) || configs.contains(i) || curves.contains(i) || servers.contains(i);
+    if let Some(other) = (0..names.len()).find(|i| !known(i)) {
+        return Err(format!(
+            "{}: a run is a profile_export.jsonl, with its profile_export_aiperf.json and {SERVER_METRICS_FILE}; a sweep or search is its summary .json",
+            names[other]
+        ));
     }
-    if records.is_empty() {
+    if records.is_empty() && curves.is_empty() {
         return Err("no profile_export.jsonl among the dropped files".into());
     }
     if records.len() > MAX_RUNS {
         return Err(format!("{} runs dropped: at most {MAX_RUNS} are shown at once", records.len()));
     }
-    if let ([r], [c]) = (records.as_slice(), configs.as_slice()) {
-        return Ok(vec![(*r, Some(*c))]);
-    }
-    let mut used = vec![false; configs.len()];
-    let pairs = records
+    let single = records.len() == 1;
+    let mut used = Vec::new();
+    let runs: Vec<RunPick> = records
         .iter()
         .map(|&r| {
-            let want = format!("{}_aiperf.json", names[r].trim_end_matches(".jsonl"));
-            let c = configs.iter().position(|&c| names[c] == want);
-            if let Some(k) = c {
-                used[k] = true;
-            }
-            (r, c.map(|k| configs[k]))
+            let config = belongs(names, &configs, &names[r], "_aiperf.json", single);
+            let server = belongs(names, &servers, &names[r], &format!("_{SERVER_METRICS_FILE}"), single);
+            used.extend(config.into_iter().chain(server));
+            RunPick { records: r, config, server }
         })
         .collect();
-    if let Some(k) = used.iter().position(|u| !u) {
+    if let Some(&k) = configs.iter().chain(&servers).find(|k| !used.contains(k)) {
+        let stem = if servers.contains(&k) { format!("_{SERVER_METRICS_FILE}") } else { "_aiperf.json".into() };
         return Err(format!(
-            "{}: which run is it for? Name it after its records file (run-a.jsonl → run-a_aiperf.json)",
-            names[configs[k]]
+            "{}: which run is it for? Name it after its records file (run-a.jsonl → run-a{stem})",
+            names[k]
         ));
     }
-    Ok(pairs)
+    Ok(Picked { runs, curves })
 }
 
 /// Labels from file names, made unique (`name`, `name #2`, …).
@@ -134,20 +170,46 @@ mod tests {
         v.iter().map(|s| s.to_string()).collect()
     }
 
+    fn pairs(v: &[&str]) -> Result<Vec<(usize, Option<usize>)>, String> {
+        pick_files(&names(v)).map(|p| p.runs.iter().map(|r| (r.records, r.config)).collect())
+    }
+
     #[test]
     fn files_pair_by_name() {
-        assert_eq!(pair_files(&names(&["profile_export.jsonl"])), Ok(vec![(0, None)]));
-        assert_eq!(pair_files(&names(&["x.json", "a.jsonl"])), Ok(vec![(1, Some(0))]));
+        assert_eq!(pairs(&["profile_export.jsonl"]), Ok(vec![(0, None)]));
+        assert_eq!(pairs(&["x.json", "a.jsonl"]), Ok(vec![(1, Some(0))]));
         assert_eq!(
-            pair_files(&names(&["a.jsonl", "b_aiperf.json", "b.jsonl", "a_aiperf.json"])),
+            pairs(&["a.jsonl", "b_aiperf.json", "b.jsonl", "a_aiperf.json"]),
             Ok(vec![(0, Some(3)), (2, Some(1))])
         );
-        assert_eq!(pair_files(&names(&["a.jsonl", "b.jsonl"])), Ok(vec![(0, None), (1, None)]));
-        assert!(pair_files(&names(&["a.jsonl", "b.jsonl", "c.json"])).unwrap_err().starts_with("c.json: which run"));
-        assert!(pair_files(&names(&["a.json"])).is_err());
-        assert!(pair_files(&names(&["a.csv", "b.jsonl"])).unwrap_err().starts_with("a.csv:"));
+        assert_eq!(pairs(&["a.jsonl", "b.jsonl"]), Ok(vec![(0, None), (1, None)]));
+        assert!(pairs(&["a.jsonl", "b.jsonl", "c.json"]).unwrap_err().starts_with("c.json: which run"));
+        assert!(pairs(&["a.json"]).is_err());
+        assert!(pairs(&["a.csv", "b.jsonl"]).unwrap_err().starts_with("a.csv:"));
         let nine: Vec<String> = (0..9).map(|i| format!("{i}.jsonl")).collect();
-        assert!(pair_files(&nine).unwrap_err().contains("at most 8"));
+        assert!(pick_files(&nine).unwrap_err().contains("at most 8"));
+    }
+
+    #[test]
+    fn server_metrics_and_campaign_summaries_are_told_apart() {
+        let p = pick_files(&names(&[
+            "server_metrics_export.json",
+            "profile_export.jsonl",
+            "profile_export_aiperf.json",
+            "profile_export_aiperf_sweep.json",
+        ]))
+        .unwrap();
+        assert_eq!(p.runs, vec![RunPick { records: 1, config: Some(2), server: Some(0) }]);
+        assert_eq!(p.curves, vec![3]);
+        // A summary alone is a view of its own.
+        let p = pick_files(&names(&["profile_export_aiperf_search.json"])).unwrap();
+        assert_eq!((p.runs.len(), p.curves.len()), (0, 1));
+        // Several runs: server metrics named after their run.
+        let p = pick_files(&names(&["a.jsonl", "b.jsonl", "b_server_metrics_export.json"])).unwrap();
+        assert_eq!(p.runs[1].server, Some(2));
+        assert_eq!(p.runs[0].server, None);
+        let e = pick_files(&names(&["a.jsonl", "b.jsonl", "server_metrics_export.json"])).unwrap_err();
+        assert!(e.contains("which run is it for") && e.contains("run-a_server_metrics_export.json"), "{e}");
     }
 
     #[test]

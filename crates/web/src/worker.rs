@@ -4,6 +4,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use aiperf_core::run::curve::Curve;
+use aiperf_core::run::server::ServerTimeline;
 use aiperf_core::run::{Run, RunLoader, RunSettings, html};
 use aiperf_core::trace::{ParseOptions, Trace};
 use serde::{Deserialize, Serialize};
@@ -31,6 +33,8 @@ struct Inner {
     load_generation: u64,
     /// Finished runs (`profile_export.jsonl`), shown by the run view.
     runs: Vec<Run>,
+    /// Sweeps and capacity searches dropped with them (or alone).
+    curves: Vec<Curve>,
     runs_generation: u64,
 }
 
@@ -101,16 +105,28 @@ impl Worker for TraceWorker {
                 };
                 scope.respond(id, msg);
             }
-            ToWorker::LoadRuns { runs } => {
+            ToWorker::LoadRuns { runs, curves } => {
                 let generation = {
                     let mut inner = self.inner.borrow_mut();
                     inner.runs_generation += 1;
                     inner.runs.clear();
+                    inner.curves.clear();
                     inner.runs_generation
                 };
                 let (inner, scope) = (self.inner.clone(), scope.clone());
                 wasm_bindgen_futures::spawn_local(async move {
                     let t0 = now_ms();
+                    let mut loaded_curves = Vec::new();
+                    for (url, name) in &curves {
+                        match fetch_text(url).await.and_then(|t| Curve::from_json(name, &t).map_err(|e| e.to_string()))
+                        {
+                            Ok(c) => loaded_curves.push(c),
+                            Err(message) => {
+                                scope.respond(id, FromWorker::RunsFailed { message });
+                                return;
+                            }
+                        }
+                    }
                     let mut loaded = Vec::new();
                     for files in &runs {
                         match load_run(files).await {
@@ -126,7 +142,8 @@ impl Worker for TraceWorker {
                         return;
                     }
                     inner.runs = loaded;
-                    let mut view = runs_view(&inner.runs, 0);
+                    inner.curves = loaded_curves;
+                    let mut view = runs_view(&inner.curves, &inner.runs, 0);
                     view.compute_ms = now_ms() - t0;
                     scope.respond(id, FromWorker::Runs(Box::new(view)));
                 });
@@ -137,7 +154,7 @@ impl Worker for TraceWorker {
                 for (run, label) in inner.runs.iter_mut().zip(labels) {
                     run.label = label;
                 }
-                let mut view = runs_view(&inner.runs, baseline);
+                let mut view = runs_view(&inner.curves, &inner.runs, baseline);
                 view.compute_ms = now_ms() - t0;
                 scope.respond(id, FromWorker::Runs(Box::new(view)));
             }
@@ -151,28 +168,43 @@ impl Worker for TraceWorker {
     }
 }
 
-/// The run view of `runs` (the HTML of `aiperf-cli report`, from the same code).
-fn runs_view(runs: &[Run], baseline: usize) -> RunsView {
+/// The run view of `curves` and `runs` (the HTML of `aiperf-cli report`, from the same code).
+fn runs_view(curves: &[Curve], runs: &[Run], baseline: usize) -> RunsView {
     let refs: Vec<&Run> = runs.iter().collect();
+    let mut html = String::new();
+    for c in curves {
+        html.push_str(&html::curve_section(c));
+    }
+    if !runs.is_empty() {
+        html.push_str(&html::runs_fragment(&refs, baseline));
+    }
     RunsView {
         labels: runs.iter().map(|r| r.label.clone()).collect(),
         baseline: baseline.min(runs.len().saturating_sub(1)),
         records: runs.iter().map(|r| r.points.len() as u64).collect(),
-        html: html::runs_fragment(&refs, baseline),
+        html,
         compute_ms: 0.0,
     }
+}
+
+/// The text of a (small) file behind a blob URL.
+async fn fetch_text(url: &str) -> Result<String, String> {
+    let response = fetch(url).await?;
+    let text = JsFuture::from(response.text().map_err(js_error)?).await.map_err(js_error)?;
+    Ok(text.as_string().unwrap_or_default())
 }
 
 /// Reads one run: its summary file (for the settings), then its records, streamed.
 async fn load_run(files: &RunFiles) -> Result<Run, String> {
     let settings = match &files.config {
         Some((url, name)) => {
-            let response = fetch(url).await?;
-            let text = JsFuture::from(response.text().map_err(js_error)?).await.map_err(js_error)?;
-            let text = text.as_string().unwrap_or_default();
-            RunSettings::from_summary_json(name, &text).map_err(|e| e.to_string())?
+            RunSettings::from_summary_json(name, &fetch_text(url).await?).map_err(|e| e.to_string())?
         }
         None => RunSettings::default(),
+    };
+    let server = match &files.server {
+        Some((url, name)) => ServerTimeline::from_json(name, &fetch_text(url).await?).map_err(|e| e.to_string())?,
+        None => None,
     };
     let response = fetch(&files.records_url).await?;
     let body = response.body().ok_or_else(|| "cannot read the file: empty response".to_string())?;
@@ -193,7 +225,9 @@ async fn load_run(files: &RunFiles) -> Result<Run, String> {
         value.copy_to(&mut buf);
         loader.push(&buf).map_err(|e| e.to_string())?;
     }
-    loader.finish(&files.label).map_err(|e| e.to_string())
+    let mut run = loader.finish(&files.label).map_err(|e| e.to_string())?;
+    run.server = server;
+    Ok(run)
 }
 
 async fn fetch(url: &str) -> Result<web_sys::Response, String> {

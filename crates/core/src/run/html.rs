@@ -398,6 +398,22 @@ pub fn run_section(run: &Run, k: usize) -> String {
             &[line],
         ));
     }
+    if let Some(srv) = &run.server {
+        let _ = write!(out, r#"</div><h3>The server's metrics ({})</h3><div class="charts">"#, esc(&srv.endpoint));
+        for (i, (title, unit, tracks)) in srv.charts.iter().enumerate() {
+            let lines: Vec<Line<'_>> = tracks
+                .iter()
+                .enumerate()
+                .map(|(j, t)| Line {
+                    name: t.name.clone(),
+                    colour: COLOURS[j % COLOURS.len()],
+                    dashed: false,
+                    points: t.points.clone(),
+                })
+                .collect();
+            out.push_str(&line_chart(&format!("server-{i}"), title, "time since the run's start (s)", unit, &lines));
+        }
+    }
     out.push_str(r#"</div><h3>Distributions</h3><div class="charts">"#);
     for q in Quantity::DISTRIBUTIONS {
         let v = q.sorted_values(run);

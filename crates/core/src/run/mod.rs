@@ -12,6 +12,7 @@ pub mod charts;
 pub mod compare;
 pub mod curve;
 pub mod html;
+pub mod server;
 
 use std::collections::HashMap;
 
@@ -139,6 +140,8 @@ pub struct Run {
     pub sessions: Vec<String>,
     /// (kind, message) of every failed request.
     pub failures: Vec<(String, String)>,
+    /// The server's own metrics over the run, when its `server_metrics_export.json` was read.
+    pub server: Option<server::ServerTimeline>,
 }
 
 impl Run {
@@ -340,6 +343,7 @@ impl RunLoader {
             points: self.points,
             sessions: self.sessions,
             failures: self.failures,
+            server: None,
         })
     }
 }

@@ -18,7 +18,7 @@ use aiperf_core::synthesis::{Mode, Param, SynthesisSettings};
 
 use crate::params::Form;
 use crate::protocol::{FromWorker, RunFiles, ToWorker};
-use crate::runs::{RunsUi, labels, looks_like_records, pair_files};
+use crate::runs::{RunsUi, labels, looks_like_records, pick_files};
 use crate::state::{Action, AppState};
 use crate::web;
 use crate::worker::TraceWorker;
@@ -143,11 +143,11 @@ fn Main() -> Html {
                 *runs_now.borrow_mut() = ui.clone();
                 runs_ui.set(ui);
             };
-            let pairs = match pair_files(&names) {
+            let picked = match pick_files(&names) {
                 Ok(p) => p,
                 Err(message) => return set(RunsUi::Failed(message)),
             };
-            let run_labels = labels(&pairs.iter().map(|&(r, _)| names[r].as_str()).collect::<Vec<_>>());
+            let run_labels = labels(&picked.runs.iter().map(|r| names[r.records].as_str()).collect::<Vec<_>>());
             let mut s = sent.borrow_mut();
             for url in s.run_urls.drain(..) {
                 web::revoke(&url);
@@ -157,20 +157,26 @@ fn Main() -> Html {
                 s.run_urls.push(url.clone());
                 Some(url)
             };
+            let refused = || RunsUi::Failed("the browser refused to open the file".into());
             let mut runs = Vec::new();
-            for (&(r, c), label) in pairs.iter().zip(run_labels) {
-                let (Some(records_url), config) = (url_of(r), c.map(|c| (url_of(c), names[c].clone()))) else {
-                    return set(RunsUi::Failed("the browser refused to open the file".into()));
+            for (pick, label) in picked.runs.iter().zip(run_labels) {
+                let Some(records_url) = url_of(pick.records) else { return set(refused()) };
+                let mut side = |i: Option<usize>| -> Result<Option<(String, String)>, ()> {
+                    match i {
+                        None => Ok(None),
+                        Some(i) => url_of(i).map(|u| Some((u, names[i].clone()))).ok_or(()),
+                    }
                 };
-                let config = match config {
-                    Some((Some(url), name)) => Some((url, name)),
-                    Some((None, _)) => return set(RunsUi::Failed("the browser refused to open the file".into())),
-                    None => None,
-                };
-                runs.push(RunFiles { label, records_url, records_name: names[r].clone(), config });
+                let (Ok(config), Ok(server)) = (side(pick.config), side(pick.server)) else { return set(refused()) };
+                runs.push(RunFiles { label, records_url, records_name: names[pick.records].clone(), config, server });
+            }
+            let mut curves = Vec::new();
+            for &c in &picked.curves {
+                let Some(url) = url_of(c) else { return set(refused()) };
+                curves.push((url, names[c].clone()));
             }
             set(RunsUi::Reading { names, started: web::now_ms() });
-            bridge.send(ToWorker::LoadRuns { runs });
+            bridge.send(ToWorker::LoadRuns { runs, curves });
         })
     };
     // Dropped or picked files: several, or a summary file, or records → runs; else a trace.
