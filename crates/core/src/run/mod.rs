@@ -12,11 +12,11 @@ pub mod charts;
 pub mod compare;
 pub mod curve;
 pub mod html;
+pub mod line;
 pub mod server;
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::metrics::{Aggregate, Metric, Report, RequestRecord, Slo, parse_goodput};
@@ -202,12 +202,6 @@ impl Run {
     }
 }
 
-/// The part of a JSONL line this module reads (`metrics` is recomputed, not trusted).
-#[derive(Deserialize)]
-struct LineIn {
-    metadata: RequestRecord,
-}
-
 /// Streaming reader of `profile_export.jsonl`: push bytes as they arrive, then [`finish`](Self::finish).
 pub struct RunLoader {
     file: String,
@@ -219,6 +213,8 @@ pub struct RunLoader {
     sessions: Vec<String>,
     session_index: HashMap<String, u32>,
     failures: Vec<(String, String)>,
+    /// The record each line is parsed into (its allocations reused, see [`line::parse_fast`]).
+    scratch: RequestRecord,
 }
 
 impl RunLoader {
@@ -233,6 +229,7 @@ impl RunLoader {
             sessions: Vec::new(),
             session_index: HashMap::new(),
             failures: Vec::new(),
+            scratch: RequestRecord::default(),
         }
     }
 
@@ -243,7 +240,7 @@ impl RunLoader {
 
     /// Feeds the next bytes of the file.
     pub fn push(&mut self, mut bytes: &[u8]) -> Result<(), RunError> {
-        while let Some(nl) = bytes.iter().position(|&b| b == b'\n') {
+        while let Some(nl) = memchr::memchr(b'\n', bytes) {
             if self.partial.is_empty() {
                 self.line(&bytes[..nl])?;
             } else {
@@ -271,18 +268,25 @@ impl RunLoader {
         if raw.iter().all(u8::is_ascii_whitespace) {
             return Ok(());
         }
-        let parsed: LineIn = serde_json::from_slice(raw).map_err(|e| {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        if line::parse_fast(raw, &mut scratch) {
+            self.record(&scratch);
+            self.scratch = scratch;
+            return Ok(());
+        }
+        self.scratch = scratch;
+        let parsed = line::parse_serde(raw).map_err(|e| {
             let reason = e.to_string();
             // serde names the field in its message ("missing field `sent_ns`"); point at it.
             let field = reason.split('`').nth(1).map_or("metadata", |f| f).to_string();
             RunError::Line { file: self.file.clone(), line: self.line, field, reason }
         })?;
-        self.record(parsed.metadata);
+        self.record(&parsed);
         Ok(())
     }
 
-    fn record(&mut self, r: RequestRecord) {
-        let m = self.aggregate.add(&r, self.settings.server_token_count, &self.settings.slos);
+    fn record(&mut self, r: &RequestRecord) {
+        let m = self.aggregate.add(r, self.settings.server_token_count, &self.settings.slos);
         let session = match &r.session_id {
             Some(s) => match self.session_index.get(s) {
                 Some(&i) => i,
