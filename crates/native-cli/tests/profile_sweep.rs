@@ -208,6 +208,16 @@ fn the_capacity_search_finds_the_mock_servers_analytic_capacity() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Capacity: --request-rate"), "{stdout}");
     assert!(art.join("profile_export_aiperf_search.csv").is_file());
+    // `report` on the search's folder draws each point's good fraction against the load tried.
+    let html = dir.path().join("search.html");
+    let out = Command::new(BIN)
+        .args(["report", &art.display().to_string(), "--output", &html.display().to_string()])
+        .output()
+        .unwrap();
+    ok(&out);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Capacity search on request_rate") && page.contains(r#"data-chart="curve-good""#));
+    assert!(page.contains(r#"data-chart="curve-ttft""#), "figures from the sub-runs' summaries");
 }
 
 #[test]
