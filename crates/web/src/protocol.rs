@@ -26,6 +26,8 @@ pub enum ToWorker {
     ShowRuns { labels: Vec<String>, baseline: usize },
     /// The record of request `index` of run `run`.
     Describe { run: usize, index: u32 },
+    /// Send back the loaded (converted) trace as Mooncake JSONL: `convert-trace`'s bytes.
+    ExportConverted,
 }
 
 /// The files of one run, behind blob URLs made by the page.
@@ -78,6 +80,11 @@ pub enum FromWorker {
         index: u32,
         text: String,
     },
+    /// The converted trace as Mooncake JSONL, with the file name to save it under.
+    Converted {
+        name: String,
+        jsonl: String,
+    },
     /// The synthesized trace, with the file name to save it under.
     Export {
         settings: SynthesisSettings,
@@ -113,6 +120,13 @@ pub struct FileSummary {
     pub bad_rows: Vec<BadRow>,
     pub bad_total: u64,
     pub parse_ms: f64,
+    /// The format read (`mooncake`, `azure`, …) and what decided it.
+    pub format: String,
+    pub evidence: String,
+    /// What the conversion invented or lacks, and what it dropped (empty for Mooncake).
+    pub notes: Vec<String>,
+    /// False when the source had no prefix hashes: hit rates are "no prefix information".
+    pub has_prefix_info: bool,
 }
 
 /// An analysis ready to show.

@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use aiperf_core::formats::Format;
 use aiperf_core::run::{Run, RunLoader, RunSettings, html};
 use aiperf_core::trace::{ParseOptions, Trace};
 use serde::{Deserialize, Serialize};
@@ -12,7 +13,7 @@ use wasm_bindgen_futures::JsFuture;
 use yew_agent::worker::{HandlerId, Worker, WorkerScope};
 
 use crate::engine::{ModelCache, analysis_view, bad_rows, synth_file_name, synth_view, synthesize};
-use crate::ingest::Ingest;
+use crate::ingest::{Ingest, Read};
 use crate::protocol::{FileSummary, FromWorker, Progress, RunFiles, RunsView, ToWorker};
 use crate::web::now_ms;
 use aiperf_core::synthesis::SynthesisSettings;
@@ -24,6 +25,8 @@ const PROGRESS_EVERY: u64 = 2 << 20;
 struct Inner {
     trace: Option<Rc<Trace>>,
     name: String,
+    /// True when the loaded trace was converted from another format (it can be downloaded).
+    converted: bool,
     model: ModelCache,
     /// The last synthesis, kept for the download.
     last: Option<(SynthesisSettings, Rc<Trace>)>,
@@ -100,6 +103,13 @@ impl Worker for TraceWorker {
                     Err(message) => FromWorker::SynthFailed { message },
                 };
                 scope.respond(id, msg);
+            }
+            ToWorker::ExportConverted => {
+                let inner = self.inner.borrow();
+                if let (Some(trace), true) = (&inner.trace, inner.converted) {
+                    let name = converted_file_name(&inner.name);
+                    scope.respond(id, FromWorker::Converted { name, jsonl: aiperf_core::trace::write_trace(trace) });
+                }
             }
             ToWorker::LoadRuns { runs } => {
                 let generation = {
@@ -247,11 +257,36 @@ impl Load {
         if !self.current() {
             return;
         }
-        let outcome = match result {
+        let read = match result {
             Ok(o) => o,
             Err(message) => {
                 self.scope.respond(self.id, FromWorker::LoadFailed { message, bad_rows: Vec::new(), bad_total: 0 });
                 return;
+            }
+        };
+        let (outcome, format, evidence, notes, has_prefix_info) = match read {
+            Read::Mooncake(o) => (o, None, "Mooncake JSONL".to_string(), Vec::new(), true),
+            Read::Converted { detection, converted } => {
+                let c = *converted;
+                let mut notes = c.notes;
+                let s = &c.stats;
+                notes.push(format!("converted {} of {} records", c.trace.len(), s.records));
+                if s.failed_dropped > 0 {
+                    notes.push(format!("{} failed rows dropped", s.failed_dropped));
+                }
+                if s.failed_kept > 0 {
+                    notes.push(format!("{} failed rows kept", s.failed_kept));
+                }
+                if s.other_models > 0 {
+                    notes.push(format!("{} rows of other models dropped", s.other_models));
+                }
+                let o = aiperf_core::trace::ParseOutcome {
+                    trace: c.trace,
+                    lines: s.records,
+                    skipped: Vec::new(),
+                    skipped_total: 0,
+                };
+                (o, Some(detection.format), detection.evidence, notes, c.has_prefix_info)
             }
         };
         let bad = bad_rows(&outcome.skipped);
@@ -270,6 +305,7 @@ impl Load {
             let mut inner = self.inner.borrow_mut();
             inner.trace = Some(trace.clone());
             inner.name = name.clone();
+            inner.converted = format.is_some();
         }
         let summary = FileSummary {
             name,
@@ -279,12 +315,16 @@ impl Load {
             bad_rows: bad,
             bad_total: outcome.skipped_total,
             parse_ms: now_ms() - t0,
+            format: format.unwrap_or(Format::Mooncake).name().to_string(),
+            evidence,
+            notes,
+            has_prefix_info,
         };
         self.scope.respond(self.id, FromWorker::Loaded(summary));
         self.scope.respond(self.id, analyze(&trace, block_size));
     }
 
-    async fn read(&self, url: &str, name: &str, size: u64) -> Result<aiperf_core::trace::ParseOutcome, String> {
+    async fn read(&self, url: &str, name: &str, size: u64) -> Result<Read, String> {
         let global: web_sys::WorkerGlobalScope = js_sys::global().dyn_into().map_err(js_error)?;
         let response: web_sys::Response =
             JsFuture::from(global.fetch_with_str(url)).await.map_err(js_error)?.dyn_into().map_err(js_error)?;
@@ -293,7 +333,7 @@ impl Load {
         }
         let body = response.body().ok_or_else(|| "cannot read the file: empty response".to_string())?;
         let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().dyn_into().map_err(js_error)?;
-        let mut ingest = Ingest::new(ParseOptions::new(name).skip_invalid(true));
+        let mut ingest = Ingest::new(ParseOptions::new(name).skip_invalid(true), None);
         let mut buf = Vec::new();
         let mut reported = 0;
         loop {
@@ -322,6 +362,13 @@ impl Load {
         }
         ingest.finish().map_err(|e| e.0)?.map_err(|e| e.to_string())
     }
+}
+
+/// `trace.csv` → `trace.mooncake.jsonl` (the name `convert-trace`'s users would pick).
+fn converted_file_name(name: &str) -> String {
+    let stem = name.strip_suffix(".gz").unwrap_or(name);
+    let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+    format!("{stem}.mooncake.jsonl")
 }
 
 fn js_error(e: impl Into<JsValue>) -> String {

@@ -87,7 +87,7 @@ fn Main() -> Html {
                         web::revoke(&url);
                     }
                 }
-                FromWorker::Export { name, jsonl, .. } => {
+                FromWorker::Export { name, jsonl, .. } | FromWorker::Converted { name, jsonl } => {
                     if let Err(e) = web::download(name, jsonl, "application/x-ndjson") {
                         web::log(&format!("download failed: {e:?}"));
                     }
@@ -331,6 +331,10 @@ fn Main() -> Html {
         let bridge = bridge.clone();
         Callback::from(move |settings: SynthesisSettings| bridge.send(ToWorker::Export { settings }))
     };
+    let on_convert = {
+        let bridge = bridge.clone();
+        Callback::from(move |()| bridge.send(ToWorker::ExportConverted))
+    };
 
     let ondragover = {
         let dragging = dragging.clone();
@@ -386,7 +390,7 @@ fn Main() -> Html {
                     <p class="privacy">{ "Your trace never leaves this browser: it is read and analysed locally, in WebAssembly. Nothing is uploaded." }</p>
                 </div>
                 <div class="open">
-                    <input id="file-input" class="visually-hidden" type="file" multiple={true} accept=".jsonl,.gz,.json,application/gzip,application/x-ndjson" onchange={onpick} />
+                    <input id="file-input" class="visually-hidden" type="file" multiple={true} accept=".jsonl,.gz,.json,.csv,application/gzip,application/x-ndjson,text/csv" onchange={onpick} />
                     <label class="button primary" for="file-input">{ "Open trace…" }</label>
                     <button class="button" onclick={sample_click}>{ "Load sample" }</button>
                 </div>
@@ -416,7 +420,7 @@ fn Main() -> Html {
                     if let (Some(file), Some(shown)) = (st.file().cloned(), st.analysis.shown().cloned()) {
                         html! {
                             <>
-                                <AnalysisPanel file={file.clone()} shown={shown.clone()} form={st.form.clone()} shown_ms={st.shown_ms} analyzing={st.analysis.busy()} error={st.analysis.error().map(str::to_string)} on_set={on_set.clone()} />
+                                <AnalysisPanel file={file.clone()} shown={shown.clone()} form={st.form.clone()} shown_ms={st.shown_ms} analyzing={st.analysis.busy()} error={st.analysis.error().map(str::to_string)} on_set={on_set.clone()} on_convert={on_convert.clone()} />
                                 <SynthPanel form={st.form.clone()} synth={st.synth.clone()} file={Some(file)} original={Some(shown)} on_set={on_set.clone()} {on_mode} {on_export} />
                             </>
                         }
