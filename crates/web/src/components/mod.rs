@@ -183,7 +183,8 @@ fn Main() -> Html {
                 }
                 return;
             };
-            if file.name().ends_with(".json") || file.name().starts_with("profile_export") {
+            // A run's summary file goes to the run view; another `.json` (WEKA) is a trace.
+            if file.name().ends_with("_aiperf.json") || file.name().starts_with("profile_export") {
                 return open_runs.emit(files);
             }
             let (file, open_file, open_runs) = (file.clone(), open_file.clone(), open_runs.clone());
