@@ -135,6 +135,22 @@ try {
     assert.ok(c.bytes.equals(readFileSync(convOut)), `${name}: converted JSONL differs from aiperf-cli convert-trace`);
     step(`${name}: ${format}, ${want.total_requests} rows, ${checked} numbers, analysis JSON and converted JSONL = the CLI's`);
   }
+  // A format named by the user replaces detection: the wrong one fails with the CLI's message.
+  const azure = join(FIXTURES, 'constructed/azure2024_constructed.csv');
+  await page.locator('#trace-format').selectOption('burstgpt');
+  await drop(page, 'azure2024_constructed.csv', readFileSync(azure));
+  const err = page.locator('section.card.error[role="alert"]');
+  await err.waitFor({ timeout: 60000 });
+  let cliErr = '';
+  try { cli(['analyze-trace', '--trace-format', 'burstgpt', azure]); } catch (e) { cliErr = String(e.stderr); }
+  const reason = cliErr.trim().split('\n').pop().replace(/^error: [^:]*:1: /, '');
+  assert.ok(reason.length > 10 && (await err.textContent()).includes(reason), `chosen format error: page "${await err.textContent()}", CLI "${cliErr}"`);
+  await page.locator('#trace-format').selectOption('azure');
+  await drop(page, 'azure2024_constructed.csv', readFileSync(azure));
+  await waitFile(page, 'azure2024_constructed.csv');
+  assert.match(await page.locator('#detected-format').textContent(), /format: azure \(chosen by the user\)/);
+  await page.locator('#trace-format').selectOption('auto');
+  step('a chosen format replaces detection (a wrong one: the CLI\'s error)');
   await page.screenshot({ path: join(ARTIFACTS, 'web-formats.png') });
 
   if (process.env.BENCH === '1') {

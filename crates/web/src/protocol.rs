@@ -13,7 +13,8 @@ use aiperf_core::synthesis::SynthesisSettings;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ToWorker {
     /// Read the file behind a blob URL (made by the page), then analyse it.
-    Load { url: String, name: String, size: u64, block_size: u32 },
+    /// `format`: a `Format` name chosen by the user; `None` detects it from the content.
+    Load { url: String, name: String, size: u64, block_size: u32, format: Option<String> },
     /// Analyse the loaded trace again with another block size.
     Analyze { block_size: u32 },
     /// Synthesize from the loaded trace and compare with the original.

@@ -61,7 +61,7 @@ impl Worker for TraceWorker {
 
     fn received(&mut self, scope: &WorkerScope<Self>, msg: ToWorker, id: HandlerId) {
         match msg {
-            ToWorker::Load { url, name, size, block_size } => {
+            ToWorker::Load { url, name, size, block_size, format } => {
                 let generation = {
                     let mut inner = self.inner.borrow_mut();
                     inner.load_generation += 1;
@@ -73,7 +73,7 @@ impl Worker for TraceWorker {
                 let (inner, scope) = (self.inner.clone(), scope.clone());
                 wasm_bindgen_futures::spawn_local(async move {
                     let load = Load { inner, scope, id, generation };
-                    load.run(&url, name, size, block_size).await;
+                    load.run(&url, name, size, block_size, format).await;
                 });
             }
             ToWorker::Analyze { block_size } => {
@@ -251,9 +251,13 @@ impl Load {
         self.inner.borrow().load_generation == self.generation
     }
 
-    async fn run(self, url: &str, name: String, size: u64, block_size: u32) {
+    async fn run(self, url: &str, name: String, size: u64, block_size: u32, format: Option<String>) {
         let t0 = now_ms();
-        let result = self.read(url, &name, size).await;
+        let result = match format.as_deref().map(|f| (f, Format::from_name(f))) {
+            Some((f, None)) => Err(format!("unknown trace format {f:?} (accepted: {})", format_names())),
+            Some((_, Some(f))) => self.read(url, &name, size, Some(f)).await,
+            None => self.read(url, &name, size, None).await,
+        };
         if !self.current() {
             return;
         }
@@ -324,7 +328,7 @@ impl Load {
         self.scope.respond(self.id, analyze(&trace, block_size));
     }
 
-    async fn read(&self, url: &str, name: &str, size: u64) -> Result<Read, String> {
+    async fn read(&self, url: &str, name: &str, size: u64, format: Option<Format>) -> Result<Read, String> {
         let global: web_sys::WorkerGlobalScope = js_sys::global().dyn_into().map_err(js_error)?;
         let response: web_sys::Response =
             JsFuture::from(global.fetch_with_str(url)).await.map_err(js_error)?.dyn_into().map_err(js_error)?;
@@ -333,7 +337,7 @@ impl Load {
         }
         let body = response.body().ok_or_else(|| "cannot read the file: empty response".to_string())?;
         let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().dyn_into().map_err(js_error)?;
-        let mut ingest = Ingest::new(ParseOptions::new(name).skip_invalid(true), None);
+        let mut ingest = Ingest::new(ParseOptions::new(name).skip_invalid(true), format);
         let mut buf = Vec::new();
         let mut reported = 0;
         loop {
@@ -362,6 +366,10 @@ impl Load {
         }
         ingest.finish().map_err(|e| e.0)?.map_err(|e| e.to_string())
     }
+}
+
+fn format_names() -> String {
+    Format::ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
 }
 
 /// `trace.csv` → `trace.mooncake.jsonl` (the name `convert-trace`'s users would pick).

@@ -57,6 +57,8 @@ fn Main() -> Html {
     });
     let sent = use_mut_ref(Sent::default);
     let dragging = use_state(|| false);
+    // The trace format chosen for the next file (`None`: detected from its content).
+    let trace_format = use_mut_ref(|| None::<String>);
     // When the worker last spoke (or was last asked to read a file), for the silence notice.
     let last_heard = use_mut_ref(web::now_ms);
     // The run view (finished runs dropped on the page); the latest state, read by the bridge.
@@ -104,6 +106,7 @@ fn Main() -> Html {
         let bridge = bridge.clone();
         let sent = sent.clone();
         let state = state.clone();
+        let trace_format = trace_format.clone();
         Callback::from(move |(blob, name): (web_sys::Blob, String)| {
             let size = blob.size() as u64;
             let Ok(url) = web::object_url(&blob) else {
@@ -118,7 +121,8 @@ fn Main() -> Html {
             s.block_size = Some(block_size);
             *last_heard.borrow_mut() = web::now_ms();
             s.synth = None;
-            bridge.send(ToWorker::Load { url, name, size, block_size });
+            let format = trace_format.borrow().clone();
+            bridge.send(ToWorker::Load { url, name, size, block_size, format });
         })
     };
     let open_file = {
@@ -382,6 +386,14 @@ fn Main() -> Html {
         Callback::from(move |_: MouseEvent| load_sample.emit(()))
     };
 
+    let on_format = {
+        let trace_format = trace_format.clone();
+        Callback::from(move |e: Event| {
+            let Some(sel) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok()) else { return };
+            let v = sel.value();
+            *trace_format.borrow_mut() = (v != "auto").then_some(v);
+        })
+    };
     let st: &AppState = &state;
     html! {
         <div class={classes!("page", dragging.then_some("dragging"))} {ondragover} {ondragleave} {ondrop}>
@@ -393,6 +405,10 @@ fn Main() -> Html {
                 <div class="open">
                     <input id="file-input" class="visually-hidden" type="file" multiple={true} accept=".jsonl,.gz,.json,.csv,application/gzip,application/x-ndjson,text/csv" onchange={onpick} />
                     <label class="button primary" for="file-input">{ "Open trace…" }</label>
+                    <select id="trace-format" aria-label="trace format of the next file" title="trace format of the next file (auto: detected from its content)" onchange={on_format}>
+                        <option value="auto" selected=true>{ "format: auto" }</option>
+                        { for aiperf_core::formats::Format::ALL.iter().map(|f| html! { <option value={f.name()}>{ f.name() }</option> }) }
+                    </select>
                     <button class="button" onclick={sample_click}>{ "Load sample" }</button>
                 </div>
             </header>
