@@ -405,11 +405,11 @@ fn Main() -> Html {
                 <div class="open">
                     <input id="file-input" class="visually-hidden" type="file" multiple={true} accept=".jsonl,.gz,.json,.csv,application/gzip,application/x-ndjson,text/csv" onchange={onpick} />
                     <label class="button primary" for="file-input">{ "Open trace…" }</label>
+                    <button class="button" onclick={sample_click}>{ "Load sample" }</button>
                     <select id="trace-format" aria-label="trace format of the next file" title="trace format of the next file (auto: detected from its content)" onchange={on_format}>
                         <option value="auto" selected=true>{ "format: auto" }</option>
                         { for aiperf_core::formats::Format::ALL.iter().map(|f| html! { <option value={f.name()}>{ f.name() }</option> }) }
                     </select>
-                    <button class="button" onclick={sample_click}>{ "Load sample" }</button>
                 </div>
             </header>
             <div class="drop-overlay" aria-hidden="true"><div>{ "Drop the trace to open it" }</div></div>
