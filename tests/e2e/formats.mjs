@@ -151,6 +151,39 @@ try {
   assert.match(await page.locator('#detected-format').textContent(), /format: azure \(chosen by the user\)/);
   await page.locator('#trace-format').selectOption('auto');
   step('a chosen format replaces detection (a wrong one: the CLI\'s error)');
+  // Conversion settings and transforms: the download equals convert-trace with the same flags.
+  await page.locator('#conversion summary').click();
+  const setFlags = async (flags) => {
+    for (const [flag, value] of Object.entries(flags)) {
+      const input = page.locator(`#cv-${flag}`);
+      if (flag === 'drop-failed') await input.setChecked(value === true);
+      else await input.fill(String(value));
+      await input.dispatchEvent('change');
+    }
+  };
+  for (const [rel, flags] of [
+    ['servegen-offline/trace_a.jsonl.head180', { 'arrival-rate': 20, 'output-length': 128 }],
+    ['burstgpt/BurstGPT_3.csv.head400', { 'drop-failed': true, 'sample-fraction': 0.5, 'sample-seed': 3, 'max-idle-gap-ms': 1000, 'start-ms': 500 }],
+    ['azure-llm-2023/AzureLLMInferenceTrace_code.csv.head2000', { 'end-ms': 60000, 'max-idle-gap-ms': 200 }],
+  ]) {
+    await setFlags(flags);
+    const src = join(FIXTURES, rel);
+    const name = basename(rel);
+    await drop(page, name, readFileSync(src));
+    await waitFile(page, name);
+    const args = Object.entries(flags).flatMap(([f, v]) => (v === true ? [`--${f}`] : [`--${f}`, String(v)]));
+    const convOut = join(TMP, `${name}.flags.jsonl`);
+    cli(['convert-trace', src, ...args, '--output-file', convOut]);
+    const c = await download(page, 'Download Mooncake JSONL');
+    assert.ok(c.bytes.equals(readFileSync(convOut)), `${name}: converted JSONL differs from aiperf-cli convert-trace ${args.join(' ')}`);
+    const rows = readFileSync(convOut, 'utf8').trim().split('\n').length;
+    assert.equal(await metric(page, 'total_requests'), rows, `${name}: rows after the transforms`);
+    const notes = await page.locator('.format-notes').textContent();
+    if (flags['drop-failed']) assert.match(notes, /failed rows dropped/, `${name}: dropped failed rows reported`);
+    if (flags['sample-fraction'] || flags['max-idle-gap-ms']) assert.match(notes, /transforms: /, `${name}: transforms reported`);
+    step(`${name} with ${args.join(' ')}: ${rows} rows, converted JSONL = convert-trace's`);
+    await setFlags(Object.fromEntries(Object.keys(flags).map((f) => [f, f === 'drop-failed' ? false : ''])));
+  }
   await page.screenshot({ path: join(ARTIFACTS, 'web-formats.png') });
 
   if (process.env.BENCH === '1') {

@@ -59,6 +59,8 @@ struct Lines {
     opts: ParseOptions,
     /// The format named by the user (`None`: detected from the content).
     format: Option<Format>,
+    /// How a non-Mooncake format is converted.
+    convert: ConvertOptions,
     /// Bytes of content handed to a converter (bounded for JSON documents).
     content: u64,
     carry: Vec<u8>,
@@ -74,7 +76,8 @@ impl Lines {
     fn new(opts: ParseOptions, format: Option<Format>) -> Lines {
         let (source, max) = (opts.source.clone(), opts.max_line_bytes);
         let sink = Sink::Detecting(Vec::new());
-        Lines { sink, opts, format, content: 0, carry: Vec::new(), source, max, lines: 0, too_long: None }
+        let convert = ConvertOptions::default();
+        Lines { sink, opts, format, convert, content: 0, carry: Vec::new(), source, max, lines: 0, too_long: None }
     }
 
     /// Chooses the sink from the first bytes (or the format the user named), then reads them.
@@ -97,7 +100,7 @@ impl Lines {
                 start_offset_ms: 0,
                 conversation_prefix: String::new(),
             };
-            match Converter::new(ConvertOptions::default()).and_then(|mut c| c.start_file(file).map(|()| c)) {
+            match Converter::new(self.convert.clone()).and_then(|mut c| c.start_file(file).map(|()| c)) {
                 Ok(c) => Sink::Convert(Box::new(c), detection, None),
                 Err(e) => {
                     let c = Converter::new(ConvertOptions::default()).ok();
@@ -254,6 +257,15 @@ impl Ingest {
     pub fn new(opts: ParseOptions, format: Option<Format>) -> Self {
         let lines = Lines::new(opts, format);
         Ingest { stage: Some(Stage::Sniffing(lines, Vec::new())), bytes: 0, stopped: None }
+    }
+
+    /// Converts a non-Mooncake format with these options (default: `convert-trace`'s defaults).
+    pub fn convert_options(mut self, convert: ConvertOptions) -> Self {
+        match &mut self.stage {
+            Some(Stage::Sniffing(l, _)) => l.convert = convert,
+            _ => debug_assert!(false, "convert options set after reading began"),
+        }
+        self
     }
 
     /// Compressed (file) bytes consumed so far.

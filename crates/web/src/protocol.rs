@@ -7,6 +7,8 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 
 use crate::chart_data::{Dist, Series};
+use aiperf_core::formats::transform::Transforms;
+use aiperf_core::formats::{Arrivals, ConvertOptions};
 use aiperf_core::synthesis::SynthesisSettings;
 
 /// Page → worker.
@@ -14,7 +16,7 @@ use aiperf_core::synthesis::SynthesisSettings;
 pub enum ToWorker {
     /// Read the file behind a blob URL (made by the page), then analyse it.
     /// `format`: a `Format` name chosen by the user; `None` detects it from the content.
-    Load { url: String, name: String, size: u64, block_size: u32, format: Option<String> },
+    Load { url: String, name: String, size: u64, block_size: u32, format: Option<String>, conversion: Conversion },
     /// Analyse the loaded trace again with another block size.
     Analyze { block_size: u32 },
     /// Synthesize from the loaded trace and compare with the original.
@@ -128,6 +130,8 @@ pub struct FileSummary {
     pub notes: Vec<String>,
     /// False when the source had no prefix hashes: hit rates are "no prefix information".
     pub has_prefix_info: bool,
+    /// True when the trace was converted or transformed: it can be downloaded as Mooncake JSONL.
+    pub downloadable: bool,
 }
 
 /// An analysis ready to show.
@@ -161,4 +165,51 @@ pub struct SynthView {
     pub isl: Rc<Dist>,
     pub osl: Rc<Dist>,
     pub compute_ms: f64,
+}
+
+/// What `convert-trace` lets the user choose, as the page sends it (each field is the flag of the
+/// same name); turned into the core's [`ConvertOptions`] and [`Transforms`] by [`Conversion::core`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Conversion {
+    /// `--arrival-rate` (ServeGen): requests per second; `None`: all at 0 ms.
+    pub arrival_rate: Option<f64>,
+    /// `--output-length` (ServeGen a–c).
+    pub output_length: Option<u64>,
+    /// `--model` (BurstGPT, WEKA): keep only these.
+    pub models: Vec<String>,
+    /// `--drop-failed` (BurstGPT).
+    pub drop_failed: bool,
+    /// `--start-ms`, `--end-ms`, `--sample-fraction`, `--sample-seed`, `--max-turn-gap-ms`,
+    /// `--max-idle-gap-ms`.
+    pub start_ms: Option<f64>,
+    pub end_ms: Option<f64>,
+    pub sample_fraction: Option<f64>,
+    pub sample_seed: u64,
+    pub max_turn_gap_ms: Option<f64>,
+    pub max_idle_gap_ms: Option<f64>,
+}
+
+impl Conversion {
+    /// The core's options (block size: Mooncake's 512, as `convert-trace`'s default).
+    pub fn core(&self) -> (ConvertOptions, Transforms) {
+        let opts = ConvertOptions {
+            arrivals: match self.arrival_rate {
+                Some(per_second) => Arrivals::Rate { per_second },
+                None => Arrivals::AllAtZero,
+            },
+            output_length: self.output_length,
+            models: self.models.clone(),
+            drop_failed: self.drop_failed,
+            ..ConvertOptions::default()
+        };
+        let t = Transforms {
+            window_start_ms: self.start_ms,
+            window_end_ms: self.end_ms,
+            sample_fraction: self.sample_fraction,
+            sample_seed: self.sample_seed,
+            max_turn_gap_ms: self.max_turn_gap_ms,
+            max_idle_gap_ms: self.max_idle_gap_ms,
+        };
+        (opts, t)
+    }
 }

@@ -296,6 +296,7 @@ mod tests {
             evidence: "Mooncake JSONL".into(),
             notes: vec![],
             has_prefix_info: true,
+            downloadable: false,
         }
     }
 

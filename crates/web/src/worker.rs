@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use aiperf_core::formats::Format;
+use aiperf_core::formats::{ConvertOptions, Format};
 use aiperf_core::run::{Run, RunLoader, RunSettings, html};
 use aiperf_core::trace::{ParseOptions, Trace};
 use serde::{Deserialize, Serialize};
@@ -14,7 +14,7 @@ use yew_agent::worker::{HandlerId, Worker, WorkerScope};
 
 use crate::engine::{ModelCache, analysis_view, bad_rows, synth_file_name, synth_view, synthesize};
 use crate::ingest::{Ingest, Read};
-use crate::protocol::{FileSummary, FromWorker, Progress, RunFiles, RunsView, ToWorker};
+use crate::protocol::{Conversion, FileSummary, FromWorker, Progress, RunFiles, RunsView, ToWorker};
 use crate::web::now_ms;
 use aiperf_core::synthesis::SynthesisSettings;
 
@@ -61,7 +61,7 @@ impl Worker for TraceWorker {
 
     fn received(&mut self, scope: &WorkerScope<Self>, msg: ToWorker, id: HandlerId) {
         match msg {
-            ToWorker::Load { url, name, size, block_size, format } => {
+            ToWorker::Load { url, name, size, block_size, format, conversion } => {
                 let generation = {
                     let mut inner = self.inner.borrow_mut();
                     inner.load_generation += 1;
@@ -73,7 +73,7 @@ impl Worker for TraceWorker {
                 let (inner, scope) = (self.inner.clone(), scope.clone());
                 wasm_bindgen_futures::spawn_local(async move {
                     let load = Load { inner, scope, id, generation };
-                    load.run(&url, name, size, block_size, format).await;
+                    load.run(&url, name, size, block_size, format, conversion).await;
                 });
             }
             ToWorker::Analyze { block_size } => {
@@ -251,12 +251,21 @@ impl Load {
         self.inner.borrow().load_generation == self.generation
     }
 
-    async fn run(self, url: &str, name: String, size: u64, block_size: u32, format: Option<String>) {
+    async fn run(
+        self,
+        url: &str,
+        name: String,
+        size: u64,
+        block_size: u32,
+        format: Option<String>,
+        conversion: Conversion,
+    ) {
         let t0 = now_ms();
+        let (convert, transforms) = conversion.core();
         let result = match format.as_deref().map(|f| (f, Format::from_name(f))) {
             Some((f, None)) => Err(format!("unknown trace format {f:?} (accepted: {})", format_names())),
-            Some((_, Some(f))) => self.read(url, &name, size, Some(f)).await,
-            None => self.read(url, &name, size, None).await,
+            Some((_, Some(f))) => self.read(url, &name, size, Some(f), convert).await,
+            None => self.read(url, &name, size, None, convert).await,
         };
         if !self.current() {
             return;
@@ -293,6 +302,32 @@ impl Load {
                 (o, Some(detection.format), detection.evidence, notes, c.has_prefix_info)
             }
         };
+        let (mut outcome, mut notes) = (outcome, notes);
+        let transformed = !transforms.is_identity();
+        if transformed {
+            match aiperf_core::formats::transform::apply(&outcome.trace, &transforms) {
+                Ok((trace, r)) => {
+                    notes.push(format!(
+                        "transforms: {} rows in, {} outside the window, {} sampled out ({} of {} conversations kept), \
+                         {} turn gaps and {} idle gaps capped, {} rows out",
+                        r.rows_in,
+                        r.outside_window,
+                        r.sampled_out,
+                        r.conversations_kept,
+                        r.conversations_total,
+                        r.turn_gaps_capped,
+                        r.idle_gaps_capped,
+                        r.rows_out
+                    ));
+                    outcome.trace = trace;
+                }
+                Err(e) => {
+                    let msg = FromWorker::LoadFailed { message: e.to_string(), bad_rows: Vec::new(), bad_total: 0 };
+                    self.scope.respond(self.id, msg);
+                    return;
+                }
+            }
+        }
         let bad = bad_rows(&outcome.skipped);
         if outcome.trace.is_empty() {
             let message = if outcome.skipped_total > 0 {
@@ -309,7 +344,7 @@ impl Load {
             let mut inner = self.inner.borrow_mut();
             inner.trace = Some(trace.clone());
             inner.name = name.clone();
-            inner.converted = format.is_some();
+            inner.converted = format.is_some() || transformed;
         }
         let summary = FileSummary {
             name,
@@ -323,12 +358,20 @@ impl Load {
             evidence,
             notes,
             has_prefix_info,
+            downloadable: format.is_some() || transformed,
         };
         self.scope.respond(self.id, FromWorker::Loaded(summary));
         self.scope.respond(self.id, analyze(&trace, block_size));
     }
 
-    async fn read(&self, url: &str, name: &str, size: u64, format: Option<Format>) -> Result<Read, String> {
+    async fn read(
+        &self,
+        url: &str,
+        name: &str,
+        size: u64,
+        format: Option<Format>,
+        convert: ConvertOptions,
+    ) -> Result<Read, String> {
         let global: web_sys::WorkerGlobalScope = js_sys::global().dyn_into().map_err(js_error)?;
         let response: web_sys::Response =
             JsFuture::from(global.fetch_with_str(url)).await.map_err(js_error)?.dyn_into().map_err(js_error)?;
@@ -337,7 +380,7 @@ impl Load {
         }
         let body = response.body().ok_or_else(|| "cannot read the file: empty response".to_string())?;
         let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().dyn_into().map_err(js_error)?;
-        let mut ingest = Ingest::new(ParseOptions::new(name).skip_invalid(true), format);
+        let mut ingest = Ingest::new(ParseOptions::new(name).skip_invalid(true), format).convert_options(convert);
         let mut buf = Vec::new();
         let mut reported = 0;
         loop {

@@ -17,7 +17,7 @@ use yew_agent::worker::{WorkerProvider, use_worker_bridge};
 use aiperf_core::synthesis::{Mode, Param, SynthesisSettings};
 
 use crate::params::Form;
-use crate::protocol::{FromWorker, RunFiles, ToWorker};
+use crate::protocol::{Conversion, FromWorker, RunFiles, ToWorker};
 use crate::runs::{RunsUi, labels, looks_like_records, pair_files};
 use crate::state::{Action, AppState};
 use crate::web;
@@ -59,6 +59,8 @@ fn Main() -> Html {
     let dragging = use_state(|| false);
     // The trace format chosen for the next file (`None`: detected from its content).
     let trace_format = use_mut_ref(|| None::<String>);
+    // The conversion settings (`convert-trace`'s flags) as typed, by flag name.
+    let conversion = use_mut_ref(std::collections::BTreeMap::<&'static str, String>::new);
     // When the worker last spoke (or was last asked to read a file), for the silence notice.
     let last_heard = use_mut_ref(web::now_ms);
     // The run view (finished runs dropped on the page); the latest state, read by the bridge.
@@ -107,7 +109,15 @@ fn Main() -> Html {
         let sent = sent.clone();
         let state = state.clone();
         let trace_format = trace_format.clone();
+        let conversion = conversion.clone();
         Callback::from(move |(blob, name): (web_sys::Blob, String)| {
+            let conversion = match parse_conversion(&conversion.borrow()) {
+                Ok(c) => c,
+                Err(message) => {
+                    state.dispatch(Action::OpenFailed { name, message });
+                    return;
+                }
+            };
             let size = blob.size() as u64;
             let Ok(url) = web::object_url(&blob) else {
                 state.dispatch(Action::OpenFailed { name, message: "the browser refused to open the file".into() });
@@ -122,7 +132,7 @@ fn Main() -> Html {
             *last_heard.borrow_mut() = web::now_ms();
             s.synth = None;
             let format = trace_format.borrow().clone();
-            bridge.send(ToWorker::Load { url, name, size, block_size, format });
+            bridge.send(ToWorker::Load { url, name, size, block_size, format, conversion });
         })
     };
     let open_file = {
@@ -394,6 +404,19 @@ fn Main() -> Html {
             *trace_format.borrow_mut() = (v != "auto").then_some(v);
         })
     };
+    let on_conversion = {
+        let conversion = conversion.clone();
+        Callback::from(move |e: Event| {
+            let Some(input) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) else { return };
+            let Some(flag) = CONVERSION_FLAGS.iter().find(|(f, _)| input.id() == format!("cv-{f}")) else { return };
+            let v = if input.type_() == "checkbox" {
+                if input.checked() { "1".to_string() } else { String::new() }
+            } else {
+                input.value()
+            };
+            conversion.borrow_mut().insert(flag.0, v);
+        })
+    };
     let st: &AppState = &state;
     html! {
         <div class={classes!("page", dragging.then_some("dragging"))} {ondragover} {ondragleave} {ondrop}>
@@ -410,6 +433,15 @@ fn Main() -> Html {
                         <option value="auto" selected=true>{ "format: auto" }</option>
                         { for aiperf_core::formats::Format::ALL.iter().map(|f| html! { <option value={f.name()}>{ f.name() }</option> }) }
                     </select>
+                    <details class="conversion" id="conversion">
+                        <summary>{ "conversion (as convert-trace)" }</summary>
+                        { for CONVERSION_FLAGS.iter().map(|(flag, help)| {
+                            let id = format!("cv-{flag}");
+                            let kind = if *flag == "drop-failed" { "checkbox" } else { "text" };
+                            html! { <label class="inline-field" title={*help}>{ format!("--{flag}") }<input id={id} type={kind} onchange={on_conversion.clone()} /></label> }
+                        }) }
+                        <p class="muted">{ "applies to the next file opened (other formats than Mooncake; the transforms to any)" }</p>
+                    </details>
                 </div>
             </header>
             <div class="drop-overlay" aria-hidden="true"><div>{ "Drop the trace to open it" }</div></div>
@@ -464,4 +496,45 @@ async fn fetch_sample() -> Result<web_sys::Blob, String> {
     let bytes = resp.binary().await.map_err(|e| format!("cannot read the sample trace: {e}"))?;
     let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes.as_slice()));
     web_sys::Blob::new_with_u8_array_sequence(&parts).map_err(|_| "cannot hold the sample trace".to_string())
+}
+
+/// `convert-trace`'s flags offered on the page, with what each does.
+const CONVERSION_FLAGS: [(&str, &str); 10] = [
+    ("arrival-rate", "ServeGen: requests per second (empty: all at 0 ms)"),
+    ("output-length", "ServeGen a–c: output tokens of every request"),
+    ("model", "BurstGPT/WEKA: keep only rows of these models (comma-separated)"),
+    ("drop-failed", "BurstGPT: drop failed rows (Response tokens = 0)"),
+    ("start-ms", "keep rows at or after this time (ms)"),
+    ("end-ms", "keep rows before this time (ms)"),
+    ("sample-fraction", "keep this fraction (0 < f ≤ 1) of whole conversations"),
+    ("sample-seed", "seed of the conversation sampling"),
+    ("max-turn-gap-ms", "cap the gap between turns of a conversation (ms)"),
+    ("max-idle-gap-ms", "cap the gap between consecutive arrivals (ms)"),
+];
+
+/// The typed conversion settings, or the first field that is not a number.
+fn parse_conversion(v: &std::collections::BTreeMap<&'static str, String>) -> Result<Conversion, String> {
+    fn num<T: std::str::FromStr>(
+        v: &std::collections::BTreeMap<&'static str, String>,
+        flag: &str,
+    ) -> Result<Option<T>, String> {
+        match v.get(flag).map(|s| s.trim()).filter(|s| !s.is_empty()) {
+            None => Ok(None),
+            Some(s) => s.parse().map(Some).map_err(|_| format!("--{flag}: {s:?} is not a valid number")),
+        }
+    }
+    let models =
+        v.get("model").map(|s| s.split(',').map(str::trim).filter(|m| !m.is_empty()).map(String::from).collect());
+    Ok(Conversion {
+        arrival_rate: num(v, "arrival-rate")?,
+        output_length: num(v, "output-length")?,
+        models: models.unwrap_or_default(),
+        drop_failed: v.get("drop-failed").is_some_and(|s| !s.is_empty()),
+        start_ms: num(v, "start-ms")?,
+        end_ms: num(v, "end-ms")?,
+        sample_fraction: num(v, "sample-fraction")?,
+        sample_seed: num(v, "sample-seed")?.unwrap_or(0),
+        max_turn_gap_ms: num(v, "max-turn-gap-ms")?,
+        max_idle_gap_ms: num(v, "max-idle-gap-ms")?,
+    })
 }

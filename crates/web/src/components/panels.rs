@@ -236,7 +236,7 @@ pub fn AnalysisPanel(p: &AnalysisProps) -> Html {
                 { if f.notes.is_empty() { html! {} } else { html! {
                     <ul class="format-notes">{ for f.notes.iter().map(|n| html! { <li>{ n }</li> }) }</ul>
                 }}}
-                { if f.format == "mooncake" { html! {} } else {
+                { if !f.downloadable { html! {} } else {
                     let on_convert = p.on_convert.clone();
                     let onclick = Callback::from(move |_: MouseEvent| on_convert.emit(()));
                     html! { <button class="button small" id="download-converted" {onclick}>{ "Download Mooncake JSONL" }</button> }
