@@ -184,6 +184,30 @@ try {
     step(`${name} with ${args.join(' ')}: ${rows} rows, converted JSONL = convert-trace's`);
     await setFlags(Object.fromEntries(Object.keys(flags).map((f) => [f, f === 'drop-failed' ? false : ''])));
   }
+  // Several WEKA files dropped together merge into one trace, as convert-trace A B does.
+  {
+    const files = ['trace_0291.json', 'trace_0504.json'].map((n) => join(FIXTURES, 'weka-kv-cache-tester', n));
+    await setFlags({ 'file-spacing-ms': 5000 });
+    await page.evaluate((files) => {
+      const dt = new DataTransfer();
+      for (const [name, b64] of files) dt.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], name));
+      const target = document.querySelector('.page');
+      target.dispatchEvent(new DragEvent('dragover', { bubbles: true, cancelable: true, dataTransfer: dt }));
+      target.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
+    }, files.reverse().map((f) => [basename(f), readFileSync(f).toString('base64')]));
+    files.reverse();
+    const convOut = join(TMP, 'weka-merged.jsonl');
+    cli(['convert-trace', ...files, '--file-spacing-ms', '5000', '--output-file', convOut]);
+    const merged = readFileSync(convOut, 'utf8').trim().split('\n').length;
+    await page.waitForFunction((n) => document.querySelector('[data-metric="total_requests"]')?.dataset.value === String(n) && !document.querySelector('#analysis-busy'), merged, { timeout: 60000 });
+    await waitFile(page, 'trace_0291.json');
+    const c = await download(page, 'Download Mooncake JSONL');
+    assert.ok(c.bytes.equals(readFileSync(convOut)), 'merged WEKA JSONL differs from aiperf-cli convert-trace A B --file-spacing-ms 5000');
+    const rows = readFileSync(convOut, 'utf8').trim().split('\n').length;
+    assert.equal(await metric(page, 'total_requests'), rows, 'merged WEKA rows');
+    step(`two WEKA files dropped together: ${rows} rows = convert-trace trace_0291.json trace_0504.json --file-spacing-ms 5000`);
+    await setFlags({ 'file-spacing-ms': '' });
+  }
   await page.screenshot({ path: join(ARTIFACTS, 'web-formats.png') });
 
   if (process.env.BENCH === '1') {

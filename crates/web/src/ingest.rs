@@ -61,6 +61,8 @@ struct Lines {
     format: Option<Format>,
     /// How a non-Mooncake format is converted.
     convert: ConvertOptions,
+    /// Where this file goes in a merged trace (offset, conversation prefix); `None`: alone.
+    place: Option<FileOptions>,
     /// Bytes of content handed to a converter (bounded for JSON documents).
     content: u64,
     carry: Vec<u8>,
@@ -77,7 +79,19 @@ impl Lines {
         let (source, max) = (opts.source.clone(), opts.max_line_bytes);
         let sink = Sink::Detecting(Vec::new());
         let convert = ConvertOptions::default();
-        Lines { sink, opts, format, convert, content: 0, carry: Vec::new(), source, max, lines: 0, too_long: None }
+        Lines {
+            sink,
+            opts,
+            format,
+            convert,
+            place: None,
+            content: 0,
+            carry: Vec::new(),
+            source,
+            max,
+            lines: 0,
+            too_long: None,
+        }
     }
 
     /// Chooses the sink from the first bytes (or the format the user named), then reads them.
@@ -94,11 +108,14 @@ impl Lines {
         self.sink = if detection.format == Format::Mooncake {
             Sink::Mooncake(TraceParser::new(self.opts.clone()))
         } else {
-            let file = FileOptions {
-                source: self.source.clone(),
-                format: detection.format,
-                start_offset_ms: 0,
-                conversation_prefix: String::new(),
+            let file = match self.place.take() {
+                Some(place) => FileOptions { format: detection.format, ..place },
+                None => FileOptions {
+                    source: self.source.clone(),
+                    format: detection.format,
+                    start_offset_ms: 0,
+                    conversation_prefix: String::new(),
+                },
             };
             match Converter::new(self.convert.clone()).and_then(|mut c| c.start_file(file).map(|()| c)) {
                 Ok(c) => Sink::Convert(Box::new(c), detection, None),
@@ -193,10 +210,11 @@ impl Lines {
         self.carry.extend_from_slice(buf);
     }
 
-    fn finish(mut self) -> Result<Read, ReadError> {
+    /// Reads what is left of the file (a last line without a newline).
+    fn drain(&mut self) -> Result<(), ReadError> {
         self.decide();
         if let Some((line, cr_only)) = self.too_long {
-            let e = TraceError::LineTooLong { file: self.source, line, limit: self.max, cr_only };
+            let e = TraceError::LineTooLong { file: self.source.clone(), line, limit: self.max, cr_only };
             return Err(ReadError::Trace(e));
         }
         if !self.carry.is_empty() {
@@ -204,6 +222,11 @@ impl Lines {
             self.lines += 1;
             self.line(&last);
         }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Read, ReadError> {
+        self.drain()?;
         match self.sink {
             Sink::Mooncake(p) => p.finish().map(Read::Mooncake).map_err(ReadError::Trace),
             Sink::Convert(_, _, Some(e)) => Err(ReadError::Convert(e)),
@@ -268,6 +291,15 @@ impl Ingest {
         self
     }
 
+    /// Places this (first) file in a merged trace: its offset and conversation prefix.
+    pub fn first_file(mut self, place: FileOptions) -> Self {
+        match &mut self.stage {
+            Some(Stage::Sniffing(l, _)) => l.place = Some(place),
+            _ => debug_assert!(false, "the file's place set after reading began"),
+        }
+        self
+    }
+
     /// Compressed (file) bytes consumed so far.
     pub fn bytes(&self) -> u64 {
         self.bytes
@@ -323,7 +355,44 @@ impl Ingest {
     }
 
     /// The parsed trace (invalid rows listed when `skip_invalid`), or why the file is unreadable.
-    pub fn finish(mut self) -> Result<Result<Read, ReadError>, IngestError> {
+    pub fn finish(self) -> Result<Result<Read, ReadError>, IngestError> {
+        Ok(self.into_lines()?.and_then(Lines::finish))
+    }
+
+    /// Ends this file and goes on with the next one of the same conversion: several files of one
+    /// (non-Mooncake) format merged into one trace, as `convert-trace A B …` does.
+    pub fn next_file(self, opts: ParseOptions, file: FileOptions) -> Result<Result<Ingest, ReadError>, IngestError> {
+        let bytes = self.bytes;
+        let mut lines = match self.into_lines()? {
+            Ok(l) => l,
+            Err(e) => return Ok(Err(e)),
+        };
+        if let Err(e) = lines.drain() {
+            return Ok(Err(e));
+        }
+        let (c, detection) = match lines.sink {
+            Sink::Convert(_, _, Some(e)) => return Ok(Err(ReadError::Convert(e))),
+            Sink::Convert(c, d, None) => (c, d),
+            _ => {
+                return Ok(Err(ReadError::Convert(format!(
+                    "{}: only files of a production format are merged (a Mooncake trace is one file)",
+                    lines.source
+                ))));
+            }
+        };
+        let mut c = c;
+        let format = file.format;
+        if let Err(e) = c.start_file(file) {
+            return Ok(Err(ReadError::Convert(e.to_string())));
+        }
+        let mut next = Lines::new(opts, Some(format));
+        next.convert = lines.convert;
+        next.sink = Sink::Convert(c, detection, None);
+        Ok(Ok(Ingest { stage: Some(Stage::Sniffing(next, Vec::new())), bytes, stopped: None }))
+    }
+
+    /// The line reader once the bytes are all in.
+    fn into_lines(mut self) -> Result<Result<Lines, ReadError>, IngestError> {
         if let Some(e) = self.stopped.take() {
             return Ok(Err(ReadError::Trace(e)));
         }
@@ -336,7 +405,7 @@ impl Ingest {
             Some(Stage::Gzip(d)) => d.finish().map_err(gzip_error)?,
             None => return Err(IngestError("the file was already finished".into())),
         };
-        Ok(lines.finish())
+        Ok(Ok(lines))
     }
 }
 
@@ -409,6 +478,37 @@ mod tests {
                 assert!(!converted.notes.is_empty(), "{rel}");
             }
         }
+    }
+
+    #[test]
+    fn several_weka_files_merge_as_convert_trace_does() {
+        let (a, b) = (fixture("weka-kv-cache-tester/trace_0291.json"), fixture("weka-kv-cache-tester/trace_0504.json"));
+        let file = |source: &str, k: u64| FileOptions {
+            source: source.into(),
+            format: Format::Weka,
+            start_offset_ms: k * 2000,
+            conversation_prefix: format!("{k}:"),
+        };
+        let mut c = Converter::new(ConvertOptions::default()).unwrap();
+        for (k, (bytes, name)) in [(&a, "a"), (&b, "b")].into_iter().enumerate() {
+            c.start_file(file(name, k as u64)).unwrap();
+            for line in std::str::from_utf8(bytes).unwrap().split_inclusive('\n') {
+                c.push_line(line.strip_suffix('\n').unwrap_or(line)).unwrap();
+            }
+            c.end_file().unwrap();
+        }
+        let want = write_trace(&c.finish().unwrap().trace);
+        let mut ing = Ingest::new(ParseOptions::new("a"), Some(Format::Weka));
+        ing = ing.first_file(file("a", 0));
+        for chunk in a.chunks(5000) {
+            ing.push(chunk).unwrap();
+        }
+        let mut ing = ing.next_file(ParseOptions::new("b"), file("b", 1)).unwrap().unwrap();
+        for chunk in b.chunks(333) {
+            ing.push(chunk).unwrap();
+        }
+        let Read::Converted { converted, .. } = ing.finish().unwrap().unwrap() else { panic!("not converted") };
+        assert_eq!(write_trace(&converted.trace), want);
     }
 
     #[test]

@@ -16,7 +16,16 @@ use aiperf_core::synthesis::SynthesisSettings;
 pub enum ToWorker {
     /// Read the file behind a blob URL (made by the page), then analyse it.
     /// `format`: a `Format` name chosen by the user; `None` detects it from the content.
-    Load { url: String, name: String, size: u64, block_size: u32, format: Option<String>, conversion: Conversion },
+    /// `more`: `(url, name)` of files merged after this one (several WEKA files).
+    Load {
+        url: String,
+        name: String,
+        size: u64,
+        block_size: u32,
+        format: Option<String>,
+        conversion: Conversion,
+        more: Vec<(String, String)>,
+    },
     /// Analyse the loaded trace again with another block size.
     Analyze { block_size: u32 },
     /// Synthesize from the loaded trace and compare with the original.
@@ -187,9 +196,21 @@ pub struct Conversion {
     pub sample_seed: u64,
     pub max_turn_gap_ms: Option<f64>,
     pub max_idle_gap_ms: Option<f64>,
+    /// `--file-spacing-ms`, `--file-rate`: where merged file `k` starts.
+    pub file_spacing_ms: Option<u64>,
+    pub file_rate: Option<f64>,
 }
 
 impl Conversion {
+    /// Where merged file `k` starts, in ms (`convert-trace`'s rule).
+    pub fn file_offset_ms(&self, k: usize) -> u64 {
+        match (self.file_spacing_ms, self.file_rate) {
+            (Some(ms), _) => ms.saturating_mul(k as u64),
+            (None, Some(rate)) if rate.is_finite() && rate > 0.0 => (k as f64 * 1000.0 / rate).round() as u64,
+            _ => 0,
+        }
+    }
+
     /// The core's options (block size: Mooncake's 512, as `convert-trace`'s default).
     pub fn core(&self) -> (ConvertOptions, Transforms) {
         let opts = ConvertOptions {

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use aiperf_core::formats::{ConvertOptions, Format};
+use aiperf_core::formats::{FileOptions, Format};
 use aiperf_core::run::{Run, RunLoader, RunSettings, html};
 use aiperf_core::trace::{ParseOptions, Trace};
 use serde::{Deserialize, Serialize};
@@ -61,7 +61,7 @@ impl Worker for TraceWorker {
 
     fn received(&mut self, scope: &WorkerScope<Self>, msg: ToWorker, id: HandlerId) {
         match msg {
-            ToWorker::Load { url, name, size, block_size, format, conversion } => {
+            ToWorker::Load { url, name, size, block_size, format, conversion, more } => {
                 let generation = {
                     let mut inner = self.inner.borrow_mut();
                     inner.load_generation += 1;
@@ -73,7 +73,8 @@ impl Worker for TraceWorker {
                 let (inner, scope) = (self.inner.clone(), scope.clone());
                 wasm_bindgen_futures::spawn_local(async move {
                     let load = Load { inner, scope, id, generation };
-                    load.run(&url, name, size, block_size, format, conversion).await;
+                    let source = Source { url, name, size, more };
+                    load.run(source, block_size, format, conversion).await;
                 });
             }
             ToWorker::Analyze { block_size } => {
@@ -239,6 +240,14 @@ fn analyze(trace: &Trace, block_size: u32) -> FromWorker {
     FromWorker::Analysis(Box::new(view))
 }
 
+/// The file(s) to read: `more` are merged after the first.
+struct Source {
+    url: String,
+    name: String,
+    size: u64,
+    more: Vec<(String, String)>,
+}
+
 struct Load {
     inner: Rc<RefCell<Inner>>,
     scope: WorkerScope<TraceWorker>,
@@ -251,21 +260,15 @@ impl Load {
         self.inner.borrow().load_generation == self.generation
     }
 
-    async fn run(
-        self,
-        url: &str,
-        name: String,
-        size: u64,
-        block_size: u32,
-        format: Option<String>,
-        conversion: Conversion,
-    ) {
+    async fn run(self, source: Source, block_size: u32, format: Option<String>, conversion: Conversion) {
+        let Source { url, name, size, more } = source;
+        let url = url.as_str();
         let t0 = now_ms();
-        let (convert, transforms) = conversion.core();
+        let (_, transforms) = conversion.core();
         let result = match format.as_deref().map(|f| (f, Format::from_name(f))) {
             Some((f, None)) => Err(format!("unknown trace format {f:?} (accepted: {})", format_names())),
-            Some((_, Some(f))) => self.read(url, &name, size, Some(f), convert).await,
-            None => self.read(url, &name, size, None, convert).await,
+            Some((_, Some(f))) => self.read(url, &name, size, Some(f), &conversion, &more).await,
+            None => self.read(url, &name, size, None, &conversion, &more).await,
         };
         if !self.current() {
             return;
@@ -364,14 +367,47 @@ impl Load {
         self.scope.respond(self.id, analyze(&trace, block_size));
     }
 
+    /// Reads the file at `url` (and the `more` files merged after it) into one trace.
     async fn read(
         &self,
         url: &str,
         name: &str,
         size: u64,
         format: Option<Format>,
-        convert: ConvertOptions,
+        conversion: &Conversion,
+        more: &[(String, String)],
     ) -> Result<Read, String> {
+        let (convert, _) = conversion.core();
+        let mut ingest = Ingest::new(ParseOptions::new(name).skip_invalid(true), format).convert_options(convert);
+        if !more.is_empty() {
+            let place = FileOptions {
+                source: name.into(),
+                format: format.unwrap_or(Format::Weka),
+                start_offset_ms: conversion.file_offset_ms(0),
+                conversation_prefix: "0:".into(),
+            };
+            ingest = ingest.first_file(place);
+        }
+        let mut reported = 0;
+        self.stream(url, &mut ingest, size, &mut reported).await?;
+        for (k, (url, name)) in more.iter().enumerate() {
+            let k = k + 1;
+            let place = FileOptions {
+                source: name.as_str().into(),
+                format: format.unwrap_or(Format::Weka),
+                start_offset_ms: conversion.file_offset_ms(k),
+                conversation_prefix: format!("{k}:"),
+            };
+            ingest = ingest
+                .next_file(ParseOptions::new(name.as_str()), place)
+                .map_err(|e| e.0)?
+                .map_err(|e| e.to_string())?;
+            self.stream(url, &mut ingest, size, &mut reported).await?;
+        }
+        ingest.finish().map_err(|e| e.0)?.map_err(|e| e.to_string())
+    }
+
+    async fn stream(&self, url: &str, ingest: &mut Ingest, size: u64, reported: &mut u64) -> Result<(), String> {
         let global: web_sys::WorkerGlobalScope = js_sys::global().dyn_into().map_err(js_error)?;
         let response: web_sys::Response =
             JsFuture::from(global.fetch_with_str(url)).await.map_err(js_error)?.dyn_into().map_err(js_error)?;
@@ -380,9 +416,7 @@ impl Load {
         }
         let body = response.body().ok_or_else(|| "cannot read the file: empty response".to_string())?;
         let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().dyn_into().map_err(js_error)?;
-        let mut ingest = Ingest::new(ParseOptions::new(name).skip_invalid(true), format).convert_options(convert);
         let mut buf = Vec::new();
-        let mut reported = 0;
         loop {
             let chunk = JsFuture::from(reader.read()).await.map_err(js_error)?;
             if !self.current() {
@@ -391,7 +425,7 @@ impl Load {
             }
             let done = js_sys::Reflect::get(&chunk, &JsValue::from_str("done")).map_err(js_error)?;
             if done.as_bool() == Some(true) {
-                break;
+                return Ok(());
             }
             let value: js_sys::Uint8Array = js_sys::Reflect::get(&chunk, &JsValue::from_str("value"))
                 .map_err(js_error)?
@@ -400,14 +434,13 @@ impl Load {
             buf.resize(value.length() as usize, 0);
             value.copy_to(&mut buf);
             ingest.push(&buf).map_err(|e| e.0)?;
-            if ingest.bytes() - reported >= PROGRESS_EVERY {
-                reported = ingest.bytes();
+            if ingest.bytes() - *reported >= PROGRESS_EVERY {
+                *reported = ingest.bytes();
                 let (rows, invalid) = ingest.counts();
-                let p = Progress { bytes: reported, total: size, rows: rows as u64, invalid };
+                let p = Progress { bytes: *reported, total: size, rows: rows as u64, invalid };
                 self.scope.respond(self.id, FromWorker::Progress(p));
             }
         }
-        ingest.finish().map_err(|e| e.0)?.map_err(|e| e.to_string())
     }
 }
 

@@ -47,6 +47,8 @@ struct Sent {
     blob_url: Option<String>,
     /// Blob URLs of the runs being read.
     run_urls: Vec<String>,
+    /// Blob URLs of the files merged after the first (several WEKA files).
+    more_urls: Vec<String>,
 }
 
 #[component]
@@ -61,6 +63,8 @@ fn Main() -> Html {
     let trace_format = use_mut_ref(|| None::<String>);
     // The conversion settings (`convert-trace`'s flags) as typed, by flag name.
     let conversion = use_mut_ref(std::collections::BTreeMap::<&'static str, String>::new);
+    // Files to merge after the next one opened (several WEKA files dropped together).
+    let merge_next = use_mut_ref(Vec::<web_sys::File>::new);
     // When the worker last spoke (or was last asked to read a file), for the silence notice.
     let last_heard = use_mut_ref(web::now_ms);
     // The run view (finished runs dropped on the page); the latest state, read by the bridge.
@@ -90,6 +94,9 @@ fn Main() -> Html {
                     if let Some(url) = sent.borrow_mut().blob_url.take() {
                         web::revoke(&url);
                     }
+                    for url in sent.borrow_mut().more_urls.drain(..) {
+                        web::revoke(&url);
+                    }
                 }
                 FromWorker::Export { name, jsonl, .. } | FromWorker::Converted { name, jsonl } => {
                     if let Err(e) = web::download(name, jsonl, "application/x-ndjson") {
@@ -110,7 +117,9 @@ fn Main() -> Html {
         let state = state.clone();
         let trace_format = trace_format.clone();
         let conversion = conversion.clone();
+        let merge_next = merge_next.clone();
         Callback::from(move |(blob, name): (web_sys::Blob, String)| {
+            let merge: Vec<web_sys::File> = std::mem::take(&mut *merge_next.borrow_mut());
             let conversion = match parse_conversion(&conversion.borrow()) {
                 Ok(c) => c,
                 Err(message) => {
@@ -132,7 +141,20 @@ fn Main() -> Html {
             *last_heard.borrow_mut() = web::now_ms();
             s.synth = None;
             let format = trace_format.borrow().clone();
-            bridge.send(ToWorker::Load { url, name, size, block_size, format, conversion });
+            for old in s.more_urls.drain(..) {
+                web::revoke(&old);
+            }
+            let mut more = Vec::new();
+            for f in &merge {
+                let Ok(u) = web::object_url(f) else {
+                    drop(s);
+                    state.dispatch(Action::OpenFailed { name, message: "the browser refused to open the file".into() });
+                    return;
+                };
+                s.more_urls.push(u.clone());
+                more.push((u, f.name()));
+            }
+            bridge.send(ToWorker::Load { url, name, size, block_size, format, conversion, more });
         })
     };
     let open_file = {
@@ -190,7 +212,19 @@ fn Main() -> Html {
     // Dropped or picked files: several, or a summary file, or records → runs; else a trace.
     let open_files = {
         let (open_file, open_runs) = (open_file.clone(), open_runs.clone());
+        let merge_next = merge_next.clone();
         Callback::from(move |files: Vec<web_sys::File>| {
+            // Several `.json` files that are not a run's: WEKA traces merged into one, in name order.
+            let trace_json = |f: &web_sys::File| {
+                let n = f.name();
+                n.ends_with(".json") && !n.ends_with("_aiperf.json") && !n.starts_with("profile_export")
+            };
+            if files.len() > 1 && files.iter().all(trace_json) {
+                let mut files = files;
+                files.sort_by_key(web_sys::File::name);
+                *merge_next.borrow_mut() = files.split_off(1);
+                return open_file.emit(files.remove(0));
+            }
             let [file] = files.as_slice() else {
                 if !files.is_empty() {
                     open_runs.emit(files);
@@ -499,7 +533,7 @@ async fn fetch_sample() -> Result<web_sys::Blob, String> {
 }
 
 /// `convert-trace`'s flags offered on the page, with what each does.
-const CONVERSION_FLAGS: [(&str, &str); 10] = [
+const CONVERSION_FLAGS: [(&str, &str); 12] = [
     ("arrival-rate", "ServeGen: requests per second (empty: all at 0 ms)"),
     ("output-length", "ServeGen a–c: output tokens of every request"),
     ("model", "BurstGPT/WEKA: keep only rows of these models (comma-separated)"),
@@ -510,6 +544,8 @@ const CONVERSION_FLAGS: [(&str, &str); 10] = [
     ("sample-seed", "seed of the conversation sampling"),
     ("max-turn-gap-ms", "cap the gap between turns of a conversation (ms)"),
     ("max-idle-gap-ms", "cap the gap between consecutive arrivals (ms)"),
+    ("file-spacing-ms", "several WEKA files: file k starts k × this many ms after the first"),
+    ("file-rate", "several WEKA files: files start at this rate per second"),
 ];
 
 /// The typed conversion settings, or the first field that is not a number.
@@ -536,5 +572,7 @@ fn parse_conversion(v: &std::collections::BTreeMap<&'static str, String>) -> Res
         sample_seed: num(v, "sample-seed")?.unwrap_or(0),
         max_turn_gap_ms: num(v, "max-turn-gap-ms")?,
         max_idle_gap_ms: num(v, "max-idle-gap-ms")?,
+        file_spacing_ms: num(v, "file-spacing-ms")?,
+        file_rate: num(v, "file-rate")?,
     })
 }
