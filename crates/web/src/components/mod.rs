@@ -573,6 +573,40 @@ fn parse_conversion(v: &std::collections::BTreeMap<&'static str, String>) -> Res
         max_turn_gap_ms: num(v, "max-turn-gap-ms")?,
         max_idle_gap_ms: num(v, "max-idle-gap-ms")?,
         file_spacing_ms: num(v, "file-spacing-ms")?,
-        file_rate: num(v, "file-rate")?,
+        file_rate: match num::<f64>(v, "file-rate")? {
+            Some(r) if !(r.is_finite() && r > 0.0) => {
+                return Err(format!("--file-rate must be a positive number, got {r}"));
+            }
+            r => r,
+        },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversion_fields_parse_like_the_cli_flags() {
+        let v = |pairs: &[(&'static str, &str)]| pairs.iter().map(|&(k, v)| (k, v.to_string())).collect();
+        let c = parse_conversion(&v(&[
+            ("arrival-rate", "20"),
+            ("model", "GPT-4, ChatGPT ,"),
+            ("drop-failed", "1"),
+            ("sample-fraction", " 0.5 "),
+            ("sample-seed", "3"),
+            ("output-length", ""),
+        ]))
+        .unwrap();
+        assert_eq!(c.arrival_rate, Some(20.0));
+        assert_eq!(c.models, ["GPT-4", "ChatGPT"]);
+        assert!(c.drop_failed);
+        assert_eq!((c.sample_fraction, c.sample_seed, c.output_length), (Some(0.5), 3, None));
+        let e = parse_conversion(&v(&[("output-length", "12.5")])).unwrap_err();
+        assert_eq!(e, "--output-length: \"12.5\" is not a valid number");
+        let e = parse_conversion(&v(&[("file-rate", "0")])).unwrap_err();
+        assert!(e.starts_with("--file-rate must be a positive number"), "{e}");
+        assert_eq!(parse_conversion(&v(&[("file-spacing-ms", "5000")])).unwrap().file_offset_ms(2), 10_000);
+        assert_eq!(parse_conversion(&v(&[("file-rate", "0.5")])).unwrap().file_offset_ms(3), 6_000);
+    }
 }
