@@ -33,4 +33,7 @@ AIPERF_CLI="${CARGO_TARGET_DIR:-$ROOT/target}/debug/aiperf-cli" node tests/e2e/r
 step "Playwright: run view, comparison, report.html from file:// (regenerates docs/images/run-*.png)"
 AIPERF_CLI="${CARGO_TARGET_DIR:-$ROOT/target}/debug/aiperf-cli" node tests/e2e/runs.mjs
 
+step "Playwright: production trace formats (detection, analysis and converted JSONL = the CLI's)"
+AIPERF_CLI="${CARGO_TARGET_DIR:-$ROOT/target}/debug/aiperf-cli" node tests/e2e/formats.mjs
+
 step "web tests passed"

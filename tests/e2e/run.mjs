@@ -245,6 +245,10 @@ try {
   await page3.locator('[data-metric="total_requests"]').waitFor({ timeout: 60000 });
   assert.ok(page3.url().includes('sample=1'), 'loading the sample puts it in the link');
   await page3.keyboard.press('Tab');
+  assert.equal(await page3.evaluate(() => document.activeElement?.id), 'trace-format', 'next stop: the trace format select');
+  await page3.keyboard.press('Tab');
+  assert.equal(await page3.evaluate(() => document.activeElement?.tagName), 'SUMMARY', 'next stop: the conversion settings');
+  await page3.keyboard.press('Tab');
   assert.equal(await page3.evaluate(() => document.activeElement?.id), 'f-block_size', 'next stop: the block size field');
   step('keyboard: file button, sample button and fields reachable with Tab');
   await page3.close();

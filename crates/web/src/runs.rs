@@ -13,6 +13,15 @@ use aiperf_core::run::server::SERVER_METRICS_FILE;
 
 use crate::protocol::{FromWorker, RunsView};
 
+/// Whether a file name is one of a run's (`*_aiperf.json`, `profile_export*`), its server
+/// metrics or a sweep's or search's summary — not a trace to analyse.
+pub fn is_run_file(name: &str) -> bool {
+    name.ends_with("_aiperf.json")
+        || name.starts_with("profile_export")
+        || name.ends_with(SERVER_METRICS_FILE)
+        || is_curve_file(name)
+}
+
 /// Whether the first bytes of a file are those of a `profile_export.jsonl` line.
 pub fn looks_like_records(head: &str) -> bool {
     head.trim_start().starts_with("{\"metadata\"")
@@ -225,6 +234,10 @@ mod tests {
     fn labels_are_unique() {
         assert_eq!(labels(&["run-a.jsonl", "p.jsonl", "p.jsonl"]), vec!["run-a", "p", "p #2"]);
         assert!(looks_like_records("  {\"metadata\": {}}"));
+        for run_file in ["a_aiperf.json", "server_metrics_export.json", "x_profile_export_aiperf_sweep.json"] {
+            assert!(is_run_file(run_file), "{run_file}");
+        }
+        assert!(!is_run_file("conversation-01.json"), "a WEKA trace");
         assert!(!looks_like_records("{\"timestamp\": 0}"));
     }
 

@@ -264,7 +264,7 @@ impl Reducible for AppState {
                     s.synth = Computed::Done(shown);
                 }
                 FromWorker::SynthFailed { message } => s.synth = Computed::Done(Err(message)),
-                FromWorker::Export { .. } => return self,
+                FromWorker::Export { .. } | FromWorker::Converted { .. } => return self,
                 // The run view keeps its own state (`crate::runs::RunsUi`).
                 FromWorker::Runs(_) | FromWorker::RunsFailed { .. } | FromWorker::Record { .. } => return self,
             },
@@ -292,6 +292,11 @@ mod tests {
             bad_rows: vec![],
             bad_total: 0,
             parse_ms: 1.0,
+            format: "mooncake".into(),
+            evidence: "Mooncake JSONL".into(),
+            notes: vec![],
+            has_prefix_info: true,
+            downloadable: false,
         }
     }
 

@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use aiperf_core::formats::{FileOptions, Format};
 use aiperf_core::run::curve::Curve;
 use aiperf_core::run::server::ServerTimeline;
 use aiperf_core::run::{Run, RunLoader, RunSettings, html};
@@ -14,8 +15,8 @@ use wasm_bindgen_futures::JsFuture;
 use yew_agent::worker::{HandlerId, Worker, WorkerScope};
 
 use crate::engine::{ModelCache, analysis_view, bad_rows, synth_file_name, synth_view, synthesize};
-use crate::ingest::Ingest;
-use crate::protocol::{FileSummary, FromWorker, Progress, RunFiles, RunsView, ToWorker};
+use crate::ingest::{Ingest, Read};
+use crate::protocol::{Conversion, FileSummary, FromWorker, Progress, RunFiles, RunsView, ToWorker};
 use crate::web::now_ms;
 use aiperf_core::synthesis::SynthesisSettings;
 
@@ -26,6 +27,8 @@ const PROGRESS_EVERY: u64 = 2 << 20;
 struct Inner {
     trace: Option<Rc<Trace>>,
     name: String,
+    /// True when the loaded trace was converted from another format (it can be downloaded).
+    converted: bool,
     model: ModelCache,
     /// The last synthesis, kept for the download.
     last: Option<(SynthesisSettings, Rc<Trace>)>,
@@ -62,7 +65,7 @@ impl Worker for TraceWorker {
 
     fn received(&mut self, scope: &WorkerScope<Self>, msg: ToWorker, id: HandlerId) {
         match msg {
-            ToWorker::Load { url, name, size, block_size } => {
+            ToWorker::Load { url, name, size, block_size, format, conversion, more } => {
                 let generation = {
                     let mut inner = self.inner.borrow_mut();
                     inner.load_generation += 1;
@@ -74,7 +77,8 @@ impl Worker for TraceWorker {
                 let (inner, scope) = (self.inner.clone(), scope.clone());
                 wasm_bindgen_futures::spawn_local(async move {
                     let load = Load { inner, scope, id, generation };
-                    load.run(&url, name, size, block_size).await;
+                    let source = Source { url, name, size, more };
+                    load.run(source, block_size, format, conversion).await;
                 });
             }
             ToWorker::Analyze { block_size } => {
@@ -104,6 +108,13 @@ impl Worker for TraceWorker {
                     Err(message) => FromWorker::SynthFailed { message },
                 };
                 scope.respond(id, msg);
+            }
+            ToWorker::ExportConverted => {
+                let inner = self.inner.borrow();
+                if let (Some(trace), true) = (&inner.trace, inner.converted) {
+                    let name = converted_file_name(&inner.name);
+                    scope.respond(id, FromWorker::Converted { name, jsonl: aiperf_core::trace::write_trace(trace) });
+                }
             }
             ToWorker::LoadRuns { runs, curves } => {
                 let generation = {
@@ -263,6 +274,14 @@ fn analyze(trace: &Trace, block_size: u32) -> FromWorker {
     FromWorker::Analysis(Box::new(view))
 }
 
+/// The file(s) to read: `more` are merged after the first.
+struct Source {
+    url: String,
+    name: String,
+    size: u64,
+    more: Vec<(String, String)>,
+}
+
 struct Load {
     inner: Rc<RefCell<Inner>>,
     scope: WorkerScope<TraceWorker>,
@@ -275,19 +294,77 @@ impl Load {
         self.inner.borrow().load_generation == self.generation
     }
 
-    async fn run(self, url: &str, name: String, size: u64, block_size: u32) {
+    async fn run(self, source: Source, block_size: u32, format: Option<String>, conversion: Conversion) {
+        let Source { url, name, size, more } = source;
+        let url = url.as_str();
         let t0 = now_ms();
-        let result = self.read(url, &name, size).await;
+        let (_, transforms) = conversion.core();
+        let result = match format.as_deref().map(|f| (f, Format::from_name(f))) {
+            Some((f, None)) => Err(format!("unknown trace format {f:?} (accepted: {})", format_names())),
+            Some((_, Some(f))) => self.read(url, &name, size, Some(f), &conversion, &more).await,
+            None => self.read(url, &name, size, None, &conversion, &more).await,
+        };
         if !self.current() {
             return;
         }
-        let outcome = match result {
+        let read = match result {
             Ok(o) => o,
             Err(message) => {
                 self.scope.respond(self.id, FromWorker::LoadFailed { message, bad_rows: Vec::new(), bad_total: 0 });
                 return;
             }
         };
+        let (outcome, format, evidence, notes, has_prefix_info) = match read {
+            Read::Mooncake(o) => (o, None, "Mooncake JSONL".to_string(), Vec::new(), true),
+            Read::Converted { detection, converted } => {
+                let c = *converted;
+                let mut notes = c.notes;
+                let s = &c.stats;
+                notes.push(format!("converted {} of {} records", c.trace.len(), s.records));
+                if s.failed_dropped > 0 {
+                    notes.push(format!("{} failed rows dropped", s.failed_dropped));
+                }
+                if s.failed_kept > 0 {
+                    notes.push(format!("{} failed rows kept", s.failed_kept));
+                }
+                if s.other_models > 0 {
+                    notes.push(format!("{} rows of other models dropped", s.other_models));
+                }
+                let o = aiperf_core::trace::ParseOutcome {
+                    trace: c.trace,
+                    lines: s.records,
+                    skipped: Vec::new(),
+                    skipped_total: 0,
+                };
+                (o, Some(detection.format), detection.evidence, notes, c.has_prefix_info)
+            }
+        };
+        let (mut outcome, mut notes) = (outcome, notes);
+        let transformed = !transforms.is_identity();
+        if transformed {
+            match aiperf_core::formats::transform::apply(&outcome.trace, &transforms) {
+                Ok((trace, r)) => {
+                    notes.push(format!(
+                        "transforms: {} rows in, {} outside the window, {} sampled out ({} of {} conversations kept), \
+                         {} turn gaps and {} idle gaps capped, {} rows out",
+                        r.rows_in,
+                        r.outside_window,
+                        r.sampled_out,
+                        r.conversations_kept,
+                        r.conversations_total,
+                        r.turn_gaps_capped,
+                        r.idle_gaps_capped,
+                        r.rows_out
+                    ));
+                    outcome.trace = trace;
+                }
+                Err(e) => {
+                    let msg = FromWorker::LoadFailed { message: e.to_string(), bad_rows: Vec::new(), bad_total: 0 };
+                    self.scope.respond(self.id, msg);
+                    return;
+                }
+            }
+        }
         let bad = bad_rows(&outcome.skipped);
         if outcome.trace.is_empty() {
             let message = if outcome.skipped_total > 0 {
@@ -304,6 +381,7 @@ impl Load {
             let mut inner = self.inner.borrow_mut();
             inner.trace = Some(trace.clone());
             inner.name = name.clone();
+            inner.converted = format.is_some() || transformed;
         }
         let summary = FileSummary {
             name,
@@ -313,12 +391,57 @@ impl Load {
             bad_rows: bad,
             bad_total: outcome.skipped_total,
             parse_ms: now_ms() - t0,
+            format: format.unwrap_or(Format::Mooncake).name().to_string(),
+            evidence,
+            notes,
+            has_prefix_info,
+            downloadable: format.is_some() || transformed,
         };
         self.scope.respond(self.id, FromWorker::Loaded(summary));
         self.scope.respond(self.id, analyze(&trace, block_size));
     }
 
-    async fn read(&self, url: &str, name: &str, size: u64) -> Result<aiperf_core::trace::ParseOutcome, String> {
+    /// Reads the file at `url` (and the `more` files merged after it) into one trace.
+    async fn read(
+        &self,
+        url: &str,
+        name: &str,
+        size: u64,
+        format: Option<Format>,
+        conversion: &Conversion,
+        more: &[(String, String)],
+    ) -> Result<Read, String> {
+        let (convert, _) = conversion.core();
+        let mut ingest = Ingest::new(ParseOptions::new(name).skip_invalid(true), format).convert_options(convert);
+        if !more.is_empty() {
+            let place = FileOptions {
+                source: name.into(),
+                format: format.unwrap_or(Format::Weka),
+                start_offset_ms: conversion.file_offset_ms(0),
+                conversation_prefix: "0:".into(),
+            };
+            ingest = ingest.first_file(place);
+        }
+        let mut reported = 0;
+        self.stream(url, &mut ingest, size, &mut reported).await?;
+        for (k, (url, name)) in more.iter().enumerate() {
+            let k = k + 1;
+            let place = FileOptions {
+                source: name.as_str().into(),
+                format: format.unwrap_or(Format::Weka),
+                start_offset_ms: conversion.file_offset_ms(k),
+                conversation_prefix: format!("{k}:"),
+            };
+            ingest = ingest
+                .next_file(ParseOptions::new(name.as_str()), place)
+                .map_err(|e| e.0)?
+                .map_err(|e| e.to_string())?;
+            self.stream(url, &mut ingest, size, &mut reported).await?;
+        }
+        ingest.finish().map_err(|e| e.0)?.map_err(|e| e.to_string())
+    }
+
+    async fn stream(&self, url: &str, ingest: &mut Ingest, size: u64, reported: &mut u64) -> Result<(), String> {
         let global: web_sys::WorkerGlobalScope = js_sys::global().dyn_into().map_err(js_error)?;
         let response: web_sys::Response =
             JsFuture::from(global.fetch_with_str(url)).await.map_err(js_error)?.dyn_into().map_err(js_error)?;
@@ -327,9 +450,7 @@ impl Load {
         }
         let body = response.body().ok_or_else(|| "cannot read the file: empty response".to_string())?;
         let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().dyn_into().map_err(js_error)?;
-        let mut ingest = Ingest::new(ParseOptions::new(name).skip_invalid(true));
         let mut buf = Vec::new();
-        let mut reported = 0;
         loop {
             let chunk = JsFuture::from(reader.read()).await.map_err(js_error)?;
             if !self.current() {
@@ -338,7 +459,7 @@ impl Load {
             }
             let done = js_sys::Reflect::get(&chunk, &JsValue::from_str("done")).map_err(js_error)?;
             if done.as_bool() == Some(true) {
-                break;
+                return Ok(());
             }
             let value: js_sys::Uint8Array = js_sys::Reflect::get(&chunk, &JsValue::from_str("value"))
                 .map_err(js_error)?
@@ -347,15 +468,25 @@ impl Load {
             buf.resize(value.length() as usize, 0);
             value.copy_to(&mut buf);
             ingest.push(&buf).map_err(|e| e.0)?;
-            if ingest.bytes() - reported >= PROGRESS_EVERY {
-                reported = ingest.bytes();
+            if ingest.bytes() - *reported >= PROGRESS_EVERY {
+                *reported = ingest.bytes();
                 let (rows, invalid) = ingest.counts();
-                let p = Progress { bytes: reported, total: size, rows: rows as u64, invalid };
+                let p = Progress { bytes: *reported, total: size, rows: rows as u64, invalid };
                 self.scope.respond(self.id, FromWorker::Progress(p));
             }
         }
-        ingest.finish().map_err(|e| e.0)?.map_err(|e| e.to_string())
     }
+}
+
+fn format_names() -> String {
+    Format::ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// `trace.csv` → `trace.mooncake.jsonl` (the name `convert-trace`'s users would pick).
+fn converted_file_name(name: &str) -> String {
+    let stem = name.strip_suffix(".gz").unwrap_or(name);
+    let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+    format!("{stem}.mooncake.jsonl")
 }
 
 fn js_error(e: impl Into<JsValue>) -> String {

@@ -9,7 +9,7 @@ use aiperf_core::trace::{ParseOptions, parse_str};
 use aiperf_web::chart_data::Dist;
 use aiperf_web::components::{DistChart, DistProps, FieldInput, StatsProps, StatsTable};
 use aiperf_web::engine::analysis_view;
-use aiperf_web::ingest::Ingest;
+use aiperf_web::ingest::{Ingest, Read};
 use aiperf_web::params::Form;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
@@ -52,11 +52,13 @@ fn core_in_wasm_gives_the_golden_analysis() {
 
 #[wasm_bindgen_test]
 fn streaming_ingest_equals_whole_file_parse_in_wasm() {
-    let mut ing = Ingest::new(ParseOptions::new("t").skip_invalid(true));
+    let mut ing = Ingest::new(ParseOptions::new("t").skip_invalid(true), None);
     for chunk in TRACE.as_bytes().chunks(65_536) {
         ing.push(chunk).expect("push");
     }
-    let got = ing.finish().expect("readable").expect("valid");
+    let Read::Mooncake(got) = ing.finish().expect("readable").expect("valid") else {
+        panic!("a Mooncake trace was read as another format");
+    };
     assert_eq!(got.trace.len(), 3993);
     assert_eq!(got.skipped_total, 0);
 }

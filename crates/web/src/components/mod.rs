@@ -17,8 +17,8 @@ use yew_agent::worker::{WorkerProvider, use_worker_bridge};
 use aiperf_core::synthesis::{Mode, Param, SynthesisSettings};
 
 use crate::params::Form;
-use crate::protocol::{FromWorker, RunFiles, ToWorker};
-use crate::runs::{RunsUi, labels, looks_like_records, pick_files};
+use crate::protocol::{Conversion, FromWorker, RunFiles, ToWorker};
+use crate::runs::{RunsUi, is_run_file, labels, looks_like_records, pick_files};
 use crate::state::{Action, AppState};
 use crate::web;
 use crate::worker::TraceWorker;
@@ -47,6 +47,8 @@ struct Sent {
     blob_url: Option<String>,
     /// Blob URLs of the runs being read.
     run_urls: Vec<String>,
+    /// Blob URLs of the files merged after the first (several WEKA files).
+    more_urls: Vec<String>,
 }
 
 #[component]
@@ -57,6 +59,12 @@ fn Main() -> Html {
     });
     let sent = use_mut_ref(Sent::default);
     let dragging = use_state(|| false);
+    // The trace format chosen for the next file (`None`: detected from its content).
+    let trace_format = use_mut_ref(|| None::<String>);
+    // The conversion settings (`convert-trace`'s flags) as typed, by flag name.
+    let conversion = use_mut_ref(std::collections::BTreeMap::<&'static str, String>::new);
+    // Files to merge after the next one opened (several WEKA files dropped together).
+    let merge_next = use_mut_ref(Vec::<web_sys::File>::new);
     // When the worker last spoke (or was last asked to read a file), for the silence notice.
     let last_heard = use_mut_ref(web::now_ms);
     // The run view (finished runs dropped on the page); the latest state, read by the bridge.
@@ -86,8 +94,11 @@ fn Main() -> Html {
                     if let Some(url) = sent.borrow_mut().blob_url.take() {
                         web::revoke(&url);
                     }
+                    for url in sent.borrow_mut().more_urls.drain(..) {
+                        web::revoke(&url);
+                    }
                 }
-                FromWorker::Export { name, jsonl, .. } => {
+                FromWorker::Export { name, jsonl, .. } | FromWorker::Converted { name, jsonl } => {
                     if let Err(e) = web::download(name, jsonl, "application/x-ndjson") {
                         web::log(&format!("download failed: {e:?}"));
                     }
@@ -104,7 +115,18 @@ fn Main() -> Html {
         let bridge = bridge.clone();
         let sent = sent.clone();
         let state = state.clone();
+        let trace_format = trace_format.clone();
+        let conversion = conversion.clone();
+        let merge_next = merge_next.clone();
         Callback::from(move |(blob, name): (web_sys::Blob, String)| {
+            let merge: Vec<web_sys::File> = std::mem::take(&mut *merge_next.borrow_mut());
+            let conversion = match parse_conversion(&conversion.borrow()) {
+                Ok(c) => c,
+                Err(message) => {
+                    state.dispatch(Action::OpenFailed { name, message });
+                    return;
+                }
+            };
             let size = blob.size() as u64;
             let Ok(url) = web::object_url(&blob) else {
                 state.dispatch(Action::OpenFailed { name, message: "the browser refused to open the file".into() });
@@ -118,7 +140,21 @@ fn Main() -> Html {
             s.block_size = Some(block_size);
             *last_heard.borrow_mut() = web::now_ms();
             s.synth = None;
-            bridge.send(ToWorker::Load { url, name, size, block_size });
+            let format = trace_format.borrow().clone();
+            for old in s.more_urls.drain(..) {
+                web::revoke(&old);
+            }
+            let mut more = Vec::new();
+            for f in &merge {
+                let Ok(u) = web::object_url(f) else {
+                    drop(s);
+                    state.dispatch(Action::OpenFailed { name, message: "the browser refused to open the file".into() });
+                    return;
+                };
+                s.more_urls.push(u.clone());
+                more.push((u, f.name()));
+            }
+            bridge.send(ToWorker::Load { url, name, size, block_size, format, conversion, more });
         })
     };
     let open_file = {
@@ -182,14 +218,28 @@ fn Main() -> Html {
     // Dropped or picked files: several, or a summary file, or records → runs; else a trace.
     let open_files = {
         let (open_file, open_runs) = (open_file.clone(), open_runs.clone());
+        let merge_next = merge_next.clone();
         Callback::from(move |files: Vec<web_sys::File>| {
+            // Several `.json` files that are not a run's: WEKA traces merged into one, in name order.
+            let trace_json = |f: &web_sys::File| {
+                let n = f.name();
+                n.ends_with(".json") && !is_run_file(&n)
+            };
+            if files.len() > 1 && files.iter().all(trace_json) {
+                let mut files = files;
+                files.sort_by_key(web_sys::File::name);
+                *merge_next.borrow_mut() = files.split_off(1);
+                return open_file.emit(files.remove(0));
+            }
             let [file] = files.as_slice() else {
                 if !files.is_empty() {
                     open_runs.emit(files);
                 }
                 return;
             };
-            if file.name().ends_with(".json") || file.name().starts_with("profile_export") {
+            // A run's summary, server metrics or a sweep's summary goes to the run view; another
+            // `.json` (WEKA) is a trace.
+            if is_run_file(&file.name()) {
                 return open_runs.emit(files);
             }
             let (file, open_file, open_runs) = (file.clone(), open_file.clone(), open_runs.clone());
@@ -337,6 +387,10 @@ fn Main() -> Html {
         let bridge = bridge.clone();
         Callback::from(move |settings: SynthesisSettings| bridge.send(ToWorker::Export { settings }))
     };
+    let on_convert = {
+        let bridge = bridge.clone();
+        Callback::from(move |()| bridge.send(ToWorker::ExportConverted))
+    };
 
     let ondragover = {
         let dragging = dragging.clone();
@@ -383,6 +437,27 @@ fn Main() -> Html {
         Callback::from(move |_: MouseEvent| load_sample.emit(()))
     };
 
+    let on_format = {
+        let trace_format = trace_format.clone();
+        Callback::from(move |e: Event| {
+            let Some(sel) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok()) else { return };
+            let v = sel.value();
+            *trace_format.borrow_mut() = (v != "auto").then_some(v);
+        })
+    };
+    let on_conversion = {
+        let conversion = conversion.clone();
+        Callback::from(move |e: Event| {
+            let Some(input) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) else { return };
+            let Some(flag) = CONVERSION_FLAGS.iter().find(|(f, _)| input.id() == format!("cv-{f}")) else { return };
+            let v = if input.type_() == "checkbox" {
+                if input.checked() { "1".to_string() } else { String::new() }
+            } else {
+                input.value()
+            };
+            conversion.borrow_mut().insert(flag.0, v);
+        })
+    };
     let st: &AppState = &state;
     html! {
         <div class={classes!("page", dragging.then_some("dragging"))} {ondragover} {ondragleave} {ondrop}>
@@ -392,9 +467,22 @@ fn Main() -> Html {
                     <p class="privacy">{ "Your trace never leaves this browser: it is read and analysed locally, in WebAssembly. Nothing is uploaded." }</p>
                 </div>
                 <div class="open">
-                    <input id="file-input" class="visually-hidden" type="file" multiple={true} accept=".jsonl,.gz,.json,application/gzip,application/x-ndjson" onchange={onpick} />
+                    <input id="file-input" class="visually-hidden" type="file" multiple={true} accept=".jsonl,.gz,.json,.csv,application/gzip,application/x-ndjson,text/csv" onchange={onpick} />
                     <label class="button primary" for="file-input">{ "Open trace…" }</label>
                     <button class="button" onclick={sample_click}>{ "Load sample" }</button>
+                    <select id="trace-format" aria-label="trace format of the next file" title="trace format of the next file (auto: detected from its content)" onchange={on_format}>
+                        <option value="auto" selected=true>{ "format: auto" }</option>
+                        { for aiperf_core::formats::Format::ALL.iter().map(|f| html! { <option value={f.name()}>{ f.name() }</option> }) }
+                    </select>
+                    <details class="conversion" id="conversion">
+                        <summary>{ "conversion (as convert-trace)" }</summary>
+                        { for CONVERSION_FLAGS.iter().map(|(flag, help)| {
+                            let id = format!("cv-{flag}");
+                            let kind = if *flag == "drop-failed" { "checkbox" } else { "text" };
+                            html! { <label class="inline-field" title={*help}>{ format!("--{flag}") }<input id={id} type={kind} onchange={on_conversion.clone()} /></label> }
+                        }) }
+                        <p class="muted">{ "applies to the next file opened (other formats than Mooncake; the transforms to any)" }</p>
+                    </details>
                 </div>
             </header>
             <div class="drop-overlay" aria-hidden="true"><div>{ "Drop the trace to open it" }</div></div>
@@ -422,7 +510,7 @@ fn Main() -> Html {
                     if let (Some(file), Some(shown)) = (st.file().cloned(), st.analysis.shown().cloned()) {
                         html! {
                             <>
-                                <AnalysisPanel file={file.clone()} shown={shown.clone()} form={st.form.clone()} shown_ms={st.shown_ms} analyzing={st.analysis.busy()} error={st.analysis.error().map(str::to_string)} on_set={on_set.clone()} />
+                                <AnalysisPanel file={file.clone()} shown={shown.clone()} form={st.form.clone()} shown_ms={st.shown_ms} analyzing={st.analysis.busy()} error={st.analysis.error().map(str::to_string)} on_set={on_set.clone()} on_convert={on_convert.clone()} />
                                 <SynthPanel form={st.form.clone()} synth={st.synth.clone()} file={Some(file)} original={Some(shown)} on_set={on_set.clone()} {on_mode} {on_export} />
                             </>
                         }
@@ -449,4 +537,83 @@ async fn fetch_sample() -> Result<web_sys::Blob, String> {
     let bytes = resp.binary().await.map_err(|e| format!("cannot read the sample trace: {e}"))?;
     let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes.as_slice()));
     web_sys::Blob::new_with_u8_array_sequence(&parts).map_err(|_| "cannot hold the sample trace".to_string())
+}
+
+/// `convert-trace`'s flags offered on the page, with what each does.
+const CONVERSION_FLAGS: [(&str, &str); 12] = [
+    ("arrival-rate", "ServeGen: requests per second (empty: all at 0 ms)"),
+    ("output-length", "ServeGen a–c: output tokens of every request"),
+    ("model", "BurstGPT/WEKA: keep only rows of these models (comma-separated)"),
+    ("drop-failed", "BurstGPT: drop failed rows (Response tokens = 0)"),
+    ("start-ms", "keep rows at or after this time (ms)"),
+    ("end-ms", "keep rows before this time (ms)"),
+    ("sample-fraction", "keep this fraction (0 < f ≤ 1) of whole conversations"),
+    ("sample-seed", "seed of the conversation sampling"),
+    ("max-turn-gap-ms", "cap the gap between turns of a conversation (ms)"),
+    ("max-idle-gap-ms", "cap the gap between consecutive arrivals (ms)"),
+    ("file-spacing-ms", "several WEKA files: file k starts k × this many ms after the first"),
+    ("file-rate", "several WEKA files: files start at this rate per second"),
+];
+
+/// The typed conversion settings, or the first field that is not a number.
+fn parse_conversion(v: &std::collections::BTreeMap<&'static str, String>) -> Result<Conversion, String> {
+    fn num<T: std::str::FromStr>(
+        v: &std::collections::BTreeMap<&'static str, String>,
+        flag: &str,
+    ) -> Result<Option<T>, String> {
+        match v.get(flag).map(|s| s.trim()).filter(|s| !s.is_empty()) {
+            None => Ok(None),
+            Some(s) => s.parse().map(Some).map_err(|_| format!("--{flag}: {s:?} is not a valid number")),
+        }
+    }
+    let models =
+        v.get("model").map(|s| s.split(',').map(str::trim).filter(|m| !m.is_empty()).map(String::from).collect());
+    Ok(Conversion {
+        arrival_rate: num(v, "arrival-rate")?,
+        output_length: num(v, "output-length")?,
+        models: models.unwrap_or_default(),
+        drop_failed: v.get("drop-failed").is_some_and(|s| !s.is_empty()),
+        start_ms: num(v, "start-ms")?,
+        end_ms: num(v, "end-ms")?,
+        sample_fraction: num(v, "sample-fraction")?,
+        sample_seed: num(v, "sample-seed")?.unwrap_or(0),
+        max_turn_gap_ms: num(v, "max-turn-gap-ms")?,
+        max_idle_gap_ms: num(v, "max-idle-gap-ms")?,
+        file_spacing_ms: num(v, "file-spacing-ms")?,
+        file_rate: match num::<f64>(v, "file-rate")? {
+            Some(r) if !(r.is_finite() && r > 0.0) => {
+                return Err(format!("--file-rate must be a positive number, got {r}"));
+            }
+            r => r,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversion_fields_parse_like_the_cli_flags() {
+        let v = |pairs: &[(&'static str, &str)]| pairs.iter().map(|&(k, v)| (k, v.to_string())).collect();
+        let c = parse_conversion(&v(&[
+            ("arrival-rate", "20"),
+            ("model", "GPT-4, ChatGPT ,"),
+            ("drop-failed", "1"),
+            ("sample-fraction", " 0.5 "),
+            ("sample-seed", "3"),
+            ("output-length", ""),
+        ]))
+        .unwrap();
+        assert_eq!(c.arrival_rate, Some(20.0));
+        assert_eq!(c.models, ["GPT-4", "ChatGPT"]);
+        assert!(c.drop_failed);
+        assert_eq!((c.sample_fraction, c.sample_seed, c.output_length), (Some(0.5), 3, None));
+        let e = parse_conversion(&v(&[("output-length", "12.5")])).unwrap_err();
+        assert_eq!(e, "--output-length: \"12.5\" is not a valid number");
+        let e = parse_conversion(&v(&[("file-rate", "0")])).unwrap_err();
+        assert!(e.starts_with("--file-rate must be a positive number"), "{e}");
+        assert_eq!(parse_conversion(&v(&[("file-spacing-ms", "5000")])).unwrap().file_offset_ms(2), 10_000);
+        assert_eq!(parse_conversion(&v(&[("file-rate", "0.5")])).unwrap().file_offset_ms(3), 6_000);
+    }
 }

@@ -192,6 +192,8 @@ pub struct AnalysisProps {
     pub analyzing: bool,
     pub error: Option<String>,
     pub on_set: Callback<(Param, String)>,
+    /// Asks the worker for the converted trace as Mooncake JSONL (a format other than Mooncake).
+    pub on_convert: Callback<()>,
 }
 
 /// Every number of `analyze-trace`, plus the charts.
@@ -226,6 +228,20 @@ pub fn AnalysisPanel(p: &AnalysisProps) -> Html {
                 <p class="muted">{ format!("{} · {} rows · {} lines", bytes(f.size), int(f.rows as f64), int(f.lines as f64)) }</p>
             </div>
             <p class="muted timing" data-shown-ms={p.shown_ms.map(|m| m.to_string()).unwrap_or_default()} data-compute-ms={v.compute_ms.to_string()} data-parse-ms={f.parse_ms.to_string()}>{ timing }</p>
+            <div class="trace-format" data-format={f.format.clone()} data-prefix-info={f.has_prefix_info.to_string()}>
+                <p class="muted" id="detected-format">{ format!("format: {} ({})", f.format, f.evidence) }</p>
+                { if f.has_prefix_info { html! {} } else { html! {
+                    <p class="muted" id="no-prefix-info">{ "no prefix information: the source has no hash ids, so no prefix-cache hit rate is computed" }</p>
+                }}}
+                { if f.notes.is_empty() { html! {} } else { html! {
+                    <ul class="format-notes">{ for f.notes.iter().map(|n| html! { <li>{ n }</li> }) }</ul>
+                }}}
+                { if !f.downloadable { html! {} } else {
+                    let on_convert = p.on_convert.clone();
+                    let onclick = Callback::from(move |_: MouseEvent| on_convert.emit(()));
+                    html! { <button class="button small" id="download-converted" {onclick}>{ "Download Mooncake JSONL" }</button> }
+                }}
+            </div>
             { if f.bad_total > 0 { html! {
                 <details class="warning-box" open=true>
                     <summary>{ format!("{} invalid rows were skipped (the CLI needs --skip-invalid to do the same)", int(f.bad_total as f64)) }</summary>
