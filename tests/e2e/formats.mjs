@@ -101,6 +101,17 @@ try {
   await page.goto(url);
   await page.getByText('Open a Mooncake trace').waitFor();
 
+  // A Mooncake trace without any hash id: "no prefix information", not a 0 % hit rate.
+  {
+    const plain = Array.from({ length: 5 }, (_, i) => JSON.stringify({ timestamp: i * 100, input_length: 50 + i, output_length: 8 })).join('\n') + '\n';
+    await drop(page, 'no-ids.jsonl', Buffer.from(plain));
+    await waitFile(page, 'no-ids.jsonl');
+    const shown = await page.locator('.trace-format').evaluate((e) => ({ ...e.dataset }));
+    assert.equal(shown.prefixInfo, 'false', 'Mooncake without hash ids: no prefix information');
+    assert.equal(await page.locator('#no-prefix-info').count(), 1);
+    step('a Mooncake trace without hash ids says "no prefix information"');
+  }
+
   for (const [rel, format, prefix] of SAMPLES) {
     const src = join(FIXTURES, rel);
     const name = basename(rel);

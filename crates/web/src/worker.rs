@@ -315,7 +315,11 @@ impl Load {
             }
         };
         let (outcome, format, evidence, notes, has_prefix_info) = match read {
-            Read::Mooncake(o) => (o, None, "Mooncake JSONL".to_string(), Vec::new(), true),
+            Read::Mooncake(o) => {
+                // A Mooncake trace without any hash id has no prefix information either.
+                let ids = o.trace.rows().iter().any(|r| !o.trace.hash_ids(r).is_empty());
+                (o, None, "Mooncake JSONL".to_string(), Vec::new(), ids)
+            }
             Read::Converted { detection, converted } => {
                 let c = *converted;
                 let mut notes = c.notes;
