@@ -17,10 +17,9 @@ fn cli(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_aiperf-cli")).args(args).output().unwrap()
 }
 
-fn tmp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("aiperf-cli-convert-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A temporary folder, removed when the returned guard is dropped (at the end of the test).
+fn tmp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("aiperf-cli-convert-{name}-")).tempdir().unwrap()
 }
 
 fn ok(out: &Output) -> String {
@@ -39,7 +38,8 @@ fn s(p: &Path) -> &str {
 
 #[test]
 fn burstgpt_filters_are_counted_and_sessions_become_conversations() {
-    let dir = tmp_dir("burst");
+    let tmp = tmp_dir("burst");
+    let dir = tmp.path();
     let out = dir.join("b.jsonl");
     let src = fixture("burstgpt/BurstGPT_3.csv.head400");
     let run = cli(&["convert-trace", s(&src), "--output-file", s(&out), "--drop-failed", "--model", "ChatGPT"]);
@@ -63,7 +63,8 @@ fn burstgpt_filters_are_counted_and_sessions_become_conversations() {
 
 #[test]
 fn weka_files_merge_with_spacing() {
-    let dir = tmp_dir("weka");
+    let tmp = tmp_dir("weka");
+    let dir = tmp.path();
     let out = dir.join("w.jsonl");
     let (a, b) = (fixture("weka-kv-cache-tester/trace_0291.json"), fixture("weka-kv-cache-tester/trace_0504.json"));
     ok(&cli(&["convert-trace", s(&a), s(&b), "--output-file", s(&out), "--file-spacing-ms", "45000"]));
@@ -78,7 +79,8 @@ fn weka_files_merge_with_spacing() {
 /// The analysis of a sample read directly equals the analysis of its converted JSONL.
 #[test]
 fn analysis_is_the_same_before_and_after_conversion() {
-    let dir = tmp_dir("same");
+    let tmp = tmp_dir("same");
+    let dir = tmp.path();
     for (k, rel) in [
         "azure-llm-2023/AzureLLMInferenceTrace_conv.csv.head2000",
         "burstgpt/BurstGPT_1.csv.head400",
@@ -128,7 +130,8 @@ fn a_wrong_format_names_file_line_and_field() {
 
 #[test]
 fn seconds_in_a_mooncake_file_are_flagged() {
-    let dir = tmp_dir("secs");
+    let tmp = tmp_dir("secs");
+    let dir = tmp.path();
     let path = dir.join("seconds.jsonl");
     let text: String = (0..50).map(|i| format!("{{\"timestamp\":{}.5,\"input_length\":10}}\n", i * 3)).collect();
     std::fs::write(&path, text).unwrap();
