@@ -8,15 +8,24 @@
 //! fresh id used nowhere else. Namespace roots, interned and fresh ids all come from one counter,
 //! so ids from different files (different namespaces) never collide.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 
 /// Interns prefix-chained target block ids across every file of one conversion.
 #[derive(Debug, Default)]
 pub struct Reblocker {
-    interned: HashMap<Box<[u64]>, u64, BuildHasherDefault<FxHasher>>,
+    /// (hash of the key, the key: previous id + the block's source ids, its id). The hash is kept
+    /// so that growing the table never reads the keys again.
+    interned: hashbrown::HashTable<(u64, Box<[u64]>, u64)>,
     next_id: u64,
     key: Vec<u64>,
+}
+
+fn hash_of(key: &[u64]) -> u64 {
+    let mut h = FxHasher::default();
+    for &w in key {
+        h.add(w);
+    }
+    h.finish()
 }
 
 impl Reblocker {
@@ -63,11 +72,14 @@ impl Reblocker {
                 self.key.clear();
                 self.key.push(prev);
                 self.key.extend_from_slice(&source[start..start + per_block]);
-                match self.interned.get(self.key.as_slice()) {
-                    Some(&id) => id,
+                let hash = hash_of(&self.key);
+                let key = self.key.as_slice();
+                match self.interned.find(hash, |e| e.0 == hash && *e.1 == *key) {
+                    Some(e) => e.2,
                     None => {
-                        let id = self.fresh();
-                        self.interned.insert(self.key.as_slice().into(), id);
+                        let id = self.next_id;
+                        self.next_id = self.next_id.saturating_add(1);
+                        self.interned.insert_unique(hash, (hash, key.into(), id), |e| e.0);
                         id
                     }
                 }
