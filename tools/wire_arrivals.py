@@ -11,6 +11,7 @@ late does not move them. Prints "ready" once capturing; stops on SIGTERM or SIGI
 
 Usage: wire_arrivals.py PORT OUT
 """
+import ctypes
 import json
 import signal
 import socket
@@ -47,8 +48,8 @@ def main():
     port, out = int(sys.argv[1]), sys.argv[2]
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.ntohs(3))
     prog = bpf(port)
-    buf = __import__("ctypes").create_string_buffer(prog)
-    fprog = struct.pack("HL", len(prog) // 8, __import__("ctypes").addressof(buf))
+    buf = ctypes.create_string_buffer(prog)
+    fprog = struct.pack("HL", len(prog) // 8, ctypes.addressof(buf))
     s.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
     s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 << 20)

@@ -144,18 +144,7 @@ pub fn run(args: Args) -> Result<()> {
         trace
     } else {
         let (out, r) = apply(&trace, &transforms)?;
-        eprintln!(
-            "transforms: {} rows in, {} outside the window, {} sampled out ({} of {} conversations kept), \
-             {} turn gaps and {} idle gaps capped, {} rows out",
-            r.rows_in,
-            r.outside_window,
-            r.sampled_out,
-            r.conversations_kept,
-            r.conversations_total,
-            r.turn_gaps_capped,
-            r.idle_gaps_capped,
-            r.rows_out
-        );
+        eprintln!("{r}");
         out
     };
     write_output(&args.output_file, write_trace(&trace).as_bytes())?;

@@ -348,18 +348,7 @@ impl Load {
         if transformed {
             match aiperf_core::formats::transform::apply(&outcome.trace, &transforms) {
                 Ok((trace, r)) => {
-                    notes.push(format!(
-                        "transforms: {} rows in, {} outside the window, {} sampled out ({} of {} conversations kept), \
-                         {} turn gaps and {} idle gaps capped, {} rows out",
-                        r.rows_in,
-                        r.outside_window,
-                        r.sampled_out,
-                        r.conversations_kept,
-                        r.conversations_total,
-                        r.turn_gaps_capped,
-                        r.idle_gaps_capped,
-                        r.rows_out
-                    ));
+                    notes.push(r.to_string());
                     outcome.trace = trace;
                 }
                 Err(e) => {

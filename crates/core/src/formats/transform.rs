@@ -42,6 +42,25 @@ pub struct TransformReport {
     pub rows_out: u64,
 }
 
+impl std::fmt::Display for TransformReport {
+    /// The one-line account shown by `convert-trace` and the browser app.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "transforms: {} rows in, {} outside the window, {} sampled out ({} of {} conversations kept), \
+             {} turn gaps and {} idle gaps capped, {} rows out",
+            self.rows_in,
+            self.outside_window,
+            self.sampled_out,
+            self.conversations_kept,
+            self.conversations_total,
+            self.turn_gaps_capped,
+            self.idle_gaps_capped,
+            self.rows_out
+        )
+    }
+}
+
 impl Transforms {
     /// True when nothing is asked.
     pub fn is_identity(&self) -> bool {

@@ -173,10 +173,33 @@ impl Curve {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::search::{Next, Search, SearchParams, search_json};
+    use crate::search::{Answer, Next, Search, SearchParams, search_json};
     use crate::sweep::{Axis, Figure, SweepPoint, sweep_json};
+
+    /// A request-rate search from `start` to `limit` (target 0.9, one run per point) whose runs
+    /// have the good fraction `good(value)`, run to its answer.
+    pub(crate) fn searched(start: f64, limit: f64, resolution: f64, good: impl Fn(f64) -> f64) -> (Search, Answer) {
+        let params = SearchParams {
+            start,
+            limit,
+            growth: 2.0,
+            resolution,
+            target: 0.9,
+            integer: false,
+            repeats: 1,
+            confidence: 0.95,
+        };
+        let mut s = Search::new(params).unwrap();
+        let answer = loop {
+            match s.next() {
+                Next::Measure(v) => s.record(v, good(v)),
+                Next::Done(a) => break a,
+            }
+        };
+        (s, answer)
+    }
 
     fn fig(metric: &str, stat: &'static str, value: f64) -> Figure {
         Figure { metric: metric.into(), stat, unit: "ms", value }
@@ -201,23 +224,7 @@ mod tests {
 
     #[test]
     fn a_search_summary_reads_back_with_good_fractions_and_the_answer() {
-        let params = SearchParams {
-            start: 10.0,
-            limit: 80.0,
-            growth: 2.0,
-            resolution: 0.1,
-            target: 0.9,
-            integer: false,
-            repeats: 1,
-            confidence: 0.95,
-        };
-        let mut s = Search::new(params).unwrap();
-        let answer = loop {
-            match s.next() {
-                Next::Measure(v) => s.record(v, if v <= 35.0 { 1.0 } else { 0.5 }),
-                Next::Done(a) => break a,
-            }
-        };
+        let (s, answer) = searched(10.0, 80.0, 0.1, |v| if v <= 35.0 { 1.0 } else { 0.5 });
         let answer = Some(answer);
         let text = search_json(Axis::RequestRate, &s, answer, &Value::Null);
         let mut c = Curve::from_json("s.json", &text).unwrap();

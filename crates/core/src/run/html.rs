@@ -842,24 +842,8 @@ mod tests {
 
     #[test]
     fn a_search_shows_its_answer_and_each_points_good_fraction() {
-        use crate::search::{Next, Search, SearchParams, search_json};
-        let params = SearchParams {
-            start: 8.0,
-            limit: 64.0,
-            growth: 2.0,
-            resolution: 0.2,
-            target: 0.9,
-            integer: false,
-            repeats: 1,
-            confidence: 0.95,
-        };
-        let mut s = Search::new(params).unwrap();
-        let answer = loop {
-            match s.next() {
-                Next::Measure(v) => s.record(v, if v <= 20.0 { 0.97 } else { 0.4 }),
-                Next::Done(a) => break a,
-            }
-        };
+        use crate::search::search_json;
+        let (s, answer) = super::super::curve::tests::searched(8.0, 64.0, 0.2, |v| if v <= 20.0 { 0.97 } else { 0.4 });
         let text = search_json(crate::sweep::Axis::RequestRate, &s, Some(answer), &serde_json::Value::Null);
         let c = Curve::from_json("s", &text).unwrap();
         let html = curve_section(&c);
