@@ -87,14 +87,57 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
     if n == 0 {
         return None;
     }
+    let (lo, hi, t) = percentile_ranks(n, p);
+    Some(lerp(sorted[lo], sorted[hi], t))
+}
+
+/// The two ranks (of `n > 0` sorted values) that percentile `p` lies between, and where between.
+fn percentile_ranks(n: usize, p: f64) -> (usize, usize, f64) {
     let k = (n - 1) as f64 * p / 100.0;
     let lo = k.floor() as usize;
     let hi = k.ceil() as usize;
-    let (a, b) = (sorted[lo.min(n - 1)], sorted[hi.min(n - 1)]);
-    // numpy's lerp: a + (b - a) * t, switched to b - (b - a) * (1 - t) for t >= 0.5.
-    let t = k - lo as f64;
+    (lo.min(n - 1), hi.min(n - 1), k - lo as f64)
+}
+
+/// numpy's lerp: a + (b - a) * t, switched to b - (b - a) * (1 - t) for t >= 0.5.
+fn lerp(a: f64, b: f64, t: f64) -> f64 {
     let d = b - a;
-    Some(if t >= 0.5 { b - d * (1.0 - t) } else { a + d * t })
+    if t >= 0.5 { b - d * (1.0 - t) } else { a + d * t }
+}
+
+/// Percentiles `ps` (and the minimum and maximum) of a non-empty list: what [`percentile_sorted`]
+/// gives on a sorted copy, found by selection (linear time) instead of a full sort. The values
+/// in between stay unsorted; the ones at the ranks asked for are exactly those of the sorted
+/// copy (total order, NaN last).
+fn percentiles_selected<const N: usize>(values: &[f64], ps: [f64; N]) -> Option<(f64, [f64; N], f64)> {
+    let n = values.len();
+    if n == 0 {
+        return None;
+    }
+    let mut v = values.to_vec();
+    let mut ranks: Vec<usize> = ps
+        .iter()
+        .flat_map(|&p| {
+            let (lo, hi, _) = percentile_ranks(n, p);
+            [lo, hi]
+        })
+        .chain([0, n - 1])
+        .collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    // Each selection leaves everything at or below its rank on its left, so the next one only
+    // looks at what lies after it.
+    let mut start = 0;
+    for &r in &ranks {
+        v[start..].select_nth_unstable_by(r - start, f64::total_cmp);
+        start = r + 1;
+    }
+    let mut out = [0.0; N];
+    for (slot, &p) in out.iter_mut().zip(&ps) {
+        let (lo, hi, t) = percentile_ranks(n, p);
+        *slot = lerp(v[lo], v[hi], t);
+    }
+    Some((v[0], out, v[n - 1]))
 }
 
 /// Sorts a copy of the values (NaN last) for percentile queries.
@@ -141,16 +184,8 @@ pub struct Summary {
 impl Summary {
     /// Summary of a list, `None` when it is empty.
     pub fn of(values: &[f64]) -> Option<Summary> {
-        let s = sorted(values);
-        Some(Summary {
-            mean: mean(values)?,
-            std_dev: std_dev(values)?,
-            min: *s.first()?,
-            p25: percentile_sorted(&s, 25.0)?,
-            median: percentile_sorted(&s, 50.0)?,
-            p75: percentile_sorted(&s, 75.0)?,
-            max: *s.last()?,
-        })
+        let (min, [p25, median, p75], max) = percentiles_selected(values, [25.0, 50.0, 75.0])?;
+        Some(Summary { mean: mean(values)?, std_dev: std_dev(values)?, min, p25, median, p75, max })
     }
 }
 
@@ -171,19 +206,8 @@ pub struct Distribution {
 
 impl Distribution {
     pub fn of(values: &[f64]) -> Option<Distribution> {
-        let s = sorted(values);
-        let mut percentiles = [0.0; 9];
-        for (slot, p) in percentiles.iter_mut().zip(REPORT_PERCENTILES) {
-            *slot = percentile_sorted(&s, p)?;
-        }
-        Some(Distribution {
-            count: values.len(),
-            avg: mean(values)?,
-            std: std_dev(values)?,
-            min: *s.first()?,
-            max: *s.last()?,
-            percentiles,
-        })
+        let (min, percentiles, max) = percentiles_selected(values, REPORT_PERCENTILES)?;
+        Some(Distribution { count: values.len(), avg: mean(values)?, std: std_dev(values)?, min, max, percentiles })
     }
 
     /// The value at percentile `p` if it is one of [`REPORT_PERCENTILES`].
@@ -400,7 +424,31 @@ mod tests {
         assert_eq!(ks_distance_sorted(&[], &[1.0]), None);
     }
 
+    fn value() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            4 => (0u8..12).prop_map(f64::from),
+            2 => -1e6f64..1e6,
+            1 => Just(f64::NAN),
+            1 => Just(-0.0),
+            1 => Just(f64::INFINITY),
+            1 => Just(f64::NEG_INFINITY),
+        ]
+    }
+
     proptest! {
+        /// Selection gives, bit for bit, what percentiles of a sorted copy give.
+        #[test]
+        fn selected_percentiles_equal_sorted_ones(values in proptest::collection::vec(value(), 1..300)) {
+            let s = sorted(&values);
+            let (min, got, max) = percentiles_selected(&values, REPORT_PERCENTILES).unwrap();
+            prop_assert_eq!(min.to_bits(), s[0].to_bits());
+            prop_assert_eq!(max.to_bits(), s[s.len() - 1].to_bits());
+            for (g, p) in got.iter().zip(REPORT_PERCENTILES) {
+                let want = percentile_sorted(&s, p).unwrap();
+                prop_assert!(g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()), "p{}: {} vs {}", p, g, want);
+            }
+        }
+
         #[test]
         fn ks_distance_is_a_symmetric_fraction(a in proptest::collection::vec(0u8..20, 1..50), b in proptest::collection::vec(0u8..20, 1..50)) {
             let (a, b) = (sorted(&a.iter().map(|&v| f64::from(v)).collect::<Vec<_>>()), sorted(&b.iter().map(|&v| f64::from(v)).collect::<Vec<_>>()));

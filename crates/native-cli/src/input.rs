@@ -3,16 +3,18 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 
-use aiperf_core::trace::{ParseOptions, ParseOutcome, Row, read, read_each};
+use aiperf_core::trace::{ParseOptions, ParseOutcome, Row, TraceError, TraceParser, read, read_each};
 use anyhow::{Context, Result};
 
 use crate::output::is_stdio;
 
 /// Opens a file (`-`: standard input) for buffered reading, decompressing gzip (detected by its
 /// magic bytes).
-pub fn open(path: &Path) -> Result<Box<dyn BufRead>> {
-    let file: Box<dyn Read> = if is_stdio(path) {
+pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>> {
+    let file: Box<dyn Read + Send> = if is_stdio(path) {
         Box::new(std::io::stdin())
     } else {
         Box::new(File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
@@ -44,9 +46,184 @@ pub fn read_trace_each(
     f: impl FnMut(&Row, &[u64]),
 ) -> Result<ParseOutcome> {
     let opts = ParseOptions::new(path.display().to_string()).skip_invalid(skip_invalid).max_line_bytes(max_line_bytes);
-    let outcome = read_each(open(path)?, opts, f).with_context(|| format!("cannot read trace {}", path.display()))?;
+    let outcome = read_each_parallel(open(path)?, opts, parse_workers(), f)
+        .with_context(|| format!("cannot read trace {}", path.display()))?;
     warn_skipped(path, &outcome);
     Ok(outcome)
+}
+
+/// Threads that parse blocks of a trace: one per core, up to four; none on one core (the
+/// caller parses).
+fn parse_workers() -> usize {
+    match std::thread::available_parallelism().map_or(1, |n| n.get()) {
+        1 => 0,
+        n => n.min(4),
+    }
+}
+
+/// Bytes of whole lines handed to a parsing thread at a time.
+const BLOCK_BYTES: usize = 64 << 10;
+
+/// What a parsing thread hands back for one block.
+type Parsed = Result<TraceParser, TraceError>;
+
+/// A block of whole lines for a parsing thread, after the given number of lines (or why the
+/// reading stopped).
+type Block = Result<(u64, Vec<u8>), TraceError>;
+
+/// [`read_each`] with the parsing spread over `workers` threads: a reader thread cuts the input
+/// into blocks of whole lines (counting them, so errors and rows keep the file's line numbers),
+/// the workers parse blocks in turn, and the rows reach `f` on the calling thread in file order,
+/// with the same rows, errors and limits as [`read_each`]. Memory stays bounded: at most two
+/// blocks per worker are in flight, and their buffers are reused. With no workers, [`read_each`].
+pub fn read_each_parallel(
+    reader: Box<dyn BufRead + Send>,
+    opts: ParseOptions,
+    workers: usize,
+    f: impl FnMut(&Row, &[u64]),
+) -> Result<ParseOutcome, TraceError> {
+    read_in_blocks(reader, opts, workers, BLOCK_BYTES, f)
+}
+
+/// [`read_each_parallel`] with blocks of `block_bytes` (small in tests, to make many blocks).
+fn read_in_blocks(
+    reader: Box<dyn BufRead + Send>,
+    opts: ParseOptions,
+    workers: usize,
+    block_bytes: usize,
+    mut f: impl FnMut(&Row, &[u64]),
+) -> Result<ParseOutcome, TraceError> {
+    if workers == 0 {
+        return read_each(reader, opts, f);
+    }
+    let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
+    let mut to_workers = Vec::with_capacity(workers);
+    let mut from_workers = Vec::with_capacity(workers);
+    let mut recycle = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let (block_tx, block_rx) = mpsc::sync_channel::<Block>(1);
+        let (done_tx, done_rx) = mpsc::sync_channel::<Parsed>(1);
+        let (spare_tx, spare_rx) = mpsc::channel::<TraceParser>();
+        let (opts, free_tx) = (opts.clone(), free_tx.clone());
+        // Threads are not joined: on an error the caller returns at once, and a thread still
+        // blocked (on a pipe that stays open) ends when its next send finds no receiver.
+        std::thread::spawn(move || parse_blocks(&opts, &block_rx, &done_tx, &spare_rx, &free_tx));
+        to_workers.push(block_tx);
+        from_workers.push(done_rx);
+        recycle.push(spare_tx);
+    }
+    drop(free_tx);
+    let (source, max) = (opts.source.clone(), opts.max_line_bytes);
+    std::thread::spawn(move || cut_blocks(reader, &source, max, block_bytes, &to_workers, &free_rx));
+    let mut all = TraceParser::new(opts);
+    for k in 0.. {
+        let Ok(parsed) = from_workers[k % workers].recv() else { break };
+        let mut block = parsed?;
+        block.drain_rows(&mut f);
+        all.absorb(&mut block);
+        // A worker that has ended no longer takes its parser back: nothing to do then.
+        let _ = recycle[k % workers].send(block);
+    }
+    all.finish()
+}
+
+/// The reader thread: blocks of whole lines, at least `block_bytes` each (a longer line makes
+/// a longer block, up to the line limit), dealt to the workers in turn.
+fn cut_blocks(
+    mut reader: Box<dyn BufRead + Send>,
+    source: &Arc<str>,
+    max_line_bytes: usize,
+    block_bytes: usize,
+    to_workers: &[SyncSender<Block>],
+    free: &Receiver<Vec<u8>>,
+) {
+    let mut lines_before = 0u64;
+    let mut carry: Vec<u8> = Vec::new();
+    for k in 0.. {
+        let to = &to_workers[k % to_workers.len()];
+        let mut block = free.try_recv().unwrap_or_default();
+        block.clear();
+        block.extend_from_slice(&carry);
+        carry.clear();
+        // Read until the block holds a line end past BLOCK_BYTES, the file ends, or a line is
+        // longer than the limit (the worker then reports it where it starts).
+        let mut searched = 0;
+        let mut last_end = None;
+        let mut eof = false;
+        loop {
+            if let Some(i) = memchr::memrchr(b'\n', &block[searched..]) {
+                last_end = Some(searched + i);
+            }
+            searched = block.len();
+            let tail = last_end.map_or(block.len(), |e| block.len() - e - 1);
+            if (last_end.is_some() && block.len() >= block_bytes) || tail > max_line_bytes {
+                break;
+            }
+            match reader.fill_buf() {
+                Ok([]) => {
+                    eof = true;
+                    break;
+                }
+                Ok(chunk) => {
+                    let n = chunk.len();
+                    block.extend_from_slice(chunk);
+                    reader.consume(n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    let line = lines_before + memchr::memchr_iter(b'\n', &block).count() as u64;
+                    let _ = to.send(Err(TraceError::Read { file: source.clone(), line, error }));
+                    return;
+                }
+            }
+        }
+        // A line over the limit: the worker reports it where it starts, and nothing after it is
+        // read. Otherwise the partial last line waits for the next block.
+        let too_long = last_end.map_or(block.len(), |e| block.len() - e - 1) > max_line_bytes;
+        if !eof
+            && !too_long
+            && let Some(end) = last_end
+        {
+            carry.extend_from_slice(&block[end + 1..]);
+            block.truncate(end + 1);
+        }
+        if block.is_empty() {
+            return;
+        }
+        let lines = memchr::memchr_iter(b'\n', &block).count() as u64 + u64::from(block.last() != Some(&b'\n'));
+        let start = lines_before;
+        lines_before += lines;
+        if to.send(Ok((start, block))).is_err() || eof || too_long {
+            return;
+        }
+    }
+}
+
+/// A worker thread: parses the blocks it is dealt, reusing the parsers handed back.
+fn parse_blocks(
+    opts: &ParseOptions,
+    blocks: &Receiver<Block>,
+    done: &SyncSender<Parsed>,
+    spare: &Receiver<TraceParser>,
+    free: &Sender<Vec<u8>>,
+) {
+    while let Ok(block) = blocks.recv() {
+        let parsed = block.and_then(|(lines_before, bytes)| {
+            let mut parser = match spare.try_recv() {
+                Ok(mut p) => {
+                    p.restart_after(lines_before);
+                    p
+                }
+                Err(_) => TraceParser::after_line(opts.clone(), lines_before),
+            };
+            let result = parser.push_block(&bytes);
+            let _ = free.send(bytes);
+            result.map(|()| parser)
+        });
+        if done.send(parsed).is_err() {
+            return;
+        }
+    }
 }
 
 /// Lists the skipped rows on stderr.
@@ -64,3 +241,102 @@ fn warn_skipped(path: &Path, outcome: &ParseOutcome) {
 
 /// The former name of [`crate::output::write_output`], kept while `profile` still calls it.
 pub use crate::output::write_output as write_atomically;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Lines read, rows skipped and their errors; or the error's text.
+    type Outcome = Result<(u64, u64, Vec<String>), String>;
+
+    /// Rows as `f` sees them (line, lengths, ids), and the outcome.
+    fn collect(
+        text: &[u8],
+        opts: &ParseOptions,
+        parallel: Option<(usize, usize)>,
+    ) -> (Vec<String>, Outcome) {
+        let mut rows = Vec::new();
+        // Everything but the offset into the parser's id arena (each block has its own).
+        let push = |row: &Row, ids: &[u64]| {
+            let Row { input, output_length, timestamp, delay, session_id, rare, line, .. } = row;
+            rows.push(format!(
+                "{line} {input:?} {output_length:?} {timestamp:?} {delay:?} {session_id:?} {rare:?} {ids:?}"
+            ));
+        };
+        let reader: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(text.to_vec()));
+        let outcome = match parallel {
+            Some((workers, block)) => read_in_blocks(reader, opts.clone(), workers, block, push),
+            None => read_each(reader, opts.clone(), push),
+        };
+        let outcome = outcome
+            .map(|o| (o.lines, o.skipped_total, o.skipped.iter().map(ToString::to_string).collect()))
+            .map_err(|e| e.to_string());
+        (rows, outcome)
+    }
+
+    fn line() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => (0u64..5000, 1i64..900, 0u64..50, proptest::collection::vec(0u64..40, 0..6)).prop_map(|(t, i, o, ids)| {
+                format!(r#"{{"timestamp":{t},"input_length":{i},"output_length":{o},"hash_ids":{ids:?}}}"#)
+            }),
+            1 => Just(String::new()),
+            1 => Just("  ".to_string()),
+            1 => Just(r#"{"timestamp":1,"input_length":-5}"#.to_string()),
+            1 => Just("not json".to_string()),
+            1 => Just("\u{feff}{\"input_length\":3}".to_string()),
+            1 => Just("{\"input_length\":3}\r".to_string()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        /// Blocks parsed on several threads give what one parser gives: rows in order with their
+        /// line numbers, the same errors, the same limits.
+        #[test]
+        fn blocks_on_threads_read_like_one_parser(
+            lines in proptest::collection::vec(line(), 0..40),
+            final_newline in any::<bool>(),
+            skip in any::<bool>(),
+            workers in 1usize..4,
+            block in 1usize..200,
+            max_line in prop_oneof![Just(DEFAULT_MAX), 20usize..120],
+            max_errors in 1usize..4,
+        ) {
+            let mut text = lines.join("\n");
+            if final_newline && !lines.is_empty() {
+                text.push('\n');
+            }
+            let mut opts = ParseOptions::new("t.jsonl").skip_invalid(skip).max_line_bytes(max_line);
+            opts.max_errors = max_errors;
+            let one = collect(text.as_bytes(), &opts, None);
+            let many = collect(text.as_bytes(), &opts, Some((workers, block)));
+            prop_assert_eq!(&one.1, &many.1);
+            if one.1.is_ok() {
+                prop_assert_eq!(one.0, many.0);
+            }
+        }
+    }
+
+    const DEFAULT_MAX: usize = aiperf_core::trace::DEFAULT_MAX_LINE_BYTES;
+
+    #[test]
+    fn a_read_error_names_the_lines_read_before_it() {
+        struct Failing(usize);
+        impl Read for Failing {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if self.0 == 0 {
+                    return Err(std::io::Error::other("disk gone"));
+                }
+                self.0 -= 1;
+                let line = b"{\"input_length\":3}\n";
+                buf[..line.len()].copy_from_slice(line);
+                Ok(line.len())
+            }
+        }
+        let reader: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(64, Failing(3)));
+        let err = read_in_blocks(reader, ParseOptions::new("t.jsonl"), 2, 1 << 20, |_, _| {}).unwrap_err();
+        assert_eq!(err.to_string(), "t.jsonl: read error after line 3: disk gone");
+    }
+}

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::AnalysisInput;
+use super::{AnalysisInput, Tables};
 
 /// One point of the curve.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -41,12 +41,28 @@ fn capacities(distinct: usize) -> Vec<u64> {
     caps
 }
 
+/// The index of the first capacity above a reuse distance `rd < distinct` in [`capacities`]`(distinct)`
+/// (the bucket of a block that hits from that capacity on): the number of capacities ≤ `rd`,
+/// counted from `rd`'s bit length since the capacities below `distinct` are 1 and then 2^k and
+/// 3·2^(k−1) for k ≥ 1.
+#[inline]
+fn bucket_of(rd: u64) -> usize {
+    match rd {
+        0 => 0,
+        1 => 1,
+        _ => {
+            let k = (63 - rd.leading_zeros()) as usize;
+            2 * k + usize::from(3u64 << (k - 1) <= rd)
+        }
+    }
+}
+
 /// The hit-rate curve of a finite LRU cache (see the module documentation); `distinct` is the
 /// number of distinct ids of the trace.
-pub fn lru_hit_rate_curve(input: &AnalysisInput, distinct: usize) -> Vec<CachePoint> {
+pub(crate) fn lru_hit_rate_curve(input: &AnalysisInput, distinct: usize, tables: &mut Tables) -> Vec<CachePoint> {
     let ids = input.ids();
     let total = ids.len();
-    let mut last_access = vec![u32::MAX; input.id_space()];
+    let mut last_access = tables.words(input.id_space(), u32::MAX);
     let mut dead = Marks::new(total);
     let caps = capacities(distinct);
     // bucket[j]: weight of blocks that first hit at capacity caps[j]; the last bucket is the
@@ -60,11 +76,10 @@ pub fn lru_hit_rate_curve(input: &AnalysisInput, distinct: usize) -> Vec<CachePo
         }
         rows_with_ids += 1;
         let w = 1.0 / range.len() as f64;
-        // Running maximum of the row's reuse distances (`None` once a first access ended the
-        // row's hits) and the bucket it falls in.
-        let mut running = Some(0u64);
-        // Capacities start at 1, so a distance of 0 hits in every cache: bucket 0.
-        let mut j = 0;
+        // The bucket of the running maximum of the row's reuse distances (`None` once a first
+        // access ended the row's hits). Capacities start at 1, so a distance of 0 hits in every
+        // cache: bucket 0.
+        let mut running = Some(0usize);
         for &id in &ids[range] {
             let id = id as usize;
             let prev = last_access[id];
@@ -79,15 +94,24 @@ pub fn lru_hit_rate_curve(input: &AnalysisInput, distinct: usize) -> Vec<CachePo
             // accesses need no bookkeeping at all, which keeps big traces cheap.
             let prev = prev as usize;
             dead.add(prev);
-            let Some(r) = running else { continue };
-            let rd = (t - 1 - prev - 1 - dead.count(prev + 1, t - 1)) as u64;
-            if rd > r {
-                running = Some(rd);
-                j = caps.partition_point(|&c| c <= rd);
+
+            let Some(mut j) = running else { continue };
+            // The distance is at most the number of accesses in between: when even that stays
+            // below the bucket's capacity the bucket holds, and nothing needs counting (the
+            // usual case for the blocks after a row's first: their distances are alike).
+            let between = t - 1 - prev - 1;
+            if caps.get(j).is_none_or(|&c| between as u64 >= c) {
+                // No access at or after the current one (time t − 1) is marked yet.
+                let rd = (between - dead.count_from(prev + 1)) as u64;
+
+                j = j.max(bucket_of(rd).min(caps.len()));
+                running = Some(j);
             }
             bucket[j] += w;
         }
     }
+    tables.keep_words(last_access);
+
     let n = rows_with_ids.max(1) as f64;
     let mut acc = 0.0;
     let mut points = Vec::with_capacity(caps.len() + 1);
@@ -101,32 +125,46 @@ pub fn lru_hit_rate_curve(input: &AnalysisInput, distinct: usize) -> Vec<CachePo
     points
 }
 
+/// Words of marks per counted group: a group's count lives in the Fenwick tree, a word's is its
+/// popcount.
+const GROUP_WORDS: usize = 16;
+
 /// A set of marked access times with prefix counts: one bit per time, plus a Fenwick (binary
-/// indexed) tree of counts per 64-bit word. A twelfth of the memory of a Fenwick tree over every
-/// time, which was most of the simulation's memory on big traces.
+/// indexed) tree of counts per group of [`GROUP_WORDS`] words (1,024 times). The tree is small
+/// enough to stay in the cache (94 KB for 24 M accesses), so marking is cheap; a count walks the
+/// tree and adds the popcounts of at most a group's words.
 struct Marks {
     bits: Vec<u64>,
-    /// Fenwick tree over the words' counts (1-based).
-    words: Vec<u32>,
+    /// Marks made.
+    total: usize,
+    /// Fenwick tree over the groups' counts (1-based).
+    groups: Vec<u32>,
 }
 
 impl Marks {
     fn new(n: usize) -> Self {
         let words = n.div_ceil(64);
-        Marks { bits: vec![0; words], words: vec![0; words + 1] }
+        Marks { bits: vec![0; words], total: 0, groups: vec![0; words.div_ceil(GROUP_WORDS) + 1] }
     }
 
     /// Marks time `i` (not yet marked).
     fn add(&mut self, i: usize) {
         self.bits[i / 64] |= 1 << (i % 64);
-        let mut w = i / 64 + 1;
-        while w < self.words.len() {
-            self.words[w] += 1;
-            w += w & w.wrapping_neg();
+        self.total += 1;
+        let mut g = i / 64 / GROUP_WORDS + 1;
+        while g < self.groups.len() {
+            self.groups[g] += 1;
+            g += g & g.wrapping_neg();
         }
     }
 
+    /// Marks at times `a..`: one walk of the tree.
+    fn count_from(&self, a: usize) -> usize {
+        self.total - self.prefix(a)
+    }
+
     /// Marks among times `a..b` (`a <= b`).
+    #[cfg(test)]
     fn count(&self, a: usize, b: usize) -> usize {
         // Within one word (recent reuse) no tree walk is needed.
         if a / 64 == b / 64 {
@@ -142,12 +180,16 @@ impl Marks {
 
     /// Marks among times `0..i`.
     fn prefix(&self, i: usize) -> usize {
+        let word = i / 64;
+        let group = word / GROUP_WORDS;
         let mut s = 0usize;
-        let mut w = i / 64;
-        while w > 0 {
-            s += self.words[w] as usize;
-            w -= w & w.wrapping_neg();
+        let mut g = group;
+        while g > 0 {
+            s += self.groups[g] as usize;
+            g -= g & g.wrapping_neg();
         }
+        let first = group * GROUP_WORDS;
+        s += self.bits[first..word.min(self.bits.len())].iter().map(|w| w.count_ones() as usize).sum::<usize>();
         s + self.below(i)
     }
 }
@@ -190,7 +232,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn marks_count_like_a_plain_list(n in 0usize..2000, picks in proptest::collection::vec(any::<proptest::sample::Index>(), 0..300)) {
+        fn marks_count_like_a_plain_list(n in 0usize..5000, picks in proptest::collection::vec(any::<proptest::sample::Index>(), 0..300)) {
             let mut marks = Marks::new(n);
             let mut plain = vec![false; n];
             for p in picks.iter().filter(|_| n > 0) {
@@ -206,6 +248,21 @@ mod tests {
                 for a in (0..=i).step_by(37).chain([i.saturating_sub(1), i]) {
                     prop_assert_eq!(marks.count(a, i), count(a, i), "{}..{}", a, i);
                 }
+                prop_assert_eq!(marks.count_from(i), count(i, n), "{}..", i);
+            }
+        }
+    }
+
+    #[test]
+    fn bucket_counts_the_capacities_up_to_a_distance() {
+        for distinct in (1..300).chain([4096, 4097, 6143, 6144, 100_000]) {
+            let caps = capacities(distinct);
+            for rd in 0..distinct as u64 {
+                assert_eq!(
+                    bucket_of(rd).min(caps.len()),
+                    caps.partition_point(|&c| c <= rd),
+                    "distinct {distinct}, rd {rd}"
+                );
             }
         }
     }
@@ -221,7 +278,7 @@ mod tests {
         fn matches_a_direct_lru_simulation(rows in proptest::collection::vec(proptest::collection::vec(0u64..12, 0..6), 0..25)) {
             let t = trace_of(&rows);
             let distinct = rows.iter().flatten().collect::<std::collections::HashSet<_>>().len();
-            let curve = lru_hit_rate_curve(&AnalysisInput::of(&t), distinct);
+            let curve = lru_hit_rate_curve(&AnalysisInput::of(&t), distinct, &mut Tables::default());
             for p in &curve {
                 let cap = p.capacity_blocks.map_or(usize::MAX, |c| c as usize);
                 let expected = simulate(&rows, cap);

@@ -108,52 +108,60 @@ pub fn analyze_input_with_rows(input: &AnalysisInput, block_size: u32) -> (Analy
     let ids = input.ids();
     // Each per-id table (the cache simulation's, the trie's, the pair counts) is built and
     // dropped in turn, so that the peak memory holds one of them.
-    let lru_hit_rate_curve = cache::lru_hit_rate_curve(input, input.id_space());
-    let prefixes = PrefixTrie::build(input);
-    let pairs = PairCounts::build(input);
+    let mut tables = Tables::default();
+    let lru_hit_rate_curve = cache::lru_hit_rate_curve(input, input.id_space(), &mut tables);
+    let prefixes = PrefixTrie::build(input, &mut tables);
+    let pairs = PairCounts::build(input, &mut tables);
 
     let n = input.len();
-    let mut m = RowMetrics {
-        isl: Vec::new(),
-        osl: Vec::new(),
-        context_length: Vec::with_capacity(n),
-        unique_prompt_length: Vec::with_capacity(n),
-        hit_rate: Vec::with_capacity(n),
-    };
-    let mut seen = BitSet::new(input.id_space());
-    let (mut min_isl, mut max_isl, mut min_osl, mut max_osl) = (i64::MAX, i64::MIN, u64::MAX, 0u64);
+    // While the pair counts are held (the peak of memory), only the context lengths are kept;
+    // the other per-row values come after.
+    let mut context_length = Vec::with_capacity(n);
     for (row, range) in input.iter() {
-        let isl = row.input_length().unwrap_or(0);
-        let osl = row.osl;
-        (min_isl, max_isl) = (min_isl.min(isl), max_isl.max(isl));
-        (min_osl, max_osl) = (min_osl.min(osl), max_osl.max(osl));
         let len = range.len();
         let context = if len == 0 {
             0.0
         } else {
-            let rep =
-                ids[range.clone()].iter().enumerate().filter(|&(pos, &id)| pairs.is_repeated(pos, id as usize)).count();
-            if rep == len { isl as f64 } else { rep as f64 * bs }
+            let rep = ids[range.clone()].iter().enumerate().filter(|&(pos, &id)| pairs.is_repeated(pos, id)).count();
+            if rep == len { row.input_length().unwrap_or(0) as f64 } else { rep as f64 * bs }
         };
-        m.context_length.push(context);
+        context_length.push(context);
+    }
+    let ids_at_several_positions = pairs.ids_at_several_positions;
+    tables.keep_words(pairs.first);
+    drop((pairs.other, pairs.far_first));
+    drop(tables);
+
+    let mut m = RowMetrics {
+        isl: input.rows().iter().map(|r| r.input_length().unwrap_or(0) as f64).collect(),
+        osl: input.rows().iter().map(|r| r.osl as f64).collect(),
+        unique_prompt_length: Vec::with_capacity(n),
+        context_length,
+        hit_rate: Vec::with_capacity(n),
+    };
+    // Ids are numbered in first-seen order, so the ids seen before a row are those below the
+    // count seen so far.
+    let mut seen = 0u32;
+    let (mut min_isl, mut max_isl, mut min_osl, mut max_osl) = (i64::MAX, i64::MIN, u64::MAX, 0u64);
+    for ((row, range), &context) in input.iter().zip(&m.context_length) {
+        let isl = row.input_length().unwrap_or(0);
+        let osl = row.osl;
+        (min_isl, max_isl) = (min_isl.min(isl), max_isl.max(isl));
+        (min_osl, max_osl) = (min_osl.min(osl), max_osl.max(osl));
         m.unique_prompt_length.push(isl as f64 - context);
-        if len > 0 {
-            let row_ids = &ids[range];
-            let k = row_ids.iter().position(|&id| !seen.contains(id as usize)).unwrap_or(len);
-            m.hit_rate.push(k as f64 / len as f64);
-            for &id in row_ids {
-                seen.insert(id as usize);
+        let row_ids = &ids[range];
+        if !row_ids.is_empty() {
+            let k = row_ids.iter().position(|&id| id >= seen).unwrap_or(row_ids.len());
+            m.hit_rate.push(k as f64 / row_ids.len() as f64);
+            for &id in &row_ids[k..] {
+                seen = seen.max(id.saturating_add(1));
             }
         }
     }
     if n == 0 {
         (min_isl, max_isl, min_osl, max_osl) = (0, 0, 0, 0);
     }
-    let lint = lint::lint(input, block_size, pairs.ids_at_several_positions);
-    // Lengths only now that the pair counts are gone: less at the peak.
-    drop(pairs);
-    m.isl = input.rows().iter().map(|r| r.input_length().unwrap_or(0) as f64).collect();
-    m.osl = input.rows().iter().map(|r| r.osl as f64).collect();
+    let lint = lint::lint(input, block_size, ids_at_several_positions);
     let mean_or_zero = |v: &[f64]| crate::stats::mean(v).unwrap_or(0.0);
     let analysis = Analysis {
         total_requests: n as u64,
@@ -174,7 +182,7 @@ pub fn analyze_input_with_rows(input: &AnalysisInput, block_size: u32) -> (Analy
         hit_rate_stats: Summary::of(&m.hit_rate),
         block_size,
         total_hash_ids: ids.len() as u64,
-        distinct_hash_ids: seen.count() as u64,
+        distinct_hash_ids: u64::from(seen),
         arrivals: ArrivalStats::of(input),
         lru_hit_rate_curve,
         top_prefix_groups: prefixes.top_groups(10),
@@ -186,43 +194,58 @@ pub fn analyze_input_with_rows(input: &AnalysisInput, block_size: u32) -> (Analy
 
 /// How often each `(position, id)` pair occurs, saturated at 2 (all the reference asks is "≥ 2").
 struct PairCounts {
-    /// Position of an id's first occurrence (`u32::MAX`: never seen).
-    first_pos: Vec<u32>,
-    /// Occurrences at that first position, saturated at 2.
-    count_at_first: Vec<u8>,
+    /// Per id: the position of its first occurrence (low 30 bits; [`UNSEEN`]: never seen,
+    /// [`FAR`]: in `far_first`) and the occurrences at that position, saturated at 2 (high two
+    /// bits). One word per id, so a lookup touches one cache line.
+    first: Vec<u32>,
+    /// First positions too large for the low bits (a row of over a billion ids).
+    far_first: HashMap<u32, u32>,
     /// The rare pairs of an id at a second position.
     other: HashMap<(u32, u32), u8>,
     ids_at_several_positions: u64,
 }
 
+/// The low 30 bits of a packed table entry.
+const LOW: u32 = (1 << 30) - 1;
+/// One in the high two bits of a packed table entry (a count saturated at 2).
+const ONE: u32 = 1 << 30;
+const UNSEEN: u32 = LOW;
+const FAR: u32 = LOW - 1;
+
 impl PairCounts {
-    fn build(input: &AnalysisInput) -> Self {
+    fn build(input: &AnalysisInput, tables: &mut Tables) -> Self {
         let size = input.id_space();
         let ids = input.ids();
         let mut pc = PairCounts {
-            first_pos: vec![u32::MAX; size],
-            count_at_first: vec![0; size],
+            first: tables.words(size, UNSEEN),
+            far_first: HashMap::new(),
             other: HashMap::new(),
             ids_at_several_positions: 0,
         };
         let mut several = BitSet::new(0);
         for (_, range) in input.iter() {
             for (pos, &id) in ids[range].iter().enumerate() {
-                let id = id as usize;
-                let pos = pos as u32;
-                if pc.first_pos[id] == u32::MAX {
-                    pc.first_pos[id] = pos;
-                }
-                if pc.first_pos[id] == pos {
-                    pc.count_at_first[id] = pc.count_at_first[id].saturating_add(1).min(2);
+                let pos = u32::try_from(pos).unwrap_or(u32::MAX);
+                let entry = pc.first[id as usize];
+                let (code, first) = match entry & LOW {
+                    UNSEEN if pos < FAR => (pos, pos),
+                    UNSEEN => {
+                        pc.far_first.insert(id, pos);
+                        (FAR, pos)
+                    }
+                    FAR => (FAR, pc.far_first.get(&id).copied().unwrap_or(u32::MAX)),
+                    p => (p, p),
+                };
+                if first == pos {
+                    pc.first[id as usize] = code | ((entry / ONE + 1).min(2) * ONE);
                 } else {
-                    let c = pc.other.entry((pos, id as u32)).or_insert(0);
+                    let c = pc.other.entry((pos, id)).or_insert(0);
                     *c = c.saturating_add(1).min(2);
                     if several.words.is_empty() {
                         several = BitSet::new(size);
                     }
-                    if !several.contains(id) {
-                        several.insert(id);
+                    if !several.contains(id as usize) {
+                        several.insert(id as usize);
                         pc.ids_at_several_positions += 1;
                     }
                 }
@@ -232,12 +255,14 @@ impl PairCounts {
     }
 
     #[inline]
-    fn is_repeated(&self, pos: usize, id: usize) -> bool {
-        if self.first_pos[id] == pos as u32 {
-            self.count_at_first[id] >= 2
-        } else {
-            self.other.get(&(pos as u32, id as u32)).is_some_and(|&c| c >= 2)
-        }
+    fn is_repeated(&self, pos: usize, id: u32) -> bool {
+        let pos = u32::try_from(pos).unwrap_or(u32::MAX);
+        let entry = self.first[id as usize];
+        let first = match entry & LOW {
+            FAR => self.far_first.get(&id).copied().unwrap_or(u32::MAX),
+            p => p,
+        };
+        if first == pos { entry >= 2 * ONE } else { self.other.get(&(pos, id)).is_some_and(|&c| c >= 2) }
     }
 }
 
@@ -252,16 +277,15 @@ struct PrefixTrie {
 }
 
 impl PrefixTrie {
-    fn build(input: &AnalysisInput) -> Self {
+    fn build(input: &AnalysisInput, tables: &mut Tables) -> Self {
         let ids = input.ids();
-        let mut nodes = TrieNodes::new(input.id_space());
+        let mut nodes = TrieNodes::new(input.id_space(), tables);
         let mut all_slices = 0u64;
         for (_, range) in input.iter() {
             all_slices += range.len() as u64;
             let mut parent = ROOT;
             for &id in &ids[range] {
-                parent = nodes.child_or_insert(parent, id as usize);
-                nodes.visit(parent);
+                parent = nodes.enter(parent, id as usize);
             }
         }
         let mut group_of: HashMap<usize, usize> = HashMap::new();
@@ -297,6 +321,7 @@ impl PrefixTrie {
         for g in &mut t.groups {
             g.mean_shared_blocks /= g.requests as f64;
         }
+        tables.keep_words(nodes.home);
         t
     }
 
@@ -317,13 +342,13 @@ const ROOT: usize = usize::MAX;
 
 /// Trie nodes keyed by (parent node, id). Nearly every id sits under one parent only (a block id
 /// names a prefix), so the first node made for an id is that id's "home" node, numbered by the
-/// id itself, with its parent in a flat vector; only an id met again under another parent costs
-/// a hash map entry. Work and memory are linear in the number of ids.
+/// id itself, with its parent and visits in a flat vector; only an id met again under another
+/// parent (or under a parent numbered past the low bits) costs a hash map entry. Work and memory
+/// are linear in the number of ids.
 struct TrieNodes {
-    /// Parent of the home node of each id ([`NO_HOME`]: none yet; [`ROOT_PARENT`]: depth 1).
-    home_parent: Vec<u32>,
-    /// Visits of each home node, saturated at 2.
-    home_visits: Vec<u8>,
+    /// Per id, its home node: the parent (low 30 bits; [`NO_HOME`]: none yet; [`ROOT_PARENT`]:
+    /// depth 1) and the visits, saturated at 2 (high two bits). One word, one cache line.
+    home: Vec<u32>,
     /// Other nodes: (parent, id) → node number `size + k`.
     other: HashMap<(usize, usize), usize>,
     /// Visits of the other nodes, saturated at 2.
@@ -332,21 +357,15 @@ struct TrieNodes {
     count: u64,
 }
 
-const NO_HOME: u32 = u32::MAX;
-const ROOT_PARENT: u32 = u32::MAX - 1;
+const NO_HOME: u32 = LOW;
+const ROOT_PARENT: u32 = LOW - 1;
 
 impl TrieNodes {
-    fn new(size: usize) -> Self {
-        TrieNodes {
-            home_parent: vec![NO_HOME; size],
-            home_visits: vec![0; size],
-            other: HashMap::new(),
-            other_visits: Vec::new(),
-            count: 0,
-        }
+    fn new(size: usize, tables: &mut Tables) -> Self {
+        TrieNodes { home: tables.words(size, NO_HOME), other: HashMap::new(), other_visits: Vec::new(), count: 0 }
     }
 
-    /// A parent as stored in `home_parent`, if it fits there.
+    /// A parent as stored in a home entry, if it fits there.
     fn packed(parent: usize) -> Option<u32> {
         if parent == ROOT { Some(ROOT_PARENT) } else { u32::try_from(parent).ok().filter(|&p| p < ROOT_PARENT) }
     }
@@ -354,55 +373,72 @@ impl TrieNodes {
     /// The node for `id` under `parent`, if there is one.
     #[inline]
     fn child(&self, parent: usize, id: usize) -> Option<usize> {
-        if Self::packed(parent).is_some_and(|p| self.home_parent[id] == p) {
+        if Self::packed(parent).is_some_and(|p| self.home[id] & LOW == p) {
             Some(id)
         } else {
             self.other.get(&(parent, id)).copied()
         }
     }
 
-    /// The node for `id` under `parent`, made if needed.
+    /// Visits the node for `id` under `parent`, made if needed.
     #[inline]
-    fn child_or_insert(&mut self, parent: usize, id: usize) -> usize {
+    fn enter(&mut self, parent: usize, id: usize) -> usize {
         let packed = Self::packed(parent);
-        let home = self.home_parent[id];
-        if packed.is_some_and(|p| p == home) {
-            return id;
+        let entry = self.home[id];
+        if let Some(p) = packed {
+            if entry & LOW == p {
+                if entry < 2 * ONE {
+                    self.home[id] = entry + ONE;
+                }
+                return id;
+            }
+            if entry & LOW == NO_HOME {
+                self.home[id] = p + ONE;
+                self.count += 1;
+                return id;
+            }
         }
-        if home == NO_HOME
-            && let Some(p) = packed
-        {
-            self.home_parent[id] = p;
-            self.count += 1;
-            return id;
-        }
-        let size = self.home_parent.len();
+        let size = self.home.len();
         let next = size + self.other_visits.len();
         let node = *self.other.entry((parent, id)).or_insert(next);
         if node == next {
             self.other_visits.push(0);
             self.count += 1;
         }
+        let v = &mut self.other_visits[node - size];
+        *v = (*v + 1).min(2);
         node
     }
 
     #[inline]
-    fn visits(&mut self, node: usize) -> &mut u8 {
-        let size = self.home_parent.len();
-        if node < size { &mut self.home_visits[node] } else { &mut self.other_visits[node - size] }
-    }
-
-    #[inline]
-    fn visit(&mut self, node: usize) {
-        let v = self.visits(node);
-        *v = (*v + 1).min(2);
-    }
-
-    #[inline]
     fn visited_twice(&self, node: usize) -> bool {
-        let size = self.home_parent.len();
-        let v = if node < size { self.home_visits[node] } else { self.other_visits[node - size] };
-        v >= 2
+        let size = self.home.len();
+        if node < size { self.home[node] >= 2 * ONE } else { self.other_visits[node - size] >= 2 }
+    }
+}
+
+/// The per-id table of the analysis' stages (the cache simulation's, the trie's, the pair
+/// counts'), handed from one stage to the next: one is held at a time, and its memory is faulted
+/// in once instead of once per stage.
+#[derive(Default)]
+pub(crate) struct Tables {
+    words: Vec<u32>,
+}
+
+impl Tables {
+    /// A table of `n` words, each `fill`.
+    pub(crate) fn words(&mut self, n: usize, fill: u32) -> Vec<u32> {
+        let mut v = std::mem::take(&mut self.words);
+        v.clear();
+        v.resize(n, fill);
+        v
+    }
+
+    /// Takes a table back for the next stage.
+    pub(crate) fn keep_words(&mut self, v: Vec<u32>) {
+        if v.capacity() > self.words.capacity() {
+            self.words = v;
+        }
     }
 }
 
@@ -422,9 +458,6 @@ impl BitSet {
     #[inline]
     pub(crate) fn insert(&mut self, i: usize) {
         self.words[i / 64] |= 1 << (i % 64);
-    }
-    pub(crate) fn count(&self) -> usize {
-        self.words.iter().map(|w| w.count_ones() as usize).sum()
     }
 }
 

@@ -137,6 +137,56 @@ impl TraceParser {
         }
     }
 
+    /// A parser for a block of lines that starts after line `lines_before` of a file: its errors
+    /// and rows carry the file's line numbers. Blocks of one file can be parsed apart (on several
+    /// threads) and their results taken in order with [`TraceParser::absorb`].
+    pub fn after_line(opts: ParseOptions, lines_before: u64) -> Self {
+        TraceParser { line: lines_before, ..TraceParser::new(opts) }
+    }
+
+    /// Parses a block of whole lines, each ended by `\n` but the last, which may be the end of
+    /// the file. Stops with [`TraceError::LineTooLong`] at a line longer than the maximum, like
+    /// [`read`].
+    pub fn push_block(&mut self, block: &[u8]) -> Result<(), TraceError> {
+        let max = self.opts.max_line_bytes;
+        let mut rest = block;
+        while !rest.is_empty() {
+            let (line, next) = match memchr::memchr(b'\n', rest) {
+                Some(end) => (&rest[..end], &rest[end + 1..]),
+                None => (rest, &rest[rest.len()..]),
+            };
+            if line.len() > max {
+                return Err(TraceError::LineTooLong {
+                    file: self.opts.source.clone(),
+                    line: self.line + 1,
+                    limit: max,
+                    cr_only: line[..max].contains(&b'\r'),
+                });
+            }
+            self.push_line_bytes(line);
+            rest = next;
+        }
+        Ok(())
+    }
+
+    /// Takes in the errors and line count of the parser of the block that follows this one (its
+    /// rows are the caller's to drain first): the errors kept are the file's first ones.
+    pub fn absorb(&mut self, block: &mut TraceParser) {
+        let room = self.opts.max_errors.saturating_sub(self.errors.len());
+        self.errors.extend(block.errors.drain(..).take(room));
+        self.error_total += block.error_total;
+        self.line = block.line;
+    }
+
+    /// Makes a drained block parser ready for the block after line `lines_before` (its buffers
+    /// are kept).
+    pub fn restart_after(&mut self, lines_before: u64) {
+        self.trace.clear();
+        self.errors.clear();
+        self.error_total = 0;
+        self.line = lines_before;
+    }
+
     /// Lines seen so far.
     pub fn lines(&self) -> u64 {
         self.line
