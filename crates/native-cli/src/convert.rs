@@ -9,10 +9,12 @@
 use std::path::PathBuf;
 
 use aiperf_core::analysis::DEFAULT_BLOCK_SIZE;
-use aiperf_core::formats::transform::{Transforms, apply};
-use aiperf_core::formats::{Arrivals, ConvertOptions, Format};
+use aiperf_core::formats::Format;
+use aiperf_core::formats::settings::{Accepts, ConversionSettings, EXCLUSIVE, FLAGS, Flag};
+use aiperf_core::formats::transform::apply;
 use aiperf_core::trace::write_trace;
 use anyhow::{Result, bail, ensure};
+use clap::{Arg, ArgAction, ArgMatches, Command, FromArgMatches};
 
 use crate::input::read_trace_limited;
 use crate::output::{refuse_same_files, write_output};
@@ -28,46 +30,8 @@ pub struct Args {
     pub output_file: PathBuf,
     #[command(flatten)]
     pub format: TraceFormatArgs,
-    /// Tokens per hash id block of the output (a multiple of the source's 16 or 64).
-    #[arg(long, default_value_t = DEFAULT_BLOCK_SIZE)]
-    pub block_size: u32,
-    /// Merging files: file k starts k × this many ms after the first.
-    #[arg(long, conflicts_with = "file_rate")]
-    pub file_spacing_ms: Option<u64>,
-    /// Merging files: files (conversations) start at this many per second.
-    #[arg(long)]
-    pub file_rate: Option<f64>,
-    /// Sources without arrival times (ServeGen offline): this many requests per second
-    /// (default: all at 0 ms).
-    #[arg(long)]
-    pub arrival_rate: Option<f64>,
-    /// Output length for rows that have none (ServeGen a–c); default: none written.
-    #[arg(long)]
-    pub output_length: Option<u64>,
-    /// Keep only rows of this model (BurstGPT `Model`, WEKA `model`); repeat for several.
-    #[arg(long)]
-    pub model: Vec<String>,
-    /// Drop failed rows (BurstGPT: zero response tokens) instead of keeping them; both are counted.
-    #[arg(long)]
-    pub drop_failed: bool,
-    /// Keep rows from this trace time on (ms, after conversion).
-    #[arg(long)]
-    pub start_ms: Option<f64>,
-    /// Keep rows before this trace time (ms, after conversion).
-    #[arg(long)]
-    pub end_ms: Option<f64>,
-    /// Shorten every idle gap between arrivals to at most this many ms (e.g. compress nights).
-    #[arg(long)]
-    pub max_idle_gap_ms: Option<f64>,
-    /// Shorten every gap between turns of one conversation to at most this many ms.
-    #[arg(long)]
-    pub max_turn_gap_ms: Option<f64>,
-    /// Keep this fraction (0 < f ≤ 1) of whole conversations, chosen by --sample-seed.
-    #[arg(long)]
-    pub sample_fraction: Option<f64>,
-    /// Seed of the conversation sampling.
-    #[arg(long, default_value_t = 0)]
-    pub sample_seed: u64,
+    #[command(flatten)]
+    pub conversion: ConversionFlags,
     /// Mooncake input only: skip invalid rows (listed on stderr) instead of stopping.
     #[arg(long)]
     pub skip_invalid: bool,
@@ -76,47 +40,81 @@ pub struct Args {
     pub max_line_bytes: usize,
 }
 
-impl Args {
-    fn convert_options(&self) -> ConvertOptions {
-        ConvertOptions {
-            block_size: self.block_size,
-            arrivals: match self.arrival_rate {
-                Some(per_second) => Arrivals::Rate { per_second },
-                None => Arrivals::AllAtZero,
-            },
-            output_length: self.output_length,
-            models: self.model.clone(),
-            drop_failed: self.drop_failed,
+/// The conversion options, built from the core's table ([`aiperf_core::formats::settings::FLAGS`]):
+/// names, help and range checks come from it, so the command line accepts what the browser's
+/// conversion form accepts.
+#[derive(Clone, Debug, Default)]
+pub struct ConversionFlags {
+    pub settings: ConversionSettings,
+}
+
+/// The clap option of a conversion flag.
+fn arg(flag: &'static Flag) -> Arg {
+    let arg = Arg::new(flag.name).long(flag.name);
+    if flag.accepts == Accepts::Switch {
+        return arg.help(flag.help).action(ArgAction::SetTrue);
+    }
+    let arg = arg.help(format!("{} Accepts {}.", flag.help, flag.accepts.describe()));
+    let arg = match flag.accepts {
+        Accepts::Models => arg.action(ArgAction::Append).value_name("MODEL"),
+        Accepts::Size | Accepts::Count => arg.value_name("N"),
+        _ => arg.value_name("X"),
+    };
+    let arg = match flag.name {
+        "block-size" => {
+            arg.help(format!("{} Accepts {}. [default: {DEFAULT_BLOCK_SIZE}]", flag.help, flag.accepts.describe()))
         }
+        _ => arg,
+    };
+    let arg = EXCLUSIVE.iter().fold(arg, |arg, &(a, b)| match flag.name {
+        n if n == a => arg.conflicts_with(b),
+        n if n == b => arg.conflicts_with(a),
+        _ => arg,
+    });
+    // The core's check, so that clap names the flag and the value in its own error.
+    arg.value_parser(move |text: &str| match ConversionSettings::default().set(flag.name, text) {
+        Ok(()) => Ok(text.to_string()),
+        Err(_) => Err(format!("expected {}", flag.accepts.describe())),
+    })
+}
+
+impl clap::Args for ConversionFlags {
+    fn augment_args(cmd: Command) -> Command {
+        cmd.args(FLAGS.iter().map(arg))
     }
 
-    fn transforms(&self) -> Transforms {
-        Transforms {
-            window_start_ms: self.start_ms,
-            window_end_ms: self.end_ms,
-            sample_fraction: self.sample_fraction,
-            sample_seed: self.sample_seed,
-            max_turn_gap_ms: self.max_turn_gap_ms,
-            max_idle_gap_ms: self.max_idle_gap_ms,
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for ConversionFlags {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut settings = ConversionSettings::default();
+        for flag in &FLAGS {
+            let texts: Vec<String> = match flag.accepts {
+                Accepts::Switch => m.get_flag(flag.name).then(|| "1".to_string()).into_iter().collect(),
+                _ => m.get_many::<String>(flag.name).map(|v| v.cloned().collect()).unwrap_or_default(),
+            };
+            for text in texts {
+                settings
+                    .set(flag.name, &text)
+                    .map_err(|e| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e))?;
+            }
         }
+        Ok(ConversionFlags { settings })
     }
 
-    /// Where file `k` starts, in ms.
-    fn file_offset_ms(&self, k: usize) -> u64 {
-        match (self.file_spacing_ms, self.file_rate) {
-            (Some(ms), _) => ms.saturating_mul(k as u64),
-            (None, Some(rate)) => (k as f64 * 1000.0 / rate).round() as u64,
-            (None, None) => 0,
-        }
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
     }
 }
 
 pub fn run(args: Args) -> Result<()> {
     let inputs: Vec<&std::path::Path> = args.inputs.iter().map(PathBuf::as_path).collect();
     refuse_same_files(&[&args.output_file], &inputs)?;
-    if let Some(rate) = args.file_rate {
-        ensure!(rate.is_finite() && rate > 0.0, "--file-rate must be a positive number, got {rate}");
-    }
+    let settings = &args.conversion.settings;
     let mut format = None;
     for path in &args.inputs {
         let f = format_of(path, args.format.trace_format)?;
@@ -131,15 +129,15 @@ pub fn run(args: Args) -> Result<()> {
     let trace = if format == Format::Mooncake {
         ensure!(args.inputs.len() == 1, "Mooncake input: give one file (merging Mooncake traces is not supported)");
         ensure!(
-            args.model.is_empty() && !args.drop_failed,
+            settings.models.is_empty() && !settings.drop_failed,
             "--model and --drop-failed need the source's fields; a Mooncake trace has none"
         );
         read_trace_limited(&args.inputs[0], args.skip_invalid, args.max_line_bytes)?.trace
     } else {
-        convert_files(&args.inputs, format, &args.convert_options(), args.max_line_bytes, |k| args.file_offset_ms(k))?
+        convert_files(&args.inputs, format, &settings.options(), args.max_line_bytes, |k| settings.file_offset_ms(k))?
             .trace
     };
-    let transforms = args.transforms();
+    let transforms = settings.transforms();
     let trace = if transforms.is_identity() {
         trace
     } else {
@@ -150,4 +148,40 @@ pub fn run(args: Args) -> Result<()> {
     write_output(&args.output_file, write_trace(&trace).as_bytes())?;
     eprintln!("wrote {} rows to {}", trace.len(), args.output_file.display());
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        conversion: ConversionFlags,
+    }
+
+    fn parse(args: &[&str]) -> Result<ConversionSettings, String> {
+        let cli = Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).map_err(|e| e.to_string())?;
+        Ok(cli.conversion.settings)
+    }
+
+    #[test]
+    fn flags_come_from_the_cores_table_with_its_checks() {
+        assert_eq!(parse(&[]).unwrap(), ConversionSettings::default());
+        let s = parse(&["--model", "a", "--model=b, c", "--drop-failed", "--sample-fraction", "0.5", "--block-size", "64"])
+            .unwrap();
+        assert_eq!(s.models, ["a", "b", "c"]);
+        assert!(s.drop_failed);
+        assert_eq!((s.sample_fraction, s.block_size), (Some(0.5), 64));
+        let e = parse(&["--sample-fraction", "2"]).unwrap_err();
+        assert!(e.contains("'2'") && e.contains("--sample-fraction") && e.contains("expected a number > 0 and ≤ 1"), "{e}");
+        let e = parse(&["--file-rate", "1", "--file-spacing-ms", "5"]).unwrap_err();
+        assert!(e.contains("cannot be used with"), "{e}");
+        // Every flag of the core's table is an option.
+        for f in FLAGS {
+            assert!(Cli::command().get_arguments().any(|a| a.get_long() == Some(f.name)), "--{}", f.name);
+        }
+    }
 }

@@ -252,11 +252,7 @@ mod tests {
     type Outcome = Result<(u64, u64, Vec<String>), String>;
 
     /// Rows as `f` sees them (line, lengths, ids), and the outcome.
-    fn collect(
-        text: &[u8],
-        opts: &ParseOptions,
-        parallel: Option<(usize, usize)>,
-    ) -> (Vec<String>, Outcome) {
+    fn collect(text: &[u8], opts: &ParseOptions, parallel: Option<(usize, usize)>) -> (Vec<String>, Outcome) {
         let mut rows = Vec::new();
         // Everything but the offset into the parser's id arena (each block has its own).
         let push = |row: &Row, ids: &[u64]| {

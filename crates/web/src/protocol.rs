@@ -7,8 +7,7 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 
 use crate::chart_data::{Dist, Series};
-use aiperf_core::formats::transform::Transforms;
-use aiperf_core::formats::{Arrivals, ConvertOptions};
+use aiperf_core::formats::settings::ConversionSettings;
 use aiperf_core::synthesis::SynthesisSettings;
 
 /// Page → worker.
@@ -23,7 +22,7 @@ pub enum ToWorker {
         size: u64,
         block_size: u32,
         format: Option<String>,
-        conversion: Conversion,
+        conversion: ConversionSettings,
         more: Vec<(String, String)>,
     },
     /// Analyse the loaded trace again with another block size.
@@ -177,63 +176,4 @@ pub struct SynthView {
     pub isl: Rc<Dist>,
     pub osl: Rc<Dist>,
     pub compute_ms: f64,
-}
-
-/// What `convert-trace` lets the user choose, as the page sends it (each field is the flag of the
-/// same name); turned into the core's [`ConvertOptions`] and [`Transforms`] by [`Conversion::core`].
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Conversion {
-    /// `--arrival-rate` (ServeGen): requests per second; `None`: all at 0 ms.
-    pub arrival_rate: Option<f64>,
-    /// `--output-length` (ServeGen a–c).
-    pub output_length: Option<u64>,
-    /// `--model` (BurstGPT, WEKA): keep only these.
-    pub models: Vec<String>,
-    /// `--drop-failed` (BurstGPT).
-    pub drop_failed: bool,
-    /// `--start-ms`, `--end-ms`, `--sample-fraction`, `--sample-seed`, `--max-turn-gap-ms`,
-    /// `--max-idle-gap-ms`.
-    pub start_ms: Option<f64>,
-    pub end_ms: Option<f64>,
-    pub sample_fraction: Option<f64>,
-    pub sample_seed: u64,
-    pub max_turn_gap_ms: Option<f64>,
-    pub max_idle_gap_ms: Option<f64>,
-    /// `--file-spacing-ms`, `--file-rate`: where merged file `k` starts.
-    pub file_spacing_ms: Option<u64>,
-    pub file_rate: Option<f64>,
-}
-
-impl Conversion {
-    /// Where merged file `k` starts, in ms (`convert-trace`'s rule).
-    pub fn file_offset_ms(&self, k: usize) -> u64 {
-        match (self.file_spacing_ms, self.file_rate) {
-            (Some(ms), _) => ms.saturating_mul(k as u64),
-            (None, Some(rate)) if rate.is_finite() && rate > 0.0 => (k as f64 * 1000.0 / rate).round() as u64,
-            _ => 0,
-        }
-    }
-
-    /// The core's options (block size: Mooncake's 512, as `convert-trace`'s default).
-    pub fn core(&self) -> (ConvertOptions, Transforms) {
-        let opts = ConvertOptions {
-            arrivals: match self.arrival_rate {
-                Some(per_second) => Arrivals::Rate { per_second },
-                None => Arrivals::AllAtZero,
-            },
-            output_length: self.output_length,
-            models: self.models.clone(),
-            drop_failed: self.drop_failed,
-            ..ConvertOptions::default()
-        };
-        let t = Transforms {
-            window_start_ms: self.start_ms,
-            window_end_ms: self.end_ms,
-            sample_fraction: self.sample_fraction,
-            sample_seed: self.sample_seed,
-            max_turn_gap_ms: self.max_turn_gap_ms,
-            max_idle_gap_ms: self.max_idle_gap_ms,
-        };
-        (opts, t)
-    }
 }

@@ -16,8 +16,9 @@ use yew_agent::worker::{HandlerId, Worker, WorkerScope};
 
 use crate::engine::{ModelCache, analysis_view, bad_rows, synth_file_name, synth_view, synthesize};
 use crate::ingest::{Ingest, Read};
-use crate::protocol::{Conversion, FileSummary, FromWorker, Progress, RunFiles, RunsView, ToWorker};
+use crate::protocol::{FileSummary, FromWorker, Progress, RunFiles, RunsView, ToWorker};
 use crate::web::now_ms;
+use aiperf_core::formats::settings::ConversionSettings;
 use aiperf_core::synthesis::SynthesisSettings;
 
 /// Progress is reported at most every this many bytes.
@@ -294,11 +295,11 @@ impl Load {
         self.inner.borrow().load_generation == self.generation
     }
 
-    async fn run(self, source: Source, block_size: u32, format: Option<String>, conversion: Conversion) {
+    async fn run(self, source: Source, block_size: u32, format: Option<String>, conversion: ConversionSettings) {
         let Source { url, name, size, more } = source;
         let url = url.as_str();
         let t0 = now_ms();
-        let (_, transforms) = conversion.core();
+        let transforms = conversion.transforms();
         let result = match format.as_deref().map(|f| (f, Format::from_name(f))) {
             Some((f, None)) => Err(format!("unknown trace format {f:?} (accepted: {})", format_names())),
             Some((_, Some(f))) => self.read(url, &name, size, Some(f), &conversion, &more).await,
@@ -401,10 +402,10 @@ impl Load {
         name: &str,
         size: u64,
         format: Option<Format>,
-        conversion: &Conversion,
+        conversion: &ConversionSettings,
         more: &[(String, String)],
     ) -> Result<Read, String> {
-        let (convert, _) = conversion.core();
+        let convert = conversion.options();
         let mut ingest = Ingest::new(ParseOptions::new(name).skip_invalid(true), format).convert_options(convert);
         if !more.is_empty() {
             let place = FileOptions {

@@ -25,6 +25,7 @@ mod error;
 mod flat;
 mod reblock;
 mod servegen;
+pub mod settings;
 pub mod transform;
 mod weka;
 

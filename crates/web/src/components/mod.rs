@@ -17,11 +17,12 @@ use yew_agent::worker::{WorkerProvider, use_worker_bridge};
 use aiperf_core::synthesis::{Mode, Param, SynthesisSettings};
 
 use crate::params::Form;
-use crate::protocol::{Conversion, FromWorker, RunFiles, ToWorker};
+use crate::protocol::{FromWorker, RunFiles, ToWorker};
 use crate::runs::{RunsUi, is_run_file, labels, looks_like_records, pick_files};
 use crate::state::{Action, AppState};
 use crate::web;
 use crate::worker::TraceWorker;
+use aiperf_core::formats::settings::{Accepts, ConversionSettings, FLAGS as CONVERSION_FLAGS};
 
 /// Where the bundled sample trace is served.
 pub const SAMPLE_URL: &str = "sample/conversation_trace.jsonl";
@@ -449,13 +450,13 @@ fn Main() -> Html {
         let conversion = conversion.clone();
         Callback::from(move |e: Event| {
             let Some(input) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) else { return };
-            let Some(flag) = CONVERSION_FLAGS.iter().find(|(f, _)| input.id() == format!("cv-{f}")) else { return };
+            let Some(flag) = CONVERSION_FLAGS.iter().find(|f| input.id() == format!("cv-{}", f.name)) else { return };
             let v = if input.type_() == "checkbox" {
                 if input.checked() { "1".to_string() } else { String::new() }
             } else {
                 input.value()
             };
-            conversion.borrow_mut().insert(flag.0, v);
+            conversion.borrow_mut().insert(flag.name, v);
         })
     };
     let st: &AppState = &state;
@@ -476,10 +477,11 @@ fn Main() -> Html {
                     </select>
                     <details class="conversion" id="conversion">
                         <summary>{ "conversion (as convert-trace)" }</summary>
-                        { for CONVERSION_FLAGS.iter().map(|(flag, help)| {
-                            let id = format!("cv-{flag}");
-                            let kind = if *flag == "drop-failed" { "checkbox" } else { "text" };
-                            html! { <label class="inline-field" title={*help}>{ format!("--{flag}") }<input id={id} type={kind} onchange={on_conversion.clone()} /></label> }
+                        { for CONVERSION_FLAGS.iter().filter(|f| f.in_browser).map(|f| {
+                            let id = format!("cv-{}", f.name);
+                            let kind = if f.accepts == Accepts::Switch { "checkbox" } else { "text" };
+                            let help = format!("{} Accepts {}.", f.help, f.accepts.describe());
+                            html! { <label class="inline-field" title={help}>{ format!("--{}", f.name) }<input id={id} type={kind} onchange={on_conversion.clone()} /></label> }
                         }) }
                         <p class="muted">{ "applies to the next file opened (other formats than Mooncake; the transforms to any)" }</p>
                     </details>
@@ -539,54 +541,10 @@ async fn fetch_sample() -> Result<web_sys::Blob, String> {
     web_sys::Blob::new_with_u8_array_sequence(&parts).map_err(|_| "cannot hold the sample trace".to_string())
 }
 
-/// `convert-trace`'s flags offered on the page, with what each does.
-const CONVERSION_FLAGS: [(&str, &str); 12] = [
-    ("arrival-rate", "ServeGen: requests per second (empty: all at 0 ms)"),
-    ("output-length", "ServeGen a–c: output tokens of every request"),
-    ("model", "BurstGPT/WEKA: keep only rows of these models (comma-separated)"),
-    ("drop-failed", "BurstGPT: drop failed rows (Response tokens = 0)"),
-    ("start-ms", "keep rows at or after this time (ms)"),
-    ("end-ms", "keep rows before this time (ms)"),
-    ("sample-fraction", "keep this fraction (0 < f ≤ 1) of whole conversations"),
-    ("sample-seed", "seed of the conversation sampling"),
-    ("max-turn-gap-ms", "cap the gap between turns of a conversation (ms)"),
-    ("max-idle-gap-ms", "cap the gap between consecutive arrivals (ms)"),
-    ("file-spacing-ms", "several WEKA files: file k starts k × this many ms after the first"),
-    ("file-rate", "several WEKA files: files start at this rate per second"),
-];
-
-/// The typed conversion settings, or the first field that is not a number.
-fn parse_conversion(v: &std::collections::BTreeMap<&'static str, String>) -> Result<Conversion, String> {
-    fn num<T: std::str::FromStr>(
-        v: &std::collections::BTreeMap<&'static str, String>,
-        flag: &str,
-    ) -> Result<Option<T>, String> {
-        match v.get(flag).map(|s| s.trim()).filter(|s| !s.is_empty()) {
-            None => Ok(None),
-            Some(s) => s.parse().map(Some).map_err(|_| format!("--{flag}: {s:?} is not a valid number")),
-        }
-    }
-    let models =
-        v.get("model").map(|s| s.split(',').map(str::trim).filter(|m| !m.is_empty()).map(String::from).collect());
-    Ok(Conversion {
-        arrival_rate: num(v, "arrival-rate")?,
-        output_length: num(v, "output-length")?,
-        models: models.unwrap_or_default(),
-        drop_failed: v.get("drop-failed").is_some_and(|s| !s.is_empty()),
-        start_ms: num(v, "start-ms")?,
-        end_ms: num(v, "end-ms")?,
-        sample_fraction: num(v, "sample-fraction")?,
-        sample_seed: num(v, "sample-seed")?.unwrap_or(0),
-        max_turn_gap_ms: num(v, "max-turn-gap-ms")?,
-        max_idle_gap_ms: num(v, "max-idle-gap-ms")?,
-        file_spacing_ms: num(v, "file-spacing-ms")?,
-        file_rate: match num::<f64>(v, "file-rate")? {
-            Some(r) if !(r.is_finite() && r > 0.0) => {
-                return Err(format!("--file-rate must be a positive number, got {r}"));
-            }
-            r => r,
-        },
-    })
+/// The typed conversion settings (the core's parser and range checks, as `convert-trace`'s), or
+/// what is wrong with the first field refused.
+fn parse_conversion(v: &std::collections::BTreeMap<&'static str, String>) -> Result<ConversionSettings, String> {
+    ConversionSettings::from_pairs(v.iter().map(|(k, v)| (*k, v.as_str()))).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -610,9 +568,9 @@ mod tests {
         assert!(c.drop_failed);
         assert_eq!((c.sample_fraction, c.sample_seed, c.output_length), (Some(0.5), 3, None));
         let e = parse_conversion(&v(&[("output-length", "12.5")])).unwrap_err();
-        assert_eq!(e, "--output-length: \"12.5\" is not a valid number");
+        assert_eq!(e, "--output-length: \"12.5\" is not accepted: expected a whole number ≥ 0");
         let e = parse_conversion(&v(&[("file-rate", "0")])).unwrap_err();
-        assert!(e.starts_with("--file-rate must be a positive number"), "{e}");
+        assert_eq!(e, "--file-rate: \"0\" is not accepted: expected a number > 0");
         assert_eq!(parse_conversion(&v(&[("file-spacing-ms", "5000")])).unwrap().file_offset_ms(2), 10_000);
         assert_eq!(parse_conversion(&v(&[("file-rate", "0.5")])).unwrap().file_offset_ms(3), 6_000);
     }
