@@ -170,13 +170,17 @@ mod tests {
     #[test]
     fn flags_come_from_the_cores_table_with_its_checks() {
         assert_eq!(parse(&[]).unwrap(), ConversionSettings::default());
-        let s = parse(&["--model", "a", "--model=b, c", "--drop-failed", "--sample-fraction", "0.5", "--block-size", "64"])
-            .unwrap();
+        let s =
+            parse(&["--model", "a", "--model=b, c", "--drop-failed", "--sample-fraction", "0.5", "--block-size", "64"])
+                .unwrap();
         assert_eq!(s.models, ["a", "b", "c"]);
         assert!(s.drop_failed);
         assert_eq!((s.sample_fraction, s.block_size), (Some(0.5), 64));
         let e = parse(&["--sample-fraction", "2"]).unwrap_err();
-        assert!(e.contains("'2'") && e.contains("--sample-fraction") && e.contains("expected a number > 0 and ≤ 1"), "{e}");
+        assert!(
+            e.contains("'2'") && e.contains("--sample-fraction") && e.contains("expected a number > 0 and ≤ 1"),
+            "{e}"
+        );
         let e = parse(&["--file-rate", "1", "--file-spacing-ms", "5"]).unwrap_err();
         assert!(e.contains("cannot be used with"), "{e}");
         // Every flag of the core's table is an option.
