@@ -195,6 +195,27 @@ try {
     step(`${name} with ${args.join(' ')}: ${rows} rows, converted JSONL = convert-trace's`);
     await setFlags(Object.fromEntries(Object.keys(flags).map((f) => [f, f === 'drop-failed' ? false : ''])));
   }
+  // Settings changed after a trace is open apply to it with the button: read again, converted anew.
+  {
+    const rel = 'burstgpt/BurstGPT_3.csv.head400';
+    const src = join(FIXTURES, rel);
+    const name = basename(rel);
+    await drop(page, name, readFileSync(src));
+    await waitFile(page, name);
+    const before = await metric(page, 'total_requests');
+    await setFlags({ 'drop-failed': true });
+    await page.locator('#cv-apply').click();
+    const convOut = join(TMP, `${name}.apply.jsonl`);
+    cli(['convert-trace', src, '--drop-failed', '--output-file', convOut]);
+    const rows = readFileSync(convOut, 'utf8').trim().split('\n').length;
+    assert.ok(rows < before, `${name}: --drop-failed keeps fewer rows (${rows} of ${before})`);
+    await page.waitForFunction((n) => document.querySelector('[data-metric="total_requests"]')?.dataset.value === String(n) && !document.querySelector('#analysis-busy'), rows, { timeout: 60000 });
+    await waitFile(page, name);
+    const c = await download(page, 'Download Mooncake JSONL');
+    assert.ok(c.bytes.equals(readFileSync(convOut)), `${name}: re-applied conversion differs from convert-trace --drop-failed`);
+    step(`settings applied to the open ${name}: ${before} → ${rows} rows = convert-trace --drop-failed`);
+    await setFlags({ 'drop-failed': false });
+  }
   // Several WEKA files dropped together merge into one trace, as convert-trace A B does.
   {
     const files = ['trace_0291.json', 'trace_0504.json'].map((n) => join(FIXTURES, 'weka-kv-cache-tester', n));

@@ -66,6 +66,9 @@ fn Main() -> Html {
     let conversion = use_mut_ref(std::collections::BTreeMap::<&'static str, String>::new);
     // Files to merge after the next one opened (several WEKA files dropped together).
     let merge_next = use_mut_ref(Vec::<web_sys::File>::new);
+    // The trace open now (with the files merged into it, and whether it is the sample), so that
+    // changed conversion settings can be applied to it.
+    let open_now = use_mut_ref(|| None::<OpenTrace>);
     // When the worker last spoke (or was last asked to read a file), for the silence notice.
     let last_heard = use_mut_ref(web::now_ms);
     // The run view (finished runs dropped on the page); the latest state, read by the bridge.
@@ -119,8 +122,11 @@ fn Main() -> Html {
         let trace_format = trace_format.clone();
         let conversion = conversion.clone();
         let merge_next = merge_next.clone();
-        Callback::from(move |(blob, name): (web_sys::Blob, String)| {
+        let open_now = open_now.clone();
+        Callback::from(move |(blob, name, sample): (web_sys::Blob, String, bool)| {
             let merge: Vec<web_sys::File> = std::mem::take(&mut *merge_next.borrow_mut());
+            *open_now.borrow_mut() =
+                Some(OpenTrace { blob: blob.clone(), name: name.clone(), merge: merge.clone(), sample });
             let conversion = match parse_conversion(&conversion.borrow()) {
                 Ok(c) => c,
                 Err(message) => {
@@ -168,7 +174,24 @@ fn Main() -> Html {
                 now: web::now_ms(),
                 sample: false,
             });
-            open_blob.emit((file.clone().into(), file.name()));
+            open_blob.emit((file.clone().into(), file.name(), false));
+        })
+    };
+    // Reads the open trace again with the conversion settings as they are now.
+    let reapply = {
+        let (state, open_blob, open_now, merge_next) =
+            (state.clone(), open_blob.clone(), open_now.clone(), merge_next.clone());
+        Callback::from(move |_: MouseEvent| {
+            let Some(open) = open_now.borrow().clone() else { return };
+            let size = open.blob.size() as u64;
+            state.dispatch(Action::FileOpened {
+                name: open.name.clone(),
+                size,
+                now: web::now_ms(),
+                sample: open.sample,
+            });
+            *merge_next.borrow_mut() = open.merge;
+            open_blob.emit((open.blob, open.name, open.sample));
         })
     };
     // Finished runs: pair the files, hand them to the worker.
@@ -300,7 +323,7 @@ fn Main() -> Html {
             let (state, open_blob) = (state.clone(), open_blob.clone());
             wasm_bindgen_futures::spawn_local(async move {
                 match fetch_sample().await {
-                    Ok(blob) => open_blob.emit((blob, SAMPLE_NAME.into())),
+                    Ok(blob) => open_blob.emit((blob, SAMPLE_NAME.into(), true)),
                     Err(message) => state.dispatch(Action::OpenFailed { name: SAMPLE_NAME.into(), message }),
                 }
             });
@@ -483,7 +506,8 @@ fn Main() -> Html {
                             let help = format!("{} Accepts {}.", f.help, f.accepts.describe());
                             html! { <label class="inline-field" title={help}>{ format!("--{}", f.name) }<input id={id} type={kind} onchange={on_conversion.clone()} /></label> }
                         }) }
-                        <p class="muted">{ "applies to the next file opened (other formats than Mooncake; the transforms to any)" }</p>
+                        <button id="cv-apply" class="button" onclick={reapply}>{ "Apply to the open trace" }</button>
+                        <p class="muted">{ "applies to the next file opened, or to the open one with the button (other formats than Mooncake; the transforms to any)" }</p>
                     </details>
                 </div>
             </header>
@@ -539,6 +563,15 @@ async fn fetch_sample() -> Result<web_sys::Blob, String> {
     let bytes = resp.binary().await.map_err(|e| format!("cannot read the sample trace: {e}"))?;
     let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes.as_slice()));
     web_sys::Blob::new_with_u8_array_sequence(&parts).map_err(|_| "cannot hold the sample trace".to_string())
+}
+
+/// A trace opened on the page, kept to read it again.
+#[derive(Clone)]
+struct OpenTrace {
+    blob: web_sys::Blob,
+    name: String,
+    merge: Vec<web_sys::File>,
+    sample: bool,
 }
 
 /// The typed conversion settings (the core's parser and range checks, as `convert-trace`'s), or
