@@ -12,6 +12,7 @@ mod profile;
 mod runs;
 mod synthesis_flags;
 mod synthesize;
+mod token_count;
 mod tokenizer;
 mod trace_format;
 

@@ -11,9 +11,11 @@ use aiperf_core::schedule::Rng;
 use anyhow::{Result, bail};
 use tokenizers::Tokenizer;
 
+use crate::token_count::TokenCounter;
+
 /// Builds prompt text of exact token counts.
 pub struct PromptBuilder {
-    tokenizer: Tokenizer,
+    counter: TokenCounter,
     words: Vec<Box<str>>,
     block_size: u64,
     seed: u64,
@@ -50,7 +52,8 @@ impl PromptBuilder {
         if words.len() < 64 {
             bail!("the tokenizer has too few single-token words ({}) to build prompts of exact length", words.len());
         }
-        let builder = PromptBuilder { tokenizer, words, block_size: block_size.max(1), seed };
+        let builder =
+            PromptBuilder { counter: TokenCounter::new(tokenizer), words, block_size: block_size.max(1), seed };
         // Words must not merge with their neighbours: check a long random sequence once.
         let mut sample = String::new();
         builder.push_words(&mut sample, u64::MAX, 20_000);
@@ -65,8 +68,7 @@ impl PromptBuilder {
 
     /// Number of tokens of a text (no special tokens).
     pub fn count(&self, text: &str) -> Result<u64> {
-        let enc = self.tokenizer.encode_fast(text, false).map_err(|e| anyhow::anyhow!("tokenizer: {e}"))?;
-        Ok(enc.len() as u64)
+        self.counter.count(text)
     }
 
     fn push_words(&self, out: &mut String, key: u64, n: u64) {
