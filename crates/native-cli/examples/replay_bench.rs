@@ -249,7 +249,15 @@ fn max_rate(dir: &Path) {
         "| tool | requests | request throughput (req/s) | errors | CPU µs/request (whole process) | CPU µs/request (replay only) |"
     );
     println!("|---|---|---|---|---|---|");
-    for tool in ["aiperf-cli", "aiperf-cli --use-server-token-count", "AIPerf 0.13.0"] {
+    // "varied answers": the mock answers with varied text (`--varied-text`), as a model would,
+    // instead of eight repeated words that a client's token counter has seen after one answer.
+    for tool in [
+        "aiperf-cli",
+        "aiperf-cli --use-server-token-count",
+        "aiperf-cli, varied answers",
+        "aiperf-cli --use-server-token-count, varied answers",
+        "AIPerf 0.13.0",
+    ] {
         let n = if tool.starts_with("aiperf-cli") { 30000 } else { 3000 };
         let trace = dir.join(format!("maxrate-{n}.jsonl"));
         let mut f = std::io::BufWriter::new(std::fs::File::create(&trace).unwrap());
@@ -257,9 +265,9 @@ fn max_rate(dir: &Path) {
             writeln!(f, r#"{{"input_length": 128, "output_length": 64, "hash_ids": [{i}]}}"#).unwrap();
         }
         drop(f);
-        let mock = start_mock(&[]);
-        let art = dir.join(format!("art-max-{}", tool.replace(' ', "_")));
-        let cmd = if tool == "aiperf-cli" {
+        let mock = start_mock(if tool.ends_with("varied answers") { &["--varied-text"] } else { &[] });
+        let art = dir.join(format!("art-max-{}", tool.replace([' ', ','], "_")));
+        let cmd = if tool == "aiperf-cli" || tool == "aiperf-cli, varied answers" {
             Some(ours(&mock.url, &trace, &art, &["--concurrency", "64"]))
         } else if tool.starts_with("aiperf-cli") {
             Some(ours(&mock.url, &trace, &art, &["--concurrency", "64", "--use-server-token-count"]))
