@@ -51,16 +51,8 @@ pub(crate) fn scan<'a>(
                 if b.get(i) != Some(&b']') {
                     loop {
                         if into_ids {
-                            let start = i;
-                            let mut v: u64 = 0;
-                            while let Some(&d @ b'0'..=b'9') = b.get(i) {
-                                v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-                                i += 1;
-                            }
-                            // Like JSON: at least one digit, no leading zeros.
-                            if i == start || (b[start] == b'0' && i - start > 1) {
-                                return None;
-                            }
+                            let (v, end) = id(b, i)?;
+                            i = end;
                             ids.push(v);
                         } else if b.get(i) == Some(&b'"') {
                             i = string(text, i)?.1;
@@ -92,6 +84,36 @@ pub(crate) fn scan<'a>(
             _ => return None,
         }
     }
+}
+
+/// A JSON non-negative integer that fits in u64 starting at `i`, and the index after it: eight
+/// digits at a time where eight bytes are there (most ids), then one at a time, checked for
+/// overflow only past 19 digits.
+#[inline]
+fn id(b: &[u8], start: usize) -> Option<(u64, usize)> {
+    let (mut v, mut i) = (0u64, start);
+    if let Some(&eight) = b.get(start..).and_then(|r| r.first_chunk::<8>()) {
+        let (n, value) = crate::trace::fast::eight_digits(u64::from_le_bytes(eight));
+        (v, i) = (value, start + n);
+        if n < 8 {
+            return finish_id(b, start, i, v);
+        }
+    }
+    while let Some(&d @ b'0'..=b'9') = b.get(i) {
+        v = if i - start < 19 {
+            v * 10 + u64::from(d - b'0')
+        } else {
+            v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?
+        };
+        i += 1;
+    }
+    finish_id(b, start, i, v)
+}
+
+/// Like JSON: at least one digit, no leading zeros.
+#[inline]
+fn finish_id(b: &[u8], start: usize, i: usize, v: u64) -> Option<(u64, usize)> {
+    (i > start && !(b[start] == b'0' && i - start > 1)).then_some((v, i))
 }
 
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
@@ -134,6 +156,17 @@ mod tests {
             Some(())
         })?;
         Some((out, ids))
+    }
+
+    proptest::proptest! {
+        /// The id reader gives what parsing the digits gives, for every length and any bytes after.
+        #[test]
+        fn ids_read_like_str_parse(text in "[0-9]{0,24}", after in "[ ,\\]a-z0-9]{0,9}") {
+            let whole = format!("{text}{after}");
+            let digits = whole.bytes().take_while(u8::is_ascii_digit).count();
+            let want = whole[..digits].parse::<u64>().ok().filter(|_| !(digits > 1 && whole.starts_with('0')));
+            proptest::prop_assert_eq!(id(whole.as_bytes(), 0), want.map(|v| (v, digits)));
+        }
     }
 
     #[test]

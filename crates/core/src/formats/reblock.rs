@@ -13,11 +13,21 @@ use std::hash::Hasher;
 /// Interns prefix-chained target block ids across every file of one conversion.
 #[derive(Debug, Default)]
 pub struct Reblocker {
-    /// (hash of the key, the key: previous id + the block's source ids, its id). The hash is kept
-    /// so that growing the table never reads the keys again.
-    interned: hashbrown::HashTable<(u64, Box<[u64]>, u64)>,
+    /// (hash of the key, where the key lies in `keys`, its id). The hash is kept so that growing
+    /// the table never reads the keys again.
+    interned: hashbrown::HashTable<(u64, Span, u64)>,
+    /// Every interned key, one after another: the previous id and the block's source ids. One
+    /// allocation for all of them (a million small ones cost more to make and free than to fill).
+    keys: Vec<u64>,
     next_id: u64,
     key: Vec<u64>,
+}
+
+/// A key's place in [`Reblocker::keys`].
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    start: usize,
+    len: usize,
 }
 
 fn hash_of(key: &[u64]) -> u64 {
@@ -73,13 +83,15 @@ impl Reblocker {
                 self.key.push(prev);
                 self.key.extend_from_slice(&source[start..start + per_block]);
                 let hash = hash_of(&self.key);
-                let key = self.key.as_slice();
-                match self.interned.find(hash, |e| e.0 == hash && *e.1 == *key) {
+                let (key, keys) = (self.key.as_slice(), &self.keys);
+                match self.interned.find(hash, |e| e.0 == hash && keys[e.1.start..e.1.start + e.1.len] == *key) {
                     Some(e) => e.2,
                     None => {
                         let id = self.next_id;
                         self.next_id = self.next_id.saturating_add(1);
-                        self.interned.insert_unique(hash, (hash, key.into(), id), |e| e.0);
+                        let span = Span { start: self.keys.len(), len: key.len() };
+                        self.keys.extend_from_slice(key);
+                        self.interned.insert_unique(hash, (hash, span, id), |e| e.0);
                         id
                     }
                 }

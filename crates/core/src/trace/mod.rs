@@ -6,7 +6,7 @@
 //! [`read`] (any `BufRead`), and written back with [`write_row`] / [`write_trace`].
 
 mod error;
-mod fast;
+pub(crate) mod fast;
 mod parse;
 mod write;
 
