@@ -223,23 +223,26 @@ async fn load_run(files: &RunFiles) -> Result<Run, String> {
     let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().dyn_into().map_err(js_error)?;
     let mut loader = RunLoader::new(&files.records_name, settings);
     let mut buf = Vec::new();
-    loop {
-        let chunk = JsFuture::from(reader.read()).await.map_err(js_error)?;
-        let done = js_sys::Reflect::get(&chunk, &JsValue::from_str("done")).map_err(js_error)?;
-        if done.as_bool() == Some(true) {
-            break;
-        }
-        let value: js_sys::Uint8Array = js_sys::Reflect::get(&chunk, &JsValue::from_str("value"))
-            .map_err(js_error)?
-            .dyn_into()
-            .map_err(js_error)?;
-        buf.resize(value.length() as usize, 0);
-        value.copy_to(&mut buf);
+    while next_chunk(&reader, &mut buf).await? {
         loader.push(&buf).map_err(|e| e.to_string())?;
     }
     let mut run = loader.finish(&files.label).map_err(|e| e.to_string())?;
     run.server = server;
     Ok(run)
+}
+
+/// Reads the next chunk of a stream into `buf`; `false` at the stream's end.
+async fn next_chunk(reader: &web_sys::ReadableStreamDefaultReader, buf: &mut Vec<u8>) -> Result<bool, String> {
+    let chunk = JsFuture::from(reader.read()).await.map_err(js_error)?;
+    let done = js_sys::Reflect::get(&chunk, &JsValue::from_str("done")).map_err(js_error)?;
+    if done.as_bool() == Some(true) {
+        return Ok(false);
+    }
+    let value: js_sys::Uint8Array =
+        js_sys::Reflect::get(&chunk, &JsValue::from_str("value")).map_err(js_error)?.dyn_into().map_err(js_error)?;
+    buf.resize(value.length() as usize, 0);
+    value.copy_to(buf);
+    Ok(true)
 }
 
 async fn fetch(url: &str) -> Result<web_sys::Response, String> {
@@ -446,21 +449,14 @@ impl Load {
         let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().dyn_into().map_err(js_error)?;
         let mut buf = Vec::new();
         loop {
-            let chunk = JsFuture::from(reader.read()).await.map_err(js_error)?;
+            let more = next_chunk(&reader, &mut buf).await?;
             if !self.current() {
                 let _ = reader.cancel();
                 return Err("superseded".into());
             }
-            let done = js_sys::Reflect::get(&chunk, &JsValue::from_str("done")).map_err(js_error)?;
-            if done.as_bool() == Some(true) {
+            if !more {
                 return Ok(());
             }
-            let value: js_sys::Uint8Array = js_sys::Reflect::get(&chunk, &JsValue::from_str("value"))
-                .map_err(js_error)?
-                .dyn_into()
-                .map_err(js_error)?;
-            buf.resize(value.length() as usize, 0);
-            value.copy_to(&mut buf);
             ingest.push(&buf).map_err(|e| e.0)?;
             if ingest.bytes() - *reported >= PROGRESS_EVERY {
                 *reported = ingest.bytes();

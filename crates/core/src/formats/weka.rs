@@ -96,7 +96,8 @@ pub(super) fn convert(sink: &mut Sink<'_>, text: &str) -> Result<String, FormatE
     let block = doc.block()?;
     if let Some(early) = doc.early.take() {
         let conversation = doc.conversation();
-        walk(doc.sink, &early, 0, &conversation, "requests", block, &mut doc.counts)?;
+        let list = List { base_ns: 0, conversation: &conversation, path: "requests", block };
+        walk(doc.sink, &early, &list, &mut doc.counts)?;
     }
     let name = doc.id.clone().unwrap_or_else(|| doc.sink.file().to_string());
     let counts = &doc.counts;
@@ -174,8 +175,8 @@ impl<'de> Visitor<'de> for Requests<'_, '_, '_, '_> {
         let mut i = 0;
         while let Some(e) = seq.next_element::<Entry<'de>>()? {
             let doc = &mut *self.doc;
-            entry(doc.sink, &e, i, 0, &self.conversation, "requests", self.block, &mut doc.counts)
-                .map_err(|err| stop(doc, err))?;
+            let list = List { base_ns: 0, conversation: &self.conversation, path: "requests", block: self.block };
+            entry(doc.sink, &e, i, &list, &mut doc.counts).map_err(|err| stop(doc, err))?;
             i += 1;
         }
         Ok(())
@@ -192,33 +193,30 @@ fn field_error(sink: &Sink<'_>, field: &str, value: &str, expected: &str) -> For
     }
 }
 
-fn walk(
-    sink: &mut Sink<'_>,
-    entries: &[Entry<'_>],
+/// Where a list of entries sits: its conversation, its clock's start, its path in the document.
+struct List<'p> {
     base_ns: i64,
-    conversation: &str,
-    path: &str,
+    conversation: &'p str,
+    path: &'p str,
     block: u32,
-    counts: &mut Counts,
-) -> Result<(), FormatError> {
+}
+
+fn walk(sink: &mut Sink<'_>, entries: &[Entry<'_>], list: &List<'_>, counts: &mut Counts) -> Result<(), FormatError> {
     for (i, e) in entries.iter().enumerate() {
-        entry(sink, e, i, base_ns, conversation, path, block, counts)?;
+        entry(sink, e, i, list, counts)?;
     }
     Ok(())
 }
 
-/// Converts entry `i` of the list at `path`: a request, or a sub-agent's requests.
-#[allow(clippy::too_many_arguments)]
+/// Converts entry `i` of `list`: a request, or a sub-agent's requests.
 fn entry(
     sink: &mut Sink<'_>,
     e: &Entry<'_>,
     i: usize,
-    base_ns: i64,
-    conversation: &str,
-    path: &str,
-    block: u32,
+    list: &List<'_>,
     counts: &mut Counts,
 ) -> Result<(), FormatError> {
+    let List { base_ns, conversation, path, block } = *list;
     let here = || format!("{path}[{i}]");
     let at_ns = seconds_to_ns(Some(e.t)).and_then(|t| t.checked_add(base_ns)).ok_or_else(|| {
         field_error(sink, &format!("{}.t", here()), &e.t.to_string(), "a non-negative number of seconds")
@@ -228,7 +226,8 @@ fn entry(
         let agent = e.agent_id.as_deref().map_or_else(|| format!("agent{i}"), str::to_string);
         let sub = format!("{conversation}/{agent}");
         let nested = e.requests.as_deref().unwrap_or_default();
-        return walk(sink, nested, at_ns, &sub, &format!("{}.requests", here()), block, counts);
+        let path = format!("{}.requests", here());
+        return walk(sink, nested, &List { base_ns: at_ns, conversation: &sub, path: &path, block }, counts);
     }
     counts.requests += 1;
     sink.out.stats.records += 1;
