@@ -222,12 +222,10 @@ mod tests {
     }
 
     #[test]
-    fn the_page_stylesheet_holds_the_run_view_rules() {
-        let css = include_str!("../style.css");
-        assert!(
-            css.contains(aiperf_core::run::html::CSS),
-            "copy aiperf_core::run::html::CSS into crates/web/style.css"
-        );
+    fn the_page_links_the_run_view_rules() {
+        let page = include_str!("../../../index.html");
+        assert!(page.contains(r#"<link data-trunk rel="css" href="crates/core/src/run/runs.css">"#));
+        assert!(aiperf_core::run::html::CSS.contains(".runs .charts"));
     }
 
     #[test]

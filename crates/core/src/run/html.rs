@@ -700,27 +700,9 @@ pub fn runs_fragment(runs: &[&Run], baseline: usize) -> String {
     out
 }
 
-/// Styles of the run views (inlined in the report; `crates/web/style.css` holds the same rules,
-/// as the page's security policy admits no inline style). No `style` attribute is used.
-pub const CSS: &str = r#"
-.runs{font:14px system-ui,sans-serif;color:#222}
-.runs table{border-collapse:collapse;margin:8px 0}
-.runs td,.runs th{border:1px solid #ccc;padding:2px 8px;text-align:right}
-.runs td:first-child,.runs th:first-child{text-align:left}
-.runs small{color:#666}
-.runs .charts{display:flex;flex-wrap:wrap;gap:8px}
-.runs figure.chart{margin:0;border:1px solid #eee;background:#fff}
-.runs svg text{font:10px system-ui,sans-serif;fill:#333}
-.runs svg text.title{font-size:12px;font-weight:600}
-.runs svg circle.pt{cursor:pointer}
-.runs svg circle.pt:hover{fill-opacity:1;stroke:#000}
-.runs h2.run-label{border-left:6px solid;padding-left:6px}
-.runs .c0{color:#1f77b4;border-color:#1f77b4}.runs .c1{color:#d62728;border-color:#d62728}
-.runs .c2{color:#2ca02c;border-color:#2ca02c}.runs .c3{color:#ff7f0e;border-color:#ff7f0e}
-.runs .c4{color:#9467bd;border-color:#9467bd}.runs .c5{color:#8c564b;border-color:#8c564b}
-.runs .c6{color:#e377c2;border-color:#e377c2}.runs .c7{color:#17becf;border-color:#17becf}
-.runs pre.record{position:sticky;bottom:0;background:#fffbe6;border:1px solid #e6d98c;padding:6px;margin:8px 0;white-space:pre-wrap;max-height:12em;overflow:auto}
-"#;
+/// Styles of the run views: inlined in the report, and linked by the web app's `index.html` (the
+/// page's security policy admits no inline style). No `style` attribute is used.
+pub const CSS: &str = include_str!("runs.css");
 
 /// The self-contained report file: one page, no network.
 pub fn report_page(runs: &[&Run], baseline: usize) -> String {
