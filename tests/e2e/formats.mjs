@@ -9,13 +9,13 @@
 // Env: DIST (default dist), AIPERF_CLI (required), ARTIFACTS (default artifacts/web),
 //      BENCH=1 (also time a generated ~100 MB Azure 2024-style CSV: drop → shown and the longest
 //      main-thread task; written to ARTIFACTS/formats-timings.json).
-import { chromium } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync, mkdtempSync, createWriteStream, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, basename } from 'node:path';
 import assert from 'node:assert/strict';
 import { serve } from './server.mjs';
+import { launch, watchedPage } from './browser.mjs';
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const DIST = resolve(ROOT, process.env.DIST ?? 'dist');
@@ -84,20 +84,10 @@ async function metric(page, key) {
 }
 
 const { server, url } = await serve(DIST, 0);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 let failed = false;
 try {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
-  const page = await context.newPage();
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => { if (!r.url().startsWith('blob:')) problems.push(`request failed: ${r.url()}`); });
-  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+  const page = await watchedPage(browser, problems, { viewport: { width: 1280, height: 800 }, acceptDownloads: true });
   await page.goto(url);
   await page.getByText('Open a Mooncake trace').waitFor();
 

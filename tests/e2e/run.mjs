@@ -3,7 +3,6 @@
 //   AIPERF_CLI=target/debug/aiperf-cli node tests/e2e/run.mjs
 // Env: DIST (default dist), AIPERF_CLI (path of the native CLI, for the byte-for-byte checks),
 //      ARTIFACTS (default artifacts/web), BENCH=1 (also time the 1,000,000-row trace).
-import { chromium } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync, existsSync, mkdtempSync, createWriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +10,7 @@ import { join, resolve } from 'node:path';
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
 import { serve } from './server.mjs';
+import { launch, watchedPage } from './browser.mjs';
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const DIST = resolve(ROOT, process.env.DIST ?? 'dist');
@@ -111,20 +111,10 @@ function close(a, b) {
 }
 
 const { server, url } = await serve(DIST, 0);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 let failed = false;
 try {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
-  const page = await context.newPage();
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => { if (!r.url().startsWith('blob:')) problems.push(`request failed: ${r.url()}`); });
-  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+  const page = await watchedPage(browser, problems, { viewport: { width: 1280, height: 800 }, acceptDownloads: true });
 
   step(`open ${url}`);
   await page.goto(url);
@@ -213,7 +203,7 @@ try {
 
   // 5. The link reproduces the parameters.
   const link = page.url();
-  const page2 = await context.newPage();
+  const page2 = await page.context().newPage();
   page2.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   await page2.goto(link);
   await page2.getByText('Open a Mooncake trace').waitFor();
@@ -233,7 +223,7 @@ try {
   await page2.close();
 
   // Keyboard only: Tab reaches the file button, then "Load sample"; Enter opens the sample.
-  const page3 = await context.newPage();
+  const page3 = await page.context().newPage();
   page3.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   await page3.goto(url);
   await page3.getByText('Open a Mooncake trace').waitFor();

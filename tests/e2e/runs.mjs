@@ -6,7 +6,6 @@
 // Env: DIST (default dist), AIPERF_CLI (required), ARTIFACTS (default artifacts/web),
 //      BENCH=1 (also time a synthetic 1,000,000-record profile_export.jsonl).
 // Writes docs/images/run-view.png and docs/images/run-compare.png (shown by README.md).
-import { chromium } from 'playwright-core';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync, mkdtempSync, createWriteStream, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import assert from 'node:assert/strict';
 import { serve } from './server.mjs';
+import { launch, watchedPage } from './browser.mjs';
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const DIST = resolve(ROOT, process.env.DIST ?? 'dist');
@@ -91,18 +91,10 @@ async function checkNumbers(page, where) {
 
 const timings = {};
 const { server, url } = await serve(DIST, 0);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 let failed = false;
 try {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const page = await context.newPage();
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => { if (!r.url().startsWith('blob:')) problems.push(`request failed: ${r.url()}`); });
+  const page = await watchedPage(browser, problems, { viewport: { width: 1280, height: 900 } });
   await page.goto(url);
   await page.getByText('Open a Mooncake trace').waitFor();
 
@@ -202,7 +194,7 @@ try {
   const report = join(TMP, 'report.html');
   cli(['report', runA, runB, '--output', report]);
   const reportUrl = pathToFileURL(report).href;
-  const rpage = await context.newPage();
+  const rpage = await page.context().newPage();
   const requests = [];
   rpage.on('request', (r) => requests.push(r.url()));
   rpage.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`report console ${m.type()}: ${m.text()}`); });
@@ -219,7 +211,7 @@ try {
   const sweepReport = join(TMP, 'sweep.html');
   cli(['report', sweep, '--output', sweepReport]);
   const sweepUrl = pathToFileURL(sweepReport).href;
-  const spage = await context.newPage();
+  const spage = await page.context().newPage();
   const sreqs = [];
   spage.on('request', (r) => sreqs.push(r.url()));
   spage.on('pageerror', (e) => problems.push(`sweep report page error: ${e.message}`));
