@@ -21,3 +21,28 @@ export async function watchedPage(browser, problems, contextOptions) {
   page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
   return page;
 }
+
+// Drops files on the page as a user would: `files` lists [name, content (a string or bytes),
+// MIME type (optional)].
+export async function dropFiles(page, files) {
+  await page.evaluate((files) => {
+    const dt = new DataTransfer();
+    for (const [name, b64, type] of files) {
+      dt.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], name, type ? { type } : {}));
+    }
+    for (const kind of ['dragover', 'drop']) {
+      document.querySelector('.page').dispatchEvent(new DragEvent(kind, { bubbles: true, cancelable: true, dataTransfer: dt }));
+    }
+  }, files.map(([name, content, type]) => [name, Buffer.from(content).toString('base64'), type]));
+}
+
+// Drops a file the page fetches from `url` (large files: no huge evaluate() argument).
+export async function dropFromDisk(page, url, name) {
+  await page.evaluate(async ([url, name]) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([await (await fetch(url)).blob()], name));
+    for (const kind of ['dragover', 'drop']) {
+      document.querySelector('.page').dispatchEvent(new DragEvent(kind, { bubbles: true, cancelable: true, dataTransfer: dt }));
+    }
+  }, [url, name]);
+}

@@ -15,7 +15,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve, basename } from 'node:path';
 import assert from 'node:assert/strict';
 import { serve } from './server.mjs';
-import { launch, watchedPage } from './browser.mjs';
+import { dropFiles, dropFromDisk, launch, watchedPage } from './browser.mjs';
+
+const drop = (page, name, bytes) => dropFiles(page, [[name, bytes]]);
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const DIST = resolve(ROOT, process.env.DIST ?? 'dist');
@@ -41,28 +43,6 @@ const SAMPLES = [
   ['constructed/bailian_constructed.jsonl', 'bailian', true],
   ['weka-kv-cache-tester/trace_0291.json', 'weka', true],
 ];
-
-async function drop(page, name, bytes) {
-  await page.evaluate(([name, b64]) => {
-    const bin = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-    const dt = new DataTransfer();
-    dt.items.add(new File([bin], name));
-    const target = document.querySelector('.page');
-    target.dispatchEvent(new DragEvent('dragover', { bubbles: true, cancelable: true, dataTransfer: dt }));
-    target.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
-  }, [name, Buffer.from(bytes).toString('base64')]);
-}
-
-async function dropFromDisk(page, path, name) {
-  await page.evaluate(async ([url, name]) => {
-    const blob = await (await fetch(url)).blob();
-    const dt = new DataTransfer();
-    dt.items.add(new File([blob], name));
-    const target = document.querySelector('.page');
-    target.dispatchEvent(new DragEvent('dragover', { bubbles: true, cancelable: true, dataTransfer: dt }));
-    target.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
-  }, [path, name]);
-}
 
 async function download(page, buttonText) {
   const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 60000 }), page.getByRole('button', { name: buttonText }).click()]);
@@ -210,14 +190,8 @@ try {
   {
     const files = ['trace_0291.json', 'trace_0504.json'].map((n) => join(FIXTURES, 'weka-kv-cache-tester', n));
     await setFlags({ 'file-spacing-ms': 5000 });
-    await page.evaluate((files) => {
-      const dt = new DataTransfer();
-      for (const [name, b64] of files) dt.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], name));
-      const target = document.querySelector('.page');
-      target.dispatchEvent(new DragEvent('dragover', { bubbles: true, cancelable: true, dataTransfer: dt }));
-      target.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
-    }, files.reverse().map((f) => [basename(f), readFileSync(f).toString('base64')]));
-    files.reverse();
+    // Given out of name order: the page merges them in name order.
+    await dropFiles(page, [...files].reverse().map((f) => [basename(f), readFileSync(f)]));
     const convOut = join(TMP, 'weka-merged.jsonl');
     cli(['convert-trace', ...files, '--file-spacing-ms', '5000', '--output-file', convOut]);
     const merged = readFileSync(convOut, 'utf8').trim().split('\n').length;

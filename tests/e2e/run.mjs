@@ -10,7 +10,10 @@ import { join, resolve } from 'node:path';
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
 import { serve } from './server.mjs';
-import { launch, watchedPage } from './browser.mjs';
+import { dropFiles, dropFromDisk, launch, watchedPage } from './browser.mjs';
+
+const drop = (page, name, content) => dropFiles(page, [[name, content, 'application/x-ndjson']]);
+const dropBytes = (page, name, bytes) => dropFiles(page, [[name, bytes, 'application/gzip']]);
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const DIST = resolve(ROOT, process.env.DIST ?? 'dist');
@@ -38,29 +41,6 @@ function cliHas(sub) {
   }
 }
 
-async function drop(page, name, content) {
-  await page.evaluate(([name, content]) => {
-    const dt = new DataTransfer();
-    dt.items.add(new File([content], name, { type: 'application/x-ndjson' }));
-    const target = document.querySelector('.page');
-    target.dispatchEvent(new DragEvent('dragover', { bubbles: true, cancelable: true, dataTransfer: dt }));
-    target.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
-  }, [name, content]);
-}
-
-async function dropBytes(page, name, bytes) {
-  await page.evaluate(([name, b64]) => {
-    const bin = atob(b64);
-    const buf = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) buf[i] = bin.charCodeAt(i);
-    const dt = new DataTransfer();
-    dt.items.add(new File([buf], name, { type: 'application/gzip' }));
-    const target = document.querySelector('.page');
-    target.dispatchEvent(new DragEvent('dragover', { bubbles: true, cancelable: true, dataTransfer: dt }));
-    target.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
-  }, [name, Buffer.from(bytes).toString('base64')]);
-}
-
 async function synthDownloadMatchesCli(page, label) {
   await page.waitForTimeout(500);
   await page.waitForFunction(() => !document.querySelector('#synth-busy') && document.querySelector('[data-synth="total_requests"]'), null, { timeout: 60000 });
@@ -73,18 +53,6 @@ async function synthDownloadMatchesCli(page, label) {
   cli(args);
   assert.ok(syn.bytes.equals(readFileSync(out)), `synthesized JSONL differs from: ${shownCmd}`);
   step(`synthesized JSONL (${label}) = ${shownCmd}`);
-}
-
-async function dropFromDisk(page, path, name) {
-  // Large files go through a served copy instead of one huge evaluate() argument.
-  await page.evaluate(async ([url, name]) => {
-    const blob = await (await fetch(url)).blob();
-    const dt = new DataTransfer();
-    dt.items.add(new File([blob], name));
-    const target = document.querySelector('.page');
-    target.dispatchEvent(new DragEvent('dragover', { bubbles: true, cancelable: true, dataTransfer: dt }));
-    target.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
-  }, [path, name]);
 }
 
 async function metric(page, key) {

@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import assert from 'node:assert/strict';
 import { serve } from './server.mjs';
-import { launch, watchedPage } from './browser.mjs';
+import { dropFiles, launch, watchedPage } from './browser.mjs';
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const DIST = resolve(ROOT, process.env.DIST ?? 'dist');
@@ -60,15 +60,6 @@ mock.kill();
 const summaryA = JSON.parse(readFileSync(join(runA, 'profile_export_aiperf.json'), 'utf8'));
 step(`two runs against the mock: ${summaryA.request_count.avg} requests each`);
 
-async function dropFiles(page, files) {
-  await page.evaluate((files) => {
-    const dt = new DataTransfer();
-    for (const [name, content] of files) dt.items.add(new File([content], name));
-    const target = document.querySelector('.page');
-    target.dispatchEvent(new DragEvent('dragover', { bubbles: true, cancelable: true, dataTransfer: dt }));
-    target.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
-  }, files);
-}
 const files = (dir, prefix) => [
   [`${prefix}.jsonl`, readFileSync(join(dir, 'profile_export.jsonl'), 'utf8')],
   [`${prefix}_aiperf.json`, readFileSync(join(dir, 'profile_export_aiperf.json'), 'utf8')],
