@@ -13,16 +13,20 @@ use std::hash::Hasher;
 /// Interns prefix-chained target block ids across every file of one conversion.
 #[derive(Debug, Default)]
 pub struct Reblocker {
-    /// (hash of the key, the key: previous id + the block's source ids, its id). The hash is kept
+    /// (hash of the key, where the key starts in `keys`, its length, its id). The hash is kept
     /// so that growing the table never reads the keys again.
-    interned: hashbrown::HashTable<(u64, Box<[u64]>, u64)>,
+    interned: hashbrown::HashTable<(u64, usize, usize, u64)>,
+    /// Every interned key back to back (previous id, then the block's source ids): one arena
+    /// instead of one allocation per key.
+    keys: Vec<u64>,
     next_id: u64,
-    key: Vec<u64>,
 }
 
-fn hash_of(key: &[u64]) -> u64 {
+/// The hash of the key `prev` followed by `block`, without building it.
+fn hash_of(prev: u64, block: &[u64]) -> u64 {
     let mut h = FxHasher::default();
-    for &w in key {
+    h.add(prev);
+    for &w in block {
         h.add(w);
     }
     h.finish()
@@ -69,17 +73,21 @@ impl Reblocker {
         for k in 0..blocks {
             let id = if k < chained {
                 let start = k as usize * per_block;
-                self.key.clear();
-                self.key.push(prev);
-                self.key.extend_from_slice(&source[start..start + per_block]);
-                let hash = hash_of(&self.key);
-                let key = self.key.as_slice();
-                match self.interned.find(hash, |e| e.0 == hash && *e.1 == *key) {
-                    Some(e) => e.2,
+                let block = &source[start..start + per_block];
+                let hash = hash_of(prev, block);
+                let keys = &self.keys;
+                let found = self.interned.find(hash, |&(h, at, len, _)| {
+                    h == hash && len == per_block + 1 && keys[at] == prev && keys[at + 1..at + len] == *block
+                });
+                match found {
+                    Some(e) => e.3,
                     None => {
                         let id = self.next_id;
                         self.next_id = self.next_id.saturating_add(1);
-                        self.interned.insert_unique(hash, (hash, key.into(), id), |e| e.0);
+                        let at = self.keys.len();
+                        self.keys.push(prev);
+                        self.keys.extend_from_slice(block);
+                        self.interned.insert_unique(hash, (hash, at, per_block + 1, id), |e| e.0);
                         id
                     }
                 }
