@@ -53,13 +53,22 @@ pub(crate) fn scan<'a>(
                         if into_ids {
                             let start = i;
                             let mut v: u64 = 0;
-                            while let Some(&d @ b'0'..=b'9') = b.get(i) {
-                                v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+                            // No overflow check per digit: 19 digits always fit in a u64.
+                            while let Some(&c) = b.get(i) {
+                                let d = c.wrapping_sub(b'0');
+                                if d > 9 {
+                                    break;
+                                }
+                                v = v.wrapping_mul(10).wrapping_add(u64::from(d));
                                 i += 1;
                             }
+                            let digits = i - start;
                             // Like JSON: at least one digit, no leading zeros.
-                            if i == start || (b[start] == b'0' && i - start > 1) {
+                            if digits == 0 || (b[start] == b'0' && digits > 1) {
                                 return None;
+                            }
+                            if digits > 19 {
+                                v = text.get(start..i)?.parse().ok()?;
                             }
                             ids.push(v);
                         } else if b.get(i) == Some(&b'"') {
@@ -145,6 +154,8 @@ mod tests {
         assert_eq!(f[2], ("s".into(), Val::Str("x")));
         assert_eq!(f[4], ("img".into(), Val::List));
         assert!(fields("{}").unwrap().0.is_empty());
+        let max = "{\"hash_ids\": [18446744073709551615, 9999999999999999999, 0]}";
+        assert_eq!(fields(max).unwrap().1, [u64::MAX, 9_999_999_999_999_999_999, 0]);
         for other in [
             "{\"s\": \"a\\\"b\"}",
             "{\"n\": null}",
@@ -152,6 +163,8 @@ mod tests {
             "{\"hash_ids\": [1, -2]}",
             "{\"hash_ids\": [01]}",
             "{\"hash_ids\": [18446744073709551616]}",
+            "{\"hash_ids\": [99999999999999999999]}",
+            "{\"hash_ids\": [100000000000000000000]}",
             "{\"a\": 1",
             "{\"a\": 1} x",
             "[1]",

@@ -7,30 +7,36 @@
 //!
 //! The document is buffered line by line and parsed when the file ends (it is one JSON value).
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 
 use super::error::{FormatError, Line};
 use super::{Record, Sink, SourceIds, check_id_count, seconds_to_ns};
 
 #[derive(Deserialize)]
-struct Doc {
+struct Doc<'a> {
     id: Option<String>,
     block_size: Option<u32>,
-    requests: Vec<Entry>,
+    #[serde(borrow)]
+    requests: Vec<Entry<'a>>,
 }
 
+/// `type` and `model` borrow from the document unless they hold escapes.
 #[derive(Deserialize)]
-struct Entry {
+struct Entry<'a> {
     t: f64,
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    model: Option<String>,
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
     #[serde(rename = "in")]
     input: Option<u64>,
     out: Option<u64>,
     hash_ids: Option<Vec<u64>>,
     agent_id: Option<String>,
-    requests: Option<Vec<Entry>>,
+    #[serde(borrow)]
+    requests: Option<Vec<Entry<'a>>>,
 }
 
 #[derive(Default)]
@@ -73,7 +79,7 @@ fn field_error(sink: &Sink<'_>, field: &str, value: &str, expected: &str) -> For
 
 fn walk(
     sink: &mut Sink<'_>,
-    entries: &[Entry],
+    entries: &[Entry<'_>],
     base_ns: i64,
     conversation: &str,
     path: &str,
@@ -81,24 +87,30 @@ fn walk(
     counts: &mut Counts,
 ) -> Result<(), FormatError> {
     for (i, e) in entries.iter().enumerate() {
-        let here = format!("{path}[{i}]");
+        // The entry's path, written only for an error.
+        let here = || format!("{path}[{i}]");
         let at_ns = seconds_to_ns(Some(e.t)).and_then(|t| t.checked_add(base_ns)).ok_or_else(|| {
-            field_error(sink, &format!("{here}.t"), &e.t.to_string(), "a non-negative number of seconds")
+            field_error(sink, &format!("{}.t", here()), &e.t.to_string(), "a non-negative number of seconds")
         })?;
         if e.kind.as_deref() == Some("subagent") || e.requests.is_some() {
             counts.subagents += 1;
             let agent = e.agent_id.clone().unwrap_or_else(|| format!("agent{i}"));
             let sub = format!("{conversation}/{agent}");
             let nested = e.requests.as_deref().unwrap_or_default();
-            walk(sink, nested, at_ns, &sub, &format!("{here}.requests"), block, counts)?;
+            walk(sink, nested, at_ns, &sub, &format!("{}.requests", here()), block, counts)?;
             continue;
         }
         counts.requests += 1;
         sink.out.stats.records += 1;
         let input =
-            e.input.ok_or_else(|| field_error(sink, &format!("{here}.in"), "nothing", "a non-negative integer"))?;
+            e.input.ok_or_else(|| field_error(sink, &format!("{}.in", here()), "nothing", "a non-negative integer"))?;
         let ids = e.hash_ids.as_deref().unwrap_or_default();
-        check_id_count(sink.file(), Line(None), &format!("{here}.hash_ids"), ids.len(), input, block, false)?;
+        check_id_count(sink.file(), Line(None), "hash_ids", ids.len(), input, block, false).map_err(|mut err| {
+            if let FormatError::Field { field, .. } = &mut err {
+                *field = format!("{}.hash_ids", here());
+            }
+            err
+        })?;
         if !sink.keeps_model(e.model.as_deref().unwrap_or("")) {
             continue;
         }
