@@ -52,9 +52,13 @@ pub(crate) fn scan<'a>(
                     loop {
                         if into_ids {
                             let start = i;
-                            let mut v: u64 = 0;
-                            // No overflow check per digit: 19 digits always fit in a u64.
-                            while let Some(&c) = b.get(i) {
+                            // Up to 8 digits at once, then digit by digit past them or near the end
+                            // of the text (no overflow check per digit: 19 digits fit in a u64).
+                            let (mut v, n) = eight_digits(b, i);
+                            i += n;
+                            while (n == 8 || n == 0)
+                                && let Some(&c) = b.get(i)
+                            {
                                 let d = c.wrapping_sub(b'0');
                                 if d > 9 {
                                     break;
@@ -103,6 +107,33 @@ pub(crate) fn scan<'a>(
     }
 }
 
+/// The value of the digits at `b[i..]` among the next 8 bytes (SWAR) and how many they are;
+/// `(0, 0)` at a non-digit, and a count of 8 when more digits may follow. Fewer than 8 bytes
+/// left: `(0, 0)`, and the caller reads digit by digit.
+fn eight_digits(b: &[u8], i: usize) -> (u64, usize) {
+    let Some(word) = b.get(i..i + 8) else { return (0, 0) };
+    let mut w = [0u8; 8];
+    w.copy_from_slice(word);
+    let word = u64::from_le_bytes(w);
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte's high bit is set if it is not a digit: below '0' the subtraction wraps, above '9'
+    // adding 0x76 reaches 0x80. A borrow or carry only reaches later bytes, so the first flagged
+    // byte is exactly the first non-digit.
+    let sub = word.wrapping_sub(ZEROS);
+    let flags = (sub | sub.wrapping_add(0x7676_7676_7676_7676)) & HIGH;
+    let n = (flags.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return (0, 0);
+    }
+    // The n digits to the top bytes (leading zeros below), then pairs, quads, eights.
+    let mut v = (sub << (8 * (8 - n))) & 0x0F0F_0F0F_0F0F_0F0F;
+    v = v.wrapping_mul(2561) >> 8;
+    v = (v & 0x00FF_00FF_00FF_00FF).wrapping_mul(6_553_601) >> 16;
+    v = (v & 0x0000_FFFF_0000_FFFF).wrapping_mul(42_949_672_960_001) >> 32;
+    (v, n)
+}
+
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while matches!(b.get(i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
         i += 1;
@@ -143,6 +174,31 @@ mod tests {
             Some(())
         })?;
         Some((out, ids))
+    }
+
+    proptest::proptest! {
+        /// The 8-digit reader agrees with `str::parse` on every prefix of digits.
+        #[test]
+        fn eight_digits_agrees_with_parse(n in 0u64..100_000_000_000, tail in "[ ,\\]0-9a]{0,9}") {
+            let text = format!("{n}{tail}");
+            let (v, len) = eight_digits(text.as_bytes(), 0);
+            let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+            if text.len() < 8 {
+                proptest::prop_assert_eq!((v, len), (0, 0));
+            } else {
+                proptest::prop_assert_eq!(len, digits.min(8));
+                proptest::prop_assert_eq!(v, text[..len].parse::<u64>().unwrap());
+            }
+        }
+
+        /// Ids of any length read as serde reads them.
+        #[test]
+        fn ids_agree_with_serde(ids in proptest::collection::vec(
+            proptest::prop_oneof![0u64..10, 0u64..100_000, 0u64..1_000_000_000, proptest::prelude::any::<u64>()], 0..30,
+        )) {
+            let text = format!("{{\"hash_ids\": {}}}", serde_json::to_string(&ids).unwrap());
+            proptest::prop_assert_eq!(fields(&text).unwrap().1, ids);
+        }
     }
 
     #[test]
