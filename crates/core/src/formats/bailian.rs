@@ -7,6 +7,7 @@
 //! the slice makes its child a root). Every row already holds its history in `input_length`.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 use serde::Deserialize;
 
@@ -133,6 +134,7 @@ impl State {
         parent.extend(self.links.iter().copied());
         let mut root_of: Map = HashMap::with_capacity_and_hasher(parent.len(), Default::default());
         let mut path = Vec::new();
+        let mut id = String::new();
         let (mut roots, mut orphans) = (0u64, 0u64);
         for (i, &(chat, p)) in self.links.iter().enumerate() {
             if p == -1 {
@@ -141,7 +143,11 @@ impl State {
                 orphans += 1;
             }
             let root = find_root(chat, &parent, &mut root_of, &mut path);
-            sink.set_conversation(first_row + i, format!("{}{root}", sink.prefix()));
+            // One reused buffer; the row gets an exact-size copy.
+            id.clear();
+            id.push_str(sink.prefix());
+            let _ = write!(id, "{root}");
+            sink.set_conversation(first_row + i, &id);
         }
         Ok(format!(
             "Bailian/Qwen trace, {} rows, {roots} root requests, {orphans} rows whose parent is not in the file \
@@ -162,8 +168,16 @@ fn find_root(chat: i64, parent: &Map, root_of: &mut Map, path: &mut Vec<i64>) ->
         }
         path.push(cur);
         match parent.get(&cur) {
-            Some(&p) if p != -1 && parent.contains_key(&p) && path.len() <= parent.len() && !path.contains(&p) => {
-                cur = p
+            Some(&p) if p != -1 => {
+                // A parent resolved before is in `parent` and not on this path: its root at once.
+                if let Some(&r) = root_of.get(&p) {
+                    break r;
+                }
+                if parent.contains_key(&p) && path.len() <= parent.len() && !path.contains(&p) {
+                    cur = p;
+                } else {
+                    break cur;
+                }
             }
             _ => break cur,
         }

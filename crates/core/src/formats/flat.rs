@@ -51,8 +51,29 @@ pub(crate) fn scan<'a>(
                 if b.get(i) != Some(&b']') {
                     loop {
                         if into_ids {
-                            let (v, end) = id(b, i)?;
-                            i = end;
+                            let start = i;
+                            // Up to 8 digits at once, then digit by digit past them or near the end
+                            // of the text (no overflow check per digit: 19 digits fit in a u64).
+                            let (mut v, n) = eight_digits(b, i);
+                            i += n;
+                            while (n == 8 || n == 0)
+                                && let Some(&c) = b.get(i)
+                            {
+                                let d = c.wrapping_sub(b'0');
+                                if d > 9 {
+                                    break;
+                                }
+                                v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+                                i += 1;
+                            }
+                            let digits = i - start;
+                            // Like JSON: at least one digit, no leading zeros.
+                            if digits == 0 || (b[start] == b'0' && digits > 1) {
+                                return None;
+                            }
+                            if digits > 19 {
+                                v = text.get(start..i)?.parse().ok()?;
+                            }
                             ids.push(v);
                         } else if b.get(i) == Some(&b'"') {
                             i = string(text, i)?.1;
@@ -86,34 +107,31 @@ pub(crate) fn scan<'a>(
     }
 }
 
-/// A JSON non-negative integer that fits in u64 starting at `i`, and the index after it: eight
-/// digits at a time where eight bytes are there (most ids), then one at a time, checked for
-/// overflow only past 19 digits.
-#[inline]
-fn id(b: &[u8], start: usize) -> Option<(u64, usize)> {
-    let (mut v, mut i) = (0u64, start);
-    if let Some(&eight) = b.get(start..).and_then(|r| r.first_chunk::<8>()) {
-        let (n, value) = crate::trace::fast::eight_digits(u64::from_le_bytes(eight));
-        (v, i) = (value, start + n);
-        if n < 8 {
-            return finish_id(b, start, i, v);
-        }
+/// The value of the digits at `b[i..]` among the next 8 bytes (SWAR) and how many they are;
+/// `(0, 0)` at a non-digit, and a count of 8 when more digits may follow. Fewer than 8 bytes
+/// left: `(0, 0)`, and the caller reads digit by digit.
+fn eight_digits(b: &[u8], i: usize) -> (u64, usize) {
+    let Some(word) = b.get(i..i + 8) else { return (0, 0) };
+    let mut w = [0u8; 8];
+    w.copy_from_slice(word);
+    let word = u64::from_le_bytes(w);
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte's high bit is set if it is not a digit: below '0' the subtraction wraps, above '9'
+    // adding 0x76 reaches 0x80. A borrow or carry only reaches later bytes, so the first flagged
+    // byte is exactly the first non-digit.
+    let sub = word.wrapping_sub(ZEROS);
+    let flags = (sub | sub.wrapping_add(0x7676_7676_7676_7676)) & HIGH;
+    let n = (flags.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return (0, 0);
     }
-    while let Some(&d @ b'0'..=b'9') = b.get(i) {
-        v = if i - start < 19 {
-            v * 10 + u64::from(d - b'0')
-        } else {
-            v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?
-        };
-        i += 1;
-    }
-    finish_id(b, start, i, v)
-}
-
-/// Like JSON: at least one digit, no leading zeros.
-#[inline]
-fn finish_id(b: &[u8], start: usize, i: usize, v: u64) -> Option<(u64, usize)> {
-    (i > start && !(b[start] == b'0' && i - start > 1)).then_some((v, i))
+    // The n digits to the top bytes (leading zeros below), then pairs, quads, eights.
+    let mut v = (sub << (8 * (8 - n))) & 0x0F0F_0F0F_0F0F_0F0F;
+    v = v.wrapping_mul(2561) >> 8;
+    v = (v & 0x00FF_00FF_00FF_00FF).wrapping_mul(6_553_601) >> 16;
+    v = (v & 0x0000_FFFF_0000_FFFF).wrapping_mul(42_949_672_960_001) >> 32;
+    (v, n)
 }
 
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
@@ -159,13 +177,27 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The id reader gives what parsing the digits gives, for every length and any bytes after.
+        /// The 8-digit reader agrees with `str::parse` on every prefix of digits.
         #[test]
-        fn ids_read_like_str_parse(text in "[0-9]{0,24}", after in "[ ,\\]a-z0-9]{0,9}") {
-            let whole = format!("{text}{after}");
-            let digits = whole.bytes().take_while(u8::is_ascii_digit).count();
-            let want = whole[..digits].parse::<u64>().ok().filter(|_| !(digits > 1 && whole.starts_with('0')));
-            proptest::prop_assert_eq!(id(whole.as_bytes(), 0), want.map(|v| (v, digits)));
+        fn eight_digits_agrees_with_parse(n in 0u64..100_000_000_000, tail in "[ ,\\]0-9a]{0,9}") {
+            let text = format!("{n}{tail}");
+            let (v, len) = eight_digits(text.as_bytes(), 0);
+            let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+            if text.len() < 8 {
+                proptest::prop_assert_eq!((v, len), (0, 0));
+            } else {
+                proptest::prop_assert_eq!(len, digits.min(8));
+                proptest::prop_assert_eq!(v, text[..len].parse::<u64>().unwrap());
+            }
+        }
+
+        /// Ids of any length read as serde reads them.
+        #[test]
+        fn ids_agree_with_serde(ids in proptest::collection::vec(
+            proptest::prop_oneof![0u64..10, 0u64..100_000, 0u64..1_000_000_000, proptest::prelude::any::<u64>()], 0..30,
+        )) {
+            let text = format!("{{\"hash_ids\": {}}}", serde_json::to_string(&ids).unwrap());
+            proptest::prop_assert_eq!(fields(&text).unwrap().1, ids);
         }
     }
 
@@ -178,6 +210,8 @@ mod tests {
         assert_eq!(f[2], ("s".into(), Val::Str("x")));
         assert_eq!(f[4], ("img".into(), Val::List));
         assert!(fields("{}").unwrap().0.is_empty());
+        let max = "{\"hash_ids\": [18446744073709551615, 9999999999999999999, 0]}";
+        assert_eq!(fields(max).unwrap().1, [u64::MAX, 9_999_999_999_999_999_999, 0]);
         for other in [
             "{\"s\": \"a\\\"b\"}",
             "{\"n\": null}",
@@ -185,6 +219,8 @@ mod tests {
             "{\"hash_ids\": [1, -2]}",
             "{\"hash_ids\": [01]}",
             "{\"hash_ids\": [18446744073709551616]}",
+            "{\"hash_ids\": [99999999999999999999]}",
+            "{\"hash_ids\": [100000000000000000000]}",
             "{\"a\": 1",
             "{\"a\": 1} x",
             "[1]",

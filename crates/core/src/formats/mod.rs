@@ -422,9 +422,9 @@ impl Sink<'_> {
     }
 
     /// Sets the conversation id of an already pushed row.
-    pub fn set_conversation(&mut self, row: usize, id: String) {
+    pub fn set_conversation(&mut self, row: usize, id: &str) {
         if let Some(r) = self.out.trace.rows_mut().get_mut(row) {
-            r.rare_mut().conversation_id = Some(id.into_boxed_str());
+            r.rare_mut().conversation_id = Some(id.into());
         }
     }
 

@@ -90,7 +90,7 @@ pub(super) fn parse(text: &str, ids: &mut Vec<u64>, line: u64) -> Option<Row> {
 /// The number of leading ASCII digits among the eight bytes of `x` (the first byte lowest) and
 /// their value. No byte of UTF-8 text is above 0xF4, so adding 6 to a byte never carries.
 #[inline]
-pub(crate) fn eight_digits(x: u64) -> (usize, u64) {
+fn eight_digits(x: u64) -> (usize, u64) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     let high = 0xF0 * ONES;
     // A byte is a digit when its high nibble is 3 both as is and after adding 6 (0x30..=0x39).

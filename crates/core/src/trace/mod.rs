@@ -6,7 +6,7 @@
 //! [`read`] (any `BufRead`), and written back with [`write_row`] / [`write_trace`].
 
 mod error;
-pub(crate) mod fast;
+mod fast;
 mod parse;
 mod write;
 
