@@ -2,19 +2,94 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
 
 use aiperf_core::trace::{ParseOptions, ParseOutcome, Row, TraceError, TraceParser, read, read_each};
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 use crate::output::is_stdio;
+
+/// An input that can be read only once (standard input, a pipe, `<(zcat …)`): the bytes [`head`]
+/// read to detect its format, and the handle it read them from, handed to the reader [`open`]
+/// makes next.
+struct Peeked {
+    path: PathBuf,
+    bytes: Vec<u8>,
+    /// `None`: standard input.
+    file: Option<File>,
+}
+
+static PEEKED: Mutex<Vec<Peeked>> = Mutex::new(Vec::new());
+
+/// Whether `path` can be read only once (not a regular file).
+fn read_once(path: &Path) -> bool {
+    is_stdio(path) || std::fs::metadata(path).is_ok_and(|m| !m.is_file())
+}
+
+/// Up to `n` bytes of the start of a file (`-`: standard input), decompressed if gzip, without
+/// consuming them: [`open`] still reads the whole input, also from a pipe.
+pub fn head(path: &Path, n: usize) -> Result<Vec<u8>> {
+    if !read_once(path) {
+        let mut reader = open(path)?;
+        let mut out = Vec::new();
+        reader
+            .by_ref()
+            .take(n as u64)
+            .read_to_end(&mut out)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        return Ok(out);
+    }
+    let raw = {
+        let mut peeked = PEEKED.lock().map_err(|_| anyhow::anyhow!("{}: a reader failed", path.display()))?;
+        if !peeked.iter().any(|p| p.path == path) {
+            let file = if is_stdio(path) {
+                None
+            } else {
+                Some(File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
+            };
+            peeked.push(Peeked { path: path.to_path_buf(), bytes: Vec::new(), file });
+        }
+        let Some(p) = peeked.iter_mut().find(|p| p.path == path) else { bail!("{}: not kept", path.display()) };
+        let mut chunk = vec![0u8; 64 << 10];
+        while p.bytes.len() < n {
+            let got = match &mut p.file {
+                Some(f) => f.read(&mut chunk),
+                None => std::io::stdin().read(&mut chunk),
+            };
+            match got {
+                Ok(0) => break,
+                Ok(k) => p.bytes.extend_from_slice(&chunk[..k]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+            }
+        }
+        p.bytes.clone()
+    };
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return Ok(raw);
+    }
+    // The head of a gzip stream: as much as it decompresses to (the rest is not read yet).
+    let mut out = Vec::new();
+    let _ = flate2::read::MultiGzDecoder::new(raw.as_slice()).take(n as u64).read_to_end(&mut out);
+    Ok(out)
+}
 
 /// Opens a file (`-`: standard input) for buffered reading, decompressing gzip (detected by its
 /// magic bytes).
 pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>> {
-    let file: Box<dyn Read + Send> = if is_stdio(path) {
+    let peeked = PEEKED.lock().ok().and_then(|mut all| {
+        let i = all.iter().position(|p| p.path == path)?;
+        Some(all.swap_remove(i))
+    });
+    let file: Box<dyn Read + Send> = if let Some(p) = peeked {
+        let kept = std::io::Cursor::new(p.bytes);
+        match p.file {
+            Some(f) => Box::new(kept.chain(f)),
+            None => Box::new(kept.chain(std::io::stdin())),
+        }
+    } else if is_stdio(path) {
         Box::new(std::io::stdin())
     } else {
         Box::new(File::open(path).with_context(|| format!("cannot open {}", path.display()))?)

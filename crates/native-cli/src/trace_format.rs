@@ -5,7 +5,6 @@
 //! `convert-trace` calls [`convert_files`] to merge several files. The detected format is printed
 //! on stderr (`detected format: X (evidence)`), with what the conversion invented or dropped.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use aiperf_core::formats::{ConvertOptions, Converted, Converter, FileOptions, Format, detect};
@@ -53,9 +52,8 @@ pub fn format_of(path: &Path, choice: FormatChoice) -> Result<Format> {
     if let FormatChoice::Is(f) = choice {
         return Ok(f);
     }
-    let mut reader = open(path)?;
-    let head = reader.fill_buf().with_context(|| format!("cannot read {}", path.display()))?;
-    match detect(head) {
+    let head = crate::input::head(path, 1 << 20)?;
+    match detect(&head) {
         Ok(d) => {
             eprintln!("detected format: {} ({}) in {}", d.format, d.evidence, path.display());
             Ok(d.format)

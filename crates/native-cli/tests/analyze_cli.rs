@@ -110,3 +110,36 @@ fn missing_file_and_bad_flags_are_clear_errors() {
     assert!(!run.status.success());
     assert!(String::from_utf8(run.stderr).unwrap().contains("--block-size must be at least 1"));
 }
+
+/// A trace piped in (`-`, plain or gzip) or read from a pipe path is read whole: detecting its
+/// format reads its first bytes, which the analysis then still gets.
+#[test]
+fn piped_traces_are_detected_and_read_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = fixture("traces/conversation_head500.jsonl");
+    let text = std::fs::read(&trace).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&text).unwrap();
+    let gz = gz.finish().unwrap();
+    let want_path = tmp.path().join("file.json");
+    assert!(analyze(&trace, &want_path, &[]).status.success());
+    let want = std::fs::read(&want_path).unwrap();
+    for (name, bytes) in [("plain", &text), ("gzip", &gz)] {
+        let out = tmp.path().join(format!("{name}.json"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_aiperf-cli"))
+            .args(["analyze-trace".as_ref(), OsStr::new("-"), "--output-file".as_ref(), out.as_os_str()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let bytes = bytes.clone();
+        let writer = std::thread::spawn(move || stdin.write_all(&bytes));
+        let done = child.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
+        assert!(done.status.success(), "{name}: {}", String::from_utf8_lossy(&done.stderr));
+        assert!(String::from_utf8_lossy(&done.stderr).contains("detected format: mooncake"), "{name}");
+        assert_eq!(std::fs::read(&out).unwrap(), want, "{name}: analysis of the piped trace differs");
+    }
+}
