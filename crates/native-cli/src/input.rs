@@ -129,7 +129,7 @@ pub fn read_trace_each(
 
 /// Threads that parse blocks of a trace: one per core, up to four; none on one core (the
 /// caller parses).
-fn parse_workers() -> usize {
+pub(crate) fn parse_workers() -> usize {
     match std::thread::available_parallelism().map_or(1, |n| n.get()) {
         1 => 0,
         n => n.min(4),
@@ -137,14 +137,14 @@ fn parse_workers() -> usize {
 }
 
 /// Bytes of whole lines handed to a parsing thread at a time.
-const BLOCK_BYTES: usize = 64 << 10;
+pub(crate) const BLOCK_BYTES: usize = 64 << 10;
 
 /// What a parsing thread hands back for one block.
 type Parsed = Result<TraceParser, TraceError>;
 
 /// A block of whole lines for a parsing thread, after the given number of lines (or why the
 /// reading stopped).
-type Block = Result<(u64, Vec<u8>), TraceError>;
+pub(crate) type Block = Result<(u64, Vec<u8>), TraceError>;
 
 /// [`read_each`] with the parsing spread over `workers` threads: a reader thread cuts the input
 /// into blocks of whole lines (counting them, so errors and rows keep the file's line numbers),
@@ -204,7 +204,7 @@ fn read_in_blocks(
 
 /// The reader thread: blocks of whole lines, at least `block_bytes` each (a longer line makes
 /// a longer block, up to the line limit), dealt to the workers in turn.
-fn cut_blocks(
+pub(crate) fn cut_blocks(
     mut reader: Box<dyn BufRead + Send>,
     source: &Arc<str>,
     max_line_bytes: usize,

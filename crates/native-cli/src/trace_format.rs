@@ -5,13 +5,15 @@
 //! `convert-trace` calls [`convert_files`] to merge several files. The detected format is printed
 //! on stderr (`detected format: X (evidence)`), with what the conversion invented or dropped.
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, mpsc};
 
-use aiperf_core::formats::{ConvertOptions, Converted, Converter, FileOptions, Format, detect};
+use aiperf_core::formats::{ConvertOptions, Converted, Converter, FileOptions, Format, ParsedLine, detect, parse_line};
 use aiperf_core::trace::{LineRead, Trace, read_line_capped};
 use anyhow::{Context, Result, bail};
 
-use crate::input::{open, read_trace_limited};
+use crate::input::{BLOCK_BYTES, Block, cut_blocks, open, parse_workers, read_trace_limited};
 
 /// The `--trace-format` flag.
 #[derive(Clone, Debug, clap::Args)]
@@ -102,6 +104,14 @@ pub fn convert_files(
             start_offset_ms: offset_ms(k),
             conversation_prefix: prefix,
         })?;
+        let workers = parse_workers();
+        if format.parses_lines_apart() && workers > 0 {
+            let reader = open(path)?;
+            let source: Arc<str> = source.as_str().into();
+            convert_lines_in_parallel(&mut conv, reader, &source, format, max_line_bytes, workers, BLOCK_BYTES)?;
+            conv.end_file()?;
+            continue;
+        }
         let mut reader = open(path)?;
         let mut buf = Vec::with_capacity(4096);
         let mut line = 0u64;
@@ -144,10 +154,177 @@ pub fn convert_files(
     Ok(converted)
 }
 
+/// The lines of a block parsed on a worker thread, with their hash ids in one buffer, and what
+/// stopped it at the first line refused (the lines before it are converted first, since one of
+/// them may be refused by the converter before).
+type ParsedBlock = (Vec<ParsedLine>, Vec<u64>, Option<anyhow::Error>);
+
+/// Converts one file of a format whose lines read apart: the reader thread cuts it into blocks of
+/// whole lines (`input::cut_blocks`), `workers` threads parse them (`formats::parse_line`), and
+/// the converter takes the lines in file order on this thread: the same rows and the same first
+/// error as reading line by line.
+fn convert_lines_in_parallel(
+    conv: &mut Converter,
+    reader: Box<dyn BufRead + Send>,
+    source: &Arc<str>,
+    format: Format,
+    max_line_bytes: usize,
+    workers: usize,
+    block_bytes: usize,
+) -> Result<()> {
+    let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
+    let mut to_workers = Vec::with_capacity(workers);
+    let mut from_workers = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let (block_tx, block_rx) = mpsc::sync_channel::<Block>(1);
+        let (done_tx, done_rx) = mpsc::sync_channel::<ParsedBlock>(1);
+        let (source, free_tx) = (source.clone(), free_tx.clone());
+        // Not joined: on an error this thread returns at once; a worker ends when its next send
+        // finds no receiver.
+        std::thread::spawn(move || {
+            while let Ok(block) = block_rx.recv() {
+                let parsed = parse_block(format, &source, max_line_bytes, block, &free_tx);
+                if done_tx.send(parsed).is_err() {
+                    return;
+                }
+            }
+        });
+        to_workers.push(block_tx);
+        from_workers.push(done_rx);
+    }
+    drop(free_tx);
+    let src = source.clone();
+    std::thread::spawn(move || cut_blocks(reader, &src, max_line_bytes, block_bytes, &to_workers, &free_rx));
+    for k in 0.. {
+        let Ok(parsed) = from_workers[k % workers].recv() else { break };
+        let (lines, ids, stop) = parsed;
+        for line in lines {
+            conv.push_parsed(line, &ids)?;
+        }
+        if let Some(e) = stop {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// The lines of one block, each parsed on its own; the block's buffer goes back to the reader.
+fn parse_block(
+    format: Format,
+    source: &Arc<str>,
+    max: usize,
+    block: Block,
+    free: &mpsc::Sender<Vec<u8>>,
+) -> ParsedBlock {
+    let (mut out, mut ids) = (Vec::new(), Vec::new());
+    let (lines_before, bytes) = match block {
+        Ok(b) => b,
+        Err(e) => return (out, ids, Some(e.into())),
+    };
+    let (mut rest, mut line) = (bytes.as_slice(), lines_before);
+    let mut stop = None;
+    while !rest.is_empty() {
+        let (text, next) = match memchr::memchr(b'\n', rest) {
+            Some(end) => (&rest[..end], &rest[end + 1..]),
+            None => (rest, &rest[rest.len()..]),
+        };
+        line += 1;
+        rest = next;
+        if text.len() > max {
+            stop = Some(anyhow::anyhow!(
+                "{source}:{line}: the line is longer than {max} bytes (--max-line-bytes raises the limit)"
+            ));
+            break;
+        }
+        let Ok(text) = std::str::from_utf8(text) else {
+            stop = Some(anyhow::anyhow!("{source}:{line}: not valid UTF-8"));
+            break;
+        };
+        match parse_line(format, source, line, text, &mut ids) {
+            Ok(parsed) => out.push(parsed),
+            Err(e) => {
+                stop = Some(e.into());
+                break;
+            }
+        }
+    }
+    let _ = free.send(bytes);
+    (out, ids, stop)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// Converts `text` line by line (`push_line`) or with its lines parsed on threads in blocks.
+    fn convert(text: &str, format: Format, parallel: Option<(usize, usize)>) -> Result<String, String> {
+        let mut conv = Converter::new(ConvertOptions::default()).map_err(|e| e.to_string())?;
+        let source: Arc<str> = "t.jsonl".into();
+        conv.start_file(FileOptions {
+            source: source.clone(),
+            format,
+            start_offset_ms: 0,
+            conversation_prefix: String::new(),
+        })
+        .map_err(|e| e.to_string())?;
+        match parallel {
+            Some((workers, block)) => {
+                let reader: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(text.as_bytes().to_vec()));
+                convert_lines_in_parallel(&mut conv, reader, &source, format, 200, workers, block)
+                    .map_err(|e| e.to_string())?;
+            }
+            None => {
+                let body = text.strip_suffix('\n').unwrap_or(text);
+                for (k, line) in body.split('\n').enumerate().filter(|_| !text.is_empty()) {
+                    if line.len() > 200 {
+                        return Err(format!(
+                            "t.jsonl:{}: the line is longer than 200 bytes (--max-line-bytes raises the limit)",
+                            k + 1
+                        ));
+                    }
+                    conv.push_line(line).map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        conv.end_file().map_err(|e| e.to_string())?;
+        let done = conv.finish().map_err(|e| e.to_string())?;
+        Ok(format!("{}{:?}", aiperf_core::trace::write_trace(&done.trace), done.notes))
+    }
+
+    fn bailian_line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => (0i64..30, -1i64..30, 0u32..100_000, 1u64..80, proptest::collection::vec(0u64..50, 0..6)).prop_map(
+                |(chat, parent, ms, out, ids)| {
+                    let input = (ids.len() as u64 * 16).max(1);
+                    let ids = if ids.is_empty() { vec![7] } else { ids };
+                    let input = input.max(ids.len() as u64 * 16 - 15);
+                    format!(r#"{{"chat_id": {chat}, "parent_chat_id": {parent}, "timestamp": {}, "input_length": {input}, "output_length": {out}, "hash_ids": {ids:?}}}"#, f64::from(ms) / 1000.0)
+                }
+            ),
+            1 => Just(String::new()),
+            1 => Just("{\"chat_id\": 1, \"timestamp\": 2.5, \"input_length\": 16, \"hash_ids\": [3]}\r".to_string()),
+            1 => Just("{\"chat_id\": \"x\"}".to_string()),
+            1 => Just("{\"chat_id\": 2, \"timestamp\": 1, \"input_length\": 100, \"hash_ids\": [1]}".to_string()),
+            1 => Just("x".repeat(250)),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 150, ..Default::default() })]
+        /// Lines parsed on threads convert exactly as lines read one by one: the same trace and
+        /// notes, or the same first error.
+        #[test]
+        fn lines_parsed_on_threads_convert_like_one_by_one(
+            lines in proptest::collection::vec(bailian_line(), 0..30),
+            workers in 1usize..4,
+            block in 1usize..400,
+        ) {
+            let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            proptest::prop_assert_eq!(convert(&text, Format::Bailian, None), convert(&text, Format::Bailian, Some((workers, block))));
+        }
+    }
 
     #[test]
     fn format_names_parse_and_unknown_ones_list_the_choices() {

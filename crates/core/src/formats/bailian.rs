@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -20,8 +21,8 @@ const BLOCK: u32 = 16;
 
 type Map = HashMap<i64, i64, std::hash::BuildHasherDefault<super::reblock::FxHasher>>;
 
-#[derive(Deserialize)]
-struct Raw {
+#[derive(Debug, Deserialize)]
+pub(super) struct Raw {
     chat_id: i64,
     #[serde(default = "root")]
     parent_chat_id: i64,
@@ -80,6 +81,18 @@ fn fast(text: &str, ids: &mut Vec<u64>) -> Option<Raw> {
     })
 }
 
+/// One line read on its own: its fields, its ids appended to `ids`.
+pub(super) fn parse(file: &Arc<str>, line: u64, text: &str, ids: &mut Vec<u64>) -> Result<Raw, FormatError> {
+    let start = ids.len();
+    if let Some(raw) = fast(text, ids) {
+        return Ok(raw);
+    }
+    ids.truncate(start);
+    let raw: Raw = serde_json::from_str(text).map_err(|e| diagnose(file, line, text, SPEC, &e))?;
+    ids.extend_from_slice(&raw.hash_ids);
+    Ok(raw)
+}
+
 /// `(chat_id, parent_chat_id)` of each row of the file, in row order.
 #[derive(Debug, Default)]
 pub(super) struct State {
@@ -91,21 +104,13 @@ impl State {
     pub(super) fn line(&mut self, sink: &mut Sink<'_>, line: u64, text: &str) -> Result<(), FormatError> {
         let mut ids = std::mem::take(&mut self.ids);
         ids.clear();
-        let raw = match fast(text, &mut ids) {
-            Some(raw) => raw,
-            None => {
-                let raw: Raw = serde_json::from_str(text).map_err(|e| diagnose(sink.file(), line, text, SPEC, &e))?;
-                ids.clear();
-                ids.extend_from_slice(&raw.hash_ids);
-                raw
-            }
-        };
+        let raw = parse(sink.file(), line, text, &mut ids)?;
         let result = self.row(sink, line, raw, &ids);
         self.ids = ids;
         result
     }
 
-    fn row(&mut self, sink: &mut Sink<'_>, line: u64, raw: Raw, ids: &[u64]) -> Result<(), FormatError> {
+    pub(super) fn row(&mut self, sink: &mut Sink<'_>, line: u64, raw: Raw, ids: &[u64]) -> Result<(), FormatError> {
         let at = Line(Some(line));
         let at_ns = seconds_to_ns(Some(raw.timestamp)).ok_or_else(|| FormatError::Field {
             file: sink.file().clone(),

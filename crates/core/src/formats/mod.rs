@@ -121,6 +121,51 @@ impl Default for ConvertOptions {
     }
 }
 
+/// A line of a Bailian or ServeGen file read on its own ([`parse_line`]), for
+/// [`Converter::push_parsed`]: reading lines is most of the conversion of these formats, and it
+/// needs nothing from the lines before.
+#[derive(Debug)]
+pub struct ParsedLine(Parsed);
+
+#[derive(Debug)]
+enum Parsed {
+    Blank,
+    Bailian(bailian::Raw, std::ops::Range<usize>),
+    ServeGen(servegen::Raw, std::ops::Range<usize>),
+}
+
+impl Format {
+    /// Whether [`parse_line`] reads this format's lines apart (the others need their file's
+    /// state from line to line, or are one document).
+    pub fn parses_lines_apart(self) -> bool {
+        matches!(self, Format::Bailian | Format::ServeGen)
+    }
+}
+
+/// Reads line `line` (1-based, without its terminator) of `source`, a file of `format`, as
+/// [`Converter::push_line`] would, without the converter: the errors are the same. The line's
+/// hash ids are appended to `ids` (one buffer for many lines), to be handed to
+/// [`Converter::push_parsed`] with it.
+pub fn parse_line(
+    format: Format,
+    source: &Arc<str>,
+    line: u64,
+    text: &str,
+    ids: &mut Vec<u64>,
+) -> Result<ParsedLine, FormatError> {
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    if text.trim().is_empty() {
+        return Ok(ParsedLine(Parsed::Blank));
+    }
+    let start = ids.len();
+    let parsed = match format {
+        Format::Bailian => bailian::parse(source, line, text, ids).map(|raw| Parsed::Bailian(raw, start..ids.len())),
+        Format::ServeGen => servegen::parse(source, line, text, ids).map(|raw| Parsed::ServeGen(raw, start..ids.len())),
+        _ => Err(FormatError::Options(format!("{source}: {format} lines are not read apart"))),
+    };
+    parsed.map(ParsedLine)
+}
+
 /// Where one input file goes in the merged trace.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FileOptions {
@@ -258,6 +303,24 @@ impl Converter {
             State::ServeGen(s) => s.line(&mut sink, cur.line, text),
             State::Azure(s) => s.line(&mut sink, cur.line, text),
             State::BurstGpt(s) => s.line(&mut sink, cur.line, text),
+        }
+    }
+
+    /// Takes the next line of the current file, parsed on its own by [`parse_line`] (possibly on
+    /// another thread): the same as [`Converter::push_line`] with that line's text.
+    pub fn push_parsed(&mut self, parsed: ParsedLine, ids: &[u64]) -> Result<(), FormatError> {
+        let Some(cur) = self.current.as_mut() else {
+            return Err(FormatError::Options("push_parsed before start_file".into()));
+        };
+        cur.line += 1;
+        let mut sink = Sink { src: &cur.opts, namespace: cur.namespace, opts: &self.opts, out: &mut self.out };
+        match (&mut cur.state, parsed.0) {
+            (_, Parsed::Blank) => Ok(()),
+            (State::Bailian(s), Parsed::Bailian(raw, r)) => s.row(&mut sink, cur.line, raw, ids.get(r).unwrap_or(&[])),
+            (State::ServeGen(s), Parsed::ServeGen(raw, r)) => {
+                s.row(&mut sink, cur.line, raw, ids.get(r).unwrap_or(&[]))
+            }
+            _ => Err(FormatError::Options(format!("{}: a line parsed as another format", cur.opts.source))),
         }
     }
 

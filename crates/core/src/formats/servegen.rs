@@ -4,6 +4,8 @@
 //! so arrivals come from [`super::Arrivals`] and missing output lengths from
 //! [`super::ConvertOptions::output_length`], and the note says what was invented.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 
 use super::error::{FormatError, Line};
@@ -13,8 +15,8 @@ use super::{Arrivals, Record, Sink, SourceIds, check_id_count};
 
 const BLOCK: u32 = 16;
 
-#[derive(Deserialize)]
-struct Raw {
+#[derive(Debug, Deserialize)]
+pub(super) struct Raw {
     input_length: u64,
     output_length: Option<u64>,
     hash_ids: Option<Vec<u64>>,
@@ -39,6 +41,18 @@ fn fast(text: &str, ids: &mut Vec<u64>) -> Option<Raw> {
     Some(Raw { input_length: input?, output_length: output, hash_ids: has_ids.then(Vec::new) })
 }
 
+/// One line read on its own: its fields, its ids appended to `ids`.
+pub(super) fn parse(file: &Arc<str>, line: u64, text: &str, ids: &mut Vec<u64>) -> Result<Raw, FormatError> {
+    let start = ids.len();
+    if let Some(raw) = fast(text, ids) {
+        return Ok(raw);
+    }
+    ids.truncate(start);
+    let raw: Raw = serde_json::from_str(text).map_err(|e| diagnose(file, line, text, SPEC, &e))?;
+    ids.extend(raw.hash_ids.iter().flatten());
+    Ok(raw)
+}
+
 #[derive(Debug, Default)]
 pub(super) struct State {
     ids: Vec<u64>,
@@ -52,21 +66,13 @@ impl State {
     pub(super) fn line(&mut self, sink: &mut Sink<'_>, line: u64, text: &str) -> Result<(), FormatError> {
         let mut buf = std::mem::take(&mut self.ids);
         buf.clear();
-        let raw = match fast(text, &mut buf) {
-            Some(raw) => raw,
-            None => {
-                let raw: Raw = serde_json::from_str(text).map_err(|e| diagnose(sink.file(), line, text, SPEC, &e))?;
-                buf.clear();
-                buf.extend(raw.hash_ids.iter().flatten());
-                raw
-            }
-        };
+        let raw = parse(sink.file(), line, text, &mut buf)?;
         let result = self.row(sink, line, raw, &buf);
         self.ids = buf;
         result
     }
 
-    fn row(&mut self, sink: &mut Sink<'_>, line: u64, raw: Raw, buf: &[u64]) -> Result<(), FormatError> {
+    pub(super) fn row(&mut self, sink: &mut Sink<'_>, line: u64, raw: Raw, buf: &[u64]) -> Result<(), FormatError> {
         let ids = match &raw.hash_ids {
             Some(_) => {
                 let ids = buf;
