@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::error::{FormatError, Line};
 use super::flat::{Val, scan};
-use super::json::{Kind, diagnose};
+use super::json::{Kind, flat_record};
 use super::{Record, Sink, SourceIds, check_id_count, seconds_to_ns};
 
 const BLOCK: u32 = 16;
@@ -83,33 +83,16 @@ fn fast(text: &str, ids: &mut Vec<u64>) -> Option<Raw> {
 
 /// One line read on its own: its fields, its ids appended to `ids`.
 pub(super) fn parse(file: &Arc<str>, line: u64, text: &str, ids: &mut Vec<u64>) -> Result<Raw, FormatError> {
-    let start = ids.len();
-    if let Some(raw) = fast(text, ids) {
-        return Ok(raw);
-    }
-    ids.truncate(start);
-    let raw: Raw = serde_json::from_str(text).map_err(|e| diagnose(file, line, text, SPEC, &e))?;
-    ids.extend_from_slice(&raw.hash_ids);
-    Ok(raw)
+    flat_record((file, line, text), ids, SPEC, fast, |r| &r.hash_ids)
 }
 
 /// `(chat_id, parent_chat_id)` of each row of the file, in row order.
 #[derive(Debug, Default)]
 pub(super) struct State {
     links: Vec<(i64, i64)>,
-    ids: Vec<u64>,
 }
 
 impl State {
-    pub(super) fn line(&mut self, sink: &mut Sink<'_>, line: u64, text: &str) -> Result<(), FormatError> {
-        let mut ids = std::mem::take(&mut self.ids);
-        ids.clear();
-        let raw = parse(sink.file(), line, text, &mut ids)?;
-        let result = self.row(sink, line, raw, &ids);
-        self.ids = ids;
-        result
-    }
-
     pub(super) fn row(&mut self, sink: &mut Sink<'_>, line: u64, raw: Raw, ids: &[u64]) -> Result<(), FormatError> {
         let at = Line(Some(line));
         let at_ns = seconds_to_ns(Some(raw.timestamp)).ok_or_else(|| FormatError::Field {

@@ -230,6 +230,8 @@ pub struct Converter {
     out: Output,
     notes: Vec<String>,
     current: Option<Current>,
+    /// The hash ids of the line being read (a buffer kept from line to line).
+    ids: Vec<u64>,
 }
 
 /// What the adapters write: the rows so far and what goes with them.
@@ -253,7 +255,7 @@ impl Converter {
         {
             return Err(FormatError::Options(format!("the arrival rate must be a positive number, got {per_second}")));
         }
-        Ok(Converter { opts, out: Output::default(), notes: Vec::new(), current: None })
+        Ok(Converter { opts, out: Output::default(), notes: Vec::new(), current: None, ids: Vec::new() })
     }
 
     /// Begins a file (ending the previous one if it was not ended).
@@ -289,6 +291,14 @@ impl Converter {
         let Some(cur) = self.current.as_mut() else {
             return Err(FormatError::Options("push_line before start_file".into()));
         };
+        if cur.opts.format.parses_lines_apart() {
+            let mut ids = std::mem::take(&mut self.ids);
+            ids.clear();
+            let parsed = parse_line(cur.opts.format, &cur.opts.source, cur.line + 1, line, &mut ids);
+            let result = parsed.and_then(|p| self.push_parsed(p, &ids));
+            self.ids = ids;
+            return result;
+        }
         cur.line += 1;
         let text = line.strip_suffix('\r').unwrap_or(line);
         let mut sink = Sink { src: &cur.opts, namespace: cur.namespace, opts: &self.opts, out: &mut self.out };
@@ -299,8 +309,7 @@ impl Converter {
                 Ok(())
             }
             _ if text.trim().is_empty() => Ok(()),
-            State::Bailian(s) => s.line(&mut sink, cur.line, text),
-            State::ServeGen(s) => s.line(&mut sink, cur.line, text),
+            State::Bailian(_) | State::ServeGen(_) => Err(FormatError::Options("a line read apart".into())),
             State::Azure(s) => s.line(&mut sink, cur.line, text),
             State::BurstGpt(s) => s.line(&mut sink, cur.line, text),
         }
@@ -503,6 +512,28 @@ impl Sink<'_> {
 /// first field that breaks its rule is named.
 pub(crate) mod json {
     use std::sync::Arc;
+
+    use serde::de::DeserializeOwned;
+
+    /// A flat JSONL record: the fast path ([`super::flat::scan`] through `fast`), else serde,
+    /// whose failure is diagnosed field by field against `spec`; its hash ids are appended to
+    /// `ids`.
+    pub fn flat_record<R: DeserializeOwned>(
+        (file, line, text): (&Arc<str>, u64, &str),
+        ids: &mut Vec<u64>,
+        spec: &[(&str, Kind, bool)],
+        fast: fn(&str, &mut Vec<u64>) -> Option<R>,
+        ids_of: fn(&R) -> &[u64],
+    ) -> Result<R, FormatError> {
+        let start = ids.len();
+        if let Some(raw) = fast(text, ids) {
+            return Ok(raw);
+        }
+        ids.truncate(start);
+        let raw: R = serde_json::from_str(text).map_err(|e| diagnose(file, line, text, spec, &e))?;
+        ids.extend_from_slice(ids_of(&raw));
+        Ok(raw)
+    }
 
     use serde_json::Value;
 

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::error::{FormatError, Line};
 use super::flat::{Val, scan};
-use super::json::{Kind, diagnose};
+use super::json::{Kind, flat_record};
 use super::{Arrivals, Record, Sink, SourceIds, check_id_count};
 
 const BLOCK: u32 = 16;
@@ -43,19 +43,11 @@ fn fast(text: &str, ids: &mut Vec<u64>) -> Option<Raw> {
 
 /// One line read on its own: its fields, its ids appended to `ids`.
 pub(super) fn parse(file: &Arc<str>, line: u64, text: &str, ids: &mut Vec<u64>) -> Result<Raw, FormatError> {
-    let start = ids.len();
-    if let Some(raw) = fast(text, ids) {
-        return Ok(raw);
-    }
-    ids.truncate(start);
-    let raw: Raw = serde_json::from_str(text).map_err(|e| diagnose(file, line, text, SPEC, &e))?;
-    ids.extend(raw.hash_ids.iter().flatten());
-    Ok(raw)
+    flat_record((file, line, text), ids, SPEC, fast, |r| r.hash_ids.as_deref().unwrap_or_default())
 }
 
 #[derive(Debug, Default)]
 pub(super) struct State {
-    ids: Vec<u64>,
     rows: u64,
     first_row: Option<usize>,
     with_hashes: u64,
@@ -63,15 +55,6 @@ pub(super) struct State {
 }
 
 impl State {
-    pub(super) fn line(&mut self, sink: &mut Sink<'_>, line: u64, text: &str) -> Result<(), FormatError> {
-        let mut buf = std::mem::take(&mut self.ids);
-        buf.clear();
-        let raw = parse(sink.file(), line, text, &mut buf)?;
-        let result = self.row(sink, line, raw, &buf);
-        self.ids = buf;
-        result
-    }
-
     pub(super) fn row(&mut self, sink: &mut Sink<'_>, line: u64, raw: Raw, buf: &[u64]) -> Result<(), FormatError> {
         let ids = match &raw.hash_ids {
             Some(_) => {

@@ -767,6 +767,21 @@ macro_rules! reject_containers {
     };
 }
 
+/// The rest of a number field's visitor: `null` is the field left out; strings, booleans, lists
+/// and objects are refused with what was expected and what was found.
+macro_rules! numeric_field_rest {
+    () => {
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        reject_others! {
+            visit_str(&str) => quoted;
+            visit_bool(bool) => |b: bool| b.to_string();
+        }
+        reject_containers!();
+    };
+}
+
 /// A seed for one scalar field: the struct (the context and the field's name), the name and
 /// expectation used in messages, and its `DeserializeSeed`; the caller writes the `Visitor`.
 macro_rules! field_seed {
@@ -847,14 +862,7 @@ impl<'de> Visitor<'de> for IntSeed<'_> {
         }
         Err(self.ctx.fail(self.field, format!("{}, found {v}", self.expected())))
     }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    reject_others! {
-        visit_str(&str) => quoted;
-        visit_bool(bool) => |b: bool| b.to_string();
-    }
-    reject_containers!();
+    numeric_field_rest!();
 }
 
 field_seed! {
@@ -876,14 +884,7 @@ impl<'de> Visitor<'de> for NumberSeed<'_> {
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
         Ok(Some(Number::Float(v)))
     }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    reject_others! {
-        visit_str(&str) => quoted;
-        visit_bool(bool) => |b: bool| b.to_string();
-    }
-    reject_containers!();
+    numeric_field_rest!();
 }
 
 field_seed! {
