@@ -129,19 +129,18 @@ pub fn run(args: Args) -> Result<()> {
     let trace = if format == Format::Mooncake {
         ensure!(args.inputs.len() == 1, "Mooncake input: give one file (merging Mooncake traces is not supported)");
         ensure!(
-            settings.models.is_empty() && !settings.drop_failed,
+            settings.options.models.is_empty() && !settings.options.drop_failed,
             "--model and --drop-failed need the source's fields; a Mooncake trace has none"
         );
         read_trace_limited(&args.inputs[0], args.skip_invalid, args.max_line_bytes)?.trace
     } else {
-        convert_files(&args.inputs, format, &settings.options(), args.max_line_bytes, |k| settings.file_offset_ms(k))?
+        convert_files(&args.inputs, format, &settings.options, args.max_line_bytes, |k| settings.file_offset_ms(k))?
             .trace
     };
-    let transforms = settings.transforms();
-    let trace = if transforms.is_identity() {
+    let trace = if settings.transforms.is_identity() {
         trace
     } else {
-        let (out, r) = apply(&trace, &transforms)?;
+        let (out, r) = apply(&trace, &settings.transforms)?;
         eprintln!("{r}");
         out
     };
@@ -173,9 +172,9 @@ mod tests {
         let s =
             parse(&["--model", "a", "--model=b, c", "--drop-failed", "--sample-fraction", "0.5", "--block-size", "64"])
                 .unwrap();
-        assert_eq!(s.models, ["a", "b", "c"]);
-        assert!(s.drop_failed);
-        assert_eq!((s.sample_fraction, s.block_size), (Some(0.5), 64));
+        assert_eq!(s.options.models, ["a", "b", "c"]);
+        assert!(s.options.drop_failed);
+        assert_eq!((s.transforms.sample_fraction, s.options.block_size), (Some(0.5), 64));
         let e = parse(&["--sample-fraction", "2"]).unwrap_err();
         assert!(
             e.contains("'2'") && e.contains("--sample-fraction") && e.contains("expected a number > 0 and ≤ 1"),

@@ -3,7 +3,7 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
 use aiperf_core::trace::{ParseOptions, ParseOutcome, Row, TraceError, TraceParser, read, read_each};
@@ -139,18 +139,13 @@ pub(crate) fn parse_workers() -> usize {
 /// Bytes of whole lines handed to a parsing thread at a time.
 pub(crate) const BLOCK_BYTES: usize = 64 << 10;
 
-/// What a parsing thread hands back for one block.
-type Parsed = Result<TraceParser, TraceError>;
-
 /// A block of whole lines for a parsing thread, after the given number of lines (or why the
 /// reading stopped).
 pub(crate) type Block = Result<(u64, Vec<u8>), TraceError>;
 
-/// [`read_each`] with the parsing spread over `workers` threads: a reader thread cuts the input
-/// into blocks of whole lines (counting them, so errors and rows keep the file's line numbers),
-/// the workers parse blocks in turn, and the rows reach `f` on the calling thread in file order,
-/// with the same rows, errors and limits as [`read_each`]. Memory stays bounded: at most two
-/// blocks per worker are in flight, and their buffers are reused. With no workers, [`read_each`].
+/// [`read_each`] with the parsing spread over `workers` threads ([`parse_blocks_in_order`]): the
+/// rows reach `f` on the calling thread in file order, with the same rows, line numbers, errors
+/// and limits as [`read_each`]. With no workers, [`read_each`].
 pub fn read_each_parallel(
     reader: Box<dyn BufRead + Send>,
     opts: ParseOptions,
@@ -171,40 +166,87 @@ fn read_in_blocks(
     if workers == 0 {
         return read_each(reader, opts, f);
     }
+    let (source, max) = (opts.source.clone(), opts.max_line_bytes);
+    let block_opts = opts.clone();
+    let parse = move |block: Result<(u64, &[u8]), TraceError>| {
+        let (lines_before, bytes) = block?;
+        let mut parser = TraceParser::after_line(block_opts.clone(), lines_before);
+        parser.push_block(bytes).map(|()| parser)
+    };
+    let mut all = TraceParser::new(opts);
+    let mut failed = None;
+    parse_blocks_in_order(reader, &source, max, (workers, block_bytes), parse, |parsed| match parsed {
+        Ok(mut block) => {
+            block.drain_rows(&mut f);
+            all.absorb(&mut block);
+            true
+        }
+        Err(e) => {
+            failed = Some(e);
+            false
+        }
+    });
+    match failed {
+        Some(e) => Err(e),
+        None => all.finish(),
+    }
+}
+
+/// Reads `reader` in blocks of whole lines ([`cut_blocks`], on a reader thread), parses them on
+/// `workers` threads with `parse` (a block's count of lines before it and its bytes, or why the
+/// reading stopped), and hands the results to `take` on the calling thread in file order, until
+/// `take` returns false or the input ends. Memory stays bounded: at most three blocks per worker
+/// are in flight, and their buffers go back to the reader. Threads are not joined: after a stop
+/// this returns at once, and a thread still blocked (on a pipe that stays open) ends when its
+/// next send finds no receiver.
+pub(crate) fn parse_blocks_in_order<T: Send + 'static>(
+    reader: Box<dyn BufRead + Send>,
+    source: &Arc<str>,
+    max_line_bytes: usize,
+    (workers, block_bytes): (usize, usize),
+    parse: impl Fn(Result<(u64, &[u8]), TraceError>) -> T + Send + Clone + 'static,
+    mut take: impl FnMut(T) -> bool,
+) {
+    let workers = workers.max(1);
     let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
     let mut to_workers = Vec::with_capacity(workers);
     let mut from_workers = Vec::with_capacity(workers);
-    let mut recycle = Vec::with_capacity(workers);
     for _ in 0..workers {
         let (block_tx, block_rx) = mpsc::sync_channel::<Block>(1);
-        let (done_tx, done_rx) = mpsc::sync_channel::<Parsed>(1);
-        let (spare_tx, spare_rx) = mpsc::channel::<TraceParser>();
-        let (opts, free_tx) = (opts.clone(), free_tx.clone());
-        // Threads are not joined: on an error the caller returns at once, and a thread still
-        // blocked (on a pipe that stays open) ends when its next send finds no receiver.
-        std::thread::spawn(move || parse_blocks(&opts, &block_rx, &done_tx, &spare_rx, &free_tx));
+        let (done_tx, done_rx) = mpsc::sync_channel::<T>(1);
+        let (parse, free_tx) = (parse.clone(), free_tx.clone());
+        std::thread::spawn(move || {
+            while let Ok(block) = block_rx.recv() {
+                let out = match block {
+                    Ok((lines_before, bytes)) => {
+                        let out = parse(Ok((lines_before, &bytes)));
+                        let _ = free_tx.send(bytes);
+                        out
+                    }
+                    Err(e) => parse(Err(e)),
+                };
+                if done_tx.send(out).is_err() {
+                    return;
+                }
+            }
+        });
         to_workers.push(block_tx);
         from_workers.push(done_rx);
-        recycle.push(spare_tx);
     }
     drop(free_tx);
-    let (source, max) = (opts.source.clone(), opts.max_line_bytes);
-    std::thread::spawn(move || cut_blocks(reader, &source, max, block_bytes, &to_workers, &free_rx));
-    let mut all = TraceParser::new(opts);
+    let source = source.clone();
+    std::thread::spawn(move || cut_blocks(reader, &source, max_line_bytes, block_bytes, &to_workers, &free_rx));
     for k in 0.. {
-        let Ok(parsed) = from_workers[k % workers].recv() else { break };
-        let mut block = parsed?;
-        block.drain_rows(&mut f);
-        all.absorb(&mut block);
-        // A worker that has ended no longer takes its parser back: nothing to do then.
-        let _ = recycle[k % workers].send(block);
+        let Ok(out) = from_workers[k % workers].recv() else { return };
+        if !take(out) {
+            return;
+        }
     }
-    all.finish()
 }
 
 /// The reader thread: blocks of whole lines, at least `block_bytes` each (a longer line makes
 /// a longer block, up to the line limit), dealt to the workers in turn.
-pub(crate) fn cut_blocks(
+fn cut_blocks(
     mut reader: Box<dyn BufRead + Send>,
     source: &Arc<str>,
     max_line_bytes: usize,
@@ -214,13 +256,15 @@ pub(crate) fn cut_blocks(
 ) {
     let mut lines_before = 0u64;
     let mut carry: Vec<u8> = Vec::new();
+    // The bytes after the last line end (all of them without one).
+    let tail = |block: &[u8], last_end: Option<usize>| last_end.map_or(block.len(), |e| block.len() - e - 1);
     for k in 0.. {
         let to = &to_workers[k % to_workers.len()];
         let mut block = free.try_recv().unwrap_or_default();
         block.clear();
         block.extend_from_slice(&carry);
         carry.clear();
-        // Read until the block holds a line end past BLOCK_BYTES, the file ends, or a line is
+        // Read until the block holds a line end past `block_bytes`, the file ends, or a line is
         // longer than the limit (the worker then reports it where it starts).
         let mut searched = 0;
         let mut last_end = None;
@@ -230,8 +274,7 @@ pub(crate) fn cut_blocks(
                 last_end = Some(searched + i);
             }
             searched = block.len();
-            let tail = last_end.map_or(block.len(), |e| block.len() - e - 1);
-            if (last_end.is_some() && block.len() >= block_bytes) || tail > max_line_bytes {
+            if (last_end.is_some() && block.len() >= block_bytes) || tail(&block, last_end) > max_line_bytes {
                 break;
             }
             match reader.fill_buf() {
@@ -254,7 +297,7 @@ pub(crate) fn cut_blocks(
         }
         // A line over the limit: the worker reports it where it starts, and nothing after it is
         // read. Otherwise the partial last line waits for the next block.
-        let too_long = last_end.map_or(block.len(), |e| block.len() - e - 1) > max_line_bytes;
+        let too_long = tail(&block, last_end) > max_line_bytes;
         if !eof
             && !too_long
             && let Some(end) = last_end
@@ -269,33 +312,6 @@ pub(crate) fn cut_blocks(
         let start = lines_before;
         lines_before += lines;
         if to.send(Ok((start, block))).is_err() || eof || too_long {
-            return;
-        }
-    }
-}
-
-/// A worker thread: parses the blocks it is dealt, reusing the parsers handed back.
-fn parse_blocks(
-    opts: &ParseOptions,
-    blocks: &Receiver<Block>,
-    done: &SyncSender<Parsed>,
-    spare: &Receiver<TraceParser>,
-    free: &Sender<Vec<u8>>,
-) {
-    while let Ok(block) = blocks.recv() {
-        let parsed = block.and_then(|(lines_before, bytes)| {
-            let mut parser = match spare.try_recv() {
-                Ok(mut p) => {
-                    p.restart_after(lines_before);
-                    p
-                }
-                Err(_) => TraceParser::after_line(opts.clone(), lines_before),
-            };
-            let result = parser.push_block(&bytes);
-            let _ = free.send(bytes);
-            result.map(|()| parser)
-        });
-        if done.send(parsed).is_err() {
             return;
         }
     }

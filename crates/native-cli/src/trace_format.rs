@@ -7,13 +7,13 @@
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
 
 use aiperf_core::formats::{ConvertOptions, Converted, Converter, FileOptions, Format, ParsedLine, detect, parse_line};
-use aiperf_core::trace::{LineRead, Trace, read_line_capped};
+use aiperf_core::trace::{LineRead, Trace, TraceError, read_line_capped};
 use anyhow::{Context, Result, bail};
 
-use crate::input::{BLOCK_BYTES, Block, cut_blocks, open, parse_workers, read_trace_limited};
+use crate::input::{BLOCK_BYTES, open, parse_blocks_in_order, parse_workers, read_trace_limited};
 
 /// The `--trace-format` flag.
 #[derive(Clone, Debug, clap::Args)]
@@ -159,10 +159,10 @@ pub fn convert_files(
 /// them may be refused by the converter before).
 type ParsedBlock = (Vec<ParsedLine>, Vec<u64>, Option<anyhow::Error>);
 
-/// Converts one file of a format whose lines read apart: the reader thread cuts it into blocks of
-/// whole lines (`input::cut_blocks`), `workers` threads parse them (`formats::parse_line`), and
-/// the converter takes the lines in file order on this thread: the same rows and the same first
-/// error as reading line by line.
+/// Converts one file of a format whose lines read apart: `workers` threads parse its blocks of
+/// lines (`input::parse_blocks_in_order` over `formats::parse_line`), and the converter takes
+/// the lines in file order on this thread: the same rows and the same first error as reading line
+/// by line.
 fn convert_lines_in_parallel(
     conv: &mut Converter,
     reader: Box<dyn BufRead + Send>,
@@ -172,56 +172,35 @@ fn convert_lines_in_parallel(
     workers: usize,
     block_bytes: usize,
 ) -> Result<()> {
-    let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
-    let mut to_workers = Vec::with_capacity(workers);
-    let mut from_workers = Vec::with_capacity(workers);
-    for _ in 0..workers {
-        let (block_tx, block_rx) = mpsc::sync_channel::<Block>(1);
-        let (done_tx, done_rx) = mpsc::sync_channel::<ParsedBlock>(1);
-        let (source, free_tx) = (source.clone(), free_tx.clone());
-        // Not joined: on an error this thread returns at once; a worker ends when its next send
-        // finds no receiver.
-        std::thread::spawn(move || {
-            while let Ok(block) = block_rx.recv() {
-                let parsed = parse_block(format, &source, max_line_bytes, block, &free_tx);
-                if done_tx.send(parsed).is_err() {
-                    return;
-                }
-            }
-        });
-        to_workers.push(block_tx);
-        from_workers.push(done_rx);
-    }
-    drop(free_tx);
     let src = source.clone();
-    std::thread::spawn(move || cut_blocks(reader, &src, max_line_bytes, block_bytes, &to_workers, &free_rx));
-    for k in 0.. {
-        let Ok(parsed) = from_workers[k % workers].recv() else { break };
-        let (lines, ids, stop) = parsed;
+    let parse = move |block: Result<(u64, &[u8]), TraceError>| parse_block(format, &src, max_line_bytes, block);
+    let mut result = Ok(());
+    parse_blocks_in_order(reader, source, max_line_bytes, (workers, block_bytes), parse, |(lines, ids, stop)| {
         for line in lines {
-            conv.push_parsed(line, &ids)?;
+            if let Err(e) = conv.push_parsed(line, &ids) {
+                result = Err(e.into());
+                return false;
+            }
         }
-        if let Some(e) = stop {
-            return Err(e);
+        match stop {
+            Some(e) => {
+                result = Err(e);
+                false
+            }
+            None => true,
         }
-    }
-    Ok(())
+    });
+    result
 }
 
-/// The lines of one block, each parsed on its own; the block's buffer goes back to the reader.
-fn parse_block(
-    format: Format,
-    source: &Arc<str>,
-    max: usize,
-    block: Block,
-    free: &mpsc::Sender<Vec<u8>>,
-) -> ParsedBlock {
+/// The lines of one block, each parsed on its own.
+fn parse_block(format: Format, source: &Arc<str>, max: usize, block: Result<(u64, &[u8]), TraceError>) -> ParsedBlock {
     let (mut out, mut ids) = (Vec::new(), Vec::new());
     let (lines_before, bytes) = match block {
         Ok(b) => b,
         Err(e) => return (out, ids, Some(e.into())),
     };
-    let (mut rest, mut line) = (bytes.as_slice(), lines_before);
+    let (mut rest, mut line) = (bytes, lines_before);
     let mut stop = None;
     while !rest.is_empty() {
         let (text, next) = match memchr::memchr(b'\n', rest) {
@@ -248,7 +227,6 @@ fn parse_block(
             }
         }
     }
-    let _ = free.send(bytes);
     (out, ids, stop)
 }
 

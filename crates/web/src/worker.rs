@@ -302,7 +302,7 @@ impl Load {
         let Source { url, name, size, more } = source;
         let url = url.as_str();
         let t0 = now_ms();
-        let transforms = conversion.transforms();
+        let transforms = conversion.transforms.clone();
         let result = match format.as_deref().map(|f| (f, Format::from_name(f))) {
             Some((f, None)) => Err(format!("unknown trace format {f:?} (accepted: {})", format_names())),
             Some((_, Some(f))) => self.read(url, &name, size, Some(f), &conversion, &more).await,
@@ -408,7 +408,7 @@ impl Load {
         conversion: &ConversionSettings,
         more: &[(String, String)],
     ) -> Result<Read, String> {
-        let convert = conversion.options();
+        let convert = conversion.options.clone();
         let mut ingest = Ingest::new(ParseOptions::new(name).skip_invalid(true), format).convert_options(convert);
         if !more.is_empty() {
             let place = FileOptions {

@@ -86,7 +86,7 @@ impl std::fmt::Display for Format {
 }
 
 /// Arrival times for a source that has none (ServeGen offline batches).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Arrivals {
     /// Every request at 0 ms (the batch submitted at once).
     AllAtZero,
@@ -95,7 +95,7 @@ pub enum Arrivals {
 }
 
 /// How to convert.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ConvertOptions {
     /// Tokens per target hash id (Mooncake: 512); a multiple of the source block size.
     pub block_size: u32,

@@ -134,43 +134,14 @@ pub const FLAGS: [Flag; 13] = [
 /// The flags that cannot be given together.
 pub const EXCLUSIVE: [(&str, &str); 1] = [("file-spacing-ms", "file-rate")];
 
-/// Everything a conversion lets the user choose; each field is the flag of the same name.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Everything a conversion lets the user choose: the converter's options, the transforms after
+/// it, and where merged files start.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConversionSettings {
-    pub block_size: u32,
-    pub arrival_rate: Option<f64>,
-    pub output_length: Option<u64>,
-    pub models: Vec<String>,
-    pub drop_failed: bool,
-    pub start_ms: Option<f64>,
-    pub end_ms: Option<f64>,
-    pub sample_fraction: Option<f64>,
-    pub sample_seed: u64,
-    pub max_turn_gap_ms: Option<f64>,
-    pub max_idle_gap_ms: Option<f64>,
+    pub options: ConvertOptions,
+    pub transforms: Transforms,
     pub file_spacing_ms: Option<u64>,
     pub file_rate: Option<f64>,
-}
-
-impl Default for ConversionSettings {
-    fn default() -> Self {
-        let opts = ConvertOptions::default();
-        ConversionSettings {
-            block_size: opts.block_size,
-            arrival_rate: None,
-            output_length: opts.output_length,
-            models: opts.models,
-            drop_failed: opts.drop_failed,
-            start_ms: None,
-            end_ms: None,
-            sample_fraction: None,
-            sample_seed: 0,
-            max_turn_gap_ms: None,
-            max_idle_gap_ms: None,
-            file_spacing_ms: None,
-            file_rate: None,
-        }
-    }
 }
 
 /// A parsed value.
@@ -222,22 +193,23 @@ impl ConversionSettings {
         };
         let int = |v: &Parsed| if let Parsed::Int(i) = v { Some(*i) } else { None };
         let num = |v: &Parsed| if let Parsed::Num(x) = v { Some(*x) } else { None };
+        let (o, t) = (&mut self.options, &mut self.transforms);
         match (name, value) {
-            ("model", Parsed::Models(m)) => self.models.extend(m),
-            ("drop-failed", Parsed::On(on)) => self.drop_failed = on,
+            ("model", Parsed::Models(m)) => o.models.extend(m),
+            ("drop-failed", Parsed::On(on)) => o.drop_failed = on,
             (name, v) => match name {
-                "block-size" => {
-                    self.block_size = int(&v).and_then(|i| u32::try_from(i).ok()).unwrap_or(self.block_size)
+                "block-size" => o.block_size = int(&v).and_then(|i| u32::try_from(i).ok()).unwrap_or(o.block_size),
+                "output-length" => o.output_length = int(&v),
+                "arrival-rate" => {
+                    o.arrivals = num(&v).map_or(Arrivals::AllAtZero, |per_second| Arrivals::Rate { per_second });
                 }
-                "output-length" => self.output_length = int(&v),
-                "sample-seed" => self.sample_seed = int(&v).unwrap_or(0),
+                "sample-seed" => t.sample_seed = int(&v).unwrap_or(0),
+                "start-ms" => t.window_start_ms = num(&v),
+                "end-ms" => t.window_end_ms = num(&v),
+                "sample-fraction" => t.sample_fraction = num(&v),
+                "max-turn-gap-ms" => t.max_turn_gap_ms = num(&v),
+                "max-idle-gap-ms" => t.max_idle_gap_ms = num(&v),
                 "file-spacing-ms" => self.file_spacing_ms = int(&v),
-                "arrival-rate" => self.arrival_rate = num(&v),
-                "start-ms" => self.start_ms = num(&v),
-                "end-ms" => self.end_ms = num(&v),
-                "sample-fraction" => self.sample_fraction = num(&v),
-                "max-turn-gap-ms" => self.max_turn_gap_ms = num(&v),
-                "max-idle-gap-ms" => self.max_idle_gap_ms = num(&v),
                 "file-rate" => self.file_rate = num(&v),
                 _ => return Err(FormatError::Options(format!("--{name}: not a conversion option"))),
             },
@@ -261,32 +233,6 @@ impl ConversionSettings {
             }
         }
         Ok(s)
-    }
-
-    /// The converter's options.
-    pub fn options(&self) -> ConvertOptions {
-        ConvertOptions {
-            block_size: self.block_size,
-            arrivals: match self.arrival_rate {
-                Some(per_second) => Arrivals::Rate { per_second },
-                None => Arrivals::AllAtZero,
-            },
-            output_length: self.output_length,
-            models: self.models.clone(),
-            drop_failed: self.drop_failed,
-        }
-    }
-
-    /// The transforms applied after conversion.
-    pub fn transforms(&self) -> Transforms {
-        Transforms {
-            window_start_ms: self.start_ms,
-            window_end_ms: self.end_ms,
-            sample_fraction: self.sample_fraction,
-            sample_seed: self.sample_seed,
-            max_turn_gap_ms: self.max_turn_gap_ms,
-            max_idle_gap_ms: self.max_idle_gap_ms,
-        }
     }
 
     /// Where merged file `k` starts, in ms.
@@ -323,24 +269,26 @@ mod tests {
         ])
         .unwrap();
         let want = ConversionSettings {
-            block_size: 256,
-            arrival_rate: Some(20.0),
-            output_length: Some(128),
-            models: vec!["a".into(), "b".into()],
-            drop_failed: true,
-            start_ms: Some(1000.0),
-            end_ms: Some(9000.5),
-            sample_fraction: Some(0.25),
-            sample_seed: 7,
-            max_turn_gap_ms: Some(60000.0),
-            max_idle_gap_ms: Some(5000.0),
+            options: ConvertOptions {
+                block_size: 256,
+                arrivals: Arrivals::Rate { per_second: 20.0 },
+                output_length: Some(128),
+                models: vec!["a".into(), "b".into()],
+                drop_failed: true,
+            },
+            transforms: Transforms {
+                window_start_ms: Some(1000.0),
+                window_end_ms: Some(9000.5),
+                sample_fraction: Some(0.25),
+                sample_seed: 7,
+                max_turn_gap_ms: Some(60000.0),
+                max_idle_gap_ms: Some(5000.0),
+            },
             file_spacing_ms: None,
             file_rate: Some(2.0),
         };
         assert_eq!(s, want);
         assert_eq!(s.file_offset_ms(3), 1500);
-        assert_eq!(s.options().arrivals, Arrivals::Rate { per_second: 20.0 });
-        assert_eq!(s.transforms().sample_fraction, Some(0.25));
         // Every flag of the table is one the settings know.
         for f in FLAGS {
             let text = match f.accepts {
@@ -380,8 +328,8 @@ mod tests {
     #[test]
     fn defaults_are_the_converters() {
         let s = ConversionSettings::default();
-        assert_eq!(s.options(), ConvertOptions::default());
-        assert!(s.transforms().is_identity());
+        assert_eq!(s.options, ConvertOptions::default());
+        assert!(s.transforms.is_identity());
         assert_eq!(s.file_offset_ms(5), 0);
     }
 }

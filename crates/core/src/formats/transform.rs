@@ -14,7 +14,7 @@ use crate::trace::{Number, Trace};
 
 /// Which transforms to apply (each `None` = off). Applied in this order: window, sampling,
 /// turn-gap cap, idle-gap cap.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Transforms {
     /// Keep rows with `timestamp ≥ start` (ms, trace time).
     pub window_start_ms: Option<f64>,

@@ -178,15 +178,6 @@ impl TraceParser {
         self.line = block.line;
     }
 
-    /// Makes a drained block parser ready for the block after line `lines_before` (its buffers
-    /// are kept).
-    pub fn restart_after(&mut self, lines_before: u64) {
-        self.trace.clear();
-        self.errors.clear();
-        self.error_total = 0;
-        self.line = lines_before;
-    }
-
     /// Lines seen so far.
     pub fn lines(&self) -> u64 {
         self.line

@@ -596,10 +596,13 @@ mod tests {
             ("output-length", ""),
         ]))
         .unwrap();
-        assert_eq!(c.arrival_rate, Some(20.0));
-        assert_eq!(c.models, ["GPT-4", "ChatGPT"]);
-        assert!(c.drop_failed);
-        assert_eq!((c.sample_fraction, c.sample_seed, c.output_length), (Some(0.5), 3, None));
+        assert_eq!(c.options.arrivals, aiperf_core::formats::Arrivals::Rate { per_second: 20.0 });
+        assert_eq!(c.options.models, ["GPT-4", "ChatGPT"]);
+        assert!(c.options.drop_failed);
+        assert_eq!(
+            (c.transforms.sample_fraction, c.transforms.sample_seed, c.options.output_length),
+            (Some(0.5), 3, None)
+        );
         let e = parse_conversion(&v(&[("output-length", "12.5")])).unwrap_err();
         assert_eq!(e, "--output-length: \"12.5\" is not accepted: expected a whole number ≥ 0");
         let e = parse_conversion(&v(&[("file-rate", "0")])).unwrap_err();
