@@ -12,12 +12,11 @@ use aiperf_core::analysis::DEFAULT_BLOCK_SIZE;
 use aiperf_core::formats::Format;
 use aiperf_core::formats::settings::{Accepts, ConversionSettings, EXCLUSIVE, FLAGS, Flag};
 use aiperf_core::formats::transform::apply;
-use aiperf_core::trace::write_trace;
 use anyhow::{Result, bail, ensure};
 use clap::{Arg, ArgAction, ArgMatches, Command, FromArgMatches};
 
 use crate::input::read_trace_limited;
-use crate::output::{refuse_same_files, write_output};
+use crate::output::{refuse_same_files, write_trace_file};
 use crate::trace_format::{TraceFormatArgs, convert_files, format_of};
 
 #[derive(Debug, clap::Args)]
@@ -144,7 +143,7 @@ pub fn run(args: Args) -> Result<()> {
         eprintln!("{r}");
         out
     };
-    write_output(&args.output_file, write_trace(&trace).as_bytes())?;
+    write_trace_file(&args.output_file, &trace)?;
     eprintln!("wrote {} rows to {}", trace.len(), args.output_file.display());
     Ok(())
 }

@@ -16,13 +16,13 @@ use std::path::{Path, PathBuf};
 
 use aiperf_core::analysis::DEFAULT_BLOCK_SIZE;
 use aiperf_core::prompt_hash::BlockHasher;
-use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Input, LineRead, Number, Row, Trace, read_line_capped, write_trace};
+use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Input, LineRead, Number, Row, Trace, read_line_capped};
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::Value;
 use tokenizers::Tokenizer;
 
 use crate::input::open;
-use crate::output::{refuse_same_files, report_stream, write_output};
+use crate::output::{refuse_same_files, report_stream, write_trace_file};
 use crate::tokenizer::load_named;
 
 #[derive(Debug, clap::Args)]
@@ -79,7 +79,7 @@ pub fn run(args: Args) -> Result<()> {
             trace.push(row, hasher.hash_ids(&tokens));
         }
     }
-    write_output(&args.output_file, write_trace(&trace).as_bytes())?;
+    write_trace_file(&args.output_file, &trace)?;
     let mut out = report_stream(&[&args.output_file]);
     writeln!(
         out,

@@ -20,6 +20,9 @@ use std::io::{self, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use std::sync::mpsc;
+
+use aiperf_core::trace::{Trace, write_rows};
 use anyhow::{Context, Result, bail};
 
 /// The file name that stands for standard output (and standard input).
@@ -150,17 +153,77 @@ fn resolve(path: &Path) -> Result<Target> {
 
 /// Writes `contents` to `path` (see the module documentation for what each kind of path gets).
 pub fn write_output(path: &Path, contents: &[u8]) -> Result<()> {
+    write_output_with(path, |w| w.write_all(contents))
+}
+
+/// Writes to `path` whatever `write` writes (see the module documentation for what each kind of
+/// path gets): a replaced file is replaced only once `write` has succeeded.
+pub fn write_output_with(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
     match resolve(path)? {
         Target::Stdout => {
             let mut out = io::stdout().lock();
-            out.write_all(contents).and_then(|()| out.flush()).context("cannot write to standard output")
+            write(&mut out).and_then(|()| out.flush()).context("cannot write to standard output")
         }
         Target::Through(at) => {
             let mut f = open_through(path, &at)?;
-            f.write_all(contents).and_then(|()| f.flush()).with_context(|| format!("cannot write {}", path.display()))
+            write(&mut f).and_then(|()| f.flush()).with_context(|| format!("cannot write {}", path.display()))
         }
-        Target::Replace(at) => replace_atomically(path, &at, contents),
+        Target::Replace(at) => replace_atomically(path, &at, write),
     }
+}
+
+/// Writes `trace` to `path` as Mooncake JSONL (as [`write_output`] writes bytes). Parts of rows
+/// are formatted on worker threads and written in order as they come, so formatting overlaps the
+/// writing and the whole text is never held in memory at once.
+pub fn write_trace_file(path: &Path, trace: &Trace) -> Result<()> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    write_output_with(path, |w| write_trace_parts(w, trace, workers, PART_ROWS))
+}
+
+/// Rows formatted at a time by one thread (a few MB of text).
+const PART_ROWS: usize = 16 << 10;
+
+/// [`write_trace_file`]'s writing: part `k` (rows `k × part_rows ..`) is formatted by worker
+/// `k mod workers`, each worker a part ahead at most, and its buffer comes back to it once written.
+fn write_trace_parts(w: &mut dyn Write, trace: &Trace, workers: usize, part_rows: usize) -> io::Result<()> {
+    let part_rows = part_rows.max(1);
+    let parts = trace.len().div_ceil(part_rows);
+    let rows = |k: usize| k * part_rows..(k + 1) * part_rows;
+    if workers <= 1 || parts <= 1 {
+        let mut buf = String::new();
+        for k in 0..parts {
+            buf.clear();
+            write_rows(&mut buf, trace, rows(k));
+            w.write_all(buf.as_bytes())?;
+        }
+        return Ok(());
+    }
+    std::thread::scope(|scope| {
+        let mut links = Vec::with_capacity(workers);
+        for first in 0..workers {
+            let (part_tx, part_rx) = mpsc::sync_channel::<String>(1);
+            let (back_tx, back_rx) = mpsc::channel::<String>();
+            scope.spawn(move || {
+                for k in (first..parts).step_by(workers) {
+                    let mut buf = back_rx.try_recv().unwrap_or_default();
+                    buf.clear();
+                    write_rows(&mut buf, trace, rows(k));
+                    if part_tx.send(buf).is_err() {
+                        return;
+                    }
+                }
+            });
+            links.push((part_rx, back_tx));
+        }
+        // On an error the receivers are dropped on return, which stops the workers' next send.
+        for k in 0..parts {
+            let (part_rx, back_tx) = &links[k % workers];
+            let buf = part_rx.recv().map_err(|_| io::Error::other("a formatting thread stopped"))?;
+            w.write_all(buf.as_bytes())?;
+            let _ = back_tx.send(buf);
+        }
+        Ok(())
+    })
 }
 
 /// Opens `path` for output written as it is produced (a JSONL stream): standard output, a FIFO or
@@ -183,7 +246,7 @@ fn open_through(path: &Path, at: &Path) -> Result<File> {
 
 /// Temporary file in `at`'s folder, flushed to disk, renamed over `at`; removed on any failure.
 /// Errors name `path` (what the user typed), never the temporary file.
-fn replace_atomically(path: &Path, at: &Path, contents: &[u8]) -> Result<()> {
+fn replace_atomically(path: &Path, at: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
     let dir = folder_of(at);
     let name = at.file_name().with_context(|| format!("cannot write {}: not a file path", path.display()))?;
     let (tmp, mut file) = create_temporary(dir, &name.to_string_lossy()).with_context(|| {
@@ -194,7 +257,10 @@ fn replace_atomically(path: &Path, at: &Path, contents: &[u8]) -> Result<()> {
         if let Ok(old) = fs::metadata(at) {
             file.set_permissions(old.permissions())?;
         }
-        file.write_all(contents)?;
+        let mut out = io::BufWriter::with_capacity(1 << 16, &mut file);
+        write(&mut out)?;
+        out.flush()?;
+        drop(out);
         file.sync_all()?;
         drop(file);
         fs::rename(&tmp, at)
@@ -226,6 +292,81 @@ mod tests {
 
     fn read(p: &Path) -> String {
         fs::read_to_string(p).unwrap()
+    }
+
+    /// A trace of `n` rows of varied shapes (ids, sessions, escapes in strings).
+    fn trace_of(n: usize) -> Trace {
+        let text: String = (0..n)
+            .map(|i| match i % 3 {
+                0 => format!("{{\"timestamp\":{i},\"input_length\":{},\"hash_ids\":[{i},{}]}}\n", i * 7, i + 1),
+                1 => {
+                    format!("{{\"session_id\":\"s\\\"{i}\",\"delay\":1.5,\"input_length\":3,\"output_length\":{i}}}\n")
+                }
+                _ => format!("{{\"timestamp\":{i},\"text_input\":\"t\\n{i}\"}}\n"),
+            })
+            .collect();
+        aiperf_core::trace::parse_str(&text, aiperf_core::trace::ParseOptions::default()).unwrap().trace
+    }
+
+    /// A writer that fails once it has taken `left` bytes.
+    struct FailAfter {
+        left: usize,
+        got: Vec<u8>,
+    }
+
+    impl Write for FailAfter {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.left == 0 {
+                return Err(io::Error::other("disk full"));
+            }
+            let n = buf.len().min(self.left);
+            self.left -= n;
+            self.got.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn trace_parts_written_on_threads_join_to_the_whole_text() {
+        for n in [0, 1, 2, 5, 17, 100] {
+            let trace = trace_of(n);
+            let whole = aiperf_core::trace::write_trace(&trace);
+            for workers in [0, 1, 2, 3, 4] {
+                for part_rows in [0, 1, 2, 7, 1000] {
+                    let mut out = Vec::new();
+                    write_trace_parts(&mut out, &trace, workers, part_rows).unwrap();
+                    assert_eq!(String::from_utf8(out).unwrap(), whole, "{n} rows, {workers} workers, {part_rows}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_failing_writer_stops_the_parts_and_returns_its_error() {
+        let trace = trace_of(500);
+        let whole = aiperf_core::trace::write_trace(&trace);
+        for left in [0, 1, 100, whole.len() / 2, whole.len() - 1] {
+            for workers in [1, 2, 4] {
+                let mut out = FailAfter { left, got: Vec::new() };
+                let e = write_trace_parts(&mut out, &trace, workers, 3).unwrap_err();
+                assert_eq!(e.to_string(), "disk full");
+                assert_eq!(out.got, whole.as_bytes()[..left]);
+            }
+        }
+    }
+
+    #[test]
+    fn a_trace_file_replaces_its_path_and_equals_the_whole_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.jsonl");
+        fs::write(&p, "old").unwrap();
+        let trace = trace_of(50);
+        write_trace_file(&p, &trace).unwrap();
+        assert_eq!(read(&p), aiperf_core::trace::write_trace(&trace));
+        assert!(leftovers(dir.path()).is_empty());
     }
 
     fn leftovers(dir: &Path) -> Vec<String> {

@@ -11,10 +11,10 @@ use aiperf_core::analysis::analyze_with_rows;
 use aiperf_core::synthesis::{
     Mode, Param, PrefixModel, SynthesisError, SynthesisSettings, fidelity_from_analyses, transform,
 };
-use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace, write_trace};
+use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace};
 use anyhow::{Context, Result};
 
-use crate::output::{refuse_same_files, report_stream, write_output};
+use crate::output::{refuse_same_files, report_stream, write_output, write_trace_file};
 pub use crate::synthesis_flags::option_name;
 use crate::synthesis_flags::{GenerateFlags, SynthesisFlags};
 use crate::trace_format::read_trace_any;
@@ -105,7 +105,7 @@ fn report_to(args: &Args) -> Box<dyn Write> {
 
 /// Writes the output atomically, then prints (and optionally saves) the before/after comparison.
 fn finish(args: &Args, block_size: u32, input: &Trace, output: &Trace) -> Result<()> {
-    write_output(&args.output_file, write_trace(output).as_bytes())?;
+    write_trace_file(&args.output_file, output)?;
     let before = analyze_with_rows(input, block_size);
     let after = analyze_with_rows(output, block_size);
     let report = fidelity_from_analyses((&before.0, &before.1), (&after.0, &after.1));

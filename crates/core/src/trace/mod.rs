@@ -15,7 +15,7 @@ pub use parse::{
     DEFAULT_MAX_LINE_BYTES, LineRead, ParseOptions, ParseOutcome, TraceParser, parse_str, read, read_each,
     read_line_capped,
 };
-pub use write::{row_to_string, write_row, write_trace};
+pub use write::{row_to_string, write_row, write_rows, write_trace};
 
 use serde_json::{Map, Value};
 

@@ -20,11 +20,11 @@ pub fn write_row(out: &mut String, row: &Row, hash_ids: &[u64]) {
     }
     if let Some(s) = &row.session_id {
         obj.key("session_id");
-        write_json(obj.out, &Value::String(s.to_string()));
+        write_str(obj.out, s);
     }
     if let Some(c) = row.conversation_id() {
         obj.key("conversation_id");
-        write_json(obj.out, &Value::String(c.to_string()));
+        write_str(obj.out, c);
     }
     if let Some(d) = row.delay {
         obj.key("delay");
@@ -33,11 +33,11 @@ pub fn write_row(out: &mut String, row: &Row, hash_ids: &[u64]) {
     match &row.input {
         Input::Length(n) => {
             obj.key("input_length");
-            let _ = write!(obj.out, "{n}");
+            write_int(obj.out, *n);
         }
         Input::Text(t) => {
             obj.key("text_input");
-            write_json(obj.out, &Value::String(t.to_string()));
+            write_str(obj.out, t);
         }
         Input::Messages(m) => {
             obj.key("messages");
@@ -50,7 +50,7 @@ pub fn write_row(out: &mut String, row: &Row, hash_ids: &[u64]) {
     }
     if let Some(o) = row.output_length {
         obj.key("output_length");
-        let _ = write!(obj.out, "{o}");
+        write_int(obj.out, o);
     }
     if matches!(row.input, Input::Length(_)) && !hash_ids.is_empty() {
         obj.key("hash_ids");
@@ -59,7 +59,7 @@ pub fn write_row(out: &mut String, row: &Row, hash_ids: &[u64]) {
             if i > 0 {
                 obj.out.push(',');
             }
-            let _ = write!(obj.out, "{id}");
+            write_int(obj.out, *id);
         }
         obj.out.push(']');
     }
@@ -87,12 +87,41 @@ pub fn row_to_string(row: &Row, hash_ids: &[u64]) -> String {
 
 /// The whole trace as JSONL (one row per line, each line ending in `\n`).
 pub fn write_trace(trace: &Trace) -> String {
-    let mut s = String::with_capacity(trace.len() * 64 + trace.total_hash_ids() * 8);
-    for (row, ids) in trace.iter() {
-        write_row(&mut s, row, ids);
-        s.push('\n');
-    }
+    let mut s = String::new();
+    write_rows(&mut s, trace, 0..trace.len());
     s
+}
+
+/// Appends rows `rows` of `trace` as JSONL (each line ending in `\n`) to `out`: a part of
+/// [`write_trace`]'s text, so that parts can be written on several threads and joined in order.
+/// A range past the end is cut to the rows there are; an empty or reversed one writes nothing.
+pub fn write_rows(out: &mut String, trace: &Trace, rows: std::ops::Range<usize>) {
+    let all = trace.rows();
+    let start = rows.start.min(all.len());
+    let rows = &all[start..rows.end.clamp(start, all.len())];
+    let ids: usize = rows.iter().map(|r| trace.hash_ids_range(r).len()).sum();
+    out.reserve(rows.len() * 64 + ids * 8);
+    for row in rows {
+        write_row(out, row, trace.hash_ids(row));
+        out.push('\n');
+    }
+}
+
+/// A whole number in decimal.
+fn write_int(out: &mut String, n: impl itoa::Integer) {
+    out.push_str(itoa::Buffer::new().format(n));
+}
+
+/// A JSON string: as is between quotes when nothing in it needs escaping (the usual case).
+fn write_str(out: &mut String, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        // Serializing a string cannot fail.
+        out.push_str(&serde_json::to_string(s).unwrap_or_default());
+    }
 }
 
 struct ObjectWriter<'a> {
@@ -104,13 +133,7 @@ impl ObjectWriter<'_> {
     fn key(&mut self, k: &str) {
         self.out.push(if self.first { '{' } else { ',' });
         self.first = false;
-        if k.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-            self.out.push('"');
-            self.out.push_str(k);
-            self.out.push('"');
-        } else {
-            write_json(self.out, &Value::String(k.to_owned()));
-        }
+        write_str(self.out, k);
         self.out.push(':');
     }
 }
@@ -126,9 +149,7 @@ impl Drop for ObjectWriter<'_> {
 
 fn write_number(out: &mut String, n: Number) {
     match n {
-        Number::Int(i) => {
-            let _ = write!(out, "{i}");
-        }
+        Number::Int(i) => write_int(out, i),
         Number::Float(f) => match serde_json::Number::from_f64(f) {
             Some(n) => {
                 let _ = write!(out, "{n}");
@@ -161,5 +182,22 @@ mod tests {
                     {\"payload\":{\"prompt\":\"Hello\",\"max_tokens\":50}}\n";
         let trace = parse_str(text, ParseOptions::default()).unwrap().trace;
         assert_eq!(write_trace(&trace), text);
+    }
+
+    #[test]
+    fn parts_of_rows_join_to_the_whole_text_and_a_range_past_the_end_is_cut() {
+        let text = "{\"timestamp\":0,\"input_length\":5,\"hash_ids\":[0]}\n{\"session_id\":\"a\\tb\",\"input_length\":1}\n\
+                    {\"text_input\":\"\\u0001\",\"output_length\":2}\n";
+        let trace = parse_str(text, ParseOptions::default()).unwrap().trace;
+        let mut joined = String::new();
+        for start in (0..5).step_by(2) {
+            write_rows(&mut joined, &trace, start..start + 2);
+        }
+        assert_eq!(joined, text);
+        let mut none = String::new();
+        write_rows(&mut none, &trace, 7..9);
+        #[allow(clippy::reversed_empty_ranges)]
+        write_rows(&mut none, &trace, 2..1);
+        assert_eq!(none, "");
     }
 }
