@@ -70,8 +70,8 @@ fn row() -> impl Strategy<Value = (Row, Vec<u64>)> {
                 tools: with_tools.then(|| vec![serde_json::json!({"type": "function", "function": {"name": "f"}})]),
                 extra: extra.map(|kv| kv.into_iter().collect()),
                 unknown,
-                conversation_id: conversation.map(String::into_boxed_str),
             };
+            row.conversation = conversation.map(Into::into);
             if rare != RareFields::default() {
                 row.rare = Some(Box::new(rare));
             }

@@ -19,8 +19,6 @@ use super::{Record, Sink, SourceIds, check_id_count, seconds_to_ns};
 
 const BLOCK: u32 = 16;
 
-type Map = HashMap<i64, i64, std::hash::BuildHasherDefault<super::reblock::FxHasher>>;
-
 #[derive(Debug, Deserialize)]
 pub(super) struct Raw {
     chat_id: i64,
@@ -86,11 +84,29 @@ pub(super) fn parse(file: &Arc<str>, line: u64, text: &str, ids: &mut Vec<u64>) 
     flat_record((file, line, text), ids, SPEC, fast, |r| &r.hash_ids)
 }
 
-/// `(chat_id, parent_chat_id)` of each row of the file, in row order.
+/// The conversations of one file's rows.
+///
+/// A row's conversation is settled as it comes when its parent came before it (the parent's
+/// conversation) or is a root (`-1`, its own); a row whose parent has not come yet is taken for an
+/// orphan (its own conversation, as a parent missing from the file makes it). That is the
+/// whole-file answer unless a chat id repeats or a parent comes after its child: then, at the end,
+/// every row is settled again by walking the whole file's parent links.
 #[derive(Debug, Default)]
 pub(super) struct State {
+    /// `(chat_id, parent_chat_id)` of each row, in row order.
     links: Vec<(i64, i64)>,
+    /// The conversation of each chat id seen so far.
+    conversation: Map<i64, Arc<str>>,
+    /// Parents not seen when their child came (children taken for orphans).
+    unseen_parents: Vec<i64>,
+    /// A chat id came twice.
+    repeated: bool,
+    roots: u64,
+    /// Reused for the text of a new conversation's id.
+    name: String,
 }
+
+type Map<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<super::reblock::FxHasher>>;
 
 impl State {
     pub(super) fn row(&mut self, sink: &mut Sink<'_>, line: u64, raw: Raw, ids: &[u64]) -> Result<(), FormatError> {
@@ -104,50 +120,77 @@ impl State {
         })?;
         check_id_count(sink.file(), at, "hash_ids", ids.len(), raw.input_length, BLOCK, true)?;
         sink.out.stats.records += 1;
+        let (chat, parent) = (raw.chat_id, raw.parent_chat_id);
+        let known = if parent == -1 {
+            self.roots += 1;
+            None
+        } else {
+            let known = self.conversation.get(&parent).cloned();
+            if known.is_none() {
+                self.unseen_parents.push(parent);
+            }
+            known
+        };
+        let conversation = known.unwrap_or_else(|| {
+            self.name.clear();
+            self.name.push_str(sink.prefix());
+            let _ = write!(self.name, "{chat}");
+            Arc::from(self.name.as_str())
+        });
         let complete = (raw.input_length / u64::from(BLOCK)) as usize;
         sink.push(Record {
             at_ns,
             input: raw.input_length,
             output: raw.output_length,
-            conversation: None,
+            conversation: Some(conversation.clone()),
             ids: Some(SourceIds { ids, block: BLOCK, complete }),
             line,
         })?;
-        self.links.push((raw.chat_id, raw.parent_chat_id));
+        self.repeated |= self.conversation.insert(chat, conversation).is_some();
+        self.links.push((chat, parent));
         Ok(())
     }
 
     pub(super) fn end(self, sink: &mut Sink<'_>, first_row: usize) -> Result<String, FormatError> {
-        let mut parent: Map = HashMap::with_capacity_and_hasher(self.links.len(), Default::default());
-        parent.extend(self.links.iter().copied());
-        let mut root_of: Map = HashMap::with_capacity_and_hasher(parent.len(), Default::default());
-        let mut path = Vec::new();
-        let mut id = String::new();
-        let (mut roots, mut orphans) = (0u64, 0u64);
-        for (i, &(chat, p)) in self.links.iter().enumerate() {
-            if p == -1 {
-                roots += 1;
-            } else if !parent.contains_key(&p) {
-                orphans += 1;
-            }
-            let root = find_root(chat, &parent, &mut root_of, &mut path);
-            // One reused buffer; the row gets an exact-size copy.
-            id.clear();
-            id.push_str(sink.prefix());
-            let _ = write!(id, "{root}");
-            sink.set_conversation(first_row + i, &id);
-        }
+        let late_parent = self.unseen_parents.iter().any(|p| self.conversation.contains_key(p));
+        let orphans = if self.repeated || late_parent {
+            drop(self.conversation);
+            settle_by_walking(sink, &self.links, first_row)
+        } else {
+            self.unseen_parents.len() as u64
+        };
         Ok(format!(
-            "Bailian/Qwen trace, {} rows, {roots} root requests, {orphans} rows whose parent is not in the file \
+            "Bailian/Qwen trace, {} rows, {} root requests, {orphans} rows whose parent is not in the file \
              (treated as roots); timestamps in seconds, 16-token hash ids re-blocked to {}",
             self.links.len(),
+            self.roots,
             sink.opts.block_size
         ))
     }
 }
 
+/// Sets every row's conversation from the whole file's parent links (the last row of a repeated
+/// chat id names its parent); returns how many rows have a parent missing from the file.
+fn settle_by_walking(sink: &mut Sink<'_>, links: &[(i64, i64)], first_row: usize) -> u64 {
+    let mut parent: Map<i64, i64> = HashMap::with_capacity_and_hasher(links.len(), Default::default());
+    parent.extend(links.iter().copied());
+    let mut root_of: Map<i64, i64> = HashMap::with_capacity_and_hasher(parent.len(), Default::default());
+    let mut names: Map<i64, Arc<str>> = HashMap::default();
+    let mut path = Vec::new();
+    let mut orphans = 0;
+    for (i, &(chat, p)) in links.iter().enumerate() {
+        if p != -1 && !parent.contains_key(&p) {
+            orphans += 1;
+        }
+        let root = find_root(chat, &parent, &mut root_of, &mut path);
+        let name = names.entry(root).or_insert_with(|| Arc::from(format!("{}{root}", sink.prefix()))).clone();
+        sink.set_conversation(first_row + i, name);
+    }
+    orphans
+}
+
 /// Follows `parent_chat_id` to the root, memoizing; a missing parent or a cycle ends the walk.
-fn find_root(chat: i64, parent: &Map, root_of: &mut Map, path: &mut Vec<i64>) -> i64 {
+fn find_root(chat: i64, parent: &Map<i64, i64>, root_of: &mut Map<i64, i64>, path: &mut Vec<i64>) -> i64 {
     path.clear();
     let mut cur = chat;
     let root = loop {
@@ -184,7 +227,59 @@ mod tests {
 
     use super::*;
 
+    /// Each row's conversation and the note, converting `links` as Bailian lines.
+    fn conversations(links: &[(i64, i64)]) -> (Vec<String>, String) {
+        use crate::formats::{ConvertOptions, Converter, FileOptions, Format};
+        let mut c = Converter::new(ConvertOptions::default()).unwrap();
+        let file = FileOptions {
+            source: "b.jsonl".into(),
+            format: Format::Bailian,
+            start_offset_ms: 0,
+            conversation_prefix: "p:".into(),
+        };
+        c.start_file(file).unwrap();
+        for (i, (chat, parent)) in links.iter().enumerate() {
+            let line = format!(
+                "{{\"chat_id\":{chat},\"parent_chat_id\":{parent},\"timestamp\":{i},\"input_length\":16,\"output_length\":1,\"hash_ids\":[7]}}"
+            );
+            c.push_line(&line).unwrap();
+        }
+        let done = c.finish().unwrap();
+        let conv = done.trace.rows().iter().map(|r| r.conversation_id().unwrap().to_string()).collect();
+        (conv, done.notes.join("\n"))
+    }
+
+    /// The whole-file walk on its own: every row's root from the final parent links.
+    fn walked(links: &[(i64, i64)]) -> Vec<String> {
+        let parent: super::Map<i64, i64> = links.iter().copied().collect();
+        let (mut root_of, mut path) = (super::Map::default(), Vec::new());
+        links.iter().map(|&(chat, _)| format!("p:{}", find_root(chat, &parent, &mut root_of, &mut path))).collect()
+    }
+
+    #[test]
+    fn parents_before_children_settle_as_rows_come_and_late_parents_repeats_and_cycles_by_walking() {
+        // Root 1, its child 2 and grandchild 3; an orphan 5 (parent 99 absent) and its child 6.
+        let (conv, note) = conversations(&[(1, -1), (2, 1), (5, 99), (3, 2), (6, 5)]);
+        assert_eq!(conv, ["p:1", "p:1", "p:5", "p:1", "p:5"]);
+        assert!(note.contains("1 root requests, 1 rows whose parent is not in the file"), "{note}");
+        // A child before its parent: the parent's root, not the child's own.
+        let late = [(3, 2), (2, 1), (1, -1)];
+        assert_eq!(conversations(&late).0, ["p:1", "p:1", "p:1"]);
+        // A repeated chat id (the last row names its parent) and a cycle.
+        for links in [&[(1, -1), (2, 1), (7, -1), (2, 7), (3, 2)][..], &[(1, 2), (2, 1), (3, 1)]] {
+            assert_eq!(conversations(links).0, walked(links), "{links:?}");
+        }
+    }
+
     proptest! {
+        /// Conversations settled as rows come equal the whole-file walk, whatever the order,
+        /// repeats, missing parents and cycles.
+        #[test]
+        fn conversations_equal_the_whole_file_walk(links in prop::collection::vec((0i64..12, -1i64..15), 0..30)) {
+            let (conv, _) = conversations(&links);
+            prop_assert_eq!(conv, walked(&links));
+        }
+
         /// Whatever the fast path accepts, it reads exactly as serde does.
         #[test]
         fn fast_path_agrees_with_serde(

@@ -3,6 +3,8 @@
 //! are seconds; a row with `Response tokens == 0` is a failed request; only `Conversation log`
 //! rows carry a `Session ID`, which becomes the row's `conversation_id`. No prefix hashes.
 
+use std::sync::Arc;
+
 use super::csv::{Header, Record as CsvRecord};
 use super::error::FormatError;
 use super::{Record, Sink};
@@ -47,8 +49,11 @@ impl State {
         if !sink.keeps_model(rec.text(c.model)) || (output == 0 && !sink.keeps_failed()) {
             return Ok(());
         }
-        let conversation =
-            c.session.map(|s| rec.text(s)).filter(|s| !s.is_empty()).map(|s| format!("{}{s}", sink.prefix()));
+        let conversation = c
+            .session
+            .map(|s| rec.text(s))
+            .filter(|s| !s.is_empty())
+            .map(|s| Arc::from(format!("{}{s}", sink.prefix())));
         self.rows += 1;
         self.in_sessions += u64::from(conversation.is_some());
         sink.push(Record { at_ns, input, output: Some(output), conversation, ids: None, line })

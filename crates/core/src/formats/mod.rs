@@ -36,7 +36,7 @@ pub use detect::{Detection, detect};
 pub use error::{FormatError, Line};
 pub use reblock::Reblocker;
 
-use crate::trace::{Input, Number, RareFields, Row, Trace};
+use crate::trace::{Input, Number, Row, Trace};
 
 /// A trace format this crate reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -425,7 +425,7 @@ pub(crate) struct Record<'a> {
     pub at_ns: i64,
     pub input: u64,
     pub output: Option<u64>,
-    pub conversation: Option<String>,
+    pub conversation: Option<Arc<str>>,
     pub ids: Option<SourceIds<'a>>,
     pub line: u64,
 }
@@ -472,10 +472,7 @@ impl Sink<'_> {
         let mut row = Row::new(Input::Length(i64::try_from(rec.input).unwrap_or(i64::MAX)));
         row.output_length = rec.output;
         row.line = u32::try_from(rec.line).unwrap_or(u32::MAX);
-        if let Some(c) = rec.conversation {
-            row.rare =
-                Some(Box::new(RareFields { conversation_id: Some(c.into_boxed_str()), ..RareFields::default() }));
-        }
+        row.conversation = rec.conversation;
         let start = self.out.trace.arena_mut().len();
         if let Some(src) = rec.ids {
             let per = per_block(self.file(), src.block, self.opts.block_size)?;
@@ -494,9 +491,9 @@ impl Sink<'_> {
     }
 
     /// Sets the conversation id of an already pushed row.
-    pub fn set_conversation(&mut self, row: usize, id: &str) {
+    pub fn set_conversation(&mut self, row: usize, id: Arc<str>) {
         if let Some(r) = self.out.trace.rows_mut().get_mut(row) {
-            r.rare_mut().conversation_id = Some(id.into());
+            r.conversation = Some(id);
         }
     }
 

@@ -251,7 +251,7 @@ fn entry(
         at_ns,
         input,
         output: e.out,
-        conversation: Some(conversation.to_string()),
+        conversation: Some(conversation.into()),
         ids: Some(SourceIds { ids, block, complete: ids.len() }),
         line: 0,
     })

@@ -63,7 +63,7 @@ pub(super) fn parse(text: &str, ids: &mut Vec<u64>, line: u64) -> Option<Row> {
             }
             b"conversation_id" => {
                 let v = s.plain_string()?;
-                row.rare_mut().conversation_id = Some(std::str::from_utf8(v).ok()?.into());
+                row.conversation = Some(std::str::from_utf8(v).ok()?.into());
                 64
             }
             _ => return None,

@@ -17,6 +17,8 @@ pub use parse::{
 };
 pub use write::{row_to_string, write_row, write_rows, write_trace};
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 /// A JSON number as written in the trace; integers stay integers when the row is written back.
@@ -58,11 +60,6 @@ pub struct RareFields {
     pub extra: Option<Map<String, Value>>,
     /// Fields this format does not know, in the order they appeared; written back unchanged.
     pub unknown: Vec<(String, Value)>,
-    /// `conversation_id`: the conversation a converted production row belongs to (Bailian root
-    /// chat, BurstGPT session, WEKA file). Unlike `session_id`, the row already carries its whole
-    /// history in `input_length` and keeps its own `timestamp`: replay sends it as is and uses the
-    /// id only for affinity (same URL, same correlation header), never to re-send earlier turns.
-    pub conversation_id: Option<Box<str>>,
 }
 
 /// One request of a trace. Its `hash_ids` live in the owning [`Trace`]'s arena.
@@ -75,6 +72,12 @@ pub struct Row {
     /// Milliseconds to wait after the previous turn of the same session completed.
     pub delay: Option<Number>,
     pub session_id: Option<Box<str>>,
+    /// `conversation_id`: the conversation a converted production row belongs to (Bailian root
+    /// chat, BurstGPT session, WEKA file). Unlike `session_id`, the row already carries its whole
+    /// history in `input_length` and keeps its own `timestamp`: replay sends it as is and uses the
+    /// id only for affinity (same URL, same correlation header), never to re-send earlier turns.
+    /// Shared by the rows of one conversation (no copy per row).
+    pub conversation: Option<Arc<str>>,
     pub rare: Option<Box<RareFields>>,
     /// 1-based line of the source file this row came from (0 for rows built in code).
     pub line: u32,
@@ -91,6 +94,7 @@ impl Row {
             timestamp: None,
             delay: None,
             session_id: None,
+            conversation: None,
             rare: None,
             line: 0,
             ids_start: 0,
@@ -123,9 +127,9 @@ impl Row {
         self.rare.as_ref().map_or(&[], |r| r.unknown.as_slice())
     }
 
-    /// The conversation this row belongs to, for affinity only (see [`RareFields::conversation_id`]).
+    /// The conversation this row belongs to, for affinity only (see [`Row::conversation`]).
     pub fn conversation_id(&self) -> Option<&str> {
-        self.rare.as_ref().and_then(|r| r.conversation_id.as_deref())
+        self.conversation.as_deref()
     }
 
     /// Mutable access to the rare fields, creating them if needed.

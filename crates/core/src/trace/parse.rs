@@ -542,24 +542,15 @@ impl RawRow {
         } else {
             unreachable!("one input mode is present")
         };
-        let rare = (self.tools.is_some()
-            || self.extra.is_some()
-            || !self.unknown.is_empty()
-            || self.conversation_id.is_some())
-        .then(|| {
-            Box::new(RareFields {
-                tools: self.tools,
-                extra: self.extra,
-                unknown: self.unknown,
-                conversation_id: self.conversation_id.map(String::into_boxed_str),
-            })
-        });
+        let rare = (self.tools.is_some() || self.extra.is_some() || !self.unknown.is_empty())
+            .then(|| Box::new(RareFields { tools: self.tools, extra: self.extra, unknown: self.unknown }));
         Ok(Row {
             input,
             output_length: self.output_length,
             timestamp: self.timestamp,
             delay: self.delay,
             session_id: self.session_id.map(String::into_boxed_str),
+            conversation: self.conversation_id.map(Arc::from),
             rare,
             line: u32::try_from(line).unwrap_or(u32::MAX),
             ids_start: 0,
