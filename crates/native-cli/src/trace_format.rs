@@ -176,6 +176,7 @@ fn convert_lines_in_parallel(
     let parse = move |block: Result<(u64, &[u8]), TraceError>| parse_block(format, &src, max_line_bytes, block);
     let mut result = Ok(());
     parse_blocks_in_order(reader, source, max_line_bytes, (workers, block_bytes), parse, |(lines, ids, stop)| {
+        conv.prefetch(&lines, &ids);
         for line in lines {
             if let Err(e) = conv.push_parsed(line, &ids) {
                 result = Err(e.into());

@@ -333,6 +333,24 @@ impl Converter {
         }
     }
 
+    /// Reads ahead for `lines` (parsed by [`parse_line`], their ids in `ids`) about to be pushed
+    /// by [`Converter::push_parsed`]: the re-blocking table's entries for their blocks are
+    /// loaded together, so that their cache misses overlap instead of coming one by one. A hint:
+    /// the conversion is the same without it.
+    pub fn prefetch(&mut self, lines: &[ParsedLine], ids: &[u64]) {
+        let Some(cur) = self.current.as_ref() else { return };
+        // Both formats read apart have 16-token source blocks.
+        if !self.opts.block_size.is_multiple_of(16) {
+            return;
+        }
+        let per_block = (self.opts.block_size / 16) as usize;
+        let sources = lines.iter().filter_map(|l| match &l.0 {
+            Parsed::Bailian(_, r) | Parsed::ServeGen(_, r) => ids.get(r.clone()),
+            Parsed::Blank => None,
+        });
+        self.out.reblock.touch_rows(cur.namespace, per_block, sources);
+    }
+
     /// Ends the current file: resolves what needs the whole file and places it on the merged clock.
     pub fn end_file(&mut self) -> Result<(), FormatError> {
         let Some(cur) = self.current.take() else { return Ok(()) };

@@ -11,22 +11,37 @@
 use std::hash::Hasher;
 
 /// Interns prefix-chained target block ids across every file of one conversion.
+///
+/// An open-addressing table of one word per slot (linear probing, at most half full) over an
+/// arena of the interned keys: a lookup reads one slot and one key, and a row's slots and keys
+/// are first read all together so that their cache misses overlap.
 #[derive(Debug, Default)]
 pub struct Reblocker {
-    /// (hash of the key, where the key starts in its arena, its length, whether it is in
-    /// `narrow`, its id). The hash is kept so that growing the table never reads the keys again.
-    interned: hashbrown::HashTable<(u64, usize, u32, bool, u64)>,
-    /// Interned keys (previous id, then the block's source ids) back to back: one arena instead
-    /// of one allocation per key. A key whose words all fit in 32 bits (the usual case) goes to
-    /// `narrow` at half the memory; a key's arena follows from its words, so equal keys meet.
-    keys: Vec<u64>,
-    narrow: Vec<u32>,
+    /// 0 for an empty slot, else the key's hash's low 32 bits above its position in `arena` + 1.
+    slots: Vec<u64>,
+    /// `64 - log2(slots.len())`: a hash's slot is its top bits.
+    shift: u32,
+    /// Interned keys back to back, each [`HEADER`] words (its length in words × 2 + 1 when wide,
+    /// its hash, its id; 64-bit values low word first) then the key: the previous target id and
+    /// the block's source ids, one word each when all fit in 32 bits, else two (low, high).
+    arena: Vec<u32>,
+    len: usize,
     next_id: u64,
+    /// [`Reblocker::touch_rows`]'s buffer.
+    scratch: Vec<u64>,
 }
 
-/// The hash of the key `prev` followed by `block`, without building it: four independent
-/// lanes so that the multiplications overlap (the hash only finds keys; ids do not depend on it).
-fn hash_of(prev: u64, block: &[u64]) -> u64 {
+/// Words before an interned key in the arena: header, hash (2), id (2).
+const HEADER: usize = 5;
+
+/// Blocks of a row whose slots and keys are read together.
+const BATCH: usize = 16;
+
+/// The hash of a target block: chained over the namespace and every source id of the prefix up
+/// to the block's end. Equal keys (previous id, block) have equal prefixes, so equal hashes; and
+/// the hashes of a row's blocks are known before any of its lookups.
+fn chain(hash: u64, block: &[u64]) -> u64 {
+    // Four independent lanes so that the multiplications overlap.
     let mut lanes = [FxHasher::default(); 4];
     let mut chunks = block.chunks_exact(4);
     for c in &mut chunks {
@@ -34,15 +49,32 @@ fn hash_of(prev: u64, block: &[u64]) -> u64 {
             lane.add(w);
         }
     }
-    let mut h = FxHasher::default();
-    h.add(prev);
+    let mut h = FxHasher { hash };
     for &w in chunks.remainder() {
         h.add(w);
     }
     for lane in lanes {
         h.add(lane.hash);
     }
-    h.finish()
+    h.add(block.len() as u64);
+    h.hash
+}
+
+/// A well-mixed finish of a chained hash (the slot takes its top bits, the tag its low ones).
+fn finish(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+fn low(w: u64) -> u32 {
+    w as u32
+}
+
+fn high(w: u64) -> u32 {
+    (w >> 32) as u32
 }
 
 impl Reblocker {
@@ -80,55 +112,153 @@ impl Reblocker {
         out: &mut Vec<u64>,
     ) {
         let per_block = per_block.max(1);
-        let complete = complete.min(source.len());
-        let chained = (complete / per_block) as u64;
+        let chained = (complete.min(source.len()) / per_block).min(usize::try_from(blocks).unwrap_or(usize::MAX));
+        self.reserve(chained);
+        let mut chained_hash = FxHasher { hash: namespace }.hash;
         let mut prev = namespace;
-        for k in 0..blocks {
-            let id = if k < chained {
-                let start = k as usize * per_block;
-                let block = &source[start..start + per_block];
-                let hash = hash_of(prev, block);
-                let fits = prev <= u64::from(u32::MAX) && block.iter().all(|&w| w <= u64::from(u32::MAX));
-                let len = per_block + 1;
-                let (keys, narrow) = (&self.keys, &self.narrow);
-                let found = self.interned.find(hash, |&(h, at, n, in_narrow, _)| {
-                    h == hash
-                        && n as usize == len
-                        && in_narrow == fits
-                        && if fits {
-                            u64::from(narrow[at]) == prev
-                                && narrow[at + 1..at + len].iter().zip(block).all(|(&a, &b)| u64::from(a) == b)
-                        } else {
-                            keys[at] == prev && keys[at + 1..at + len] == *block
-                        }
-                });
-                match found {
-                    Some(e) => e.4,
-                    None => {
-                        let id = self.next_id;
-                        self.next_id = self.next_id.saturating_add(1);
-                        let at = if fits {
-                            let at = self.narrow.len();
-                            // Every word fits (checked above): the casts keep their values.
-                            self.narrow.push(prev as u32);
-                            self.narrow.extend(block.iter().map(|&w| w as u32));
-                            at
-                        } else {
-                            let at = self.keys.len();
-                            self.keys.push(prev);
-                            self.keys.extend_from_slice(block);
-                            at
-                        };
-                        let n = u32::try_from(len).unwrap_or(u32::MAX);
-                        self.interned.insert_unique(hash, (hash, at, n, fits, id), |e| e.0);
-                        id
-                    }
-                }
-            } else {
-                self.fresh()
-            };
+        for first in (0..chained).step_by(BATCH) {
+            let batch = (chained - first).min(BATCH);
+            let block = |j: usize| &source[(first + j) * per_block..(first + j + 1) * per_block];
+            let mut hashes = [0u64; BATCH];
+            for (j, h) in hashes.iter_mut().enumerate().take(batch) {
+                chained_hash = chain(chained_hash, block(j));
+                *h = finish(chained_hash);
+            }
+            self.touch(&hashes[..batch]);
+            for (j, &h) in hashes.iter().enumerate().take(batch) {
+                prev = self.intern(h, prev, block(j));
+                out.push(prev);
+            }
+        }
+        for _ in chained as u64..blocks {
+            let id = self.fresh();
             out.push(id);
-            prev = id;
+        }
+    }
+
+    /// Reads the first slot of each hash and the key it points to, all before any is needed, so
+    /// that their cache misses overlap (the lookups then find them cached).
+    fn touch(&self, hashes: &[u64]) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let mut firsts = [0u64; BATCH];
+        for (f, &h) in firsts.iter_mut().zip(hashes) {
+            *f = self.slots[(h >> self.shift) as usize];
+        }
+        let mut sum = 0u32;
+        for &f in firsts.iter().take(hashes.len()) {
+            if f != 0 {
+                sum ^= self.arena.get(low(f) as usize - 1).copied().unwrap_or(0);
+            }
+        }
+        std::hint::black_box(sum);
+    }
+
+    /// Reads the slots and keys that the complete blocks of the rows `sources` (under
+    /// `namespace`, `per_block` source ids a block) will look up, all before any is needed, so
+    /// that their cache misses overlap: a hint for rows about to be re-blocked, which then find
+    /// them cached. The ids handed out do not depend on it.
+    pub fn touch_rows<'s>(&mut self, namespace: u64, per_block: usize, sources: impl Iterator<Item = &'s [u64]>) {
+        if self.slots.is_empty() || per_block == 0 {
+            return;
+        }
+        let mut slots = std::mem::take(&mut self.scratch);
+        slots.clear();
+        for source in sources {
+            let mut h = FxHasher { hash: namespace }.hash;
+            for block in source.chunks_exact(per_block) {
+                h = chain(h, block);
+                slots.push(finish(h));
+            }
+        }
+        for s in &mut slots {
+            *s = self.slots[(*s >> self.shift) as usize];
+        }
+        let mut sum = 0u32;
+        for &s in &slots {
+            if s != 0 {
+                sum ^= self.arena.get(low(s) as usize - 1).copied().unwrap_or(0);
+            }
+        }
+        std::hint::black_box(sum);
+        self.scratch = slots;
+    }
+
+    /// Room for `more` keys at most half full, growing (and placing every key again) when needed.
+    fn reserve(&mut self, more: usize) {
+        let want = (self.len + more).saturating_mul(2).max(16);
+        if want <= self.slots.len() {
+            return;
+        }
+        let size = want.next_power_of_two();
+        self.slots = vec![0; size];
+        self.shift = 64 - size.trailing_zeros();
+        let mut pos = 0;
+        while pos + HEADER <= self.arena.len() {
+            let words = (self.arena[pos] >> 1) as usize;
+            let hash = u64::from(self.arena[pos + 1]) | u64::from(self.arena[pos + 2]) << 32;
+            let mut i = (hash >> self.shift) as usize;
+            while self.slots[i] != 0 {
+                i = (i + 1) & (size - 1);
+            }
+            self.slots[i] = u64::from(low(hash)) << 32 | (pos as u64 + 1);
+            pos += HEADER + words;
+        }
+    }
+
+    /// The id of the key (`prev`, `block`) with hash `hash`, interned if new. A key that would
+    /// take the arena past 2³² words (16 GB) gets a fresh id instead.
+    fn intern(&mut self, hash: u64, prev: u64, block: &[u64]) -> u64 {
+        let wide = high(prev) != 0 || block.iter().any(|&w| high(w) != 0);
+        let words = (block.len() + 1) << usize::from(wide);
+        if words >= (u32::MAX >> 2) as usize {
+            return self.fresh();
+        }
+        let header = (words as u32) << 1 | u32::from(wide);
+        let tag = u64::from(low(hash)) << 32;
+        let mask = self.slots.len() - 1;
+        let mut i = (hash >> self.shift) as usize;
+        loop {
+            let slot = self.slots[i];
+            if slot == 0 {
+                break;
+            }
+            if slot & !u64::from(u32::MAX) == tag {
+                let pos = low(slot) as usize - 1;
+                if self.arena[pos] == header && self.key_is(pos + HEADER, wide, prev, block) {
+                    return u64::from(self.arena[pos + 3]) | u64::from(self.arena[pos + 4]) << 32;
+                }
+            }
+            i = (i + 1) & mask;
+        }
+        let pos = self.arena.len();
+        if pos + HEADER + words >= u32::MAX as usize {
+            return self.fresh();
+        }
+        let id = self.fresh();
+        self.arena.extend([header, low(hash), high(hash), low(id), high(id)]);
+        if wide {
+            for w in std::iter::once(prev).chain(block.iter().copied()) {
+                self.arena.extend([low(w), high(w)]);
+            }
+        } else {
+            self.arena.push(low(prev));
+            self.arena.extend(block.iter().map(|&w| low(w)));
+        }
+        self.slots[i] = tag | (pos as u64 + 1);
+        self.len += 1;
+        id
+    }
+
+    /// Whether the key at `at` (of the width and length already checked) is (`prev`, `block`).
+    fn key_is(&self, at: usize, wide: bool, prev: u64, block: &[u64]) -> bool {
+        let key = std::iter::once(prev).chain(block.iter().copied());
+        if wide {
+            let stored = self.arena[at..at + 2 * (block.len() + 1)].chunks_exact(2);
+            stored.zip(key).all(|(s, w)| s[0] == low(w) && s[1] == high(w))
+        } else {
+            self.arena[at..at + block.len() + 1].iter().zip(key).all(|(&s, w)| u64::from(s) == w)
         }
     }
 }
@@ -252,6 +382,10 @@ mod tests {
                 // A partial tail: the last source block is incomplete.
                 let complete = if *partial_tail { src.len().saturating_sub(1) } else { src.len() };
                 let blocks = src.len().div_ceil(per) as u64;
+                // Reading ahead is a hint only: it must not change any id.
+                if *partial_tail {
+                    r.touch_rows(ns, per, rows.iter().map(|(s, _)| s.as_slice()));
+                }
                 outs.push((run(&mut r, ns, src, complete, per, blocks), complete));
             }
             let mut fresh_seen = HashSet::new();
