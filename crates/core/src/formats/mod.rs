@@ -349,6 +349,12 @@ impl Converter {
             Parsed::Blank => None,
         });
         self.out.reblock.touch_rows(cur.namespace, per_block, sources);
+        if let State::Bailian(s) = &cur.state {
+            s.touch(lines.iter().filter_map(|l| match &l.0 {
+                Parsed::Bailian(raw, _) => Some(raw),
+                _ => None,
+            }));
+        }
     }
 
     /// Ends the current file: resolves what needs the whole file and places it on the merged clock.
