@@ -145,6 +145,9 @@ pub fn run(args: Args) -> Result<()> {
     };
     write_trace_file(&args.output_file, &trace)?;
     eprintln!("wrote {} rows to {}", trace.len(), args.output_file.display());
+    // The process ends here: freeing a million rows one by one (each a shared conversation id
+    // to release) would only delay the exit, and the system takes the memory back at once.
+    std::mem::forget(trace);
     Ok(())
 }
 
