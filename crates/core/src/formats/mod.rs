@@ -166,6 +166,30 @@ pub fn parse_line(
     parsed.map(ParsedLine)
 }
 
+/// A whole document read on its own ([`parse_document`]), for
+/// [`Converter::push_parsed_document`]: its requests checked, their hash ids in one buffer, none
+/// of its text.
+#[derive(Debug, PartialEq)]
+pub struct ParsedDocument(weka::Parsed);
+
+impl Format {
+    /// Whether the format is one document per file, read whole by [`parse_document`].
+    pub fn is_document(self) -> bool {
+        self == Format::Weka
+    }
+}
+
+/// Reads the whole text of `source`, a file of a document `format` (WEKA), as
+/// [`Converter::push_document`] would, without the converter (so on any thread). Its errors
+/// (the first of them) come out of [`Converter::push_parsed_document`], after the requests
+/// before it, exactly as converting the text would give them.
+pub fn parse_document(format: Format, source: &Arc<str>, text: &str) -> Result<ParsedDocument, FormatError> {
+    match format {
+        Format::Weka => Ok(ParsedDocument(weka::parse(source, text))),
+        _ => Err(FormatError::Options(format!("{source}: {format} files are not one document"))),
+    }
+}
+
 /// Where one input file goes in the merged trace.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FileOptions {
@@ -210,7 +234,14 @@ enum State {
     ServeGen(servegen::State),
     Azure(azure::State),
     BurstGpt(burstgpt::State),
-    Weka(String),
+    Weka(Weka),
+}
+
+/// A WEKA file: its lines so far, or the note of its document, converted.
+#[derive(Debug)]
+enum Weka {
+    Lines(String),
+    Done(String),
 }
 
 #[derive(Debug)]
@@ -272,7 +303,7 @@ impl Converter {
             Format::ServeGen => State::ServeGen(servegen::State::default()),
             Format::Azure => State::Azure(azure::State::default()),
             Format::BurstGpt => State::BurstGpt(burstgpt::State::default()),
-            Format::Weka => State::Weka(String::new()),
+            Format::Weka => State::Weka(Weka::Lines(String::new())),
         };
         if let Some(src) = file.format.source_block_size() {
             self.per_block(&file.source, src)?;
@@ -303,11 +334,12 @@ impl Converter {
         let text = line.strip_suffix('\r').unwrap_or(line);
         let mut sink = Sink { src: &cur.opts, namespace: cur.namespace, opts: &self.opts, out: &mut self.out };
         match &mut cur.state {
-            State::Weka(buf) => {
+            State::Weka(Weka::Lines(buf)) => {
                 buf.push_str(text);
                 buf.push('\n');
                 Ok(())
             }
+            State::Weka(Weka::Done(_)) => Err(already_read(&cur.opts.source)),
             _ if text.trim().is_empty() => Ok(()),
             State::Bailian(_) | State::ServeGen(_) => Err(FormatError::Options("a line read apart".into())),
             State::Azure(s) => s.line(&mut sink, cur.line, text),
@@ -333,6 +365,46 @@ impl Converter {
         }
     }
 
+    /// Reads the whole (rest of the) current file at once: the same as [`Converter::push_line`]
+    /// for each of its lines (a final line end is optional), and faster for a document format
+    /// (WEKA), whose document is converted here rather than at [`Converter::end_file`].
+    pub fn push_document(&mut self, text: &str) -> Result<(), FormatError> {
+        let Some(cur) = self.current.as_ref() else {
+            return Err(FormatError::Options("push_document before start_file".into()));
+        };
+        if matches!(&cur.state, State::Weka(Weka::Lines(buf)) if buf.is_empty()) {
+            let parsed = parse_document(Format::Weka, &cur.opts.source, text)?;
+            return self.push_parsed_document(parsed);
+        }
+        if text.is_empty() {
+            return Ok(());
+        }
+        for line in text.strip_suffix('\n').unwrap_or(text).split('\n') {
+            self.push_line(line)?;
+        }
+        Ok(())
+    }
+
+    /// Takes the current file's document, read on its own by [`parse_document`] (possibly on
+    /// another thread): the same as [`Converter::push_document`] with its text.
+    pub fn push_parsed_document(&mut self, parsed: ParsedDocument) -> Result<(), FormatError> {
+        let Some(cur) = self.current.as_mut() else {
+            return Err(FormatError::Options("push_parsed_document before start_file".into()));
+        };
+        let State::Weka(state @ Weka::Lines(_)) = &mut cur.state else {
+            return Err(match cur.state {
+                State::Weka(_) => already_read(&cur.opts.source),
+                _ => FormatError::Options(format!("{}: a document parsed as another format", cur.opts.source)),
+            });
+        };
+        if matches!(state, Weka::Lines(buf) if !buf.is_empty()) {
+            return Err(already_read(&cur.opts.source));
+        }
+        let mut sink = Sink { src: &cur.opts, namespace: cur.namespace, opts: &self.opts, out: &mut self.out };
+        *state = Weka::Done(weka::convert(&mut sink, parsed.0)?);
+        Ok(())
+    }
+
     /// Ends the current file: resolves what needs the whole file and places it on the merged clock.
     pub fn end_file(&mut self) -> Result<(), FormatError> {
         let Some(cur) = self.current.take() else { return Ok(()) };
@@ -342,7 +414,8 @@ impl Converter {
             State::ServeGen(s) => s.end(&mut sink),
             State::Azure(s) => s.end(),
             State::BurstGpt(s) => s.end(),
-            State::Weka(text) => weka::convert(&mut sink, &text),
+            State::Weka(Weka::Lines(text)) => weka::convert(&mut sink, weka::parse(&cur.opts.source, &text)),
+            State::Weka(Weka::Done(note)) => Ok(note),
         }?;
         self.notes.push(format!("{}: {note}", cur.opts.source));
         let times = &mut self.out.times[cur.first_row..];
@@ -393,6 +466,11 @@ fn set_times(trace: &mut Trace, ms: &[i64]) {
     for (row, &t) in trace.rows_mut().iter_mut().zip(ms) {
         row.timestamp = Some(Number::Int(t));
     }
+}
+
+/// A document pushed after (part of) its file was already read.
+fn already_read(source: &Arc<str>) -> FormatError {
+    FormatError::Options(format!("{source}: the WEKA document was already read (one document per file)"))
 }
 
 /// Source ids per target block, checked.
