@@ -2,7 +2,7 @@
 //! ([`aiperf_core::formats::parse_document`]), several at once on worker threads, and handed to
 //! the converter in file order.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -26,22 +26,18 @@ fn file_size(path: &Path) -> usize {
     std::fs::metadata(path).ok().filter(|m| m.is_file()).map_or(0, |m| usize::try_from(m.len()).unwrap_or(0))
 }
 
-/// [`read_document`] from a reader.
+/// [`read_document`] from a reader: in pieces read straight into the text (no copy through the
+/// reader's buffer), each checked for a line over the limit before the next is read.
 fn read_limited(mut reader: Box<dyn BufRead + Send>, source: &str, size: usize, max: usize) -> Result<String> {
     let mut buf = Vec::with_capacity(size.saturating_add(1));
+    let piece = max.saturating_add(1).clamp(64 << 10, 16 << 20) as u64;
     let (mut line, mut line_start) = (1u64, 0usize);
     loop {
-        let chunk = match reader.fill_buf() {
-            Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).with_context(|| format!("cannot read {source}")),
-        };
-        if chunk.is_empty() {
+        let base = buf.len();
+        let n = (&mut reader).take(piece).read_to_end(&mut buf).with_context(|| format!("cannot read {source}"))?;
+        if n == 0 {
             break;
         }
-        let (base, n) = (buf.len(), chunk.len());
-        buf.extend_from_slice(chunk);
-        reader.consume(n);
         for end in memchr::memchr_iter(b'\n', &buf[base..]).map(|i| base + i) {
             if end - line_start > max {
                 return Err(too_long(&buf[..line_start], source, line, max));
@@ -79,7 +75,12 @@ fn not_utf8(valid: &[u8], source: &str) -> anyhow::Error {
 pub fn read_and_parse(path: &Path, format: Format, max_line_bytes: usize) -> Result<ParsedDocument> {
     let text = read_document(path, max_line_bytes)?;
     let source: Arc<str> = path.display().to_string().into();
-    Ok(parse_document(format, &source, &text)?)
+    let parsed = parse_document(format, &source, &text);
+    if text.len() >= 64 << 20 {
+        // Unmapping hundreds of MB takes a while: not on the way to the conversion.
+        let _ = std::thread::Builder::new().name("free".into()).spawn(move || drop(text));
+    }
+    Ok(parsed?)
 }
 
 /// Reads and parses `paths` on `workers` threads (file `k` on thread `k % workers`) and hands

@@ -447,9 +447,13 @@ impl Converter {
             let mut order: Vec<usize> = (0..ms.len()).collect();
             order.sort_by_key(|&i| ms[i]);
             let mut sorted = Trace::with_capacity(trace.len(), trace.total_hash_ids());
-            let rows = trace.rows();
             for &i in &order {
-                sorted.push(rows[i].clone(), trace.hash_ids(&rows[i]).iter().copied());
+                // Moved, not cloned: a row's boxed conversation id is an allocation.
+                let row = trace.rows_mut().get_mut(i).map(|r| std::mem::replace(r, Row::new(Input::Length(0))));
+                if let Some(row) = row {
+                    let ids = trace.all_hash_ids().get(trace.hash_ids_range(&row)).unwrap_or_default();
+                    sorted.push(row, ids.iter().copied());
+                }
             }
             let ms_sorted: Vec<i64> = order.iter().map(|&i| ms[i]).collect();
             set_times(&mut sorted, &ms_sorted);
