@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
 
-use aiperf_core::formats::{Format, ParsedDocument, parse_document};
+use aiperf_core::formats::{DocumentReader, Format, ParsedDocument, parse_document};
 use anyhow::{Context, Result, bail};
 
 use crate::input::open;
@@ -81,6 +81,45 @@ pub fn read_and_parse(path: &Path, format: Format, max_line_bytes: usize) -> Res
         let _ = std::thread::Builder::new().name("free".into()).spawn(move || drop(text));
     }
     Ok(parsed?)
+}
+
+/// Requests in a part of a document converted while the rest is read.
+const PART_REQUESTS: usize = 1 << 16;
+
+/// Reads and parses one file on another thread, in parts handed to `take` on the calling thread
+/// as they come (the first converted while the rest is read): the same as taking
+/// [`read_and_parse`]'s document at once. At most two parts wait to be taken.
+pub fn parse_in_parts(
+    path: &Path,
+    format: Format,
+    max_line_bytes: usize,
+    mut take: impl FnMut(ParsedDocument) -> Result<()>,
+) -> Result<()> {
+    let (tx, rx) = mpsc::sync_channel::<Result<ParsedDocument>>(2);
+    let path = path.to_path_buf();
+    std::thread::Builder::new()
+        .name("parse".into())
+        .spawn(move || {
+            let text = match read_document(&path, max_line_bytes) {
+                Ok(text) => text,
+                Err(e) => return drop(tx.send(Err(e))),
+            };
+            let source: Arc<str> = path.display().to_string().into();
+            let mut reader = match DocumentReader::new(format, &source, &text) {
+                Ok(reader) => reader,
+                Err(e) => return drop(tx.send(Err(e.into()))),
+            };
+            while let Some(part) = reader.next_part(PART_REQUESTS) {
+                if tx.send(Ok(part)).is_err() {
+                    return;
+                }
+            }
+        })
+        .context("cannot start a parsing thread")?;
+    for part in rx {
+        take(part?)?;
+    }
+    Ok(())
 }
 
 /// Reads and parses `paths` on `workers` threads (file `k` on thread `k % workers`) and hands

@@ -15,7 +15,7 @@ use aiperf_core::formats::{
 use aiperf_core::trace::{LineRead, Trace, TraceError, read_line_capped};
 use anyhow::{Context, Result, bail};
 
-use crate::document::{parse_in_order, read_and_parse};
+use crate::document::{parse_in_order, parse_in_parts, read_and_parse};
 use crate::input::{BLOCK_BYTES, open, parse_blocks_in_order, parse_workers, read_trace_limited};
 
 /// The `--trace-format` flag.
@@ -145,6 +145,13 @@ fn convert_quietly(
         };
         if paths.len() > 1 && workers > 0 {
             parse_in_order(paths, format, max_line_bytes, workers, push)?;
+        } else if workers > 0 {
+            // One document: its parts converted while the rest is read.
+            for (k, path) in paths.iter().enumerate() {
+                conv.start_file(file(k))?;
+                parse_in_parts(path, format, max_line_bytes, |part| Ok(conv.push_parsed_document(part)?))?;
+                conv.end_file()?;
+            }
         } else {
             for (k, path) in paths.iter().enumerate() {
                 push(k, read_and_parse(path, format, max_line_bytes))?;
@@ -364,6 +371,9 @@ mod tests {
                 .map(|c| format!("{}{:?}{:?}", aiperf_core::trace::write_trace(&c.trace), c.notes, c.stats))
                 .map_err(|e| format!("{e:#}"))
         };
+        for single in [&a, &b_gz, &wrong, &broken, &long] {
+            assert_eq!(convert(&[single], 2, 200_000), convert(&[single], 0, 200_000), "{}", single.display());
+        }
         let good = [&a, &b, &b_gz, &a, &b];
         let one = convert(&good, 0, 1 << 20);
         assert!(one.as_ref().is_ok_and(|t| t.contains("4:trace_0504")), "{one:?}");

@@ -184,9 +184,35 @@ impl Format {
 /// (the first of them) come out of [`Converter::push_parsed_document`], after the requests
 /// before it, exactly as converting the text would give them.
 pub fn parse_document(format: Format, source: &Arc<str>, text: &str) -> Result<ParsedDocument, FormatError> {
-    match format {
-        Format::Weka => Ok(ParsedDocument(weka::parse(source, text))),
-        _ => Err(FormatError::Options(format!("{source}: {format} files are not one document"))),
+    let mut reader = DocumentReader::new(format, source, text)?;
+    Ok(reader.next_part(usize::MAX).unwrap_or(ParsedDocument(weka::Parsed::default())))
+}
+
+/// Reads a document in parts ([`DocumentReader::next_part`]), for
+/// [`Converter::push_parsed_document`] one after the other: a big document's first requests can
+/// be converted while the rest is read. The parts together convert exactly as the whole
+/// document ([`parse_document`]), errors included.
+pub struct DocumentReader<'t>(weka::Reader<'t>);
+
+impl<'t> DocumentReader<'t> {
+    pub fn new(format: Format, source: &Arc<str>, text: &'t str) -> Result<Self, FormatError> {
+        match format {
+            Format::Weka => Ok(DocumentReader(weka::Reader::new(source, text))),
+            _ => Err(FormatError::Options(format!("{source}: {format} files are not one document"))),
+        }
+    }
+
+    /// The next part: at most `max_requests` requests (at least one) unless it is the last;
+    /// `None` after the last.
+    pub fn next_part(&mut self, max_requests: usize) -> Option<ParsedDocument> {
+        self.0.next_part(max_requests).map(ParsedDocument)
+    }
+}
+
+impl ParsedDocument {
+    /// Whether this is its document's last part (a whole document is one).
+    pub fn is_last(&self) -> bool {
+        self.0.is_last()
     }
 }
 
@@ -237,10 +263,12 @@ enum State {
     Weka(Weka),
 }
 
-/// A WEKA file: its lines so far, or the note of its document, converted.
+/// A WEKA file: its lines so far, the parts of its document converted so far, or the note of
+/// its document, converted.
 #[derive(Debug)]
 enum Weka {
     Lines(String),
+    Parts(weka::Progress),
     Done(String),
 }
 
@@ -339,7 +367,7 @@ impl Converter {
                 buf.push('\n');
                 Ok(())
             }
-            State::Weka(Weka::Done(_)) => Err(already_read(&cur.opts.source)),
+            State::Weka(Weka::Parts(_) | Weka::Done(_)) => Err(already_read(&cur.opts.source)),
             _ if text.trim().is_empty() => Ok(()),
             State::Bailian(_) | State::ServeGen(_) => Err(FormatError::Options("a line read apart".into())),
             State::Azure(s) => s.line(&mut sink, cur.line, text),
@@ -385,23 +413,22 @@ impl Converter {
         Ok(())
     }
 
-    /// Takes the current file's document, read on its own by [`parse_document`] (possibly on
-    /// another thread): the same as [`Converter::push_document`] with its text.
+    /// Takes the current file's document, or its next part, read on its own by
+    /// [`parse_document`] or a [`DocumentReader`] (possibly on another thread): the same as
+    /// [`Converter::push_document`] with its text once the last part is in.
     pub fn push_parsed_document(&mut self, parsed: ParsedDocument) -> Result<(), FormatError> {
         let Some(cur) = self.current.as_mut() else {
             return Err(FormatError::Options("push_parsed_document before start_file".into()));
         };
-        let State::Weka(state @ Weka::Lines(_)) = &mut cur.state else {
-            return Err(match cur.state {
-                State::Weka(_) => already_read(&cur.opts.source),
-                _ => FormatError::Options(format!("{}: a document parsed as another format", cur.opts.source)),
-            });
+        let mut progress = match &mut cur.state {
+            State::Weka(Weka::Lines(buf)) if buf.is_empty() => weka::Progress::default(),
+            State::Weka(Weka::Parts(p)) => std::mem::take(p),
+            State::Weka(_) => return Err(already_read(&cur.opts.source)),
+            _ => return Err(FormatError::Options(format!("{}: a document parsed as another format", cur.opts.source))),
         };
-        if matches!(state, Weka::Lines(buf) if !buf.is_empty()) {
-            return Err(already_read(&cur.opts.source));
-        }
         let mut sink = Sink { src: &cur.opts, namespace: cur.namespace, opts: &self.opts, out: &mut self.out };
-        *state = Weka::Done(weka::convert(&mut sink, parsed.0)?);
+        let note = weka::convert(&mut sink, &mut progress, parsed.0)?;
+        cur.state = State::Weka(note.map_or(Weka::Parts(progress), Weka::Done));
         Ok(())
     }
 
@@ -414,7 +441,12 @@ impl Converter {
             State::ServeGen(s) => s.end(&mut sink),
             State::Azure(s) => s.end(),
             State::BurstGpt(s) => s.end(),
-            State::Weka(Weka::Lines(text)) => weka::convert(&mut sink, weka::parse(&cur.opts.source, &text)),
+            State::Weka(Weka::Lines(text)) => {
+                let parsed = weka::parse(&cur.opts.source, &text);
+                weka::convert(&mut sink, &mut weka::Progress::default(), parsed)?
+                    .ok_or_else(|| cut_short(&cur.opts.source))
+            }
+            State::Weka(Weka::Parts(_)) => Err(cut_short(&cur.opts.source)),
             State::Weka(Weka::Done(note)) => Ok(note),
         }?;
         self.notes.push(format!("{}: {note}", cur.opts.source));
@@ -470,6 +502,11 @@ fn set_times(trace: &mut Trace, ms: &[i64]) {
     for (row, &t) in trace.rows_mut().iter_mut().zip(ms) {
         row.timestamp = Some(Number::Int(t));
     }
+}
+
+/// A document whose last part never came.
+fn cut_short(source: &Arc<str>) -> FormatError {
+    FormatError::Options(format!("{source}: the WEKA document ended before its last part"))
 }
 
 /// A document pushed after (part of) its file was already read.

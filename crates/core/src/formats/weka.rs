@@ -8,11 +8,13 @@
 //! A document is read in two steps: [`parse`] turns its text into a compact [`Parsed`] form (the
 //! requests, checked, with their hash ids in one buffer), which needs nothing from the converter
 //! and so can run on any thread; [`convert`] then hands the requests to the converter. Parsing
-//! tries a hand-written scanner first ([`parse_fast`]: flat request objects, the values of other
+//! tries a hand-written scanner first ([`Reader`]: flat request objects, the values of other
 //! keys skipped), which gives way, per request, to serde for a request it does not read (a
 //! sub-agent, escapes, nulls, unusual numbers) and, for the whole document, to the serde reading
 //! ([`parse_serde`]) at anything wrong or unusual, so that every error is serde's, worded and
-//! placed as before. A test checks that both give the same result.
+//! placed as before. A test checks that both give the same result. A big document is read in
+//! parts ([`Reader::next_part`]), converted one after the other, so that its first requests can
+//! be converted while the rest is read.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -45,27 +47,40 @@ struct Entry<'a> {
     requests: Option<Vec<Entry<'a>>>,
 }
 
-/// A document read into its requests, ready for [`convert`]: what the converter needs and
-/// nothing of the text.
+/// A part of a document read into its requests, ready for [`convert`]: what the converter
+/// needs and nothing of the text. A document is one part, or several in order ([`Reader`]).
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Parsed {
     reqs: Vec<Req>,
     /// The requests' hash ids, one after the other.
     ids: Vec<u64>,
-    /// The conversations (without the file's prefix) and their lists' block sizes.
+    /// The conversations (without the file's prefix) and models first met in this part,
+    /// numbered after those of the parts before.
     convs: Vec<Conv>,
-    /// The distinct model names.
     models: Vec<Box<str>>,
-    /// The document's name (its `id`, else the file's) and block size, for the note.
+    /// In the document's last part: how it ends.
+    end: Option<End>,
+}
+
+impl Parsed {
+    pub(super) fn is_last(&self) -> bool {
+        self.end.is_some()
+    }
+}
+
+/// How a document ends: its name (its `id`, else the file's) and block size for the note, its
+/// counts, or why the reading stopped after the requests (converted first: the converter may
+/// refuse one of them before).
+#[derive(Debug, Default, PartialEq)]
+struct End {
     name: String,
     block: u32,
     requests: u64,
     subagents: u64,
-    /// Why the reading stopped after `reqs` (converted first: the converter may refuse one).
     stop: Option<FormatError>,
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 struct Conv {
     name: String,
     block: u32,
@@ -82,14 +97,11 @@ struct Req {
     model: u32,
 }
 
-/// Reads a document (the text as [`super::Converter::push_line`] would join its lines: each
-/// followed by `\n`, a trailing `\r` dropped; other text is read as if it were so). Its errors
-/// are those of converting it, in the same order.
+/// Reads a whole document (the text as [`super::Converter::push_line`] would join its lines:
+/// each followed by `\n`, a trailing `\r` dropped; other text is read as if it were so) as one
+/// part. Its errors are those of converting it, in the same order.
 pub(super) fn parse(source: &Arc<str>, text: &str) -> Parsed {
-    if let Some(doc) = parse_fast(source, text) {
-        return doc;
-    }
-    parse_serde(source, &as_lines(text))
+    Reader::new(source, text).next_part(usize::MAX).unwrap_or_default()
 }
 
 /// The text as pushed line by line: `\r\n` as `\n`, and a final line end (serde's error
@@ -107,39 +119,54 @@ fn as_lines(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Hands a parsed document's requests to the converter: the note, or the first error.
-pub(super) fn convert(sink: &mut Sink<'_>, doc: Parsed) -> Result<String, FormatError> {
-    let convs: Vec<Box<str>> = doc.convs.iter().map(|c| format!("{}{}", sink.prefix(), c.name).into()).collect();
-    let (mut start, mut kept) = (0, 0u64);
-    for r in &doc.reqs {
-        let ids = doc.ids.get(start..r.ids_end).unwrap_or_default();
+/// What the converter keeps of a document's parts: their conversations (with the file's
+/// prefix) and models, and the requests kept so far.
+#[derive(Debug, Default)]
+pub(super) struct Progress {
+    convs: Vec<(Box<str>, u32)>,
+    models: Vec<Box<str>>,
+    kept: u64,
+}
+
+/// Hands a part's requests to the converter: after the last part the note, or the first error.
+pub(super) fn convert(
+    sink: &mut Sink<'_>,
+    progress: &mut Progress,
+    part: Parsed,
+) -> Result<Option<String>, FormatError> {
+    let prefix = sink.prefix().to_string();
+    progress.convs.extend(part.convs.into_iter().map(|c| (format!("{prefix}{}", c.name).into(), c.block)));
+    progress.models.extend(part.models);
+    let mut start = 0;
+    for r in &part.reqs {
+        let ids = part.ids.get(start..r.ids_end).unwrap_or_default();
         start = r.ids_end;
         sink.out.stats.records += 1;
-        if !sink.keeps_model(doc.models.get(r.model as usize).map_or("", |m| m)) {
+        if !sink.keeps_model(progress.models.get(r.model as usize).map_or("", |m| m)) {
             continue;
         }
-        kept += 1;
-        let (conversation, block) = match (convs.get(r.conv as usize), doc.convs.get(r.conv as usize)) {
-            (Some(name), Some(c)) => (name.to_string(), c.block),
-            _ => return Err(FormatError::Options(format!("{}: a request without its conversation", sink.file()))),
+        progress.kept += 1;
+        let Some((name, block)) = progress.convs.get(r.conv as usize) else {
+            return Err(FormatError::Options(format!("{}: a request without its conversation", sink.file())));
         };
         sink.push(Record {
             at_ns: r.at_ns,
             input: r.input,
             output: r.output,
-            conversation: Some(conversation),
-            ids: Some(SourceIds { ids, block, complete: ids.len() }),
+            conversation: Some(name.to_string()),
+            ids: Some(SourceIds { ids, block: *block, complete: ids.len() }),
             line: 0,
         })?;
     }
-    if let Some(e) = doc.stop {
+    let Some(end) = part.end else { return Ok(None) };
+    if let Some(e) = end.stop {
         return Err(e);
     }
-    Ok(format!(
-        "WEKA trace {}: {} requests ({kept} kept), {} sub-agents; {}-token hash ids re-blocked to {}, \
+    Ok(Some(format!(
+        "WEKA trace {}: {} requests ({} kept), {} sub-agents; {}-token hash ids re-blocked to {}, \
          one conversation per file and per sub-agent",
-        doc.name, doc.requests, doc.subagents, doc.block, sink.opts.block_size
-    ))
+        end.name, end.requests, progress.kept, end.subagents, end.block, sink.opts.block_size
+    )))
 }
 
 fn field_error(file: &Arc<str>, field: &str, value: &str, expected: &str) -> FormatError {
@@ -175,35 +202,52 @@ struct Request<'a> {
     model: &'a str,
 }
 
-/// Builds a [`Parsed`]: the checks of each request, in document order.
-struct Builder<'s> {
-    file: &'s Arc<str>,
-    doc: Parsed,
+/// Builds the parts of a document: the checks of each request, in document order.
+struct Builder {
+    file: Arc<str>,
+    /// The part being built (its `convs` and `models` stay empty until it is handed out).
+    part: Parsed,
+    convs: Vec<Conv>,
+    models: Vec<Box<str>>,
     model_index: HashMap<Box<str>, u32>,
     last_model: Option<u32>,
+    requests: u64,
+    subagents: u64,
+    /// Requests, conversations and models handed out in parts so far.
+    sent: (usize, usize, usize),
 }
 
-impl<'s> Builder<'s> {
-    fn new(file: &'s Arc<str>) -> Self {
-        Builder { file, doc: Parsed::default(), model_index: HashMap::new(), last_model: None }
+impl Builder {
+    fn new(file: &Arc<str>) -> Self {
+        Builder {
+            file: file.clone(),
+            part: Parsed::default(),
+            convs: Vec::new(),
+            models: Vec::new(),
+            model_index: HashMap::new(),
+            last_model: None,
+            requests: 0,
+            subagents: 0,
+            sent: (0, 0, 0),
+        }
     }
 
     fn conv(&mut self, name: String, block: u32) -> u32 {
-        self.doc.convs.push(Conv { name, block });
-        (self.doc.convs.len() - 1) as u32
+        self.convs.push(Conv { name, block });
+        (self.convs.len() - 1) as u32
     }
 
     fn model(&mut self, name: &str) -> u32 {
         if let Some(k) = self.last_model
-            && self.doc.models.get(k as usize).is_some_and(|m| **m == *name)
+            && self.models.get(k as usize).is_some_and(|m| **m == *name)
         {
             return k;
         }
         let k = match self.model_index.get(name) {
             Some(&k) => k,
             None => {
-                let k = self.doc.models.len() as u32;
-                self.doc.models.push(name.into());
+                let k = self.models.len() as u32;
+                self.models.push(name.into());
                 self.model_index.insert(name.into(), k);
                 k
             }
@@ -215,20 +259,25 @@ impl<'s> Builder<'s> {
     /// The time of entry `i` of `list`, checked.
     fn at(&self, t: f64, i: usize, list: &List<'_>) -> Result<i64, FormatError> {
         seconds_to_ns(Some(t)).and_then(|ns| ns.checked_add(list.base_ns)).ok_or_else(|| {
-            field_error(self.file, &format!("{}[{i}].t", list.path), &t.to_string(), "a non-negative number of seconds")
+            field_error(
+                &self.file,
+                &format!("{}[{i}].t", list.path),
+                &t.to_string(),
+                "a non-negative number of seconds",
+            )
         })
     }
 
-    /// Request `i` of `list` at `at_ns`, whose hash ids were appended to the id buffer.
+    /// Request `i` of `list` at `at_ns`, whose hash ids were appended to the part's ids.
     fn request(&mut self, at_ns: i64, r: &Request<'_>, i: usize, list: &List<'_>) -> Result<(), FormatError> {
-        self.doc.requests += 1;
+        self.requests += 1;
         let here = || format!("{}[{i}]", list.path);
         let input = r
             .input
-            .ok_or_else(|| field_error(self.file, &format!("{}.in", here()), "nothing", "a non-negative integer"))?;
-        let start = self.doc.reqs.last().map_or(0, |q| q.ids_end);
-        let found = self.doc.ids.len() - start;
-        if let Err(err) = check_id_count(self.file, Line(None), "hash_ids", found, input, list.block, false) {
+            .ok_or_else(|| field_error(&self.file, &format!("{}.in", here()), "nothing", "a non-negative integer"))?;
+        let start = self.part.reqs.last().map_or(0, |q| q.ids_end);
+        let found = self.part.ids.len() - start;
+        if let Err(err) = check_id_count(&self.file, Line(None), "hash_ids", found, input, list.block, false) {
             // Named with the request's place in the document.
             return Err(match err {
                 FormatError::Field { file, line, value, expected, .. } => {
@@ -238,7 +287,8 @@ impl<'s> Builder<'s> {
             });
         }
         let model = self.model(r.model);
-        self.doc.reqs.push(Req { at_ns, input, output: r.output, ids_end: self.doc.ids.len(), conv: list.conv, model });
+        let ids_end = self.part.ids.len();
+        self.part.reqs.push(Req { at_ns, input, output: r.output, ids_end, conv: list.conv, model });
         Ok(())
     }
 
@@ -246,9 +296,9 @@ impl<'s> Builder<'s> {
     fn entry(&mut self, e: &Entry<'_>, i: usize, list: &List<'_>) -> Result<(), FormatError> {
         let at_ns = self.at(e.t, i, list)?;
         if e.kind.as_deref() == Some("subagent") || e.requests.is_some() {
-            self.doc.subagents += 1;
+            self.subagents += 1;
             let agent = e.agent_id.as_deref().map_or_else(|| format!("agent{i}"), str::to_string);
-            let name = format!("{}/{agent}", self.doc.convs.get(list.conv as usize).map_or("", |c| &c.name));
+            let name = format!("{}/{agent}", self.convs.get(list.conv as usize).map_or("", |c| &c.name));
             let conv = self.conv(name, list.block);
             let path = format!("{}[{i}].requests", list.path);
             let sub = List { base_ns: at_ns, conv, path: &path, block: list.block };
@@ -257,17 +307,26 @@ impl<'s> Builder<'s> {
             }
             return Ok(());
         }
-        self.doc.ids.extend_from_slice(e.hash_ids.as_deref().unwrap_or_default());
+        self.part.ids.extend_from_slice(e.hash_ids.as_deref().unwrap_or_default());
         let r = Request { t: e.t, input: e.input, output: e.out, model: e.model.as_deref().unwrap_or("") };
         self.request(at_ns, &r, i, list)
     }
 
-    /// The document read (or stopped) with this name and block size.
+    /// Hands out the requests read since the last part, with the conversations and models met
+    /// since.
+    fn take_part(&mut self) -> Parsed {
+        let mut part = std::mem::take(&mut self.part);
+        part.convs = self.convs.get(self.sent.1..).unwrap_or_default().to_vec();
+        part.models = self.models.get(self.sent.2..).unwrap_or_default().to_vec();
+        self.sent = (self.sent.0 + part.reqs.len(), self.convs.len(), self.models.len());
+        part
+    }
+
+    /// The last part of the document read (or stopped) with this name and block size.
     fn finish(mut self, name: String, block: u32, stop: Option<FormatError>) -> Parsed {
-        self.doc.name = name;
-        self.doc.block = block;
-        self.doc.stop = stop;
-        self.doc
+        let mut part = self.take_part();
+        part.end = Some(End { name, block, requests: self.requests, subagents: self.subagents, stop });
+        part
     }
 }
 
@@ -275,8 +334,8 @@ impl<'s> Builder<'s> {
 // The serde reading: every document, and every error.
 
 /// The state of a document while serde reads it.
-struct Doc<'d, 's> {
-    b: Builder<'s>,
+struct Doc<'d> {
+    b: Builder,
     id: Option<String>,
     block: Option<u32>,
     /// Requests met before `id` and `block_size`: read when the document ends.
@@ -287,7 +346,7 @@ struct Doc<'d, 's> {
     has_requests: bool,
 }
 
-impl Doc<'_, '_> {
+impl Doc<'_> {
     fn conversation(&self) -> String {
         self.id.clone().unwrap_or_else(|| self.b.file.to_string())
     }
@@ -313,7 +372,7 @@ fn parse_serde(file: &Arc<str>, text: &str) -> Parsed {
 }
 
 /// What follows a document serde read whole: the requests met before the header.
-fn finish_serde(doc: &mut Doc<'_, '_>) -> Result<(), FormatError> {
+fn finish_serde(doc: &mut Doc<'_>) -> Result<(), FormatError> {
     if !doc.has_requests {
         return Err(FormatError::Shape {
             file: doc.b.file.clone(),
@@ -321,7 +380,7 @@ fn finish_serde(doc: &mut Doc<'_, '_>) -> Result<(), FormatError> {
             reason: "not a WEKA trace object (`id`, `block_size`, `requests`): missing field `requests`".into(),
         });
     }
-    let block = block_of(doc.b.file, doc.block)?;
+    let block = block_of(&doc.b.file, doc.block)?;
     if let Some(early) = doc.early.take() {
         let conv = doc.b.conv(doc.conversation(), block);
         let list = List { base_ns: 0, conv, path: "requests", block };
@@ -333,9 +392,9 @@ fn finish_serde(doc: &mut Doc<'_, '_>) -> Result<(), FormatError> {
 }
 
 /// The document's top-level object.
-struct DocVisitor<'v, 'd, 's>(&'v mut Doc<'d, 's>);
+struct DocVisitor<'v, 'd>(&'v mut Doc<'d>);
 
-impl<'de> Visitor<'de> for DocVisitor<'_, 'de, '_> {
+impl<'de> Visitor<'de> for DocVisitor<'_, 'de> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -350,7 +409,7 @@ impl<'de> Visitor<'de> for DocVisitor<'_, 'de, '_> {
                 "block_size" => doc.block = map.next_value()?,
                 "requests" if doc.id.is_some() && doc.block.is_some() => {
                     doc.has_requests = true;
-                    let block = block_of(doc.b.file, doc.block).map_err(|e| stop(doc, e))?;
+                    let block = block_of(&doc.b.file, doc.block).map_err(|e| stop(doc, e))?;
                     let conv = doc.b.conv(doc.conversation(), block);
                     map.next_value_seed(Requests { doc: &mut *doc, block, conv })?;
                 }
@@ -368,19 +427,19 @@ impl<'de> Visitor<'de> for DocVisitor<'_, 'de, '_> {
 }
 
 /// Keeps a conversion error for after serde returns, and gives serde one to stop with.
-fn stop<E: de::Error>(doc: &mut Doc<'_, '_>, e: FormatError) -> E {
+fn stop<E: de::Error>(doc: &mut Doc<'_>, e: FormatError) -> E {
     doc.failed = Some(e);
     E::custom("stopped")
 }
 
 /// The top-level `requests` list, read as it comes.
-struct Requests<'v, 'd, 's> {
-    doc: &'v mut Doc<'d, 's>,
+struct Requests<'v, 'd> {
+    doc: &'v mut Doc<'d>,
     block: u32,
     conv: u32,
 }
 
-impl<'de> DeserializeSeed<'de> for Requests<'_, '_, '_> {
+impl<'de> DeserializeSeed<'de> for Requests<'_, '_> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -388,7 +447,7 @@ impl<'de> DeserializeSeed<'de> for Requests<'_, '_, '_> {
     }
 }
 
-impl<'de> Visitor<'de> for Requests<'_, '_, '_> {
+impl<'de> Visitor<'de> for Requests<'_, '_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -408,26 +467,99 @@ impl<'de> Visitor<'de> for Requests<'_, '_, '_> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The fast path: `None` whenever it is not sure to read what serde reads.
+// The fast path, part by part: gives way to serde whenever it is not sure to read what serde reads.
 
-/// Reads a well-formed document whose header (`id`, `block_size`) comes before its one
-/// `requests` list; `None` for anything else, and at any error.
-fn parse_fast(file: &Arc<str>, text: &str) -> Option<Parsed> {
+/// Reads a document in parts of a given number of requests, so that the first can be converted
+/// while the rest is read. The fast path reads a well-formed document whose header (`id`,
+/// `block_size`) comes before its one `requests` list; at anything else, and at any error, serde
+/// reads the whole document and the requests not yet handed out come from its reading (the same
+/// requests, checked the same way, so the parts together are what serde alone gives).
+pub(super) struct Reader<'t> {
+    text: &'t str,
+    bld: Builder,
+    step: Step<'t>,
+    /// Whether serde read the document (for tests: the fast path must read the usual ones).
+    serde_read: bool,
+}
+
+enum Step<'t> {
+    /// Before the `requests` list.
+    Start,
+    /// In it: the next entry (or the list's end) at `i`, the `k`-th.
+    List {
+        i: usize,
+        k: usize,
+        conv: u32,
+        block: u32,
+        id: &'t str,
+        seen: u8,
+    },
+    Done,
+}
+
+impl<'t> Reader<'t> {
+    pub(super) fn new(file: &Arc<str>, text: &'t str) -> Self {
+        Reader { text, bld: Builder::new(file), step: Step::Start, serde_read: false }
+    }
+
+    /// The next part, of at least one and at most `max` requests unless it is the last; `None`
+    /// after the last.
+    pub(super) fn next_part(&mut self, max: usize) -> Option<Parsed> {
+        let max = max.max(1);
+        if matches!(self.step, Step::Start) {
+            match header(self.text, &mut self.bld) {
+                Some(list) => self.step = list,
+                None => return Some(self.serde()),
+            }
+        }
+        let Step::List { mut i, mut k, conv, block, id, seen } = self.step else { return None };
+        let list = List { base_ns: 0, conv, path: "requests", block };
+        let Some(ended) = entries(self.text, &mut self.bld, (&mut i, &mut k), &list, max) else {
+            return Some(self.serde());
+        };
+        if !ended {
+            self.step = Step::List { i, k, conv, block, id, seen };
+            return Some(self.bld.take_part());
+        }
+        if tail(self.text, i, seen).is_none() {
+            return Some(self.serde());
+        }
+        self.step = Step::Done;
+        let file = self.bld.file.clone();
+        Some(std::mem::replace(&mut self.bld, Builder::new(&file)).finish(id.to_string(), block, None))
+    }
+
+    /// The rest of the document from serde's reading of it all.
+    fn serde(&mut self) -> Parsed {
+        self.step = Step::Done;
+        self.serde_read = true;
+        let (reqs, convs, models) = self.bld.sent;
+        let mut all = parse_serde(&self.bld.file, &as_lines(self.text));
+        let base = reqs.checked_sub(1).and_then(|r| all.reqs.get(r)).map_or(0, |r| r.ids_end);
+        let mut rest = Parsed {
+            reqs: all.reqs.split_off(reqs.min(all.reqs.len())),
+            ids: all.ids.split_off(base.min(all.ids.len())),
+            convs: all.convs.split_off(convs.min(all.convs.len())),
+            models: all.models.split_off(models.min(all.models.len())),
+            end: all.end,
+        };
+        for r in &mut rest.reqs {
+            r.ids_end -= base;
+        }
+        rest
+    }
+}
+
+/// Reads the document's header up to its `requests` list (at its first entry): `None` for a
+/// document the fast path does not read.
+fn header<'t>(text: &'t str, bld: &mut Builder) -> Option<Step<'t>> {
     let b = text.as_bytes();
-    let mut bld = Builder::new(file);
-    // Room for what the text is likely to hold (growing by copies is most of a big document's
-    // memory traffic; room never touched costs no memory): an id takes at least 2 bytes, 8 in
-    // kv-cache-tester's files; a request at least 30, hundreds with its ids.
-    bld.doc.ids.reserve(text.len() / 8);
-    bld.doc.reqs.reserve(text.len() / 256);
     let (mut id, mut block, mut seen) = (None, None, 0u8);
-    let mut once = |bit: u8| first_time(&mut seen, bit);
     let mut i = flat::skip_ws(b, 0);
     if b.get(i) != Some(&b'{') {
         return None;
     }
     i = flat::skip_ws(b, i + 1);
-    let mut has_requests = false;
     loop {
         let (key, next) = flat::string(text, i)?;
         i = flat::skip_ws(b, next);
@@ -437,60 +569,96 @@ fn parse_fast(file: &Arc<str>, text: &str) -> Option<Parsed> {
         i = flat::skip_ws(b, i + 1);
         match key {
             "id" => {
-                once(1)?;
+                first_time(&mut seen, 1)?;
                 let (s, next) = flat::string(text, i)?;
                 id = Some(s);
                 i = next;
             }
             "block_size" => {
-                once(2)?;
+                first_time(&mut seen, 2)?;
                 let end = flat::json_number(b, i)?;
                 block = Some(plain_u64(&text[i..end]).and_then(|n| u32::try_from(n).ok())?);
                 i = end;
             }
             "requests" => {
-                once(4)?;
-                has_requests = true;
-                let (Some(id), Some(block)) = (id, block) else { return None };
-                let block = block_of(file, Some(block)).ok()?;
+                first_time(&mut seen, 4)?;
+                let (id, block) = (id?, block_of(&bld.file, Some(block?)).ok()?);
+                if b.get(i) != Some(&b'[') {
+                    return None;
+                }
                 let conv = bld.conv(id.to_string(), block);
-                i = requests(&mut bld, text, i, &List { base_ns: 0, conv, path: "requests", block })?;
+                // Room for what the text is likely to hold (growing by copies is much of a big
+                // document's memory traffic): an id takes at least 2 bytes, 8 in kv-cache-tester's
+                // files; a request at least 30, hundreds with its ids.
+                bld.part.ids.reserve(text.len() / 8);
+                bld.part.reqs.reserve(text.len() / 256);
+                return Some(Step::List { i: flat::skip_ws(b, i + 1), k: 0, conv, block, id, seen });
             }
             _ => i = flat::skip_value(b, i, 0)?,
         }
         i = flat::skip_ws(b, i);
         match *b.get(i)? {
             b',' => i = flat::skip_ws(b, i + 1),
-            b'}' => break,
             _ => return None,
         }
     }
-    if flat::skip_ws(b, i + 1) != b.len() || !has_requests {
-        return None;
-    }
-    let (id, block) = (id?, block?);
-    Some(bld.finish(id.to_string(), block, None))
 }
 
-/// The `requests` list at `text[i]`: the index after it.
-fn requests(bld: &mut Builder<'_>, text: &str, i: usize, list: &List<'_>) -> Option<usize> {
+/// Reads entries of the `requests` list from entry `k` at `i` until the part holds `max`
+/// requests (`false`) or the list ends (`true`, `i` after it).
+fn entries(
+    text: &str,
+    bld: &mut Builder,
+    (i, k): (&mut usize, &mut usize),
+    list: &List<'_>,
+    max: usize,
+) -> Option<bool> {
     let b = text.as_bytes();
-    if b.get(i) != Some(&b'[') {
-        return None;
+    if *k == 0 && b.get(*i) == Some(&b']') {
+        *i += 1;
+        return Some(true);
     }
-    let mut i = flat::skip_ws(b, i + 1);
-    if b.get(i) == Some(&b']') {
-        return Some(i + 1);
-    }
-    for k in 0.. {
-        i = flat::skip_ws(b, entry(bld, text, i, k, list)?);
-        match *b.get(i)? {
-            b',' => i = flat::skip_ws(b, i + 1),
-            b']' => return Some(i + 1),
+    loop {
+        let next = entry(bld, text, *i, *k, list)?;
+        *k += 1;
+        *i = flat::skip_ws(b, next);
+        match *b.get(*i)? {
+            b',' => *i = flat::skip_ws(b, *i + 1),
+            b']' => {
+                *i += 1;
+                return Some(true);
+            }
             _ => return None,
         }
+        if bld.part.reqs.len() >= max {
+            return Some(false);
+        }
     }
-    None
+}
+
+/// The rest of the document after its `requests` list (at `i`): other keys, then its end.
+fn tail(text: &str, mut i: usize, mut seen: u8) -> Option<()> {
+    let b = text.as_bytes();
+    loop {
+        i = flat::skip_ws(b, i);
+        match *b.get(i)? {
+            b',' => i = flat::skip_ws(b, i + 1),
+            b'}' => return (flat::skip_ws(b, i + 1) == b.len()).then_some(()),
+            _ => return None,
+        }
+        let (key, next) = flat::string(text, i)?;
+        match key {
+            "id" => first_time(&mut seen, 1)?,
+            "block_size" => first_time(&mut seen, 2)?,
+            "requests" => first_time(&mut seen, 4)?,
+            _ => {}
+        }
+        i = flat::skip_ws(b, next);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = flat::skip_value(b, flat::skip_ws(b, i + 1), 0)?;
+    }
 }
 
 /// Keys a request's fast reading reads (`requests` and `agent_id` only to give way to serde).
@@ -498,14 +666,14 @@ const READS: [&str; 8] = ["t", "type", "model", "in", "out", "hash_ids", "reques
 
 /// Entry `k` of `list` at `text[i]`: a flat request read by the scanner, else the entry read by
 /// serde. The index after it.
-fn entry(bld: &mut Builder<'_>, text: &str, i: usize, k: usize, list: &List<'_>) -> Option<usize> {
-    let start = bld.doc.ids.len();
-    if let Some((r, end)) = flat_request(text, i, &mut bld.doc.ids) {
+fn entry(bld: &mut Builder, text: &str, i: usize, k: usize, list: &List<'_>) -> Option<usize> {
+    let start = bld.part.ids.len();
+    if let Some((r, end)) = flat_request(text, i, &mut bld.part.ids) {
         let at_ns = bld.at(r.t, k, list).ok()?;
         bld.request(at_ns, &r, k, list).ok()?;
         return Some(end);
     }
-    bld.doc.ids.truncate(start);
+    bld.part.ids.truncate(start);
     let mut stream = serde_json::Deserializer::from_str(text.get(i..)?).into_iter::<Entry<'_>>();
     let e = stream.next()?.ok()?;
     bld.entry(&e, k, list).ok()?;
@@ -627,9 +795,17 @@ mod tests {
         assert!(e.contains("not a WEKA trace object"), "{e}");
     }
 
-    /// Converts `text` with its lines pushed one by one, or as one document: the trace and notes,
-    /// or the error's text.
-    fn convert_with(text: &str, opts: &ConvertOptions, whole: bool) -> String {
+    /// How a test hands a document to the converter.
+    #[derive(Clone, Copy, Debug)]
+    enum Push {
+        Lines,
+        Document,
+        /// Parts of at most this many requests.
+        Parts(usize),
+    }
+
+    /// Converts `text` pushed as `how` says: the trace and notes, or the error's text.
+    fn convert_with(text: &str, opts: &ConvertOptions, how: Push) -> String {
         let run = || -> Result<Converted, FormatError> {
             let mut c = Converter::new(opts.clone())?;
             c.start_file(FileOptions {
@@ -638,11 +814,19 @@ mod tests {
                 start_offset_ms: 0,
                 conversation_prefix: "p:".into(),
             })?;
-            if whole {
-                c.push_document(text)?;
-            } else if !text.is_empty() {
-                for line in text.strip_suffix('\n').unwrap_or(text).split('\n') {
-                    c.push_line(line)?;
+            match how {
+                Push::Document => c.push_document(text)?,
+                Push::Lines if text.is_empty() => {}
+                Push::Lines => {
+                    for line in text.strip_suffix('\n').unwrap_or(text).split('\n') {
+                        c.push_line(line)?;
+                    }
+                }
+                Push::Parts(n) => {
+                    let mut reader = crate::formats::DocumentReader::new(Format::Weka, &"w.json".into(), text)?;
+                    while let Some(part) = reader.next_part(n) {
+                        c.push_parsed_document(part)?;
+                    }
                 }
             }
             c.end_file()?;
@@ -654,6 +838,13 @@ mod tests {
         }
     }
 
+    /// Reads `text` in parts of `n` requests: the parts, and whether serde read any of it.
+    fn parts(text: &str, n: usize) -> (Vec<super::Parsed>, bool) {
+        let mut reader = super::Reader::new(&"w.json".into(), text);
+        let parts = std::iter::from_fn(|| reader.next_part(n)).collect();
+        (parts, reader.serde_read)
+    }
+
     #[test]
     fn real_files_take_the_fast_path_and_convert_as_line_by_line() {
         let source: std::sync::Arc<str> = "w.json".into();
@@ -662,10 +853,17 @@ mod tests {
             include_str!("../../../../tests/fixtures/traces/formats/weka-kv-cache-tester/trace_0504.json"),
         ] {
             // trace_0291 has sub-agents: read by serde, each within the fast reading.
-            let fast = super::parse_fast(&source, text).expect("read by the fast path");
-            assert_eq!(fast, super::parse_serde(&source, &super::as_lines(text)));
+            let (whole, serde_read) = parts(text, usize::MAX);
+            assert!(!serde_read, "read by the fast path");
+            assert_eq!(whole, vec![super::parse_serde(&source, &super::as_lines(text))]);
+            let (some, _) = parts(text, 3);
+            let (last, before) = some.split_last().unwrap();
+            assert!(last.is_last() && before.iter().all(|p| p.reqs.len() >= 3 && !p.is_last()));
+            assert_eq!(some.iter().map(|p| p.reqs.len()).sum::<usize>(), whole[0].reqs.len());
             let opts = ConvertOptions::default();
-            assert_eq!(convert_with(text, &opts, true), convert_with(text, &opts, false));
+            let lines = convert_with(text, &opts, Push::Lines);
+            assert_eq!(convert_with(text, &opts, Push::Document), lines);
+            assert_eq!(convert_with(text, &opts, Push::Parts(3)), lines);
         }
     }
 
@@ -836,22 +1034,25 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
         /// The fast reading gives what serde's gives (the same requests, the same first error),
-        /// and a document pushed whole converts as its lines pushed one by one.
+        /// and a document pushed whole, or in parts, converts as its lines pushed one by one.
         #[test]
         fn fast_path_reads_as_serde(
             doc in prop_oneof![document(1000), document(1), document(20)],
             block_size in prop_oneof![Just(512u32), Just(128), Just(64)],
             model in prop_oneof![Just(None), Just(Some("m"))],
+            part in 1usize..4,
         ) {
             let source: std::sync::Arc<str> = "w.json".into();
             let serde = super::parse_serde(&source, &super::as_lines(&doc));
-            if let Some(fast) = super::parse_fast(&source, &doc) {
-                prop_assert_eq!(&fast, &serde);
-                prop_assert!(fast.stop.is_none());
+            let (whole, serde_read) = parts(&doc, usize::MAX);
+            if !serde_read {
+                prop_assert!(whole[0].end.as_ref().is_some_and(|e| e.stop.is_none()));
             }
-            prop_assert_eq!(super::parse(&source, &doc), serde);
+            prop_assert_eq!(whole, vec![serde]);
             let opts = ConvertOptions { block_size, models: model.into_iter().map(str::to_string).collect(), ..ConvertOptions::default() };
-            prop_assert_eq!(convert_with(&doc, &opts, true), convert_with(&doc, &opts, false));
+            let lines = convert_with(&doc, &opts, Push::Lines);
+            prop_assert_eq!(&convert_with(&doc, &opts, Push::Document), &lines);
+            prop_assert_eq!(&convert_with(&doc, &opts, Push::Parts(part)), &lines);
         }
     }
 }
