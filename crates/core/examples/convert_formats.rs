@@ -2,7 +2,7 @@
 //! "1M rows ≤ 1 s" measurement; see BENCHMARKS.md, "Trace formats").
 //!
 //! `cargo run --release -p aiperf-core --example convert_formats -- gen FORMAT ROWS OUT`
-//! `cargo run --release -p aiperf-core --example convert_formats -- time FORMAT FILE`
+//! `cargo run --release -p aiperf-core --example convert_formats -- time FORMAT FILE|DIR`
 //! `cargo run --release -p aiperf-core --example convert_formats -- gen-weka-files DIR FILES REQUESTS`
 //!
 //! Generated shapes: Bailian/ServeGen rows of 100–1,100 tokens (16-token ids, a 320-token shared
@@ -231,24 +231,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         ("time", [path]) => {
             let start = Instant::now();
-            let mut reader = BufReader::with_capacity(1 << 20, std::fs::File::open(path)?);
             let mut conv = Converter::new(ConvertOptions::default())?;
-            conv.start_file(FileOptions {
-                source: path.as_str().into(),
-                format,
-                start_offset_ms: 0,
-                conversation_prefix: String::new(),
-            })?;
-            if format == Format::Weka {
-                // One document, read whole as `convert-trace` reads it.
-                let mut text = String::new();
-                reader.read_to_string(&mut text)?;
-                conv.push_document(&text)?;
+            // A folder: its `*.json` files merged (WEKA), one after the other on this thread.
+            let files: Vec<String> = if std::path::Path::new(path).is_dir() {
+                let mut all: Vec<String> = std::fs::read_dir(path)?
+                    .filter_map(|e| e.ok().map(|e| e.path().display().to_string()))
+                    .filter(|p| p.ends_with(".json"))
+                    .collect();
+                all.sort();
+                all
             } else {
-                let mut line = String::new();
-                while reader.read_line(&mut line)? > 0 {
-                    conv.push_line(line.strip_suffix('\n').unwrap_or(&line))?;
-                    line.clear();
+                vec![path.clone()]
+            };
+            for (k, file) in files.iter().enumerate() {
+                let mut reader = BufReader::with_capacity(1 << 20, std::fs::File::open(file)?);
+                conv.start_file(FileOptions {
+                    source: file.as_str().into(),
+                    format,
+                    start_offset_ms: 0,
+                    conversation_prefix: if files.len() > 1 { format!("{k}:") } else { String::new() },
+                })?;
+                if format == Format::Weka {
+                    // One document, read whole as `convert-trace` reads it.
+                    let mut text = String::new();
+                    reader.read_to_string(&mut text)?;
+                    conv.push_document(&text)?;
+                } else {
+                    let mut line = String::new();
+                    while reader.read_line(&mut line)? > 0 {
+                        conv.push_line(line.strip_suffix('\n').unwrap_or(&line))?;
+                        line.clear();
+                    }
                 }
             }
             let converted = conv.finish()?;
