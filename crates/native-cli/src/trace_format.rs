@@ -119,8 +119,8 @@ pub fn convert_files(
 
 /// [`convert_files`] without printing, with `workers` parsing threads (0: none). Files that are
 /// one document (WEKA) are read whole and parsed on the threads when there are several, and
-/// converted on this thread in file order: the same trace, or the same first error, as one by
-/// one.
+/// converted on this thread in file order; a single one is converted in parts while a thread
+/// reads the rest. Either way: the same trace, or the same first error, as one by one.
 fn convert_quietly(
     paths: &[PathBuf],
     format: Format,

@@ -166,9 +166,9 @@ pub fn parse_line(
     parsed.map(ParsedLine)
 }
 
-/// A whole document read on its own ([`parse_document`]), for
-/// [`Converter::push_parsed_document`]: its requests checked, their hash ids in one buffer, none
-/// of its text.
+/// A whole document, or a part of one, read on its own ([`parse_document`], [`DocumentReader`]),
+/// for [`Converter::push_parsed_document`]: its requests checked, their hash ids in one buffer,
+/// none of its text.
 #[derive(Debug, PartialEq)]
 pub struct ParsedDocument(weka::Parsed);
 
