@@ -2,6 +2,7 @@
 
 mod analyze;
 mod convert;
+mod document;
 mod exit;
 mod hash_prompts;
 mod input;

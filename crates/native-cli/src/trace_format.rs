@@ -9,10 +9,13 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use aiperf_core::formats::{ConvertOptions, Converted, Converter, FileOptions, Format, ParsedLine, detect, parse_line};
+use aiperf_core::formats::{
+    ConvertOptions, Converted, Converter, FileOptions, Format, ParsedDocument, ParsedLine, detect, parse_line,
+};
 use aiperf_core::trace::{LineRead, Trace, TraceError, read_line_capped};
 use anyhow::{Context, Result, bail};
 
+use crate::document::{parse_in_order, parse_in_parts, read_and_parse};
 use crate::input::{BLOCK_BYTES, open, parse_blocks_in_order, parse_workers, read_trace_limited};
 
 /// The `--trace-format` flag.
@@ -94,17 +97,71 @@ pub fn convert_files(
     max_line_bytes: usize,
     offset_ms: impl Fn(usize) -> u64,
 ) -> Result<Converted> {
+    let converted = convert_quietly(paths, format, opts, max_line_bytes, offset_ms, parse_workers())?;
+    for note in &converted.notes {
+        eprintln!("note: {note}");
+    }
+    let s = &converted.stats;
+    if s.failed_dropped > 0 || s.failed_kept > 0 {
+        eprintln!(
+            "failed rows: {} dropped, {} kept{}",
+            s.failed_dropped,
+            s.failed_kept,
+            if s.failed_kept > 0 { " (--drop-failed drops them)" } else { "" }
+        );
+    }
+    if s.other_models > 0 {
+        eprintln!("rows of other models dropped: {}", s.other_models);
+    }
+    eprintln!("converted {} of {} records", converted.trace.len(), s.records);
+    Ok(converted)
+}
+
+/// [`convert_files`] without printing, with `workers` parsing threads (0: none). Files that are
+/// one document (WEKA) are read whole and parsed on the threads when there are several, and
+/// converted on this thread in file order; a single one is converted in parts while a thread
+/// reads the rest. Either way: the same trace, or the same first error, as one by one.
+fn convert_quietly(
+    paths: &[PathBuf],
+    format: Format,
+    opts: &ConvertOptions,
+    max_line_bytes: usize,
+    offset_ms: impl Fn(usize) -> u64,
+    workers: usize,
+) -> Result<Converted> {
     let mut conv = Converter::new(opts.clone())?;
+    let file = |k: usize| FileOptions {
+        source: paths[k].display().to_string().into(),
+        format,
+        start_offset_ms: offset_ms(k),
+        conversation_prefix: if paths.len() > 1 { format!("{k}:") } else { String::new() },
+    };
+    if format.is_document() {
+        let mut push = |k: usize, parsed: Result<ParsedDocument>| -> Result<bool> {
+            conv.start_file(file(k))?;
+            conv.push_parsed_document(parsed?)?;
+            conv.end_file()?;
+            Ok(true)
+        };
+        if paths.len() > 1 && workers > 0 {
+            parse_in_order(paths, format, max_line_bytes, workers, push)?;
+        } else if workers > 0 {
+            // One document: its parts converted while the rest is read.
+            for (k, path) in paths.iter().enumerate() {
+                conv.start_file(file(k))?;
+                parse_in_parts(path, format, max_line_bytes, |part| Ok(conv.push_parsed_document(part)?))?;
+                conv.end_file()?;
+            }
+        } else {
+            for (k, path) in paths.iter().enumerate() {
+                push(k, read_and_parse(path, format, max_line_bytes))?;
+            }
+        }
+        return Ok(conv.finish()?);
+    }
     for (k, path) in paths.iter().enumerate() {
-        let prefix = if paths.len() > 1 { format!("{k}:") } else { String::new() };
         let source = path.display().to_string();
-        conv.start_file(FileOptions {
-            source: source.as_str().into(),
-            format,
-            start_offset_ms: offset_ms(k),
-            conversation_prefix: prefix,
-        })?;
-        let workers = parse_workers();
+        conv.start_file(file(k))?;
         if format.parses_lines_apart() && workers > 0 {
             let reader = open(path)?;
             let source: Arc<str> = source.as_str().into();
@@ -134,24 +191,7 @@ pub fn convert_files(
         }
         conv.end_file()?;
     }
-    let converted = conv.finish()?;
-    for note in &converted.notes {
-        eprintln!("note: {note}");
-    }
-    let s = &converted.stats;
-    if s.failed_dropped > 0 || s.failed_kept > 0 {
-        eprintln!(
-            "failed rows: {} dropped, {} kept{}",
-            s.failed_dropped,
-            s.failed_kept,
-            if s.failed_kept > 0 { " (--drop-failed drops them)" } else { "" }
-        );
-    }
-    if s.other_models > 0 {
-        eprintln!("rows of other models dropped: {}", s.other_models);
-    }
-    eprintln!("converted {} of {} records", converted.trace.len(), s.records);
-    Ok(converted)
+    Ok(conv.finish()?)
 }
 
 /// The lines of a block parsed on a worker thread, with their hash ids in one buffer, and what
@@ -302,6 +342,56 @@ mod tests {
         ) {
             let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
             proptest::prop_assert_eq!(convert(&text, Format::Bailian, None), convert(&text, Format::Bailian, Some((workers, block))));
+        }
+    }
+
+    #[test]
+    fn weka_files_parsed_on_threads_convert_as_one_by_one() {
+        use std::io::Write as _;
+        let fixtures =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/traces/formats/weka-kv-cache-tester");
+        let a = std::fs::read_to_string(fixtures.join("trace_0291.json")).unwrap();
+        let b = std::fs::read_to_string(fixtures.join("trace_0504.json")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            path
+        };
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(b.as_bytes()).unwrap();
+        let (a, b, b_gz) =
+            (file("a.json", a.as_bytes()), file("b.json", b.as_bytes()), file("b.json.gz", &gz.finish().unwrap()));
+        let wrong = std::fs::read_to_string(&b).unwrap().replacen("\"in\":11300", "\"in\":11200", 1);
+        let wrong = file("wrong.json", wrong.as_bytes());
+        let broken = file("broken.json", b"{\"id\": \"x\", \"requests\": [}\n");
+        let long = file("long.json", format!("{{\"id\": \"x\",\n\"requests\": [{}]}}", " ".repeat(250_000)).as_bytes());
+        let convert = |paths: &[&PathBuf], workers: usize, max: usize| {
+            let paths: Vec<PathBuf> = paths.iter().map(|p| (*p).clone()).collect();
+            convert_quietly(&paths, Format::Weka, &ConvertOptions::default(), max, |k| k as u64 * 700, workers)
+                .map(|c| format!("{}{:?}{:?}", aiperf_core::trace::write_trace(&c.trace), c.notes, c.stats))
+                .map_err(|e| format!("{e:#}"))
+        };
+        for single in [&a, &b_gz, &wrong, &broken, &long] {
+            assert_eq!(convert(&[single], 2, 200_000), convert(&[single], 0, 200_000), "{}", single.display());
+        }
+        let good = [&a, &b, &b_gz, &a, &b];
+        let one = convert(&good, 0, 1 << 20);
+        assert!(one.as_ref().is_ok_and(|t| t.contains("4:trace_0504")), "{one:?}");
+        for workers in [1, 2, 4] {
+            assert_eq!(convert(&good, workers, 1 << 20), one, "{workers} threads");
+        }
+        for (bad, why) in [
+            (&wrong, "requests[1].hash_ids"),
+            (&broken, "not a WEKA trace object"),
+            (&long, "long.json:2: the line is longer than 200000 bytes"),
+        ] {
+            let files = [&a, &b_gz, bad, &b, &wrong];
+            let one = convert(&files, 0, 200_000);
+            assert!(one.as_ref().is_err_and(|e| e.contains(why)), "{:?}", one.as_ref().err());
+            for workers in [1, 2, 4] {
+                assert_eq!(convert(&files, workers, 200_000), one, "{workers} threads");
+            }
         }
     }
 

@@ -1,8 +1,9 @@
-//! A fast path for the flat JSONL records of Bailian and ServeGen: an object whose values are
-//! numbers, strings without escapes, or lists of those, `hash_ids` read straight into a reused
-//! buffer. Anything else (escapes, nesting, nulls, bad syntax) returns `None`, and the caller
-//! parses the line with serde, which also writes the exact error. A test checks that both paths
-//! agree on the records the fast path accepts.
+//! A fast path for flat JSON records (Bailian and ServeGen lines, WEKA requests): an object
+//! whose values are numbers, strings without escapes, or lists of those, `hash_ids` read straight
+//! into a reused buffer. Anything else (escapes, nesting, nulls, bad syntax) returns `None`, and
+//! the caller parses the record with serde, which also writes the exact error; values of keys the
+//! caller does not read may be skipped whatever they are ([`object`]), checked as strictly as
+//! serde checks them. Tests check that both paths agree on the records the fast path accepts.
 
 /// A scalar value's raw text.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -15,21 +16,37 @@ pub(crate) enum Val<'a> {
     List,
 }
 
-/// Calls `field` for each key and value of a flat object; `hash_ids` lists of non-negative
-/// integers are appended to `ids`. `None`: not a flat record (or `field` refused a value).
+/// Calls `field` for each key and value of a flat object that is the whole of `text`;
+/// `hash_ids` lists of non-negative integers are appended to `ids`. `None`: not a flat record
+/// (or `field` refused a value).
 pub(crate) fn scan<'a>(
     text: &'a str,
     ids: &mut Vec<u64>,
-    mut field: impl FnMut(&'a str, Val<'a>) -> Option<()>,
+    field: impl FnMut(&'a str, Val<'a>) -> Option<()>,
 ) -> Option<()> {
     let b = text.as_bytes();
-    let mut i = skip_ws(b, 0);
+    let end = object(text, skip_ws(b, 0), ids, |_| true, field)?;
+    (skip_ws(b, end) == b.len()).then_some(())
+}
+
+/// [`scan`] of the object starting at `text[start]`, which may be followed by anything: the
+/// index after its `}`. Values of keys that `reads` refuses are skipped ([`skip_value`]) without
+/// calling `field`.
+pub(crate) fn object<'a>(
+    text: &'a str,
+    start: usize,
+    ids: &mut Vec<u64>,
+    reads: impl Fn(&str) -> bool,
+    mut field: impl FnMut(&'a str, Val<'a>) -> Option<()>,
+) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = start;
     if b.get(i) != Some(&b'{') {
         return None;
     }
     i = skip_ws(b, i + 1);
     if b.get(i) == Some(&b'}') {
-        return (skip_ws(b, i + 1) == b.len()).then_some(());
+        return Some(i + 1);
     }
     loop {
         let (key, next) = string(text, i)?;
@@ -38,70 +55,74 @@ pub(crate) fn scan<'a>(
             return None;
         }
         i = skip_ws(b, i + 1);
-        let val;
-        match *b.get(i)? {
-            b'"' => {
-                let (s, next) = string(text, i)?;
-                val = Val::Str(s);
-                i = next;
-            }
-            b'[' => {
-                i = skip_ws(b, i + 1);
-                let into_ids = key == "hash_ids";
-                if b.get(i) != Some(&b']') {
-                    loop {
-                        if into_ids {
-                            let start = i;
-                            // Up to 8 digits at once, then digit by digit past them or near the end
-                            // of the text (no overflow check per digit: 19 digits fit in a u64).
-                            let (mut v, n) = eight_digits(b, i);
-                            i += n;
-                            while (n == 8 || n == 0)
-                                && let Some(&c) = b.get(i)
-                            {
-                                let d = c.wrapping_sub(b'0');
-                                if d > 9 {
-                                    break;
+        if reads(key) {
+            let val;
+            match *b.get(i)? {
+                b'"' => {
+                    let (s, next) = string(text, i)?;
+                    val = Val::Str(s);
+                    i = next;
+                }
+                b'[' => {
+                    i = skip_ws(b, i + 1);
+                    let into_ids = key == "hash_ids";
+                    if b.get(i) != Some(&b']') {
+                        loop {
+                            if into_ids {
+                                let start = i;
+                                // Up to 8 digits at once, then digit by digit past them or near the end
+                                // of the text (no overflow check per digit: 19 digits fit in a u64).
+                                let (mut v, n) = eight_digits(b, i);
+                                i += n;
+                                while (n == 8 || n == 0)
+                                    && let Some(&c) = b.get(i)
+                                {
+                                    let d = c.wrapping_sub(b'0');
+                                    if d > 9 {
+                                        break;
+                                    }
+                                    v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+                                    i += 1;
                                 }
-                                v = v.wrapping_mul(10).wrapping_add(u64::from(d));
-                                i += 1;
+                                let digits = i - start;
+                                // Like JSON: at least one digit, no leading zeros.
+                                if digits == 0 || (b[start] == b'0' && digits > 1) {
+                                    return None;
+                                }
+                                if digits > 19 {
+                                    v = text.get(start..i)?.parse().ok()?;
+                                }
+                                ids.push(v);
+                            } else if b.get(i) == Some(&b'"') {
+                                i = string(text, i)?.1;
+                            } else {
+                                i = number(b, i)?;
                             }
-                            let digits = i - start;
-                            // Like JSON: at least one digit, no leading zeros.
-                            if digits == 0 || (b[start] == b'0' && digits > 1) {
-                                return None;
+                            i = skip_ws(b, i);
+                            match *b.get(i)? {
+                                b',' => i = skip_ws(b, i + 1),
+                                b']' => break,
+                                _ => return None,
                             }
-                            if digits > 19 {
-                                v = text.get(start..i)?.parse().ok()?;
-                            }
-                            ids.push(v);
-                        } else if b.get(i) == Some(&b'"') {
-                            i = string(text, i)?.1;
-                        } else {
-                            i = number(b, i)?;
-                        }
-                        i = skip_ws(b, i);
-                        match *b.get(i)? {
-                            b',' => i = skip_ws(b, i + 1),
-                            b']' => break,
-                            _ => return None,
                         }
                     }
+                    i += 1;
+                    val = Val::List;
                 }
-                i += 1;
-                val = Val::List;
+                _ => {
+                    let end = number(b, i)?;
+                    val = Val::Num(&text[i..end]);
+                    i = end;
+                }
             }
-            _ => {
-                let end = number(b, i)?;
-                val = Val::Num(&text[i..end]);
-                i = end;
-            }
+            field(key, val)?;
+        } else {
+            i = skip_value(b, i, 0)?;
         }
-        field(key, val)?;
         i = skip_ws(b, i);
         match *b.get(i)? {
             b',' => i = skip_ws(b, i + 1),
-            b'}' => return (skip_ws(b, i + 1) == b.len()).then_some(()),
+            b'}' => return Some(i + 1),
             _ => return None,
         }
     }
@@ -134,7 +155,7 @@ fn eight_digits(b: &[u8], i: usize) -> (u64, usize) {
     (v, n)
 }
 
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while matches!(b.get(i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
         i += 1;
     }
@@ -142,7 +163,7 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 }
 
 /// A string without escapes starting at `i` (the quote): its contents and the index after it.
-fn string(text: &str, i: usize) -> Option<(&str, usize)> {
+pub(crate) fn string(text: &str, i: usize) -> Option<(&str, usize)> {
     let b = text.as_bytes();
     if b.get(i) != Some(&b'"') {
         return None;
@@ -150,6 +171,112 @@ fn string(text: &str, i: usize) -> Option<(&str, usize)> {
     let len = b[i + 1..].iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
     let end = i + 1 + len;
     (b[end] == b'"').then(|| (&text[i + 1..end], end + 1))
+}
+
+/// How deep [`skip_value`] follows nested lists and objects (serde_json stops at 128).
+const MAX_DEPTH: usize = 100;
+
+/// The index after the JSON value starting at `b[i]` (any value, checked as serde_json checks a
+/// value it ignores: the number grammar, string escapes and control characters, literals).
+/// `None`: not valid JSON there, or nested deeper than [`MAX_DEPTH`].
+pub(crate) fn skip_value(b: &[u8], i: usize, depth: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => skip_string(b, i),
+        b'{' | b'[' if depth >= MAX_DEPTH => None,
+        b'{' => {
+            let mut i = skip_ws(b, i + 1);
+            if b.get(i) == Some(&b'}') {
+                return Some(i + 1);
+            }
+            loop {
+                if b.get(i) != Some(&b'"') {
+                    return None;
+                }
+                i = skip_ws(b, skip_string(b, i)?);
+                if b.get(i) != Some(&b':') {
+                    return None;
+                }
+                i = skip_ws(b, skip_value(b, skip_ws(b, i + 1), depth + 1)?);
+                match *b.get(i)? {
+                    b',' => i = skip_ws(b, i + 1),
+                    b'}' => return Some(i + 1),
+                    _ => return None,
+                }
+            }
+        }
+        b'[' => {
+            let mut i = skip_ws(b, i + 1);
+            if b.get(i) == Some(&b']') {
+                return Some(i + 1);
+            }
+            loop {
+                i = skip_ws(b, skip_value(b, i, depth + 1)?);
+                match *b.get(i)? {
+                    b',' => i = skip_ws(b, i + 1),
+                    b']' => return Some(i + 1),
+                    _ => return None,
+                }
+            }
+        }
+        b't' => b[i..].starts_with(b"true").then_some(i + 4),
+        b'f' => b[i..].starts_with(b"false").then_some(i + 5),
+        b'n' => b[i..].starts_with(b"null").then_some(i + 4),
+        _ => json_number(b, i),
+    }
+}
+
+/// The index after the string starting at `b[i]` (its quote), escapes and all.
+fn skip_string(b: &[u8], i: usize) -> Option<usize> {
+    let mut i = i + 1;
+    loop {
+        let len = b.get(i..)?.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        i += len;
+        match b[i] {
+            b'"' => return Some(i + 1),
+            b'\\' => match *b.get(i + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                b'u' => {
+                    let hex = b.get(i + 2..i + 6)?;
+                    if !hex.iter().all(u8::is_ascii_hexdigit) {
+                        return None;
+                    }
+                    i += 6;
+                }
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+}
+
+/// The end of the JSON number at `b[i]`: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`.
+pub(crate) fn json_number(b: &[u8], mut i: usize) -> Option<usize> {
+    let digits = |b: &[u8], i: usize| b.get(i..).map_or(0, |r| r.iter().take_while(|c| c.is_ascii_digit()).count());
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match digits(b, i) {
+        0 => return None,
+        n if n > 1 && b[i] == b'0' => return None,
+        n => i += n,
+    }
+    if b.get(i) == Some(&b'.') {
+        match digits(b, i + 1) {
+            0 => return None,
+            n => i += 1 + n,
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        match digits(b, i) {
+            0 => return None,
+            n => i += n,
+        }
+    }
+    Some(i)
 }
 
 /// The end of a number token starting at `i` (at least one character of `-+.eE0-9`).

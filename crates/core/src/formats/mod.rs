@@ -10,7 +10,7 @@
 //!   prefixes; partial tails get fresh ids; each file its own id namespace); sources without
 //!   hashes get none, and the analysis then reports "no prefix information";
 //! - a conversation's identity travels as `conversation_id` (see
-//!   [`crate::trace::RareFields::conversation_id`]): each row already carries its full input.
+//!   [`crate::trace::Row::conversation`]): each row already carries its full input.
 //!
 //! [`detect`] tells the format from a file's first bytes; [`transform`] holds the transforms long
 //! production traces need (time window, idle-gap cap, conversation sampling, turn-gap cap).
@@ -166,6 +166,56 @@ pub fn parse_line(
     parsed.map(ParsedLine)
 }
 
+/// A whole document, or a part of one, read on its own ([`parse_document`], [`DocumentReader`]),
+/// for [`Converter::push_parsed_document`]: its requests checked, their hash ids in one buffer,
+/// none of its text.
+#[derive(Debug, PartialEq)]
+pub struct ParsedDocument(weka::Parsed);
+
+impl Format {
+    /// Whether the format is one document per file, read whole by [`parse_document`].
+    pub fn is_document(self) -> bool {
+        self == Format::Weka
+    }
+}
+
+/// Reads the whole text of `source`, a file of a document `format` (WEKA), as
+/// [`Converter::push_document`] would, without the converter (so on any thread). Its errors
+/// (the first of them) come out of [`Converter::push_parsed_document`], after the requests
+/// before it, exactly as converting the text would give them.
+pub fn parse_document(format: Format, source: &Arc<str>, text: &str) -> Result<ParsedDocument, FormatError> {
+    let mut reader = DocumentReader::new(format, source, text)?;
+    Ok(reader.next_part(usize::MAX).unwrap_or(ParsedDocument(weka::Parsed::default())))
+}
+
+/// Reads a document in parts ([`DocumentReader::next_part`]), for
+/// [`Converter::push_parsed_document`] one after the other: a big document's first requests can
+/// be converted while the rest is read. The parts together convert exactly as the whole
+/// document ([`parse_document`]), errors included.
+pub struct DocumentReader<'t>(weka::Reader<'t>);
+
+impl<'t> DocumentReader<'t> {
+    pub fn new(format: Format, source: &Arc<str>, text: &'t str) -> Result<Self, FormatError> {
+        match format {
+            Format::Weka => Ok(DocumentReader(weka::Reader::new(source, text))),
+            _ => Err(FormatError::Options(format!("{source}: {format} files are not one document"))),
+        }
+    }
+
+    /// The next part: at most `max_requests` requests (at least one) unless it is the last;
+    /// `None` after the last.
+    pub fn next_part(&mut self, max_requests: usize) -> Option<ParsedDocument> {
+        self.0.next_part(max_requests).map(ParsedDocument)
+    }
+}
+
+impl ParsedDocument {
+    /// Whether this is its document's last part (a whole document is one).
+    pub fn is_last(&self) -> bool {
+        self.0.is_last()
+    }
+}
+
 /// Where one input file goes in the merged trace.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FileOptions {
@@ -210,7 +260,16 @@ enum State {
     ServeGen(servegen::State),
     Azure(azure::State),
     BurstGpt(burstgpt::State),
-    Weka(String),
+    Weka(Weka),
+}
+
+/// A WEKA file: its lines so far, the parts of its document converted so far, or the note of
+/// its document, converted.
+#[derive(Debug)]
+enum Weka {
+    Lines(String),
+    Parts(weka::Progress),
+    Done(String),
 }
 
 #[derive(Debug)]
@@ -272,7 +331,7 @@ impl Converter {
             Format::ServeGen => State::ServeGen(servegen::State::default()),
             Format::Azure => State::Azure(azure::State::default()),
             Format::BurstGpt => State::BurstGpt(burstgpt::State::default()),
-            Format::Weka => State::Weka(String::new()),
+            Format::Weka => State::Weka(Weka::Lines(String::new())),
         };
         if let Some(src) = file.format.source_block_size() {
             self.per_block(&file.source, src)?;
@@ -303,11 +362,12 @@ impl Converter {
         let text = line.strip_suffix('\r').unwrap_or(line);
         let mut sink = Sink { src: &cur.opts, namespace: cur.namespace, opts: &self.opts, out: &mut self.out };
         match &mut cur.state {
-            State::Weka(buf) => {
+            State::Weka(Weka::Lines(buf)) => {
                 buf.push_str(text);
                 buf.push('\n');
                 Ok(())
             }
+            State::Weka(Weka::Parts(_) | Weka::Done(_)) => Err(already_read(&cur.opts.source)),
             _ if text.trim().is_empty() => Ok(()),
             State::Bailian(_) | State::ServeGen(_) => Err(FormatError::Options("a line read apart".into())),
             State::Azure(s) => s.line(&mut sink, cur.line, text),
@@ -357,6 +417,45 @@ impl Converter {
         }
     }
 
+    /// Reads the whole (rest of the) current file at once: the same as [`Converter::push_line`]
+    /// for each of its lines (a final line end is optional), and faster for a document format
+    /// (WEKA), whose document is converted here rather than at [`Converter::end_file`].
+    pub fn push_document(&mut self, text: &str) -> Result<(), FormatError> {
+        let Some(cur) = self.current.as_ref() else {
+            return Err(FormatError::Options("push_document before start_file".into()));
+        };
+        if matches!(&cur.state, State::Weka(Weka::Lines(buf)) if buf.is_empty()) {
+            let parsed = parse_document(Format::Weka, &cur.opts.source, text)?;
+            return self.push_parsed_document(parsed);
+        }
+        if text.is_empty() {
+            return Ok(());
+        }
+        for line in text.strip_suffix('\n').unwrap_or(text).split('\n') {
+            self.push_line(line)?;
+        }
+        Ok(())
+    }
+
+    /// Takes the current file's document, or its next part, read on its own by
+    /// [`parse_document`] or a [`DocumentReader`] (possibly on another thread): the same as
+    /// [`Converter::push_document`] with its text once the last part is in.
+    pub fn push_parsed_document(&mut self, parsed: ParsedDocument) -> Result<(), FormatError> {
+        let Some(cur) = self.current.as_mut() else {
+            return Err(FormatError::Options("push_parsed_document before start_file".into()));
+        };
+        let mut progress = match &mut cur.state {
+            State::Weka(Weka::Lines(buf)) if buf.is_empty() => weka::Progress::default(),
+            State::Weka(Weka::Parts(p)) => std::mem::take(p),
+            State::Weka(_) => return Err(already_read(&cur.opts.source)),
+            _ => return Err(FormatError::Options(format!("{}: a document parsed as another format", cur.opts.source))),
+        };
+        let mut sink = Sink { src: &cur.opts, namespace: cur.namespace, opts: &self.opts, out: &mut self.out };
+        let note = weka::convert(&mut sink, &mut progress, parsed.0)?;
+        cur.state = State::Weka(note.map_or(Weka::Parts(progress), Weka::Done));
+        Ok(())
+    }
+
     /// Ends the current file: resolves what needs the whole file and places it on the merged clock.
     pub fn end_file(&mut self) -> Result<(), FormatError> {
         let Some(cur) = self.current.take() else { return Ok(()) };
@@ -366,7 +465,13 @@ impl Converter {
             State::ServeGen(s) => s.end(&mut sink),
             State::Azure(s) => s.end(),
             State::BurstGpt(s) => s.end(),
-            State::Weka(text) => weka::convert(&mut sink, &text),
+            State::Weka(Weka::Lines(text)) => {
+                let parsed = weka::parse(&cur.opts.source, &text);
+                weka::convert(&mut sink, &mut weka::Progress::default(), parsed)?
+                    .ok_or_else(|| cut_short(&cur.opts.source))
+            }
+            State::Weka(Weka::Parts(_)) => Err(cut_short(&cur.opts.source)),
+            State::Weka(Weka::Done(note)) => Ok(note),
         }?;
         self.notes.push(format!("{}: {note}", cur.opts.source));
         let times = &mut self.out.times[cur.first_row..];
@@ -398,9 +503,13 @@ impl Converter {
             let mut order: Vec<usize> = (0..ms.len()).collect();
             order.sort_by_key(|&i| ms[i]);
             let mut sorted = Trace::with_capacity(trace.len(), trace.total_hash_ids());
-            let rows = trace.rows();
             for &i in &order {
-                sorted.push(rows[i].clone(), trace.hash_ids(&rows[i]).iter().copied());
+                // Moved, not cloned (no copy of its fields, no count on its conversation id).
+                let row = trace.rows_mut().get_mut(i).map(|r| std::mem::replace(r, Row::new(Input::Length(0))));
+                if let Some(row) = row {
+                    let ids = trace.all_hash_ids().get(trace.hash_ids_range(&row)).unwrap_or_default();
+                    sorted.push(row, ids.iter().copied());
+                }
             }
             let ms_sorted: Vec<i64> = order.iter().map(|&i| ms[i]).collect();
             set_times(&mut sorted, &ms_sorted);
@@ -417,6 +526,16 @@ fn set_times(trace: &mut Trace, ms: &[i64]) {
     for (row, &t) in trace.rows_mut().iter_mut().zip(ms) {
         row.timestamp = Some(Number::Int(t));
     }
+}
+
+/// A document whose last part never came.
+fn cut_short(source: &Arc<str>) -> FormatError {
+    FormatError::Options(format!("{source}: the WEKA document ended before its last part"))
+}
+
+/// A document pushed after (part of) its file was already read.
+fn already_read(source: &Arc<str>) -> FormatError {
+    FormatError::Options(format!("{source}: the WEKA document was already read (one document per file)"))
 }
 
 /// Source ids per target block, checked.
