@@ -628,6 +628,14 @@ impl Sink<'_> {
         Ok(())
     }
 
+    /// Reads ahead for rows about to be pushed with these source ids (`block` tokens each): see
+    /// [`Reblocker::touch_rows`]. A hint: the rows convert the same without it.
+    pub fn touch<'s>(&mut self, block: u32, sources: impl Iterator<Item = &'s [u64]>) {
+        if let Ok(per) = per_block(self.file(), block, self.opts.block_size) {
+            self.out.reblock.touch_rows(self.namespace, per, sources);
+        }
+    }
+
     /// Rows pushed so far (all files).
     pub fn rows(&self) -> usize {
         self.out.trace.len()

@@ -128,6 +128,23 @@ pub(super) struct Progress {
     kept: u64,
 }
 
+/// Requests read ahead at a time (see [`Sink::touch`]).
+const AHEAD: usize = 64;
+
+/// Reads ahead for the first [`AHEAD`] of `reqs` (whose ids start at `start` in `ids`).
+fn touch_ahead(sink: &mut Sink<'_>, progress: &Progress, reqs: &[Req], ids: &[u64], start: usize) {
+    let reqs = reqs.iter().take(AHEAD);
+    let Some(first) = reqs.clone().next() else { return };
+    let Some(&(_, block)) = progress.convs.get(first.conv as usize) else { return };
+    let mut from = start;
+    let sources = reqs.take_while(|r| progress.convs.get(r.conv as usize).is_some_and(|c| c.1 == block)).map(|r| {
+        let these = ids.get(from..r.ids_end).unwrap_or_default();
+        from = r.ids_end;
+        these
+    });
+    sink.touch(block, sources);
+}
+
 /// Hands a part's requests to the converter: after the last part the note, or the first error.
 pub(super) fn convert(
     sink: &mut Sink<'_>,
@@ -138,7 +155,10 @@ pub(super) fn convert(
     progress.convs.extend(part.convs.into_iter().map(|c| (format!("{prefix}{}", c.name).into(), c.block)));
     progress.models.extend(part.models);
     let mut start = 0;
-    for r in &part.reqs {
+    for (k, r) in part.reqs.iter().enumerate() {
+        if k % AHEAD == 0 {
+            touch_ahead(sink, progress, part.reqs.get(k..).unwrap_or_default(), &part.ids, start);
+        }
         let ids = part.ids.get(start..r.ids_end).unwrap_or_default();
         start = r.ids_end;
         sink.out.stats.records += 1;
