@@ -195,8 +195,12 @@ impl Reblocker {
         // Written now, not `vec![0; size]`: zeroed memory from the system is mapped to the shared
         // zero page until first written, so the lookups' reads followed by inserts' writes would
         // take a copy-on-write fault (and a TLB flush on every core) per page.
-        let mut slots = Vec::with_capacity(size);
-        slots.resize(size, 0);
+        #[allow(clippy::slow_vector_initialization)] // deliberate, see above
+        let slots = {
+            let mut slots = Vec::with_capacity(size);
+            slots.resize(size, 0);
+            slots
+        };
         self.slots = slots;
         self.shift = 64 - size.trailing_zeros();
         let mut pos = 0;
