@@ -757,9 +757,11 @@ fn plain_u64(n: &str) -> Option<u64> {
     ok.then(|| n.parse().ok()).flatten()
 }
 
-/// Seconds written plainly: `int[.frac]`, at most 15 digits, which `str::parse` and serde read
-/// to the same `f64`.
+/// Seconds written plainly: `int[.frac]` of at most 16 digits (15 without a fraction), which
+/// `str::parse` and serde (with `float_roundtrip`, as the workspace builds it) read to the same,
+/// correctly rounded `f64`.
 fn plain_seconds(n: &str) -> Option<f64> {
+    // Without a fraction: as if it were ".1", for the digit count.
     let (int, frac) = n.split_once('.').unwrap_or((n, "1"));
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
     let ok = digits(int) && digits(frac) && (int == "0" || !int.starts_with('0')) && int.len() + frac.len() <= 16;
