@@ -16,7 +16,7 @@ use anyhow::{Result, bail, ensure};
 use clap::{Arg, ArgAction, ArgMatches, Command, FromArgMatches};
 
 use crate::input::read_trace_limited;
-use crate::output::{refuse_same_files, write_trace_file};
+use crate::output::{refuse_same_files, write_trace_file_in};
 use crate::trace_format::{TraceFormatArgs, convert_files, format_of};
 
 #[derive(Debug, clap::Args)]
@@ -125,25 +125,32 @@ pub fn run(args: Args) -> Result<()> {
         format = Some(f);
     }
     let Some(format) = format else { bail!("no input file") };
-    let trace = if format == Format::Mooncake {
+    let (trace, order) = if format == Format::Mooncake {
         ensure!(args.inputs.len() == 1, "Mooncake input: give one file (merging Mooncake traces is not supported)");
         ensure!(
             settings.options.models.is_empty() && !settings.options.drop_failed,
             "--model and --drop-failed need the source's fields; a Mooncake trace has none"
         );
-        read_trace_limited(&args.inputs[0], args.skip_invalid, args.max_line_bytes)?.trace
+        (read_trace_limited(&args.inputs[0], args.skip_invalid, args.max_line_bytes)?.trace, None)
     } else {
-        convert_files(&args.inputs, format, &settings.options, args.max_line_bytes, |k| settings.file_offset_ms(k))?
-            .trace
+        let (done, order) = convert_files(&args.inputs, format, &settings.options, args.max_line_bytes, |k| {
+            settings.file_offset_ms(k)
+        })?;
+        (done.trace, order)
     };
-    let trace = if settings.transforms.is_identity() {
-        trace
+    // Without transforms the rows are written straight in time order, never moved into it.
+    let (trace, order) = if settings.transforms.is_identity() {
+        (trace, order)
     } else {
+        let trace = match order {
+            Some(order) => trace.reordered(&order),
+            None => trace,
+        };
         let (out, r) = apply(&trace, &settings.transforms)?;
         eprintln!("{r}");
-        out
+        (out, None)
     };
-    write_trace_file(&args.output_file, &trace)?;
+    write_trace_file_in(&args.output_file, &trace, order.as_deref())?;
     eprintln!("wrote {} rows to {}", trace.len(), args.output_file.display());
     // The process ends here: freeing a million rows one by one (each a shared conversation id
     // to release) would only delay the exit, and the system takes the memory back at once.

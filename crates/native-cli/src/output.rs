@@ -176,24 +176,43 @@ pub fn write_output_with(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::
 /// are formatted on worker threads and written in order as they come, so formatting overlaps the
 /// writing and the whole text is never held in memory at once.
 pub fn write_trace_file(path: &Path, trace: &Trace) -> Result<()> {
+    write_trace_file_in(path, trace, None)
+}
+
+/// [`write_trace_file`] with the rows at positions `order`, in that order (all, in theirs: `None`).
+pub fn write_trace_file_in(path: &Path, trace: &Trace, order: Option<&[usize]>) -> Result<()> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
-    write_output_with(path, |w| write_trace_parts(w, trace, workers, PART_ROWS))
+    write_output_with(path, |w| write_trace_parts(w, trace, order, workers, PART_ROWS))
 }
 
 /// Rows formatted at a time by one thread (a few MB of text).
 const PART_ROWS: usize = 16 << 10;
 
-/// [`write_trace_file`]'s writing: part `k` (rows `k × part_rows ..`) is formatted by worker
-/// `k mod workers`, each worker a part ahead at most, and its buffer comes back to it once written.
-fn write_trace_parts(w: &mut dyn Write, trace: &Trace, workers: usize, part_rows: usize) -> io::Result<()> {
+/// [`write_trace_file_in`]'s writing: part `k` (positions `k × part_rows ..` of `order`, or of
+/// the rows) is formatted by worker `k mod workers`, each worker a part ahead at most, and its
+/// buffer comes back to it once written.
+fn write_trace_parts(
+    w: &mut dyn Write,
+    trace: &Trace,
+    order: Option<&[usize]>,
+    workers: usize,
+    part_rows: usize,
+) -> io::Result<()> {
     let part_rows = part_rows.max(1);
-    let parts = trace.len().div_ceil(part_rows);
-    let rows = |k: usize| k * part_rows..(k + 1) * part_rows;
+    let n = order.map_or(trace.len(), <[usize]>::len);
+    let parts = n.div_ceil(part_rows);
+    let format = |buf: &mut String, k: usize| {
+        let at = k * part_rows..((k + 1) * part_rows).min(n);
+        match order {
+            Some(order) => write_rows(buf, trace, order[at].iter().copied()),
+            None => write_rows(buf, trace, at),
+        }
+    };
     if workers <= 1 || parts <= 1 {
         let mut buf = String::new();
         for k in 0..parts {
             buf.clear();
-            write_rows(&mut buf, trace, rows(k));
+            format(&mut buf, k);
             w.write_all(buf.as_bytes())?;
         }
         return Ok(());
@@ -207,7 +226,7 @@ fn write_trace_parts(w: &mut dyn Write, trace: &Trace, workers: usize, part_rows
                 for k in (first..parts).step_by(workers) {
                     let mut buf = back_rx.try_recv().unwrap_or_default();
                     buf.clear();
-                    write_rows(&mut buf, trace, rows(k));
+                    format(&mut buf, k);
                     if part_tx.send(buf).is_err() {
                         return;
                     }
@@ -337,8 +356,14 @@ mod tests {
             for workers in [0, 1, 2, 3, 4] {
                 for part_rows in [0, 1, 2, 7, 1000] {
                     let mut out = Vec::new();
-                    write_trace_parts(&mut out, &trace, workers, part_rows).unwrap();
+                    write_trace_parts(&mut out, &trace, None, workers, part_rows).unwrap();
                     assert_eq!(String::from_utf8(out).unwrap(), whole, "{n} rows, {workers} workers, {part_rows}");
+                    // The rows in another order: as the trace moved into it.
+                    let order: Vec<usize> = (0..n).rev().filter(|k| k % 4 != 1).collect();
+                    let mut out = Vec::new();
+                    write_trace_parts(&mut out, &trace, Some(&order), workers, part_rows).unwrap();
+                    let moved = aiperf_core::trace::write_trace(&trace.clone().reordered(&order));
+                    assert_eq!(String::from_utf8(out).unwrap(), moved, "{n} rows in another order");
                 }
             }
         }
@@ -351,7 +376,7 @@ mod tests {
         for left in [0, 1, 100, whole.len() / 2, whole.len() - 1] {
             for workers in [1, 2, 4] {
                 let mut out = FailAfter { left, got: Vec::new() };
-                let e = write_trace_parts(&mut out, &trace, workers, 3).unwrap_err();
+                let e = write_trace_parts(&mut out, &trace, None, workers, 3).unwrap_err();
                 assert_eq!(e.to_string(), "disk full");
                 assert_eq!(out.got, whole.as_bytes()[..left]);
             }

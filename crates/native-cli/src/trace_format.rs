@@ -84,20 +84,26 @@ pub fn read_trace_any(
     if format == Format::Mooncake {
         return Ok(Loaded { trace: read_trace_limited(path, skip_invalid, max_line_bytes)?.trace, format });
     }
-    let converted = convert_files(&[path.to_path_buf()], format, &ConvertOptions::default(), max_line_bytes, |_| 0)?;
-    Ok(Loaded { trace: converted.trace, format })
+    let (converted, order) =
+        convert_files(&[path.to_path_buf()], format, &ConvertOptions::default(), max_line_bytes, |_| 0)?;
+    let trace = match order {
+        Some(order) => converted.trace.reordered(&order),
+        None => converted.trace,
+    };
+    Ok(Loaded { trace, format })
 }
 
 /// Converts files of one (non-Mooncake) format into one trace; file `k` starts at `offset_ms(k)`.
-/// Prints the conversion's notes and counts on stderr.
+/// Prints the conversion's notes and counts on stderr. The rows come in the order they were
+/// converted, with the positions that put them in time order (see `Converter::finish_unordered`).
 pub fn convert_files(
     paths: &[PathBuf],
     format: Format,
     opts: &ConvertOptions,
     max_line_bytes: usize,
     offset_ms: impl Fn(usize) -> u64,
-) -> Result<Converted> {
-    let converted = convert_quietly(paths, format, opts, max_line_bytes, offset_ms, parse_workers())?;
+) -> Result<(Converted, Option<Vec<usize>>)> {
+    let (converted, order) = convert_quietly(paths, format, opts, max_line_bytes, offset_ms, parse_workers())?;
     for note in &converted.notes {
         eprintln!("note: {note}");
     }
@@ -114,7 +120,7 @@ pub fn convert_files(
         eprintln!("rows of other models dropped: {}", s.other_models);
     }
     eprintln!("converted {} of {} records", converted.trace.len(), s.records);
-    Ok(converted)
+    Ok((converted, order))
 }
 
 /// [`convert_files`] without printing, with `workers` parsing threads (0: none). Files that are
@@ -128,7 +134,7 @@ fn convert_quietly(
     max_line_bytes: usize,
     offset_ms: impl Fn(usize) -> u64,
     workers: usize,
-) -> Result<Converted> {
+) -> Result<(Converted, Option<Vec<usize>>)> {
     let mut conv = Converter::new(opts.clone())?;
     let file = |k: usize| FileOptions {
         source: paths[k].display().to_string().into(),
@@ -157,7 +163,7 @@ fn convert_quietly(
                 push(k, read_and_parse(path, format, max_line_bytes))?;
             }
         }
-        return Ok(conv.finish()?);
+        return Ok(conv.finish_unordered()?);
     }
     for (k, path) in paths.iter().enumerate() {
         let source = path.display().to_string();
@@ -191,7 +197,7 @@ fn convert_quietly(
         }
         conv.end_file()?;
     }
-    Ok(conv.finish()?)
+    Ok(conv.finish_unordered()?)
 }
 
 /// The lines of a block parsed on a worker thread, with their hash ids in one buffer, and what
@@ -369,7 +375,9 @@ mod tests {
         let convert = |paths: &[&PathBuf], workers: usize, max: usize| {
             let paths: Vec<PathBuf> = paths.iter().map(|p| (*p).clone()).collect();
             convert_quietly(&paths, Format::Weka, &ConvertOptions::default(), max, |k| k as u64 * 700, workers)
-                .map(|c| format!("{}{:?}{:?}", aiperf_core::trace::write_trace(&c.trace), c.notes, c.stats))
+                .map(|(c, order)| {
+                    format!("{}{order:?}{:?}{:?}", aiperf_core::trace::write_trace(&c.trace), c.notes, c.stats)
+                })
                 .map_err(|e| format!("{e:#}"))
         };
         for single in [&a, &b_gz, &wrong, &broken, &long] {

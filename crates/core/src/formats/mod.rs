@@ -491,34 +491,34 @@ impl Converter {
     }
 
     /// The merged trace: integer ms from the first row, rows in time order (stable).
-    pub fn finish(mut self) -> Result<Converted, FormatError> {
+    pub fn finish(self) -> Result<Converted, FormatError> {
+        let (mut done, order) = self.finish_unordered()?;
+        if let Some(order) = order {
+            done.trace = done.trace.reordered(&order);
+        }
+        Ok(done)
+    }
+
+    /// [`Converter::finish`] without moving the rows: each row has its time, the rows stay in
+    /// the order they were converted, and the positions that put them in time order (stable)
+    /// come along, `None` when they are in it already. For writing them in that order without a
+    /// second copy of a million rows.
+    pub fn finish_unordered(mut self) -> Result<(Converted, Option<Vec<usize>>), FormatError> {
         self.end_file()?;
         let out = std::mem::take(&mut self.out);
         let min = out.times.iter().copied().min().unwrap_or(0);
         let ms: Vec<i64> = out.times.iter().map(|&t| (t - min).saturating_add(500_000) / 1_000_000).collect();
         let mut trace = out.trace;
-        if ms.windows(2).all(|w| w[0] <= w[1]) {
-            set_times(&mut trace, &ms);
-        } else {
+        set_times(&mut trace, &ms);
+        let order = (!ms.windows(2).all(|w| w[0] <= w[1])).then(|| {
             let mut order: Vec<usize> = (0..ms.len()).collect();
             order.sort_by_key(|&i| ms[i]);
-            let mut sorted = Trace::with_capacity(trace.len(), trace.total_hash_ids());
-            for &i in &order {
-                // Moved, not cloned (no copy of its fields, no count on its conversation id).
-                let row = trace.rows_mut().get_mut(i).map(|r| std::mem::replace(r, Row::new(Input::Length(0))));
-                if let Some(row) = row {
-                    let ids = trace.all_hash_ids().get(trace.hash_ids_range(&row)).unwrap_or_default();
-                    sorted.push(row, ids.iter().copied());
-                }
-            }
-            let ms_sorted: Vec<i64> = order.iter().map(|&i| ms[i]).collect();
-            set_times(&mut sorted, &ms_sorted);
-            trace = sorted;
-        }
+            order
+        });
         if !out.has_prefix_info {
             self.notes.push("no prefix information: no source has hash ids, so rows carry none".into());
         }
-        Ok(Converted { trace, stats: out.stats, notes: self.notes, has_prefix_info: out.has_prefix_info })
+        Ok((Converted { trace, stats: out.stats, notes: self.notes, has_prefix_info: out.has_prefix_info }, order))
     }
 }
 

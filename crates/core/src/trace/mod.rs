@@ -181,6 +181,23 @@ impl Trace {
         &mut self.rows
     }
 
+    /// The rows at positions `order`, in that order (moved, not cloned), with their ids; positions
+    /// past the end are skipped, and a position given twice gives its row once.
+    pub fn reordered(mut self, order: &[usize]) -> Trace {
+        let mut out = Trace::with_capacity(order.len().min(self.rows.len()), self.ids.len());
+        let mut taken = vec![false; self.rows.len()];
+        for &k in order {
+            let (Some(row), Some(t)) = (self.rows.get_mut(k), taken.get_mut(k)) else { continue };
+            if std::mem::replace(t, true) {
+                continue;
+            }
+            let row = std::mem::replace(row, Row::new(Input::Length(0)));
+            let ids = self.ids.get(self.hash_ids_range(&row)).unwrap_or_default();
+            out.push(row, ids.iter().copied());
+        }
+        out
+    }
+
     pub(crate) fn arena_mut(&mut self) -> &mut Vec<u64> {
         &mut self.ids
     }
@@ -247,6 +264,18 @@ mod tests {
         let ids: Vec<&[u64]> = t.iter().map(|(_, ids)| ids).collect();
         assert_eq!(ids, vec![&[1, 2][..], &[][..], &[7][..]]);
         assert_eq!(t.total_hash_ids(), 3);
+    }
+
+    #[test]
+    fn reordered_moves_rows_with_their_ids_once_each() {
+        let mut t = Trace::new();
+        for (n, ids) in [(1, vec![1, 2]), (2, vec![]), (3, vec![3])] {
+            t.push(Row::new(Input::Length(n)), ids);
+        }
+        let r = t.reordered(&[2, 0, 7, 2]);
+        let got: Vec<(Option<i64>, &[u64])> = r.iter().map(|(row, ids)| (row.input_length(), ids)).collect();
+        assert_eq!(got, vec![(Some(3), &[3][..]), (Some(1), &[1, 2][..])]);
+        assert_eq!(r.total_hash_ids(), 3);
     }
 
     #[test]

@@ -92,16 +92,15 @@ pub fn write_trace(trace: &Trace) -> String {
     s
 }
 
-/// Appends rows `rows` of `trace` as JSONL (each line ending in `\n`) to `out`: a part of
-/// [`write_trace`]'s text, so that parts can be written on several threads and joined in order.
-/// A range past the end is cut to the rows there are; an empty or reversed one writes nothing.
-pub fn write_rows(out: &mut String, trace: &Trace, rows: std::ops::Range<usize>) {
+/// Appends the rows of `trace` at positions `rows`, in that order, as JSONL (each line ending in
+/// `\n`) to `out`: a part of [`write_trace`]'s text (a range of positions), so that parts can be
+/// written on several threads and joined in order, or the rows in another order (a list of
+/// positions). Positions past the end are skipped.
+pub fn write_rows(out: &mut String, trace: &Trace, rows: impl Iterator<Item = usize> + Clone) {
     let all = trace.rows();
-    let start = rows.start.min(all.len());
-    let rows = &all[start..rows.end.clamp(start, all.len())];
-    let ids: usize = rows.iter().map(|r| trace.hash_ids_range(r).len()).sum();
-    out.reserve(rows.len() * 64 + ids * 8);
-    for row in rows {
+    let ids: usize = rows.clone().filter_map(|k| all.get(k)).map(|r| trace.hash_ids_range(r).len()).sum();
+    out.reserve(rows.size_hint().0 * 64 + ids * 8);
+    for row in rows.filter_map(|k| all.get(k)) {
         write_row(out, row, trace.hash_ids(row));
         out.push('\n');
     }
@@ -185,7 +184,7 @@ mod tests {
     }
 
     #[test]
-    fn parts_of_rows_join_to_the_whole_text_and_a_range_past_the_end_is_cut() {
+    fn parts_of_rows_join_to_the_whole_text_and_positions_past_the_end_are_skipped() {
         let text = "{\"timestamp\":0,\"input_length\":5,\"hash_ids\":[0]}\n{\"session_id\":\"a\\tb\",\"input_length\":1}\n\
                     {\"text_input\":\"\\u0001\",\"output_length\":2}\n";
         let trace = parse_str(text, ParseOptions::default()).unwrap().trace;
@@ -199,5 +198,9 @@ mod tests {
         #[allow(clippy::reversed_empty_ranges)]
         write_rows(&mut none, &trace, 2..1);
         assert_eq!(none, "");
+        let mut reordered = String::new();
+        write_rows(&mut reordered, &trace, [2, 9, 0].into_iter());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(reordered, format!("{}\n{}\n", lines[2], lines[0]));
     }
 }
