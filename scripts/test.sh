@@ -26,7 +26,7 @@ cargo test --workspace --exclude aiperf-web --locked
 say "Kubernetes example: strict schema validation (Kubernetes 1.32) and consistency"
 bash scripts/validate-kubernetes.sh
 
-say "fuzz targets build (trace parser, SSE parser, Prometheus parser, run line parser)"
+say "fuzz targets build (trace parser, production formats, SSE parser, Prometheus parser, run line parser)"
 # cargo-fuzz needs nightly compiler flags; RUSTC_BOOTSTRAP lets the stable toolchain accept them.
 (cd crates/core && RUSTC_BOOTSTRAP=1 cargo fuzz build --dev)
 
