@@ -142,11 +142,7 @@ pub fn run(args: Args) -> Result<()> {
     let (trace, order) = if settings.transforms.is_identity() {
         (trace, order)
     } else {
-        let trace = match order {
-            Some(order) => trace.reordered(&order),
-            None => trace,
-        };
-        let (out, r) = apply(&trace, &settings.transforms)?;
+        let (out, r) = apply(&trace.reordered(order.as_deref()), &settings.transforms)?;
         eprintln!("{r}");
         (out, None)
     };

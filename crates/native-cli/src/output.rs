@@ -362,7 +362,7 @@ mod tests {
                     let order: Vec<usize> = (0..n).rev().filter(|k| k % 4 != 1).collect();
                     let mut out = Vec::new();
                     write_trace_parts(&mut out, &trace, Some(&order), workers, part_rows).unwrap();
-                    let moved = aiperf_core::trace::write_trace(&trace.clone().reordered(&order));
+                    let moved = aiperf_core::trace::write_trace(&trace.clone().reordered(Some(&order)));
                     assert_eq!(String::from_utf8(out).unwrap(), moved, "{n} rows in another order");
                 }
             }

@@ -86,11 +86,7 @@ pub fn read_trace_any(
     }
     let (converted, order) =
         convert_files(&[path.to_path_buf()], format, &ConvertOptions::default(), max_line_bytes, |_| 0)?;
-    let trace = match order {
-        Some(order) => converted.trace.reordered(&order),
-        None => converted.trace,
-    };
-    Ok(Loaded { trace, format })
+    Ok(Loaded { trace: converted.trace.reordered(order.as_deref()), format })
 }
 
 /// Converts files of one (non-Mooncake) format into one trace; file `k` starts at `offset_ms(k)`.

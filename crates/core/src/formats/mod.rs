@@ -400,10 +400,7 @@ impl Converter {
     pub fn prefetch(&mut self, lines: &[ParsedLine], ids: &[u64]) {
         let Some(cur) = self.current.as_ref() else { return };
         // Both formats read apart have 16-token source blocks.
-        if !self.opts.block_size.is_multiple_of(16) {
-            return;
-        }
-        let per_block = (self.opts.block_size / 16) as usize;
+        let Ok(per_block) = per_block(&cur.opts.source, 16, self.opts.block_size) else { return };
         let sources = lines.iter().filter_map(|l| match &l.0 {
             Parsed::Bailian(_, r) | Parsed::ServeGen(_, r) => ids.get(r.clone()),
             Parsed::Blank => None,
@@ -493,9 +490,7 @@ impl Converter {
     /// The merged trace: integer ms from the first row, rows in time order (stable).
     pub fn finish(self) -> Result<Converted, FormatError> {
         let (mut done, order) = self.finish_unordered()?;
-        if let Some(order) = order {
-            done.trace = done.trace.reordered(&order);
-        }
+        done.trace = done.trace.reordered(order.as_deref());
         Ok(done)
     }
 

@@ -60,6 +60,14 @@ fn chain(hash: u64, block: &[u64]) -> u64 {
     h.hash
 }
 
+/// The hashes of the successive complete `per_block`-id blocks of `source` under `namespace`.
+fn block_hashes(namespace: u64, source: &[u64], per_block: usize) -> impl Iterator<Item = u64> + '_ {
+    source.chunks_exact(per_block).scan(namespace, |h, block| {
+        *h = chain(*h, block);
+        Some(finish(*h))
+    })
+}
+
 /// A well-mixed finish of a chained hash (the slot takes its top bits, the tag its low ones).
 fn finish(mut h: u64) -> u64 {
     h ^= h >> 33;
@@ -114,19 +122,19 @@ impl Reblocker {
         let per_block = per_block.max(1);
         let chained = (complete.min(source.len()) / per_block).min(usize::try_from(blocks).unwrap_or(usize::MAX));
         self.reserve(chained);
-        let mut chained_hash = FxHasher { hash: namespace }.hash;
+        let mut hashes_of = block_hashes(namespace, &source[..chained * per_block], per_block);
         let mut prev = namespace;
         for first in (0..chained).step_by(BATCH) {
             let batch = (chained - first).min(BATCH);
-            let block = |j: usize| &source[(first + j) * per_block..(first + j + 1) * per_block];
             let mut hashes = [0u64; BATCH];
-            for (j, h) in hashes.iter_mut().enumerate().take(batch) {
-                chained_hash = chain(chained_hash, block(j));
-                *h = finish(chained_hash);
+            for (h, next) in hashes.iter_mut().zip(&mut hashes_of).take(batch) {
+                *h = next;
             }
-            self.touch(&hashes[..batch]);
-            for (j, &h) in hashes.iter().enumerate().take(batch) {
-                prev = self.intern(h, prev, block(j));
+            let mut slots = hashes;
+            self.touch(&mut slots[..batch]);
+            for (j, &h) in hashes[..batch].iter().enumerate() {
+                let start = (first + j) * per_block;
+                prev = self.intern(h, prev, &source[start..start + per_block]);
                 out.push(prev);
             }
         }
@@ -136,20 +144,20 @@ impl Reblocker {
         }
     }
 
-    /// Reads the first slot of each hash and the key it points to, all before any is needed, so
-    /// that their cache misses overlap (the lookups then find them cached).
-    fn touch(&self, hashes: &[u64]) {
+    /// Replaces each hash by its first slot, then reads the keys those slots point to: every
+    /// load issued before any is needed, so that their cache misses overlap (the lookups that
+    /// follow find them cached).
+    fn touch(&self, hashes: &mut [u64]) {
         if self.slots.is_empty() {
             return;
         }
-        let mut firsts = [0u64; BATCH];
-        for (f, &h) in firsts.iter_mut().zip(hashes) {
-            *f = self.slots[(h >> self.shift) as usize];
+        for h in hashes.iter_mut() {
+            *h = self.slots[(*h >> self.shift) as usize];
         }
         let mut sum = 0u32;
-        for &f in firsts.iter().take(hashes.len()) {
-            if f != 0 {
-                sum ^= self.arena.get(low(f) as usize - 1).copied().unwrap_or(0);
+        for &slot in hashes.iter() {
+            if slot != 0 {
+                sum ^= self.arena.get(low(slot) as usize - 1).copied().unwrap_or(0);
             }
         }
         std::hint::black_box(sum);
@@ -163,26 +171,13 @@ impl Reblocker {
         if self.slots.is_empty() || per_block == 0 {
             return;
         }
-        let mut slots = std::mem::take(&mut self.scratch);
-        slots.clear();
+        let mut hashes = std::mem::take(&mut self.scratch);
+        hashes.clear();
         for source in sources {
-            let mut h = FxHasher { hash: namespace }.hash;
-            for block in source.chunks_exact(per_block) {
-                h = chain(h, block);
-                slots.push(finish(h));
-            }
+            hashes.extend(block_hashes(namespace, source, per_block));
         }
-        for s in &mut slots {
-            *s = self.slots[(*s >> self.shift) as usize];
-        }
-        let mut sum = 0u32;
-        for &s in &slots {
-            if s != 0 {
-                sum ^= self.arena.get(low(s) as usize - 1).copied().unwrap_or(0);
-            }
-        }
-        std::hint::black_box(sum);
-        self.scratch = slots;
+        self.touch(&mut hashes);
+        self.scratch = hashes;
     }
 
     /// Room for `more` keys at most half full, growing (and placing every key again) when needed.

@@ -182,8 +182,10 @@ impl Trace {
     }
 
     /// The rows at positions `order`, in that order (moved, not cloned), with their ids; positions
-    /// past the end are skipped, and a position given twice gives its row once.
-    pub fn reordered(mut self, order: &[usize]) -> Trace {
+    /// past the end are skipped, and a position given twice gives its row once. Without an
+    /// order, the trace as it is.
+    pub fn reordered(mut self, order: Option<&[usize]>) -> Trace {
+        let Some(order) = order else { return self };
         let mut out = Trace::with_capacity(order.len().min(self.rows.len()), self.ids.len());
         let mut taken = vec![false; self.rows.len()];
         for &k in order {
@@ -272,7 +274,8 @@ mod tests {
         for (n, ids) in [(1, vec![1, 2]), (2, vec![]), (3, vec![3])] {
             t.push(Row::new(Input::Length(n)), ids);
         }
-        let r = t.reordered(&[2, 0, 7, 2]);
+        assert_eq!(t.clone().reordered(None), t);
+        let r = t.reordered(Some(&[2, 0, 7, 2]));
         let got: Vec<(Option<i64>, &[u64])> = r.iter().map(|(row, ids)| (row.input_length(), ids)).collect();
         assert_eq!(got, vec![(Some(3), &[3][..]), (Some(1), &[1, 2][..])]);
         assert_eq!(r.total_hash_ids(), 3);
