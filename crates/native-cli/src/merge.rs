@@ -15,9 +15,12 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use aiperf_core::metrics::{Aggregate, RequestRecord, Slo, parse_goodput};
-use aiperf_core::results::{RECORDS_FILE, RunSummary, SummaryFormat, record_line};
-use aiperf_core::sharding::{MergedRun, ShardRun, Sharding};
+use aiperf_core::replay::sharding::{MergedRun, ShardRun, Sharding};
+use aiperf_core::results::aggregate::Aggregate;
+use aiperf_core::results::export::SummaryFormat;
+use aiperf_core::results::metrics::{Slo, parse_goodput};
+use aiperf_core::results::record::{RECORDS_FILE, RequestRecord, record_line};
+use aiperf_core::results::summary::RunSummary;
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, LineRead, read_line_capped};
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
@@ -164,7 +167,7 @@ pub fn run(args: Args) -> Result<()> {
         })),
     };
     crate::profile::export::write_summaries(&args.output, &summary)?;
-    println!("{}", aiperf_core::results::console_table(&summary));
+    println!("{}", aiperf_core::results::export::console_table(&summary));
     println!("Merged run written to {}", args.output.display());
     Ok(())
 }
