@@ -90,16 +90,7 @@ pub fn iso8601(ns: u128) -> String {
     let secs = (ns / 1_000_000_000).min(i64::MAX as u128) as i64;
     let micros = (ns % 1_000_000_000) / 1000;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil-from-days (proleptic Gregorian).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = civil_from_days(days);
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
@@ -125,6 +116,20 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let doy = (153 * mp + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
+}
+
+/// The proleptic Gregorian date `(year, month, day)` of a day count since 1970-01-01 (Howard
+/// Hinnant's `civil_from_days`, the inverse of [`days_from_civil`]).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 #[cfg(test)]
@@ -167,5 +172,14 @@ mod tests {
         assert_eq!(iso8601(0), "1970-01-01T00:00:00.000000Z");
         assert_eq!(iso8601(1_700_000_000_123_456_000), "2023-11-14T22:13:20.123456Z");
         assert!(!iso8601(u128::MAX).is_empty());
+    }
+
+    #[test]
+    fn days_and_dates_are_inverse() {
+        for days in (-800_000..800_000).step_by(7).chain([-719_468, -1, 0, 1, 11_016, 19_782]) {
+            let (y, m, d) = civil_from_days(days);
+            assert!((1..=12).contains(&m) && d >= 1 && d <= days_in_month(y, m), "{days}: {y}-{m}-{d}");
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
     }
 }

@@ -17,11 +17,12 @@
 //! - [`server`]: a server's Prometheus metrics over a run, their exports and the comparison;
 //! - [`view`]: finished runs read back from their files: charts, comparison, HTML report.
 //!
-//! Shared by all: [`stats`] (the one statistics module) and [`datetime`] (date-times read and
-//! written over one calendar).
+//! Shared by all: [`stats`] (the one statistics module), [`datetime`] (date-times read and
+//! written over one calendar) and [`csv`] (the one CSV dialect, read and written).
 
 pub mod analysis;
 pub mod campaign;
+pub mod csv;
 pub mod datetime;
 pub mod formats;
 pub mod replay;

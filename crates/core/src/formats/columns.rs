@@ -1,57 +1,12 @@
-//! The small CSV dialect of the Azure and BurstGPT traces: one record per line, a header naming
-//! the columns (read by name, since BurstGPT v2 inserts columns), optional `"…"` quoting.
+//! The columns of the Azure and BurstGPT traces: a header naming them (read by name, since
+//! BurstGPT v2 inserts columns) and typed access to a record's fields that names the file, line
+//! and column on failure. Lines are split by [`crate::csv::split`].
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::error::{FormatError, Line};
-
-/// Splits one line into fields; `None` for an unterminated quote.
-pub(crate) fn fields(line: &str) -> Option<Vec<Cow<'_, str>>> {
-    if !line.contains('"') {
-        return Some(line.split(',').map(Cow::Borrowed).collect());
-    }
-    let mut out = Vec::new();
-    let mut rest = line;
-    loop {
-        if let Some(quoted) = rest.strip_prefix('"') {
-            let mut value = String::new();
-            let mut chars = quoted.char_indices();
-            let end = loop {
-                match chars.next() {
-                    None => return None,
-                    Some((i, '"')) => {
-                        if quoted[i + 1..].starts_with('"') {
-                            value.push('"');
-                            chars.next();
-                        } else {
-                            break i + 1;
-                        }
-                    }
-                    Some((_, c)) => value.push(c),
-                }
-            };
-            out.push(Cow::Owned(value));
-            rest = &quoted[end..];
-            match rest.strip_prefix(',') {
-                Some(r) => rest = r,
-                None if rest.is_empty() => return Some(out),
-                None => return None,
-            }
-        } else {
-            match rest.find(',') {
-                Some(i) => {
-                    out.push(Cow::Borrowed(&rest[..i]));
-                    rest = &rest[i + 1..];
-                }
-                None => {
-                    out.push(Cow::Borrowed(rest));
-                    return Some(out);
-                }
-            }
-        }
-    }
-}
+use crate::csv::split;
 
 /// Column positions found in a header line.
 #[derive(Debug)]
@@ -61,7 +16,7 @@ pub(crate) struct Header {
 
 impl Header {
     pub(crate) fn parse(file: &Arc<str>, line: u64, text: &str) -> Result<Self, FormatError> {
-        let names = fields(text).ok_or_else(|| FormatError::Shape {
+        let names = split(text).ok_or_else(|| FormatError::Shape {
             file: file.clone(),
             line: Line(Some(line)),
             reason: "the CSV header has an unterminated quote".into(),
@@ -97,7 +52,7 @@ pub(crate) struct Record<'a> {
 
 impl<'a> Record<'a> {
     pub(crate) fn new(file: &'a Arc<str>, line: u64, text: &'a str, header: &'a Header) -> Result<Self, FormatError> {
-        let fields = fields(text).ok_or_else(|| FormatError::Shape {
+        let fields = split(text).ok_or_else(|| FormatError::Shape {
             file: file.clone(),
             line: Line(Some(line)),
             reason: "unterminated quote".into(),
@@ -141,19 +96,5 @@ impl<'a> Record<'a> {
     pub(crate) fn seconds_ns(&self, col: usize) -> Result<i64, FormatError> {
         super::seconds_to_ns(self.text(col).parse::<f64>().ok())
             .ok_or_else(|| self.error(col, "a non-negative number of seconds"))
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splits_plain_and_quoted_fields() {
-        assert_eq!(fields("a,,b").unwrap(), ["a", "", "b"]);
-        assert_eq!(fields("\"x,y\",\"say \"\"hi\"\"\",z").unwrap(), ["x,y", "say \"hi\"", "z"]);
-        assert_eq!(fields("\"open,b"), None);
-        assert_eq!(fields("\"a\"b,c"), None);
     }
 }

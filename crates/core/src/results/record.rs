@@ -1,5 +1,6 @@
 //! The record of one request ([`RequestRecord`]: raw times, token counts, the error if any) and
-//! its line of `profile_export.jsonl`, written ([`record_line`]) and read back.
+//! its line of `profile_export.jsonl`, written ([`record_line`]) and read back ([`read_line`]);
+//! [`RequestRecord::rebase`] moves a record to another time zero (a shard's records merged).
 //!
 //! [`parse_fast`] reads the compact form the CLI writes (`{"metadata":{…},"metrics":{…}}`, no
 //! whitespace, strings without escapes) into a reused record: no JSON tree, no `String` per
@@ -78,6 +79,21 @@ pub struct RequestRecord {
     pub url_index: Option<u32>,
 }
 
+impl RequestRecord {
+    /// Moves every time later by `shift_ns` (a shard's records onto the merged run's zero).
+    pub fn rebase(&mut self, shift_ns: u64) {
+        let s = |t: u64| t.saturating_add(shift_ns);
+        self.scheduled_ns = s(self.scheduled_ns);
+        self.dispatched_ns = self.dispatched_ns.map(s);
+        self.sent_ns = s(self.sent_ns);
+        self.first_byte_ns = self.first_byte_ns.map(s);
+        for c in &mut self.chunk_ns {
+            *c = s(*c);
+        }
+        self.end_ns = s(self.end_ns);
+    }
+}
+
 /// The name of the per-request export.
 pub const RECORDS_FILE: &str = "profile_export.jsonl";
 
@@ -125,6 +141,19 @@ struct LineIn {
 /// The line through serde: the reference the fast path must agree with.
 pub fn parse_serde(raw: &[u8]) -> Result<RequestRecord, serde_json::Error> {
     serde_json::from_slice::<LineIn>(raw).map(|l| l.metadata)
+}
+
+/// Reads one line of `profile_export.jsonl` into `rec`: `Ok(false)` for a blank line, else the
+/// record, by the fast path when it reads the line ([`parse_fast`], `rec`'s allocations reused),
+/// by serde otherwise, whose error says what is wrong.
+pub fn read_line(raw: &[u8], rec: &mut RequestRecord) -> Result<bool, serde_json::Error> {
+    if raw.iter().all(u8::is_ascii_whitespace) {
+        return Ok(false);
+    }
+    if !parse_fast(raw, rec) {
+        *rec = parse_serde(raw)?;
+    }
+    Ok(true)
 }
 
 /// Parses `raw` into `rec` (its previous content is overwritten, its allocations reused).
@@ -675,6 +704,27 @@ mod tests {
             }
             agree(&raw);
         }
+    }
+
+    #[test]
+    fn lines_are_read_back_and_rebased() {
+        let r = crate::view::tests::record(4, true);
+        let mut rec = RequestRecord::default();
+        assert_eq!(read_line(&line(&r), &mut rec).ok(), Some(true));
+        assert_eq!(rec, r);
+        let spaced = String::from_utf8(line(&r)).unwrap().replacen("{\"metadata\":", "{ \"metadata\": ", 1);
+        assert_eq!(read_line(spaced.as_bytes(), &mut rec).ok(), Some(true));
+        assert_eq!(rec, r);
+        assert_eq!(read_line(b" \r", &mut rec).ok(), Some(false));
+        assert!(read_line(b"{\"metadata\": 1}", &mut rec).is_err());
+        rec.rebase(1_000);
+        assert_eq!(
+            (rec.scheduled_ns, rec.sent_ns, rec.end_ns),
+            (r.scheduled_ns + 1_000, r.sent_ns + 1_000, r.end_ns + 1_000)
+        );
+        assert_eq!(rec.chunk_ns, r.chunk_ns.iter().map(|c| c + 1_000).collect::<Vec<_>>());
+        rec.rebase(u64::MAX);
+        assert_eq!(rec.end_ns, u64::MAX);
     }
 
     #[test]

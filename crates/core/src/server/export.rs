@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
+use crate::csv;
 use crate::datetime::iso8601;
 use crate::server::prometheus::{Kind, Labels};
 use crate::server::window::{MetricSummary, SeriesStats, SeriesSummary, ServerMetrics};
@@ -113,11 +114,6 @@ pub fn export_json(m: &ServerMetrics, input_config: &Value) -> String {
     text
 }
 
-/// A CSV field, quoted when it holds a comma, quote or line break.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_owned() }
-}
-
 /// `server_metrics_export.csv`: `#` comment lines, then one section per type (gauge, counter,
 /// histogram, unknown), each with the header `Endpoint,Type,Metric,Unit,<stats>,<labels>,Description`.
 /// Histogram rows end with `buckets` as `le=count;…`.
@@ -145,7 +141,7 @@ pub fn export_csv(m: &ServerMetrics) -> String {
         out.push('\n');
         let mut header = vec!["Endpoint".to_owned(), "Type".into(), "Metric".into(), "Unit".into()];
         header.extend(stat_keys.iter().cloned());
-        header.extend(label_keys.iter().map(|k| csv_field(k)));
+        header.extend(label_keys.iter().map(|k| csv::field(k)));
         if kind == Kind::Histogram {
             header.push("buckets".into());
         }
@@ -154,18 +150,18 @@ pub fn export_csv(m: &ServerMetrics) -> String {
         for (metric, s) in rows {
             let stats: BTreeMap<String, f64> = stat_pairs(&s.stats).into_iter().collect();
             let mut row =
-                vec![csv_field(&s.endpoint_url), kind.name().into(), csv_field(&metric.name), unit_of(&metric.name)];
+                vec![csv::field(&s.endpoint_url), kind.name().into(), csv::field(&metric.name), unit_of(&metric.name)];
             row.extend(stat_keys.iter().map(|k| stats.get(k).map_or_else(String::new, |v| v.to_string())));
             row.extend(
                 label_keys
                     .iter()
-                    .map(|k| s.labels.iter().find(|(n, _)| n == k).map_or_else(String::new, |(_, v)| csv_field(v))),
+                    .map(|k| s.labels.iter().find(|(n, _)| n == k).map_or_else(String::new, |(_, v)| csv::field(v))),
             );
             if let SeriesStats::Histogram { buckets, .. } = &s.stats {
                 let b: Vec<String> = buckets.iter().map(|(le, c)| format!("{le}={c}")).collect();
-                row.push(csv_field(&b.join(";")));
+                row.push(csv::field(&b.join(";")));
             }
-            row.push(csv_field(&metric.help));
+            row.push(csv::field(&metric.help));
             let _ = writeln!(out, "{}", row.join(","));
         }
     }

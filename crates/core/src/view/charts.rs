@@ -389,6 +389,7 @@ mod tests {
         assert_eq!(nice_step(0.3), 0.5);
         assert_eq!(nice_step(7.0), 10.0);
         assert_eq!(nice_step(2.0), 2.0);
+        assert_eq!(nice_step(120.0), 200.0);
         assert_eq!(nice_step(0.0), 1.0);
     }
 

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
+use crate::csv;
 use crate::results::aggregate::Report;
 use crate::results::metrics::Metric;
 
@@ -173,7 +174,7 @@ impl Comparison {
 
     /// CSV: one row per metric, a value column per run and a change column per non-baseline run.
     pub fn csv(&self) -> String {
-        let q = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+        let q = csv::quoted;
         let mut out = String::from("metric,unit");
         for l in &self.labels {
             let _ = write!(out, ",{}", q(l));

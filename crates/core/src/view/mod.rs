@@ -215,7 +215,7 @@ pub struct RunLoader {
     sessions: Vec<String>,
     session_index: HashMap<String, u32>,
     failures: Vec<(String, String)>,
-    /// The record each line is parsed into (its allocations reused, see [`record::parse_fast`]).
+    /// The record each line is parsed into (its allocations reused, see [`record::read_line`]).
     scratch: RequestRecord,
 }
 
@@ -267,24 +267,18 @@ impl RunLoader {
 
     fn line(&mut self, raw: &[u8]) -> Result<(), RunError> {
         self.line += 1;
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            return Ok(());
-        }
         let mut scratch = std::mem::take(&mut self.scratch);
-        if record::parse_fast(raw, &mut scratch) {
-            self.record(&scratch);
-            self.scratch = scratch;
-            return Ok(());
-        }
-        self.scratch = scratch;
-        let parsed = record::parse_serde(raw).map_err(|e| {
+        let read = record::read_line(raw, &mut scratch).map_err(|e| {
             let reason = e.to_string();
             // serde names the field in its message ("missing field `sent_ns`"); point at it.
             let field = reason.split('`').nth(1).map_or("metadata", |f| f).to_string();
             RunError::Line { file: self.file.clone(), line: self.line, field, reason }
-        })?;
-        self.record(&parsed);
-        Ok(())
+        });
+        if let Ok(true) = read {
+            self.record(&scratch);
+        }
+        self.scratch = scratch;
+        read.map(|_| ())
     }
 
     fn record(&mut self, r: &RequestRecord) {

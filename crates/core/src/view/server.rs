@@ -1,13 +1,14 @@
 //! The server's own metrics over a run, read back from `server_metrics_export.json` (each series'
 //! `timeline` of values at the endpoint's `scrape_offsets_s`): KV-cache usage, requests running
 //! and waiting, token throughput and the prefix-cache hit rate per scrape interval, for any of
-//! the server kinds the scraper knows (vLLM, SGLang, llama.cpp, Dynamo names).
+//! the server kinds the scraper knows (the names of [`crate::server::kinds::NAMES`]).
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use super::RunError;
+use crate::server::kinds::Measure;
 
 /// The file beside the records.
 pub const SERVER_METRICS_FILE: &str = crate::server::export::JSON_FILE;
@@ -84,23 +85,13 @@ impl ServerTimeline {
         let mut by_kind: BTreeMap<&str, Vec<(String, Vec<f64>)>> = BTreeMap::new();
         for (name, m) in metrics {
             let kind = m.get("type").and_then(Value::as_str).unwrap_or("");
-            let lower = name.to_ascii_lowercase();
-            let class = match kind {
-                "gauge" if lower.contains("cache_usage") || lower.contains("token_usage") => "kv",
-                "gauge"
-                    if lower.contains("requests_running")
-                        || lower.contains("requests_waiting")
-                        || lower.contains("requests_processing")
-                        || lower.contains("requests_deferred")
-                        || lower.contains("num_running_reqs")
-                        || lower.contains("num_queue_reqs") =>
-                {
-                    "queue"
-                }
-                "counter" if lower.contains("generation_tokens") || lower.contains("tokens_predicted") => "out",
-                "counter" if lower.contains("prompt_tokens") && !lower.contains("cached") => "in",
-                "counter" if lower.contains("prefix_cache_hits") => "hits",
-                "counter" if lower.contains("prefix_cache_queries") => "queries",
+            let class = match Measure::of(kind, name) {
+                Some(Measure::KvCacheUsage) => "kv",
+                Some(Measure::Waiting | Measure::Running) => "queue",
+                Some(Measure::OutputTokens) => "out",
+                Some(Measure::PromptTokens) => "in",
+                Some(Measure::PrefixCacheHits) => "hits",
+                Some(Measure::PrefixCacheQueries) => "queries",
                 _ => continue,
             };
             if let Some(values) = summed(m, &endpoint, n) {

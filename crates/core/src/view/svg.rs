@@ -276,7 +276,6 @@ pub fn bar_chart(id: &str, title: &str, x_label: &str, h: &Hist) -> String {
     out
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{scalars, url_name};
+use crate::csv;
 use crate::results::summary::RunSummary;
 use crate::stats::REPORT_PERCENTILES;
 
@@ -27,7 +28,7 @@ pub fn summary_csv(s: &RunSummary) -> String {
     if !s.report.per_url.is_empty() {
         out.push_str("\nURL,Request Count,Error Request Count,Request Latency avg (ms),Request Latency p50 (ms),Request Latency p99 (ms),Time to First Token avg (ms),Time to First Token p50 (ms),Time to First Token p99 (ms)\n");
         for u in &s.report.per_url {
-            let _ = write!(out, "{},{},{}", csv_field(&url_name(s, u)), u.request_count, u.error_request_count);
+            let _ = write!(out, "{},{},{}", csv::field(&url_name(s, u)), u.request_count, u.error_request_count);
             for d in [&u.request_latency, &u.time_to_first_token] {
                 match d {
                     Some(d) => {
@@ -41,9 +42,4 @@ pub fn summary_csv(s: &RunSummary) -> String {
         }
     }
     out
-}
-
-/// A CSV field, quoted when it holds a comma, a quote or a line break.
-fn csv_field(v: &str) -> String {
-    if v.contains([',', '"', '\n', '\r']) { format!("\"{}\"", v.replace('"', "\"\"")) } else { v.to_owned() }
 }
