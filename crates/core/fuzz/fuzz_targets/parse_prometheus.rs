@@ -2,10 +2,10 @@
 //! never a panic, and what parses is summarized without panicking.
 #![no_main]
 
+use aiperf_core::server::kinds::ServerView;
 use aiperf_core::server::prometheus::{DEFAULT_LIMITS, parse};
 use aiperf_core::server::series::{DEFAULT_SERIES_LIMITS, EndpointSeries};
 use aiperf_core::server::window::ServerMetrics;
-use aiperf_core::server::kinds::ServerView;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -2,9 +2,8 @@
 //! record, and the loader never panics on any bytes.
 #![no_main]
 
-use aiperf_core::results::record::RequestRecord;
+use aiperf_core::results::record::{self, RequestRecord};
 use aiperf_core::view::{RunLoader, RunSettings};
-use aiperf_core::results::record;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

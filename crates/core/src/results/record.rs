@@ -2,18 +2,19 @@
 //! its line of `profile_export.jsonl`, written ([`record_line`]) and read back ([`read_line`]);
 //! [`RequestRecord::rebase`] moves a record to another time zero (a shard's records merged).
 //!
-//! [`parse_fast`] reads the compact form the CLI writes (`{"metadata":{…},"metrics":{…}}`, no
-//! whitespace, strings without escapes) into a reused record: no JSON tree, no `String` per
+//! [`parse_fast`] reads the form the CLI writes (`{"metadata":{…},"metrics":{…}}`, strings
+//! without escapes) with [`crate::json_scan`] into a reused record: no JSON tree, no `String` per
 //! record (the record's strings and `chunk_ns` keep their allocations from line to line), the
 //! `metrics` object only checked, not kept. It gives up (`false`) on anything it does not fully
-//! understand — whitespace between tokens, escapes, unknown or repeated keys, numbers that are not
-//! plain integers where integers are expected, nesting deeper than [`MAX_DEPTH`] — and the caller
+//! understand — escapes, unknown or repeated keys, numbers that are not plain integers where
+//! integers are expected, nesting deeper than [`crate::json_scan::MAX_DEPTH`] — and the caller
 //! then parses the line with serde ([`parse_serde`]), which also words the error. Whatever it
 //! accepts, serde accepts with the same record (a differential property test and the
 //! `parse_run_line` fuzz target check it), so the fast path is never wrong, only sometimes skipped.
 
 use serde::{Deserialize, Serialize};
 
+use crate::json_scan::Cursor;
 use crate::results::metrics::{Metric, RequestMetrics};
 
 /// Token usage as the server reported it.
@@ -129,9 +130,6 @@ impl serde::Serialize for Metrics<'_> {
     }
 }
 
-/// Deepest nesting the fast path skips in `metrics` (serde's own limit is 128).
-pub const MAX_DEPTH: usize = 32;
-
 /// The part of a JSONL line the run reads (`metrics` is recomputed, not trusted).
 #[derive(Deserialize)]
 struct LineIn {
@@ -160,13 +158,8 @@ pub fn read_line(raw: &[u8], rec: &mut RequestRecord) -> Result<bool, serde_json
 /// `false`: not understood here, `rec` is unspecified and the line must go through
 /// [`parse_serde`].
 pub fn parse_fast(raw: &[u8], rec: &mut RequestRecord) -> bool {
-    let mut c = Cur { b: raw, i: 0 };
+    let mut c = Cursor::new(raw);
     parse_line(&mut c, rec).is_some()
-}
-
-struct Cur<'a> {
-    b: &'a [u8],
-    i: usize,
 }
 
 // Field bits of the metadata object (duplicates and missing required fields give up).
@@ -190,8 +183,10 @@ const ERROR: u32 = 1 << 16;
 const URL: u32 = 1 << 17;
 const REQUIRED: u32 = SESSION_RUN | TURN | TRACE_LINE | SCHEDULED | SENT | CHUNKS | END | STREAMING;
 
-fn parse_line(c: &mut Cur, rec: &mut RequestRecord) -> Option<()> {
+fn parse_line(c: &mut Cursor, rec: &mut RequestRecord) -> Option<()> {
+    c.ws();
     c.eat(b'{')?;
+    c.ws();
     let (mut metadata, mut metrics) = (false, false);
     loop {
         match c.key()? {
@@ -209,20 +204,10 @@ fn parse_line(c: &mut Cur, rec: &mut RequestRecord) -> Option<()> {
             break;
         }
     }
-    if !metadata {
-        return None;
-    }
-    while let Some(&b) = c.b.get(c.i) {
-        if !matches!(b, b' ' | b'\t' | b'\r' | b'\n') {
-            return None;
-        }
-        c.i += 1;
-    }
-    Some(())
+    (metadata && c.at_end()).then_some(())
 }
 
-fn metadata_object(c: &mut Cur, rec: &mut RequestRecord) -> Option<()> {
-    c.eat(b'{')?;
+fn metadata_object(c: &mut Cursor, rec: &mut RequestRecord) -> Option<()> {
     let mut seen = 0u32;
     // Reused allocations; put back (or dropped to `None`) below.
     let mut session = rec.session_id.take();
@@ -232,8 +217,7 @@ fn metadata_object(c: &mut Cur, rec: &mut RequestRecord) -> Option<()> {
     let mut usage = ServerUsage::default();
     let (mut dispatched, mut first_byte, mut input, mut output, mut max_tokens, mut expected, mut url) =
         (None, None, None, None, None, None, None);
-    if c.peek()? == b'}' {
-        c.i += 1;
+    if !c.open(b'{', b'}')? {
         return None; // required fields missing
     }
     loop {
@@ -265,10 +249,10 @@ fn metadata_object(c: &mut Cur, rec: &mut RequestRecord) -> Option<()> {
         seen |= bit;
         match bit {
             SESSION_ID => {
-                if c.null() {
+                if c.lit(b"null") {
                     has_session = false;
                 } else {
-                    let s = c.str()?;
+                    let s = str_of(c)?;
                     let mut owned = session.take().unwrap_or_default();
                     owned.clear();
                     owned.push_str(s);
@@ -276,27 +260,24 @@ fn metadata_object(c: &mut Cur, rec: &mut RequestRecord) -> Option<()> {
                     has_session = true;
                 }
             }
-            SESSION_RUN => rec.session_run = c.u32()?,
-            TURN => rec.turn = c.u32()?,
-            TRACE_LINE => rec.trace_line = c.u32()?,
-            SCHEDULED => rec.scheduled_ns = c.u64()?,
-            DISPATCHED => dispatched = c.opt_u64()?,
-            SENT => rec.sent_ns = c.u64()?,
-            FIRST_BYTE => first_byte = c.opt_u64()?,
+            SESSION_RUN => rec.session_run = u32_of(c)?,
+            TURN => rec.turn = u32_of(c)?,
+            TRACE_LINE => rec.trace_line = u32_of(c)?,
+            SCHEDULED => rec.scheduled_ns = c.uint()?,
+            DISPATCHED => dispatched = opt_u64(c)?,
+            SENT => rec.sent_ns = c.uint()?,
+            FIRST_BYTE => first_byte = opt_u64(c)?,
             CHUNKS => {
-                c.eat(b'[')?;
-                if c.peek()? == b']' {
-                    c.i += 1;
-                } else {
+                if c.open(b'[', b']')? {
                     loop {
-                        rec.chunk_ns.push(c.u64()?);
+                        rec.chunk_ns.push(c.uint()?);
                         if !c.more(b']')? {
                             break;
                         }
                     }
                 }
             }
-            END => rec.end_ns = c.u64()?,
+            END => rec.end_ns = c.uint()?,
             STREAMING => {
                 rec.streaming = if c.lit(b"true") {
                     true
@@ -306,13 +287,13 @@ fn metadata_object(c: &mut Cur, rec: &mut RequestRecord) -> Option<()> {
                     return None;
                 }
             }
-            INPUT => input = c.opt_u64()?,
-            OUTPUT => output = c.opt_u64()?,
-            MAX_TOKENS => max_tokens = c.opt_u64()?,
+            INPUT => input = opt_u64(c)?,
+            OUTPUT => output = opt_u64(c)?,
+            MAX_TOKENS => max_tokens = opt_u64(c)?,
             USAGE => usage = usage_object(c)?,
-            EXPECTED => expected = c.opt_u64()?,
+            EXPECTED => expected = opt_u64(c)?,
             ERROR => {
-                if c.null() {
+                if c.lit(b"null") {
                     has_error = false;
                 } else {
                     let mut e = error.take().unwrap_or(RecordError { kind: String::new(), message: String::new() });
@@ -322,7 +303,7 @@ fn metadata_object(c: &mut Cur, rec: &mut RequestRecord) -> Option<()> {
                 }
             }
             _ => {
-                url = match c.opt_u64()? {
+                url = match opt_u64(c)? {
                     None => None,
                     Some(v) => Some(u32::try_from(v).ok()?),
                 }
@@ -348,11 +329,9 @@ fn metadata_object(c: &mut Cur, rec: &mut RequestRecord) -> Option<()> {
     Some(())
 }
 
-fn usage_object(c: &mut Cur) -> Option<ServerUsage> {
-    c.eat(b'{')?;
+fn usage_object(c: &mut Cursor) -> Option<ServerUsage> {
     let mut u = ServerUsage::default();
-    if c.peek()? == b'}' {
-        c.i += 1;
+    if !c.open(b'{', b'}')? {
         return Some(u);
     }
     let mut seen = 0u8;
@@ -367,17 +346,16 @@ fn usage_object(c: &mut Cur) -> Option<ServerUsage> {
             return None;
         }
         seen |= bit;
-        *slot = c.opt_u64()?;
+        *slot = opt_u64(c)?;
         if !c.more(b'}')? {
             return Some(u);
         }
     }
 }
 
-fn error_object(c: &mut Cur, e: &mut RecordError) -> Option<()> {
-    c.eat(b'{')?;
+fn error_object(c: &mut Cursor, e: &mut RecordError) -> Option<()> {
     let mut seen = 0u8;
-    if c.peek()? == b'}' {
+    if !c.open(b'{', b'}')? {
         return None;
     }
     loop {
@@ -390,7 +368,7 @@ fn error_object(c: &mut Cur, e: &mut RecordError) -> Option<()> {
             return None;
         }
         seen |= bit;
-        let s = c.str()?;
+        let s = str_of(c)?;
         slot.clear();
         slot.push_str(s);
         if !c.more(b'}')? {
@@ -400,164 +378,17 @@ fn error_object(c: &mut Cur, e: &mut RecordError) -> Option<()> {
     (seen == 3).then_some(())
 }
 
-impl<'a> Cur<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.b.get(self.i).copied()
-    }
+/// A string without escapes, valid UTF-8.
+fn str_of<'a>(c: &mut Cursor<'a>) -> Option<&'a str> {
+    std::str::from_utf8(c.plain_str()?).ok()
+}
 
-    fn eat(&mut self, want: u8) -> Option<()> {
-        (self.peek()? == want).then(|| self.i += 1)
-    }
+fn u32_of(c: &mut Cursor) -> Option<u32> {
+    u32::try_from(c.uint()?).ok()
+}
 
-    /// After a member: `true` on `,` (another follows), `false` on `close`.
-    fn more(&mut self, close: u8) -> Option<bool> {
-        let b = self.peek()?;
-        self.i += 1;
-        if b == b',' {
-            Some(true)
-        } else if b == close {
-            Some(false)
-        } else {
-            None
-        }
-    }
-
-    fn lit(&mut self, word: &[u8]) -> bool {
-        let hit = self.b[self.i..].starts_with(word);
-        if hit {
-            self.i += word.len();
-        }
-        hit
-    }
-
-    fn null(&mut self) -> bool {
-        self.lit(b"null")
-    }
-
-    /// A string without escapes or control characters, valid UTF-8.
-    fn raw_str(&mut self) -> Option<&'a [u8]> {
-        self.eat(b'"')?;
-        let rest = &self.b[self.i..];
-        let end = memchr::memchr2(b'"', b'\\', rest)?;
-        if rest[end] != b'"' {
-            return None;
-        }
-        let s = &rest[..end];
-        if s.iter().any(|&b| b < 0x20) {
-            return None;
-        }
-        self.i += end + 1;
-        Some(s)
-    }
-
-    fn str(&mut self) -> Option<&'a str> {
-        std::str::from_utf8(self.raw_str()?).ok()
-    }
-
-    /// `"key":`
-    fn key(&mut self) -> Option<&'a [u8]> {
-        let k = self.raw_str()?;
-        self.eat(b':')?;
-        Some(k)
-    }
-
-    /// A plain non-negative integer (no sign, fraction, exponent or leading zero) that fits.
-    fn u64(&mut self) -> Option<u64> {
-        let first = self.peek()?;
-        if !first.is_ascii_digit() {
-            return None;
-        }
-        self.i += 1;
-        let mut v = u64::from(first - b'0');
-        if first == b'0' {
-            return (!self.peek().is_some_and(|b| b.is_ascii_digit())).then_some(0);
-        }
-        while let Some(b) = self.peek().filter(u8::is_ascii_digit) {
-            v = v.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
-            self.i += 1;
-        }
-        Some(v)
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        u32::try_from(self.u64()?).ok()
-    }
-
-    fn opt_u64(&mut self) -> Option<Option<u64>> {
-        if self.null() { Some(None) } else { self.u64().map(Some) }
-    }
-
-    /// A JSON number by the strict grammar, not converted.
-    fn skip_number(&mut self) -> Option<()> {
-        if self.peek()? == b'-' {
-            self.i += 1;
-        }
-        let digits = |c: &mut Cur| {
-            let from = c.i;
-            while c.peek().is_some_and(|b| b.is_ascii_digit()) {
-                c.i += 1;
-            }
-            (c.i > from).then_some(c.i - from)
-        };
-        let lead = self.peek()?;
-        let n = digits(self)?;
-        if lead == b'0' && n > 1 {
-            return None;
-        }
-        if self.peek() == Some(b'.') {
-            self.i += 1;
-            digits(self)?;
-        }
-        if matches!(self.peek(), Some(b'e' | b'E')) {
-            self.i += 1;
-            if matches!(self.peek(), Some(b'+' | b'-')) {
-                self.i += 1;
-            }
-            digits(self)?;
-        }
-        Some(())
-    }
-
-    /// Any value of the subset (no whitespace, no escapes), checked and skipped.
-    fn skip_value(&mut self, depth: usize) -> Option<()> {
-        if depth >= MAX_DEPTH {
-            return None;
-        }
-        match self.peek()? {
-            b'{' => {
-                self.i += 1;
-                if self.peek()? == b'}' {
-                    self.i += 1;
-                    return Some(());
-                }
-                loop {
-                    self.key()?;
-                    self.skip_value(depth + 1)?;
-                    if !self.more(b'}')? {
-                        return Some(());
-                    }
-                }
-            }
-            b'[' => {
-                self.i += 1;
-                if self.peek()? == b']' {
-                    self.i += 1;
-                    return Some(());
-                }
-                loop {
-                    self.skip_value(depth + 1)?;
-                    if !self.more(b']')? {
-                        return Some(());
-                    }
-                }
-            }
-            b'"' => self.str().map(|_| ()),
-            b'n' => self.null().then_some(()),
-            b't' => self.lit(b"true").then_some(()),
-            b'f' => self.lit(b"false").then_some(()),
-            _ => self.skip_number(),
-        }
-    }
+fn opt_u64(c: &mut Cursor) -> Option<Option<u64>> {
+    if c.lit(b"null") { Some(None) } else { c.uint().map(Some) }
 }
 
 #[cfg(test)]
@@ -639,30 +470,32 @@ mod tests {
         let r = crate::view::tests::record(3, true);
         let raw = String::from_utf8(line(&r)).unwrap();
         let cases = [
-            raw.replacen("{\"metadata\":{", "{ \"metadata\":{", 1), // whitespace
-            raw.replacen("\"turn\":", "\"turn\":-", 1),             // sign
-            raw.replacen("\"sent_ns\":", "\"sent_ns\":0", 1),       // leading zero
-            raw.replacen("\"too slow\"", "\"too\\u0020slow\"", 1),  // escape
-            raw.replacen("\"turn\":0,", "", 1),                     // missing required
+            raw.replacen("\"turn\":0,", "\"turn\":\"0\",", 1),     // string for u32
+            raw.replacen("\"turn\":", "\"turn\":-", 1),            // sign
+            raw.replacen("\"sent_ns\":", "\"sent_ns\":0", 1),      // leading zero
+            raw.replacen("\"too slow\"", "\"too\\u0020slow\"", 1), // escape
+            raw.replacen("\"turn\":0,", "", 1),                    // missing required
             raw.replacen("\"turn\":0,", "\"turn\":0,\"turn\":0,", 1), // duplicate
             raw.replacen("\"turn\":0,", "\"turn\":0,\"novel\":1,", 1), // unknown key
-            raw.replacen("\"turn\":0,", "\"turn\":0.0,", 1),        // float for u32
+            raw.replacen("\"turn\":0,", "\"turn\":0.0,", 1),       // float for u32
             raw.replacen("\"streaming\":true", "\"streaming\":1", 1), // wrong type
             raw.replacen("{\"metadata\"", "{\"extra\":[],\"metadata\"", 1), // unknown top key
-            format!("{raw}x"),                                      // trailing
-            raw[..raw.len() - 1].to_string(),                       // truncated
+            format!("{raw}x"),                                     // trailing
+            raw[..raw.len() - 1].to_string(),                      // truncated
         ];
         for case in &cases {
             assert_ne!(case, &raw);
             assert!(!agree(case.as_bytes()), "{case}");
         }
-        // serde still reads the ones that are valid (escape, whitespace, unknown key).
+        // serde still reads the ones that are valid (escape, unknown key).
         assert_eq!(parse_serde(cases[3].as_bytes()).unwrap(), r);
-        assert_eq!(parse_serde(cases[0].as_bytes()).unwrap(), r);
         assert_eq!(parse_serde(cases[6].as_bytes()).unwrap(), r);
         assert!(parse_serde(cases[4].as_bytes()).is_err());
-        // Trailing whitespace, nulls and an absent usage are fine on both paths.
+        // Whitespace, nulls and an absent usage are fine on both paths.
         assert!(agree(format!("{raw} \r").as_bytes()));
+        let spaced =
+            raw.replacen("{\"metadata\":{", " { \"metadata\" :\n{ ", 1).replacen(",\"turn\":", " , \"turn\": ", 1);
+        assert!(agree(spaced.as_bytes()), "{spaced}");
         let nulls = raw.replacen("\"turn\":0,", "\"turn\":0,\"session_id\":null,\"url_index\":null,", 1);
         let nulls = nulls.replacen("\"session_id\":\"s3\",", "", 1);
         assert!(agree(nulls.as_bytes()), "{nulls}");
@@ -717,6 +550,7 @@ mod tests {
         assert_eq!(rec, r);
         assert_eq!(read_line(b" \r", &mut rec).ok(), Some(false));
         assert!(read_line(b"{\"metadata\": 1}", &mut rec).is_err());
+        let mut rec = r.clone();
         rec.rebase(1_000);
         assert_eq!(
             (rec.scheduled_ns, rec.sent_ns, rec.end_ns),

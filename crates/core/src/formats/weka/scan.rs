@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::serde_read::parse_serde;
 use super::{Builder, Entry, List, Parsed, Request, as_lines, block_of};
 use crate::formats::flat::{self, Val};
+use crate::json_scan::Cursor;
 
 /// Reads a document in parts of a given number of requests, so that the first can be converted
 /// while the rest is read. The fast path reads a well-formed document whose header (`id`,
@@ -91,37 +92,27 @@ impl<'t> Reader<'t> {
 /// Reads the document's header up to its `requests` list (at its first entry): `None` for a
 /// document the fast path does not read.
 fn header<'t>(text: &'t str, bld: &mut Builder) -> Option<Step<'t>> {
-    let b = text.as_bytes();
     let (mut id, mut block, mut seen) = (None, None, 0u8);
-    let mut i = flat::skip_ws(b, 0);
-    if b.get(i) != Some(&b'{') {
-        return None;
-    }
-    i = flat::skip_ws(b, i + 1);
+    let mut c = Cursor::new(text.as_bytes());
+    c.ws();
+    c.eat(b'{')?;
+    c.ws();
     loop {
-        let (key, next) = flat::string(text, i)?;
-        i = flat::skip_ws(b, next);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        i = flat::skip_ws(b, i + 1);
-        match key {
-            "id" => {
+        match c.key()? {
+            b"id" => {
                 first_time(&mut seen, 1)?;
-                let (s, next) = flat::string(text, i)?;
-                id = Some(s);
-                i = next;
+                id = Some(flat::plain_str(text, &mut c)?);
             }
-            "block_size" => {
+            b"block_size" => {
                 first_time(&mut seen, 2)?;
-                let end = flat::json_number(b, i)?;
-                block = Some(plain_u64(&text[i..end]).and_then(|n| u32::try_from(n).ok())?);
-                i = end;
+                let at = c.i;
+                c.skip_number()?;
+                block = Some(plain_u64(&text[at..c.i]).and_then(|n| u32::try_from(n).ok())?);
             }
-            "requests" => {
+            b"requests" => {
                 first_time(&mut seen, 4)?;
                 let (id, block) = (id?, block_of(&bld.file, Some(block?)).ok()?);
-                if b.get(i) != Some(&b'[') {
+                if c.peek() != Some(b'[') {
                     return None;
                 }
                 let conv = bld.conv(id.to_string(), block);
@@ -130,14 +121,15 @@ fn header<'t>(text: &'t str, bld: &mut Builder) -> Option<Step<'t>> {
                 // files; a request at least 30, hundreds with its ids.
                 bld.part.ids.reserve(text.len() / 8);
                 bld.part.reqs.reserve(text.len() / 256);
-                return Some(Step::List { i: flat::skip_ws(b, i + 1), k: 0, conv, block, id, seen });
+                c.i += 1;
+                c.ws();
+                return Some(Step::List { i: c.i, k: 0, conv, block, id, seen });
             }
-            _ => i = flat::skip_value(b, i, 0)?,
+            _ => c.skip_value(0)?,
         }
-        i = flat::skip_ws(b, i);
-        match *b.get(i)? {
-            b',' => i = flat::skip_ws(b, i + 1),
-            _ => return None,
+        // The header ends with the `requests` list, never before it.
+        if !c.more(b'}')? {
+            return None;
         }
     }
 }
@@ -157,16 +149,12 @@ fn entries(
         return Some(true);
     }
     loop {
-        let next = entry(bld, text, *i, *k, list)?;
+        let mut c = Cursor::at(b, entry(bld, text, *i, *k, list)?);
         *k += 1;
-        *i = flat::skip_ws(b, next);
-        match *b.get(*i)? {
-            b',' => *i = flat::skip_ws(b, *i + 1),
-            b']' => {
-                *i += 1;
-                return Some(true);
-            }
-            _ => return None,
+        let more = c.more(b']')?;
+        *i = c.i;
+        if !more {
+            return Some(true);
         }
         if bld.part.reqs.len() >= max {
             return Some(false);
@@ -175,27 +163,19 @@ fn entries(
 }
 
 /// The rest of the document after its `requests` list (at `i`): other keys, then its end.
-fn tail(text: &str, mut i: usize, mut seen: u8) -> Option<()> {
-    let b = text.as_bytes();
+fn tail(text: &str, i: usize, mut seen: u8) -> Option<()> {
+    let mut c = Cursor::at(text.as_bytes(), i);
     loop {
-        i = flat::skip_ws(b, i);
-        match *b.get(i)? {
-            b',' => i = flat::skip_ws(b, i + 1),
-            b'}' => return (flat::skip_ws(b, i + 1) == b.len()).then_some(()),
-            _ => return None,
+        if !c.more(b'}')? {
+            return c.at_end().then_some(());
         }
-        let (key, next) = flat::string(text, i)?;
-        match key {
-            "id" => first_time(&mut seen, 1)?,
-            "block_size" => first_time(&mut seen, 2)?,
-            "requests" => first_time(&mut seen, 4)?,
+        match c.key()? {
+            b"id" => first_time(&mut seen, 1)?,
+            b"block_size" => first_time(&mut seen, 2)?,
+            b"requests" => first_time(&mut seen, 4)?,
             _ => {}
         }
-        i = flat::skip_ws(b, next);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        i = flat::skip_value(b, flat::skip_ws(b, i + 1), 0)?;
+        c.skip_value(0)?;
     }
 }
 
@@ -224,7 +204,7 @@ fn flat_request<'a>(text: &'a str, i: usize, ids: &mut Vec<u64>) -> Option<(Requ
     let (mut t, mut input, mut output, mut model, mut seen) = (None, None, None, "", 0u8);
     let end = flat::object(
         text,
-        i,
+        Cursor::at(text.as_bytes(), i),
         ids,
         |key| READS.contains(&key),
         |key, val| {
@@ -258,7 +238,7 @@ fn flat_request<'a>(text: &'a str, i: usize, ids: &mut Vec<u64>) -> Option<(Requ
             first_time(&mut seen, bit)
         },
     )?;
-    Some((Request { t: t?, input, output, model }, end))
+    Some((Request { t: t?, input, output, model }, end.i))
 }
 
 /// Marks `bit` in `seen`; `None` when it was already (a repeated key).
