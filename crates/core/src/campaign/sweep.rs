@@ -23,14 +23,16 @@ pub const AGGREGATE_JSON: &str = "profile_export_aiperf_aggregate.json";
 /// `profile_export_aiperf_aggregate.csv`.
 pub const AGGREGATE_CSV: &str = "profile_export_aiperf_aggregate.csv";
 
-/// The load option a sweep or a capacity search varies.
+/// The load option a sweep or a capacity search varies: `--request-rate` (sessions per second),
+/// `--concurrency` (session runs in flight) or `--synthesis-speedup-ratio` (the trace's timestamps
+/// divided by it). As a value of `--search-max`: `request-rate`, `concurrency`, `speedup` (the
+/// variants carry no doc comment, which clap would show as help of each value).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Axis {
-    /// `--request-rate` (sessions per second).
     RequestRate,
-    /// `--concurrency` (session runs in flight).
     Concurrency,
-    /// `--synthesis-speedup-ratio` (the trace's timestamps divided by it).
+    #[cfg_attr(feature = "clap", value(name = "speedup"))]
     SpeedupRatio,
 }
 

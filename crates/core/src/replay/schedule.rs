@@ -313,6 +313,7 @@ pub enum Timing {
 
 /// Gaps between request-rate arrivals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ArrivalPattern {
     Poisson,
     Constant,

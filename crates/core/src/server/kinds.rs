@@ -167,6 +167,7 @@ impl Measure {
 
 /// Which inference server a set of metric names comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ServerKind {
     Vllm,
     Sglang,

@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+use aiperf_core::campaign::sweep::Axis;
+use aiperf_core::replay::schedule::ArrivalPattern;
+use aiperf_core::server::kinds::ServerKind;
 use anyhow::{Result, bail};
 
 use super::body::EndpointType;
@@ -119,7 +122,7 @@ pub struct Args {
     pub request_rate: Vec<f64>,
     /// Gaps between request-rate arrivals.
     #[arg(long, value_enum, default_value = "poisson")]
-    pub arrival_pattern: Pattern,
+    pub arrival_pattern: ArrivalPattern,
     /// At most this many requests in flight; a comma-separated list runs one sub-run per value
     /// (a sweep).
     #[arg(long, value_delimiter = ',')]
@@ -175,7 +178,7 @@ pub struct Args {
     pub reset_prefix_cache: bool,
     /// The server's kind, for --reset-prefix-cache when its metrics do not tell.
     #[arg(long, value_enum)]
-    pub server_kind: Option<ServerKindArg>,
+    pub server_kind: Option<ServerKind>,
 
     /// Folder of the exports.
     #[arg(long, default_value = "artifacts")]
@@ -200,7 +203,7 @@ pub struct Args {
     /// Capacity search: find the highest value of this option whose runs meet the --goodput SLOs
     /// for --search-goodput-fraction of their requests (bracket, then bisect).
     #[arg(long, value_enum, requires = "goodput")]
-    pub search_max: Option<SearchAxis>,
+    pub search_max: Option<Axis>,
     /// First (and lowest) value the search measures [default: 1].
     #[arg(long, requires = "search_max")]
     pub search_start: Option<f64>,
@@ -229,31 +232,9 @@ pub struct Args {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Pattern {
-    Poisson,
-    Constant,
-}
-
-/// The option a capacity search varies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum SearchAxis {
-    RequestRate,
-    Concurrency,
-    Speedup,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum UrlStrategy {
     #[value(alias = "round_robin")]
     RoundRobin,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ServerKindArg {
-    Vllm,
-    Sglang,
-    Llamacpp,
-    Dynamo,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

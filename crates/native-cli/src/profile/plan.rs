@@ -17,7 +17,7 @@ use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Map, Value, json};
 
 use super::body::BodyTemplate;
-use super::options::{Args, Pattern, SearchAxis, ServerKindArg, UiType};
+use super::options::{Args, UiType};
 
 /// Longest accepted time option (a request timeout, duration or grace period): 30 days.
 pub const MAX_SECONDS: f64 = 30.0 * 24.0 * 3600.0;
@@ -456,12 +456,8 @@ impl ReplayPlan {
         } else {
             None
         };
-        let pattern = match a.arrival_pattern {
-            Pattern::Poisson => ArrivalPattern::Poisson,
-            Pattern::Constant => ArrivalPattern::Constant,
-        };
+        let pattern = a.arrival_pattern;
         let server = {
-            use aiperf_core::server::kinds::ServerKind;
             let mut metrics_urls = Vec::new();
             if !a.no_server_metrics {
                 for u in urls.iter().chain(&a.server_metrics) {
@@ -482,12 +478,7 @@ impl ReplayPlan {
                 metrics_interval: Duration::from_secs_f64(i),
                 wait: a.wait_for_server.map(|w| seconds(w, "--wait-for-server", false)).transpose()?,
                 reset_prefix_cache: a.reset_prefix_cache,
-                kind: a.server_kind.map(|k| match k {
-                    ServerKindArg::Vllm => ServerKind::Vllm,
-                    ServerKindArg::Sglang => ServerKind::Sglang,
-                    ServerKindArg::Llamacpp => ServerKind::Llamacpp,
-                    ServerKindArg::Dynamo => ServerKind::Dynamo,
-                }),
+                kind: a.server_kind,
             }
         };
         let mut input_config = json!({
@@ -806,11 +797,7 @@ impl ProfilePlan {
             "--confidence-level {confidence}: accepted is a number between 0 and 1 (excluded)"
         );
         let cooldown = seconds(args.parameter_sweep_cooldown_seconds, "--parameter-sweep-cooldown-seconds", true)?;
-        let search = args.search_max.map(|s| match s {
-            SearchAxis::RequestRate => Axis::RequestRate,
-            SearchAxis::Concurrency => Axis::Concurrency,
-            SearchAxis::Speedup => Axis::SpeedupRatio,
-        });
+        let search = args.search_max;
         let mode = match (search, lists.pop()) {
             (Some(_), Some((axis, _))) => {
                 bail!("{} is a list and --search-max is given: choose a sweep or a search", axis.flag())
