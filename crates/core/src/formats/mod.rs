@@ -1,4 +1,4 @@
-//! Production trace formats turned into the Mooncake trace model (issue 14).
+//! Production trace formats turned into the Mooncake trace model.
 //!
 //! Bailian/Qwen JSONL, ServeGen offline JSONL, Azure LLM 2023/2024 CSV, BurstGPT v1/v2 CSV and
 //! WEKA kv-cache-tester JSON are read record by record by a [`Converter`] (lines are pushed, as

@@ -8,13 +8,13 @@
 //! A document is read in two steps: [`parse`] turns its text into a compact [`Parsed`] form (the
 //! requests, checked, with their hash ids in one buffer), which needs nothing from the converter
 //! and so can run on any thread; [`convert`] then hands the requests to the converter. Parsing
-//! tries a hand-written scanner first ([`Reader`]: flat request objects, the values of other
+//! tries a hand-written scanner first ([`scan::Reader`]: flat request objects, the values of other
 //! keys skipped), which gives way, per request, to serde for a request it does not read (a
 //! sub-agent, escapes, nulls, unusual numbers) and, for the whole document, to the serde reading
-//! ([`parse_serde`]) at anything wrong or unusual, so that every error is serde's, worded and
-//! placed as before. A test checks that both give the same result. A big document is read in
-//! parts ([`scan::Reader::next_part`]), converted one after the other, so that its first requests can
-//! be converted while the rest is read.
+//! ([`serde_read::parse_serde`]) at anything wrong or unusual, so that every error is serde's,
+//! worded and placed as serde words and places it. A test checks that both give the same result.
+//! A big document is read in parts ([`scan::Reader::next_part`]), converted one after the other,
+//! so that its first requests can be converted while the rest is read.
 
 pub(super) mod scan;
 mod serde_read;
