@@ -123,7 +123,7 @@ impl<'a> Cursor<'a> {
     pub fn plain_str(&mut self) -> Option<&'a [u8]> {
         self.eat(b'"')?;
         let rest = self.b.get(self.i..)?;
-        let len = rest.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        let len = string_stop(rest)?;
         if rest[len] != b'"' {
             return None;
         }
@@ -259,8 +259,7 @@ impl<'a> Cursor<'a> {
     pub fn skip_str(&mut self) -> Option<()> {
         self.eat(b'"')?;
         loop {
-            let rest = self.b.get(self.i..)?;
-            self.i += rest.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+            self.i += string_stop(self.b.get(self.i..)?)?;
             match self.bump()? {
                 b'"' => return Some(()),
                 b'\\' => {}
@@ -319,6 +318,27 @@ impl<'a> Cursor<'a> {
             _ => self.skip_number(),
         }
     }
+}
+
+/// Where a string's plain part ends in `rest`: the index of its first quote, backslash or control
+/// character, eight bytes at a time; `None` when there is none.
+#[inline(always)]
+fn string_stop(rest: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut k = 0;
+    while let Some(word) = rest.get(k..).and_then(<[u8]>::first_chunk::<8>) {
+        let w = u64::from_le_bytes(*word);
+        // A byte below `n` (n ≤ 0x80) sets its high bit in `(w − n·ONES) & !w`; borrows only reach
+        // later bytes, so the lowest flagged byte is exactly the first match.
+        let below = |w: u64, n: u64| w.wrapping_sub(n * ONES) & !w & HIGH;
+        let stops = below(w ^ (u64::from(b'"') * ONES), 1) | below(w ^ (u64::from(b'\\') * ONES), 1) | below(w, 0x20);
+        if stops != 0 {
+            return Some(k + (stops.trailing_zeros() / 8) as usize);
+        }
+        k += 8;
+    }
+    rest.get(k..)?.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).map(|p| k + p)
 }
 
 /// The leading ASCII digits among the eight bytes of `word` (the first byte lowest, as
@@ -415,6 +435,15 @@ mod tests {
         assert_eq!(skip(&deep), None);
         let fine = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
         assert_eq!(skip(&fine), Some(fine.len()));
+    }
+
+    proptest! {
+        /// The end of a string's plain part, eight bytes at a time, is the first stop byte.
+        #[test]
+        fn string_stop_finds_the_first_quote_backslash_or_control(bytes in proptest::collection::vec(prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x20, 0x20u8..0x7f, 0x80u8..=0xff, b'a'..=b'z'], 0..40)) {
+            let want = bytes.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20);
+            prop_assert_eq!(string_stop(&bytes), want);
+        }
     }
 
     #[test]
