@@ -5,7 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use yew::prelude::*;
-use yew_agent::worker::{UseWorkerBridgeHandle, use_worker_bridge};
+use yew_agent::worker::use_worker_bridge;
 
 use crate::protocol::{FromWorker, ToWorker};
 use crate::state::{Action, AppState};
@@ -18,13 +18,13 @@ const TICK_MS: u32 = 5_000;
 /// Sends requests to the worker (stable across renders: a context value that never changes).
 #[derive(Clone)]
 pub struct WorkerLink {
-    bridge: UseWorkerBridgeHandle<TraceWorker>,
+    to_worker: Callback<ToWorker>,
     io: Rc<Io>,
 }
 
 impl PartialEq for WorkerLink {
     fn eq(&self, other: &Self) -> bool {
-        self.bridge == other.bridge && Rc::ptr_eq(&self.io, &other.io)
+        self.to_worker == other.to_worker && Rc::ptr_eq(&self.io, &other.io)
     }
 }
 
@@ -38,9 +38,14 @@ struct Io {
 }
 
 impl WorkerLink {
+    /// A link whose messages go to `to_worker` (the bridge, or a test's stand-in for the worker).
+    pub fn new(to_worker: Callback<ToWorker>) -> Self {
+        WorkerLink { to_worker, io: Rc::new(Io::new()) }
+    }
+
     pub fn send(&self, msg: ToWorker) {
         self.io.contact.set(web::now_ms());
-        self.bridge.send(msg);
+        self.to_worker.emit(msg);
     }
 
     /// Sends a [`ToWorker::Load`] or [`ToWorker::LoadRuns`] of the files behind `urls`, which
@@ -55,6 +60,10 @@ impl WorkerLink {
 }
 
 impl Io {
+    fn new() -> Self {
+        Io { contact: Cell::new(web::now_ms()), trace_files: RefCell::default(), run_files: RefCell::default() }
+    }
+
     /// Side effects of a message from the worker: read files let go, produced files saved.
     fn heard(&self, msg: &FromWorker) {
         self.contact.set(web::now_ms());
@@ -75,11 +84,7 @@ impl Io {
 /// has been silent (a worker that died, e.g. out of memory, never answers again).
 #[hook]
 pub fn use_worker(dispatch: UseReducerDispatcher<AppState>) -> WorkerLink {
-    let io = use_memo((), |_| Io {
-        contact: Cell::new(web::now_ms()),
-        trace_files: RefCell::default(),
-        run_files: RefCell::default(),
-    });
+    let io = use_memo((), |_| Io::new());
     let bridge = {
         let (io, dispatch) = (io.clone(), dispatch.clone());
         use_worker_bridge::<TraceWorker, _>(move |msg: FromWorker| {
@@ -87,14 +92,15 @@ pub fn use_worker(dispatch: UseReducerDispatcher<AppState>) -> WorkerLink {
             dispatch.dispatch(Action::Worker(msg));
         })
     };
-    {
+    let link = {
         let io = io.clone();
-        use_effect_with((), move |_| {
-            let tick = gloo_timers::callback::Interval::new(TICK_MS, move || {
-                dispatch.dispatch(Action::Ticked { silent_ms: web::now_ms() - io.contact.get() });
-            });
-            move || drop(tick)
+        use_memo((), move |_| WorkerLink { to_worker: Callback::from(move |msg| bridge.send(msg)), io })
+    };
+    use_effect_with((), move |_| {
+        let tick = gloo_timers::callback::Interval::new(TICK_MS, move || {
+            dispatch.dispatch(Action::Ticked { silent_ms: web::now_ms() - io.contact.get() });
         });
-    }
-    WorkerLink { bridge, io }
+        move || drop(tick)
+    });
+    (*link).clone()
 }
