@@ -160,7 +160,17 @@ pub fn summary_json(s: &RunSummary) -> String {
     m.insert(
         "error_summary".into(),
         Value::Array(
-            s.report.error_summary.iter().map(|(k, n)| json!({"error_details": {"type": k}, "count": n})).collect(),
+            s.report
+                .error_summary
+                .iter()
+                .map(|(k, n)| {
+                    let mut details = json!({"type": k});
+                    if let Some(m) = s.report.error_examples.get(k) {
+                        details["message"] = json!(m);
+                    }
+                    json!({"error_details": details, "count": n})
+                })
+                .collect(),
         ),
     );
     m.insert("outcome_counts".into(), json!(s.report.outcomes));
@@ -334,11 +344,21 @@ pub fn console_table(s: &RunSummary) -> String {
         );
     }
     if !s.report.error_summary.is_empty() {
-        out.push_str("Errors:");
+        let _ = writeln!(
+            out,
+            "Errors ({} failed request(s)), by kind, with the first message:",
+            s.report.error_request_count
+        );
         for (k, n) in &s.report.error_summary {
-            let _ = write!(out, " {k}={n}");
+            match s.report.error_examples.get(k).filter(|m| !m.is_empty()) {
+                Some(m) => {
+                    let _ = writeln!(out, "  {k} × {n}: {m}");
+                }
+                None => {
+                    let _ = writeln!(out, "  {k} × {n}");
+                }
+            }
         }
-        out.push('\n');
     }
     if let Some(v) = &s.server {
         console_server(&mut out, &s.report, v);

@@ -407,16 +407,15 @@ pub fn run(args: Args) -> Result<()> {
             (Some(c), Some(k)) => Some(tls_acceptor(c, k)?),
             _ => None,
         };
-        println!("mock server listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
+        show!("mock server listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
         if let Some(n) = args.slots {
             let t = args.default_output_tokens;
-            eprintln!(
+            say!(
                 "load model: {n} slot(s); a request of {t} tokens holds one for {:.0} ms: capacity {:.1} requests/s",
                 args.ttft_ms + args.itl_ms * t.saturating_sub(1) as f64,
                 capacity(n, args.ttft_ms, args.itl_ms, t)
             );
         }
-        std::io::stdout().flush()?;
         let arrivals = match &args.arrivals_file {
             Some(p) => Some(Mutex::new(BufWriter::new(crate::output::create_stream(p)?))),
             None => None,
@@ -631,10 +630,22 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
     if let Some(r) = admin(&state, req.method(), &path, req.uri().query()) {
         return Ok(r);
     }
-    let chat = path.ends_with("/chat/completions");
-    if !chat && !path.ends_with("/completions") {
-        return Ok(full(StatusCode::NOT_FOUND, json!({"error": {"message": format!("no route {path}")}})));
-    }
+    // Only the paths a real OpenAI-compatible server (vLLM, SGLang, llama.cpp) serves, so that a
+    // client joining its URL wrongly sees the 404 it would see there.
+    let chat = match path.as_str() {
+        "/v1/chat/completions" => true,
+        "/v1/completions" => false,
+        _ => {
+            let message = format!(
+                "no route {path}: this server answers POST /v1/chat/completions and /v1/completions, \
+                 GET /v1/models, /health and /metrics"
+            );
+            return Ok(full(
+                StatusCode::NOT_FOUND,
+                json!({"error": {"message": message, "type": "not_found", "code": 404}}),
+            ));
+        }
+    };
     let limit = state.args.max_request_bytes;
     let body = match Limited::new(req.into_body(), limit).collect().await {
         Ok(b) => b.to_bytes(),

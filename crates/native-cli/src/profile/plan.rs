@@ -214,7 +214,8 @@ impl TokenCounting {
 pub struct Exports {
     pub artifact_dir: PathBuf,
     pub slos: Vec<Slo>,
-    pub progress_bar: bool,
+    /// How the run shows its progress.
+    pub progress: super::progress::Mode,
     /// `--slice-duration`: also write the metrics per slice of this length.
     pub slice: Option<Duration>,
 }
@@ -228,6 +229,8 @@ pub struct ServerPlan {
     /// `--wait-for-server`.
     pub wait: Option<Duration>,
     pub reset_prefix_cache: bool,
+    /// `--go-on-unreachable`: replay even when a URL took no connection before time zero.
+    pub go_on_unreachable: bool,
     /// `--server-kind`.
     pub kind: Option<aiperf_core::server_metrics::ServerKind>,
 }
@@ -364,7 +367,6 @@ impl ReplayPlan {
             a.custom_dataset_type
         );
         let block_size = in_range(a.isl_block_size, "--isl-block-size", 1, u64::from(u32::MAX))?;
-        ensure!(a.ui_type != UiType::Dashboard, "--ui-type dashboard is not supported: use simple or none");
         for (name, n) in [("--request-rate", a.request_rate.len()), ("--concurrency", a.concurrency.len())] {
             ensure!(n <= 1, "{name} has {n} values: one run takes one value (a list is a sweep of sub-runs)");
         }
@@ -482,6 +484,7 @@ impl ReplayPlan {
                 metrics_interval: Duration::from_secs_f64(i),
                 wait: a.wait_for_server.map(|w| seconds(w, "--wait-for-server", false)).transpose()?,
                 reset_prefix_cache: a.reset_prefix_cache,
+                go_on_unreachable: a.go_on_unreachable,
                 kind: a.server_kind.map(|k| match k {
                     ServerKindArg::Vllm => ServerKind::Vllm,
                     ServerKindArg::Sglang => ServerKind::Sglang,
@@ -594,7 +597,17 @@ impl ReplayPlan {
             } else {
                 TokenCounting::ServerWithClientBeside
             },
-            exports: Exports { artifact_dir: a.artifact_dir, slos, progress_bar: a.ui_type != UiType::None, slice },
+            exports: Exports {
+                artifact_dir: a.artifact_dir.unwrap_or_else(|| PathBuf::from(super::artifacts::DEFAULT_ROOT)),
+                slos,
+                progress: match a.ui_type {
+                    UiType::None => super::progress::Mode::Off,
+                    UiType::Simple => super::progress::Mode::Auto {
+                        every: seconds(a.progress_interval, "--progress-interval", false)?,
+                    },
+                },
+                slice,
+            },
             coordination: Coordination { shard, start_at_unix_ns, clock_warn_ms },
             server,
             input_config,
@@ -634,7 +647,7 @@ impl ReplayPlan {
 
     /// The URL as it may be shown (credentials redacted).
     pub fn shown_url(&self) -> String {
-        format!("{}{}", redact_url(self.target.url.trim_end_matches('/')), self.target.path)
+        super::client::join_url(&redact_url(&self.target.url), &self.target.path)
     }
 
     /// Every secret of the run (API key, credential header values, URL password): masked in
@@ -846,8 +859,18 @@ impl ProfilePlan {
             }
             (None, None) => Mode::Single,
         };
-        let artifact_dir = args.artifact_dir.clone();
+        let artifact_dir = {
+            use super::artifacts;
+            let load = match &mode {
+                Mode::Single => artifacts::load_of(&args, || artifacts::first_row_has_timestamp(&args.input_file)),
+                Mode::Sweep { axis, values } => artifacts::campaign_load(*axis, Some(values)),
+                Mode::Search { axis, .. } => artifacts::campaign_load(*axis, None),
+            };
+            let name = artifacts::folder_name(&args.model, args.endpoint_type, &load);
+            artifacts::resolve(args.artifact_dir.as_deref(), &name, args.overwrite)?
+        };
         let mut base = args;
+        base.artifact_dir = Some(artifact_dir.clone());
         // The base holds one value of the swept option: each sub-run sets its own.
         base.request_rate.truncate(1);
         base.concurrency.truncate(1);
@@ -899,7 +922,7 @@ impl ProfilePlan {
     /// The plan of one sub-run: the swept option at `value` (none: as given), exports in `dir`.
     pub fn sub_run(&self, value: Option<f64>, dir: PathBuf) -> Result<ReplayPlan> {
         let mut a = self.base.clone();
-        a.artifact_dir = dir;
+        a.artifact_dir = Some(dir);
         if let (Some(v), Some(axis)) = (value, self.axis()) {
             match axis {
                 Axis::RequestRate => a.request_rate = vec![v],
