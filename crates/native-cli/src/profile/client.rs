@@ -156,22 +156,22 @@ impl Transport for HttpTransport {
     /// sessions: at least one each) and reads each answer whole, so that the pool keeps that many
     /// open, kept-alive connections, TCP and TLS handshakes done (any status will do). The first
     /// failure of each endpoint is printed, with a hint when TLS refused it.
-    async fn warm(&self, connections: usize) -> Option<Vec<usize>> {
+    async fn warm(&self, connections: usize) -> Option<Vec<(usize, usize)>> {
         let per = connections.div_ceil(self.endpoints.len().max(1)).max(1);
         let mut set = tokio::task::JoinSet::new();
         for (i, ep) in self.endpoints.iter().enumerate() {
             let (client, ep) = (self.client.clone(), ep.clone());
             set.spawn(async move { (i, warm_endpoint(&client, &ep, per).await) });
         }
-        let mut ok = vec![0; self.endpoints.len()];
+        let mut per_url = vec![(0, 0); self.endpoints.len()];
         while let Some(r) = set.join_next().await {
-            if let Ok((i, n)) = r
-                && let Some(slot) = ok.get_mut(i)
+            if let Ok((i, w)) = r
+                && let Some(slot) = per_url.get_mut(i)
             {
-                *slot = n;
+                *slot = (w.ready, w.reached);
             }
         }
-        Some(ok)
+        Some(per_url)
     }
 
     /// The `Date` header of a `GET /v1/models` (any status will do).
@@ -238,8 +238,8 @@ async fn get_headers(client: &HttpClient, uri: Uri, mut headers: HeaderMap) -> O
 }
 
 /// [`HttpTransport::warm`] for one endpoint.
-async fn warm_endpoint(client: &HttpClient, ep: &Endpoint, connections: usize) -> usize {
-    let Some(uri) = models_uri(ep) else { return 0 };
+async fn warm_endpoint(client: &HttpClient, ep: &Endpoint, connections: usize) -> Warmed {
+    let Some(uri) = models_uri(ep) else { return Warmed::default() };
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..connections {
         let (client, uri, mut headers) = (client.clone(), uri.clone(), ep.headers.clone());
@@ -248,29 +248,39 @@ async fn warm_endpoint(client: &HttpClient, ep: &Endpoint, connections: usize) -
             let mut req = Request::new(Full::new(Bytes::new()));
             *req.uri_mut() = uri;
             *req.headers_mut() = headers;
+            // An error carries whether a server was reached: only a failed connection (refused,
+            // unreachable, no such host) means nothing is there; a TLS refusal or a bad answer
+            // come from a server.
             let answer = async {
-                let resp = client.request(req).await.map_err(|e| describe(&e))?;
+                let resp = client.request(req).await.map_err(|e| {
+                    let reached = !e.is_connect() || super::tls::hint(&e).is_some();
+                    (describe(&e), reached)
+                })?;
                 let mut body = resp.into_body();
                 let mut read = 0usize;
                 // Read the answer to its end (bounded) so that the connection is reusable.
                 while let Some(Ok(f)) = body.frame().await {
                     read += f.data_ref().map_or(0, Bytes::len);
                     if read > 1 << 20 {
-                        return Err("the answer to GET /v1/models is larger than 1 MiB".to_owned());
+                        return Err(("the answer to GET /v1/models is larger than 1 MiB".to_owned(), true));
                     }
                 }
                 Ok(())
             };
             tokio::time::timeout(Duration::from_secs(10), answer)
                 .await
-                .unwrap_or_else(|_| Err("no answer within 10 s".to_owned()))
+                .unwrap_or_else(|_| Err(("no answer within 10 s".to_owned(), true)))
         });
     }
-    let (mut ok, mut first_error) = (0, None);
+    let (mut w, mut first_error) = (Warmed::default(), None);
     while let Some(r) = set.join_next().await {
         match r {
-            Ok(Ok(())) => ok += 1,
-            Ok(Err(e)) => {
+            Ok(Ok(())) => {
+                w.ready += 1;
+                w.reached += 1;
+            }
+            Ok(Err((e, reached))) => {
+                w.reached += usize::from(reached);
                 first_error.get_or_insert(e);
             }
             Err(_) => {}
@@ -281,7 +291,16 @@ async fn warm_endpoint(client: &HttpClient, ep: &Endpoint, connections: usize) -
             (ep.uri.scheme_str().unwrap_or("http"), ep.uri.authority().map_or("", |a| a.as_str()));
         say!("warning: cannot open a connection to {scheme}://{authority} before time zero: {e}");
     }
-    ok
+    w
+}
+
+/// What warming one endpoint's connections gave.
+#[derive(Clone, Copy, Debug, Default)]
+struct Warmed {
+    /// Connections ready for the run (answered).
+    ready: usize,
+    /// Attempts that reached a server (answered, refused TLS, or answered badly).
+    reached: usize,
 }
 
 /// An error of the client, its whole chain, with the TLS hint first when TLS caused it.

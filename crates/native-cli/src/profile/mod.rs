@@ -400,14 +400,14 @@ pub fn replay<T: Transport + Clone>(
         if let Some(per_url) = rt.block_on(transport.warm(connections)) {
             say!(
                 "Opened {} of {connections} connection(s) for the first burst in {:.0} ms",
-                per_url.iter().sum::<usize>(),
+                per_url.iter().map(|(ready, _)| ready).sum::<usize>(),
                 t0.elapsed().as_secs_f64() * 1e3
             );
             let shown = plan.shown_urls();
             let dead: Vec<&str> = per_url
                 .iter()
                 .enumerate()
-                .filter(|&(_, &n)| n == 0)
+                .filter(|&(_, &(_, reached))| reached == 0)
                 .map(|(i, _)| shown.get(i).map_or("?", String::as_str))
                 .collect();
             if !dead.is_empty() && !plan.server.go_on_unreachable {

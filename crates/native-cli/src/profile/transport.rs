@@ -70,9 +70,10 @@ pub trait Transport: Send + Sync + 'static {
     fn send(&self, req: Outgoing, clock: Clock) -> impl Future<Output = Exchange> + Send;
 
     /// Opens up to `connections` connections before time zero (TCP and TLS handshakes off the
-    /// clock), spread over the URLs; returns how many answered per URL (by index). Transports
-    /// without connections have nothing to do and return `None`.
-    fn warm(&self, connections: usize) -> impl Future<Output = Option<Vec<usize>>> + Send {
+    /// clock), spread over the URLs; returns per URL (by index) how many are ready and how many
+    /// attempts reached a server at all. Transports without connections have nothing to do and
+    /// return `None`.
+    fn warm(&self, connections: usize) -> impl Future<Output = Option<Vec<(usize, usize)>>> + Send {
         let _ = connections;
         std::future::ready(None)
     }
