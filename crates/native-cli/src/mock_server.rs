@@ -236,6 +236,8 @@ struct Counters {
     /// Requests finished, by latency bucket ([`LATENCY_BUCKETS`] and +Inf), and their sum (µs).
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len() + 1],
     latency_sum_us: AtomicU64,
+    /// Failed `accept`s: each one is followed by a pause, so this counts the pauses.
+    accept_errors: AtomicU64,
 }
 
 /// Upper bounds (s) of the mock's end-to-end latency histogram.
@@ -278,6 +280,12 @@ impl Counters {
             "counter",
             "Prefix cache hits, in prompt words.",
             g(&self.hits).to_string(),
+        );
+        metric(
+            "mock_accept_errors_total",
+            "counter",
+            "Failed accepts of a connection, each followed by a pause.",
+            g(&self.accept_errors).to_string(),
         );
         out.push_str("# HELP vllm:e2e_request_latency_seconds End-to-end latency of answered requests.\n");
         out.push_str("# TYPE vllm:e2e_request_latency_seconds histogram\n");
@@ -439,6 +447,7 @@ pub fn run(args: Args) -> Result<()> {
                     Err(e) => {
                         // Out of descriptors (EMFILE, ENFILE) the pending connection stays queued
                         // and `accept` fails again at once: wait for connections to close.
+                        state.metrics.accept_errors.fetch_add(1, Ordering::Relaxed);
                         tokio::time::sleep(accept_backoff(&e)).await;
                         continue;
                     }
@@ -910,6 +919,7 @@ mod tests {
         assert_eq!(get("vllm:prefix_cache_hits").samples[0].value, 16.0);
         assert_eq!(get("vllm:num_requests_running").samples[0].value, 0.0);
         assert_eq!(get("vllm:kv_cache_usage_perc").samples[0].value, 0.5);
+        assert_eq!(get("mock_accept_errors").samples[0].value, 0.0);
         // Two requests in, one of them in line for a slot: one running, one waiting.
         m.running.fetch_add(2, Ordering::Relaxed);
         let in_line = InLine::new(&m);
