@@ -91,11 +91,11 @@ pub struct Args {
     pub max_request_bytes: usize,
     /// Close a keep-alive connection that sends no new request for this long (seconds). The
     /// default outlasts `profile`'s own 90 s pool idle timeout, so the client closes first.
-    #[arg(long, default_value_t = DEFAULT_IDLE_TIMEOUT_SECONDS, value_parser = positive_seconds)]
-    pub idle_timeout_seconds: f64,
-    /// Exit after this many seconds (a safety net for scripts; at most a year).
+    #[arg(long, default_value = DEFAULT_IDLE_TIMEOUT_SECONDS, value_parser = positive_seconds)]
+    pub idle_timeout_seconds: Duration,
+    /// Exit after this many seconds (a safety net for scripts; at most 30 days).
     #[arg(long, value_parser = seconds)]
-    pub exit_after_seconds: Option<f64>,
+    pub exit_after_seconds: Option<Duration>,
     /// Load model: at most this many requests served at once (from their TTFT to their last
     /// token); the others wait in a FIFO queue, so TTFT grows with load.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -311,7 +311,7 @@ pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 1_000_000;
 /// Default of `--max-request-bytes`: 64 MiB.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 64 << 20;
 /// Default of `--idle-timeout-seconds`.
-pub const DEFAULT_IDLE_TIMEOUT_SECONDS: f64 = 120.0;
+pub const DEFAULT_IDLE_TIMEOUT_SECONDS: &str = "120";
 /// A stream's bytes are handed to the connection in pieces of about this size.
 pub const STREAM_PIECE_BYTES: usize = 64 << 10;
 
@@ -326,14 +326,14 @@ fn number_in(s: &str, lo: f64, hi: f64, open: bool, what: &str) -> std::result::
     }
 }
 
-/// Seconds > 0, at most a year (what `Duration` and timers hold comfortably).
-fn positive_seconds(s: &str) -> std::result::Result<f64, String> {
-    number_in(s, 0.0, 365.0 * 86_400.0, true, "a number of seconds")
+/// A time span in seconds > 0 ([`aiperf_core::duration`]).
+fn positive_seconds(s: &str) -> std::result::Result<Duration, String> {
+    aiperf_core::duration::parse_seconds(s, false).map_err(|e| e.to_string())
 }
 
-/// Seconds >= 0, at most a year.
-fn seconds(s: &str) -> std::result::Result<f64, String> {
-    number_in(s, 0.0, 365.0 * 86_400.0, false, "a number of seconds")
+/// A time span in seconds ≥ 0.
+fn seconds(s: &str) -> std::result::Result<Duration, String> {
+    aiperf_core::duration::parse_seconds(s, true).map_err(|e| e.to_string())
 }
 
 /// Milliseconds >= 0, at most a day.
@@ -429,7 +429,7 @@ pub fn run(args: Args) -> Result<()> {
             Some(p) => Some(Mutex::new(BufWriter::new(crate::output::create_stream(p)?))),
             None => None,
         };
-        let idle = Duration::from_secs_f64(args.idle_timeout_seconds);
+        let idle = args.idle_timeout_seconds;
         let exit_after = args.exit_after_seconds;
         let slots = args.slots.map(Slots::new);
         let state = Arc::new(State {
@@ -475,7 +475,7 @@ pub fn run(args: Args) -> Result<()> {
         let stop = async {
             let deadline = async {
                 match exit_after {
-                    Some(s) => tokio::time::sleep(Duration::from_secs_f64(s)).await,
+                    Some(d) => tokio::time::sleep(d).await,
                     None => std::future::pending().await,
                 }
             };

@@ -481,8 +481,9 @@ fn mock_server_options_out_of_range_are_named() {
         ("--ttft-ms", "1e300", "a number of milliseconds from 0 (included) to 86400000"),
         ("--itl-ms", "NaN", "a number of milliseconds"),
         ("--error-rate", "2", "a fraction from 0 (included) to 1"),
-        ("--exit-after-seconds", "-1", "a number of seconds"),
-        ("--idle-timeout-seconds", "0", "a number of seconds from 0 (excluded)"),
+        ("--exit-after-seconds", "-1", "accepted is a number of seconds ≥ 0 and at most 2592000 (30 days)"),
+        ("--exit-after-seconds", "2592001", "at most 2592000 (30 days)"),
+        ("--idle-timeout-seconds", "0", "accepted is a number of seconds > 0 and at most 2592000 (30 days)"),
     ] {
         let out = cli(&[os("mock-server"), os("--port"), os("0"), os(&format!("{flag}={value}"))]);
         let err = stderr(&out);

@@ -374,6 +374,42 @@ fn unsupported_aiperf_options_are_rejected_clearly() {
 }
 
 #[test]
+fn waits_past_thirty_days_are_refused_before_anything_is_sent() {
+    // Each of these made the replay wait for ever after its first request: the guard turns such a
+    // wait into a failure.
+    let mock = Mock::start(&[]);
+    for (name, rows, expected) in [
+        (
+            "far.jsonl",
+            [
+                r#"{"timestamp": 0, "input_length": 5, "output_length": 2}"#,
+                r#"{"timestamp": 1e308, "input_length": 5, "output_length": 2}"#,
+            ],
+            ":2: field 'timestamp' 1e308 ms: accepted is at most 2592000000 ms, 30 days after time zero (0 ms)",
+        ),
+        (
+            "slow.jsonl",
+            [
+                r#"{"session_id": "a", "timestamp": 0, "input_length": 5, "output_length": 2}"#,
+                r#"{"session_id": "a", "delay": 1e300, "input_length": 5, "output_length": 2}"#,
+            ],
+            ":2: field 'delay' 1e300 ms: accepted is at most 2592000000 ms (30 days)",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join(name);
+        std::fs::write(&trace, rows.join("\n") + "\n").unwrap();
+        let art = dir.path().join("art");
+        let out = profile_on(&mock.url, &trace, &art, &["--ui-type", "none"], GUARD);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("error: {}{expected}", trace.display())), "{err}");
+        assert!(!art.exists(), "nothing written");
+    }
+    assert!(mock.arrivals().is_empty(), "nothing sent");
+}
+
+#[test]
 fn missing_tokenizer_name_offline_gives_a_clear_message() {
     let dir = tempfile::tempdir().unwrap();
     let trace = write_trace(dir.path(), &[r#"{"input_length": 5, "output_length": 1}"#.to_string()]);
