@@ -11,6 +11,7 @@
 //! - [`synthesis`]: transform and generative trace synthesis (AIPerf/Dynamo-compatible);
 //! - [`report`]: the console report of an analysis;
 //! - [`sse`]: incremental server-sent-events parser and OpenAI chunk interpretation;
+//! - [`duration`]: the longest time span a run accepts, and the check of one given in seconds;
 //! - [`schedule`]: the replay schedule as data;
 //! - [`dispatch`]: which request goes next and when (sessions, concurrency ceiling, stop);
 //! - [`metrics`]: per-request records, AIPerf metrics, mergeable aggregates, goodput;
@@ -24,6 +25,7 @@
 
 pub mod analysis;
 pub mod dispatch;
+pub mod duration;
 pub mod formats;
 pub mod metrics;
 pub mod prometheus;

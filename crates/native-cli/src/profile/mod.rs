@@ -845,7 +845,10 @@ fn wait_until(at_unix_ns: u64, stop: &CancellationToken) -> Instant {
         }
         std::thread::sleep((left - ZERO_LEAD).min(DRAIN_POLL * 10));
     }
-    let (now_i, now_u) = (Instant::now(), unix_now_ns());
+    // The wall clock first: a pause between the two readings then moves time zero later, never
+    // earlier, so no shard sends before the common start.
+    let now_u = unix_now_ns();
+    let now_i = Instant::now();
     if at >= now_u {
         now_i + remaining(now_u)
     } else {

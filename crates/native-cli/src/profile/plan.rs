@@ -7,20 +7,19 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use aiperf_core::duration;
 use aiperf_core::metrics::{Slo, parse_goodput};
-use aiperf_core::schedule::{self, ArrivalPattern, Schedule, Shard, Timing};
+use aiperf_core::schedule::{self, ArrivalPattern, Schedule, ScheduleError, Shard, Timing};
 use aiperf_core::search::{Search, SearchParams};
 use aiperf_core::sweep::Axis;
 use aiperf_core::synthesis::TransformParams;
 use aiperf_core::trace::Trace;
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::{Map, Value, json};
 
 use super::body::BodyTemplate;
 use super::options::{Args, Pattern, SearchAxis, ServerKindArg, UiType};
 
-/// Longest accepted time option (a request timeout, duration or grace period): 30 days.
-pub const MAX_SECONDS: f64 = 30.0 * 24.0 * 3600.0;
 /// Accepted `--request-rate` range (sessions per second).
 pub const RATE_RANGE: (f64, f64) = (1e-3, 1e6);
 /// Most concurrent session runs.
@@ -259,15 +258,9 @@ fn key_value(s: &str, what: &str) -> Result<(String, String)> {
     Ok((k.trim().to_owned(), v.to_owned()))
 }
 
-/// A number of seconds in (0, MAX_SECONDS], or [0, MAX_SECONDS] when `zero_ok`.
+/// Option `name`'s number of seconds as a time span ([`duration::seconds`]).
 fn seconds(v: f64, name: &str, zero_ok: bool) -> Result<Duration> {
-    let low_ok = if zero_ok { v >= 0.0 } else { v > 0.0 };
-    ensure!(
-        v.is_finite() && low_ok && v <= MAX_SECONDS,
-        "{name} {v:?}: accepted is a number of seconds {} 0 and at most {MAX_SECONDS} (30 days)",
-        if zero_ok { "≥" } else { ">" }
-    );
-    Duration::try_from_secs_f64(v).with_context(|| format!("{name} {v} is not a valid duration"))
+    duration::seconds(v, zero_ok).map_err(|e| anyhow!("{name} {v:?}: {e}"))
 }
 
 fn in_range<T: PartialOrd + std::fmt::Display + Copy>(v: T, name: &str, lo: T, hi: T) -> Result<T> {
@@ -742,7 +735,10 @@ impl ReplayPlan {
     pub fn schedule(&self, trace: &Trace) -> Result<Schedule> {
         let has_timestamps = trace.rows().first().is_some_and(|r| r.timestamp.is_some());
         let timing = self.timing(has_timestamps)?;
-        let s = schedule::build(trace, timing, self.limits.request_count).context("cannot schedule the trace")?;
+        let s = schedule::build(trace, timing, self.limits.request_count).map_err(|e| match e {
+            ScheduleError::Row { line, problem } => anyhow!("{}:{line}: {problem}", self.source.input_file.display()),
+            e => anyhow!(e).context("cannot schedule the trace"),
+        })?;
         let shard = self.coordination.shard;
         ensure!(
             (shard.count as usize) <= s.sessions.len(),
