@@ -740,8 +740,9 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
         } else {
             json!({"index": 0, "text": text, "finish_reason": finish})
         };
-        let mut r =
-            full(StatusCode::OK, json!({"id": id, "object": "chat.completion", "choices": [choice], "usage": usage}));
+        // AIPerf's completions parser takes only `text_completion` (or `completion`) objects.
+        let object = if chat { "chat.completion" } else { "text_completion" };
+        let mut r = full(StatusCode::OK, json!({"id": id, "object": object, "choices": [choice], "usage": usage}));
         r.headers_mut().insert("x-aiperf-mock-ttft-ms", hyper::header::HeaderValue::from(a.ttft_ms.round() as u64));
         return Ok(r);
     }
