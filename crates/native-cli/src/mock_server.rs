@@ -925,7 +925,8 @@ mod tests {
         m.finished(Duration::from_millis(30));
         m.hits.fetch_add(16, Ordering::Relaxed);
         let families =
-            aiperf_core::prometheus::parse(&m.exposition(0.5), aiperf_core::prometheus::DEFAULT_LIMITS).unwrap();
+            aiperf_core::server::prometheus::parse(&m.exposition(0.5), aiperf_core::server::prometheus::DEFAULT_LIMITS)
+                .unwrap();
         let get = |n: &str| families.iter().find(|f| f.name == n).unwrap();
         assert_eq!(get("vllm:request_success").samples[0].value, 1.0);
         assert_eq!(get("vllm:prefix_cache_hits").samples[0].value, 16.0);
@@ -936,13 +937,14 @@ mod tests {
         m.running.fetch_add(2, Ordering::Relaxed);
         let in_line = InLine::new(&m);
         let families =
-            aiperf_core::prometheus::parse(&m.exposition(0.5), aiperf_core::prometheus::DEFAULT_LIMITS).unwrap();
+            aiperf_core::server::prometheus::parse(&m.exposition(0.5), aiperf_core::server::prometheus::DEFAULT_LIMITS)
+                .unwrap();
         let value = |n: &str| families.iter().find(|f| f.name == n).unwrap().samples[0].value;
         assert_eq!((value("vllm:num_requests_running"), value("vllm:num_requests_waiting")), (1.0, 1.0));
         drop(in_line);
         assert_eq!(m.waiting.load(Ordering::Relaxed), 0);
         let h = get("vllm:e2e_request_latency_seconds");
-        assert_eq!(h.kind, aiperf_core::prometheus::Kind::Histogram);
+        assert_eq!(h.kind, aiperf_core::server::prometheus::Kind::Histogram);
         // 30 ms falls in the 0.05 bucket: cumulative 0 at 0.01, 1 from 0.05 on.
         let buckets: Vec<f64> = h.samples.iter().filter(|s| s.name.ends_with("_bucket")).map(|s| s.value).collect();
         assert_eq!(buckets, vec![0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]);

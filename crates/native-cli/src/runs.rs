@@ -1,16 +1,16 @@
 //! `aiperf-cli report` and `aiperf-cli compare`: finished runs read back from their artifact
 //! folders (`profile_export.jsonl`, with `profile_export_aiperf.json` for the settings) through
-//! [`aiperf_core::run`], which recomputes the summary exactly as `profile` did.
+//! [`aiperf_core::view`], which recomputes the summary exactly as `profile` did.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use aiperf_core::results::RECORDS_FILE;
-use aiperf_core::run::curve::Curve;
-use aiperf_core::run::server::{SERVER_METRICS_FILE, ServerTimeline};
-use aiperf_core::run::{CONFIG_FILE, MAX_RUNS, Run, RunLoader, RunSettings, compare, default_label, html};
-use aiperf_core::search::SEARCH_JSON;
-use aiperf_core::sweep::SWEEP_JSON;
+use aiperf_core::campaign::search::SEARCH_JSON;
+use aiperf_core::campaign::sweep::SWEEP_JSON;
+use aiperf_core::results::record::RECORDS_FILE;
+use aiperf_core::view::curve::Curve;
+use aiperf_core::view::server::{SERVER_METRICS_FILE, ServerTimeline};
+use aiperf_core::view::{CONFIG_FILE, MAX_RUNS, Run, RunLoader, RunSettings, compare, default_label, html};
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 

@@ -217,7 +217,8 @@ fn connection_refused_is_recorded_and_the_run_completes() {
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("art");
     let url = format!("http://127.0.0.1:{port}");
-    let out = profile_on(&url, &trace, &art, &["--request-rate", "50"], LIMIT);
+    // Asked to go on past the dead URL (by default the run ends before time zero: `first_hour`).
+    let out = profile_on(&url, &trace, &art, &["--request-rate", "50", "--go-on-unreachable"], LIMIT);
     // No request succeeded: exit status 1 (as AIPerf), with every export written.
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no request succeeded"));

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use aiperf_core::metrics::{Aggregate, RequestRecord};
+use aiperf_core::results::aggregate::Aggregate;
+use aiperf_core::results::record::RequestRecord;
 use common::*;
 use serde_json::Value;
 

@@ -5,10 +5,10 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use aiperf_core::formats::{FileOptions, Format};
-use aiperf_core::run::curve::Curve;
-use aiperf_core::run::server::ServerTimeline;
-use aiperf_core::run::{Run, RunLoader, RunSettings, html};
 use aiperf_core::trace::{ParseOptions, Trace};
+use aiperf_core::view::curve::Curve;
+use aiperf_core::view::server::ServerTimeline;
+use aiperf_core::view::{Run, RunLoader, RunSettings, html};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;

@@ -70,7 +70,7 @@ pub fn detect(first_bytes: &[u8]) -> Result<Detection, FormatError> {
         return found(Format::Mooncake, "JSON lines without another format's keys".into());
     }
     let columns: Vec<String> =
-        super::csv::fields(first_line).unwrap_or_default().iter().map(|c| c.trim().to_ascii_lowercase()).collect();
+        crate::csv::split(first_line).unwrap_or_default().iter().map(|c| c.trim().to_ascii_lowercase()).collect();
     let col = |name: &str| columns.iter().any(|c| c == name);
     if col("timestamp") && col("contexttokens") && col("generatedtokens") {
         let second = text.split('\n').nth(1).unwrap_or("");

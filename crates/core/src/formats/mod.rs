@@ -18,8 +18,7 @@
 mod azure;
 mod bailian;
 mod burstgpt;
-mod csv;
-mod datetime;
+mod columns;
 mod detect;
 mod error;
 mod flat;
@@ -31,7 +30,6 @@ mod weka;
 
 use std::sync::Arc;
 
-pub use datetime::{DATETIME_SYNTAX, DateTime, parse_datetime};
 pub use detect::{Detection, detect};
 pub use error::{FormatError, Line};
 pub use reblock::Reblocker;
@@ -192,12 +190,12 @@ pub fn parse_document(format: Format, source: &Arc<str>, text: &str) -> Result<P
 /// [`Converter::push_parsed_document`] one after the other: a big document's first requests can
 /// be converted while the rest is read. The parts together convert exactly as the whole
 /// document ([`parse_document`]), errors included.
-pub struct DocumentReader<'t>(weka::Reader<'t>);
+pub struct DocumentReader<'t>(weka::scan::Reader<'t>);
 
 impl<'t> DocumentReader<'t> {
     pub fn new(format: Format, source: &Arc<str>, text: &'t str) -> Result<Self, FormatError> {
         match format {
-            Format::Weka => Ok(DocumentReader(weka::Reader::new(source, text))),
+            Format::Weka => Ok(DocumentReader(weka::scan::Reader::new(source, text))),
             _ => Err(FormatError::Options(format!("{source}: {format} files are not one document"))),
         }
     }

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use aiperf_core::sweep::Axis;
+use aiperf_core::campaign::sweep::Axis;
 use anyhow::{Result, bail};
 
 use super::body::EndpointType;

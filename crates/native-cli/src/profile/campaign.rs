@@ -2,7 +2,7 @@
 //! `--request-rate`, `--concurrency` or `--synthesis-speedup-ratio`) and the capacity search
 //! (`--search-max`). Each sub-run is [`super::run_one`] — the single run, unchanged — into its own
 //! folder; this module only decides the folders, pauses between sub-runs and writes the summaries
-//! (pure serializers of [`aiperf_core::sweep`] and [`aiperf_core::search`]).
+//! (pure serializers of [`aiperf_core::campaign::sweep`] and [`aiperf_core::campaign::search`]).
 //!
 //! Folders: a sweep or search value `V` runs in `ARTIFACT_DIR/V/`; with repeats, run `k` of it in
 //! `ARTIFACT_DIR/V/run_k/` and the aggregate in `ARTIFACT_DIR/V/`; repeats without a sweep in
@@ -12,8 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use aiperf_core::search::{self, Next, Search, Stop};
-use aiperf_core::sweep::{self, Axis, Figure, SweepPoint};
+use aiperf_core::campaign::search::{self, Next, Search, Stop};
+use aiperf_core::campaign::sweep::{self, Axis, Figure, SweepPoint};
 use anyhow::{Context, Result};
 
 use super::export::write_file;

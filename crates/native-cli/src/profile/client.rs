@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use aiperf_core::metrics::{RecordError, ServerUsage};
-use aiperf_core::sse::{ChunkError, SseEvent, SseParser, StreamItem, interpret_chunk, interpret_response};
+use aiperf_core::replay::sse::{ChunkError, SseEvent, SseParser, StreamItem, interpret_chunk, interpret_response};
+use aiperf_core::results::record::{RecordError, ServerUsage};
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -448,7 +448,7 @@ fn chunk_error(e: ChunkError) -> RecordError {
     RecordError { kind: kind.into(), message: e.to_string() }
 }
 
-fn merge_usage(into: &mut ServerUsage, u: aiperf_core::sse::Usage) {
+fn merge_usage(into: &mut ServerUsage, u: aiperf_core::replay::sse::Usage) {
     into.prompt_tokens = u.prompt_tokens.or(into.prompt_tokens);
     into.completion_tokens = u.completion_tokens.or(into.completion_tokens);
     into.cached_tokens = u.cached_tokens.or(into.cached_tokens);

@@ -1,4 +1,4 @@
-//! The one dispatcher: drives [`aiperf_core::dispatch::Dispatch`] with the real clock.
+//! The one dispatcher: drives [`aiperf_core::replay::dispatch::Dispatch`] with the real clock.
 //!
 //! It runs on its own OS thread so that pacing never waits behind busy runtime workers. The state
 //! machine says which job is next and when; this loop sleeps until shortly before that deadline,
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
-use aiperf_core::dispatch::{Dispatch, Peek, PrefixCache};
+use aiperf_core::replay::dispatch::{Dispatch, Peek, PrefixCache};
 use aiperf_core::trace::{Input, Trace};
 use anyhow::Result;
 use tokio::runtime::Handle;
@@ -40,7 +40,7 @@ const MAX_SLEEP: Duration = Duration::from_millis(20);
 pub struct Dispatched {
     pub requests: u64,
     /// What the concurrency ceiling held back.
-    pub ceiling: aiperf_core::dispatch::Ceiling,
+    pub ceiling: aiperf_core::replay::dispatch::Ceiling,
 }
 
 /// Everything the dispatcher loop owns.

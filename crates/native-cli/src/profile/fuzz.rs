@@ -13,8 +13,8 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aiperf_core::dispatch::{Dispatch, Peek};
-use aiperf_core::schedule::Rng;
+use aiperf_core::replay::dispatch::{Dispatch, Peek};
+use aiperf_core::replay::schedule::Rng;
 use aiperf_core::trace::{ParseOptions, read};
 use bytes::Bytes;
 use clap::Parser;

@@ -1,10 +1,10 @@
 //! `aiperf-cli profile`: replay a trace against an OpenAI-compatible server with precise timing,
 //! and measure it the way AIPerf does.
 //!
-//! Data flows one way: flags → [`plan::ReplayPlan`] → trace and [`aiperf_core::schedule`] →
-//! [`dispatcher`] (driving [`aiperf_core::dispatch`], bodies from the [`preparer`]) →
+//! Data flows one way: flags → [`plan::ReplayPlan`] → trace and [`aiperf_core::replay::schedule`] →
+//! [`dispatcher`] (driving [`aiperf_core::replay::dispatch`], bodies from the [`preparer`]) →
 //! [`request`] over a [`transport::Transport`] → [`records`] (token counts, metrics, the JSONL
-//! line) → [`export`] of one [`aiperf_core::results::RunSummary`].
+//! line) → [`export`] of one [`aiperf_core::results::summary::RunSummary`].
 //!
 //! A run has named phases — warm-up, measure, drain, export — driven by two cancellation tokens:
 //! `stop` (no new requests: a signal or the end of `--benchmark-duration`) and `abort` (cancel
@@ -35,16 +35,15 @@ mod fuzz;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use aiperf_core::dispatch::Dispatch;
-use aiperf_core::metrics::Metric;
-use aiperf_core::results::RunSummary;
-use aiperf_core::schedule::{Schedule, Starts};
-use aiperf_core::sharding::{ClockOffset, DateProbe, ShardRun, Sharding, estimate_offset};
+use aiperf_core::replay::dispatch::Dispatch;
+use aiperf_core::replay::schedule::{Schedule, Starts};
+use aiperf_core::replay::sharding::{ClockOffset, DateProbe, ShardRun, Sharding, estimate_offset};
+use aiperf_core::results::metrics::Metric;
+use aiperf_core::results::summary::RunSummary;
 use aiperf_core::trace::Trace;
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
@@ -97,12 +96,14 @@ pub fn run_one(
     started: Instant,
 ) -> Result<RunOutcome> {
     let dir = &plan.exports.artifact_dir;
-    let slice_files =
-        plan.exports.slice.map(|_| [aiperf_core::timeslices::TIMESLICES_JSON, aiperf_core::timeslices::TIMESLICES_CSV]);
-    let outputs: Vec<std::path::PathBuf> = std::iter::once(aiperf_core::results::RECORDS_FILE)
-        .chain(aiperf_core::results::SummaryFormat::ALL.map(|f| f.file_name()))
+    let slice_files = plan
+        .exports
+        .slice
+        .map(|_| [aiperf_core::results::timeslices::TIMESLICES_JSON, aiperf_core::results::timeslices::TIMESLICES_CSV]);
+    let outputs: Vec<std::path::PathBuf> = std::iter::once(aiperf_core::results::record::RECORDS_FILE)
+        .chain(aiperf_core::results::export::SummaryFormat::ALL.map(|f| f.file_name()))
         .chain(slice_files.into_iter().flatten())
-        .chain([aiperf_core::server_metrics::JSON_FILE, aiperf_core::server_metrics::CSV_FILE])
+        .chain([aiperf_core::server::export::JSON_FILE, aiperf_core::server::export::CSV_FILE])
         .map(|f| dir.join(f))
         .collect();
     let outputs: Vec<&std::path::Path> = outputs.iter().map(std::path::PathBuf::as_path).collect();
@@ -410,11 +411,17 @@ pub fn replay<T: Transport + Clone>(
                 .filter(|&(_, &(_, reached))| reached == 0)
                 .map(|(i, _)| shown.get(i).map_or("?", String::as_str))
                 .collect();
-            if !dead.is_empty() && !plan.server.go_on_unreachable {
+            if dead.len() == per_url.len() && !plan.server.go_on_unreachable {
                 anyhow::bail!(
                     "no connection could be opened to {} before time zero (the reason is above); nothing was sent. \
                      Is the server running there? --wait-for-server SECONDS waits for it to answer; \
                      --go-on-unreachable replays anyway",
+                    dead.join(", ")
+                );
+            }
+            if !dead.is_empty() && dead.len() < per_url.len() {
+                say!(
+                    "warning: no connection could be opened to {} before time zero: its sessions will fail",
                     dead.join(", ")
                 );
             }
@@ -530,7 +537,7 @@ pub fn replay<T: Transport + Clone>(
         slicer: plan
             .exports
             .slice
-            .map(|d| aiperf_core::timeslices::Slicer::new(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
+            .map(|d| aiperf_core::results::timeslices::Slicer::new(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
             .transpose()?,
     };
     std::thread::Builder::new()
@@ -583,7 +590,7 @@ pub fn replay<T: Transport + Clone>(
     let client_cpu_s = process_cpu_seconds().zip(cpu_before).map(|(b, a)| b - a);
     let server_metrics = scraper.map(|s| {
         let series = s.finish();
-        aiperf_core::server_metrics::ServerMetrics::of(&series, u64::try_from(start_unix_ns).unwrap_or(u64::MAX))
+        aiperf_core::server::window::ServerMetrics::of(&series, u64::try_from(start_unix_ns).unwrap_or(u64::MAX))
     });
     let server_metrics = server_metrics.filter(|m| m.endpoints.iter().any(|e| e.fetches > 0));
     let server_written = server_metrics
@@ -615,7 +622,7 @@ pub fn replay<T: Transport + Clone>(
         sharding,
         server: server_metrics
             .as_ref()
-            .map(|m| aiperf_core::server_metrics::ServerView::of(m, Some(collected.aggregate.total_input_tokens))),
+            .map(|m| aiperf_core::server::kinds::ServerView::of(m, Some(collected.aggregate.total_input_tokens))),
     };
     let mut written = export::write_summaries(&plan.exports.artifact_dir, &summary);
     if let Some(slicer) = &collected.slices {
@@ -624,7 +631,7 @@ pub fn replay<T: Transport + Clone>(
             say!(
                 "warning: {} request(s) sent after the first {} time slices are left out of the time slices",
                 slices.beyond,
-                aiperf_core::timeslices::MAX_SLICES
+                aiperf_core::results::timeslices::MAX_SLICES
             );
         }
         let w = export::write_timeslices(&plan.exports.artifact_dir, &slices, &summary);
@@ -633,7 +640,7 @@ pub fn replay<T: Transport + Clone>(
         }
         written = written.and(w);
     }
-    show!("{}", aiperf_core::results::console_table(&summary));
+    show!("{}", aiperf_core::results::export::console_table(&summary));
     let ceiling_note = match (&sent, plan.limits.concurrency) {
         (Ok(d), Some(c)) if fixed_schedule => Some(ceiling_note(c, d.ceiling, d.requests, &summary)),
         _ => None,
@@ -661,7 +668,7 @@ pub fn replay<T: Transport + Clone>(
 
 /// What a `--concurrency` ceiling did to a fixed schedule: nothing (never reached), or how many
 /// session starts it held back past their timestamps, with the lateness that cost.
-fn ceiling_note(c: usize, ceiling: aiperf_core::dispatch::Ceiling, sent: u64, summary: &RunSummary) -> String {
+fn ceiling_note(c: usize, ceiling: aiperf_core::replay::dispatch::Ceiling, sent: u64, summary: &RunSummary) -> String {
     if ceiling.held_starts == 0 {
         return format!(
             "--concurrency {c} had no effect: at most {} session(s) were in flight on the trace's timestamps",
@@ -818,7 +825,7 @@ fn check_start_ahead(at_unix_ns: u64, started: Instant) -> Result<()> {
     anyhow::ensure!(
         u128::from(at_unix_ns) > now,
         "--start-at {} is {:.3} s in the past: give a time far enough ahead for every shard to read the trace, load the tokenizer and warm up (this one has been starting for {:.3} s)",
-        aiperf_core::results::iso8601(u128::from(at_unix_ns)),
+        aiperf_core::datetime::iso8601(u128::from(at_unix_ns)),
         (now - u128::from(at_unix_ns)) as f64 / 1e9,
         started.elapsed().as_secs_f64()
     );
@@ -836,7 +843,7 @@ fn wait_until(at_unix_ns: u64, stop: &CancellationToken) -> Instant {
     say!(
         "Waiting {:.3} s for the common start {}",
         remaining(unix_now_ns()).as_secs_f64(),
-        aiperf_core::results::iso8601(at)
+        aiperf_core::datetime::iso8601(at)
     );
     loop {
         let left = remaining(unix_now_ns());

@@ -173,7 +173,7 @@ pub struct Args {
     /// starting (time zero comes after it answers and connections are warm).
     #[arg(help_heading = "Server", long)]
     pub wait_for_server: Option<f64>,
-    /// Replay even when no connection to a URL could be opened before time zero (by default the
+    /// Replay even when no connection to any URL could be opened before time zero (by default the
     /// run then ends with exit status 1 before sending anything).
     #[arg(help_heading = "Server", long)]
     pub go_on_unreachable: bool,

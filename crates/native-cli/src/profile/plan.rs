@@ -7,11 +7,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use aiperf_core::campaign::search::{Search, SearchParams};
+use aiperf_core::campaign::sweep::Axis;
 use aiperf_core::duration;
-use aiperf_core::metrics::{Slo, parse_goodput};
-use aiperf_core::schedule::{self, ArrivalPattern, Schedule, ScheduleError, Shard, Timing};
-use aiperf_core::search::{Search, SearchParams};
-use aiperf_core::sweep::Axis;
+use aiperf_core::replay::schedule::{self, ArrivalPattern, Schedule, ScheduleError, Shard, Timing};
+use aiperf_core::results::metrics::{Slo, parse_goodput};
 use aiperf_core::synthesis::TransformParams;
 use aiperf_core::trace::Trace;
 use anyhow::{Context, Result, anyhow, bail, ensure};
@@ -231,7 +231,7 @@ pub struct ServerPlan {
     /// `--go-on-unreachable`: replay even when a URL took no connection before time zero.
     pub go_on_unreachable: bool,
     /// `--server-kind`.
-    pub kind: Option<aiperf_core::server_metrics::ServerKind>,
+    pub kind: Option<aiperf_core::server::kinds::ServerKind>,
 }
 
 /// Accepted `--server-metrics-interval` range (s).
@@ -456,7 +456,7 @@ impl ReplayPlan {
             Pattern::Constant => ArrivalPattern::Constant,
         };
         let server = {
-            use aiperf_core::server_metrics::ServerKind;
+            use aiperf_core::server::kinds::ServerKind;
             let mut metrics_urls = Vec::new();
             if !a.no_server_metrics {
                 for u in urls.iter().chain(&a.server_metrics) {
@@ -1243,7 +1243,7 @@ mod tests {
         let p = plan(&["--wait-for-server", "5", "--reset-prefix-cache", "--server-kind", "llamacpp"]).unwrap();
         assert_eq!(p.server.wait, Some(Duration::from_secs(5)));
         assert!(p.server.reset_prefix_cache);
-        assert_eq!(p.server.kind, Some(aiperf_core::server_metrics::ServerKind::Llamacpp));
+        assert_eq!(p.server.kind, Some(aiperf_core::server::kinds::ServerKind::Llamacpp));
         let cfg = plan(&["-u", "http://u:secret99@h:1"]).unwrap().input_config().to_string();
         assert!(!cfg.contains("secret99") && cfg.contains("http://<redacted>@h:1/metrics"), "{cfg}");
     }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use aiperf_core::metrics::{Aggregate, Metric};
+use aiperf_core::results::aggregate::Aggregate;
+use aiperf_core::results::metrics::Metric;
 use aiperf_core::stats::Distribution;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::Duration;
 
-use aiperf_core::metrics::{Aggregate, RecordError, Slo};
-use aiperf_core::results::record_line;
-use aiperf_core::timeslices::Slicer;
+use aiperf_core::results::aggregate::Aggregate;
+use aiperf_core::results::metrics::Slo;
+use aiperf_core::results::record::{RecordError, record_line};
+use aiperf_core::results::timeslices::Slicer;
 use anyhow::{Context, Result};
 
 use super::plan::TokenCounting;

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::client::chain;
 use super::proxy::{Proxies, ProxyConnector};
-use aiperf_core::server_metrics::{DEFAULT_SERIES_LIMITS, EndpointSeries, ServerKind};
+use aiperf_core::server::kinds::ServerKind;
+use aiperf_core::server::series::{DEFAULT_SERIES_LIMITS, EndpointSeries};
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};

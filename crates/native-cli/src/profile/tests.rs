@@ -1,15 +1,15 @@
 //! The replay engine (dispatcher, preparer, request tasks, records stage, phases) run against an
 //! in-memory transport: sessions, the concurrency ceiling, cancellation at every phase, error
 //! paths and token counting, without a network. Exact pacing in virtual time is tested on the
-//! state machine itself (`aiperf_core::dispatch`).
+//! state machine itself (`aiperf_core::replay::dispatch`).
 #![allow(clippy::unwrap_used)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aiperf_core::metrics::{RecordError, ServerUsage};
-use aiperf_core::schedule::Starts;
+use aiperf_core::replay::schedule::Starts;
+use aiperf_core::results::record::{RecordError, ServerUsage};
 use aiperf_core::trace::{ParseOptions, read};
 use clap::Parser;
 use serde_json::Value;
@@ -390,7 +390,7 @@ fn a_benchmark_duration_with_concurrency_does_not_build_the_schedule_up_front() 
 
 #[test]
 fn connections_are_sized_for_the_first_burst() {
-    use aiperf_core::schedule::{Timing, build};
+    use aiperf_core::replay::schedule::{Timing, build};
     let text =
         rows(40, |i| format!(r#"{{"timestamp":{},"input_length":10,"output_length":1}}"#, (i / 8) * 1000 + i % 3));
     let trace = read(text.as_bytes(), ParseOptions::new("t.jsonl")).unwrap().trace;

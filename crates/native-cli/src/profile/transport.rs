@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use aiperf_core::metrics::{RecordError, ServerUsage};
+use aiperf_core::results::record::{RecordError, ServerUsage};
 use bytes::Bytes;
 
 /// Nanoseconds since the benchmark start.
