@@ -5,7 +5,8 @@
 #   venv="$(scripts/aiperf-venv.sh)"; rc=$?    # rc 77: PyPI unreachable, skip with the message
 #   "$venv/bin/aiperf-offline" profile ... --tokenizer local/smollm2
 #
-# The venv lives at $AIPERF_VENV (default target/aiperf-venv, git-ignored). A stamp file written
+# The venv lives at $AIPERF_VENV (default ~/.cache/aiperf-rs/aiperf-venv-VERSION, outside the
+# checkout, so that fresh clones on the same machine, CI's among them, reuse it). A stamp file written
 # after a complete install makes a re-run instant; a stamp of another version rebuilds the venv.
 #
 # AIPerf only loads tokenizers by Hugging Face name, and the Hub can't be reached, so the script
@@ -18,7 +19,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 version=0.13.0
-venv="${AIPERF_VENV:-$root/target/aiperf-venv}"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/aiperf-rs"
+venv="${AIPERF_VENV:-$cache/aiperf-venv-$version}"
 stamp="$venv/.aiperf-venv-stamp"
 # The stamp names the version and the tokenizer cache layout; bump `layout` when the layout changes.
 layout=1
@@ -39,7 +41,7 @@ fi
 
 # Probe the registry first with a short timeout, so "offline" is told apart from a broken install.
 # The wheel it downloads is the one installed below.
-dl="$root/target/aiperf-dl"
+dl="$cache/aiperf-dl"
 mkdir -p "$dl"
 if ! "$python" -m pip download -q --disable-pip-version-check --no-deps --timeout 20 --retries 1 \
   -d "$dl" "aiperf==$version" >"$dl/probe.log" 2>&1; then
