@@ -177,7 +177,7 @@ fn servegen_d_has_lengths_but_no_hashes() {
     assert!(!c.has_prefix_info);
     let a = analyze(&c.trace, 512);
     assert!(!a.prefix_information);
-    assert!(aiperf_core::report::analysis_report(&a).contains("no prefix information"));
+    assert!(aiperf_core::analysis::report::analysis_report(&a).contains("no prefix information"));
 }
 
 fn azure_want(text: &str) -> Vec<Want> {

@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use aiperf_core::analysis::report::analysis_report;
 use aiperf_core::analysis::{AnalysisInput, DEFAULT_BLOCK_SIZE, InputBuilder, analyze_input};
 use aiperf_core::formats::Format;
-use aiperf_core::report::analysis_report;
 use aiperf_core::trace::DEFAULT_MAX_LINE_BYTES;
 use anyhow::{Context, Result, bail, ensure};
 

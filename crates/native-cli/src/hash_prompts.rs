@@ -15,7 +15,7 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use aiperf_core::analysis::DEFAULT_BLOCK_SIZE;
-use aiperf_core::prompt_hash::BlockHasher;
+use aiperf_core::trace::prompt_hash::BlockHasher;
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Input, LineRead, Number, Row, Trace, read_line_capped};
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::Value;

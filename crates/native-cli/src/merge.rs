@@ -15,9 +15,13 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use aiperf_core::metrics::{Aggregate, RequestRecord, Slo, parse_goodput};
-use aiperf_core::results::{RECORDS_FILE, RunSummary, SummaryFormat, record_line};
-use aiperf_core::sharding::{MergedRun, ShardRun, Sharding};
+use aiperf_core::datetime::parse_datetime;
+use aiperf_core::replay::sharding::{MergedRun, ShardRun, Sharding};
+use aiperf_core::results::aggregate::Aggregate;
+use aiperf_core::results::export::SummaryFormat;
+use aiperf_core::results::metrics::{Slo, parse_goodput};
+use aiperf_core::results::record::{self, RECORDS_FILE, RequestRecord, record_line};
+use aiperf_core::results::summary::RunSummary;
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, LineRead, read_line_capped};
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
@@ -100,7 +104,7 @@ pub fn run(args: Args) -> Result<()> {
         .context(BadInput);
     }
     for p in &problems {
-        eprintln!("warning: {p}");
+        say!("warning: {p}");
     }
 
     let first = &shards[0];
@@ -164,8 +168,8 @@ pub fn run(args: Args) -> Result<()> {
         })),
     };
     crate::profile::export::write_summaries(&args.output, &summary)?;
-    println!("{}", aiperf_core::results::console_table(&summary));
-    println!("Merged run written to {}", args.output.display());
+    show!("{}", aiperf_core::results::export::console_table(&summary));
+    show!("Merged run written to {}", args.output.display());
     Ok(())
 }
 
@@ -191,8 +195,9 @@ fn read_shard(dir: &Path) -> Result<ShardDir> {
     let end_unix_ns = v
         .get("end_time")
         .and_then(Value::as_str)
-        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-        .and_then(|t| u64::try_from(t.as_nanosecond()).ok())
+        .and_then(parse_datetime)
+        .filter(|t| t.has_offset)
+        .and_then(|t| u64::try_from(t.unix_ns).ok())
         .unwrap_or(run.start_unix_ns);
     Ok(ShardDir {
         dir: dir.to_owned(),
@@ -318,15 +323,9 @@ fn ends_with_newline(path: &Path) -> Result<bool> {
 
 /// One line of `profile_export.jsonl`: its `metadata` record (`None` for a blank line).
 fn parse_record(line: &[u8]) -> Result<Option<RequestRecord>> {
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return Ok(None);
-    }
-    #[derive(serde::Deserialize)]
-    struct Line {
-        metadata: RequestRecord,
-    }
-    let l: Line = serde_json::from_slice(line).context("not a record of profile_export.jsonl (field 'metadata')")?;
-    Ok(Some(l.metadata))
+    let mut rec = RequestRecord::default();
+    let read = record::read_line(line, &mut rec).context("not a record of profile_export.jsonl (field 'metadata')")?;
+    Ok(read.then_some(rec))
 }
 
 /// A shard's records, rebased, read one at a time.
@@ -361,28 +360,15 @@ impl Records {
                 .with_context(|| format!("cannot read {}", self.path.display()))?;
             self.line += 1;
             ensure!(read == LineRead::Line, "{}:{}: changed while merging", self.path.display(), self.line);
-            if let Some(r) =
+            if let Some(mut r) =
                 parse_record(&self.buf).with_context(|| format!("{}:{}", self.path.display(), self.line))?
             {
-                return Ok(Some(rebase(r, self.shift_ns)));
+                r.rebase(self.shift_ns);
+                return Ok(Some(r));
             }
         }
         Ok(None)
     }
-}
-
-/// A record's times moved later by `shift_ns`.
-fn rebase(mut r: RequestRecord, shift_ns: u64) -> RequestRecord {
-    let s = |t: u64| t.saturating_add(shift_ns);
-    r.scheduled_ns = s(r.scheduled_ns);
-    r.dispatched_ns = r.dispatched_ns.map(s);
-    r.sent_ns = s(r.sent_ns);
-    r.first_byte_ns = r.first_byte_ns.map(s);
-    for c in &mut r.chunk_ns {
-        *c = s(*c);
-    }
-    r.end_ns = s(r.end_ns);
-    r
 }
 
 #[cfg(test)]

@@ -49,7 +49,7 @@ fn writes_the_golden_json_and_prints_the_report() {
     let golden: serde_json::Value = serde_json::from_str(&golden_text).unwrap();
     assert_close(&golden, &ours);
     let unique = golden["unique_prefixes"].as_u64().unwrap() as f64;
-    assert!(stdout.contains(&aiperf_core::report::group_thousands(unique, 0)), "{stdout}");
+    assert!(stdout.contains(&aiperf_core::analysis::report::group_thousands(unique, 0)), "{stdout}");
 }
 
 #[test]

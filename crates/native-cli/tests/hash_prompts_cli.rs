@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use aiperf_core::prompt_hash::BlockHasher;
+use aiperf_core::trace::prompt_hash::BlockHasher;
 use serde_json::{Value, json};
 
 fn fixtures() -> PathBuf {

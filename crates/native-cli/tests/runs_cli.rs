@@ -161,7 +161,7 @@ fn a_sweep_folder_is_drawn_as_a_curve_and_its_sub_runs_compared() {
     for v in ["1", "2", "4"] {
         let s = summary(&art.join(v));
         let p99 = s["time_to_first_token"]["p99"].as_f64().unwrap();
-        assert!(page.contains(&format!("<td>{}</td>", aiperf_core::run::compare::num(p99))), "TTFT p99 of {v}: {p99}");
+        assert!(page.contains(&format!("<td>{}</td>", aiperf_core::view::compare::num(p99))), "TTFT p99 of {v}: {p99}");
         assert!(page.contains(&format!("sweep concurrency={v}")), "section of {v}");
     }
     assert!(page.find("curve-ttft").unwrap() < page.find(r#"class="run""#).unwrap());

@@ -2,6 +2,7 @@
 //! arrival-rate series. Only these small summaries cross to the page, never the million-row vectors.
 
 use aiperf_core::stats::{percentile_sorted, sorted};
+use aiperf_core::view::charts::nice_step;
 use serde::{Deserialize, Serialize};
 
 /// Bars of a histogram plus the cumulative distribution over the same x range.
@@ -113,25 +114,6 @@ impl Series {
     }
 }
 
-/// A round step (1, 2 or 5 × 10^k) at least `raw`.
-pub fn nice_step(raw: f64) -> f64 {
-    if !(raw.is_finite() && raw > 0.0) {
-        return 1.0;
-    }
-    let mag = 10f64.powf(raw.log10().floor());
-    let f = raw / mag;
-    let m = if f <= 1.0 {
-        1.0
-    } else if f <= 2.0 {
-        2.0
-    } else if f <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    m * mag
-}
-
 /// Round axis ticks covering `0..=max` (about `target` of them); the last tick is ≥ `max`.
 pub fn ticks(max: f64, target: usize) -> Vec<f64> {
     let max = if max.is_finite() && max > 0.0 { max } else { 1.0 };
@@ -152,10 +134,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nice_steps_and_ticks() {
-        assert_eq!(nice_step(0.3), 0.5);
-        assert_eq!(nice_step(7.0), 10.0);
-        assert_eq!(nice_step(120.0), 200.0);
+    fn ticks_are_round_steps() {
         assert_eq!(ticks(95.0, 5), [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
         assert_eq!(ticks(100.0, 5), [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
         assert_eq!(ticks(0.0, 5), [0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]);

@@ -1,6 +1,6 @@
 //! Number formatting for the page: thousands separators, units, compact axis labels.
 
-use aiperf_core::report::group_thousands;
+use aiperf_core::analysis::report::group_thousands;
 
 /// An integer-valued number with thousands separators (`12,031`).
 pub fn int(v: f64) -> String {

@@ -3,11 +3,11 @@
 //! A run is a `*.jsonl` of request records (`profile_export.jsonl`), with its summary file
 //! `<same name>_aiperf.json` (`profile_export_aiperf.json`) when dropped with it; a single
 //! `.json` dropped with a single `.jsonl` belongs to it whatever their names. The worker reads
-//! them with `aiperf_core::run` (the code behind `aiperf-cli report`), so the numbers are the CLI's.
+//! them with `aiperf_core::view` (the code behind `aiperf-cli report`), so the numbers are the CLI's.
 
-use aiperf_core::run::MAX_RUNS;
-use aiperf_core::run::curve::is_curve_file;
-use aiperf_core::run::server::SERVER_METRICS_FILE;
+use aiperf_core::view::MAX_RUNS;
+use aiperf_core::view::curve::is_curve_file;
+use aiperf_core::view::server::SERVER_METRICS_FILE;
 
 /// Whether a file name is one of a run's (`*_aiperf.json`, `profile_export*`), its server
 /// metrics or a sweep's or search's summary — not a trace to analyse.
@@ -164,7 +164,7 @@ mod tests {
     fn the_page_links_the_run_view_rules() {
         let page = include_str!("../../../index.html");
         assert!(page.contains(r#"<link data-trunk rel="css" href="crates/core/src/run/runs.css">"#));
-        assert!(aiperf_core::run::html::CSS.contains(".runs .charts"));
+        assert!(aiperf_core::view::html::CSS.contains(".runs .charts"));
     }
 
     #[test]

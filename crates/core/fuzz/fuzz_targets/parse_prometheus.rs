@@ -2,8 +2,10 @@
 //! never a panic, and what parses is summarized without panicking.
 #![no_main]
 
-use aiperf_core::prometheus::{DEFAULT_LIMITS, parse};
-use aiperf_core::server_metrics::{DEFAULT_SERIES_LIMITS, EndpointSeries, ServerMetrics, ServerView};
+use aiperf_core::server::prometheus::{DEFAULT_LIMITS, parse};
+use aiperf_core::server::series::{DEFAULT_SERIES_LIMITS, EndpointSeries};
+use aiperf_core::server::window::ServerMetrics;
+use aiperf_core::server::kinds::ServerView;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -15,5 +17,5 @@ fuzz_target!(|data: &[u8]| {
     let _ = ep.add(1_000_000_000, 0, text, true);
     let m = ServerMetrics::of(&[ep], 0);
     let _ = ServerView::of(&m, Some(100));
-    let _ = aiperf_core::server_metrics::export_csv(&m);
+    let _ = aiperf_core::server::export::export_csv(&m);
 });

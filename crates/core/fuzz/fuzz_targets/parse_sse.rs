@@ -2,7 +2,7 @@
 //! as in one piece, and interpreting them never panics.
 #![no_main]
 
-use aiperf_core::sse::{SseParser, interpret_chunk};
+use aiperf_core::replay::sse::{SseParser, interpret_chunk};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

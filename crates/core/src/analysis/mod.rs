@@ -10,6 +10,7 @@ mod cache;
 mod ids;
 mod input;
 mod lint;
+pub mod report;
 
 pub use arrivals::ArrivalStats;
 pub use cache::CachePoint;

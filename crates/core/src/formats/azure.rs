@@ -2,10 +2,10 @@
 //! `TIMESTAMP,ContextTokens,GeneratedTokens` with absolute date-times, without (2023, 7 fraction
 //! digits) or with a UTC offset (2024, `+00:00`). No prefix hashes and no conversations.
 
-use super::csv::{Header, Record as CsvRecord};
-use super::datetime::{DATETIME_SYNTAX, parse_datetime};
+use super::columns::{Header, Record as CsvRecord};
 use super::error::FormatError;
 use super::{Record, Sink};
+use crate::datetime::{DATETIME_SYNTAX, parse_datetime};
 
 const NEEDED: &str = "TIMESTAMP, ContextTokens, GeneratedTokens";
 

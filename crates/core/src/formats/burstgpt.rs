@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::csv::{Header, Record as CsvRecord};
+use super::columns::{Header, Record as CsvRecord};
 use super::error::FormatError;
 use super::{Record, Sink};
 

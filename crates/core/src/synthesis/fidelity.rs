@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::report::{group_thousands, table};
 use crate::analysis::{Analysis, RowMetrics, analyze_with_rows};
-use crate::report::{group_thousands, table};
 use crate::stats::{Distribution, ks_distance_sorted, sorted};
 use crate::trace::Trace;
 

@@ -8,6 +8,7 @@
 mod error;
 mod fast;
 mod parse;
+pub mod prompt_hash;
 mod write;
 
 pub use error::{RowError, TraceError};

@@ -1,13 +1,16 @@
 //! Writing a run's exports: the per-request JSONL (opened before the first request, written as
 //! records arrive) and the summary files, each the pure serialization of one
-//! [`RunSummary`](aiperf_core::results::RunSummary) by [`aiperf_core::results`].
+//! [`RunSummary`](aiperf_core::results::summary::RunSummary) by [`aiperf_core::results::export`].
 
 use std::io::Write;
 use std::path::Path;
 
-use aiperf_core::results::{RECORDS_FILE, RunSummary, SummaryFormat};
-use aiperf_core::server_metrics::{self, ServerMetrics};
-use aiperf_core::timeslices::{TIMESLICES_CSV, TIMESLICES_JSON, TimeSlices, timeslices_csv, timeslices_json};
+use aiperf_core::results::export::SummaryFormat;
+use aiperf_core::results::record::RECORDS_FILE;
+use aiperf_core::results::summary::RunSummary;
+use aiperf_core::results::timeslices::{TIMESLICES_CSV, TIMESLICES_JSON, TimeSlices, timeslices_csv, timeslices_json};
+use aiperf_core::server::export as server_export;
+use aiperf_core::server::window::ServerMetrics;
 use anyhow::{Context, Result};
 
 use crate::output;
@@ -23,14 +26,14 @@ pub fn records_file(dir: &Path) -> Result<Box<dyn Write + Send>> {
 pub fn write_server_metrics(dir: &Path, m: &ServerMetrics, input_config: &serde_json::Value) -> Result<()> {
     let mut first_error = None;
     for (name, text) in [
-        (server_metrics::JSON_FILE, server_metrics::export_json(m, input_config)),
-        (server_metrics::CSV_FILE, server_metrics::export_csv(m)),
+        (server_export::JSON_FILE, server_export::export_json(m, input_config)),
+        (server_export::CSV_FILE, server_export::export_csv(m)),
     ] {
         let path = dir.join(name);
         if let Err(e) =
             output::write_output(&path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
         {
-            eprintln!("error: {e:#}");
+            say!("error: {}", crate::exit::describe(&e));
             first_error.get_or_insert(e);
         }
     }
@@ -45,7 +48,7 @@ pub fn write_summaries(dir: &Path, summary: &RunSummary) -> Result<()> {
         if let Err(e) = output::write_output(&path, f.serialize(summary).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))
         {
-            eprintln!("error: {e:#}");
+            say!("error: {}", crate::exit::describe(&e));
             first_error.get_or_insert(e);
         }
     }

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 
-use aiperf_core::dispatch::Job;
-use aiperf_core::schedule::{Schedule, StartCursor};
+use aiperf_core::replay::dispatch::Job;
+use aiperf_core::replay::schedule::{Schedule, StartCursor};
 use aiperf_core::trace::Trace;
 use anyhow::{Context, Result, bail};
 

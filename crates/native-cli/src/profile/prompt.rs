@@ -7,7 +7,7 @@
 //! blocks: exactly `input_length` tokens, sharing a textual prefix wherever the trace shares ids.
 //! Text is generated on demand, per request, so a 100,000-row trace is ready at once.
 
-use aiperf_core::schedule::Rng;
+use aiperf_core::replay::schedule::Rng;
 use anyhow::{Result, bail};
 use tokenizers::Tokenizer;
 

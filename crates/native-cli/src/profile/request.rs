@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
-use aiperf_core::dispatch::Job;
-use aiperf_core::metrics::{RecordError, RequestRecord};
+use aiperf_core::replay::dispatch::Job;
+use aiperf_core::results::record::{RecordError, RequestRecord};
 use aiperf_core::trace::Trace;
 use tokio_util::sync::CancellationToken;
 
@@ -84,7 +84,8 @@ impl Ids {
     /// Ids from the clock and the process id (no cryptographic strength needed: uniqueness).
     pub fn new(fixed_schedule: bool) -> Ids {
         let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let mut rng = aiperf_core::schedule::Rng::new((t as u64) ^ u64::from(std::process::id()).rotate_left(32));
+        let mut rng =
+            aiperf_core::replay::schedule::Rng::new((t as u64) ^ u64::from(std::process::id()).rotate_left(32));
         Ids { run: format!("{:016x}{:08x}", rng.next_u64(), rng.next_u64() as u32), fixed_schedule }
     }
 

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::client::chain;
 use super::proxy::{Proxies, ProxyConnector};
-use aiperf_core::server_metrics::{DEFAULT_SERIES_LIMITS, EndpointSeries, ServerKind};
+use aiperf_core::server::kinds::ServerKind;
+use aiperf_core::server::series::{DEFAULT_SERIES_LIMITS, EndpointSeries};
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
@@ -193,7 +194,7 @@ async fn scrape_all(client: &ScrapeClient, endpoints: &mut [Endpoint], pinned: b
                 e.series.failed(why.clone());
             }
             e.disabled = true;
-            eprintln!(
+            say!(
                 "warning: server metrics from {} are not collected: {why} (--no-server-metrics turns scraping off)",
                 e.target.shown
             );

@@ -3,15 +3,14 @@
 
 use std::time::{Duration, Instant};
 
-use aiperf_core::server_metrics::ServerKind;
+use aiperf_core::server::kinds::ServerKind;
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::header::{AUTHORIZATION, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 
-use super::client::HttpClient;
-use super::client::chain;
+use super::client::{HttpClient, chain};
 
 /// Time between two readiness probes.
 const POLL: Duration = Duration::from_millis(250);

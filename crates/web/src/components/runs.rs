@@ -1,5 +1,5 @@
 //! The run view: one or several finished runs (summary, charts, comparison) as drawn by the core's
-//! `run::html` in the worker, with editable labels, the baseline, and the record of a clicked point.
+//! `view::html` in the worker, with editable labels, the baseline, and the record of a clicked point.
 
 use wasm_bindgen::JsCast;
 use yew::prelude::*;

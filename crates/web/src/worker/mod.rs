@@ -9,10 +9,10 @@ mod runs;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use aiperf_core::run::Run;
-use aiperf_core::run::curve::Curve;
 use aiperf_core::synthesis::SynthesisSettings;
 use aiperf_core::trace::Trace;
+use aiperf_core::view::Run;
+use aiperf_core::view::curve::Curve;
 use serde::{Deserialize, Serialize};
 use yew_agent::worker::{HandlerId, Worker, WorkerScope};
 

@@ -2,9 +2,9 @@
 
 use std::cell::RefCell;
 
-use aiperf_core::run::curve::Curve;
-use aiperf_core::run::server::ServerTimeline;
-use aiperf_core::run::{Run, RunLoader, RunSettings, html};
+use aiperf_core::view::curve::Curve;
+use aiperf_core::view::server::ServerTimeline;
+use aiperf_core::view::{Run, RunLoader, RunSettings, html};
 
 use super::Inner;
 use super::fetch::{fetch_text, next_chunk, reader};

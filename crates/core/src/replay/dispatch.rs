@@ -1,0 +1,563 @@
+//! Which request goes next, and when: the dispatcher's decisions as a state machine.
+//!
+//! [`Dispatch`] walks a [`Schedule`]: session starts in schedule order, and each later turn once
+//! the previous turn of its session run has completed ([`Dispatch::complete`]), timed by its
+//! [`TurnTiming`]. It never reads a clock: the caller passes the current time in nanoseconds
+//! from the benchmark start, sleeps until [`Peek::Due`] says, and takes the job. A driver with a
+//! real clock sends requests over HTTP; the tests below drive it with a virtual clock and an
+//! in-memory server, so pacing, delays, the concurrency ceiling and stopping are checked exactly.
+//!
+//! `--concurrency` is a ceiling on concurrent *session runs*, as in AIPerf: a run holds its slot
+//! from its first request until its last one completes (delays between turns included), and a
+//! start leaves at the later of its scheduled time and a free slot. A single-turn run is a
+//! request, so for single-turn traces this is the familiar request concurrency.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+use std::sync::Arc;
+
+use crate::replay::schedule::{Schedule, Start, StartCursor, TurnTiming};
+
+/// One request to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Job {
+    /// Index of the session run, in start order of the whole run (unique across shards).
+    pub run: u64,
+    /// Index of the session (into the schedule's sessions).
+    pub session: u32,
+    /// 0-based turn within the session.
+    pub turn: u32,
+    /// How many turns this session run sends.
+    pub run_turns: u32,
+    /// Index of the trace row.
+    pub row: u32,
+    /// When it is due, in nanoseconds from the benchmark start.
+    pub deadline_ns: u64,
+    /// No deadline of its own: due when a slot is free; its scheduled time is its send time.
+    pub asap: bool,
+}
+
+/// What the dispatcher should do next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peek {
+    /// The next job is due at this time; [`Dispatch::take`] returns it.
+    Due { deadline_ns: u64, asap: bool },
+    /// Nothing can be sent until a request in flight completes.
+    AwaitCompletion,
+    /// Nothing is left to send (schedule exhausted, duration over, or stopped); requests still
+    /// in flight may complete.
+    Finished,
+}
+
+/// The dispatcher's state over one schedule.
+#[derive(Debug)]
+pub struct Dispatch {
+    schedule: Arc<Schedule>,
+    cursor: StartCursor,
+    /// The next session run, already drawn from the cursor, and its index in the whole run.
+    next_start: Option<(u64, Start)>,
+    /// Later turns whose previous turn completed, by deadline then arrival order.
+    later: BinaryHeap<Reverse<(u64, u64, Job)>>,
+    seq: u64,
+    /// Session runs started and not finished (their slots).
+    active_runs: usize,
+    in_flight: usize,
+    concurrency: Option<usize>,
+    end_ns: Option<u64>,
+    stopped: bool,
+    /// When a request last ended a session run while every slot was taken: a start due before
+    /// then waited for a slot.
+    slot_freed_ns: Option<u64>,
+    ceiling: Ceiling,
+}
+
+/// What the concurrency ceiling did to a run's starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ceiling {
+    /// Session runs that were due while every slot was taken, so started late.
+    pub held_starts: u64,
+    /// Most session runs holding a slot at once.
+    pub peak_runs: usize,
+}
+
+impl Dispatch {
+    /// A dispatcher over `schedule`; at most `concurrency` session runs at once; nothing is
+    /// sent at or after `end_ns` (the benchmark duration).
+    pub fn new(schedule: Arc<Schedule>, concurrency: Option<usize>, end_ns: Option<u64>) -> Dispatch {
+        let mut cursor = StartCursor::new(&schedule);
+        let next_start = cursor.next(&schedule).map(|s| (cursor.index(), s));
+        Dispatch {
+            schedule,
+            cursor,
+            next_start,
+            later: BinaryHeap::new(),
+            seq: 0,
+            active_runs: 0,
+            in_flight: 0,
+            concurrency: concurrency.map(|c| c.max(1)),
+            end_ns,
+            stopped: false,
+            slot_freed_ns: None,
+            ceiling: Ceiling::default(),
+        }
+    }
+
+    /// How often the concurrency ceiling held a due start back, and the most runs at once.
+    pub fn ceiling(&self) -> Ceiling {
+        self.ceiling
+    }
+
+    /// The schedule being dispatched.
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// Requests sent and not yet completed.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Session runs holding a slot.
+    pub fn active_runs(&self) -> usize {
+        self.active_runs
+    }
+
+    /// Whether sending has stopped for good.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// Stops sending: nothing more is due; completions are still accepted.
+    pub fn stop(&mut self) {
+        self.stopped = true;
+        self.later.clear();
+    }
+
+    fn slot_free(&self) -> bool {
+        self.concurrency.is_none_or(|c| self.active_runs < c)
+    }
+
+    /// The next start's deadline: its offset, or `now` when it has none.
+    fn start_deadline(&self, now_ns: u64) -> Option<(u64, bool)> {
+        let (_, s) = self.next_start?;
+        Some(match s.offset_us {
+            Some(us) => (us.saturating_mul(1000), false),
+            None => (now_ns, true),
+        })
+    }
+
+    /// Which job is next and when, at time `now_ns`. Later turns due no later than the next start
+    /// go first; a start waits for a free slot.
+    pub fn peek(&mut self, now_ns: u64) -> Peek {
+        if self.stopped {
+            return Peek::Finished;
+        }
+        let later = self.later.peek().map(|Reverse((d, _, j))| (*d, j.asap));
+        let start = if self.slot_free() { self.start_deadline(now_ns) } else { None };
+        let next = match (later, start) {
+            (Some(l), Some(s)) => Some(if l.0 <= s.0 { l } else { s }),
+            (l, s) => l.or(s),
+        };
+        let Some((deadline_ns, asap)) = next else {
+            if self.next_start.is_none() && self.active_runs == 0 {
+                self.stopped = true;
+                return Peek::Finished;
+            }
+            return Peek::AwaitCompletion;
+        };
+        if self.end_ns.is_some_and(|end| deadline_ns.max(now_ns) >= end) {
+            self.stop();
+            return Peek::Finished;
+        }
+        Peek::Due { deadline_ns, asap }
+    }
+
+    /// Takes the job [`Dispatch::peek`] announced (whatever the time: the caller decides when);
+    /// `None` when nothing is due.
+    pub fn take(&mut self, now_ns: u64) -> Option<Job> {
+        let Peek::Due { deadline_ns, .. } = self.peek(now_ns) else { return None };
+        let job = match self.later.peek() {
+            Some(Reverse((d, _, _))) if *d == deadline_ns => self.later.pop().map(|Reverse((_, _, j))| j),
+            _ => None,
+        };
+        let job = match job {
+            Some(j) => j,
+            None => {
+                let (index, s) = self.next_start?;
+                let first = self.schedule.sessions.get(s.session as usize)?.turns.first()?.row;
+                self.next_start = self.cursor.next(&self.schedule).map(|s| (self.cursor.index(), s));
+                self.active_runs += 1;
+                self.ceiling.peak_runs = self.ceiling.peak_runs.max(self.active_runs);
+                if s.offset_us.is_some() && self.slot_freed_ns.is_some_and(|freed| deadline_ns <= freed) {
+                    self.ceiling.held_starts += 1;
+                }
+                Job {
+                    run: index,
+                    session: s.session,
+                    turn: 0,
+                    run_turns: s.turns,
+                    row: first,
+                    deadline_ns,
+                    asap: s.offset_us.is_none(),
+                }
+            }
+        };
+        self.in_flight += 1;
+        Some(job)
+    }
+
+    /// A request finished at `end_ns`; returns the session run's next turn when one is now
+    /// queued (so that its body can be prepared before it is due).
+    pub fn complete(&mut self, job: &Job, end_ns: u64) -> Option<Job> {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        let next = job.turn + 1;
+        let turn = (next < job.run_turns && !self.stopped)
+            .then(|| self.schedule.sessions.get(job.session as usize)?.turns.get(next as usize).copied())
+            .flatten();
+        let Some(turn) = turn else {
+            if !self.slot_free() {
+                self.slot_freed_ns = Some(self.slot_freed_ns.map_or(end_ns, |t| t.max(end_ns)));
+            }
+            self.active_runs = self.active_runs.saturating_sub(1);
+            return None;
+        };
+        let (deadline_ns, asap) = match turn.timing {
+            TurnTiming::At(us) => (us.saturating_mul(1000).max(end_ns), false),
+            TurnTiming::After(us) => (end_ns.saturating_add(us.saturating_mul(1000)), false),
+            TurnTiming::Immediately => (end_ns, job.asap),
+        };
+        let j = Job { turn: next, row: turn.row, deadline_ns, asap, ..*job };
+        self.seq += 1;
+        self.later.push(Reverse((deadline_ns, self.seq, j)));
+        Some(j)
+    }
+}
+
+/// The blocks a prefix cache that kept everything would hold, in send order: what each request
+/// could reuse on the cache state the server would have when it arrives (sessions reused past
+/// the trace's end find their own earlier blocks).
+#[derive(Clone, Debug, Default)]
+pub struct PrefixCache {
+    seen: HashSet<u64>,
+}
+
+impl PrefixCache {
+    /// Records a request's blocks; returns its prompt tokens covered by leading blocks already
+    /// sent (at most `input_length`).
+    pub fn observe(&mut self, hash_ids: &[u64], input_length: u64, block_size: u64) -> u64 {
+        let shared = hash_ids.iter().take_while(|id| self.seen.contains(id)).count() as u64;
+        self.seen.extend(hash_ids.iter().copied());
+        shared.saturating_mul(block_size).min(input_length)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::replay::schedule::{Session, Starts, Turn};
+
+    /// An in-memory server with a virtual clock: every request takes `service_ns`; the driver
+    /// sends each job exactly at its deadline (or at once when late) and records the send times.
+    struct Sim {
+        d: Dispatch,
+        now: u64,
+        service_ns: u64,
+        in_flight: Vec<(u64, Job)>,
+        sent: Vec<(u64, Job)>,
+        max_active: usize,
+    }
+
+    impl Sim {
+        fn new(schedule: Schedule, concurrency: Option<usize>, end_ns: Option<u64>, service_ns: u64) -> Sim {
+            Sim {
+                d: Dispatch::new(Arc::new(schedule), concurrency, end_ns),
+                now: 0,
+                service_ns,
+                in_flight: Vec::new(),
+                sent: Vec::new(),
+                max_active: 0,
+            }
+        }
+
+        /// Runs until finished and drained, or until `stop_at` (then stops sending).
+        fn run(&mut self, stop_at: Option<u64>) {
+            for _ in 0..100_000 {
+                if stop_at.is_some_and(|t| self.now >= t) && !self.d.is_stopped() {
+                    self.d.stop();
+                }
+                let next_done = self.in_flight.iter().map(|(t, _)| *t).min();
+                match self.d.peek(self.now) {
+                    Peek::Due { deadline_ns, .. } if next_done.is_none_or(|t| deadline_ns <= t) => {
+                        self.now = self.now.max(deadline_ns);
+                        if stop_at.is_some_and(|t| self.now >= t) {
+                            self.d.stop();
+                            continue;
+                        }
+                        let job = self.d.take(self.now).unwrap();
+                        assert!(self.now >= job.deadline_ns || job.asap, "sent early: {job:?} at {}", self.now);
+                        self.sent.push((self.now, job));
+                        self.in_flight.push((self.now + self.service_ns, job));
+                        self.max_active = self.max_active.max(self.d.active_runs());
+                    }
+                    Peek::Finished if self.in_flight.is_empty() => return,
+                    _ => {
+                        let Some(t) = next_done else { panic!("waiting with nothing in flight") };
+                        self.now = self.now.max(t);
+                        let i = self.in_flight.iter().position(|(e, _)| *e == t).unwrap();
+                        let (_, job) = self.in_flight.remove(i);
+                        self.d.complete(&job, t);
+                    }
+                }
+            }
+            panic!("the simulation did not end");
+        }
+    }
+
+    fn session(rows: &[(u32, TurnTiming)]) -> Session {
+        Session { id: None, turns: rows.iter().map(|&(row, timing)| Turn { row, timing }).collect() }
+    }
+
+    fn start(offset_ms: Option<u64>, session: u32, turns: u32) -> Start {
+        Start { offset_us: offset_ms.map(|ms| ms * 1000), session, turns }
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn starts_leave_at_their_offsets() {
+        let sessions = (0..5).map(|i| session(&[(i, TurnTiming::Immediately)])).collect();
+        let starts = (0..5).map(|i| start(Some(u64::from(i) * 10), i, 1)).collect();
+        let mut sim = Sim::new(
+            Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() },
+            None,
+            None,
+            3 * MS,
+        );
+        sim.run(None);
+        let at: Vec<u64> = sim.sent.iter().map(|(t, _)| *t / MS).collect();
+        assert_eq!(at, vec![0, 10, 20, 30, 40]);
+    }
+
+    #[test]
+    fn later_turns_follow_completion_delay_and_timestamp() {
+        // Turn 1 right after turn 0, turn 2 5 ms after turn 1 completes, turn 3 at 100 ms.
+        let s = session(&[
+            (0, TurnTiming::Immediately),
+            (1, TurnTiming::Immediately),
+            (2, TurnTiming::After(5_000)),
+            (3, TurnTiming::At(100_000)),
+        ]);
+        let mut sim = Sim::new(
+            Schedule {
+                sessions: vec![s],
+                starts: Starts::Listed(vec![start(Some(7), 0, 4)]),
+                shard: Default::default(),
+            },
+            None,
+            None,
+            10 * MS,
+        );
+        sim.run(None);
+        let at: Vec<(u32, u64)> = sim.sent.iter().map(|(t, j)| (j.turn, *t / MS)).collect();
+        assert_eq!(at, vec![(0, 7), (1, 17), (2, 32), (3, 100)]);
+    }
+
+    #[test]
+    fn a_passed_timestamp_sends_at_once() {
+        let s = session(&[(0, TurnTiming::Immediately), (1, TurnTiming::At(1_000))]);
+        let mut sim = Sim::new(
+            Schedule {
+                sessions: vec![s],
+                starts: Starts::Listed(vec![start(Some(0), 0, 2)]),
+                shard: Default::default(),
+            },
+            None,
+            None,
+            20 * MS,
+        );
+        sim.run(None);
+        assert_eq!(sim.sent[1].0, 20 * MS);
+    }
+
+    #[test]
+    fn the_concurrency_ceiling_holds_a_slot_for_a_whole_session() {
+        // Two sessions of two turns with a 50 ms delay, both due at 0, one slot: the second
+        // session waits for the first one's last turn, delay included.
+        let s = session(&[(0, TurnTiming::Immediately), (1, TurnTiming::After(50_000))]);
+        let schedule = Schedule {
+            sessions: vec![s],
+            starts: Starts::Listed(vec![start(Some(0), 0, 2), start(Some(0), 0, 2)]),
+            shard: Default::default(),
+        };
+        let mut sim = Sim::new(schedule, Some(1), None, 10 * MS);
+        sim.run(None);
+        let at: Vec<(u64, u32, u64)> = sim.sent.iter().map(|(t, j)| (j.run, j.turn, *t / MS)).collect();
+        assert_eq!(at, vec![(0, 0, 0), (0, 1, 60), (1, 0, 70), (1, 1, 130)]);
+        assert_eq!(sim.max_active, 1);
+        assert_eq!(sim.d.ceiling(), Ceiling { held_starts: 1, peak_runs: 1 });
+    }
+
+    #[test]
+    fn a_ceiling_never_reached_holds_nothing_back() {
+        let sessions = (0..5).map(|i| session(&[(i, TurnTiming::Immediately)])).collect();
+        let starts = (0..5).map(|i| start(Some(u64::from(i) * 10), i, 1)).collect();
+        let schedule = Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() };
+        let mut sim = Sim::new(schedule, Some(4), None, 3 * MS);
+        sim.run(None);
+        assert_eq!(sim.d.ceiling(), Ceiling { held_starts: 0, peak_runs: 1 });
+    }
+
+    #[test]
+    fn asap_starts_fill_the_slots_and_inherit_asap() {
+        let sessions = vec![session(&[(0, TurnTiming::Immediately), (1, TurnTiming::Immediately)])];
+        let starts = (0..6).map(|_| start(None, 0, 2)).collect();
+        let mut sim = Sim::new(
+            Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() },
+            Some(3),
+            None,
+            4 * MS,
+        );
+        sim.run(None);
+        assert_eq!(sim.sent.len(), 12);
+        assert_eq!(sim.max_active, 3);
+        assert!(sim.sent.iter().all(|(_, j)| j.asap));
+        // Three runs at a time, two turns of 4 ms each: everything is done by 16 ms.
+        assert_eq!(sim.sent.last().unwrap().0, 12 * MS);
+    }
+
+    #[test]
+    fn the_duration_ends_sending_and_stop_ends_at_any_phase() {
+        let sessions = (0..10).map(|i| session(&[(i, TurnTiming::Immediately)])).collect();
+        let starts: Vec<Start> = (0..10).map(|i| start(Some(u64::from(i) * 10), i, 1)).collect();
+        let schedule = Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() };
+        let mut sim = Sim::new(schedule.clone(), None, Some(35 * MS), MS);
+        sim.run(None);
+        assert_eq!(sim.sent.len(), 4);
+        for stop in [0, 1, 15, 45, 95, 200] {
+            let mut sim = Sim::new(schedule.clone(), None, None, 3 * MS);
+            sim.run(Some(stop * MS));
+            let expected = (0..10).filter(|i| i * 10 < stop).count();
+            assert_eq!(sim.sent.len(), expected, "stopped at {stop} ms");
+            assert_eq!(sim.d.in_flight(), 0);
+        }
+    }
+
+    #[test]
+    fn stopping_drops_queued_turns_and_frees_slots() {
+        let s = session(&[(0, TurnTiming::Immediately), (1, TurnTiming::After(1_000_000))]);
+        let mut d = Dispatch::new(
+            Arc::new(Schedule {
+                sessions: vec![s],
+                starts: Starts::Listed(vec![start(Some(0), 0, 2)]),
+                shard: Default::default(),
+            }),
+            None,
+            None,
+        );
+        let job = d.take(0).unwrap();
+        assert!(d.complete(&job, MS).is_some());
+        d.stop();
+        assert_eq!(d.peek(2 * MS), Peek::Finished);
+        assert_eq!(d.take(2 * MS), None);
+    }
+
+    #[test]
+    fn the_prefix_cache_counts_leading_blocks_already_sent() {
+        let mut c = PrefixCache::default();
+        assert_eq!(c.observe(&[1, 2, 3], 1200, 512), 0);
+        assert_eq!(c.observe(&[1, 2, 9], 1500, 512), 1024);
+        assert_eq!(c.observe(&[1, 2, 9], 700, 512), 700);
+        assert_eq!(c.observe(&[7, 1, 2], 1500, 512), 0);
+        assert_eq!(c.observe(&[1, 2, 3], 1200, u64::MAX), 1200);
+    }
+
+    #[test]
+    fn huge_offsets_and_delays_saturate_instead_of_overflowing() {
+        let s = session(&[(0, TurnTiming::Immediately), (1, TurnTiming::After(u64::MAX / 2))]);
+        let schedule =
+            Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(None, 0, 2)]), shard: Default::default() };
+        let mut d = Dispatch::new(Arc::new(schedule), None, Some(u64::MAX - 1));
+        let job = d.take(0).unwrap();
+        let next = d.complete(&job, u64::MAX - 10).unwrap();
+        assert_eq!(next.deadline_ns, u64::MAX);
+        assert_eq!(d.peek(0), Peek::Finished);
+    }
+
+    /// A schedule of sessions given as (turns, start offset in ms, delay between turns in ms).
+    fn random_schedule(turns: &[(u32, u64, Option<u64>)]) -> Schedule {
+        let mut sessions = Vec::new();
+        let mut starts = Vec::new();
+        let mut row = 0;
+        let mut offsets: Vec<u64> = turns.iter().map(|t| t.1).collect();
+        offsets.sort_unstable();
+        for (i, (n, _, delay)) in turns.iter().enumerate() {
+            let timing = delay.map_or(TurnTiming::Immediately, |d| TurnTiming::After(d * 1000));
+            let t: Vec<(u32, TurnTiming)> = (0..*n)
+                .map(|k| {
+                    row += 1;
+                    (row, if k == 0 { TurnTiming::Immediately } else { timing })
+                })
+                .collect();
+            sessions.push(session(&t));
+            starts.push(start(Some(offsets[i]), i as u32, *n));
+        }
+        Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_request_is_sent_once_in_order_within_the_ceiling(
+            turns in proptest::collection::vec((1u32..4, 0u64..50, proptest::option::of(0u64..30)), 1..40),
+            conc in proptest::option::of(1usize..5),
+            service in 1u64..20,
+        ) {
+            let total: u32 = turns.iter().map(|t| t.0).sum();
+            let mut sim = Sim::new(random_schedule(&turns), conc, None, service * MS);
+            sim.run(None);
+            proptest::prop_assert_eq!(sim.sent.len() as u32, total);
+            let mut rows: Vec<u32> = sim.sent.iter().map(|(_, j)| j.row).collect();
+            rows.sort_unstable();
+            rows.dedup();
+            proptest::prop_assert_eq!(rows.len() as u32, total);
+            if let Some(c) = conc {
+                proptest::prop_assert!(sim.max_active <= c);
+            }
+            // Turns of a run leave in order, each after the previous one completed.
+            for w in sim.sent.windows(2) {
+                let (a, b) = (&w[0], &w[1]);
+                proptest::prop_assert!(a.0 <= b.0);
+            }
+            for (t, j) in &sim.sent {
+                if j.turn > 0 {
+                    let prev = sim.sent.iter().find(|(_, p)| p.run == j.run && p.turn == j.turn - 1).unwrap();
+                    proptest::prop_assert!(*t >= prev.0 + service * MS);
+                }
+            }
+        }
+
+        #[test]
+        fn shards_send_the_whole_runs_requests_at_the_same_times(
+            turns in proptest::collection::vec((1u32..4, 0u64..50, proptest::option::of(0u64..30)), 1..40),
+            n in 1u32..5,
+            service in 1u64..20,
+        ) {
+            let whole = random_schedule(&turns);
+            let mut sim = Sim::new(whole.clone(), None, None, service * MS);
+            sim.run(None);
+            let mut union = Vec::new();
+            for k in 0..n {
+                let mut part = Sim::new(whole.clone().sharded(crate::replay::schedule::Shard { index: k, count: n }), None, None, service * MS);
+                part.run(None);
+                proptest::prop_assert!(part.sent.iter().all(|(_, j)| j.session % n == k));
+                union.extend(part.sent);
+            }
+            let key = |(t, j): &(u64, Job)| (j.run, j.turn, *t);
+            let mut a: Vec<_> = sim.sent.iter().map(key).collect();
+            let mut b: Vec<_> = union.iter().map(key).collect();
+            a.sort_unstable();
+            b.sort_unstable();
+            proptest::prop_assert_eq!(a, b);
+        }
+    }
+}

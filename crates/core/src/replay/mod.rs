@@ -1,0 +1,12 @@
+//! Replaying a trace: the decisions of a run, without its clock or its sockets.
+//!
+//! - [`schedule`]: sessions and their starts as data (lazily generated for rate runs; a shard of them);
+//! - [`dispatch`]: which request goes next and when (session slots, turn timing, stop; the prefix
+//!   cache a request would find);
+//! - [`sharding`]: a shard's clock offset from `Date` probes, what a shard and a merge record;
+//! - [`sse`]: server-sent events and OpenAI streaming chunks.
+
+pub mod dispatch;
+pub mod schedule;
+pub mod sharding;
+pub mod sse;

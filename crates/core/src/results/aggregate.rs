@@ -1,0 +1,409 @@
+//! [`Aggregate`]: the metrics of many requests collected, merged with another aggregate, errors
+//! counted by kind, goodput counted, and the final [`Report`] computed through [`crate::stats`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::results::metrics::{Metric, RequestMetrics, Slo, meets};
+use crate::results::record::RequestRecord;
+use crate::stats::Distribution;
+
+/// Longest error message kept as an example of its kind (characters).
+pub const MAX_ERROR_EXAMPLE_CHARS: usize = 300;
+
+/// An error message as kept for its kind: on one line, at most [`MAX_ERROR_EXAMPLE_CHARS`].
+fn error_example(message: &str) -> String {
+    let one_line: String =
+        message.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(MAX_ERROR_EXAMPLE_CHARS + 1).collect();
+    if one_line.chars().count() > MAX_ERROR_EXAMPLE_CHARS {
+        let cut: String = one_line.chars().take(MAX_ERROR_EXAMPLE_CHARS).collect();
+        format!("{cut}…")
+    } else {
+        one_line
+    }
+}
+
+/// Mergeable collection of per-request metric values, counts and error kinds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Aggregate {
+    values: BTreeMap<Metric, Vec<f64>>,
+    pub ok: u64,
+    pub errors: BTreeMap<String, u64>,
+    /// The first message of each error kind (what the console and the report show beside the count).
+    pub error_examples: BTreeMap<String, String>,
+    pub good: u64,
+    pub first_sent_ns: Option<u64>,
+    pub last_end_ns: Option<u64>,
+    pub total_output_tokens: u64,
+    pub total_input_tokens: u64,
+    pub total_cached_tokens: u64,
+    pub total_expected_cached_tokens: u64,
+    /// Requests whose server usage reported `cached_tokens`.
+    pub cached_reported: u64,
+    /// Output tokens of the requests counted both ways: (requests, client's count, server's).
+    pub counted_both: (u64, u64, u64),
+    /// Per `--url` (records with a [`RequestRecord::url_index`]), by index.
+    pub per_url: BTreeMap<u32, UrlAggregate>,
+}
+
+/// What one URL of several served: request counts and latencies (the rest is run-wide).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UrlAggregate {
+    pub ok: u64,
+    pub errors: u64,
+    /// Request latency (ms) of its successful requests.
+    pub request_latency_ms: Vec<f64>,
+    /// Time to first token (ms) of its successful streamed requests.
+    pub ttft_ms: Vec<f64>,
+}
+
+impl UrlAggregate {
+    fn add(&mut self, m: Option<&RequestMetrics>) {
+        let Some(m) = m else {
+            self.errors += 1;
+            return;
+        };
+        self.ok += 1;
+        self.request_latency_ms.extend(m.get(Metric::RequestLatency));
+        self.ttft_ms.extend(m.get(Metric::TimeToFirstToken));
+    }
+
+    fn merge(&mut self, other: &UrlAggregate) {
+        self.ok += other.ok;
+        self.errors += other.errors;
+        self.request_latency_ms.extend_from_slice(&other.request_latency_ms);
+        self.ttft_ms.extend_from_slice(&other.ttft_ms);
+    }
+}
+
+/// What one URL of several served, in the report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UrlReport {
+    /// The index of the URL among `--url`s.
+    pub index: u32,
+    pub request_count: u64,
+    pub error_request_count: u64,
+    pub request_latency: Option<Distribution>,
+    pub time_to_first_token: Option<Distribution>,
+}
+
+impl Aggregate {
+    /// Adds one record; returns its metrics when it succeeded.
+    pub fn add(&mut self, r: &RequestRecord, use_server_token_count: bool, slos: &[Slo]) -> Option<RequestMetrics> {
+        let m = self.add_run_wide(r, use_server_token_count, slos);
+        if let Some(i) = r.url_index {
+            self.per_url.entry(i).or_default().add(m.as_ref());
+        }
+        m
+    }
+
+    fn add_run_wide(
+        &mut self,
+        r: &RequestRecord,
+        use_server_token_count: bool,
+        slos: &[Slo],
+    ) -> Option<RequestMetrics> {
+        self.first_sent_ns = Some(self.first_sent_ns.map_or(r.sent_ns, |t| t.min(r.sent_ns)));
+        self.last_end_ns = Some(self.last_end_ns.map_or(r.end_ns, |t| t.max(r.end_ns)));
+        if let Some(e) = &r.error {
+            *self.errors.entry(e.kind.clone()).or_default() += 1;
+            if !self.error_examples.contains_key(&e.kind) {
+                self.error_examples.insert(e.kind.clone(), error_example(&e.message));
+            }
+            // Sending happened (or was attempted) on time or not, whatever the answer.
+            let lateness = r.sent_ns.saturating_sub(r.scheduled_ns) as f64 / 1e6;
+            self.values.entry(Metric::SendLateness).or_default().push(lateness);
+            // A request that received tokens before it failed (cancelled under overload, timed
+            // out mid-stream) still tells how long the first token took: leaving it out would
+            // understate TTFT exactly when the server is overloaded.
+            if r.streaming
+                && let Some(&first) = r.chunk_ns.first()
+            {
+                let ms = |ns: u64| ns as f64 / 1e6;
+                self.values.entry(Metric::TimeToFirstToken).or_default().push(ms(first.saturating_sub(r.sent_ns)));
+                self.values
+                    .entry(Metric::TimeToFirstTokenFromScheduled)
+                    .or_default()
+                    .push(ms(first.saturating_sub(r.scheduled_ns)));
+                self.values
+                    .entry(Metric::InterChunkLatency)
+                    .or_default()
+                    .extend(r.chunk_ns.windows(2).map(|w| ms(w[1].saturating_sub(w[0]))));
+            }
+            return None;
+        }
+        let m = RequestMetrics::of(r, use_server_token_count);
+        self.ok += 1;
+        for &(k, v) in m.values() {
+            self.values.entry(k).or_default().push(v);
+        }
+        self.values.entry(Metric::InterChunkLatency).or_default().extend_from_slice(&m.inter_chunk_ms);
+        self.total_output_tokens += m.get(Metric::OutputSequenceLength).unwrap_or(0.0) as u64;
+        self.total_input_tokens += m.get(Metric::InputSequenceLength).unwrap_or(0.0) as u64;
+        if let Some(c) = r.usage.cached_tokens {
+            self.total_cached_tokens += c;
+            self.cached_reported += 1;
+        }
+        self.total_expected_cached_tokens += r.expected_cached_tokens.unwrap_or(0);
+        if let (Some(client), Some(server)) = (r.output_tokens, r.usage.completion_tokens) {
+            let (n, c, s) = &mut self.counted_both;
+            *n += 1;
+            *c = c.saturating_add(client);
+            *s = s.saturating_add(server);
+        }
+        if !slos.is_empty() && meets(&m, slos) {
+            self.good += 1;
+        }
+        Some(m)
+    }
+
+    /// Adds another aggregate's contents to this one.
+    pub fn merge(&mut self, other: &Aggregate) {
+        for (k, v) in &other.values {
+            self.values.entry(*k).or_default().extend_from_slice(v);
+        }
+        self.ok += other.ok;
+        for (k, n) in &other.errors {
+            *self.errors.entry(k.clone()).or_default() += n;
+        }
+        for (k, m) in &other.error_examples {
+            self.error_examples.entry(k.clone()).or_insert_with(|| m.clone());
+        }
+        self.good += other.good;
+        self.first_sent_ns = match (self.first_sent_ns, other.first_sent_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_end_ns = match (self.last_end_ns, other.last_end_ns) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.total_output_tokens += other.total_output_tokens;
+        self.total_input_tokens += other.total_input_tokens;
+        self.total_cached_tokens += other.total_cached_tokens;
+        self.total_expected_cached_tokens += other.total_expected_cached_tokens;
+        self.cached_reported += other.cached_reported;
+        self.counted_both.0 += other.counted_both.0;
+        self.counted_both.1 = self.counted_both.1.saturating_add(other.counted_both.1);
+        self.counted_both.2 = self.counted_both.2.saturating_add(other.counted_both.2);
+        for (i, u) in &other.per_url {
+            self.per_url.entry(*i).or_default().merge(u);
+        }
+    }
+
+    /// Number of failed requests.
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().sum()
+    }
+
+    /// The values collected for a metric.
+    pub fn values(&self, metric: Metric) -> &[f64] {
+        self.values.get(&metric).map_or(&[], Vec::as_slice)
+    }
+
+    /// The final report; `with_goodput` adds the goodput scalar.
+    pub fn report(&self, with_goodput: bool) -> Report {
+        let metrics =
+            Metric::ALL.into_iter().filter_map(|m| Distribution::of(self.values(m)).map(|d| (m, d))).collect();
+        let duration_s = match (self.first_sent_ns, self.last_end_ns) {
+            (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
+            _ => 0.0,
+        };
+        let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
+        Report {
+            metrics,
+            benchmark_duration_s: duration_s,
+            request_count: self.ok,
+            error_request_count: self.error_count(),
+            request_throughput: per_s(self.ok as f64),
+            output_token_throughput: per_s(self.total_output_tokens as f64),
+            goodput: with_goodput.then(|| per_s(self.good as f64)),
+            good_request_count: with_goodput.then_some(self.good),
+            cache_hit_rate: (self.cached_reported > 0 && self.total_input_tokens > 0)
+                .then(|| self.total_cached_tokens as f64 / self.total_input_tokens as f64),
+            expected_cache_hit_rate: (self.total_input_tokens > 0)
+                .then(|| self.total_expected_cached_tokens as f64 / self.total_input_tokens as f64),
+            error_summary: self.errors.clone(),
+            error_examples: self.error_examples.clone(),
+            token_count_check: (self.counted_both.0 > 0).then_some(TokenCountCheck {
+                requests: self.counted_both.0,
+                client_output_tokens: self.counted_both.1,
+                server_output_tokens: self.counted_both.2,
+            }),
+            per_url: self
+                .per_url
+                .iter()
+                .map(|(&index, u)| UrlReport {
+                    index,
+                    request_count: u.ok,
+                    error_request_count: u.errors,
+                    request_latency: Distribution::of(&u.request_latency_ms),
+                    time_to_first_token: Distribution::of(&u.ttft_ms),
+                })
+                .collect(),
+            outcomes: Outcomes {
+                completed: self.ok,
+                cancelled: self.errors.get("cancelled").copied().unwrap_or(0),
+                timed_out: self.errors.get("timeout").copied().unwrap_or(0),
+                failed: self
+                    .errors
+                    .iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "cancelled" | "timeout"))
+                    .map(|(_, n)| n)
+                    .sum(),
+            },
+        }
+    }
+}
+
+/// The result of a run: distributions of per-request metrics and run-level scalars.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    pub metrics: Vec<(Metric, Distribution)>,
+    pub benchmark_duration_s: f64,
+    pub request_count: u64,
+    pub error_request_count: u64,
+    /// Successful requests per second.
+    pub request_throughput: f64,
+    /// Output tokens per second.
+    pub output_token_throughput: f64,
+    /// Requests per second meeting every SLO.
+    pub goodput: Option<f64>,
+    pub good_request_count: Option<u64>,
+    /// Server-reported cached tokens / client-counted input tokens.
+    pub cache_hit_rate: Option<f64>,
+    /// What the trace's shared hash ids predict for the same ratio.
+    pub expected_cache_hit_rate: Option<f64>,
+    pub error_summary: BTreeMap<String, u64>,
+    /// The first message of each error kind of `error_summary`.
+    pub error_examples: BTreeMap<String, String>,
+    /// How the requests ended.
+    pub outcomes: Outcomes,
+    /// The client's output token count against the server's, where both were known.
+    pub token_count_check: Option<TokenCountCheck>,
+    /// Per URL when requests went to several (`--url` repeated), by index; empty otherwise.
+    pub per_url: Vec<UrlReport>,
+}
+
+/// Output tokens counted by the client (re-tokenized text) and by the server (`usage`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenCountCheck {
+    pub requests: u64,
+    pub client_output_tokens: u64,
+    pub server_output_tokens: u64,
+}
+
+impl TokenCountCheck {
+    /// (client − server) / server; 0 when the server counted nothing.
+    pub fn relative_difference(&self) -> f64 {
+        if self.server_output_tokens == 0 {
+            return 0.0;
+        }
+        (self.client_output_tokens as f64 - self.server_output_tokens as f64) / self.server_output_tokens as f64
+    }
+}
+
+/// How the requests of a run ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcomes {
+    pub completed: u64,
+    pub cancelled: u64,
+    pub timed_out: u64,
+    /// Every other error kind.
+    pub failed: u64,
+}
+
+impl Report {
+    /// The distribution of one metric, if any request had it.
+    pub fn get(&self, metric: Metric) -> Option<&Distribution> {
+        self.metrics.iter().find(|(m, _)| *m == metric).map(|(_, d)| d)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::results::metrics::parse_goodput;
+    use crate::results::metrics::tests::rec;
+    use crate::results::record::RecordError;
+
+    #[test]
+    fn requests_are_counted_per_url_and_merge_like_the_whole() {
+        let mut a = Aggregate::default();
+        let mut b = Aggregate::default();
+        for i in 0..6u64 {
+            let mut r = rec(&[5_000_000 + i * 1_000_000, 9_000_000], 2);
+            r.url_index = Some((i % 2) as u32);
+            if i == 5 {
+                r.error = Some(RecordError { kind: "timeout".into(), message: "x".into() });
+            }
+            (if i < 3 { &mut a } else { &mut b }).add(&r, false, &[]);
+        }
+        // A record without an index (a single URL) is not counted per URL.
+        a.add(&rec(&[5_000_000], 1), false, &[]);
+        a.merge(&b);
+        let report = a.report(false);
+        let counts: Vec<(u32, u64, u64)> =
+            report.per_url.iter().map(|u| (u.index, u.request_count, u.error_request_count)).collect();
+        assert_eq!(counts, vec![(0, 3, 0), (1, 2, 1)]);
+        let ttft0 = report.per_url[0].time_to_first_token.as_ref().unwrap();
+        // TTFT from sent (3 ms): 2, 4 and 6 ms on URL 0.
+        assert_eq!((ttft0.min, ttft0.max, ttft0.count), (2.0, 6.0, 3));
+        assert_eq!(report.per_url[1].request_latency.as_ref().unwrap().count, 2);
+        assert!(Aggregate::default().report(false).per_url.is_empty());
+    }
+
+    #[test]
+    fn ttft_covers_requests_that_failed_after_their_first_token() {
+        let mut agg = Aggregate::default();
+        agg.add(&rec(&[13_000_000, 15_000_000], 2), false, &[]);
+        let mut cancelled = rec(&[43_000_000], 1);
+        cancelled.error = Some(RecordError { kind: "cancelled".into(), message: "x".into() });
+        agg.add(&cancelled, false, &[]);
+        let mut refused = rec(&[], 0);
+        refused.error = Some(RecordError { kind: "connection_error".into(), message: "x".into() });
+        agg.add(&refused, false, &[]);
+        let r = agg.report(false);
+        let ttft = r.get(Metric::TimeToFirstToken).unwrap();
+        assert_eq!((ttft.count, ttft.max), (2, 40.0));
+        assert_eq!(r.request_count, 1);
+        assert_eq!(r.outcomes, Outcomes { completed: 1, cancelled: 1, timed_out: 0, failed: 1 });
+    }
+
+    #[test]
+    fn aggregates_merge_like_one() {
+        let records: Vec<RequestRecord> = (1..=10u64)
+            .map(|i| {
+                let mut r = rec(&[3_000_000 + i * 1_000_000, 4_000_000 + i * 2_000_000], 2);
+                if i % 4 == 0 {
+                    r.error = Some(RecordError { kind: "timeout".into(), message: "x".into() });
+                }
+                r
+            })
+            .collect();
+        let slos = parse_goodput("time_to_first_token:5").unwrap();
+        let mut whole = Aggregate::default();
+        let (mut a, mut b) = (Aggregate::default(), Aggregate::default());
+        for (i, r) in records.iter().enumerate() {
+            whole.add(r, false, &slos);
+            if i % 2 == 0 {
+                a.add(r, false, &slos)
+            } else {
+                b.add(r, false, &slos)
+            };
+        }
+        a.merge(&b);
+        let (rw, ra) = (whole.report(true), a.report(true));
+        assert_eq!(rw.request_count, 8);
+        assert_eq!(rw.error_summary.get("timeout"), Some(&2));
+        assert_eq!(rw.good_request_count, Some(4));
+        assert_eq!(rw.get(Metric::TimeToFirstToken).unwrap().max, ra.get(Metric::TimeToFirstToken).unwrap().max);
+        assert_eq!(
+            rw.get(Metric::TimeToFirstToken).unwrap().percentiles,
+            ra.get(Metric::TimeToFirstToken).unwrap().percentiles
+        );
+        assert_eq!(rw.request_throughput, ra.request_throughput);
+    }
+}

@@ -1,0 +1,117 @@
+//! `profile_export_aiperf.json`.
+
+use serde_json::{Map, Value, json};
+
+use super::{cpu_per_request_us, scalars, url_name};
+use crate::datetime::iso8601;
+use crate::results::aggregate::{Report, UrlReport};
+use crate::results::metrics::Metric;
+use crate::results::summary::RunSummary;
+use crate::server::kinds::ServerView;
+use crate::stats::{Distribution, REPORT_PERCENTILES};
+
+fn dist_json(unit: &str, d: &Distribution) -> Value {
+    let mut m = Map::new();
+    m.insert("unit".into(), json!(unit));
+    m.insert("avg".into(), json!(d.avg));
+    m.insert("min".into(), json!(d.min));
+    m.insert("max".into(), json!(d.max));
+    for (p, v) in REPORT_PERCENTILES.iter().zip(d.percentiles) {
+        m.insert(format!("p{p}"), json!(v));
+    }
+    m.insert("std".into(), json!(d.std));
+    m.insert("count".into(), json!(d.count));
+    Value::Object(m)
+}
+
+/// `profile_export_aiperf.json`.
+pub fn summary_json(s: &RunSummary) -> String {
+    let mut m = Map::new();
+    for (metric, d) in &s.report.metrics {
+        m.insert(metric.tag().into(), dist_json(metric.unit(), d));
+    }
+    for (tag, _, unit, v) in scalars(&s.report) {
+        m.insert(tag.into(), json!({"unit": unit, "avg": v}));
+    }
+    m.insert("input_config".into(), s.input_config.clone());
+    m.insert("was_cancelled".into(), json!(s.was_cancelled));
+    m.insert(
+        "error_summary".into(),
+        Value::Array(
+            s.report
+                .error_summary
+                .iter()
+                .map(|(k, n)| {
+                    let mut details = json!({"type": k});
+                    if let Some(m) = s.report.error_examples.get(k) {
+                        details["message"] = json!(m);
+                    }
+                    json!({"error_details": details, "count": n})
+                })
+                .collect(),
+        ),
+    );
+    m.insert("outcome_counts".into(), json!(s.report.outcomes));
+    if !s.report.per_url.is_empty() {
+        m.insert("per_url".into(), Value::Array(s.report.per_url.iter().map(|u| url_json(s, u)).collect()));
+    }
+    if let Some(t) = s.report.token_count_check {
+        m.insert(
+            "output_token_count_check".into(),
+            json!({
+                "requests": t.requests,
+                "client_output_tokens": t.client_output_tokens,
+                "server_output_tokens": t.server_output_tokens,
+                "relative_difference": t.relative_difference(),
+            }),
+        );
+    }
+    m.insert("start_time".into(), json!(iso8601(s.start_unix_ns)));
+    m.insert("end_time".into(), json!(iso8601(s.end_unix_ns)));
+    m.insert("tokenizer".into(), json!(s.tokenizer));
+    if let Some(cpu) = s.client_cpu_s {
+        m.insert("client_cpu".into(), json!({"seconds": cpu, "us_per_request": cpu_per_request_us(s, cpu)}));
+    }
+    m.insert("startup_ms".into(), json!(s.startup_ms));
+    if let Some(v) = &s.server {
+        m.insert("prefix_cache_comparison".into(), comparison_json(&s.report, v));
+    }
+    if let Some((prog, meas)) = s.calibration {
+        m.insert("calibration".into(), json!({"programmed_ttft_ms": prog, "measured_ttft_p50_ms": meas}));
+    }
+    if let Some(sh) = &s.sharding {
+        m.insert("sharding".into(), serde_json::to_value(sh).unwrap_or(Value::Null));
+    }
+    let mut text = serde_json::to_string_pretty(&Value::Object(m)).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn url_json(s: &RunSummary, u: &UrlReport) -> Value {
+    let mut m = Map::new();
+    m.insert("index".into(), json!(u.index));
+    m.insert("url".into(), json!(url_name(s, u)));
+    m.insert("request_count".into(), json!(u.request_count));
+    m.insert("error_request_count".into(), json!(u.error_request_count));
+    for (metric, d) in
+        [(Metric::RequestLatency, &u.request_latency), (Metric::TimeToFirstToken, &u.time_to_first_token)]
+    {
+        if let Some(d) = d {
+            m.insert(metric.tag().into(), dist_json(metric.unit(), d));
+        }
+    }
+    Value::Object(m)
+}
+
+/// The three prefix-cache hit rates side by side, and the server's KV-cache and queue numbers.
+fn comparison_json(r: &Report, v: &ServerView) -> Value {
+    json!({
+        "trace_theoretical": r.expected_cache_hit_rate,
+        "server_metrics": v.prefix_cache_hit_rate.as_ref().map(|s| s.value),
+        "server_metrics_source": v.prefix_cache_hit_rate.as_ref().map(|s| &s.source),
+        "usage_cached_tokens": r.cache_hit_rate,
+        "server_kv_cache_usage": v.kv_cache_usage.as_ref().map(|s| json!({"avg": s.value.0, "max": s.value.1, "source": s.source})),
+        "server_queue_depth": v.queue_depth_max.as_ref().map(|s| json!({"max": s.value, "source": s.source})),
+        "server_running_requests": v.running_max.as_ref().map(|s| json!({"max": s.value, "source": s.source})),
+    })
+}

@@ -1,0 +1,279 @@
+//! The AIPerf metrics of one request ([`RequestMetrics`], derived from its
+//! [`RequestRecord`]: AIPerf's per-request metrics plus send lateness and latencies from the
+//! scheduled time, which expose coordinated omission) and the `--goodput` objectives they are
+//! judged by.
+
+use serde::{Deserialize, Serialize};
+
+use crate::results::record::RequestRecord;
+
+/// A metric of the report, with AIPerf's tag where AIPerf has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Metric {
+    TimeToFirstToken,
+    TimeToSecondToken,
+    RequestLatency,
+    InterTokenLatency,
+    InterChunkLatency,
+    OutputSequenceLength,
+    InputSequenceLength,
+    ServerInputSequenceLength,
+    OutputTokenThroughputPerUser,
+    CachedTokens,
+    SendLateness,
+    TimeToFirstTokenFromScheduled,
+    RequestLatencyFromScheduled,
+}
+
+impl Metric {
+    /// All per-request metrics in report order.
+    pub const ALL: [Metric; 13] = [
+        Metric::TimeToFirstToken,
+        Metric::TimeToSecondToken,
+        Metric::RequestLatency,
+        Metric::InterTokenLatency,
+        Metric::InterChunkLatency,
+        Metric::OutputTokenThroughputPerUser,
+        Metric::OutputSequenceLength,
+        Metric::InputSequenceLength,
+        Metric::ServerInputSequenceLength,
+        Metric::CachedTokens,
+        Metric::SendLateness,
+        Metric::TimeToFirstTokenFromScheduled,
+        Metric::RequestLatencyFromScheduled,
+    ];
+
+    /// The tag used in exports and `--goodput` (AIPerf's where it exists).
+    pub fn tag(self) -> &'static str {
+        match self {
+            Metric::TimeToFirstToken => "time_to_first_token",
+            Metric::TimeToSecondToken => "time_to_second_token",
+            Metric::RequestLatency => "request_latency",
+            Metric::InterTokenLatency => "inter_token_latency",
+            Metric::InterChunkLatency => "inter_chunk_latency",
+            Metric::OutputSequenceLength => "output_sequence_length",
+            Metric::InputSequenceLength => "input_sequence_length",
+            Metric::ServerInputSequenceLength => "server_input_sequence_length",
+            Metric::OutputTokenThroughputPerUser => "output_token_throughput_per_user",
+            Metric::CachedTokens => "cached_tokens",
+            Metric::SendLateness => "send_lateness",
+            Metric::TimeToFirstTokenFromScheduled => "time_to_first_token_from_scheduled",
+            Metric::RequestLatencyFromScheduled => "request_latency_from_scheduled",
+        }
+    }
+
+    /// Human-readable name for tables.
+    pub fn header(self) -> &'static str {
+        match self {
+            Metric::TimeToFirstToken => "Time to First Token",
+            Metric::TimeToSecondToken => "Time to Second Token",
+            Metric::RequestLatency => "Request Latency",
+            Metric::InterTokenLatency => "Inter Token Latency",
+            Metric::InterChunkLatency => "Inter Chunk Latency",
+            Metric::OutputSequenceLength => "Output Sequence Length",
+            Metric::InputSequenceLength => "Input Sequence Length",
+            Metric::ServerInputSequenceLength => "Server Input Sequence Length",
+            Metric::OutputTokenThroughputPerUser => "Output Token Throughput Per User",
+            Metric::CachedTokens => "Cached Tokens (server)",
+            Metric::SendLateness => "Send Lateness",
+            Metric::TimeToFirstTokenFromScheduled => "TTFT from Scheduled Time",
+            Metric::RequestLatencyFromScheduled => "Request Latency from Scheduled Time",
+        }
+    }
+
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::OutputSequenceLength
+            | Metric::InputSequenceLength
+            | Metric::ServerInputSequenceLength
+            | Metric::CachedTokens => "tokens",
+            Metric::OutputTokenThroughputPerUser => "tokens/sec/user",
+            _ => "ms",
+        }
+    }
+
+    /// For goodput: true when a larger value is better.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Metric::OutputTokenThroughputPerUser)
+    }
+
+    /// The metric with this tag.
+    pub fn from_tag(tag: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.tag() == tag)
+    }
+}
+
+/// The per-request metrics of one successful request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RequestMetrics {
+    values: Vec<(Metric, f64)>,
+    /// Inter-chunk gaps (ms); a list per request, aggregated over all gaps.
+    pub inter_chunk_ms: Vec<f64>,
+}
+
+impl RequestMetrics {
+    /// Metrics of a record; `use_server_token_count` takes OSL/ISL from the server's usage.
+    pub fn of(r: &RequestRecord, use_server_token_count: bool) -> RequestMetrics {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let mut m = RequestMetrics::default();
+        let mut put = |k: Metric, v: f64| m.values.push((k, v));
+        put(Metric::SendLateness, ms(r.sent_ns.saturating_sub(r.scheduled_ns)));
+        let osl = if use_server_token_count { r.usage.completion_tokens.or(r.output_tokens) } else { r.output_tokens };
+        let isl = if use_server_token_count { r.usage.prompt_tokens.or(r.input_tokens) } else { r.input_tokens };
+        let last = if r.streaming { r.chunk_ns.last().copied() } else { Some(r.end_ns) };
+        let latency = last.map(|t| t.saturating_sub(r.sent_ns));
+        if let Some(l) = latency {
+            put(Metric::RequestLatency, ms(l));
+        }
+        if let Some(t) = last {
+            put(Metric::RequestLatencyFromScheduled, ms(t.saturating_sub(r.scheduled_ns)));
+        }
+        if r.streaming
+            && let Some(&first) = r.chunk_ns.first()
+        {
+            let ttft = first.saturating_sub(r.sent_ns);
+            put(Metric::TimeToFirstToken, ms(ttft));
+            put(Metric::TimeToFirstTokenFromScheduled, ms(first.saturating_sub(r.scheduled_ns)));
+            if let Some(&second) = r.chunk_ns.get(1) {
+                put(Metric::TimeToSecondToken, ms(second - first.min(second)));
+            }
+            if let (Some(l), Some(n)) = (latency, osl)
+                && n >= 2
+            {
+                let itl = ms(l.saturating_sub(ttft)) / (n - 1) as f64;
+                put(Metric::InterTokenLatency, itl);
+                if itl > 0.0 {
+                    put(Metric::OutputTokenThroughputPerUser, 1000.0 / itl);
+                }
+            }
+        }
+        if let Some(n) = osl {
+            put(Metric::OutputSequenceLength, n as f64);
+        }
+        if let Some(n) = isl {
+            put(Metric::InputSequenceLength, n as f64);
+        }
+        if let Some(n) = r.usage.prompt_tokens {
+            put(Metric::ServerInputSequenceLength, n as f64);
+        }
+        if let Some(n) = r.usage.cached_tokens {
+            put(Metric::CachedTokens, n as f64);
+        }
+        m.inter_chunk_ms = r.chunk_ns.windows(2).map(|w| ms(w[1].saturating_sub(w[0]))).collect();
+        m
+    }
+
+    /// The value of a metric, when this request has it.
+    pub fn get(&self, metric: Metric) -> Option<f64> {
+        if metric == Metric::InterChunkLatency {
+            return (!self.inter_chunk_ms.is_empty())
+                .then(|| crate::stats::mean(&self.inter_chunk_ms).unwrap_or_default());
+        }
+        self.values.iter().find(|(k, _)| *k == metric).map(|(_, v)| *v)
+    }
+
+    /// All single-valued metrics of this request.
+    pub fn values(&self) -> &[(Metric, f64)] {
+        &self.values
+    }
+}
+
+/// One service-level objective of `--goodput`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Slo {
+    pub metric: Metric,
+    /// In the metric's unit (ms for latencies).
+    pub threshold: f64,
+}
+
+/// A `--goodput` string that cannot be used.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GoodputError {
+    #[error("goodput: '{0}' is not of the form metric:value")]
+    Syntax(String),
+    #[error("goodput: unknown metric '{0}' (use e.g. time_to_first_token, inter_token_latency, request_latency)")]
+    Metric(String),
+    #[error("goodput: '{0}' is not a non-negative number")]
+    Value(String),
+}
+
+/// Parses `"time_to_first_token:200 inter_token_latency:20"` (spaces or commas between SLOs).
+pub fn parse_goodput(s: &str) -> Result<Vec<Slo>, GoodputError> {
+    s.split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|p| !p.is_empty())
+        .map(|part| {
+            let (name, value) = part.split_once([':', '=']).ok_or_else(|| GoodputError::Syntax(part.into()))?;
+            let metric = Metric::from_tag(name.trim()).ok_or_else(|| GoodputError::Metric(name.into()))?;
+            let threshold: f64 = value.trim().parse().map_err(|_| GoodputError::Value(value.into()))?;
+            if !(threshold.is_finite() && threshold >= 0.0) {
+                return Err(GoodputError::Value(value.into()));
+            }
+            Ok(Slo { metric, threshold })
+        })
+        .collect()
+}
+
+/// Whether a successful request meets every SLO (a metric the request lacks fails its SLO).
+pub fn meets(metrics: &RequestMetrics, slos: &[Slo]) -> bool {
+    slos.iter().all(|slo| match metrics.get(slo.metric) {
+        Some(v) if slo.metric.higher_is_better() => v >= slo.threshold,
+        Some(v) => v <= slo.threshold,
+        None => false,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn rec(chunks: &[u64], osl: u64) -> RequestRecord {
+        RequestRecord {
+            scheduled_ns: 1_000_000,
+            sent_ns: 3_000_000,
+            chunk_ns: chunks.to_vec(),
+            end_ns: chunks.last().copied().unwrap_or(0) + 1000,
+            streaming: true,
+            output_tokens: Some(osl),
+            input_tokens: Some(100),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn aiperf_definitions() {
+        let m = RequestMetrics::of(&rec(&[13_000_000, 15_000_000, 17_000_000, 23_000_000], 4), false);
+        assert_eq!(m.get(Metric::SendLateness), Some(2.0));
+        assert_eq!(m.get(Metric::TimeToFirstToken), Some(10.0));
+        assert_eq!(m.get(Metric::TimeToFirstTokenFromScheduled), Some(12.0));
+        assert_eq!(m.get(Metric::TimeToSecondToken), Some(2.0));
+        assert_eq!(m.get(Metric::RequestLatency), Some(20.0));
+        assert_eq!(m.get(Metric::RequestLatencyFromScheduled), Some(22.0));
+        assert_eq!(m.get(Metric::InterTokenLatency), Some(10.0 / 3.0));
+        assert_eq!(m.get(Metric::OutputTokenThroughputPerUser), Some(300.0));
+        assert_eq!(m.inter_chunk_ms, vec![2.0, 2.0, 6.0]);
+    }
+
+    #[test]
+    fn itl_needs_two_tokens_and_server_count_is_optional() {
+        let mut r = rec(&[13_000_000], 1);
+        assert_eq!(RequestMetrics::of(&r, false).get(Metric::InterTokenLatency), None);
+        r.usage.completion_tokens = Some(7);
+        assert_eq!(RequestMetrics::of(&r, true).get(Metric::OutputSequenceLength), Some(7.0));
+        assert_eq!(RequestMetrics::of(&r, false).get(Metric::OutputSequenceLength), Some(1.0));
+    }
+
+    #[test]
+    fn goodput_parsing_and_checking() {
+        let slos = parse_goodput("time_to_first_token:200 inter_token_latency:20").unwrap();
+        assert_eq!(slos.len(), 2);
+        assert!(matches!(parse_goodput("ttft:2"), Err(GoodputError::Metric(_))));
+        assert!(matches!(parse_goodput("request_latency:x"), Err(GoodputError::Value(_))));
+        let m = RequestMetrics::of(&rec(&[13_000_000, 15_000_000], 2), false);
+        assert!(meets(&m, &parse_goodput("time_to_first_token:10").unwrap()));
+        assert!(!meets(&m, &parse_goodput("time_to_first_token:9.9").unwrap()));
+        assert!(meets(&m, &parse_goodput("output_token_throughput_per_user:400").unwrap()));
+    }
+}

@@ -1,0 +1,16 @@
+//! What a run measured, from one request to the files of the whole run.
+//!
+//! - [`record`]: a request's [`record::RequestRecord`] and its line of `profile_export.jsonl`,
+//!   written and read back;
+//! - [`metrics`]: AIPerf's per-request metrics and the `--goodput` objectives;
+//! - [`aggregate`]: the metrics of many requests, mergeable, and the run's [`aggregate::Report`];
+//! - [`summary`]: everything known at the end of a run ([`summary::RunSummary`]);
+//! - [`export`]: the summary as `profile_export_aiperf.json`/`.csv` and the console table;
+//! - [`timeslices`]: the run's metrics per slice of send time (`--slice-duration`).
+
+pub mod aggregate;
+pub mod export;
+pub mod metrics;
+pub mod record;
+pub mod summary;
+pub mod timeslices;

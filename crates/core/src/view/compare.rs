@@ -1,0 +1,262 @@
+//! Runs side by side: the key numbers of 2–8 runs, each with its change against a baseline run
+//! (absolute and %), and the `input_config` entries that differ between them. Formats: a console
+//! table, JSON and CSV.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use crate::csv;
+use crate::results::aggregate::Report;
+use crate::results::metrics::Metric;
+
+use super::Run;
+
+/// One row: a number of every run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub name: String,
+    pub unit: &'static str,
+    pub values: Vec<Option<f64>>,
+}
+
+impl Row {
+    /// Change of run `i` against the baseline: (absolute, % when the baseline is not 0).
+    pub fn change(&self, i: usize, baseline: usize) -> Option<(f64, Option<f64>)> {
+        let (v, b) = (self.values.get(i).copied().flatten()?, self.values.get(baseline).copied().flatten()?);
+        Some((v - b, (b != 0.0).then(|| (v - b) / b * 100.0)))
+    }
+}
+
+/// The comparison of runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    pub labels: Vec<String>,
+    pub baseline: usize,
+    pub rows: Vec<Row>,
+    /// `input_config` keys whose values differ, with each run's value (JSON text, `-` if absent).
+    pub config_diff: Vec<(String, Vec<String>)>,
+}
+
+const KEY_METRICS: [Metric; 5] = [
+    Metric::TimeToFirstToken,
+    Metric::InterTokenLatency,
+    Metric::RequestLatency,
+    Metric::OutputTokenThroughputPerUser,
+    Metric::SendLateness,
+];
+
+/// The rows of one report, in comparison order.
+fn rows_of(r: &Report) -> Vec<(String, &'static str, Option<f64>)> {
+    let mut out = vec![
+        ("Request count".to_string(), "requests", Some(r.request_count as f64)),
+        ("Error request count".to_string(), "requests", Some(r.error_request_count as f64)),
+        ("Benchmark duration".to_string(), "sec", Some(r.benchmark_duration_s)),
+        ("Request throughput".to_string(), "requests/sec", Some(r.request_throughput)),
+        ("Output token throughput".to_string(), "tokens/sec", Some(r.output_token_throughput)),
+        ("Goodput".to_string(), "requests/sec", r.goodput),
+    ];
+    for m in KEY_METRICS {
+        let d = r.get(m);
+        for (p, name) in [(50.0, "p50"), (90.0, "p90"), (99.0, "p99")] {
+            out.push((format!("{} {name}", m.header()), m.unit(), d.and_then(|d| d.percentile(p))));
+        }
+        out.push((format!("{} avg", m.header()), m.unit(), d.map(|d| d.avg)));
+    }
+    out.push(("Cache hit rate (server)".to_string(), "ratio", r.cache_hit_rate));
+    out
+}
+
+/// Compares runs against `runs[baseline]` (clamped into range).
+pub fn compare(runs: &[&Run], baseline: usize) -> Comparison {
+    let baseline = baseline.min(runs.len().saturating_sub(1));
+    let per: Vec<_> = runs.iter().map(|r| rows_of(&r.report)).collect();
+    let mut rows: Vec<Row> = per
+        .first()
+        .map(|first| first.iter().map(|(n, u, _)| Row { name: n.clone(), unit: u, values: Vec::new() }).collect())
+        .unwrap_or_default();
+    for run_rows in &per {
+        for (row, (_, _, v)) in rows.iter_mut().zip(run_rows) {
+            row.values.push(*v);
+        }
+    }
+    rows.retain(|r| r.values.iter().any(Option::is_some));
+    Comparison {
+        labels: runs.iter().map(|r| r.label.clone()).collect(),
+        baseline,
+        rows,
+        config_diff: config_diff(&runs.iter().map(|r| &r.settings.input_config).collect::<Vec<_>>()),
+    }
+}
+
+fn config_diff(configs: &[&Value]) -> Vec<(String, Vec<String>)> {
+    let keys: BTreeSet<&String> = configs.iter().filter_map(|c| c.as_object()).flat_map(|o| o.keys()).collect();
+    keys.into_iter()
+        .filter_map(|k| {
+            let vals: Vec<String> =
+                configs.iter().map(|c| c.get(k.as_str()).map_or_else(|| "-".to_string(), Value::to_string)).collect();
+            vals.iter().any(|v| *v != vals[0]).then(|| (k.clone(), vals))
+        })
+        .collect()
+}
+
+/// A number for a table: 2 decimals, integers without.
+pub fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 { format!("{v:.0}") } else { format!("{v:.2}") }
+}
+
+fn change_text(c: Option<(f64, Option<f64>)>) -> String {
+    match c {
+        Some((d, Some(p))) => format!("{d:+.2} ({p:+.1}%)"),
+        Some((d, None)) => format!("{d:+.2}"),
+        None => "-".into(),
+    }
+}
+
+impl Comparison {
+    /// The console table: each run's value, and for the others the change against the baseline;
+    /// every column as wide as its widest cell, so long metric names and labels keep it aligned.
+    pub fn table(&self) -> String {
+        let mut head = vec!["Metric".to_owned()];
+        for (i, l) in self.labels.iter().enumerate() {
+            head.push(if i == self.baseline { format!("{l} (baseline)") } else { l.clone() });
+        }
+        let mut grid = vec![head];
+        for r in &self.rows {
+            let mut line = vec![format!("{} ({})", r.name, r.unit)];
+            for (i, v) in r.values.iter().enumerate() {
+                line.push(match v {
+                    Some(v) if i == self.baseline => num(*v),
+                    Some(v) => format!("{} {}", num(*v), change_text(r.change(i, self.baseline))),
+                    None => "-".into(),
+                });
+            }
+            grid.push(line);
+        }
+        let columns = grid.iter().map(Vec::len).max().unwrap_or(0);
+        let widths: Vec<usize> = (0..columns)
+            .map(|c| grid.iter().filter_map(|l| l.get(c)).map(|t| t.chars().count()).max().unwrap_or(0))
+            .collect();
+        let mut out = String::new();
+        for line in &grid {
+            let mut text = String::new();
+            for (c, cell) in line.iter().enumerate() {
+                let pad = widths[c].saturating_sub(cell.chars().count());
+                if c == 0 {
+                    let _ = write!(text, "{cell}{}", " ".repeat(pad));
+                } else {
+                    let _ = write!(text, "  {}{cell}", " ".repeat(pad));
+                }
+            }
+            out.push_str(text.trim_end());
+            out.push('\n');
+        }
+        if !self.config_diff.is_empty() {
+            out.push_str("\nDiffering input_config entries:\n");
+            for (k, vals) in &self.config_diff {
+                let _ = writeln!(out, "  {k}: {}", vals.join(" | "));
+            }
+        }
+        out
+    }
+
+    /// JSON: labels, baseline, rows with values and changes, config differences.
+    pub fn json(&self) -> String {
+        let rows: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let changes: Vec<Value> = (0..r.values.len())
+                    .map(|i| match r.change(i, self.baseline) {
+                        Some((d, p)) => json!({"absolute": d, "percent": p}),
+                        None => Value::Null,
+                    })
+                    .collect();
+                json!({"metric": r.name, "unit": r.unit, "values": r.values, "change_vs_baseline": changes})
+            })
+            .collect();
+        let diff: Vec<Value> = self.config_diff.iter().map(|(k, v)| json!({"key": k, "values": v})).collect();
+        let mut s = serde_json::to_string_pretty(&json!({
+            "runs": self.labels,
+            // 1-based, as `--baseline` counts the runs on the command line.
+            "baseline": self.baseline + 1,
+            "rows": rows,
+            "differing_input_config": diff,
+        }))
+        .unwrap_or_default();
+        s.push('\n');
+        s
+    }
+
+    /// CSV: one row per metric, a value column per run and a change column per non-baseline run.
+    pub fn csv(&self) -> String {
+        let q = csv::quoted;
+        let mut out = String::from("metric,unit");
+        for l in &self.labels {
+            let _ = write!(out, ",{}", q(l));
+        }
+        for (i, l) in self.labels.iter().enumerate() {
+            if i != self.baseline {
+                let _ = write!(out, ",{},{}", q(&format!("{l} change")), q(&format!("{l} change %")));
+            }
+        }
+        out.push('\n');
+        for r in &self.rows {
+            let _ = write!(out, "{},{}", q(&r.name), r.unit);
+            for v in &r.values {
+                let _ = write!(out, ",{}", v.map_or(String::new(), |v| v.to_string()));
+            }
+            for i in (0..r.values.len()).filter(|&i| i != self.baseline) {
+                let (d, p) = r.change(i, self.baseline).map_or((None, None), |(d, p)| (Some(d), p));
+                let _ = write!(
+                    out,
+                    ",{},{}",
+                    d.map_or(String::new(), |d| d.to_string()),
+                    p.map_or(String::new(), |p| p.to_string())
+                );
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::tests::run_of;
+    use super::*;
+
+    #[test]
+    fn changes_against_the_baseline() {
+        let mut a = run_of(30, "a");
+        let mut b = run_of(60, "b");
+        a.settings.input_config = json!({"model": "m", "request_rate": 1.0, "api_key": null});
+        b.settings.input_config = json!({"model": "m", "request_rate": 2.0});
+        let c = compare(&[&a, &b], 0);
+        assert_eq!(c.labels, vec!["a", "b"]);
+        let count = c.rows.iter().find(|r| r.name == "Request count").unwrap();
+        let (na, nb) = (a.report.request_count as f64, b.report.request_count as f64);
+        assert_eq!(count.values, vec![Some(na), Some(nb)]);
+        assert_eq!(count.change(1, 0), Some((nb - na, Some((nb - na) / na * 100.0))));
+        assert_eq!(count.change(0, 0), Some((0.0, Some(0.0))));
+        assert_eq!(
+            c.config_diff,
+            vec![
+                ("api_key".to_string(), vec!["null".to_string(), "-".to_string()]),
+                ("request_rate".to_string(), vec!["1.0".to_string(), "2.0".to_string()])
+            ]
+        );
+        let t = c.table();
+        assert!(t.contains("b (baseline)") || t.contains("a (baseline)"));
+        assert!(t.contains("request_rate: 1.0 | 2.0"), "{t}");
+        let j: Value = serde_json::from_str(&c.json()).unwrap();
+        assert_eq!(j["rows"][0]["values"][1], json!(nb));
+        let csv = c.csv();
+        assert!(csv.starts_with("metric,unit,\"a\",\"b\",\"b change\",\"b change %\"\n"), "{csv}");
+        assert_eq!(csv.lines().count(), c.rows.len() + 1);
+        // Baseline out of range is clamped.
+        assert_eq!(compare(&[&a, &b], 7).baseline, 1);
+    }
+}

@@ -1,0 +1,587 @@
+//! Runs as HTML with inline SVG charts: the fragment the browser app shows and the self-contained
+//! report file of `aiperf-cli report` (the same fragment inside a page with its CSS, the records
+//! of the plotted points and a few lines of JavaScript for the record-on-click). Nothing refers to
+//! anything outside the document: no scripts, fonts, images or styles from the network.
+//!
+//! To add a chart: compute its data in [`super::charts`], draw it with [`super::svg::line_chart`],
+//! [`super::svg::scatter_chart`] or [`super::svg::bar_chart`] inside [`run_section`] (one run) or
+//! [`comparison_section`].
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::results::aggregate::Report;
+
+use super::Run;
+use super::charts::{Quantity, Slices, band, cdf, hist, rates, scatters};
+use super::compare::{Comparison, compare, num};
+use super::curve::{Curve, CurveKind};
+use super::svg::{COLOURS, Line, bar_chart, esc, line_chart, scatter_chart, tick};
+
+/// A slice width in seconds, never rounded to zero: `0.001`, `0.02`, `0.5`, `2`, `1.5`.
+fn slice_width(w: f64) -> String {
+    if w >= 1.0 {
+        return tick(w);
+    }
+    let s = format!("{w:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "0" { format!("{w:e}") } else { s.to_owned() }
+}
+
+/// The console's summary as a table (same numbers, 2 decimals) with the outcome counts.
+pub fn summary_table(r: &Report) -> String {
+    let mut out = String::from(
+        r#"<table class="summary"><thead><tr><th>Metric</th><th>avg</th><th>min</th><th>max</th><th>p50</th><th>p90</th><th>p99</th><th>std</th></tr></thead><tbody>"#,
+    );
+    for (m, d) in &r.metrics {
+        let p = |q| d.percentile(q).map_or("-".to_string(), |v| format!("{v:.2}"));
+        let _ = write!(
+            out,
+            r#"<tr data-metric="{}"><td>{} ({})</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td></tr>"#,
+            m.tag(),
+            esc(m.header()),
+            m.unit(),
+            d.avg,
+            d.min,
+            d.max,
+            p(50.0),
+            p(90.0),
+            p(99.0),
+            d.std
+        );
+    }
+    out.push_str("</tbody></table>");
+    out.push_str(r#"<table class="scalars"><tbody>"#);
+    let mut scalar = |tag: &str, name: &str, unit: &str, v: String| {
+        let _ = write!(out, r#"<tr data-metric="{tag}"><td>{name} ({unit})</td><td>{v}</td></tr>"#);
+    };
+    scalar("request_count", "Request Count", "requests", r.request_count.to_string());
+    scalar("error_request_count", "Error Request Count", "requests", r.error_request_count.to_string());
+    scalar("request_throughput", "Request Throughput", "requests/sec", format!("{:.2}", r.request_throughput));
+    scalar(
+        "output_token_throughput",
+        "Output Token Throughput",
+        "tokens/sec",
+        format!("{:.2}", r.output_token_throughput),
+    );
+    scalar("benchmark_duration", "Benchmark Duration", "sec", format!("{:.2}", r.benchmark_duration_s));
+    if let (Some(g), Some(n)) = (r.goodput, r.good_request_count) {
+        scalar("goodput", "Goodput", "requests/sec", format!("{g:.2} ({n} requests met every SLO)"));
+    }
+    if let Some(c) = r.cache_hit_rate {
+        scalar("cache_hit_rate", "Cache Hit Rate (server)", "ratio", format!("{c:.4}"));
+    }
+    if let Some(c) = r.expected_cache_hit_rate {
+        scalar("expected_cache_hit_rate", "Cache Hit Rate (trace, theoretical)", "ratio", format!("{c:.4}"));
+    }
+    out.push_str("</tbody></table>");
+    let o = r.outcomes;
+    let _ = write!(
+        out,
+        r#"<p class="outcomes">Outcomes: <b>{}</b> completed, <b>{}</b> cancelled, <b>{}</b> timed out, <b>{}</b> failed"#,
+        o.completed, o.cancelled, o.timed_out, o.failed
+    );
+    out.push_str("</p>");
+    if !r.error_summary.is_empty() {
+        out.push_str(r#"<table class="errors"><thead><tr><th>error</th><th>count</th><th>first message</th></tr></thead><tbody>"#);
+        for (k, n) in &r.error_summary {
+            let m = r.error_examples.get(k).map_or("", String::as_str);
+            let _ = write!(out, "<tr><td>{}</td><td>{n}</td><td>{}</td></tr>", esc(k), esc(m));
+        }
+        out.push_str("</tbody></table>");
+    }
+    out
+}
+
+/// One run: summary, time series, distributions, trace-aware scatter plots.
+pub fn run_section(run: &Run, k: usize) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<section class="run" data-run="{k}"><h2 class="run-label c{}">{}</h2>"#,
+        k % COLOURS.len(),
+        esc(&run.label)
+    );
+    out.push_str(&summary_table(&run.report));
+    let s = Slices::of(run);
+    out.push_str(r#"<h3>Over the run</h3>"#);
+    let quantities: &[Quantity] = if run.report.request_count == 0 {
+        out.push_str(r#"<p class="note">No request succeeded: over the run, only the send lateness is drawn.</p>"#);
+        &[Quantity::Lateness]
+    } else {
+        &[Quantity::Ttft, Quantity::Itl, Quantity::Latency, Quantity::Lateness]
+    };
+    out.push_str(r#"<div class="charts">"#);
+    for &q in quantities {
+        let b = band(run, &s, q);
+        let lines: Vec<Line<'_>> =
+            [("p50", &b.p50, COLOURS[0]), ("p90", &b.p90, COLOURS[3]), ("p99", &b.p99, COLOURS[1])]
+                .into_iter()
+                .map(|(name, y, colour)| Line {
+                    name: name.into(),
+                    colour,
+                    dashed: false,
+                    points: b.t.iter().copied().zip(y.iter().copied()).collect(),
+                })
+                .collect();
+        let title = format!("{} per {} s slice{} (p50, p90, p99)", q.name(), slice_width(s.width_s), run_slices(&s));
+        out.push_str(&line_chart(
+            &format!("band-{}", slug(q.name())),
+            &title,
+            "time (s)",
+            &format!("{} ({})", q.name(), q.unit()),
+            &lines,
+        ));
+    }
+    for r in rates(run, &s) {
+        let line = Line {
+            name: r.name.into(),
+            colour: COLOURS[2],
+            dashed: false,
+            points: r.t.iter().copied().zip(r.y).collect(),
+        };
+        out.push_str(&line_chart(
+            &format!("rate-{}", slug(r.name)),
+            &format!("{} per {} s slice{}", r.name, slice_width(s.width_s), run_slices(&s)),
+            "time (s)",
+            r.unit,
+            &[line],
+        ));
+    }
+    if let Some(srv) = &run.server {
+        let _ = write!(out, r#"</div><h3>The server's metrics ({})</h3><div class="charts">"#, esc(&srv.endpoint));
+        for (i, (title, unit, tracks)) in srv.charts.iter().enumerate() {
+            let lines: Vec<Line<'_>> = tracks
+                .iter()
+                .enumerate()
+                .map(|(j, t)| Line {
+                    name: t.name.clone(),
+                    colour: COLOURS[j % COLOURS.len()],
+                    dashed: false,
+                    points: t.points.clone(),
+                })
+                .collect();
+            out.push_str(&line_chart(&format!("server-{i}"), title, "time since the run's start (s)", unit, &lines));
+        }
+    }
+    out.push_str(r#"</div><h3>Distributions</h3><div class="charts">"#);
+    for q in Quantity::DISTRIBUTIONS {
+        let v = q.sorted_values(run);
+        if v.is_empty() {
+            continue;
+        }
+        let axis = format!("{} ({})", q.name(), q.unit());
+        let line = Line { name: run.label.clone(), colour: COLOURS[k % COLOURS.len()], dashed: false, points: cdf(&v) };
+        out.push_str(&line_chart(
+            &format!("cdf-{}", slug(q.name())),
+            &format!("{} CDF", q.name()),
+            &axis,
+            "fraction of requests",
+            &[line],
+        ));
+        out.push_str(&bar_chart(
+            &format!("hist-{}", slug(q.name())),
+            &format!("{} histogram", q.name()),
+            &axis,
+            &hist(&v),
+        ));
+    }
+    out.push_str(r#"</div><h3>Requests (click a point for its record)</h3><div class="charts">"#);
+    for c in scatters(run) {
+        out.push_str(&scatter_chart(c.id, c.title, c.x_label, c.y_label, &[(k, COLOURS[k % COLOURS.len()], &c.data)]));
+    }
+    out.push_str("</div></section>");
+    out
+}
+
+/// Marks charts drawn on the run's own `--slice-duration` slices.
+fn run_slices(s: &Slices) -> &'static str {
+    if s.from_run { " (--slice-duration)" } else { "" }
+}
+
+fn slug(s: &str) -> String {
+    s.to_lowercase().replace(' ', "-")
+}
+
+/// Several runs: the side-by-side table, differing settings, overlaid CDFs and time series.
+pub fn comparison_section(runs: &[&Run], c: &Comparison) -> String {
+    let mut out = String::from(
+        r#"<section class="comparison"><h2>Comparison</h2><table class="compare"><thead><tr><th>Metric</th>"#,
+    );
+    for (i, l) in c.labels.iter().enumerate() {
+        let base = if i == c.baseline { " (baseline)" } else { "" };
+        let _ = write!(out, r#"<th class="c{}">{}{base}</th>"#, i % COLOURS.len(), esc(l));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in &c.rows {
+        let _ = write!(out, "<tr><td>{} ({})</td>", esc(&r.name), r.unit);
+        for (i, v) in r.values.iter().enumerate() {
+            let cell = match (v, r.change(i, c.baseline)) {
+                (None, _) => "-".to_string(),
+                (Some(v), _) if i == c.baseline => num(*v),
+                (Some(v), Some((d, Some(p)))) => format!(r#"{} <small>{d:+.2} ({p:+.1}%)</small>"#, num(*v)),
+                (Some(v), Some((d, None))) => format!(r#"{} <small>{d:+.2}</small>"#, num(*v)),
+                (Some(v), None) => num(*v),
+            };
+            let _ = write!(out, "<td>{cell}</td>");
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>");
+    if c.config_diff.is_empty() {
+        out.push_str(r#"<p class="config-diff">Same input_config for every run.</p>"#);
+    } else {
+        out.push_str(r#"<table class="config-diff"><thead><tr><th>input_config</th>"#);
+        for l in &c.labels {
+            let _ = write!(out, "<th>{}</th>", esc(l));
+        }
+        out.push_str("</tr></thead><tbody>");
+        for (k, vals) in &c.config_diff {
+            let _ = write!(out, "<tr><td>{}</td>", esc(k));
+            for v in vals {
+                let _ = write!(out, "<td>{}</td>", esc(v));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</tbody></table>");
+    }
+    out.push_str(r#"<div class="charts">"#);
+    let colour = |i: usize| COLOURS[i % COLOURS.len()];
+    for q in [Quantity::Ttft, Quantity::Itl, Quantity::Latency, Quantity::Osl] {
+        let lines: Vec<Line<'_>> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Line {
+                name: r.label.clone(),
+                colour: colour(i),
+                dashed: false,
+                points: cdf(&q.sorted_values(r)),
+            })
+            .collect();
+        out.push_str(&line_chart(
+            &format!("cmp-cdf-{}", slug(q.name())),
+            &format!("{} CDF", q.name()),
+            &format!("{} ({})", q.name(), q.unit()),
+            "fraction of requests",
+            &lines,
+        ));
+    }
+    // Time series: each run from its own first send.
+    for q in [Quantity::Ttft, Quantity::Latency] {
+        let lines: Vec<Line<'_>> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let b = band(r, &Slices::of(r), q);
+                Line {
+                    name: r.label.clone(),
+                    colour: colour(i),
+                    dashed: false,
+                    points: b.t.into_iter().zip(b.p50).collect(),
+                }
+            })
+            .collect();
+        out.push_str(&line_chart(
+            &format!("cmp-band-{}", slug(q.name())),
+            &format!("{} p50 over the run", q.name()),
+            "time (s)",
+            &format!("{} ({})", q.name(), q.unit()),
+            &lines,
+        ));
+    }
+    let lines: Vec<Line<'_>> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let rt = rates(r, &Slices::of(r)).swap_remove(0);
+            Line {
+                name: r.label.clone(),
+                colour: colour(i),
+                dashed: false,
+                points: rt.t.into_iter().zip(rt.y).collect(),
+            }
+        })
+        .collect();
+    out.push_str(&line_chart("cmp-throughput", "Request throughput over the run", "time (s)", "requests/s", &lines));
+    out.push_str("</div></section>");
+    out
+}
+
+/// A chart of a curve: id, title, unit and its (metric, statistic) lines.
+type CurveChart = (&'static str, &'static str, &'static str, &'static [(&'static str, &'static str)]);
+
+/// A sweep or capacity search: latency, throughput and goodput against the load (and, for a
+/// search, each point's good fraction with its interval against the target), and a table of
+/// the points.
+pub fn curve_section(c: &Curve) -> String {
+    let mut out = String::new();
+    let x_label = format!("{} ({})", c.parameter, c.unit);
+    match c.kind {
+        CurveKind::Sweep => {
+            let _ = write!(out, r#"<section class="curve"><h2>Sweep of {}</h2>"#, esc(&x_label));
+        }
+        CurveKind::Search => {
+            let answer = c.capacity.map_or("none passed".to_string(), |v| format!("{} {}", num(v), c.unit));
+            let _ = write!(
+                out,
+                r#"<section class="curve"><h2>Capacity search on {}: capacity {}</h2><p>Target good fraction {}; stop: {}.</p>"#,
+                esc(&x_label),
+                esc(&answer),
+                c.target.map_or("-".into(), num),
+                esc(c.stop.as_deref().unwrap_or("-"))
+            );
+        }
+    }
+    out.push_str(r#"<div class="charts">"#);
+    if c.kind == CurveKind::Search {
+        let mean: Vec<(f64, f64)> = c.points.iter().map(|p| (p.value, p.good.map_or(f64::NAN, |g| g.mean))).collect();
+        let low: Vec<(f64, f64)> = c.points.iter().map(|p| (p.value, p.good.map_or(f64::NAN, |g| g.low))).collect();
+        let high: Vec<(f64, f64)> = c.points.iter().map(|p| (p.value, p.good.map_or(f64::NAN, |g| g.high))).collect();
+        let mut lines = vec![
+            Line { name: "good fraction".into(), colour: COLOURS[0], dashed: false, points: mean },
+            Line { name: "interval low".into(), colour: COLOURS[0], dashed: true, points: low },
+            Line { name: "interval high".into(), colour: COLOURS[4], dashed: true, points: high },
+        ];
+        if let (Some(t), Some(first), Some(last)) = (c.target, c.points.first(), c.points.last()) {
+            lines.push(Line {
+                name: "target".into(),
+                colour: COLOURS[1],
+                dashed: true,
+                points: vec![(first.value, t), (last.value, t)],
+            });
+        }
+        out.push_str(&line_chart("curve-good", "Good fraction against load", &x_label, "fraction of requests", &lines));
+    }
+    let charts: [CurveChart; 5] = [
+        (
+            "curve-ttft",
+            "TTFT against load",
+            "ms",
+            &[("time_to_first_token", "p50"), ("time_to_first_token", "p90"), ("time_to_first_token", "p99")],
+        ),
+        (
+            "curve-latency",
+            "Request latency against load",
+            "ms",
+            &[("request_latency", "p50"), ("request_latency", "p90"), ("request_latency", "p99")],
+        ),
+        ("curve-itl", "ITL against load", "ms", &[("inter_token_latency", "p50"), ("inter_token_latency", "p99")]),
+        (
+            "curve-throughput",
+            "Throughput and goodput against load",
+            "requests/sec",
+            &[("request_throughput", "avg"), ("goodput", "avg")],
+        ),
+        ("curve-lateness", "Send lateness against load", "ms", &[("send_lateness", "p50"), ("send_lateness", "p99")]),
+    ];
+    for (id, title, unit, series) in charts {
+        let lines: Vec<Line<'_>> = series
+            .iter()
+            .enumerate()
+            .filter(|(_, (m, st))| c.has(m, st))
+            .map(|(k, (m, st))| Line {
+                name: if st == &"avg" { (*m).replace('_', " ") } else { (*st).to_string() },
+                colour: COLOURS[k % COLOURS.len()],
+                dashed: false,
+                points: c.series(m, st),
+            })
+            .collect();
+        if !lines.is_empty() {
+            out.push_str(&line_chart(id, title, &x_label, unit, &lines));
+        }
+    }
+    out.push_str("</div>");
+    let _ = write!(
+        out,
+        r#"<table class="curve-points"><thead><tr><th>{}</th><th>runs</th><th>request throughput</th><th>goodput</th><th>TTFT p99 (ms)</th><th>latency p99 (ms)</th><th>errors</th>"#,
+        esc(&c.parameter)
+    );
+    if c.kind == CurveKind::Search {
+        out.push_str("<th>good fraction [interval]</th><th>passed</th>");
+    }
+    out.push_str("<th>folder</th></tr></thead><tbody>");
+    let cell = |v: Option<f64>| v.map_or("-".to_string(), num);
+    for p in &c.points {
+        let _ = write!(
+            out,
+            "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            num(p.value),
+            if p.was_cancelled { " (stopped)" } else { "" },
+            p.runs,
+            cell(p.get("request_throughput", "avg")),
+            cell(p.get("goodput", "avg")),
+            cell(p.get("time_to_first_token", "p99")),
+            cell(p.get("request_latency", "p99")),
+            cell(p.get("error_request_count", "avg")),
+        );
+        if let Some(g) = p.good {
+            let _ = write!(
+                out,
+                "<td>{} [{}, {}]</td><td>{}</td>",
+                num(g.mean),
+                num(g.low),
+                num(g.high),
+                if g.passed {
+                    "yes"
+                } else if g.saturated {
+                    "no (saturated)"
+                } else {
+                    "no"
+                }
+            );
+        } else if c.kind == CurveKind::Search {
+            out.push_str("<td>-</td><td>-</td>");
+        }
+        let _ = write!(out, "<td>{}</td></tr>", esc(&p.artifact_dir));
+    }
+    out.push_str("</tbody></table></section>");
+    out
+}
+
+/// The body of a page showing `runs` (the browser app sets it into its run view).
+pub fn runs_fragment(runs: &[&Run], baseline: usize) -> String {
+    let mut out = String::new();
+    if runs.len() > 1 {
+        out.push_str(&comparison_section(runs, &compare(runs, baseline)));
+    }
+    for (k, r) in runs.iter().enumerate() {
+        out.push_str(&run_section(r, k));
+    }
+    out
+}
+
+/// Styles of the run views: inlined in the report, and linked by the web app's `index.html` (the
+/// page's security policy admits no inline style). No `style` attribute is used.
+pub const CSS: &str = include_str!("runs.css");
+
+/// The self-contained report file: one page, no network.
+pub fn report_page(runs: &[&Run], baseline: usize) -> String {
+    report_page_with(&[], runs, baseline)
+}
+
+/// The report file with sweeps or searches drawn first.
+pub fn report_page_with(curves: &[&Curve], runs: &[&Run], baseline: usize) -> String {
+    let mut names: Vec<String> = curves.iter().map(|c| format!("{} curve", c.parameter)).collect();
+    names.extend(runs.iter().map(|r| r.label.clone()));
+    let title = names.join(" vs ");
+    let mut out = String::with_capacity(1 << 20);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\"><title>aiperf-cli report: {}</title><style>{CSS}body{{margin:16px}}</style></head><body class=\"runs\"><h1>aiperf-cli report</h1>",
+        esc(&title)
+    );
+    for c in curves {
+        out.push_str(&curve_section(c));
+    }
+    if !runs.is_empty() {
+        out.push_str(&runs_fragment(runs, baseline));
+    }
+    out.push_str(r#"<pre class="record" id="record">Click a point to see that request's record.</pre>"#);
+    // The records of the plotted points, per run, keyed by request index.
+    for (k, r) in runs.iter().enumerate() {
+        let mut shown: BTreeMap<u32, String> = BTreeMap::new();
+        let t0 = r.t0_ns();
+        for c in scatters(r) {
+            for &i in &c.data.index {
+                shown.entry(i).or_insert_with(|| r.describe_from(i as usize, t0).unwrap_or_default());
+            }
+        }
+        // No `<` inside the JSON (only in its strings, escaped), so nothing can end the element early.
+        let json = serde_json::to_string(&shown).unwrap_or_default().replace('<', "\\u003c");
+        let _ = write!(out, r#"<script type="application/json" id="records-{k}">{json}</script>"#);
+    }
+    out.push_str(
+        r#"<script>
+document.addEventListener('click', function (e) {
+  var c = e.target.closest ? e.target.closest('[data-i]') : null;
+  if (!c) return;
+  var data = JSON.parse(document.getElementById('records-' + c.getAttribute('data-run')).textContent);
+  document.getElementById('record').textContent = data[c.getAttribute('data-i')] || '';
+});
+</script></body></html>
+"#,
+    );
+    out
+}
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::tests::run_of;
+    use super::*;
+
+    #[test]
+    fn report_is_self_contained_and_escaped() {
+        let a = run_of(120, "a<script>");
+        let b = run_of(80, "b");
+        let page = report_page(&[&a, &b], 0);
+        assert!(!page.contains("a<script>"));
+        assert!(page.contains("a&lt;script&gt;"));
+        for needle in ["http://", "https://", "src=", "href=", "@import", "url("] {
+            let hits: Vec<_> = page
+                .match_indices(needle)
+                .filter(|(i, _)| !page[*i..].starts_with("http://www.w3.org/2000/svg"))
+                .collect();
+            assert!(hits.is_empty(), "{needle} in the report");
+        }
+        assert!(page.contains(r#"class="compare""#));
+        assert!(!runs_fragment(&[&a, &b], 1).contains("style="), "the app's CSP admits no inline style");
+        assert!(page.matches("<svg").count() >= 20);
+        let ttft = a.report.get(crate::results::metrics::Metric::TimeToFirstToken).unwrap();
+        assert!(page.contains(&format!("<td>{:.2}</td>", ttft.percentiles[4])));
+        // Every plotted point has its record.
+        let start = page.find(r#"id="records-0">"#).unwrap() + r#"id="records-0">"#.len();
+        let end = start + page[start..].find("</script>").unwrap();
+        let recs: BTreeMap<String, String> = serde_json::from_str(&page[start..end]).unwrap();
+        assert_eq!(recs.len(), 120);
+        assert!(recs["0"].contains("trace line: 1"));
+    }
+
+    #[test]
+    fn a_sweep_is_drawn_against_its_load() {
+        use crate::campaign::sweep::{Axis, Figure, SweepPoint, sweep_json};
+        let fig =
+            |metric: &str, stat: &'static str, value: f64| Figure { metric: metric.into(), stat, unit: "ms", value };
+        let points: Vec<SweepPoint> = [10.0, 20.0, 40.0]
+            .iter()
+            .map(|&v| {
+                let figures = vec![
+                    fig("time_to_first_token", "p50", v),
+                    fig("time_to_first_token", "p99", 2.0 * v),
+                    fig("request_latency", "p99", 10.0 * v),
+                    fig("request_throughput", "avg", v * 0.9),
+                    fig("goodput", "avg", 12.0),
+                ];
+                SweepPoint::of(v, Axis::RequestRate.format(v), &[figures], false)
+            })
+            .collect();
+        let curve = Curve::from_json("s", &sweep_json(Axis::RequestRate, &points, &serde_json::Value::Null)).unwrap();
+        let html = curve_section(&curve);
+        assert!(html.contains("Sweep of request_rate (requests/sec)"));
+        for id in ["curve-ttft", "curve-latency", "curve-throughput"] {
+            assert!(html.contains(&format!(r#"data-chart="{id}""#)), "{id}");
+        }
+        // No figure for ITL or lateness: no empty chart.
+        assert!(!html.contains(r#"data-chart="curve-itl""#) && !html.contains(r#"data-chart="curve-good""#));
+        // One path per series, three points each.
+        assert_eq!(html.matches("<tr><td>").count(), 3);
+        assert!(html.contains("<td>36</td>"), "request throughput 0.9 × 40");
+        let run = run_of(20, "sub");
+        let page = report_page_with(&[&curve], &[&run], 0);
+        assert!(page.find("curve-ttft").unwrap() < page.find(r#"class="run""#).unwrap());
+        assert!(!page.contains("https://"));
+    }
+
+    #[test]
+    fn a_search_shows_its_answer_and_each_points_good_fraction() {
+        use crate::campaign::search::search_json;
+        let (s, answer) = super::super::curve::tests::searched(8.0, 64.0, 0.2, |v| if v <= 20.0 { 0.97 } else { 0.4 });
+        let text = search_json(crate::campaign::sweep::Axis::RequestRate, &s, Some(answer), &serde_json::Value::Null);
+        let c = Curve::from_json("s", &text).unwrap();
+        let html = curve_section(&c);
+        let cap = num(answer.capacity.unwrap());
+        assert!(html.contains(&format!("capacity {cap} requests/sec")), "{html}");
+        assert!(html.contains(r#"data-chart="curve-good""#));
+        assert!(html.contains("<td>yes</td>") && html.contains("<td>no"));
+        assert_eq!(html.matches("<tr><td>").count(), s.points().len());
+    }
+}

@@ -1,0 +1,473 @@
+//! A finished run read back from its exports: `profile_export.jsonl` (one [`RequestRecord`] per
+//! line) and, when present, `profile_export_aiperf.json` (its `input_config` says how tokens were
+//! counted and which goodput SLOs applied).
+//!
+//! The summary is recomputed with [`Aggregate`] exactly as the CLI's records stage computed it
+//! (same records, same order, same settings), so its numbers are the CLI's to the digit. Each
+//! record is kept as a compact [`Point`] (about 80 bytes) for the charts ([`charts`]), the
+//! comparison of runs ([`compare`]) and the self-contained HTML ([`html`]); the aggregate keeps the
+//! metric values the percentiles need, as the CLI does.
+
+pub mod charts;
+pub mod compare;
+pub mod curve;
+pub mod html;
+pub mod server;
+pub mod svg;
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::results::aggregate::{Aggregate, Report};
+use crate::results::metrics::{Metric, Slo, parse_goodput};
+use crate::results::record::{self, RequestRecord};
+
+/// Longest line accepted in `profile_export.jsonl`.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+/// Most runs shown or compared at once.
+pub const MAX_RUNS: usize = 8;
+/// The summary file read beside the records.
+pub const CONFIG_FILE: &str = "profile_export_aiperf.json";
+
+/// A run that cannot be read.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    #[error("{file}:{line}: {field}: {reason}")]
+    Line { file: String, line: u64, field: String, reason: String },
+    #[error("{file}:{line}: line longer than {limit} bytes (is this a profile_export.jsonl?)")]
+    LineTooLong { file: String, line: u64, limit: usize },
+    #[error("{file}: {reason}")]
+    Config { file: String, reason: String },
+    #[error("{file}: no request record (expected profile_export.jsonl lines with a \"metadata\" object)")]
+    Empty { file: String },
+}
+
+/// How the run counted and judged requests, from its `input_config`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSettings {
+    /// Output/input lengths from the server's usage when it reported them (the CLI's default).
+    pub server_token_count: bool,
+    pub slos: Vec<Slo>,
+    /// The `input_config` object (`Value::Null` without the summary file).
+    pub input_config: Value,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        RunSettings { server_token_count: true, slos: Vec::new(), input_config: Value::Null }
+    }
+}
+
+impl RunSettings {
+    /// Settings from the text of `profile_export_aiperf.json`.
+    pub fn from_summary_json(file: &str, text: &str) -> Result<RunSettings, RunError> {
+        let err = |reason: String| RunError::Config { file: file.into(), reason };
+        let v: Value = serde_json::from_str(text).map_err(|e| err(format!("not JSON: {e}")))?;
+        let config = v.get("input_config").cloned().ok_or_else(|| err("no input_config object".into()))?;
+        if !config.is_object() {
+            return Err(err("input_config is not an object".into()));
+        }
+        let slos = match config.get("goodput") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => parse_goodput(s).map_err(|e| err(format!("input_config.goodput: {e}")))?,
+            Some(other) => return Err(err(format!("input_config.goodput: expected a string, found {other}"))),
+        };
+        let client = config.get("client_token_count").and_then(Value::as_bool).unwrap_or(false);
+        Ok(RunSettings { server_token_count: !client, slos, input_config: config })
+    }
+
+    /// The run's `--slice-duration` (s), when it had one.
+    pub fn slice_duration_s(&self) -> Option<f64> {
+        self.input_config.get("slice_duration").and_then(Value::as_f64).filter(|w| *w >= 0.001 && w.is_finite())
+    }
+}
+
+/// No value (for the optional numbers of a [`Point`]).
+pub const NONE: u32 = u32::MAX;
+
+/// One request, compact: what the charts and the record-on-click need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    pub trace_line: u32,
+    pub session_run: u32,
+    pub turn: u32,
+    /// Index in [`Run::sessions`] or [`NONE`].
+    pub session: u32,
+    pub scheduled_ns: u64,
+    pub sent_ns: u64,
+    pub end_ns: u64,
+    /// NaN when the request has no such metric.
+    pub ttft_ms: f32,
+    pub latency_ms: f32,
+    pub itl_ms: f32,
+    /// Token counts as the summary counted them, or [`NONE`].
+    pub isl: u32,
+    pub osl: u32,
+    pub cached: u32,
+    pub expected_cached: u32,
+    /// Index in [`Run::failures`] or [`NONE`] when the request succeeded.
+    pub error: u32,
+}
+
+impl Point {
+    pub fn ok(&self) -> bool {
+        self.error == NONE
+    }
+
+    /// Milliseconds from the scheduled time to the send.
+    pub fn lateness_ms(&self) -> f64 {
+        self.sent_ns.saturating_sub(self.scheduled_ns) as f64 / 1e6
+    }
+}
+
+fn opt(v: Option<u64>) -> u32 {
+    v.map_or(NONE, |n| n.min(u64::from(NONE - 1)) as u32)
+}
+
+fn opt_ms(v: Option<f64>) -> f32 {
+    v.map_or(f32::NAN, |x| x as f32)
+}
+
+/// A loaded run.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// Shown name (folder or file name by default).
+    pub label: String,
+    pub settings: RunSettings,
+    pub report: Report,
+    pub points: Vec<Point>,
+    /// Distinct session ids.
+    pub sessions: Vec<String>,
+    /// (kind, message) of every failed request.
+    pub failures: Vec<(String, String)>,
+    /// The server's own metrics over the run, when its `server_metrics_export.json` was read.
+    pub server: Option<server::ServerTimeline>,
+}
+
+impl Run {
+    /// Reads a whole `profile_export.jsonl` text (see [`RunLoader`] for streaming).
+    pub fn from_jsonl(label: &str, file: &str, text: &[u8], settings: RunSettings) -> Result<Run, RunError> {
+        let mut l = RunLoader::new(file, settings);
+        l.push(text)?;
+        l.finish(label)
+    }
+
+    /// The request's record as shown on click: `key: value` lines.
+    pub fn describe(&self, i: usize) -> Option<String> {
+        self.describe_from(i, self.t0_ns())
+    }
+
+    /// [`describe`](Self::describe) with times from `t0` (ns; [`Run::t0_ns`], computed once by
+    /// callers describing many requests).
+    pub fn describe_from(&self, i: usize, t0: u64) -> Option<String> {
+        let p = self.points.get(i)?;
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let mut out = format!("request #{} of {}\ntrace line: {}\n", i + 1, self.label, p.trace_line);
+        if let Some(s) = self.sessions.get(p.session as usize) {
+            out.push_str(&format!("session: {s}\n"));
+        }
+        out.push_str(&format!("session run: {}, turn: {}\n", p.session_run, p.turn));
+        out.push_str(&format!(
+            "scheduled: {:.3} ms, sent: {:.3} ms (lateness {:.3} ms), end: {:.3} ms (from the first send)\n",
+            ms(p.scheduled_ns) - ms(t0),
+            ms(p.sent_ns) - ms(t0),
+            p.lateness_ms(),
+            ms(p.end_ns) - ms(t0)
+        ));
+        for (name, v) in [("TTFT", p.ttft_ms), ("request latency", p.latency_ms), ("ITL", p.itl_ms)] {
+            if !v.is_nan() {
+                out.push_str(&format!("{name}: {v:.3} ms\n"));
+            }
+        }
+        for (name, v) in [
+            ("ISL", p.isl),
+            ("OSL", p.osl),
+            ("cached tokens (server)", p.cached),
+            ("expected cached", p.expected_cached),
+        ] {
+            if v != NONE {
+                out.push_str(&format!("{name}: {v}\n"));
+            }
+        }
+        match self.failures.get(p.error as usize) {
+            Some((kind, message)) => out.push_str(&format!("error: {kind}: {message}\n")),
+            None => out.push_str("outcome: completed\n"),
+        }
+        Some(out)
+    }
+
+    /// The benchmark start: the earliest send (ns from the run's clock origin).
+    pub fn t0_ns(&self) -> u64 {
+        self.points.iter().map(|p| p.sent_ns).min().unwrap_or(0)
+    }
+}
+
+/// Streaming reader of `profile_export.jsonl`: push bytes as they arrive, then [`finish`](Self::finish).
+pub struct RunLoader {
+    file: String,
+    settings: RunSettings,
+    partial: Vec<u8>,
+    line: u64,
+    aggregate: Aggregate,
+    points: Vec<Point>,
+    sessions: Vec<String>,
+    session_index: HashMap<String, u32>,
+    failures: Vec<(String, String)>,
+    /// The record each line is parsed into (its allocations reused, see [`record::read_line`]).
+    scratch: RequestRecord,
+}
+
+impl RunLoader {
+    pub fn new(file: &str, settings: RunSettings) -> RunLoader {
+        RunLoader {
+            file: file.into(),
+            settings,
+            partial: Vec::new(),
+            line: 0,
+            aggregate: Aggregate::default(),
+            points: Vec::new(),
+            sessions: Vec::new(),
+            session_index: HashMap::new(),
+            failures: Vec::new(),
+            scratch: RequestRecord::default(),
+        }
+    }
+
+    /// Records read so far.
+    pub fn records(&self) -> usize {
+        self.points.len()
+    }
+
+    /// Feeds the next bytes of the file.
+    pub fn push(&mut self, mut bytes: &[u8]) -> Result<(), RunError> {
+        while let Some(nl) = memchr::memchr(b'\n', bytes) {
+            if self.partial.is_empty() {
+                self.line(&bytes[..nl])?;
+            } else {
+                self.check_len(nl)?;
+                let mut line = std::mem::take(&mut self.partial);
+                line.extend_from_slice(&bytes[..nl]);
+                self.line(&line)?;
+            }
+            bytes = &bytes[nl + 1..];
+        }
+        self.check_len(bytes.len())?;
+        self.partial.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn check_len(&self, more: usize) -> Result<(), RunError> {
+        if self.partial.len() + more > MAX_LINE_BYTES {
+            return Err(RunError::LineTooLong { file: self.file.clone(), line: self.line + 1, limit: MAX_LINE_BYTES });
+        }
+        Ok(())
+    }
+
+    fn line(&mut self, raw: &[u8]) -> Result<(), RunError> {
+        self.line += 1;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let read = record::read_line(raw, &mut scratch).map_err(|e| {
+            let reason = e.to_string();
+            // serde names the field in its message ("missing field `sent_ns`"); point at it.
+            let field = reason.split('`').nth(1).map_or("metadata", |f| f).to_string();
+            RunError::Line { file: self.file.clone(), line: self.line, field, reason }
+        });
+        if let Ok(true) = read {
+            self.record(&scratch);
+        }
+        self.scratch = scratch;
+        read.map(|_| ())
+    }
+
+    fn record(&mut self, r: &RequestRecord) {
+        let m = self.aggregate.add(r, self.settings.server_token_count, &self.settings.slos);
+        let session = match &r.session_id {
+            Some(s) => match self.session_index.get(s) {
+                Some(&i) => i,
+                None => {
+                    let i = self.sessions.len() as u32;
+                    self.sessions.push(s.clone());
+                    self.session_index.insert(s.clone(), i);
+                    i
+                }
+            },
+            None => NONE,
+        };
+        let ttft_failed = (r.streaming && r.error.is_some())
+            .then(|| r.chunk_ns.first().map(|&f| f.saturating_sub(r.sent_ns) as f64 / 1e6))
+            .flatten();
+        let get = |k: Metric| m.as_ref().and_then(|m| m.get(k));
+        let error = match &r.error {
+            Some(e) => {
+                self.failures.push((e.kind.clone(), e.message.clone()));
+                (self.failures.len() - 1) as u32
+            }
+            None => NONE,
+        };
+        let count = |k: Metric| get(k).map(|v| v as u64);
+        self.points.push(Point {
+            trace_line: r.trace_line,
+            session_run: r.session_run,
+            turn: r.turn,
+            session,
+            scheduled_ns: r.scheduled_ns,
+            sent_ns: r.sent_ns,
+            end_ns: r.end_ns,
+            ttft_ms: opt_ms(get(Metric::TimeToFirstToken).or(ttft_failed)),
+            latency_ms: opt_ms(get(Metric::RequestLatency)),
+            itl_ms: opt_ms(get(Metric::InterTokenLatency)),
+            isl: opt(count(Metric::InputSequenceLength).or(r.input_tokens)),
+            osl: opt(count(Metric::OutputSequenceLength)),
+            cached: opt(r.usage.cached_tokens),
+            expected_cached: opt(r.expected_cached_tokens),
+            error,
+        });
+    }
+
+    /// The run, once every byte was pushed.
+    pub fn finish(mut self, label: &str) -> Result<Run, RunError> {
+        if !self.partial.is_empty() {
+            let last = std::mem::take(&mut self.partial);
+            self.line(&last)?;
+        }
+        if self.points.is_empty() {
+            return Err(RunError::Empty { file: self.file });
+        }
+        let report = self.aggregate.report(!self.settings.slos.is_empty());
+        Ok(Run {
+            label: label.into(),
+            settings: self.settings,
+            report,
+            points: self.points,
+            sessions: self.sessions,
+            failures: self.failures,
+            server: None,
+        })
+    }
+}
+
+/// A run's default label: the folder holding `profile_export.jsonl`, else the file name.
+pub fn default_label(path: &str) -> String {
+    let parts: Vec<&str> = path.split(['/', '\\']).filter(|p| !p.is_empty()).collect();
+    match parts.as_slice() {
+        [.., dir, file] if file.ends_with(".jsonl") => (*dir).to_string(),
+        [.., last] => (*last).to_string(),
+        [] => "run".into(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::results::record::{RecordError, ServerUsage, record_line};
+    use proptest::prelude::*;
+
+    /// A plausible record: `i`-th request, `fail` makes it a timeout.
+    pub fn record(i: u64, fail: bool) -> RequestRecord {
+        let sent = 1_000_000 + i * 7_000_000;
+        let first = sent + 20_000_000 + (i % 13) * 1_000_000;
+        let chunks: Vec<u64> = (0..4).map(|k| first + k * 3_000_000).collect();
+        RequestRecord {
+            session_id: Some(format!("s{}", i % 5)),
+            session_run: (i % 5) as u32,
+            turn: (i / 5) as u32,
+            trace_line: i as u32 + 1,
+            scheduled_ns: sent - (i % 3) * 100_000,
+            sent_ns: sent,
+            end_ns: chunks[3] + 1000,
+            chunk_ns: chunks,
+            streaming: true,
+            input_tokens: Some(100 + i * 10),
+            output_tokens: Some(4),
+            usage: ServerUsage {
+                prompt_tokens: Some(100 + i * 10),
+                completion_tokens: Some(4),
+                cached_tokens: Some(i * 3),
+            },
+            expected_cached_tokens: Some(i * 4),
+            error: fail.then(|| RecordError { kind: "timeout".into(), message: "too slow".into() }),
+            ..Default::default()
+        }
+    }
+
+    pub fn jsonl(records: &[RequestRecord], server: bool, slos: &[Slo]) -> (Vec<u8>, Aggregate) {
+        let mut agg = Aggregate::default();
+        let mut out = Vec::new();
+        for r in records {
+            let m = agg.add(r, server, slos);
+            out.extend(record_line(r, m.as_ref()));
+        }
+        (out, agg)
+    }
+
+    pub fn run_of(n: u64, label: &str) -> Run {
+        let records: Vec<_> = (0..n).map(|i| record(i, i % 9 == 8)).collect();
+        let (text, _) = jsonl(&records, true, &[]);
+        Run::from_jsonl(label, "profile_export.jsonl", &text, RunSettings::default()).unwrap()
+    }
+
+    #[test]
+    fn recomputed_report_is_the_records_stages() {
+        let records: Vec<_> = (0..50).map(|i| record(i, i % 7 == 3)).collect();
+        let slos = parse_goodput("time_to_first_token:30").unwrap();
+        let (text, agg) = jsonl(&records, false, &slos);
+        let cfg = r#"{"input_config": {"goodput": "time_to_first_token:30", "client_token_count": true}}"#;
+        let settings = RunSettings::from_summary_json("x.json", cfg).unwrap();
+        assert!(!settings.server_token_count);
+        let run = Run::from_jsonl("a", "profile_export.jsonl", &text, settings).unwrap();
+        assert_eq!(run.report, agg.report(true));
+        assert_eq!(run.points.len(), 50);
+        assert_eq!(run.failures.len(), 7);
+        assert_eq!(run.sessions.len(), 5);
+        assert!(run.describe(3).unwrap().contains("error: timeout: too slow"));
+        assert!(run.describe(0).unwrap().contains("trace line: 1"));
+        assert_eq!(run.describe(50), None);
+    }
+
+    #[test]
+    fn bad_lines_name_file_line_and_field() {
+        let (mut text, _) = jsonl(&[record(0, false)], true, &[]);
+        text.extend_from_slice(b"{\"metadata\": {\"session_run\": 1}}\n");
+        let e = Run::from_jsonl("a", "p.jsonl", &text, RunSettings::default()).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.starts_with("p.jsonl:2: "), "{msg}");
+        assert!(matches!(e, RunError::Line { line: 2, .. }));
+        let e = Run::from_jsonl("a", "p.jsonl", b"not json\n", RunSettings::default()).unwrap_err();
+        assert!(e.to_string().starts_with("p.jsonl:1: metadata:"), "{e}");
+        let e = Run::from_jsonl("a", "p.jsonl", b"\n\n", RunSettings::default()).unwrap_err();
+        assert_eq!(e, RunError::Empty { file: "p.jsonl".into() });
+        let e = RunSettings::from_summary_json("c.json", r#"{"input_config": {"goodput": "ttft:1"}}"#).unwrap_err();
+        assert!(e.to_string().contains("c.json: input_config.goodput"), "{e}");
+        assert!(RunSettings::from_summary_json("c.json", "[]").is_err());
+    }
+
+    #[test]
+    fn labels_default_to_the_folder() {
+        assert_eq!(default_label("artifacts/run-a/profile_export.jsonl"), "run-a");
+        assert_eq!(default_label("profile_export.jsonl"), "profile_export.jsonl");
+        assert_eq!(default_label("runs/b/"), "b");
+    }
+
+    proptest! {
+        /// However the bytes are split into pushes, the run is the same.
+        #[test]
+        fn chunking_does_not_matter(n in 1u64..40, cuts in proptest::collection::vec(0usize..4000, 0..8)) {
+            let records: Vec<_> = (0..n).map(|i| record(i, i % 4 == 1)).collect();
+            let (text, agg) = jsonl(&records, true, &[]);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (text.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut l = RunLoader::new("f", RunSettings::default());
+            let mut at = 0;
+            for c in cuts.into_iter().chain([text.len()]) {
+                l.push(&text[at..c]).unwrap();
+                at = c;
+            }
+            let run = l.finish("x").unwrap();
+            prop_assert_eq!(run.report, agg.report(false));
+            prop_assert_eq!(run.points.len() as u64, n);
+        }
+    }
+}
