@@ -163,7 +163,7 @@ mod tests {
     #[test]
     fn the_page_links_the_run_view_rules() {
         let page = include_str!("../../../index.html");
-        assert!(page.contains(r#"<link data-trunk rel="css" href="crates/core/src/run/runs.css">"#));
+        assert!(page.contains(r#"<link data-trunk rel="css" href="crates/core/src/view/runs.css">"#));
         assert!(aiperf_core::view::html::CSS.contains(".runs .charts"));
     }
 
