@@ -829,6 +829,15 @@ fn check_start_ahead(at_unix_ns: u64, started: Instant) -> Result<()> {
         (now - u128::from(at_unix_ns)) as f64 / 1e9,
         started.elapsed().as_secs_f64()
     );
+    let ahead_ns = u128::from(at_unix_ns) - now;
+    let max_ns = u128::from(aiperf_core::duration::MAX_SECONDS) * 1_000_000_000;
+    anyhow::ensure!(
+        ahead_ns <= max_ns,
+        "--start-at {} is {:.1} days ahead: accepted is at most {} ahead (a run waits for it)",
+        aiperf_core::datetime::iso8601(u128::from(at_unix_ns)),
+        ahead_ns as f64 / 86_400e9,
+        aiperf_core::duration::MAX_WORDS
+    );
     Ok(())
 }
 

@@ -483,3 +483,13 @@ fn turn_history_none_sends_each_prompt_alone_and_messages_rows_are_sent_as_writt
     assert_eq!(sent[1][1], ("assistant".to_owned(), "RECORDED".to_owned()));
     assert_eq!(sent[1].len(), 3);
 }
+
+#[test]
+fn a_common_start_in_the_past_or_beyond_thirty_days_is_refused() {
+    let now = u64::try_from(super::unix_now_ns()).unwrap_or(u64::MAX);
+    let day = 86_400_000_000_000u64;
+    assert!(super::check_start_ahead(now + day, Instant::now()).is_ok());
+    let far = super::check_start_ahead(now + 31 * day, Instant::now()).map_err(|e| e.to_string());
+    assert!(far.as_ref().is_err_and(|e| e.contains("days ahead") && e.contains("30 days")), "{far:?}");
+    assert!(super::check_start_ahead(now - day, Instant::now()).is_err());
+}
