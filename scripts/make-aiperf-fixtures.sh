@@ -18,7 +18,7 @@ out="$root/tests/fixtures/aiperf-$version-runs"
 cli="${AIPERF_CLI:-$root/target/debug/aiperf-cli}"
 [[ -x "$cli" ]] || (cd "$root" && cargo build -p aiperf-cli)
 
-work="$(mktemp -d /tmp/aiperf-fixtures.XXXXXX)"
+work="$(mktemp -d -t aiperf-fixtures.XXXXXX)"
 mock_pid=""
 cleanup() {
   [[ -n "$mock_pid" ]] && kill "$mock_pid" 2>/dev/null || true
@@ -63,7 +63,7 @@ shapes=(
   "errors|--ttft-ms 10 --itl-ms 2 --error-rate 0.2 --disconnect-rate 0.1|--endpoint-type chat --streaming --request-count 30 --concurrency 3 --synthetic-input-tokens-mean 60 --output-tokens-mean 16|-|Streaming chat against a mock failing 20 % of requests with HTTP 500 and cutting 10 % of the streams halfway."
   "cancelled|--ttft-ms 20 --itl-ms 10|--endpoint-type chat --streaming --request-count 30 --concurrency 3 --synthetic-input-tokens-mean 60 --output-tokens-mean 16 --request-cancellation-rate 30 --request-cancellation-delay 0.08|-|Streaming chat with 30 % of requests cancelled by AIPerf 80 ms after sending (\`--request-cancellation-rate\`)."
   "timeslices-goodput|--ttft-ms 20 --itl-ms 3|--endpoint-type chat --streaming --request-count 24 --request-rate 12 --synthetic-input-tokens-mean 60 --output-tokens-mean 16 --slice-duration 1 --goodput 'time_to_first_token:30 request_latency:80'|-|Streaming chat at 12 requests/s in 1 s time slices (\`profile_export_aiperf_timeslices.*\`) with goodput SLOs."
-  "server-metrics|--ttft-ms 20 --itl-ms 5 --slots 2|--endpoint-type chat --streaming --request-count 30 --concurrency 4 --synthetic-input-tokens-mean 60 --output-tokens-mean 16 --server-metrics-formats json csv jsonl parquet|-|Streaming chat queueing on a 2-slot mock, server metrics in every format (\`server_metrics_export.{json,csv,jsonl,parquet}\`)."
+  "server-metrics|--ttft-ms 20 --itl-ms 5 --slots 2|--endpoint-type chat --streaming --request-count 30 --concurrency 4 --synthetic-input-tokens-mean 60 --output-tokens-mean 16 --server-metrics-formats json csv jsonl parquet|-|Streaming chat queueing on a 2-slot mock, server metrics in every format (\`server_metrics_export.{json,csv,jsonl}\` kept; the parquet file is removed: a binary that keeps the machine's paths)."
   "raw-multi-turn|--ttft-ms 10 --itl-ms 1|--endpoint-type chat --streaming --conversation-num 4 --conversation-turn-mean 3 --request-count 12 --concurrency 2 --synthetic-input-tokens-mean 40 --output-tokens-mean 8 --export-level raw --export-http-trace|-|Synthetic multi-turn conversations (4 x 3 turns) with \`--export-level raw\` (\`profile_export_raw.jsonl\`: payloads and responses) and \`--export-http-trace\` (\`trace_data\` in every record)."
 )
 
@@ -96,7 +96,9 @@ for entry in "${shapes[@]}"; do
   if [[ -f "$work/$shape/inputs.json" && $(stat -c %s "$work/$shape/inputs.json") -gt 200000 ]]; then
     rm "$work/$shape/inputs.json"
   fi
-  # Absolute paths made relative: text files only (parquet stays as written).
+  # The parquet export is a binary that keeps this machine's paths, and nothing here reads it.
+  rm -f "$work/$shape/server_metrics_export.parquet"
+  # Absolute paths made relative.
   grep -rlIF -e "$work/" -e "$venv" "$work/$shape" 2>/dev/null | while read -r f; do
     sed -i -e "s#$work/##g" -e "s#$venv#\$AIPERF_VENV#g" "$f"
   done
