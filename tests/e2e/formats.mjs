@@ -1,4 +1,4 @@
-// End-to-end test of the production trace formats in the browser app (issue 14), in Chromium:
+// End-to-end test of the production trace formats in the browser app, in Chromium:
 // each sample fixture is dropped on the page; the page must name the detected format, say "no
 // prefix information" where the source has no hash ids, show the analysis `aiperf-cli
 // analyze-trace FILE` computes (the downloaded analysis JSON equal to the CLI's --output-file,

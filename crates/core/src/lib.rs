@@ -18,13 +18,15 @@
 //! - [`view`]: finished runs read back from their files: charts, comparison, HTML report.
 //!
 //! Shared by all: [`stats`] (the one statistics module), [`datetime`] (date-times read and
-//! written over one calendar), [`csv`] (the one CSV dialect, read and written) and [`json_scan`]
+//! written over one calendar), [`duration`] (the longest time span a run accepts, and the check
+//! of one given in seconds), [`csv`] (the one CSV dialect, read and written) and [`json_scan`]
 //! (the one hand-written JSON cursor of the fast paths, with one SWAR digit reader).
 
 pub mod analysis;
 pub mod campaign;
 pub mod csv;
 pub mod datetime;
+pub mod duration;
 pub mod formats;
 pub mod json_scan;
 pub mod replay;

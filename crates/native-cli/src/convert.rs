@@ -142,12 +142,17 @@ pub fn run(args: Args) -> Result<()> {
     let (trace, order) = if settings.transforms.is_identity() {
         (trace, order)
     } else {
+        let converted = trace.len();
         let (out, r) = apply(&trace.reordered(order.as_deref()), &settings.transforms)?;
-        eprintln!("{r}");
+        say!("{r}");
+        ensure!(
+            !out.is_empty(),
+            "the time window, gap caps and sampling left no row of the {converted} converted: {r}"
+        );
         (out, None)
     };
     write_trace_file_in(&args.output_file, &trace, order.as_deref())?;
-    eprintln!("wrote {} rows to {}", trace.len(), args.output_file.display());
+    say!("wrote {} rows to {}", trace.len(), args.output_file.display());
     // The process ends here: freeing a million rows one by one (each a shared conversation id
     // to release) would only delay the exit, and the system takes the memory back at once.
     std::mem::forget(trace);

@@ -21,3 +21,28 @@ impl std::fmt::Display for BadInput {
 }
 
 impl std::error::Error for BadInput {}
+
+/// Marks an error as a failure to write an output (exit status [`NO_SUCCESS`] even for commands
+/// whose other errors are bad input); `main` prints the causes without it.
+#[derive(Debug)]
+pub struct OutputFailed;
+
+impl std::fmt::Display for OutputFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("output failed")
+    }
+}
+
+impl std::error::Error for OutputFailed {}
+
+/// Whether a cause in an error chain is one of the markers above (a context layer shows the
+/// marker's text), not a reason for the reader.
+pub fn is_marker(cause: &(dyn std::error::Error + 'static)) -> bool {
+    let text = cause.to_string();
+    text == BadInput.to_string() || text == OutputFailed.to_string()
+}
+
+/// An error's chain as one line (`a: b: c`) without the markers.
+pub fn describe(e: &anyhow::Error) -> String {
+    e.chain().filter(|c| !is_marker(*c)).map(ToString::to_string).collect::<Vec<_>>().join(": ")
+}

@@ -320,12 +320,12 @@ fn cut_blocks(
 /// Lists the skipped rows on stderr.
 fn warn_skipped(path: &Path, outcome: &ParseOutcome) {
     if outcome.skipped_total > 0 {
-        eprintln!("warning: skipped {} invalid row(s) of {}:", outcome.skipped_total, path.display());
+        say!("warning: skipped {} invalid row(s) of {}:", outcome.skipped_total, path.display());
         for e in &outcome.skipped {
-            eprintln!("  {e}");
+            say!("  {e}");
         }
         if outcome.skipped_total > outcome.skipped.len() as u64 {
-            eprintln!("  … and {} more", outcome.skipped_total - outcome.skipped.len() as u64);
+            say!("  … and {} more", outcome.skipped_total - outcome.skipped.len() as u64);
         }
     }
 }

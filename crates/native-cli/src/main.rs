@@ -1,5 +1,8 @@
 //! `aiperf-cli`: analyze, synthesize and replay Mooncake traces.
 
+#[macro_use]
+mod console;
+
 mod analyze;
 mod convert;
 mod document;
@@ -52,7 +55,8 @@ enum Command {
     /// single-process run, metrics computed from the merged records.
     Merge(merge::Args),
     /// Write one self-contained HTML file (no network) showing runs: summary, charts over time,
-    /// distributions, trace-aware charts, a record per clicked point, and their comparison.
+    /// distributions, trace-aware charts, a record per clicked point, and their comparison; a
+    /// sweep's or search's folder also gets its curve.
     Report(runs::ReportArgs),
     /// Print the key numbers of runs side by side, with the change against a baseline run.
     Compare(runs::CompareArgs),
@@ -63,10 +67,13 @@ fn main() -> ExitCode {
     if raw.get(1).is_some_and(|c| c == "profile")
         && let Err(e) = profile::reject_unsupported(&raw[2..])
     {
-        eprintln!("error: {e}");
+        say!("error: {e}");
         return ExitCode::from(2);
     }
     let cli = Cli::parse();
+    // Commands that read inputs and write outputs: whatever fails but writing an output is bad
+    // input (an unreadable or invalid file, an option out of range): exit status 2.
+    let reads_inputs = !matches!(cli.command, Command::Profile(_) | Command::MockServer(_));
     let done = |r: anyhow::Result<()>| r.map(|()| exit::SUCCESS);
     let result = match cli.command {
         Command::AnalyzeTrace(args) => done(analyze::run(args)),
@@ -85,14 +92,15 @@ fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            let bad_input = e.downcast_ref::<exit::BadInput>().is_some();
-            // The bad-input marker is for the exit status, not for the reader.
-            let mut chain = e.chain().skip(usize::from(bad_input));
+            let output_failed = e.downcast_ref::<exit::OutputFailed>().is_some();
+            let bad_input = e.downcast_ref::<exit::BadInput>().is_some() || (reads_inputs && !output_failed);
+            // The markers are for the exit status, not for the reader.
+            let mut chain = e.chain().filter(|c| !exit::is_marker(*c));
             if let Some(first) = chain.next() {
-                eprintln!("error: {first}");
+                say!("error: {first}");
             }
             for cause in chain {
-                eprintln!("  caused by: {cause}");
+                say!("  caused by: {cause}");
             }
             ExitCode::from(if bad_input { exit::BAD_INPUT } else { exit::NO_SUCCESS })
         }

@@ -104,7 +104,7 @@ pub fn run(args: Args) -> Result<()> {
         .context(BadInput);
     }
     for p in &problems {
-        eprintln!("warning: {p}");
+        say!("warning: {p}");
     }
 
     let first = &shards[0];
@@ -168,8 +168,8 @@ pub fn run(args: Args) -> Result<()> {
         })),
     };
     crate::profile::export::write_summaries(&args.output, &summary)?;
-    println!("{}", aiperf_core::results::export::console_table(&summary));
-    println!("Merged run written to {}", args.output.display());
+    show!("{}", aiperf_core::results::export::console_table(&summary));
+    show!("Merged run written to {}", args.output.display());
     Ok(())
 }
 

@@ -91,11 +91,11 @@ pub struct Args {
     pub max_request_bytes: usize,
     /// Close a keep-alive connection that sends no new request for this long (seconds). The
     /// default outlasts `profile`'s own 90 s pool idle timeout, so the client closes first.
-    #[arg(long, default_value_t = DEFAULT_IDLE_TIMEOUT_SECONDS, value_parser = positive_seconds)]
-    pub idle_timeout_seconds: f64,
-    /// Exit after this many seconds (a safety net for scripts; at most a year).
+    #[arg(long, default_value = DEFAULT_IDLE_TIMEOUT_SECONDS, value_parser = positive_seconds)]
+    pub idle_timeout_seconds: Duration,
+    /// Exit after this many seconds (a safety net for scripts; at most 30 days).
     #[arg(long, value_parser = seconds)]
-    pub exit_after_seconds: Option<f64>,
+    pub exit_after_seconds: Option<Duration>,
     /// Load model: at most this many requests served at once (from their TTFT to their last
     /// token); the others wait in a FIFO queue, so TTFT grows with load.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -236,6 +236,8 @@ struct Counters {
     /// Requests finished, by latency bucket ([`LATENCY_BUCKETS`] and +Inf), and their sum (µs).
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len() + 1],
     latency_sum_us: AtomicU64,
+    /// Failed `accept`s: each one is followed by a pause, so this counts the pauses.
+    accept_errors: AtomicU64,
 }
 
 /// Upper bounds (s) of the mock's end-to-end latency histogram.
@@ -279,6 +281,12 @@ impl Counters {
             "Prefix cache hits, in prompt words.",
             g(&self.hits).to_string(),
         );
+        metric(
+            "mock_accept_errors_total",
+            "counter",
+            "Failed accepts of a connection, each followed by a pause.",
+            g(&self.accept_errors).to_string(),
+        );
         out.push_str("# HELP vllm:e2e_request_latency_seconds End-to-end latency of answered requests.\n");
         out.push_str("# TYPE vllm:e2e_request_latency_seconds histogram\n");
         let mut cumulative = 0;
@@ -303,7 +311,7 @@ pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 1_000_000;
 /// Default of `--max-request-bytes`: 64 MiB.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 64 << 20;
 /// Default of `--idle-timeout-seconds`.
-pub const DEFAULT_IDLE_TIMEOUT_SECONDS: f64 = 120.0;
+pub const DEFAULT_IDLE_TIMEOUT_SECONDS: &str = "120";
 /// A stream's bytes are handed to the connection in pieces of about this size.
 pub const STREAM_PIECE_BYTES: usize = 64 << 10;
 
@@ -318,14 +326,14 @@ fn number_in(s: &str, lo: f64, hi: f64, open: bool, what: &str) -> std::result::
     }
 }
 
-/// Seconds > 0, at most a year (what `Duration` and timers hold comfortably).
-fn positive_seconds(s: &str) -> std::result::Result<f64, String> {
-    number_in(s, 0.0, 365.0 * 86_400.0, true, "a number of seconds")
+/// A time span in seconds > 0 ([`aiperf_core::duration`]).
+fn positive_seconds(s: &str) -> std::result::Result<Duration, String> {
+    aiperf_core::duration::parse_seconds(s, false).map_err(|e| e.to_string())
 }
 
-/// Seconds >= 0, at most a year.
-fn seconds(s: &str) -> std::result::Result<f64, String> {
-    number_in(s, 0.0, 365.0 * 86_400.0, false, "a number of seconds")
+/// A time span in seconds ≥ 0.
+fn seconds(s: &str) -> std::result::Result<Duration, String> {
+    aiperf_core::duration::parse_seconds(s, true).map_err(|e| e.to_string())
 }
 
 /// Milliseconds >= 0, at most a day.
@@ -407,21 +415,20 @@ pub fn run(args: Args) -> Result<()> {
             (Some(c), Some(k)) => Some(tls_acceptor(c, k)?),
             _ => None,
         };
-        println!("mock server listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
+        show!("mock server listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
         if let Some(n) = args.slots {
             let t = args.default_output_tokens;
-            eprintln!(
+            say!(
                 "load model: {n} slot(s); a request of {t} tokens holds one for {:.0} ms: capacity {:.1} requests/s",
                 args.ttft_ms + args.itl_ms * t.saturating_sub(1) as f64,
                 capacity(n, args.ttft_ms, args.itl_ms, t)
             );
         }
-        std::io::stdout().flush()?;
         let arrivals = match &args.arrivals_file {
             Some(p) => Some(Mutex::new(BufWriter::new(crate::output::create_stream(p)?))),
             None => None,
         };
-        let idle = Duration::from_secs_f64(args.idle_timeout_seconds);
+        let idle = args.idle_timeout_seconds;
         let exit_after = args.exit_after_seconds;
         let slots = args.slots.map(Slots::new);
         let state = Arc::new(State {
@@ -439,6 +446,7 @@ pub fn run(args: Args) -> Result<()> {
                     Err(e) => {
                         // Out of descriptors (EMFILE, ENFILE) the pending connection stays queued
                         // and `accept` fails again at once: wait for connections to close.
+                        state.metrics.accept_errors.fetch_add(1, Ordering::Relaxed);
                         tokio::time::sleep(accept_backoff(&e)).await;
                         continue;
                     }
@@ -466,7 +474,7 @@ pub fn run(args: Args) -> Result<()> {
         let stop = async {
             let deadline = async {
                 match exit_after {
-                    Some(s) => tokio::time::sleep(Duration::from_secs_f64(s)).await,
+                    Some(d) => tokio::time::sleep(d).await,
                     None => std::future::pending().await,
                 }
             };
@@ -631,10 +639,22 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
     if let Some(r) = admin(&state, req.method(), &path, req.uri().query()) {
         return Ok(r);
     }
-    let chat = path.ends_with("/chat/completions");
-    if !chat && !path.ends_with("/completions") {
-        return Ok(full(StatusCode::NOT_FOUND, json!({"error": {"message": format!("no route {path}")}})));
-    }
+    // Only the paths a real OpenAI-compatible server (vLLM, SGLang, llama.cpp) serves, so that a
+    // client joining its URL wrongly sees the 404 it would see there.
+    let chat = match path.as_str() {
+        "/v1/chat/completions" => true,
+        "/v1/completions" => false,
+        _ => {
+            let message = format!(
+                "no route {path}: this server answers POST /v1/chat/completions and /v1/completions, \
+                 GET /v1/models, /health and /metrics"
+            );
+            return Ok(full(
+                StatusCode::NOT_FOUND,
+                json!({"error": {"message": message, "type": "not_found", "code": 404}}),
+            ));
+        }
+    };
     let limit = state.args.max_request_bytes;
     let body = match Limited::new(req.into_body(), limit).collect().await {
         Ok(b) => b.to_bytes(),
@@ -720,8 +740,9 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Resul
         } else {
             json!({"index": 0, "text": text, "finish_reason": finish})
         };
-        let mut r =
-            full(StatusCode::OK, json!({"id": id, "object": "chat.completion", "choices": [choice], "usage": usage}));
+        // AIPerf's completions parser takes only `text_completion` (or `completion`) objects.
+        let object = if chat { "chat.completion" } else { "text_completion" };
+        let mut r = full(StatusCode::OK, json!({"id": id, "object": object, "choices": [choice], "usage": usage}));
         r.headers_mut().insert("x-aiperf-mock-ttft-ms", hyper::header::HeaderValue::from(a.ttft_ms.round() as u64));
         return Ok(r);
     }
@@ -911,6 +932,7 @@ mod tests {
         assert_eq!(get("vllm:prefix_cache_hits").samples[0].value, 16.0);
         assert_eq!(get("vllm:num_requests_running").samples[0].value, 0.0);
         assert_eq!(get("vllm:kv_cache_usage_perc").samples[0].value, 0.5);
+        assert_eq!(get("mock_accept_errors").samples[0].value, 0.0);
         // Two requests in, one of them in line for a slot: one running, one waiting.
         m.running.fetch_add(2, Ordering::Relaxed);
         let in_line = InLine::new(&m);

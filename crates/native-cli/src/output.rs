@@ -30,12 +30,12 @@ const STDIO: &str = "-";
 
 /// Where a command's human-readable report goes: standard error when one of its outputs is
 /// standard output (`-`, or a path to the same file or pipe such as `/dev/stdout`), so that the
-/// report never mixes with the data.
-pub fn report_stream(outputs: &[&Path]) -> Box<dyn Write> {
+/// report never mixes with the data. A closed console drops the report (see [`crate::console`]).
+pub fn report_stream(outputs: &[&Path]) -> crate::console::Console {
     let stdout = fs::metadata("/proc/self/fd/1").ok().map(|m| (m.dev(), m.ino()));
     let is_stdout =
         |p: &Path| is_stdio(p) || (stdout.is_some() && fs::metadata(p).ok().map(|m| (m.dev(), m.ino())) == stdout);
-    if outputs.iter().any(|p| is_stdout(p)) { Box::new(io::stderr()) } else { Box::new(io::stdout().lock()) }
+    if outputs.iter().any(|p| is_stdout(p)) { crate::console::Console::Stderr } else { crate::console::Console::Stdout }
 }
 
 /// Symbolic links followed at most (Linux's own limit is 40).
@@ -159,6 +159,10 @@ pub fn write_output(path: &Path, contents: &[u8]) -> Result<()> {
 /// Writes to `path` whatever `write` writes (see the module documentation for what each kind of
 /// path gets): a replaced file is replaced only once `write` has succeeded.
 pub fn write_output_with(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    write_to(path, write).context(crate::exit::OutputFailed)
+}
+
+fn write_to(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
     match resolve(path)? {
         Target::Stdout => {
             let mut out = io::stdout().lock();
@@ -248,6 +252,10 @@ fn write_trace_parts(
 /// Opens `path` for output written as it is produced (a JSONL stream): standard output, a FIFO or
 /// device written through, or a regular file created (truncated) at the links' target.
 pub fn create_stream(path: &Path) -> Result<Box<dyn Write + Send>> {
+    open_stream(path).context(crate::exit::OutputFailed)
+}
+
+fn open_stream(path: &Path) -> Result<Box<dyn Write + Send>> {
     Ok(match resolve(path)? {
         Target::Stdout => Box::new(io::stdout()),
         Target::Through(at) => Box::new(open_through(path, &at)?),

@@ -21,7 +21,7 @@ use crate::{input, output};
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
     /// Artifact folders of runs (or their profile_export.jsonl files), 1 to 8; a sweep's or a
-    /// capacity search's folder stands for its sub-runs (and `report` draws its curve).
+    /// capacity search's folder stands for its sub-runs.
     #[arg(required = true, num_args = 1..)]
     pub runs: Vec<PathBuf>,
     /// The run the others are compared with (1-based, in the order given).
@@ -44,8 +44,11 @@ pub struct ReportArgs {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum CompareFormat {
+    /// Aligned columns for a terminal.
     Table,
+    /// One JSON document (runs, baseline counted from 1, rows with values and changes).
     Json,
+    /// One row per metric, a value and a change column per run.
     Csv,
 }
 
@@ -54,6 +57,7 @@ pub enum CompareFormat {
 pub struct CompareArgs {
     #[command(flatten)]
     pub runs: RunsArgs,
+    /// How the comparison is printed on standard output.
     #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
     pub format: CompareFormat,
 }
@@ -79,7 +83,7 @@ pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
         let text = std::fs::read_to_string(&config).with_context(|| format!("cannot read {}", config.display()))?;
         RunSettings::from_summary_json(&config.display().to_string(), &text).map_err(|e| bad(e.to_string()))?
     } else {
-        eprintln!("warning: {} not found: default settings (server token counts, no goodput SLOs)", config.display());
+        say!("warning: {} not found: default settings (server token counts, no goodput SLOs)", config.display());
         RunSettings::default()
     };
     let name = records.display().to_string();
@@ -100,7 +104,7 @@ pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
     if let Ok(text) = std::fs::read_to_string(&server) {
         match ServerTimeline::from_json(&server.display().to_string(), &text) {
             Ok(t) => run.server = t,
-            Err(e) => eprintln!("warning: {e}: the server's metrics are not drawn"),
+            Err(e) => say!("warning: {e}: the server's metrics are not drawn"),
         }
     }
     Ok(run)
@@ -165,7 +169,7 @@ fn load_all(a: &RunsArgs) -> Result<(Vec<Curve>, Vec<Run>, usize)> {
     if paths.len() + subs.len() <= MAX_RUNS {
         paths.extend(subs.into_iter().map(|(p, l)| (p, Some(l))));
     } else if !subs.is_empty() {
-        eprintln!(
+        say!(
             "note: {} sub-runs are not shown one by one (at most {MAX_RUNS} runs at once); give their folders to see them",
             subs.len()
         );
@@ -199,7 +203,7 @@ pub fn report(a: ReportArgs) -> Result<()> {
         0 => String::new(),
         n => format!("{n} sweep/search curve(s) and "),
     };
-    eprintln!("Report of {what}{} run(s) written to {} ({} KiB)", runs.len(), a.output.display(), page.len() / 1024);
+    say!("Report of {what}{} run(s) written to {} ({} KiB)", runs.len(), a.output.display(), page.len() / 1024);
     Ok(())
 }
 

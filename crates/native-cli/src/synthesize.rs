@@ -100,7 +100,7 @@ pub fn run(args: Args) -> Result<()> {
 
 /// Where the human-readable report goes (standard error when an output is standard output).
 fn report_to(args: &Args) -> Box<dyn Write> {
-    report_stream(&[&args.output_file, args.fidelity_file.as_deref().unwrap_or(&args.output_file)])
+    Box::new(report_stream(&[&args.output_file, args.fidelity_file.as_deref().unwrap_or(&args.output_file)]))
 }
 
 /// Writes the output atomically, then prints (and optionally saves) the before/after comparison.

@@ -60,12 +60,15 @@ pub fn format_of(path: &Path, choice: FormatChoice) -> Result<Format> {
     let head = crate::input::head(path, 1 << 20)?;
     match detect(&head) {
         Ok(d) => {
-            eprintln!("detected format: {} ({}) in {}", d.format, d.evidence, path.display());
+            say!("detected format: {} ({}) in {}", d.format, d.evidence, path.display());
             Ok(d.format)
+        }
+        Err(e @ aiperf_core::formats::FormatError::NotATrace { .. }) => {
+            Err(anyhow::Error::new(e).context(format!("{}", path.display())))
         }
         Err(e) => {
             // The Mooncake parser's row errors say more than "unknown format" for a broken trace.
-            eprintln!("warning: {}: {e}; reading it as Mooncake (--trace-format names the format)", path.display());
+            say!("warning: {}: {e}; reading it as Mooncake (--trace-format names the format)", path.display());
             Ok(Format::Mooncake)
         }
     }
@@ -101,11 +104,11 @@ pub fn convert_files(
 ) -> Result<(Converted, Option<Vec<usize>>)> {
     let (converted, order) = convert_quietly(paths, format, opts, max_line_bytes, offset_ms, parse_workers())?;
     for note in &converted.notes {
-        eprintln!("note: {note}");
+        say!("note: {note}");
     }
     let s = &converted.stats;
     if s.failed_dropped > 0 || s.failed_kept > 0 {
-        eprintln!(
+        say!(
             "failed rows: {} dropped, {} kept{}",
             s.failed_dropped,
             s.failed_kept,
@@ -113,10 +116,37 @@ pub fn convert_files(
         );
     }
     if s.other_models > 0 {
-        eprintln!("rows of other models dropped: {}", s.other_models);
+        say!("rows of other models dropped: {} ({})", s.other_models, models_seen(s));
     }
-    eprintln!("converted {} of {} records", converted.trace.len(), s.records);
+    say!("converted {} of {} records", converted.trace.len(), s.records);
+    if converted.trace.is_empty() {
+        let files = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+        if s.other_models > 0 && !opts.models.is_empty() {
+            bail!(
+                "--model {} kept none of the {} record(s) of {files} (models are matched without regard to case): the models there are {}",
+                opts.models.join(","),
+                s.records,
+                models_seen(s)
+            );
+        }
+        if s.failed_dropped > 0 {
+            bail!("--drop-failed dropped all {} record(s) of {files}: every one of them failed", s.records);
+        }
+        bail!("{files}: no request to convert ({} record(s) read)", s.records);
+    }
     Ok((converted, order))
+}
+
+/// The models of the rows a `--model` filter dropped, most rows first: `GPT-4 (300), ChatGPT (100)`.
+fn models_seen(s: &aiperf_core::formats::ConvertStats) -> String {
+    let mut models: Vec<(&String, &u64)> = s.other_model_names.iter().collect();
+    models.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let mut shown: Vec<String> = models.iter().take(20).map(|(m, n)| format!("{m} ({n})")).collect();
+    let named: u64 = s.other_model_names.values().sum();
+    if models.len() > 20 || named < s.other_models {
+        shown.push("…".to_owned());
+    }
+    shown.join(", ")
 }
 
 /// [`convert_files`] without printing, with `workers` parsing threads (0: none). Files that are

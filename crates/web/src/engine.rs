@@ -22,10 +22,11 @@ pub fn analysis_json(a: &Analysis) -> String {
     }
 }
 
-/// Analysis JSON and chart data of a trace.
+/// Analysis and chart data of a trace.
 pub fn analysis_view(trace: &Trace, block_size: u32) -> AnalysisView {
     let (a, rows) = analyze_with_rows(trace, block_size);
-    AnalysisView { block_size, json: analysis_json(&a), charts: charts(&a, &rows), compute_ms: 0.0 }
+    let charts = charts(&a, &rows);
+    AnalysisView { block_size, analysis: Rc::new(a), charts, compute_ms: 0.0 }
 }
 
 /// The charted distributions.
@@ -89,7 +90,7 @@ pub fn synth_view(synthesized: &Trace, settings: &SynthesisSettings) -> SynthVie
     SynthView {
         settings: settings.clone(),
         rows: synthesized.len() as u64,
-        json: analysis_json(&a),
+        analysis: Rc::new(a),
         isl: Rc::new(Dist::lengths(&m.isl)),
         osl: Rc::new(Dist::lengths(&m.osl)),
         compute_ms: 0.0,
@@ -116,10 +117,11 @@ mod tests {
         let trace = parse_str(&fixture("traces/synthetic_trace.jsonl"), ParseOptions::default()).unwrap().trace;
         let view = analysis_view(&trace, 512);
         let a = aiperf_core::analysis::analyze(&trace, 512);
-        assert_eq!(view.json, serde_json::to_string_pretty(&a).unwrap() + "\n");
+        let json = analysis_json(&view.analysis);
+        assert_eq!(json, serde_json::to_string_pretty(&a).unwrap() + "\n");
         let golden: serde_json::Value =
             serde_json::from_str(&fixture("golden/aiperf-0.13.0/analyze/synthetic_trace_bs512.json")).unwrap();
-        let ours: serde_json::Value = serde_json::from_str(&view.json).unwrap();
+        let ours: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(ours["total_requests"], golden["total_requests"]);
         assert_eq!(ours["unique_prefixes"], golden["unique_prefixes"]);
         let rel = |k: &str| (ours[k].as_f64().unwrap() - golden[k].as_f64().unwrap()).abs();

@@ -221,11 +221,11 @@ mod tests {
     }
 
     #[test]
-    fn links_made_before_the_shared_table_still_decode() {
-        let old = "?block_size=16&speedup_ratio=2&prefix_len_multiplier=1.5&prefix_root_multiplier=3\
+    fn a_link_with_every_key_decodes() {
+        let link = "?block_size=16&speedup_ratio=2&prefix_len_multiplier=1.5&prefix_root_multiplier=3\
                    &prompt_len_multiplier=0.5&output_len_multiplier=0&max_isl=8192&max_osl=512&seed=7\
                    &num_requests=50&min_isl=10&min_osl=2&mode=generate&sample=1";
-        let (f, unknown) = Form::from_query(old);
+        let (f, unknown) = Form::from_query(link);
         assert!(unknown.is_empty(), "{unknown:?}");
         let s = f.synth().unwrap();
         let g = &s.params;

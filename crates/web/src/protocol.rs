@@ -1,12 +1,13 @@
 //! Messages between the page and the worker. They cross as bincode, so they hold only plain
-//! data (no `serde_json::Value`, no skipped fields); the analysis travels as its JSON text, which
-//! is also the downloadable file.
+//! data (no `serde_json::Value`, no skipped fields); analyses travel as the core's typed
+//! [`Analysis`], behind `Rc` so the page shares them instead of copying them.
 
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::chart_data::{Dist, Series};
+use aiperf_core::analysis::Analysis;
 use aiperf_core::formats::settings::ConversionSettings;
 use aiperf_core::synthesis::SynthesisSettings;
 
@@ -149,8 +150,8 @@ pub struct FileSummary {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AnalysisView {
     pub block_size: u32,
-    /// `serde_json::to_string_pretty(&analysis)` plus a newline: the CLI's `--output-file` bytes.
-    pub json: String,
+    /// Written by [`crate::engine::analysis_json`] into the CLI's `--output-file` bytes.
+    pub analysis: Rc<Analysis>,
     pub charts: Charts,
     pub compute_ms: f64,
 }
@@ -170,10 +171,42 @@ pub struct Charts {
 pub struct SynthView {
     pub settings: SynthesisSettings,
     pub rows: u64,
-    /// Analysis JSON of the synthesized trace (same shape as the original's).
-    pub json: String,
+    /// Analysis of the synthesized trace.
+    pub analysis: Rc<Analysis>,
     /// Input and output length distributions of the synthesized trace.
     pub isl: Rc<Dist>,
     pub osl: Rc<Dist>,
     pub compute_ms: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{analysis_json, analysis_view, synth_view};
+    use aiperf_core::trace::{ParseOptions, parse_str};
+
+    /// What gloo-worker does to every message.
+    fn crossed(msg: &FromWorker) -> FromWorker {
+        bincode::deserialize(&bincode::serialize(msg).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn typed_analyses_cross_to_the_page_intact() {
+        let trace = parse_str(
+            "{\"timestamp\":0,\"input_length\":600,\"output_length\":3,\"hash_ids\":[1,2]}\n\
+             {\"timestamp\":7,\"input_length\":10,\"hash_ids\":[1]}\n",
+            ParseOptions::default(),
+        )
+        .unwrap()
+        .trace;
+        let view = analysis_view(&trace, 512);
+        let msg = FromWorker::Analysis(Box::new(view.clone()));
+        let FromWorker::Analysis(back) = crossed(&msg) else { panic!("another message") };
+        assert_eq!(*back, view);
+        // The download is written on the page from what crossed: the worker's bytes exactly.
+        assert_eq!(analysis_json(&back.analysis), analysis_json(&view.analysis));
+        let synth = synth_view(&trace, &aiperf_core::synthesis::SynthesisSettings::default());
+        let msg = FromWorker::Synthesis(Box::new(synth));
+        assert_eq!(crossed(&msg), msg);
+    }
 }

@@ -1,17 +1,13 @@
-//! Finished runs on the page: which dropped files form which run, and the run view's state.
+//! Finished runs on the page: which dropped files form which run.
 //!
 //! A run is a `*.jsonl` of request records (`profile_export.jsonl`), with its summary file
 //! `<same name>_aiperf.json` (`profile_export_aiperf.json`) when dropped with it; a single
 //! `.json` dropped with a single `.jsonl` belongs to it whatever their names. The worker reads
 //! them with `aiperf_core::view` (the code behind `aiperf-cli report`), so the numbers are the CLI's.
 
-use std::rc::Rc;
-
 use aiperf_core::view::MAX_RUNS;
 use aiperf_core::view::curve::is_curve_file;
 use aiperf_core::view::server::SERVER_METRICS_FILE;
-
-use crate::protocol::{FromWorker, RunsView};
 
 /// Whether a file name is one of a run's (`*_aiperf.json`, `profile_export*`), its server
 /// metrics or a sweep's or search's summary — not a trace to analyse.
@@ -114,63 +110,6 @@ pub fn labels(names: &[&str]) -> Vec<String> {
     out
 }
 
-/// Where the run view stands.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub enum RunsUi {
-    #[default]
-    None,
-    /// The worker reads the runs; `started` is `performance.now()` at the drop.
-    Reading {
-        names: Vec<String>,
-        started: f64,
-    },
-    Failed(String),
-    Shown {
-        view: Rc<RunsView>,
-        /// Bumped by every new view, so the page sets its HTML once per view.
-        generation: u64,
-        /// The clicked request's record.
-        record: Option<String>,
-        /// Drop → view on screen (ms), once measured.
-        shown_ms: Option<f64>,
-        started: Option<f64>,
-    },
-}
-
-impl RunsUi {
-    /// The state after a worker message (messages not about runs leave it as it is).
-    pub fn on_worker(&self, msg: &FromWorker) -> Option<RunsUi> {
-        match msg {
-            FromWorker::Runs(view) => {
-                let (generation, started) = match self {
-                    RunsUi::Shown { generation, .. } => (generation + 1, None),
-                    RunsUi::Reading { started, .. } => (1, Some(*started)),
-                    _ => (1, None),
-                };
-                Some(RunsUi::Shown {
-                    view: Rc::new((**view).clone()),
-                    generation,
-                    record: None,
-                    shown_ms: None,
-                    started,
-                })
-            }
-            FromWorker::RunsFailed { message } => Some(RunsUi::Failed(message.clone())),
-            FromWorker::Record { text, .. } => match self {
-                RunsUi::Shown { view, generation, shown_ms, started, .. } => Some(RunsUi::Shown {
-                    view: view.clone(),
-                    generation: *generation,
-                    record: Some(text.clone()),
-                    shown_ms: *shown_ms,
-                    started: *started,
-                }),
-                _ => None,
-            },
-            _ => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,7 +163,7 @@ mod tests {
     #[test]
     fn the_page_links_the_run_view_rules() {
         let page = include_str!("../../../index.html");
-        assert!(page.contains(r#"<link data-trunk rel="css" href="crates/core/src/run/runs.css">"#));
+        assert!(page.contains(r#"<link data-trunk rel="css" href="crates/core/src/view/runs.css">"#));
         assert!(aiperf_core::view::html::CSS.contains(".runs .charts"));
     }
 
@@ -237,25 +176,5 @@ mod tests {
         }
         assert!(!is_run_file("conversation-01.json"), "a WEKA trace");
         assert!(!looks_like_records("{\"timestamp\": 0}"));
-    }
-
-    #[test]
-    fn views_and_records_follow_the_worker() {
-        let view = RunsView {
-            labels: vec!["a".into()],
-            baseline: 0,
-            records: vec![3],
-            html: "<p>x</p>".into(),
-            compute_ms: 1.0,
-        };
-        let s = RunsUi::Reading { names: vec!["a.jsonl".into()], started: 5.0 };
-        let s = s.on_worker(&FromWorker::Runs(Box::new(view.clone()))).unwrap();
-        assert!(matches!(&s, RunsUi::Shown { generation: 1, started: Some(5.0), record: None, .. }));
-        let s = s.on_worker(&FromWorker::Record { run: 0, index: 1, text: "rec".into() }).unwrap();
-        assert!(matches!(&s, RunsUi::Shown { generation: 1, record: Some(r), .. } if r == "rec"));
-        let s = s.on_worker(&FromWorker::Runs(Box::new(view))).unwrap();
-        assert!(matches!(&s, RunsUi::Shown { generation: 2, record: None, started: None, .. }));
-        assert_eq!(s.on_worker(&FromWorker::RunsFailed { message: "m".into() }), Some(RunsUi::Failed("m".into())));
-        assert_eq!(RunsUi::None.on_worker(&FromWorker::Record { run: 0, index: 0, text: String::new() }), None);
     }
 }

@@ -7,10 +7,14 @@ use std::rc::Rc;
 use aiperf_core::synthesis::Param;
 use aiperf_core::trace::{ParseOptions, parse_str};
 use aiperf_web::chart_data::Dist;
-use aiperf_web::components::{DistChart, DistProps, FieldInput, StatsProps, StatsTable};
-use aiperf_web::engine::analysis_view;
+use aiperf_web::components::{DistChart, DistProps, FieldInput, RunsSection, StatsProps, StatsTable};
+use aiperf_web::engine::{analysis_json, analysis_view};
+use aiperf_web::hooks::{AppContext, WorkerLink};
 use aiperf_web::ingest::{Ingest, Read};
 use aiperf_web::params::Form;
+use aiperf_web::protocol::{RunsView, ToWorker};
+use aiperf_web::state::{AppState, RunView, ShownRuns};
+use std::cell::RefCell;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
 use yew::prelude::*;
@@ -28,7 +32,7 @@ fn close(a: f64, b: f64) -> bool {
 fn core_in_wasm_gives_the_golden_analysis() {
     let trace = parse_str(TRACE, ParseOptions::default()).expect("fixture parses").trace;
     let view = analysis_view(&trace, 512);
-    let ours: serde_json::Value = serde_json::from_str(&view.json).expect("json");
+    let ours: serde_json::Value = serde_json::from_str(&analysis_json(&view.analysis)).expect("json");
     let golden: serde_json::Value = serde_json::from_str(GOLDEN).expect("golden");
     let mut n = 0;
     for (k, g) in golden.as_object().expect("object") {
@@ -143,4 +147,56 @@ async fn field_shows_its_validation_message_while_typing() {
     input.dispatch_event(&web_sys::InputEvent::new("input").expect("event")).expect("dispatch");
     settle().await;
     assert_eq!(input.get_attribute("aria-invalid").as_deref(), Some("false"));
+}
+
+thread_local! {
+    /// What the panels under test sent to the worker.
+    static SENT: RefCell<Vec<ToWorker>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The run view inside the page's context, with a stand-in worker that records what it is sent.
+#[component]
+fn RunsHarness(_: &Harness) -> Html {
+    let state = use_reducer(AppState::default);
+    let worker = use_memo((), |_| WorkerLink::new(Callback::from(|m| SENT.with(|s| s.borrow_mut().push(m)))));
+    let view = RunsView {
+        labels: vec!["a".into(), "b".into()],
+        baseline: 0,
+        records: vec![3, 4],
+        html: r#"<svg><circle class="pt" data-run="1" data-i="2"></circle></svg>"#.into(),
+        compute_ms: 1.0,
+    };
+    let shown =
+        ShownRuns { view: Rc::new(view), generation: 1, record: Some("rec".into()), shown_ms: None, started: None };
+    html! {
+        <ContextProvider<AppContext> context={AppContext { dispatch: state.dispatcher(), worker: (*worker).clone() }}>
+            <RunsSection runs={RunView::Shown(shown)} />
+        </ContextProvider<AppContext>>
+    }
+}
+
+#[wasm_bindgen_test]
+async fn the_run_view_asks_the_worker_through_the_context() {
+    let div = root();
+    yew::Renderer::<RunsHarness>::with_root_and_props(div.clone(), Harness {}).render();
+    settle().await;
+    assert_eq!(div.query_selector("#record").expect("q").expect("record").text_content().as_deref(), Some("rec"));
+    // A click bubbles from the point (inside the worker's HTML) to the view's handler.
+    let point = div.query_selector("circle.pt").expect("q").expect("point");
+    let init = web_sys::EventInit::new();
+    init.set_bubbles(true);
+    point.dispatch_event(&web_sys::Event::new_with_event_init_dict("click", &init).expect("event")).expect("dispatch");
+    let label: web_sys::HtmlInputElement =
+        div.query_selector("input[aria-label='label of run 2']").expect("q").expect("label").dyn_into().expect("input");
+    label.set_value("B");
+    label.dispatch_event(&web_sys::Event::new("change").expect("event")).expect("dispatch");
+    settle().await;
+    let sent = SENT.with(|s| s.borrow().clone());
+    assert_eq!(
+        sent,
+        vec![
+            ToWorker::Describe { run: 1, index: 2 },
+            ToWorker::ShowRuns { labels: vec!["a".into(), "B".into()], baseline: 0 },
+        ]
+    );
 }

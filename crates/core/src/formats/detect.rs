@@ -29,7 +29,10 @@ pub fn detect(first_bytes: &[u8]) -> Result<Detection, FormatError> {
     let first_line = text.split('\n').next().unwrap_or("").trim_end_matches('\r');
     if text.starts_with('{') {
         let has = |k: &str| text.contains(&format!("\"{k}\""));
-        if has("hash_id_scope") || (has("block_size") && has("requests")) {
+        if let Some(what) = other_document(&has) {
+            return Err(FormatError::NotATrace { what, accepted: ACCEPTED });
+        }
+        if has("hash_id_scope") || (has("block_size") && has_list(text, "requests")) {
             let keys = ["id", "block_size", "hash_id_scope", "requests"].into_iter().filter(|k| has(k));
             return found(Format::Weka, format!("a JSON object with keys {}", keys.collect::<Vec<_>>().join(", ")));
         }
@@ -48,6 +51,20 @@ pub fn detect(first_bytes: &[u8]) -> Result<Detection, FormatError> {
         }
         if let Some(k) = ["input_length", "text_input", "messages", "payload"].into_iter().find(|k| key(k)) {
             return found(Format::Mooncake, format!("JSONL key {k}"));
+        }
+        if first_line.trim() == "{" {
+            let keys: Vec<&str> = text
+                .split('"')
+                .collect::<Vec<_>>()
+                .windows(2)
+                .filter(|w| w[1].trim_start().starts_with(':'))
+                .map(|w| w[0])
+                .take(5)
+                .collect();
+            return Err(FormatError::NotATrace {
+                what: format!("a JSON document, not JSON lines, with keys {}", keys.join(", ")),
+                accepted: ACCEPTED,
+            });
         }
         // No other format's keys: Mooncake's validating parser says what is wrong with the rows.
         return found(Format::Mooncake, "JSON lines without another format's keys".into());
@@ -70,6 +87,34 @@ pub fn detect(first_bytes: &[u8]) -> Result<Detection, FormatError> {
     }
     let shown: String = first_line.chars().take(80).collect();
     Err(FormatError::Unknown { evidence: format!("first line `{shown}`"), accepted: ACCEPTED })
+}
+
+/// What a JSON file that is no trace is, from its keys: an analysis or a run's summary.
+fn other_document(has: &dyn Fn(&str) -> bool) -> Option<String> {
+    if has("total_requests") && has("unique_prefixes") && has("isl_stats") {
+        return Some(
+            "an analysis of a trace: keys total_requests, unique_prefixes, isl_stats; analyze the trace itself".into(),
+        );
+    }
+    if has("input_config") && (has("time_to_first_token") || has("request_latency") || has("request_throughput")) {
+        return Some(
+            "the summary of a profile run (profile_export_aiperf.json); open the run's folder with aiperf-cli report"
+                .into(),
+        );
+    }
+    if has("records") && has("input_config") {
+        return Some("a profile run's export; open the run's folder with aiperf-cli report".into());
+    }
+    None
+}
+
+/// Whether `key` appears with a list as its value (`"requests": [`).
+fn has_list(text: &str, key: &str) -> bool {
+    let quoted = format!("\"{key}\"");
+    text.match_indices(&quoted).any(|(i, _)| {
+        let rest = text[i + quoted.len()..].trim_start();
+        rest.strip_prefix(':').is_some_and(|r| r.trim_start().starts_with('['))
+    })
 }
 
 #[cfg(test)]
@@ -101,6 +146,19 @@ mod tests {
         // A first line cut short still shows its keys.
         let cut = format!("{{\"chat_id\":7,\"parent_chat_id\":-1,\"hash_ids\":[{}", "1,".repeat(40_000));
         assert_eq!(format_of(&cut), Format::Bailian);
+    }
+
+    #[test]
+    fn json_documents_that_are_no_trace_are_named() {
+        let analysis = "{\n  \"total_requests\": 20,\n  \"unique_prefixes\": 449,\n  \"block_size\": 512,\n  \"isl_stats\": {},\n  \"arrivals\": {\"requests\": 20}\n}\n";
+        let e = detect(analysis.as_bytes()).unwrap_err().to_string();
+        assert!(e.starts_with("not a trace (an analysis of a trace"), "{e}");
+        let summary = "{\n  \"input_config\": {},\n  \"time_to_first_token\": {\"avg\": 1}\n}\n";
+        let e = detect(summary.as_bytes()).unwrap_err().to_string();
+        assert!(e.contains("profile_export_aiperf.json") && e.contains("aiperf-cli report"), "{e}");
+        let other = "{\n  \"name\": \"x\",\n  \"block_size\": 4,\n  \"requests\": 3\n}\n";
+        let e = detect(other.as_bytes()).unwrap_err().to_string();
+        assert!(e.contains("a JSON document, not JSON lines, with keys name, block_size, requests"), "{e}");
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub enum FormatError {
     /// The content matches none of the formats.
     #[error("cannot tell the trace format: {evidence}; accepted: {accepted}")]
     Unknown { evidence: String, accepted: &'static str },
+    /// The content is a known file of another kind (an analysis, a run's summary), not a trace.
+    #[error("not a trace ({what}); accepted: {accepted}")]
+    NotATrace { what: String, accepted: &'static str },
 }
 
 /// A short, quoted rendering of an offending value.

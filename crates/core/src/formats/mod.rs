@@ -237,7 +237,13 @@ pub struct ConvertStats {
     pub failed_kept: u64,
     /// Rows of other models dropped by [`ConvertOptions::models`].
     pub other_models: u64,
+    /// The models of the dropped rows and how many rows each had (the first
+    /// [`MAX_MODELS_NAMED`] models met), to say what the filter could have kept.
+    pub other_model_names: std::collections::BTreeMap<String, u64>,
 }
+
+/// Distinct models of dropped rows counted by name in [`ConvertStats::other_model_names`].
+pub const MAX_MODELS_NAMED: usize = 64;
 
 /// A converted trace with what the conversion invented, dropped and found.
 #[derive(Clone, Debug, PartialEq)]
@@ -585,11 +591,18 @@ impl Sink<'_> {
         &self.src.conversation_prefix
     }
 
-    /// True when the model filter keeps `model` (counting the ones it drops).
+    /// True when the model filter keeps `model`, compared without regard to ASCII case
+    /// (`gpt-4` keeps BurstGPT's `GPT-4`); counts the ones it drops, by model.
     pub fn keeps_model(&mut self, model: &str) -> bool {
-        let keep = self.opts.models.is_empty() || self.opts.models.iter().any(|m| m == model);
+        let keep = self.opts.models.is_empty() || self.opts.models.iter().any(|m| m.eq_ignore_ascii_case(model));
         if !keep {
-            self.out.stats.other_models += 1;
+            let stats = &mut self.out.stats;
+            stats.other_models += 1;
+            if let Some(n) = stats.other_model_names.get_mut(model) {
+                *n += 1;
+            } else if stats.other_model_names.len() < MAX_MODELS_NAMED {
+                stats.other_model_names.insert(model.to_owned(), 1);
+            }
         }
         keep
     }

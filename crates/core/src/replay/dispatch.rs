@@ -65,6 +65,19 @@ pub struct Dispatch {
     concurrency: Option<usize>,
     end_ns: Option<u64>,
     stopped: bool,
+    /// When a request last ended a session run while every slot was taken: a start due before
+    /// then waited for a slot.
+    slot_freed_ns: Option<u64>,
+    ceiling: Ceiling,
+}
+
+/// What the concurrency ceiling did to a run's starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ceiling {
+    /// Session runs that were due while every slot was taken, so started late.
+    pub held_starts: u64,
+    /// Most session runs holding a slot at once.
+    pub peak_runs: usize,
 }
 
 impl Dispatch {
@@ -84,7 +97,14 @@ impl Dispatch {
             concurrency: concurrency.map(|c| c.max(1)),
             end_ns,
             stopped: false,
+            slot_freed_ns: None,
+            ceiling: Ceiling::default(),
         }
+    }
+
+    /// How often the concurrency ceiling held a due start back, and the most runs at once.
+    pub fn ceiling(&self) -> Ceiling {
+        self.ceiling
     }
 
     /// The schedule being dispatched.
@@ -167,6 +187,10 @@ impl Dispatch {
                 let first = self.schedule.sessions.get(s.session as usize)?.turns.first()?.row;
                 self.next_start = self.cursor.next(&self.schedule).map(|s| (self.cursor.index(), s));
                 self.active_runs += 1;
+                self.ceiling.peak_runs = self.ceiling.peak_runs.max(self.active_runs);
+                if s.offset_us.is_some() && self.slot_freed_ns.is_some_and(|freed| deadline_ns <= freed) {
+                    self.ceiling.held_starts += 1;
+                }
                 Job {
                     run: index,
                     session: s.session,
@@ -191,6 +215,9 @@ impl Dispatch {
             .then(|| self.schedule.sessions.get(job.session as usize)?.turns.get(next as usize).copied())
             .flatten();
         let Some(turn) = turn else {
+            if !self.slot_free() {
+                self.slot_freed_ns = Some(self.slot_freed_ns.map_or(end_ns, |t| t.max(end_ns)));
+            }
             self.active_runs = self.active_runs.saturating_sub(1);
             return None;
         };
@@ -368,6 +395,17 @@ mod tests {
         let at: Vec<(u64, u32, u64)> = sim.sent.iter().map(|(t, j)| (j.run, j.turn, *t / MS)).collect();
         assert_eq!(at, vec![(0, 0, 0), (0, 1, 60), (1, 0, 70), (1, 1, 130)]);
         assert_eq!(sim.max_active, 1);
+        assert_eq!(sim.d.ceiling(), Ceiling { held_starts: 1, peak_runs: 1 });
+    }
+
+    #[test]
+    fn a_ceiling_never_reached_holds_nothing_back() {
+        let sessions = (0..5).map(|i| session(&[(i, TurnTiming::Immediately)])).collect();
+        let starts = (0..5).map(|i| start(Some(u64::from(i) * 10), i, 1)).collect();
+        let schedule = Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() };
+        let mut sim = Sim::new(schedule, Some(4), None, 3 * MS);
+        sim.run(None);
+        assert_eq!(sim.d.ceiling(), Ceiling { held_starts: 0, peak_runs: 1 });
     }
 
     #[test]

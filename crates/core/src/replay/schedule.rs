@@ -7,7 +7,8 @@
 
 use std::collections::HashMap;
 
-use crate::trace::Trace;
+use crate::duration;
+use crate::trace::{Number, Trace};
 
 /// How a later turn of a session is timed once the previous turn has completed.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -323,14 +324,38 @@ pub enum ArrivalPattern {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ScheduleError {
-    #[error("line {line}: the first turn of a session has no timestamp, which a fixed schedule needs")]
-    MissingTimestamp { line: u32 },
-    #[error("line {line}: field '{field}' is negative or not finite")]
-    BadTime { line: u32, field: &'static str },
+    /// A row that cannot be replayed, at its 1-based line of the trace file.
+    #[error("line {line}: {problem}")]
+    Row { line: u32, problem: RowProblem },
     #[error("the request rate must be a positive number, got {0}")]
     BadRate(f64),
     #[error("no rows left to send (offset filters or an empty trace)")]
     Empty,
+}
+
+/// Why a row cannot be replayed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RowProblem {
+    #[error("the first turn of a session has no timestamp, which a fixed schedule needs")]
+    MissingTimestamp,
+    #[error("field '{field}' is negative or not finite")]
+    BadTime { field: &'static str },
+    /// A `delay` longer than a replay may wait ([`duration::MAX_MS`]).
+    #[error("field 'delay' {value} ms: accepted is at most {} ms ({})", duration::MAX_MS, duration::MAX_WORDS)]
+    DelayTooLong { value: String },
+    /// A `timestamp` more than [`duration::MAX_MS`] after the replay's time zero.
+    #[error(
+        "field 'timestamp' {value} ms: accepted is at most {limit_ms} ms, {} after time zero ({zero_ms} ms)",
+        duration::MAX_WORDS
+    )]
+    TimestampTooLate { value: String, limit_ms: f64, zero_ms: f64 },
+}
+
+impl RowProblem {
+    fn at(self, line: u32) -> ScheduleError {
+        ScheduleError::Row { line, problem: self }
+    }
 }
 
 /// Groups rows into sessions: rows sharing a `session_id` form one session in file order; rows
@@ -341,6 +366,11 @@ pub fn sessions(trace: &Trace) -> Result<Vec<Session>, ScheduleError> {
     for (i, row) in trace.rows().iter().enumerate() {
         let ts = ms_to_us(row.timestamp.map(|n| n.as_f64()), row.line, "timestamp")?;
         let delay = ms_to_us(row.delay.map(|n| n.as_f64()), row.line, "delay")?;
+        if let Some(d) = row.delay
+            && delay.is_some_and(|us| us > MAX_US)
+        {
+            return Err(RowProblem::DelayTooLong { value: number(d) }.at(row.line));
+        }
         let timing = match (ts, delay) {
             (Some(t), _) => TurnTiming::At(t),
             (None, Some(d)) => TurnTiming::After(d),
@@ -361,11 +391,22 @@ pub fn sessions(trace: &Trace) -> Result<Vec<Session>, ScheduleError> {
     Ok(out)
 }
 
+/// [`duration::MAX_MS`] in microseconds, the unit of offsets and delays here.
+const MAX_US: u64 = duration::MAX_MS * 1000;
+
+/// A trace number as written (`1e308`, not its 309 digits).
+fn number(n: Number) -> String {
+    match n {
+        Number::Int(i) => i.to_string(),
+        Number::Float(f) => format!("{f:?}"),
+    }
+}
+
 fn ms_to_us(v: Option<f64>, line: u32, field: &'static str) -> Result<Option<u64>, ScheduleError> {
     match v {
         None => Ok(None),
         Some(ms) if ms.is_finite() && ms >= 0.0 => Ok(Some((ms * 1000.0).round() as u64)),
-        Some(_) => Err(ScheduleError::BadTime { line, field }),
+        Some(_) => Err(RowProblem::BadTime { field }.at(line)),
     }
 }
 
@@ -382,7 +423,7 @@ pub fn build(trace: &Trace, timing: Timing, request_count: Option<u64>) -> Resul
             for (i, s) in sessions.iter().enumerate() {
                 let line = trace.rows()[s.turns[0].row as usize].line;
                 let TurnTiming::At(t) = s.turns[0].timing else {
-                    return Err(ScheduleError::MissingTimestamp { line });
+                    return Err(RowProblem::MissingTimestamp.at(line));
                 };
                 let ti = t as i128;
                 if start_us.is_some_and(|s| ti < s) || end_us.is_some_and(|e| ti > e) {
@@ -407,6 +448,22 @@ pub fn build(trace: &Trace, timing: Timing, request_count: Option<u64>) -> Resul
             }
             starts.sort_by_key(|s| s.offset_us);
             fill_turns(&sessions, &mut starts, request_count);
+            // Every timestamp that will be waited for lies within the longest span after zero.
+            for st in &starts {
+                for turn in &sessions[st.session as usize].turns[..st.turns as usize] {
+                    if let TurnTiming::At(offset) = turn.timing
+                        && offset > MAX_US
+                    {
+                        let row = &trace.rows()[turn.row as usize];
+                        return Err(RowProblem::TimestampTooLate {
+                            value: row.timestamp.map_or_else(String::new, number),
+                            limit_ms: (zero as f64 + MAX_US as f64) / 1000.0,
+                            zero_ms: zero as f64 / 1000.0,
+                        }
+                        .at(row.line));
+                    }
+                }
+            }
         }
         Timing::Rate { per_second, pattern, seed } => {
             if !(per_second.is_finite() && per_second > 0.0) {
@@ -558,7 +615,63 @@ mod tests {
         assert_eq!(offs, vec![0, 100_000, 200_000, 300_000]);
         assert!(matches!(
             build(&trace(vec![row(None, None, None)]), FIXED, None),
-            Err(ScheduleError::MissingTimestamp { line: 0 })
+            Err(ScheduleError::Row { line: 0, problem: RowProblem::MissingTimestamp })
+        ));
+    }
+
+    #[test]
+    fn a_wait_past_thirty_days_is_refused_naming_the_row_the_value_and_the_limit() {
+        let line = |mut r: Row, n: u32| {
+            r.line = n;
+            r
+        };
+        let float = |v: f64| Some(Number::Float(v));
+        // Timestamps 0 and 1e308: the second would be waited for for ever.
+        let mut far = line(row(None, None, None), 2);
+        far.timestamp = float(1e308);
+        let t = trace(vec![line(row(Some(0), None, None), 1), far]);
+        let e = build(&t, FIXED, None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "line 2: field 'timestamp' 1e308 ms: accepted is at most 2592000000 ms, 30 days after time zero (0 ms)"
+        );
+        // A later turn's timestamp counts from the same zero; exactly 30 days after it is fine.
+        let days = |d: i64| d * 24 * 3600 * 1000;
+        let t = |last: i64| {
+            trace(vec![
+                line(row(Some(5000), Some("a"), None), 1),
+                line(row(Some(5000 + last), Some("a"), None), 2),
+                line(row(Some(7000), None, None), 3),
+            ])
+        };
+        assert!(build(&t(days(30)), FIXED, None).is_ok());
+        assert!(matches!(
+            build(&t(days(30) + 1), FIXED, None),
+            Err(ScheduleError::Row {
+                line: 2,
+                problem: RowProblem::TimestampTooLate { limit_ms: 2_592_005_000.0, zero_ms: 5000.0, .. }
+            })
+        ));
+        // Rows not replayed do not count: cut by a request count, or past an end offset.
+        assert!(build(&t(days(40)), FIXED, Some(1)).is_ok());
+        let before = Timing::Fixed { start_offset_ms: None, end_offset_ms: Some(6000.0), auto_offset: true };
+        assert!(build(&trace(vec![row(Some(0), None, None), row(Some(days(40)), None, None)]), before, None).is_ok());
+        // Rate runs ignore timestamps.
+        let rate = Timing::Rate { per_second: 1.0, pattern: ArrivalPattern::Constant, seed: 1 };
+        assert!(build(&t(days(40)), rate, None).is_ok());
+        // A delay of 1e300 ms, whatever the timing.
+        let mut slow = line(row(None, Some("a"), None), 2);
+        slow.delay = float(1e300);
+        let t = trace(vec![line(row(Some(0), Some("a"), None), 1), slow]);
+        for timing in [FIXED, rate, Timing::AsFastAsAllowed] {
+            let e = build(&t, timing, None).unwrap_err();
+            assert_eq!(e.to_string(), "line 2: field 'delay' 1e300 ms: accepted is at most 2592000000 ms (30 days)");
+        }
+        let delayed = |d: i64| trace(vec![row(Some(0), Some("a"), None), row(None, Some("a"), Some(d))]);
+        assert!(build(&delayed(days(30)), FIXED, None).is_ok());
+        assert!(matches!(
+            build(&delayed(days(30) + 1), FIXED, None),
+            Err(ScheduleError::Row { problem: RowProblem::DelayTooLong { .. }, .. })
         ));
     }
 

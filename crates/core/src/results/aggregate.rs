@@ -9,12 +9,29 @@ use crate::results::metrics::{Metric, RequestMetrics, Slo, meets};
 use crate::results::record::RequestRecord;
 use crate::stats::Distribution;
 
+/// Longest error message kept as an example of its kind (characters).
+pub const MAX_ERROR_EXAMPLE_CHARS: usize = 300;
+
+/// An error message as kept for its kind: on one line, at most [`MAX_ERROR_EXAMPLE_CHARS`].
+fn error_example(message: &str) -> String {
+    let one_line: String =
+        message.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(MAX_ERROR_EXAMPLE_CHARS + 1).collect();
+    if one_line.chars().count() > MAX_ERROR_EXAMPLE_CHARS {
+        let cut: String = one_line.chars().take(MAX_ERROR_EXAMPLE_CHARS).collect();
+        format!("{cut}…")
+    } else {
+        one_line
+    }
+}
+
 /// Mergeable collection of per-request metric values, counts and error kinds.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Aggregate {
     values: BTreeMap<Metric, Vec<f64>>,
     pub ok: u64,
     pub errors: BTreeMap<String, u64>,
+    /// The first message of each error kind (what the console and the report show beside the count).
+    pub error_examples: BTreeMap<String, String>,
     pub good: u64,
     pub first_sent_ns: Option<u64>,
     pub last_end_ns: Option<u64>,
@@ -91,6 +108,9 @@ impl Aggregate {
         self.last_end_ns = Some(self.last_end_ns.map_or(r.end_ns, |t| t.max(r.end_ns)));
         if let Some(e) = &r.error {
             *self.errors.entry(e.kind.clone()).or_default() += 1;
+            if !self.error_examples.contains_key(&e.kind) {
+                self.error_examples.insert(e.kind.clone(), error_example(&e.message));
+            }
             // Sending happened (or was attempted) on time or not, whatever the answer.
             let lateness = r.sent_ns.saturating_sub(r.scheduled_ns) as f64 / 1e6;
             self.values.entry(Metric::SendLateness).or_default().push(lateness);
@@ -147,6 +167,9 @@ impl Aggregate {
         for (k, n) in &other.errors {
             *self.errors.entry(k.clone()).or_default() += n;
         }
+        for (k, m) in &other.error_examples {
+            self.error_examples.entry(k.clone()).or_insert_with(|| m.clone());
+        }
         self.good += other.good;
         self.first_sent_ns = match (self.first_sent_ns, other.first_sent_ns) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -202,6 +225,7 @@ impl Aggregate {
             expected_cache_hit_rate: (self.total_input_tokens > 0)
                 .then(|| self.total_expected_cached_tokens as f64 / self.total_input_tokens as f64),
             error_summary: self.errors.clone(),
+            error_examples: self.error_examples.clone(),
             token_count_check: (self.counted_both.0 > 0).then_some(TokenCountCheck {
                 requests: self.counted_both.0,
                 client_output_tokens: self.counted_both.1,
@@ -252,6 +276,8 @@ pub struct Report {
     /// What the trace's shared hash ids predict for the same ratio.
     pub expected_cache_hit_rate: Option<f64>,
     pub error_summary: BTreeMap<String, u64>,
+    /// The first message of each error kind of `error_summary`.
+    pub error_examples: BTreeMap<String, String>,
     /// How the requests ended.
     pub outcomes: Outcomes,
     /// The client's output token count against the server's, where both were known.

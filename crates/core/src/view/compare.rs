@@ -115,25 +115,41 @@ fn change_text(c: Option<(f64, Option<f64>)>) -> String {
 }
 
 impl Comparison {
-    /// The console table: each run's value, and for the others the change against the baseline.
+    /// The console table: each run's value, and for the others the change against the baseline;
+    /// every column as wide as its widest cell, so long metric names and labels keep it aligned.
     pub fn table(&self) -> String {
-        let mut head = vec![format!("{:<44}", "Metric")];
+        let mut head = vec!["Metric".to_owned()];
         for (i, l) in self.labels.iter().enumerate() {
-            let l = if i == self.baseline { format!("{l} (baseline)") } else { l.clone() };
-            head.push(format!("{l:>24}"));
+            head.push(if i == self.baseline { format!("{l} (baseline)") } else { l.clone() });
         }
-        let mut out = head.join(" ").trim_end().to_string();
-        out.push('\n');
+        let mut grid = vec![head];
         for r in &self.rows {
-            let _ = write!(out, "{:<44}", format!("{} ({})", r.name, r.unit));
+            let mut line = vec![format!("{} ({})", r.name, r.unit)];
             for (i, v) in r.values.iter().enumerate() {
-                let cell = match v {
+                line.push(match v {
                     Some(v) if i == self.baseline => num(*v),
                     Some(v) => format!("{} {}", num(*v), change_text(r.change(i, self.baseline))),
                     None => "-".into(),
-                };
-                let _ = write!(out, " {cell:>24}");
+                });
             }
+            grid.push(line);
+        }
+        let columns = grid.iter().map(Vec::len).max().unwrap_or(0);
+        let widths: Vec<usize> = (0..columns)
+            .map(|c| grid.iter().filter_map(|l| l.get(c)).map(|t| t.chars().count()).max().unwrap_or(0))
+            .collect();
+        let mut out = String::new();
+        for line in &grid {
+            let mut text = String::new();
+            for (c, cell) in line.iter().enumerate() {
+                let pad = widths[c].saturating_sub(cell.chars().count());
+                if c == 0 {
+                    let _ = write!(text, "{cell}{}", " ".repeat(pad));
+                } else {
+                    let _ = write!(text, "  {}{cell}", " ".repeat(pad));
+                }
+            }
+            out.push_str(text.trim_end());
             out.push('\n');
         }
         if !self.config_diff.is_empty() {
@@ -163,7 +179,8 @@ impl Comparison {
         let diff: Vec<Value> = self.config_diff.iter().map(|(k, v)| json!({"key": k, "values": v})).collect();
         let mut s = serde_json::to_string_pretty(&json!({
             "runs": self.labels,
-            "baseline": self.baseline,
+            // 1-based, as `--baseline` counts the runs on the command line.
+            "baseline": self.baseline + 1,
             "rows": rows,
             "differing_input_config": diff,
         }))

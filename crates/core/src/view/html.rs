@@ -18,6 +18,16 @@ use super::compare::{Comparison, compare, num};
 use super::curve::{Curve, CurveKind};
 use super::svg::{COLOURS, Line, bar_chart, esc, line_chart, scatter_chart, tick};
 
+/// A slice width in seconds, never rounded to zero: `0.001`, `0.02`, `0.5`, `2`, `1.5`.
+fn slice_width(w: f64) -> String {
+    if w >= 1.0 {
+        return tick(w);
+    }
+    let s = format!("{w:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "0" { format!("{w:e}") } else { s.to_owned() }
+}
+
 /// The console's summary as a table (same numbers, 2 decimals) with the outcome counts.
 pub fn summary_table(r: &Report) -> String {
     let mut out = String::from(
@@ -71,13 +81,15 @@ pub fn summary_table(r: &Report) -> String {
         r#"<p class="outcomes">Outcomes: <b>{}</b> completed, <b>{}</b> cancelled, <b>{}</b> timed out, <b>{}</b> failed"#,
         o.completed, o.cancelled, o.timed_out, o.failed
     );
-    if !r.error_summary.is_empty() {
-        out.push_str(" — by kind:");
-        for (k, n) in &r.error_summary {
-            let _ = write!(out, " {}&nbsp;{n}", esc(k));
-        }
-    }
     out.push_str("</p>");
+    if !r.error_summary.is_empty() {
+        out.push_str(r#"<table class="errors"><thead><tr><th>error</th><th>count</th><th>first message</th></tr></thead><tbody>"#);
+        for (k, n) in &r.error_summary {
+            let m = r.error_examples.get(k).map_or("", String::as_str);
+            let _ = write!(out, "<tr><td>{}</td><td>{n}</td><td>{}</td></tr>", esc(k), esc(m));
+        }
+        out.push_str("</tbody></table>");
+    }
     out
 }
 
@@ -92,8 +104,15 @@ pub fn run_section(run: &Run, k: usize) -> String {
     );
     out.push_str(&summary_table(&run.report));
     let s = Slices::of(run);
-    out.push_str(r#"<h3>Over the run</h3><div class="charts">"#);
-    for q in [Quantity::Ttft, Quantity::Itl, Quantity::Latency, Quantity::Lateness] {
+    out.push_str(r#"<h3>Over the run</h3>"#);
+    let quantities: &[Quantity] = if run.report.request_count == 0 {
+        out.push_str(r#"<p class="note">No request succeeded: over the run, only the send lateness is drawn.</p>"#);
+        &[Quantity::Lateness]
+    } else {
+        &[Quantity::Ttft, Quantity::Itl, Quantity::Latency, Quantity::Lateness]
+    };
+    out.push_str(r#"<div class="charts">"#);
+    for &q in quantities {
         let b = band(run, &s, q);
         let lines: Vec<Line<'_>> =
             [("p50", &b.p50, COLOURS[0]), ("p90", &b.p90, COLOURS[3]), ("p99", &b.p99, COLOURS[1])]
@@ -105,7 +124,7 @@ pub fn run_section(run: &Run, k: usize) -> String {
                     points: b.t.iter().copied().zip(y.iter().copied()).collect(),
                 })
                 .collect();
-        let title = format!("{} per {} s slice{} (p50, p90, p99)", q.name(), tick(s.width_s), run_slices(&s));
+        let title = format!("{} per {} s slice{} (p50, p90, p99)", q.name(), slice_width(s.width_s), run_slices(&s));
         out.push_str(&line_chart(
             &format!("band-{}", slug(q.name())),
             &title,
@@ -123,7 +142,7 @@ pub fn run_section(run: &Run, k: usize) -> String {
         };
         out.push_str(&line_chart(
             &format!("rate-{}", slug(r.name)),
-            &format!("{} per {} s slice{}", r.name, tick(s.width_s), run_slices(&s)),
+            &format!("{} per {} s slice{}", r.name, slice_width(s.width_s), run_slices(&s)),
             "time (s)",
             r.unit,
             &[line],

@@ -37,6 +37,8 @@ struct Runner<'a> {
     started: Instant,
     ran: usize,
     any_success: bool,
+    /// What `--concurrency` did to each sub-run's fixed schedule, by value.
+    ceiling_notes: Vec<(String, String)>,
 }
 
 impl Runner<'_> {
@@ -50,12 +52,16 @@ impl Runner<'_> {
         }
         self.ran += 1;
         let label = value.zip(self.plan.axis()).map(|(v, a)| format!(" {} {}", a.flag(), a.format(v)));
-        eprintln!("\n=== sub-run {}{}: {}", self.ran, label.unwrap_or_default(), dir.display());
+        say!("\n=== sub-run {}{}: {}", self.ran, label.unwrap_or_default(), dir.display());
         let plan = self.plan.sub_run(value, dir)?;
         // A later sub-run's start-up is its own, not the time since the process started.
         let started = if self.ran == 1 { self.started } else { Instant::now() };
         let out = run_one(self.rt, &plan, &self.control.child(), started)?;
         self.any_success |= out.status == exit::SUCCESS || out.summary.report.request_count > 0;
+        if let Some(n) = &out.ceiling_note {
+            let shown = value.zip(self.plan.axis()).map_or_else(String::new, |(v, a)| a.format(v));
+            self.ceiling_notes.push((shown, n.clone()));
+        }
         Ok(Some(out))
     }
 
@@ -123,11 +129,11 @@ pub fn run(rt: &tokio::runtime::Runtime, plan: &ProfilePlan, control: &Control, 
     let summaries: Vec<&Path> = summaries.iter().map(PathBuf::as_path).collect();
     crate::output::refuse_same_files(&summaries, &[&plan.first.source.input_file]).context(crate::exit::BadInput)?;
     std::fs::create_dir_all(top).with_context(|| format!("cannot create {}", top.display()))?;
-    let mut r = Runner { rt, plan, control, started, ran: 0, any_success: false };
+    let mut r = Runner { rt, plan, control, started, ran: 0, any_success: false, ceiling_notes: Vec::new() };
     match &plan.mode {
         Mode::Single => {
             let m = r.value(None, top, |_| true)?;
-            println!("{} run(s) aggregated in {}", m.runs.len(), top.join(sweep::AGGREGATE_CSV).display());
+            show!("{} run(s) aggregated in {}", m.runs.len(), top.join(sweep::AGGREGATE_CSV).display());
         }
         Mode::Sweep { axis, values } => sweep_values(&mut r, *axis, values)?,
         Mode::Search { axis, params } => capacity_search(&mut r, *axis, *params)?,
@@ -150,12 +156,12 @@ fn sweep_values(r: &mut Runner, axis: Axis, values: &[f64]) -> Result<()> {
             write_file(&top.join(sweep::SWEEP_CSV), &sweep::sweep_csv(axis, &points))?;
         }
         if r.control.interrupted() {
-            eprintln!("Sweep stopped by a signal after {} of {} value(s)", points.len(), values.len());
+            say!("Sweep stopped by a signal after {} of {} value(s)", points.len(), values.len());
             break;
         }
     }
-    println!("\nSweep over {} ({} value(s)):", axis.flag(), points.len());
-    println!("{:>12} {:>14} {:>12} {:>14} {:>14}", axis.tag(), "req/s", "goodput", "TTFT p99 ms", "latency p99");
+    show!("\nSweep over {} ({} value(s)):", axis.flag(), points.len());
+    show!("{:>12} {:>14} {:>12} {:>14} {:>14}", axis.tag(), "req/s", "goodput", "TTFT p99 ms", "latency p99");
     for p in &points {
         let get = |m: &str, s: &str| {
             p.figures
@@ -163,7 +169,7 @@ fn sweep_values(r: &mut Runner, axis: Axis, values: &[f64]) -> Result<()> {
                 .find(|f| f.metric == m && f.stat == s)
                 .map_or("-".to_owned(), |f| format!("{:.2}", f.value))
         };
-        println!(
+        show!(
             "{:>12} {:>14} {:>12} {:>14} {:>14}",
             axis.format(p.value),
             get("request_throughput", "avg"),
@@ -172,7 +178,10 @@ fn sweep_values(r: &mut Runner, axis: Axis, values: &[f64]) -> Result<()> {
             get("request_latency", "p99")
         );
     }
-    println!("Sweep summary written to {}", top.join(sweep::SWEEP_CSV).display());
+    for (value, note) in &r.ceiling_notes {
+        show!("note ({} {value}): {note}", axis.flag());
+    }
+    show!("Sweep summary written to {}", top.join(sweep::SWEEP_CSV).display());
     Ok(())
 }
 
@@ -206,7 +215,7 @@ fn capacity_search(r: &mut Runner, axis: Axis, params: search::SearchParams) -> 
             anyhow::bail!("the search did not decide {} {}", axis.flag(), axis.format(v));
         }
         if let Some(pt) = s.points().last() {
-            eprintln!(
+            say!(
                 "search: {} {} → good fraction {:.3} (CI {:.3}–{:.3} at {:.0}%, {} run(s)): {}",
                 axis.flag(),
                 axis.format(v),
@@ -231,14 +240,14 @@ fn capacity_search(r: &mut Runner, axis: Axis, params: search::SearchParams) -> 
     write_file(&top.join(search::SEARCH_CSV), &search::search_csv(axis, &s))?;
     let pct = target * 100.0;
     match answer {
-        None => println!("\nCapacity search stopped by a signal after {} point(s)", s.points().len()),
+        None => show!("\nCapacity search stopped by a signal after {} point(s)", s.points().len()),
         Some(a) => match (a.stop, a.capacity) {
-            (Stop::StartFailed, _) => println!(
+            (Stop::StartFailed, _) => show!(
                 "\nCapacity: below the start: {} {} already misses {pct:.0}% good requests",
                 axis.flag(),
                 axis.format(params.start)
             ),
-            (_, Some(c)) => println!(
+            (_, Some(c)) => show!(
                 "\nCapacity: {} {} {} (the highest load meeting the SLOs for {pct:.0}% of requests{})",
                 axis.flag(),
                 axis.format(c),
@@ -249,10 +258,10 @@ fn capacity_search(r: &mut Runner, axis: Axis, params: search::SearchParams) -> 
                     _ => String::new(),
                 }
             ),
-            (_, None) => println!("\nCapacity: not found"),
+            (_, None) => show!("\nCapacity: not found"),
         },
     }
-    println!(
+    show!(
         "{} point(s) measured; every sub-run is kept under {}; summary in {}",
         s.points().len(),
         top.display(),

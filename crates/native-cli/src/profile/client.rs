@@ -62,7 +62,7 @@ impl Endpoint {
         headers: &[(String, String)],
         timeout: Duration,
     ) -> Result<Endpoint> {
-        let full = format!("{}/{}", url.trim_end_matches('/'), path.trim_start_matches('/'));
+        let full = join_url(url, path);
         let uri: Uri = full.parse().with_context(|| format!("invalid URL {full}"))?;
         anyhow::ensure!(
             matches!(uri.scheme_str(), Some("http" | "https")),
@@ -156,18 +156,22 @@ impl Transport for HttpTransport {
     /// sessions: at least one each) and reads each answer whole, so that the pool keeps that many
     /// open, kept-alive connections, TCP and TLS handshakes done (any status will do). The first
     /// failure of each endpoint is printed, with a hint when TLS refused it.
-    async fn warm(&self, connections: usize) -> usize {
+    async fn warm(&self, connections: usize) -> Option<Vec<(usize, usize)>> {
         let per = connections.div_ceil(self.endpoints.len().max(1)).max(1);
         let mut set = tokio::task::JoinSet::new();
-        for ep in &self.endpoints {
+        for (i, ep) in self.endpoints.iter().enumerate() {
             let (client, ep) = (self.client.clone(), ep.clone());
-            set.spawn(async move { warm_endpoint(&client, &ep, per).await });
+            set.spawn(async move { (i, warm_endpoint(&client, &ep, per).await) });
         }
-        let mut ok = 0;
+        let mut per_url = vec![(0, 0); self.endpoints.len()];
         while let Some(r) = set.join_next().await {
-            ok += r.unwrap_or(0);
+            if let Ok((i, w)) = r
+                && let Some(slot) = per_url.get_mut(i)
+            {
+                *slot = (w.ready, w.reached);
+            }
         }
-        ok
+        Some(per_url)
     }
 
     /// The `Date` header of a `GET /v1/models` (any status will do).
@@ -177,6 +181,31 @@ impl Transport for HttpTransport {
         let date = httpdate::parse_http_date(headers.get(hyper::header::DATE)?.to_str().ok()?).ok()?;
         date.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs())
     }
+}
+
+/// The URL of an endpoint: `path` joined to the base URL's path with one `/`, as AIPerf joins
+/// them (`aiohttp_transport._dedup_path_overlap`): a base that already ends with the whole path
+/// is kept (the full endpoint URL given as `--url`), and a base ending in `/v1` takes a path
+/// starting with `v1/` without doubling it (`-u http://h:8000/v1` → `http://h:8000/v1/chat/completions`).
+/// A query or fragment of the base stays at the end.
+pub fn join_url(base: &str, path: &str) -> String {
+    let (base, tail) = match base.find(['?', '#']) {
+        Some(i) => base.split_at(i),
+        None => (base, ""),
+    };
+    let base = base.trim_end_matches('/');
+    let mut sub = path.trim_start_matches('/');
+    // The path part of the base: what follows `scheme://authority`.
+    let base_path = base.split_once("://").map_or(base, |(_, rest)| rest.find('/').map_or("", |i| &rest[i..]));
+    let joined = if sub.is_empty() || base_path.ends_with(&format!("/{sub}")) {
+        base.to_owned()
+    } else {
+        if base_path.ends_with("/v1") && sub.starts_with("v1/") {
+            sub = &sub[3..];
+        }
+        format!("{base}/{sub}")
+    };
+    format!("{joined}{tail}")
 }
 
 /// `GET /v1/models` on the endpoint's server.
@@ -209,8 +238,8 @@ async fn get_headers(client: &HttpClient, uri: Uri, mut headers: HeaderMap) -> O
 }
 
 /// [`HttpTransport::warm`] for one endpoint.
-async fn warm_endpoint(client: &HttpClient, ep: &Endpoint, connections: usize) -> usize {
-    let Some(uri) = models_uri(ep) else { return 0 };
+async fn warm_endpoint(client: &HttpClient, ep: &Endpoint, connections: usize) -> Warmed {
+    let Some(uri) = models_uri(ep) else { return Warmed::default() };
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..connections {
         let (client, uri, mut headers) = (client.clone(), uri.clone(), ep.headers.clone());
@@ -219,29 +248,39 @@ async fn warm_endpoint(client: &HttpClient, ep: &Endpoint, connections: usize) -
             let mut req = Request::new(Full::new(Bytes::new()));
             *req.uri_mut() = uri;
             *req.headers_mut() = headers;
+            // An error carries whether a server was reached: only a failed connection (refused,
+            // unreachable, no such host) means nothing is there; a TLS refusal or a bad answer
+            // come from a server.
             let answer = async {
-                let resp = client.request(req).await.map_err(|e| describe(&e))?;
+                let resp = client.request(req).await.map_err(|e| {
+                    let reached = !e.is_connect() || super::tls::hint(&e).is_some();
+                    (describe(&e), reached)
+                })?;
                 let mut body = resp.into_body();
                 let mut read = 0usize;
                 // Read the answer to its end (bounded) so that the connection is reusable.
                 while let Some(Ok(f)) = body.frame().await {
                     read += f.data_ref().map_or(0, Bytes::len);
                     if read > 1 << 20 {
-                        return Err("the answer to GET /v1/models is larger than 1 MiB".to_owned());
+                        return Err(("the answer to GET /v1/models is larger than 1 MiB".to_owned(), true));
                     }
                 }
                 Ok(())
             };
             tokio::time::timeout(Duration::from_secs(10), answer)
                 .await
-                .unwrap_or_else(|_| Err("no answer within 10 s".to_owned()))
+                .unwrap_or_else(|_| Err(("no answer within 10 s".to_owned(), true)))
         });
     }
-    let (mut ok, mut first_error) = (0, None);
+    let (mut w, mut first_error) = (Warmed::default(), None);
     while let Some(r) = set.join_next().await {
         match r {
-            Ok(Ok(())) => ok += 1,
-            Ok(Err(e)) => {
+            Ok(Ok(())) => {
+                w.ready += 1;
+                w.reached += 1;
+            }
+            Ok(Err((e, reached))) => {
+                w.reached += usize::from(reached);
                 first_error.get_or_insert(e);
             }
             Err(_) => {}
@@ -250,9 +289,18 @@ async fn warm_endpoint(client: &HttpClient, ep: &Endpoint, connections: usize) -
     if let Some(e) = first_error {
         let (scheme, authority) =
             (ep.uri.scheme_str().unwrap_or("http"), ep.uri.authority().map_or("", |a| a.as_str()));
-        eprintln!("warning: cannot open a connection to {scheme}://{authority} before time zero: {e}");
+        say!("warning: cannot open a connection to {scheme}://{authority} before time zero: {e}");
     }
-    ok
+    w
+}
+
+/// What warming one endpoint's connections gave.
+#[derive(Clone, Copy, Debug, Default)]
+struct Warmed {
+    /// Connections ready for the run (answered).
+    ready: usize,
+    /// Attempts that reached a server (answered, refused TLS, or answered badly).
+    reached: usize,
 }
 
 /// An error of the client, its whole chain, with the TLS hint first when TLS caused it.
@@ -466,4 +514,24 @@ pub fn fetch_bytes(url: &str, timeout: Duration) -> Result<Vec<u8>> {
         }
         anyhow::bail!("too many redirects")
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::join_url;
+
+    #[test]
+    fn urls_join_like_aiperf() {
+        let chat = "/v1/chat/completions";
+        assert_eq!(join_url("http://h:8000", chat), "http://h:8000/v1/chat/completions");
+        assert_eq!(join_url("http://h:8000/", "v1/chat/completions"), "http://h:8000/v1/chat/completions");
+        assert_eq!(join_url("http://h:8000/v1", chat), "http://h:8000/v1/chat/completions");
+        assert_eq!(join_url("http://h:8000/v1/", chat), "http://h:8000/v1/chat/completions");
+        assert_eq!(join_url("http://h:8000/v1/chat/completions", chat), "http://h:8000/v1/chat/completions");
+        assert_eq!(join_url("https://h/proxy/openai", chat), "https://h/proxy/openai/v1/chat/completions");
+        assert_eq!(join_url("http://h:8000/v1?key=1", "/v1/completions"), "http://h:8000/v1/completions?key=1");
+        assert_eq!(join_url("http://h:8000/v1", "/v1"), "http://h:8000/v1");
+        assert_eq!(join_url("http://h:8000/x", ""), "http://h:8000/x");
+    }
 }

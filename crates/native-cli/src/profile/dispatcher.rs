@@ -39,6 +39,8 @@ const MAX_SLEEP: Duration = Duration::from_millis(20);
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Dispatched {
     pub requests: u64,
+    /// What the concurrency ceiling held back.
+    pub ceiling: aiperf_core::replay::dispatch::Ceiling,
 }
 
 /// Everything the dispatcher loop owns.
@@ -53,6 +55,8 @@ pub struct Dispatcher<T: Transport> {
     /// Cancelled when sending must stop (a signal, the end of the benchmark duration).
     pub stop: CancellationToken,
     pub block_size: u64,
+    /// Requests handed off so far, for the progress display.
+    pub sent: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl<T: Transport> Dispatcher<T> {
@@ -109,7 +113,9 @@ impl<T: Transport> Dispatcher<T> {
             let h = Handoff { job, body, expected_cached_tokens, dispatched_ns: clock.now_ns(), url_index };
             self.handle.spawn(request::run(self.shared.clone(), h, self.completions_tx.clone(), self.records.clone()));
             done.requests += 1;
+            self.sent.store(done.requests, std::sync::atomic::Ordering::Relaxed);
         }
+        done.ceiling = self.dispatch.ceiling();
         Ok(done)
     }
 

@@ -33,7 +33,7 @@ pub fn write_server_metrics(dir: &Path, m: &ServerMetrics, input_config: &serde_
         if let Err(e) =
             output::write_output(&path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
         {
-            eprintln!("error: {e:#}");
+            say!("error: {}", crate::exit::describe(&e));
             first_error.get_or_insert(e);
         }
     }
@@ -48,7 +48,7 @@ pub fn write_summaries(dir: &Path, summary: &RunSummary) -> Result<()> {
         if let Err(e) = output::write_output(&path, f.serialize(summary).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))
         {
-            eprintln!("error: {e:#}");
+            say!("error: {}", crate::exit::describe(&e));
             first_error.get_or_insert(e);
         }
     }

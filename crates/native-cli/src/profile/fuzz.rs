@@ -57,7 +57,7 @@ fn campaign(name: &str, cases: u64, case: fn(u64) -> String, describe: fn(u64) -
         }
         seed += 1;
     }
-    eprintln!("{name}: {} cases in {:.1} s without a finding", seed - first, t0.elapsed().as_secs_f64());
+    say!("{name}: {} cases in {:.1} s without a finding", seed - first, t0.elapsed().as_secs_f64());
 }
 
 fn pick<'a>(rng: &mut Rng, xs: &[&'a str]) -> &'a str {

@@ -11,6 +11,7 @@
 //! what is in flight: the end of the grace period or a second signal). SIGINT, SIGTERM and SIGHUP
 //! all act alike, so a job stopped by Kubernetes or CI still writes every export.
 
+pub mod artifacts;
 pub mod body;
 pub mod campaign;
 pub mod client;
@@ -82,6 +83,8 @@ pub struct RunOutcome {
     /// The exit status a single run has.
     pub status: u8,
     pub summary: RunSummary,
+    /// What `--concurrency` did to a fixed schedule, when it was given with one.
+    pub ceiling_note: Option<String>,
 }
 
 /// One complete run: reads what `plan` names, replays it and writes every export into the plan's
@@ -115,8 +118,6 @@ pub fn run_one(
     };
     // Readiness, the baseline scrape and the cache reset come before anything is written.
     let scraper = prepare_server(rt, plan, &transport.client)?;
-    std::fs::create_dir_all(&plan.exports.artifact_dir)
-        .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
     replay(rt, plan, inputs, transport, control, started, scraper)
 }
 
@@ -136,7 +137,7 @@ fn trust(plan: &ReplayPlan) -> tls::Trust {
 fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
     let t = &plan.target;
     if t.tls.insecure {
-        eprintln!(
+        say!(
             "warning: --insecure-skip-tls-verify: the certificates of https:// servers are NOT verified; \
              anyone on the network path can read and change this run's traffic"
         );
@@ -155,8 +156,8 @@ fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
         let shown = shown.get(i).map_or("", String::as_str);
         match proxies.route(&ep.uri) {
             proxy::Route::Direct => {}
-            proxy::Route::Tunnel(p) => eprintln!("{shown}: through the proxy {p} (CONNECT tunnel, from HTTPS_PROXY)"),
-            proxy::Route::Forward(p) => eprintln!("{shown}: through the proxy {p} (forwarded, from HTTP_PROXY)"),
+            proxy::Route::Tunnel(p) => say!("{shown}: through the proxy {p} (CONNECT tunnel, from HTTPS_PROXY)"),
+            proxy::Route::Forward(p) => say!("{shown}: through the proxy {p} (forwarded, from HTTP_PROXY)"),
         }
         if let Some(auth) = proxies.forward_auth(&ep.uri) {
             ep.headers.insert(hyper::header::PROXY_AUTHORIZATION, auth);
@@ -187,9 +188,9 @@ fn prepare_server(
         authorization,
     };
     if let Some(limit) = plan.server.wait {
-        eprintln!("Waiting up to {:.1} s for {} to answer", limit.as_secs_f64(), server.shown);
+        say!("Waiting up to {:.1} s for {} to answer", limit.as_secs_f64(), server.shown);
         let waited = rt.block_on(server.wait_until_ready(limit))?;
-        eprintln!("The server answered after {:.1} s", waited.as_secs_f64());
+        say!("The server answered after {:.1} s", waited.as_secs_f64());
     }
     let scraper = if plan.server.metrics_urls.is_empty() {
         None
@@ -220,7 +221,7 @@ fn prepare_server(
             "--reset-prefix-cache: the server's metrics do not tell its kind (vllm:, sglang:, llamacpp:, dynamo_ names); give --server-kind",
         )?;
         let calls = rt.block_on(server.reset_prefix_cache(kind))?;
-        eprintln!("Prefix cache emptied ({}): POST {}", kind.name(), calls.join(", POST "));
+        say!("Prefix cache emptied ({}): POST {}", kind.name(), calls.join(", POST "));
     }
     Ok(scraper)
 }
@@ -255,17 +256,18 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
     if let Some(params) = &src.synthesis {
         let before = trace.len();
         trace = aiperf_core::synthesis::transform(&trace, params).context("synthesis failed")?;
-        eprintln!("Synthesis applied in memory: {before} rows → {} rows", trace.len());
+        say!("Synthesis applied in memory: {before} rows → {} rows", trace.len());
     }
     let (prompts, source, tok_time) = tok.map_err(|_| anyhow::anyhow!("the tokenizer loader panicked"))??;
     if source.approximate {
-        eprintln!(
+        say!(
             "warning: no tokenizer for model '{}' (use --tokenizer): using the {}; token counts are approximate for this model",
-            plan.target.body.model, source.description
+            plan.target.body.model,
+            source.description
         );
     }
     let schedule = plan.schedule(&trace)?;
-    eprintln!(
+    say!(
         "Read {} rows in {:.0} ms; tokenizer and prompt vocabulary ready in {:.0} ms (in parallel)",
         trace.len(),
         read_time.as_secs_f64() * 1e3,
@@ -321,7 +323,7 @@ async fn watch_signals(control: Control, grace: Duration) {
     let (Ok(mut int), Ok(mut term), Ok(mut hup)) =
         (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup()))
     else {
-        eprintln!("warning: cannot watch for signals; a signal will end the run without exports");
+        say!("warning: cannot watch for signals; a signal will end the run without exports");
         return;
     };
     let mut seen = 0;
@@ -334,13 +336,13 @@ async fn watch_signals(control: Control, grace: Duration) {
         seen += 1;
         control.interrupted.store(true, Ordering::SeqCst);
         if seen == 1 {
-            eprintln!(
+            say!(
                 "\n{name}: no new requests; in-flight requests get {:.1} s to finish (signal again to cancel them now)",
                 grace.as_secs_f64()
             );
             control.stop.cancel();
         } else {
-            eprintln!("\n{name} again: cancelling the requests in flight and writing the exports");
+            say!("\n{name} again: cancelling the requests in flight and writing the exports");
             control.stop.cancel();
             control.abort.cancel();
         }
@@ -365,9 +367,14 @@ pub fn replay<T: Transport + Clone>(
         n => format!(" and {} more URL(s), sessions round robin: {}", n - 1, plan.shown_urls().join(", ")),
     };
     let shard = plan.coordination.shard;
-    eprintln!(
-        "Replaying {} request(s){} to {}{more} (ready in {ready_ms:.0} ms)",
-        total.map_or_else(|| "requests until the duration ends".to_owned(), |n| n.to_string()),
+    let what = match (total, plan.limits.duration) {
+        (Some(n), Some(d)) => format!("up to {n} request(s) for at most {:.1} s", d.as_secs_f64()),
+        (None, Some(d)) => format!("requests for {:.1} s", d.as_secs_f64()),
+        (Some(n), None) => format!("{n} request(s)"),
+        (None, None) => "requests".to_owned(),
+    };
+    say!(
+        "Replaying {what}{} to {}{more} (ready in {ready_ms:.0} ms)",
         if shard.is_whole() { String::new() } else { format!(" of shard {shard}") },
         plan.shown_url(),
     );
@@ -391,11 +398,34 @@ pub fn replay<T: Transport + Clone>(
     };
     if connections > 0 && !control.stop.is_cancelled() {
         let t0 = Instant::now();
-        let warmed = rt.block_on(transport.warm(connections));
-        eprintln!(
-            "Opened {warmed} of {connections} connection(s) for the first burst in {:.0} ms",
-            t0.elapsed().as_secs_f64() * 1e3
-        );
+        if let Some(per_url) = rt.block_on(transport.warm(connections)) {
+            say!(
+                "Opened {} of {connections} connection(s) for the first burst in {:.0} ms",
+                per_url.iter().map(|(ready, _)| ready).sum::<usize>(),
+                t0.elapsed().as_secs_f64() * 1e3
+            );
+            let shown = plan.shown_urls();
+            let dead: Vec<&str> = per_url
+                .iter()
+                .enumerate()
+                .filter(|&(_, &(_, reached))| reached == 0)
+                .map(|(i, _)| shown.get(i).map_or("?", String::as_str))
+                .collect();
+            if dead.len() == per_url.len() && !plan.server.go_on_unreachable {
+                anyhow::bail!(
+                    "no connection could be opened to {} before time zero (the reason is above); nothing was sent. \
+                     Is the server running there? --wait-for-server SECONDS waits for it to answer; \
+                     --go-on-unreachable replays anyway",
+                    dead.join(", ")
+                );
+            }
+            if !dead.is_empty() && dead.len() < per_url.len() {
+                say!(
+                    "warning: no connection could be opened to {} before time zero: its sessions will fail",
+                    dead.join(", ")
+                );
+            }
+        }
     }
 
     // Shards: the target's clock against ours, then the common time zero.
@@ -404,26 +434,30 @@ pub fn replay<T: Transport + Clone>(
         let offset = rt.block_on(probe_clock(&transport, coord.start_at_unix_ns));
         match offset {
             Some(c) => {
-                eprintln!(
+                say!(
                     "Clock offset against the target: {:+.1} ms ± {:.1} ms ({} Date probe(s); positive = the target is ahead)",
-                    c.offset_ms, c.uncertainty_ms, c.probes
+                    c.offset_ms,
+                    c.uncertainty_ms,
+                    c.probes
                 );
                 // Only a disagreement beyond doubt is reported as one.
                 if c.offset_ms.abs() - c.uncertainty_ms > coord.clock_warn_ms {
-                    eprintln!(
+                    say!(
                         "warning: this machine's clock and the target's disagree by {:.1} ms ± {:.1} ms (more than --clock-offset-warn-ms {}): shards on machines whose clocks disagree do not start together; synchronize the clocks (NTP, chrony)",
                         c.offset_ms.abs(),
                         c.uncertainty_ms,
                         coord.clock_warn_ms
                     );
                 } else if c.uncertainty_ms > coord.clock_warn_ms {
-                    eprintln!(
+                    say!(
                         "warning: the clock offset is known only within ± {:.1} ms ({} probe(s) before the start): cannot tell whether the clocks agree within --clock-offset-warn-ms {}; give --start-at more time ahead",
-                        c.uncertainty_ms, c.probes, coord.clock_warn_ms
+                        c.uncertainty_ms,
+                        c.probes,
+                        coord.clock_warn_ms
                     );
                 }
             }
-            None => eprintln!(
+            None => say!(
                 "warning: cannot estimate the clock offset against the target (no Date header in its answers to GET /v1/models)"
             ),
         }
@@ -465,6 +499,13 @@ pub fn replay<T: Transport + Clone>(
         })
     });
     let fixed_schedule = matches!(inputs.schedule.starts, Starts::Listed(_));
+    if fixed_schedule && let Some(c) = plan.limits.concurrency {
+        say!(
+            "note: --concurrency {c} on the trace's timestamps (a fixed schedule) is only a ceiling: a session due \
+             while {c} are in flight waits for a slot and is sent late; --no-fixed-schedule runs a closed loop at \
+             concurrency {c} without the timestamps"
+        );
+    }
     let shared = Arc::new(Shared {
         transport,
         clock,
@@ -474,7 +515,12 @@ pub fn replay<T: Transport + Clone>(
         turn_history: plan.target.body.turn_history,
         urls: u32::try_from(plan.target.urls.len()).unwrap_or(u32::MAX).max(1),
     });
-    let progress = progress::bar(total, plan.exports.progress_bar);
+    let sent_count = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let progress = progress::Progress::new(
+        plan.exports.progress,
+        progress::Bounds { requests: total, duration: plan.limits.duration },
+        sent_count.clone(),
+    );
     let (records_tx, records_rx) = mpsc::channel();
     let (collected_tx, collected_rx) = mpsc::channel::<Result<Collected>>();
     let stage = RecordsStage {
@@ -482,8 +528,12 @@ pub fn replay<T: Transport + Clone>(
         prompts: inputs.prompts.clone(),
         slos: plan.exports.slos.clone(),
         secrets: plan.secrets(),
-        out: export::records_file(&plan.exports.artifact_dir)?,
-        progress: progress.clone(),
+        out: {
+            std::fs::create_dir_all(&plan.exports.artifact_dir)
+                .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
+            export::records_file(&plan.exports.artifact_dir)?
+        },
+        progress,
         slicer: plan
             .exports
             .slice
@@ -518,6 +568,7 @@ pub fn replay<T: Transport + Clone>(
         records: records_tx,
         stop: control.stop.clone(),
         block_size: plan.source.block_size,
+        sent: sent_count,
     };
     let sent = std::thread::Builder::new()
         .name("dispatcher".into())
@@ -527,14 +578,13 @@ pub fn replay<T: Transport + Clone>(
         .map_err(|_| anyhow::anyhow!("the dispatcher panicked"))?;
     if let Err(e) = &sent {
         // Whatever was sent still drains and is exported; the error is reported at the end.
-        eprintln!("error: {e:#}");
+        say!("error: {}", crate::exit::describe(e));
         control.stop.cancel();
     }
     drop(shared);
 
     // Drain: in-flight requests finish, within the grace period once sending was stopped.
     let collected = drain(control, plan.limits.grace, &collected_rx)?;
-    progress.finish_and_clear();
 
     // Export.
     let client_cpu_s = process_cpu_seconds().zip(cpu_before).map(|(b, a)| b - a);
@@ -578,7 +628,7 @@ pub fn replay<T: Transport + Clone>(
     if let Some(slicer) = &collected.slices {
         let slices = slicer.finish(collected.aggregate.last_end_ns.unwrap_or(0), with_goodput);
         if slices.beyond > 0 {
-            eprintln!(
+            say!(
                 "warning: {} request(s) sent after the first {} time slices are left out of the time slices",
                 slices.beyond,
                 aiperf_core::results::timeslices::MAX_SLICES
@@ -586,19 +636,26 @@ pub fn replay<T: Transport + Clone>(
         }
         let w = export::write_timeslices(&plan.exports.artifact_dir, &slices, &summary);
         if let Err(e) = &w {
-            eprintln!("error: {e:#}");
+            say!("error: {}", crate::exit::describe(e));
         }
         written = written.and(w);
     }
-    println!("{}", aiperf_core::results::export::console_table(&summary));
-    println!("Exports written to {}", plan.exports.artifact_dir.display());
+    show!("{}", aiperf_core::results::export::console_table(&summary));
+    let ceiling_note = match (&sent, plan.limits.concurrency) {
+        (Ok(d), Some(c)) if fixed_schedule => Some(ceiling_note(c, d.ceiling, d.requests, &summary)),
+        _ => None,
+    };
+    if let Some(n) = &ceiling_note {
+        show!("note: {n}");
+    }
+    show!("Exports written to {}", plan.exports.artifact_dir.display());
     written?;
     server_written?;
     sent?;
     let status = if interrupted {
         exit::INTERRUPTED
     } else if summary.report.request_count == 0 {
-        eprintln!(
+        say!(
             "error: no request succeeded ({} failed); see the errors above and profile_export.jsonl",
             summary.report.error_request_count
         );
@@ -606,7 +663,28 @@ pub fn replay<T: Transport + Clone>(
     } else {
         exit::SUCCESS
     };
-    Ok(RunOutcome { status, summary })
+    Ok(RunOutcome { status, summary, ceiling_note })
+}
+
+/// What a `--concurrency` ceiling did to a fixed schedule: nothing (never reached), or how many
+/// session starts it held back past their timestamps, with the lateness that cost.
+fn ceiling_note(c: usize, ceiling: aiperf_core::replay::dispatch::Ceiling, sent: u64, summary: &RunSummary) -> String {
+    if ceiling.held_starts == 0 {
+        return format!(
+            "--concurrency {c} had no effect: at most {} session(s) were in flight on the trace's timestamps",
+            ceiling.peak_runs
+        );
+    }
+    let lateness = summary
+        .report
+        .get(Metric::SendLateness)
+        .and_then(|d| d.percentile(50.0))
+        .map_or_else(String::new, |p| format!(" (send lateness p50 {p:.1} ms)"));
+    format!(
+        "--concurrency {c} held {} session start(s) back past their timestamps{lateness}, {sent} request(s) sent: \
+         the trace's schedule was not kept; --no-fixed-schedule runs a closed loop at concurrency {c} instead",
+        ceiling.held_starts
+    )
 }
 
 /// Most connections opened before time zero.
@@ -751,6 +829,15 @@ fn check_start_ahead(at_unix_ns: u64, started: Instant) -> Result<()> {
         (now - u128::from(at_unix_ns)) as f64 / 1e9,
         started.elapsed().as_secs_f64()
     );
+    let ahead_ns = u128::from(at_unix_ns) - now;
+    let max_ns = u128::from(aiperf_core::duration::MAX_SECONDS) * 1_000_000_000;
+    anyhow::ensure!(
+        ahead_ns <= max_ns,
+        "--start-at {} is {:.1} days ahead: accepted is at most {} ahead (a run waits for it)",
+        aiperf_core::datetime::iso8601(u128::from(at_unix_ns)),
+        ahead_ns as f64 / 86_400e9,
+        aiperf_core::duration::MAX_WORDS
+    );
     Ok(())
 }
 
@@ -762,7 +849,7 @@ const ZERO_LEAD: Duration = Duration::from_millis(20);
 fn wait_until(at_unix_ns: u64, stop: &CancellationToken) -> Instant {
     let at = u128::from(at_unix_ns);
     let remaining = |now: u128| Duration::from_nanos(u64::try_from(at.saturating_sub(now)).unwrap_or(u64::MAX));
-    eprintln!(
+    say!(
         "Waiting {:.3} s for the common start {}",
         remaining(unix_now_ns()).as_secs_f64(),
         aiperf_core::datetime::iso8601(at)
@@ -774,7 +861,10 @@ fn wait_until(at_unix_ns: u64, stop: &CancellationToken) -> Instant {
         }
         std::thread::sleep((left - ZERO_LEAD).min(DRAIN_POLL * 10));
     }
-    let (now_i, now_u) = (Instant::now(), unix_now_ns());
+    // The wall clock first: a pause between the two readings then moves time zero later, never
+    // earlier, so no shard sends before the common start.
+    let now_u = unix_now_ns();
+    let now_i = Instant::now();
     if at >= now_u {
         now_i + remaining(now_u)
     } else {

@@ -14,220 +14,243 @@ use crate::synthesis_flags::SynthesisFlags;
 #[derive(Clone, Debug, clap::Args)]
 pub struct Args {
     /// Model name sent in every request.
-    #[arg(short = 'm', long = "model", alias = "model-names")]
+    #[arg(help_heading = "Endpoint", short = 'm', long = "model", alias = "model-names")]
     pub model: String,
     /// Server base URL; repeat it (or give several) for replicas without a router: sessions are
     /// spread round robin across the URLs and each session stays on its URL.
-    #[arg(short = 'u', long, num_args = 1.., action = clap::ArgAction::Append, default_value = "http://localhost:8000")]
+    #[arg(help_heading = "Endpoint", short = 'u', long, num_args = 1.., action = clap::ArgAction::Append, default_value = "http://localhost:8000")]
     pub url: Vec<String>,
     /// How sessions are spread over several `--url`s (round_robin, the only one, as in AIPerf).
-    #[arg(long, value_enum, default_value = "round-robin")]
+    #[arg(help_heading = "Endpoint", long, value_enum, default_value = "round-robin")]
     pub url_strategy: UrlStrategy,
     /// PEM file of certificate authorities trusted for `https://` URLs, in addition to the
     /// system's and the bundled roots (for internal endpoints with a private CA).
-    #[arg(long, alias = "cacert", value_name = "PATH")]
+    #[arg(help_heading = "Endpoint", long, alias = "cacert", value_name = "PATH")]
     pub ssl_ca_cert: Option<PathBuf>,
     /// Do not verify `https://` servers' certificates (labs only: anyone on the path can read
     /// and change the traffic); warned on every run.
-    #[arg(long)]
+    #[arg(help_heading = "Endpoint", long)]
     pub insecure_skip_tls_verify: bool,
     /// OpenAI API to call.
-    #[arg(long, value_enum, default_value = "chat")]
+    #[arg(help_heading = "Endpoint", long, value_enum, default_value = "chat")]
     pub endpoint_type: EndpointType,
     /// Path to call instead of the endpoint type's default (e.g. /v1/chat/completions).
-    #[arg(long, alias = "endpoint")]
+    #[arg(help_heading = "Endpoint", long, alias = "endpoint")]
     pub custom_endpoint: Option<String>,
     /// Ask for streamed responses (server-sent events).
-    #[arg(long, alias = "stream")]
+    #[arg(help_heading = "Endpoint", long, alias = "stream")]
     pub streaming: bool,
     /// API key sent as a bearer token (never written to any output).
-    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    #[arg(help_heading = "Endpoint", long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// Extra HTTP header `Name:Value` (repeatable).
-    #[arg(short = 'H', long = "header")]
+    #[arg(help_heading = "Endpoint", short = 'H', long = "header")]
     pub headers: Vec<String>,
     /// Header carrying each session's correlation id (also sent as X-Session-Affinity).
-    #[arg(long, default_value = "X-Correlation-ID")]
+    #[arg(help_heading = "Endpoint", long, default_value = "X-Correlation-ID")]
     pub session_header: String,
     /// Extra body field `key:value` (JSON values allowed, e.g. ignore_eos:true) (repeatable).
-    #[arg(long = "extra-inputs")]
+    #[arg(help_heading = "Endpoint", long = "extra-inputs")]
     pub extra_inputs: Vec<String>,
     /// Time limit of one request (AIPerf's default: 6 hours).
-    #[arg(long, default_value_t = 21_600.0)]
+    #[arg(help_heading = "Endpoint", long, default_value_t = 21_600.0)]
     pub request_timeout_seconds: f64,
     /// Send `max_tokens` instead of `max_completion_tokens`.
-    #[arg(long)]
+    #[arg(help_heading = "Endpoint", long)]
     pub use_legacy_max_tokens: bool,
     /// Later turns of a session of generated prompts (`input_length` or `text_input` rows):
     /// `live` sends the earlier prompts and the server's replies before the new prompt, as AIPerf
     /// does (`input_length` counts the new tokens); `none` sends each prompt alone (for traces
     /// whose `input_length` already counts the history). `messages` rows are sent as written.
-    #[arg(long, value_enum, default_value = "live")]
+    #[arg(help_heading = "Input", long, value_enum, default_value = "live")]
     pub turn_history: super::body::TurnHistory,
-    /// Largest prompt built for a request, in tokens (a later turn's conversation included); a
-    /// longer one is not built and gets an `invalid_request` record.
-    #[arg(long, default_value_t = super::plan::DEFAULT_MAX_PROMPT_TOKENS)]
+    /// Largest prompt built for a request, in tokens (a later turn's conversation included).
+    ///
+    /// A longer one is not built and gets an `invalid_request` record.
+    #[arg(help_heading = "Input", long, default_value_t = super::plan::DEFAULT_MAX_PROMPT_TOKENS)]
     pub max_prompt_tokens: u64,
     /// Take token counts from the server's `usage` only, without counting on the client (the
     /// default already takes the server's count when it reports one, and counts beside it).
-    #[arg(long, conflicts_with = "client_token_count")]
+    #[arg(help_heading = "Tokenizer", long, conflicts_with = "client_token_count")]
     pub use_server_token_count: bool,
     /// Count output tokens by re-tokenizing the answer text, as AIPerf does by default
     /// (the server's `usage` is still recorded beside it).
-    #[arg(long)]
+    #[arg(help_heading = "Tokenizer", long)]
     pub client_token_count: bool,
 
     /// The Mooncake trace (JSONL, optionally gzip-compressed).
-    #[arg(long)]
+    #[arg(help_heading = "Input", long)]
     pub input_file: PathBuf,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Input")]
     pub trace_format: crate::trace_format::TraceFormatArgs,
     /// Longest trace line accepted (bytes); a longer one stops with a `file:line` error.
-    #[arg(long, default_value_t = aiperf_core::trace::DEFAULT_MAX_LINE_BYTES)]
+    #[arg(help_heading = "Input", long, default_value_t = aiperf_core::trace::DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: usize,
-    /// Largest response accepted (bytes of body, or of one SSE line or event, or of the text of
-    /// a stream); a larger one ends that request with a `response_too_large` error.
-    #[arg(long, default_value_t = super::plan::DEFAULT_MAX_RESPONSE_BYTES)]
+    /// Largest response accepted (bytes of body, or of one SSE line or event, or of the text of a stream).
+    ///
+    /// A larger one ends that request with a `response_too_large` error.
+    #[arg(help_heading = "Endpoint", long, default_value_t = super::plan::DEFAULT_MAX_RESPONSE_BYTES)]
     pub max_response_bytes: usize,
     /// Dataset type; only mooncake_trace is supported.
-    #[arg(long, default_value = "mooncake_trace")]
+    #[arg(help_heading = "Input", long, default_value = "mooncake_trace")]
     pub custom_dataset_type: String,
     /// Seed of prompt text and Poisson arrivals.
-    #[arg(long, default_value_t = 0)]
+    #[arg(help_heading = "Input", long, default_value_t = 0)]
     pub random_seed: u64,
     /// Tokens per hash id block.
-    #[arg(long, default_value_t = 512)]
+    #[arg(help_heading = "Input", long, default_value_t = 512)]
     pub isl_block_size: u64,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Synthesis (applied to the trace before the replay)")]
     pub synthesis: SynthesisFlags,
 
     /// Replay on the trace's timestamps (the default when the first row has one).
-    #[arg(long, overrides_with = "no_fixed_schedule")]
+    #[arg(help_heading = "Load", long, overrides_with = "no_fixed_schedule")]
     pub fixed_schedule: bool,
     /// Do not use the trace's timestamps.
-    #[arg(long, overrides_with = "fixed_schedule")]
+    #[arg(help_heading = "Load", long, overrides_with = "fixed_schedule")]
     pub no_fixed_schedule: bool,
     /// Only rows with timestamp ≥ this (ms); also time zero unless auto-offset.
-    #[arg(long)]
+    #[arg(help_heading = "Load", long)]
     pub fixed_schedule_start_offset: Option<f64>,
     /// Only rows with timestamp ≤ this (ms).
-    #[arg(long)]
+    #[arg(help_heading = "Load", long)]
     pub fixed_schedule_end_offset: Option<f64>,
     /// Time zero = the first kept timestamp.
-    #[arg(long)]
+    #[arg(help_heading = "Load", long)]
     pub fixed_schedule_auto_offset: bool,
-    /// Sessions per second (instead of the trace's timestamps); a comma-separated list runs one
-    /// sub-run per value (a sweep).
-    #[arg(long, value_delimiter = ',')]
+    /// Sessions per second (instead of the trace's timestamps).
+    ///
+    /// A comma-separated list runs one sub-run per value (a sweep).
+    #[arg(help_heading = "Load", long, value_delimiter = ',')]
     pub request_rate: Vec<f64>,
     /// Gaps between request-rate arrivals.
-    #[arg(long, value_enum, default_value = "poisson")]
+    #[arg(help_heading = "Load", long, value_enum, default_value = "poisson")]
     pub arrival_pattern: ArrivalPattern,
-    /// At most this many requests in flight; a comma-separated list runs one sub-run per value
-    /// (a sweep).
-    #[arg(long, value_delimiter = ',')]
+    /// At most this many requests in flight.
+    ///
+    /// A comma-separated list runs one sub-run per value (a sweep).
+    #[arg(help_heading = "Load", long, value_delimiter = ',')]
     pub concurrency: Vec<usize>,
     /// Number of requests to send (sessions are reused in order past the trace's end).
-    #[arg(long, alias = "num-requests")]
+    #[arg(help_heading = "Load", long, alias = "num-requests")]
     pub request_count: Option<u64>,
     /// Requests sent before the benchmark, not measured.
-    #[arg(long, alias = "num-warmup-requests", default_value_t = 0)]
+    #[arg(help_heading = "Load", long, alias = "num-warmup-requests", default_value_t = 0)]
     pub warmup_request_count: u64,
     /// Stop sending after this many seconds.
-    #[arg(long)]
+    #[arg(help_heading = "Load", long)]
     pub benchmark_duration: Option<f64>,
     /// Seconds in-flight requests get to finish after the duration or Ctrl-C.
-    #[arg(long, default_value_t = 30.0)]
+    #[arg(help_heading = "Load", long, default_value_t = 30.0)]
     pub benchmark_grace_period: f64,
     /// Replay shard K of N (K from 0 to N-1, as Kubernetes numbers Indexed Job pods): whole
     /// sessions, at the times of the whole run; `--concurrency` and `--warmup-request-count`
     /// are totals divided across the shards, `--request-count` is the whole run's.
-    #[arg(long, value_name = "K/N")]
+    #[arg(help_heading = "Sharding (one run over several processes or machines)", long, value_name = "K/N")]
     pub shard: Option<String>,
     /// Common time zero of the shards: an RFC 3339 time (2026-11-23T22:00:00Z) or Unix epoch
     /// milliseconds; connections are opened and first bodies built before it.
-    #[arg(long, value_name = "TIME")]
+    #[arg(help_heading = "Sharding (one run over several processes or machines)", long, value_name = "TIME")]
     pub start_at: Option<String>,
     /// Warn when the target's clock (HTTP Date header) differs from this machine's by more than
     /// this many milliseconds beyond the estimate's uncertainty (estimated when --shard or
     /// --start-at is given).
-    #[arg(long, default_value_t = 100.0)]
+    #[arg(help_heading = "Sharding (one run over several processes or machines)", long, default_value_t = 100.0)]
     pub clock_offset_warn_ms: f64,
 
     /// Tokenizer: a tokenizer.json, a folder holding one, or a Hugging Face model name.
-    #[arg(long)]
+    #[arg(help_heading = "Tokenizer", long)]
     pub tokenizer: Option<String>,
 
     /// More Prometheus endpoints to scrape, besides `<--url>/metrics` (`/metrics` is appended
     /// unless the URL ends with it).
-    #[arg(long, num_args = 1.., conflicts_with = "no_server_metrics")]
+    #[arg(help_heading = "Server", long, num_args = 1.., conflicts_with = "no_server_metrics")]
     pub server_metrics: Vec<String>,
     /// Do not scrape the servers' Prometheus metrics.
-    #[arg(long)]
+    #[arg(help_heading = "Server", long)]
     pub no_server_metrics: bool,
     /// Seconds between two scrapes of the server metrics during the run.
-    #[arg(long, env = "AIPERF_SERVER_METRICS_COLLECTION_INTERVAL", default_value_t = 0.333)]
+    #[arg(help_heading = "Server", long, env = "AIPERF_SERVER_METRICS_COLLECTION_INTERVAL", default_value_t = 0.333)]
     pub server_metrics_interval: f64,
     /// Wait up to this many seconds for the server to answer GET /v1/models or /health before
     /// starting (time zero comes after it answers and connections are warm).
-    #[arg(long)]
+    #[arg(help_heading = "Server", long)]
     pub wait_for_server: Option<f64>,
-    /// Empty the server's prefix cache before warm-up (vLLM, SGLang, llama.cpp), so that runs
-    /// start cold; the server kind comes from its metric names or --server-kind.
-    #[arg(long)]
+    /// Replay even when no connection to any URL could be opened before time zero (by default the
+    /// run then ends with exit status 1 before sending anything).
+    #[arg(help_heading = "Server", long)]
+    pub go_on_unreachable: bool,
+    /// Empty the server's prefix cache before warm-up (vLLM, SGLang, llama.cpp), so that runs start cold.
+    ///
+    /// The server kind comes from its metric names or --server-kind.
+    #[arg(help_heading = "Server", long)]
     pub reset_prefix_cache: bool,
     /// The server's kind, for --reset-prefix-cache when its metrics do not tell.
-    #[arg(long, value_enum)]
+    #[arg(help_heading = "Server", long, value_enum)]
     pub server_kind: Option<ServerKind>,
 
-    /// Folder of the exports.
-    #[arg(long, default_value = "artifacts")]
-    pub artifact_dir: PathBuf,
+    /// Folder of the exports [default: artifacts/<model>-openai-<endpoint>-<load>, as AIPerf
+    /// names it, with a -2, -3… suffix when a run is already there]. A folder that already holds
+    /// a run is refused unless --overwrite is given.
+    #[arg(help_heading = "Output", long)]
+    pub artifact_dir: Option<PathBuf>,
+    /// Replace the files of a run already in the artifact folder.
+    #[arg(help_heading = "Output", long)]
+    pub overwrite: bool,
     /// Service-level objectives, e.g. "time_to_first_token:200 inter_token_latency:20" (ms).
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     pub goodput: Option<String>,
     /// Also write the metrics per slice of this many seconds
     /// (profile_export_aiperf_timeslices.csv and .json).
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     pub slice_duration: Option<f64>,
     /// Repeat the run (or each sweep value) this many times and write the aggregate with
     /// confidence intervals (profile_export_aiperf_aggregate.csv and .json); 1 to 10.
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, default_value_t = 1)]
     pub num_profile_runs: u32,
     /// Confidence level of the intervals over repeated runs.
-    #[arg(long, default_value_t = 0.95)]
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, default_value_t = 0.95)]
     pub confidence_level: f64,
     /// Pause between the sub-runs of a sweep, repeats or search (seconds).
-    #[arg(long, alias = "profile-run-cooldown-seconds", default_value_t = 0.0)]
+    #[arg(
+        help_heading = "Sweeps, repeats and capacity search",
+        long,
+        alias = "profile-run-cooldown-seconds",
+        default_value_t = 0.0
+    )]
     pub parameter_sweep_cooldown_seconds: f64,
     /// Capacity search: find the highest value of this option whose runs meet the --goodput SLOs
     /// for --search-goodput-fraction of their requests (bracket, then bisect).
-    #[arg(long, value_enum, requires = "goodput")]
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, value_enum, requires = "goodput")]
     pub search_max: Option<Axis>,
     /// First (and lowest) value the search measures [default: 1].
-    #[arg(long, requires = "search_max")]
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, requires = "search_max")]
     pub search_start: Option<f64>,
     /// Highest value the search measures [default: 1000; concurrency 1024].
-    #[arg(long, requires = "search_max")]
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, requires = "search_max")]
     pub search_limit: Option<f64>,
     /// Bracketing multiplies the value by this until a point fails.
-    #[arg(long, default_value_t = 2.0, requires = "search_max")]
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, default_value_t = 2.0, requires = "search_max")]
     pub search_growth: f64,
     /// Bisection stops when the lowest failing value is within this fraction above the highest
     /// passing one (whole numbers: within 1).
-    #[arg(long, default_value_t = 0.05, requires = "search_max")]
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, default_value_t = 0.05, requires = "search_max")]
     pub search_resolution: f64,
     /// Share of a run's requests (failed ones count as missing) that must meet every SLO.
-    #[arg(long, default_value_t = 0.95, requires = "search_max")]
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, default_value_t = 0.95, requires = "search_max")]
     pub search_goodput_fraction: f64,
-    /// Console UI: simple (progress bar when on a terminal) or none.
-    #[arg(long, alias = "ui", value_enum, default_value = "simple")]
+    /// Console UI: simple (a progress bar on a terminal, a progress line on stderr every
+    /// --progress-interval seconds otherwise) or none.
+    #[arg(help_heading = "Output", long, alias = "ui", value_enum, default_value = "simple")]
     pub ui_type: UiType,
+    /// Seconds between two progress lines when stderr is not a terminal (logs, CI, pipes).
+    #[arg(help_heading = "Output", long, default_value_t = 5.0)]
+    pub progress_interval: f64,
     /// Accepted for AIPerf compatibility; aiperf-cli has a single log level.
-    #[arg(long, hide = true)]
+    #[arg(help_heading = "Output", long, hide = true)]
     pub log_level: Option<String>,
     /// Accepted for AIPerf compatibility; aiperf-cli has a single log level.
-    #[arg(short = 'v', long, hide = true)]
+    #[arg(help_heading = "Output", short = 'v', long, hide = true)]
     pub verbose: bool,
 }
 
@@ -241,7 +264,6 @@ pub enum UrlStrategy {
 pub enum UiType {
     Simple,
     None,
-    Dashboard,
 }
 
 /// AIPerf options this tool does not support, with the reason shown to the user.
@@ -283,7 +305,17 @@ const UNSUPPORTED: &[(&str, &str)] = &[
 
 /// Rejects AIPerf options that `profile` does not support, with a clear reason.
 pub fn reject_unsupported(args: &[String]) -> Result<()> {
-    for a in args {
+    for (i, a) in args.iter().enumerate() {
+        let ui = match a.split_once('=') {
+            Some(("--ui-type" | "--ui", v)) => Some(v),
+            None if a == "--ui-type" || a == "--ui" => args.get(i + 1).map(String::as_str),
+            _ => None,
+        };
+        if ui == Some("dashboard") {
+            bail!(
+                "--ui-type dashboard (AIPerf's full-screen dashboard) is not available in `aiperf-cli profile`: use --ui-type simple (the default) or none"
+            );
+        }
         let name = a.split('=').next().unwrap_or(a);
         if let Some((_, why)) = UNSUPPORTED.iter().find(|(n, _)| *n == name) {
             bail!("the AIPerf option {name} is not supported by `aiperf-cli profile`: {why}");

@@ -9,18 +9,17 @@ use std::time::Duration;
 
 use aiperf_core::campaign::search::{Search, SearchParams};
 use aiperf_core::campaign::sweep::Axis;
-use aiperf_core::replay::schedule::{self, ArrivalPattern, Schedule, Shard, Timing};
+use aiperf_core::duration;
+use aiperf_core::replay::schedule::{self, ArrivalPattern, Schedule, ScheduleError, Shard, Timing};
 use aiperf_core::results::metrics::{Slo, parse_goodput};
 use aiperf_core::synthesis::TransformParams;
 use aiperf_core::trace::Trace;
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::{Map, Value, json};
 
 use super::body::BodyTemplate;
 use super::options::{Args, UiType};
 
-/// Longest accepted time option (a request timeout, duration or grace period): 30 days.
-pub const MAX_SECONDS: f64 = 30.0 * 24.0 * 3600.0;
 /// Accepted `--request-rate` range (sessions per second).
 pub const RATE_RANGE: (f64, f64) = (1e-3, 1e6);
 /// Most concurrent session runs.
@@ -214,7 +213,8 @@ impl TokenCounting {
 pub struct Exports {
     pub artifact_dir: PathBuf,
     pub slos: Vec<Slo>,
-    pub progress_bar: bool,
+    /// How the run shows its progress.
+    pub progress: super::progress::Mode,
     /// `--slice-duration`: also write the metrics per slice of this length.
     pub slice: Option<Duration>,
 }
@@ -228,6 +228,8 @@ pub struct ServerPlan {
     /// `--wait-for-server`.
     pub wait: Option<Duration>,
     pub reset_prefix_cache: bool,
+    /// `--go-on-unreachable`: replay even when a URL took no connection before time zero.
+    pub go_on_unreachable: bool,
     /// `--server-kind`.
     pub kind: Option<aiperf_core::server::kinds::ServerKind>,
 }
@@ -256,15 +258,9 @@ fn key_value(s: &str, what: &str) -> Result<(String, String)> {
     Ok((k.trim().to_owned(), v.to_owned()))
 }
 
-/// A number of seconds in (0, MAX_SECONDS], or [0, MAX_SECONDS] when `zero_ok`.
+/// Option `name`'s number of seconds as a time span ([`duration::seconds`]).
 fn seconds(v: f64, name: &str, zero_ok: bool) -> Result<Duration> {
-    let low_ok = if zero_ok { v >= 0.0 } else { v > 0.0 };
-    ensure!(
-        v.is_finite() && low_ok && v <= MAX_SECONDS,
-        "{name} {v:?}: accepted is a number of seconds {} 0 and at most {MAX_SECONDS} (30 days)",
-        if zero_ok { "≥" } else { ">" }
-    );
-    Duration::try_from_secs_f64(v).with_context(|| format!("{name} {v} is not a valid duration"))
+    duration::seconds(v, zero_ok).map_err(|e| anyhow!("{name} {v:?}: {e}"))
 }
 
 fn in_range<T: PartialOrd + std::fmt::Display + Copy>(v: T, name: &str, lo: T, hi: T) -> Result<T> {
@@ -364,7 +360,6 @@ impl ReplayPlan {
             a.custom_dataset_type
         );
         let block_size = in_range(a.isl_block_size, "--isl-block-size", 1, u64::from(u32::MAX))?;
-        ensure!(a.ui_type != UiType::Dashboard, "--ui-type dashboard is not supported: use simple or none");
         for (name, n) in [("--request-rate", a.request_rate.len()), ("--concurrency", a.concurrency.len())] {
             ensure!(n <= 1, "{name} has {n} values: one run takes one value (a list is a sweep of sub-runs)");
         }
@@ -478,6 +473,7 @@ impl ReplayPlan {
                 metrics_interval: Duration::from_secs_f64(i),
                 wait: a.wait_for_server.map(|w| seconds(w, "--wait-for-server", false)).transpose()?,
                 reset_prefix_cache: a.reset_prefix_cache,
+                go_on_unreachable: a.go_on_unreachable,
                 kind: a.server_kind,
             }
         };
@@ -585,7 +581,17 @@ impl ReplayPlan {
             } else {
                 TokenCounting::ServerWithClientBeside
             },
-            exports: Exports { artifact_dir: a.artifact_dir, slos, progress_bar: a.ui_type != UiType::None, slice },
+            exports: Exports {
+                artifact_dir: a.artifact_dir.unwrap_or_else(|| PathBuf::from(super::artifacts::DEFAULT_ROOT)),
+                slos,
+                progress: match a.ui_type {
+                    UiType::None => super::progress::Mode::Off,
+                    UiType::Simple => super::progress::Mode::Auto {
+                        every: seconds(a.progress_interval, "--progress-interval", false)?,
+                    },
+                },
+                slice,
+            },
             coordination: Coordination { shard, start_at_unix_ns, clock_warn_ms },
             server,
             input_config,
@@ -625,7 +631,7 @@ impl ReplayPlan {
 
     /// The URL as it may be shown (credentials redacted).
     pub fn shown_url(&self) -> String {
-        format!("{}{}", redact_url(self.target.url.trim_end_matches('/')), self.target.path)
+        super::client::join_url(&redact_url(&self.target.url), &self.target.path)
     }
 
     /// Every secret of the run (API key, credential header values, URL password): masked in
@@ -720,7 +726,10 @@ impl ReplayPlan {
     pub fn schedule(&self, trace: &Trace) -> Result<Schedule> {
         let has_timestamps = trace.rows().first().is_some_and(|r| r.timestamp.is_some());
         let timing = self.timing(has_timestamps)?;
-        let s = schedule::build(trace, timing, self.limits.request_count).context("cannot schedule the trace")?;
+        let s = schedule::build(trace, timing, self.limits.request_count).map_err(|e| match e {
+            ScheduleError::Row { line, problem } => anyhow!("{}:{line}: {problem}", self.source.input_file.display()),
+            e => anyhow!(e).context("cannot schedule the trace"),
+        })?;
         let shard = self.coordination.shard;
         ensure!(
             (shard.count as usize) <= s.sessions.len(),
@@ -833,8 +842,18 @@ impl ProfilePlan {
             }
             (None, None) => Mode::Single,
         };
-        let artifact_dir = args.artifact_dir.clone();
+        let artifact_dir = {
+            use super::artifacts;
+            let load = match &mode {
+                Mode::Single => artifacts::load_of(&args, || artifacts::first_row_has_timestamp(&args.input_file)),
+                Mode::Sweep { axis, values } => artifacts::campaign_load(*axis, Some(values)),
+                Mode::Search { axis, .. } => artifacts::campaign_load(*axis, None),
+            };
+            let name = artifacts::folder_name(&args.model, args.endpoint_type, &load);
+            artifacts::resolve(args.artifact_dir.as_deref(), &name, args.overwrite)?
+        };
         let mut base = args;
+        base.artifact_dir = Some(artifact_dir.clone());
         // The base holds one value of the swept option: each sub-run sets its own.
         base.request_rate.truncate(1);
         base.concurrency.truncate(1);
@@ -886,7 +905,7 @@ impl ProfilePlan {
     /// The plan of one sub-run: the swept option at `value` (none: as given), exports in `dir`.
     pub fn sub_run(&self, value: Option<f64>, dir: PathBuf) -> Result<ReplayPlan> {
         let mut a = self.base.clone();
-        a.artifact_dir = dir;
+        a.artifact_dir = Some(dir);
         if let (Some(v), Some(axis)) = (value, self.axis()) {
             match axis {
                 Axis::RequestRate => a.request_rate = vec![v],

@@ -1,23 +1,180 @@
-//! The one progress-bar factory: a live bar on a terminal, a hidden one otherwise.
+//! The progress of a run, owned by the records stage: a live bar when stderr is a terminal, and
+//! otherwise (a pipe, `| tee run.log`, CI, a Kubernetes pod's log) one line on stderr every
+//! `--progress-interval` seconds. A run bounded by `--benchmark-duration` shows time against
+//! that duration; one bounded by a request count shows requests against it.
 
 use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
+use aiperf_core::results::aggregate::Aggregate;
+use aiperf_core::results::metrics::Metric;
+use aiperf_core::stats::Distribution;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// A bar over `total` requests (a counter when only a duration ends the run); hidden when stdout
-/// is not a terminal or `enabled` is false.
-pub fn bar(total: Option<u64>, enabled: bool) -> ProgressBar {
-    if !enabled || !std::io::stdout().is_terminal() {
-        return ProgressBar::hidden();
+/// How a run shows its progress.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mode {
+    /// Nothing (`--ui-type none`).
+    Off,
+    /// A bar on a terminal, lines every `every` otherwise.
+    Auto { every: Duration },
+}
+
+/// What bounds the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Bounds {
+    /// Requests the run sends, when known.
+    pub requests: Option<u64>,
+    /// `--benchmark-duration`.
+    pub duration: Option<Duration>,
+}
+
+/// The progress display of one run.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    every: Option<Duration>,
+    bounds: Bounds,
+    /// Requests handed to the transport (counted by the dispatcher).
+    sent: Arc<AtomicU64>,
+    start: Instant,
+    next_line: Instant,
+}
+
+impl Progress {
+    /// A display for a run starting now; `sent` is counted by the dispatcher.
+    pub fn new(mode: Mode, bounds: Bounds, sent: Arc<AtomicU64>) -> Progress {
+        Progress::with_terminal(mode, bounds, sent, std::io::stderr().is_terminal())
     }
-    let pb = ProgressBar::with_draw_target(total, ProgressDrawTarget::stdout_with_hz(4));
-    let template = if total.is_some() {
-        "{elapsed_precise} [{bar:40}] {pos}/{len} requests {msg}"
-    } else {
-        "{elapsed_precise} {pos} requests {msg}"
+
+    fn with_terminal(mode: Mode, bounds: Bounds, sent: Arc<AtomicU64>, terminal: bool) -> Progress {
+        let start = Instant::now();
+        let (bar, every) = match mode {
+            Mode::Off => (None, None),
+            Mode::Auto { .. } if terminal => (Some(bar(bounds)), None),
+            Mode::Auto { every } => (None, Some(every)),
+        };
+        Progress { bar, every, bounds, sent, start, next_line: start + every.unwrap_or_default() }
+    }
+
+    /// The longest the records stage may wait for a record before [`Progress::update`] is due.
+    pub fn due_in(&self) -> Duration {
+        match (self.every, &self.bar) {
+            (Some(_), _) => self.next_line.saturating_duration_since(Instant::now()),
+            (None, Some(_)) if self.bounds.duration.is_some() => Duration::from_millis(250),
+            _ => Duration::from_secs(3600),
+        }
+    }
+
+    /// Shows the state of `agg` (every record so far): the bar is redrawn, a line is printed
+    /// when one is due.
+    pub fn update(&mut self, agg: &Aggregate, done: u64) {
+        let now = Instant::now();
+        if let Some(bar) = &self.bar {
+            let failed = agg.error_count();
+            match self.bounds.duration {
+                Some(_) => bar.set_position(now.duration_since(self.start).as_secs()),
+                None => bar.set_position(done),
+            }
+            let in_flight = self.sent.load(Ordering::Relaxed).saturating_sub(done);
+            bar.set_message(format!("{done} done, {failed} failed, {in_flight} in flight"));
+        }
+        if self.every.is_some() && now >= self.next_line {
+            say!("{}", self.line(agg, done, now));
+            let every = self.every.unwrap_or_default();
+            while self.next_line <= now {
+                self.next_line += every.max(Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// One progress line: elapsed, sent/done/failed/in flight, req/s, TTFT p50, what remains.
+    fn line(&self, agg: &Aggregate, done: u64, now: Instant) -> String {
+        let elapsed = now.duration_since(self.start);
+        let sent = self.sent.load(Ordering::Relaxed);
+        let failed = agg.error_count();
+        let rate = if elapsed.as_secs_f64() > 0.0 { done as f64 / elapsed.as_secs_f64() } else { 0.0 };
+        let p50 = |m: Metric| Distribution::of(agg.values(m)).and_then(|d| d.percentile(50.0));
+        let latency = match (p50(Metric::TimeToFirstToken), p50(Metric::RequestLatency)) {
+            (Some(t), _) => format!(", TTFT p50 {t:.1} ms"),
+            (None, Some(l)) => format!(", latency p50 {l:.1} ms"),
+            (None, None) => String::new(),
+        };
+        let left = match (self.bounds.duration, self.bounds.requests) {
+            (Some(d), _) => format!("; {} of {} left", clock(d.saturating_sub(elapsed)), clock(d)),
+
+            (None, Some(n)) => format!("; {} of {n} request(s) left", n.saturating_sub(done)),
+            (None, None) => String::new(),
+        };
+        format!(
+            "progress {}: sent {sent}, done {done} ({failed} failed), in flight {}, {rate:.1} req/s{latency}{left}",
+            clock(elapsed),
+            sent.saturating_sub(done)
+        )
+    }
+
+    /// Removes the bar (the final report follows).
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// `hh:mm:ss`, or seconds with a decimal below a minute (`4.2 s`).
+fn clock(d: Duration) -> String {
+    if d < Duration::from_secs(60) {
+        return format!("{:.1} s", d.as_secs_f64());
+    }
+    let s = d.as_secs();
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// The terminal bar: time against the duration, or requests against their count, or a counter.
+fn bar(bounds: Bounds) -> ProgressBar {
+    let (len, template) = match (bounds.duration, bounds.requests) {
+        (Some(d), _) => {
+            (Some(d.as_secs().max(1)), "{elapsed_precise} [{bar:40}] {pos}/{len} s of the duration · {msg}")
+        }
+        (None, Some(n)) => (Some(n), "{elapsed_precise} [{bar:40}] {pos}/{len} requests · {msg}"),
+        (None, None) => (None, "{elapsed_precise} {pos} requests · {msg}"),
     };
+    let pb = ProgressBar::with_draw_target(len, ProgressDrawTarget::stderr_with_hz(4));
     if let Ok(style) = ProgressStyle::with_template(template) {
         pb.set_style(style.progress_chars("=> "));
     }
     pb
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_say_what_was_sent_and_what_remains() {
+        let sent = Arc::new(AtomicU64::new(7));
+        let bounds = Bounds { requests: Some(10), duration: None };
+        let p = Progress::with_terminal(Mode::Auto { every: Duration::from_secs(5) }, bounds, sent.clone(), false);
+        let line = p.line(&Aggregate::default(), 5, p.start + Duration::from_secs(65));
+        assert_eq!(
+            line,
+            "progress 00:01:05: sent 7, done 5 (0 failed), in flight 2, 0.1 req/s; 5 of 10 request(s) left"
+        );
+        let line = p.line(&Aggregate::default(), 5, p.start + Duration::from_millis(4250));
+        assert!(line.starts_with("progress 4.2 s: "), "{line}");
+        let bounds = Bounds { requests: None, duration: Some(Duration::from_secs(90)) };
+        let p = Progress::with_terminal(Mode::Auto { every: Duration::from_secs(5) }, bounds, sent, false);
+        let line = p.line(&Aggregate::default(), 0, p.start + Duration::from_secs(20));
+        assert!(line.ends_with("; 00:01:10 of 00:01:30 left"), "{line}");
+        assert!(p.bar.is_none() && p.every.is_some());
+    }
+
+    #[test]
+    fn off_shows_nothing() {
+        let p = Progress::with_terminal(Mode::Off, Bounds::default(), Arc::default(), true);
+        assert!(p.bar.is_none() && p.every.is_none());
+        assert!(p.due_in() >= Duration::from_secs(60));
+    }
 }

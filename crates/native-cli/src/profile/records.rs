@@ -6,7 +6,7 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::Duration;
 
 use aiperf_core::results::aggregate::Aggregate;
@@ -30,7 +30,7 @@ pub struct RecordsStage {
     /// Values masked in error messages before they are written.
     pub secrets: Vec<String>,
     pub out: Box<dyn Write + Send>,
-    pub progress: indicatif::ProgressBar,
+    pub progress: super::progress::Progress,
     /// `--slice-duration`: the records also go to their time slice.
     pub slicer: Option<Slicer>,
 }
@@ -62,12 +62,17 @@ impl RecordsStage {
                     // The batch is written: its lines reach the file before this thread pauses.
                     self.out.flush().context("cannot write profile_export.jsonl")?;
                     busy = false;
+                    self.progress.update(&c.aggregate, c.records);
                     std::thread::sleep(BATCH_PAUSE);
                     continue;
                 }
-                Err(TryRecvError::Empty) => match rx.recv() {
+                Err(TryRecvError::Empty) => match rx.recv_timeout(self.progress.due_in()) {
                     Ok(f) => f,
-                    Err(_) => break,
+                    Err(RecvTimeoutError::Timeout) => {
+                        self.progress.update(&c.aggregate, c.records);
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => break,
                 },
             };
             busy = true;
@@ -101,13 +106,10 @@ impl RecordsStage {
             }
             self.out.write_all(&record_line(&record, metrics.as_ref())).context("cannot write profile_export.jsonl")?;
             c.records += 1;
-            self.progress.inc(1);
-            let errors = c.aggregate.error_count();
-            if errors > 0 {
-                self.progress.set_message(format!("({errors} errors)"));
-            }
+            self.progress.update(&c.aggregate, c.records);
         }
         self.out.flush().context("cannot write profile_export.jsonl")?;
+        self.progress.finish();
         c.slices = self.slicer.take();
         Ok(c)
     }

@@ -194,7 +194,7 @@ async fn scrape_all(client: &ScrapeClient, endpoints: &mut [Endpoint], pinned: b
                 e.series.failed(why.clone());
             }
             e.disabled = true;
-            eprintln!(
+            say!(
                 "warning: server metrics from {} are not collected: {why} (--no-server-metrics turns scraping off)",
                 e.target.shown
             );

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use aiperf_core::replay::schedule::Starts;
 use aiperf_core::results::record::{RecordError, ServerUsage};
 use aiperf_core::trace::{ParseOptions, read};
 use clap::Parser;
@@ -33,7 +34,11 @@ struct Mem {
     max_in_flight: Arc<AtomicUsize>,
     /// (sent at, body) of every request.
     log: Arc<Mutex<Vec<(u64, Value)>>>,
+    /// Called with the number of requests sent so far, after each one is logged.
+    on_send: Arc<Mutex<Option<OnSend>>>,
 }
+
+type OnSend = Box<dyn Fn(usize) + Send>;
 
 impl Transport for Mem {
     async fn send(&self, req: Outgoing, clock: Clock) -> Exchange {
@@ -44,7 +49,14 @@ impl Transport for Mem {
         logged["x-request-id"] = Value::String(req.request_id);
         logged["x-correlation-id"] = Value::String(req.correlation_id);
         logged["before_zero_ns"] = Value::from(u64::try_from(clock.until(0).as_nanos()).unwrap_or(u64::MAX));
-        self.log.lock().unwrap().push((sent_ns, logged));
+        let sent = {
+            let mut log = self.log.lock().unwrap();
+            log.push((sent_ns, logged));
+            log.len()
+        };
+        if let Some(f) = self.on_send.lock().unwrap().as_ref() {
+            f(sent);
+        }
         let mut ex = Exchange { sent_ns, streaming: true, ..Default::default() };
         tokio::time::sleep(self.ttft).await;
         ex.first_byte_ns = Some(clock.now_ns());
@@ -89,18 +101,33 @@ fn prompts() -> Arc<PromptBuilder> {
     .clone()
 }
 
-/// Replays `trace` (JSONL text) over `mem` with `flags`; `stop_after`/`abort_after` cancel the
-/// run's tokens after that long, as a first and second signal would.
-fn run(trace: &str, mem: &Mem, flags: &[&str], stop_after: Option<Duration>, abort_after: Option<Duration>) -> Run {
+/// The plan of a streaming replay of `t.jsonl` with `flags`.
+fn plan_of(flags: &[&str]) -> ReplayPlan {
+    let argv = [&["x", "-m", "m", "--streaming", "--input-file", "t.jsonl"], flags].concat();
+    ReplayPlan::from_args(Cli::try_parse_from(argv).unwrap().args).unwrap()
+}
+
+fn parse(trace: &str) -> aiperf_core::trace::Trace {
+    read(trace.as_bytes(), ParseOptions::new("t.jsonl")).unwrap().trace
+}
+
+/// When a test stops or aborts a run.
+#[derive(Clone, Copy)]
+enum When {
+    /// As the transport sends the n-th request (before it answers).
+    Sent(usize),
+    /// This long after the run starts.
+    After(Duration),
+}
+
+/// Replays `trace` (JSONL text) over `mem` with `flags`; `stop`/`abort` cancel the run's tokens
+/// then, as a first and second signal would.
+fn run(trace: &str, mem: &Mem, flags: &[&str], stop: Option<When>, abort: Option<When>) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let art = dir.path().join("art");
-    let mut argv = vec!["x", "-m", "m", "--streaming", "--input-file", "t.jsonl", "--artifact-dir"];
-    let art_s = art.to_str().unwrap().to_owned();
-    argv.push(&art_s);
-    argv.extend_from_slice(flags);
-    let plan = ReplayPlan::from_args(Cli::try_parse_from(argv).unwrap().args).unwrap();
+    let plan = plan_of(&[&["--artifact-dir", art.to_str().unwrap()], flags].concat());
     std::fs::create_dir_all(&art).unwrap();
-    let trace = read(trace.as_bytes(), ParseOptions::new("t.jsonl")).unwrap().trace;
+    let trace = parse(trace);
     let schedule = plan.schedule(&trace).unwrap();
     let inputs = Inputs {
         trace: Arc::new(trace),
@@ -110,18 +137,36 @@ fn run(trace: &str, mem: &Mem, flags: &[&str], stop_after: Option<Duration>, abo
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let control = Control::default();
-    for (after, abort) in [(stop_after, false), (abort_after, true)] {
-        if let Some(d) = after {
-            let c = control.clone();
-            rt.spawn(async move {
-                tokio::time::sleep(d).await;
-                c.interrupted.store(true, Ordering::SeqCst);
-                c.stop.cancel();
-                if abort {
-                    c.abort.cancel();
-                }
-            });
+    let signal = |c: &Control, abort: bool| {
+        c.interrupted.store(true, Ordering::SeqCst);
+        c.stop.cancel();
+        if abort {
+            c.abort.cancel();
         }
+    };
+    let mut at_send = Vec::new();
+    for (when, abort) in [(stop, false), (abort, true)] {
+        match when {
+            Some(When::After(d)) => {
+                let c = control.clone();
+                rt.spawn(async move {
+                    tokio::time::sleep(d).await;
+                    signal(&c, abort);
+                });
+            }
+            Some(When::Sent(n)) => at_send.push((n, abort)),
+            None => {}
+        }
+    }
+    if !at_send.is_empty() {
+        let c = control.clone();
+        *mem.on_send.lock().unwrap() = Some(Box::new(move |sent| {
+            for &(n, abort) in &at_send {
+                if sent == n {
+                    signal(&c, abort);
+                }
+            }
+        }));
     }
     let code = replay(&rt, &plan, inputs, mem.clone(), &control, Instant::now(), None).unwrap().status;
     let records = std::fs::read_to_string(art.join("profile_export.jsonl"))
@@ -217,10 +262,11 @@ fn the_concurrency_ceiling_holds_for_sessions_and_requests() {
 fn stopping_during_the_measurement_sends_nothing_more_and_records_everything_sent() {
     let trace = rows(400, |i| format!(r#"{{"timestamp":{},"input_length":10,"output_length":2}}"#, i * 10));
     let mem = Mem { ttft: Duration::from_millis(2), tokens: 2, ..Default::default() };
-    let r = run(&trace, &mem, &[], Some(Duration::from_millis(300)), None);
+    let r = run(&trace, &mem, &[], Some(When::Sent(10)), None);
     assert_eq!(r.code, exit::INTERRUPTED);
+    // Requests already handed over when the stop came still leave; the 4 s schedule does not.
     let sent = mem.log.lock().unwrap().len();
-    assert!(sent > 5 && sent < 100, "{sent} sent");
+    assert!((10..400).contains(&sent), "{sent} sent");
     assert_eq!(r.records.len(), sent);
     assert_eq!(r.summary["was_cancelled"], true);
 }
@@ -233,22 +279,23 @@ fn stopping_during_the_warmup_measures_nothing() {
         &trace,
         &mem,
         &["--warmup-request-count", "50", "--concurrency", "1", "--fixed-schedule"],
-        Some(Duration::from_millis(150)),
+        Some(When::Sent(2)),
         None,
     );
     assert_eq!(r.code, exit::INTERRUPTED);
-    assert!(mem.log.lock().unwrap().len() < 5);
+    // One at a time: the stop came while the second warm-up request was in flight.
+    assert_eq!(mem.log.lock().unwrap().len(), 2);
     assert!(r.records.is_empty());
 }
 
 #[test]
 fn aborting_during_the_drain_records_in_flight_requests_as_cancelled() {
+    // The answers take 60 s and the grace period is longer: only the abort can cancel them
+    // (left alone they would succeed).
     let trace = rows(6, |_| r#"{"input_length":10,"output_length":2}"#.to_string());
     let mem = Mem { ttft: Duration::from_secs(60), tokens: 1, ..Default::default() };
-    let t0 = Instant::now();
-    let r =
-        run(&trace, &mem, &["--concurrency", "6"], Some(Duration::from_millis(100)), Some(Duration::from_millis(200)));
-    assert!(t0.elapsed() < Duration::from_secs(20));
+    let flags = ["--concurrency", "6", "--benchmark-grace-period", "600"];
+    let r = run(&trace, &mem, &flags, Some(When::Sent(6)), Some(When::After(Duration::from_millis(200))));
     assert_eq!(r.records.len(), 6);
     assert_eq!(kinds(&r), vec!["cancelled"; 6]);
 }
@@ -257,13 +304,7 @@ fn aborting_during_the_drain_records_in_flight_requests_as_cancelled() {
 fn the_grace_period_ends_the_drain() {
     let trace = rows(3, |_| r#"{"input_length":10,"output_length":2}"#.to_string());
     let mem = Mem { ttft: Duration::from_secs(60), tokens: 1, ..Default::default() };
-    let r = run(
-        &trace,
-        &mem,
-        &["--concurrency", "3", "--benchmark-grace-period", "0.2"],
-        Some(Duration::from_millis(50)),
-        None,
-    );
+    let r = run(&trace, &mem, &["--concurrency", "3", "--benchmark-grace-period", "0.2"], Some(When::Sent(3)), None);
     assert_eq!(kinds(&r), vec!["cancelled"; 3]);
 }
 
@@ -335,12 +376,15 @@ fn a_request_count_past_the_trace_reuses_sessions_lazily() {
 #[test]
 fn a_benchmark_duration_with_concurrency_does_not_build_the_schedule_up_front() {
     let trace = rows(2, |_| r#"{"input_length":10,"output_length":1}"#.to_string());
+    let flags = ["--concurrency", "4", "--benchmark-duration", "1"];
+    // The session runs are generated as they are dispatched, reusing the sessions without end.
+    let schedule = plan_of(&flags).schedule(&parse(&trace)).unwrap();
+    assert!(matches!(&schedule.starts, Starts::Generated(g) if !g.once), "{:?}", schedule.starts);
+    // The duration ends the run, the two rows reused.
     let mem = Mem { ttft: Duration::from_millis(5), tokens: 1, ..Default::default() };
-    let t0 = Instant::now();
-    let r = run(&trace, &mem, &["--concurrency", "4", "--benchmark-duration", "0.3"], None, None);
-    assert!(t0.elapsed() < Duration::from_secs(20));
+    let r = run(&trace, &mem, &flags, None, None);
     assert_eq!(r.code, exit::SUCCESS);
-    assert!(r.records.len() > 8, "{}", r.records.len());
+    assert!(r.records.len() > 2, "{}", r.records.len());
     assert_eq!(r.summary["was_cancelled"], false);
 }
 
@@ -438,4 +482,14 @@ fn turn_history_none_sends_each_prompt_alone_and_messages_rows_are_sent_as_writt
     let sent = messages_of(&mem);
     assert_eq!(sent[1][1], ("assistant".to_owned(), "RECORDED".to_owned()));
     assert_eq!(sent[1].len(), 3);
+}
+
+#[test]
+fn a_common_start_in_the_past_or_beyond_thirty_days_is_refused() {
+    let now = u64::try_from(super::unix_now_ns()).unwrap_or(u64::MAX);
+    let day = 86_400_000_000_000u64;
+    assert!(super::check_start_ahead(now + day, Instant::now()).is_ok());
+    let far = super::check_start_ahead(now + 31 * day, Instant::now()).map_err(|e| e.to_string());
+    assert!(far.as_ref().is_err_and(|e| e.contains("days ahead") && e.contains("30 days")), "{far:?}");
+    assert!(super::check_start_ahead(now - day, Instant::now()).is_err());
 }

@@ -86,6 +86,16 @@ pub fn wait_limited(mut child: Child, limit: Duration) -> Output {
     }
 }
 
+/// Polls `done` until it holds; panics naming `what` past `limit` (a guard against a hang, not a
+/// timing check).
+pub fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !done() {
+        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 pub fn ok(out: &Output) {
     assert!(
         out.status.success(),
@@ -99,6 +109,29 @@ pub fn ok(out: &Output) {
 /// The summary export of an artifact folder.
 pub fn summary(dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("profile_export_aiperf.json")).unwrap()).unwrap()
+}
+
+/// What holds for the times of every record of a run that was not aborted, on any machine: nothing
+/// was sent before its scheduled time nor before it was handed over, the response's times are in
+/// order, and the record's send lateness is its sent minus its scheduled time.
+pub fn assert_times_consistent(records: &[Value]) {
+    for r in records {
+        let m = &r["metadata"];
+        let t = |f: &str| m[f].as_u64().unwrap_or_else(|| panic!("no {f} in {m}"));
+        let (scheduled, sent, end) = (t("scheduled_ns"), t("sent_ns"), t("end_ns"));
+        assert!(sent >= scheduled, "sent before its scheduled time: {m}");
+        if let Some(d) = m["dispatched_ns"].as_u64() {
+            assert!(d <= sent, "sent before it was handed over: {m}");
+        }
+        let chunks: Vec<u64> = m["chunk_ns"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
+        let first_byte = m["first_byte_ns"].as_u64();
+        let mut times: Vec<u64> = [Some(sent), first_byte].into_iter().flatten().chain(chunks).collect();
+        times.push(end);
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "times out of order: {m}");
+        if let Some(late) = r["metrics"]["send_lateness"].as_f64() {
+            assert_eq!(late, (sent - scheduled) as f64 / 1e6, "{r}");
+        }
+    }
 }
 
 /// Arrival times (ms, relative to the first) of the mock's log.

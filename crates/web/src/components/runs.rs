@@ -1,61 +1,76 @@
 //! The run view: one or several finished runs (summary, charts, comparison) as drawn by the core's
 //! `view::html` in the worker, with editable labels, the baseline, and the record of a clicked point.
 
-use std::rc::Rc;
-
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
 use crate::format::{int, millis};
-use crate::protocol::RunsView;
+use crate::hooks::use_app;
+use crate::protocol::ToWorker;
+use crate::state::{RunView, ShownRuns};
 
 #[derive(Properties, PartialEq)]
-pub struct RunsProps {
-    pub view: Rc<RunsView>,
-    pub generation: u64,
-    pub record: Option<String>,
-    pub shown_ms: Option<f64>,
-    /// New labels and baseline.
-    pub on_show: Callback<(Vec<String>, usize)>,
-    /// A point was clicked: (run, request index).
-    pub on_point: Callback<(usize, u32)>,
+pub struct RunsSectionProps {
+    pub runs: RunView,
 }
 
+/// The run view as it stands: nothing, reading, why it failed, or the runs.
 #[component]
-pub fn RunsPanel(p: &RunsProps) -> Html {
+pub fn RunsSection(p: &RunsSectionProps) -> Html {
+    match &p.runs {
+        RunView::None => html! {},
+        RunView::Reading { names, .. } => {
+            html! { <p class="card runs-reading" role="status">{ format!("Reading run(s): {}…", names.join(", ")) }</p> }
+        }
+        RunView::Failed(message) => {
+            html! { <p class="card error runs-failed" role="alert">{ format!("Cannot show the run: {message}") }</p> }
+        }
+        RunView::Shown(shown) => html! { <RunsPanel shown={shown.clone()} /> },
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct RunsProps {
+    shown: ShownRuns,
+}
+
+/// The runs on screen.
+#[component]
+fn RunsPanel(p: &RunsProps) -> Html {
+    let worker = use_app().worker;
+    let ShownRuns { view: v, generation, record, shown_ms, .. } = &p.shown;
     let holder = use_node_ref();
     {
         let holder = holder.clone();
-        let view = p.view.clone();
-        use_effect_with(p.generation, move |_| {
+        let view = v.clone();
+        use_effect_with(*generation, move |_| {
             if let Some(el) = holder.cast::<web_sys::Element>() {
                 el.set_inner_html(&view.html);
             }
         });
     }
     let onclick = {
-        let on_point = p.on_point.clone();
+        let worker = worker.clone();
         Callback::from(move |e: MouseEvent| {
             let Some(target) = e.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) else { return };
             let Ok(Some(point)) = target.closest("[data-i]") else { return };
             let run = point.get_attribute("data-run").and_then(|v| v.parse().ok());
             let index = point.get_attribute("data-i").and_then(|v| v.parse().ok());
             if let (Some(run), Some(index)) = (run, index) {
-                on_point.emit((run, index));
+                worker.send(ToWorker::Describe { run, index });
             }
         })
     };
-    let v = &p.view;
     let label_inputs = v.labels.iter().enumerate().map(|(i, label)| {
         let onchange = {
-            let (on_show, labels, baseline) = (p.on_show.clone(), v.labels.clone(), v.baseline);
+            let (worker, labels, baseline) = (worker.clone(), v.labels.clone(), v.baseline);
             Callback::from(move |e: Event| {
                 let Some(input) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) else {
                     return;
                 };
                 let mut labels = labels.clone();
                 labels[i] = input.value();
-                on_show.emit((labels, baseline));
+                worker.send(ToWorker::ShowRuns { labels, baseline });
             })
         };
         html! {
@@ -68,10 +83,10 @@ pub fn RunsPanel(p: &RunsProps) -> Html {
     });
     let baseline = (v.labels.len() > 1).then(|| {
         let onchange = {
-            let (on_show, labels) = (p.on_show.clone(), v.labels.clone());
+            let (worker, labels) = (worker.clone(), v.labels.clone());
             Callback::from(move |e: Event| {
                 let Some(sel) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok()) else { return };
-                on_show.emit((labels.clone(), sel.value().parse().unwrap_or(0)));
+                worker.send(ToWorker::ShowRuns { labels: labels.clone(), baseline: sel.value().parse().unwrap_or(0) });
             })
         };
         html! {
@@ -82,19 +97,19 @@ pub fn RunsPanel(p: &RunsProps) -> Html {
             </label>
         }
     });
-    let timing = p.shown_ms.map(|ms| format!("{ms:.1}")).unwrap_or_default();
+    let timing = shown_ms.map(|ms| format!("{ms:.1}")).unwrap_or_default();
     html! {
         <section class="card runs-panel" aria-labelledby="runs-h">
             <div class="section-head">
                 <h2 id="runs-h">{ if v.labels.len() > 1 { "Runs compared" } else { "Run results" } }</h2>
                 <p class="muted small runs-timing" data-shown-ms={timing} data-compute-ms={format!("{:.1}", v.compute_ms)}>
                     { format!("computed in the worker in {}", millis(v.compute_ms)) }
-                    { p.shown_ms.map(|ms| format!(" · on screen {} after the drop", millis(ms))).unwrap_or_default() }
+                    { shown_ms.map(|ms| format!(" · on screen {} after the drop", millis(ms))).unwrap_or_default() }
                 </p>
             </div>
             <div class="run-labels">{ for label_inputs }{ for baseline }</div>
             <div class="runs" ref={holder} {onclick}></div>
-            <pre class="record" id="record">{ p.record.clone().unwrap_or_else(|| "Click a point to see that request's record.".into()) }</pre>
+            <pre class="record" id="record">{ record.clone().unwrap_or_else(|| "Click a point to see that request's record.".into()) }</pre>
         </section>
     }
 }

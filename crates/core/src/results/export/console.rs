@@ -83,11 +83,21 @@ pub fn console_table(s: &RunSummary) -> String {
         );
     }
     if !s.report.error_summary.is_empty() {
-        out.push_str("Errors:");
+        let _ = writeln!(
+            out,
+            "Errors ({} failed request(s)), by kind, with the first message:",
+            s.report.error_request_count
+        );
         for (k, n) in &s.report.error_summary {
-            let _ = write!(out, " {k}={n}");
+            match s.report.error_examples.get(k).filter(|m| !m.is_empty()) {
+                Some(m) => {
+                    let _ = writeln!(out, "  {k} × {n}: {m}");
+                }
+                None => {
+                    let _ = writeln!(out, "  {k} × {n}");
+                }
+            }
         }
-        out.push('\n');
     }
     if let Some(v) = &s.server {
         console_server(&mut out, &s.report, v);

@@ -38,7 +38,17 @@ pub fn summary_json(s: &RunSummary) -> String {
     m.insert(
         "error_summary".into(),
         Value::Array(
-            s.report.error_summary.iter().map(|(k, n)| json!({"error_details": {"type": k}, "count": n})).collect(),
+            s.report
+                .error_summary
+                .iter()
+                .map(|(k, n)| {
+                    let mut details = json!({"type": k});
+                    if let Some(m) = s.report.error_examples.get(k) {
+                        details["message"] = json!(m);
+                    }
+                    json!({"error_details": details, "count": n})
+                })
+                .collect(),
         ),
     );
     m.insert("outcome_counts".into(), json!(s.report.outcomes));

@@ -1,0 +1,106 @@
+//! The page's end of the worker: one bridge, the blob URLs the worker is reading, when it was last
+//! heard from, and the files it sends back to save.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use yew::prelude::*;
+use yew_agent::worker::use_worker_bridge;
+
+use crate::protocol::{FromWorker, ToWorker};
+use crate::state::{Action, AppState};
+use crate::web::{self, BlobUrls};
+use crate::worker::TraceWorker;
+
+/// How often the page checks that the worker is still alive.
+const TICK_MS: u32 = 5_000;
+
+/// Sends requests to the worker (stable across renders: a context value that never changes).
+#[derive(Clone)]
+pub struct WorkerLink {
+    to_worker: Callback<ToWorker>,
+    io: Rc<Io>,
+}
+
+impl PartialEq for WorkerLink {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_worker == other.to_worker && Rc::ptr_eq(&self.io, &other.io)
+    }
+}
+
+/// What the link keeps between messages.
+struct Io {
+    /// `performance.now()` of the last message either way.
+    contact: Cell<f64>,
+    /// The files of the trace being read, and of the runs being read.
+    trace_files: RefCell<BlobUrls>,
+    run_files: RefCell<BlobUrls>,
+}
+
+impl WorkerLink {
+    /// A link whose messages go to `to_worker` (the bridge, or a test's stand-in for the worker).
+    pub fn new(to_worker: Callback<ToWorker>) -> Self {
+        WorkerLink { to_worker, io: Rc::new(Io::new()) }
+    }
+
+    pub fn send(&self, msg: ToWorker) {
+        self.io.contact.set(web::now_ms());
+        self.to_worker.emit(msg);
+    }
+
+    /// Sends a [`ToWorker::Load`] or [`ToWorker::LoadRuns`] of the files behind `urls`, which
+    /// stay valid until the worker has read them or a newer load of the same kind replaces them.
+    pub fn send_reading(&self, msg: ToWorker, urls: BlobUrls) {
+        match &msg {
+            ToWorker::LoadRuns { .. } => *self.io.run_files.borrow_mut() = urls,
+            _ => *self.io.trace_files.borrow_mut() = urls,
+        }
+        self.send(msg);
+    }
+}
+
+impl Io {
+    fn new() -> Self {
+        Io { contact: Cell::new(web::now_ms()), trace_files: RefCell::default(), run_files: RefCell::default() }
+    }
+
+    /// Side effects of a message from the worker: read files let go, produced files saved.
+    fn heard(&self, msg: &FromWorker) {
+        self.contact.set(web::now_ms());
+        match msg {
+            FromWorker::Loaded(_) | FromWorker::LoadFailed { .. } => drop(self.trace_files.take()),
+            FromWorker::Runs(_) | FromWorker::RunsFailed { .. } => drop(self.run_files.take()),
+            FromWorker::Export { name, jsonl, .. } | FromWorker::Converted { name, jsonl } => {
+                if let Err(e) = web::download(name, jsonl, "application/x-ndjson") {
+                    web::log(&format!("download failed: {e:?}"));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Bridges to the worker: its messages go to the reducer, and a periodic tick reports how long it
+/// has been silent (a worker that died, e.g. out of memory, never answers again).
+#[hook]
+pub fn use_worker(dispatch: UseReducerDispatcher<AppState>) -> WorkerLink {
+    let io = use_memo((), |_| Io::new());
+    let bridge = {
+        let (io, dispatch) = (io.clone(), dispatch.clone());
+        use_worker_bridge::<TraceWorker, _>(move |msg: FromWorker| {
+            io.heard(&msg);
+            dispatch.dispatch(Action::Worker(msg));
+        })
+    };
+    let link = {
+        let io = io.clone();
+        use_memo((), move |_| WorkerLink { to_worker: Callback::from(move |msg| bridge.send(msg)), io })
+    };
+    use_effect_with((), move |_| {
+        let tick = gloo_timers::callback::Interval::new(TICK_MS, move || {
+            dispatch.dispatch(Action::Ticked { silent_ms: web::now_ms() - io.contact.get() });
+        });
+        move || drop(tick)
+    });
+    (*link).clone()
+}

@@ -1,0 +1,182 @@
+//! The web worker: reads the file (streamed from a `blob:` URL), parses it with progress, keeps
+//! the trace, and answers analysis and synthesis requests; reads and draws finished runs. All
+//! computing happens here.
+
+mod fetch;
+mod load;
+mod runs;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use aiperf_core::synthesis::SynthesisSettings;
+use aiperf_core::trace::Trace;
+use aiperf_core::view::Run;
+use aiperf_core::view::curve::Curve;
+use serde::{Deserialize, Serialize};
+use yew_agent::worker::{HandlerId, Worker, WorkerScope};
+
+use crate::engine::{ModelCache, analysis_view, synth_file_name, synth_view, synthesize};
+use crate::protocol::{FromWorker, ToWorker};
+use crate::web::now_ms;
+use load::{Load, Source};
+
+/// What the worker holds between messages.
+#[derive(Default)]
+struct Inner {
+    trace: Option<Rc<Trace>>,
+    name: String,
+    /// True when the loaded trace was converted from another format (it can be downloaded).
+    converted: bool,
+    model: ModelCache,
+    /// The last synthesis, kept for the download.
+    last: Option<(SynthesisSettings, Rc<Trace>)>,
+    /// Bumped by every load, so that an older load still streaming stops.
+    load_generation: u64,
+    /// Finished runs (`profile_export.jsonl`), shown by the run view.
+    runs: Vec<Run>,
+    /// Sweeps and capacity searches dropped with them (or alone).
+    curves: Vec<Curve>,
+    runs_generation: u64,
+}
+
+/// The worker agent (registered by the `worker` binary).
+pub struct TraceWorker {
+    inner: Rc<RefCell<Inner>>,
+}
+
+/// Messages the worker sends itself (none).
+#[derive(Serialize, Deserialize)]
+pub enum Never {}
+
+impl Worker for TraceWorker {
+    type Message = Never;
+    type Input = ToWorker;
+    type Output = FromWorker;
+
+    fn create(_scope: &WorkerScope<Self>) -> Self {
+        TraceWorker { inner: Rc::default() }
+    }
+
+    fn update(&mut self, _scope: &WorkerScope<Self>, msg: Never) {
+        match msg {}
+    }
+
+    fn received(&mut self, scope: &WorkerScope<Self>, msg: ToWorker, id: HandlerId) {
+        match msg {
+            ToWorker::Load { url, name, size, block_size, format, conversion, more } => {
+                let generation = {
+                    let mut inner = self.inner.borrow_mut();
+                    inner.load_generation += 1;
+                    inner.trace = None;
+                    inner.model = ModelCache::default();
+                    inner.last = None;
+                    inner.load_generation
+                };
+                let (inner, scope) = (self.inner.clone(), scope.clone());
+                wasm_bindgen_futures::spawn_local(async move {
+                    let load = Load { inner, scope, id, generation };
+                    let source = Source { url, name, size, more };
+                    load.run(source, block_size, format, conversion).await;
+                });
+            }
+            ToWorker::Analyze { block_size } => {
+                let trace = self.inner.borrow().trace.clone();
+                if let Some(trace) = trace {
+                    scope.respond(id, analyze(&trace, block_size));
+                }
+            }
+            ToWorker::Synthesize { settings } => {
+                let t0 = now_ms();
+                let msg = match self.synthesized(&settings) {
+                    Ok(trace) => {
+                        let mut view = synth_view(&trace, &settings);
+                        view.compute_ms = now_ms() - t0;
+                        FromWorker::Synthesis(Box::new(view))
+                    }
+                    Err(message) => FromWorker::SynthFailed { message },
+                };
+                scope.respond(id, msg);
+            }
+            ToWorker::Export { settings } => {
+                let msg = match self.synthesized(&settings) {
+                    Ok(trace) => {
+                        let name = synth_file_name(&self.inner.borrow().name, &settings.params.seed.to_string());
+                        FromWorker::Export { settings, name, jsonl: aiperf_core::trace::write_trace(&trace) }
+                    }
+                    Err(message) => FromWorker::SynthFailed { message },
+                };
+                scope.respond(id, msg);
+            }
+            ToWorker::ExportConverted => {
+                let inner = self.inner.borrow();
+                if let (Some(trace), true) = (&inner.trace, inner.converted) {
+                    let name = converted_file_name(&inner.name);
+                    scope.respond(id, FromWorker::Converted { name, jsonl: aiperf_core::trace::write_trace(trace) });
+                }
+            }
+            ToWorker::LoadRuns { runs, curves } => {
+                let generation = {
+                    let mut inner = self.inner.borrow_mut();
+                    inner.runs_generation += 1;
+                    inner.runs.clear();
+                    inner.curves.clear();
+                    inner.runs_generation
+                };
+                let (inner, scope) = (self.inner.clone(), scope.clone());
+                wasm_bindgen_futures::spawn_local(async move {
+                    let answer = runs::read(&inner, generation, &runs, &curves).await;
+                    if let Some(msg) = answer {
+                        scope.respond(id, msg);
+                    }
+                });
+            }
+            ToWorker::ShowRuns { labels, baseline } => {
+                let t0 = now_ms();
+                let mut inner = self.inner.borrow_mut();
+                for (run, label) in inner.runs.iter_mut().zip(labels) {
+                    run.label = label;
+                }
+                let mut view = runs::view(&inner.curves, &inner.runs, baseline);
+                view.compute_ms = now_ms() - t0;
+                scope.respond(id, FromWorker::Runs(Box::new(view)));
+            }
+            ToWorker::Describe { run, index } => {
+                let text = self.inner.borrow().runs.get(run).and_then(|r| r.describe(index as usize));
+                if let Some(text) = text {
+                    scope.respond(id, FromWorker::Record { run, index, text });
+                }
+            }
+        }
+    }
+}
+
+impl TraceWorker {
+    /// The synthesized trace for these settings (reused when asked twice, e.g. for the download).
+    fn synthesized(&self, settings: &SynthesisSettings) -> Result<Rc<Trace>, String> {
+        let mut inner = self.inner.borrow_mut();
+        if let Some((s, t)) = &inner.last
+            && s == settings
+        {
+            return Ok(t.clone());
+        }
+        let trace = inner.trace.clone().ok_or_else(|| "no trace is loaded".to_string())?;
+        let out = Rc::new(synthesize(&trace, settings, &mut inner.model)?);
+        inner.last = Some((settings.clone(), out.clone()));
+        Ok(out)
+    }
+}
+
+fn analyze(trace: &Trace, block_size: u32) -> FromWorker {
+    let t0 = now_ms();
+    let mut view = analysis_view(trace, block_size);
+    view.compute_ms = now_ms() - t0;
+    FromWorker::Analysis(Box::new(view))
+}
+
+/// `trace.csv` → `trace.mooncake.jsonl` (the name `convert-trace`'s users would pick).
+fn converted_file_name(name: &str) -> String {
+    let stem = name.strip_suffix(".gz").unwrap_or(name);
+    let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+    format!("{stem}.mooncake.jsonl")
+}

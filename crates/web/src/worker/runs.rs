@@ -1,0 +1,89 @@
+//! Finished runs in the worker: read (records streamed), kept, and drawn as the run view's HTML.
+
+use std::cell::RefCell;
+
+use aiperf_core::view::curve::Curve;
+use aiperf_core::view::server::ServerTimeline;
+use aiperf_core::view::{Run, RunLoader, RunSettings, html};
+
+use super::Inner;
+use super::fetch::{fetch_text, next_chunk, reader};
+use crate::protocol::{FromWorker, RunFiles, RunsView};
+use crate::web::now_ms;
+
+/// Reads the runs and summaries of load `generation` into `inner`; the answer to send, or `None`
+/// when a newer load took its place.
+pub(super) async fn read(
+    inner: &RefCell<Inner>,
+    generation: u64,
+    runs: &[RunFiles],
+    curves: &[(String, String)],
+) -> Option<FromWorker> {
+    let t0 = now_ms();
+    let loaded = match read_all(runs, curves).await {
+        Ok(loaded) => loaded,
+        Err(message) => return Some(FromWorker::RunsFailed { message }),
+    };
+    let mut inner = inner.borrow_mut();
+    if inner.runs_generation != generation {
+        return None;
+    }
+    (inner.runs, inner.curves) = loaded;
+    let mut view = view(&inner.curves, &inner.runs, 0);
+    view.compute_ms = now_ms() - t0;
+    Some(FromWorker::Runs(Box::new(view)))
+}
+
+async fn read_all(runs: &[RunFiles], curves: &[(String, String)]) -> Result<(Vec<Run>, Vec<Curve>), String> {
+    let mut loaded_curves = Vec::new();
+    for (url, name) in curves {
+        loaded_curves.push(Curve::from_json(name, &fetch_text(url).await?).map_err(|e| e.to_string())?);
+    }
+    let mut loaded = Vec::new();
+    for files in runs {
+        loaded.push(read_run(files).await?);
+    }
+    Ok((loaded, loaded_curves))
+}
+
+/// The run view of `curves` and `runs` (the HTML of `aiperf-cli report`, from the same code).
+pub(super) fn view(curves: &[Curve], runs: &[Run], baseline: usize) -> RunsView {
+    let refs: Vec<&Run> = runs.iter().collect();
+    let mut html = String::new();
+    for c in curves {
+        html.push_str(&html::curve_section(c));
+    }
+    if !runs.is_empty() {
+        html.push_str(&html::runs_fragment(&refs, baseline));
+    }
+    RunsView {
+        labels: runs.iter().map(|r| r.label.clone()).collect(),
+        baseline: baseline.min(runs.len().saturating_sub(1)),
+        records: runs.iter().map(|r| r.points.len() as u64).collect(),
+        html,
+        compute_ms: 0.0,
+    }
+}
+
+/// Reads one run: its summary file (for the settings), then its records, streamed.
+async fn read_run(files: &RunFiles) -> Result<Run, String> {
+    let settings = match &files.config {
+        Some((url, name)) => {
+            RunSettings::from_summary_json(name, &fetch_text(url).await?).map_err(|e| e.to_string())?
+        }
+        None => RunSettings::default(),
+    };
+    let server = match &files.server {
+        Some((url, name)) => ServerTimeline::from_json(name, &fetch_text(url).await?).map_err(|e| e.to_string())?,
+        None => None,
+    };
+    let reader = reader(&files.records_url).await?;
+    let mut loader = RunLoader::new(&files.records_name, settings);
+    let mut buf = Vec::new();
+    while next_chunk(&reader, &mut buf).await? {
+        loader.push(&buf).map_err(|e| e.to_string())?;
+    }
+    let mut run = loader.finish(&files.label).map_err(|e| e.to_string())?;
+    run.server = server;
+    Ok(run)
+}
