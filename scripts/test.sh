@@ -41,6 +41,13 @@ if [ -f scripts/test-web.sh ]; then
   bash scripts/test-web.sh
 fi
 
+say "AIPerf 0.13.0's own readers on runs of ours (record model, aiperf plot, aiperf analyze swim-lane)"
+# Three runs of ours (fixed-schedule sessions, non-streaming, a failing server): every record
+# validated with AIPerf's MetricRecordInfo, `aiperf plot` on ours and on AIPerf's run of the same
+# kind (PNGs through the Chromium installed for the browser tests), `aiperf analyze swim-lane`.
+# Passes with a SKIP line when PyPI can't be reached.
+cargo test -p aiperf-cli --locked --test aiperf_readers -- --ignored --nocapture
+
 if [ -f scripts/test-real-server.sh ]; then
   say "replay against a real llama.cpp server"
   bash scripts/test-real-server.sh

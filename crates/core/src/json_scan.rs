@@ -207,6 +207,17 @@ impl<'a> Cursor<'a> {
         Some(if neg { -v } else { v })
     }
 
+    /// A JSON number (by JSON's grammar, as [`Cursor::skip_number`] checks it) as the nearest
+    /// `f64`, which is what serde_json reads with `float_roundtrip`; `None` where it is no JSON
+    /// number or too large for a finite `f64`.
+    #[inline]
+    pub fn float(&mut self) -> Option<f64> {
+        let from = self.i;
+        self.skip_number()?;
+        let text = std::str::from_utf8(self.b.get(from..self.i)?).ok()?;
+        text.parse::<f64>().ok().filter(|v| v.is_finite())
+    }
+
     /// A number token as written (any of `-+.eE0-9`, at least one), not checked: the caller reads
     /// it with its own rules.
     #[inline(always)]

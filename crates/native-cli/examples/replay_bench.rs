@@ -497,7 +497,7 @@ fn burst(dir: &Path) {
         let by_key: std::collections::HashMap<String, (u64, u64)> = records
             .iter()
             .map(|r| {
-                let k = key(r["session_run"].as_u64().unwrap(), r["turn"].as_u64().unwrap());
+                let k = key(r["session_num"].as_u64().unwrap(), r["turn_index"].as_u64().unwrap());
                 (k, (r["scheduled_ns"].as_u64().unwrap(), r["sent_ns"].as_u64().unwrap()))
             })
             .collect();

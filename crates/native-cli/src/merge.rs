@@ -129,7 +129,7 @@ pub fn run(args: Args) -> Result<()> {
         let Some((_, i)) = next else { break };
         let Some(rec) = heads[i].take() else { break };
         let metrics = aggregate.add(&rec, server_first, &slos);
-        out.write_all(&record_line(&rec, metrics.as_ref()))
+        out.write_all(&record_line(&rec, metrics.as_ref(), zero))
             .with_context(|| format!("cannot write {}", records_out.display()))?;
         heads[i] = readers[i].next()?;
     }
@@ -383,7 +383,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let mut jsonl = Vec::new();
         for r in records {
-            jsonl.extend(record_line(r, None));
+            jsonl.extend(record_line(r, None, 0));
         }
         std::fs::write(dir.join(RECORDS_FILE), jsonl).unwrap();
         let run = ShardRun {
@@ -441,7 +441,7 @@ mod tests {
         // Shard 1 started 1 s after shard 0: its record ends at 1.005 s on the merged clock.
         let ends: Vec<u64> = lines.iter().map(|l| l["metadata"]["end_ns"].as_u64().unwrap()).collect();
         assert_eq!(ends, vec![10_000_000, 30_000_000, 1_005_000_000]);
-        assert!(lines.iter().all(|l| l["metrics"]["request_latency"].as_f64() == Some(0.5)));
+        assert!(lines.iter().all(|l| l["metrics"]["request_latency"]["value"].as_f64() == Some(0.5)));
         let s = summary(&out);
         assert_eq!(s["request_count"]["avg"], 3.0);
         assert_eq!(s["sharding"]["merged"]["records"], json!([2, 1]));
@@ -490,7 +490,7 @@ mod tests {
         assert!(e.contains("are the same shard K = 0"), "{e}");
         // A bad line in the middle names its file and line.
         let mut jsonl = b"{\"metadata\": 1}\n".to_vec();
-        jsonl.extend(record_line(&rec(3), None));
+        jsonl.extend(record_line(&rec(3), None, 0));
         std::fs::write(a.join(RECORDS_FILE), jsonl).unwrap();
         let single = shard(&t.path().join("one"), 0, 1, &[], 0, json!({}));
         std::fs::copy(a.join(RECORDS_FILE), single.join(RECORDS_FILE)).unwrap();

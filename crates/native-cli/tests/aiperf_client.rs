@@ -13,7 +13,6 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -69,18 +68,6 @@ fn the_mock_labels_its_answers_as_aiperf_parsers_expect() {
         let objects = objects_answered(&mock.url, path, &body);
         assert!(!objects.is_empty(), "{path} {body}: no object");
         assert!(objects.iter().all(|o| o == want), "{path} {body}: {objects:?}, want all {want}");
-    }
-}
-
-/// The AIPerf virtual environment, or `None` (after printing why) when PyPI can't be reached.
-fn aiperf_venv() -> Option<PathBuf> {
-    let out =
-        Command::new("bash").arg(root().join("scripts/aiperf-venv.sh")).stderr(Stdio::inherit()).output().unwrap();
-    match out.status.code() {
-        Some(0) => Some(PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())),
-        // The script printed its one "aiperf-venv: SKIP: ..." line on stderr.
-        Some(77) => None,
-        _ => panic!("scripts/aiperf-venv.sh failed: {:?}", out.status),
     }
 }
 

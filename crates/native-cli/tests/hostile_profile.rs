@@ -144,7 +144,7 @@ fn profile_measured(url: &str, dir: &Path, extra: &[&str]) -> (Output, u64) {
 fn error_kinds(art: &Path) -> Vec<String> {
     read_jsonl(&art.join("profile_export.jsonl"))
         .iter()
-        .map(|r| r["metadata"]["error"]["kind"].as_str().unwrap_or("none").to_owned())
+        .map(|r| r["error"]["type"].as_str().unwrap_or("none").to_owned())
         .collect()
 }
 

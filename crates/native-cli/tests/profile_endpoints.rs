@@ -114,7 +114,10 @@ fn two_urls_share_the_sessions_and_no_session_crosses() {
     let mut by_url: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
     for r in &records {
         let m = &r["metadata"];
-        by_url.entry(m["url_index"].as_u64().unwrap()).or_default().insert(m["session_id"].as_str().unwrap().into());
+        by_url
+            .entry(m["url_index"].as_u64().unwrap())
+            .or_default()
+            .insert(m["conversation_id"].as_str().unwrap().into());
     }
     assert_eq!(by_url.len(), 2);
     assert!(by_url[&0].is_disjoint(&by_url[&1]));

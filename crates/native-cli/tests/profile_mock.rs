@@ -53,7 +53,7 @@ fn fixed_schedule_is_kept_and_prompts_are_exact() {
     for r in &records {
         let m = &r["metadata"];
         assert_eq!(m["input_tokens"], m["usage"]["prompt_tokens"]);
-        assert_eq!(m["chunk_ns"].as_array().unwrap().len(), 4);
+        assert_eq!(record_of(r).chunk_ns.len(), 4);
         // Each request is due at its row's timestamp (the first row's is time zero).
         let (ts, isl) = rows[m["trace_line"].as_u64().unwrap() as usize - 1];
         assert_eq!(m["scheduled_ns"].as_u64(), Some(ts * 1_000_000), "{m}");
@@ -68,7 +68,7 @@ fn fixed_schedule_is_kept_and_prompts_are_exact() {
     assert!(by_due.windows(2).all(|w| w[0].1 <= w[1].1), "{by_due:?}");
     let lateness = &s["send_lateness"];
     assert_eq!(lateness["count"], 40);
-    let late_ms: Vec<f64> = records.iter().map(|r| r["metrics"]["send_lateness"].as_f64().unwrap()).collect();
+    let late_ms: Vec<f64> = records.iter().map(|r| r["metrics"]["send_lateness"]["value"].as_f64().unwrap()).collect();
     assert_eq!(lateness["max"].as_f64(), late_ms.iter().copied().reduce(f64::max));
     assert_eq!(lateness["min"].as_f64(), late_ms.iter().copied().reduce(f64::min));
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -158,7 +158,12 @@ fn sessions_wait_for_completion_and_delays() {
     assert_eq!(a3.0, a2.1);
     let turns: Vec<(String, u64)> = records
         .iter()
-        .map(|r| (r["metadata"]["session_id"].as_str().unwrap().to_owned(), r["metadata"]["turn"].as_u64().unwrap()))
+        .map(|r| {
+            (
+                r["metadata"]["conversation_id"].as_str().unwrap().to_owned(),
+                r["metadata"]["turn_index"].as_u64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(turns.iter().filter(|(s, _)| s == "a").count(), 3);
 }
@@ -191,8 +196,8 @@ fn every_fault_becomes_an_error_record() {
     assert_eq!(records.len(), 60);
     let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
     for r in &records {
-        if let Some(e) = r["metadata"].get("error") {
-            *kinds.entry(e["kind"].as_str().unwrap().to_owned()).or_default() += 1;
+        if let Some(e) = r.get("error") {
+            *kinds.entry(e["type"].as_str().unwrap().to_owned()).or_default() += 1;
             assert!(!e["message"].as_str().unwrap().is_empty());
         }
     }
@@ -292,7 +297,7 @@ fn a_second_signal_cancels_what_is_in_flight_at_once() {
     let art = dir.path().join("art");
     let records = read_jsonl(&art.join("profile_export.jsonl"));
     assert_eq!(records.len(), 40);
-    assert!(records.iter().all(|r| r["metadata"]["error"]["kind"] == "cancelled"));
+    assert!(records.iter().all(|r| r["error"]["type"] == "cancelled" && r["metadata"]["was_cancelled"] == true));
     assert_eq!(summary(&art)["error_request_count"]["avg"], 40.0);
 }
 

@@ -127,7 +127,11 @@ fn replay_and_check(lines: &[String], extra: &[&str]) -> Vec<(f64, u64, u64)> {
         let m = &r["metadata"];
         assert_eq!(m["usage"]["completion_tokens"], m["max_tokens"], "output length differs: {m}");
         // The server's usage is the output token count (the client's count stays beside it).
-        assert_eq!(r["metrics"]["output_sequence_length"].as_f64(), m["usage"]["completion_tokens"].as_f64(), "{r}");
+        assert_eq!(
+            r["metrics"]["output_sequence_length"]["value"].as_f64(),
+            m["usage"]["completion_tokens"].as_f64(),
+            "{r}"
+        );
         let isl = m["input_tokens"].as_u64().unwrap() as f64;
         let expected = m["expected_cached_tokens"].as_u64().unwrap_or(0);
         let cached = m["usage"]["cached_tokens"].as_u64().unwrap_or(0);
@@ -263,7 +267,7 @@ fn completions_endpoint_against_llama_cpp() {
             assert_eq!(m["usage"]["completion_tokens"], m["max_tokens"], "{m}");
             assert_eq!(m["streaming"], streaming);
             if streaming {
-                assert!(!m["chunk_ns"].as_array().unwrap().is_empty());
+                assert!(!record_of(&r).chunk_ns.is_empty());
             }
         }
     }
@@ -426,7 +430,7 @@ fn sessions_reach_llama_cpp_with_their_headers_and_live_history() {
     let mut by_turn: HashMap<(u64, u64), (u64, u64)> = HashMap::new();
     for r in &records {
         let m = &r["metadata"];
-        let key = (m["session_run"].as_u64().unwrap(), m["turn"].as_u64().unwrap());
+        let key = (m["session_num"].as_u64().unwrap(), m["turn_index"].as_u64().unwrap());
         by_turn.insert(
             key,
             (m["usage"]["prompt_tokens"].as_u64().unwrap(), m["usage"]["completion_tokens"].as_u64().unwrap()),

@@ -208,8 +208,8 @@ fn the_capacity_search_resolves_and_each_point_is_its_sub_runs_good_fraction() {
         let records = read_jsonl(&sub.join("profile_export.jsonl"));
         let good = records
             .iter()
-            .filter(|r| r["metadata"].get("error").is_none())
-            .filter(|r| r["metrics"]["time_to_first_token"].as_f64().is_some_and(|t| t <= 150.0))
+            .filter(|r| r.get("error").is_none())
+            .filter(|r| r["metrics"]["time_to_first_token"]["value"].as_f64().is_some_and(|t| t <= 150.0))
             .count();
         let fraction = good as f64 / records.len() as f64;
         assert_eq!(p["good_fractions"], serde_json::json!([fraction]), "{p}");

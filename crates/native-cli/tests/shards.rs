@@ -81,10 +81,7 @@ fn merge(args: &[&Path], extra: &[&str]) -> std::process::Output {
 }
 
 fn records(dir: &Path) -> Vec<RequestRecord> {
-    read_jsonl(&dir.join("profile_export.jsonl"))
-        .into_iter()
-        .map(|l| serde_json::from_value(l["metadata"].clone()).unwrap())
-        .collect()
+    read_jsonl(&dir.join("profile_export.jsonl")).into_iter().map(|l| record_of(&l)).collect()
 }
 
 #[test]

@@ -8,8 +8,10 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let mut rec = RequestRecord::default();
-    if record::parse_fast(data, &mut rec) {
-        assert_eq!(record::parse_serde(data).ok(), Some(rec));
+    match record::parse_fast(data, &mut rec) {
+        Some(true) => assert_eq!(record::parse_serde(data).ok(), Some(Some(rec))),
+        Some(false) => assert!(matches!(record::parse_serde(data), Ok(None))),
+        None => {}
     }
     let mut l = RunLoader::new("fuzz.jsonl", RunSettings::default());
     if l.push(data).is_ok() {

@@ -69,18 +69,33 @@ impl RunSettings {
         if !config.is_object() {
             return Err(err("input_config is not an object".into()));
         }
-        let slos = match config.get("goodput") {
+        let mut slos = match config.get("goodput") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::String(s)) => parse_goodput(s).map_err(|e| err(format!("input_config.goodput: {e}")))?,
             Some(other) => return Err(err(format!("input_config.goodput: expected a string, found {other}"))),
         };
-        let client = config.get("client_token_count").and_then(Value::as_bool).unwrap_or(false);
-        Ok(RunSettings { server_token_count: !client, slos, input_config: config })
+        // AIPerf's: `slos` as {metric: threshold}; a metric this tool does not judge is left out.
+        if let Some(Value::Object(m)) = config.get("slos") {
+            slos.extend(m.iter().filter_map(|(tag, v)| {
+                Some(Slo { metric: Metric::from_tag(tag)?, threshold: v.as_f64().filter(|t| *t >= 0.0)? })
+            }));
+        }
+        let server_token_count = match (config.get("client_token_count"), config.get("endpoint")) {
+            (Some(client), _) => client.as_bool() != Some(true),
+            // AIPerf counts with the client's tokenizer unless --use-server-token-count.
+            (None, Some(endpoint)) => endpoint.get("use_server_token_count").and_then(Value::as_bool) == Some(true),
+            (None, None) => true,
+        };
+        Ok(RunSettings { server_token_count, slos, input_config: config })
     }
 
-    /// The run's `--slice-duration` (s), when it had one.
+    /// The run's `--slice-duration` (s), when it had one (AIPerf keeps it under `artifacts`).
     pub fn slice_duration_s(&self) -> Option<f64> {
-        self.input_config.get("slice_duration").and_then(Value::as_f64).filter(|w| *w >= 0.001 && w.is_finite())
+        let c = &self.input_config;
+        c.get("slice_duration")
+            .or_else(|| c.get("artifacts").and_then(|a| a.get("slice_duration")))
+            .and_then(Value::as_f64)
+            .filter(|w| *w >= 0.001 && w.is_finite())
     }
 }
 
@@ -91,7 +106,7 @@ pub const NONE: u32 = u32::MAX;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Point {
     pub trace_line: u32,
-    pub session_run: u32,
+    pub session_num: u32,
     pub turn: u32,
     /// Index in [`Run::sessions`] or [`NONE`].
     pub session: u32,
@@ -168,7 +183,7 @@ impl Run {
         if let Some(s) = self.sessions.get(p.session as usize) {
             out.push_str(&format!("session: {s}\n"));
         }
-        out.push_str(&format!("session run: {}, turn: {}\n", p.session_run, p.turn));
+        out.push_str(&format!("session run: {}, turn: {}\n", p.session_num, p.turn));
         out.push_str(&format!(
             "scheduled: {:.3} ms, sent: {:.3} ms (lateness {:.3} ms), end: {:.3} ms (from the first send)\n",
             ms(p.scheduled_ns) - ms(t0),
@@ -309,7 +324,7 @@ impl RunLoader {
         let count = |k: Metric| get(k).map(|v| v as u64);
         self.points.push(Point {
             trace_line: r.trace_line,
-            session_run: r.session_run,
+            session_num: r.session_num,
             turn: r.turn,
             session,
             scheduled_ns: r.scheduled_ns,
@@ -372,7 +387,7 @@ pub(crate) mod tests {
         let chunks: Vec<u64> = (0..4).map(|k| first + k * 3_000_000).collect();
         RequestRecord {
             session_id: Some(format!("s{}", i % 5)),
-            session_run: (i % 5) as u32,
+            session_num: (i % 5) as u32,
             turn: (i / 5) as u32,
             trace_line: i as u32 + 1,
             scheduled_ns: sent - (i % 3) * 100_000,
@@ -398,7 +413,7 @@ pub(crate) mod tests {
         let mut out = Vec::new();
         for r in records {
             let m = agg.add(r, server, slos);
-            out.extend(record_line(r, m.as_ref()));
+            out.extend(record_line(r, m.as_ref(), 1_795_627_514_000_000_000));
         }
         (out, agg)
     }
@@ -427,10 +442,76 @@ pub(crate) mod tests {
         assert_eq!(run.describe(50), None);
     }
 
+    /// The runs AIPerf 0.13.0 wrote (`tests/fixtures/aiperf-0.13.0-runs`, made by
+    /// `scripts/make-aiperf-fixtures.sh`).
+    fn aiperf_run(name: &str) -> (Run, Value) {
+        let dir = format!("{}/../../tests/fixtures/aiperf-0.13.0-runs/{name}", env!("CARGO_MANIFEST_DIR"));
+        let summary = std::fs::read_to_string(format!("{dir}/{CONFIG_FILE}")).unwrap();
+        let records = std::fs::read(format!("{dir}/profile_export.jsonl")).unwrap();
+        let settings = RunSettings::from_summary_json(CONFIG_FILE, &summary).unwrap();
+        (
+            Run::from_jsonl(name, "profile_export.jsonl", &records, settings).unwrap(),
+            serde_json::from_str(&summary).unwrap(),
+        )
+    }
+
+    /// Equal to 6 significant digits.
+    fn close(ours: f64, theirs: f64) -> bool {
+        (ours - theirs).abs() <= 5e-6 * theirs.abs().max(1e-9)
+    }
+
+    /// AIPerf's runs open, and the core recomputes AIPerf's own numbers from its records:
+    /// requests, and every statistic of the latencies, to 6 significant digits.
+    #[test]
+    fn aiperfs_runs_give_aiperfs_numbers() {
+        let shapes = [
+            "sessions",
+            "fixed-schedule-streaming",
+            "completions-streaming",
+            "non-streaming",
+            "errors",
+            "cancelled",
+            "raw-multi-turn",
+            "server-metrics",
+            "timeslices-goodput",
+        ];
+        for name in shapes {
+            let (run, theirs) = aiperf_run(name);
+            let count = theirs["request_count"]["avg"].as_f64().unwrap_or(0.0);
+            assert_eq!(run.report.request_count as f64, count, "{name}: request_count");
+            let errors = theirs["error_request_count"]["avg"].as_f64().unwrap_or(0.0);
+            assert_eq!(run.report.error_request_count as f64, errors, "{name}: error_request_count");
+            for metric in [
+                Metric::TimeToFirstToken,
+                Metric::TimeToSecondToken,
+                Metric::RequestLatency,
+                Metric::InterTokenLatency,
+                Metric::InterChunkLatency,
+                Metric::OutputTokenThroughputPerUser,
+                Metric::InputSequenceLength,
+                Metric::OutputSequenceLength,
+            ] {
+                let want = &theirs[metric.tag()];
+                let Some(d) = run.report.get(metric) else {
+                    assert!(want.is_null(), "{name}: {} is in AIPerf's summary only", metric.tag());
+                    continue;
+                };
+                assert!(!want.is_null(), "{name}: {} is in ours only", metric.tag());
+                let stats = [("avg", d.avg), ("min", d.min), ("max", d.max), ("std", d.std)]
+                    .into_iter()
+                    .chain([("p50", 50.0), ("p90", 90.0), ("p99", 99.0)].map(|(k, p)| (k, d.percentile(p).unwrap())));
+                for (stat, ours) in stats {
+                    let t = want[stat].as_f64().unwrap_or_else(|| panic!("{name}: no {stat} for {}", metric.tag()));
+                    assert!(close(ours, t), "{name}: {}.{stat}: ours {ours}, AIPerf {t}", metric.tag());
+                }
+            }
+        }
+    }
+
     #[test]
     fn bad_lines_name_file_line_and_field() {
         let (mut text, _) = jsonl(&[record(0, false)], true, &[]);
-        text.extend_from_slice(b"{\"metadata\": {\"session_run\": 1}}\n");
+        text.extend_from_slice(b"{\"metadata\": {\"session_num\": 1}}\n");
         let e = Run::from_jsonl("a", "p.jsonl", &text, RunSettings::default()).unwrap_err();
         let msg = e.to_string();
         assert!(msg.starts_with("p.jsonl:2: "), "{msg}");

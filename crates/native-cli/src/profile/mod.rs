@@ -539,6 +539,7 @@ pub fn replay<T: Transport + Clone>(
             .slice
             .map(|d| aiperf_core::results::timeslices::Slicer::new(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
             .transpose()?,
+        t0_unix_ns: u64::try_from(start_unix_ns).unwrap_or(u64::MAX),
     };
     std::thread::Builder::new()
         .name("records".into())

@@ -33,6 +33,8 @@ pub struct RecordsStage {
     pub progress: super::progress::Progress,
     /// `--slice-duration`: the records also go to their time slice.
     pub slicer: Option<Slicer>,
+    /// The run's time zero on the wall clock (ns since the Unix epoch), for AIPerf's times.
+    pub t0_unix_ns: u64,
 }
 
 /// What the records stage hands to the exports.
@@ -104,7 +106,9 @@ impl RecordsStage {
             if let Some(s) = self.slicer.as_mut() {
                 s.add(&record, server_first, &self.slos);
             }
-            self.out.write_all(&record_line(&record, metrics.as_ref())).context("cannot write profile_export.jsonl")?;
+            self.out
+                .write_all(&record_line(&record, metrics.as_ref(), self.t0_unix_ns))
+                .context("cannot write profile_export.jsonl")?;
             c.records += 1;
             self.progress.update(&c.aggregate, c.records);
         }

@@ -157,9 +157,12 @@ pub async fn run<T: Transport>(
         }
     }
     let row = shared.trace.rows().get(job.row as usize);
+    let (request_id, correlation_id) = (shared.ids.request(&job), shared.ids.correlation(&job, row));
     let mut rec = RequestRecord {
-        session_id: row.and_then(|r| r.session_id.as_deref()).map(str::to_owned),
-        session_run: u32::try_from(job.run).unwrap_or(u32::MAX),
+        session_id: row.and_then(|r| r.session_id.as_deref().or(r.conversation_id())).map(str::to_owned),
+        request_id: Some(request_id.clone()),
+        correlation_id: Some(correlation_id.clone()),
+        session_num: u32::try_from(job.run).unwrap_or(u32::MAX),
         turn: job.turn,
         trace_line: row.map_or(0, |r| r.line),
         scheduled_ns: if job.asap { clock.now_ns() } else { job.deadline_ns },
@@ -185,8 +188,8 @@ pub async fn run<T: Transport>(
                 _ = shared.abort.cancelled() => None,
                 ex = shared.transport.send(Outgoing {
                     body: p.body,
-                    request_id: shared.ids.request(&job),
-                    correlation_id: shared.ids.correlation(&job, row),
+                    request_id,
+                    correlation_id,
                     url_index: rec.url_index.unwrap_or(0),
                 }, clock) => Some(ex),
             };

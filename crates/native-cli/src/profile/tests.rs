@@ -184,7 +184,7 @@ fn rows(n: usize, f: impl Fn(usize) -> String) -> String {
 }
 
 fn kinds(r: &Run) -> Vec<String> {
-    r.records.iter().filter_map(|x| x["metadata"]["error"]["kind"].as_str().map(str::to_owned)).collect()
+    r.records.iter().filter_map(|x| x["error"]["type"].as_str().map(str::to_owned)).collect()
 }
 
 #[test]
@@ -206,7 +206,7 @@ fn sessions_keep_turn_order_and_delays_and_expected_cache_is_per_request() {
     let by_line =
         |line: u64| r.records.iter().find(|x| x["metadata"]["trace_line"] == line).unwrap()["metadata"].clone();
     let (a0, a1, b0) = (by_line(1), by_line(2), by_line(3));
-    assert_eq!((a0["turn"].as_u64(), a1["turn"].as_u64()), (Some(0), Some(1)));
+    assert_eq!((a0["turn_index"].as_u64(), a1["turn_index"].as_u64()), (Some(0), Some(1)));
     // Turn 1 waits for turn 0 to complete, then its 40 ms delay.
     let gap_ms = (a1["scheduled_ns"].as_u64().unwrap() - a0["end_ns"].as_u64().unwrap()) as f64 / 1e6;
     assert!((gap_ms - 40.0).abs() < 0.01, "{gap_ms}");
@@ -316,7 +316,7 @@ fn a_run_where_every_request_failed_exits_1_and_secrets_are_masked() {
     assert_eq!(r.code, exit::NO_SUCCESS);
     assert_eq!(kinds(&r), vec!["http_status"; 4]);
     for x in &r.records {
-        let m = x["metadata"]["error"]["message"].as_str().unwrap();
+        let m = x["error"]["message"].as_str().unwrap();
         assert!(!m.contains("sk-abcdef1234") && m.contains("<redacted>"), "{m}");
     }
 }
@@ -336,7 +336,7 @@ fn server_usage_is_counted_once_and_over_production_is_an_error() {
     assert!(kinds(&r).is_empty());
     for x in &r.records {
         // The server's count is used and the client did not count on top of it.
-        assert_eq!(x["metrics"]["output_sequence_length"], 3.0);
+        assert_eq!(x["metrics"]["output_sequence_length"]["value"], 3.0);
         assert!(x["metadata"].get("output_tokens").is_none());
     }
 }
@@ -348,7 +348,7 @@ fn the_server_count_is_the_truth_by_default_with_the_client_count_beside_it() {
     let mem = Mem { ttft: Duration::from_millis(1), tokens: 4, usage_tokens: Some(6), ..Default::default() };
     let r = run(&trace, &mem, &["--concurrency", "2"], None, None);
     for x in &r.records {
-        assert_eq!(x["metrics"]["output_sequence_length"], 6.0);
+        assert_eq!(x["metrics"]["output_sequence_length"]["value"], 6.0);
         assert_eq!(x["metadata"]["output_tokens"], 4);
         assert_eq!(x["metadata"]["usage"]["completion_tokens"], 6);
     }
@@ -358,7 +358,7 @@ fn the_server_count_is_the_truth_by_default_with_the_client_count_beside_it() {
     assert!((check["relative_difference"].as_f64().unwrap() + 1.0 / 3.0).abs() < 1e-12);
     // AIPerf's way: the client's count is the metric.
     let r = run(&trace, &mem, &["--concurrency", "2", "--client-token-count"], None, None);
-    assert!(r.records.iter().all(|x| x["metrics"]["output_sequence_length"] == 4.0));
+    assert!(r.records.iter().all(|x| x["metrics"]["output_sequence_length"]["value"] == 4.0));
 }
 
 #[test]

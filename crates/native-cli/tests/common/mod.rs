@@ -1,7 +1,10 @@
 //! Helpers of the profile tests: a mock server child process on 127.0.0.1 and the real CLI.
 #![allow(dead_code, clippy::unwrap_used)]
 
+mod aiperf;
 mod mock;
+#[allow(unused_imports)]
+pub use aiperf::{aiperf, aiperf_venv, python};
 #[allow(unused_imports)]
 pub use mock::{Mock, read_jsonl};
 
@@ -10,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use aiperf_core::results::record::RequestRecord;
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_aiperf-cli");
@@ -111,24 +115,30 @@ pub fn summary(dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("profile_export_aiperf.json")).unwrap()).unwrap()
 }
 
+/// A line of `profile_export.jsonl` read as the tool reads it (the core's reader).
+pub fn record_of(line: &Value) -> RequestRecord {
+    let raw = serde_json::to_vec(line).unwrap();
+    let mut rec = RequestRecord::default();
+    assert!(aiperf_core::results::record::read_line(&raw, &mut rec).unwrap(), "not a record: {line}");
+    rec
+}
+
 /// What holds for the times of every record of a run that was not aborted, on any machine: nothing
 /// was sent before its scheduled time nor before it was handed over, the response's times are in
 /// order, and the record's send lateness is its sent minus its scheduled time.
 pub fn assert_times_consistent(records: &[Value]) {
     for r in records {
         let m = &r["metadata"];
-        let t = |f: &str| m[f].as_u64().unwrap_or_else(|| panic!("no {f} in {m}"));
-        let (scheduled, sent, end) = (t("scheduled_ns"), t("sent_ns"), t("end_ns"));
+        let rec = record_of(r);
+        let (scheduled, sent, end) = (rec.scheduled_ns, rec.sent_ns, rec.end_ns);
         assert!(sent >= scheduled, "sent before its scheduled time: {m}");
-        if let Some(d) = m["dispatched_ns"].as_u64() {
+        if let Some(d) = rec.dispatched_ns {
             assert!(d <= sent, "sent before it was handed over: {m}");
         }
-        let chunks: Vec<u64> = m["chunk_ns"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
-        let first_byte = m["first_byte_ns"].as_u64();
-        let mut times: Vec<u64> = [Some(sent), first_byte].into_iter().flatten().chain(chunks).collect();
+        let mut times: Vec<u64> = [Some(sent), rec.first_byte_ns].into_iter().flatten().chain(rec.chunk_ns).collect();
         times.push(end);
         assert!(times.windows(2).all(|w| w[0] <= w[1]), "times out of order: {m}");
-        if let Some(late) = r["metrics"]["send_lateness"].as_f64() {
+        if let Some(late) = r["metrics"]["send_lateness"]["value"].as_f64() {
             assert_eq!(late, (sent - scheduled) as f64 / 1e6, "{r}");
         }
     }
