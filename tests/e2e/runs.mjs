@@ -65,16 +65,17 @@ const files = (dir, prefix) => [
   [`${prefix}_aiperf.json`, readFileSync(join(dir, 'profile_export_aiperf.json'), 'utf8')],
 ];
 
-// The numbers a run view shows for run A must be the CLI's, to the displayed precision.
-async function checkNumbers(page, where) {
+// The numbers a run view shows for run A (or for the run of `summary`) must be the CLI's, to the
+// displayed precision.
+async function checkNumbers(page, where, summary = summaryA) {
   const row = (tag) => page.locator(`${where} section.run[data-run="0"] tr[data-metric="${tag}"] td`);
-  assert.equal(await row('request_count').nth(1).textContent(), String(summaryA.request_count.avg), 'request count');
+  assert.equal(await row('request_count').nth(1).textContent(), String(summary.request_count.avg), 'request count');
   const cells = await row('time_to_first_token').allTextContents();
   // Metric, avg, min, max, p50, p90, p99, std.
-  assert.equal(cells[4], summaryA.time_to_first_token.p50.toFixed(2), 'TTFT p50');
-  assert.equal(cells[5], summaryA.time_to_first_token.p90.toFixed(2), 'TTFT p90');
-  assert.equal(cells[6], summaryA.time_to_first_token.p99.toFixed(2), 'TTFT p99');
-  assert.equal(cells[1], summaryA.time_to_first_token.avg.toFixed(2), 'TTFT avg');
+  assert.equal(cells[4], summary.time_to_first_token.p50.toFixed(2), 'TTFT p50');
+  assert.equal(cells[5], summary.time_to_first_token.p90.toFixed(2), 'TTFT p90');
+  assert.equal(cells[6], summary.time_to_first_token.p99.toFixed(2), 'TTFT p99');
+  assert.equal(cells[1], summary.time_to_first_token.avg.toFixed(2), 'TTFT avg');
   const charts = await page.locator(`${where} figure.chart svg`).count();
   assert.ok(charts >= 3, `${charts} charts`);
   return { charts, p50: cells[4] };
@@ -108,6 +109,21 @@ try {
   await page.locator('.runs-panel circle.pt').first().click();
   await page.waitForFunction(() => document.querySelector('#record')?.textContent.includes('trace line:'), null, { timeout: 10000 });
   step(`record on click: ${(await page.locator('#record').textContent()).split('\n').slice(0, 2).join(' / ')}`);
+  // A run that AIPerf 0.13.0 wrote opens like ours and shows AIPerf's own numbers.
+  const theirs = join(ROOT, 'tests/fixtures/aiperf-0.13.0-runs/sessions');
+  const theirSummary = JSON.parse(readFileSync(join(theirs, 'profile_export_aiperf.json'), 'utf8'));
+  await dropFiles(page, ['profile_export.jsonl', 'profile_export_aiperf.json', 'server_metrics_export.json'].map((f) => [f, readFileSync(join(theirs, f), 'utf8')]));
+  const theirP50 = theirSummary.time_to_first_token.p50.toFixed(2);
+  await page.waitForFunction((p50) => document.querySelectorAll('.runs-panel section.run[data-run="0"] tr[data-metric="time_to_first_token"] td')[4]?.textContent === p50, theirP50, { timeout: 60000 });
+  const aiperfRun = await checkNumbers(page, '.runs-panel', theirSummary);
+  step(`a run AIPerf wrote: ${theirSummary.request_count.avg} requests, TTFT p50 ${aiperfRun.p50} ms as AIPerf's summary, ${aiperfRun.charts} charts`);
+  // Back to run A for the screenshot.
+  await dropFiles(page, [
+    ['profile_export.jsonl', readFileSync(join(runA, 'profile_export.jsonl'), 'utf8')],
+    ['profile_export_aiperf.json', readFileSync(join(runA, 'profile_export_aiperf.json'), 'utf8')],
+    ['server_metrics_export.json', readFileSync(join(runA, 'server_metrics_export.json'), 'utf8')],
+  ]);
+  await page.waitForFunction((p50) => document.querySelectorAll('.runs-panel section.run[data-run="0"] tr[data-metric="time_to_first_token"] td')[4]?.textContent === p50, summaryA.time_to_first_token.p50.toFixed(2), { timeout: 60000 });
   await page.locator('.runs-panel').scrollIntoViewIfNeeded();
   await page.setViewportSize({ width: 1280, height: 1700 });
   await page.evaluate(() => document.querySelector('.runs-panel').scrollIntoView());
