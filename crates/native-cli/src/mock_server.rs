@@ -425,7 +425,7 @@ pub fn run(args: Args) -> Result<()> {
             );
         }
         let arrivals = match &args.arrivals_file {
-            Some(p) => Some(Mutex::new(BufWriter::new(crate::output::create_stream(p)?))),
+            Some(p) => Some(Mutex::new(BufWriter::new(crate::io::output::create_stream(p)?))),
             None => None,
         };
         let idle = args.idle_timeout_seconds;

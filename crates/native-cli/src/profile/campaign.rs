@@ -16,10 +16,10 @@ use aiperf_core::campaign::search::{self, Next, Search, Stop};
 use aiperf_core::campaign::sweep::{self, Axis, Figure, SweepPoint};
 use anyhow::{Context, Result};
 
-use super::export::write_file;
 use super::plan::{Mode, ProfilePlan};
 use super::{Control, run_one};
 use crate::exit;
+use crate::io::exports::write_file;
 
 /// What the runs of one value gave.
 struct Measured {
@@ -127,7 +127,8 @@ pub fn run(rt: &tokio::runtime::Runtime, plan: &ProfilePlan, control: &Control, 
     .map(|f| top.join(f))
     .collect();
     let summaries: Vec<&Path> = summaries.iter().map(PathBuf::as_path).collect();
-    crate::output::refuse_same_files(&summaries, &[&plan.first.source.input_file]).context(crate::exit::BadInput)?;
+    crate::io::output::refuse_same_files(&summaries, &[&plan.first.source.input_file])
+        .context(crate::exit::BadInput)?;
     std::fs::create_dir_all(top).with_context(|| format!("cannot create {}", top.display()))?;
     let mut r = Runner { rt, plan, control, started, ran: 0, any_success: false, ceiling_notes: Vec::new() };
     match &plan.mode {

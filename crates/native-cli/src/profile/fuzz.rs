@@ -20,9 +20,10 @@ use bytes::Bytes;
 use clap::Parser;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::client::{Endpoint, http_client, send};
+use super::client::{Endpoint, send};
 use super::plan::ReplayPlan;
 use super::transport::{Clock, Outgoing};
+use crate::io::http::http_client;
 
 /// How long one case may take before it counts as a hang.
 const WATCHDOG: Duration = Duration::from_secs(20);

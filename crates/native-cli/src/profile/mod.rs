@@ -16,18 +16,18 @@ pub mod body;
 pub mod campaign;
 pub mod client;
 pub mod dispatcher;
-pub mod export;
+
 pub mod options;
 pub mod plan;
 pub mod preparer;
 pub mod progress;
 pub mod prompt;
-pub mod proxy;
+
 pub mod records;
 pub mod request;
 pub mod scraper;
 pub mod server_control;
-pub mod tls;
+
 pub mod transport;
 
 #[cfg(test)]
@@ -49,6 +49,8 @@ use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, BadInput};
+use crate::io::exports as export;
+use crate::io::http::{self, proxy, tls};
 use dispatcher::Dispatcher;
 use plan::ReplayPlan;
 use preparer::{BodySource, Preparer};
@@ -107,7 +109,7 @@ pub fn run_one(
         .map(|f| dir.join(f))
         .collect();
     let outputs: Vec<&std::path::Path> = outputs.iter().map(std::path::PathBuf::as_path).collect();
-    crate::output::refuse_same_files(&outputs, &[&plan.source.input_file]).context(BadInput)?;
+    crate::io::output::refuse_same_files(&outputs, &[&plan.source.input_file]).context(BadInput)?;
     if let Some(at) = plan.coordination.start_at_unix_ns {
         check_start_ahead(at, started).context(BadInput)?;
     }
@@ -144,7 +146,7 @@ fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
     }
     let trust = trust(plan);
     let proxies = proxy::Proxies::from_env();
-    let client = client::http_client_with(&trust, proxies.clone()).context(BadInput)?;
+    let client = http::http_client_with(&trust, proxies.clone()).context(BadInput)?;
     let shown = plan.shown_urls();
     let mut endpoints = Vec::with_capacity(t.urls.len());
     for (i, (url, headers)) in plan.request_targets().into_iter().enumerate() {
@@ -172,7 +174,7 @@ fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
 fn prepare_server(
     rt: &tokio::runtime::Runtime,
     plan: &ReplayPlan,
-    client: &client::HttpClient,
+    client: &http::HttpClient,
 ) -> Result<Option<scraper::Scraper>> {
     let (base, headers) = plan.request_target();
     let authorization = plan
@@ -242,12 +244,12 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
         let tok = s.spawn(|| -> Result<_> {
             let t0 = Instant::now();
             let (tokenizer, source) =
-                crate::tokenizer::load_tokenizer(src.tokenizer.as_deref(), &plan.target.body.model)?;
+                crate::io::tokenizer::load_tokenizer(src.tokenizer.as_deref(), &plan.target.body.model)?;
             let prompts = PromptBuilder::new(tokenizer, src.block_size, src.seed)?;
             Ok((prompts, source, t0.elapsed()))
         });
         let t0 = Instant::now();
-        let trace = crate::trace_format::read_trace_any(&src.input_file, &src.format, false, src.max_line_bytes)
+        let trace = crate::io::trace_format::read_trace_any(&src.input_file, &src.format, false, src.max_line_bytes)
             .map(|o| (o.trace, t0.elapsed()));
         (trace, tok.join())
     });

@@ -82,7 +82,7 @@ pub struct Args {
     #[arg(help_heading = "Input", long)]
     pub input_file: PathBuf,
     #[command(flatten, next_help_heading = "Input")]
-    pub trace_format: crate::trace_format::TraceFormatArgs,
+    pub trace_format: crate::io::trace_format::TraceFormatArgs,
     /// Longest trace line accepted (bytes); a longer one stops with a `file:line` error.
     #[arg(help_heading = "Input", long, default_value_t = aiperf_core::trace::DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: usize,

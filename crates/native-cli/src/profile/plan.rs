@@ -117,7 +117,7 @@ pub fn ca_certificates(path: &std::path::Path) -> Result<Vec<rustls::pki_types::
 #[derive(Clone, Debug)]
 pub struct Source {
     pub input_file: PathBuf,
-    pub format: crate::trace_format::TraceFormatArgs,
+    pub format: crate::io::trace_format::TraceFormatArgs,
     pub max_line_bytes: usize,
     pub block_size: u64,
     pub seed: u64,
@@ -437,7 +437,7 @@ impl ReplayPlan {
         let params = a.synthesis.transform_params(block_u32, a.random_seed);
         if let Err(e) = params.validate() {
             match e.param() {
-                Some(p) => bail!("invalid {}: {e}", crate::synthesize::option_name(p)),
+                Some(p) => bail!("invalid {}: {e}", crate::synthesis_flags::option_name(p)),
                 None => return Err(e.into()),
             }
         }

@@ -18,7 +18,7 @@ use super::plan::ReplayPlan;
 use super::prompt::PromptBuilder;
 use super::transport::{Clock, Exchange, Outgoing, Transport};
 use super::{Control, Inputs, exit, replay};
-use crate::tokenizer::load_tokenizer;
+use crate::io::tokenizer::load_tokenizer;
 
 /// An in-memory server: answers after `ttft` with `tokens` chunks `itl` apart, fails or
 /// over-produces on demand, and logs what it received.
