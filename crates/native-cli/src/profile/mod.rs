@@ -18,6 +18,7 @@ pub mod client;
 pub mod dispatcher;
 
 pub mod options;
+#[path = "plan/replay.rs"]
 pub mod plan;
 pub mod preparer;
 pub mod progress;
