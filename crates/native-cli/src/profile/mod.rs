@@ -18,7 +18,6 @@ pub mod client;
 pub mod dispatcher;
 
 pub mod options;
-#[path = "plan/replay.rs"]
 pub mod plan;
 pub mod preparer;
 pub mod progress;
@@ -187,7 +186,7 @@ fn prepare_server(
     let server = server_control::Server {
         client,
         base: base.trim_end_matches('/').to_owned(),
-        shown: plan::redact_url(plan.target.url.trim_end_matches('/')),
+        shown: plan::secrets::redact_url(plan.target.url.trim_end_matches('/')),
         authorization,
     };
     if let Some(limit) = plan.server.wait {
@@ -204,13 +203,15 @@ fn prepare_server(
             .metrics_urls
             .iter()
             .map(|u| {
-                let (url, userinfo) = plan::split_credentials(u);
-                let uri = url.parse().with_context(|| format!("invalid server metrics URL {}", plan::redact_url(u)))?;
+                let (url, userinfo) = plan::secrets::split_credentials(u);
+                let uri = url
+                    .parse()
+                    .with_context(|| format!("invalid server metrics URL {}", plan::secrets::redact_url(u)))?;
                 Ok(scraper::Target {
                     proxy_authorization: proxies.forward_auth(&uri),
                     uri,
-                    shown: plan::redact_url(u),
-                    authorization: userinfo.map(|u| plan::basic_auth(&u)),
+                    shown: plan::secrets::redact_url(u),
+                    authorization: userinfo.map(|u| plan::secrets::basic_auth(&u)),
                 })
             })
             .collect::<Result<Vec<_>>>()

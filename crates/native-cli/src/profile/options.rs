@@ -67,7 +67,7 @@ pub struct Args {
     /// Largest prompt built for a request, in tokens (a later turn's conversation included).
     ///
     /// A longer one is not built and gets an `invalid_request` record.
-    #[arg(help_heading = "Input", long, default_value_t = super::plan::DEFAULT_MAX_PROMPT_TOKENS)]
+    #[arg(help_heading = "Input", long, default_value_t = super::plan::limits::DEFAULT_MAX_PROMPT_TOKENS)]
     pub max_prompt_tokens: u64,
     /// Take token counts from the server's `usage` only, without counting on the client (the
     /// default already takes the server's count when it reports one, and counts beside it).
@@ -89,7 +89,7 @@ pub struct Args {
     /// Largest response accepted (bytes of body, or of one SSE line or event, or of the text of a stream).
     ///
     /// A larger one ends that request with a `response_too_large` error.
-    #[arg(help_heading = "Endpoint", long, default_value_t = super::plan::DEFAULT_MAX_RESPONSE_BYTES)]
+    #[arg(help_heading = "Endpoint", long, default_value_t = super::plan::limits::DEFAULT_MAX_RESPONSE_BYTES)]
     pub max_response_bytes: usize,
     /// Dataset type; only mooncake_trace is supported.
     #[arg(help_heading = "Input", long, default_value = "mooncake_trace")]
@@ -325,4 +325,19 @@ pub fn reject_unsupported(args: &[String]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `profile`'s options parsed from `argv` (its first word stands for the program), as clap does.
+#[cfg(test)]
+pub fn parse<I, T>(argv: I) -> std::result::Result<Args, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+    <Cli as clap::Parser>::try_parse_from(argv).map(|c| c.args)
 }

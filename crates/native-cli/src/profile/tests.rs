@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use aiperf_core::replay::schedule::Starts;
 use aiperf_core::results::record::{RecordError, ServerUsage};
 use aiperf_core::trace::{ParseOptions, read};
-use clap::Parser;
 use serde_json::Value;
 
 use super::plan::ReplayPlan;
@@ -79,12 +78,6 @@ impl Transport for Mem {
     }
 }
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    args: super::options::Args,
-}
-
 struct Run {
     code: u8,
     records: Vec<Value>,
@@ -104,7 +97,7 @@ fn prompts() -> Arc<PromptBuilder> {
 /// The plan of a streaming replay of `t.jsonl` with `flags`.
 fn plan_of(flags: &[&str]) -> ReplayPlan {
     let argv = [&["x", "-m", "m", "--streaming", "--input-file", "t.jsonl"], flags].concat();
-    ReplayPlan::from_args(Cli::try_parse_from(argv).unwrap().args).unwrap()
+    ReplayPlan::from_args(super::options::parse(argv).unwrap()).unwrap()
 }
 
 fn parse(trace: &str) -> aiperf_core::trace::Trace {

@@ -1,46 +1,26 @@
-//! The validated, typed plan of a replay: what `profile`'s flags mean, resolved in one place.
-//!
-//! [`ReplayPlan::from_args`] is the only function that reads clap's [`Args`]: every range check
-//! and every error message about an option is here, naming the option, the value and what is
-//! accepted. The rest of the replay sees only the plan.
+//! The plan of one replay: where requests go, what is replayed, when sending stops, what is
+//! written, the server's side; [`ReplayPlan::from_args`] checks the options group by group.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use aiperf_core::campaign::search::{Search, SearchParams};
-use aiperf_core::campaign::sweep::Axis;
-use aiperf_core::duration;
-use aiperf_core::replay::schedule::{self, ArrivalPattern, Schedule, ScheduleError, Shard, Timing};
+use aiperf_core::replay::schedule::{self, Schedule, ScheduleError, Shard, Timing};
 use aiperf_core::results::metrics::{Slo, parse_goodput};
 use aiperf_core::synthesis::TransformParams;
 use aiperf_core::trace::Trace;
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::{Map, Value, json};
 
-use super::body::BodyTemplate;
-use super::options::{Args, UiType};
-
-/// Accepted `--request-rate` range (sessions per second).
-pub const RATE_RANGE: (f64, f64) = (1e-3, 1e6);
-/// Most concurrent session runs.
-pub const MAX_CONCURRENCY: usize = 1_000_000;
-/// Default of `--max-response-bytes`: 64 MiB.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
-/// Default prompt size limit in tokens (`--max-prompt-tokens`): past any model's context, and a
-/// generated prompt of this size is about 30 MB.
-pub const DEFAULT_MAX_PROMPT_TOKENS: u64 = 1 << 22;
-/// Most requests of one run (`--request-count`, `--warmup-request-count`).
-pub const MAX_REQUESTS: u64 = 1_000_000_000_000;
-/// Shortest `--slice-duration`.
-pub const MIN_SLICE: Duration = Duration::from_millis(1);
-/// Most runs of one value (`--num-profile-runs`, AIPerf's limit).
-pub const MAX_PROFILE_RUNS: u32 = 10;
-/// Most values of one sweep.
-pub const MAX_SWEEP_VALUES: usize = 1000;
-/// Most `--url`s of one run.
-pub const MAX_URLS: usize = 1024;
-/// Largest `--ssl-ca-cert` file read: 16 MiB (a full system bundle is about 200 KiB).
-pub const MAX_CA_FILE_BYTES: u64 = 16 << 20;
+use super::arrivals::Arrivals;
+use super::limits::{
+    MAX_CONCURRENCY, MAX_REQUESTS, MAX_URLS, MIN_SLICE, RATE_RANGE, SCRAPE_INTERVAL_RANGE, in_range, key_value,
+    parse_start_at, seconds,
+};
+use super::secrets::{basic_auth, is_credential_header, redact_url, split_credentials};
+use super::tls::TlsOptions;
+use crate::profile::body::BodyTemplate;
+use crate::profile::options::{Args, UiType};
+use crate::profile::{artifacts, client, progress, scraper};
 
 /// Where requests go and what they look like.
 #[derive(Clone, Debug)]
@@ -63,56 +43,6 @@ pub struct Target {
     pub body: BodyTemplate,
 }
 
-/// How `https://` servers are verified: the system's roots and the bundled Mozilla roots, plus
-/// the certificates of `--ssl-ca-cert`; or nothing at all with `--insecure-skip-tls-verify`.
-#[derive(Clone, Debug, Default)]
-pub struct TlsOptions {
-    /// `--ssl-ca-cert`, as given.
-    pub ca_file: Option<PathBuf>,
-    /// The certificates it holds (DER), each checked to be usable as a trust anchor.
-    pub ca_certs: Vec<rustls::pki_types::CertificateDer<'static>>,
-    /// `--insecure-skip-tls-verify`.
-    pub insecure: bool,
-}
-
-/// Reads and checks a `--ssl-ca-cert` file: PEM certificates, at least one, each a valid
-/// trust anchor.
-pub fn ca_certificates(path: &std::path::Path) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    use std::io::Read;
-    let shown = path.display();
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_CA_FILE_BYTES + 1).read_to_end(&mut bytes))
-        .with_context(|| format!("--ssl-ca-cert {shown}: cannot read the file"))?;
-    ensure!(
-        bytes.len() as u64 <= MAX_CA_FILE_BYTES,
-        "--ssl-ca-cert {shown}: larger than {} MiB; accepted is a PEM file of CA certificates",
-        MAX_CA_FILE_BYTES >> 20
-    );
-    let certs = CertificateDer::pem_slice_iter(&bytes)
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| anyhow::anyhow!("--ssl-ca-cert {shown}: not a valid PEM file ({e})"))?;
-    ensure!(
-        !certs.is_empty(),
-        "--ssl-ca-cert {shown}: holds no certificate; accepted is a PEM file with \
-         -----BEGIN CERTIFICATE----- blocks (a DER file can be converted with \
-         `openssl x509 -inform der -in FILE -out FILE.pem`)"
-    );
-    for (i, c) in certs.iter().enumerate() {
-        let mut store = rustls::RootCertStore::empty();
-        store.add(c.clone()).map_err(|e| {
-            anyhow::anyhow!(
-                "--ssl-ca-cert {shown}: certificate {} of {} cannot be used as a CA: {e}",
-                i + 1,
-                certs.len()
-            )
-        })?;
-    }
-    Ok(certs)
-}
-
 /// What is replayed and how arrivals are timed.
 #[derive(Clone, Debug)]
 pub struct Source {
@@ -124,18 +54,7 @@ pub struct Source {
     /// In-memory synthesis applied to the trace before replay, when an option asks for it.
     pub synthesis: Option<TransformParams>,
     pub tokenizer: Option<String>,
-    arrivals: Arrivals,
-}
-
-/// The arrival options, resolved against the trace by [`ReplayPlan::timing`].
-#[derive(Clone, Copy, Debug)]
-struct Arrivals {
-    /// `--fixed-schedule` (true) or `--no-fixed-schedule` (false); `None` = decided by the trace.
-    fixed: Option<bool>,
-    start_offset_ms: Option<f64>,
-    end_offset_ms: Option<f64>,
-    auto_offset: bool,
-    rate: Option<(f64, ArrivalPattern)>,
+    pub arrivals: Arrivals,
 }
 
 /// When sending stops and how much may be in flight.
@@ -168,24 +87,6 @@ impl Coordination {
     }
 }
 
-/// Parses `--start-at`: Unix epoch milliseconds, or an RFC 3339 time with its offset.
-pub fn parse_start_at(s: &str) -> Result<u64> {
-    let t = s.trim();
-    let ns = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-        let ms: u64 = t.parse().with_context(|| format!("--start-at {t}: too large a number of milliseconds"))?;
-        i128::from(ms) * 1_000_000
-    } else {
-        let ts: jiff::Timestamp = t.parse().map_err(|e| {
-            anyhow::anyhow!(
-                "--start-at '{t}': accepted is an RFC 3339 time such as 2026-11-23T22:00:00Z or \
-                 2026-11-23T23:00:00+01:00, or Unix epoch milliseconds ({e})"
-            )
-        })?;
-        ts.as_nanosecond()
-    };
-    u64::try_from(ns).map_err(|_| anyhow::anyhow!("--start-at '{t}': accepted are times from 1970 to 2554"))
-}
-
 /// Where token counts come from. Re-tokenizing the text a server streamed is not the number of
 /// tokens it generated (measured 0–27 tokens per request off on llama.cpp), so by default the
 /// server's own `usage` is the count whenever it reports one.
@@ -214,7 +115,7 @@ pub struct Exports {
     pub artifact_dir: PathBuf,
     pub slos: Vec<Slo>,
     /// How the run shows its progress.
-    pub progress: super::progress::Mode,
+    pub progress: crate::profile::progress::Mode,
     /// `--slice-duration`: also write the metrics per slice of this length.
     pub slice: Option<Duration>,
 }
@@ -234,9 +135,6 @@ pub struct ServerPlan {
     pub kind: Option<aiperf_core::server::kinds::ServerKind>,
 }
 
-/// Accepted `--server-metrics-interval` range (s).
-pub const SCRAPE_INTERVAL_RANGE: (f64, f64) = (0.01, 3600.0);
-
 /// Everything a replay needs to know, validated.
 #[derive(Clone, Debug)]
 pub struct ReplayPlan {
@@ -251,199 +149,29 @@ pub struct ReplayPlan {
     input_config: Value,
 }
 
-/// Splits `key:value` at the first colon.
-fn key_value(s: &str, what: &str) -> Result<(String, String)> {
-    let (k, v) = s.split_once(':').with_context(|| format!("{what} '{s}' is not of the form key:value"))?;
-    ensure!(!k.trim().is_empty(), "{what} '{s}' has an empty key");
-    Ok((k.trim().to_owned(), v.to_owned()))
-}
-
-/// Option `name`'s number of seconds as a time span ([`duration::seconds`]).
-fn seconds(v: f64, name: &str, zero_ok: bool) -> Result<Duration> {
-    duration::seconds(v, zero_ok).map_err(|e| anyhow!("{name} {v:?}: {e}"))
-}
-
-fn in_range<T: PartialOrd + std::fmt::Display + Copy>(v: T, name: &str, lo: T, hi: T) -> Result<T> {
-    ensure!(v >= lo && v <= hi, "{name} {v}: accepted is {lo} to {hi}");
-    Ok(v)
-}
-
-/// `user:password@` of a URL replaced, so that the URL can be shown and written.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..end].rfind('@') {
-        Some(at) => format!("{scheme}://<redacted>@{}", &rest[at + 1..]),
-        None => url.to_owned(),
-    }
-}
-
-/// `scheme://user:password@host…` split into the URL without its credentials and the
-/// `user:password` (percent-decoded), which is sent as HTTP Basic authentication, as curl and
-/// aiohttp do.
-pub fn split_credentials(url: &str) -> (String, Option<String>) {
-    let Some((scheme, rest)) = url.split_once("://") else { return (url.to_owned(), None) };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..end].rfind('@') {
-        Some(at) => (format!("{scheme}://{}", &rest[at + 1..]), Some(percent_decode(&rest[..at]))),
-        None => (url.to_owned(), None),
-    }
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// The `Authorization` value of HTTP Basic authentication for `user:password`.
-pub fn basic_auth(userinfo: &str) -> String {
-    use base64::Engine as _;
-    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(userinfo))
-}
-
-/// Whether a header carries a credential (its value is never shown or written).
-pub fn is_credential_header(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    ["authorization", "cookie", "key", "token", "secret", "password", "credential"].iter().any(|w| n.contains(w))
-}
-
 impl ReplayPlan {
-    /// Validates the flags into a plan.
-    pub fn from_args(args: Args) -> Result<ReplayPlan> {
-        let a = args;
-        ensure!(
-            !a.url.is_empty() && a.url.len() <= MAX_URLS,
-            "--url given {} times: accepted is 1 to {MAX_URLS} URLs",
-            a.url.len()
-        );
-        let urls = a
-            .url
-            .iter()
-            .map(|u| {
-                let mut url = u.trim().to_owned();
-                // AIPerf accepts `localhost:8000`; so do we.
-                if !url.contains("://") {
-                    url = format!("http://{url}");
-                }
-                ensure!(
-                    url.starts_with("http://") || url.starts_with("https://"),
-                    "--url {}: accepted is an http:// or https:// URL",
-                    redact_url(&url)
-                );
-                Ok(url)
-            })
-            .collect::<Result<Vec<String>>>()?;
-        let url = urls[0].clone();
-        let tls = TlsOptions {
-            ca_certs: a.ssl_ca_cert.as_deref().map(ca_certificates).transpose()?.unwrap_or_default(),
-            ca_file: a.ssl_ca_cert.clone(),
-            insecure: a.insecure_skip_tls_verify,
-        };
+    /// Validates the flags into a plan. The groups are checked in this order, so that of several
+    /// bad options the same one is always the one reported.
+    pub fn from_args(a: Args) -> Result<ReplayPlan> {
+        let urls = urls(&a.url)?;
+        let tls = TlsOptions::of(a.ssl_ca_cert.as_ref(), a.insecure_skip_tls_verify)?;
         ensure!(
             a.custom_dataset_type == "mooncake_trace",
             "--custom-dataset-type {}: only mooncake_trace is supported",
             a.custom_dataset_type
         );
         let block_size = in_range(a.isl_block_size, "--isl-block-size", 1, u64::from(u32::MAX))?;
-        for (name, n) in [("--request-rate", a.request_rate.len()), ("--concurrency", a.concurrency.len())] {
-            ensure!(n <= 1, "{name} has {n} values: one run takes one value (a list is a sweep of sub-runs)");
-        }
-        if let Some((p, v)) = a.synthesis.lists().next() {
-            bail!("--{} has {} values: one run takes one value (a list is a sweep of sub-runs)", p.flag(), v.len());
-        }
-        let concurrency =
-            a.concurrency.first().map(|&c| in_range(c, "--concurrency", 1, MAX_CONCURRENCY)).transpose()?;
-        let rate = a
-            .request_rate
-            .first()
-            .copied()
-            .map(|r| {
-                ensure!(
-                    r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1,
-                    "--request-rate {r:?}: accepted is {} to {} requests per second",
-                    RATE_RANGE.0,
-                    RATE_RANGE.1
-                );
-                Ok(r)
-            })
-            .transpose()?;
-        let request_count = a.request_count.map(|n| in_range(n, "--request-count", 1, MAX_REQUESTS)).transpose()?;
-        let warmup_requests = in_range(a.warmup_request_count, "--warmup-request-count", 0, MAX_REQUESTS)?;
-        // A shard sends the whole run's sessions K, K+N, K+2N…, at the whole run's times:
-        // `--request-count` stays the whole run's (the shards together send exactly it), while
-        // the concurrency ceiling and the warm-up are totals divided as evenly as possible.
-        let shard = match &a.shard {
-            Some(s) => Shard::parse(s).map_err(|e| anyhow::anyhow!("--shard {s}: {e}"))?,
-            None => Shard::WHOLE,
-        };
-        if let Some(c) = concurrency {
-            ensure!(
-                c >= shard.count as usize,
-                "--concurrency {c} with --shard {shard}: the ceiling is divided across the {} shards, so it must be at least {}",
-                shard.count,
-                shard.count
-            );
-        }
-        let concurrency = concurrency.map(|c| shard.part_of(c as u64) as usize);
-        let warmup_requests = shard.part_of(warmup_requests);
-        let start_at_unix_ns = a.start_at.as_deref().map(parse_start_at).transpose()?;
-        let clock_warn_ms = a.clock_offset_warn_ms;
-        ensure!(
-            clock_warn_ms.is_finite() && clock_warn_ms >= 0.0,
-            "--clock-offset-warn-ms {clock_warn_ms:?}: accepted is a number of milliseconds ≥ 0"
-        );
+        one_value_per_run(&a)?;
+        let load = load(&a)?;
         let headers = a.headers.iter().map(|h| key_value(h, "--header")).collect::<Result<Vec<_>>>()?;
-        let mut extra_inputs = Map::new();
-        for e in &a.extra_inputs {
-            let (k, v) = key_value(e, "--extra-inputs")?;
-            let value = serde_json::from_str::<Value>(v.trim()).unwrap_or(Value::String(v.trim().to_owned()));
-            extra_inputs.insert(k, value);
-        }
+        let extra_inputs = extra_inputs(&a.extra_inputs)?;
         let slos = match &a.goodput {
             Some(g) => parse_goodput(g)?,
             None => Vec::new(),
         };
-        let timeout = seconds(a.request_timeout_seconds, "--request-timeout-seconds", false)?;
-        let grace = seconds(a.benchmark_grace_period, "--benchmark-grace-period", true)?;
-        let duration = a.benchmark_duration.map(|d| seconds(d, "--benchmark-duration", false)).transpose()?;
-        let slice = a.slice_duration.map(|d| seconds(d, "--slice-duration", false)).transpose()?;
-        if let Some(d) = slice {
-            ensure!(d >= MIN_SLICE, "--slice-duration {}: accepted is at least 0.001 s", d.as_secs_f64());
-        }
-        for (name, v) in [
-            ("--fixed-schedule-start-offset", a.fixed_schedule_start_offset),
-            ("--fixed-schedule-end-offset", a.fixed_schedule_end_offset),
-        ] {
-            if let Some(v) = v {
-                ensure!(v.is_finite() && v >= 0.0, "{name} {v:?}: accepted is a number of milliseconds ≥ 0");
-            }
-        }
-        let block_u32 = u32::try_from(block_size).context("--isl-block-size is too large")?;
-        let params = a.synthesis.transform_params(block_u32, a.random_seed);
-        if let Err(e) = params.validate() {
-            match e.param() {
-                Some(p) => bail!("invalid {}: {e}", crate::synthesis_flags::option_name(p)),
-                None => return Err(e.into()),
-            }
-        }
-        let synthesis =
-            (params.synthesizes() || params.max_isl.is_some() || params.max_osl.is_some()).then_some(params);
-        let path = a.custom_endpoint.clone().unwrap_or_else(|| a.endpoint_type.path().to_owned());
+        let times = times(&a)?;
+        let synthesis = synthesis(&a, block_size)?;
+        let server = ServerPlan::of(&a, &urls)?;
         let fixed = if a.fixed_schedule {
             Some(true)
         } else if a.no_fixed_schedule {
@@ -451,105 +179,20 @@ impl ReplayPlan {
         } else {
             None
         };
-        let pattern = a.arrival_pattern;
-        let server = {
-            let mut metrics_urls = Vec::new();
-            if !a.no_server_metrics {
-                for u in urls.iter().chain(&a.server_metrics) {
-                    let m = super::scraper::metrics_url(u);
-                    if !metrics_urls.contains(&m) {
-                        metrics_urls.push(m);
-                    }
-                }
-            }
-            let (lo, hi) = SCRAPE_INTERVAL_RANGE;
-            let i = a.server_metrics_interval;
-            ensure!(
-                i.is_finite() && (lo..=hi).contains(&i),
-                "--server-metrics-interval {i:?}: accepted is {lo} to {hi} seconds"
-            );
-            ServerPlan {
-                metrics_urls,
-                metrics_interval: Duration::from_secs_f64(i),
-                wait: a.wait_for_server.map(|w| seconds(w, "--wait-for-server", false)).transpose()?,
-                reset_prefix_cache: a.reset_prefix_cache,
-                go_on_unreachable: a.go_on_unreachable,
-                kind: a.server_kind,
-            }
-        };
-        let mut input_config = json!({
-            "model": a.model,
-            "url": redact_url(&url),
-            "endpoint_type": format!("{:?}", a.endpoint_type).to_lowercase(),
-            "custom_endpoint": a.custom_endpoint,
-            "streaming": a.streaming,
-            "api_key": a.api_key.as_ref().map(|_| "<redacted>"),
-            "headers": headers.iter().map(|(k, _)| format!("{k}:<redacted>")).collect::<Vec<_>>(),
-            "session_header": a.session_header,
-            "extra_inputs": extra_inputs,
-            "request_timeout_seconds": a.request_timeout_seconds,
-            "use_legacy_max_tokens": a.use_legacy_max_tokens,
-            "turn_history": a.turn_history.name(),
-            "max_prompt_tokens": a.max_prompt_tokens,
-            "use_server_token_count": a.use_server_token_count,
-            "client_token_count": a.client_token_count,
-            "input_file": a.input_file.display().to_string(),
-            "trace_format": format!("{:?}", a.trace_format.trace_format),
-            "random_seed": a.random_seed,
-            "isl_block_size": a.isl_block_size,
-            "synthesis": synthesis,
-            "fixed_schedule": a.fixed_schedule,
-            "fixed_schedule_start_offset": a.fixed_schedule_start_offset,
-            "fixed_schedule_end_offset": a.fixed_schedule_end_offset,
-            "fixed_schedule_auto_offset": a.fixed_schedule_auto_offset,
-            "request_rate": a.request_rate.first(),
-            "arrival_pattern": format!("{:?}", a.arrival_pattern).to_lowercase(),
-            "concurrency": a.concurrency.first(),
-            "request_count": a.request_count,
-            "warmup_request_count": a.warmup_request_count,
-            "benchmark_duration": a.benchmark_duration,
-            "benchmark_grace_period": a.benchmark_grace_period,
-            "tokenizer": a.tokenizer,
-            "goodput": a.goodput,
-            "slice_duration": a.slice_duration,
-            "shard": a.shard.as_ref().map(|_| shard.to_string()),
-            "start_at": a.start_at,
-            "clock_offset_warn_ms": a.clock_offset_warn_ms,
-        });
-        // The server's side (a second literal: one would pass serde_json's macro recursion limit).
-        for (k, v) in [
-            ("server_metrics", json!(server.metrics_urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>())),
-            ("server_metrics_interval", json!(a.server_metrics_interval)),
-            ("wait_for_server", json!(a.wait_for_server)),
-            ("reset_prefix_cache", json!(a.reset_prefix_cache)),
-            ("server_kind", json!(server.kind.map(|k| k.name()))),
-        ] {
-            input_config[k] = v;
-        }
-        if urls.len() > 1 {
-            input_config["urls"] = json!(urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>());
-            input_config["url_strategy"] = json!("round_robin");
-        }
-        if let Some(f) = &tls.ca_file {
-            input_config["ssl_ca_cert"] = json!(f.display().to_string());
-        }
-        if tls.insecure {
-            input_config["insecure_skip_tls_verify"] = json!(true);
-        }
-        Ok(ReplayPlan {
+        let mut plan = ReplayPlan {
             target: Target {
-                url,
+                url: urls[0].clone(),
+                path: a.custom_endpoint.clone().unwrap_or_else(|| a.endpoint_type.path().to_owned()),
                 urls,
                 tls,
-                path,
-                api_key: a.api_key.filter(|k| !k.is_empty()),
+                api_key: a.api_key.clone().filter(|k| !k.is_empty()),
                 headers,
-                session_header: a.session_header,
-                timeout,
+                session_header: a.session_header.clone(),
+                timeout: times.timeout,
                 max_response_bytes: in_range(a.max_response_bytes, "--max-response-bytes", 1024, 1 << 40)?,
                 body: BodyTemplate {
                     endpoint: a.endpoint_type,
-                    model: a.model,
+                    model: a.model.clone(),
                     streaming: a.streaming,
                     legacy_max_tokens: a.use_legacy_max_tokens,
                     turn_history: a.turn_history,
@@ -558,22 +201,28 @@ impl ReplayPlan {
                 },
             },
             source: Source {
-                input_file: a.input_file,
-                format: a.trace_format,
+                input_file: a.input_file.clone(),
+                format: a.trace_format.clone(),
                 max_line_bytes: in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?,
                 block_size,
                 seed: a.random_seed,
                 synthesis,
-                tokenizer: a.tokenizer,
+                tokenizer: a.tokenizer.clone(),
                 arrivals: Arrivals {
                     fixed,
                     start_offset_ms: a.fixed_schedule_start_offset,
                     end_offset_ms: a.fixed_schedule_end_offset,
                     auto_offset: a.fixed_schedule_auto_offset,
-                    rate: rate.map(|r| (r, pattern)),
+                    rate: load.rate.map(|r| (r, a.arrival_pattern)),
                 },
             },
-            limits: Limits { request_count, duration, grace, concurrency, warmup_requests },
+            limits: Limits {
+                request_count: load.request_count,
+                duration: times.duration,
+                grace: times.grace,
+                concurrency: load.concurrency,
+                warmup_requests: load.warmup_requests,
+            },
             counting: if a.client_token_count {
                 TokenCounting::Client
             } else if a.use_server_token_count {
@@ -582,20 +231,37 @@ impl ReplayPlan {
                 TokenCounting::ServerWithClientBeside
             },
             exports: Exports {
-                artifact_dir: a.artifact_dir.unwrap_or_else(|| PathBuf::from(super::artifacts::DEFAULT_ROOT)),
+                artifact_dir: a.artifact_dir.clone().unwrap_or_else(|| PathBuf::from(artifacts::DEFAULT_ROOT)),
                 slos,
                 progress: match a.ui_type {
-                    UiType::None => super::progress::Mode::Off,
-                    UiType::Simple => super::progress::Mode::Auto {
-                        every: seconds(a.progress_interval, "--progress-interval", false)?,
-                    },
+                    UiType::None => progress::Mode::Off,
+                    UiType::Simple => {
+                        progress::Mode::Auto { every: seconds(a.progress_interval, "--progress-interval", false)? }
+                    }
                 },
-                slice,
+                slice: times.slice,
             },
-            coordination: Coordination { shard, start_at_unix_ns, clock_warn_ms },
+            coordination: load.coordination,
             server,
-            input_config,
-        })
+            input_config: Value::Null,
+        };
+        plan.input_config = input_config(&a, &plan);
+        Ok(plan)
+    }
+
+    /// The timing mode: the trace's timestamps when asked, or when the trace has them and no
+    /// request rate was chosen ([`Arrivals::timing`]).
+    pub fn timing(&self, trace_has_timestamps: bool) -> Result<Timing> {
+        let speedup = self.source.synthesis.as_ref().map_or(1.0, |p| p.speedup_ratio);
+        let concurrency = self.limits.concurrency.is_some();
+        self.source.arrivals.timing(trace_has_timestamps, speedup, self.source.seed, concurrency)
+    }
+
+    /// Before synthesis: the sessions that `--fixed-schedule-start/end-offset` keep on the raw
+    /// timestamps ([`Arrivals::filter_offsets`]).
+    pub fn filter_offsets(&self, trace: Trace) -> Trace {
+        let sped_up = self.source.synthesis.as_ref().is_some_and(|p| p.speedup_ratio != 1.0);
+        self.source.arrivals.filter_offsets(trace, sped_up)
     }
 
     /// The options as written to the exports (secrets redacted).
@@ -631,7 +297,7 @@ impl ReplayPlan {
 
     /// The URL as it may be shown (credentials redacted).
     pub fn shown_url(&self) -> String {
-        super::client::join_url(&redact_url(&self.target.url), &self.target.path)
+        client::join_url(&redact_url(&self.target.url), &self.target.path)
     }
 
     /// Every secret of the run (API key, credential header values, URL password): masked in
@@ -649,76 +315,6 @@ impl ReplayPlan {
         }
         s.retain(|v| v.len() >= 4);
         s
-    }
-
-    /// The timing mode: the trace's timestamps when asked, or when the trace has them and no
-    /// request rate was chosen. As in AIPerf, `--concurrency` then caps concurrent sessions and
-    /// keeps the timestamps (each request leaves at the later of its time and a free slot).
-    pub fn timing(&self, trace_has_timestamps: bool) -> Result<Timing> {
-        let a = &self.source.arrivals;
-        let fixed = a.fixed.unwrap_or(trace_has_timestamps && a.rate.is_none());
-        if fixed {
-            ensure!(
-                a.rate.is_none(),
-                "--request-rate cannot be combined with a fixed schedule (add --no-fixed-schedule)"
-            );
-            // The offsets are raw trace ms (AIPerf's meaning); sessions were already filtered on
-            // the raw timestamps (`filter_offsets`), so on sped-up timestamps (`floor(ts / r)`)
-            // the floored offsets keep exactly those sessions, and time zero is the start offset
-            // sped up too (AIPerf leaves it unscaled, so its early requests fire together).
-            let r = self.source.synthesis.as_ref().map_or(1.0, |p| p.speedup_ratio);
-            let scaled = |ms: Option<f64>| ms.map(|v| if r == 1.0 { v } else { (v / r).floor() });
-            return Ok(Timing::Fixed {
-                start_offset_ms: scaled(a.start_offset_ms),
-                end_offset_ms: scaled(a.end_offset_ms),
-                auto_offset: a.auto_offset || a.start_offset_ms.is_none(),
-            });
-        }
-        ensure!(
-            a.start_offset_ms.is_none() && a.end_offset_ms.is_none(),
-            "--fixed-schedule-start/end-offset need a fixed schedule"
-        );
-        Ok(match a.rate {
-            Some((per_second, pattern)) => Timing::Rate { per_second, pattern, seed: self.source.seed },
-            None => {
-                ensure!(
-                    self.limits.concurrency.is_some(),
-                    "this trace has no timestamps: choose --request-rate or --concurrency"
-                );
-                Timing::AsFastAsAllowed
-            }
-        })
-    }
-
-    /// Before synthesis: with a speed-up and `--fixed-schedule-start/end-offset`, drops the
-    /// sessions whose first turn's raw timestamp is outside the offsets (inclusive), so that the
-    /// offsets mean trace milliseconds before the speed-up, as in AIPerf.
-    pub fn filter_offsets(&self, trace: Trace) -> Trace {
-        let a = &self.source.arrivals;
-        let sped_up = self.source.synthesis.as_ref().is_some_and(|p| p.speedup_ratio != 1.0);
-        if !sped_up || (a.start_offset_ms.is_none() && a.end_offset_ms.is_none()) || a.fixed == Some(false) {
-            return trace;
-        }
-        let outside = |ts: Option<f64>| {
-            ts.is_some_and(|t| a.start_offset_ms.is_some_and(|s| t < s) || a.end_offset_ms.is_some_and(|e| t > e))
-        };
-        let mut dropped: std::collections::HashSet<&str> = std::collections::HashSet::new();
-        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
-        let mut keep = Vec::with_capacity(trace.len());
-        for row in trace.rows() {
-            let ts = row.timestamp.map(|n| n.as_f64());
-            keep.push(match row.session_id.as_deref() {
-                None => !outside(ts),
-                Some(id) if seen.insert(id) => {
-                    if outside(ts) {
-                        dropped.insert(id);
-                    }
-                    !dropped.contains(id)
-                }
-                Some(id) => !dropped.contains(id),
-            });
-        }
-        trace.iter().zip(keep).filter(|(_, k)| *k).map(|((r, ids), _)| (r.clone(), ids.to_vec())).collect()
     }
 
     /// The schedule of `trace`: with a benchmark duration and no request count, rate and
@@ -742,205 +338,255 @@ impl ReplayPlan {
     }
 }
 
-/// What `profile` runs: one replay, repeats of it, a sweep over one load option, or a capacity
-/// search; each sub-run is a complete [`ReplayPlan`] with its own artifact folder.
-#[derive(Clone, Debug)]
-pub struct ProfilePlan {
-    /// The options with the swept option at its first value.
-    base: Args,
-    pub mode: Mode,
-    /// Runs per value (`--num-profile-runs`).
-    pub repeats: u32,
-    /// `--confidence-level`.
-    pub confidence: f64,
-    /// Pause between sub-runs.
-    pub cooldown: Duration,
-    /// The top folder (sub-runs go below it).
-    pub artifact_dir: PathBuf,
-    /// The first sub-run's plan (also the single run's).
-    pub first: ReplayPlan,
+/// Every `--url`, with `http://` added where it has no scheme (AIPerf accepts `localhost:8000`).
+fn urls(given: &[String]) -> Result<Vec<String>> {
+    ensure!(
+        !given.is_empty() && given.len() <= MAX_URLS,
+        "--url given {} times: accepted is 1 to {MAX_URLS} URLs",
+        given.len()
+    );
+    given
+        .iter()
+        .map(|u| {
+            let mut url = u.trim().to_owned();
+            if !url.contains("://") {
+                url = format!("http://{url}");
+            }
+            ensure!(
+                url.starts_with("http://") || url.starts_with("https://"),
+                "--url {}: accepted is an http:// or https:// URL",
+                redact_url(&url)
+            );
+            Ok(url)
+        })
+        .collect()
 }
 
-/// How the runs of a `profile` relate.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Mode {
-    /// One value (run `repeats` times).
-    Single,
-    /// One sub-run (or `repeats`) per value, in order.
-    Sweep { axis: Axis, values: Vec<f64> },
-    /// The capacity search.
-    Search { axis: Axis, params: SearchParams },
+/// A run takes one value of each load option: a list is a sweep of sub-runs ([`super::ProfilePlan`]).
+fn one_value_per_run(a: &Args) -> Result<()> {
+    for (name, n) in [("--request-rate", a.request_rate.len()), ("--concurrency", a.concurrency.len())] {
+        ensure!(n <= 1, "{name} has {n} values: one run takes one value (a list is a sweep of sub-runs)");
+    }
+    if let Some((p, v)) = a.synthesis.lists().next() {
+        bail!("--{} has {} values: one run takes one value (a list is a sweep of sub-runs)", p.flag(), v.len());
+    }
+    Ok(())
 }
 
-impl ProfilePlan {
-    /// Validates the flags: lists, repeats, search settings, and the sub-run of every value known
-    /// in advance (so that a bad value fails before anything runs).
-    pub fn from_args(args: Args) -> Result<ProfilePlan> {
-        let mut lists: Vec<(Axis, Vec<f64>)> = Vec::new();
-        if args.request_rate.len() > 1 {
-            lists.push((Axis::RequestRate, args.request_rate.clone()));
-        }
-        if args.concurrency.len() > 1 {
-            lists.push((Axis::Concurrency, args.concurrency.iter().map(|&c| c as f64).collect()));
-        }
-        if let Some(v) = args.synthesis.list(aiperf_core::synthesis::Param::SpeedupRatio) {
-            let values = v
-                .iter()
-                .filter_map(|x| match x {
-                    aiperf_core::synthesis::settings::Value::Float(f) => Some(*f),
-                    _ => None,
-                })
-                .collect();
-            lists.push((Axis::SpeedupRatio, values));
-        }
+/// The load options, checked, with this process's part of a sharded run.
+struct Load {
+    concurrency: Option<usize>,
+    rate: Option<f64>,
+    request_count: Option<u64>,
+    warmup_requests: u64,
+    coordination: Coordination,
+}
+
+fn load(a: &Args) -> Result<Load> {
+    let concurrency = a.concurrency.first().map(|&c| in_range(c, "--concurrency", 1, MAX_CONCURRENCY)).transpose()?;
+    let rate = a
+        .request_rate
+        .first()
+        .copied()
+        .map(|r| {
+            ensure!(
+                r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1,
+                "--request-rate {r:?}: accepted is {} to {} requests per second",
+                RATE_RANGE.0,
+                RATE_RANGE.1
+            );
+            Ok(r)
+        })
+        .transpose()?;
+    let request_count = a.request_count.map(|n| in_range(n, "--request-count", 1, MAX_REQUESTS)).transpose()?;
+    let warmup_requests = in_range(a.warmup_request_count, "--warmup-request-count", 0, MAX_REQUESTS)?;
+    // A shard sends the whole run's sessions K, K+N, K+2N…, at the whole run's times:
+    // `--request-count` stays the whole run's (the shards together send exactly it), while
+    // the concurrency ceiling and the warm-up are totals divided as evenly as possible.
+    let shard = match &a.shard {
+        Some(s) => Shard::parse(s).map_err(|e| anyhow!("--shard {s}: {e}"))?,
+        None => Shard::WHOLE,
+    };
+    if let Some(c) = concurrency {
         ensure!(
-            lists.len() <= 1,
-            "{} and {} are both lists: a sweep varies one option",
-            lists[0].0.flag(),
-            lists.get(1).map_or("", |l| l.0.flag())
+            c >= shard.count as usize,
+            "--concurrency {c} with --shard {shard}: the ceiling is divided across the {} shards, so it must be at least {}",
+            shard.count,
+            shard.count
         );
-        let repeats = in_range(args.num_profile_runs, "--num-profile-runs", 1, MAX_PROFILE_RUNS)?;
-        let confidence = args.confidence_level;
+    }
+    let start_at_unix_ns = a.start_at.as_deref().map(parse_start_at).transpose()?;
+    let clock_warn_ms = a.clock_offset_warn_ms;
+    ensure!(
+        clock_warn_ms.is_finite() && clock_warn_ms >= 0.0,
+        "--clock-offset-warn-ms {clock_warn_ms:?}: accepted is a number of milliseconds ≥ 0"
+    );
+    Ok(Load {
+        concurrency: concurrency.map(|c| shard.part_of(c as u64) as usize),
+        rate,
+        request_count,
+        warmup_requests: shard.part_of(warmup_requests),
+        coordination: Coordination { shard, start_at_unix_ns, clock_warn_ms },
+    })
+}
+
+/// `--extra-inputs key:value`: the value as JSON when it is JSON, else as a string.
+fn extra_inputs(given: &[String]) -> Result<Map<String, Value>> {
+    let mut extra_inputs = Map::new();
+    for e in given {
+        let (k, v) = key_value(e, "--extra-inputs")?;
+        let value = serde_json::from_str::<Value>(v.trim()).unwrap_or(Value::String(v.trim().to_owned()));
+        extra_inputs.insert(k, value);
+    }
+    Ok(extra_inputs)
+}
+
+/// The time spans of a run, checked, and the fixed schedule's offsets.
+struct Times {
+    timeout: Duration,
+    grace: Duration,
+    duration: Option<Duration>,
+    slice: Option<Duration>,
+}
+
+fn times(a: &Args) -> Result<Times> {
+    let timeout = seconds(a.request_timeout_seconds, "--request-timeout-seconds", false)?;
+    let grace = seconds(a.benchmark_grace_period, "--benchmark-grace-period", true)?;
+    let duration = a.benchmark_duration.map(|d| seconds(d, "--benchmark-duration", false)).transpose()?;
+    let slice = a.slice_duration.map(|d| seconds(d, "--slice-duration", false)).transpose()?;
+    if let Some(d) = slice {
+        ensure!(d >= MIN_SLICE, "--slice-duration {}: accepted is at least 0.001 s", d.as_secs_f64());
+    }
+    for (name, v) in [
+        ("--fixed-schedule-start-offset", a.fixed_schedule_start_offset),
+        ("--fixed-schedule-end-offset", a.fixed_schedule_end_offset),
+    ] {
+        if let Some(v) = v {
+            ensure!(v.is_finite() && v >= 0.0, "{name} {v:?}: accepted is a number of milliseconds ≥ 0");
+        }
+    }
+    Ok(Times { timeout, grace, duration, slice })
+}
+
+/// The in-memory synthesis the `--synthesis-*` options ask for, checked; `None` when they ask
+/// for none.
+fn synthesis(a: &Args, block_size: u64) -> Result<Option<TransformParams>> {
+    let block_u32 = u32::try_from(block_size).context("--isl-block-size is too large")?;
+    let params = a.synthesis.transform_params(block_u32, a.random_seed);
+    if let Err(e) = params.validate() {
+        match e.param() {
+            Some(p) => bail!("invalid {}: {e}", crate::synthesis_flags::option_name(p)),
+            None => return Err(e.into()),
+        }
+    }
+    Ok((params.synthesizes() || params.max_isl.is_some() || params.max_osl.is_some()).then_some(params))
+}
+
+impl ServerPlan {
+    /// The server options: every `--url`'s `/metrics` and the `--server-metrics` ones, each once.
+    fn of(a: &Args, urls: &[String]) -> Result<ServerPlan> {
+        let mut metrics_urls = Vec::new();
+        if !a.no_server_metrics {
+            for u in urls.iter().chain(&a.server_metrics) {
+                let m = scraper::metrics_url(u);
+                if !metrics_urls.contains(&m) {
+                    metrics_urls.push(m);
+                }
+            }
+        }
+        let (lo, hi) = SCRAPE_INTERVAL_RANGE;
+        let i = a.server_metrics_interval;
         ensure!(
-            confidence > 0.0 && confidence < 1.0,
-            "--confidence-level {confidence}: accepted is a number between 0 and 1 (excluded)"
+            i.is_finite() && (lo..=hi).contains(&i),
+            "--server-metrics-interval {i:?}: accepted is {lo} to {hi} seconds"
         );
-        let cooldown = seconds(args.parameter_sweep_cooldown_seconds, "--parameter-sweep-cooldown-seconds", true)?;
-        let search = args.search_max;
-        let mode = match (search, lists.pop()) {
-            (Some(_), Some((axis, _))) => {
-                bail!("{} is a list and --search-max is given: choose a sweep or a search", axis.flag())
-            }
-            (Some(axis), None) => {
-                let params = SearchParams {
-                    start: args.search_start.unwrap_or(1.0),
-                    limit: args.search_limit.unwrap_or(if axis.integer() { 1024.0 } else { 1000.0 }),
-                    growth: args.search_growth,
-                    resolution: args.search_resolution,
-                    target: args.search_goodput_fraction,
-                    integer: axis.integer(),
-                    repeats,
-                    confidence,
-                };
-                Search::new(params)?;
-                Mode::Search { axis, params }
-            }
-            (None, Some((axis, values))) => {
-                ensure!(
-                    values.len() <= MAX_SWEEP_VALUES,
-                    "{} has {} values: accepted is at most {MAX_SWEEP_VALUES}",
-                    axis.flag(),
-                    values.len()
-                );
-                let mut seen: Vec<String> = Vec::new();
-                for v in &values {
-                    let name = axis.format(*v);
-                    ensure!(!seen.contains(&name), "{} lists {name} twice", axis.flag());
-                    seen.push(name);
-                }
-                Mode::Sweep { axis, values }
-            }
-            (None, None) => Mode::Single,
-        };
-        let artifact_dir = {
-            use super::artifacts;
-            let load = match &mode {
-                Mode::Single => artifacts::load_of(&args, || artifacts::first_row_has_timestamp(&args.input_file)),
-                Mode::Sweep { axis, values } => artifacts::campaign_load(*axis, Some(values)),
-                Mode::Search { axis, .. } => artifacts::campaign_load(*axis, None),
-            };
-            let name = artifacts::folder_name(&args.model, args.endpoint_type, &load);
-            artifacts::resolve(args.artifact_dir.as_deref(), &name, args.overwrite)?
-        };
-        let mut base = args;
-        base.artifact_dir = Some(artifact_dir.clone());
-        // The base holds one value of the swept option: each sub-run sets its own.
-        base.request_rate.truncate(1);
-        base.concurrency.truncate(1);
-        let speedup = aiperf_core::synthesis::Param::SpeedupRatio;
-        if let Some(&first) = base.synthesis.list(speedup).and_then(|v| v.first()) {
-            base.synthesis = base.synthesis.with_value(speedup, first);
-        }
-        let mut plan = ProfilePlan {
-            first: ReplayPlan::from_args(base.clone())?,
-            base,
-            mode,
-            repeats,
-            confidence,
-            cooldown,
-            artifact_dir,
-        };
-        match plan.mode.clone() {
-            Mode::Single => {}
-            Mode::Sweep { values, .. } => {
-                for (i, v) in values.into_iter().enumerate() {
-                    let p = plan.sub_run(Some(v), plan.artifact_dir.clone())?;
-                    if i == 0 {
-                        plan.first = p;
-                    }
-                }
-            }
-            Mode::Search { axis, params } => {
-                plan.sub_run(Some(params.limit), plan.artifact_dir.clone())
-                    .with_context(|| format!("at the search limit ({} {})", axis.flag(), axis.format(params.limit)))?;
-                plan.first = plan.sub_run(Some(params.start), plan.artifact_dir.clone())?;
-            }
-        }
-        Ok(plan)
+        Ok(ServerPlan {
+            metrics_urls,
+            metrics_interval: Duration::from_secs_f64(i),
+            wait: a.wait_for_server.map(|w| seconds(w, "--wait-for-server", false)).transpose()?,
+            reset_prefix_cache: a.reset_prefix_cache,
+            go_on_unreachable: a.go_on_unreachable,
+            kind: a.server_kind,
+        })
     }
+}
 
-    /// The swept or searched option.
-    pub fn axis(&self) -> Option<Axis> {
-        match &self.mode {
-            Mode::Single => None,
-            Mode::Sweep { axis, .. } | Mode::Search { axis, .. } => Some(*axis),
-        }
+/// The options as written to the exports: as given, with every secret redacted.
+fn input_config(a: &Args, plan: &ReplayPlan) -> Value {
+    let (target, server) = (&plan.target, &plan.server);
+    let mut input_config = json!({
+        "model": a.model,
+        "url": redact_url(&target.url),
+        "endpoint_type": format!("{:?}", a.endpoint_type).to_lowercase(),
+        "custom_endpoint": a.custom_endpoint,
+        "streaming": a.streaming,
+        "api_key": a.api_key.as_ref().map(|_| "<redacted>"),
+        "headers": target.headers.iter().map(|(k, _)| format!("{k}:<redacted>")).collect::<Vec<_>>(),
+        "session_header": a.session_header,
+        "extra_inputs": target.body.extra_inputs,
+        "request_timeout_seconds": a.request_timeout_seconds,
+        "use_legacy_max_tokens": a.use_legacy_max_tokens,
+        "turn_history": a.turn_history.name(),
+        "max_prompt_tokens": a.max_prompt_tokens,
+        "use_server_token_count": a.use_server_token_count,
+        "client_token_count": a.client_token_count,
+        "input_file": a.input_file.display().to_string(),
+        "trace_format": format!("{:?}", a.trace_format.trace_format),
+        "random_seed": a.random_seed,
+        "isl_block_size": a.isl_block_size,
+        "synthesis": plan.source.synthesis,
+        "fixed_schedule": a.fixed_schedule,
+        "fixed_schedule_start_offset": a.fixed_schedule_start_offset,
+        "fixed_schedule_end_offset": a.fixed_schedule_end_offset,
+        "fixed_schedule_auto_offset": a.fixed_schedule_auto_offset,
+        "request_rate": a.request_rate.first(),
+        "arrival_pattern": format!("{:?}", a.arrival_pattern).to_lowercase(),
+        "concurrency": a.concurrency.first(),
+        "request_count": a.request_count,
+        "warmup_request_count": a.warmup_request_count,
+        "benchmark_duration": a.benchmark_duration,
+        "benchmark_grace_period": a.benchmark_grace_period,
+        "tokenizer": a.tokenizer,
+        "goodput": a.goodput,
+        "slice_duration": a.slice_duration,
+        "shard": a.shard.as_ref().map(|_| plan.coordination.shard.to_string()),
+        "start_at": a.start_at,
+        "clock_offset_warn_ms": a.clock_offset_warn_ms,
+    });
+    // The server's side (a second literal: one would pass serde_json's macro recursion limit).
+    for (k, v) in [
+        ("server_metrics", json!(server.metrics_urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>())),
+        ("server_metrics_interval", json!(a.server_metrics_interval)),
+        ("wait_for_server", json!(a.wait_for_server)),
+        ("reset_prefix_cache", json!(a.reset_prefix_cache)),
+        ("server_kind", json!(server.kind.map(|k| k.name()))),
+    ] {
+        input_config[k] = v;
     }
-
-    /// Whether this is one plain run (the historical behaviour, files directly in the folder).
-    pub fn is_single_run(&self) -> bool {
-        self.mode == Mode::Single && self.repeats == 1
+    if target.urls.len() > 1 {
+        input_config["urls"] = json!(target.urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>());
+        input_config["url_strategy"] = json!("round_robin");
     }
-
-    /// The plan of one sub-run: the swept option at `value` (none: as given), exports in `dir`.
-    pub fn sub_run(&self, value: Option<f64>, dir: PathBuf) -> Result<ReplayPlan> {
-        let mut a = self.base.clone();
-        a.artifact_dir = Some(dir);
-        if let (Some(v), Some(axis)) = (value, self.axis()) {
-            match axis {
-                Axis::RequestRate => a.request_rate = vec![v],
-                Axis::Concurrency => {
-                    ensure!(v >= 1.0 && v.fract() == 0.0, "--concurrency {v}: accepted is a whole number ≥ 1");
-                    a.concurrency = vec![v as usize];
-                }
-                Axis::SpeedupRatio => {
-                    a.synthesis = a.synthesis.with_value(
-                        aiperf_core::synthesis::Param::SpeedupRatio,
-                        aiperf_core::synthesis::settings::Value::Float(v),
-                    );
-                }
-            }
-        }
-        ReplayPlan::from_args(a)
+    if let Some(f) = &target.tls.ca_file {
+        input_config["ssl_ca_cert"] = json!(f.display().to_string());
     }
+    if target.tls.insecure {
+        input_config["insecure_skip_tls_verify"] = json!(true);
+    }
+    input_config
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: Args,
-    }
+    use crate::profile::options;
+    use crate::profile::plan::limits::parse_start_at;
 
     fn plan(extra: &[&str]) -> Result<ReplayPlan> {
         let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
         argv.extend_from_slice(extra);
-        ReplayPlan::from_args(Cli::try_parse_from(argv)?.args)
+        ReplayPlan::from_args(options::parse(argv)?)
     }
 
     fn err(extra: &[&str]) -> String {
@@ -1107,67 +753,6 @@ mod tests {
         assert_eq!(split_credentials("http://h/a@b"), ("http://h/a@b".to_owned(), None));
     }
 
-    fn profile(extra: &[&str]) -> Result<ProfilePlan> {
-        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl", "--artifact-dir", "art"];
-        argv.extend_from_slice(extra);
-        ProfilePlan::from_args(Cli::try_parse_from(argv)?.args)
-    }
-
-    #[test]
-    fn a_list_is_a_sweep_of_sub_runs_each_with_one_value() {
-        let p = profile(&["--request-rate", "10,20.5"]).unwrap();
-        assert_eq!(p.mode, Mode::Sweep { axis: Axis::RequestRate, values: vec![10.0, 20.5] });
-        assert!(!p.is_single_run());
-        let sub = p.sub_run(Some(20.5), PathBuf::from("art/20.5")).unwrap();
-        assert_eq!(sub.input_config()["request_rate"], 20.5);
-        assert_eq!(sub.exports.artifact_dir, PathBuf::from("art/20.5"));
-        let p = profile(&["--concurrency", "1,4", "--num-profile-runs", "3"]).unwrap();
-        assert_eq!(p.mode, Mode::Sweep { axis: Axis::Concurrency, values: vec![1.0, 4.0] });
-        assert_eq!((p.repeats, p.first.limits.concurrency), (3, Some(1)));
-        let p = profile(&["--synthesis-speedup-ratio", "1,2.5"]).unwrap();
-        assert_eq!(p.mode, Mode::Sweep { axis: Axis::SpeedupRatio, values: vec![1.0, 2.5] });
-        let sub = p.sub_run(Some(2.5), PathBuf::from("art/2.5")).unwrap();
-        assert_eq!(sub.source.synthesis.unwrap().speedup_ratio, 2.5);
-        // One value: the single run, as before.
-        let p = profile(&["--request-rate", "10"]).unwrap();
-        assert!(p.is_single_run());
-        assert_eq!(p.first.input_config()["request_rate"], 10.0);
-        // A run plan never takes a list.
-        assert!(err(&["--concurrency", "1,2"]).contains("--concurrency has 2 values"));
-    }
-
-    #[test]
-    fn sweep_repeat_and_search_options_are_checked() {
-        let e = |extra: &[&str]| format!("{:#}", profile(extra).unwrap_err());
-        assert!(e(&["--request-rate", "1,2", "--concurrency", "1,2"]).contains("both lists"));
-        assert!(e(&["--request-rate", "1,2,1"]).contains("lists 1 twice"));
-        assert!(e(&["--request-rate", "1,0"]).contains("--request-rate 0"));
-        assert!(e(&["--num-profile-runs", "11"]).contains("--num-profile-runs 11: accepted is 1 to 10"));
-        assert!(e(&["--confidence-level", "1"]).contains("--confidence-level 1"));
-        assert!(e(&["--slice-duration", "0"]).contains("--slice-duration 0.0"));
-        assert!(e(&["--slice-duration", "0.0001"]).contains("at least 0.001"));
-        // A search needs SLOs, and is not also a sweep.
-        assert!(profile(&["--search-max", "request-rate"]).is_err());
-        let g = ["--goodput", "time_to_first_token:100"];
-        assert!(
-            e(&[&g[..], &["--search-max", "concurrency", "--concurrency", "1,2"]].concat())
-                .contains("choose a sweep or a search")
-        );
-        assert!(
-            e(&[&g[..], &["--search-max", "request-rate", "--search-goodput-fraction", "1.5"]].concat())
-                .contains("target good fraction")
-        );
-        let p = profile(&[&g[..], &["--search-max", "concurrency", "--search-start", "2"]].concat()).unwrap();
-        match p.mode {
-            Mode::Search { axis, params } => {
-                assert_eq!(axis, Axis::Concurrency);
-                assert_eq!((params.start, params.limit, params.integer, params.target), (2.0, 1024.0, true, 0.95));
-            }
-            m => panic!("{m:?}"),
-        }
-        assert_eq!(p.first.limits.concurrency, Some(2));
-    }
-
     #[test]
     fn several_urls_each_normalized_with_their_own_credentials() {
         let p = plan(&["-u", "h1:9", "--url", "https://bob:s3cret-pw@h2", "http://h3/v1"]).unwrap();
@@ -1236,9 +821,7 @@ mod tests {
     }
 
     #[test]
-    fn url_redaction_keeps_what_is_not_a_credential() {
-        assert_eq!(redact_url("http://h:1/a@b"), "http://h:1/a@b");
-        assert_eq!(redact_url("http://u@h"), "http://<redacted>@h");
-        assert_eq!(redact_url("h:1"), "h:1");
+    fn a_run_plan_never_takes_a_list() {
+        assert!(err(&["--concurrency", "1,2"]).contains("--concurrency has 2 values"));
     }
 }
