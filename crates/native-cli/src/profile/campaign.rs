@@ -1,8 +1,8 @@
 //! Several runs of one `profile`: repeats (`--num-profile-runs`), a sweep (a list on
 //! `--request-rate`, `--concurrency` or `--synthesis-speedup-ratio`) and the capacity search
-//! (`--search-max`). Each sub-run is [`super::run_one`] — the single run, unchanged — into its own
-//! folder; this module only decides the folders, pauses between sub-runs and writes the summaries
-//! (pure serializers of [`aiperf_core::campaign::sweep`] and [`aiperf_core::campaign::search`]).
+//! (`--search-max`). Each sub-run is [`run_one`], the single run, into its own folder; this
+//! module only decides the folders, pauses between sub-runs and writes the summaries (pure
+//! serializers of [`aiperf_core::campaign::sweep`] and [`aiperf_core::campaign::search`]).
 //!
 //! Folders: a sweep or search value `V` runs in `ARTIFACT_DIR/V/`; with repeats, run `k` of it in
 //! `ARTIFACT_DIR/V/run_k/` and the aggregate in `ARTIFACT_DIR/V/`; repeats without a sweep in
@@ -16,8 +16,9 @@ use aiperf_core::campaign::search::{self, Next, Search, Stop};
 use aiperf_core::campaign::sweep::{self, Axis, Figure, SweepPoint};
 use anyhow::{Context, Result};
 
+use super::control::Control;
 use super::plan::{Mode, ProfilePlan};
-use super::{Control, run_one};
+use super::single::{RunOutcome, run_one};
 use crate::exit;
 use crate::io::exports::write_file;
 
@@ -43,7 +44,7 @@ struct Runner<'a> {
 
 impl Runner<'_> {
     /// One sub-run at `value` into `dir`, after the cool-down; `None` when a signal came first.
-    fn one(&mut self, value: Option<f64>, dir: PathBuf) -> Result<Option<super::RunOutcome>> {
+    fn one(&mut self, value: Option<f64>, dir: PathBuf) -> Result<Option<RunOutcome>> {
         if self.control.interrupted() {
             return Ok(None);
         }

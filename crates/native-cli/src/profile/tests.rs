@@ -13,10 +13,13 @@ use aiperf_core::results::record::{RecordError, ServerUsage};
 use aiperf_core::trace::{ParseOptions, read};
 use serde_json::Value;
 
+use super::control::Control;
+use super::phases::replay;
 use super::plan::ReplayPlan;
 use super::prompt::PromptBuilder;
+use super::single::Inputs;
 use super::transport::{Clock, Exchange, Outgoing, Transport};
-use super::{Control, Inputs, exit, replay};
+use crate::exit;
 use crate::io::tokenizer::load_tokenizer;
 
 /// An in-memory server: answers after `ttft` with `tokens` chunks `itl` apart, fails or
@@ -389,10 +392,10 @@ fn connections_are_sized_for_the_first_burst() {
     let trace = read(text.as_bytes(), ParseOptions::new("t.jsonl")).unwrap().trace;
     let fixed = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
     let schedule = build(&trace, fixed, None).unwrap();
-    assert_eq!(super::connections_needed(&schedule, None), 8);
-    assert_eq!(super::connections_needed(&schedule, Some(3)), 3);
+    assert_eq!(super::phases::connections_needed(&schedule, None), 8);
+    assert_eq!(super::phases::connections_needed(&schedule, Some(3)), 3);
     let asap = build(&trace, Timing::AsFastAsAllowed, None).unwrap();
-    assert_eq!(super::connections_needed(&asap, Some(1000)), 256);
+    assert_eq!(super::phases::connections_needed(&asap, Some(1000)), 256);
 }
 
 /// The chat messages of every logged request, in sending order, as (role, content).
@@ -479,10 +482,10 @@ fn turn_history_none_sends_each_prompt_alone_and_messages_rows_are_sent_as_writt
 
 #[test]
 fn a_common_start_in_the_past_or_beyond_thirty_days_is_refused() {
-    let now = u64::try_from(super::unix_now_ns()).unwrap_or(u64::MAX);
+    let now = u64::try_from(super::clock::unix_now_ns()).unwrap_or(u64::MAX);
     let day = 86_400_000_000_000u64;
-    assert!(super::check_start_ahead(now + day, Instant::now()).is_ok());
-    let far = super::check_start_ahead(now + 31 * day, Instant::now()).map_err(|e| e.to_string());
+    assert!(super::clock::check_start_ahead(now + day, Instant::now()).is_ok());
+    let far = super::clock::check_start_ahead(now + 31 * day, Instant::now()).map_err(|e| e.to_string());
     assert!(far.as_ref().is_err_and(|e| e.contains("days ahead") && e.contains("30 days")), "{far:?}");
-    assert!(super::check_start_ahead(now - day, Instant::now()).is_err());
+    assert!(super::clock::check_start_ahead(now - day, Instant::now()).is_err());
 }
