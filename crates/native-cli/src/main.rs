@@ -5,7 +5,6 @@ mod io;
 
 mod cmd;
 mod exit;
-#[path = "mock_server/handle.rs"]
 mod mock_server;
 mod profile;
 mod synthesis_flags;
