@@ -27,7 +27,7 @@ use super::metrics::InLine;
 pub const STREAM_PIECE_BYTES: usize = 64 << 10;
 
 /// An answer given before the last phase: a phase that answers returns it as its `Err`.
-type Early = Response<Body>;
+type Early = Box<Response<Body>>;
 
 /// Answers one request (see the module's phases).
 pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::Result<Response<Body>, Infallible> {
@@ -36,7 +36,7 @@ pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> std::result::R
     // times before this one reads and parses its body: a burst of large bodies is otherwise
     // stamped one parse after another, and the stamps measure the mock, not the client.
     tokio::task::yield_now().await;
-    Ok(answer(state, req, arrival_ns).await.unwrap_or_else(|early| early))
+    Ok(answer(state, req, arrival_ns).await.unwrap_or_else(|early| *early))
 }
 
 /// The phases of a completion request.
@@ -74,10 +74,13 @@ impl Seen {
 /// is the chat one.
 fn route(state: &State, req: &Request<Incoming>, path: &str) -> Result<bool, Early> {
     if path == "/health" || path == "/v1/models" {
-        return Err(full(StatusCode::OK, json!({"status": "ok", "data": [{"id": "mock", "object": "model"}]})));
+        return Err(Box::new(full(
+            StatusCode::OK,
+            json!({"status": "ok", "data": [{"id": "mock", "object": "model"}]}),
+        )));
     }
     if let Some(r) = admin(state, req.method(), path, req.uri().query()) {
-        return Err(r);
+        return Err(Box::new(r));
     }
     // Only the paths a real OpenAI-compatible server (vLLM, SGLang, llama.cpp) serves, so that a
     // client joining its URL wrongly sees the 404 it would see there.
@@ -89,7 +92,10 @@ fn route(state: &State, req: &Request<Incoming>, path: &str) -> Result<bool, Ear
                 "no route {path}: this server answers POST /v1/chat/completions and /v1/completions, \
                  GET /v1/models, /health and /metrics"
             );
-            Err(full(StatusCode::NOT_FOUND, json!({"error": {"message": message, "type": "not_found", "code": 404}})))
+            Err(Box::new(full(
+                StatusCode::NOT_FOUND,
+                json!({"error": {"message": message, "type": "not_found", "code": 404}}),
+            )))
         }
     }
 }
@@ -100,12 +106,14 @@ async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Value, Early>
         Ok(b) => b.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             let message = format!("request body larger than {limit} bytes (mock-server --max-request-bytes)");
-            return Err(full(StatusCode::PAYLOAD_TOO_LARGE, json!({"error": {"message": message}})));
+            return Err(Box::new(full(StatusCode::PAYLOAD_TOO_LARGE, json!({"error": {"message": message}}))));
         }
-        Err(_) => return Err(full(StatusCode::BAD_REQUEST, json!({"error": {"message": "cannot read body"}}))),
+        Err(_) => {
+            return Err(Box::new(full(StatusCode::BAD_REQUEST, json!({"error": {"message": "cannot read body"}}))));
+        }
     };
     serde_json::from_slice::<Value>(&body)
-        .map_err(|_| full(StatusCode::BAD_REQUEST, json!({"error": {"message": "body is not JSON"}})))
+        .map_err(|_| Box::new(full(StatusCode::BAD_REQUEST, json!({"error": {"message": "body is not JSON"}}))))
 }
 
 /// What a completion request asks for.
@@ -136,10 +144,10 @@ fn admit(state: &State, body: &Value, chat: bool, arrival_ns: u128, seen: Seen) 
             "max_tokens {m} is more than this server allows ({}, mock-server --max-output-tokens)",
             a.max_output_tokens
         );
-        return Err(full(
+        return Err(Box::new(full(
             StatusCode::BAD_REQUEST,
             json!({"error": {"message": message, "type": "invalid_request_error"}}),
-        ));
+        )));
     }
     let ask = Ask {
         n,
@@ -157,10 +165,10 @@ fn admit(state: &State, body: &Value, chat: bool, arrival_ns: u128, seen: Seen) 
         state.log(&line);
     }
     if hits(n, a.error_rate, 0) {
-        return Err(full(
+        return Err(Box::new(full(
             StatusCode::INTERNAL_SERVER_ERROR,
             json!({"error": {"message": "mock: injected server error", "type": "server_error", "code": 500}}),
-        ));
+        )));
     }
     Ok(ask)
 }

@@ -17,8 +17,9 @@ use aiperf_core::campaign::sweep::{self, Axis, Figure, SweepPoint};
 use anyhow::{Context, Result};
 
 use super::control::Control;
+use super::phases::RunOutcome;
 use super::plan::{Mode, ProfilePlan};
-use super::single::{RunOutcome, run_one};
+use super::single::run_one;
 use crate::exit;
 use crate::io::exports::write_file;
 

@@ -6,10 +6,9 @@
 //! [`request`] over a [`transport::Transport`] → [`records`] (token counts, metrics, the JSONL
 //! line) → [`export`](crate::io::exports) of one [`aiperf_core::results::summary::RunSummary`].
 //!
-//! A run has named phases — warm-up, measure, drain, export — driven by two cancellation tokens:
-//! `stop` (no new requests: a signal or the end of `--benchmark-duration`) and `abort` (cancel
-//! what is in flight: the end of the grace period or a second signal). SIGINT, SIGTERM and SIGHUP
-//! all act alike, so a job stopped by Kubernetes or CI still writes every export.
+//! A run has named phases — warm-up, before time zero, measure, drain, export ([`phases`]) —
+//! stopped through the two cancellation tokens of [`control`], which SIGINT, SIGTERM and SIGHUP
+//! cancel alike.
 //!
 //! [`run`] resolves the [`plan`] and runs one replay ([`single::run_one`]) or several
 //! ([`campaign`]); a replay reads its inputs and readies the server ([`single`]), then runs its

@@ -11,6 +11,7 @@ use aiperf_core::replay::schedule::{Schedule, Starts};
 use aiperf_core::replay::sharding::{ClockOffset, ShardRun, Sharding};
 use aiperf_core::results::metrics::Metric;
 use aiperf_core::results::summary::RunSummary;
+use aiperf_core::trace::Trace;
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
@@ -19,13 +20,32 @@ use super::control::Control;
 use super::dispatcher::{Dispatched, Dispatcher};
 use super::plan::ReplayPlan;
 use super::preparer::{BodySource, Preparer};
+use super::prompt::PromptBuilder;
 use super::records::{Collected, RecordsStage};
 use super::request::{self, Finished, Shared};
-use super::single::{Inputs, RunOutcome};
 use super::transport::{self, Clock, Transport};
 use super::{progress, scraper};
 use crate::exit::{self, BadInput};
 use crate::io::exports;
+
+/// What a replay reads before it starts.
+pub struct Inputs {
+    pub trace: Arc<Trace>,
+    pub schedule: Arc<Schedule>,
+    pub prompts: Arc<PromptBuilder>,
+    /// Where the tokenizer came from.
+    pub tokenizer: String,
+}
+
+/// How one run ended.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The exit status a single run has.
+    pub status: u8,
+    pub summary: RunSummary,
+    /// What `--concurrency` did to a fixed schedule, when it was given with one.
+    pub ceiling_note: Option<String>,
+}
 
 /// How often the drain phase looks at the clock and the tokens.
 const DRAIN_POLL: Duration = Duration::from_millis(10);

@@ -6,29 +6,17 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use aiperf_core::replay::schedule::Schedule;
-use aiperf_core::results::summary::RunSummary;
-use aiperf_core::trace::Trace;
 use anyhow::{Context, Result};
 
 use super::clock::check_start_ahead;
 use super::control::Control;
+use super::phases::{self, Inputs, RunOutcome};
 use super::plan::ReplayPlan;
 use super::plan::secrets::{basic_auth, redact_url, split_credentials};
 use super::prompt::PromptBuilder;
-use super::{client, phases, scraper, server_control};
+use super::{client, scraper, server_control};
 use crate::exit::BadInput;
 use crate::io::http::{self, proxy, tls};
-
-/// How one run ended.
-#[derive(Debug)]
-pub struct RunOutcome {
-    /// The exit status a single run has.
-    pub status: u8,
-    pub summary: RunSummary,
-    /// What `--concurrency` did to a fixed schedule, when it was given with one.
-    pub ceiling_note: Option<String>,
-}
 
 /// One complete run: reads what `plan` names, replays it and writes every export into the plan's
 /// artifact folder.
@@ -167,15 +155,6 @@ fn prepare_server(
         say!("Prefix cache emptied ({}): POST {}", kind.name(), calls.join(", POST "));
     }
     Ok(scraper)
-}
-
-/// What a replay reads before it starts.
-pub struct Inputs {
-    pub trace: Arc<Trace>,
-    pub schedule: Arc<Schedule>,
-    pub prompts: Arc<PromptBuilder>,
-    /// Where the tokenizer came from.
-    pub tokenizer: String,
 }
 
 /// Reads the trace while the tokenizer loads, applies synthesis and builds the schedule.

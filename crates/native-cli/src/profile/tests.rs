@@ -14,10 +14,10 @@ use aiperf_core::trace::{ParseOptions, read};
 use serde_json::Value;
 
 use super::control::Control;
+use super::phases::Inputs;
 use super::phases::replay;
 use super::plan::ReplayPlan;
 use super::prompt::PromptBuilder;
-use super::single::Inputs;
 use super::transport::{Clock, Exchange, Outgoing, Transport};
 use crate::exit;
 use crate::io::tokenizer::load_tokenizer;

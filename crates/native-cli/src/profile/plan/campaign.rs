@@ -167,7 +167,7 @@ impl ProfilePlan {
         }
     }
 
-    /// Whether this is one plain run (the historical behaviour, files directly in the folder).
+    /// Whether this is one plain run, its files directly in the folder.
     pub fn is_single_run(&self) -> bool {
         self.mode == Mode::Single && self.repeats == 1
     }

@@ -10,11 +10,6 @@ use anyhow::{Context, Result, anyhow, ensure};
 pub const RATE_RANGE: (f64, f64) = (1e-3, 1e6);
 /// Most concurrent session runs.
 pub const MAX_CONCURRENCY: usize = 1_000_000;
-/// Default of `--max-response-bytes`: 64 MiB.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
-/// Default prompt size limit in tokens (`--max-prompt-tokens`): past any model's context, and a
-/// generated prompt of this size is about 30 MB.
-pub const DEFAULT_MAX_PROMPT_TOKENS: u64 = 1 << 22;
 /// Most requests of one run (`--request-count`, `--warmup-request-count`).
 pub const MAX_REQUESTS: u64 = 1_000_000_000_000;
 /// Shortest `--slice-duration`.

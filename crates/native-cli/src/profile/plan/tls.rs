@@ -20,7 +20,7 @@ pub struct TlsOptions {
 }
 
 impl TlsOptions {
-    /// `--ssl-ca-cert` (read and checked now, before the run) and `--insecure-skip-tls-verify`.
+    /// `--ssl-ca-cert` (read and checked here, before the run) and `--insecure-skip-tls-verify`.
     pub fn of(ca_file: Option<&PathBuf>, insecure: bool) -> Result<TlsOptions> {
         Ok(TlsOptions {
             ca_certs: ca_file.map(|f| ca_certificates(f)).transpose()?.unwrap_or_default(),
