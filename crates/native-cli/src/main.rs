@@ -1,24 +1,13 @@
 //! `aiperf-cli`: analyze, synthesize and replay Mooncake traces.
 
 #[macro_use]
-mod console;
+mod io;
 
-mod analyze;
-mod convert;
-mod document;
+mod cmd;
 mod exit;
-mod hash_prompts;
-mod input;
-mod merge;
 mod mock_server;
-mod output;
 mod profile;
-mod runs;
 mod synthesis_flags;
-mod synthesize;
-mod token_count;
-mod tokenizer;
-mod trace_format;
 
 use std::process::ExitCode;
 
@@ -35,7 +24,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Print the statistics of a trace (prefix sharing, lengths, arrivals, cache what-if, lint).
-    AnalyzeTrace(analyze::Args),
+    AnalyzeTrace(cmd::analyze::Args),
     /// Replay a trace against an OpenAI-compatible server and measure it (AIPerf option names).
     ///
     /// Add `--extra-inputs ignore_eos:true` so that the server generates exactly the trace's
@@ -45,21 +34,21 @@ enum Command {
     /// Run an OpenAI-compatible mock server with programmable timing and faults.
     MockServer(mock_server::Args),
     /// Transform a trace like AIPerf's --synthesis-* options, or sample a new one (--num-requests).
-    SynthesizeTrace(synthesize::Args),
+    SynthesizeTrace(cmd::synthesize::Args),
     /// Turn prompts (JSONL) into a Mooncake trace with AIPerf-compatible block hash ids.
-    HashPrompts(hash_prompts::Args),
+    HashPrompts(cmd::hash_prompts::Args),
     /// Convert production traces (Bailian, ServeGen, Azure, BurstGPT, WEKA) to Mooncake JSONL,
     /// merging files and applying time window, gap caps, sampling, model and failure filters.
-    ConvertTrace(convert::Args),
+    ConvertTrace(cmd::convert::Args),
     /// Merge the shards of a run (`profile --shard K/N`) into one run: the same exports as a
     /// single-process run, metrics computed from the merged records.
-    Merge(merge::Args),
+    Merge(cmd::merge::Args),
     /// Write one self-contained HTML file (no network) showing runs: summary, charts over time,
     /// distributions, trace-aware charts, a record per clicked point, and their comparison; a
     /// sweep's or search's folder also gets its curve.
-    Report(runs::ReportArgs),
+    Report(cmd::report::ReportArgs),
     /// Print the key numbers of runs side by side, with the change against a baseline run.
-    Compare(runs::CompareArgs),
+    Compare(cmd::report::CompareArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,15 +65,15 @@ fn main() -> ExitCode {
     let reads_inputs = !matches!(cli.command, Command::Profile(_) | Command::MockServer(_));
     let done = |r: anyhow::Result<()>| r.map(|()| exit::SUCCESS);
     let result = match cli.command {
-        Command::AnalyzeTrace(args) => done(analyze::run(args)),
+        Command::AnalyzeTrace(args) => done(cmd::analyze::run(args)),
         Command::Profile(args) => profile::run(*args),
         Command::MockServer(args) => done(mock_server::run(args)),
-        Command::SynthesizeTrace(args) => done(synthesize::run(args)),
-        Command::HashPrompts(args) => done(hash_prompts::run(args)),
-        Command::ConvertTrace(args) => done(convert::run(args)),
-        Command::Merge(args) => done(merge::run(args)),
-        Command::Report(args) => done(runs::report(args)),
-        Command::Compare(args) => done(runs::compare_cmd(args)),
+        Command::SynthesizeTrace(args) => done(cmd::synthesize::run(args)),
+        Command::HashPrompts(args) => done(cmd::hash_prompts::run(args)),
+        Command::ConvertTrace(args) => done(cmd::convert::run(args)),
+        Command::Merge(args) => done(cmd::merge::run(args)),
+        Command::Report(args) => done(cmd::report::report(args)),
+        Command::Compare(args) => done(cmd::report::compare_cmd(args)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

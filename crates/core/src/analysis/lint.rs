@@ -55,7 +55,7 @@ impl Lint {
     }
 }
 
-// ---- Seconds-vs-milliseconds check (issue 14) ----
+// ---- Seconds-vs-milliseconds check ----
 
 /// Evidence that a trace's `timestamp` values are seconds (Bailian/Qwen, BurstGPT style) although
 /// Mooncake wants milliseconds: replayed as is, such a trace runs 1,000× too fast.

@@ -82,7 +82,7 @@ pub fn campaign_load(axis: Axis, values: Option<&[f64]>) -> Load {
 /// readable, also from a pipe). Formats other than Mooncake JSONL always have times; a file that
 /// cannot be read says so later, when the trace is read.
 pub fn first_row_has_timestamp(path: &Path) -> bool {
-    let Ok(head) = crate::input::head(path, 1 << 16) else { return false };
+    let Ok(head) = crate::io::input::head(path, 1 << 16) else { return false };
     let Some(line) = head.split(|&b| b == b'\n').map(|l| l.trim_ascii()).find(|l| !l.is_empty()) else {
         return false;
     };

@@ -308,7 +308,7 @@ fn put_after(tpl: &BodyTemplate, body: &mut Map<String, Value>, history: &Histor
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::tokenizer::EMBEDDED_TOKENIZER;
+    use crate::io::tokenizer::EMBEDDED_TOKENIZER;
     use aiperf_core::trace::{ParseOptions, read};
 
     fn template(endpoint: EndpointType) -> BodyTemplate {

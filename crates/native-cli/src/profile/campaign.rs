@@ -1,8 +1,8 @@
 //! Several runs of one `profile`: repeats (`--num-profile-runs`), a sweep (a list on
 //! `--request-rate`, `--concurrency` or `--synthesis-speedup-ratio`) and the capacity search
-//! (`--search-max`). Each sub-run is [`super::run_one`] — the single run, unchanged — into its own
-//! folder; this module only decides the folders, pauses between sub-runs and writes the summaries
-//! (pure serializers of [`aiperf_core::campaign::sweep`] and [`aiperf_core::campaign::search`]).
+//! (`--search-max`). Each sub-run is [`run_one`], the single run, into its own folder; this
+//! module only decides the folders, pauses between sub-runs and writes the summaries (pure
+//! serializers of [`aiperf_core::campaign::sweep`] and [`aiperf_core::campaign::search`]).
 //!
 //! Folders: a sweep or search value `V` runs in `ARTIFACT_DIR/V/`; with repeats, run `k` of it in
 //! `ARTIFACT_DIR/V/run_k/` and the aggregate in `ARTIFACT_DIR/V/`; repeats without a sweep in
@@ -16,10 +16,12 @@ use aiperf_core::campaign::search::{self, Next, Search, Stop};
 use aiperf_core::campaign::sweep::{self, Axis, Figure, SweepPoint};
 use anyhow::{Context, Result};
 
-use super::export::write_file;
+use super::control::Control;
+use super::phases::RunOutcome;
 use super::plan::{Mode, ProfilePlan};
-use super::{Control, run_one};
+use super::single::run_one;
 use crate::exit;
+use crate::io::exports::write_file;
 
 /// What the runs of one value gave.
 struct Measured {
@@ -43,7 +45,7 @@ struct Runner<'a> {
 
 impl Runner<'_> {
     /// One sub-run at `value` into `dir`, after the cool-down; `None` when a signal came first.
-    fn one(&mut self, value: Option<f64>, dir: PathBuf) -> Result<Option<super::RunOutcome>> {
+    fn one(&mut self, value: Option<f64>, dir: PathBuf) -> Result<Option<RunOutcome>> {
         if self.control.interrupted() {
             return Ok(None);
         }
@@ -127,7 +129,8 @@ pub fn run(rt: &tokio::runtime::Runtime, plan: &ProfilePlan, control: &Control, 
     .map(|f| top.join(f))
     .collect();
     let summaries: Vec<&Path> = summaries.iter().map(PathBuf::as_path).collect();
-    crate::output::refuse_same_files(&summaries, &[&plan.first.source.input_file]).context(crate::exit::BadInput)?;
+    crate::io::output::refuse_same_files(&summaries, &[&plan.first.source.input_file])
+        .context(crate::exit::BadInput)?;
     std::fs::create_dir_all(top).with_context(|| format!("cannot create {}", top.display()))?;
     let mut r = Runner { rt, plan, control, started, ran: 0, any_success: false, ceiling_notes: Vec::new() };
     match &plan.mode {

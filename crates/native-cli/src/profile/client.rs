@@ -10,36 +10,9 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
 use hyper::{Method, Request, Uri};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 
-use super::proxy::{Proxies, ProxyConnector};
-use super::tls::Trust;
 use super::transport::{Clock, Exchange, Outgoing, Transport};
-
-/// The pooled client: connections are kept alive and reused, with no cap on their number, so the
-/// pool grows to the load instead of queueing requests silently.
-pub type HttpClient = Client<hyper_rustls::HttpsConnector<ProxyConnector>, Full<Bytes>>;
-
-/// Builds the client with the default trust (bundled and system roots) and the environment's
-/// proxies.
-pub fn http_client() -> Result<HttpClient> {
-    http_client_with(&Trust { system_roots: true, ..Trust::default() }, Proxies::from_env())
-}
-
-/// Builds the client: TLS trust as given, proxies as given.
-pub fn http_client_with(trust: &Trust, proxies: Proxies) -> Result<HttpClient> {
-    let mut http = HttpConnector::new();
-    http.set_nodelay(true);
-    http.enforce_http(false);
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(super::tls::client_config(trust)?)
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(ProxyConnector { http, proxies });
-    Ok(Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(90)).build(https))
-}
+use crate::io::http::{HttpClient, chain, tls};
 
 /// Where and how requests go.
 #[derive(Clone, Debug)]
@@ -116,18 +89,6 @@ fn too_large(limit: usize, what: &str) -> Option<RecordError> {
 
 fn err(kind: &str, message: impl Into<String>) -> Option<RecordError> {
     Some(RecordError { kind: kind.into(), message: message.into() })
-}
-
-/// An error and its causes, on one line.
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
 
 /// Requests over HTTP to one endpoint, or to several (`--url` repeated): a request goes to
@@ -253,7 +214,7 @@ async fn warm_endpoint(client: &HttpClient, ep: &Endpoint, connections: usize) -
             // come from a server.
             let answer = async {
                 let resp = client.request(req).await.map_err(|e| {
-                    let reached = !e.is_connect() || super::tls::hint(&e).is_some();
+                    let reached = !e.is_connect() || tls::hint(&e).is_some();
                     (describe(&e), reached)
                 })?;
                 let mut body = resp.into_body();
@@ -305,7 +266,7 @@ struct Warmed {
 
 /// An error of the client, its whole chain, with the TLS hint first when TLS caused it.
 fn describe(e: &hyper_util::client::legacy::Error) -> String {
-    match super::tls::hint(e) {
+    match tls::hint(e) {
         Some(h) => format!("{h} [{}]", chain(e)),
         None => chain(e),
     }
@@ -344,7 +305,7 @@ async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock,
     let resp = match client.request(req).await {
         Ok(r) => r,
         Err(e) => {
-            let tls = super::tls::hint(&e).is_some();
+            let tls = tls::hint(&e).is_some();
             let kind = if tls {
                 "tls_error"
             } else if e.is_connect() {
@@ -478,42 +439,6 @@ fn on_event(ev: &SseEvent, now: u64, ex: &mut Exchange, done: &mut bool, failed:
             *failed = true;
         }
     }
-}
-
-/// A blocking GET (used once, to fetch a tokenizer).
-pub fn fetch_bytes(url: &str, timeout: Duration) -> Result<Vec<u8>> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    rt.block_on(async {
-        let client = http_client()?;
-        let mut uri: Uri = url.parse()?;
-        for _ in 0..5 {
-            let req = Request::get(uri.clone()).body(Full::new(Bytes::new()))?;
-            let resp = tokio::time::timeout(timeout, client.request(req)).await.context("timed out")??;
-            if resp.status().is_redirection() {
-                let loc = resp
-                    .headers()
-                    .get("location")
-                    .and_then(|v| v.to_str().ok())
-                    .context("redirect without location")?;
-                uri = if loc.starts_with('/') {
-                    format!(
-                        "{}://{}{}",
-                        uri.scheme_str().unwrap_or("https"),
-                        uri.authority().map(|a| a.as_str()).unwrap_or(""),
-                        loc
-                    )
-                    .parse()?
-                } else {
-                    loc.parse()?
-                };
-                continue;
-            }
-            anyhow::ensure!(resp.status().is_success(), "HTTP {}", resp.status());
-            let body = tokio::time::timeout(timeout, resp.into_body().collect()).await.context("timed out")??;
-            return Ok(body.to_bytes().to_vec());
-        }
-        anyhow::bail!("too many redirects")
-    })
 }
 
 #[cfg(test)]

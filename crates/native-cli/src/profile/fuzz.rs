@@ -17,12 +17,12 @@ use aiperf_core::replay::dispatch::{Dispatch, Peek};
 use aiperf_core::replay::schedule::Rng;
 use aiperf_core::trace::{ParseOptions, read};
 use bytes::Bytes;
-use clap::Parser;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::client::{Endpoint, http_client, send};
+use super::client::{Endpoint, send};
 use super::plan::ReplayPlan;
 use super::transport::{Clock, Outgoing};
+use crate::io::http::http_client;
 
 /// How long one case may take before it counts as a hang.
 const WATCHDOG: Duration = Duration::from_secs(20);
@@ -172,12 +172,6 @@ fn trace(rng: &mut Rng) -> String {
     out
 }
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    args: super::options::Args,
-}
-
 /// The command line and the trace of a case.
 fn plan_input(seed: u64) -> (Vec<String>, String) {
     let mut rng = Rng::new(seed);
@@ -194,8 +188,8 @@ fn plan_describe(seed: u64) -> String {
 /// One case of options → plan → schedule → dispatch in virtual time.
 fn plan_case(seed: u64) -> String {
     let (argv, text) = plan_input(seed);
-    let Ok(cli) = Cli::try_parse_from(&argv) else { return "rejected by the parser".into() };
-    let Ok(plan) = ReplayPlan::from_args(cli.args) else { return "rejected by the plan".into() };
+    let Ok(args) = super::options::parse(&argv) else { return "rejected by the parser".into() };
+    let Ok(plan) = ReplayPlan::from_args(args) else { return "rejected by the plan".into() };
     let Ok(parsed) = read(text.as_bytes(), ParseOptions::new("t.jsonl")) else { return "trace rejected".into() };
     let mut trace = plan.filter_offsets(parsed.trace);
     if let Some(p) = &plan.source.synthesis {

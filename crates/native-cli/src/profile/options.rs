@@ -1,4 +1,5 @@
-//! `aiperf-cli profile` options under AIPerf's names (clap); [`super::plan`] validates them.
+//! `aiperf-cli profile` options under AIPerf's names (clap), with their defaults;
+//! [`super::plan`] validates them.
 
 use std::path::PathBuf;
 
@@ -9,6 +10,12 @@ use anyhow::{Result, bail};
 
 use super::body::EndpointType;
 use crate::synthesis_flags::SynthesisFlags;
+
+/// Default of `--max-response-bytes`: 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
+/// Default prompt size limit in tokens (`--max-prompt-tokens`): past any model's context, and a
+/// generated prompt of this size is about 30 MB.
+pub const DEFAULT_MAX_PROMPT_TOKENS: u64 = 1 << 22;
 
 /// Replay a Mooncake trace against an OpenAI-compatible server and measure it (AIPerf option names).
 #[derive(Clone, Debug, clap::Args)]
@@ -67,7 +74,7 @@ pub struct Args {
     /// Largest prompt built for a request, in tokens (a later turn's conversation included).
     ///
     /// A longer one is not built and gets an `invalid_request` record.
-    #[arg(help_heading = "Input", long, default_value_t = super::plan::DEFAULT_MAX_PROMPT_TOKENS)]
+    #[arg(help_heading = "Input", long, default_value_t = DEFAULT_MAX_PROMPT_TOKENS)]
     pub max_prompt_tokens: u64,
     /// Take token counts from the server's `usage` only, without counting on the client (the
     /// default already takes the server's count when it reports one, and counts beside it).
@@ -82,14 +89,14 @@ pub struct Args {
     #[arg(help_heading = "Input", long)]
     pub input_file: PathBuf,
     #[command(flatten, next_help_heading = "Input")]
-    pub trace_format: crate::trace_format::TraceFormatArgs,
+    pub trace_format: crate::io::trace_format::TraceFormatArgs,
     /// Longest trace line accepted (bytes); a longer one stops with a `file:line` error.
     #[arg(help_heading = "Input", long, default_value_t = aiperf_core::trace::DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: usize,
     /// Largest response accepted (bytes of body, or of one SSE line or event, or of the text of a stream).
     ///
     /// A larger one ends that request with a `response_too_large` error.
-    #[arg(help_heading = "Endpoint", long, default_value_t = super::plan::DEFAULT_MAX_RESPONSE_BYTES)]
+    #[arg(help_heading = "Endpoint", long, default_value_t = DEFAULT_MAX_RESPONSE_BYTES)]
     pub max_response_bytes: usize,
     /// Dataset type; only mooncake_trace is supported.
     #[arg(help_heading = "Input", long, default_value = "mooncake_trace")]
@@ -325,4 +332,19 @@ pub fn reject_unsupported(args: &[String]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `profile`'s options parsed from `argv` (its first word stands for the program), as clap does.
+#[cfg(test)]
+pub fn parse<I, T>(argv: I) -> std::result::Result<Args, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+    <Cli as clap::Parser>::try_parse_from(argv).map(|c| c.args)
 }

@@ -11,7 +11,7 @@ use aiperf_core::replay::schedule::Rng;
 use anyhow::{Result, bail};
 use tokenizers::Tokenizer;
 
-use crate::token_count::TokenCounter;
+use crate::io::token_count::TokenCounter;
 
 /// Builds prompt text of exact token counts.
 pub struct PromptBuilder {
@@ -106,7 +106,7 @@ impl PromptBuilder {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::tokenizer::EMBEDDED_TOKENIZER;
+    use crate::io::tokenizer::EMBEDDED_TOKENIZER;
 
     fn builder() -> PromptBuilder {
         let tok = Tokenizer::from_bytes(EMBEDDED_TOKENIZER).unwrap();

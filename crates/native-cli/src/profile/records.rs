@@ -15,7 +15,7 @@ use aiperf_core::results::record::{RecordError, record_line};
 use aiperf_core::results::timeslices::Slicer;
 use anyhow::{Context, Result};
 
-use super::plan::TokenCounting;
+use super::plan::replay::TokenCounting;
 use super::prompt::PromptBuilder;
 use super::request::Finished;
 

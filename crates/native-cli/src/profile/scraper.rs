@@ -10,8 +10,8 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::client::chain;
-use super::proxy::{Proxies, ProxyConnector};
+use crate::io::http::chain;
+use crate::io::http::proxy::{Proxies, ProxyConnector};
 use aiperf_core::server::kinds::ServerKind;
 use aiperf_core::server::series::{DEFAULT_SERIES_LIMITS, EndpointSeries};
 use anyhow::{Context, Result};

@@ -10,7 +10,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::header::{AUTHORIZATION, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 
-use super::client::{HttpClient, chain};
+use crate::io::http::{HttpClient, chain};
 
 /// Time between two readiness probes.
 const POLL: Duration = Duration::from_millis(250);

@@ -11,14 +11,16 @@ use std::time::{Duration, Instant};
 use aiperf_core::replay::schedule::Starts;
 use aiperf_core::results::record::{RecordError, ServerUsage};
 use aiperf_core::trace::{ParseOptions, read};
-use clap::Parser;
 use serde_json::Value;
 
+use super::control::Control;
+use super::phases::Inputs;
+use super::phases::replay;
 use super::plan::ReplayPlan;
 use super::prompt::PromptBuilder;
 use super::transport::{Clock, Exchange, Outgoing, Transport};
-use super::{Control, Inputs, exit, replay};
-use crate::tokenizer::load_tokenizer;
+use crate::exit;
+use crate::io::tokenizer::load_tokenizer;
 
 /// An in-memory server: answers after `ttft` with `tokens` chunks `itl` apart, fails or
 /// over-produces on demand, and logs what it received.
@@ -79,12 +81,6 @@ impl Transport for Mem {
     }
 }
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    args: super::options::Args,
-}
-
 struct Run {
     code: u8,
     records: Vec<Value>,
@@ -104,7 +100,7 @@ fn prompts() -> Arc<PromptBuilder> {
 /// The plan of a streaming replay of `t.jsonl` with `flags`.
 fn plan_of(flags: &[&str]) -> ReplayPlan {
     let argv = [&["x", "-m", "m", "--streaming", "--input-file", "t.jsonl"], flags].concat();
-    ReplayPlan::from_args(Cli::try_parse_from(argv).unwrap().args).unwrap()
+    ReplayPlan::from_args(super::options::parse(argv).unwrap()).unwrap()
 }
 
 fn parse(trace: &str) -> aiperf_core::trace::Trace {
@@ -396,10 +392,10 @@ fn connections_are_sized_for_the_first_burst() {
     let trace = read(text.as_bytes(), ParseOptions::new("t.jsonl")).unwrap().trace;
     let fixed = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
     let schedule = build(&trace, fixed, None).unwrap();
-    assert_eq!(super::connections_needed(&schedule, None), 8);
-    assert_eq!(super::connections_needed(&schedule, Some(3)), 3);
+    assert_eq!(super::phases::connections_needed(&schedule, None), 8);
+    assert_eq!(super::phases::connections_needed(&schedule, Some(3)), 3);
     let asap = build(&trace, Timing::AsFastAsAllowed, None).unwrap();
-    assert_eq!(super::connections_needed(&asap, Some(1000)), 256);
+    assert_eq!(super::phases::connections_needed(&asap, Some(1000)), 256);
 }
 
 /// The chat messages of every logged request, in sending order, as (role, content).
@@ -486,10 +482,10 @@ fn turn_history_none_sends_each_prompt_alone_and_messages_rows_are_sent_as_writt
 
 #[test]
 fn a_common_start_in_the_past_or_beyond_thirty_days_is_refused() {
-    let now = u64::try_from(super::unix_now_ns()).unwrap_or(u64::MAX);
+    let now = u64::try_from(super::clock::unix_now_ns()).unwrap_or(u64::MAX);
     let day = 86_400_000_000_000u64;
-    assert!(super::check_start_ahead(now + day, Instant::now()).is_ok());
-    let far = super::check_start_ahead(now + 31 * day, Instant::now()).map_err(|e| e.to_string());
+    assert!(super::clock::check_start_ahead(now + day, Instant::now()).is_ok());
+    let far = super::clock::check_start_ahead(now + 31 * day, Instant::now()).map_err(|e| e.to_string());
     assert!(far.as_ref().is_err_and(|e| e.contains("days ahead") && e.contains("30 days")), "{far:?}");
-    assert!(super::check_start_ahead(now - day, Instant::now()).is_err());
+    assert!(super::clock::check_start_ahead(now - day, Instant::now()).is_err());
 }

@@ -127,11 +127,12 @@ mod tests {
 
     #[test]
     fn configs_build_with_and_without_verification() {
-        let ca = crate::profile::plan::ca_certificates(std::path::Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/fixtures/tls/ca.pem"
-        )))
-        .unwrap();
+        use rustls::pki_types::pem::PemObject;
+        let ca: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_file_iter(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/tls/ca.pem"))
+                .unwrap()
+                .collect::<std::result::Result<_, _>>()
+                .unwrap();
         let n = roots(&Trust { extra: ca.clone(), ..Trust::default() }).unwrap().roots.len();
         assert_eq!(n, webpki_roots::TLS_SERVER_ROOTS.len() + 1);
         assert!(client_config(&Trust { extra: ca, system_roots: true, insecure: false }).is_ok());

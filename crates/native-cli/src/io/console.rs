@@ -69,10 +69,10 @@ impl Write for Console {
 
 /// Prints a line on standard error (warnings, status, progress); never fails.
 macro_rules! say {
-    ($($t:tt)*) => { $crate::console::Console::Stderr.line(format_args!($($t)*)) };
+    ($($t:tt)*) => { $crate::io::console::Console::Stderr.line(format_args!($($t)*)) };
 }
 
 /// Prints a line on standard output (reports); never fails.
 macro_rules! show {
-    ($($t:tt)*) => { $crate::console::Console::Stdout.line(format_args!($($t)*)) };
+    ($($t:tt)*) => { $crate::io::console::Console::Stdout.line(format_args!($($t)*)) };
 }

@@ -15,8 +15,8 @@ use aiperf_core::formats::{
 use aiperf_core::trace::{LineRead, Trace, TraceError, read_line_capped};
 use anyhow::{Context, Result, bail};
 
-use crate::document::{parse_in_order, parse_in_parts, read_and_parse};
-use crate::input::{BLOCK_BYTES, open, parse_blocks_in_order, parse_workers, read_trace_limited};
+use crate::io::document::{parse_in_order, parse_in_parts, read_and_parse};
+use crate::io::input::{BLOCK_BYTES, open, parse_blocks_in_order, parse_workers, read_trace_limited};
 
 /// The `--trace-format` flag.
 #[derive(Clone, Debug, clap::Args)]
@@ -57,7 +57,7 @@ pub fn format_of(path: &Path, choice: FormatChoice) -> Result<Format> {
     if let FormatChoice::Is(f) = choice {
         return Ok(f);
     }
-    let head = crate::input::head(path, 1 << 20)?;
+    let head = crate::io::input::head(path, 1 << 20)?;
     match detect(&head) {
         Ok(d) => {
             say!("detected format: {} ({}) in {}", d.format, d.evidence, path.display());

@@ -30,12 +30,16 @@ const STDIO: &str = "-";
 
 /// Where a command's human-readable report goes: standard error when one of its outputs is
 /// standard output (`-`, or a path to the same file or pipe such as `/dev/stdout`), so that the
-/// report never mixes with the data. A closed console drops the report (see [`crate::console`]).
-pub fn report_stream(outputs: &[&Path]) -> crate::console::Console {
+/// report never mixes with the data. A closed console drops the report (see [`crate::io::console`]).
+pub fn report_stream(outputs: &[&Path]) -> crate::io::console::Console {
     let stdout = fs::metadata("/proc/self/fd/1").ok().map(|m| (m.dev(), m.ino()));
     let is_stdout =
         |p: &Path| is_stdio(p) || (stdout.is_some() && fs::metadata(p).ok().map(|m| (m.dev(), m.ino())) == stdout);
-    if outputs.iter().any(|p| is_stdout(p)) { crate::console::Console::Stderr } else { crate::console::Console::Stdout }
+    if outputs.iter().any(|p| is_stdout(p)) {
+        crate::io::console::Console::Stderr
+    } else {
+        crate::io::console::Console::Stdout
+    }
 }
 
 /// Symbolic links followed at most (Linux's own limit is 40).

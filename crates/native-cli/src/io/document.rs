@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use aiperf_core::formats::{DocumentReader, Format, ParsedDocument, parse_document};
 use anyhow::{Context, Result, bail};
 
-use crate::input::open;
+use crate::io::input::open;
 
 /// The whole text of `path` (plain or gzip, `-`: standard input), with the limits of reading it
 /// line by line: a line longer than `max_line_bytes` (so a one-line file longer than that) or

@@ -13,10 +13,10 @@ use aiperf_core::server::export as server_export;
 use aiperf_core::server::window::ServerMetrics;
 use anyhow::{Context, Result};
 
-use crate::output;
+use crate::io::output;
 
 /// Opens `profile_export.jsonl` in `dir` for the records stage.
-/// Buffered: the records stage flushes each batch (see [`super::records`]), so a busy run makes one
+/// Buffered: the records stage flushes each batch (see [`crate::profile::records`]), so a busy run makes one
 /// write per batch rather than one per request.
 pub fn records_file(dir: &Path) -> Result<Box<dyn Write + Send>> {
     Ok(Box::new(std::io::BufWriter::with_capacity(1 << 18, output::create_stream(&dir.join(RECORDS_FILE))?)))

@@ -14,10 +14,10 @@ use aiperf_core::synthesis::{
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace};
 use anyhow::{Context, Result};
 
-use crate::output::{refuse_same_files, report_stream, write_output, write_trace_file};
-pub use crate::synthesis_flags::option_name;
+use crate::io::output::{refuse_same_files, report_stream, write_output, write_trace_file};
+use crate::io::trace_format::read_trace_any;
+use crate::synthesis_flags::option_name;
 use crate::synthesis_flags::{GenerateFlags, SynthesisFlags};
-use crate::trace_format::read_trace_any;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -42,7 +42,7 @@ pub struct Args {
     #[arg(long)]
     pub fidelity_file: Option<PathBuf>,
     #[command(flatten)]
-    pub format: crate::trace_format::TraceFormatArgs,
+    pub format: crate::io::trace_format::TraceFormatArgs,
 }
 
 /// Adds the offending option's name to a core error.

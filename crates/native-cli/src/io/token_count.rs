@@ -232,7 +232,7 @@ mod tests {
 
     fn counter() -> &'static TokenCounter {
         static C: std::sync::OnceLock<TokenCounter> = std::sync::OnceLock::new();
-        C.get_or_init(|| TokenCounter::new(Tokenizer::from_bytes(crate::tokenizer::EMBEDDED_TOKENIZER).unwrap()))
+        C.get_or_init(|| TokenCounter::new(Tokenizer::from_bytes(crate::io::tokenizer::EMBEDDED_TOKENIZER).unwrap()))
     }
 
     fn slow(text: &str) -> u64 {
@@ -324,7 +324,7 @@ mod tests {
 
     #[test]
     fn other_tokenizer_shapes_take_encode_fast() {
-        let json: serde_json::Value = serde_json::from_slice(crate::tokenizer::EMBEDDED_TOKENIZER).unwrap();
+        let json: serde_json::Value = serde_json::from_slice(crate::io::tokenizer::EMBEDDED_TOKENIZER).unwrap();
         let variants: [(&str, serde_json::Value); 3] = [
             ("/normalizer", serde_json::json!({"type": "NFC"})),
             ("/pre_tokenizer/add_prefix_space", serde_json::json!(true)),
@@ -344,7 +344,7 @@ mod tests {
     #[test]
     fn real_texts_count_like_encode_fast() {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
-        for file in ["README.md", "ARCHITECTURE.md", "BENCHMARKS.md", "crates/native-cli/src/token_count.rs"] {
+        for file in ["README.md", "ARCHITECTURE.md", "BENCHMARKS.md", "crates/native-cli/src/io/token_count.rs"] {
             let text = std::fs::read_to_string(format!("{root}{file}")).unwrap();
             let ascii: String = text.chars().filter(char::is_ascii).collect();
             for chunk in ascii.as_bytes().chunks(997) {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use aiperf_core::trace::{ParseOptions, ParseOutcome, Row, TraceError, TraceParser, read, read_each};
 use anyhow::{Context, Result, bail};
 
-use crate::output::is_stdio;
+use crate::io::output::is_stdio;
 
 /// An input that can be read only once (standard input, a pipe, `<(zcat …)`): the bytes [`head`]
 /// read to detect its format, and the handle it read them from, handed to the reader [`open`]
@@ -329,9 +329,6 @@ fn warn_skipped(path: &Path, outcome: &ParseOutcome) {
         }
     }
 }
-
-/// The former name of [`crate::output::write_output`], kept while `profile` still calls it.
-pub use crate::output::write_output as write_atomically;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

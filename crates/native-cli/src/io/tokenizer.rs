@@ -8,7 +8,8 @@ use anyhow::{Context, Result, bail};
 use tokenizers::Tokenizer;
 
 /// SmolLM2-135M's tokenizer, used when no other tokenizer is available.
-pub static EMBEDDED_TOKENIZER: &[u8] = include_bytes!("../../../tests/fixtures/tokenizers/smollm2-135m/tokenizer.json");
+pub static EMBEDDED_TOKENIZER: &[u8] =
+    include_bytes!("../../../../tests/fixtures/tokenizers/smollm2-135m/tokenizer.json");
 
 /// Where the tokenizer came from, for the run report.
 #[derive(Clone, Debug)]
@@ -111,15 +112,15 @@ fn hf_download(name: &str) -> Result<PathBuf> {
         bail!("'{name}' is not a Hugging Face model name");
     }
     let url = format!("https://huggingface.co/{name}/resolve/main/tokenizer.json");
-    let bytes = crate::profile::client::fetch_bytes(&url, std::time::Duration::from_secs(20))?;
+    let bytes = crate::io::http::fetch_bytes(&url, std::time::Duration::from_secs(20))?;
     let dir =
         hf_hub_dir().context("no cache folder (HOME unset)")?.join(format!("models--{}", name.replace('/', "--")));
     let snap = dir.join("snapshots").join("main");
     std::fs::create_dir_all(&snap).with_context(|| format!("cannot create {}", snap.display()))?;
     std::fs::create_dir_all(dir.join("refs"))?;
     let file = snap.join("tokenizer.json");
-    crate::input::write_atomically(&file, &bytes)?;
-    crate::input::write_atomically(&dir.join("refs").join("main"), b"main")?;
+    crate::io::output::write_output(&file, &bytes)?;
+    crate::io::output::write_output(&dir.join("refs").join("main"), b"main")?;
     Ok(file)
 }
 

@@ -73,7 +73,7 @@ pub fn run(args: Args) -> Result<()> {
     let outs: Vec<&Path> =
         std::iter::once(records_out.as_path()).chain(summary_outs.iter().map(PathBuf::as_path)).collect();
     let ins: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
-    crate::output::refuse_same_files(&outs, &ins).context(BadInput)?;
+    crate::io::output::refuse_same_files(&outs, &ins).context(BadInput)?;
 
     let mut shards = args.shard_dirs.iter().map(|d| read_shard(d)).collect::<Result<Vec<_>>>().context(BadInput)?;
     shards.sort_by_key(|s| s.run.index);
@@ -115,7 +115,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let zero = shards.iter().map(|s| s.run.start_unix_ns).min().unwrap_or(0);
     std::fs::create_dir_all(&args.output).with_context(|| format!("cannot create {}", args.output.display()))?;
-    let mut out = BufWriter::new(crate::output::create_stream(&records_out)?);
+    let mut out = BufWriter::new(crate::io::output::create_stream(&records_out)?);
     let mut aggregate = Aggregate::default();
     let mut readers = Vec::new();
     for (s, scan) in shards.iter().zip(&counts) {
@@ -167,7 +167,7 @@ pub fn run(args: Args) -> Result<()> {
             problems,
         })),
     };
-    crate::profile::export::write_summaries(&args.output, &summary)?;
+    crate::io::exports::write_summaries(&args.output, &summary)?;
     show!("{}", aiperf_core::results::export::console_table(&summary));
     show!("Merged run written to {}", args.output.display());
     Ok(())
@@ -272,7 +272,7 @@ struct Scan {
 /// Checks every line of a shard's records: invalid JSON is a `file:line` error, except on a last
 /// line without its newline (a write the process did not finish), which is reported.
 fn scan_records(path: &Path, max_line_bytes: usize) -> Result<Scan> {
-    let mut reader = crate::input::open(path)?;
+    let mut reader = crate::io::input::open(path)?;
     let mut buf = Vec::new();
     let mut scan = Scan::default();
     let mut line = 0u64;
@@ -343,7 +343,7 @@ impl Records {
     fn open(path: &Path, max_line_bytes: usize, lines: u64, shift_ns: u64) -> Result<Records> {
         Ok(Records {
             path: path.to_owned(),
-            reader: crate::input::open(path)?,
+            reader: crate::io::input::open(path)?,
             buf: Vec::new(),
             max_line_bytes,
             line: 0,

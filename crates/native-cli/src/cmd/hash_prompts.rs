@@ -21,9 +21,9 @@ use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::Value;
 use tokenizers::Tokenizer;
 
-use crate::input::open;
-use crate::output::{refuse_same_files, report_stream, write_trace_file};
-use crate::tokenizer::load_named;
+use crate::io::input::open;
+use crate::io::output::{refuse_same_files, report_stream, write_trace_file};
+use crate::io::tokenizer::load_named;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -287,7 +287,7 @@ mod tests {
     use super::*;
 
     fn fixture_tokenizer() -> Tokenizer {
-        Tokenizer::from_bytes(crate::tokenizer::EMBEDDED_TOKENIZER).unwrap()
+        Tokenizer::from_bytes(crate::io::tokenizer::EMBEDDED_TOKENIZER).unwrap()
     }
 
     #[test]

@@ -15,9 +15,9 @@ use aiperf_core::formats::transform::apply;
 use anyhow::{Result, bail, ensure};
 use clap::{Arg, ArgAction, ArgMatches, Command, FromArgMatches};
 
-use crate::input::read_trace_limited;
-use crate::output::{refuse_same_files, write_trace_file_in};
-use crate::trace_format::{TraceFormatArgs, convert_files, format_of};
+use crate::io::input::read_trace_limited;
+use crate::io::output::{refuse_same_files, write_trace_file_in};
+use crate::io::trace_format::{TraceFormatArgs, convert_files, format_of};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -9,7 +9,7 @@ use aiperf_core::formats::Format;
 use aiperf_core::trace::DEFAULT_MAX_LINE_BYTES;
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::output::{refuse_same_files, report_stream, write_output};
+use crate::io::output::{refuse_same_files, report_stream, write_output};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: usize,
     #[command(flatten)]
-    pub format: crate::trace_format::TraceFormatArgs,
+    pub format: crate::io::trace_format::TraceFormatArgs,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -53,17 +53,19 @@ pub fn run(args: Args) -> Result<()> {
 /// read, so the trace model (with its `u64` ids) is never held whole: a 1M-row trace costs about
 /// a third of the memory. Other formats are converted into a trace first.
 fn read_input(args: &Args) -> Result<AnalysisInput> {
-    let format = crate::trace_format::format_of(&args.file, args.format.trace_format)?;
+    let format = crate::io::trace_format::format_of(&args.file, args.format.trace_format)?;
     let input = if format == Format::Mooncake {
         let mut builder = InputBuilder::new();
-        crate::input::read_trace_each(&args.file, args.skip_invalid, args.max_line_bytes, |row, ids| {
+        crate::io::input::read_trace_each(&args.file, args.skip_invalid, args.max_line_bytes, |row, ids| {
             builder.push(row, ids)
         })?;
         builder.finish()
     } else {
-        let flags =
-            crate::trace_format::TraceFormatArgs { trace_format: crate::trace_format::FormatChoice::Is(format) };
-        let loaded = crate::trace_format::read_trace_any(&args.file, &flags, args.skip_invalid, args.max_line_bytes)?;
+        let flags = crate::io::trace_format::TraceFormatArgs {
+            trace_format: crate::io::trace_format::FormatChoice::Is(format),
+        };
+        let loaded =
+            crate::io::trace_format::read_trace_any(&args.file, &flags, args.skip_invalid, args.max_line_bytes)?;
         AnalysisInput::of(&loaded.trace)
     };
     if input.overflowed() {

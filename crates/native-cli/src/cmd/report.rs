@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 
 use crate::exit::BadInput;
-use crate::{input, output};
+use crate::io::{input, output};
 
 /// The runs and how to label them (shared by both commands).
 #[derive(Debug, clap::Args)]

@@ -1,0 +1,9 @@
+//! One module per command that reads inputs and writes outputs; `profile` and `mock-server` have
+//! folders of their own beside this one.
+
+pub mod analyze;
+pub mod convert;
+pub mod hash_prompts;
+pub mod merge;
+pub mod report;
+pub mod synthesize;

@@ -1,0 +1,90 @@
+//! The HTTP client every command that reaches the network builds: pooled HTTP/1.1 with rustls
+//! for `https://`, the TLS trust of [`tls`] and the environment's proxies ([`proxy`]); and a
+//! blocking GET that follows redirects.
+
+pub mod proxy;
+pub mod tls;
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, Uri};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use proxy::{Proxies, ProxyConnector};
+use tls::Trust;
+
+/// The pooled client: connections are kept alive and reused, with no cap on their number, so the
+/// pool grows to the load instead of queueing requests silently.
+pub type HttpClient = Client<hyper_rustls::HttpsConnector<ProxyConnector>, Full<Bytes>>;
+
+/// Builds the client with the default trust (bundled and system roots) and the environment's
+/// proxies.
+pub fn http_client() -> Result<HttpClient> {
+    http_client_with(&Trust { system_roots: true, ..Trust::default() }, Proxies::from_env())
+}
+
+/// Builds the client: TLS trust as given, proxies as given.
+pub fn http_client_with(trust: &Trust, proxies: Proxies) -> Result<HttpClient> {
+    let mut http = HttpConnector::new();
+    http.set_nodelay(true);
+    http.enforce_http(false);
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls::client_config(trust)?)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(ProxyConnector { http, proxies });
+    Ok(Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(90)).build(https))
+}
+
+/// A blocking GET that follows up to five redirects (a tokenizer download).
+pub fn fetch_bytes(url: &str, timeout: Duration) -> Result<Vec<u8>> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        let client = http_client()?;
+        let mut uri: Uri = url.parse()?;
+        for _ in 0..5 {
+            let req = Request::get(uri.clone()).body(Full::new(Bytes::new()))?;
+            let resp = tokio::time::timeout(timeout, client.request(req)).await.context("timed out")??;
+            if resp.status().is_redirection() {
+                let loc = resp
+                    .headers()
+                    .get("location")
+                    .and_then(|v| v.to_str().ok())
+                    .context("redirect without location")?;
+                uri = if loc.starts_with('/') {
+                    format!(
+                        "{}://{}{}",
+                        uri.scheme_str().unwrap_or("https"),
+                        uri.authority().map(|a| a.as_str()).unwrap_or(""),
+                        loc
+                    )
+                    .parse()?
+                } else {
+                    loc.parse()?
+                };
+                continue;
+            }
+            anyhow::ensure!(resp.status().is_success(), "HTTP {}", resp.status());
+            let body = tokio::time::timeout(timeout, resp.into_body().collect()).await.context("timed out")??;
+            return Ok(body.to_bytes().to_vec());
+        }
+        anyhow::bail!("too many redirects")
+    })
+}
+
+/// An error and its causes, on one line.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}

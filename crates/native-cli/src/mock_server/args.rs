@@ -1,0 +1,113 @@
+//! `mock-server`'s options, their defaults and the checks of their values.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Options of the mock server.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Args {
+    /// Port on 127.0.0.1 (0 = any free port; the chosen one is printed).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Time to first token (ms, at most a day).
+    #[arg(long, default_value_t = 0.0, value_parser = millis)]
+    pub ttft_ms: f64,
+    /// Time between tokens (ms, at most a day).
+    #[arg(long, default_value_t = 0.0, value_parser = millis)]
+    pub itl_ms: f64,
+    /// Output tokens when a request sets no max_tokens.
+    #[arg(long, default_value_t = 16)]
+    pub default_output_tokens: u64,
+    /// Without `ignore_eos: true`, stop after this many tokens (like an early end of sequence).
+    #[arg(long)]
+    pub eos_after: Option<u64>,
+    /// Fraction of requests answered with HTTP 500.
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
+    pub error_rate: f64,
+    /// Fraction of streams cut (connection reset) halfway.
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
+    pub disconnect_rate: f64,
+    /// Fraction of streams with a malformed JSON chunk.
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
+    pub malformed_rate: f64,
+    /// Fraction of streams that stall after the first token (until the client gives up).
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
+    pub stall_rate: f64,
+    /// Fraction of requests answered with more tokens than max_tokens.
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
+    pub ignore_max_tokens_rate: f64,
+    /// Write one JSON line per request (arrival time, tokens asked, prompt size) to this file
+    /// (`-`: standard output; a FIFO is written through).
+    #[arg(long)]
+    pub arrivals_file: Option<PathBuf>,
+    /// Most output tokens one request may ask for (`max_tokens`); more is answered with HTTP 400.
+    #[arg(long, default_value_t = DEFAULT_MAX_OUTPUT_TOKENS)]
+    pub max_output_tokens: u64,
+    /// Largest request body accepted (bytes); a larger one is answered with HTTP 413.
+    #[arg(long, default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
+    pub max_request_bytes: usize,
+    /// Close a keep-alive connection that sends no new request for this long (seconds). The
+    /// default outlasts `profile`'s own 90 s pool idle timeout, so the client closes first.
+    #[arg(long, default_value = DEFAULT_IDLE_TIMEOUT_SECONDS, value_parser = positive_seconds)]
+    pub idle_timeout_seconds: Duration,
+    /// Exit after this many seconds (a safety net for scripts; at most 30 days).
+    #[arg(long, value_parser = seconds)]
+    pub exit_after_seconds: Option<Duration>,
+    /// Load model: at most this many requests served at once (from their TTFT to their last
+    /// token); the others wait in a FIFO queue, so TTFT grows with load.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub slots: Option<u32>,
+    /// Serve HTTPS with this certificate chain (PEM, the server's certificate first); needs
+    /// `--tls-key`.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Serve an HTML page at /metrics instead of Prometheus text (to test scrapers).
+    #[arg(long)]
+    pub metrics_garbage: bool,
+    /// Answer with varied text (common words, numbers and punctuation drawn per request) instead
+    /// of eight repeated words, so that a client's tokenizer meets text as from a model. A token
+    /// of the answer is still one word of it.
+    #[arg(long)]
+    pub varied_text: bool,
+}
+
+/// Default of `--max-output-tokens`: a million tokens (a few MB of text).
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 1_000_000;
+/// Default of `--max-request-bytes`: 64 MiB.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 64 << 20;
+/// Default of `--idle-timeout-seconds`.
+pub const DEFAULT_IDLE_TIMEOUT_SECONDS: &str = "120";
+
+/// A number in `[lo, hi]` (`lo` excluded when `open`), described as `what` in the error.
+fn number_in(s: &str, lo: f64, hi: f64, open: bool, what: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (v > lo || (!open && v == lo)) && v <= hi => Ok(v),
+        _ => Err(format!(
+            "expected {what} from {lo} ({}) to {hi}, found {s:?}",
+            if open { "excluded" } else { "included" }
+        )),
+    }
+}
+
+/// A time span in seconds > 0 ([`aiperf_core::duration`]).
+fn positive_seconds(s: &str) -> std::result::Result<Duration, String> {
+    aiperf_core::duration::parse_seconds(s, false).map_err(|e| e.to_string())
+}
+
+/// A time span in seconds ≥ 0.
+fn seconds(s: &str) -> std::result::Result<Duration, String> {
+    aiperf_core::duration::parse_seconds(s, true).map_err(|e| e.to_string())
+}
+
+/// Milliseconds >= 0, at most a day.
+fn millis(s: &str) -> std::result::Result<f64, String> {
+    number_in(s, 0.0, 86_400_000.0, false, "a number of milliseconds")
+}
+
+/// A fraction of requests.
+fn rate(s: &str) -> std::result::Result<f64, String> {
+    number_in(s, 0.0, 1.0, false, "a fraction")
+}

@@ -1,0 +1,609 @@
+//! The phases of one replay, in order: warm-up → before time zero (first bodies, connections,
+//! the target's clock, the reference scrape) → measure (the records stage and the dispatcher on
+//! their own threads) → drain (the grace period) → export. [`replay`] reads as that list.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use aiperf_core::replay::dispatch::Dispatch;
+use aiperf_core::replay::schedule::{Schedule, Starts};
+use aiperf_core::replay::sharding::{ClockOffset, ShardRun, Sharding};
+use aiperf_core::results::metrics::Metric;
+use aiperf_core::results::summary::RunSummary;
+use aiperf_core::trace::Trace;
+use anyhow::{Context, Result};
+use tokio_util::sync::CancellationToken;
+
+use super::clock::{ZERO_LEAD, check_start_ahead, probe_clock, unix_now_ns, wait_until};
+use super::control::Control;
+use super::dispatcher::{Dispatched, Dispatcher};
+use super::plan::ReplayPlan;
+use super::preparer::{BodySource, Preparer};
+use super::prompt::PromptBuilder;
+use super::records::{Collected, RecordsStage};
+use super::request::{self, Finished, Shared};
+use super::transport::{self, Clock, Transport};
+use super::{progress, scraper};
+use crate::exit::{self, BadInput};
+use crate::io::exports;
+
+/// What a replay reads before it starts.
+pub struct Inputs {
+    pub trace: Arc<Trace>,
+    pub schedule: Arc<Schedule>,
+    pub prompts: Arc<PromptBuilder>,
+    /// Where the tokenizer came from.
+    pub tokenizer: String,
+}
+
+/// How one run ended.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The exit status a single run has.
+    pub status: u8,
+    pub summary: RunSummary,
+    /// What `--concurrency` did to a fixed schedule, when it was given with one.
+    pub ceiling_note: Option<String>,
+}
+
+/// How often the drain phase looks at the clock and the tokens.
+const DRAIN_POLL: Duration = Duration::from_millis(10);
+
+/// Runs the phases of a replay over `transport`, stopped through `control`; returns the exit
+/// status and the summary.
+pub fn replay<T: Transport + Clone>(
+    rt: &tokio::runtime::Runtime,
+    plan: &ReplayPlan,
+    inputs: Inputs,
+    transport: T,
+    control: &Control,
+    started: Instant,
+    scraper: Option<scraper::Scraper>,
+) -> Result<RunOutcome> {
+    let ready_ms = started.elapsed().as_secs_f64() * 1e3;
+    announce(plan, &inputs, ready_ms);
+    let warmup =
+        (plan.limits.warmup_requests > 0).then(|| rt.block_on(send_warmup(&transport, &inputs, plan, &control.stop)));
+    let zero = before_time_zero(rt, plan, &inputs, &transport, control, started, scraper.as_ref())?;
+    let measured = measure(rt, plan, &inputs, transport, control, zero, scraper.as_ref())?;
+    let collected = drain(control, plan.limits.grace, &measured.collected)?;
+    export(plan, inputs, control, Ran { ready_ms, warmup, measured }, collected, scraper)
+}
+
+/// Says what is replayed to where, and how long getting ready took.
+fn announce(plan: &ReplayPlan, inputs: &Inputs, ready_ms: f64) {
+    let total = inputs.schedule.request_count();
+    let more = match plan.target.urls.len() {
+        1 => String::new(),
+        n => format!(" and {} more URL(s), sessions round robin: {}", n - 1, plan.shown_urls().join(", ")),
+    };
+    let shard = plan.coordination.shard;
+    let what = match (total, plan.limits.duration) {
+        (Some(n), Some(d)) => format!("up to {n} request(s) for at most {:.1} s", d.as_secs_f64()),
+        (None, Some(d)) => format!("requests for {:.1} s", d.as_secs_f64()),
+        (Some(n), None) => format!("{n} request(s)"),
+        (None, None) => "requests".to_owned(),
+    };
+    say!(
+        "Replaying {what}{} to {}{more} (ready in {ready_ms:.0} ms)",
+        if shard.is_whole() { String::new() } else { format!(" of shard {shard}") },
+        plan.shown_url(),
+    );
+}
+
+/// Where request bodies come from: the plan's template over the inputs' trace and prompts.
+fn body_source(plan: &ReplayPlan, inputs: &Inputs) -> BodySource {
+    BodySource { template: plan.target.body.clone(), prompts: inputs.prompts.clone(), trace: inputs.trace.clone() }
+}
+
+/// What the run holds at time zero.
+struct TimeZero {
+    /// Bodies built ahead of their deadlines.
+    preparer: Preparer,
+    /// The instant of time zero.
+    base: Instant,
+    /// The target's clock against this machine's (sharded runs).
+    clock_offset: Option<ClockOffset>,
+}
+
+/// Before time zero: the first bodies built, connections open for the first burst, the target's
+/// clock probed (shards), the reference scrape of the server's counters, then time zero itself.
+fn before_time_zero<T: Transport + Clone>(
+    rt: &tokio::runtime::Runtime,
+    plan: &ReplayPlan,
+    inputs: &Inputs,
+    transport: &T,
+    control: &Control,
+    started: Instant,
+    scraper: Option<&scraper::Scraper>,
+) -> Result<TimeZero> {
+    let preparer = Preparer::start(Arc::new(body_source(plan, inputs)), inputs.schedule.clone())?;
+    open_connections(rt, plan, inputs, transport, control)?;
+    let clock_offset = clock_offset(rt, plan, transport, control);
+    if let Some(s) = scraper {
+        s.scrape(true);
+    }
+    // Time zero lies ZERO_LEAD ahead of the moment the measuring threads start (or of the common
+    // start), so that the dispatcher is running by then and hands the first burst off early, as
+    // it does every later one; the dispatcher sends nothing before it.
+    let base = match plan.coordination.start_at_unix_ns {
+        Some(at) => {
+            check_start_ahead(at, started).context(BadInput)?;
+            wait_until(at, &control.stop)
+        }
+        None => Instant::now() + ZERO_LEAD,
+    };
+    Ok(TimeZero { preparer, base, clock_offset })
+}
+
+/// Opens the connections the first burst needs, spread over the URLs like the sessions (at least
+/// one each); fails when no URL took one, unless `--go-on-unreachable`.
+fn open_connections<T: Transport + Clone>(
+    rt: &tokio::runtime::Runtime,
+    plan: &ReplayPlan,
+    inputs: &Inputs,
+    transport: &T,
+    control: &Control,
+) -> Result<()> {
+    let urls = plan.target.urls.len().max(1);
+    let connections = match connections_needed(&inputs.schedule, plan.limits.concurrency) {
+        0 => 0,
+        n => n.div_ceil(urls) * urls,
+    };
+    if connections == 0 || control.stop.is_cancelled() {
+        return Ok(());
+    }
+    let t0 = Instant::now();
+    let Some(per_url) = rt.block_on(transport.warm(connections)) else { return Ok(()) };
+    say!(
+        "Opened {} of {connections} connection(s) for the first burst in {:.0} ms",
+        per_url.iter().map(|(ready, _)| ready).sum::<usize>(),
+        t0.elapsed().as_secs_f64() * 1e3
+    );
+    let shown = plan.shown_urls();
+    let dead: Vec<&str> = per_url
+        .iter()
+        .enumerate()
+        .filter(|&(_, &(_, reached))| reached == 0)
+        .map(|(i, _)| shown.get(i).map_or("?", String::as_str))
+        .collect();
+    if dead.len() == per_url.len() && !plan.server.go_on_unreachable {
+        anyhow::bail!(
+            "no connection could be opened to {} before time zero (the reason is above); nothing was sent. \
+             Is the server running there? --wait-for-server SECONDS waits for it to answer; \
+             --go-on-unreachable replays anyway",
+            dead.join(", ")
+        );
+    }
+    if !dead.is_empty() && dead.len() < per_url.len() {
+        say!("warning: no connection could be opened to {} before time zero: its sessions will fail", dead.join(", "));
+    }
+    Ok(())
+}
+
+/// Shards and common starts: the target's clock against this machine's, reported, with a
+/// warning when they disagree beyond doubt.
+fn clock_offset<T: Transport>(
+    rt: &tokio::runtime::Runtime,
+    plan: &ReplayPlan,
+    transport: &T,
+    control: &Control,
+) -> Option<ClockOffset> {
+    let coord = plan.coordination;
+    if !coord.probe_clock() || control.stop.is_cancelled() {
+        return None;
+    }
+    let offset = rt.block_on(probe_clock(transport, coord.start_at_unix_ns));
+    match offset {
+        Some(c) => {
+            say!(
+                "Clock offset against the target: {:+.1} ms ± {:.1} ms ({} Date probe(s); positive = the target is ahead)",
+                c.offset_ms,
+                c.uncertainty_ms,
+                c.probes
+            );
+            // Only a disagreement beyond doubt is reported as one.
+            if c.offset_ms.abs() - c.uncertainty_ms > coord.clock_warn_ms {
+                say!(
+                    "warning: this machine's clock and the target's disagree by {:.1} ms ± {:.1} ms (more than --clock-offset-warn-ms {}): shards on machines whose clocks disagree do not start together; synchronize the clocks (NTP, chrony)",
+                    c.offset_ms.abs(),
+                    c.uncertainty_ms,
+                    coord.clock_warn_ms
+                );
+            } else if c.uncertainty_ms > coord.clock_warn_ms {
+                say!(
+                    "warning: the clock offset is known only within ± {:.1} ms ({} probe(s) before the start): cannot tell whether the clocks agree within --clock-offset-warn-ms {}; give --start-at more time ahead",
+                    c.uncertainty_ms,
+                    c.probes,
+                    coord.clock_warn_ms
+                );
+            }
+        }
+        None => say!(
+            "warning: cannot estimate the clock offset against the target (no Date header in its answers to GET /v1/models)"
+        ),
+    }
+    offset
+}
+
+/// What measuring leaves for the drain and the export.
+struct Measured {
+    /// The records stage's answer, once every request has ended.
+    collected: mpsc::Receiver<Result<Collected>>,
+    /// What the dispatcher sent, or why it stopped.
+    sent: Result<Dispatched>,
+    start_unix_ns: u128,
+    cpu_before: Option<f64>,
+    sharding: Option<Sharding>,
+    /// Whether the trace's timestamps are replayed.
+    fixed_schedule: bool,
+}
+
+/// Measure: the records stage and the dispatcher on their own threads, the duration timer; returns
+/// once the dispatcher has sent everything or was stopped.
+fn measure<T: Transport + Clone>(
+    rt: &tokio::runtime::Runtime,
+    plan: &ReplayPlan,
+    inputs: &Inputs,
+    transport: T,
+    control: &Control,
+    zero: TimeZero,
+    scraper: Option<&scraper::Scraper>,
+) -> Result<Measured> {
+    let cpu_before = process_cpu_seconds();
+    let clock = Clock { base: zero.base };
+    let coord = plan.coordination;
+    let start_unix_ns = coord
+        .start_at_unix_ns
+        .map_or_else(|| unix_now_ns() + zero.base.saturating_duration_since(Instant::now()).as_nanos(), u128::from);
+    if let Some(s) = scraper {
+        s.periodic();
+    }
+    let sharding = (!coord.shard.is_whole() || coord.start_at_unix_ns.is_some()).then(|| {
+        Sharding::Shard(ShardRun {
+            index: coord.shard.index,
+            count: coord.shard.count,
+            start_unix_ns: u64::try_from(start_unix_ns).unwrap_or(u64::MAX),
+            common_start: coord.start_at_unix_ns.is_some(),
+            clock: zero.clock_offset,
+        })
+    });
+    let fixed_schedule = matches!(inputs.schedule.starts, Starts::Listed(_));
+    if fixed_schedule && let Some(c) = plan.limits.concurrency {
+        say!(
+            "note: --concurrency {c} on the trace's timestamps (a fixed schedule) is only a ceiling: a session due \
+             while {c} are in flight waits for a slot and is sent late; --no-fixed-schedule runs a closed loop at \
+             concurrency {c} without the timestamps"
+        );
+    }
+    let shared = Arc::new(Shared {
+        transport,
+        clock,
+        trace: inputs.trace.clone(),
+        abort: control.abort.clone(),
+        ids: request::Ids::new(fixed_schedule),
+        turn_history: plan.target.body.turn_history,
+        urls: u32::try_from(plan.target.urls.len()).unwrap_or(u32::MAX).max(1),
+    });
+    let sent_count = Arc::new(AtomicU64::new(0));
+    let t0_unix_ns = u64::try_from(start_unix_ns).unwrap_or(u64::MAX);
+    let (records, collected) = start_records_stage(plan, inputs, sent_count.clone(), t0_unix_ns)?;
+    if let Some(d) = plan.limits.duration {
+        let stop = control.stop.clone();
+        rt.spawn(async move {
+            tokio::time::sleep_until((clock.base + d).into()).await;
+            stop.cancel();
+        });
+    }
+    let (completions_tx, completions) = mpsc::channel();
+    let dispatcher = Dispatcher {
+        dispatch: Dispatch::new(
+            inputs.schedule.clone(),
+            plan.limits.concurrency,
+            plan.limits.duration.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+        ),
+        preparer: zero.preparer,
+        shared: shared.clone(),
+        handle: rt.handle().clone(),
+        completions,
+        completions_tx,
+        records,
+        stop: control.stop.clone(),
+        block_size: plan.source.block_size,
+        sent: sent_count,
+    };
+    let sent = std::thread::Builder::new()
+        .name("dispatcher".into())
+        .spawn(move || dispatcher.run())
+        .context("cannot start the dispatcher thread")?
+        .join()
+        .map_err(|_| anyhow::anyhow!("the dispatcher panicked"))?;
+    if let Err(e) = &sent {
+        // Whatever was sent still drains and is exported; the error is reported at the end.
+        say!("error: {}", crate::exit::describe(e));
+        control.stop.cancel();
+    }
+    drop(shared);
+    Ok(Measured { collected, sent, start_unix_ns, cpu_before, sharding, fixed_schedule })
+}
+
+/// Starts the records stage on its own thread (the records file created, the progress shown);
+/// returns where requests' records go and where the stage answers when they have all ended.
+/// `t0_unix_ns` is time zero on the wall clock (the records' AIPerf times count from it).
+fn start_records_stage(
+    plan: &ReplayPlan,
+    inputs: &Inputs,
+    sent_count: Arc<AtomicU64>,
+    t0_unix_ns: u64,
+) -> Result<(mpsc::Sender<Finished>, mpsc::Receiver<Result<Collected>>)> {
+    let progress = progress::Progress::new(
+        plan.exports.progress,
+        progress::Bounds { requests: inputs.schedule.request_count(), duration: plan.limits.duration },
+        sent_count,
+    );
+    let (records_tx, records_rx) = mpsc::channel();
+    let (collected_tx, collected_rx) = mpsc::channel::<Result<Collected>>();
+    let stage = RecordsStage {
+        counting: plan.counting,
+        prompts: inputs.prompts.clone(),
+        slos: plan.exports.slos.clone(),
+        secrets: plan.secrets(),
+        out: {
+            std::fs::create_dir_all(&plan.exports.artifact_dir)
+                .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
+            exports::records_file(&plan.exports.artifact_dir)?
+        },
+        progress,
+        slicer: plan
+            .exports
+            .slice
+            .map(|d| aiperf_core::results::timeslices::Slicer::new(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
+            .transpose()?,
+        t0_unix_ns,
+    };
+    std::thread::Builder::new()
+        .name("records".into())
+        .spawn(move || {
+            let _ = collected_tx.send(stage.run(records_rx));
+        })
+        .context("cannot start the records thread")?;
+    Ok((records_tx, collected_rx))
+}
+
+/// What the phases before the export found.
+struct Ran {
+    ready_ms: f64,
+    /// Warm-up requests (sent, failed).
+    warmup: Option<(u64, u64)>,
+    measured: Measured,
+}
+
+/// Export: the summary of the collected records and the server's metrics, every file written
+/// (each attempted), the console table; returns the exit status and the summary.
+fn export(
+    plan: &ReplayPlan,
+    inputs: Inputs,
+    control: &Control,
+    ran: Ran,
+    collected: Collected,
+    scraper: Option<scraper::Scraper>,
+) -> Result<RunOutcome> {
+    let Ran { ready_ms, warmup, measured: m } = ran;
+    let client_cpu_s = process_cpu_seconds().zip(m.cpu_before).map(|(b, a)| b - a);
+    let server_metrics = scraper.map(|s| {
+        let series = s.finish();
+        aiperf_core::server::window::ServerMetrics::of(&series, u64::try_from(m.start_unix_ns).unwrap_or(u64::MAX))
+    });
+    let server_metrics = server_metrics.filter(|m| m.endpoints.iter().any(|e| e.fetches > 0));
+    let server_written = server_metrics
+        .as_ref()
+        .map_or(Ok(()), |m| exports::write_server_metrics(&plan.exports.artifact_dir, m, plan.input_config()));
+    let with_goodput = !plan.exports.slos.is_empty();
+    let report = collected.aggregate.report(with_goodput);
+    let calibration = collected
+        .mock_ttft_ms
+        .and_then(|prog| report.get(Metric::TimeToFirstToken).and_then(|d| d.percentile(50.0)).map(|m| (prog, m)));
+    let interrupted = control.interrupted();
+    let summary = RunSummary {
+        report,
+        input_config: {
+            let mut c = plan.input_config().clone();
+            // Whether the trace's timestamps were replayed, as resolved (not only as flagged).
+            c["fixed_schedule"] = serde_json::Value::Bool(m.fixed_schedule);
+            c
+        },
+        was_cancelled: interrupted,
+        start_unix_ns: m.start_unix_ns,
+        end_unix_ns: unix_now_ns(),
+        tokenizer: inputs.tokenizer,
+        warmup,
+        calibration,
+        client_cpu_s,
+        startup_ms: ready_ms,
+        urls: plan.shown_urls(),
+        sharding: m.sharding,
+        server: server_metrics
+            .as_ref()
+            .map(|m| aiperf_core::server::kinds::ServerView::of(m, Some(collected.aggregate.total_input_tokens))),
+    };
+    let written = write_summaries(plan, &summary, &collected, with_goodput);
+    show!("{}", aiperf_core::results::export::console_table(&summary));
+    let ceiling_note = match (&m.sent, plan.limits.concurrency) {
+        (Ok(d), Some(c)) if m.fixed_schedule => Some(ceiling_note(c, d.ceiling, d.requests, &summary)),
+        _ => None,
+    };
+    if let Some(n) = &ceiling_note {
+        show!("note: {n}");
+    }
+    show!("Exports written to {}", plan.exports.artifact_dir.display());
+    written?;
+    server_written?;
+    m.sent?;
+    Ok(RunOutcome { status: exit_status(interrupted, &summary), summary, ceiling_note })
+}
+
+/// Writes the summary files, and the time slices of `--slice-duration`; each is attempted, the
+/// first failure is returned.
+fn write_summaries(plan: &ReplayPlan, summary: &RunSummary, collected: &Collected, with_goodput: bool) -> Result<()> {
+    let mut written = exports::write_summaries(&plan.exports.artifact_dir, summary);
+    if let Some(slicer) = &collected.slices {
+        let slices = slicer.finish(collected.aggregate.last_end_ns.unwrap_or(0), with_goodput);
+        if slices.beyond > 0 {
+            say!(
+                "warning: {} request(s) sent after the first {} time slices are left out of the time slices",
+                slices.beyond,
+                aiperf_core::results::timeslices::MAX_SLICES
+            );
+        }
+        let w = exports::write_timeslices(&plan.exports.artifact_dir, &slices, summary);
+        if let Err(e) = &w {
+            say!("error: {}", crate::exit::describe(e));
+        }
+        written = written.and(w);
+    }
+    written
+}
+
+/// A run's exit status: interrupted by a signal, no request succeeded (said why), or success.
+fn exit_status(interrupted: bool, summary: &RunSummary) -> u8 {
+    if interrupted {
+        exit::INTERRUPTED
+    } else if summary.report.request_count == 0 {
+        say!(
+            "error: no request succeeded ({} failed); see the errors above and profile_export.jsonl",
+            summary.report.error_request_count
+        );
+        exit::NO_SUCCESS
+    } else {
+        exit::SUCCESS
+    }
+}
+
+/// What a `--concurrency` ceiling did to a fixed schedule: nothing (never reached), or how many
+/// session starts it held back past their timestamps, with the lateness that cost.
+fn ceiling_note(c: usize, ceiling: aiperf_core::replay::dispatch::Ceiling, sent: u64, summary: &RunSummary) -> String {
+    if ceiling.held_starts == 0 {
+        return format!(
+            "--concurrency {c} had no effect: at most {} session(s) were in flight on the trace's timestamps",
+            ceiling.peak_runs
+        );
+    }
+    let lateness = summary
+        .report
+        .get(Metric::SendLateness)
+        .and_then(|d| d.percentile(50.0))
+        .map_or_else(String::new, |p| format!(" (send lateness p50 {p:.1} ms)"));
+    format!(
+        "--concurrency {c} held {} session start(s) back past their timestamps{lateness}, {sent} request(s) sent: \
+         the trace's schedule was not kept; --no-fixed-schedule runs a closed loop at concurrency {c} instead",
+        ceiling.held_starts
+    )
+}
+
+/// Most connections opened before time zero.
+const MAX_WARM_CONNECTIONS: usize = 256;
+/// Starts this close together count as one burst.
+const BURST_WINDOW_US: u64 = 10_000;
+/// How many starts are looked at to size the first bursts.
+const BURST_SCAN: usize = 10_000;
+
+/// Connections worth opening before time zero: the largest burst among the first starts (runs
+/// starting within 10 ms of each other), or the concurrency for runs without timestamps, capped
+/// by the concurrency and [`MAX_WARM_CONNECTIONS`].
+pub(super) fn connections_needed(schedule: &Schedule, concurrency: Option<usize>) -> usize {
+    let offsets: Vec<Option<u64>> = schedule.starts().take(BURST_SCAN).map(|s| s.offset_us).collect();
+    let burst = if offsets.iter().any(Option::is_none) {
+        concurrency.unwrap_or(1)
+    } else {
+        let t: Vec<u64> = offsets.into_iter().flatten().collect();
+        let (mut lo, mut best) = (0usize, 0usize);
+        for hi in 0..t.len() {
+            while t[hi].saturating_sub(t[lo]) > BURST_WINDOW_US {
+                lo += 1;
+            }
+            best = best.max(hi + 1 - lo);
+        }
+        best
+    };
+    burst.min(concurrency.unwrap_or(usize::MAX)).min(MAX_WARM_CONNECTIONS)
+}
+
+/// Waits for the records stage to see every request end. Once sending was stopped, in-flight
+/// requests get `grace`; then (or at a second signal) they are cancelled and recorded so.
+fn drain(control: &Control, grace: Duration, collected: &mpsc::Receiver<Result<Collected>>) -> Result<Collected> {
+    let mut grace_end: Option<Instant> = None;
+    loop {
+        match collected.recv_timeout(DRAIN_POLL) {
+            Ok(c) => return c,
+            Err(mpsc::RecvTimeoutError::Disconnected) => anyhow::bail!("the records thread stopped unexpectedly"),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if control.stop.is_cancelled() && grace_end.is_none() {
+            grace_end = Some(Instant::now() + grace);
+        }
+        if grace_end.is_some_and(|g| Instant::now() >= g) {
+            control.abort.cancel();
+        }
+    }
+}
+
+/// Sends warm-up requests (first turns of the schedule's sessions, in order) and waits for them;
+/// returns (sent, failed).
+async fn send_warmup<T: Transport + Clone>(
+    transport: &T,
+    inputs: &Inputs,
+    plan: &ReplayPlan,
+    stop: &CancellationToken,
+) -> (u64, u64) {
+    let clock = Clock::start();
+    let limit = plan.limits.concurrency.unwrap_or(8).max(1);
+    let count = plan.limits.warmup_requests;
+    let source = body_source(plan, inputs);
+    let sessions = &inputs.schedule.sessions;
+    let distinct = usize::try_from(count).unwrap_or(usize::MAX).min(sessions.len());
+    let rows: Vec<u32> = inputs
+        .schedule
+        .starts()
+        .take(distinct)
+        .filter_map(|s| sessions.get(s.session as usize)?.turns.first().map(|t| t.row))
+        .collect();
+    let (mut sent, mut errors) = (0u64, 0u64);
+    let mut in_flight = tokio::task::JoinSet::new();
+    let run = request::Ids::new(false).run;
+    let urls = (plan.target.urls.len() as u64).max(1);
+    for &row in rows.iter().cycle().take(usize::try_from(count).unwrap_or(usize::MAX)) {
+        if stop.is_cancelled() {
+            break;
+        }
+        sent += 1;
+        match source.build(row) {
+            Ok(p) => {
+                let t = transport.clone();
+                let out = transport::Outgoing {
+                    body: p.body,
+                    request_id: format!("{run}-warmup-{sent}"),
+                    correlation_id: format!("{run}-warmup-{sent}"),
+                    url_index: u32::try_from((sent - 1) % urls).unwrap_or(0),
+                };
+                in_flight.spawn(async move { t.send(out, clock).await });
+            }
+            Err(_) => errors += 1,
+        }
+        while in_flight.len() >= limit {
+            if let Some(r) = in_flight.join_next().await {
+                errors += u64::from(r.map_or(true, |ex| ex.error.is_some()));
+            }
+        }
+    }
+    while let Some(r) = in_flight.join_next().await {
+        errors += u64::from(r.map_or(true, |ex| ex.error.is_some()));
+    }
+    (sent, errors)
+}
+
+/// CPU time (user + system) of this process so far.
+fn process_cpu_seconds() -> Option<f64> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Some(t.tv_sec as f64 + t.tv_nsec as f64 / 1e9)
+}

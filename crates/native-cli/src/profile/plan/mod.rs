@@ -1,0 +1,23 @@
+//! The validated, typed plan of `profile`: what its flags mean, resolved in one place.
+//!
+//! [`ProfilePlan::from_args`] and [`ReplayPlan::from_args`] are the only functions that read
+//! clap's [`Args`](super::options::Args): every range check and every error message about an
+//! option is here, naming the option, the value and what is accepted. The rest of `profile` sees
+//! only the plan.
+//!
+//! - [`campaign`]: what `profile` runs (one replay, repeats, a sweep, a search) — [`ProfilePlan`];
+//! - [`replay`]: one replay — [`ReplayPlan`], checked option group by option group;
+//! - [`arrivals`]: when sessions start, resolved against the trace;
+//! - [`limits`]: the options' bounds and the checks of one option;
+//! - [`secrets`]: credentials in URLs and headers, redacted and masked;
+//! - [`tls`]: the `--ssl-ca-cert` file.
+
+pub mod arrivals;
+pub mod campaign;
+pub mod limits;
+pub mod replay;
+pub mod secrets;
+pub mod tls;
+
+pub use campaign::{Mode, ProfilePlan};
+pub use replay::ReplayPlan;

@@ -1,0 +1,827 @@
+//! The plan of one replay: where requests go, what is replayed, when sending stops, what is
+//! written, the server's side; [`ReplayPlan::from_args`] checks the options group by group.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use aiperf_core::replay::schedule::{self, Schedule, ScheduleError, Shard, Timing};
+use aiperf_core::results::metrics::{Slo, parse_goodput};
+use aiperf_core::synthesis::TransformParams;
+use aiperf_core::trace::Trace;
+use anyhow::{Context, Result, anyhow, bail, ensure};
+use serde_json::{Map, Value, json};
+
+use super::arrivals::Arrivals;
+use super::limits::{
+    MAX_CONCURRENCY, MAX_REQUESTS, MAX_URLS, MIN_SLICE, RATE_RANGE, SCRAPE_INTERVAL_RANGE, in_range, key_value,
+    parse_start_at, seconds,
+};
+use super::secrets::{basic_auth, is_credential_header, redact_url, split_credentials};
+use super::tls::TlsOptions;
+use crate::profile::body::BodyTemplate;
+use crate::profile::options::{Args, UiType};
+use crate::profile::{artifacts, client, progress, scraper};
+
+/// Where requests go and what they look like.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The base URL as given (with `http://` added when it had no scheme); the first of `urls`.
+    pub url: String,
+    /// Every `--url`, normalized like `url`, in the order given (sessions go round robin).
+    pub urls: Vec<String>,
+    /// How `https://` servers are verified.
+    pub tls: TlsOptions,
+    /// The path called on it.
+    pub path: String,
+    pub api_key: Option<String>,
+    pub headers: Vec<(String, String)>,
+    /// The header carrying the session's correlation id.
+    pub session_header: String,
+    pub timeout: Duration,
+    /// Largest response body, SSE event or streamed text accepted.
+    pub max_response_bytes: usize,
+    pub body: BodyTemplate,
+}
+
+/// What is replayed and how arrivals are timed.
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub input_file: PathBuf,
+    pub format: crate::io::trace_format::TraceFormatArgs,
+    pub max_line_bytes: usize,
+    pub block_size: u64,
+    pub seed: u64,
+    /// In-memory synthesis applied to the trace before replay, when an option asks for it.
+    pub synthesis: Option<TransformParams>,
+    pub tokenizer: Option<String>,
+    pub arrivals: Arrivals,
+}
+
+/// When sending stops and how much may be in flight.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub request_count: Option<u64>,
+    pub duration: Option<Duration>,
+    /// How long in-flight requests may finish after sending stopped.
+    pub grace: Duration,
+    /// At most this many session runs at once.
+    pub concurrency: Option<usize>,
+    pub warmup_requests: u64,
+}
+
+/// How this process takes part in a run split across processes.
+#[derive(Clone, Copy, Debug)]
+pub struct Coordination {
+    /// The part of the run this process sends (the whole run by default).
+    pub shard: Shard,
+    /// The common time zero (Unix ns), `--start-at`.
+    pub start_at_unix_ns: Option<u64>,
+    /// Warn when the target's clock differs by more than this (ms).
+    pub clock_warn_ms: f64,
+}
+
+impl Coordination {
+    /// Whether the target's clock is probed: a shard or a common start.
+    pub fn probe_clock(&self) -> bool {
+        !self.shard.is_whole() || self.start_at_unix_ns.is_some()
+    }
+}
+
+/// Where token counts come from. Re-tokenizing the text a server streamed is not the number of
+/// tokens it generated (measured 0–27 tokens per request off on llama.cpp), so by default the
+/// server's own `usage` is the count whenever it reports one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenCounting {
+    /// The server's `usage` when reported, else the client's count; the client also counts, so
+    /// the discrepancy is recorded per request and in the summary (the default).
+    ServerWithClientBeside,
+    /// The server's `usage` when reported; the client counts only when it is not
+    /// (`--use-server-token-count`: the least client CPU).
+    ServerOnly,
+    /// The client re-tokenizes the answer text (`--client-token-count`, AIPerf's default).
+    Client,
+}
+
+impl TokenCounting {
+    /// Whether metrics take the server's count first.
+    pub fn server_first(self) -> bool {
+        self != TokenCounting::Client
+    }
+}
+
+/// What is written and shown.
+#[derive(Clone, Debug)]
+pub struct Exports {
+    pub artifact_dir: PathBuf,
+    pub slos: Vec<Slo>,
+    /// How the run shows its progress.
+    pub progress: crate::profile::progress::Mode,
+    /// `--slice-duration`: also write the metrics per slice of this length.
+    pub slice: Option<Duration>,
+}
+
+/// The server's side: metrics scraped, readiness, cache reset.
+#[derive(Clone, Debug)]
+pub struct ServerPlan {
+    /// `/metrics` URLs scraped (credentials kept for fetching; de-duplicated); empty = off.
+    pub metrics_urls: Vec<String>,
+    pub metrics_interval: Duration,
+    /// `--wait-for-server`.
+    pub wait: Option<Duration>,
+    pub reset_prefix_cache: bool,
+    /// `--go-on-unreachable`: replay even when a URL took no connection before time zero.
+    pub go_on_unreachable: bool,
+    /// `--server-kind`.
+    pub kind: Option<aiperf_core::server::kinds::ServerKind>,
+}
+
+/// Everything a replay needs to know, validated.
+#[derive(Clone, Debug)]
+pub struct ReplayPlan {
+    pub target: Target,
+    pub source: Source,
+    pub limits: Limits,
+    pub counting: TokenCounting,
+    pub exports: Exports,
+    pub coordination: Coordination,
+    pub server: ServerPlan,
+    /// The options as written to the exports, secrets redacted.
+    input_config: Value,
+}
+
+impl ReplayPlan {
+    /// Validates the flags into a plan. The groups are checked in this order, so that of several
+    /// bad options the same one is always the one reported.
+    pub fn from_args(a: Args) -> Result<ReplayPlan> {
+        let urls = urls(&a.url)?;
+        let tls = TlsOptions::of(a.ssl_ca_cert.as_ref(), a.insecure_skip_tls_verify)?;
+        ensure!(
+            a.custom_dataset_type == "mooncake_trace",
+            "--custom-dataset-type {}: only mooncake_trace is supported",
+            a.custom_dataset_type
+        );
+        let block_size = in_range(a.isl_block_size, "--isl-block-size", 1, u64::from(u32::MAX))?;
+        one_value_per_run(&a)?;
+        let load = load(&a)?;
+        let headers = a.headers.iter().map(|h| key_value(h, "--header")).collect::<Result<Vec<_>>>()?;
+        let extra_inputs = extra_inputs(&a.extra_inputs)?;
+        let slos = match &a.goodput {
+            Some(g) => parse_goodput(g)?,
+            None => Vec::new(),
+        };
+        let times = times(&a)?;
+        let synthesis = synthesis(&a, block_size)?;
+        let server = ServerPlan::of(&a, &urls)?;
+        let fixed = if a.fixed_schedule {
+            Some(true)
+        } else if a.no_fixed_schedule {
+            Some(false)
+        } else {
+            None
+        };
+        let mut plan = ReplayPlan {
+            target: Target {
+                url: urls[0].clone(),
+                path: a.custom_endpoint.clone().unwrap_or_else(|| a.endpoint_type.path().to_owned()),
+                urls,
+                tls,
+                api_key: a.api_key.clone().filter(|k| !k.is_empty()),
+                headers,
+                session_header: a.session_header.clone(),
+                timeout: times.timeout,
+                max_response_bytes: in_range(a.max_response_bytes, "--max-response-bytes", 1024, 1 << 40)?,
+                body: BodyTemplate {
+                    endpoint: a.endpoint_type,
+                    model: a.model.clone(),
+                    streaming: a.streaming,
+                    legacy_max_tokens: a.use_legacy_max_tokens,
+                    turn_history: a.turn_history,
+                    max_prompt_tokens: in_range(a.max_prompt_tokens, "--max-prompt-tokens", 1, 1 << 32)?,
+                    extra_inputs,
+                },
+            },
+            source: Source {
+                input_file: a.input_file.clone(),
+                format: a.trace_format.clone(),
+                max_line_bytes: in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?,
+                block_size,
+                seed: a.random_seed,
+                synthesis,
+                tokenizer: a.tokenizer.clone(),
+                arrivals: Arrivals {
+                    fixed,
+                    start_offset_ms: a.fixed_schedule_start_offset,
+                    end_offset_ms: a.fixed_schedule_end_offset,
+                    auto_offset: a.fixed_schedule_auto_offset,
+                    rate: load.rate.map(|r| (r, a.arrival_pattern)),
+                },
+            },
+            limits: Limits {
+                request_count: load.request_count,
+                duration: times.duration,
+                grace: times.grace,
+                concurrency: load.concurrency,
+                warmup_requests: load.warmup_requests,
+            },
+            counting: if a.client_token_count {
+                TokenCounting::Client
+            } else if a.use_server_token_count {
+                TokenCounting::ServerOnly
+            } else {
+                TokenCounting::ServerWithClientBeside
+            },
+            exports: Exports {
+                artifact_dir: a.artifact_dir.clone().unwrap_or_else(|| PathBuf::from(artifacts::DEFAULT_ROOT)),
+                slos,
+                progress: match a.ui_type {
+                    UiType::None => progress::Mode::Off,
+                    UiType::Simple => {
+                        progress::Mode::Auto { every: seconds(a.progress_interval, "--progress-interval", false)? }
+                    }
+                },
+                slice: times.slice,
+            },
+            coordination: load.coordination,
+            server,
+            input_config: Value::Null,
+        };
+        plan.input_config = input_config(&a, &plan);
+        Ok(plan)
+    }
+
+    /// The timing mode: the trace's timestamps when asked, or when the trace has them and no
+    /// request rate was chosen ([`Arrivals::timing`]).
+    pub fn timing(&self, trace_has_timestamps: bool) -> Result<Timing> {
+        let speedup = self.source.synthesis.as_ref().map_or(1.0, |p| p.speedup_ratio);
+        let concurrency = self.limits.concurrency.is_some();
+        self.source.arrivals.timing(trace_has_timestamps, speedup, self.source.seed, concurrency)
+    }
+
+    /// Before synthesis: the sessions that `--fixed-schedule-start/end-offset` keep on the raw
+    /// timestamps ([`Arrivals::filter_offsets`]).
+    pub fn filter_offsets(&self, trace: Trace) -> Trace {
+        let sped_up = self.source.synthesis.as_ref().is_some_and(|p| p.speedup_ratio != 1.0);
+        self.source.arrivals.filter_offsets(trace, sped_up)
+    }
+
+    /// The options as written to the exports (secrets redacted).
+    pub fn input_config(&self) -> &Value {
+        &self.input_config
+    }
+
+    /// The URL requests go to (credentials removed) and the headers they carry: the user's,
+    /// plus HTTP Basic authentication from URL credentials when no API key is given.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn request_target(&self) -> (String, Vec<(String, String)>) {
+        self.target_of(&self.target.url)
+    }
+
+    /// [`Self::request_target`] of every `--url`, in order.
+    pub fn request_targets(&self) -> Vec<(String, Vec<(String, String)>)> {
+        self.target.urls.iter().map(|u| self.target_of(u)).collect()
+    }
+
+    fn target_of(&self, url: &str) -> (String, Vec<(String, String)>) {
+        let (url, userinfo) = split_credentials(url);
+        let mut headers = self.target.headers.clone();
+        if let (Some(u), None) = (userinfo, &self.target.api_key) {
+            headers.insert(0, ("Authorization".to_owned(), basic_auth(&u)));
+        }
+        (url, headers)
+    }
+
+    /// Every `--url` as it may be shown (credentials redacted), in order.
+    pub fn shown_urls(&self) -> Vec<String> {
+        self.target.urls.iter().map(|u| redact_url(u.trim_end_matches('/'))).collect()
+    }
+
+    /// The URL as it may be shown (credentials redacted).
+    pub fn shown_url(&self) -> String {
+        client::join_url(&redact_url(&self.target.url), &self.target.path)
+    }
+
+    /// Every secret of the run (API key, credential header values, URL password): masked in
+    /// whatever a server echoes back before it is written.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut s: Vec<String> = self.target.api_key.iter().cloned().collect();
+        s.extend(self.target.headers.iter().filter(|(k, _)| is_credential_header(k)).map(|(_, v)| v.trim().to_owned()));
+        for url in &self.target.urls {
+            if let (_, Some(userinfo)) = split_credentials(url) {
+                s.push(userinfo.split_once(':').map_or(userinfo.as_str(), |(_, p)| p).to_owned());
+                // What a server echoing the Authorization header would show.
+                s.push(basic_auth(&userinfo).trim_start_matches("Basic ").to_owned());
+                s.push(userinfo);
+            }
+        }
+        s.retain(|v| v.len() >= 4);
+        s
+    }
+
+    /// The schedule of `trace`: with a benchmark duration and no request count, rate and
+    /// concurrency runs reuse the trace until time is up (as AIPerf does), generated lazily.
+    pub fn schedule(&self, trace: &Trace) -> Result<Schedule> {
+        let has_timestamps = trace.rows().first().is_some_and(|r| r.timestamp.is_some());
+        let timing = self.timing(has_timestamps)?;
+        let s = schedule::build(trace, timing, self.limits.request_count).map_err(|e| match e {
+            ScheduleError::Row { line, problem } => anyhow!("{}:{line}: {problem}", self.source.input_file.display()),
+            e => anyhow!(e).context("cannot schedule the trace"),
+        })?;
+        let shard = self.coordination.shard;
+        ensure!(
+            (shard.count as usize) <= s.sessions.len(),
+            "--shard {shard}: the trace has {} session(s) and whole sessions are dealt to shards, so at most {} shards can each get one",
+            s.sessions.len(),
+            s.sessions.len()
+        );
+        let s = s.sharded(shard);
+        Ok(if self.limits.duration.is_some() && self.limits.request_count.is_none() { schedule::endless(s) } else { s })
+    }
+}
+
+/// Every `--url`, with `http://` added where it has no scheme (AIPerf accepts `localhost:8000`).
+fn urls(given: &[String]) -> Result<Vec<String>> {
+    ensure!(
+        !given.is_empty() && given.len() <= MAX_URLS,
+        "--url given {} times: accepted is 1 to {MAX_URLS} URLs",
+        given.len()
+    );
+    given
+        .iter()
+        .map(|u| {
+            let mut url = u.trim().to_owned();
+            if !url.contains("://") {
+                url = format!("http://{url}");
+            }
+            ensure!(
+                url.starts_with("http://") || url.starts_with("https://"),
+                "--url {}: accepted is an http:// or https:// URL",
+                redact_url(&url)
+            );
+            Ok(url)
+        })
+        .collect()
+}
+
+/// A run takes one value of each load option: a list is a sweep of sub-runs ([`super::ProfilePlan`]).
+fn one_value_per_run(a: &Args) -> Result<()> {
+    for (name, n) in [("--request-rate", a.request_rate.len()), ("--concurrency", a.concurrency.len())] {
+        ensure!(n <= 1, "{name} has {n} values: one run takes one value (a list is a sweep of sub-runs)");
+    }
+    if let Some((p, v)) = a.synthesis.lists().next() {
+        bail!("--{} has {} values: one run takes one value (a list is a sweep of sub-runs)", p.flag(), v.len());
+    }
+    Ok(())
+}
+
+/// The load options, checked, with this process's part of a sharded run.
+struct Load {
+    concurrency: Option<usize>,
+    rate: Option<f64>,
+    request_count: Option<u64>,
+    warmup_requests: u64,
+    coordination: Coordination,
+}
+
+fn load(a: &Args) -> Result<Load> {
+    let concurrency = a.concurrency.first().map(|&c| in_range(c, "--concurrency", 1, MAX_CONCURRENCY)).transpose()?;
+    let rate = a
+        .request_rate
+        .first()
+        .copied()
+        .map(|r| {
+            ensure!(
+                r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1,
+                "--request-rate {r:?}: accepted is {} to {} requests per second",
+                RATE_RANGE.0,
+                RATE_RANGE.1
+            );
+            Ok(r)
+        })
+        .transpose()?;
+    let request_count = a.request_count.map(|n| in_range(n, "--request-count", 1, MAX_REQUESTS)).transpose()?;
+    let warmup_requests = in_range(a.warmup_request_count, "--warmup-request-count", 0, MAX_REQUESTS)?;
+    // A shard sends the whole run's sessions K, K+N, K+2N…, at the whole run's times:
+    // `--request-count` stays the whole run's (the shards together send exactly it), while
+    // the concurrency ceiling and the warm-up are totals divided as evenly as possible.
+    let shard = match &a.shard {
+        Some(s) => Shard::parse(s).map_err(|e| anyhow!("--shard {s}: {e}"))?,
+        None => Shard::WHOLE,
+    };
+    if let Some(c) = concurrency {
+        ensure!(
+            c >= shard.count as usize,
+            "--concurrency {c} with --shard {shard}: the ceiling is divided across the {} shards, so it must be at least {}",
+            shard.count,
+            shard.count
+        );
+    }
+    let start_at_unix_ns = a.start_at.as_deref().map(parse_start_at).transpose()?;
+    let clock_warn_ms = a.clock_offset_warn_ms;
+    ensure!(
+        clock_warn_ms.is_finite() && clock_warn_ms >= 0.0,
+        "--clock-offset-warn-ms {clock_warn_ms:?}: accepted is a number of milliseconds ≥ 0"
+    );
+    Ok(Load {
+        concurrency: concurrency.map(|c| shard.part_of(c as u64) as usize),
+        rate,
+        request_count,
+        warmup_requests: shard.part_of(warmup_requests),
+        coordination: Coordination { shard, start_at_unix_ns, clock_warn_ms },
+    })
+}
+
+/// `--extra-inputs key:value`: the value as JSON when it is JSON, else as a string.
+fn extra_inputs(given: &[String]) -> Result<Map<String, Value>> {
+    let mut extra_inputs = Map::new();
+    for e in given {
+        let (k, v) = key_value(e, "--extra-inputs")?;
+        let value = serde_json::from_str::<Value>(v.trim()).unwrap_or(Value::String(v.trim().to_owned()));
+        extra_inputs.insert(k, value);
+    }
+    Ok(extra_inputs)
+}
+
+/// The time spans of a run, checked, and the fixed schedule's offsets.
+struct Times {
+    timeout: Duration,
+    grace: Duration,
+    duration: Option<Duration>,
+    slice: Option<Duration>,
+}
+
+fn times(a: &Args) -> Result<Times> {
+    let timeout = seconds(a.request_timeout_seconds, "--request-timeout-seconds", false)?;
+    let grace = seconds(a.benchmark_grace_period, "--benchmark-grace-period", true)?;
+    let duration = a.benchmark_duration.map(|d| seconds(d, "--benchmark-duration", false)).transpose()?;
+    let slice = a.slice_duration.map(|d| seconds(d, "--slice-duration", false)).transpose()?;
+    if let Some(d) = slice {
+        ensure!(d >= MIN_SLICE, "--slice-duration {}: accepted is at least 0.001 s", d.as_secs_f64());
+    }
+    for (name, v) in [
+        ("--fixed-schedule-start-offset", a.fixed_schedule_start_offset),
+        ("--fixed-schedule-end-offset", a.fixed_schedule_end_offset),
+    ] {
+        if let Some(v) = v {
+            ensure!(v.is_finite() && v >= 0.0, "{name} {v:?}: accepted is a number of milliseconds ≥ 0");
+        }
+    }
+    Ok(Times { timeout, grace, duration, slice })
+}
+
+/// The in-memory synthesis the `--synthesis-*` options ask for, checked; `None` when they ask
+/// for none.
+fn synthesis(a: &Args, block_size: u64) -> Result<Option<TransformParams>> {
+    let block_u32 = u32::try_from(block_size).context("--isl-block-size is too large")?;
+    let params = a.synthesis.transform_params(block_u32, a.random_seed);
+    if let Err(e) = params.validate() {
+        match e.param() {
+            Some(p) => bail!("invalid {}: {e}", crate::synthesis_flags::option_name(p)),
+            None => return Err(e.into()),
+        }
+    }
+    Ok((params.synthesizes() || params.max_isl.is_some() || params.max_osl.is_some()).then_some(params))
+}
+
+impl ServerPlan {
+    /// The server options: every `--url`'s `/metrics` and the `--server-metrics` ones, each once.
+    fn of(a: &Args, urls: &[String]) -> Result<ServerPlan> {
+        let mut metrics_urls = Vec::new();
+        if !a.no_server_metrics {
+            for u in urls.iter().chain(&a.server_metrics) {
+                let m = scraper::metrics_url(u);
+                if !metrics_urls.contains(&m) {
+                    metrics_urls.push(m);
+                }
+            }
+        }
+        let (lo, hi) = SCRAPE_INTERVAL_RANGE;
+        let i = a.server_metrics_interval;
+        ensure!(
+            i.is_finite() && (lo..=hi).contains(&i),
+            "--server-metrics-interval {i:?}: accepted is {lo} to {hi} seconds"
+        );
+        Ok(ServerPlan {
+            metrics_urls,
+            metrics_interval: Duration::from_secs_f64(i),
+            wait: a.wait_for_server.map(|w| seconds(w, "--wait-for-server", false)).transpose()?,
+            reset_prefix_cache: a.reset_prefix_cache,
+            go_on_unreachable: a.go_on_unreachable,
+            kind: a.server_kind,
+        })
+    }
+}
+
+/// The options as written to the exports: as given, with every secret redacted.
+fn input_config(a: &Args, plan: &ReplayPlan) -> Value {
+    let (target, server) = (&plan.target, &plan.server);
+    let mut input_config = json!({
+        "model": a.model,
+        "url": redact_url(&target.url),
+        "endpoint_type": format!("{:?}", a.endpoint_type).to_lowercase(),
+        "custom_endpoint": a.custom_endpoint,
+        "streaming": a.streaming,
+        "api_key": a.api_key.as_ref().map(|_| "<redacted>"),
+        "headers": target.headers.iter().map(|(k, _)| format!("{k}:<redacted>")).collect::<Vec<_>>(),
+        "session_header": a.session_header,
+        "extra_inputs": target.body.extra_inputs,
+        "request_timeout_seconds": a.request_timeout_seconds,
+        "use_legacy_max_tokens": a.use_legacy_max_tokens,
+        "turn_history": a.turn_history.name(),
+        "max_prompt_tokens": a.max_prompt_tokens,
+        "use_server_token_count": a.use_server_token_count,
+        "client_token_count": a.client_token_count,
+        "input_file": a.input_file.display().to_string(),
+        "trace_format": format!("{:?}", a.trace_format.trace_format),
+        "random_seed": a.random_seed,
+        "isl_block_size": a.isl_block_size,
+        "synthesis": plan.source.synthesis,
+        "fixed_schedule": a.fixed_schedule,
+        "fixed_schedule_start_offset": a.fixed_schedule_start_offset,
+        "fixed_schedule_end_offset": a.fixed_schedule_end_offset,
+        "fixed_schedule_auto_offset": a.fixed_schedule_auto_offset,
+        "request_rate": a.request_rate.first(),
+        "arrival_pattern": format!("{:?}", a.arrival_pattern).to_lowercase(),
+        "concurrency": a.concurrency.first(),
+        "request_count": a.request_count,
+        "warmup_request_count": a.warmup_request_count,
+        "benchmark_duration": a.benchmark_duration,
+        "benchmark_grace_period": a.benchmark_grace_period,
+        "tokenizer": a.tokenizer,
+        "goodput": a.goodput,
+        "slice_duration": a.slice_duration,
+        "shard": a.shard.as_ref().map(|_| plan.coordination.shard.to_string()),
+        "start_at": a.start_at,
+        "clock_offset_warn_ms": a.clock_offset_warn_ms,
+    });
+    // The server's side (a second literal: one would pass serde_json's macro recursion limit).
+    for (k, v) in [
+        ("server_metrics", json!(server.metrics_urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>())),
+        ("server_metrics_interval", json!(a.server_metrics_interval)),
+        ("wait_for_server", json!(a.wait_for_server)),
+        ("reset_prefix_cache", json!(a.reset_prefix_cache)),
+        ("server_kind", json!(server.kind.map(|k| k.name()))),
+    ] {
+        input_config[k] = v;
+    }
+    if target.urls.len() > 1 {
+        input_config["urls"] = json!(target.urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>());
+        input_config["url_strategy"] = json!("round_robin");
+    }
+    if let Some(f) = &target.tls.ca_file {
+        input_config["ssl_ca_cert"] = json!(f.display().to_string());
+    }
+    if target.tls.insecure {
+        input_config["insecure_skip_tls_verify"] = json!(true);
+    }
+    input_config
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::profile::options;
+    use crate::profile::plan::limits::parse_start_at;
+
+    fn plan(extra: &[&str]) -> Result<ReplayPlan> {
+        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
+        argv.extend_from_slice(extra);
+        ReplayPlan::from_args(options::parse(argv)?)
+    }
+
+    fn err(extra: &[&str]) -> String {
+        format!("{:#}", plan(extra).unwrap_err())
+    }
+
+    #[test]
+    fn defaults_resolve() {
+        let p = plan(&[]).unwrap();
+        assert_eq!(p.target.url, "http://localhost:8000");
+        assert_eq!(p.target.path, "/v1/chat/completions");
+        assert_eq!(p.target.timeout, Duration::from_secs(21_600));
+        assert_eq!(p.limits.grace, Duration::from_secs(30));
+        assert_eq!(p.counting, TokenCounting::ServerWithClientBeside);
+        assert_eq!(plan(&["--client-token-count"]).unwrap().counting, TokenCounting::Client);
+        assert_eq!(plan(&["--use-server-token-count"]).unwrap().counting, TokenCounting::ServerOnly);
+        assert!(plan(&["--use-server-token-count", "--client-token-count"]).is_err());
+        assert!(p.source.synthesis.is_none());
+        assert!(matches!(p.timing(true).unwrap(), Timing::Fixed { auto_offset: true, .. }));
+        assert!(p.timing(false).is_err());
+    }
+
+    #[test]
+    fn shards_divide_the_ceiling_and_the_warm_up_and_keep_the_request_count() {
+        let p = plan(&["--shard", "1/3", "--concurrency", "10", "--warmup-request-count", "4", "--request-count", "7"])
+            .unwrap();
+        assert_eq!(p.coordination.shard, Shard { index: 1, count: 3 });
+        assert_eq!(p.limits.concurrency, Some(3));
+        assert_eq!(p.limits.warmup_requests, 1);
+        assert_eq!(p.limits.request_count, Some(7));
+        assert_eq!(p.input_config()["shard"], "1/3");
+        assert!(p.coordination.probe_clock());
+        let whole = plan(&["--concurrency", "10"]).unwrap();
+        assert_eq!(whole.limits.concurrency, Some(10));
+        assert!(whole.input_config()["shard"].is_null());
+        assert!(!whole.coordination.probe_clock());
+        for (args, needle) in [
+            (&["--shard", "3/3"][..], "--shard 3/3: shard 3/3: K must be from 0 to N-1"),
+            (&["--shard", "a/3"], "--shard a/3: 'a/3' is not of the form K/N"),
+            (&["--shard", "0/4", "--concurrency", "3"], "--concurrency 3 with --shard 0/4"),
+            (&["--start-at", "tomorrow"], "--start-at 'tomorrow': accepted is an RFC 3339 time"),
+            (&["--clock-offset-warn-ms", "NaN"], "--clock-offset-warn-ms NaN"),
+        ] {
+            let e = err(args);
+            assert!(e.contains(needle), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn start_at_takes_rfc_3339_with_offsets_and_epoch_milliseconds() {
+        assert_eq!(parse_start_at("2026-11-23T22:00:00Z").unwrap(), 1_795_471_200_000_000_000);
+        assert_eq!(parse_start_at("2026-11-23T23:00:00+01:00").unwrap(), 1_795_471_200_000_000_000);
+        assert_eq!(parse_start_at("2026-11-23T22:00:00.5Z").unwrap(), 1_795_471_200_500_000_000);
+        assert_eq!(parse_start_at("1795471200000").unwrap(), 1_795_471_200_000_000_000);
+        assert!(parse_start_at("1969-12-31T23:59:59Z").is_err());
+        assert!(parse_start_at("99999999999999999999").is_err());
+        let p = plan(&["--start-at", "1795471200000"]).unwrap();
+        assert_eq!(p.coordination.start_at_unix_ns, Some(1_795_471_200_000_000_000));
+        assert!(p.coordination.probe_clock());
+    }
+
+    #[test]
+    fn extreme_values_are_rejected_with_the_option_the_value_and_the_range() {
+        for (args, needle) in [
+            (&["--request-timeout-seconds", "1e300"][..], "--request-timeout-seconds 1e300: accepted"),
+            (&["--request-timeout-seconds", "0"], "--request-timeout-seconds 0.0"),
+            (&["--request-timeout-seconds", "NaN"], "--request-timeout-seconds NaN"),
+            (&["--benchmark-duration", "1e300"], "--benchmark-duration"),
+            (&["--benchmark-duration=-1"], "--benchmark-duration -1.0"),
+            (&["--benchmark-grace-period", "1e300"], "--benchmark-grace-period"),
+            (&["--benchmark-grace-period", "inf"], "--benchmark-grace-period inf"),
+            (&["--request-rate", "1e-300"], "--request-rate 1e-300: accepted is 0.001 to 1000000"),
+            (&["--request-rate", "0"], "--request-rate 0.0"),
+            (&["--concurrency", "0"], "--concurrency 0: accepted is 1 to 1000000"),
+            (&["--request-count", "0"], "--request-count 0"),
+            (&["--isl-block-size", "0"], "--isl-block-size 0"),
+            (&["--fixed-schedule-start-offset=-5"], "--fixed-schedule-start-offset -5.0"),
+            (&["--header", "novalue"], "--header 'novalue' is not of the form key:value"),
+            (&["--goodput", "ttft:5"], "unknown metric"),
+        ] {
+            let e = err(args);
+            assert!(e.contains(needle), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn timing_follows_aiperf() {
+        let p = plan(&["--concurrency", "4"]).unwrap();
+        assert!(matches!(p.timing(true).unwrap(), Timing::Fixed { .. }));
+        assert_eq!(p.timing(false).unwrap(), Timing::AsFastAsAllowed);
+        let p = plan(&["--concurrency", "4", "--no-fixed-schedule"]).unwrap();
+        assert_eq!(p.timing(true).unwrap(), Timing::AsFastAsAllowed);
+        let p = plan(&["--request-rate", "5", "--arrival-pattern", "constant"]).unwrap();
+        assert!(matches!(p.timing(true).unwrap(), Timing::Rate { per_second: 5.0, .. }));
+        let p = plan(&["--fixed-schedule", "--request-rate", "5"]).unwrap();
+        assert!(p.timing(true).is_err());
+        let p = plan(&["--fixed-schedule-start-offset", "10", "--no-fixed-schedule"]).unwrap();
+        assert!(p.timing(true).is_err());
+    }
+
+    #[test]
+    fn secrets_are_redacted_in_the_config_and_listed_for_masking() {
+        let p = plan(&[
+            "-u",
+            "https://alice:hunter22@example.test:9/x",
+            "--api-key",
+            "sk-secret-1",
+            "-H",
+            "X-Api-Key:abcd-1234",
+            "-H",
+            "X-Trace:visible",
+        ])
+        .unwrap();
+        let cfg = p.input_config().to_string();
+        for s in ["hunter22", "alice", "sk-secret-1", "abcd-1234", "visible"] {
+            assert!(!cfg.contains(s), "{s} leaked into {cfg}");
+        }
+        assert_eq!(p.shown_url(), "https://<redacted>@example.test:9/x/v1/chat/completions");
+        let secrets = p.secrets();
+        assert!(secrets.contains(&"sk-secret-1".to_owned()));
+        assert!(secrets.contains(&"abcd-1234".to_owned()));
+        assert!(secrets.contains(&"hunter22".to_owned()));
+        assert!(!secrets.contains(&"visible".to_owned()));
+    }
+
+    #[test]
+    fn offsets_are_raw_trace_ms_before_the_speed_up() {
+        use aiperf_core::trace::{ParseOptions, read};
+        let text: String = (0..7)
+            .map(|i| format!("{{\"timestamp\": {}, \"input_length\": 5, \"output_length\": 1}}\n", 1000 * i + 1))
+            .collect();
+        let raw = read(text.as_bytes(), ParseOptions::new("t")).unwrap().trace;
+        let p = plan(&[
+            "--fixed-schedule",
+            "--fixed-schedule-start-offset",
+            "2001",
+            "--fixed-schedule-end-offset",
+            "4001",
+            "--synthesis-speedup-ratio",
+            "2",
+        ])
+        .unwrap();
+        let kept = p.filter_offsets(raw);
+        let ts: Vec<f64> = kept.rows().iter().map(|r| r.timestamp.unwrap().as_f64()).collect();
+        assert_eq!(ts, vec![2001.0, 3001.0, 4001.0]);
+        let synthesized = aiperf_core::synthesis::transform(&kept, p.source.synthesis.as_ref().unwrap()).unwrap();
+        let s = p.schedule(&synthesized).unwrap();
+        // Sped up: 1000, 1500, 2000 ms; zero at the sped-up start offset (1000 ms).
+        let offsets: Vec<u64> = s.starts().map(|x| x.offset_us.unwrap() / 1000).collect();
+        assert_eq!(offsets, vec![0, 500, 1000]);
+    }
+
+    #[test]
+    fn url_credentials_become_basic_authentication() {
+        let p = plan(&["-u", "http://alice:p%40ss@h:9"]).unwrap();
+        let (url, headers) = p.request_target();
+        assert_eq!(url, "http://h:9");
+        assert_eq!(headers, vec![("Authorization".to_owned(), "Basic YWxpY2U6cEBzcw==".to_owned())]);
+        let secrets = p.secrets();
+        assert!(secrets.contains(&"p@ss".to_owned()) && secrets.contains(&"YWxpY2U6cEBzcw==".to_owned()));
+        // An API key wins over URL credentials.
+        let p = plan(&["-u", "http://alice:p%40ss@h:9", "--api-key", "sk-123456"]).unwrap();
+        assert!(p.request_target().1.is_empty());
+        assert_eq!(split_credentials("http://h/a@b"), ("http://h/a@b".to_owned(), None));
+    }
+
+    #[test]
+    fn several_urls_each_normalized_with_their_own_credentials() {
+        let p = plan(&["-u", "h1:9", "--url", "https://bob:s3cret-pw@h2", "http://h3/v1"]).unwrap();
+        assert_eq!(p.target.urls, ["http://h1:9", "https://bob:s3cret-pw@h2", "http://h3/v1"]);
+        assert_eq!(p.target.url, "http://h1:9");
+        let targets = p.request_targets();
+        assert_eq!(targets[1].0, "https://h2");
+        assert_eq!(targets[1].1[0].0, "Authorization");
+        assert!(targets[0].1.is_empty() && targets[2].1.is_empty());
+        assert_eq!(p.shown_urls(), ["http://h1:9", "https://<redacted>@h2", "http://h3/v1"]);
+        assert!(p.secrets().contains(&"s3cret-pw".to_owned()));
+        let cfg = p.input_config().to_string();
+        assert!(cfg.contains("\"urls\"") && !cfg.contains("s3cret"), "{cfg}");
+        assert_eq!(plan(&[]).unwrap().target.urls, ["http://localhost:8000"]);
+        assert!(err(&["-u", "ftp://h"]).contains("--url ftp://h: accepted is an http:// or https:// URL"));
+    }
+
+    #[test]
+    fn the_ca_file_is_checked_before_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("none.pem");
+        let e = err(&["--ssl-ca-cert", missing.to_str().unwrap()]);
+        assert!(e.contains("none.pem: cannot read the file"), "{e}");
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "just text\n").unwrap();
+        let e = err(&["--ssl-ca-cert", empty.to_str().unwrap()]);
+        assert!(e.contains("holds no certificate") && e.contains("BEGIN CERTIFICATE"), "{e}");
+        let garbage = dir.path().join("garbage.pem");
+        std::fs::write(&garbage, "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").unwrap();
+        let e = err(&["--ssl-ca-cert", garbage.to_str().unwrap()]);
+        assert!(
+            e.contains("garbage.pem: certificate 1 of 1 cannot be used as a CA")
+                || e.contains("garbage.pem: not a valid PEM"),
+            "{e}"
+        );
+        let ca = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/tls/ca.pem");
+        let p = plan(&["--ssl-ca-cert", ca, "--insecure-skip-tls-verify"]).unwrap();
+        assert_eq!(p.target.tls.ca_certs.len(), 1);
+        assert!(p.target.tls.insecure);
+        assert_eq!(p.input_config()["insecure_skip_tls_verify"], true);
+    }
+
+    #[test]
+    fn server_metrics_urls_wait_and_reset() {
+        let p = plan(&["-u", "http://h:1/v1/"]).unwrap();
+        assert_eq!(p.server.metrics_urls, vec!["http://h:1/v1/metrics"]);
+        assert_eq!(p.server.metrics_interval, Duration::from_millis(333));
+        let p = plan(&["--server-metrics", "http://a:2", "http://localhost:8000/metrics", "b:3/"]).unwrap();
+        assert_eq!(
+            p.server.metrics_urls,
+            vec!["http://localhost:8000/metrics", "http://a:2/metrics", "http://b:3/metrics"]
+        );
+        assert!(plan(&["--no-server-metrics"]).unwrap().server.metrics_urls.is_empty());
+        assert!(plan(&["--no-server-metrics", "--server-metrics", "http://a"]).is_err());
+        assert!(
+            err(&["--server-metrics-interval", "0"])
+                .contains("--server-metrics-interval 0.0: accepted is 0.01 to 3600")
+        );
+        assert!(err(&["--wait-for-server=-1"]).contains("--wait-for-server -1.0"));
+        let p = plan(&["--wait-for-server", "5", "--reset-prefix-cache", "--server-kind", "llamacpp"]).unwrap();
+        assert_eq!(p.server.wait, Some(Duration::from_secs(5)));
+        assert!(p.server.reset_prefix_cache);
+        assert_eq!(p.server.kind, Some(aiperf_core::server::kinds::ServerKind::Llamacpp));
+        let cfg = plan(&["-u", "http://u:secret99@h:1"]).unwrap().input_config().to_string();
+        assert!(!cfg.contains("secret99") && cfg.contains("http://<redacted>@h:1/metrics"), "{cfg}");
+    }
+
+    #[test]
+    fn a_run_plan_never_takes_a_list() {
+        assert!(err(&["--concurrency", "1,2"]).contains("--concurrency has 2 values"));
+    }
+}
