@@ -225,14 +225,14 @@ impl Frame {
         );
     }
 
-    /// The right-hand axis of shares, 0 to 100 %, in the colour of its line.
+    /// The right-hand axis of shares, 0 to 100 %: its line in the colour of the line it measures.
     fn share_axis(&self, out: &mut String, label: &str, colour: &str) {
         let x = W - self.mr;
         let _ = write!(out, r#"<line x1="{x}" y1="{MT}" x2="{x}" y2="{b}" stroke="{colour}"/>"#, b = H - MB);
         for f in [0.0, 0.25, 0.5, 0.75, 1.0] {
             let _ = write!(
                 out,
-                r#"<text x="{tx}" y="{ty:.1}" fill="{colour}">{}</text>"#,
+                r#"<text x="{tx}" y="{ty:.1}">{}</text>"#,
                 Scale::Percent.label(f),
                 tx = x + 4.0,
                 ty = self.py_share(f) + 4.0
@@ -240,7 +240,7 @@ impl Frame {
         }
         let _ = write!(
             out,
-            r#"<text transform="translate({tx} {cy}) rotate(90)" text-anchor="middle" class="axis" fill="{colour}">{}</text>"#,
+            r#"<text transform="translate({tx} {cy}) rotate(90)" text-anchor="middle" class="axis">{}</text>"#,
             esc(label),
             tx = W - 8.0,
             cy = (MT + H - MB) / 2.0
@@ -414,12 +414,9 @@ pub fn plot(id: &str, title: &str, p: &Plot<'_>) -> String {
         for b in &p.bars {
             let (x0, x1) = (f.px(b.x0), f.px(b.x1));
             let (y0, y1) = (f.py(b.y), f.py(0.0));
-            let _ = write!(
-                out,
-                r#"<rect x="{x0:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}""#,
-                (x1 - x0 - 1.0).max(0.5),
-                y1 - y0
-            );
+            // A pixel between bars wide enough to spare it; narrow bars touch, like an area.
+            let w = if x1 - x0 >= 3.0 { x1 - x0 - 1.0 } else { (x1 - x0).max(0.5) };
+            let _ = write!(out, r#"<rect x="{x0:.1}" y="{y0:.1}" width="{w:.1}" height="{:.1}""#, y1 - y0);
             close_with_tip(&mut out, "rect", &b.tip);
         }
         out.push_str("</g>");
@@ -531,7 +528,7 @@ pub struct HBar {
 pub fn hbar_chart(id: &str, title: &str, rows: &[HBar]) -> String {
     const ROW: f64 = 22.0;
     const LABEL: f64 = 110.0;
-    const TEXT: f64 = 190.0;
+    const TEXT: f64 = 200.0;
     let max = rows.iter().map(|r| r.value).filter(|v| v.is_finite()).fold(0.0, f64::max);
     let mut out = String::new();
     open(&mut out, id, title, MT + ROW * rows.len() as f64 + 8.0);
