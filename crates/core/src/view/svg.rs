@@ -298,7 +298,8 @@ fn open(out: &mut String, id: &str, title: &str, h: f64) {
     );
 }
 
-fn legend(out: &mut String, names: &[(String, &str)]) {
+/// The names beside the top right corner of the plot area (`mr`: the right margin).
+fn legend(out: &mut String, names: &[(String, &str)], mr: f64) {
     if names.len() < 2 {
         return;
     }
@@ -308,9 +309,9 @@ fn legend(out: &mut String, names: &[(String, &str)]) {
             out,
             r#"<rect x="{x}" y="{ry}" width="10" height="3" fill="{colour}"/><text x="{tx}" y="{ty}" class="legend">{}</text>"#,
             esc(name),
-            x = W - MR - 110.0,
+            x = W - mr - 110.0,
             ry = y - 3.0,
-            tx = W - MR - 96.0,
+            tx = W - mr - 96.0,
             ty = y + 1.0
         );
     }
@@ -433,7 +434,7 @@ pub fn plot(id: &str, title: &str, p: &Plot<'_>) -> String {
         f.line(&mut out, l, true, "share");
         names.push((l.name.clone(), l.colour));
     }
-    legend(&mut out, &names);
+    legend(&mut out, &names, f.mr);
     corner(&mut out, &f, &p.corner);
     out.push_str("</svg>");
     if !p.caption.is_empty() {
