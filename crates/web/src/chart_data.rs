@@ -114,32 +114,9 @@ impl Series {
     }
 }
 
-/// Round axis ticks covering `0..=max` (about `target` of them); the last tick is ≥ `max`.
-pub fn ticks(max: f64, target: usize) -> Vec<f64> {
-    let max = if max.is_finite() && max > 0.0 { max } else { 1.0 };
-    let step = nice_step(max / target.max(1) as f64);
-    let n = (max / step - 1e-9).ceil().max(1.0) as usize;
-    (0..=n).map(|i| i as f64 * step).collect()
-}
-
-/// Ticks of a log₁₀ axis: the powers of ten covering `lo..=hi` (`lo` ≥ 1).
-pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    let a = lo.max(1.0).log10().floor() as i32;
-    let b = hi.max(1.0).log10().ceil().max(f64::from(a) + 1.0) as i32;
-    (a..=b).map(|e| 10f64.powi(e)).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ticks_are_round_steps() {
-        assert_eq!(ticks(95.0, 5), [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
-        assert_eq!(ticks(100.0, 5), [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
-        assert_eq!(ticks(0.0, 5), [0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]);
-        assert_eq!(log_ticks(1.0, 5000.0), [1.0, 10.0, 100.0, 1000.0, 10000.0]);
-    }
 
     #[test]
     fn length_histogram_counts_every_value_once() {

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use aiperf_core::synthesis::Param;
 use aiperf_core::trace::{ParseOptions, parse_str};
 use aiperf_web::chart_data::Dist;
-use aiperf_web::components::{DistChart, DistProps, FieldInput, RunsSection, StatsProps, StatsTable};
+use aiperf_web::components::{DistChart, DistProps, FieldInput, RunsSection, StatsProps, StatsTable, dist_svg};
 use aiperf_web::engine::{analysis_json, analysis_view};
 use aiperf_web::hooks::{AppContext, WorkerLink};
 use aiperf_web::ingest::{Ingest, Read};
@@ -97,16 +97,22 @@ async fn stats_table_shows_grouped_numbers() {
 }
 
 #[wasm_bindgen_test]
-async fn histogram_draws_one_bar_per_bin_and_the_cdf() {
+async fn histogram_is_the_kits_markup_with_one_bar_per_bin_and_the_cdf() {
     let dist = Rc::new(Dist::lengths(&(0..500).map(f64::from).collect::<Vec<_>>()));
     let bins = dist.counts.len();
     let div = root();
-    let props = DistProps { title: "Input length".into(), x_label: "tokens".into(), dist, percent: false };
+    let props =
+        DistProps { title: "Input length".into(), x_label: "tokens".into(), dist: dist.clone(), percent: false };
     yew::Renderer::<DistChart>::with_root_and_props(div.clone(), props).render();
     settle().await;
-    assert_eq!(div.query_selector_all("rect.bar").expect("bars").length() as usize, bins);
-    assert!(div.query_selector("polyline.cdf").expect("q").is_some());
+    // The bars (each with its hover text) and the cumulative share, drawn by the core's kit.
+    assert_eq!(div.query_selector_all("figure.chart rect > title").expect("bars").length() as usize, bins);
+    assert!(div.query_selector("figure.chart path.share").expect("q").is_some());
     assert!(div.query_selector("svg[aria-label]").expect("q").is_some());
+    // The page holds exactly the kit's markup.
+    let kit = root();
+    kit.set_inner_html(&dist_svg("Input length", "tokens", &dist, false));
+    assert_eq!(div.inner_html(), kit.inner_html());
 }
 
 #[derive(Properties, PartialEq)]

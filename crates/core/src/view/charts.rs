@@ -92,7 +92,11 @@ pub struct Slices {
 
 impl Slices {
     /// The run's `--slice-duration` slices when it had them (and they are at most
-    /// 4 × [`MAX_SLICES`]), else about [`MAX_SLICES`] slices of a round width from the first send.
+    /// 4 × [`MAX_SLICES`]), else slices from the first send of the narrowest round width
+    /// (1, 2 or 5 × 10^k s, at least 1 ms, and at most [`MAX_SLICES`] slices over the run) at
+    /// which at least half of the slices from the first to the last send hold a send. A steady
+    /// run gets about [`MAX_SLICES`] slices; a short bursty one gets slices wide enough that its
+    /// per-slice values are neighbours joined by the lines, not isolated points.
     pub fn of(run: &Run) -> Slices {
         let end_all = run.points.iter().map(|p| p.end_ns.max(p.sent_ns)).max().unwrap_or(0);
         if let Some(w) = run.settings.slice_duration_s() {
@@ -104,7 +108,12 @@ impl Slices {
         let t0_ns = run.t0_ns();
         let end = end_all.max(t0_ns);
         let dur = (end - t0_ns) as f64 / 1e9;
-        let width_s = nice_step(dur / MAX_SLICES as f64).max(0.001);
+        let mut sends: Vec<f64> = run.points.iter().map(|p| p.sent_ns.saturating_sub(t0_ns) as f64 / 1e9).collect();
+        sends.sort_unstable_by(f64::total_cmp);
+        let mut width_s = nice_step(dur / MAX_SLICES as f64).max(0.001);
+        while width_s < dur && 2 * filled_slices(&sends, width_s) < spanned_slices(&sends, width_s) {
+            width_s = nice_step(width_s * 1.5);
+        }
         let count = ((dur / width_s).floor() as usize + 1).clamp(1, MAX_SLICES + 1);
         Slices { t0_ns, width_s, count, from_run: false }
     }
@@ -122,6 +131,23 @@ impl Slices {
     pub fn starts(&self) -> Vec<f64> {
         (0..self.count).map(|i| i as f64 * self.width_s).collect()
     }
+}
+
+/// Slices of `width_s` from the first to the last of the sorted `sends` (s from the first send).
+fn spanned_slices(sends: &[f64], width_s: f64) -> usize {
+    sends.last().map_or(0, |&t| (t / width_s) as usize + 1)
+}
+
+/// Slices of `width_s` that hold at least one of the sorted `sends`.
+fn filled_slices(sends: &[f64], width_s: f64) -> usize {
+    let mut last = None;
+    sends
+        .iter()
+        .filter(|&&t| {
+            let k = (t / width_s) as usize;
+            last.replace(k) != Some(k)
+        })
+        .count()
 }
 
 /// p50/p90/p99 of a quantity per time slice (by send time); NaN where a slice has no value.
@@ -374,6 +400,39 @@ mod tests {
         assert!(!Slices::of(&run).from_run);
         run.settings.input_config = serde_json::Value::Null;
         assert!(!Slices::of(&run).from_run);
+    }
+
+    #[test]
+    fn a_bursty_run_gets_slices_its_values_fill() {
+        use super::super::RunSettings;
+        use super::super::tests::{jsonl, record};
+        // Four bursts of five requests, one second apart, each request done in about 30 ms.
+        let records: Vec<_> = (0..20u64)
+            .map(|i| {
+                let mut r = record(i, false);
+                let to = 1_000_000 + 1_000_000_000 * (i / 5) + 100_000 * (i % 5);
+                let shift = |t: u64| t + to - r.sent_ns;
+                (r.scheduled_ns, r.end_ns) = (shift(r.scheduled_ns), shift(r.end_ns));
+                r.chunk_ns = r.chunk_ns.iter().map(|&t| shift(t)).collect();
+                r.sent_ns = to;
+                r
+            })
+            .collect();
+        let run = Run::from_jsonl("bursts", "p.jsonl", &jsonl(&records, true, &[]).0, RunSettings::default()).unwrap();
+        let s = Slices::of(&run);
+        // 50 ms slices (about 150 over the run) would leave 4 of 61 filled; 0.5 s slices fill 4 of 7.
+        assert_eq!((s.width_s, s.count), (0.5, 7));
+        let b = band(&run, &s, Quantity::Ttft);
+        assert_eq!(b.p50.iter().filter(|v| !v.is_nan()).count(), 4);
+        // Each value, alone in its slice, is a marker on each of the p50, p90 and p99 lines.
+        let html = crate::view::html::run_section(&run, 0);
+        let ttft = &html[html.find(r#"data-chart="band-ttft""#).unwrap()..];
+        let ttft = &ttft[..ttft.find("</figure>").unwrap()];
+        assert_eq!(ttft.matches("<circle").count(), 12);
+        assert!(ttft.contains("TTFT per 0.5 s slice"));
+        // A steady run keeps about MAX_SLICES slices.
+        let steady = Slices::of(&run_of(2000, "a"));
+        assert!(steady.count > MAX_SLICES / 2, "{steady:?}");
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! anything outside the document: no scripts, fonts, images or styles from the network.
 //!
 //! To add a chart: compute its data in [`super::charts`], draw it with [`super::svg::line_chart`],
-//! [`super::svg::scatter_chart`] or [`super::svg::bar_chart`] inside [`run_section`] (one run) or
-//! [`comparison_section`].
+//! [`super::svg::scatter_chart`], [`super::svg::bar_chart`] or [`super::svg::plot`] inside
+//! [`run_section`] (one run) or [`comparison_section`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -122,6 +122,7 @@ pub fn run_section(run: &Run, k: usize) -> String {
                     colour,
                     dashed: false,
                     points: b.t.iter().copied().zip(y.iter().copied()).collect(),
+                    ..Line::default()
                 })
                 .collect();
         let title = format!("{} per {} s slice{} (p50, p90, p99)", q.name(), slice_width(s.width_s), run_slices(&s));
@@ -139,6 +140,7 @@ pub fn run_section(run: &Run, k: usize) -> String {
             colour: COLOURS[2],
             dashed: false,
             points: r.t.iter().copied().zip(r.y).collect(),
+            ..Line::default()
         };
         out.push_str(&line_chart(
             &format!("rate-{}", slug(r.name)),
@@ -159,6 +161,7 @@ pub fn run_section(run: &Run, k: usize) -> String {
                     colour: COLOURS[j % COLOURS.len()],
                     dashed: false,
                     points: t.points.clone(),
+                    ..Line::default()
                 })
                 .collect();
             out.push_str(&line_chart(&format!("server-{i}"), title, "time since the run's start (s)", unit, &lines));
@@ -171,7 +174,13 @@ pub fn run_section(run: &Run, k: usize) -> String {
             continue;
         }
         let axis = format!("{} ({})", q.name(), q.unit());
-        let line = Line { name: run.label.clone(), colour: COLOURS[k % COLOURS.len()], dashed: false, points: cdf(&v) };
+        let line = Line {
+            name: run.label.clone(),
+            colour: COLOURS[k % COLOURS.len()],
+            dashed: false,
+            points: cdf(&v),
+            ..Line::default()
+        };
         out.push_str(&line_chart(
             &format!("cdf-{}", slug(q.name())),
             &format!("{} CDF", q.name()),
@@ -256,6 +265,7 @@ pub fn comparison_section(runs: &[&Run], c: &Comparison) -> String {
                 colour: colour(i),
                 dashed: false,
                 points: cdf(&q.sorted_values(r)),
+                ..Line::default()
             })
             .collect();
         out.push_str(&line_chart(
@@ -278,6 +288,7 @@ pub fn comparison_section(runs: &[&Run], c: &Comparison) -> String {
                     colour: colour(i),
                     dashed: false,
                     points: b.t.into_iter().zip(b.p50).collect(),
+                    ..Line::default()
                 }
             })
             .collect();
@@ -299,6 +310,7 @@ pub fn comparison_section(runs: &[&Run], c: &Comparison) -> String {
                 colour: colour(i),
                 dashed: false,
                 points: rt.t.into_iter().zip(rt.y).collect(),
+                ..Line::default()
             }
         })
         .collect();
@@ -338,9 +350,9 @@ pub fn curve_section(c: &Curve) -> String {
         let low: Vec<(f64, f64)> = c.points.iter().map(|p| (p.value, p.good.map_or(f64::NAN, |g| g.low))).collect();
         let high: Vec<(f64, f64)> = c.points.iter().map(|p| (p.value, p.good.map_or(f64::NAN, |g| g.high))).collect();
         let mut lines = vec![
-            Line { name: "good fraction".into(), colour: COLOURS[0], dashed: false, points: mean },
-            Line { name: "interval low".into(), colour: COLOURS[0], dashed: true, points: low },
-            Line { name: "interval high".into(), colour: COLOURS[4], dashed: true, points: high },
+            Line { name: "good fraction".into(), colour: COLOURS[0], dashed: false, points: mean, ..Line::default() },
+            Line { name: "interval low".into(), colour: COLOURS[0], dashed: true, points: low, ..Line::default() },
+            Line { name: "interval high".into(), colour: COLOURS[4], dashed: true, points: high, ..Line::default() },
         ];
         if let (Some(t), Some(first), Some(last)) = (c.target, c.points.first(), c.points.last()) {
             lines.push(Line {
@@ -348,6 +360,7 @@ pub fn curve_section(c: &Curve) -> String {
                 colour: COLOURS[1],
                 dashed: true,
                 points: vec![(first.value, t), (last.value, t)],
+                ..Line::default()
             });
         }
         out.push_str(&line_chart("curve-good", "Good fraction against load", &x_label, "fraction of requests", &lines));
@@ -384,6 +397,7 @@ pub fn curve_section(c: &Curve) -> String {
                 colour: COLOURS[k % COLOURS.len()],
                 dashed: false,
                 points: c.series(m, st),
+                ..Line::default()
             })
             .collect();
         if !lines.is_empty() {

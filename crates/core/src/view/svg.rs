@@ -1,5 +1,10 @@
-//! Inline SVG charts drawn as text: [`line_chart`], [`scatter_chart`] and [`bar_chart`] on a
-//! fixed frame with round axis ticks, escaped for HTML ([`esc`]), no script or style of their own.
+//! The one chart kit of the report file and of the web app: inline SVG written as text from
+//! numbers and labels, every text escaped ([`esc`]), no script or style of its own. Each chart is
+//! a `<figure class="chart" data-chart="…">` on one frame with round axis ticks: [`line_chart`],
+//! [`scatter_chart`] and [`bar_chart`] draw a run's charts, [`plot`] any mix of bars, lines and a
+//! share on a right-hand axis (linear, log or percent axes; hover texts as `<title>`), and
+//! [`hbar_chart`] labelled horizontal bars. A point of a line with no neighbour to join is drawn
+//! as a marker, so a line of isolated values still shows.
 
 use std::fmt::Write as _;
 
@@ -14,6 +19,10 @@ const ML: f64 = 60.0;
 const MR: f64 = 14.0;
 const MT: f64 = 26.0;
 const MB: f64 = 40.0;
+/// Right margin of a chart with a right-hand axis (its percent labels and title).
+const MR_AXIS: f64 = 46.0;
+/// Radius of a point marker.
+const DOT: f64 = 2.5;
 
 /// Text safe inside HTML elements and attributes.
 pub fn esc(s: &str) -> String {
@@ -47,6 +56,37 @@ pub fn tick(v: f64) -> String {
     }
 }
 
+/// How an axis places and labels its values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scale {
+    /// Round steps (1, 2 or 5 × 10^k), labelled with [`tick`].
+    #[default]
+    Linear,
+    /// Powers of ten, labelled with [`tick`]; a value below the axis' start sits at its start.
+    Log,
+    /// Round steps of fractions, labelled as percentages (`25%`).
+    Percent,
+}
+
+impl Scale {
+    fn label(self, v: f64) -> String {
+        match self {
+            Scale::Percent => format!("{:.0}%", v * 100.0),
+            Scale::Linear | Scale::Log => tick(v),
+        }
+    }
+}
+
+/// One axis of a [`Plot`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Axis<'a> {
+    pub label: &'a str,
+    pub scale: Scale,
+    /// Both ends; `None`: the data's range (from zero on the y axis, from a power of ten to a
+    /// power of ten on a log axis).
+    pub range: Option<(f64, f64)>,
+}
+
 #[derive(Clone, Copy)]
 struct Range {
     lo: f64,
@@ -71,20 +111,77 @@ impl Range {
         }
         Range { lo, hi }
     }
+
+    /// The range of an axis: its own ends, else the data's.
+    fn for_axis(a: &Axis<'_>, values: impl Iterator<Item = f64>, from_zero: bool) -> Range {
+        match (a.range, a.scale) {
+            (Some((lo, hi)), Scale::Log) => Range::log(lo, hi),
+            (Some((lo, hi)), _) if lo.is_finite() && hi.is_finite() && hi > lo => Range { lo, hi },
+            (Some((lo, _)), _) if lo.is_finite() => Range { lo, hi: lo + 1.0 },
+            (Some(_), _) => Range { lo: 0.0, hi: 1.0 },
+            (None, Scale::Log) => {
+                let r = Range::of(values.filter(|&v| v > 0.0), false);
+                Range::log(10f64.powf(r.lo.log10().floor()), 10f64.powf(r.hi.log10().ceil()))
+            }
+            (None, _) => Range::of(values, from_zero),
+        }
+    }
+
+    /// Positive ends, at least a factor of ten apart.
+    fn log(lo: f64, hi: f64) -> Range {
+        let lo = if lo.is_finite() && lo > 0.0 { lo } else { 1.0 };
+        let hi = if hi.is_finite() && hi >= lo * 10.0 { hi } else { lo * 10.0 };
+        Range { lo, hi }
+    }
+
+    /// Where `v` falls, 0 at `lo` and 1 at `hi`.
+    fn at(self, scale: Scale, v: f64) -> f64 {
+        match scale {
+            Scale::Log => (v.max(self.lo).log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10()),
+            Scale::Linear | Scale::Percent => (v - self.lo) / (self.hi - self.lo),
+        }
+    }
+
+    /// Round values inside the range, at most 12.
+    fn ticks(self, scale: Scale) -> Vec<f64> {
+        if scale == Scale::Log {
+            let (a, b) = (self.lo.log10().ceil() as i32, self.hi.log10().floor() as i32);
+            return (a..=b).take(12).map(|e| 10f64.powi(e)).collect();
+        }
+        let step = nice_step((self.hi - self.lo) / 5.0);
+        let mut t = (self.lo / step).ceil() * step;
+        let mut out = Vec::new();
+        while t <= self.hi + step * 1e-9 && out.len() < 12 {
+            out.push(t);
+            t += step;
+        }
+        out
+    }
 }
 
 /// Pixel mapping of a chart.
 struct Frame {
     x: Range,
     y: Range,
+    x_scale: Scale,
+    y_scale: Scale,
+    /// Right margin.
+    mr: f64,
 }
 
 impl Frame {
+    fn linear(x: Range, y: Range) -> Frame {
+        Frame { x, y, x_scale: Scale::Linear, y_scale: Scale::Linear, mr: MR }
+    }
     fn px(&self, x: f64) -> f64 {
-        ML + (x - self.x.lo) / (self.x.hi - self.x.lo) * (W - ML - MR)
+        ML + self.x.at(self.x_scale, x) * (W - ML - self.mr)
     }
     fn py(&self, y: f64) -> f64 {
-        H - MB - (y - self.y.lo) / (self.y.hi - self.y.lo) * (H - MT - MB)
+        H - MB - self.y.at(self.y_scale, y) * (H - MT - MB)
+    }
+    /// `y` of a fraction on the right-hand axis (0 at the bottom, 1 at the top).
+    fn py_share(&self, f: f64) -> f64 {
+        H - MB - f * (H - MT - MB)
     }
 
     /// Axes, ticks, grid and labels.
@@ -93,60 +190,116 @@ impl Frame {
             out,
             r##"<line x1="{ML}" y1="{b}" x2="{r}" y2="{b}" stroke="#444"/><line x1="{ML}" y1="{MT}" x2="{ML}" y2="{b}" stroke="#444"/>"##,
             b = H - MB,
-            r = W - MR
+            r = W - self.mr
         );
-        for (r, is_x) in [(self.x, true), (self.y, false)] {
-            let step = nice_step((r.hi - r.lo) / 5.0);
-            let mut t = (r.lo / step).ceil() * step;
-            let mut n = 0;
-            while t <= r.hi + step * 1e-9 && n < 12 {
-                if is_x {
-                    let x = self.px(t);
-                    let _ = write!(
-                        out,
-                        r##"<line x1="{x:.1}" y1="{a}" x2="{x:.1}" y2="{b}" stroke="#ddd"/><text x="{x:.1}" y="{ty}" text-anchor="middle">{}</text>"##,
-                        tick(t),
-                        a = MT,
-                        b = H - MB,
-                        ty = H - MB + 14.0
-                    );
-                } else {
-                    let y = self.py(t);
-                    let _ = write!(
-                        out,
-                        r##"<line x1="{ML}" y1="{y:.1}" x2="{r}" y2="{y:.1}" stroke="#ddd"/><text x="{tx}" y="{ty:.1}" text-anchor="end">{}</text>"##,
-                        tick(t),
-                        r = W - MR,
-                        tx = ML - 4.0,
-                        ty = y + 4.0
-                    );
-                }
-                t += step;
-                n += 1;
-            }
+        for t in self.x.ticks(self.x_scale) {
+            let x = self.px(t);
+            let _ = write!(
+                out,
+                r##"<line x1="{x:.1}" y1="{a}" x2="{x:.1}" y2="{b}" stroke="#ddd"/><text x="{x:.1}" y="{ty}" text-anchor="middle">{}</text>"##,
+                self.x_scale.label(t),
+                a = MT,
+                b = H - MB,
+                ty = H - MB + 14.0
+            );
+        }
+        for t in self.y.ticks(self.y_scale) {
+            let y = self.py(t);
+            let _ = write!(
+                out,
+                r##"<line x1="{ML}" y1="{y:.1}" x2="{r}" y2="{y:.1}" stroke="#ddd"/><text x="{tx}" y="{ty:.1}" text-anchor="end">{}</text>"##,
+                self.y_scale.label(t),
+                r = W - self.mr,
+                tx = ML - 4.0,
+                ty = y + 4.0
+            );
         }
         let _ = write!(
             out,
             r#"<text x="{cx}" y="{by}" text-anchor="middle" class="axis">{}</text><text transform="translate(12 {cy}) rotate(-90)" text-anchor="middle" class="axis">{}</text>"#,
             esc(x_label),
             esc(y_label),
-            cx = (ML + W - MR) / 2.0,
+            cx = (ML + W - self.mr) / 2.0,
             by = H - 6.0,
             cy = (MT + H - MB) / 2.0
         );
     }
+
+    /// The right-hand axis of shares, 0 to 100 %: its line in the colour of the line it measures.
+    fn share_axis(&self, out: &mut String, label: &str, colour: &str) {
+        let x = W - self.mr;
+        let _ = write!(out, r#"<line x1="{x}" y1="{MT}" x2="{x}" y2="{b}" stroke="{colour}"/>"#, b = H - MB);
+        for f in [0.0, 0.25, 0.5, 0.75, 1.0] {
+            let _ = write!(
+                out,
+                r#"<text x="{tx}" y="{ty:.1}">{}</text>"#,
+                Scale::Percent.label(f),
+                tx = x + 4.0,
+                ty = self.py_share(f) + 4.0
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<text transform="translate({tx} {cy}) rotate(90)" text-anchor="middle" class="axis">{}</text>"#,
+            esc(label),
+            tx = W - 8.0,
+            cy = (MT + H - MB) / 2.0
+        );
+    }
+
+    /// A line as one path (NaN values break it) and markers: on each point when the line has
+    /// point texts, else on each point with no neighbour to join. `share`: against the
+    /// right-hand axis.
+    fn line(&self, out: &mut String, l: &Line<'_>, share: bool, class: &str) {
+        let finite = |p: &(f64, f64)| p.0.is_finite() && p.1.is_finite();
+        let mut d = String::new();
+        let mut dots: Vec<(f64, f64, &str)> = Vec::new();
+        let mut pen_down = false;
+        for (i, p) in l.points.iter().enumerate() {
+            if !finite(p) {
+                pen_down = false;
+                continue;
+            }
+            let (x, y) = (self.px(p.0), if share { self.py_share(p.1) } else { self.py(p.1) });
+            let _ = write!(d, "{}{x:.1},{y:.1}", if pen_down { " L" } else { " M" });
+            if !l.point_tips.is_empty() {
+                dots.push((x, y, l.point_tips.get(i).map_or("", String::as_str)));
+            } else if !pen_down && !l.points.get(i + 1).is_some_and(finite) {
+                dots.push((x, y, ""));
+            }
+            pen_down = true;
+        }
+        let dash = if l.dashed { r#" stroke-dasharray="4 3""# } else { "" };
+        let class = if class.is_empty() { String::new() } else { format!(r#" class="{class}""#) };
+        let _ = write!(out, r#"<path{class} d="{d}" fill="none" stroke="{}" stroke-width="1.5"{dash}"#, l.colour);
+        close_with_tip(out, "path", &l.tip);
+        for (x, y, tip) in dots {
+            let _ = write!(out, r#"<circle cx="{x:.1}" cy="{y:.1}" r="{DOT}" fill="{}""#, l.colour);
+            close_with_tip(out, "circle", tip);
+        }
+    }
 }
 
-fn open(out: &mut String, id: &str, title: &str) {
+/// Ends an opened element: with its hover text as a `<title>` child, or self-closed.
+fn close_with_tip(out: &mut String, element: &str, tip: &str) {
+    if tip.is_empty() {
+        out.push_str("/>");
+    } else {
+        let _ = write!(out, "><title>{}</title></{element}>", esc(tip));
+    }
+}
+
+fn open(out: &mut String, id: &str, title: &str, h: f64) {
     let _ = write!(
         out,
-        r#"<figure class="chart" data-chart="{id}"><svg viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg"><text x="{ML}" y="16" class="title">{t}</text>"#,
+        r#"<figure class="chart" data-chart="{id}"><svg viewBox="0 0 {W} {h}" width="{W}" height="{h}" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg"><text x="{ML}" y="16" class="title">{t}</text>"#,
         id = esc(id),
         t = esc(title)
     );
 }
 
-fn legend(out: &mut String, names: &[(String, &str)]) {
+/// The names beside the top right corner of the plot area (`mr`: the right margin).
+fn legend(out: &mut String, names: &[(String, &str)], mr: f64) {
     if names.len() < 2 {
         return;
     }
@@ -156,47 +309,138 @@ fn legend(out: &mut String, names: &[(String, &str)]) {
             out,
             r#"<rect x="{x}" y="{ry}" width="10" height="3" fill="{colour}"/><text x="{tx}" y="{ty}" class="legend">{}</text>"#,
             esc(name),
-            x = W - MR - 110.0,
+            x = W - mr - 110.0,
             ry = y - 3.0,
-            tx = W - MR - 96.0,
+            tx = W - mr - 96.0,
             ty = y + 1.0
         );
     }
 }
 
+/// A short text in the bottom-right corner (what is not drawn, what is sampled).
+fn corner(out: &mut String, f: &Frame, text: &str) {
+    if !text.is_empty() {
+        let _ = write!(
+            out,
+            r#"<text x="{x}" y="{y}" text-anchor="end" class="legend">{}</text>"#,
+            esc(text),
+            x = W - f.mr,
+            y = H - 6.0
+        );
+    }
+}
+
 /// One line of a line chart.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Line<'a> {
     pub name: String,
     pub colour: &'a str,
     pub dashed: bool,
     pub points: Vec<(f64, f64)>,
+    /// Shown on hover over the line (empty: none).
+    pub tip: String,
+    /// One text per point, or none: with them every point is a marker showing its text on hover.
+    pub point_tips: Vec<String>,
 }
 
 /// Lines over a shared x axis; NaN values break a line.
 pub fn line_chart(id: &str, title: &str, x_label: &str, y_label: &str, lines: &[Line<'_>]) -> String {
+    plot(
+        id,
+        title,
+        &Plot {
+            x: Axis { label: x_label, ..Axis::default() },
+            y: Axis { label: y_label, ..Axis::default() },
+            lines: lines.to_vec(),
+            ..Plot::default()
+        },
+    )
+}
+
+/// A bar from `x0` to `x1`, `y` high.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Bar {
+    pub x0: f64,
+    pub x1: f64,
+    pub y: f64,
+    /// Shown on hover (empty: none).
+    pub tip: String,
+}
+
+/// What [`plot`] draws: bars, lines over them, and a line of shares against a right-hand axis.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plot<'a> {
+    pub x: Axis<'a>,
+    pub y: Axis<'a>,
+    pub bars: Vec<Bar>,
+    /// The bars' name in the legend.
+    pub bar_name: &'a str,
+    /// The bars' colour (empty: the first of [`COLOURS`]).
+    pub bar_colour: &'a str,
+    pub lines: Vec<Line<'a>>,
+    /// Fractions (0..=1) against a right-hand axis from 0 to 100 %, such as a cumulative share.
+    pub share: Option<Line<'a>>,
+    /// The right-hand axis' label.
+    pub share_label: &'a str,
+    /// A short text in the bottom-right corner (empty: none).
+    pub corner: String,
+    /// A sentence under the chart (empty: none).
+    pub caption: String,
+}
+
+/// Bars, then lines, then the line of shares on its own axis, with a legend when more than one
+/// thing is named. The x range covers every bar and point; the y range the bars and the lines.
+pub fn plot(id: &str, title: &str, p: &Plot<'_>) -> String {
+    let line_points = p.lines.iter().flat_map(|l| l.points.iter());
+    let xs = line_points
+        .clone()
+        .map(|q| q.0)
+        .chain(p.bars.iter().flat_map(|b| [b.x0, b.x1]))
+        .chain(p.share.iter().flat_map(|l| l.points.iter().map(|q| q.0)));
+    let ys = line_points.map(|q| q.1).chain(p.bars.iter().map(|b| b.y));
     let f = Frame {
-        x: Range::of(lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)), false),
-        y: Range::of(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)), true),
+        x: Range::for_axis(&p.x, xs, false),
+        y: Range::for_axis(&p.y, ys, true),
+        x_scale: p.x.scale,
+        y_scale: p.y.scale,
+        mr: if p.share.is_some() { MR_AXIS } else { MR },
     };
     let mut out = String::new();
-    open(&mut out, id, title);
-    f.axes(&mut out, x_label, y_label);
-    for l in lines {
-        let mut d = String::new();
-        let mut pen_down = false;
-        for &(x, y) in &l.points {
-            if !(x.is_finite() && y.is_finite()) {
-                pen_down = false;
-                continue;
-            }
-            let _ = write!(d, "{}{:.1},{:.1}", if pen_down { " L" } else { " M" }, f.px(x), f.py(y));
-            pen_down = true;
+    open(&mut out, id, title, H);
+    f.axes(&mut out, p.x.label, p.y.label);
+    let bar_colour = if p.bar_colour.is_empty() { COLOURS[0] } else { p.bar_colour };
+    let mut names: Vec<(String, &str)> = Vec::new();
+    if !p.bars.is_empty() {
+        let _ = write!(out, r#"<g fill="{bar_colour}">"#);
+        for b in &p.bars {
+            let (x0, x1) = (f.px(b.x0), f.px(b.x1));
+            let (y0, y1) = (f.py(b.y), f.py(0.0));
+            // A pixel between bars wide enough to spare it; narrow bars touch, like an area.
+            let w = if x1 - x0 >= 3.0 { x1 - x0 - 1.0 } else { (x1 - x0).max(0.5) };
+            let _ = write!(out, r#"<rect x="{x0:.1}" y="{y0:.1}" width="{w:.1}" height="{:.1}""#, y1 - y0);
+            close_with_tip(&mut out, "rect", &b.tip);
         }
-        let dash = if l.dashed { r#" stroke-dasharray="4 3""# } else { "" };
-        let _ = write!(out, r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.5"{dash}/>"#, l.colour);
+        out.push_str("</g>");
+        if !p.bar_name.is_empty() {
+            names.push((p.bar_name.to_owned(), bar_colour));
+        }
     }
-    legend(&mut out, &lines.iter().map(|l| (l.name.clone(), l.colour)).collect::<Vec<_>>());
-    out.push_str("</svg></figure>");
+    for l in &p.lines {
+        f.line(&mut out, l, false, "");
+        names.push((l.name.clone(), l.colour));
+    }
+    if let Some(l) = &p.share {
+        f.share_axis(&mut out, p.share_label, l.colour);
+        f.line(&mut out, l, true, "share");
+        names.push((l.name.clone(), l.colour));
+    }
+    legend(&mut out, &names, f.mr);
+    corner(&mut out, &f, &p.corner);
+    out.push_str("</svg>");
+    if !p.caption.is_empty() {
+        let _ = write!(out, r#"<figcaption class="note">{}</figcaption>"#, esc(&p.caption));
+    }
+    out.push_str("</figure>");
     out
 }
 
@@ -208,12 +452,12 @@ pub fn scatter_chart(
     y_label: &str,
     series: &[(usize, &str, &Scatter)],
 ) -> String {
-    let f = Frame {
-        x: Range::of(series.iter().flat_map(|s| s.2.x.iter().copied()), true),
-        y: Range::of(series.iter().flat_map(|s| s.2.y.iter().copied()), true),
-    };
+    let f = Frame::linear(
+        Range::of(series.iter().flat_map(|s| s.2.x.iter().copied()), true),
+        Range::of(series.iter().flat_map(|s| s.2.y.iter().copied()), true),
+    );
     let mut out = String::new();
-    open(&mut out, id, title);
+    open(&mut out, id, title, H);
     f.axes(&mut out, x_label, y_label);
     for (run, colour, s) in series {
         let _ = write!(out, r#"<g fill="{colour}" fill-opacity="0.55">"#);
@@ -230,12 +474,7 @@ pub fn scatter_chart(
     let shown: usize = series.iter().map(|s| s.2.x.len()).sum();
     let total: usize = series.iter().map(|s| s.2.total).sum();
     if shown < total {
-        let _ = write!(
-            out,
-            r#"<text x="{x}" y="{y}" text-anchor="end" class="legend">{shown} of {total} shown</text>"#,
-            x = W - MR,
-            y = H - 6.0
-        );
+        corner(&mut out, &f, &format!("{shown} of {total} shown"));
     }
     out.push_str("</svg></figure>");
     out
@@ -244,32 +483,77 @@ pub fn scatter_chart(
 /// A histogram.
 pub fn bar_chart(id: &str, title: &str, x_label: &str, h: &Hist) -> String {
     let hi = h.lo + h.step * h.counts.len() as f64;
-    let f = Frame {
-        x: Range { lo: h.lo, hi: if hi > h.lo { hi } else { h.lo + 1.0 } },
-        y: Range::of(h.counts.iter().map(|&c| c as f64), true),
-    };
+    let bars = h
+        .counts
+        .iter()
+        .enumerate()
+        .map(|(k, &c)| Bar {
+            x0: h.lo + k as f64 * h.step,
+            x1: h.lo + (k + 1) as f64 * h.step,
+            y: c as f64,
+            tip: String::new(),
+        })
+        .collect();
+    let corner = if h.overflow > 0 { format!("{} beyond the axis", h.overflow) } else { String::new() };
+    plot(
+        id,
+        title,
+        &Plot {
+            x: Axis {
+                label: x_label,
+                scale: Scale::Linear,
+                range: Some((h.lo, if hi > h.lo { hi } else { h.lo + 1.0 })),
+            },
+            y: Axis { label: "requests", ..Axis::default() },
+            bars,
+            corner,
+            ..Plot::default()
+        },
+    )
+}
+
+/// One row of [`hbar_chart`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HBar {
+    /// Left of the bar.
+    pub label: String,
+    /// The bar's length, against the largest of the chart.
+    pub value: f64,
+    /// Right of the bar.
+    pub text: String,
+    /// Shown on hover (empty: none).
+    pub tip: String,
+}
+
+/// Labelled horizontal bars, one row each, as high as its rows need.
+pub fn hbar_chart(id: &str, title: &str, rows: &[HBar]) -> String {
+    const ROW: f64 = 22.0;
+    const LABEL: f64 = 110.0;
+    const TEXT: f64 = 200.0;
+    let max = rows.iter().map(|r| r.value).filter(|v| v.is_finite()).fold(0.0, f64::max);
     let mut out = String::new();
-    open(&mut out, id, title);
-    f.axes(&mut out, x_label, "requests");
-    out.push_str(r##"<g fill="#1f77b4">"##);
-    for (k, &c) in h.counts.iter().enumerate() {
-        let (x0, x1) = (f.px(h.lo + k as f64 * h.step), f.px(h.lo + (k + 1) as f64 * h.step));
-        let (y0, y1) = (f.py(c as f64), f.py(0.0));
+    open(&mut out, id, title, MT + ROW * rows.len() as f64 + 8.0);
+    for (i, r) in rows.iter().enumerate() {
+        let y = MT + ROW * i as f64;
+        let w = if max > 0.0 && r.value.is_finite() { r.value.max(0.0) / max * (W - LABEL - TEXT) } else { 0.0 };
+        let w = w.max(1.0);
         let _ = write!(
             out,
-            r#"<rect x="{x0:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}"/>"#,
-            (x1 - x0 - 1.0).max(0.5),
-            y1 - y0
+            r#"<text x="{lx}" y="{ty:.1}" text-anchor="end">{}</text><rect x="{LABEL}" y="{ry:.1}" width="{w:.1}" height="{rh:.1}" fill="{}""#,
+            esc(&r.label),
+            COLOURS[0],
+            lx = LABEL - 6.0,
+            ty = y + ROW / 2.0 + 4.0,
+            ry = y + 3.0,
+            rh = ROW - 6.0
         );
-    }
-    out.push_str("</g>");
-    if h.overflow > 0 {
+        close_with_tip(&mut out, "rect", &r.tip);
         let _ = write!(
             out,
-            r#"<text x="{x}" y="{y}" text-anchor="end" class="legend">{} beyond the axis</text>"#,
-            h.overflow,
-            x = W - MR,
-            y = H - 6.0
+            r#"<text x="{tx:.1}" y="{ty:.1}">{}</text>"#,
+            esc(&r.text),
+            tx = LABEL + w + 6.0,
+            ty = y + ROW / 2.0 + 4.0
         );
     }
     out.push_str("</svg></figure>");
@@ -287,6 +571,7 @@ mod tests {
             colour: "#000",
             dashed: false,
             points: vec![(0.0, 1.0), (1.0, f64::NAN), (2.0, 3.0)],
+            ..Line::default()
         };
         let svg = line_chart("t", "T", "x", "y", &[l]);
         assert_eq!(svg.matches(" M").count(), 2);
@@ -295,5 +580,82 @@ mod tests {
         assert_eq!(tick(1500.0), "1500");
         assert_eq!(tick(25_000.0), "25k");
         assert_eq!(tick(0.25), "0.25");
+    }
+
+    #[test]
+    fn a_lone_point_is_drawn_as_a_marker() {
+        let line = |points: Vec<(f64, f64)>| Line { name: "p50".into(), colour: "#123456", points, ..Line::default() };
+        // Only the first and the last value have no neighbour to join.
+        let svg = line_chart(
+            "t",
+            "T",
+            "x",
+            "y",
+            &[line(vec![(0.0, 1.0), (1.0, f64::NAN), (2.0, 3.0), (3.0, 4.0), (4.0, f64::NAN), (5.0, 2.0)])],
+        );
+        assert_eq!(svg.matches("<circle").count(), 2, "{svg}");
+        assert_eq!(svg.matches(r##"r="2.5" fill="#123456"/>"##).count(), 2);
+        // A single value: one marker where an invisible one-point path is.
+        let one = line_chart("t", "T", "x", "y", &[line(vec![(0.0, f64::NAN), (1.0, 7.0), (2.0, f64::NAN)])]);
+        assert_eq!(one.matches("<circle").count(), 1);
+        let d = &one[one.find(r#"<path d=""#).unwrap() + 9..];
+        let (x, y) = d[2..d.find('"').unwrap()].split_once(',').unwrap();
+        assert!(one.contains(&format!(r#"<circle cx="{x}" cy="{y}""#)), "{one}");
+        // Joined points get none.
+        assert!(!line_chart("t", "T", "x", "y", &[line(vec![(0.0, 1.0), (1.0, 2.0)])]).contains("<circle"));
+    }
+
+    #[test]
+    fn plots_escape_every_text_and_draw_log_percent_and_share_axes() {
+        let p = Plot {
+            x: Axis { label: "x <b>", scale: Scale::Log, range: Some((1.0, 1000.0)) },
+            y: Axis { label: "y & z", scale: Scale::Percent, range: Some((0.0, 1.0)) },
+            bars: vec![Bar { x0: 1.0, x1: 10.0, y: 0.5, tip: "1–10: \"half\"".into() }],
+            bar_name: "bars'",
+            lines: vec![Line {
+                name: "a".into(),
+                colour: COLOURS[0],
+                points: vec![(1.0, 0.1), (100.0, 0.2)],
+                point_tips: vec!["<one>".into(), "two".into()],
+                tip: "line".into(),
+                ..Line::default()
+            }],
+            share: Some(Line {
+                name: "share".into(),
+                colour: COLOURS[1],
+                points: vec![(1.0, 0.0), (1000.0, 1.0)],
+                ..Line::default()
+            }),
+            share_label: "cumulative %",
+            corner: "3 > axis".into(),
+            caption: "note <i>".into(),
+            ..Plot::default()
+        };
+        let svg = plot("id\"", "title <script>", &p);
+        assert!(!svg.contains("<b>") && !svg.contains("<script>") && !svg.contains("<i>") && !svg.contains("<one>"));
+        for t in [
+            "x &lt;b&gt;",
+            "y &amp; z",
+            "&quot;half&quot;",
+            "bars&#39;",
+            "&lt;one&gt;",
+            "3 &gt; axis",
+            "note &lt;i&gt;",
+            r#"data-chart="id&quot;""#,
+        ] {
+            assert!(svg.contains(t), "{t} in {svg}");
+        }
+        // Log x ticks at the powers of ten, percent y ticks, and the share axis from 0 to 100 %.
+        for t in [">1<", ">10<", ">100<", ">1000<", ">0%<", ">20%<", ">100%<", ">25%<", ">75%<"] {
+            assert!(svg.contains(t), "{t} in {svg}");
+        }
+        assert_eq!(svg.matches("<title>").count(), 4, "one bar, one line, its two points");
+        assert!(svg.contains(r#"<path class="share""#));
+        assert!(svg.ends_with(r#"<figcaption class="note">note &lt;i&gt;</figcaption></figure>"#));
+        // Bars, line and share are named in the legend.
+        assert_eq!(svg.matches(r#"class="legend">"#).count(), 4);
+        let rows = [HBar { label: "root <7>".into(), value: 3.0, text: "3 requests".into(), tip: "tip".into() }];
+        let h = hbar_chart("g", "Groups", &rows);
+        assert!(h.contains("root &lt;7&gt;") && h.contains(r#"viewBox="0 0 460 56""#), "{h}");
     }
 }

@@ -1,80 +1,89 @@
-//! Charts as SVG built by components: one frame (axes, ticks, labels) shared by all, values in
-//! tooltips (`<title>`) and in the text around them.
+//! The trace's charts, drawn by the core's chart kit ([`aiperf_core::view::svg`]) that draws the
+//! run report's: each `*_svg` function turns chart data into the kit's markup (numbers and
+//! escaped texts only, values in hover texts), and each component inserts that markup.
 
 use std::rc::Rc;
 
 use aiperf_core::analysis::Analysis;
+use aiperf_core::view::svg::{self, Axis, Bar, COLOURS, HBar, Line, Plot, Scale};
 use yew::prelude::*;
 
-use crate::chart_data::{Dist, Series, log_ticks, ticks};
+use crate::chart_data::{Dist, Series};
 use crate::format::{compact, int, pct};
 
-const W: f64 = 560.0;
-const H: f64 = 250.0;
-const L: f64 = 58.0;
-const R: f64 = 52.0;
-const T: f64 = 12.0;
-const B: f64 = 44.0;
-
-fn px(f: f64) -> String {
-    format!("{f:.1}")
+/// The kit's markup as a node of the page.
+fn markup(svg: String) -> Html {
+    Html::from_html_unchecked(AttrValue::from(svg))
 }
 
-/// Maps data to the plot area.
-struct Frame {
-    x_max: f64,
-    y_max: f64,
-    x_log: bool,
-    x_min: f64,
+/// A chart with nothing to draw: its title and why.
+fn empty(title: &str, why: &str) -> Html {
+    html! { <figure class="chart"><figcaption>{ title }</figcaption><p class="muted">{ why }</p></figure> }
 }
 
-impl Frame {
-    fn x(&self, v: f64) -> f64 {
-        let t = if self.x_log {
-            (v.max(self.x_min).log10() - self.x_min.log10()) / (self.x_max.log10() - self.x_min.log10())
-        } else {
-            v / self.x_max
-        };
-        L + t.clamp(0.0, 1.0) * (W - L - R)
-    }
-    fn y(&self, v: f64) -> f64 {
-        H - B - (v / self.y_max).clamp(0.0, 1.0) * (H - T - B)
-    }
-    /// `y` on the right axis, 0..=1.
-    fn y_frac(&self, f: f64) -> f64 {
-        H - B - f.clamp(0.0, 1.0) * (H - T - B)
-    }
+/// A chart's id from its title: `Input length` → `input-length`.
+fn slug(title: &str) -> String {
+    let s: String =
+        title.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    s.split('-').filter(|w| !w.is_empty()).collect::<Vec<_>>().join("-")
+}
 
-    fn axes(
-        &self,
-        xt: &[f64],
-        yt: &[f64],
-        xfmt: &dyn Fn(f64) -> String,
-        yfmt: &dyn Fn(f64) -> String,
-        xl: &str,
-        yl: &str,
-    ) -> Html {
-        html! {
-            <g class="axes">
-                { for yt.iter().map(|&v| { let y = px(self.y(v)); html! {
-                    <g>
-                        <line class="grid" x1={px(L)} x2={px(W - R)} y1={y.clone()} y2={y.clone()} />
-                        <text class="tick" x={px(L - 6.0)} y={y} dy="0.32em" text-anchor="end">{ yfmt(v) }</text>
-                    </g>
-                }})}
-                { for xt.iter().map(|&v| { let x = px(self.x(v)); html! {
-                    <g>
-                        <line class="tickmark" x1={x.clone()} x2={x.clone()} y1={px(H - B)} y2={px(H - B + 4.0)} />
-                        <text class="tick" x={x} y={px(H - B + 16.0)} text-anchor="middle">{ xfmt(v) }</text>
-                    </g>
-                }})}
-                <line class="axis" x1={px(L)} x2={px(W - R)} y1={px(H - B)} y2={px(H - B)} />
-                <line class="axis" x1={px(L)} x2={px(L)} y1={px(T)} y2={px(H - B)} />
-                <text class="label" x={px((L + W - R) / 2.0)} y={px(H - 6.0)} text-anchor="middle">{ xl }</text>
-                <text class="label" transform={format!("translate(14 {}) rotate(-90)", px((T + H - B) / 2.0))} text-anchor="middle">{ yl }</text>
-            </g>
-        }
-    }
+/// Histogram (bars, left axis: requests) with the cumulative share (line, right axis: %).
+/// `percent`: the values are fractions, shown as percentages.
+pub fn dist_svg(title: &str, x_label: &str, d: &Dist, percent: bool) -> String {
+    let xfmt = |v: f64| if percent { format!("{:.0}%", v * 100.0) } else { compact(v) };
+    let range = |lo: f64, hi: f64| {
+        if percent { format!("{:.0}–{:.0} %", lo * 100.0, hi * 100.0) } else { format!("{}–{}", int(lo), int(hi)) }
+    };
+    let bars = d
+        .counts
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let lo = d.lo + d.step * i as f64;
+            let hi = lo + d.step;
+            let share = c as f64 / d.total.max(1) as f64;
+            Bar {
+                x0: lo,
+                x1: hi,
+                y: c as f64,
+                tip: format!("{}: {} requests ({})", range(lo, hi), int(c as f64), pct(share)),
+            }
+        })
+        .collect();
+    let caption = if d.overflow > 0 {
+        format!(
+            "{} requests ({}) above {} are not drawn.",
+            int(d.overflow as f64),
+            pct(d.overflow as f64 / d.total.max(1) as f64),
+            xfmt(d.hi())
+        )
+    } else {
+        String::new()
+    };
+    svg::plot(
+        &slug(title),
+        title,
+        &Plot {
+            x: Axis {
+                label: x_label,
+                scale: if percent { Scale::Percent } else { Scale::Linear },
+                range: Some((d.lo, d.hi())),
+            },
+            y: Axis { label: "requests", ..Axis::default() },
+            bars,
+            bar_name: "requests per bin",
+            share: Some(Line {
+                name: "cumulative share".into(),
+                colour: COLOURS[1],
+                points: d.cdf.clone(),
+                ..Line::default()
+            }),
+            share_label: "cumulative %",
+            caption,
+            ..Plot::default()
+        },
+    )
 }
 
 #[derive(Properties, PartialEq)]
@@ -88,62 +97,50 @@ pub struct DistProps {
     pub percent: bool,
 }
 
-/// Histogram (bars, left axis: requests) with the CDF (line, right axis: % of requests).
+/// Histogram with the cumulative share ([`dist_svg`]).
 #[component]
 pub fn DistChart(p: &DistProps) -> Html {
-    let d = &p.dist;
-    if d.total == 0 {
-        return html! { <figure class="chart"><figcaption>{ &p.title }</figcaption><p class="muted">{ "No values." }</p></figure> };
+    if p.dist.total == 0 {
+        return empty(&p.title, "No values.");
     }
-    let ymax_raw = d.counts.iter().copied().max().unwrap_or(1) as f64;
-    let yt = ticks(ymax_raw, 4);
-    let xt = ticks(d.hi(), 6);
-    let f = Frame { x_max: *xt.last().unwrap_or(&1.0), y_max: *yt.last().unwrap_or(&1.0), x_log: false, x_min: 0.0 };
-    let percent = p.percent;
-    let xfmt = move |v: f64| if percent { format!("{:.0}%", v * 100.0) } else { compact(v) };
-    let range = |lo: f64, hi: f64| {
-        if percent { format!("{:.0}–{:.0} %", lo * 100.0, hi * 100.0) } else { format!("{}–{}", int(lo), int(hi)) }
-    };
-    let bars = d.counts.iter().enumerate().map(|(i, &c)| {
-        let lo = d.lo + d.step * i as f64;
-        let hi = lo + d.step;
-        let (x0, x1) = (f.x(lo), f.x(hi));
-        let y = f.y(c as f64);
-        let tip = format!("{}: {} requests ({})", range(lo, hi), int(c as f64), pct(c as f64 / d.total as f64));
-        html! {
-            <rect class="bar" x={px(x0 + 0.5)} y={px(y)} width={px((x1 - x0 - 1.0).max(0.5))} height={px(H - B - y)}>
-                <title>{ tip }</title>
-            </rect>
-        }
-    });
-    let cdf: String =
-        d.cdf.iter().map(|&(x, q)| format!("{},{}", px(f.x(x)), px(f.y_frac(q)))).collect::<Vec<_>>().join(" ");
-    let right = [0.0, 0.25, 0.5, 0.75, 1.0];
-    let note = if d.overflow > 0 {
-        format!(
-            "{} requests ({}) above {} are not drawn.",
-            int(d.overflow as f64),
-            pct(d.overflow as f64 / d.total as f64),
-            xfmt(d.hi())
-        )
+    markup(dist_svg(&p.title, &p.x_label, &p.dist, p.percent))
+}
+
+/// Requests per second over time, one bar per window (minutes on the axis beyond ten minutes).
+pub fn arrivals_svg(s: &Series) -> String {
+    let end = s.points.last().map_or(1.0, |p| p.0 + s.window_s);
+    let minutes = end > 600.0;
+    let unit = if minutes { 60.0 } else { 1.0 };
+    let bars = s
+        .points
+        .iter()
+        .map(|&(x, y)| Bar {
+            x0: x / unit,
+            x1: (x + s.window_s) / unit,
+            y,
+            tip: format!("{}–{} s: {} requests/s", int(x), int(x + s.window_s), compact(y)),
+        })
+        .collect();
+    let window = if s.window_s >= 60.0 {
+        format!("{} min", compact(s.window_s / 60.0))
     } else {
-        String::new()
+        format!("{} s", compact(s.window_s))
     };
-    html! {
-        <figure class="chart">
-            <figcaption>{ &p.title }</figcaption>
-            <svg viewBox={format!("0 0 {W} {H}")} role="img" aria-label={format!("{}: histogram and cumulative distribution", p.title)}>
-                { f.axes(&xt, &yt, &xfmt, &|v| compact(v), &p.x_label, "requests") }
-                { for bars }
-                <polyline class="cdf" points={cdf} />
-                { for right.iter().map(|&q| html! {
-                    <text class="tick cdf-tick" x={px(W - R + 6.0)} y={px(f.y_frac(q))} dy="0.32em">{ format!("{:.0}%", q * 100.0) }</text>
-                })}
-                <text class="label cdf-tick" transform={format!("translate({} {}) rotate(90)", px(W - 8.0), px((T + H - B) / 2.0))} text-anchor="middle">{ "cumulative %" }</text>
-            </svg>
-            <p class="legend"><span class="key bar-key"></span>{ "requests per bin" }<span class="key cdf-key"></span>{ "cumulative share" }{ if note.is_empty() { html!{} } else { html!{ <span class="muted">{ format!(" · {note}") }</span> } } }</p>
-        </figure>
-    }
+    svg::plot(
+        "arrivals",
+        "Arrivals over time",
+        &Plot {
+            x: Axis {
+                label: if minutes { "time since the first request (min)" } else { "time since the first request (s)" },
+                scale: Scale::Linear,
+                range: Some((0.0, end / unit)),
+            },
+            y: Axis { label: "requests / s", ..Axis::default() },
+            bars,
+            caption: format!("Mean rate per {window} window."),
+            ..Plot::default()
+        },
+    )
 }
 
 #[derive(Properties, PartialEq)]
@@ -151,42 +148,59 @@ pub struct SeriesProps {
     pub series: Rc<Series>,
 }
 
-/// Requests per second over time.
+/// Requests per second over time ([`arrivals_svg`]).
 #[component]
 pub fn ArrivalsChart(p: &SeriesProps) -> Html {
-    let s = &p.series;
-    if s.points.is_empty() {
-        return html! { <figure class="chart"><figcaption>{ "Arrivals over time" }</figcaption><p class="muted">{ "The trace has no timestamps." }</p></figure> };
+    if p.series.points.is_empty() {
+        return empty("Arrivals over time", "The trace has no timestamps.");
     }
-    let end = s.points.last().map_or(1.0, |p| p.0 + s.window_s);
-    let minutes = end > 600.0;
-    let unit = if minutes { 60.0 } else { 1.0 };
-    let xt = ticks(end / unit, 6);
-    let ymax = s.points.iter().map(|p| p.1).fold(0.0, f64::max);
-    let yt = ticks(ymax, 4);
-    let f = Frame { x_max: *xt.last().unwrap_or(&1.0), y_max: *yt.last().unwrap_or(&1.0), x_log: false, x_min: 0.0 };
-    let mut path = format!("M{},{}", px(f.x(0.0)), px(f.y(0.0)));
-    for &(x, y) in &s.points {
-        path += &format!(" L{},{} L{},{}", px(f.x(x / unit)), px(f.y(y)), px(f.x((x + s.window_s) / unit)), px(f.y(y)));
+    markup(arrivals_svg(&p.series))
+}
+
+/// Hit rate of a finite LRU prefix cache by capacity (log axis), with the unbounded cache's as a
+/// dashed line; `None` without a finite capacity to draw.
+pub fn cache_svg(a: &Analysis) -> Option<String> {
+    let points = &a.lru_hit_rate_curve;
+    let finite: Vec<(f64, f64)> =
+        points.iter().filter_map(|c| c.capacity_blocks.map(|b| (b as f64, c.hit_rate))).collect();
+    let last = finite.last()?.0;
+    let unbounded = points.iter().find(|c| c.capacity_blocks.is_none()).map(|c| c.hit_rate);
+    let x_max = 10f64.powf(last.max(10.0).log10().ceil());
+    let bs = f64::from(a.block_size);
+    let point_tips =
+        finite.iter().map(|&(x, y)| format!("{} blocks (≈ {} tokens): {}", int(x), compact(x * bs), pct(y))).collect();
+    let mut lines = vec![Line {
+        name: "finite LRU cache".into(),
+        colour: COLOURS[0],
+        points: finite,
+        point_tips,
+        ..Line::default()
+    }];
+    if let Some(u) = unbounded {
+        lines.push(Line {
+            name: "unbounded cache".into(),
+            colour: COLOURS[2],
+            dashed: true,
+            points: vec![(1.0, u), (x_max, u)],
+            tip: format!("unbounded cache: {}", pct(u)),
+            ..Line::default()
+        });
     }
-    path += &format!(" L{},{} Z", px(f.x(end / unit)), px(f.y(0.0)));
-    let cols = s.points.iter().map(|&(x, y)| {
-        let (x0, x1) = (f.x(x / unit), f.x((x + s.window_s) / unit));
-        let tip = format!("{}–{} s: {} requests/s", int(x), int(x + s.window_s), compact(y));
-        html! { <rect class="hover" x={px(x0)} y={px(T)} width={px((x1 - x0).max(0.5))} height={px(H - T - B)}><title>{ tip }</title></rect> }
-    });
-    let xl = if minutes { "time since the first request (min)" } else { "time since the first request (s)" };
-    html! {
-        <figure class="chart">
-            <figcaption>{ "Arrivals over time" }</figcaption>
-            <svg viewBox={format!("0 0 {W} {H}")} role="img" aria-label="request rate over time">
-                { f.axes(&xt, &yt, &|v| compact(v), &|v| compact(v), xl, "requests / s") }
-                <path class="area" d={path} />
-                { for cols }
-            </svg>
-            <p class="legend muted">{ format!("Mean rate per {} window.", if s.window_s >= 60.0 { format!("{} min", compact(s.window_s / 60.0)) } else { format!("{} s", compact(s.window_s)) }) }</p>
-        </figure>
-    }
+    Some(svg::plot(
+        "cache-hit-rate",
+        "Finite-cache hit rate (LRU prefix cache)",
+        &Plot {
+            x: Axis { label: "cache capacity (blocks, log scale)", scale: Scale::Log, range: Some((1.0, x_max)) },
+            y: Axis { label: "hit rate", scale: Scale::Percent, range: Some((0.0, 1.0)) },
+            lines,
+            caption: format!(
+                "Dashed: unbounded cache ({}). One block = {} tokens.",
+                unbounded.map(pct).unwrap_or_default(),
+                int(bs)
+            ),
+            ..Plot::default()
+        },
+    ))
 }
 
 #[derive(Properties, PartialEq)]
@@ -195,44 +209,35 @@ pub struct CacheProps {
     pub analysis: Rc<Analysis>,
 }
 
-/// Hit rate of a finite LRU prefix cache by capacity (log axis), with the unbounded cache.
+/// Hit rate by cache capacity ([`cache_svg`]).
 #[component]
 pub fn CacheChart(p: &CacheProps) -> Html {
-    let points = &p.analysis.lru_hit_rate_curve;
-    let finite: Vec<(f64, f64)> =
-        points.iter().filter_map(|c| c.capacity_blocks.map(|b| (b as f64, c.hit_rate))).collect();
-    let unbounded = points.iter().find(|c| c.capacity_blocks.is_none()).map(|c| c.hit_rate);
-    if finite.is_empty() {
-        return html! { <figure class="chart"><figcaption>{ "Finite-cache hit rate" }</figcaption><p class="muted">{ "No hash ids in this trace." }</p></figure> };
+    match cache_svg(&p.analysis) {
+        Some(svg) => markup(svg),
+        None => empty("Finite-cache hit rate", "No hash ids in this trace."),
     }
-    let hi = finite.last().map_or(10.0, |p| p.0).max(10.0);
-    let xt = log_ticks(1.0, hi);
-    let yt = [0.0, 0.25, 0.5, 0.75, 1.0];
-    let f = Frame { x_max: *xt.last().unwrap_or(&10.0), y_max: 1.0, x_log: true, x_min: 1.0 };
-    let line: String =
-        finite.iter().map(|&(x, y)| format!("{},{}", px(f.x(x)), px(f.y(y)))).collect::<Vec<_>>().join(" ");
-    let bs = f64::from(p.analysis.block_size);
-    let dots = finite.iter().map(|&(x, y)| {
-        let tip = format!("{} blocks (≈ {} tokens): {}", int(x), compact(x * bs), pct(y));
-        html! { <circle class="dot" cx={px(f.x(x))} cy={px(f.y(y))} r="3.5"><title>{ tip }</title></circle> }
-    });
-    html! {
-        <figure class="chart">
-            <figcaption>{ "Finite-cache hit rate (LRU prefix cache)" }</figcaption>
-            <svg viewBox={format!("0 0 {W} {H}")} role="img" aria-label="hit rate by cache capacity">
-                { f.axes(&xt, &yt, &|v| compact(v), &|v| format!("{:.0}%", v * 100.0), "cache capacity (blocks, log scale)", "hit rate") }
-                { unbounded.map(|u| html! {
-                    <g>
-                        <line class="ref" x1={px(L)} x2={px(W - R)} y1={px(f.y(u))} y2={px(f.y(u))} />
-                        <text class="tick" x={px(W - R + 4.0)} y={px(f.y(u))} dy="0.32em">{ format!("{:.1}%", u * 100.0) }</text>
-                    </g>
-                }).unwrap_or_default() }
-                <polyline class="line" points={line} />
-                { for dots }
-            </svg>
-            <p class="legend muted">{ format!("Dashed: unbounded cache ({}). One block = {} tokens.", unbounded.map(pct).unwrap_or_default(), int(bs)) }</p>
-        </figure>
-    }
+}
+
+/// The largest prefix groups as horizontal bars, as shares of all requests.
+pub fn groups_svg(a: &Analysis) -> String {
+    let rows: Vec<HBar> = a
+        .top_prefix_groups
+        .iter()
+        .map(|g| HBar {
+            label: format!("root {}", g.root_id),
+            value: g.requests as f64,
+            text: format!("{} requests · {:.1} blocks shared", int(g.requests as f64), g.mean_shared_blocks),
+            tip: format!(
+                "root block {}: {} requests ({}), sharing {:.1} blocks on average, up to {}",
+                g.root_id,
+                int(g.requests as f64),
+                pct(g.requests as f64 / a.total_requests.max(1) as f64),
+                g.mean_shared_blocks,
+                g.max_shared_blocks
+            ),
+        })
+        .collect();
+    svg::hbar_chart("prefix-groups", "Top prefix branches (requests sharing a first block)", &rows)
 }
 
 #[derive(Properties, PartialEq)]
@@ -241,38 +246,39 @@ pub struct GroupsProps {
     pub analysis: Rc<Analysis>,
 }
 
-/// The largest prefix groups as horizontal bars.
+/// The largest prefix groups ([`groups_svg`]).
 #[component]
 pub fn GroupsChart(p: &GroupsProps) -> Html {
-    let (groups, total) = (&p.analysis.top_prefix_groups, p.analysis.total_requests);
-    if groups.is_empty() {
-        return html! { <figure class="chart"><figcaption>{ "Top prefix branches" }</figcaption><p class="muted">{ "No two requests share a first block." }</p></figure> };
+    if p.analysis.top_prefix_groups.is_empty() {
+        return empty("Top prefix branches", "No two requests share a first block.");
     }
-    let max = groups.iter().map(|g| g.requests).max().unwrap_or(1) as f64;
-    let row_h = 22.0;
-    let h = row_h * groups.len() as f64 + 8.0;
-    let (l, r) = (110.0, 215.0);
-    let rows = groups.iter().enumerate().map(|(i, g)| {
-        let y = 4.0 + row_h * i as f64;
-        let w = (g.requests as f64 / max) * (W - l - r);
-        let tip = format!(
-            "root block {}: {} requests ({}), sharing {:.1} blocks on average, up to {}",
-            g.root_id, int(g.requests as f64), pct(g.requests as f64 / total.max(1) as f64), g.mean_shared_blocks, g.max_shared_blocks
-        );
-        html! {
-            <g>
-                <text class="tick" x={px(l - 8.0)} y={px(y + row_h / 2.0)} dy="0.32em" text-anchor="end">{ format!("root {}", g.root_id) }</text>
-                <rect class="bar" x={px(l)} y={px(y + 3.0)} width={px(w.max(1.0))} height={px(row_h - 6.0)}><title>{ tip }</title></rect>
-                <text class="tick" x={px(l + w + 6.0)} y={px(y + row_h / 2.0)} dy="0.32em">{ format!("{} requests · {:.1} blocks shared", int(g.requests as f64), g.mean_shared_blocks) }</text>
-            </g>
-        }
-    });
-    html! {
-        <figure class="chart">
-            <figcaption>{ "Top prefix branches (requests sharing a first block)" }</figcaption>
-            <svg viewBox={format!("0 0 {W} {h}")} role="img" aria-label="largest prefix groups">{ for rows }</svg>
-        </figure>
-    }
+    markup(groups_svg(&p.analysis))
+}
+
+/// Cumulative distributions of the original (solid) and the synthesized (dashed) trace.
+pub fn cdf_compare_svg(title: &str, x_label: &str, original: &Dist, synthesized: &Dist) -> String {
+    let median = |d: &Dist| d.cdf.iter().find(|p| p.1 >= 0.5).map(|p| compact(p.0)).unwrap_or_else(|| "–".into());
+    let line = |name: &str, d: &Dist, colour, dashed| Line {
+        name: name.into(),
+        colour,
+        dashed,
+        points: d.cdf.clone(),
+        tip: format!("{name}, median ≈ {}", median(d)),
+        ..Line::default()
+    };
+    svg::plot(
+        &format!("cdf-{}", slug(title)),
+        title,
+        &Plot {
+            x: Axis { label: x_label, scale: Scale::Linear, range: Some((0.0, original.hi().max(synthesized.hi()))) },
+            y: Axis { label: "share of requests ≤ x", scale: Scale::Percent, range: Some((0.0, 1.0)) },
+            lines: vec![
+                line("original", original, COLOURS[0], false),
+                line("synthesized", synthesized, COLOURS[1], true),
+            ],
+            ..Plot::default()
+        },
+    )
 }
 
 #[derive(Properties, PartialEq)]
@@ -283,26 +289,53 @@ pub struct CdfCompareProps {
     pub synthesized: Rc<Dist>,
 }
 
-/// Cumulative distributions of the original and the synthesized trace on one axis.
+/// Cumulative distributions of the original and the synthesized trace ([`cdf_compare_svg`]).
 #[component]
 pub fn CdfCompare(p: &CdfCompareProps) -> Html {
-    let hi = p.original.hi().max(p.synthesized.hi());
-    let xt = ticks(hi, 6);
-    let f = Frame { x_max: *xt.last().unwrap_or(&1.0), y_max: 1.0, x_log: false, x_min: 0.0 };
-    let yt = [0.0, 0.25, 0.5, 0.75, 1.0];
-    let line = |d: &Dist| {
-        d.cdf.iter().map(|&(x, q)| format!("{},{}", px(f.x(x)), px(f.y_frac(q)))).collect::<Vec<_>>().join(" ")
-    };
-    let median = |d: &Dist| d.cdf.iter().find(|p| p.1 >= 0.5).map(|p| compact(p.0)).unwrap_or_else(|| "–".into());
-    html! {
-        <figure class="chart">
-            <figcaption>{ &p.title }</figcaption>
-            <svg viewBox={format!("0 0 {W} {H}")} role="img" aria-label={format!("{}: cumulative distributions, original and synthesized", p.title)}>
-                { f.axes(&xt, &yt, &|v| compact(v), &|v| format!("{:.0}%", v * 100.0), &p.x_label, "share of requests ≤ x") }
-                <polyline class="cdf-original" points={line(&p.original)}><title>{ format!("original, median ≈ {}", median(&p.original)) }</title></polyline>
-                <polyline class="cdf-synth" points={line(&p.synthesized)}><title>{ format!("synthesized, median ≈ {}", median(&p.synthesized)) }</title></polyline>
-            </svg>
-            <p class="legend"><span class="key orig-key"></span>{ "original" }<span class="key synth-key"></span>{ "synthesized" }</p>
-        </figure>
+    markup(cdf_compare_svg(&p.title, &p.x_label, &p.original, &p.synthesized))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aiperf_core::view::svg::line_chart;
+
+    #[test]
+    fn the_trace_charts_are_drawn_by_the_reports_kit() {
+        let dist = Dist::lengths(&(0..500).map(f64::from).chain([1e6]).collect::<Vec<_>>());
+        let svg = dist_svg("Input <length>", "tokens", &dist, false);
+        // The report's frame: same figure, same view box, same title.
+        let report = line_chart("t", "T", "x", "y", &[]);
+        let frame = r#"<svg viewBox="0 0 460 260" width="460" height="260" role="img" aria-label="#;
+        assert!(svg.starts_with(&format!(r#"<figure class="chart" data-chart="input-length">{frame}"#)), "{svg}");
+        assert!(report.starts_with(&format!(r#"<figure class="chart" data-chart="t">{frame}"#)));
+        assert!(svg.contains(r#"<text x="60" y="16" class="title">Input &lt;length&gt;</text>"#));
+        // The kit's plot, with one bar per bin (each with its hover text) and the cumulative share.
+        assert_eq!(svg.matches("</rect>").count(), dist.counts.len());
+        assert!(svg.contains(r#"<path class="share""#));
+        assert!(svg.contains("Input &lt;length&gt;") && !svg.contains("<length>"));
+        assert!(
+            svg.contains(r#"<figcaption class="note">1 requests (0.2 %) above 500 are not drawn.</figcaption>"#),
+            "{svg}"
+        );
+        let tips: Vec<&str> = svg
+            .match_indices("<title>")
+            .map(|(i, _)| &svg[i + 7..i + 7 + svg[i + 7..].find('<').unwrap_or(0)])
+            .collect();
+        assert_eq!(tips[0], "0–10: 10 requests (2.0 %)");
+    }
+
+    #[test]
+    fn every_trace_chart_keeps_its_hover_texts() {
+        let s = Series::rates(&[1, 3, 2, 2, 5], 1.0, 2);
+        let a = arrivals_svg(&s);
+        assert!(a.contains("<title>0–3 s: 2 requests/s</title>") && a.contains("Mean rate per 3 s window."), "{a}");
+        let d = Dist::lengths(&[1.0, 2.0, 3.0]);
+        let c = cdf_compare_svg("ISL, original vs synthesized", "tokens", &d, &d);
+        assert!(c.contains(r#"data-chart="cdf-isl-original-vs-synthesized""#));
+        assert!(
+            c.contains("<title>original, median ≈ 2</title>") && c.contains("<title>synthesized, median ≈ 2</title>")
+        );
+        assert_eq!(slug("Context length (reused prefix)"), "context-length-reused-prefix");
     }
 }

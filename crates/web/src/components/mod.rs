@@ -12,7 +12,10 @@ mod status;
 mod synthesis;
 
 pub use analysis::{AnalysisPanel, StatsProps, StatsTable};
-pub use charts::{ArrivalsChart, CacheChart, CdfCompare, DistChart, DistProps, GroupsChart};
+pub use charts::{
+    ArrivalsChart, CacheChart, CdfCompare, DistChart, DistProps, GroupsChart, arrivals_svg, cache_svg, cdf_compare_svg,
+    dist_svg, groups_svg,
+};
 pub use fields::{FieldInput, FieldProps};
 pub use runs::RunsSection;
 pub use status::{LoadStatus, Notices};
