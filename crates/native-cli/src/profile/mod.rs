@@ -43,7 +43,7 @@ use aiperf_core::replay::dispatch::Dispatch;
 use aiperf_core::replay::schedule::{Schedule, Starts};
 use aiperf_core::replay::sharding::{ClockOffset, DateProbe, ShardRun, Sharding, estimate_offset};
 use aiperf_core::results::metrics::Metric;
-use aiperf_core::results::summary::RunSummary;
+use aiperf_core::results::summary::{RunSummary, shell_command};
 use aiperf_core::trace::Trace;
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
@@ -604,6 +604,9 @@ pub fn replay<T: Transport + Clone>(
     let interrupted = control.interrupted.load(Ordering::SeqCst);
     let summary = RunSummary {
         report,
+        benchmark_id: export::benchmark_id(start_unix_ns),
+        cli_command: records::mask(&shell_command(std::env::args()), &plan.secrets()),
+        incomplete_reason: None,
         input_config: {
             let mut c = plan.input_config().clone();
             // Whether the trace's timestamps were replayed, as resolved (not only as flagged).

@@ -24,9 +24,17 @@ fn dist_json(unit: &str, d: &Distribution) -> Value {
     Value::Object(m)
 }
 
-/// `profile_export_aiperf.json`.
+/// The version of AIPerf's summary format (`JsonExportData.SCHEMA_VERSION`) this file follows.
+pub const SCHEMA_VERSION: &str = "1.4";
+/// The AIPerf release whose summary format, metric keys and definitions this file follows.
+pub const AIPERF_VERSION: &str = "0.13.0";
+
+/// `profile_export_aiperf.json`: AIPerf's `JsonExportData` keys in its order, then ours.
 pub fn summary_json(s: &RunSummary) -> String {
     let mut m = Map::new();
+    m.insert("schema_version".into(), json!(SCHEMA_VERSION));
+    m.insert("aiperf_version".into(), json!(AIPERF_VERSION));
+    m.insert("benchmark_id".into(), json!(s.benchmark_id));
     for (metric, d) in &s.report.metrics {
         m.insert(metric.tag().into(), dist_json(metric.unit(), d));
     }
@@ -34,7 +42,18 @@ pub fn summary_json(s: &RunSummary) -> String {
         m.insert(tag.into(), json!({"unit": unit, "avg": v}));
     }
     m.insert("input_config".into(), s.input_config.clone());
+    let mut run_info = Map::new();
+    run_info.insert("benchmark_id".into(), json!(s.benchmark_id));
+    if let Some(seed) = s.input_config.get("random_seed").filter(|v| v.is_u64()) {
+        run_info.insert("random_seed".into(), seed.clone());
+    }
+    run_info.insert("cli_command".into(), json!(s.cli_command));
+    m.insert("run_info".into(), Value::Object(run_info));
     m.insert("was_cancelled".into(), json!(s.was_cancelled));
+    m.insert("is_complete".into(), json!(s.incomplete_reason.is_none()));
+    if let Some(why) = &s.incomplete_reason {
+        m.insert("incomplete_reason".into(), json!(why));
+    }
     m.insert(
         "error_summary".into(),
         Value::Array(
@@ -51,6 +70,8 @@ pub fn summary_json(s: &RunSummary) -> String {
                 .collect(),
         ),
     );
+    m.insert("start_time".into(), json!(iso8601(s.start_unix_ns)));
+    m.insert("end_time".into(), json!(iso8601(s.end_unix_ns)));
     m.insert("outcome_counts".into(), json!(s.report.outcomes));
     if !s.report.per_url.is_empty() {
         m.insert("per_url".into(), Value::Array(s.report.per_url.iter().map(|u| url_json(s, u)).collect()));
@@ -66,8 +87,6 @@ pub fn summary_json(s: &RunSummary) -> String {
             }),
         );
     }
-    m.insert("start_time".into(), json!(iso8601(s.start_unix_ns)));
-    m.insert("end_time".into(), json!(iso8601(s.end_unix_ns)));
     m.insert("tokenizer".into(), json!(s.tokenizer));
     if let Some(cpu) = s.client_cpu_s {
         m.insert("client_cpu".into(), json!({"seconds": cpu, "us_per_request": cpu_per_request_us(s, cpu)}));

@@ -110,7 +110,10 @@ mod tests {
         agg.add(&failed, false, &[]);
         RunSummary {
             report: agg.report(false),
-            input_config: json!({"model": "m", "api_key": "<redacted>"}),
+            benchmark_id: "0123456789ab".into(),
+            cli_command: "aiperf-cli profile -m m --api-key '<redacted>'".into(),
+            incomplete_reason: None,
+            input_config: json!({"model": "m", "api_key": "<redacted>", "random_seed": 7}),
             was_cancelled: false,
             start_unix_ns: 1_700_000_000_123_456_000,
             end_unix_ns: 1_700_000_001_000_000_000,
