@@ -4,23 +4,41 @@ use serde_json::{Map, Value, json};
 
 use super::{cpu_per_request_us, scalars, url_name};
 use crate::datetime::iso8601;
-use crate::results::aggregate::{Report, UrlReport};
+use crate::results::aggregate::{Adjusted, Report, UrlReport};
 use crate::results::metrics::Metric;
 use crate::results::summary::RunSummary;
 use crate::server::kinds::ServerView;
 use crate::stats::{Distribution, REPORT_PERCENTILES};
 
+/// A distribution as AIPerf's `JsonMetricResult`: unit, avg, p1…p99, min, max, std, count, sum.
 fn dist_json(unit: &str, d: &Distribution) -> Value {
     let mut m = Map::new();
     m.insert("unit".into(), json!(unit));
     m.insert("avg".into(), json!(d.avg));
-    m.insert("min".into(), json!(d.min));
-    m.insert("max".into(), json!(d.max));
     for (p, v) in REPORT_PERCENTILES.iter().zip(d.percentiles) {
         m.insert(format!("p{p}"), json!(v));
     }
+    m.insert("min".into(), json!(d.min));
+    m.insert("max".into(), json!(d.max));
     m.insert("std".into(), json!(d.std));
     m.insert("count".into(), json!(d.count));
+    m.insert("sum".into(), json!(d.sum));
+    Value::Object(m)
+}
+
+/// An error-adjusted distribution: its finite statistics only, as AIPerf writes it.
+fn adjusted_json(unit: &str, a: &Adjusted) -> Value {
+    let mut m = Map::new();
+    m.insert("unit".into(), json!(unit));
+    for (p, v) in REPORT_PERCENTILES.iter().zip(a.percentiles) {
+        if let Some(v) = v {
+            m.insert(format!("p{p}"), json!(v));
+        }
+    }
+    if let Some(min) = a.min {
+        m.insert("min".into(), json!(min));
+    }
+    m.insert("count".into(), json!(a.count));
     Value::Object(m)
 }
 
@@ -40,6 +58,9 @@ pub fn summary_json(s: &RunSummary) -> String {
     }
     for (tag, _, unit, v) in scalars(&s.report) {
         m.insert(tag.into(), json!({"unit": unit, "avg": v}));
+    }
+    for (metric, a) in &s.report.adjusted {
+        m.insert(format!("adj_{}", metric.tag()), adjusted_json(metric.unit(), a));
     }
     m.insert("input_config".into(), s.input_config.clone());
     let mut run_info = Map::new();
