@@ -105,6 +105,14 @@ fn lerp(a: f64, b: f64, t: f64) -> f64 {
     if t >= 0.5 { b - d * (1.0 - t) } else { a + d * t }
 }
 
+/// The rank (of `n > 0` sorted values) of percentile `p` by the nearest rank, ties to the even
+/// rank: numpy's `percentile(..., method="nearest")`, which AIPerf's error-adjusted
+/// percentiles use.
+pub fn nearest_rank(n: usize, p: f64) -> usize {
+    let k = (n.saturating_sub(1)) as f64 * p / 100.0;
+    (k.round_ties_even() as usize).min(n.saturating_sub(1))
+}
+
 /// Percentiles `ps` (and the minimum and maximum) of a non-empty list: what [`percentile_sorted`]
 /// gives on a sorted copy, found by selection (linear time) instead of a full sort. The values
 /// in between stay unsorted; the ones at the ranks asked for are exactly those of the sorted
@@ -196,6 +204,8 @@ pub const REPORT_PERCENTILES: [f64; 9] = [1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Distribution {
     pub count: usize,
+    /// The values added up (in [`sum`]'s order).
+    pub sum: f64,
     pub avg: f64,
     pub std: f64,
     pub min: f64,
@@ -207,7 +217,15 @@ pub struct Distribution {
 impl Distribution {
     pub fn of(values: &[f64]) -> Option<Distribution> {
         let (min, percentiles, max) = percentiles_selected(values, REPORT_PERCENTILES)?;
-        Some(Distribution { count: values.len(), avg: mean(values)?, std: std_dev(values)?, min, max, percentiles })
+        Some(Distribution {
+            count: values.len(),
+            sum: sum(values),
+            avg: mean(values)?,
+            std: std_dev(values)?,
+            min,
+            max,
+            percentiles,
+        })
     }
 
     /// The value at percentile `p` if it is one of [`REPORT_PERCENTILES`].

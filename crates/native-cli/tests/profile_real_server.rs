@@ -118,7 +118,7 @@ fn replay_and_check(lines: &[String], extra: &[&str]) -> Vec<(f64, u64, u64)> {
     ok(&out);
     println!("{}", String::from_utf8_lossy(&out.stdout));
     let s = summary(&art);
-    assert_eq!(s["error_request_count"]["avg"], 0.0, "errors: {}", s["error_summary"]);
+    assert_eq!(s["error_request_count"]["avg"].as_f64().unwrap_or(0.0), 0.0, "errors: {}", s["error_summary"]);
     assert_eq!(s["request_count"]["avg"], (3 * PAIRS) as f64);
     let records = read_jsonl(&art.join("profile_export.jsonl"));
     let mut out = Vec::new();
@@ -261,7 +261,7 @@ fn completions_endpoint_against_llama_cpp() {
         let out = profile(&args, Duration::from_secs(300));
         ok(&out);
         let s = summary(&art);
-        assert_eq!(s["error_request_count"]["avg"], 0.0, "errors: {}", s["error_summary"]);
+        assert_eq!(s["error_request_count"]["avg"].as_f64().unwrap_or(0.0), 0.0, "errors: {}", s["error_summary"]);
         for r in read_jsonl(&art.join("profile_export.jsonl")) {
             let m = &r["metadata"];
             assert_eq!(m["usage"]["completion_tokens"], m["max_tokens"], "{m}");
@@ -389,7 +389,7 @@ fn sessions_reach_llama_cpp_with_their_headers_and_live_history() {
     let out = profile(&args, Duration::from_secs(300));
     ok(&out);
     let s = summary(&art);
-    assert_eq!(s["error_request_count"]["avg"], 0.0, "errors: {}", s["error_summary"]);
+    assert_eq!(s["error_request_count"]["avg"].as_f64().unwrap_or(0.0), 0.0, "errors: {}", s["error_summary"]);
     let seen = seen.lock().unwrap();
     let chats: Vec<&Seen> = seen.iter().filter(|r| r.path.ends_with("/chat/completions")).collect();
     assert_eq!(

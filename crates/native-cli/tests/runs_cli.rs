@@ -40,14 +40,14 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// Two runs of the same trace: one with a goodput SLO, one with --client-token-count.
+/// Two runs of the same trace: one with a goodput SLO, one with --use-server-token-count.
 fn two_runs(dir: &Path) -> (String, String) {
     let mock = Mock::start(&["--ttft-ms", "15", "--itl-ms", "2"]);
     let trace = write_trace(dir, &trace_lines(40));
     let a = dir.join("run-a");
     let b = dir.join("run-b");
     ok(&profile_streaming(&mock.url, &trace, &a, &["--goodput", "time_to_first_token:16"], LIMIT));
-    ok(&profile_streaming(&mock.url, &trace, &b, &["--client-token-count", "--concurrency", "4"], LIMIT));
+    ok(&profile_streaming(&mock.url, &trace, &b, &["--use-server-token-count", "--concurrency", "4"], LIMIT));
     (a.display().to_string(), b.display().to_string())
 }
 
@@ -87,11 +87,11 @@ fn report_and_compare_show_the_clis_numbers() {
     }
 
     // Two runs: labels, changes, differing settings; CSV.
-    let out = cli(&["compare", &a, &b, "--label", "slo", "client", "--baseline", "2"]);
+    let out = cli(&["compare", &a, &b, "--label", "slo", "server", "--baseline", "2"]);
     ok(&out);
     let t = stdout(&out);
-    assert!(t.contains("client (baseline)") && t.contains("slo"), "{t}");
-    assert!(t.contains("Differing input_config entries:") && t.contains("client_token_count: false | true"), "{t}");
+    assert!(t.contains("server (baseline)") && t.contains("slo"), "{t}");
+    assert!(t.contains("Differing input_config entries:") && t.contains("use_server_token_count: false | true"), "{t}");
     assert!(t.contains('%'));
     let out = cli(&["compare", &a, &b, "--format", "csv"]);
     ok(&out);

@@ -1,13 +1,14 @@
 //! [`Aggregate`]: the metrics of many requests collected, merged with another aggregate, errors
 //! counted by kind, goodput counted, and the final [`Report`] computed through [`crate::stats`].
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::metrics::{Metric, RequestMetrics, Slo, meets};
+use crate::results::metrics::{Metric, RequestMetrics, Slo, meets, osl_mismatch};
 use crate::results::record::RequestRecord;
-use crate::stats::Distribution;
+use crate::stats::{Distribution, REPORT_PERCENTILES, nearest_rank, sorted};
 
 /// Longest error message kept as an example of its kind (characters).
 pub const MAX_ERROR_EXAMPLE_CHARS: usize = 300;
@@ -35,8 +36,22 @@ pub struct Aggregate {
     pub good: u64,
     pub first_sent_ns: Option<u64>,
     pub last_end_ns: Option<u64>,
+    /// AIPerf's benchmark window: the first successful request's send and the latest last
+    /// answer (send + request latency) of a successful one.
+    pub ok_window_ns: Option<(u64, u64)>,
     pub total_output_tokens: u64,
     pub total_input_tokens: u64,
+    /// TTFT (ms) of failed requests that received a token before failing.
+    pub failed_ttft_ms: Vec<f64>,
+    /// Chunk gaps (ms) of failed requests.
+    pub failed_icl_ms: Vec<f64>,
+    /// Sums of the server's usage counts over successful requests: (requests reporting it, sum)
+    /// for prompt, completion, total and cache-read tokens.
+    pub usage_totals: [(u64, u64); 4],
+    /// Requests with a prompt-count difference, and those that were a usage discrepancy.
+    pub usage_discrepancies: (u64, u64),
+    /// Requests with `max_tokens` and an output length, and those off it (an OSL mismatch).
+    pub osl_mismatches: (u64, u64),
     pub total_cached_tokens: u64,
     pub total_expected_cached_tokens: u64,
     /// Requests whose server usage reported `cached_tokens`.
@@ -111,34 +126,70 @@ impl Aggregate {
             if !self.error_examples.contains_key(&e.kind) {
                 self.error_examples.insert(e.kind.clone(), error_example(&e.message));
             }
+            let ms = |ns: u64| ns as f64 / 1e6;
             // Sending happened (or was attempted) on time or not, whatever the answer.
-            let lateness = r.sent_ns.saturating_sub(r.scheduled_ns) as f64 / 1e6;
+            let lateness = ms(r.sent_ns.saturating_sub(r.scheduled_ns));
             self.values.entry(Metric::SendLateness).or_default().push(lateness);
+            self.values.entry(Metric::EffectiveLatency).or_default().push(ms(r.end_ns.saturating_sub(r.scheduled_ns)));
+            let isl = if use_server_token_count { r.usage.prompt_tokens.or(r.input_tokens) } else { r.input_tokens };
+            if let Some(n) = isl {
+                self.values.entry(Metric::ErrorInputSequenceLength).or_default().push(n as f64);
+            }
             // A request that received tokens before it failed (cancelled under overload, timed
             // out mid-stream) still tells how long the first token took: leaving it out would
-            // understate TTFT exactly when the server is overloaded.
+            // understate TTFT exactly when the server is overloaded (our `*_all_requests`; AIPerf's
+            // keys count successful requests only).
             if r.streaming
                 && let Some(&first) = r.chunk_ns.first()
             {
-                let ms = |ns: u64| ns as f64 / 1e6;
-                self.values.entry(Metric::TimeToFirstToken).or_default().push(ms(first.saturating_sub(r.sent_ns)));
+                self.failed_ttft_ms.push(ms(first.saturating_sub(r.sent_ns)));
                 self.values
                     .entry(Metric::TimeToFirstTokenFromScheduled)
                     .or_default()
                     .push(ms(first.saturating_sub(r.scheduled_ns)));
-                self.values
-                    .entry(Metric::InterChunkLatency)
-                    .or_default()
-                    .extend(r.chunk_ns.windows(2).map(|w| ms(w[1].saturating_sub(w[0]))));
+                self.failed_icl_ms.extend(r.chunk_ns.windows(2).map(|w| ms(w[1].saturating_sub(w[0]))));
             }
             return None;
         }
         let m = RequestMetrics::of(r, use_server_token_count);
         self.ok += 1;
         for &(k, v) in m.values() {
-            self.values.entry(k).or_default().push(v);
+            if stored(k) {
+                self.values.entry(k).or_default().push(v);
+            }
         }
+        self.values
+            .entry(Metric::EffectiveLatency)
+            .or_default()
+            .push(r.end_ns.saturating_sub(r.scheduled_ns) as f64 / 1e6);
         self.values.entry(Metric::InterChunkLatency).or_default().extend_from_slice(&m.inter_chunk_ms);
+        if let Some(l) = m.get(Metric::RequestLatency) {
+            let end = r.sent_ns.saturating_add((l * 1e6).round() as u64);
+            self.ok_window_ns =
+                Some(self.ok_window_ns.map_or((r.sent_ns, end), |(a, b)| (a.min(r.sent_ns), b.max(end))));
+        }
+        let usage = [
+            r.usage.prompt_tokens,
+            r.usage.completion_tokens,
+            r.usage.prompt_tokens.zip(r.usage.completion_tokens).map(|(p, c)| p.saturating_add(c)),
+            r.usage.cached_tokens,
+        ];
+        for (total, n) in self.usage_totals.iter_mut().zip(usage) {
+            if let Some(n) = n {
+                total.0 += 1;
+                total.1 = total.1.saturating_add(n);
+            }
+        }
+        if let Some(d) = m.usage_discrepancy() {
+            self.usage_discrepancies.0 += 1;
+            self.usage_discrepancies.1 += u64::from(d);
+        } else if m.get(Metric::UsagePromptTokensDiffPct).is_some() {
+            self.usage_discrepancies.0 += 1;
+        }
+        if let (Some(asked), Some(osl)) = (r.max_tokens.filter(|&a| a > 0), m.get(Metric::OutputSequenceLength)) {
+            self.osl_mismatches.0 += 1;
+            self.osl_mismatches.1 += u64::from(osl_mismatch(asked, osl as u64));
+        }
         self.total_output_tokens += m.get(Metric::OutputSequenceLength).unwrap_or(0.0) as u64;
         self.total_input_tokens += m.get(Metric::InputSequenceLength).unwrap_or(0.0) as u64;
         if let Some(c) = r.usage.cached_tokens {
@@ -179,6 +230,20 @@ impl Aggregate {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
+        self.ok_window_ns = match (self.ok_window_ns, other.ok_window_ns) {
+            (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1))),
+            (a, b) => a.or(b),
+        };
+        self.failed_ttft_ms.extend_from_slice(&other.failed_ttft_ms);
+        self.failed_icl_ms.extend_from_slice(&other.failed_icl_ms);
+        for (t, o) in self.usage_totals.iter_mut().zip(other.usage_totals) {
+            t.0 += o.0;
+            t.1 = t.1.saturating_add(o.1);
+        }
+        self.usage_discrepancies.0 += other.usage_discrepancies.0;
+        self.usage_discrepancies.1 += other.usage_discrepancies.1;
+        self.osl_mismatches.0 += other.osl_mismatches.0;
+        self.osl_mismatches.1 += other.osl_mismatches.1;
         self.total_output_tokens += other.total_output_tokens;
         self.total_input_tokens += other.total_input_tokens;
         self.total_cached_tokens += other.total_cached_tokens;
@@ -197,29 +262,77 @@ impl Aggregate {
         self.errors.values().sum()
     }
 
-    /// The values collected for a metric.
+    /// The values collected for a metric that is stored as such (see [`Aggregate::metric_values`]
+    /// for every metric).
     pub fn values(&self, metric: Metric) -> &[f64] {
         self.values.get(&metric).map_or(&[], Vec::as_slice)
     }
 
-    /// The final report; `with_goodput` adds the goodput scalar.
+    /// The values of any metric: the stored ones, or those of its twin it equals (AIPerf's
+    /// copies of our metrics are not stored twice).
+    pub fn metric_values(&self, metric: Metric) -> Cow<'_, [f64]> {
+        let join = |a: &[f64], b: &[f64]| Cow::Owned([a, b].concat());
+        match metric {
+            Metric::TimeToFirstOutputToken => Cow::Borrowed(self.values(Metric::TimeToFirstToken)),
+            Metric::UsagePromptTokens => Cow::Borrowed(self.values(Metric::ServerInputSequenceLength)),
+            Metric::UsagePromptCacheReadTokens => Cow::Borrowed(self.values(Metric::CachedTokens)),
+            Metric::CreditToStartLatency => Cow::Borrowed(self.values(Metric::SendLateness)),
+            Metric::OutputTokenCount => {
+                Cow::Owned(self.values(Metric::OutputSequenceLength).iter().copied().filter(|&n| n > 0.0).collect())
+            }
+            Metric::TimeToFirstTokenAllRequests => join(self.values(Metric::TimeToFirstToken), &self.failed_ttft_ms),
+            Metric::InterChunkLatencyAllRequests => join(self.values(Metric::InterChunkLatency), &self.failed_icl_ms),
+            m => Cow::Borrowed(self.values(m)),
+        }
+    }
+
+    /// The final report; `with_goodput` adds the goodput scalars.
     pub fn report(&self, with_goodput: bool) -> Report {
-        let metrics =
-            Metric::ALL.into_iter().filter_map(|m| Distribution::of(self.values(m)).map(|d| (m, d))).collect();
-        let duration_s = match (self.first_sent_ns, self.last_end_ns) {
-            (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
+        let metrics: Vec<(Metric, Distribution)> =
+            Metric::ALL.into_iter().filter_map(|m| Distribution::of(&self.metric_values(m)).map(|d| (m, d))).collect();
+        let errors = self.error_count();
+        let adjusted = if errors == 0 {
+            Vec::new()
+        } else {
+            metrics
+                .iter()
+                .filter(|(m, _)| m.adjusted_for_failures())
+                .map(|(m, _)| (*m, Adjusted::of(&self.metric_values(*m), errors)))
+                .collect()
+        };
+        let seconds = |w: Option<(u64, u64)>| match w {
+            Some((a, b)) if b > a => (b - a) as f64 / 1e9,
             _ => 0.0,
         };
+        let duration_s = seconds(self.ok_window_ns);
         let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
+        let total = |i: usize| (self.usage_totals[i].0 > 0).then_some(self.usage_totals[i].1);
+        let error_isl = self.values(Metric::ErrorInputSequenceLength);
+        let attempted = self.ok + errors;
         Report {
             metrics,
+            adjusted,
             benchmark_duration_s: duration_s,
+            run_duration_s: seconds(self.first_sent_ns.zip(self.last_end_ns)),
             request_count: self.ok,
-            error_request_count: self.error_count(),
+            error_request_count: errors,
             request_throughput: per_s(self.ok as f64),
             output_token_throughput: per_s(self.total_output_tokens as f64),
+            input_token_throughput: per_s(self.total_input_tokens as f64),
+            total_token_throughput: per_s((self.total_input_tokens + self.total_output_tokens) as f64),
+            total_input_tokens: self.total_input_tokens,
+            total_output_tokens: self.total_output_tokens,
+            total_error_input_tokens: (!error_isl.is_empty()).then(|| error_isl.iter().sum::<f64>() as u64),
+            usage_prompt_tokens: total(0),
+            usage_completion_tokens: total(1),
+            usage_total_tokens: total(2),
+            usage_cache_read_tokens: total(3),
+            usage_discrepancy_count: (self.usage_discrepancies.0 > 0).then_some(self.usage_discrepancies.1),
+            osl_mismatch_count: (self.osl_mismatches.0 > 0).then_some(self.osl_mismatches.1),
             goodput: with_goodput.then(|| per_s(self.good as f64)),
             good_request_count: with_goodput.then_some(self.good),
+            good_request_fraction: with_goodput
+                .then(|| if attempted > 0 { self.good as f64 / attempted as f64 } else { 0.0 }),
             cache_hit_rate: (self.cached_reported > 0 && self.total_input_tokens > 0)
                 .then(|| self.total_cached_tokens as f64 / self.total_input_tokens as f64),
             expected_cache_hit_rate: (self.total_input_tokens > 0)
@@ -257,20 +370,81 @@ impl Aggregate {
     }
 }
 
+/// Whether a successful request's metric is kept in its own list (the others equal a twin's
+/// values, see [`Aggregate::metric_values`]).
+fn stored(m: Metric) -> bool {
+    !matches!(
+        m,
+        Metric::TimeToFirstOutputToken
+            | Metric::UsagePromptTokens
+            | Metric::UsagePromptCacheReadTokens
+            | Metric::OutputTokenCount
+    )
+}
+
+/// AIPerf's error-adjusted distribution (`adj_<tag>`): the successful requests' values with every
+/// failed request counted as an infinitely large value; percentiles by the nearest rank (numpy's
+/// `method="nearest"`), and only the finite statistics kept.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Adjusted {
+    /// Values, failures included.
+    pub count: usize,
+    /// The smallest finite value.
+    pub min: Option<f64>,
+    /// At [`REPORT_PERCENTILES`], `None` where the rank falls on a failure.
+    pub percentiles: [Option<f64>; 9],
+}
+
+impl Adjusted {
+    fn of(values: &[f64], failures: u64) -> Adjusted {
+        let clean = sorted(values);
+        let count = clean.len() + failures as usize;
+        let mut percentiles = [None; 9];
+        for (slot, &p) in percentiles.iter_mut().zip(&REPORT_PERCENTILES) {
+            *slot = clean.get(nearest_rank(count, p)).copied();
+        }
+        Adjusted { count, min: clean.first().copied(), percentiles }
+    }
+}
+
 /// The result of a run: distributions of per-request metrics and run-level scalars.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
     pub metrics: Vec<(Metric, Distribution)>,
+    /// AIPerf's error-adjusted distributions, when requests failed.
+    pub adjusted: Vec<(Metric, Adjusted)>,
+    /// AIPerf's: from the first successful request's send to the last answer of a successful one.
     pub benchmark_duration_s: f64,
+    /// Ours: from the first send to the last end of any request, failed ones included.
+    pub run_duration_s: f64,
     pub request_count: u64,
     pub error_request_count: u64,
-    /// Successful requests per second.
+    /// Successful requests per second of the benchmark duration.
     pub request_throughput: f64,
-    /// Output tokens per second.
+    /// Output tokens (OSL) per second.
     pub output_token_throughput: f64,
+    /// Input tokens (ISL) per second.
+    pub input_token_throughput: f64,
+    pub total_token_throughput: f64,
+    /// ISL and OSL summed over successful requests.
+    pub total_input_tokens: u64,
+    pub total_output_tokens: u64,
+    /// ISL summed over failed requests (when any had one).
+    pub total_error_input_tokens: Option<u64>,
+    /// The server's usage counts summed over successful requests (when any reported them).
+    pub usage_prompt_tokens: Option<u64>,
+    pub usage_completion_tokens: Option<u64>,
+    pub usage_total_tokens: Option<u64>,
+    pub usage_cache_read_tokens: Option<u64>,
+    /// Requests whose usage counts differ from the client's by more than 10 %.
+    pub usage_discrepancy_count: Option<u64>,
+    /// Requests whose output length is off the `max_tokens` asked for.
+    pub osl_mismatch_count: Option<u64>,
     /// Requests per second meeting every SLO.
     pub goodput: Option<f64>,
     pub good_request_count: Option<u64>,
+    /// Good requests among all (successful and failed).
+    pub good_request_fraction: Option<f64>,
     /// Server-reported cached tokens / client-counted input tokens.
     pub cache_hit_rate: Option<f64>,
     /// What the trace's shared hash ids predict for the same ratio.
@@ -356,7 +530,7 @@ mod tests {
     }
 
     #[test]
-    fn ttft_covers_requests_that_failed_after_their_first_token() {
+    fn ttft_of_all_requests_covers_those_that_failed_after_their_first_token() {
         let mut agg = Aggregate::default();
         agg.add(&rec(&[13_000_000, 15_000_000], 2), false, &[]);
         let mut cancelled = rec(&[43_000_000], 1);
@@ -366,8 +540,16 @@ mod tests {
         refused.error = Some(RecordError { kind: "connection_error".into(), message: "x".into() });
         agg.add(&refused, false, &[]);
         let r = agg.report(false);
-        let ttft = r.get(Metric::TimeToFirstToken).unwrap();
+        let ttft = r.get(Metric::TimeToFirstTokenAllRequests).unwrap();
         assert_eq!((ttft.count, ttft.max), (2, 40.0));
+        // AIPerf's key counts the successful request only.
+        assert_eq!(r.get(Metric::TimeToFirstToken).unwrap().count, 1);
+        // Its error-adjusted view counts the two failures as infinitely slow.
+        let (m, adj) = &r.adjusted[0];
+        assert_eq!(
+            (*m, adj.count, adj.min, adj.percentiles[0], adj.percentiles[4]),
+            (Metric::TimeToFirstToken, 3, Some(10.0), Some(10.0), None)
+        );
         assert_eq!(r.request_count, 1);
         assert_eq!(r.outcomes, Outcomes { completed: 1, cancelled: 1, timed_out: 0, failed: 1 });
     }

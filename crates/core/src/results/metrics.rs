@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::results::record::RequestRecord;
 
-/// A metric of the report, with AIPerf's tag where AIPerf has it.
+/// A metric of the report, with AIPerf's tag where AIPerf has it (and AIPerf's definition under
+/// it); ours have their own tags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum Metric {
@@ -24,11 +25,33 @@ pub enum Metric {
     SendLateness,
     TimeToFirstTokenFromScheduled,
     RequestLatencyFromScheduled,
+    OutputTokenCount,
+    TimeToFirstOutputToken,
+    DecodeDuration,
+    E2eOutputTokenThroughput,
+    PrefillThroughputPerUser,
+    UsagePromptTokens,
+    UsageCompletionTokens,
+    UsageTotalTokens,
+    UsagePromptCacheReadTokens,
+    UsagePromptTokensDiffPct,
+    UsageCompletionTokensDiffPct,
+    OslMismatchDiffPct,
+    /// Failed requests' input lengths (never in a successful request's metrics).
+    ErrorInputSequenceLength,
+    /// Send lateness of every request, under AIPerf's name for the wait before sending.
+    CreditToStartLatency,
+    /// From the scheduled time to the end of every request, failed ones included.
+    EffectiveLatency,
+    /// TTFT of every request that received a token, failed ones included.
+    TimeToFirstTokenAllRequests,
+    /// Chunk gaps of every request, failed ones included.
+    InterChunkLatencyAllRequests,
 }
 
 impl Metric {
-    /// All per-request metrics in report order.
-    pub const ALL: [Metric; 13] = [
+    /// All metrics with a distribution, in report order.
+    pub const ALL: [Metric; 30] = [
         Metric::TimeToFirstToken,
         Metric::TimeToSecondToken,
         Metric::RequestLatency,
@@ -42,6 +65,23 @@ impl Metric {
         Metric::SendLateness,
         Metric::TimeToFirstTokenFromScheduled,
         Metric::RequestLatencyFromScheduled,
+        Metric::TimeToFirstTokenAllRequests,
+        Metric::InterChunkLatencyAllRequests,
+        Metric::OutputTokenCount,
+        Metric::TimeToFirstOutputToken,
+        Metric::DecodeDuration,
+        Metric::E2eOutputTokenThroughput,
+        Metric::PrefillThroughputPerUser,
+        Metric::UsagePromptTokens,
+        Metric::UsageCompletionTokens,
+        Metric::UsageTotalTokens,
+        Metric::UsagePromptCacheReadTokens,
+        Metric::UsagePromptTokensDiffPct,
+        Metric::UsageCompletionTokensDiffPct,
+        Metric::OslMismatchDiffPct,
+        Metric::ErrorInputSequenceLength,
+        Metric::CreditToStartLatency,
+        Metric::EffectiveLatency,
     ];
 
     /// The tag used in exports and `--goodput` (AIPerf's where it exists).
@@ -60,10 +100,27 @@ impl Metric {
             Metric::SendLateness => "send_lateness",
             Metric::TimeToFirstTokenFromScheduled => "time_to_first_token_from_scheduled",
             Metric::RequestLatencyFromScheduled => "request_latency_from_scheduled",
+            Metric::OutputTokenCount => "output_token_count",
+            Metric::TimeToFirstOutputToken => "time_to_first_output_token",
+            Metric::DecodeDuration => "decode_duration",
+            Metric::E2eOutputTokenThroughput => "e2e_output_token_throughput",
+            Metric::PrefillThroughputPerUser => "prefill_throughput_per_user",
+            Metric::UsagePromptTokens => "usage_prompt_tokens",
+            Metric::UsageCompletionTokens => "usage_completion_tokens",
+            Metric::UsageTotalTokens => "usage_total_tokens",
+            Metric::UsagePromptCacheReadTokens => "usage_prompt_cache_read_tokens",
+            Metric::UsagePromptTokensDiffPct => "usage_prompt_tokens_diff_pct",
+            Metric::UsageCompletionTokensDiffPct => "usage_completion_tokens_diff_pct",
+            Metric::OslMismatchDiffPct => "osl_mismatch_diff_pct",
+            Metric::ErrorInputSequenceLength => "error_isl",
+            Metric::CreditToStartLatency => "credit_to_start_latency",
+            Metric::EffectiveLatency => "effective_latency",
+            Metric::TimeToFirstTokenAllRequests => "time_to_first_token_all_requests",
+            Metric::InterChunkLatencyAllRequests => "inter_chunk_latency_all_requests",
         }
     }
 
-    /// Human-readable name for tables.
+    /// Human-readable name for tables (AIPerf's `header` where it exists).
     pub fn header(self) -> &'static str {
         match self {
             Metric::TimeToFirstToken => "Time to First Token",
@@ -79,6 +136,23 @@ impl Metric {
             Metric::SendLateness => "Send Lateness",
             Metric::TimeToFirstTokenFromScheduled => "TTFT from Scheduled Time",
             Metric::RequestLatencyFromScheduled => "Request Latency from Scheduled Time",
+            Metric::OutputTokenCount => "Output Token Count",
+            Metric::TimeToFirstOutputToken => "Time to First Output Token",
+            Metric::DecodeDuration => "Decode Duration",
+            Metric::E2eOutputTokenThroughput => "E2E Output Token Throughput",
+            Metric::PrefillThroughputPerUser => "Prefill Throughput Per User",
+            Metric::UsagePromptTokens => "Usage Prompt Tokens",
+            Metric::UsageCompletionTokens => "Usage Completion Tokens",
+            Metric::UsageTotalTokens => "Usage Total Tokens",
+            Metric::UsagePromptCacheReadTokens => "Usage Prompt Cache Read Tokens",
+            Metric::UsagePromptTokensDiffPct => "Usage Prompt Diff %",
+            Metric::UsageCompletionTokensDiffPct => "Usage Completion Diff %",
+            Metric::OslMismatchDiffPct => "OSL Mismatch Diff %",
+            Metric::ErrorInputSequenceLength => "Error Input Sequence Length",
+            Metric::CreditToStartLatency => "Credit-to-Start Latency",
+            Metric::EffectiveLatency => "Effective Latency (CO-aware)",
+            Metric::TimeToFirstTokenAllRequests => "TTFT incl. Failed Requests",
+            Metric::InterChunkLatencyAllRequests => "Inter Chunk Latency incl. Failed Requests",
         }
     }
 
@@ -87,15 +161,67 @@ impl Metric {
             Metric::OutputSequenceLength
             | Metric::InputSequenceLength
             | Metric::ServerInputSequenceLength
-            | Metric::CachedTokens => "tokens",
-            Metric::OutputTokenThroughputPerUser => "tokens/sec/user",
+            | Metric::CachedTokens
+            | Metric::OutputTokenCount
+            | Metric::UsagePromptTokens
+            | Metric::UsageCompletionTokens
+            | Metric::UsageTotalTokens
+            | Metric::UsagePromptCacheReadTokens
+            | Metric::ErrorInputSequenceLength => "tokens",
+            Metric::OutputTokenThroughputPerUser
+            | Metric::E2eOutputTokenThroughput
+            | Metric::PrefillThroughputPerUser => "tokens/sec/user",
+            Metric::UsagePromptTokensDiffPct | Metric::UsageCompletionTokensDiffPct | Metric::OslMismatchDiffPct => "%",
             _ => "ms",
         }
     }
 
-    /// For goodput: true when a larger value is better.
+    /// For goodput: true when a larger value is better (AIPerf's `LARGER_IS_BETTER`).
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::OutputTokenThroughputPerUser)
+        matches!(
+            self,
+            Metric::OutputTokenThroughputPerUser
+                | Metric::OutputSequenceLength
+                | Metric::InputSequenceLength
+                | Metric::OutputTokenCount
+                | Metric::E2eOutputTokenThroughput
+                | Metric::PrefillThroughputPerUser
+                | Metric::UsagePromptTokens
+                | Metric::UsageCompletionTokens
+                | Metric::UsageTotalTokens
+                | Metric::UsagePromptCacheReadTokens
+                | Metric::ErrorInputSequenceLength
+        )
+    }
+
+    /// Whether the console table shows it (the rest are in the files).
+    pub fn on_console(self) -> bool {
+        matches!(
+            self,
+            Metric::TimeToFirstToken
+                | Metric::TimeToSecondToken
+                | Metric::RequestLatency
+                | Metric::InterTokenLatency
+                | Metric::InterChunkLatency
+                | Metric::OutputTokenThroughputPerUser
+                | Metric::OutputSequenceLength
+                | Metric::InputSequenceLength
+                | Metric::ServerInputSequenceLength
+                | Metric::CachedTokens
+                | Metric::SendLateness
+                | Metric::TimeToFirstTokenFromScheduled
+                | Metric::RequestLatencyFromScheduled
+                | Metric::TimeToFirstTokenAllRequests
+        )
+    }
+
+    /// Whether AIPerf counts failed requests in this metric's error-adjusted percentiles
+    /// (`PERCENTILE_INCLUDES_FAILED_REQUESTS`: `adj_<tag>`).
+    pub fn adjusted_for_failures(self) -> bool {
+        matches!(
+            self,
+            Metric::RequestLatency | Metric::TimeToFirstToken | Metric::InterTokenLatency | Metric::DecodeDuration
+        )
     }
 
     /// The metric with this tag.
@@ -103,6 +229,14 @@ impl Metric {
         Metric::ALL.into_iter().find(|m| m.tag() == tag)
     }
 }
+
+/// A prompt or completion count differing from the client's by more than this (%) makes a
+/// usage discrepancy (AIPerf's `AIPERF_METRICS_USAGE_PCT_DIFF_THRESHOLD` default).
+pub const USAGE_DIFF_THRESHOLD_PCT: f64 = 10.0;
+/// An output length off the `max_tokens` asked for by more than this share (%), or
+/// [`OSL_MISMATCH_MAX_TOKENS`] tokens if fewer, is an OSL mismatch (AIPerf's defaults).
+pub const OSL_MISMATCH_THRESHOLD_PCT: f64 = 5.0;
+pub const OSL_MISMATCH_MAX_TOKENS: f64 = 50.0;
 
 /// The per-request metrics of one successful request.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -113,7 +247,8 @@ pub struct RequestMetrics {
 }
 
 impl RequestMetrics {
-    /// Metrics of a record; `use_server_token_count` takes OSL/ISL from the server's usage.
+    /// Metrics of a record (AIPerf's definitions); `use_server_token_count` takes OSL/ISL from
+    /// the server's usage.
     pub fn of(r: &RequestRecord, use_server_token_count: bool) -> RequestMetrics {
         let ms = |ns: u64| ns as f64 / 1e6;
         let mut m = RequestMetrics::default();
@@ -134,9 +269,13 @@ impl RequestMetrics {
         {
             let ttft = first.saturating_sub(r.sent_ns);
             put(Metric::TimeToFirstToken, ms(ttft));
+            put(Metric::TimeToFirstOutputToken, ms(ttft));
             put(Metric::TimeToFirstTokenFromScheduled, ms(first.saturating_sub(r.scheduled_ns)));
             if let Some(&second) = r.chunk_ns.get(1) {
                 put(Metric::TimeToSecondToken, ms(second - first.min(second)));
+            }
+            if let Some(l) = latency {
+                put(Metric::DecodeDuration, ms(l.saturating_sub(ttft)));
             }
             if let (Some(l), Some(n)) = (latency, osl)
                 && n >= 2
@@ -147,9 +286,20 @@ impl RequestMetrics {
                     put(Metric::OutputTokenThroughputPerUser, 1000.0 / itl);
                 }
             }
+            if let Some(n) = isl
+                && ttft > 0
+            {
+                put(Metric::PrefillThroughputPerUser, n as f64 / (ttft as f64 / 1e9));
+            }
         }
         if let Some(n) = osl {
             put(Metric::OutputSequenceLength, n as f64);
+            if n > 0 {
+                put(Metric::OutputTokenCount, n as f64);
+            }
+            if let Some(l) = latency.filter(|&l| l > 0) {
+                put(Metric::E2eOutputTokenThroughput, n as f64 / (l as f64 / 1e9));
+            }
         }
         if let Some(n) = isl {
             put(Metric::InputSequenceLength, n as f64);
@@ -159,6 +309,30 @@ impl RequestMetrics {
         }
         if let Some(n) = r.usage.cached_tokens {
             put(Metric::CachedTokens, n as f64);
+        }
+        let (prompt, completion) = (r.usage.prompt_tokens, r.usage.completion_tokens);
+        if let Some(n) = prompt {
+            put(Metric::UsagePromptTokens, n as f64);
+        }
+        if let Some(n) = completion {
+            put(Metric::UsageCompletionTokens, n as f64);
+        }
+        // The record keeps prompt and completion counts; their sum is the usage total.
+        if let (Some(p), Some(c)) = (prompt, completion) {
+            put(Metric::UsageTotalTokens, p.saturating_add(c) as f64);
+        }
+        if let Some(n) = r.usage.cached_tokens {
+            put(Metric::UsagePromptCacheReadTokens, n as f64);
+        }
+        let diff_pct = |server: u64, client: u64| (server as f64 - client as f64).abs() / client as f64 * 100.0;
+        if let (Some(s), Some(c)) = (prompt, isl.filter(|&c| c > 0)) {
+            put(Metric::UsagePromptTokensDiffPct, diff_pct(s, c));
+        }
+        if let (Some(s), Some(c)) = (completion, osl.filter(|&c| c > 0)) {
+            put(Metric::UsageCompletionTokensDiffPct, diff_pct(s, c));
+        }
+        if let (Some(asked), Some(n)) = (r.max_tokens.filter(|&a| a > 0), osl) {
+            put(Metric::OslMismatchDiffPct, (n as f64 - asked as f64) / asked as f64 * 100.0);
         }
         m.inter_chunk_ms = r.chunk_ns.windows(2).map(|w| ms(w[1].saturating_sub(w[0]))).collect();
         m
@@ -177,6 +351,24 @@ impl RequestMetrics {
     pub fn values(&self) -> &[(Metric, f64)] {
         &self.values
     }
+
+    /// AIPerf's usage discrepancy: the prompt count off by more than
+    /// [`USAGE_DIFF_THRESHOLD_PCT`], or (the prompt's known) the completion count; `None` when the
+    /// request has no prompt difference.
+    pub fn usage_discrepancy(&self) -> Option<bool> {
+        let prompt = self.get(Metric::UsagePromptTokensDiffPct)?;
+        if prompt > USAGE_DIFF_THRESHOLD_PCT {
+            return Some(true);
+        }
+        Some(self.get(Metric::UsageCompletionTokensDiffPct)? > USAGE_DIFF_THRESHOLD_PCT)
+    }
+}
+
+/// AIPerf's OSL mismatch: `osl` off `asked` by more than the smaller of
+/// [`OSL_MISMATCH_THRESHOLD_PCT`] of it and [`OSL_MISMATCH_MAX_TOKENS`].
+pub fn osl_mismatch(asked: u64, osl: u64) -> bool {
+    let threshold = (asked as f64 * OSL_MISMATCH_THRESHOLD_PCT / 100.0).min(OSL_MISMATCH_MAX_TOKENS);
+    (osl as f64 - asked as f64).abs() > threshold
 }
 
 /// One service-level objective of `--goodput`.

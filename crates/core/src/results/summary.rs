@@ -10,6 +10,12 @@ use crate::server::kinds::ServerView;
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunSummary {
     pub report: Report,
+    /// The run's id (AIPerf's `benchmark_id`: 12 hex digits).
+    pub benchmark_id: String,
+    /// The command line that made the run, quoted as a shell reads it ([`shell_command`]).
+    pub cli_command: String,
+    /// Why the numbers do not cover the whole run (a partial merge); `None` when they do.
+    pub incomplete_reason: Option<String>,
     /// The run's options as written to the exports (secrets already redacted).
     pub input_config: Value,
     pub was_cancelled: bool,
@@ -32,4 +38,37 @@ pub struct RunSummary {
     pub sharding: Option<Sharding>,
     /// The server's numbers from its metrics, when they were scraped.
     pub server: Option<ServerView>,
+}
+
+/// The words of a command line joined as a POSIX shell reads them back: a word with anything but
+/// letters, digits and `-_./:=,+@%` is put in single quotes.
+pub fn shell_command<S: AsRef<str>>(words: impl IntoIterator<Item = S>) -> String {
+    let quote = |w: &str| {
+        let plain = !w.is_empty()
+            && w.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | ':' | '=' | ',' | '+' | '@' | '%')
+            });
+        if plain { w.to_owned() } else { format!("'{}'", w.replace('\'', "'\\''")) }
+    };
+    words.into_iter().map(|w| quote(w.as_ref())).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_command;
+
+    #[test]
+    fn words_that_a_shell_would_split_are_quoted() {
+        assert_eq!(
+            shell_command([
+                "aiperf-cli",
+                "profile",
+                "--goodput",
+                "time_to_first_token:30 request_latency:80",
+                "it's",
+                ""
+            ]),
+            "aiperf-cli profile --goodput 'time_to_first_token:30 request_latency:80' 'it'\\''s' ''"
+        );
+    }
 }

@@ -89,8 +89,8 @@ impl Slicer {
                     metrics: Metric::ALL
                         .into_iter()
                         .filter_map(|m| {
-                            let v = agg.values(m);
-                            Distribution::of(v).map(|d| (m, d, sum(v)))
+                            let v = agg.metric_values(m);
+                            Distribution::of(&v).map(|d| (m, d, sum(&v)))
                         })
                         .collect(),
                     request_count: agg.ok,

@@ -21,7 +21,7 @@ use aiperf_core::results::aggregate::Aggregate;
 use aiperf_core::results::export::SummaryFormat;
 use aiperf_core::results::metrics::{Slo, parse_goodput};
 use aiperf_core::results::record::{self, RECORDS_FILE, RequestRecord, record_line};
-use aiperf_core::results::summary::RunSummary;
+use aiperf_core::results::summary::{RunSummary, shell_command};
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, LineRead, read_line_capped};
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
@@ -146,6 +146,9 @@ pub fn run(args: Args) -> Result<()> {
         _ => Vec::new(),
     };
     let summary = RunSummary {
+        benchmark_id: crate::io::exports::benchmark_id(u128::from(zero)),
+        cli_command: shell_command(std::env::args()),
+        incomplete_reason: partial.then(|| "partial merge: see sharding.problems".to_owned()),
         urls,
         // Every shard scraped the server on its own; those views stay in the shard folders.
         server: None,

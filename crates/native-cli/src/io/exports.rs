@@ -15,6 +15,14 @@ use anyhow::{Context, Result};
 
 use crate::io::output;
 
+/// A new run id as AIPerf writes one (`benchmark_id`): 12 hex digits, from the process's
+/// randomly keyed hasher over the start time and the process id.
+pub fn benchmark_id(start_unix_ns: u128) -> String {
+    use std::hash::BuildHasher;
+    let h = std::collections::hash_map::RandomState::new().hash_one((start_unix_ns, std::process::id()));
+    format!("{:012x}", h & 0xffff_ffff_ffff)
+}
+
 /// Opens `profile_export.jsonl` in `dir` for the records stage.
 /// Buffered: the records stage flushes each batch (see [`crate::profile::records`]), so a busy run makes one
 /// write per batch rather than one per request.

@@ -76,12 +76,13 @@ pub struct Args {
     /// A longer one is not built and gets an `invalid_request` record.
     #[arg(help_heading = "Input", long, default_value_t = DEFAULT_MAX_PROMPT_TOKENS)]
     pub max_prompt_tokens: u64,
-    /// Take token counts from the server's `usage` only, without counting on the client (the
-    /// default already takes the server's count when it reports one, and counts beside it).
+    /// Take token counts (ISL, OSL) from the server's `usage`, and count on the client only when
+    /// the server reports none (the default counts on the client, as AIPerf does, with the
+    /// server's `usage` beside it).
     #[arg(help_heading = "Tokenizer", long, conflicts_with = "client_token_count")]
     pub use_server_token_count: bool,
-    /// Count output tokens by re-tokenizing the answer text, as AIPerf does by default
-    /// (the server's `usage` is still recorded beside it).
+    /// Count output tokens by re-tokenizing the answer text (the default, as in AIPerf; the
+    /// server's `usage` is still recorded beside it).
     #[arg(help_heading = "Tokenizer", long)]
     pub client_token_count: bool,
 

@@ -10,7 +10,7 @@ use aiperf_core::replay::dispatch::Dispatch;
 use aiperf_core::replay::schedule::{Schedule, Starts};
 use aiperf_core::replay::sharding::{ClockOffset, ShardRun, Sharding};
 use aiperf_core::results::metrics::Metric;
-use aiperf_core::results::summary::RunSummary;
+use aiperf_core::results::summary::{RunSummary, shell_command};
 use aiperf_core::trace::Trace;
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
@@ -407,6 +407,9 @@ fn export(
     let interrupted = control.interrupted();
     let summary = RunSummary {
         report,
+        benchmark_id: exports::benchmark_id(m.start_unix_ns),
+        cli_command: super::records::mask(&shell_command(std::env::args()), &plan.secrets()),
+        incomplete_reason: None,
         input_config: {
             let mut c = plan.input_config().clone();
             // Whether the trace's timestamps were replayed, as resolved (not only as flagged).

@@ -338,13 +338,15 @@ fn server_usage_is_counted_once_and_over_production_is_an_error() {
 }
 
 #[test]
-fn the_server_count_is_the_truth_by_default_with_the_client_count_beside_it() {
+fn the_client_count_is_the_metric_by_default_with_the_server_count_beside_it() {
     let trace = rows(4, |_| r#"{"input_length":10,"output_length":9}"#.to_string());
     // 4 chunks of " hello" (4 tokens by the tokenizer); the server says it generated 6.
     let mem = Mem { ttft: Duration::from_millis(1), tokens: 4, usage_tokens: Some(6), ..Default::default() };
     let r = run(&trace, &mem, &["--concurrency", "2"], None, None);
     for x in &r.records {
-        assert_eq!(x["metrics"]["output_sequence_length"]["value"], 6.0);
+        assert_eq!(x["metrics"]["output_sequence_length"]["value"], 4.0);
+        assert_eq!(x["metrics"]["usage_completion_tokens"]["value"], 6.0);
+        assert_eq!(x["metrics"]["usage_completion_tokens_diff_pct"]["value"], 50.0);
         assert_eq!(x["metadata"]["output_tokens"], 4);
         assert_eq!(x["metadata"]["usage"]["completion_tokens"], 6);
     }
@@ -352,7 +354,9 @@ fn the_server_count_is_the_truth_by_default_with_the_client_count_beside_it() {
     assert_eq!((check["requests"].as_u64(), check["client_output_tokens"].as_u64()), (Some(4), Some(16)));
     assert_eq!(check["server_output_tokens"], 24);
     assert!((check["relative_difference"].as_f64().unwrap() + 1.0 / 3.0).abs() < 1e-12);
-    // AIPerf's way: the client's count is the metric.
+    assert_eq!(r.summary["total_osl"]["avg"], 16.0);
+    assert_eq!(r.summary["total_usage_completion_tokens"]["avg"], 24.0);
+    // --client-token-count is the default said aloud.
     let r = run(&trace, &mem, &["--concurrency", "2", "--client-token-count"], None, None);
     assert!(r.records.iter().all(|x| x["metrics"]["output_sequence_length"]["value"] == 4.0));
 }

@@ -22,7 +22,7 @@ pub fn console_table(s: &RunSummary) -> String {
         "{:<52} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
         "Metric", "avg", "min", "max", "p99", "p90", "p50", "std"
     );
-    for (metric, d) in &s.report.metrics {
+    for (metric, d) in s.report.metrics.iter().filter(|(m, _)| m.on_console()) {
         let name = format!("{} ({})", metric.header(), metric.unit());
         let p = |q| d.percentile(q).unwrap_or(f64::NAN);
         let _ = writeln!(
@@ -80,6 +80,13 @@ pub fn console_table(s: &RunSummary) -> String {
             t.client_output_tokens,
             t.relative_difference() * 100.0,
             t.requests
+        );
+    }
+    if let Some(server) = s.report.usage_prompt_tokens {
+        let _ = writeln!(
+            out,
+            "Input tokens: client {} (input_sequence_length), server (usage) {} over the successful requests",
+            s.report.total_input_tokens, server
         );
     }
     if !s.report.error_summary.is_empty() {

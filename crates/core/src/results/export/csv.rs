@@ -1,44 +1,84 @@
-//! `profile_export_aiperf.csv`.
+//! `profile_export_aiperf.csv` in AIPerf's layout: the distributions (`Metric,avg,min,max,sum,
+//! p1…p99,std`), a blank line, the scalars (`Metric,Value`), each sorted by tag, numbers with two
+//! decimals, lines ending in CRLF (Python's `csv` module); then ours: the per-URL rows.
 
 use std::fmt::Write as _;
 
 use super::{scalars, url_name};
 use crate::csv;
+use crate::results::metrics::Metric;
 use crate::results::summary::RunSummary;
-use crate::stats::REPORT_PERCENTILES;
+
+/// A number as AIPerf's CSV writes a float.
+fn num(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+/// A metric's name column: its header and unit (no unit for counts of requests).
+fn name(header: &str, unit: &str) -> String {
+    let n = if matches!(unit, "count" | "requests") { header.to_owned() } else { format!("{header} ({unit})") };
+    csv::field(&n)
+}
 
 /// `profile_export_aiperf.csv`.
 pub fn summary_csv(s: &RunSummary) -> String {
-    let mut out = String::from("Metric,avg,min,max");
-    for p in REPORT_PERCENTILES {
-        let _ = write!(out, ",p{p}");
-    }
-    out.push_str(",std\n");
-    for (metric, d) in &s.report.metrics {
-        let _ = write!(out, "{} ({}),{},{},{}", metric.header(), metric.unit(), d.avg, d.min, d.max);
+    let r = &s.report;
+    let mut rows: Vec<(String, String)> = Vec::new();
+    for (metric, d) in &r.metrics {
+        let mut row = format!(
+            "{},{},{},{},{}",
+            name(metric.header(), metric.unit()),
+            num(d.avg),
+            num(d.min),
+            num(d.max),
+            num(d.sum)
+        );
         for v in d.percentiles {
-            let _ = write!(out, ",{v}");
+            let _ = write!(row, ",{}", num(v));
         }
-        let _ = writeln!(out, ",{}", d.std);
+        let _ = write!(row, ",{}", num(d.std));
+        rows.push((metric.tag().to_owned(), row));
     }
-    out.push_str("\nMetric,Value\n");
-    for (_, header, unit, v) in scalars(&s.report) {
-        let _ = writeln!(out, "{header} ({unit}),{v}");
+    for (metric, a) in &r.adjusted {
+        let header = format!("{} (error-adjusted)", metric.header());
+        let opt = |v: Option<f64>| v.map_or_else(String::new, num);
+        let mut row = format!("{},,{},,", name(&header, metric.unit()), opt(a.min));
+        for v in a.percentiles {
+            let _ = write!(row, ",{}", opt(v));
+        }
+        row.push(',');
+        rows.push((format!("adj_{}", metric.tag()), row));
     }
-    if !s.report.per_url.is_empty() {
-        out.push_str("\nURL,Request Count,Error Request Count,Request Latency avg (ms),Request Latency p50 (ms),Request Latency p99 (ms),Time to First Token avg (ms),Time to First Token p50 (ms),Time to First Token p99 (ms)\n");
-        for u in &s.report.per_url {
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out = String::from("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\r\n");
+    for (_, row) in rows {
+        out.push_str(&row);
+        out.push_str("\r\n");
+    }
+    out.push_str("\r\nMetric,Value\r\n");
+    let mut scalar_rows = scalars(r);
+    scalar_rows.sort_by(|a, b| a.0.cmp(b.0));
+    for (_, header, unit, v) in scalar_rows {
+        let _ = write!(out, "{},{}\r\n", name(header, unit), num(v));
+    }
+    if !r.per_url.is_empty() {
+        let (lat, ttft) = (Metric::RequestLatency.header(), Metric::TimeToFirstToken.header());
+        let _ = write!(
+            out,
+            "\r\nURL,Request Count,Error Request Count,{lat} avg (ms),{lat} p50 (ms),{lat} p99 (ms),{ttft} avg (ms),{ttft} p50 (ms),{ttft} p99 (ms)\r\n"
+        );
+        for u in &r.per_url {
             let _ = write!(out, "{},{},{}", csv::field(&url_name(s, u)), u.request_count, u.error_request_count);
             for d in [&u.request_latency, &u.time_to_first_token] {
                 match d {
                     Some(d) => {
-                        let p = |q| d.percentile(q).map_or(String::new(), |v| v.to_string());
-                        let _ = write!(out, ",{},{},{}", d.avg, p(50.0), p(99.0));
+                        let p = |q| d.percentile(q).map_or(String::new(), num);
+                        let _ = write!(out, ",{},{},{}", num(d.avg), p(50.0), p(99.0));
                     }
                     None => out.push_str(",,,"),
                 }
             }
-            out.push('\n');
+            out.push_str("\r\n");
         }
     }
     out

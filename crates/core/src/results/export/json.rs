@@ -4,37 +4,77 @@ use serde_json::{Map, Value, json};
 
 use super::{cpu_per_request_us, scalars, url_name};
 use crate::datetime::iso8601;
-use crate::results::aggregate::{Report, UrlReport};
+use crate::results::aggregate::{Adjusted, Report, UrlReport};
 use crate::results::metrics::Metric;
 use crate::results::summary::RunSummary;
 use crate::server::kinds::ServerView;
 use crate::stats::{Distribution, REPORT_PERCENTILES};
 
+/// A distribution as AIPerf's `JsonMetricResult`: unit, avg, p1…p99, min, max, std, count, sum.
 fn dist_json(unit: &str, d: &Distribution) -> Value {
     let mut m = Map::new();
     m.insert("unit".into(), json!(unit));
     m.insert("avg".into(), json!(d.avg));
-    m.insert("min".into(), json!(d.min));
-    m.insert("max".into(), json!(d.max));
     for (p, v) in REPORT_PERCENTILES.iter().zip(d.percentiles) {
         m.insert(format!("p{p}"), json!(v));
     }
+    m.insert("min".into(), json!(d.min));
+    m.insert("max".into(), json!(d.max));
     m.insert("std".into(), json!(d.std));
     m.insert("count".into(), json!(d.count));
+    m.insert("sum".into(), json!(d.sum));
     Value::Object(m)
 }
 
-/// `profile_export_aiperf.json`.
+/// An error-adjusted distribution: its finite statistics only, as AIPerf writes it.
+fn adjusted_json(unit: &str, a: &Adjusted) -> Value {
+    let mut m = Map::new();
+    m.insert("unit".into(), json!(unit));
+    for (p, v) in REPORT_PERCENTILES.iter().zip(a.percentiles) {
+        if let Some(v) = v {
+            m.insert(format!("p{p}"), json!(v));
+        }
+    }
+    if let Some(min) = a.min {
+        m.insert("min".into(), json!(min));
+    }
+    m.insert("count".into(), json!(a.count));
+    Value::Object(m)
+}
+
+/// The version of AIPerf's summary format (`JsonExportData.SCHEMA_VERSION`) this file follows.
+pub const SCHEMA_VERSION: &str = "1.4";
+/// The AIPerf release whose summary format, metric keys and definitions this file follows.
+pub const AIPERF_VERSION: &str = "0.13.0";
+
+/// `profile_export_aiperf.json`: AIPerf's `JsonExportData` keys in its order, then ours.
 pub fn summary_json(s: &RunSummary) -> String {
     let mut m = Map::new();
+    m.insert("schema_version".into(), json!(SCHEMA_VERSION));
+    m.insert("aiperf_version".into(), json!(AIPERF_VERSION));
+    m.insert("benchmark_id".into(), json!(s.benchmark_id));
     for (metric, d) in &s.report.metrics {
         m.insert(metric.tag().into(), dist_json(metric.unit(), d));
     }
     for (tag, _, unit, v) in scalars(&s.report) {
         m.insert(tag.into(), json!({"unit": unit, "avg": v}));
     }
+    for (metric, a) in &s.report.adjusted {
+        m.insert(format!("adj_{}", metric.tag()), adjusted_json(metric.unit(), a));
+    }
     m.insert("input_config".into(), s.input_config.clone());
+    let mut run_info = Map::new();
+    run_info.insert("benchmark_id".into(), json!(s.benchmark_id));
+    if let Some(seed) = s.input_config.get("random_seed").filter(|v| v.is_u64()) {
+        run_info.insert("random_seed".into(), seed.clone());
+    }
+    run_info.insert("cli_command".into(), json!(s.cli_command));
+    m.insert("run_info".into(), Value::Object(run_info));
     m.insert("was_cancelled".into(), json!(s.was_cancelled));
+    m.insert("is_complete".into(), json!(s.incomplete_reason.is_none()));
+    if let Some(why) = &s.incomplete_reason {
+        m.insert("incomplete_reason".into(), json!(why));
+    }
     m.insert(
         "error_summary".into(),
         Value::Array(
@@ -51,6 +91,8 @@ pub fn summary_json(s: &RunSummary) -> String {
                 .collect(),
         ),
     );
+    m.insert("start_time".into(), json!(iso8601(s.start_unix_ns)));
+    m.insert("end_time".into(), json!(iso8601(s.end_unix_ns)));
     m.insert("outcome_counts".into(), json!(s.report.outcomes));
     if !s.report.per_url.is_empty() {
         m.insert("per_url".into(), Value::Array(s.report.per_url.iter().map(|u| url_json(s, u)).collect()));
@@ -66,8 +108,6 @@ pub fn summary_json(s: &RunSummary) -> String {
             }),
         );
     }
-    m.insert("start_time".into(), json!(iso8601(s.start_unix_ns)));
-    m.insert("end_time".into(), json!(iso8601(s.end_unix_ns)));
     m.insert("tokenizer".into(), json!(s.tokenizer));
     if let Some(cpu) = s.client_cpu_s {
         m.insert("client_cpu".into(), json!({"seconds": cpu, "us_per_request": cpu_per_request_us(s, cpu)}));

@@ -6,6 +6,8 @@
 
 mod console;
 mod csv;
+#[cfg(test)]
+mod golden;
 mod json;
 
 pub use console::console_table;
@@ -45,18 +47,60 @@ impl SummaryFormat {
     }
 }
 
-/// Run-level scalars: (tag, header, unit, value).
+/// Run-level scalars: (tag, header, unit, value): AIPerf's, each where AIPerf has it for the
+/// same run, then ours.
 fn scalars(r: &Report) -> Vec<(&'static str, &'static str, &'static str, f64)> {
     let mut v = vec![
         ("request_throughput", "Request Throughput", "requests/sec", r.request_throughput),
-        ("output_token_throughput", "Output Token Throughput", "tokens/sec", r.output_token_throughput),
         ("request_count", "Request Count", "requests", r.request_count as f64),
-        ("error_request_count", "Error Request Count", "requests", r.error_request_count as f64),
+        ("output_token_throughput", "Output Token Throughput", "tokens/sec", r.output_token_throughput),
+        ("total_output_tokens", "Total Output Tokens", "tokens", r.total_output_tokens as f64),
         ("benchmark_duration", "Benchmark Duration", "sec", r.benchmark_duration_s),
+        ("total_isl", "Total Input Sequence Length", "tokens", r.total_input_tokens as f64),
+        ("total_osl", "Total Output Sequence Length", "tokens", r.total_output_tokens as f64),
     ];
-    if let Some(g) = r.goodput {
-        v.push(("goodput", "Goodput", "requests/sec", g));
+    if r.error_request_count > 0 {
+        v.push(("error_request_count", "Error Request Count", "requests", r.error_request_count as f64));
+        // Context overflows are not told apart from other failures here.
+        v.push(("context_overflow_count", "Context Overflow Count", "requests", 0.0));
     }
+    if let Some(n) = r.total_error_input_tokens {
+        v.push(("total_error_isl", "Total Error Input Sequence Length", "tokens", n as f64));
+    }
+    if let Some(n) = r.osl_mismatch_count {
+        v.push(("osl_mismatch_count", "OSL Mismatch Count", "requests", n as f64));
+    }
+    if let Some(n) = r.usage_discrepancy_count {
+        v.push(("usage_discrepancy_count", "Usage Discrepancy Count", "requests", n as f64));
+    }
+    for (tag, header, n) in [
+        ("total_usage_completion_tokens", "Total Usage Completion Tokens", r.usage_completion_tokens),
+        ("total_usage_prompt_cache_read_tokens", "Total Usage Prompt Cache Read Tokens", r.usage_cache_read_tokens),
+        ("total_usage_total_tokens", "Total Usage Total Tokens", r.usage_total_tokens),
+        ("total_usage_prompt_tokens", "Total Usage Prompt Tokens", r.usage_prompt_tokens),
+    ] {
+        if let Some(n) = n {
+            v.push((tag, header, "tokens", n as f64));
+        }
+    }
+    let attempted = r.request_count + r.error_request_count;
+    if attempted > 0 {
+        let rate = r.error_request_count as f64 * 100.0 / attempted as f64;
+        v.push(("request_error_rate", "Request Error Rate", "%", rate));
+        v.push(("completed_request_count", "Completed Requests (Success + Error)", "requests", attempted as f64));
+    }
+    if let (Some(read), Some(prompt)) = (r.usage_cache_read_tokens, r.usage_prompt_tokens.filter(|&p| p > 0)) {
+        let pct = read as f64 / prompt as f64 * 100.0;
+        v.push(("overall_usage_prompt_cache_read_pct", "Overall Usage Prompt Cache Read %", "%", pct));
+    }
+    v.push(("input_token_throughput", "Input Token Throughput", "tokens/sec", r.input_token_throughput));
+    v.push(("total_token_throughput", "Total Token Throughput", "tokens/sec", r.total_token_throughput));
+    if let (Some(n), Some(g), Some(f)) = (r.good_request_count, r.goodput, r.good_request_fraction) {
+        v.push(("good_request_count", "Good Request Count", "requests", n as f64));
+        v.push(("goodput", "Goodput", "requests/sec", g));
+        v.push(("good_request_fraction", "GoodRequestFraction", "ratio", f));
+    }
+    v.push(("run_duration", "Run Duration (all requests)", "sec", r.run_duration_s));
     if let Some(c) = r.cache_hit_rate {
         v.push(("cache_hit_rate", "Cache Hit Rate (server)", "ratio", c));
     }
@@ -110,7 +154,10 @@ mod tests {
         agg.add(&failed, false, &[]);
         RunSummary {
             report: agg.report(false),
-            input_config: json!({"model": "m", "api_key": "<redacted>"}),
+            benchmark_id: "0123456789ab".into(),
+            cli_command: "aiperf-cli profile -m m --api-key '<redacted>'".into(),
+            incomplete_reason: None,
+            input_config: json!({"model": "m", "api_key": "<redacted>", "random_seed": 7}),
             was_cancelled: false,
             start_unix_ns: 1_700_000_000_123_456_000,
             end_unix_ns: 1_700_000_001_000_000_000,

@@ -87,18 +87,15 @@ impl Coordination {
     }
 }
 
-/// Where token counts come from. Re-tokenizing the text a server streamed is not the number of
-/// tokens it generated (measured 0–27 tokens per request off on llama.cpp), so by default the
-/// server's own `usage` is the count whenever it reports one.
+/// Where token counts come from: the client re-tokenizes, as AIPerf does, unless
+/// `--use-server-token-count`. The server's `usage` is recorded beside the client's count either
+/// way (`usage_*` metrics, the console's client/server line).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TokenCounting {
-    /// The server's `usage` when reported, else the client's count; the client also counts, so
-    /// the discrepancy is recorded per request and in the summary (the default).
-    ServerWithClientBeside,
     /// The server's `usage` when reported; the client counts only when it is not
     /// (`--use-server-token-count`: the least client CPU).
     ServerOnly,
-    /// The client re-tokenizes the answer text (`--client-token-count`, AIPerf's default).
+    /// The client re-tokenizes the answer text (the default, AIPerf's).
     Client,
 }
 
@@ -223,13 +220,7 @@ impl ReplayPlan {
                 concurrency: load.concurrency,
                 warmup_requests: load.warmup_requests,
             },
-            counting: if a.client_token_count {
-                TokenCounting::Client
-            } else if a.use_server_token_count {
-                TokenCounting::ServerOnly
-            } else {
-                TokenCounting::ServerWithClientBeside
-            },
+            counting: if a.use_server_token_count { TokenCounting::ServerOnly } else { TokenCounting::Client },
             exports: Exports {
                 artifact_dir: a.artifact_dir.clone().unwrap_or_else(|| PathBuf::from(artifacts::DEFAULT_ROOT)),
                 slos,
@@ -529,7 +520,8 @@ fn input_config(a: &Args, plan: &ReplayPlan) -> Value {
         "turn_history": a.turn_history.name(),
         "max_prompt_tokens": a.max_prompt_tokens,
         "use_server_token_count": a.use_server_token_count,
-        "client_token_count": a.client_token_count,
+        // Whether ISL/OSL are the client's counts (the default), as the run resolved it.
+        "client_token_count": !a.use_server_token_count,
         "input_file": a.input_file.display().to_string(),
         "trace_format": format!("{:?}", a.trace_format.trace_format),
         "random_seed": a.random_seed,
@@ -600,7 +592,7 @@ mod tests {
         assert_eq!(p.target.path, "/v1/chat/completions");
         assert_eq!(p.target.timeout, Duration::from_secs(21_600));
         assert_eq!(p.limits.grace, Duration::from_secs(30));
-        assert_eq!(p.counting, TokenCounting::ServerWithClientBeside);
+        assert_eq!(p.counting, TokenCounting::Client);
         assert_eq!(plan(&["--client-token-count"]).unwrap().counting, TokenCounting::Client);
         assert_eq!(plan(&["--use-server-token-count"]).unwrap().counting, TokenCounting::ServerOnly);
         assert!(plan(&["--use-server-token-count", "--client-token-count"]).is_err());

@@ -1,0 +1,205 @@
+//! AIPerf's own numbers: the records of each run in `tests/fixtures/aiperf-0.13.0-runs/` (its
+//! `profile_export.jsonl`: metadata times and per-record values) are rebuilt as our records,
+//! aggregated by our code, and every statistic of `profile_export_aiperf.json` is compared with
+//! ours to 6 significant digits, for the metrics computed from the same inputs.
+
+use serde_json::Value;
+
+use crate::results::aggregate::Aggregate;
+use crate::results::export::{summary_csv, summary_json};
+use crate::results::metrics::parse_goodput;
+use crate::results::record::{RecordError, RequestRecord, ServerUsage};
+use crate::results::summary::RunSummary;
+
+/// AIPerf's metrics that need what its records do not carry: the HTTP client's own timings
+/// (`http_req_*`), the time-weighted sweep over every request's phases (`effective_*`,
+/// `active_*`, `tokens_in_flight`), the fixed-schedule lag (its send offsets are internal); and
+/// the rates, which AIPerf divides by its phase's wall-clock window (`start_time` to `end_time`,
+/// not in the records) where ours divide by the benchmark duration: checked apart.
+fn not_compared(tag: &str) -> bool {
+    matches!(
+        tag,
+        "request_throughput"
+            | "output_token_throughput"
+            | "input_token_throughput"
+            | "total_token_throughput"
+            | "goodput"
+    ) || tag.starts_with("http_req_")
+        || (tag.starts_with("effective_") && tag != "effective_latency")
+        || tag.starts_with("active_")
+        || tag == "tokens_in_flight"
+        || tag.starts_with("replay_sched_")
+}
+
+fn ns(v: &Value) -> Option<u64> {
+    v.as_f64().map(|ms| (ms * 1e6).round() as u64)
+}
+
+/// One AIPerf line as our record: times from `base`, chunk times rebuilt from TTFT and the chunk
+/// gaps, token counts from its metrics, the requested output length from its OSL mismatch.
+fn record(line: &Value, base: u64, streaming: bool) -> RequestRecord {
+    let md = &line["metadata"];
+    let m = &line["metrics"];
+    let val = |k: &str| m.get(k).map(|x| &x["value"]);
+    let int = |k: &str| val(k).and_then(Value::as_f64).map(|v| v as u64);
+    // AIPerf holds these wall-clock times as float64 (256 ns steps near 2026) in its column store.
+    let at = |k: &str| md[k].as_u64().map(|t| (t as f64) as u64 - base);
+    let sent = at("request_start_ns").unwrap_or(0);
+    let mut chunks = Vec::new();
+    if let Some(first) = val("time_to_first_token").and_then(ns) {
+        chunks.push(sent + first);
+        for gap in val("inter_chunk_latency").and_then(Value::as_array).into_iter().flatten() {
+            let last = chunks.last().copied().unwrap_or(sent);
+            chunks.push(last + ns(gap).unwrap_or(0));
+        }
+    }
+    let latency = val("request_latency").and_then(ns);
+    let end = if streaming { at("request_end_ns").unwrap_or(sent) } else { sent + latency.unwrap_or(0) };
+    let osl = int("output_sequence_length");
+    let max_tokens = match (osl, val("osl_mismatch_diff_pct").and_then(Value::as_f64)) {
+        (Some(n), Some(d)) => Some((n as f64 / (1.0 + d / 100.0)).round() as u64),
+        _ => None,
+    };
+    RequestRecord {
+        scheduled_ns: at("credit_issued_ns").unwrap_or(sent),
+        sent_ns: sent,
+        chunk_ns: chunks,
+        end_ns: end,
+        streaming,
+        input_tokens: int("input_sequence_length").or(int("error_isl")),
+        output_tokens: osl,
+        max_tokens,
+        usage: ServerUsage {
+            prompt_tokens: int("usage_prompt_tokens"),
+            completion_tokens: int("usage_completion_tokens"),
+            cached_tokens: int("usage_prompt_cache_read_tokens"),
+        },
+        error: line.get("error").map(|e| RecordError {
+            kind: e["type"].as_str().unwrap_or("error").to_owned(),
+            message: e["message"].as_str().unwrap_or_default().to_owned(),
+        }),
+        ..Default::default()
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * a.abs().max(b.abs()) + 1e-9
+}
+
+/// Compares one run; returns the AIPerf keys compared.
+fn compare(shape: &str, goodput: &str) -> usize {
+    let dir = format!("{}/../../tests/fixtures/aiperf-0.13.0-runs/{shape}", env!("CARGO_MANIFEST_DIR"));
+    let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap_or_else(|e| panic!("{dir}/{f}: {e}"));
+    let theirs: Value = serde_json::from_str(&read("profile_export_aiperf.json")).unwrap_or_default();
+    let streaming = theirs["input_config"]["endpoint"]["streaming"].as_bool().unwrap_or(false);
+    let lines: Vec<Value> = read("profile_export.jsonl")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["metadata"]["benchmark_phase"] == "profiling")
+        .collect();
+    let base = lines
+        .iter()
+        .flat_map(|l| [l["metadata"]["credit_issued_ns"].as_u64(), l["metadata"]["request_start_ns"].as_u64()])
+        .flatten()
+        .map(|t| (t as f64) as u64)
+        .min()
+        .unwrap_or(0);
+    let slos = parse_goodput(goodput).unwrap_or_default();
+    let mut agg = Aggregate::default();
+    for l in &lines {
+        agg.add(&record(l, base, streaming), false, &slos);
+    }
+    let summary = RunSummary {
+        report: agg.report(!slos.is_empty()),
+        benchmark_id: String::new(),
+        cli_command: String::new(),
+        incomplete_reason: None,
+        input_config: Value::Null,
+        was_cancelled: false,
+        start_unix_ns: 0,
+        end_unix_ns: 0,
+        tokenizer: String::new(),
+        warmup: None,
+        calibration: None,
+        client_cpu_s: None,
+        startup_ms: 0.0,
+        urls: Vec::new(),
+        sharding: None,
+        server: None,
+    };
+    let ours: Value = serde_json::from_str(&summary_json(&summary)).unwrap_or_default();
+    let mut compared = 0;
+    let mut problems = Vec::new();
+    for (tag, t) in theirs.as_object().into_iter().flatten() {
+        // A non-streamed answer's record has one end time, its latency's; AIPerf's
+        // `request_end_ns` (effective latency's end) comes later.
+        if t.get("unit").is_none() || not_compared(tag) || (!streaming && tag == "effective_latency") {
+            continue;
+        }
+        let Some(o) = ours.get(tag) else {
+            problems.push(format!("{tag}: missing"));
+            continue;
+        };
+        if o["unit"] != t["unit"] {
+            problems.push(format!("{tag}: unit {} vs AIPerf's {}", o["unit"], t["unit"]));
+        }
+        for (stat, tv) in t.as_object().into_iter().flatten().filter(|(k, _)| *k != "unit") {
+            match (o.get(stat).and_then(Value::as_f64), tv.as_f64()) {
+                (Some(a), Some(b)) if close(a, b) => {}
+                (a, b) => problems.push(format!("{tag}.{stat}: ours {a:?}, AIPerf's {b:?}")),
+            }
+        }
+        compared += 1;
+    }
+    // The CSV: AIPerf's headers, and each of its rows that we have, cell for cell.
+    let csv = summary_csv(&summary);
+    let their_csv = read("profile_export_aiperf.csv");
+    let rates = [
+        "Request Throughput",
+        "Output Token Throughput (",
+        "Input Token Throughput",
+        "Total Token Throughput",
+        "Goodput",
+    ];
+    let mut rows = 0;
+    for line in their_csv.split("\r\n").filter(|l| !l.is_empty() && !l.starts_with("Endpoint,")) {
+        let name = line.split(',').next().unwrap_or_default();
+        if name == "Metric" {
+            assert!(csv.contains(&format!("{line}\r\n")), "{shape}: CSV header {line}");
+            continue;
+        }
+        let ours_line = csv.split("\r\n").find(|l| l.split(',').next() == Some(name));
+        let skip = rates.iter().any(|r| name.starts_with(r)) || (!streaming && name.starts_with("Effective Latency"));
+        match ours_line {
+            Some(l) if l == line || skip => rows += 1,
+            Some(l) => problems.push(format!("CSV: ours {l}\n     AIPerf's {line}")),
+            None => {}
+        }
+    }
+    assert!(problems.is_empty(), "{shape}:\n{}", problems.join("\n"));
+    assert!(rows >= compared, "{shape}: {rows} CSV rows for {compared} metrics");
+    assert!(close(
+        ours["request_throughput"]["avg"].as_f64().unwrap_or(0.0)
+            * ours["benchmark_duration"]["avg"].as_f64().unwrap_or(0.0),
+        ours["request_count"]["avg"].as_f64().unwrap_or(-1.0)
+    ));
+    compared
+}
+
+#[test]
+fn every_metric_of_aiperfs_summaries_from_its_records() {
+    for (shape, goodput, at_least) in [
+        ("errors", "", 40),
+        ("cancelled", "", 40),
+        ("non-streaming", "", 20),
+        ("completions-streaming", "", 35),
+        ("fixed-schedule-streaming", "", 35),
+        ("sessions", "", 35),
+        ("server-metrics", "", 35),
+        ("raw-multi-turn", "", 35),
+        ("timeslices-goodput", "time_to_first_token:30 request_latency:80", 35),
+    ] {
+        let n = compare(shape, goodput);
+        assert!(n >= at_least, "{shape}: {n} metrics compared");
+    }
+}
