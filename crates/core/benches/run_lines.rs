@@ -7,8 +7,8 @@
 use std::hint::black_box;
 
 use aiperf_core::results::aggregate::Aggregate;
-use aiperf_core::results::record;
-use aiperf_core::results::record::{RequestRecord, ServerUsage, record_line};
+use aiperf_core::results::line::{self, record_line};
+use aiperf_core::results::record::{RequestRecord, ServerUsage};
 use aiperf_core::view::{RunLoader, RunSettings};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
@@ -56,7 +56,7 @@ fn run_lines(c: &mut Criterion) {
             let mut rec = RequestRecord::default();
             let mut n = 0;
             for l in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-                n += usize::from(record::parse_fast(black_box(l), &mut rec) == Some(true));
+                n += usize::from(line::parse_fast(black_box(l), &mut rec) == Some(true));
             }
             assert_eq!(n as u64, N);
         })
@@ -64,7 +64,7 @@ fn run_lines(c: &mut Criterion) {
     g.bench_function("lines: serde", |b| {
         b.iter(|| {
             for l in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-                black_box(record::parse_serde(black_box(l)).unwrap());
+                black_box(line::parse_serde(black_box(l)).unwrap());
             }
         })
     });

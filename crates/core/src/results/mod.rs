@@ -1,7 +1,7 @@
 //! What a run measured, from one request to the files of the whole run.
 //!
-//! - [`record`]: a request's [`record::RequestRecord`] and its line of `profile_export.jsonl`,
-//!   written and read back;
+//! - [`record`]: a request's [`record::RequestRecord`];
+//! - [`line`]: its line of `profile_export.jsonl` (AIPerf's record), written and read back;
 //! - [`metrics`]: AIPerf's per-request metrics and the `--goodput` objectives;
 //! - [`aggregate`]: the metrics of many requests, mergeable, and the run's [`aggregate::Report`];
 //! - [`summary`]: everything known at the end of a run ([`summary::RunSummary`]);
@@ -10,6 +10,7 @@
 
 pub mod aggregate;
 pub mod export;
+pub mod line;
 pub mod metrics;
 pub mod record;
 pub mod summary;

@@ -20,8 +20,9 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::results::aggregate::{Aggregate, Report};
+use crate::results::line;
 use crate::results::metrics::{Metric, Slo, parse_goodput};
-use crate::results::record::{self, RequestRecord};
+use crate::results::record::RequestRecord;
 
 /// Longest line accepted in `profile_export.jsonl`.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
@@ -230,7 +231,7 @@ pub struct RunLoader {
     sessions: Vec<String>,
     session_index: HashMap<String, u32>,
     failures: Vec<(String, String)>,
-    /// The record each line is parsed into (its allocations reused, see [`record::read_line`]).
+    /// The record each line is parsed into (its allocations reused, see [`line::read_line`]).
     scratch: RequestRecord,
 }
 
@@ -283,7 +284,7 @@ impl RunLoader {
     fn line(&mut self, raw: &[u8]) -> Result<(), RunError> {
         self.line += 1;
         let mut scratch = std::mem::take(&mut self.scratch);
-        let read = record::read_line(raw, &mut scratch).map_err(|e| {
+        let read = line::read_line(raw, &mut scratch).map_err(|e| {
             let reason = e.to_string();
             // serde names the field in its message ("missing field `sent_ns`"); point at it.
             let field = reason.split('`').nth(1).map_or("metadata", |f| f).to_string();
@@ -377,7 +378,8 @@ pub fn default_label(path: &str) -> String {
 #[allow(clippy::unwrap_used)]
 pub(crate) mod tests {
     use super::*;
-    use crate::results::record::{RecordError, ServerUsage, record_line};
+    use crate::results::line::record_line;
+    use crate::results::record::{RecordError, ServerUsage};
     use proptest::prelude::*;
 
     /// A plausible record: `i`-th request, `fail` makes it a timeout.

@@ -19,8 +19,9 @@ use aiperf_core::datetime::parse_datetime;
 use aiperf_core::replay::sharding::{MergedRun, ShardRun, Sharding};
 use aiperf_core::results::aggregate::Aggregate;
 use aiperf_core::results::export::SummaryFormat;
+use aiperf_core::results::line::{RECORDS_FILE, record_line};
 use aiperf_core::results::metrics::{Slo, parse_goodput};
-use aiperf_core::results::record::{self, RECORDS_FILE, RequestRecord, record_line};
+use aiperf_core::results::record::RequestRecord;
 use aiperf_core::results::summary::{RunSummary, shell_command};
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, LineRead, read_line_capped};
 use anyhow::{Context, Result, bail, ensure};
@@ -327,7 +328,8 @@ fn ends_with_newline(path: &Path) -> Result<bool> {
 /// One line of `profile_export.jsonl`: its `metadata` record (`None` for a blank line).
 fn parse_record(line: &[u8]) -> Result<Option<RequestRecord>> {
     let mut rec = RequestRecord::default();
-    let read = record::read_line(line, &mut rec).context("not a record of profile_export.jsonl (field 'metadata')")?;
+    let read = aiperf_core::results::line::read_line(line, &mut rec)
+        .context("not a record of profile_export.jsonl (field 'metadata')")?;
     Ok(read.then_some(rec))
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use aiperf_core::campaign::search::SEARCH_JSON;
 use aiperf_core::campaign::sweep::SWEEP_JSON;
-use aiperf_core::results::record::RECORDS_FILE;
+use aiperf_core::results::line::RECORDS_FILE;
 use aiperf_core::view::curve::Curve;
 use aiperf_core::view::server::{SERVER_METRICS_FILE, ServerTimeline};
 use aiperf_core::view::{CONFIG_FILE, MAX_RUNS, Run, RunLoader, RunSettings, compare, default_label, html};

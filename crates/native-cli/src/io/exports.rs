@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use aiperf_core::results::export::SummaryFormat;
-use aiperf_core::results::record::RECORDS_FILE;
+use aiperf_core::results::line::RECORDS_FILE;
 use aiperf_core::results::summary::RunSummary;
 use aiperf_core::results::timeslices::{TIMESLICES_CSV, TIMESLICES_JSON, TimeSlices, timeslices_csv, timeslices_json};
 use aiperf_core::server::export as server_export;

@@ -10,8 +10,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::Duration;
 
 use aiperf_core::results::aggregate::Aggregate;
+use aiperf_core::results::line::record_line;
 use aiperf_core::results::metrics::Slo;
-use aiperf_core::results::record::{RecordError, record_line};
+use aiperf_core::results::record::RecordError;
 use aiperf_core::results::timeslices::Slicer;
 use anyhow::{Context, Result};
 

@@ -31,7 +31,7 @@ pub fn run_one(
         .exports
         .slice
         .map(|_| [aiperf_core::results::timeslices::TIMESLICES_JSON, aiperf_core::results::timeslices::TIMESLICES_CSV]);
-    let outputs: Vec<std::path::PathBuf> = std::iter::once(aiperf_core::results::record::RECORDS_FILE)
+    let outputs: Vec<std::path::PathBuf> = std::iter::once(aiperf_core::results::line::RECORDS_FILE)
         .chain(aiperf_core::results::export::SummaryFormat::ALL.map(|f| f.file_name()))
         .chain(slice_files.into_iter().flatten())
         .chain([aiperf_core::server::export::JSON_FILE, aiperf_core::server::export::CSV_FILE])

@@ -119,7 +119,7 @@ pub fn summary(dir: &Path) -> Value {
 pub fn record_of(line: &Value) -> RequestRecord {
     let raw = serde_json::to_vec(line).unwrap();
     let mut rec = RequestRecord::default();
-    assert!(aiperf_core::results::record::read_line(&raw, &mut rec).unwrap(), "not a record: {line}");
+    assert!(aiperf_core::results::line::read_line(&raw, &mut rec).unwrap(), "not a record: {line}");
     rec
 }
 
