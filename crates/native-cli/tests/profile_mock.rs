@@ -46,6 +46,9 @@ fn fixed_schedule_is_kept_and_prompts_are_exact() {
     let s = summary(&art);
     assert_eq!(s["request_count"]["avg"], 40.0);
     assert_eq!(s["was_cancelled"], false);
+    // AIPerf's marker that the folder is complete, written last.
+    let ready = std::fs::read_to_string(art.join(".aiperf_results_ready.json")).unwrap();
+    assert_eq!(ready, r#"{"ready":true,"was_cancelled":false,"partial":false}"#);
     assert_eq!(s["output_sequence_length"]["avg"], 4.0);
     let records = read_jsonl(&art.join("profile_export.jsonl"));
     assert_eq!(records.len(), 40);
@@ -270,6 +273,8 @@ fn sigint_sigterm_and_sighup_stop_and_export_everything_as_cancelled() {
         let s = summary(&art);
         assert_eq!(s["was_cancelled"], true);
         assert!(art.join("profile_export_aiperf.csv").is_file());
+        let ready = std::fs::read_to_string(art.join(".aiperf_results_ready.json")).unwrap();
+        assert_eq!(ready, r#"{"ready":true,"was_cancelled":true,"partial":false}"#, "{signal}");
         let records = read_jsonl(&art.join("profile_export.jsonl"));
         assert!(!records.is_empty() && records.len() < 2000, "{signal}: {} records", records.len());
         let total = s["completed_request_count"]["avg"].as_f64().unwrap();

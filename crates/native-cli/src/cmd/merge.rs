@@ -172,6 +172,7 @@ pub fn run(args: Args) -> Result<()> {
         })),
     };
     crate::io::exports::write_summaries(&args.output, &summary)?;
+    crate::io::exports::write_ready_marker(&args.output, &summary)?;
     show!("{}", aiperf_core::results::export::console_table(&summary));
     show!("Merged run written to {}", args.output.display());
     Ok(())

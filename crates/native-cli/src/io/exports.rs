@@ -23,10 +23,29 @@ pub fn benchmark_id(start_unix_ns: u128) -> String {
     format!("{:012x}", h & 0xffff_ffff_ffff)
 }
 
-/// Opens `profile_export.jsonl` in `dir` for the records stage.
+/// AIPerf's marker that a run folder is complete: written last, once every export is.
+pub const READY_MARKER: &str = ".aiperf_results_ready.json";
+
+/// Writes [`READY_MARKER`] into `dir` as AIPerf does (`{"ready":true,"was_cancelled":…,"partial":…}`).
+pub fn write_ready_marker(dir: &Path, summary: &RunSummary) -> Result<()> {
+    let marker = serde_json::json!({
+        "ready": true,
+        "was_cancelled": summary.was_cancelled,
+        "partial": summary.incomplete_reason.is_some(),
+    });
+    write_file(&dir.join(READY_MARKER), &marker.to_string())
+}
+
+/// Opens `profile_export.jsonl` in `dir` for the records stage, after taking away the
+/// [`READY_MARKER`] of a run this one replaces (`--overwrite`), so that the folder does not say
+/// it is complete before it is.
 /// Buffered: the records stage flushes each batch (see [`crate::profile::records`]), so a busy run makes one
 /// write per batch rather than one per request.
 pub fn records_file(dir: &Path) -> Result<Box<dyn Write + Send>> {
+    let marker = dir.join(READY_MARKER);
+    if marker.is_file() {
+        std::fs::remove_file(&marker).with_context(|| format!("cannot remove {}", marker.display()))?;
+    }
     Ok(Box::new(std::io::BufWriter::with_capacity(1 << 18, output::create_stream(&dir.join(RECORDS_FILE))?)))
 }
 

@@ -439,6 +439,9 @@ fn export(
     if let Some(n) = &ceiling_note {
         show!("note: {n}");
     }
+    if written.is_ok() && server_written.is_ok() {
+        exports::write_ready_marker(&plan.exports.artifact_dir, &summary)?;
+    }
     show!("Exports written to {}", plan.exports.artifact_dir.display());
     written?;
     server_written?;
