@@ -76,6 +76,9 @@ fn fixed_schedule_is_kept_and_prompts_are_exact() {
     assert_eq!(lateness["min"].as_f64(), late_ms.iter().copied().reduce(f64::min));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Time to First Token") && stdout.contains("Calibration"), "{stdout}");
+    // The console's table is kept as AIPerf keeps it.
+    let table = std::fs::read_to_string(art.join("profile_export_console.txt")).unwrap();
+    assert!(table.contains("Time to First Token") && stdout.contains(table.trim_end()), "{table}");
     // AIPerf's headers: a unique request id, the session's correlation id twice, our user agent.
     let mut request_ids: Vec<&str> = arrivals.iter().map(|a| a["headers"]["request_id"].as_str().unwrap()).collect();
     request_ids.sort_unstable();

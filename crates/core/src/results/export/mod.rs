@@ -1,5 +1,5 @@
 //! The summary files of a run and the console table: `profile_export_aiperf.json` ([`summary_json`]),
-//! `profile_export_aiperf.csv` ([`summary_csv`]) and [`console_table`].
+//! `profile_export_aiperf.csv` ([`summary_csv`]) and [`console_table`] (shown, and kept in `profile_export_console.txt`).
 //!
 //! Every exporter is a pure function of a [`RunSummary`], so the CLI only writes bytes and each
 //! format is pinned by a snapshot test.
@@ -24,17 +24,20 @@ pub enum SummaryFormat {
     Json,
     /// `profile_export_aiperf.csv`.
     Csv,
+    /// `profile_export_console.txt`: the console's table, as AIPerf keeps it.
+    Console,
 }
 
 impl SummaryFormat {
     /// Every summary file, in the order they are written.
-    pub const ALL: [SummaryFormat; 2] = [SummaryFormat::Json, SummaryFormat::Csv];
+    pub const ALL: [SummaryFormat; 3] = [SummaryFormat::Json, SummaryFormat::Csv, SummaryFormat::Console];
 
     /// The file's name in the artifact folder (AIPerf's).
     pub fn file_name(self) -> &'static str {
         match self {
             SummaryFormat::Json => "profile_export_aiperf.json",
             SummaryFormat::Csv => "profile_export_aiperf.csv",
+            SummaryFormat::Console => "profile_export_console.txt",
         }
     }
 
@@ -43,6 +46,7 @@ impl SummaryFormat {
         match self {
             SummaryFormat::Json => summary_json(s),
             SummaryFormat::Csv => summary_csv(s),
+            SummaryFormat::Console => console_table(s),
         }
     }
 }
