@@ -1,5 +1,6 @@
 //! AIPerf 0.13.0's own readers on runs of ours: every record of `profile_export.jsonl` validates
-//! with AIPerf's record model (`MetricRecordInfo`), `aiperf plot` draws every plot it draws for
+//! with AIPerf's record model (`MetricRecordInfo`), `server_metrics_export.json` with its
+//! `ServerMetricsExportData`, `aiperf plot` draws every plot it draws for
 //! its own run of the same kind without skipping a line, and `aiperf analyze swim-lane` draws the
 //! sessions.
 //!
@@ -34,6 +35,14 @@ with open(sys.argv[1]) as f:
 print(n)
 "#;
 
+/// Validates a `server_metrics_export.json` (argv[1]) with AIPerf's own model.
+const VALIDATE_SERVER: &str = r#"
+import sys
+from aiperf.common.models.server_metrics_models import ServerMetricsExportData
+with open(sys.argv[1]) as f:
+    ServerMetricsExportData.model_validate_json(f.read())
+"#;
+
 const LIMIT: Duration = Duration::from_secs(300);
 
 /// The PNGs `aiperf plot` drew for `run` (a folder in `dir`), after checking that it read every
@@ -43,7 +52,8 @@ fn plots(venv: &Path, home: &Path, dir: &Path, run: &str) -> BTreeSet<String> {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "aiperf plot {run}: {text}");
     let log = std::fs::read_to_string(dir.join(run).join("plots/aiperf_plot.log")).unwrap_or_default();
-    for bad in ["corrupted", "No valid records", "Failed to load records"] {
+    // "Failed to load" covers the records and the server metrics alike.
+    for bad in ["corrupted", "No valid records", "Failed to load"] {
         assert!(!log.contains(bad) && !text.contains(bad), "aiperf plot {run}: {bad}\n{log}\n{text}");
     }
     std::fs::read_dir(dir.join(run).join("plots"))
@@ -89,6 +99,14 @@ fn aiperfs_readers_take_our_runs() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), lines.to_string(), "{name}");
+        let server = art.join("server_metrics_export.json");
+        assert!(server.is_file(), "{name}: the mock's metrics were not scraped");
+        let out = python(&venv, VALIDATE_SERVER, &[server.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{name}: AIPerf's ServerMetricsExportData refuses ours: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
 
         let copy = dir.path().join(format!("aiperf-{theirs}"));
         std::fs::create_dir_all(&copy).unwrap();

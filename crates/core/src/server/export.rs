@@ -68,6 +68,17 @@ pub fn export_json(m: &ServerMetrics, input_config: &Value) -> String {
                 "avg_fetch_latency_ms": e.avg_fetch_latency_ms,
                 "dropped_values": e.dropped_values,
                 "error": e.first_error,
+                "first_fetch_ns": e.first_fetch_ns,
+                "last_fetch_ns": e.last_fetch_ns,
+                "unique_updates": e.update_ns.len(),
+                "first_update_ns": e.update_ns.first(),
+                "last_update_ns": e.update_ns.last(),
+                "duration_seconds": match (e.update_ns.first(), e.update_ns.last()) {
+                    (Some(a), Some(b)) => b.saturating_sub(*a) as f64 / 1e9,
+                    _ => 0.0,
+                },
+                "avg_update_interval_ms": crate::stats::mean(&e.update_intervals_ms()),
+                "median_update_interval_ms": crate::stats::percentile_sorted(&crate::stats::sorted(&e.update_intervals_ms()), 50.0),
                 "scrape_offsets_s": e.scrape_offsets_s,
             }),
         );
@@ -99,8 +110,8 @@ pub fn export_json(m: &ServerMetrics, input_config: &Value) -> String {
     let doc = json!({
         "schema_version": "1.1",
         "summary": {
-            "endpoints_configured": m.endpoints.len(),
-            "endpoints_successful": m.endpoints.iter().filter(|e| e.fetches > 0).count(),
+            "endpoints_configured": m.endpoints.iter().map(|e| e.url.as_str()).collect::<Vec<_>>(),
+            "endpoints_successful": m.endpoints.iter().filter(|e| e.fetches > 0).map(|e| e.url.as_str()).collect::<Vec<_>>(),
             "start_time": iso8601(u128::from(m.window_start_ns)),
             "end_time": iso8601(u128::from(m.window_end_ns)),
             "endpoint_info": info,

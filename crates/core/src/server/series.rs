@@ -205,6 +205,11 @@ impl EndpointSeries {
     pub(super) fn value(&self, scrape: usize, col: usize) -> Option<f64> {
         self.scrapes.get(scrape)?.values.get(col).copied().filter(|v| !v.is_nan())
     }
+
+    /// Whether scrapes `a` and `b` read the same value in every column (absent equals absent).
+    pub(super) fn same_values(&self, a: usize, b: usize) -> bool {
+        (0..self.columns.len()).all(|c| self.value(a, c) == self.value(b, c))
+    }
 }
 
 #[cfg(test)]

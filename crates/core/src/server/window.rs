@@ -68,6 +68,19 @@ pub struct EndpointSummary {
     pub first_error: Option<String>,
     /// Offsets (s) from the window start of the in-window scrapes (the timeline's x axis).
     pub scrape_offsets_s: Vec<f64>,
+    /// Unix ns of the first and last kept scrape (`None` without one).
+    pub first_fetch_ns: Option<u64>,
+    pub last_fetch_ns: Option<u64>,
+    /// The kept scrapes whose values differ from the scrape before (the first one counts): the
+    /// server's own refreshes, as AIPerf counts them, and when they came (Unix ns).
+    pub update_ns: Vec<u64>,
+}
+
+impl EndpointSummary {
+    /// Milliseconds between consecutive updates.
+    pub fn update_intervals_ms(&self) -> Vec<f64> {
+        self.update_ns.windows(2).map(|w| w[1].saturating_sub(w[0]) as f64 / 1e6).collect()
+    }
 }
 
 /// The server metrics of a run over its profiling window: what `server_metrics_export.*` hold.
@@ -134,6 +147,9 @@ impl ServerMetrics {
                 dropped_values: ep.dropped_values,
                 first_error: ep.first_error.clone(),
                 scrape_offsets_s: window.iter().map(|&i| (t(i) as f64 - start_ns as f64) / 1e9).collect(),
+                first_fetch_ns: ep.scrapes.first().map(|s| s.t_ns),
+                last_fetch_ns: ep.scrapes.last().map(|s| s.t_ns),
+                update_ns: (0..ep.scrapes.len()).filter(|&i| i == 0 || !ep.same_values(i - 1, i)).map(t).collect(),
             });
             if span.is_empty() {
                 continue;
