@@ -200,8 +200,13 @@ impl SwimLane {
 
 /// Whether a session of the run has more than one turn (the runs the swim-lane is drawn for).
 pub fn has_multi_turn_sessions(run: &Run) -> bool {
-    let mut seen: HashMap<u32, ()> = HashMap::new();
-    run.points.iter().filter(|p| p.instance != NONE).any(|p| seen.insert(p.instance, ()).is_some())
+    // Instances are numbered in order of first appearance: one below the next new number is seen again.
+    let mut next = 0;
+    run.points.iter().filter(|p| p.instance != NONE).any(|p| {
+        let again = p.instance < next;
+        next = next.max(p.instance.saturating_add(1));
+        again
+    })
 }
 
 /// The swim-lane of a run: its sessions on their slots, at most [`MAX_SLOTS`] rows and
