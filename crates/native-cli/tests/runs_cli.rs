@@ -116,6 +116,18 @@ fn report_and_compare_show_the_clis_numbers() {
 }
 
 #[test]
+fn aiperfs_session_run_is_reported_with_its_swim_lane() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = format!("{}/../../tests/fixtures/aiperf-0.13.0-runs/sessions", env!("CARGO_MANIFEST_DIR"));
+    let html = dir.path().join("report.html");
+    ok(&cli(&["report", &run, "--output", html.to_str().unwrap()]));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(r#"<figure class="chart" data-chart="swim-lane">"#));
+    assert!(page.contains(r#"data-chart="swim-lane-concurrency""#));
+    assert!(page.contains("session s9, turn 2: sent"));
+}
+
+#[test]
 fn bad_runs_are_refused_with_where_and_why() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("r");

@@ -298,7 +298,7 @@ pub struct ScatterChart {
     pub data: Scatter,
 }
 
-/// The scatter plots of a run: TTFT over time, lateness, and the trace-aware ones.
+/// The scatter plots of a run: TTFT and ITL over time, lateness, and the trace-aware ones.
 pub fn scatters(run: &Run) -> Vec<ScatterChart> {
     let t0 = run.t0_ns();
     let secs = |ns: u64| ns.saturating_sub(t0) as f64 / 1e9;
@@ -311,6 +311,13 @@ pub fn scatters(run: &Run) -> Vec<ScatterChart> {
             x_label: "sent (s)",
             y_label: "TTFT (ms)",
             data: scatter(run, |p| Some((secs(p.sent_ns), f(p.ttft_ms)?))),
+        },
+        ScatterChart {
+            id: "itl-time",
+            title: "ITL of every request over the run",
+            x_label: "sent (s)",
+            y_label: "ITL (ms)",
+            data: scatter(run, |p| Some((secs(p.sent_ns), f(p.itl_ms)?))),
         },
         ScatterChart {
             id: "lateness",
@@ -376,8 +383,11 @@ mod tests {
         assert!((errs - run.report.error_request_count as f64).abs() < 1e-6);
         assert!(r[2].y.iter().all(|&y| y >= 0.0));
         let sc = scatters(&run);
-        assert_eq!(sc.len(), 5);
+        assert_eq!(sc.len(), 6);
         assert_eq!(sc[0].data.total, 200, "failed requests with a first token count for TTFT too");
+        let itl = Quantity::Itl.sorted_values(&run);
+        assert_eq!(sc[1].data.total, itl.len());
+        assert!(sc[1].data.y.iter().all(|y| itl.binary_search_by(|v| v.total_cmp(y)).is_ok()));
         assert!(sc.iter().all(|c| c.data.x.len() <= MAX_SCATTER));
     }
 

@@ -4,8 +4,8 @@
 //! anything outside the document: no scripts, fonts, images or styles from the network.
 //!
 //! To add a chart: compute its data in [`super::charts`], draw it with [`super::svg::line_chart`],
-//! [`super::svg::scatter_chart`], [`super::svg::bar_chart`] or [`super::svg::plot`] inside
-//! [`run_section`] (one run) or [`comparison_section`].
+//! [`super::svg::scatter_chart`], [`super::svg::bar_chart`], [`super::svg::lanes_chart`] or
+//! [`super::svg::plot`] inside [`run_section`] (one run) or [`comparison_section`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -16,7 +16,10 @@ use super::Run;
 use super::charts::{Quantity, Slices, band, cdf, hist, rates, scatters};
 use super::compare::{Comparison, compare, num};
 use super::curve::{Curve, CurveKind};
-use super::svg::{COLOURS, Line, bar_chart, esc, line_chart, scatter_chart, tick};
+use super::sessions::{LaneBarKind, SwimLane, has_multi_turn_sessions, swim_lane};
+use super::svg::{
+    Axis, COLOURS, Lanes, Line, Plot, RowBar, bar_chart, esc, lanes_chart, line_chart, plot, scatter_chart, tick,
+};
 
 /// A slice width in seconds, never rounded to zero: `0.001`, `0.02`, `0.5`, `2`, `1.5`.
 fn slice_width(w: f64) -> String {
@@ -93,7 +96,8 @@ pub fn summary_table(r: &Report) -> String {
     out
 }
 
-/// One run: summary, time series, distributions, trace-aware scatter plots.
+/// One run: summary, time series, the swim-lane of its sessions (when a session has more than one
+/// turn), distributions, trace-aware scatter plots.
 pub fn run_section(run: &Run, k: usize) -> String {
     let mut out = String::new();
     let _ = write!(
@@ -167,6 +171,10 @@ pub fn run_section(run: &Run, k: usize) -> String {
             out.push_str(&line_chart(&format!("server-{i}"), title, "time since the run's start (s)", unit, &lines));
         }
     }
+    if has_multi_turn_sessions(run) {
+        out.push_str(r#"</div><h3>Sessions</h3><div class="charts">"#);
+        swim_lane_charts(&mut out, &swim_lane(run));
+    }
     out.push_str(r#"</div><h3>Distributions</h3><div class="charts">"#);
     for q in Quantity::DISTRIBUTIONS {
         let v = q.sorted_values(run);
@@ -201,6 +209,52 @@ pub fn run_section(run: &Run, k: usize) -> String {
     }
     out.push_str("</div></section>");
     out
+}
+
+/// The swim-lane (sessions on their slots) and, on the same time axis, the requests in flight
+/// and sessions open.
+fn swim_lane_charts(out: &mut String, lane: &SwimLane) {
+    let x = Axis { label: "time (s)", range: Some((0.0, lane.end_s)), ..Axis::default() };
+    let bars = lane
+        .bars
+        .iter()
+        .map(|b| RowBar { row: b.row, x0: b.x0, x1: b.x1, light: b.kind == LaneBarKind::Delay, tip: b.tip.clone() })
+        .collect();
+    let mut caption = String::from(
+        "Each session on a slot, reused once the session before it ended: turns dark, delays between turns light, a tick where a session starts on a used slot.",
+    );
+    let note = lane.summary_note();
+    if !note.is_empty() {
+        caption.push(' ');
+        caption.push_str(&note);
+    }
+    out.push_str(&lanes_chart(
+        "swim-lane",
+        &format!("Sessions on {} slots ({} sessions)", lane.slots, lane.sessions),
+        &Lanes { x: x.clone(), row_label: "slot", rows: lane.rows, bars, marks: lane.reuses.clone(), caption },
+    ));
+    let slots = lane.slots as f64;
+    let lines = vec![
+        Line {
+            name: "requests in flight".into(),
+            colour: COLOURS[0],
+            points: lane.in_flight.clone(),
+            ..Line::default()
+        },
+        Line { name: "sessions open".into(), colour: COLOURS[4], points: lane.open.clone(), ..Line::default() },
+        Line {
+            name: "slots".into(),
+            colour: COLOURS[1],
+            dashed: true,
+            points: vec![(0.0, slots), (lane.end_s, slots)],
+            ..Line::default()
+        },
+    ];
+    out.push_str(&plot(
+        "swim-lane-concurrency",
+        "Requests in flight and sessions open",
+        &Plot { x, y: Axis { label: "count", ..Axis::default() }, lines, ..Plot::default() },
+    ));
 }
 
 /// Marks charts drawn on the run's own `--slice-duration` slices.
@@ -548,6 +602,24 @@ mod tests {
         let recs: BTreeMap<String, String> = serde_json::from_str(&page[start..end]).unwrap();
         assert_eq!(recs.len(), 120);
         assert!(recs["0"].contains("trace line: 1"));
+    }
+
+    #[test]
+    fn aiperfs_session_run_gets_a_swim_lane_and_a_one_turn_run_none() {
+        let (run, _) = super::super::tests::aiperf_run("sessions");
+        let html = run_section(&run, 0);
+        let start = html.find(r#"<figure class="chart" data-chart="swim-lane">"#).unwrap();
+        let lane = &html[start..start + html[start..].find("</figure>").unwrap()];
+        // 10 sessions of 3 turns: every turn once, the 2 delays of each session between them.
+        assert!(lane.contains("(10 sessions)"), "{lane}");
+        assert_eq!(lane.matches(", turn ").count(), 30);
+        assert_eq!(lane.matches("between turns before turn").count(), 20);
+        assert!(lane.contains("session s0, turn 2: sent"));
+        assert!(!lane.contains("Drawn:"), "the whole run is drawn");
+        assert!(html.contains(r#"data-chart="swim-lane-concurrency""#));
+        assert!(html.find("<h3>Sessions</h3>").unwrap() < html.find("<h3>Distributions</h3>").unwrap());
+        let (one, _) = super::super::tests::aiperf_run("non-streaming");
+        assert!(!run_section(&one, 0).contains("swim-lane"));
     }
 
     #[test]

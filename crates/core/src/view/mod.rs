@@ -13,6 +13,7 @@ pub mod compare;
 pub mod curve;
 pub mod html;
 pub mod server;
+pub mod sessions;
 pub mod svg;
 
 use std::collections::HashMap;
@@ -111,6 +112,9 @@ pub struct Point {
     pub turn: u32,
     /// Index in [`Run::sessions`] or [`NONE`].
     pub session: u32,
+    /// The session run (instance of a session) the request belongs to, numbered in order of
+    /// first appearance: one per distinct correlation id (else session id), or [`NONE`].
+    pub instance: u32,
     pub scheduled_ns: u64,
     pub sent_ns: u64,
     pub end_ns: u64,
@@ -230,6 +234,8 @@ pub struct RunLoader {
     points: Vec<Point>,
     sessions: Vec<String>,
     session_index: HashMap<String, u32>,
+    /// Hash of a correlation id (else session id) to its [`Point::instance`].
+    instances: HashMap<u64, u32>,
     failures: Vec<(String, String)>,
     /// The record each line is parsed into (its allocations reused, see [`line::read_line`]).
     scratch: RequestRecord,
@@ -246,6 +252,7 @@ impl RunLoader {
             points: Vec::new(),
             sessions: Vec::new(),
             session_index: HashMap::new(),
+            instances: HashMap::new(),
             failures: Vec::new(),
             scratch: RequestRecord::default(),
         }
@@ -311,6 +318,15 @@ impl RunLoader {
             },
             None => NONE,
         };
+        let instance = match r.correlation_id.as_deref().or(r.session_id.as_deref()) {
+            Some(id) => {
+                let mut h = std::hash::DefaultHasher::new();
+                std::hash::Hash::hash(id, &mut h);
+                let next = self.instances.len() as u32;
+                *self.instances.entry(std::hash::Hasher::finish(&h)).or_insert(next)
+            }
+            None => NONE,
+        };
         let ttft_failed = (r.streaming && r.error.is_some())
             .then(|| r.chunk_ns.first().map(|&f| f.saturating_sub(r.sent_ns) as f64 / 1e6))
             .flatten();
@@ -328,6 +344,7 @@ impl RunLoader {
             session_num: r.session_num,
             turn: r.turn,
             session,
+            instance,
             scheduled_ns: r.scheduled_ns,
             sent_ns: r.sent_ns,
             end_ns: r.end_ns,
@@ -446,7 +463,7 @@ pub(crate) mod tests {
 
     /// The runs AIPerf 0.13.0 wrote (`tests/fixtures/aiperf-0.13.0-runs`, made by
     /// `scripts/make-aiperf-fixtures.sh`).
-    fn aiperf_run(name: &str) -> (Run, Value) {
+    pub fn aiperf_run(name: &str) -> (Run, Value) {
         let dir = format!("{}/../../tests/fixtures/aiperf-0.13.0-runs/{name}", env!("CARGO_MANIFEST_DIR"));
         let summary = std::fs::read_to_string(format!("{dir}/{CONFIG_FILE}")).unwrap();
         let records = std::fs::read(format!("{dir}/profile_export.jsonl")).unwrap();

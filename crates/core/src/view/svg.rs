@@ -2,9 +2,10 @@
 //! numbers and labels, every text escaped ([`esc`]), no script or style of its own. Each chart is
 //! a `<figure class="chart" data-chart="…">` on one frame with round axis ticks: [`line_chart`],
 //! [`scatter_chart`] and [`bar_chart`] draw a run's charts, [`plot`] any mix of bars, lines and a
-//! share on a right-hand axis (linear, log or percent axes; hover texts as `<title>`), and
-//! [`hbar_chart`] labelled horizontal bars. A point of a line with no neighbour to join is drawn
-//! as a marker, so a line of isolated values still shows.
+//! share on a right-hand axis (linear, log or percent axes; hover texts as `<title>`),
+//! [`hbar_chart`] labelled horizontal bars, and [`lanes_chart`] bars on rows over time (a
+//! swim-lane). A point of a line with no neighbour to join is drawn as a marker, so a line of
+//! isolated values still shows.
 
 use std::fmt::Write as _;
 
@@ -560,6 +561,103 @@ pub fn hbar_chart(id: &str, title: &str, rows: &[HBar]) -> String {
     out
 }
 
+/// A bar of [`lanes_chart`]: on row `row`, from `x0` to `x1`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RowBar {
+    pub row: usize,
+    pub x0: f64,
+    pub x1: f64,
+    /// Drawn light (a pause rather than work).
+    pub light: bool,
+    /// Shown on hover (empty: none).
+    pub tip: String,
+}
+
+/// What [`lanes_chart`] draws: rows of bars over a shared x axis, and marks on rows.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Lanes<'a> {
+    pub x: Axis<'a>,
+    /// The rows' name (the y axis' label).
+    pub row_label: &'a str,
+    pub rows: usize,
+    pub bars: Vec<RowBar>,
+    /// `(row, x)`: a tick across the row.
+    pub marks: Vec<(usize, f64)>,
+    /// A sentence under the chart (empty: none).
+    pub caption: String,
+}
+
+/// Horizontal bars by row (row 1 at the top), as high as its rows need: a swim-lane.
+pub fn lanes_chart(id: &str, title: &str, l: &Lanes<'_>) -> String {
+    let rows = l.rows.max(1);
+    let row_h = (200.0 / rows as f64).clamp(5.0, 14.0);
+    let bottom = MT + row_h * rows as f64;
+    let h = bottom + MB;
+    let xs = l.bars.iter().flat_map(|b| [b.x0, b.x1]).chain(l.marks.iter().map(|m| m.1));
+    let x = Range::for_axis(&l.x, xs, true);
+    let px = |v: f64| ML + x.at(Scale::Linear, v).clamp(0.0, 1.0) * (W - ML - MR);
+    let mut out = String::new();
+    open(&mut out, id, title, h);
+    let _ = write!(
+        out,
+        r##"<line x1="{ML}" y1="{bottom}" x2="{r}" y2="{bottom}" stroke="#444"/><line x1="{ML}" y1="{MT}" x2="{ML}" y2="{bottom}" stroke="#444"/>"##,
+        r = W - MR
+    );
+    for t in x.ticks(Scale::Linear) {
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" y1="{MT}" x2="{x:.1}" y2="{bottom}" stroke="#ddd"/><text x="{x:.1}" y="{ty}" text-anchor="middle">{}</text>"##,
+            tick(t),
+            x = px(t),
+            ty = bottom + 14.0
+        );
+    }
+    let every = rows.div_ceil(10);
+    for r in (0..rows).filter(|r| r % every == 0) {
+        let _ = write!(
+            out,
+            r#"<text x="{tx}" y="{ty:.1}" text-anchor="end">{}</text>"#,
+            r + 1,
+            tx = ML - 4.0,
+            ty = MT + row_h * (r as f64 + 0.5) + 4.0
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{cx}" y="{by}" text-anchor="middle" class="axis">{}</text><text transform="translate(12 {cy}) rotate(-90)" text-anchor="middle" class="axis">{}</text>"#,
+        esc(l.x.label),
+        esc(l.row_label),
+        cx = (ML + W - MR) / 2.0,
+        by = h - 6.0,
+        cy = (MT + bottom) / 2.0
+    );
+    let _ = write!(out, r#"<g fill="{}">"#, COLOURS[0]);
+    for b in &l.bars {
+        let (x0, x1) = (px(b.x0), px(b.x1));
+        let y = MT + row_h * b.row as f64 + 1.0;
+        let light = if b.light { r#" fill-opacity="0.25""# } else { "" };
+        let _ = write!(
+            out,
+            r#"<rect x="{x0:.1}" y="{y:.1}" width="{w:.1}" height="{bh:.1}"{light}"#,
+            w = (x1 - x0).max(0.5),
+            bh = row_h - 2.0
+        );
+        close_with_tip(&mut out, "rect", &b.tip);
+    }
+    out.push_str(r##"</g><g stroke="#222" stroke-width="1.5">"##);
+    for &(r, v) in &l.marks {
+        let x = px(v);
+        let y = MT + row_h * r as f64;
+        let _ = write!(out, r#"<line x1="{x:.1}" y1="{y:.1}" x2="{x:.1}" y2="{:.1}"/>"#, y + row_h);
+    }
+    out.push_str("</g></svg>");
+    if !l.caption.is_empty() {
+        let _ = write!(out, r#"<figcaption class="note">{}</figcaption>"#, esc(&l.caption));
+    }
+    out.push_str("</figure>");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -657,5 +755,27 @@ mod tests {
         let rows = [HBar { label: "root <7>".into(), value: 3.0, text: "3 requests".into(), tip: "tip".into() }];
         let h = hbar_chart("g", "Groups", &rows);
         assert!(h.contains("root &lt;7&gt;") && h.contains(r#"viewBox="0 0 460 56""#), "{h}");
+    }
+
+    #[test]
+    fn lanes_draw_each_bar_on_its_row_with_its_text() {
+        let bar = |row, x0, x1, light| RowBar { row, x0, x1, light, tip: format!("<r{row}> {x0}") };
+        let l = Lanes {
+            x: Axis { label: "time (s)", range: Some((0.0, 10.0)), ..Axis::default() },
+            row_label: "slot",
+            rows: 2,
+            bars: vec![bar(0, 0.0, 2.0, false), bar(0, 2.0, 3.0, true), bar(1, 1.0, 10.0, false)],
+            marks: vec![(0, 5.0)],
+            caption: "a & b".into(),
+        };
+        let svg = lanes_chart("swim", "Lanes", &l);
+        assert_eq!(svg.matches("<rect").count(), 3);
+        assert_eq!(svg.matches(r#"fill-opacity="0.25""#).count(), 1);
+        assert!(svg.contains("&lt;r1&gt; 1") && !svg.contains("<r1>"));
+        // Rows 14 px high from the top margin; the mark spans row 1.
+        assert!(svg.contains(r#"<rect x="60.0" y="27.0""#) && svg.contains(r#"y="41.0""#), "{svg}");
+        assert!(svg.contains(r#"y1="26.0" x2="253.0" y2="40.0""#), "{svg}");
+        assert!(svg.ends_with(r#"<figcaption class="note">a &amp; b</figcaption></figure>"#));
+        assert!(lanes_chart("e", "E", &Lanes::default()).contains("</svg>"));
     }
 }
