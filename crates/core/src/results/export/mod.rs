@@ -306,6 +306,6 @@ mod tests {
         assert!(console_table(&s).contains("(run cancelled)"));
         assert!(summary_json(&s).contains("\"was_cancelled\": true"));
         let names: Vec<&str> = SummaryFormat::ALL.iter().map(|f| f.file_name()).collect();
-        assert_eq!(names, ["profile_export_aiperf.json", "profile_export_aiperf.csv"]);
+        assert_eq!(names, ["profile_export_aiperf.json", "profile_export_aiperf.csv", "profile_export_console.txt"]);
     }
 }
