@@ -9,6 +9,8 @@ mod error;
 mod fast;
 mod parse;
 pub mod prompt_hash;
+mod row;
+mod visit;
 mod write;
 
 pub use error::{RowError, TraceError};
