@@ -126,9 +126,11 @@ fn replay_and_check(lines: &[String], extra: &[&str]) -> Vec<(f64, u64, u64)> {
     for r in &records {
         let m = &r["metadata"];
         assert_eq!(m["usage"]["completion_tokens"], m["max_tokens"], "output length differs: {m}");
-        // The server's usage is the output token count (the client's count stays beside it).
+        // As in AIPerf, the output token count is the client's (re-tokenized text); the server's
+        // usage stays beside it as usage_completion_tokens.
+        assert_eq!(r["metrics"]["output_sequence_length"]["value"].as_f64(), m["output_tokens"].as_f64(), "{r}");
         assert_eq!(
-            r["metrics"]["output_sequence_length"]["value"].as_f64(),
+            r["metrics"]["usage_completion_tokens"]["value"].as_f64(),
             m["usage"]["completion_tokens"].as_f64(),
             "{r}"
         );
