@@ -290,10 +290,21 @@ fn close_with_tip(out: &mut String, element: &str, tip: &str) {
     }
 }
 
+/// Width a title may take: from the plot's left edge to the chart's right edge.
+const TITLE_W: f64 = W - ML - 4.0;
+/// A generous width of one character of a title (12 px, bold).
+const TITLE_CHAR_W: f64 = 6.8;
+
 fn open(out: &mut String, id: &str, title: &str, h: f64) {
+    // A title longer than the chart is drawn narrower, whole, rather than cut at the edge.
+    let fit = if title.chars().count() as f64 * TITLE_CHAR_W > TITLE_W {
+        format!(r#" textLength="{TITLE_W}" lengthAdjust="spacingAndGlyphs""#)
+    } else {
+        String::new()
+    };
     let _ = write!(
         out,
-        r#"<figure class="chart" data-chart="{id}"><svg viewBox="0 0 {W} {h}" width="{W}" height="{h}" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg"><text x="{ML}" y="16" class="title">{t}</text>"#,
+        r#"<figure class="chart" data-chart="{id}"><svg viewBox="0 0 {W} {h}" width="{W}" height="{h}" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg"><text x="{ML}" y="16" class="title"{fit}>{t}</text>"#,
         id = esc(id),
         t = esc(title)
     );
@@ -777,5 +788,25 @@ mod tests {
         assert!(svg.contains(r#"y1="26.0" x2="253.0" y2="40.0""#), "{svg}");
         assert!(svg.ends_with(r#"<figcaption class="note">a &amp; b</figcaption></figure>"#));
         assert!(lanes_chart("e", "E", &Lanes::default()).contains("</svg>"));
+    }
+
+    #[test]
+    fn a_long_title_is_drawn_whole_within_the_chart() {
+        let lines = [Line {
+            name: "p50".into(),
+            colour: COLOURS[0],
+            dashed: false,
+            points: vec![(0.0, 1.0), (1.0, 2.0)],
+            tip: String::new(),
+            point_tips: Vec::new(),
+        }];
+        let short = line_chart("a", "TTFT", "t", "ms", &lines);
+        assert!(!short.contains("textLength"), "{short}");
+        let title = "Request latency per 0.25 s slice (--slice-duration) (p50, p90, p99)";
+        let long = line_chart("b", title, "t", "ms", &lines);
+        assert!(
+            long.contains(&format!(r#"textLength="{TITLE_W}" lengthAdjust="spacingAndGlyphs">{}</text>"#, esc(title))),
+            "{long}"
+        );
     }
 }
