@@ -270,8 +270,9 @@ impl Aggregate {
 
     /// The values of any metric: the stored ones, or those of its twin it equals (AIPerf's
     /// copies of our metrics are not stored twice).
-    pub fn metric_values(&self, metric: Metric) -> Cow<'_, [f64]> {
-        let join = |a: &[f64], b: &[f64]| Cow::Owned([a, b].concat());
+    pub fn metric_values<'a>(&'a self, metric: Metric) -> Cow<'a, [f64]> {
+        // Without failed requests the "all requests" metric is the successful ones' own list.
+        let join = |a: &'a [f64], b: &[f64]| if b.is_empty() { Cow::Borrowed(a) } else { Cow::Owned([a, b].concat()) };
         match metric {
             Metric::TimeToFirstOutputToken => Cow::Borrowed(self.values(Metric::TimeToFirstToken)),
             Metric::UsagePromptTokens => Cow::Borrowed(self.values(Metric::ServerInputSequenceLength)),
@@ -288,8 +289,25 @@ impl Aggregate {
 
     /// The final report; `with_goodput` adds the goodput scalars.
     pub fn report(&self, with_goodput: bool) -> Report {
-        let metrics: Vec<(Metric, Distribution)> =
-            Metric::ALL.into_iter().filter_map(|m| Distribution::of(&self.metric_values(m)).map(|d| (m, d))).collect();
+        // Metrics served from another's values (see `metric_values`) share its distribution:
+        // computed once per list.
+        let mut done: Vec<((*const f64, usize), Distribution)> = Vec::new();
+        let metrics: Vec<(Metric, Distribution)> = Metric::ALL
+            .into_iter()
+            .filter_map(|m| {
+                let values = self.metric_values(m);
+                let key = (values.as_ptr(), values.len());
+                let shared = matches!(values, Cow::Borrowed(_)) && !values.is_empty();
+                if shared && let Some((_, d)) = done.iter().find(|(k, _)| *k == key) {
+                    return Some((m, d.clone()));
+                }
+                let d = Distribution::of(&values)?;
+                if shared {
+                    done.push((key, d.clone()));
+                }
+                Some((m, d))
+            })
+            .collect();
         let errors = self.error_count();
         let adjusted = if errors == 0 {
             Vec::new()
