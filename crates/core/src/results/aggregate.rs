@@ -268,43 +268,54 @@ impl Aggregate {
         self.values.get(&metric).map_or(&[], Vec::as_slice)
     }
 
-    /// The values of any metric: the stored ones, or those of its twin it equals (AIPerf's
-    /// copies of our metrics are not stored twice).
-    pub fn metric_values<'a>(&'a self, metric: Metric) -> Cow<'a, [f64]> {
-        // Without failed requests the "all requests" metric is the successful ones' own list.
-        let join = |a: &'a [f64], b: &[f64]| if b.is_empty() { Cow::Borrowed(a) } else { Cow::Owned([a, b].concat()) };
+    /// The metric whose stored list is `metric`'s values unchanged (itself, or the twin AIPerf's
+    /// copy of our metric equals: copies are not stored twice); `None` when its values are made
+    /// from others'.
+    fn served_by(&self, metric: Metric) -> Option<Metric> {
         match metric {
-            Metric::TimeToFirstOutputToken => Cow::Borrowed(self.values(Metric::TimeToFirstToken)),
-            Metric::UsagePromptTokens => Cow::Borrowed(self.values(Metric::ServerInputSequenceLength)),
-            Metric::UsagePromptCacheReadTokens => Cow::Borrowed(self.values(Metric::CachedTokens)),
-            Metric::CreditToStartLatency => Cow::Borrowed(self.values(Metric::SendLateness)),
+            Metric::TimeToFirstOutputToken => Some(Metric::TimeToFirstToken),
+            Metric::UsagePromptTokens => Some(Metric::ServerInputSequenceLength),
+            Metric::UsagePromptCacheReadTokens => Some(Metric::CachedTokens),
+            Metric::CreditToStartLatency => Some(Metric::SendLateness),
+            Metric::OutputTokenCount => None,
+            // Without failed requests the "all requests" metric is the successful ones' list.
+            Metric::TimeToFirstTokenAllRequests => self.failed_ttft_ms.is_empty().then_some(Metric::TimeToFirstToken),
+            Metric::InterChunkLatencyAllRequests => self.failed_icl_ms.is_empty().then_some(Metric::InterChunkLatency),
+            m => Some(m),
+        }
+    }
+
+    /// The values of any metric: a stored list (see `served_by`), or one made from others.
+    pub fn metric_values(&self, metric: Metric) -> Cow<'_, [f64]> {
+        if let Some(source) = self.served_by(metric) {
+            return Cow::Borrowed(self.values(source));
+        }
+        let join = |a: &[f64], b: &[f64]| Cow::Owned([a, b].concat());
+        match metric {
+            Metric::TimeToFirstTokenAllRequests => join(self.values(Metric::TimeToFirstToken), &self.failed_ttft_ms),
+            Metric::InterChunkLatencyAllRequests => join(self.values(Metric::InterChunkLatency), &self.failed_icl_ms),
             Metric::OutputTokenCount => {
                 Cow::Owned(self.values(Metric::OutputSequenceLength).iter().copied().filter(|&n| n > 0.0).collect())
             }
-            Metric::TimeToFirstTokenAllRequests => join(self.values(Metric::TimeToFirstToken), &self.failed_ttft_ms),
-            Metric::InterChunkLatencyAllRequests => join(self.values(Metric::InterChunkLatency), &self.failed_icl_ms),
             m => Cow::Borrowed(self.values(m)),
         }
     }
 
     /// The final report; `with_goodput` adds the goodput scalars.
     pub fn report(&self, with_goodput: bool) -> Report {
-        // Metrics served from another's values (see `metric_values`) share its distribution:
-        // computed once per list.
-        let mut done: Vec<((*const f64, usize), Distribution)> = Vec::new();
+        // Metrics served by the same stored list share its distribution: computed once.
+        let mut by_source: Vec<(Metric, Distribution)> = Vec::new();
         let metrics: Vec<(Metric, Distribution)> = Metric::ALL
             .into_iter()
             .filter_map(|m| {
-                let values = self.metric_values(m);
-                let key = (values.as_ptr(), values.len());
-                let shared = matches!(values, Cow::Borrowed(_)) && !values.is_empty();
-                if shared && let Some((_, d)) = done.iter().find(|(k, _)| *k == key) {
+                let Some(source) = self.served_by(m) else {
+                    return Distribution::of(&self.metric_values(m)).map(|d| (m, d));
+                };
+                if let Some((_, d)) = by_source.iter().find(|(s, _)| *s == source) {
                     return Some((m, d.clone()));
                 }
-                let d = Distribution::of(&values)?;
-                if shared {
-                    done.push((key, d.clone()));
-                }
+                let d = Distribution::of(self.values(source))?;
+                by_source.push((source, d.clone()));
                 Some((m, d))
             })
             .collect();

@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use crate::results::aggregate::Aggregate;
 use crate::results::export::{summary_csv, summary_json};
+use crate::results::line::read_line;
 use crate::results::metrics::parse_goodput;
-use crate::results::record::{RecordError, RequestRecord, ServerUsage};
+use crate::results::record::RequestRecord;
 use crate::results::summary::RunSummary;
 
 /// AIPerf's metrics that need what its records do not carry: the HTTP client's own timings
@@ -35,51 +36,37 @@ fn ns(v: &Value) -> Option<u64> {
     v.as_f64().map(|ms| (ms * 1e6).round() as u64)
 }
 
-/// One AIPerf line as our record: times from `base`, chunk times rebuilt from TTFT and the chunk
-/// gaps, token counts from its metrics, the requested output length from its OSL mismatch.
+/// One AIPerf line as our record: read by the one reader of the JSONL line, then put where
+/// AIPerf's own computation puts it. Its wall-clock times are float64 in its column store (256 ns
+/// steps near 2026), counted here from `base`; a non-streamed answer ends at its latency; a failed
+/// request's input length is its `error_isl`, the requested output length comes from the OSL
+/// mismatch.
 fn record(line: &Value, base: u64, streaming: bool) -> RequestRecord {
-    let md = &line["metadata"];
+    let raw = serde_json::to_vec(line).unwrap_or_default();
+    let mut rec = RequestRecord::default();
+    assert!(read_line(&raw, &mut rec).unwrap_or(false), "not a record: {line}");
     let m = &line["metrics"];
     let val = |k: &str| m.get(k).map(|x| &x["value"]);
     let int = |k: &str| val(k).and_then(Value::as_f64).map(|v| v as u64);
-    // AIPerf holds these wall-clock times as float64 (256 ns steps near 2026) in its column store.
-    let at = |k: &str| md[k].as_u64().map(|t| (t as f64) as u64 - base);
-    let sent = at("request_start_ns").unwrap_or(0);
-    let mut chunks = Vec::new();
-    if let Some(first) = val("time_to_first_token").and_then(ns) {
-        chunks.push(sent + first);
-        for gap in val("inter_chunk_latency").and_then(Value::as_array).into_iter().flatten() {
-            let last = chunks.last().copied().unwrap_or(sent);
-            chunks.push(last + ns(gap).unwrap_or(0));
-        }
-    }
-    let latency = val("request_latency").and_then(ns);
-    let end = if streaming { at("request_end_ns").unwrap_or(sent) } else { sent + latency.unwrap_or(0) };
-    let osl = int("output_sequence_length");
-    let max_tokens = match (osl, val("osl_mismatch_diff_pct").and_then(Value::as_f64)) {
+    let float64 = |t: u64| (t as f64) as u64;
+    // The chunk times move with the send, as AIPerf's are differences from it.
+    let with_send =
+        |t: u64| (i128::from(t) - i128::from(rec.sent_ns) + i128::from(float64(rec.sent_ns)) - i128::from(base)) as u64;
+    rec.chunk_ns = rec.chunk_ns.iter().map(|&c| with_send(c)).collect();
+    rec.sent_ns = with_send(rec.sent_ns);
+    rec.scheduled_ns = float64(rec.scheduled_ns) - base;
+    rec.end_ns = if streaming {
+        float64(rec.end_ns) - base
+    } else {
+        rec.sent_ns + val("request_latency").and_then(ns).unwrap_or(0)
+    };
+    rec.streaming = streaming;
+    rec.input_tokens = rec.input_tokens.or(int("error_isl"));
+    rec.max_tokens = match (rec.output_tokens, val("osl_mismatch_diff_pct").and_then(Value::as_f64)) {
         (Some(n), Some(d)) => Some((n as f64 / (1.0 + d / 100.0)).round() as u64),
         _ => None,
     };
-    RequestRecord {
-        scheduled_ns: at("credit_issued_ns").unwrap_or(sent),
-        sent_ns: sent,
-        chunk_ns: chunks,
-        end_ns: end,
-        streaming,
-        input_tokens: int("input_sequence_length").or(int("error_isl")),
-        output_tokens: osl,
-        max_tokens,
-        usage: ServerUsage {
-            prompt_tokens: int("usage_prompt_tokens"),
-            completion_tokens: int("usage_completion_tokens"),
-            cached_tokens: int("usage_prompt_cache_read_tokens"),
-        },
-        error: line.get("error").map(|e| RecordError {
-            kind: e["type"].as_str().unwrap_or("error").to_owned(),
-            message: e["message"].as_str().unwrap_or_default().to_owned(),
-        }),
-        ..Default::default()
-    }
+    rec
 }
 
 fn close(a: f64, b: f64) -> bool {
