@@ -49,6 +49,9 @@ enum Command {
     Report(cmd::report::ReportArgs),
     /// Print the key numbers of runs side by side, with the change against a baseline run.
     Compare(cmd::report::CompareArgs),
+    /// Check every row of a trace as AIPerf's `validate` does (`validate mooncake-trace --input
+    /// FILE`), then print the lint's warnings (exit status 2 when a row is invalid).
+    Validate(cmd::validate::Args),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => done(cmd::merge::run(args)),
         Command::Report(args) => done(cmd::report::report(args)),
         Command::Compare(args) => done(cmd::report::compare_cmd(args)),
+        Command::Validate(args) => cmd::validate::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

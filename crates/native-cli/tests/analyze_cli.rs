@@ -143,3 +143,62 @@ fn piped_traces_are_detected_and_read_whole() {
         assert_eq!(std::fs::read(&out).unwrap(), want, "{name}: analysis of the piped trace differs");
     }
 }
+
+/// `validate mooncake-trace` rejects exactly the rows AIPerf 0.13.0's `validate` rejects (its
+/// outputs are beside the fixtures: lines 1–10 in one run, which stops listing at ten, and lines
+/// 11–13 each in a run of its own) and passes the rows it passes, adding the lint as warnings.
+#[test]
+fn validate_rejects_the_rows_aiperf_rejects() {
+    let dir = fixture("aiperf-0.13.0-validate");
+    let aiperf_failed = |file: &str| {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        text.lines().filter(|l| l.starts_with("  Line ")).count()
+    };
+    assert_eq!(aiperf_failed("bad_rows.validate.txt") + aiperf_failed("bad_rows_tail.validate.txt"), 13);
+    let bad = dir.join("bad_rows.jsonl");
+    let out = cli(&[
+        "validate".as_ref(),
+        "mooncake-trace".as_ref(),
+        "--input".as_ref(),
+        bad.as_os_str(),
+        "--max-errors".as_ref(),
+        "20".as_ref(),
+    ]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(stdout.starts_with("Validation failed with 13 error(s)"), "{stdout}");
+    let lines: Vec<u64> =
+        stdout.lines().filter_map(|l| l.strip_prefix("  Line ")?.split(':').next()?.parse().ok()).collect();
+    assert_eq!(lines, (1..=13).collect::<Vec<_>>());
+    // The default lists ten and counts the rest.
+    let out = cli(&["validate".as_ref(), "mooncake-trace".as_ref(), bad.as_os_str()]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("  Line ")).count(), 10);
+    assert!(stdout.contains("… and 3 more"), "{stdout}");
+
+    let good = dir.join("good_rows.jsonl");
+    let out = cli(&["validate".as_ref(), "mooncake-trace".as_ref(), "--input".as_ref(), good.as_os_str()]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let aiperf = std::fs::read_to_string(dir.join("good_rows.validate.txt")).unwrap();
+    assert_eq!(stdout.lines().next(), aiperf.lines().next(), "the verdict line is AIPerf's");
+    assert!(stdout.contains("Input length < 1:     2 rows (lines 7, 8)"), "lint warnings follow: {stdout}");
+}
+
+/// A trace in seconds (the first 500 rows of the conversation trace divided by 1000: 165 "ms")
+/// passes validation with the seconds warning, naming the evidence and the fix.
+#[test]
+fn validate_warns_about_a_trace_in_seconds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("traces/conversation_head500.jsonl")).unwrap();
+    let mut seconds = std::fs::File::create(tmp.path().join("s.jsonl")).unwrap();
+    for line in text.lines() {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        v["timestamp"] = serde_json::json!(v["timestamp"].as_f64().unwrap() / 1000.0);
+        writeln!(seconds, "{v}").unwrap();
+    }
+    let out = cli(&["validate".as_ref(), "mooncake-trace".as_ref(), tmp.path().join("s.jsonl").as_os_str()]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "a warning, never a refusal: {stdout}");
+    assert!(stdout.contains("500 rows within 165 ms would be 3,030 requests/s sustained; fix: multiply"), "{stdout}");
+}

@@ -77,12 +77,34 @@ impl SecondsLike {
         `aiperf-cli convert-trace --trace-format bailian` (or the format it came from)";
 }
 
+impl std::fmt::Display for SecondsLike {
+    /// The evidence, then the fix: `412 of 500 timestamps are fractional; 500 rows within 165 ms
+    /// would be 3,030 requests/s sustained; fix: …`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut evidence = Vec::new();
+        if self.fractional > 0 {
+            evidence.push(format!("{} of {} timestamps are fractional", self.fractional, self.timed_rows));
+        }
+        if self.implied_rate_per_s > SECONDS_MAX_PLAUSIBLE_RATE {
+            evidence.push(format!(
+                "{} rows within {} ms would be {} requests/s sustained",
+                self.timed_rows,
+                self.span,
+                crate::analysis::report::group_thousands(self.implied_rate_per_s, 0)
+            ));
+        }
+        write!(f, "{}; fix: {}", evidence.join("; "), Self::FIX)
+    }
+}
+
 /// Rows needed before a short span alone is evidence.
-const SECONDS_MIN_ROWS: u64 = 1000;
+const SECONDS_MIN_ROWS: u64 = 100;
 /// Above this average rate (requests per second, if the values were ms) a span is implausible.
 const SECONDS_MAX_PLAUSIBLE_RATE: f64 = 1000.0;
 
-/// Flags fractional values on most rows, or a span shorter than one ms per row over many rows.
+/// Flags fractional values on most rows, or at least [`SECONDS_MIN_ROWS`] rows whose span, read as
+/// milliseconds, sustains more than [`SECONDS_MAX_PLAUSIBLE_RATE`] requests per second. A warning:
+/// the trace is still read and replayed as given.
 fn seconds_like(input: &AnalysisInput) -> Option<SecondsLike> {
     let (mut timed, mut fractional) = (0u64, 0u64);
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
@@ -183,5 +205,29 @@ mod tests {
         assert_eq!(seconds_like(&timed((0..2000).map(|i| (i * 2).to_string()))), None);
         // Few rows prove nothing.
         assert_eq!(seconds_like(&timed((0..10).map(|i| (i / 2).to_string()))), None);
+    }
+
+    #[test]
+    fn a_real_trace_in_seconds_is_flagged_and_in_milliseconds_is_not() {
+        let text = include_str!("../../../../tests/fixtures/traces/conversation_head500.jsonl");
+        let ms = parse_str(text, ParseOptions::default()).unwrap().trace;
+        assert_eq!(seconds_like(&AnalysisInput::of(&ms)), None);
+        // The same 500 rows with every timestamp divided by 1000 (165 s become 165 "ms").
+        let seconds: String = text
+            .lines()
+            .map(|line| {
+                let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+                let t = v["timestamp"].as_f64().unwrap() / 1000.0;
+                v["timestamp"] = serde_json::json!(t);
+                format!("{v}\n")
+            })
+            .collect();
+        let s = seconds_like(&AnalysisInput::of(&parse_str(&seconds, ParseOptions::default()).unwrap().trace)).unwrap();
+        assert_eq!((s.timed_rows, s.span), (500, 165.0));
+        assert!(s.fractional * 2 < s.timed_rows, "caught by its rate, not its fractions");
+        assert!(s.implied_rate_per_s > 3000.0);
+        // 100 rows are enough evidence; 99 are not.
+        assert!(seconds_like(&timed((0..100).map(|i| (i / 4).to_string()))).is_some());
+        assert_eq!(seconds_like(&timed((0..99).map(|i| (i / 4).to_string()))), None);
     }
 }

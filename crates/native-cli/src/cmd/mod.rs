@@ -7,3 +7,4 @@ pub mod hash_prompts;
 pub mod merge;
 pub mod report;
 pub mod synthesize;
+pub mod validate;

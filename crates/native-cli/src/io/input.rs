@@ -129,7 +129,7 @@ pub fn read_trace_each(
 
 /// Threads that parse blocks of a trace: one per core, up to four; none on one core (the
 /// caller parses).
-pub(crate) fn parse_workers() -> usize {
+pub fn parse_workers() -> usize {
     match std::thread::available_parallelism().map_or(1, |n| n.get()) {
         1 => 0,
         n => n.min(4),
