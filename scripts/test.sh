@@ -29,6 +29,9 @@ say "AIPerf 0.13.0's own client against the mock server (chat, completions; stre
 # 2 busy cores, mostly AIPerf's own start-up). Passes with a SKIP line when PyPI can't be reached.
 cargo test -p aiperf-cli --locked --test aiperf_client -- --ignored --nocapture
 
+say "pip install of the wheel scripts/build-wheel.py makes from the binary just built (fresh venv, offline)"
+cargo test -p aiperf-cli --locked --test wheel -- --ignored
+
 say "Kubernetes example: strict schema validation (Kubernetes 1.32) and consistency"
 bash scripts/validate-kubernetes.sh
 
