@@ -75,8 +75,8 @@ fn main() -> ExitCode {
         Command::HashPrompts(args) => done(cmd::hash_prompts::run(args)),
         Command::ConvertTrace(args) => done(cmd::convert::run(args)),
         Command::Merge(args) => done(cmd::merge::run(args)),
-        Command::Report(args) => done(cmd::report::report(args)),
-        Command::Compare(args) => done(cmd::report::compare_cmd(args)),
+        Command::Report(args) => done(cmd::report::run_report(args)),
+        Command::Compare(args) => done(cmd::report::run_compare(args)),
         Command::Validate(args) => cmd::validate::run(args),
     };
     match result {

@@ -41,7 +41,7 @@ impl State {
         let output = rec.count(c.output)?;
         self.rows += 1;
         self.with_offset += u64::from(at.has_offset);
-        sink.out.stats.records += 1;
+        sink.count_record();
         sink.push(Record { at_ns: at.unix_ns, input, output: Some(output), conversation: None, ids: None, line })
     }
 

@@ -119,7 +119,7 @@ impl State {
             expected: "a non-negative number of seconds".into(),
         })?;
         check_id_count(sink.file(), at, "hash_ids", ids.len(), raw.input_length, BLOCK, true)?;
-        sink.out.stats.records += 1;
+        sink.count_record();
         let (chat, parent) = (raw.chat_id, raw.parent_chat_id);
         let known = if parent == -1 {
             self.roots += 1;

@@ -45,7 +45,7 @@ impl State {
         let at_ns = rec.seconds_ns(c.time)?;
         let input = rec.count(c.input)?;
         let output = rec.count(c.output)?;
-        sink.out.stats.records += 1;
+        sink.count_record();
         if !sink.keeps_model(rec.text(c.model)) || (output == 0 && !sink.keeps_failed()) {
             return Ok(());
         }

@@ -71,7 +71,7 @@ impl State {
             self.without_output += 1;
         }
         self.first_row.get_or_insert(sink.rows());
-        sink.out.stats.records += 1;
+        sink.count_record();
         self.rows += 1;
         sink.push(Record { at_ns: 0, input: raw.input_length, output, conversation: None, ids, line })
     }

@@ -188,7 +188,7 @@ fn load_all(a: &RunsArgs) -> Result<(Vec<Curve>, Vec<Run>, usize)> {
     Ok((curves, runs, a.baseline.saturating_sub(1)))
 }
 
-pub fn report(a: ReportArgs) -> Result<()> {
+pub fn run_report(a: ReportArgs) -> Result<()> {
     if output::is_stdio(&a.output) {
         bail!("--output -: the report is a file to open in a browser; name one, e.g. report.html");
     }
@@ -207,7 +207,7 @@ pub fn report(a: ReportArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn compare_cmd(a: CompareArgs) -> Result<()> {
+pub fn run_compare(a: CompareArgs) -> Result<()> {
     let (_, runs, baseline) = load_all(&a.runs)?;
     if runs.is_empty() {
         return Err(bad(

@@ -80,8 +80,8 @@ impl Endpoint {
     }
 }
 
-/// Default response size limit: 64 MiB.
-const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
+/// Default response size limit (`--max-response-bytes`): 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
 
 fn too_large(limit: usize, what: &str) -> Option<RecordError> {
     err("response_too_large", format!("{what} exceeded {limit} bytes (--max-response-bytes raises the limit)"))

@@ -11,8 +11,7 @@ use anyhow::{Result, bail};
 use super::body::EndpointType;
 use crate::synthesis_flags::SynthesisFlags;
 
-/// Default of `--max-response-bytes`: 64 MiB.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
+pub use super::client::DEFAULT_MAX_RESPONSE_BYTES;
 /// Default prompt size limit in tokens (`--max-prompt-tokens`): past any model's context, and a
 /// generated prompt of this size is about 30 MB.
 pub const DEFAULT_MAX_PROMPT_TOKENS: u64 = 1 << 22;

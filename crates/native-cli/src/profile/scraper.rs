@@ -8,7 +8,7 @@
 //! endpoint whose scrape fails (no `/metrics`, an error status, a body that is not the format, a
 //! body over [`MAX_BODY_BYTES`]) gets one warning and is not scraped again.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crate::io::http::chain;
 use crate::io::http::proxy::{Proxies, ProxyConnector};
@@ -65,10 +65,6 @@ struct Endpoint {
     target: Target,
     series: EndpointSeries,
     disabled: bool,
-}
-
-fn unix_now_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 impl Scraper {
@@ -233,7 +229,7 @@ async fn fetch(client: &ScrapeClient, target: &Target) -> std::result::Result<(u
         .await
         .map_err(|_| format!("no answer within {} s", SCRAPE_TIMEOUT.as_secs()))??;
     let latency = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    Ok((unix_now_ns(), latency, text))
+    Ok((u64::try_from(super::clock::unix_now_ns()).unwrap_or(u64::MAX), latency, text))
 }
 
 /// AIPerf's `normalize_metrics_endpoint_url`: `http://` added without a scheme, a trailing `/`

@@ -162,7 +162,7 @@ pub(super) fn convert(
         }
         let ids = part.ids.get(start..r.ids_end).unwrap_or_default();
         start = r.ids_end;
-        sink.out.stats.records += 1;
+        sink.count_record();
         if !sink.keeps_model(progress.models.get(r.model as usize).map_or("", |m| m)) {
             continue;
         }
