@@ -43,8 +43,10 @@ fn time_slices_hold_every_request_once_by_its_send_time() {
     let last_sent = sent.iter().copied().max().unwrap();
     assert!(last_sent >= 725_000_000);
     assert_eq!(slices.len() as u64, last_sent / 300_000_000 + 1);
-    let count =
-        |s: &Value| s["request_count"]["avg"].as_f64().unwrap() + s["error_request_count"]["avg"].as_f64().unwrap();
+    // As in the summary, `error_request_count` is there when some request of the slice failed.
+    let count = |s: &Value| {
+        s["request_count"]["avg"].as_f64().unwrap() + s["error_request_count"]["avg"].as_f64().unwrap_or(0.0)
+    };
     let counts: Vec<u64> = slices.iter().map(|s| count(s) as u64).collect();
     assert_eq!(counts.iter().sum::<u64>(), 30, "{counts:?}");
     // Each slice holds exactly the records whose send time falls in it.
@@ -63,10 +65,10 @@ fn time_slices_hold_every_request_once_by_its_send_time() {
         assert_eq!(s["is_complete"], run_end >= (i as u64 + 1) * 300_000_000, "slice {i}");
     }
     let csv = std::fs::read_to_string(art.join("profile_export_aiperf_timeslices.csv")).unwrap();
-    assert!(csv.starts_with("Timeslice,Start_NS,End_NS,Metric,Unit,Stat,Value\n"));
+    assert!(csv.starts_with("Timeslice,Start_NS,End_NS,Metric,Unit,Stat,Value\r\n"));
     let csv_total: f64 = csv
         .lines()
-        .filter(|l| l.contains(",request_count,") || l.contains(",error_request_count,"))
+        .filter(|l| l.contains(",Request Count,") || l.contains(",Error Request Count,"))
         .map(|l| l.rsplit(',').next().unwrap().parse::<f64>().unwrap())
         .sum();
     assert_eq!(csv_total, 30.0);

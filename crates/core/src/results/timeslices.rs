@@ -15,10 +15,11 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
-use crate::results::aggregate::Aggregate;
-use crate::results::metrics::{Metric, Slo};
+use crate::results::aggregate::{Aggregate, Report};
+use crate::results::export::{dist_json, scalars};
+use crate::results::metrics::Slo;
 use crate::results::record::RequestRecord;
-use crate::stats::{Distribution, REPORT_PERCENTILES, sum};
+use crate::stats::REPORT_PERCENTILES;
 
 /// `profile_export_aiperf_timeslices.json`.
 pub const TIMESLICES_JSON: &str = "profile_export_aiperf_timeslices.json";
@@ -78,28 +79,18 @@ impl Slicer {
             .enumerate()
             .map(|(i, agg)| {
                 let start_ns = i as u64 * self.slice_ns;
-                let end_ns = start_ns.saturating_add(self.slice_ns);
-                let is_complete = run_end_ns >= end_ns;
-                let elapsed_s = (end_ns.min(run_end_ns.max(start_ns)) - start_ns) as f64 / 1e9;
+                let full_end_ns = start_ns.saturating_add(self.slice_ns);
+                let is_complete = run_end_ns >= full_end_ns;
+                let end_ns = full_end_ns.min(run_end_ns.max(start_ns));
+                let elapsed_s = (end_ns - start_ns) as f64 / 1e9;
                 let per_s = |x: f64| if elapsed_s > 0.0 { x / elapsed_s } else { 0.0 };
-                Slice {
-                    start_ns,
-                    end_ns,
-                    is_complete,
-                    metrics: Metric::ALL
-                        .into_iter()
-                        .filter_map(|m| {
-                            let v = agg.metric_values(m);
-                            Distribution::of(&v).map(|d| (m, d, sum(&v)))
-                        })
-                        .collect(),
-                    request_count: agg.ok,
-                    error_request_count: agg.error_count(),
-                    request_throughput: per_s(agg.ok as f64),
-                    output_token_throughput: per_s(agg.total_output_tokens as f64),
-                    good_request_count: with_goodput.then_some(agg.good),
-                    goodput: with_goodput.then(|| per_s(agg.good as f64)),
-                }
+                let mut report = agg.report(with_goodput);
+                report.request_throughput = per_s(report.request_count as f64);
+                report.output_token_throughput = per_s(report.total_output_tokens as f64);
+                report.input_token_throughput = per_s(report.total_input_tokens as f64);
+                report.total_token_throughput = per_s((report.total_input_tokens + report.total_output_tokens) as f64);
+                report.goodput = report.good_request_count.map(|n| per_s(n as f64));
+                Slice { start_ns, end_ns, is_complete, report }
             })
             .collect();
         TimeSlices { slice_ns: self.slice_ns, slices, beyond: self.beyond }
@@ -110,35 +101,13 @@ impl Slicer {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Slice {
     pub start_ns: u64,
+    /// The slice's end, or the run's when the run ended inside it (as AIPerf writes it).
     pub end_ns: u64,
+    /// Whether the run lasted past the slice's full width.
     pub is_complete: bool,
-    /// Distribution and sum of each metric some request of the slice has.
-    pub metrics: Vec<(Metric, Distribution, f64)>,
-    /// Successful requests sent in the slice.
-    pub request_count: u64,
-    pub error_request_count: u64,
-    /// Successful requests per second of the slice.
-    pub request_throughput: f64,
-    pub output_token_throughput: f64,
-    pub good_request_count: Option<u64>,
-    pub goodput: Option<f64>,
-}
-
-impl Slice {
-    /// Run-level scalars of the slice: (tag, unit, value).
-    fn scalars(&self) -> Vec<(&'static str, &'static str, f64)> {
-        let mut v = vec![
-            ("request_count", "requests", self.request_count as f64),
-            ("error_request_count", "requests", self.error_request_count as f64),
-            ("request_throughput", "requests/sec", self.request_throughput),
-            ("output_token_throughput", "tokens/sec", self.output_token_throughput),
-        ];
-        if let (Some(n), Some(g)) = (self.good_request_count, self.goodput) {
-            v.push(("good_request_count", "requests", n as f64));
-            v.push(("goodput", "requests/sec", g));
-        }
-        v
-    }
+    /// The slice's requests summarized as the run's are (the same metrics and scalars); its
+    /// throughputs and goodput are per second of the slice (`end_ns - start_ns`), as AIPerf's.
+    pub report: Report,
 }
 
 /// Every slice of a run.
@@ -150,23 +119,33 @@ pub struct TimeSlices {
     pub beyond: u64,
 }
 
-/// The statistics of a distribution as (stat, value), in AIPerf's order.
-fn stats(d: &Distribution, total: f64) -> Vec<(String, f64)> {
-    let mut v = vec![("avg".to_owned(), d.avg)];
-    v.extend(REPORT_PERCENTILES.iter().zip(d.percentiles).map(|(p, x)| (format!("p{p}"), x)));
-    v.extend([
-        ("min".to_owned(), d.min),
-        ("max".to_owned(), d.max),
-        ("std".to_owned(), d.std),
-        ("count".to_owned(), d.count as f64),
-        ("sum".to_owned(), total),
-    ]);
+/// A slice's statistics as (tag, header, unit, [(stat, value)]): the distributions (AIPerf's
+/// `STAT_KEYS` order: avg, min, max, sum, p1…p99, std), then the scalars (avg only).
+fn rows(r: &Report) -> Vec<(&'static str, &'static str, &'static str, Vec<(String, f64)>)> {
+    let mut v: Vec<_> = r
+        .metrics
+        .iter()
+        .map(|(m, d)| {
+            let mut stats = vec![
+                ("avg".to_owned(), d.avg),
+                ("min".to_owned(), d.min),
+                ("max".to_owned(), d.max),
+                ("sum".to_owned(), d.sum),
+            ];
+            stats.extend(REPORT_PERCENTILES.iter().zip(d.percentiles).map(|(p, x)| (format!("p{p}"), x)));
+            stats.push(("std".to_owned(), d.std));
+            (m.tag(), m.header(), m.unit(), stats)
+        })
+        .collect();
+    v.extend(scalars(r).into_iter().map(|(tag, header, unit, x)| (tag, header, unit, vec![("avg".to_owned(), x)])));
     v
 }
 
 /// `profile_export_aiperf_timeslices.json`: `{timeslices: [{start_ns, end_ns, is_complete,
 /// <metric>: {unit, avg, p1…p99, min, max, std, count, sum}, <scalar>: {unit, avg}}],
-/// input_config}`; `start_ns`/`end_ns` are Unix nanoseconds (the run started at `start_unix_ns`).
+/// input_config}` with the summary's metrics and scalars per slice; `start_ns`/`end_ns` are Unix
+/// nanoseconds (the run started at `start_unix_ns`). Ours beside: `slice_duration_s`,
+/// `records_beyond_last_slice`.
 pub fn timeslices_json(t: &TimeSlices, start_unix_ns: u128, input_config: &Value) -> String {
     let slices: Vec<Value> = t
         .slices
@@ -176,16 +155,10 @@ pub fn timeslices_json(t: &TimeSlices, start_unix_ns: u128, input_config: &Value
             m.insert("start_ns".into(), json!(start_unix_ns + u128::from(s.start_ns)));
             m.insert("end_ns".into(), json!(start_unix_ns + u128::from(s.end_ns)));
             m.insert("is_complete".into(), json!(s.is_complete));
-            for (metric, d, total) in &s.metrics {
-                let mut o = Map::new();
-                o.insert("unit".into(), json!(metric.unit()));
-                for (k, v) in stats(d, *total) {
-                    let value = if k == "count" { json!(d.count) } else { json!(v) };
-                    o.insert(k, value);
-                }
-                m.insert(metric.tag().into(), Value::Object(o));
+            for (metric, d) in &s.report.metrics {
+                m.insert(metric.tag().into(), dist_json(metric.unit(), d));
             }
-            for (tag, unit, v) in s.scalars() {
+            for (tag, _, unit, v) in scalars(&s.report) {
                 m.insert(tag.into(), json!({"unit": unit, "avg": v}));
             }
             Value::Object(m)
@@ -202,19 +175,21 @@ pub fn timeslices_json(t: &TimeSlices, start_unix_ns: u128, input_config: &Value
     text
 }
 
-/// `profile_export_aiperf_timeslices.csv`, tidy: `Timeslice,Start_NS,End_NS,Metric,Unit,Stat,Value`,
-/// one row per statistic (times in Unix nanoseconds, as in the JSON).
+/// `profile_export_aiperf_timeslices.csv` in AIPerf's tidy layout:
+/// `Timeslice,Start_NS,End_NS,Metric,Unit,Stat,Value`, one row per statistic, the metrics of a
+/// slice sorted by tag and named by their headers, values with two decimals, lines ending in CRLF
+/// (Python's `csv` module); times in Unix nanoseconds, as in the JSON.
 pub fn timeslices_csv(t: &TimeSlices, start_unix_ns: u128) -> String {
-    let mut out = String::from("Timeslice,Start_NS,End_NS,Metric,Unit,Stat,Value\n");
+    let mut out = String::from("Timeslice,Start_NS,End_NS,Metric,Unit,Stat,Value\r\n");
     for (i, s) in t.slices.iter().enumerate() {
         let (start, end) = (start_unix_ns + u128::from(s.start_ns), start_unix_ns + u128::from(s.end_ns));
-        for (metric, d, total) in &s.metrics {
-            for (stat, v) in stats(d, *total) {
-                let _ = writeln!(out, "{i},{start},{end},{},{},{stat},{v}", metric.tag(), metric.unit());
+        let mut rows = rows(&s.report);
+        rows.sort_by(|a, b| a.0.cmp(b.0));
+        for (_, header, unit, stats) in rows {
+            let name = crate::csv::field(header);
+            for (stat, v) in stats {
+                let _ = write!(out, "{i},{start},{end},{name},{unit},{stat},{v:.2}\r\n");
             }
-        }
-        for (tag, unit, v) in s.scalars() {
-            let _ = writeln!(out, "{i},{start},{end},{tag},{unit},avg,{v}");
         }
     }
     out
@@ -224,7 +199,7 @@ pub fn timeslices_csv(t: &TimeSlices, start_unix_ns: u128) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::results::metrics::parse_goodput;
+    use crate::results::metrics::{Metric, parse_goodput};
     use crate::results::record::RecordError;
 
     /// A streamed request sent at `sent_ms` with a TTFT of `ttft_ms` and 2 tokens 1 ms apart.
@@ -258,17 +233,20 @@ mod tests {
     #[test]
     fn a_request_belongs_to_the_slice_of_its_send_time_and_counts_add_up() {
         let t = sliced();
-        let counts: Vec<(u64, u64)> = t.slices.iter().map(|s| (s.request_count, s.error_request_count)).collect();
+        let counts: Vec<(u64, u64)> =
+            t.slices.iter().map(|s| (s.report.request_count, s.report.error_request_count)).collect();
         assert_eq!(counts, vec![(3, 0), (1, 1), (0, 0), (1, 0)]);
         assert_eq!(counts.iter().map(|(ok, err)| ok + err).sum::<u64>(), 6);
         let complete: Vec<bool> = t.slices.iter().map(|s| s.is_complete).collect();
         assert_eq!(complete, vec![true, true, true, false]);
-        // 3 requests in 0.1 s; the last slice elapsed 50 ms.
-        assert!((t.slices[0].request_throughput - 30.0).abs() < 1e-9);
-        assert!((t.slices[3].request_throughput - 20.0).abs() < 1e-9);
-        assert_eq!(t.slices[0].good_request_count, Some(2));
-        let ttft = t.slices[0].metrics.iter().find(|(m, ..)| *m == Metric::TimeToFirstToken).unwrap();
-        assert_eq!((ttft.1.count, ttft.1.max, ttft.2), (3, 20.0, 40.0));
+        // 3 requests in 0.1 s; the last slice ends with the run, 50 ms after its start.
+        assert!((t.slices[0].report.request_throughput - 30.0).abs() < 1e-9);
+        assert_eq!((t.slices[3].start_ns, t.slices[3].end_ns), (300_000_000, 350_000_000));
+        assert!((t.slices[3].report.request_throughput - 20.0).abs() < 1e-9);
+        assert_eq!(t.slices[0].report.good_request_count, Some(2));
+        assert!((t.slices[0].report.goodput.unwrap() - 20.0).abs() < 1e-9);
+        let ttft = t.slices[0].report.metrics.iter().find(|(m, _)| *m == Metric::TimeToFirstToken).unwrap();
+        assert_eq!((ttft.1.count, ttft.1.max, ttft.1.sum), (3, 20.0, 40.0));
     }
 
     #[test]

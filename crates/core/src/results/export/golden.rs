@@ -54,7 +54,7 @@ fn record(line: &Value, base: u64, streaming: bool) -> RequestRecord {
         |t: u64| (i128::from(t) - i128::from(rec.sent_ns) + i128::from(float64(rec.sent_ns)) - i128::from(base)) as u64;
     rec.chunk_ns = rec.chunk_ns.iter().map(|&c| with_send(c)).collect();
     rec.sent_ns = with_send(rec.sent_ns);
-    rec.scheduled_ns = float64(rec.scheduled_ns) - base;
+    rec.scheduled_ns = float64(rec.scheduled_ns).saturating_sub(base);
     rec.end_ns = if streaming {
         float64(rec.end_ns) - base
     } else {
@@ -189,4 +189,96 @@ fn every_metric_of_aiperfs_summaries_from_its_records() {
         let n = compare(shape, goodput);
         assert!(n >= at_least, "{shape}: {n} metrics compared");
     }
+}
+
+/// AIPerf's time slices of the same records: `profile_export_aiperf_timeslices.json` slice by
+/// slice and `.csv` row by row, for the metrics computed from the same inputs (AIPerf's slice
+/// grid starts at its first request's start, as ours at time zero: the records are counted from
+/// there). Returns the slice values compared.
+fn compare_timeslices(shape: &str, goodput: &str, slice_ns: u64) -> usize {
+    use crate::results::timeslices::{Slicer, timeslices_csv, timeslices_json};
+    let dir = format!("{}/../../tests/fixtures/aiperf-0.13.0-runs/{shape}", env!("CARGO_MANIFEST_DIR"));
+    let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap_or_else(|e| panic!("{dir}/{f}: {e}"));
+    let theirs: Value = serde_json::from_str(&read("profile_export_aiperf_timeslices.json")).unwrap_or_default();
+    let lines: Vec<Value> = read("profile_export.jsonl")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["metadata"]["benchmark_phase"] == "profiling")
+        .collect();
+    let base = lines
+        .iter()
+        .filter_map(|l| l["metadata"]["request_start_ns"].as_u64())
+        .map(|t| (t as f64) as u64)
+        .min()
+        .unwrap_or(0);
+    let slos = parse_goodput(goodput).unwrap_or_default();
+    let mut slicer = Slicer::new(slice_ns).unwrap_or_else(|e| panic!("{e}"));
+    let mut run_end = 0;
+    for l in &lines {
+        let r = record(l, base, true);
+        run_end = run_end.max(r.end_ns);
+        slicer.add(&r, false, &slos);
+    }
+    let slices = slicer.finish(run_end, !slos.is_empty());
+    let ours: Value =
+        serde_json::from_str(&timeslices_json(&slices, u128::from(base), &Value::Null)).unwrap_or_default();
+    let (theirs, ours) = (theirs["timeslices"].as_array().cloned().unwrap_or_default(), ours["timeslices"].clone());
+    assert_eq!(theirs.len(), ours.as_array().map_or(0, Vec::len), "{shape}: slices");
+    let mut problems = Vec::new();
+    let mut compared = 0;
+    for (i, t) in theirs.iter().enumerate() {
+        let o = &ours[i];
+        for edge in ["start_ns", "end_ns"] {
+            let (a, b) = (o[edge].as_f64().unwrap_or(0.0), t[edge].as_f64().unwrap_or(-1.0));
+            // AIPerf's times are float64 (256 ns steps near 2026).
+            if (a - b).abs() > 512.0 {
+                problems.push(format!("slice {i}: {edge} ours {a}, AIPerf's {b}"));
+            }
+        }
+        for (tag, tv) in t.as_object().into_iter().flatten() {
+            let per_slice_rate = matches!(tag.as_str(), "request_throughput" | "output_token_throughput" | "goodput");
+            if tv.get("unit").is_none() || (not_compared(tag) && !per_slice_rate) {
+                continue;
+            }
+            for (stat, x) in tv.as_object().into_iter().flatten().filter(|(k, _)| *k != "unit") {
+                match (o[tag].get(stat).and_then(Value::as_f64), x.as_f64()) {
+                    (Some(a), Some(b)) if close(a, b) => compared += 1,
+                    (a, b) => problems.push(format!("slice {i}: {tag}.{stat}: ours {a:?}, AIPerf's {b:?}")),
+                }
+            }
+        }
+    }
+    // The CSV: its header, and each row of a metric we have: name, unit, stat and value.
+    let csv = timeslices_csv(&slices, u128::from(base));
+    let their_csv = read("profile_export_aiperf_timeslices.csv");
+    let key = |l: &str| {
+        let c: Vec<&str> = l.split(',').collect();
+        (c.first().map(|s| s.to_string()), c.get(3..).map(|r| r.join(",")))
+    };
+    assert_eq!(csv.split("\r\n").next(), their_csv.split("\r\n").next(), "{shape}: CSV header");
+    let our_rows: std::collections::HashSet<_> = csv.split("\r\n").map(key).collect();
+    let our_names: std::collections::HashSet<String> =
+        csv.split("\r\n").filter_map(|l| l.split(',').nth(3).map(str::to_owned)).collect();
+    let mut rows = 0;
+    for line in their_csv.split("\r\n").skip(1).filter(|l| !l.is_empty()) {
+        let name = line.split(',').nth(3).unwrap_or_default();
+        let rate = ["Request Throughput", "Output Token Throughput", "Goodput"].contains(&name);
+        if !our_names.contains(name) || (name.contains("Throughput") && !rate) {
+            continue;
+        }
+        if our_rows.contains(&key(line)) {
+            rows += 1;
+        } else {
+            problems.push(format!("CSV row: AIPerf's {line}"));
+        }
+    }
+    assert!(problems.is_empty(), "{shape}:\n{}", problems.join("\n"));
+    assert!(rows >= 500, "{shape}: {rows} CSV rows matched");
+    compared
+}
+
+#[test]
+fn aiperfs_time_slices_from_its_records() {
+    let n = compare_timeslices("timeslices-goodput", "time_to_first_token:30 request_latency:80", 1_000_000_000);
+    assert!(n >= 600, "{n} slice values compared");
 }

@@ -11,7 +11,7 @@ use crate::server::kinds::ServerView;
 use crate::stats::{Distribution, REPORT_PERCENTILES};
 
 /// A distribution as AIPerf's `JsonMetricResult`: unit, avg, p1…p99, min, max, std, count, sum.
-fn dist_json(unit: &str, d: &Distribution) -> Value {
+pub(crate) fn dist_json(unit: &str, d: &Distribution) -> Value {
     let mut m = Map::new();
     m.insert("unit".into(), json!(unit));
     m.insert("avg".into(), json!(d.avg));

@@ -12,6 +12,7 @@ mod json;
 
 pub use console::console_table;
 pub use csv::summary_csv;
+pub(crate) use json::dist_json;
 pub use json::summary_json;
 
 use crate::results::aggregate::{Report, UrlReport};
@@ -53,7 +54,7 @@ impl SummaryFormat {
 
 /// Run-level scalars: (tag, header, unit, value): AIPerf's, each where AIPerf has it for the
 /// same run, then ours.
-fn scalars(r: &Report) -> Vec<(&'static str, &'static str, &'static str, f64)> {
+pub(crate) fn scalars(r: &Report) -> Vec<(&'static str, &'static str, &'static str, f64)> {
     let mut v = vec![
         ("request_throughput", "Request Throughput", "requests/sec", r.request_throughput),
         ("request_count", "Request Count", "requests", r.request_count as f64),
