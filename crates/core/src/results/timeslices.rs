@@ -119,9 +119,12 @@ pub struct TimeSlices {
     pub beyond: u64,
 }
 
-/// A slice's statistics as (tag, header, unit, [(stat, value)]): the distributions (AIPerf's
-/// `STAT_KEYS` order: avg, min, max, sum, p1…p99, std), then the scalars (avg only).
-fn rows(r: &Report) -> Vec<(&'static str, &'static str, &'static str, Vec<(String, f64)>)> {
+/// One metric of a slice in the CSV: its tag (the sort key), header, unit and statistics.
+type CsvMetric = (&'static str, &'static str, &'static str, Vec<(String, f64)>);
+
+/// A slice's statistics: the distributions (AIPerf's `STAT_KEYS` order: avg, min, max, sum,
+/// p1…p99, std), then the scalars (avg only).
+fn rows(r: &Report) -> Vec<CsvMetric> {
     let mut v: Vec<_> = r
         .metrics
         .iter()

@@ -73,17 +73,26 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-6 * a.abs().max(b.abs()) + 1e-9
 }
 
-/// Compares one run; returns the AIPerf keys compared.
-fn compare(shape: &str, goodput: &str) -> usize {
+/// Reads a file of one of AIPerf's fixture runs.
+fn reader(shape: &str) -> impl Fn(&str) -> String {
     let dir = format!("{}/../../tests/fixtures/aiperf-0.13.0-runs/{shape}", env!("CARGO_MANIFEST_DIR"));
-    let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap_or_else(|e| panic!("{dir}/{f}: {e}"));
-    let theirs: Value = serde_json::from_str(&read("profile_export_aiperf.json")).unwrap_or_default();
-    let streaming = theirs["input_config"]["endpoint"]["streaming"].as_bool().unwrap_or(false);
-    let lines: Vec<Value> = read("profile_export.jsonl")
-        .lines()
+    move |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap_or_else(|e| panic!("{dir}/{f}: {e}"))
+}
+
+/// The profiling phase's lines of AIPerf's `profile_export.jsonl` (warm-up left out).
+fn profiling_lines(text: &str) -> Vec<Value> {
+    text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|l| l["metadata"]["benchmark_phase"] == "profiling")
-        .collect();
+        .collect()
+}
+
+/// Compares one run; returns the AIPerf keys compared.
+fn compare(shape: &str, goodput: &str) -> usize {
+    let read = reader(shape);
+    let theirs: Value = serde_json::from_str(&read("profile_export_aiperf.json")).unwrap_or_default();
+    let streaming = theirs["input_config"]["endpoint"]["streaming"].as_bool().unwrap_or(false);
+    let lines = profiling_lines(&read("profile_export.jsonl"));
     let base = lines
         .iter()
         .flat_map(|l| [l["metadata"]["credit_issued_ns"].as_u64(), l["metadata"]["request_start_ns"].as_u64()])
@@ -197,14 +206,9 @@ fn every_metric_of_aiperfs_summaries_from_its_records() {
 /// there). Returns the slice values compared.
 fn compare_timeslices(shape: &str, goodput: &str, slice_ns: u64) -> usize {
     use crate::results::timeslices::{Slicer, timeslices_csv, timeslices_json};
-    let dir = format!("{}/../../tests/fixtures/aiperf-0.13.0-runs/{shape}", env!("CARGO_MANIFEST_DIR"));
-    let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap_or_else(|e| panic!("{dir}/{f}: {e}"));
+    let read = reader(shape);
     let theirs: Value = serde_json::from_str(&read("profile_export_aiperf_timeslices.json")).unwrap_or_default();
-    let lines: Vec<Value> = read("profile_export.jsonl")
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|l| l["metadata"]["benchmark_phase"] == "profiling")
-        .collect();
+    let lines = profiling_lines(&read("profile_export.jsonl"));
     let base = lines
         .iter()
         .filter_map(|l| l["metadata"]["request_start_ns"].as_u64())
