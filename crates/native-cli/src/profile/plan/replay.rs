@@ -494,7 +494,12 @@ impl ServerPlan {
         Ok(ServerPlan {
             metrics_urls,
             metrics_interval: Duration::from_secs_f64(i),
-            wait: a.wait_for_server.map(|w| seconds(w, "--wait-for-server", false)).transpose()?,
+            wait: match (a.wait_for_server, a.wait_for_model_timeout) {
+                (Some(w), _) => Some(seconds(w, "--wait-for-server", false)?),
+                // AIPerf's spelling: 0 does not wait.
+                (None, Some(w)) => Some(seconds(w, "--wait-for-model-timeout", true)?).filter(|d| !d.is_zero()),
+                (None, None) => None,
+            },
             reset_prefix_cache: a.reset_prefix_cache,
             go_on_unreachable: a.go_on_unreachable,
             kind: a.server_kind,

@@ -1,0 +1,163 @@
+//! Every option spelling of AIPerf 0.13.0's `aiperf profile --help` (the fixture written by
+//! scripts/aiperf-profile-help.sh) is in our table, and `aiperf-cli profile` either parses it
+//! (honoured) or refuses it by name in one line (refused): never clap's "unexpected argument".
+#![allow(clippy::unwrap_used)]
+
+#[allow(dead_code)]
+#[path = "../src/profile/aiperf_options.rs"]
+mod aiperf_options;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use aiperf_options::{OPTIONS, Verdict};
+
+const BIN: &str = env!("CARGO_BIN_EXE_aiperf-cli");
+const HELP: &str = "tests/fixtures/aiperf-0.13.0-profile-help.txt";
+/// The trace of every honoured run: missing, so that the run stops once the options are valid.
+const MISSING: &str = "missing.jsonl";
+
+/// The option spellings of AIPerf's help: the name column of each option's rows (a row of a
+/// box starting `│ -`, or `│   -` for names wrapped onto the next row), up to the first double
+/// space.
+fn help_spellings() -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(HELP);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix('│') else { continue };
+        let names = match rest.strip_prefix("   -").or_else(|| rest.strip_prefix(" -")) {
+            Some(n) => format!("-{n}"),
+            None => continue,
+        };
+        let column = names.split("  ").next().unwrap();
+        out.extend(column.split(' ').filter(|s| !s.is_empty()).map(str::to_string));
+    }
+    out
+}
+
+fn profile(dir: &Path, args: &[&str]) -> Output {
+    Command::new(BIN).current_dir(dir).arg("profile").args(args).env_remove("OPENAI_API_KEY").output().unwrap()
+}
+
+/// What a run of one spelling must print.
+enum Expect {
+    /// The options were valid: the run got as far as reading the (missing) trace.
+    ReachesTheTrace,
+    /// Exactly this line on stderr.
+    Refusal(String),
+}
+
+/// The failure of one run, if it failed; exit status 2 either way.
+fn check(dir: &Path, args: &[String], expect: &Expect) -> Option<String> {
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = profile(dir, &argv);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let ok = out.status.code() == Some(2)
+        && match expect {
+            Expect::ReachesTheTrace => err.contains(MISSING) && !clap_refused(&err),
+            Expect::Refusal(line) => err == *line,
+        };
+    (!ok).then(|| format!("{argv:?}: status {:?}: {err}", out.status.code()))
+}
+
+fn clap_refused(stderr: &str) -> bool {
+    stderr.contains("unexpected argument") || stderr.contains("unrecognized") || stderr.contains("invalid value")
+}
+
+#[test]
+fn every_aiperf_option_is_honoured_or_refused_by_name() {
+    let spellings = help_spellings();
+    assert!(spellings.len() > 300, "{} spellings read from {HELP}", spellings.len());
+    let in_help: BTreeSet<&str> = spellings.iter().map(String::as_str).collect();
+    let in_table: BTreeSet<&str> = OPTIONS.iter().map(|o| o.spelling).collect();
+    assert_eq!(in_table.len(), OPTIONS.len(), "a spelling is twice in the table");
+    let missing: Vec<_> = in_help.difference(&in_table).collect();
+    assert!(missing.is_empty(), "AIPerf spellings missing from the table: {missing:?}");
+    let extra: Vec<_> = in_table.difference(&in_help).collect();
+    assert!(extra.is_empty(), "table spellings not in AIPerf's help: {extra:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let tokenizer = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/tokenizers/smollm2-135m/tokenizer.json")
+        .display()
+        .to_string();
+    // One command line per spelling, with what its run must print: a path in the error that
+    // stops an honoured run, or the whole refusal line.
+    let mut runs: Vec<(Vec<String>, Expect)> = Vec::new();
+    let (mut honoured, mut refused) = (0, 0);
+    for o in OPTIONS {
+        match o.verdict {
+            Verdict::Honoured { ours, example } => {
+                honoured += 1;
+                // The required options, unless the spelling is one of them; a URL nothing listens on.
+                let mut args: Vec<String> = Vec::new();
+                for (flag, value) in [("--model", "m"), ("--input-file", MISSING), ("--url", "http://127.0.0.1:9")] {
+                    if ours != flag {
+                        args.extend([flag.to_string(), value.to_string()]);
+                    }
+                }
+                args.push(o.spelling.to_string());
+                args.extend(example.iter().map(|e| e.replace("missing-tokenizer.json", &tokenizer)));
+                runs.push((args, Expect::ReachesTheTrace));
+            }
+            Verdict::Refused(why) => {
+                refused += 1;
+                let args = ["-m", "m", "--input-file", MISSING, o.spelling, "1"].map(String::from).to_vec();
+                let line = format!(
+                    "error: the AIPerf option {} is not supported by `aiperf-cli profile`: {}; instead: {}\n",
+                    o.spelling, why.why, why.instead
+                );
+                runs.push((args, Expect::Refusal(line)));
+            }
+        }
+    }
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let workers: Vec<_> = runs
+            .chunks(runs.len().div_ceil(8))
+            .map(|chunk| {
+                s.spawn(|| {
+                    chunk.iter().filter_map(|(args, expect)| check(dir.path(), args, expect)).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+    });
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    println!("AIPerf 0.13.0 profile option spellings: {} ({honoured} honoured, {refused} refused)", OPTIONS.len());
+    assert_eq!(aiperf_options::counts(), (honoured, refused));
+}
+
+#[test]
+fn refusals_cover_attached_values_and_aiperf_stream_domains() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["--replay-speedup=2"][..],
+        &["-fconfig.yaml"],
+        &["-f", "config.yaml"],
+        &["--stream", "metrics"],
+        &["--stream=timing"],
+    ] {
+        let mut argv = vec!["-m", "m", "--input-file", MISSING];
+        argv.extend_from_slice(args);
+        let out = profile(dir.path(), &argv);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("is not supported by `aiperf-cli profile`") && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    // Our `--stream` switch (an alias of --streaming) stays ours.
+    let out = profile(dir.path(), &["-m", "m", "--input-file", MISSING, "--url", "http://127.0.0.1:9", "--stream"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(MISSING));
+}
+
+#[test]
+fn spellings_that_are_not_aiperfs_keep_clap_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = profile(dir.path(), &["-m", "m", "--input-file", MISSING, "--no-such-option"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected argument '--no-such-option'"));
+}
