@@ -3,6 +3,8 @@
 //! (honoured) or refuses it by name in one line (refused): never clap's "unexpected argument".
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 #[allow(dead_code)]
 #[path = "../src/profile/aiperf_options.rs"]
 mod aiperf_options;
@@ -10,6 +12,7 @@ mod aiperf_options;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use aiperf_options::{OPTIONS, Verdict};
 
@@ -160,4 +163,64 @@ fn spellings_that_are_not_aiperfs_keep_clap_errors() {
     let out = profile(dir.path(), &["-m", "m", "--input-file", MISSING, "--no-such-option"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected argument '--no-such-option'"));
+}
+
+#[test]
+fn custom_dataset_type_reads_the_named_format() {
+    const LIMIT: Duration = Duration::from_secs(120);
+    let mock = common::Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    // A Bailian trace (AIPerf's bailian_trace): seconds, 16-token hash ids, three root chats.
+    let lines: Vec<String> = (0..3)
+        .map(|i| {
+            let isl: u32 = 100 + 20 * i;
+            let ids: Vec<String> = (0..isl.div_ceil(16)).map(|b| (1000 * i + b).to_string()).collect();
+            format!(
+                r#"{{"chat_id": {i}, "parent_chat_id": -1, "timestamp": {}, "input_length": {isl}, "output_length": 4, "type": "text", "turn": 1, "hash_ids": [{}]}}"#,
+                f64::from(i) * 0.05,
+                ids.join(", ")
+            )
+        })
+        .collect();
+    let trace = common::write_trace(dir.path(), &lines);
+    let out = common::profile_on(
+        &mock.url,
+        &trace,
+        &dir.path().join("a"),
+        &["--custom-dataset-type", "bailian_trace"],
+        LIMIT,
+    );
+    common::ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("detected format"), "the named format is read, not detected: {err}");
+    let mut isls: Vec<u64> = mock.arrivals().iter().map(|a| a["prompt_tokens"].as_u64().unwrap()).collect();
+    isls.sort_unstable();
+    assert_eq!(isls, [100, 120, 140]);
+    // Without it the format is detected (and said); AIPerf's other names read the file as theirs.
+    let out = common::profile_on(&mock.url, &trace, &dir.path().join("b"), &[], LIMIT);
+    common::ok(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("detected format: bailian"));
+    let out = common::profile_on(
+        &mock.url,
+        &trace,
+        &dir.path().join("c"),
+        &["--custom-dataset-type", "burst_gpt_trace"],
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    for (extra, expected) in [
+        (
+            &["--custom-dataset-type", "bailian_trace", "--trace-format", "weka"][..],
+            "reads bailian traces, but --trace-format names weka",
+        ),
+        (
+            &["--custom-dataset-type", "single_turn"],
+            "--custom-dataset-type single_turn: accepted is mooncake_trace, bailian_trace, burst_gpt_trace, weka_trace",
+        ),
+    ] {
+        let out = common::profile_on(&mock.url, &trace, &dir.path().join("d"), extra, LIMIT);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.code() == Some(2) && err.contains(expected), "{extra:?}: {err}");
+    }
+    assert_eq!(mock.arrivals().len(), 6, "only the two runs that read the trace sent anything");
 }

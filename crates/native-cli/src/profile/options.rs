@@ -99,7 +99,8 @@ pub struct Args {
     /// A larger one ends that request with a `response_too_large` error.
     #[arg(help_heading = "Endpoint", long, default_value_t = DEFAULT_MAX_RESPONSE_BYTES)]
     pub max_response_bytes: usize,
-    /// Dataset type; only mooncake_trace is supported.
+    /// Dataset type, by AIPerf's names of the trace formats read here: mooncake_trace (the
+    /// format as --trace-format says), bailian_trace, burst_gpt_trace or weka_trace.
     #[arg(help_heading = "Input", long, default_value = "mooncake_trace")]
     pub custom_dataset_type: String,
     /// Seed of prompt text and Poisson arrivals.
