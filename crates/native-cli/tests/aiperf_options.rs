@@ -224,3 +224,51 @@ fn custom_dataset_type_reads_the_named_format() {
     }
     assert_eq!(mock.arrivals().len(), 6, "only the two runs that read the trace sent anything");
 }
+
+#[test]
+fn aiperf_names_of_our_features_do_what_ours_do() {
+    const LIMIT: Duration = Duration::from_secs(120);
+    let mock = common::Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..5).map(|i| format!(r#"{{"timestamp": {}, "input_length": 50, "output_length": 2}}"#, i * 10)).collect();
+    let trace = common::write_trace(dir.path(), &lines);
+    let art = dir.path().join("named");
+    let names = [
+        "--output-artifact-dir",
+        art.to_str().unwrap(),
+        "--wait-for-model-timeout",
+        "5",
+        "--reset-kv-cache",
+        "--server-kind",
+        "vllm",
+        "--num-requests",
+        "3",
+        "--transport",
+        "http",
+        "-vv",
+        "--no-gpu-telemetry",
+        "--no-auto-plot",
+    ];
+    let out = common::profile(
+        &[
+            &["-m", "m", "-u", &mock.url, "--tokenizer", &common::tokenizer(), "--input-file", trace.to_str().unwrap()],
+            &names[..],
+        ]
+        .concat(),
+        LIMIT,
+    );
+    common::ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Waiting up to 5.0 s for") && err.contains("Prefix cache emptied (vllm)"), "{err}");
+    assert_eq!(common::summary(&art)["request_count"]["avg"], 3.0);
+    let arrivals = mock.arrivals();
+    // The reset, then the three requests.
+    assert_eq!(arrivals[0]["reset"], "/reset_prefix_cache");
+    assert_eq!(arrivals.iter().filter(|a| a["path"] == "/v1/chat/completions").count(), 3);
+    assert_eq!(arrivals.len(), 4);
+    // AIPerf's default of --wait-for-model-timeout, 0, does not wait.
+    let out = common::profile_on(&mock.url, &trace, &dir.path().join("b"), &["--wait-for-model-timeout", "0"], LIMIT);
+    common::ok(&out);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("Waiting up to"));
+}

@@ -240,13 +240,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--hf-weka-dataset", &DOWNLOADS),
     refused("--dataset-filter", &DOWNLOADS),
     same("--custom-dataset-type", &["mooncake_trace"]),
-    refused(
-        "--ignore-trace-delays",
-        &Refusal {
-            why: "not yet supported: dropping the trace's timestamps and turn delays at load time",
-            instead: "--no-fixed-schedule ignores the timestamps; convert-trace --max-turn-gap-ms caps the delays",
-        },
-    ),
+    refused("--ignore-trace-delays", &WEKA_ONLY),
     refused("--use-think-time-only", &WEKA_ONLY),
     refused("--max-context-length", &WEKA_ONLY),
     refused("--dataset-sampling-strategy", &DATASET_ORDER),
