@@ -56,6 +56,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().collect();
+    if raw.get(1).is_some_and(|c| c == "profile") && raw[2..] == ["--aiperf-options"] {
+        show!("{}", profile::aiperf_options::listing().trim_end());
+        return ExitCode::SUCCESS;
+    }
     if raw.get(1).is_some_and(|c| c == "profile")
         && let Err(e) = profile::reject_unsupported(&raw[2..])
     {

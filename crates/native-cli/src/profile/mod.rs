@@ -15,6 +15,7 @@
 //! [`phases`]; [`control`] holds the tokens and watches the signals, [`clock`] the wall clock of
 //! sharded runs.
 
+pub mod aiperf_options;
 pub mod artifacts;
 pub mod body;
 pub mod campaign;

@@ -98,14 +98,20 @@ pub struct Args {
     /// A larger one ends that request with a `response_too_large` error.
     #[arg(help_heading = "Endpoint", long, default_value_t = DEFAULT_MAX_RESPONSE_BYTES)]
     pub max_response_bytes: usize,
-    /// Dataset type; only mooncake_trace is supported.
+    /// Dataset type, by AIPerf's names of the trace formats read here: mooncake_trace (the
+    /// format as --trace-format says), bailian_trace, burst_gpt_trace or weka_trace.
     #[arg(help_heading = "Input", long, default_value = "mooncake_trace")]
     pub custom_dataset_type: String,
     /// Seed of prompt text and Poisson arrivals.
     #[arg(help_heading = "Input", long, default_value_t = 0)]
     pub random_seed: u64,
     /// Tokens per hash id block.
-    #[arg(help_heading = "Input", long, default_value_t = 512)]
+    #[arg(
+        help_heading = "Input",
+        long,
+        aliases = ["prompt-input-tokens-block-size", "synthetic-input-tokens-block-size"],
+        default_value_t = 512
+    )]
     pub isl_block_size: u64,
     #[command(flatten, next_help_heading = "Synthesis (applied to the trace before the replay)")]
     pub synthesis: SynthesisFlags,
@@ -131,7 +137,7 @@ pub struct Args {
     #[arg(help_heading = "Load", long, value_delimiter = ',')]
     pub request_rate: Vec<f64>,
     /// Gaps between request-rate arrivals.
-    #[arg(help_heading = "Load", long, value_enum, default_value = "poisson")]
+    #[arg(help_heading = "Load", long, alias = "request-rate-mode", value_enum, default_value = "poisson")]
     pub arrival_pattern: ArrivalPattern,
     /// At most this many requests in flight.
     ///
@@ -190,7 +196,7 @@ pub struct Args {
     /// Empty the server's prefix cache before warm-up (vLLM, SGLang, llama.cpp), so that runs start cold.
     ///
     /// The server kind comes from its metric names or --server-kind.
-    #[arg(help_heading = "Server", long)]
+    #[arg(help_heading = "Server", long, alias = "reset-kv-cache")]
     pub reset_prefix_cache: bool,
     /// The server's kind, for --reset-prefix-cache when its metrics do not tell.
     #[arg(help_heading = "Server", long, value_enum)]
@@ -199,7 +205,7 @@ pub struct Args {
     /// Folder of the exports [default: artifacts/<model>-openai-<endpoint>-<load>, as AIPerf
     /// names it, with a -2, -3… suffix when a run is already there]. A folder that already holds
     /// a run is refused unless --overwrite is given.
-    #[arg(help_heading = "Output", long)]
+    #[arg(help_heading = "Output", long, alias = "output-artifact-dir")]
     pub artifact_dir: Option<PathBuf>,
     /// Replace the files of a run already in the artifact folder.
     #[arg(help_heading = "Output", long)]
@@ -256,9 +262,31 @@ pub struct Args {
     /// Accepted for AIPerf compatibility; aiperf-cli has a single log level.
     #[arg(help_heading = "Output", long, hide = true)]
     pub log_level: Option<String>,
+    /// Accepted for AIPerf compatibility; aiperf-cli has a single log level (`-vv` is
+    /// AIPerf's `--extra-verbose`).
+    #[arg(help_heading = "Output", short = 'v', long, hide = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
     /// Accepted for AIPerf compatibility; aiperf-cli has a single log level.
-    #[arg(help_heading = "Output", short = 'v', long, hide = true)]
-    pub verbose: bool,
+    #[arg(help_heading = "Output", long, hide = true)]
+    pub extra_verbose: bool,
+    /// AIPerf's readiness probe: wait up to this many seconds for the server before starting,
+    /// as --wait-for-server does; 0 (AIPerf's default) does not wait.
+    #[arg(help_heading = "Server", long, hide = true, conflicts_with = "wait_for_server")]
+    pub wait_for_model_timeout: Option<f64>,
+    /// AIPerf's transport: HTTP, the only one (AIPerf 0.13 offers only http too).
+    #[arg(help_heading = "Endpoint", long, alias = "transport-type", hide = true, value_enum)]
+    pub transport: Option<Transport>,
+    /// Accepted for AIPerf compatibility: no plot is drawn after a run (AIPerf's default).
+    #[arg(help_heading = "Output", long, hide = true)]
+    pub no_auto_plot: bool,
+    /// Accepted for AIPerf compatibility: no GPU telemetry is collected.
+    #[arg(help_heading = "Server", long, hide = true)]
+    pub no_gpu_telemetry: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Transport {
+    Http,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -273,44 +301,8 @@ pub enum UiType {
     None,
 }
 
-/// AIPerf options this tool does not support, with the reason shown to the user.
-const UNSUPPORTED: &[(&str, &str)] = &[
-    ("--synthetic-input-tokens-mean", "synthetic datasets are not supported; give a Mooncake --input-file"),
-    ("--synthetic-input-tokens-stddev", "synthetic datasets are not supported; give a Mooncake --input-file"),
-    ("--output-tokens-mean", "output lengths come from the trace's output_length"),
-    ("--output-tokens-stddev", "output lengths come from the trace's output_length"),
-    ("--num-dataset-entries", "the dataset is the trace"),
-    ("--num-prompts", "the dataset is the trace"),
-    ("--conversation-num", "sessions come from the trace"),
-    ("--conversation-turn-mean", "sessions come from the trace"),
-    ("--conversation-turn-delay-mean", "turn delays come from the trace's delay field"),
-    ("--prompt-batch-size", "batched prompts are not supported"),
-    ("--batch-size-text", "batched prompts are not supported"),
-    ("--public-dataset", "only Mooncake trace files are supported"),
-    ("--dataset-sampling-strategy", "rows are sent in trace order"),
-    ("--shared-system-prompt-length", "prefixes come from the trace's hash_ids"),
-    ("--prefix-prompt-length", "prefixes come from the trace's hash_ids"),
-    ("--prefix-prompt-pool-size", "prefixes come from the trace's hash_ids"),
-    ("--num-prefix-prompts", "prefixes come from the trace's hash_ids"),
-    ("--request-cancellation-rate", "request cancellation is not supported"),
-    ("--request-cancellation-delay", "request cancellation is not supported"),
-    ("--workers-max", "the replay uses one dispatcher and an async runtime, no worker processes"),
-    ("--record-processors", "there are no record-processor processes"),
-    ("--gpu-telemetry", "GPU telemetry is not supported"),
-    ("--profile-export-file", "exports always go to --artifact-dir under fixed names"),
-    ("--export-level", "all exports are always written"),
-    ("--tokenizer-revision", "pass a tokenizer.json path or folder instead"),
-    ("--tokenizer-trust-remote-code", "only tokenizer.json tokenizers are supported"),
-    ("--image-width-mean", "images are not supported"),
-    ("--image-height-mean", "images are not supported"),
-    ("--image-batch-size", "images are not supported"),
-    ("--audio-length-mean", "audio is not supported"),
-    ("--audio-batch-size", "audio is not supported"),
-    ("--transport", "HTTP is the only transport"),
-    ("--connection-reuse-strategy", "connections are always pooled and reused"),
-];
-
-/// Rejects AIPerf options that `profile` does not support, with a clear reason.
+/// Refuses, before clap parses them, AIPerf options that `profile` does not honour (one line:
+/// the option, why, and what to use instead; see [`super::aiperf_options`]).
 pub fn reject_unsupported(args: &[String]) -> Result<()> {
     for (i, a) in args.iter().enumerate() {
         let ui = match a.split_once('=') {
@@ -323,10 +315,12 @@ pub fn reject_unsupported(args: &[String]) -> Result<()> {
                 "--ui-type dashboard (AIPerf's full-screen dashboard) is not available in `aiperf-cli profile`: use --ui-type simple (the default) or none"
             );
         }
+    }
+    if let Some(line) = super::aiperf_options::refusal(args) {
+        bail!("{line}");
+    }
+    for a in args {
         let name = a.split('=').next().unwrap_or(a);
-        if let Some((_, why)) = UNSUPPORTED.iter().find(|(n, _)| *n == name) {
-            bail!("the AIPerf option {name} is not supported by `aiperf-cli profile`: {why}");
-        }
         if name.starts_with("--image-") || name.starts_with("--audio-") || name.starts_with("--video-") {
             bail!("the AIPerf option {name} is not supported by `aiperf-cli profile`: only text is supported");
         }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use aiperf_core::formats::Format;
 use aiperf_core::replay::schedule::{self, Schedule, ScheduleError, Shard, Timing};
 use aiperf_core::results::metrics::{Slo, parse_goodput};
 use aiperf_core::synthesis::TransformParams;
@@ -18,6 +19,7 @@ use super::limits::{
 };
 use super::secrets::{basic_auth, is_credential_header, redact_url, split_credentials};
 use super::tls::TlsOptions;
+use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
 use crate::profile::body::BodyTemplate;
 use crate::profile::options::{Args, UiType};
 use crate::profile::{artifacts, client, progress, scraper};
@@ -47,7 +49,7 @@ pub struct Target {
 #[derive(Clone, Debug)]
 pub struct Source {
     pub input_file: PathBuf,
-    pub format: crate::io::trace_format::TraceFormatArgs,
+    pub format: TraceFormatArgs,
     pub max_line_bytes: usize,
     pub block_size: u64,
     pub seed: u64,
@@ -152,11 +154,7 @@ impl ReplayPlan {
     pub fn from_args(a: Args) -> Result<ReplayPlan> {
         let urls = urls(&a.url)?;
         let tls = TlsOptions::of(a.ssl_ca_cert.as_ref(), a.insecure_skip_tls_verify)?;
-        ensure!(
-            a.custom_dataset_type == "mooncake_trace",
-            "--custom-dataset-type {}: only mooncake_trace is supported",
-            a.custom_dataset_type
-        );
+        let format = dataset_format(&a.custom_dataset_type, &a.trace_format)?;
         let block_size = in_range(a.isl_block_size, "--isl-block-size", 1, u64::from(u32::MAX))?;
         one_value_per_run(&a)?;
         let load = load(&a)?;
@@ -199,7 +197,7 @@ impl ReplayPlan {
             },
             source: Source {
                 input_file: a.input_file.clone(),
-                format: a.trace_format.clone(),
+                format,
                 max_line_bytes: in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?,
                 block_size,
                 seed: a.random_seed,
@@ -494,11 +492,42 @@ impl ServerPlan {
         Ok(ServerPlan {
             metrics_urls,
             metrics_interval: Duration::from_secs_f64(i),
-            wait: a.wait_for_server.map(|w| seconds(w, "--wait-for-server", false)).transpose()?,
+            wait: match (a.wait_for_server, a.wait_for_model_timeout) {
+                (Some(w), _) => Some(seconds(w, "--wait-for-server", false)?),
+                // AIPerf's spelling: 0 does not wait.
+                (None, Some(w)) => Some(seconds(w, "--wait-for-model-timeout", true)?).filter(|d| !d.is_zero()),
+                (None, None) => None,
+            },
             reset_prefix_cache: a.reset_prefix_cache,
             go_on_unreachable: a.go_on_unreachable,
             kind: a.server_kind,
         })
+    }
+}
+
+/// AIPerf's `--custom-dataset-type` names of the formats read here. `mooncake_trace`, AIPerf's
+/// default, leaves `--trace-format` as given (auto detects Mooncake, and the other formats too).
+const DATASET_TYPES: [(&str, Format); 3] =
+    [("bailian_trace", Format::Bailian), ("burst_gpt_trace", Format::BurstGpt), ("weka_trace", Format::Weka)];
+
+/// The trace format of `--custom-dataset-type` with `--trace-format`: AIPerf's name of a format
+/// reads the file as that format; naming another one with `--trace-format` is an error.
+fn dataset_format(name: &str, given: &TraceFormatArgs) -> Result<TraceFormatArgs> {
+    if name == "mooncake_trace" {
+        return Ok(given.clone());
+    }
+    let Some(&(_, format)) = DATASET_TYPES.iter().find(|(n, _)| *n == name) else {
+        let names: Vec<&str> = DATASET_TYPES.iter().map(|(n, _)| *n).collect();
+        bail!(
+            "--custom-dataset-type {name}: accepted is mooncake_trace, {} (AIPerf's names of the trace formats read here; --trace-format also reads servegen and azure)",
+            names.join(", ")
+        );
+    };
+    match given.trace_format {
+        FormatChoice::Is(f) if f != format => {
+            bail!("--custom-dataset-type {name} reads {format} traces, but --trace-format names {}", f.name())
+        }
+        _ => Ok(TraceFormatArgs { trace_format: FormatChoice::Is(format) }),
     }
 }
 

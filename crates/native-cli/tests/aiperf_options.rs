@@ -1,0 +1,274 @@
+//! Every option spelling of AIPerf 0.13.0's `aiperf profile --help` (the fixture written by
+//! scripts/aiperf-profile-help.sh) is in our table, and `aiperf-cli profile` either parses it
+//! (honoured) or refuses it by name in one line (refused): never clap's "unexpected argument".
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+#[allow(dead_code)]
+#[path = "../src/profile/aiperf_options.rs"]
+mod aiperf_options;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use aiperf_options::{OPTIONS, Verdict};
+
+const BIN: &str = env!("CARGO_BIN_EXE_aiperf-cli");
+const HELP: &str = "tests/fixtures/aiperf-0.13.0-profile-help.txt";
+/// The trace of every honoured run: missing, so that the run stops once the options are valid.
+const MISSING: &str = "missing.jsonl";
+
+/// The option spellings of AIPerf's help: the name column of each option's rows (a row of a
+/// box starting `│ -`, or `│   -` for names wrapped onto the next row), up to the first double
+/// space.
+fn help_spellings() -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(HELP);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix('│') else { continue };
+        let names = match rest.strip_prefix("   -").or_else(|| rest.strip_prefix(" -")) {
+            Some(n) => format!("-{n}"),
+            None => continue,
+        };
+        let column = names.split("  ").next().unwrap();
+        out.extend(column.split(' ').filter(|s| !s.is_empty()).map(str::to_string));
+    }
+    out
+}
+
+fn profile(dir: &Path, args: &[&str]) -> Output {
+    Command::new(BIN).current_dir(dir).arg("profile").args(args).env_remove("OPENAI_API_KEY").output().unwrap()
+}
+
+/// What a run of one spelling must print.
+enum Expect {
+    /// The options were valid: the run got as far as reading the (missing) trace.
+    ReachesTheTrace,
+    /// Exactly this line on stderr.
+    Refusal(String),
+}
+
+/// The failure of one run, if it failed; exit status 2 either way.
+fn check(dir: &Path, args: &[String], expect: &Expect) -> Option<String> {
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = profile(dir, &argv);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let ok = out.status.code() == Some(2)
+        && match expect {
+            Expect::ReachesTheTrace => err.contains(MISSING) && !clap_refused(&err),
+            Expect::Refusal(line) => err == *line,
+        };
+    (!ok).then(|| format!("{argv:?}: status {:?}: {err}", out.status.code()))
+}
+
+fn clap_refused(stderr: &str) -> bool {
+    stderr.contains("unexpected argument") || stderr.contains("unrecognized") || stderr.contains("invalid value")
+}
+
+#[test]
+fn every_aiperf_option_is_honoured_or_refused_by_name() {
+    let spellings = help_spellings();
+    assert!(spellings.len() > 300, "{} spellings read from {HELP}", spellings.len());
+    let in_help: BTreeSet<&str> = spellings.iter().map(String::as_str).collect();
+    let in_table: BTreeSet<&str> = OPTIONS.iter().map(|o| o.spelling).collect();
+    assert_eq!(in_table.len(), OPTIONS.len(), "a spelling is twice in the table");
+    let missing: Vec<_> = in_help.difference(&in_table).collect();
+    assert!(missing.is_empty(), "AIPerf spellings missing from the table: {missing:?}");
+    let extra: Vec<_> = in_table.difference(&in_help).collect();
+    assert!(extra.is_empty(), "table spellings not in AIPerf's help: {extra:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let tokenizer = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/tokenizers/smollm2-135m/tokenizer.json")
+        .display()
+        .to_string();
+    // One command line per spelling, with what its run must print: a path in the error that
+    // stops an honoured run, or the whole refusal line.
+    let mut runs: Vec<(Vec<String>, Expect)> = Vec::new();
+    let (mut honoured, mut refused) = (0, 0);
+    for o in OPTIONS {
+        match o.verdict {
+            Verdict::Honoured { ours, example } => {
+                honoured += 1;
+                // The required options, unless the spelling is one of them; a URL nothing listens on.
+                let mut args: Vec<String> = Vec::new();
+                for (flag, value) in [("--model", "m"), ("--input-file", MISSING), ("--url", "http://127.0.0.1:9")] {
+                    if ours != flag {
+                        args.extend([flag.to_string(), value.to_string()]);
+                    }
+                }
+                args.push(o.spelling.to_string());
+                args.extend(example.iter().map(|e| e.replace("missing-tokenizer.json", &tokenizer)));
+                runs.push((args, Expect::ReachesTheTrace));
+            }
+            Verdict::Refused(why) => {
+                refused += 1;
+                let args = ["-m", "m", "--input-file", MISSING, o.spelling, "1"].map(String::from).to_vec();
+                let line = format!(
+                    "error: the AIPerf option {} is not supported by `aiperf-cli profile`: {}; instead: {}\n",
+                    o.spelling, why.why, why.instead
+                );
+                runs.push((args, Expect::Refusal(line)));
+            }
+        }
+    }
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let workers: Vec<_> = runs
+            .chunks(runs.len().div_ceil(8))
+            .map(|chunk| {
+                s.spawn(|| {
+                    chunk.iter().filter_map(|(args, expect)| check(dir.path(), args, expect)).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+    });
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    println!("AIPerf 0.13.0 profile option spellings: {} ({honoured} honoured, {refused} refused)", OPTIONS.len());
+    assert_eq!(aiperf_options::counts(), (honoured, refused));
+}
+
+#[test]
+fn refusals_cover_attached_values_and_aiperf_stream_domains() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["--replay-speedup=2"][..],
+        &["-fconfig.yaml"],
+        &["-f", "config.yaml"],
+        &["--stream", "metrics"],
+        &["--stream=timing"],
+    ] {
+        let mut argv = vec!["-m", "m", "--input-file", MISSING];
+        argv.extend_from_slice(args);
+        let out = profile(dir.path(), &argv);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("is not supported by `aiperf-cli profile`") && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    // Our `--stream` switch (an alias of --streaming) stays ours.
+    let out = profile(dir.path(), &["-m", "m", "--input-file", MISSING, "--url", "http://127.0.0.1:9", "--stream"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(MISSING));
+}
+
+#[test]
+fn spellings_that_are_not_aiperfs_keep_clap_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = profile(dir.path(), &["-m", "m", "--input-file", MISSING, "--no-such-option"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected argument '--no-such-option'"));
+}
+
+#[test]
+fn custom_dataset_type_reads_the_named_format() {
+    const LIMIT: Duration = Duration::from_secs(120);
+    let mock = common::Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    // A Bailian trace (AIPerf's bailian_trace): seconds, 16-token hash ids, three root chats.
+    let lines: Vec<String> = (0..3)
+        .map(|i| {
+            let isl: u32 = 100 + 20 * i;
+            let ids: Vec<String> = (0..isl.div_ceil(16)).map(|b| (1000 * i + b).to_string()).collect();
+            format!(
+                r#"{{"chat_id": {i}, "parent_chat_id": -1, "timestamp": {}, "input_length": {isl}, "output_length": 4, "type": "text", "turn": 1, "hash_ids": [{}]}}"#,
+                f64::from(i) * 0.05,
+                ids.join(", ")
+            )
+        })
+        .collect();
+    let trace = common::write_trace(dir.path(), &lines);
+    let out = common::profile_on(
+        &mock.url,
+        &trace,
+        &dir.path().join("a"),
+        &["--custom-dataset-type", "bailian_trace"],
+        LIMIT,
+    );
+    common::ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("detected format"), "the named format is read, not detected: {err}");
+    let mut isls: Vec<u64> = mock.arrivals().iter().map(|a| a["prompt_tokens"].as_u64().unwrap()).collect();
+    isls.sort_unstable();
+    assert_eq!(isls, [100, 120, 140]);
+    // Without it the format is detected (and said); AIPerf's other names read the file as theirs.
+    let out = common::profile_on(&mock.url, &trace, &dir.path().join("b"), &[], LIMIT);
+    common::ok(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("detected format: bailian"));
+    let out = common::profile_on(
+        &mock.url,
+        &trace,
+        &dir.path().join("c"),
+        &["--custom-dataset-type", "burst_gpt_trace"],
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    for (extra, expected) in [
+        (
+            &["--custom-dataset-type", "bailian_trace", "--trace-format", "weka"][..],
+            "reads bailian traces, but --trace-format names weka",
+        ),
+        (
+            &["--custom-dataset-type", "single_turn"],
+            "--custom-dataset-type single_turn: accepted is mooncake_trace, bailian_trace, burst_gpt_trace, weka_trace",
+        ),
+    ] {
+        let out = common::profile_on(&mock.url, &trace, &dir.path().join("d"), extra, LIMIT);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.code() == Some(2) && err.contains(expected), "{extra:?}: {err}");
+    }
+    assert_eq!(mock.arrivals().len(), 6, "only the two runs that read the trace sent anything");
+}
+
+#[test]
+fn aiperf_names_of_our_features_do_what_ours_do() {
+    const LIMIT: Duration = Duration::from_secs(120);
+    let mock = common::Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..5).map(|i| format!(r#"{{"timestamp": {}, "input_length": 50, "output_length": 2}}"#, i * 10)).collect();
+    let trace = common::write_trace(dir.path(), &lines);
+    let art = dir.path().join("named");
+    let names = [
+        "--output-artifact-dir",
+        art.to_str().unwrap(),
+        "--wait-for-model-timeout",
+        "5",
+        "--reset-kv-cache",
+        "--server-kind",
+        "vllm",
+        "--num-requests",
+        "3",
+        "--transport",
+        "http",
+        "-vv",
+        "--no-gpu-telemetry",
+        "--no-auto-plot",
+    ];
+    let out = common::profile(
+        &[
+            &["-m", "m", "-u", &mock.url, "--tokenizer", &common::tokenizer(), "--input-file", trace.to_str().unwrap()],
+            &names[..],
+        ]
+        .concat(),
+        LIMIT,
+    );
+    common::ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Waiting up to 5.0 s for") && err.contains("Prefix cache emptied (vllm)"), "{err}");
+    assert_eq!(common::summary(&art)["request_count"]["avg"], 3.0);
+    let arrivals = mock.arrivals();
+    // The reset, then the three requests.
+    assert_eq!(arrivals[0]["reset"], "/reset_prefix_cache");
+    assert_eq!(arrivals.iter().filter(|a| a["path"] == "/v1/chat/completions").count(), 3);
+    assert_eq!(arrivals.len(), 4);
+    // AIPerf's default of --wait-for-model-timeout, 0, does not wait.
+    let out = common::profile_on(&mock.url, &trace, &dir.path().join("b"), &["--wait-for-model-timeout", "0"], LIMIT);
+    common::ok(&out);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("Waiting up to"));
+}
