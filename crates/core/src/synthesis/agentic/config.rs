@@ -340,7 +340,16 @@ fn field<T: DeserializeOwned>(map: &Map<String, Value>, parent: &str, name: &str
                         accepted: accepted.trim_start_matches("one of ").replace('`', ""),
                     }
                 }
-                None => invalid(&key, v, msg),
+                None => {
+                    let expected = msg.rsplit_once(", expected ").map_or(msg.as_str(), |(_, e)| e);
+                    let expected = match expected {
+                        "u64" => "a whole number ≥ 0",
+                        "f64" => "a number",
+                        "a boolean" => "true or false",
+                        other => other,
+                    };
+                    invalid(&key, v, expected)
+                }
             }
         }),
     }
