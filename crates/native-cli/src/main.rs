@@ -35,6 +35,9 @@ enum Command {
     MockServer(mock_server::Args),
     /// Transform a trace like AIPerf's --synthesis-* options, or sample a new one (--num-requests).
     SynthesizeTrace(cmd::synthesize::Args),
+    /// Generate AIPerf's agentic-code sessions (multi-turn coding-agent traffic) as a Mooncake
+    /// dataset with its manifest.json, quality.json and comparison.txt.
+    SynthesizeAgenticCode(cmd::agentic::Args),
     /// Turn prompts (JSONL) into a Mooncake trace with AIPerf-compatible block hash ids.
     HashPrompts(cmd::hash_prompts::Args),
     /// Convert production traces (Bailian, ServeGen, Azure, BurstGPT, WEKA) to Mooncake JSONL,
@@ -76,6 +79,7 @@ fn main() -> ExitCode {
         Command::Profile(args) => profile::run(*args),
         Command::MockServer(args) => done(mock_server::run(args)),
         Command::SynthesizeTrace(args) => done(cmd::synthesize::run(args)),
+        Command::SynthesizeAgenticCode(args) => done(cmd::agentic::run(args)),
         Command::HashPrompts(args) => done(cmd::hash_prompts::run(args)),
         Command::ConvertTrace(args) => done(cmd::convert::run(args)),
         Command::Merge(args) => done(cmd::merge::run(args)),

@@ -10,6 +10,7 @@
 //!
 //! All functions are pure and deterministic: the seed is a parameter.
 
+pub mod agentic;
 pub mod fidelity;
 pub mod generate;
 pub mod rng;

@@ -1,6 +1,7 @@
 //! One module per command that reads inputs and writes outputs; `profile` and `mock-server` have
 //! folders of their own beside this one.
 
+pub mod agentic;
 pub mod analyze;
 pub mod convert;
 pub mod hash_prompts;

@@ -1,0 +1,139 @@
+//! Agentic-code sessions: AIPerf 0.13.0's `synthesize agentic-code` generator, seeded and pure.
+//!
+//! - [`config`]: its configuration (the keys of AIPerf's `default.json`, or a previous run's
+//!   `manifest.json`), checked, unknown keys refused by name;
+//! - [`sessions`]: the state machine drawing each session's turns (lognormal initial context,
+//!   new tokens and generation lengths, mixture delays, context growth, resets, restarts);
+//! - [`to_trace`]: the sessions as a Mooncake trace, written as AIPerf writes its
+//!   `dataset.jsonl`: the first turn of a session carries `timestamp`, `group_id` and its whole
+//!   layered prefix (global system prompt, group prefix, session context), later turns only their
+//!   new blocks, an incremental `input_length` and their `delay`;
+//! - [`report`]: `manifest.json`, `quality.json` and `comparison.txt`.
+//!
+//! Numbers are drawn from the core's [`PyRandom`](crate::synthesis::rng::PyRandom), so the same
+//! seed gives the same bytes on every platform (but not AIPerf's numpy draws: the two agree in
+//! distribution, not sample for sample).
+
+pub mod config;
+pub mod report;
+pub mod sessions;
+
+pub use config::{AgenticConfig, ConfigError};
+pub use report::{Quality, comparison_text, manifest_json, quality, quality_json, session_minutes};
+pub use sessions::{EndReason, GenerateError, Session, Sessions, Turn, generate};
+
+use serde_json::Value;
+
+use crate::trace::{Input, Number, Row, Trace};
+use config::{MAX_GROUP_BLOCKS, MAX_GROUPS, MAX_SESSION_BLOCKS};
+
+/// Hash ids of a session's first turn: layer 1 (ids from 0), its group's layer 1.5 and its own
+/// session blocks, as many as `input_length` needs.
+fn first_turn_ids(cfg: &AgenticConfig, s: &Session, input_length: u64, out: &mut Vec<u64>) {
+    let bs = cfg.block_size;
+    let l1 = cfg.cache.layer1_tokens.div_ceil(bs);
+    let l15 = cfg.cache.layer1_5_tokens.div_ceil(bs);
+    let total = input_length.div_ceil(bs);
+    let l1_used = l1.min(total);
+    out.extend(0..l1_used);
+    let l15_used = l15.min(total - l1_used);
+    let group_base = l1 + s.group * MAX_GROUP_BLOCKS;
+    out.extend(group_base..group_base + l15_used);
+    let own = total - l1_used - l15_used;
+    let base = l1 + MAX_GROUPS * MAX_GROUP_BLOCKS + s.index * MAX_SESSION_BLOCKS;
+    out.extend(base..base + own);
+}
+
+/// `round(x, 1)`.
+fn tenth(x: f64) -> f64 {
+    (x * 10.0).round_ties_even() / 10.0
+}
+
+/// The sessions as Mooncake rows in AIPerf's `dataset.jsonl` layout: later turns get fresh ids
+/// from one counter over the dataset, past every id used before.
+pub fn to_trace(cfg: &AgenticConfig, sessions: &Sessions) -> Trace {
+    let ids_guess = sessions.turns.len() * 8 + sessions.sessions.len() * 128;
+    let mut trace = Trace::with_capacity(sessions.turns.len(), ids_guess);
+    let mut next_id = 0u64;
+    let mut ids = Vec::new();
+    for s in &sessions.sessions {
+        let sid: Box<str> = s.id.as_str().into();
+        for (i, t) in sessions.turns_of(s).iter().enumerate() {
+            ids.clear();
+            let mut row = Row::new(Input::Length(t.new_tokens as i64));
+            row.output_length = Some(t.output_length);
+            row.session_id = Some(sid.clone());
+            if i == 0 {
+                first_turn_ids(cfg, s, t.new_tokens, &mut ids);
+                if let Some(&last) = ids.last() {
+                    next_id = next_id.max(last + 1);
+                }
+                row.timestamp = Some(Number::Float(0.0));
+                let rare = row.rare_mut();
+                rare.unknown.push(("group_id".to_owned(), Value::from(s.group)));
+                if s.continuation {
+                    rare.unknown.push(("is_restart".to_owned(), Value::Bool(true)));
+                }
+            } else {
+                let n = t.new_tokens.div_ceil(cfg.block_size);
+                ids.extend(next_id..next_id + n);
+                next_id += n;
+                row.delay = Some(Number::Float(tenth(t.delay_ms)));
+            }
+            trace.push(row, ids.iter().copied());
+        }
+    }
+    trace
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::trace::write_trace;
+
+    #[test]
+    fn rows_carry_the_layered_prefix_then_only_new_blocks() {
+        let cfg = AgenticConfig::default();
+        let s = generate(&cfg, 20, 5).unwrap();
+        let trace = to_trace(&cfg, &s);
+        assert_eq!(trace.len(), s.turns.len());
+        let (first, ids) = trace.iter().next().unwrap();
+        let n = first.input_length().unwrap() as u64;
+        assert_eq!(ids.len() as u64, n.div_ceil(512));
+        assert_eq!(&ids[..63], &(0..63).collect::<Vec<_>>()[..]);
+        assert_eq!(ids[63], 63 + s.sessions[0].group * 200);
+        assert_eq!(ids[103], 63 + 200_000);
+        for (row, ids) in trace.iter() {
+            let n = row.input_length().unwrap() as u64;
+            assert_eq!(ids.len() as u64, n.div_ceil(512), "every row's ids cover its input");
+        }
+        let text = write_trace(&trace);
+        let line = text.lines().next().unwrap();
+        assert!(line.starts_with(r#"{"timestamp":0.0,"session_id":"sess-"#), "{line}");
+        assert!(line.ends_with(&format!(r#"],"group_id":{}}}"#, s.sessions[0].group)), "{line}");
+        let second = text.lines().nth(1).unwrap();
+        assert!(second.contains(r#","delay":"#) && !second.contains("group_id"), "{second}");
+    }
+
+    #[test]
+    fn reports_have_aiperfs_keys() {
+        let cfg = AgenticConfig::default();
+        let s = generate(&cfg, 50, 1).unwrap();
+        let q = quality(&s, &cfg);
+        let v: Value = serde_json::from_str(&quality_json(&q)).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["config_summary", "observed_vs_target", "session_stats", "session_end_stats"]);
+        let ovt: Vec<&str> = v["observed_vs_target"].as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            ovt,
+            ["initial_context", "generation_length", "new_tokens_per_turn", "inter_turn_delay_ms", "turns_per_session"]
+        );
+        let text = comparison_text(&q, &session_minutes(&s));
+        assert!(text.starts_with("Agentic Code Session Profile: Target vs Synthesized Dataset\n"));
+        assert!(text.contains("\n  max_prompt_tokens                          200,000     200,000\n"), "{text}");
+        assert!(text.contains("  (70% agentic ~2s, 30% human ~40s)\n"), "{text}");
+        let m = manifest_json(&cfg, 1, 50, "default");
+        assert_eq!(AgenticConfig::from_json(&m).unwrap(), cfg);
+    }
+}
