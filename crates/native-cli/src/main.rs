@@ -8,6 +8,7 @@ mod exit;
 mod mock_server;
 mod profile;
 mod synthesis_flags;
+mod synthetic_flags;
 
 use std::process::ExitCode;
 
