@@ -927,6 +927,38 @@ mod tests {
         assert_eq!((r.input, r.output), (0.2, 0.4));
     }
 
+    /// A measurement, not a check: `cargo test --release -p aiperf-core --lib a_million_rows --
+    /// --ignored --nocapture` (BENCHMARKS.md).
+    #[test]
+    #[ignore = "a measurement (release build): generates and writes 1,000,000 rows"]
+    fn a_million_rows() {
+        let w = SyntheticWorkload {
+            entries: 250_000,
+            isl_mean: Some(550),
+            isl_stddev: 50.0,
+            osl_mean: Some(128),
+            osl_stddev: 10.0,
+            turn_mean: 4.0,
+            delay_mean: 500.0,
+            delay_stddev: 100.0,
+            prefix_pool_size: Some(16),
+            prefix_length: Some(1024),
+            ..SyntheticWorkload::default()
+        };
+        let t0 = std::time::Instant::now();
+        let t = w.generate(1).unwrap();
+        let generated = t0.elapsed();
+        let text = crate::trace::write_trace(&t);
+        let written = t0.elapsed();
+        assert_eq!(t.len(), 1_000_000);
+        println!(
+            "1,000,000 rows: generated in {:.3} s, written ({} MB of JSONL) at {:.3} s",
+            generated.as_secs_f64(),
+            text.len() / 1_000_000,
+            written.as_secs_f64()
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(32))]
         #[test]
