@@ -35,7 +35,7 @@ enum Command {
     /// Run an OpenAI-compatible mock server with programmable timing and faults.
     MockServer(mock_server::Args),
     /// Transform a trace like AIPerf's --synthesis-* options, or sample a new one (--num-requests).
-    SynthesizeTrace(cmd::synthesize::Args),
+    SynthesizeTrace(Box<cmd::synthesize::Args>),
     /// Turn prompts (JSONL) into a Mooncake trace with AIPerf-compatible block hash ids.
     HashPrompts(cmd::hash_prompts::Args),
     /// Convert production traces (Bailian, ServeGen, Azure, BurstGPT, WEKA) to Mooncake JSONL,
@@ -72,7 +72,7 @@ fn main() -> ExitCode {
         Command::AnalyzeTrace(args) => done(cmd::analyze::run(args)),
         Command::Profile(args) => profile::run(*args),
         Command::MockServer(args) => done(mock_server::run(args)),
-        Command::SynthesizeTrace(args) => done(cmd::synthesize::run(args)),
+        Command::SynthesizeTrace(args) => done(cmd::synthesize::run(*args)),
         Command::HashPrompts(args) => done(cmd::hash_prompts::run(args)),
         Command::ConvertTrace(args) => done(cmd::convert::run(args)),
         Command::Merge(args) => done(cmd::merge::run(args)),
