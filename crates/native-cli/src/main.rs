@@ -8,6 +8,7 @@ mod exit;
 mod mock_server;
 mod profile;
 mod synthesis_flags;
+mod synthetic_flags;
 
 use std::process::ExitCode;
 
@@ -34,7 +35,7 @@ enum Command {
     /// Run an OpenAI-compatible mock server with programmable timing and faults.
     MockServer(mock_server::Args),
     /// Transform a trace like AIPerf's --synthesis-* options, or sample a new one (--num-requests).
-    SynthesizeTrace(cmd::synthesize::Args),
+    SynthesizeTrace(Box<cmd::synthesize::Args>),
     /// Generate AIPerf's agentic-code sessions (multi-turn coding-agent traffic) as a Mooncake
     /// dataset with its manifest.json, quality.json and comparison.txt.
     SynthesizeAgenticCode(cmd::agentic::Args),
@@ -78,7 +79,7 @@ fn main() -> ExitCode {
         Command::AnalyzeTrace(args) => done(cmd::analyze::run(args)),
         Command::Profile(args) => profile::run(*args),
         Command::MockServer(args) => done(mock_server::run(args)),
-        Command::SynthesizeTrace(args) => done(cmd::synthesize::run(args)),
+        Command::SynthesizeTrace(args) => done(cmd::synthesize::run(*args)),
         Command::SynthesizeAgenticCode(args) => done(cmd::agentic::run(args)),
         Command::HashPrompts(args) => done(cmd::hash_prompts::run(args)),
         Command::ConvertTrace(args) => done(cmd::convert::run(args)),

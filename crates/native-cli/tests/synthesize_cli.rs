@@ -199,3 +199,88 @@ fn generative_filter_rejecting_everything_fails_clearly() {
     assert!(!res.status.success());
     assert!(String::from_utf8_lossy(&res.stderr).contains("--num-requests"));
 }
+
+/// `synthesize-trace` without an input trace: AIPerf's synthetic workload options.
+fn synthetic(out: &Path, flags: &[&str]) -> Output {
+    let mut args = vec!["synthesize-trace", "--output-file", out.to_str().unwrap()];
+    args.extend_from_slice(flags);
+    cli(&args)
+}
+
+#[test]
+fn synthetic_workloads_are_reproducible_and_analyze_as_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let flags = [
+        "--isl",
+        "300",
+        "--isl-stddev",
+        "30",
+        "--osl",
+        "128",
+        "--num-dataset-entries",
+        "400",
+        "--conversation-turn-mean",
+        "2",
+        "--conversation-turn-delay-mean",
+        "500",
+        "--prompt-prefix-pool-size",
+        "4",
+        "--prompt-prefix-length",
+        "128",
+        "--block-size",
+        "64",
+        "--random-seed",
+        "9",
+    ];
+    let (a, b) = (dir.join("a.jsonl"), dir.join("b.jsonl"));
+    for out in [&a, &b] {
+        let run = synthetic(out, &flags);
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(stdout.contains("Generated 800 rows in 400 conversations"), "{stdout}");
+    }
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "same seed, same bytes");
+    let rows = json_lines(&a);
+    assert_eq!(rows[0]["session_id"], "session_000000");
+    assert!(rows[1]["delay"].as_u64().unwrap() > 0 && rows[0].get("delay").is_none());
+
+    let analysis = dir.join("analysis.json");
+    let run =
+        cli(&["analyze-trace", a.to_str().unwrap(), "--block-size", "64", "--output-file", analysis.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&analysis).unwrap()).unwrap();
+    // First turns carry the 128-token prefix on top of the ISL: mean 300.5 + 64.
+    let isl = v["isl_stats"]["mean"].as_f64().unwrap();
+    assert!((isl - 364.5).abs() < 5.0, "{isl}");
+    assert_eq!(v["osl_stats"]["mean"].as_f64().unwrap(), 128.0);
+    assert!(v["cache_hit_rate"].as_f64().unwrap() > 0.1, "the pool's blocks are shared: {v}");
+
+    // Without sharing options, nothing is shared; another seed gives other lengths.
+    let c = dir.join("c.jsonl");
+    let run = synthetic(&c, &["--isl", "300", "--isl-stddev", "30", "--block-size", "64", "--random-seed", "10"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(String::from_utf8_lossy(&run.stdout).contains("cache hit rate 0.0%"));
+    assert_ne!(json_lines(&c)[0]["input_length"], rows[0]["input_length"]);
+}
+
+#[test]
+fn synthetic_options_are_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("t.jsonl");
+    let err = |flags: &[&str]| {
+        let run = synthetic(&out, flags);
+        assert!(!run.status.success());
+        String::from_utf8_lossy(&run.stderr).into_owned()
+    };
+    let e = err(&["--shared-system-prompt-length", "10", "--prefix-prompt-length", "5"]);
+    assert!(e.contains("--prompt-prefix-length and --shared-system-prompt-length are mutually exclusive"), "{e}");
+    let e = err(&["--seq-dist", "100,10:60"]);
+    assert!(e.contains("--seq-dist must be probabilities (percent) that sum to 100, got 60"), "{e}");
+    let e = err(&["--synthesis-speedup-ratio", "2"]);
+    assert!(e.contains("need an input trace FILE"), "{e}");
+    let input = fixtures().join("traces/conversation_head500.synth_safe.jsonl");
+    let run = cli(&["synthesize-trace", input.to_str().unwrap(), "--output-file", out.to_str().unwrap(), "--isl", "5"]);
+    assert!(String::from_utf8_lossy(&run.stderr).contains("generate a trace of their own"));
+    assert!(!out.exists());
+}

@@ -6,6 +6,8 @@
 //!   number of new rows from them;
 //! - [`fidelity`]: how close a synthesized trace's distributions are to the original's;
 //! - [`rng`]: CPython-compatible MT19937 and AIPerf's seed derivation;
+//! - [`synthetic`]: AIPerf's synthetic workloads (`--isl`, `--num-dataset-entries`, turns, prefix
+//!   prompts, `--seq-dist`) generated as a trace;
 //! - [`settings`]: the parameters as users set them (names, ranges, defaults) for every surface.
 //!
 //! All functions are pure and deterministic: the seed is a parameter.
@@ -15,6 +17,7 @@ pub mod fidelity;
 pub mod generate;
 pub mod rng;
 pub mod settings;
+pub mod synthetic;
 pub mod transform;
 
 pub use fidelity::{FidelityReport, MetricFidelity, fidelity_from_analyses, fidelity_report};

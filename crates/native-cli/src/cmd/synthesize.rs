@@ -1,5 +1,6 @@
 //! `aiperf-cli synthesize-trace`: AIPerf's `--synthesis-*` transform of a trace, or (with
-//! `--num-requests`) a brand-new trace sampled from a model learned from it.
+//! `--num-requests`) a brand-new trace sampled from a model learned from it, or (without an input
+//! trace) AIPerf's synthetic workload (`--isl`, `--num-dataset-entries`, … of `synthetic_flags.rs`).
 //!
 //! Flags are turned into the core's validated [`SynthesisSettings`]; the output is written with the
 //! core's writer (so it is byte-identical to the browser app's) through a temp file and a rename.
@@ -7,7 +8,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use aiperf_core::analysis::analyze_with_rows;
+use aiperf_core::analysis::{analyze, analyze_with_rows};
 use aiperf_core::synthesis::{
     Mode, Param, PrefixModel, SynthesisError, SynthesisSettings, fidelity_from_analyses, transform,
 };
@@ -18,12 +19,13 @@ use crate::io::output::{refuse_same_files, report_stream, write_output, write_tr
 use crate::io::trace_format::read_trace_any;
 use crate::synthesis_flags::option_name;
 use crate::synthesis_flags::{GenerateFlags, SynthesisFlags};
+use crate::synthetic_flags::SyntheticFlags;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Mooncake trace to learn from or transform (JSONL, optionally gzip-compressed; `-`: standard
-    /// input).
-    pub file: PathBuf,
+    /// input). Without it, AIPerf's synthetic workload of the options below is generated.
+    pub file: Option<PathBuf>,
     /// Where to write the synthesized trace (JSONL; `-`: standard output, the report then goes to
     /// standard error).
     #[arg(long)]
@@ -43,6 +45,8 @@ pub struct Args {
     pub fidelity_file: Option<PathBuf>,
     #[command(flatten)]
     pub format: crate::io::trace_format::TraceFormatArgs,
+    #[command(flatten, next_help_heading = "AIPerf's synthetic workload (without an input trace)")]
+    pub synthetic: SyntheticFlags,
 }
 
 /// Adds the offending option's name to a core error.
@@ -73,11 +77,19 @@ impl Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let Some(file) = args.file.as_deref() else { return synthetic(&args) };
+    if args.synthetic.any() {
+        anyhow::bail!(
+            "AIPerf's synthetic workload options (--isl, --num-dataset-entries, …) generate a trace of their own: \
+             drop the input trace {}, or drop those options to transform it",
+            file.display()
+        );
+    }
     let mut outputs = vec![args.output_file.as_path()];
     outputs.extend(args.fidelity_file.as_deref());
-    refuse_same_files(&outputs, &[&args.file])?;
+    refuse_same_files(&outputs, &[file])?;
     let settings = args.settings()?;
-    let input = read_trace_any(&args.file, &args.format, args.skip_invalid, args.max_line_bytes)?.trace;
+    let input = read_trace_any(file, &args.format, args.skip_invalid, args.max_line_bytes)?.trace;
     let output = match settings.mode {
         Mode::Generate => {
             let params = &settings.params;
@@ -96,6 +108,38 @@ pub fn run(args: Args) -> Result<()> {
         Mode::Transform => transform(&input, &settings.transform_params()).map_err(explain)?,
     };
     finish(&args, settings.params.block_size, &input, &output)
+}
+
+/// Generates AIPerf's synthetic workload (its defaults for the options not given) and writes it.
+fn synthetic(args: &Args) -> Result<()> {
+    let mut settings = SynthesisSettings::default();
+    let own = args.generate.has(Param::NumRequests) || args.synthesis.lists().next().is_some();
+    if own || args.fidelity_file.is_some() || Param::SHARED.iter().any(|&p| args.synthesis.has(p)) {
+        anyhow::bail!(
+            "without an input trace, synthesize-trace generates AIPerf's synthetic workload: --synthesis-*, \
+             --num-requests and --fidelity-file need an input trace FILE"
+        );
+    }
+    args.generate.apply(&mut settings).map_err(explain)?;
+    let mut workload = args.synthetic.workload()?.unwrap_or_default();
+    workload.block_size = settings.params.block_size;
+    let trace = workload.generate(settings.params.seed).context("cannot generate the synthetic workload")?;
+    write_trace_file(&args.output_file, &trace)?;
+    let a = analyze(&trace, workload.block_size);
+    let mut out = report_to(args);
+    let mean = |s: &Option<aiperf_core::stats::Summary>| s.as_ref().map_or("-".into(), |s| format!("{:.1}", s.mean));
+    writeln!(
+        out,
+        "Generated {} rows in {} conversations (ISL mean {}, OSL mean {}, cache hit rate {:.1}% at {} tokens a block) to {}",
+        trace.len(),
+        workload.entries,
+        mean(&a.isl_stats),
+        mean(&a.osl_stats),
+        a.cache_hit_rate * 100.0,
+        workload.block_size,
+        args.output_file.display()
+    )?;
+    Ok(())
 }
 
 /// Where the human-readable report goes (standard error when an output is standard output).
