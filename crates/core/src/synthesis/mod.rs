@@ -4,12 +4,14 @@
 //!   ids and random draws as AIPerf 0.13.0 for the same seed, minus its three defects;
 //! - [`generate()`]: learn a trace's prefix tree and length/arrival distributions, then sample any
 //!   number of new rows from them;
+//! - [`arrivals`]: the request rate over time that generation learns and reproduces;
 //! - [`fidelity`]: how close a synthesized trace's distributions are to the original's;
 //! - [`rng`]: CPython-compatible MT19937 and AIPerf's seed derivation;
 //! - [`settings`]: the parameters as users set them (names, ranges, defaults) for every surface.
 //!
 //! All functions are pure and deterministic: the seed is a parameter.
 
+pub mod arrivals;
 pub mod fidelity;
 pub mod generate;
 pub mod rng;
