@@ -18,7 +18,9 @@ pub mod rng;
 pub mod settings;
 pub mod transform;
 
-pub use fidelity::{FidelityReport, MetricFidelity, fidelity_from_analyses, fidelity_report};
+pub use fidelity::{
+    ArrivalCheck, FidelityReport, MetricFidelity, arrival_checks, fidelity_from_analyses, fidelity_report,
+};
 pub use generate::{GenerateParams, ModelStats, PrefixModel, generate};
 pub use settings::{Mode, Param, SynthesisSettings};
 pub use transform::{TransformParams, synthesize_direct, transform};
