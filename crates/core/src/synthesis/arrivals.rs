@@ -20,6 +20,11 @@
 //! factor, and places bursts by resampled operational gaps, stretched by the window's rate: a
 //! busy window gets short gaps, a quiet one long gaps, while the shape of the gaps and the burst
 //! sizes stay the source's. Everything is drawn from one generator seeded by the synthesis seed.
+//!
+//! Traces with conversations (`conversation_id`: BurstGPT sessions, Bailian chats) are modelled
+//! as sessions: the process above places session starts (a conversation's first turn, or a row
+//! outside any conversation), each session draws its number of turns and the gaps between its
+//! turns from the source's, and the generated rows carry their session as `conversation_id`.
 
 use crate::trace::{Number, Trace};
 
@@ -49,6 +54,19 @@ pub struct ArrivalModel {
     /// Gaps between distinct timestamps in operational time (a window holds as many units as it
     /// holds distinct timestamps).
     unit_gaps: Vec<f64>,
+    /// Turns per session and gaps between a session's turns (ms), when the source has
+    /// conversations (empty otherwise).
+    turns: Vec<u32>,
+    turn_gaps: Vec<f64>,
+}
+
+/// One generated arrival.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Arrival {
+    /// Milliseconds, rounded to 1 µs.
+    pub time: Number,
+    /// The session (numbered from 0 in order of their starts), when the model has sessions.
+    pub session: Option<u64>,
 }
 
 /// Options of arrival generation.
@@ -65,9 +83,40 @@ pub struct ArrivalOptions {
 impl ArrivalModel {
     /// Learns from the rows of `trace` that have a timestamp; `None` when none has.
     pub fn learn(trace: &Trace) -> Option<ArrivalModel> {
-        let mut ts: Vec<f64> = trace.rows().iter().filter_map(|r| r.timestamp.map(Number::as_f64)).collect();
-        ts.sort_by(f64::total_cmp);
-        ArrivalModel::learn_sorted(&ts)
+        // Session starts: rows outside conversations, and each conversation's first turn.
+        let mut starts: Vec<f64> = Vec::new();
+        let mut conversations: std::collections::HashMap<&str, Vec<f64>> = std::collections::HashMap::new();
+        for r in trace.rows() {
+            let Some(t) = r.timestamp.map(Number::as_f64) else { continue };
+            match r.conversation.as_deref() {
+                Some(c) => conversations.entry(c).or_default().push(t),
+                None => starts.push(t),
+            }
+        }
+        if conversations.is_empty() {
+            starts.sort_by(f64::total_cmp);
+            return ArrivalModel::learn_sorted(&starts);
+        }
+        let mut turns = vec![1u32; starts.len()];
+        let mut turn_gaps = Vec::new();
+        // Sorted by first turn, so that the draws below do not depend on the map's order.
+        let mut sessions: Vec<Vec<f64>> = conversations.into_values().collect();
+        for s in &mut sessions {
+            s.sort_by(f64::total_cmp);
+        }
+        sessions.sort_by(|a, b| a[0].total_cmp(&b[0]));
+        for s in &sessions {
+            starts.push(s[0]);
+            turns.push(u32::try_from(s.len()).unwrap_or(u32::MAX));
+            turn_gaps.extend(s.windows(2).map(|w| w[1] - w[0]));
+        }
+        starts.sort_by(f64::total_cmp);
+        let mut model = ArrivalModel::learn_sorted(&starts)?;
+        if turn_gaps.is_empty() {
+            turn_gaps.push(0.0);
+        }
+        (model.turns, model.turn_gaps) = (turns, turn_gaps);
+        Some(model)
     }
 
     /// Learns from sorted timestamps (ms).
@@ -136,7 +185,18 @@ impl ArrivalModel {
         } else {
             0.0
         };
-        Some(ArrivalModel { start_ms: first, window_ms, curve, log_var, log_phi, burst_sizes, mean_burst, unit_gaps })
+        Some(ArrivalModel {
+            start_ms: first,
+            window_ms,
+            curve,
+            log_var,
+            log_phi,
+            burst_sizes,
+            mean_burst,
+            unit_gaps,
+            turns: Vec::new(),
+            turn_gaps: Vec::new(),
+        })
     }
 
     /// Width of a model window (ms).
@@ -179,7 +239,9 @@ impl ArrivalModel {
             y,
             left_in_burst: 0,
             started: false,
-            stamp: None,
+            next_start: None,
+            sessions: 0,
+            later_turns: std::collections::BinaryHeap::new(),
         };
         c.burst_rate = c.rate_of_window();
         c
@@ -203,7 +265,12 @@ pub struct Clock<'a> {
     y: f64,
     left_in_burst: u32,
     started: bool,
-    stamp: Option<Number>,
+    /// The next session start (source timeline, ms), once drawn.
+    next_start: Option<f64>,
+    sessions: u64,
+    /// Later turns waiting: (time's bits, session, turns left after it), earliest first. Times
+    /// are non-negative, whose bits order as the numbers do.
+    later_turns: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u64, u32)>>,
 }
 
 impl Clock<'_> {
@@ -224,8 +291,8 @@ impl Clock<'_> {
         self.burst_rate = self.rate_of_window();
     }
 
-    /// The next arrival time (ms), or `None` once the duration is over.
-    pub fn next_time(&mut self) -> Option<Number> {
+    /// The next start of the arrival process (source timeline, ms).
+    fn draw_start(&mut self) -> f64 {
         if self.left_in_burst == 0 {
             let m = self.model;
             if self.started && !m.unit_gaps.is_empty() {
@@ -243,17 +310,64 @@ impl Clock<'_> {
                 }
             }
             self.started = true;
-            if self.options.duration_ms.is_some_and(|d| self.t / self.options.speedup >= d) {
-                return None;
-            }
             self.left_in_burst = m.burst_sizes[self.rng.below(m.burst_sizes.len() as u64) as usize];
-            // Only the written timestamp is rounded (to 1 µs).
-            let t = ((m.start_ms + self.t / self.options.speedup) * 1000.0).round() / 1000.0;
-            self.stamp =
-                Some(if t.fract() == 0.0 && t.abs() < 9e15 { Number::Int(t as i64) } else { Number::Float(t) });
         }
         self.left_in_burst -= 1;
-        self.stamp
+        self.t
+    }
+
+    /// Queues the next turn of `session` after the one at `t`, if `left` turns remain.
+    fn follow(&mut self, t: f64, session: u64, left: u32) {
+        if left > 0 {
+            let m = self.model;
+            let gap = m.turn_gaps[self.rng.below(m.turn_gaps.len() as u64) as usize].max(0.0);
+            self.later_turns.push(std::cmp::Reverse(((t + gap).to_bits(), session, left - 1)));
+        }
+    }
+
+    /// The next arrival, or `None` once the duration is over.
+    pub fn next_arrival(&mut self) -> Option<Arrival> {
+        let start = match self.next_start {
+            Some(t) => t,
+            None => {
+                let t = self.draw_start();
+                self.next_start = Some(t);
+                t
+            }
+        };
+        let (t, session) = match self.later_turns.peek() {
+            Some(&std::cmp::Reverse((bits, session, left))) if f64::from_bits(bits) < start => {
+                self.later_turns.pop();
+                let t = f64::from_bits(bits);
+                self.follow(t, session, left);
+                (t, Some(session))
+            }
+            _ => {
+                self.next_start = None;
+                let m = self.model;
+                if m.turns.is_empty() {
+                    (start, None)
+                } else {
+                    let session = self.sessions;
+                    self.sessions += 1;
+                    let turns = m.turns[self.rng.below(m.turns.len() as u64) as usize];
+                    self.follow(start, session, turns.saturating_sub(1));
+                    (start, Some(session))
+                }
+            }
+        };
+        if self.options.duration_ms.is_some_and(|d| t / self.options.speedup >= d) {
+            return None;
+        }
+        // Only the written timestamp is rounded (to 1 µs).
+        let ms = ((self.model.start_ms + t / self.options.speedup) * 1000.0).round() / 1000.0;
+        let time = if ms.fract() == 0.0 && ms.abs() < 9e15 { Number::Int(ms as i64) } else { Number::Float(ms) };
+        Some(Arrival { time, session })
+    }
+
+    /// The next arrival time (ms), or `None` once the duration is over.
+    pub fn next_time(&mut self) -> Option<Number> {
+        self.next_arrival().map(|a| a.time)
     }
 }
 
@@ -331,7 +445,7 @@ pub fn lag1_autocorrelation(counts: &[f64]) -> Option<f64> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::trace::{ParseOptions, parse_str};
+    use crate::trace::{Input, ParseOptions, Row, parse_str};
 
     const PLAIN: ArrivalOptions = ArrivalOptions { speedup: 1.0, intensity: 1.0, duration_ms: None };
 
@@ -439,6 +553,32 @@ mod tests {
         let r = mean_of(&model);
         assert!(r > 0.7, "{r}");
         assert!(mean_of(&model.constant_rate()) < 0.5);
+
+        // Sessions: turns per session and the gaps between turns come back.
+        let rows = text.lines().skip(1).map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let mut row = Row::new(Input::Length(1));
+            row.timestamp = Some(Number::Float(f[0].parse::<f64>().unwrap() * 1000.0));
+            row.conversation = Some(f[1].into());
+            (row, Vec::new())
+        });
+        let source: Trace = rows.collect();
+        let model = ArrivalModel::learn(&source).unwrap();
+        let mut clock = model.clock(1, PLAIN);
+        let generated: Trace = (0..4000)
+            .map(|_| {
+                let a = clock.next_arrival().unwrap();
+                let mut row = Row::new(Input::Length(1));
+                row.timestamp = Some(a.time);
+                row.conversation = Some(format!("s{}", a.session.unwrap()).into());
+                (row, Vec::new())
+            })
+            .collect();
+        let checks = super::super::fidelity::arrival_checks(&source, &generated);
+        for name in ["mean_turns_per_session", "median_inter_turn_delay_ms"] {
+            let c = checks.iter().find(|c| c.statistic == name).unwrap();
+            assert_eq!(c.pass, Some(true), "{c:?}");
+        }
     }
 
     #[test]

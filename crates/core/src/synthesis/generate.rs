@@ -418,9 +418,10 @@ impl PrefixModel {
                 row.output_length = Some(o);
             }
             if let Some(clock) = &mut clock {
-                match clock.next_time() {
-                    Some(t) => row.timestamp = Some(t),
-                    None => break,
+                let Some(arrival) = clock.next_arrival() else { break };
+                row.timestamp = Some(arrival.time);
+                if let Some(s) = arrival.session {
+                    row.conversation = Some(format!("s{s}").into());
                 }
             }
             trace.push(row, ids.iter().copied());
