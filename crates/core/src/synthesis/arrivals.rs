@@ -412,11 +412,11 @@ fn variance(x: impl Iterator<Item = f64> + Clone) -> f64 {
 /// the span covers only partly is left out (unless it is the only one).
 pub fn window_counts(ts: &[f64], width_ms: f64) -> Vec<f64> {
     let (Some(&first), Some(&last)) = (ts.first(), ts.last()) else { return Vec::new() };
-    if !(width_ms > 0.0) || !(last - first).is_finite() {
+    if width_ms.is_nan() || width_ms <= 0.0 || !(last - first).is_finite() {
         return Vec::new();
     }
     let full = ((last - first) / width_ms).floor() as usize;
-    let n = full.max(1).min(10_000_000);
+    let n = full.clamp(1, 10_000_000);
     let mut counts = vec![0.0; n];
     for &t in ts {
         let i = ((t - first) / width_ms) as usize;

@@ -116,7 +116,9 @@ fn peak(ts: &[f64], width_ms: f64) -> Option<f64> {
 /// Sessions: turns per session and the gaps between a session's turns (ms): `delay` where rows
 /// carry one, otherwise the gap between consecutive timestamps of the session or conversation.
 fn sessions(trace: &Trace) -> (Vec<f64>, Vec<f64>) {
-    let mut by: std::collections::HashMap<&str, Vec<(Option<f64>, Option<f64>)>> = std::collections::HashMap::new();
+    /// A turn's timestamp and delay.
+    type Turn = (Option<f64>, Option<f64>);
+    let mut by: std::collections::HashMap<&str, Vec<Turn>> = std::collections::HashMap::new();
     for r in trace.rows() {
         let key = r.session_id.as_deref().or(r.conversation.as_deref());
         if let Some(k) = key {
