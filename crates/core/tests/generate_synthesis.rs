@@ -86,3 +86,49 @@ fn a_filter_that_rejects_everything_is_an_error() {
     assert!(matches!(err, SynthesisError::FilterRejectsEverything { accepted: 0, .. }), "{err}");
     assert!(err.to_string().contains("passed only 0 of 10000"), "{err}");
 }
+
+#[test]
+fn the_fidelity_report_judges_arrivals_over_time() {
+    use aiperf_core::synthesis::arrival_checks;
+    let input = conversation();
+    let itself = arrival_checks(&input, &input);
+    assert!(itself.iter().all(|c| c.pass == Some(true)), "{itself:?}");
+    let names: Vec<&str> = itself.iter().map(|c| c.statistic.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "dispersion_10s",
+            "lag1_autocorrelation_10s",
+            "dispersion_60s",
+            "lag1_autocorrelation_60s",
+            "dispersion_117s",
+            "lag1_autocorrelation_117s",
+            "inter_arrival_cv",
+            "peak_1s",
+            "peak_rate_10s_per_s",
+            "mean_burst_size",
+            "largest_burst"
+        ]
+    );
+    // Over several seeds, the minute-scale shape of the source comes back.
+    let seeds = 4;
+    let (mut d, mut a) = (0.0, 0.0);
+    let value = |checks: &[aiperf_core::synthesis::ArrivalCheck], name: &str| {
+        let c = checks.iter().find(|c| c.statistic == name).unwrap();
+        (c.original.unwrap(), c.synthesized.unwrap())
+    };
+    let (mut d0, mut a0) = (0.0, 0.0);
+    for seed in 0..seeds {
+        let p = GenerateParams { num_requests: input.len(), seed, ..GenerateParams::default() };
+        let checks = arrival_checks(&input, &generate(&input, &p).unwrap());
+        (d0, a0) = (value(&checks, "dispersion_60s").0, value(&checks, "lag1_autocorrelation_60s").0);
+        d += value(&checks, "dispersion_60s").1 / seeds as f64;
+        a += value(&checks, "lag1_autocorrelation_60s").1 / seeds as f64;
+        for name in ["inter_arrival_cv", "mean_burst_size", "peak_rate_10s_per_s"] {
+            let c = checks.iter().find(|c| c.statistic == name).unwrap();
+            assert_eq!(c.pass, Some(true), "seed {seed}: {c:?}");
+        }
+    }
+    assert!((d / d0 - 1.0).abs() <= 0.25, "dispersion at 1 min: {d} vs {d0}");
+    assert!((a - a0).abs() <= 0.15, "lag-1 autocorrelation at 1 min: {a} vs {a0}");
+}

@@ -28,7 +28,15 @@ impl ParamGroup for Shared {
 pub struct Own;
 
 impl ParamGroup for Own {
-    const PARAMS: &'static [Param] = &[Param::NumRequests, Param::MinIsl, Param::MinOsl, Param::Seed, Param::BlockSize];
+    const PARAMS: &'static [Param] = &[
+        Param::NumRequests,
+        Param::Intensity,
+        Param::Duration,
+        Param::MinIsl,
+        Param::MinOsl,
+        Param::Seed,
+        Param::BlockSize,
+    ];
 }
 
 /// The values given on the command line for the parameters of `G` (checked by clap's parser).
@@ -201,6 +209,8 @@ mod tests {
             "--synthesis-max-isl=8192",
             "--synthesis-max-osl=512",
             "--num-requests=10",
+            "--intensity=1.5",
+            "--duration=60",
             "--synthesis-min-isl=5",
             "--synthesis-min-osl=6",
             "--random-seed=42",
@@ -215,6 +225,8 @@ mod tests {
             max_isl: Some(8192),
             max_osl: Some(512),
             num_requests: 10,
+            intensity: 1.5,
+            duration_s: Some(60),
             min_isl: Some(5),
             min_osl: Some(6),
             seed: 42,

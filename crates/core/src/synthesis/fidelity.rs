@@ -2,16 +2,21 @@
 //!
 //! For input length, output length, context (cached prefix) length, per-request hit rate and
 //! requests per second, the report gives both distributions (mean, std, percentiles) and their
-//! two-sample Kolmogorov–Smirnov distance. Fidelity is measured, not assumed.
+//! two-sample Kolmogorov–Smirnov distance. For arrivals over time ([`ArrivalCheck`]): dispersion
+//! and lag-1 autocorrelation of requests per window (10 s, 1 min and the widest width giving the
+//! original at least 30 windows), the inter-arrival CV, peak 1 s and 10 s rates, burst sizes and,
+//! where there are sessions, turns per session and delays between turns, each with a tolerance
+//! and a verdict. Fidelity is measured, not assumed.
 
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use super::arrivals::{dispersion, lag1_autocorrelation, window_counts};
 use crate::analysis::report::{group_thousands, table};
 use crate::analysis::{Analysis, RowMetrics, analyze_with_rows};
 use crate::stats::{Distribution, ks_distance_sorted, sorted};
-use crate::trace::Trace;
+use crate::trace::{Number, Trace};
 
 /// One metric, original against synthesized.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,13 +41,173 @@ pub struct FidelityReport {
     pub original_unique_prefixes: u64,
     pub synthesized_unique_prefixes: u64,
     pub metrics: Vec<MetricFidelity>,
+    /// Arrivals over time, original against synthesized (empty when not compared).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arrivals: Vec<ArrivalCheck>,
+}
+
+/// How close a synthesized statistic must be to the original's.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tolerance {
+    /// The ratio synthesized / original within `1/f ..= f`.
+    Factor(f64),
+    /// The difference within `±d`.
+    Difference(f64),
+}
+
+impl Tolerance {
+    fn holds(self, original: f64, synthesized: f64) -> bool {
+        match self {
+            Tolerance::Factor(f) if original > 0.0 && synthesized > 0.0 => {
+                let r = synthesized / original;
+                r <= f && r >= 1.0 / f
+            }
+            Tolerance::Factor(_) => original == synthesized,
+            Tolerance::Difference(d) => (synthesized - original).abs() <= d,
+        }
+    }
+}
+
+impl std::fmt::Display for Tolerance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Tolerance::Factor(x) => write!(f, "×/÷ {x}"),
+            Tolerance::Difference(d) => write!(f, "± {d}"),
+        }
+    }
+}
+
+/// One statistic of arrivals over time, original against synthesized.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArrivalCheck {
+    /// `dispersion_60s`, `lag1_autocorrelation_60s`, `inter_arrival_cv`, `peak_1s`, …
+    pub statistic: String,
+    pub original: Option<f64>,
+    pub synthesized: Option<f64>,
+    pub tolerance: Tolerance,
+    /// Whether the synthesized value is within the tolerance (`None` when either is missing).
+    pub pass: Option<bool>,
+}
+
+/// Sorted timestamps (ms) of the rows that have one.
+fn timestamps(trace: &Trace) -> Vec<f64> {
+    let mut ts: Vec<f64> = trace.rows().iter().filter_map(|r| r.timestamp.map(Number::as_f64)).collect();
+    ts.sort_by(f64::total_cmp);
+    ts
+}
+
+/// Most requests in one window of `width_ms` (windows from the first timestamp).
+fn peak(ts: &[f64], width_ms: f64) -> Option<f64> {
+    let first = *ts.first()?;
+    let (mut best, mut run, mut at) = (0u64, 0u64, u64::MAX);
+    for &t in ts {
+        let w = ((t - first) / width_ms) as u64;
+        if w == at {
+            run += 1;
+        } else {
+            (at, run) = (w, 1);
+        }
+        best = best.max(run);
+    }
+    Some(best as f64)
+}
+
+/// Sessions: turns per session and the gaps between a session's turns (ms): `delay` where rows
+/// carry one, otherwise the gap between consecutive timestamps of the session or conversation.
+fn sessions(trace: &Trace) -> (Vec<f64>, Vec<f64>) {
+    /// A turn's timestamp and delay.
+    type Turn = (Option<f64>, Option<f64>);
+    let mut by: std::collections::HashMap<&str, Vec<Turn>> = std::collections::HashMap::new();
+    for r in trace.rows() {
+        let key = r.session_id.as_deref().or(r.conversation.as_deref());
+        if let Some(k) = key {
+            by.entry(k).or_default().push((r.timestamp.map(Number::as_f64), r.delay.map(Number::as_f64)));
+        }
+    }
+    let (mut turns, mut delays) = (Vec::new(), Vec::new());
+    for rows in by.values() {
+        turns.push(rows.len() as f64);
+        for w in rows.windows(2) {
+            match (w[1].1, w[0].0, w[1].0) {
+                (Some(d), _, _) => delays.push(d),
+                (None, Some(a), Some(b)) => delays.push(b - a),
+                _ => {}
+            }
+        }
+    }
+    (turns, delays)
+}
+
+/// The arrival statistics of `original` and `synthesized`, with tolerances and verdicts.
+pub fn arrival_checks(original: &Trace, synthesized: &Trace) -> Vec<ArrivalCheck> {
+    let (a, b) = (timestamps(original), timestamps(synthesized));
+    let mut checks = Vec::new();
+    let mut add = |statistic: String, f: &dyn Fn(&[f64]) -> Option<f64>, tolerance: Tolerance| {
+        let (o, s) = (f(&a), f(&b));
+        let pass = o.zip(s).map(|(o, s)| tolerance.holds(o, s));
+        checks.push(ArrivalCheck { statistic, original: o, synthesized: s, tolerance, pass });
+    };
+    let span_s = a.last().zip(a.first()).map_or(0.0, |(l, f)| (l - f) / 1000.0);
+    let widest = (span_s / 30.0).floor();
+    let mut widths = vec![10.0, 60.0];
+    if widest > 60.0 {
+        widths.push(widest);
+    }
+    for w in widths {
+        let ms = w * 1000.0;
+        add(format!("dispersion_{w}s"), &|ts| dispersion(&window_counts(ts, ms)), Tolerance::Factor(1.5));
+        add(
+            format!("lag1_autocorrelation_{w}s"),
+            &|ts| lag1_autocorrelation(&window_counts(ts, ms)),
+            Tolerance::Difference(0.2),
+        );
+    }
+    add(
+        "inter_arrival_cv".into(),
+        &|ts| {
+            let gaps: Vec<f64> = ts.windows(2).map(|w| w[1] - w[0]).collect();
+            let d = Distribution::of(&gaps)?;
+            (d.avg > 0.0).then(|| d.std / d.avg)
+        },
+        Tolerance::Factor(1.25),
+    );
+    add("peak_1s".into(), &|ts| peak(ts, 1000.0), Tolerance::Factor(1.33));
+    add("peak_rate_10s_per_s".into(), &|ts| peak(ts, 10_000.0).map(|p| p / 10.0), Tolerance::Factor(1.33));
+    let bursts = |ts: &[f64]| -> Vec<f64> {
+        let mut sizes = Vec::new();
+        let mut i = 0;
+        while i < ts.len() {
+            let j = ts[i..].iter().position(|&t| t != ts[i]).map_or(ts.len(), |k| i + k);
+            sizes.push((j - i) as f64);
+            i = j;
+        }
+        sizes
+    };
+    add("mean_burst_size".into(), &|ts| Distribution::of(&bursts(ts)).map(|d| d.avg), Tolerance::Factor(1.1));
+    add("largest_burst".into(), &|ts| bursts(ts).into_iter().max_by(f64::total_cmp), Tolerance::Factor(1.5));
+    let (so, ss) = (sessions(original), sessions(synthesized));
+    if !so.0.is_empty() || !ss.0.is_empty() {
+        let mean = |v: &[f64]| Distribution::of(v).map(|d| d.avg);
+        let median = |v: &[f64]| Distribution::of(v).and_then(|d| d.percentile(50.0));
+        for (statistic, o, s, tolerance) in [
+            ("mean_turns_per_session", mean(&so.0), mean(&ss.0), Tolerance::Factor(1.25)),
+            ("median_inter_turn_delay_ms", median(&so.1), median(&ss.1), Tolerance::Factor(1.33)),
+        ] {
+            let pass = o.zip(s).map(|(o, s)| tolerance.holds(o, s));
+            checks.push(ArrivalCheck { statistic: statistic.into(), original: o, synthesized: s, tolerance, pass });
+        }
+    }
+    checks
 }
 
 /// Compares two traces (analysed with the same block size).
 pub fn fidelity_report(original: &Trace, synthesized: &Trace, block_size: u32) -> FidelityReport {
     let (a, ma) = analyze_with_rows(original, block_size);
     let (b, mb) = analyze_with_rows(synthesized, block_size);
-    fidelity_from_analyses((&a, &ma), (&b, &mb))
+    let mut report = fidelity_from_analyses((&a, &ma), (&b, &mb));
+    report.arrivals = arrival_checks(original, synthesized);
+    report
 }
 
 /// The report from analyses already computed (with their per-row values).
@@ -81,6 +246,7 @@ pub fn fidelity_from_analyses(
         original_unique_prefixes: a.unique_prefixes,
         synthesized_unique_prefixes: b.unique_prefixes,
         metrics,
+        arrivals: Vec::new(),
     }
 }
 
@@ -138,6 +304,30 @@ impl FidelityReport {
             }
         }
         out.push_str(&table(&header, &rows));
+        if !self.arrivals.is_empty() {
+            out.push_str("\nArrivals over time (requests per window from the first timestamp)\n");
+            let header = ["Statistic", "Original", "Synthesized", "Tolerance", "Verdict"];
+            let value = |v: Option<f64>| v.map_or("–".into(), |v| group_thousands(v, 3));
+            let rows: Vec<Vec<String>> = self
+                .arrivals
+                .iter()
+                .map(|c| {
+                    let verdict = match c.pass {
+                        Some(true) => "pass",
+                        Some(false) => "FAIL",
+                        None => "–",
+                    };
+                    vec![
+                        c.statistic.clone(),
+                        value(c.original),
+                        value(c.synthesized),
+                        c.tolerance.to_string(),
+                        verdict.into(),
+                    ]
+                })
+                .collect();
+            out.push_str(&table(&header, &rows));
+        }
         out
     }
 }

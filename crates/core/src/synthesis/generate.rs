@@ -6,8 +6,8 @@
 //! there; chains of nodes with equal visit counts are contracted; nodes visited by one row only
 //! are unique prompts, removed from the tree, their lengths forming the prompt-length
 //! distribution. Sampling walks from the root choosing a child (by traversal count), "append a
-//! fresh unique prompt" or "stop". Output lengths, burst sizes and gaps between distinct
-//! timestamps are resampled from their empirical distributions.
+//! fresh unique prompt" or "stop". Output lengths are resampled from their empirical distribution;
+//! arrival times follow the trace's rate over time ([`super::arrivals`]).
 //!
 //! Beyond Dynamo, the prompt-length and last-block-fill distributions are kept per node (the
 //! lengths and fills of the rows that ended there): on the conversation trace one global prompt
@@ -23,11 +23,12 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::arrivals::{ArrivalModel, ArrivalOptions};
 use super::rng::PyRandom;
 use super::settings::Value;
 use super::{Param, SynthesisError, SynthesisSettings, room_for};
 use crate::analysis::DEFAULT_BLOCK_SIZE;
-use crate::trace::{Input, Number, Row, Trace};
+use crate::trace::{Input, Row, Trace};
 
 /// The parameters of generative synthesis.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -37,6 +38,10 @@ pub struct GenerateParams {
     pub num_requests: usize,
     /// Gaps between arrivals are divided by this (> 0).
     pub speedup_ratio: f64,
+    /// Scales the arrival rate, the timeline kept (> 0).
+    pub intensity: f64,
+    /// Generation stops at this many seconds of timeline, if set.
+    pub duration_s: Option<u64>,
     /// Scales the length of every shared prefix node (> 0; rounded, at least one block).
     pub prefix_len_multiplier: f64,
     /// Number of disjoint copies of the prefix tree requests are spread over (≥ 1).
@@ -63,6 +68,8 @@ impl Default for GenerateParams {
         GenerateParams {
             num_requests: 1000,
             speedup_ratio: 1.0,
+            intensity: 1.0,
+            duration_s: None,
             prefix_len_multiplier: 1.0,
             prefix_root_multiplier: 1,
             prompt_len_multiplier: 1.0,
@@ -116,9 +123,7 @@ pub struct PrefixModel {
     stop_fills: Vec<u32>,
     last_fill: Vec<u32>,
     output_lengths: Vec<u64>,
-    burst_sizes: Vec<u32>,
-    gaps_ms: Vec<f64>,
-    start_ms: Option<f64>,
+    arrivals: Option<ArrivalModel>,
     /// Blocks of the uncontracted tree that were kept (visited by at least two rows).
     shared_blocks: usize,
 }
@@ -275,19 +280,6 @@ impl PrefixModel {
             };
         }
 
-        // Arrivals: requests per distinct timestamp and gaps between distinct timestamps.
-        let mut ts: Vec<f64> = trace.rows().iter().filter_map(|r| r.timestamp.map(Number::as_f64)).collect();
-        ts.sort_by(f64::total_cmp);
-        let (mut burst_sizes, mut gaps_ms) = (Vec::new(), Vec::new());
-        let mut i = 0;
-        while i < ts.len() {
-            let j = ts[i..].iter().position(|&t| t != ts[i]).map_or(ts.len(), |k| i + k);
-            burst_sizes.push((j - i) as u32);
-            if j < ts.len() {
-                gaps_ms.push(ts[j] - ts[i]);
-            }
-            i = j;
-        }
         Ok(PrefixModel {
             block_size,
             nodes,
@@ -297,11 +289,14 @@ impl PrefixModel {
             stop_fills,
             last_fill,
             output_lengths,
-            burst_sizes,
-            gaps_ms,
-            start_ms: ts.first().copied(),
+            arrivals: ArrivalModel::learn(trace),
             shared_blocks,
         })
+    }
+
+    /// What was learned about arrivals (`None` when no row has a timestamp).
+    pub fn arrivals(&self) -> Option<&ArrivalModel> {
+        self.arrivals.as_ref()
     }
 
     /// Sizes of the model.
@@ -314,7 +309,8 @@ impl PrefixModel {
         }
     }
 
-    /// Samples `params.num_requests` rows (the model's block size is used, not the params').
+    /// Samples `params.num_requests` rows, fewer when `params.duration_s` ends first (the model's
+    /// block size is used, not the params').
     pub fn sample(&self, params: &GenerateParams) -> Result<Trace, SynthesisError> {
         params.validate()?;
         let bs = u64::from(self.block_size);
@@ -342,7 +338,12 @@ impl PrefixModel {
         // The ISL filter gives up once 10,000 samples were drawn and fewer than 1% passed: fast
         // when it rejects (almost) everything, and at most ~100 draws per row otherwise.
         let (mut attempts, mut rejected) = (0usize, 0usize);
-        let mut clock = Arrivals::new(self, params.speedup_ratio);
+        let options = ArrivalOptions {
+            speedup: params.speedup_ratio,
+            intensity: params.intensity,
+            duration_ms: params.duration_s.map(|s| s as f64 * 1000.0),
+        };
+        let mut clock = self.arrivals.as_ref().map(|a| a.clock(params.seed, options));
         while trace.len() < params.num_requests {
             attempts += 1;
             if attempts > 10_000 && trace.len().saturating_mul(100) < attempts {
@@ -416,7 +417,13 @@ impl PrefixModel {
                 }
                 row.output_length = Some(o);
             }
-            row.timestamp = clock.next(&mut rng);
+            if let Some(clock) = &mut clock {
+                let Some(arrival) = clock.next_arrival() else { break };
+                row.timestamp = Some(arrival.time);
+                if let Some(s) = arrival.session {
+                    row.conversation = Some(format!("s{s}").into());
+                }
+            }
             trace.push(row, ids.iter().copied());
         }
         Ok(trace)
@@ -434,37 +441,6 @@ impl PrefixModel {
 /// `round(len * multiplier)`, at least one block.
 fn scale_blocks(len: u32, multiplier: f64) -> u64 {
     ((f64::from(len) * multiplier).round() as u64).max(1)
-}
-
-/// Arrival times: bursts of requests sharing a timestamp, separated by resampled gaps.
-struct Arrivals<'a> {
-    model: &'a PrefixModel,
-    speedup: f64,
-    now_ms: f64,
-    left_in_burst: u32,
-    started: bool,
-}
-
-impl<'a> Arrivals<'a> {
-    fn new(model: &'a PrefixModel, speedup: f64) -> Self {
-        Arrivals { model, speedup, now_ms: model.start_ms.unwrap_or(0.0), left_in_burst: 0, started: false }
-    }
-
-    fn next(&mut self, rng: &mut PyRandom) -> Option<Number> {
-        let m = self.model;
-        m.start_ms?;
-        if self.left_in_burst == 0 {
-            if self.started && !m.gaps_ms.is_empty() {
-                // Gaps keep their fraction; only the written timestamp is rounded (to 1 µs).
-                self.now_ms += m.gaps_ms[rng.below(m.gaps_ms.len() as u64) as usize] / self.speedup;
-            }
-            self.started = true;
-            self.left_in_burst = m.burst_sizes[rng.below(m.burst_sizes.len() as u64) as usize];
-        }
-        self.left_in_burst -= 1;
-        let t = (self.now_ms * 1000.0).round() / 1000.0;
-        Some(if t.fract() == 0.0 && t.abs() < 9e15 { Number::Int(t as i64) } else { Number::Float(t) })
-    }
 }
 
 /// Learns a model from `trace` and samples `params.num_requests` rows from it.
@@ -500,8 +476,6 @@ mod tests {
         assert_eq!((a.len, a.append, a.stop), (2, 0, 1));
         let b = &m.nodes[m.children[a.children.start].0 as usize];
         assert_eq!((b.len, b.append, b.stop), (1, 1, 1));
-        assert_eq!(m.burst_sizes, [2, 1, 1]);
-        assert_eq!(m.gaps_ms, [10.0, 15.0]);
         let mut prompts = m.prompt_blocks.clone();
         prompts.sort();
         assert_eq!(prompts, [1, 1]);

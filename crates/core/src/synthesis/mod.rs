@@ -4,6 +4,7 @@
 //!   ids and random draws as AIPerf 0.13.0 for the same seed, minus its three defects;
 //! - [`generate()`]: learn a trace's prefix tree and length/arrival distributions, then sample any
 //!   number of new rows from them;
+//! - [`arrivals`]: the request rate over time that generation learns and reproduces;
 //! - [`fidelity`]: how close a synthesized trace's distributions are to the original's;
 //! - [`rng`]: CPython-compatible MT19937 and AIPerf's seed derivation;
 //! - [`synthetic`]: AIPerf's synthetic workloads (`--isl`, `--num-dataset-entries`, turns, prefix
@@ -13,6 +14,7 @@
 //! All functions are pure and deterministic: the seed is a parameter.
 
 pub mod agentic;
+pub mod arrivals;
 pub mod fidelity;
 pub mod generate;
 pub mod rng;
@@ -20,7 +22,9 @@ pub mod settings;
 pub mod synthetic;
 pub mod transform;
 
-pub use fidelity::{FidelityReport, MetricFidelity, fidelity_from_analyses, fidelity_report};
+pub use fidelity::{
+    ArrivalCheck, FidelityReport, MetricFidelity, arrival_checks, fidelity_from_analyses, fidelity_report,
+};
 pub use generate::{GenerateParams, ModelStats, PrefixModel, generate};
 pub use settings::{Mode, Param, SynthesisSettings};
 pub use transform::{TransformParams, synthesize_direct, transform};

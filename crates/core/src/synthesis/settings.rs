@@ -59,6 +59,8 @@ pub enum Param {
     BlockSize,
     NumRequests,
     SpeedupRatio,
+    Intensity,
+    Duration,
     PrefixLenMultiplier,
     PrefixRootMultiplier,
     PromptLenMultiplier,
@@ -87,13 +89,15 @@ const MAX_MULTIPLIER: f64 = 1000.0;
 const MAX_ROOT_MULTIPLIER: u64 = 1_000_000;
 /// Largest block size, 2^24 tokens.
 const MAX_BLOCK_SIZE: u64 = 1 << 24;
+/// Longest generated timeline (30 days, in seconds).
+const MAX_DURATION_S: u64 = 30 * 24 * 3600;
 /// Largest number of generated rows: every row holds at least one hash id.
 const MAX_NUM_REQUESTS: u64 = super::MAX_OUTPUT_IDS;
 const MULTIPLIER: Range = Range::Float { min: 0.0, above_min: true, max: MAX_MULTIPLIER };
 const TOKENS: Range = Range::OptInt { min: 1, max: u64::MAX };
 
 /// The table, in the order of [`Param::ALL`].
-const SPECS: [Spec; 12] = [
+const SPECS: [Spec; 14] = [
     Spec {
         key: "block_size",
         flag: "block-size",
@@ -120,6 +124,27 @@ const SPECS: [Spec; 12] = [
         doc: "Synthesis: divide timestamps (generative mode: gaps between arrivals) by this; 2 = twice as fast.",
         default: "1",
         range: Range::Float { min: 0.001, above_min: false, max: 1_000_000.0 },
+    },
+    Spec {
+        key: "intensity",
+        flag: "intensity",
+        label: "Intensity (rate scale)",
+        hint: "2 = twice the requests per second",
+        doc: "Generative mode only: scale the learned arrival rate, keeping its curve over time (the \
+              speedup ratio compresses the timeline instead); 2 = twice the requests per second.",
+        default: "1",
+        range: Range::Float { min: 0.0, above_min: true, max: MAX_MULTIPLIER },
+    },
+    Spec {
+        key: "duration_s",
+        flag: "duration",
+        label: "Duration (s)",
+        hint: "seconds of timeline; empty: until the count",
+        doc: "Generative mode only: stop at this many seconds of generated timeline (or at \
+              --num-requests rows, whichever comes first). Longer than the source trace repeats its \
+              learned rate curve; shorter takes the curve's first window of this length.",
+        default: "",
+        range: Range::OptInt { min: 1, max: MAX_DURATION_S },
     },
     Spec {
         key: "prefix_len_multiplier",
@@ -207,10 +232,12 @@ const SPECS: [Spec; 12] = [
 
 impl Param {
     /// Every parameter, in the table's order (the web form's).
-    pub const ALL: [Param; 12] = [
+    pub const ALL: [Param; 14] = [
         Param::BlockSize,
         Param::NumRequests,
         Param::SpeedupRatio,
+        Param::Intensity,
+        Param::Duration,
         Param::PrefixLenMultiplier,
         Param::PrefixRootMultiplier,
         Param::PromptLenMultiplier,
@@ -277,7 +304,7 @@ impl Param {
 
     /// Whether only generative synthesis uses it.
     pub fn generate_only(self) -> bool {
-        matches!(self, Param::NumRequests | Param::MinIsl | Param::MinOsl)
+        matches!(self, Param::NumRequests | Param::MinIsl | Param::MinOsl | Param::Intensity | Param::Duration)
     }
 
     /// Reads a value typed by a user (surrounding spaces ignored; empty means no limit where
@@ -349,6 +376,8 @@ impl SynthesisSettings {
             Param::Seed => Value::Int(g.seed),
             Param::NumRequests => Value::Int(g.num_requests as u64),
             Param::SpeedupRatio => Value::Float(g.speedup_ratio),
+            Param::Intensity => Value::Float(g.intensity),
+            Param::Duration => Value::OptInt(g.duration_s),
             Param::PrefixLenMultiplier => Value::Float(g.prefix_len_multiplier),
             Param::PrefixRootMultiplier => Value::Int(u64::from(g.prefix_root_multiplier)),
             Param::PromptLenMultiplier => Value::Float(g.prompt_len_multiplier),
@@ -370,6 +399,8 @@ impl SynthesisSettings {
             (Param::Seed, Value::Int(v)) => g.seed = v,
             (Param::NumRequests, Value::Int(v)) => g.num_requests = usize::try_from(v).map_err(|_| invalid())?,
             (Param::SpeedupRatio, Value::Float(v)) => g.speedup_ratio = v,
+            (Param::Intensity, Value::Float(v)) => g.intensity = v,
+            (Param::Duration, Value::OptInt(v)) => g.duration_s = v,
             (Param::PrefixLenMultiplier, Value::Float(v)) => g.prefix_len_multiplier = v,
             (Param::PrefixRootMultiplier, Value::Int(v)) => {
                 g.prefix_root_multiplier = u32::try_from(v).map_err(|_| invalid())?;

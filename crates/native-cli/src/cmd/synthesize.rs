@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use aiperf_core::analysis::{analyze, analyze_with_rows};
 use aiperf_core::synthesis::{
-    Mode, Param, PrefixModel, SynthesisError, SynthesisSettings, fidelity_from_analyses, transform,
+    Mode, Param, PrefixModel, SynthesisError, SynthesisSettings, arrival_checks, fidelity_from_analyses, transform,
 };
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace};
 use anyhow::{Context, Result};
@@ -107,7 +107,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         Mode::Transform => transform(&input, &settings.transform_params()).map_err(explain)?,
     };
-    finish(&args, settings.params.block_size, &input, &output)
+    finish(&args, settings.params.block_size, settings.mode, &input, &output)
 }
 
 /// Generates AIPerf's synthetic workload (its defaults for the options not given) and writes it.
@@ -148,11 +148,15 @@ fn report_to(args: &Args) -> Box<dyn Write> {
 }
 
 /// Writes the output atomically, then prints (and optionally saves) the before/after comparison.
-fn finish(args: &Args, block_size: u32, input: &Trace, output: &Trace) -> Result<()> {
+/// Generative mode also compares arrivals over time.
+fn finish(args: &Args, block_size: u32, mode: Mode, input: &Trace, output: &Trace) -> Result<()> {
     write_trace_file(&args.output_file, output)?;
     let before = analyze_with_rows(input, block_size);
     let after = analyze_with_rows(output, block_size);
-    let report = fidelity_from_analyses((&before.0, &before.1), (&after.0, &after.1));
+    let mut report = fidelity_from_analyses((&before.0, &before.1), (&after.0, &after.1));
+    if mode == Mode::Generate {
+        report.arrivals = arrival_checks(input, output);
+    }
     let mut out = report_to(args);
     out.write_all(report.to_table().as_bytes())?;
     writeln!(out, "\nSynthesized {} rows to {}", output.len(), args.output_file.display())?;
