@@ -49,6 +49,9 @@ enum Command {
     Report(cmd::report::ReportArgs),
     /// Print the key numbers of runs side by side, with the change against a baseline run.
     Compare(cmd::report::CompareArgs),
+    /// Simulate a trace on a cluster (replicas, KV capacity, router, eviction, engine timing):
+    /// the hit rates and latencies it would get; lists on the cluster options sweep.
+    Simulate(Box<cmd::simulate::Args>),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => done(cmd::merge::run(args)),
         Command::Report(args) => done(cmd::report::report(args)),
         Command::Compare(args) => done(cmd::report::compare_cmd(args)),
+        Command::Simulate(args) => done(cmd::simulate::run(*args)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

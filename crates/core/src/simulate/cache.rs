@@ -132,11 +132,6 @@ impl BlockCache {
         self.capacity.is_none_or(|c| self.pinned + missing <= c)
     }
 
-    /// Capacity in blocks, `None` when unbounded.
-    pub(crate) fn capacity(&self) -> Option<usize> {
-        self.capacity
-    }
-
     /// A request starts: each of its blocks is used and pinned, in prompt order, new ones
     /// inserted (evicting unpinned blocks; a block that finds every other block pinned is not
     /// kept). Returns the leading hit in blocks; the pinned slots are appended to `held`.

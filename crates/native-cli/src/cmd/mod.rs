@@ -6,4 +6,5 @@ pub mod convert;
 pub mod hash_prompts;
 pub mod merge;
 pub mod report;
+pub mod simulate;
 pub mod synthesize;
