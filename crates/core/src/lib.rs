@@ -15,6 +15,7 @@
 //!   and its exports, time slices;
 //! - [`campaign`]: several runs: sweeps, repeated runs, the capacity search;
 //! - [`server`]: a server's Prometheus metrics over a run, their exports and the comparison;
+//! - [`simulate`]: a trace served by a simulated cluster (replicas, prefix caches, routers, timing);
 //! - [`view`]: finished runs read back from their files: charts, comparison, HTML report.
 //!
 //! Shared by all: [`stats`] (the one statistics module), [`datetime`] (date-times read and
@@ -32,6 +33,7 @@ pub mod json_scan;
 pub mod replay;
 pub mod results;
 pub mod server;
+pub mod simulate;
 pub mod stats;
 pub mod synthesis;
 pub mod trace;

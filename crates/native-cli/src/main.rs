@@ -56,6 +56,9 @@ enum Command {
     /// Check every row of a trace as AIPerf's `validate` does (`validate mooncake-trace --input
     /// FILE`), then print the lint's warnings (exit status 2 when a row is invalid).
     Validate(cmd::validate::Args),
+    /// Simulate a trace on a cluster (replicas, KV capacity, router, eviction, engine timing):
+    /// the hit rates and latencies it would get; lists on the cluster options sweep.
+    Simulate(Box<cmd::simulate::Args>),
 }
 
 fn main() -> ExitCode {
@@ -87,6 +90,7 @@ fn main() -> ExitCode {
         Command::Report(args) => done(cmd::report::run_report(args)),
         Command::Compare(args) => done(cmd::report::run_compare(args)),
         Command::Validate(args) => cmd::validate::run(args),
+        Command::Simulate(args) => done(cmd::simulate::run(*args)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

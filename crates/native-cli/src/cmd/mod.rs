@@ -7,5 +7,6 @@ pub mod convert;
 pub mod hash_prompts;
 pub mod merge;
 pub mod report;
+pub mod simulate;
 pub mod synthesize;
 pub mod validate;

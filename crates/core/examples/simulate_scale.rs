@@ -1,0 +1,52 @@
+//! Times the simulator on a big trace: `simulate_scale TRACE.jsonl [REPLICAS] [KV_BLOCKS]`
+//! (defaults 8 replicas, 20,000 blocks each, KV-aware router, LRU). Prints the parse and
+//! simulation times and the hit rates.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use aiperf_core::replay::schedule::{Timing, build};
+use aiperf_core::simulate::{Cluster, Policy, Router, simulate};
+use aiperf_core::trace::{ParseOptions, parse_str};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(input) = args.first() else {
+        return Err("usage: simulate_scale TRACE.jsonl [REPLICAS] [KV_BLOCKS]".into());
+    };
+    let replicas = args.get(1).map_or(Ok(8), |s| s.parse())?;
+    let kv_blocks = args.get(2).map_or(Ok(20_000), |s| s.parse())?;
+    let t = Instant::now();
+    let text = std::fs::read_to_string(input)?;
+    let trace = parse_str(&text, ParseOptions::new(input.as_str()))?.trace;
+    drop(text);
+    let parsed = t.elapsed();
+    let t = Instant::now();
+    let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
+    let schedule = Arc::new(build(&trace, timing, None)?);
+    let scheduled = t.elapsed();
+    let cluster = Cluster {
+        replicas,
+        kv_blocks: Some(kv_blocks),
+        router: Router::KvAware,
+        policy: Policy::Lru,
+        max_running: Some(256),
+        ..Cluster::default()
+    };
+    let t = Instant::now();
+    let sim = simulate(&trace, schedule, &cluster)?;
+    let simulated = t.elapsed();
+    let total = sim.total();
+    println!(
+        "rows {} | parse {:.2} s | schedule {:.2} s | simulate {:.2} s | token hit {:.2}% | row hit {:.2}% | imbalance {:.3} | evictions {}",
+        trace.len(),
+        parsed.as_secs_f64(),
+        scheduled.as_secs_f64(),
+        simulated.as_secs_f64(),
+        total.token_hit_rate() * 100.0,
+        total.row_hit_rate() * 100.0,
+        sim.imbalance(),
+        total.evictions
+    );
+    Ok(())
+}

@@ -1,0 +1,587 @@
+//! What would a cluster hit? A discrete-event simulation of a trace served by replicas with a
+//! finite prefix cache of KV blocks, a router in front and a simple engine timing.
+//!
+//! Arrivals are the replay's own: [`simulate`] drives the [`Dispatch`] of a [`Schedule`] with a
+//! virtual clock, so row timestamps, sessions whose next turn waits for the previous one's end
+//! plus its `delay`, and everything else the replay decides, are the same implementation. Each
+//! request is routed ([`Router`]) to a replica, waits in that replica's FIFO queue until a
+//! running slot is free (`max_running`) and its new blocks fit beside the pinned ones, then
+//! runs: its prompt blocks are matched as a chained prefix ([`cache`]), pinned until it ends,
+//! and its timing follows [`Engine`]. Blocks are the trace's hash ids (a row's prompt); decode
+//! tokens are not cached and take no capacity.
+//!
+//! Nothing here reads a clock or the OS: the random router draws from a seeded generator, so a
+//! run is a function of the trace and the [`Cluster`].
+
+pub mod cache;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use cache::BlockCache;
+pub use cache::Policy;
+
+use crate::replay::dispatch::{Dispatch, Job, Peek};
+use crate::replay::schedule::Schedule;
+use crate::results::record::{RequestRecord, ServerUsage};
+use crate::synthesis::rng::PyRandom;
+use crate::trace::Trace;
+
+/// Where a request goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum Router {
+    /// Replicas in turn, request by request.
+    RoundRobin,
+    /// A replica drawn uniformly from the seeded generator.
+    Random,
+    /// All turns of a session run on one replica: the run's index modulo the replicas, as
+    /// `profile --url A --url B` assigns sessions to URLs.
+    SessionAffinity,
+    /// The replica with the fewest requests running or waiting (the lowest index on ties).
+    LeastLoaded,
+    /// NVIDIA Dynamo's KV router cost: the replica minimising `overlap_weight × prefill_blocks +
+    /// decode_blocks`, where `prefill_blocks` are the request's blocks not cached there plus
+    /// those its waiting requests still have to prefill, and `decode_blocks` the blocks its
+    /// running requests hold plus the request's own (the lowest index on ties).
+    #[default]
+    KvAware,
+}
+
+impl Router {
+    /// The name on the command line and in summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            Router::RoundRobin => "round-robin",
+            Router::Random => "random",
+            Router::SessionAffinity => "session-affinity",
+            Router::LeastLoaded => "least-loaded",
+            Router::KvAware => "kv-aware",
+        }
+    }
+}
+
+/// How long a request runs on its replica. Prefill takes `prefill_fixed_us +
+/// prefill_per_token_us × uncached prompt tokens`; every output token after the first takes
+/// `decode_fixed_us + decode_per_running_us × requests running` (counted when the request
+/// starts, itself included).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Engine {
+    pub prefill_fixed_us: f64,
+    pub prefill_per_token_us: f64,
+    pub decode_fixed_us: f64,
+    pub decode_per_running_us: f64,
+}
+
+impl Default for Engine {
+    /// 10 ms + 50 µs per uncached token (20,000 prompt tokens/s) to the first token; 15 ms +
+    /// 0.5 ms per running request between tokens: the order of an 8B model on one data-centre GPU.
+    fn default() -> Self {
+        Engine {
+            prefill_fixed_us: 10_000.0,
+            prefill_per_token_us: 50.0,
+            decode_fixed_us: 15_000.0,
+            decode_per_running_us: 500.0,
+        }
+    }
+}
+
+/// One cluster configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cluster {
+    pub replicas: u32,
+    /// KV capacity of each replica in blocks; `None`: unbounded.
+    pub kv_blocks: Option<u64>,
+    /// Tokens per block (the trace's hash-id block size).
+    pub block_size: u32,
+    pub policy: Policy,
+    pub router: Router,
+    /// The weight of prefill blocks in the KV-aware cost (Dynamo's `overlap_score_weight`).
+    pub overlap_weight: f64,
+    /// Most requests running at once on a replica; `None`: no cap.
+    pub max_running: Option<u32>,
+    pub engine: Engine,
+    /// Seed of the random router.
+    pub seed: u64,
+    /// Interval of the sampled series (KV usage, queue, running), in nanoseconds; 0: none.
+    pub sample_every_ns: u64,
+}
+
+impl Default for Cluster {
+    fn default() -> Self {
+        Cluster {
+            replicas: 1,
+            kv_blocks: None,
+            block_size: crate::analysis::DEFAULT_BLOCK_SIZE,
+            policy: Policy::Lru,
+            router: Router::KvAware,
+            overlap_weight: 1.0,
+            max_running: None,
+            engine: Engine::default(),
+            seed: 0,
+            sample_every_ns: 0,
+        }
+    }
+}
+
+/// KV blocks for `gb` gigabytes (10^9 bytes) of KV cache at `bytes_per_token`, `block_size`
+/// tokens a block (rounded down).
+pub fn blocks_for_gb(gb: f64, bytes_per_token: u64, block_size: u32) -> u64 {
+    let per_block = bytes_per_token.saturating_mul(u64::from(block_size)).max(1) as f64;
+    (gb * 1e9 / per_block).floor().max(0.0) as u64
+}
+
+/// One simulated request.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimRequest {
+    /// Index of the trace row.
+    pub row: u32,
+    pub replica: u32,
+    /// Index of the session run and the turn in it.
+    pub run: u32,
+    pub turn: u32,
+    /// Arrival at the router, start of prefill, first token, end (ns from the start).
+    pub arrival_ns: u64,
+    pub start_ns: u64,
+    pub first_token_ns: u64,
+    pub end_ns: u64,
+    /// Time between output tokens.
+    pub itl_ns: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Prompt tokens served from the cache (hit blocks × block size, at most the prompt).
+    pub cached_tokens: u64,
+    /// Prompt blocks (hash ids) and the leading ones that hit.
+    pub blocks: u32,
+    pub hit_blocks: u32,
+}
+
+impl SimRequest {
+    /// The request as a run's record: sent at its arrival, a chunk per output token, the server's
+    /// usage with the cached tokens, the replica as its URL index.
+    pub fn record(&self, trace: &Trace) -> RequestRecord {
+        let row = trace.rows().get(self.row as usize);
+        let chunks = (0..self.output_tokens).map(|k| self.first_token_ns + k * self.itl_ns).collect();
+        RequestRecord {
+            session_id: row.and_then(|r| r.session_id.as_deref().or(r.conversation_id())).map(str::to_string),
+            request_id: None,
+            correlation_id: None,
+            session_num: self.run,
+            turn: self.turn,
+            trace_line: row.map_or(self.row + 1, |r| if r.line == 0 { self.row + 1 } else { r.line }),
+            scheduled_ns: self.arrival_ns,
+            dispatched_ns: None,
+            sent_ns: self.arrival_ns,
+            first_byte_ns: Some(self.first_token_ns),
+            chunk_ns: chunks,
+            end_ns: self.end_ns,
+            streaming: true,
+            input_tokens: Some(self.input_tokens),
+            output_tokens: Some(self.output_tokens),
+            max_tokens: Some(self.output_tokens),
+            usage: ServerUsage {
+                prompt_tokens: Some(self.input_tokens),
+                completion_tokens: Some(self.output_tokens),
+                cached_tokens: Some(self.cached_tokens),
+            },
+            expected_cached_tokens: None,
+            error: None,
+            url_index: Some(self.replica),
+        }
+    }
+}
+
+/// What one replica saw.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaStats {
+    pub requests: u64,
+    pub input_tokens: u64,
+    pub cached_tokens: u64,
+    /// Rows with hash ids, and the sum of their hit fractions (hit blocks / blocks).
+    pub rows_with_blocks: u64,
+    pub hit_fraction_sum: f64,
+    pub evictions: u64,
+    pub peak_waiting: u64,
+    pub peak_running: u64,
+    pub peak_blocks: u64,
+}
+
+impl ReplicaStats {
+    /// Cached prompt tokens over prompt tokens.
+    pub fn token_hit_rate(&self) -> f64 {
+        if self.input_tokens == 0 { 0.0 } else { self.cached_tokens as f64 / self.input_tokens as f64 }
+    }
+
+    /// Mean over rows with hash ids of the fraction of leading blocks that hit (`analyze-trace`'s
+    /// per-row hit rate).
+    pub fn row_hit_rate(&self) -> f64 {
+        if self.rows_with_blocks == 0 { 0.0 } else { self.hit_fraction_sum / self.rows_with_blocks as f64 }
+    }
+
+    fn add(&mut self, o: &ReplicaStats) {
+        self.requests += o.requests;
+        self.input_tokens += o.input_tokens;
+        self.cached_tokens += o.cached_tokens;
+        self.rows_with_blocks += o.rows_with_blocks;
+        self.hit_fraction_sum += o.hit_fraction_sum;
+        self.evictions += o.evictions;
+        self.peak_waiting = self.peak_waiting.max(o.peak_waiting);
+        self.peak_running = self.peak_running.max(o.peak_running);
+        self.peak_blocks = self.peak_blocks.max(o.peak_blocks);
+    }
+}
+
+/// A replica's state at one sampled time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sample {
+    pub t_ns: u64,
+    pub replica: u32,
+    /// Blocks held, and those pinned by running requests.
+    pub blocks: u64,
+    pub pinned: u64,
+    pub waiting: u32,
+    pub running: u32,
+}
+
+/// The result of one simulation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Simulation {
+    /// Requests in the order they ended.
+    pub requests: Vec<SimRequest>,
+    pub replicas: Vec<ReplicaStats>,
+    pub samples: Vec<Sample>,
+}
+
+impl Simulation {
+    /// The whole cluster's counts.
+    pub fn total(&self) -> ReplicaStats {
+        let mut t = ReplicaStats::default();
+        for r in &self.replicas {
+            t.add(r);
+        }
+        t
+    }
+
+    /// Routing balance: the busiest replica's requests over the mean (1 = even).
+    pub fn imbalance(&self) -> f64 {
+        let n = self.replicas.len().max(1) as f64;
+        let total: u64 = self.replicas.iter().map(|r| r.requests).sum();
+        let max = self.replicas.iter().map(|r| r.requests).max().unwrap_or(0);
+        if total == 0 { 1.0 } else { max as f64 / (total as f64 / n) }
+    }
+}
+
+/// A configuration that cannot run.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimulateError {
+    #[error("replicas must be at least 1, got {0}")]
+    NoReplicas(u32),
+    #[error("the block size must be at least 1 token, got 0")]
+    ZeroBlockSize,
+    #[error("{field} must be a finite number ≥ 0, got {value}")]
+    BadEngine { field: &'static str, value: f64 },
+    #[error("max running must be at least 1, got 0")]
+    ZeroRunning,
+}
+
+impl Cluster {
+    fn check(&self) -> Result<(), SimulateError> {
+        if self.replicas == 0 {
+            return Err(SimulateError::NoReplicas(0));
+        }
+        if self.block_size == 0 {
+            return Err(SimulateError::ZeroBlockSize);
+        }
+        if self.max_running == Some(0) {
+            return Err(SimulateError::ZeroRunning);
+        }
+        let e = &self.engine;
+        for (field, value) in [
+            ("prefill fixed time", e.prefill_fixed_us),
+            ("prefill time per token", e.prefill_per_token_us),
+            ("decode fixed time", e.decode_fixed_us),
+            ("decode time per running request", e.decode_per_running_us),
+            ("overlap weight", self.overlap_weight),
+        ] {
+            if !value.is_finite() || value < 0.0 {
+                return Err(SimulateError::BadEngine { field, value });
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Replica {
+    cache: BlockCache,
+    waiting: VecDeque<u32>,
+    /// Blocks of the waiting requests (pending prefill, for the KV-aware cost).
+    waiting_blocks: u64,
+    running: u32,
+    /// Blocks of the running requests.
+    running_blocks: u64,
+    stats: ReplicaStats,
+}
+
+/// A request between its arrival and its end.
+struct Pending {
+    job: Job,
+    arrival_ns: u64,
+    replica: u32,
+    /// The blocks it pinned (reused buffers).
+    held: Vec<u32>,
+}
+
+struct Sim<'a> {
+    trace: &'a Trace,
+    cluster: Cluster,
+    replicas: Vec<Replica>,
+    pending: Vec<Pending>,
+    free_pending: Vec<u32>,
+    spare: Vec<Vec<u32>>,
+    ends: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    seq: u64,
+    rr: u64,
+    rng: PyRandom,
+    out: Simulation,
+    next_sample_ns: u64,
+}
+
+/// Simulates `schedule` (built from `trace`) on `cluster`.
+pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Result<Simulation, SimulateError> {
+    cluster.check()?;
+    let replicas = (0..cluster.replicas)
+        .map(|_| Replica {
+            cache: BlockCache::new(cluster.kv_blocks, cluster.policy),
+            waiting: VecDeque::new(),
+            waiting_blocks: 0,
+            running: 0,
+            running_blocks: 0,
+            stats: ReplicaStats::default(),
+        })
+        .collect();
+    let mut sim = Sim {
+        trace,
+        cluster: *cluster,
+        replicas,
+        pending: Vec::new(),
+        free_pending: Vec::new(),
+        spare: Vec::new(),
+        ends: BinaryHeap::new(),
+        seq: 0,
+        rr: 0,
+        rng: PyRandom::new(cluster.seed),
+        out: Simulation { requests: Vec::with_capacity(trace.len()), ..Simulation::default() },
+        next_sample_ns: 0,
+    };
+    let mut dispatch = Dispatch::new(schedule, None, None);
+    let mut now = 0u64;
+    loop {
+        let next_end = sim.ends.peek().map(|Reverse((t, _, _))| *t);
+        match dispatch.peek(now) {
+            Peek::Due { deadline_ns, .. } if next_end.is_none_or(|e| deadline_ns < e) => {
+                now = now.max(deadline_ns);
+                sim.sample_until(now);
+                if let Some(job) = dispatch.take(now) {
+                    sim.arrive(job, now);
+                }
+            }
+            _ => {
+                let Some(Reverse((t, _, p))) = sim.ends.pop() else { break };
+                now = now.max(t);
+                sim.sample_until(now);
+                let job = sim.finish(p, now);
+                dispatch.complete(&job, now);
+            }
+        }
+    }
+    for r in &mut sim.replicas {
+        r.stats.evictions = r.cache.evictions;
+    }
+    sim.out.replicas = sim.replicas.into_iter().map(|r| r.stats).collect();
+    Ok(sim.out)
+}
+
+impl Sim<'_> {
+    fn ids(&self, row: u32) -> &[u64] {
+        self.trace.rows().get(row as usize).map_or(&[], |r| self.trace.hash_ids(r))
+    }
+
+    fn sample_until(&mut self, now: u64) {
+        let every = self.cluster.sample_every_ns;
+        if every == 0 {
+            return;
+        }
+        while self.next_sample_ns <= now {
+            let t = self.next_sample_ns;
+            for (i, r) in self.replicas.iter().enumerate() {
+                self.out.samples.push(Sample {
+                    t_ns: t,
+                    replica: i as u32,
+                    blocks: r.cache.len() as u64,
+                    pinned: r.cache.pinned() as u64,
+                    waiting: r.waiting.len() as u32,
+                    running: r.running,
+                });
+            }
+            self.next_sample_ns = t.saturating_add(every);
+            if self.next_sample_ns == t {
+                break;
+            }
+        }
+    }
+
+    fn route(&mut self, job: &Job) -> u32 {
+        let n = self.cluster.replicas;
+        match self.cluster.router {
+            Router::RoundRobin => {
+                let r = (self.rr % u64::from(n)) as u32;
+                self.rr += 1;
+                r
+            }
+            Router::Random => self.rng.below(u64::from(n)) as u32,
+            Router::SessionAffinity => (job.run % u64::from(n)) as u32,
+            Router::LeastLoaded => (0..n)
+                .min_by_key(|&i| {
+                    let r = &self.replicas[i as usize];
+                    (u64::from(r.running) + r.waiting.len() as u64, i)
+                })
+                .unwrap_or(0),
+            Router::KvAware => {
+                let ids = self.ids(job.row);
+                let blocks = ids.len() as f64;
+                let w = self.cluster.overlap_weight;
+                let mut best = (f64::INFINITY, 0u32);
+                for (i, r) in self.replicas.iter().enumerate() {
+                    let overlap = r.cache.overlap(ids) as f64;
+                    let prefill = blocks - overlap + r.waiting_blocks as f64;
+                    let decode = r.running_blocks as f64 + blocks;
+                    let cost = w * prefill + decode;
+                    if cost < best.0 {
+                        best = (cost, i as u32);
+                    }
+                }
+                best.1
+            }
+        }
+    }
+
+    fn arrive(&mut self, job: Job, now: u64) {
+        let replica = self.route(&job);
+        let held = self.spare.pop().unwrap_or_default();
+        let p = Pending { job, arrival_ns: now, replica, held };
+        let idx = match self.free_pending.pop() {
+            Some(i) => {
+                self.pending[i as usize] = p;
+                i
+            }
+            None => {
+                self.pending.push(p);
+                (self.pending.len() - 1) as u32
+            }
+        };
+        let blocks = self.ids(job.row).len() as u64;
+        let r = &mut self.replicas[replica as usize];
+        r.waiting.push_back(idx);
+        r.waiting_blocks += blocks;
+        r.stats.peak_waiting = r.stats.peak_waiting.max(r.waiting.len() as u64);
+        self.admit(replica, now);
+    }
+
+    /// Starts the replica's waiting requests in order while a slot is free and their blocks fit.
+    fn admit(&mut self, replica: u32, now: u64) {
+        let trace = self.trace;
+        let cluster = self.cluster;
+        loop {
+            let r = &mut self.replicas[replica as usize];
+            if cluster.max_running.is_some_and(|m| r.running >= m) {
+                return;
+            }
+            let Some(&idx) = r.waiting.front() else { return };
+            let p = &mut self.pending[idx as usize];
+            let row = trace.rows().get(p.job.row as usize);
+            let ids = row.map_or(&[][..], |row| trace.hash_ids(row));
+            // A request larger than the whole capacity starts alone and keeps what fits.
+            let alone = r.running == 0;
+            if !alone && !r.cache.fits(r.cache.missing(ids)) {
+                return;
+            }
+            r.waiting.pop_front();
+            r.waiting_blocks -= ids.len() as u64;
+            let hit = r.cache.admit(ids, &mut p.held);
+            r.running += 1;
+            r.running_blocks += ids.len() as u64;
+
+            let bs = u64::from(cluster.block_size);
+            let input =
+                row.and_then(|row| row.input_length()).map_or(ids.len() as u64 * bs, |n| u64::try_from(n).unwrap_or(0));
+            let output = row.and_then(|row| row.output_length).unwrap_or(1).max(1);
+            let cached = (hit as u64 * bs).min(input);
+            let e = &cluster.engine;
+            let prefill_us = e.prefill_fixed_us + e.prefill_per_token_us * (input - cached) as f64;
+            let itl_us = e.decode_fixed_us + e.decode_per_running_us * f64::from(r.running);
+            let first = now.saturating_add(us_to_ns(prefill_us));
+            let itl_ns = us_to_ns(itl_us);
+            let end = first.saturating_add(itl_ns.saturating_mul(output - 1));
+
+            let s = &mut r.stats;
+            s.requests += 1;
+            s.input_tokens += input;
+            s.cached_tokens += cached;
+            if !ids.is_empty() {
+                s.rows_with_blocks += 1;
+                s.hit_fraction_sum += hit as f64 / ids.len() as f64;
+            }
+            s.peak_running = s.peak_running.max(u64::from(r.running));
+            s.peak_blocks = s.peak_blocks.max(r.cache.len() as u64);
+
+            self.out.requests.push(SimRequest {
+                row: p.job.row,
+                replica,
+                run: p.job.run.min(u64::from(u32::MAX)) as u32,
+                turn: p.job.turn,
+                arrival_ns: p.arrival_ns,
+                start_ns: now,
+                first_token_ns: first,
+                end_ns: end,
+                itl_ns,
+                input_tokens: input,
+                output_tokens: output,
+                cached_tokens: cached,
+                blocks: ids.len() as u32,
+                hit_blocks: hit as u32,
+            });
+            self.seq += 1;
+            self.ends.push(Reverse((end, self.seq, idx)));
+        }
+    }
+
+    /// A request ends: its blocks are released and its replica admits what now fits.
+    fn finish(&mut self, idx: u32, now: u64) -> Job {
+        let (job, replica, mut held) = {
+            let p = &mut self.pending[idx as usize];
+            (p.job, p.replica, std::mem::take(&mut p.held))
+        };
+        let blocks = self.ids(job.row).len() as u64;
+        let r = &mut self.replicas[replica as usize];
+        r.cache.release(&held);
+        r.running -= 1;
+        r.running_blocks -= blocks;
+        held.clear();
+        self.spare.push(held);
+        self.free_pending.push(idx);
+        self.admit(replica, now);
+        job
+    }
+}
+
+fn us_to_ns(us: f64) -> u64 {
+    (us * 1000.0).round().clamp(0.0, u64::MAX as f64) as u64
+}
+
+#[cfg(test)]
+mod tests;

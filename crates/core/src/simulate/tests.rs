@@ -1,0 +1,164 @@
+use super::*;
+use crate::analysis::analyze;
+use crate::replay::schedule::{Timing, build};
+use crate::trace::{Input, Number, Row, Trace};
+use proptest::prelude::*;
+
+const BS: u32 = 16;
+
+/// Rows far enough apart (1,000 s) that each ends before the next arrives.
+fn sequential(rows: &[Vec<u64>]) -> Trace {
+    rows.iter()
+        .enumerate()
+        .map(|(i, ids)| {
+            let mut row = Row::new(Input::Length(ids.len() as i64 * i64::from(BS)));
+            row.timestamp = Some(Number::Int(i as i64 * 1_000_000));
+            row.output_length = Some(4);
+            (row, ids.clone())
+        })
+        .collect()
+}
+
+fn run(trace: &Trace, cluster: &Cluster) -> Simulation {
+    let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
+    let schedule = Arc::new(build(trace, timing, None).unwrap());
+    simulate(trace, schedule, cluster).unwrap()
+}
+
+fn one(kv_blocks: Option<u64>) -> Cluster {
+    Cluster { block_size: BS, kv_blocks, ..Cluster::default() }
+}
+
+/// Rows of 1..8 ids drawn from a small alphabet, chained like Mooncake ids (a row continues a
+/// shared prefix or starts its own).
+fn rows() -> impl Strategy<Value = Vec<Vec<u64>>> {
+    proptest::collection::vec(proptest::collection::vec(0u64..12, 1..8), 1..60)
+}
+
+proptest! {
+    #[test]
+    fn unbounded_single_replica_matches_the_theoretical_hit_rate(rows in rows()) {
+        let trace = sequential(&rows);
+        let a = analyze(&trace, BS);
+        let sim = run(&trace, &one(None));
+        let total = sim.total();
+        prop_assert!((total.row_hit_rate() - a.cache_hit_rate).abs() < 1e-12, "{} vs {}", total.row_hit_rate(), a.cache_hit_rate);
+        let unbounded = a.lru_hit_rate_curve.last().map_or(0.0, |p| p.hit_rate);
+        prop_assert!((total.row_hit_rate() - unbounded).abs() < 1e-12);
+    }
+
+    #[test]
+    fn lru_at_capacity_matches_the_what_if_curve(rows in rows()) {
+        let trace = sequential(&rows);
+        let a = analyze(&trace, BS);
+        let longest = rows.iter().map(Vec::len).max().unwrap_or(0) as u64;
+        for point in &a.lru_hit_rate_curve {
+            // The curve lets a row longer than the cache evict its own blocks; the simulator
+            // pins a running request's blocks, so the two agree for capacities ≥ the longest row.
+            let Some(c) = point.capacity_blocks.filter(|&c| c >= longest) else { continue };
+            let sim = run(&trace, &one(Some(c)));
+            prop_assert!((sim.total().row_hit_rate() - point.hit_rate).abs() < 1e-12, "capacity {}: {} vs {}", c, sim.total().row_hit_rate(), point.hit_rate);
+        }
+    }
+
+    #[test]
+    fn every_request_ends_once_and_capacity_holds(rows in rows(), replicas in 1u32..4, cap in 8u64..20, router in 0usize..5, lfu: bool) {
+        // Overlapping arrivals: 10 ms apart.
+        let mut trace = sequential(&rows);
+        let mut t2 = Trace::new();
+        for (i, (row, ids)) in trace.iter().enumerate() {
+            let mut r = row.clone();
+            r.timestamp = Some(Number::Int(i as i64 * 10));
+            t2.push(r, ids.iter().copied());
+        }
+        trace = t2;
+        let routers = [Router::RoundRobin, Router::Random, Router::SessionAffinity, Router::LeastLoaded, Router::KvAware];
+        let cluster = Cluster {
+            replicas, kv_blocks: Some(cap), router: routers[router], max_running: Some(3),
+            policy: if lfu { Policy::Lfu } else { Policy::Lru }, sample_every_ns: 5_000_000, ..one(None)
+        };
+        let sim = run(&trace, &cluster);
+        prop_assert_eq!(sim.requests.len(), rows.len());
+        let mut seen: Vec<u32> = sim.requests.iter().map(|r| r.row).collect();
+        seen.sort_unstable();
+        prop_assert_eq!(seen, (0..rows.len() as u32).collect::<Vec<_>>());
+        for r in &sim.requests {
+            prop_assert!(r.arrival_ns <= r.start_ns && r.start_ns < r.first_token_ns && r.first_token_ns <= r.end_ns);
+        }
+        for s in &sim.samples {
+            prop_assert!(s.blocks <= cap && s.running <= 3);
+        }
+    }
+}
+
+#[test]
+fn session_turns_wait_for_the_previous_turn_plus_its_delay() {
+    let mut trace = Trace::new();
+    for (turn, ids) in [vec![1u64, 2], vec![1, 2, 3]].into_iter().enumerate() {
+        let mut row = Row::new(Input::Length(ids.len() as i64 * i64::from(BS)));
+        row.session_id = Some("s".into());
+        row.output_length = Some(3);
+        if turn == 0 {
+            row.timestamp = Some(Number::Int(0));
+        } else {
+            row.delay = Some(Number::Int(100));
+        }
+        trace.push(row, ids);
+    }
+    let sim = run(&trace, &one(None));
+    let [first, second] = sim.requests[..] else { panic!("two requests") };
+    assert_eq!(second.arrival_ns, first.end_ns + 100_000_000);
+    // Default engine: 10 ms + 50 µs × 32 tokens to the first token, then 2 × (15 + 0.5) ms.
+    assert_eq!(first.first_token_ns, 11_600_000);
+    assert_eq!(first.end_ns, 11_600_000 + 2 * 15_500_000);
+    assert_eq!((second.hit_blocks, second.cached_tokens), (2, 32));
+    assert_eq!(second.first_token_ns - second.start_ns, 10_800_000);
+}
+
+#[test]
+fn kv_aware_routes_to_the_replica_holding_the_prefix() {
+    // Two prompts with different prefixes, then the first again: it goes where its prefix is.
+    let trace: Trace = [(0, vec![1u64, 2, 3, 4]), (1, vec![7, 8, 9, 10]), (1000, vec![1, 2, 3, 4, 5])]
+        .into_iter()
+        .map(|(ts, ids)| {
+            let mut row = Row::new(Input::Length(ids.len() as i64 * i64::from(BS)));
+            row.timestamp = Some(Number::Int(ts));
+            row.output_length = Some(1);
+            (row, ids)
+        })
+        .collect();
+    let cluster = Cluster { replicas: 2, ..one(None) };
+    let sim = run(&trace, &cluster);
+    let replica_of = |row: u32| sim.requests.iter().find(|r| r.row == row).map(|r| r.replica);
+    assert_ne!(replica_of(0), replica_of(1));
+    assert_eq!(replica_of(2), replica_of(0));
+    assert_eq!(sim.requests.iter().find(|r| r.row == 2).map(|r| r.hit_blocks), Some(4));
+    // Round robin sends the third to the first replica too, but least-loaded (both idle) too.
+    let rr = run(&trace, &Cluster { router: Router::RoundRobin, ..cluster });
+    assert_eq!(rr.requests.iter().map(|r| r.replica).collect::<Vec<_>>(), vec![0, 1, 0]);
+}
+
+#[test]
+fn a_full_replica_queues_requests_in_order() {
+    let trace: Trace = (0..3)
+        .map(|i| {
+            let mut row = Row::new(Input::Length(64));
+            row.timestamp = Some(Number::Int(0));
+            row.output_length = Some(2);
+            (row, vec![i * 10, i * 10 + 1, i * 10 + 2, i * 10 + 3])
+        })
+        .collect();
+    let sim = run(&trace, &Cluster { kv_blocks: Some(8), max_running: Some(4), ..one(None) });
+    // Two fit beside each other; the third waits for the first to end.
+    let third = sim.requests.iter().find(|r| r.row == 2).copied().unwrap();
+    let first_end = sim.requests.iter().filter(|r| r.row < 2).map(|r| r.end_ns).min().unwrap();
+    assert_eq!(third.start_ns, first_end);
+    assert_eq!(sim.replicas[0].peak_waiting, 1);
+    assert_eq!(sim.replicas[0].evictions, 4);
+}
+
+#[test]
+fn gigabytes_become_blocks() {
+    // 128 KiB per token (an 8B model in fp16), 16-token blocks: 2 MiB a block.
+    assert_eq!(blocks_for_gb(2.097152, 131_072, 16), 1000);
+}

@@ -1,0 +1,354 @@
+//! `aiperf-cli simulate`: what a trace would hit on a cluster of replicas with finite prefix
+//! caches, a router and a simple engine timing ([`aiperf_core::simulate`]), without a server.
+//!
+//! Comma-separated lists on the cluster options (replicas, capacity, router, policy) give a sweep:
+//! one run folder per combination, each with the records and summary files of a real run (so
+//! `report` and `compare` open it) plus `simulation.json` (per-replica hit rates, routing
+//! balance, sampled KV usage, queue and running requests), and a table of every combination on
+//! the console and in `simulate_summary.csv` / `.json`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use aiperf_core::analysis::DEFAULT_BLOCK_SIZE;
+use aiperf_core::replay::schedule::{Timing, build};
+use aiperf_core::results::aggregate::Aggregate;
+use aiperf_core::results::line::record_line;
+use aiperf_core::results::summary::{RunSummary, shell_command};
+use aiperf_core::simulate::{Cluster, Engine, Policy, Router, Simulation, blocks_for_gb, simulate};
+use aiperf_core::stats::{percentile_sorted, sorted};
+use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace};
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+
+/// Simulate a trace on a cluster: replicas with prefix caches, a router, engine timing.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The trace (any format `analyze-trace` reads).
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub format: crate::io::trace_format::TraceFormatArgs,
+    /// Replicas (a comma-separated list sweeps).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub replicas: Vec<u32>,
+    /// KV capacity of each replica in blocks, or `unbounded` (a list sweeps).
+    #[arg(long, value_delimiter = ',', default_value = "unbounded", value_parser = parse_blocks)]
+    pub kv_blocks: Vec<Option<u64>>,
+    /// KV capacity of each replica in GB (10^9 bytes), converted to blocks with
+    /// --bytes-per-token; replaces --kv-blocks (a list sweeps).
+    #[arg(long, value_delimiter = ',', requires = "bytes_per_token")]
+    pub kv_gb: Vec<f64>,
+    /// KV bytes per token (2 × layers × KV heads × head size × bytes per value).
+    #[arg(long)]
+    pub bytes_per_token: Option<u64>,
+    /// Tokens per block: the trace's hash-id block size.
+    #[arg(long, default_value_t = DEFAULT_BLOCK_SIZE)]
+    pub block_size: u32,
+    /// Router (a list sweeps); kv-aware is NVIDIA Dynamo's KV router cost.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "kv-aware")]
+    pub router: Vec<Router>,
+    /// Eviction policy (a list sweeps).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "lru")]
+    pub policy: Vec<Policy>,
+    /// Weight of the blocks to prefill in the kv-aware cost (Dynamo's overlap_score_weight).
+    #[arg(long, default_value_t = 1.0)]
+    pub overlap_weight: f64,
+    /// Most requests running at once on a replica (unbounded when absent).
+    #[arg(long)]
+    pub max_running: Option<u32>,
+    /// Fixed prefill time (ms).
+    #[arg(long, default_value_t = Engine::default().prefill_fixed_us / 1000.0)]
+    pub prefill_fixed_ms: f64,
+    /// Prefill time per uncached prompt token (ms).
+    #[arg(long, default_value_t = Engine::default().prefill_per_token_us / 1000.0)]
+    pub prefill_per_token_ms: f64,
+    /// Fixed time between output tokens (ms).
+    #[arg(long, default_value_t = Engine::default().decode_fixed_us / 1000.0)]
+    pub decode_fixed_ms: f64,
+    /// Time between output tokens added by each running request (ms).
+    #[arg(long, default_value_t = Engine::default().decode_per_running_us / 1000.0)]
+    pub decode_per_running_ms: f64,
+    /// Seed of the random router.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Sampled series points (KV usage, queue, running) over the trace's span.
+    #[arg(long, default_value_t = 200)]
+    pub samples: u64,
+    /// Folder of the run folders and the sweep's summary.
+    #[arg(long, default_value = "simulate")]
+    pub output_dir: PathBuf,
+    /// Skip the records (`profile_export.jsonl`): only the summaries.
+    #[arg(long)]
+    pub no_records: bool,
+    /// Skip invalid rows instead of stopping at the first one.
+    #[arg(long)]
+    pub skip_invalid: bool,
+    /// Longest line accepted (bytes).
+    #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
+}
+
+fn parse_blocks(s: &str) -> Result<Option<u64>, String> {
+    match s.trim() {
+        "unbounded" | "inf" => Ok(None),
+        t => match t.parse::<u64>() {
+            Ok(n) if n >= 1 => Ok(Some(n)),
+            _ => Err(format!("'{s}' is not a block count: a whole number ≥ 1, or `unbounded`")),
+        },
+    }
+}
+
+/// One combination's numbers, for the sweep table.
+struct Row {
+    name: String,
+    cluster: Cluster,
+    sim: Simulation,
+    ttft_ms: [f64; 2],
+    latency_ms: [f64; 2],
+}
+
+pub fn run(args: Args) -> Result<()> {
+    if args.block_size == 0 {
+        bail!("--block-size: 0 is not accepted: a whole number of tokens ≥ 1");
+    }
+    if let Some(r) = args.replicas.iter().find(|&&r| r == 0) {
+        bail!("--replicas: {r} is not accepted: a whole number ≥ 1");
+    }
+    let capacities: Vec<Option<u64>> = if args.kv_gb.is_empty() {
+        args.kv_blocks.clone()
+    } else {
+        let bpt = args.bytes_per_token.unwrap_or(0);
+        let mut caps = Vec::new();
+        for &gb in &args.kv_gb {
+            let blocks = blocks_for_gb(gb, bpt, args.block_size);
+            if !gb.is_finite() || blocks == 0 {
+                bail!("--kv-gb: {gb} holds no block of {} tokens at {bpt} bytes a token", args.block_size);
+            }
+            caps.push(Some(blocks));
+        }
+        caps
+    };
+    let loaded =
+        crate::io::trace_format::read_trace_any(&args.file, &args.format, args.skip_invalid, args.max_line_bytes)?;
+    let trace = loaded.trace;
+    let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
+    let schedule = Arc::new(build(&trace, timing, None).with_context(|| format!("{}", args.file.display()))?);
+    let span_ns = schedule.starts().filter_map(|s| s.offset_us).max().unwrap_or(0).saturating_mul(1000);
+    let engine = Engine {
+        prefill_fixed_us: args.prefill_fixed_ms * 1000.0,
+        prefill_per_token_us: args.prefill_per_token_ms * 1000.0,
+        decode_fixed_us: args.decode_fixed_ms * 1000.0,
+        decode_per_running_us: args.decode_per_running_ms * 1000.0,
+    };
+    std::fs::create_dir_all(&args.output_dir)
+        .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
+
+    let mut rows = Vec::new();
+    for &replicas in &args.replicas {
+        for &kv_blocks in &capacities {
+            for &router in &args.router {
+                for &policy in &args.policy {
+                    let cluster = Cluster {
+                        replicas,
+                        kv_blocks,
+                        block_size: args.block_size,
+                        policy,
+                        router,
+                        overlap_weight: args.overlap_weight,
+                        max_running: args.max_running,
+                        engine,
+                        seed: args.seed,
+                        sample_every_ns: (span_ns / args.samples.max(1)).max(1_000_000),
+                    };
+                    let sim = simulate(&trace, Arc::clone(&schedule), &cluster).context("simulate")?;
+                    let name = format!(
+                        "r{replicas}_kv{}_{}_{}",
+                        kv_blocks.map_or("unbounded".to_owned(), |b| b.to_string()),
+                        router.name(),
+                        policy.name()
+                    );
+                    let dir = args.output_dir.join(&name);
+                    write_run(&dir, &trace, &sim, &cluster, &args)?;
+                    let ms = |f: &dyn Fn(&aiperf_core::simulate::SimRequest) -> u64| {
+                        let v = sorted(&sim.requests.iter().map(|r| f(r) as f64 / 1e6).collect::<Vec<_>>());
+                        [50.0, 99.0].map(|p| percentile_sorted(&v, p).unwrap_or(0.0))
+                    };
+                    let ttft_ms = ms(&|r| r.first_token_ns - r.arrival_ns);
+                    let latency_ms = ms(&|r| r.end_ns - r.arrival_ns);
+                    rows.push(Row { name, cluster, sim, ttft_ms, latency_ms });
+                }
+            }
+        }
+    }
+    let (csv, table, json) = sweep_summary(&rows);
+    crate::io::exports::write_file(&args.output_dir.join("simulate_summary.csv"), &csv)?;
+    crate::io::exports::write_file(&args.output_dir.join("simulate_summary.json"), &json)?;
+    show!("{table}");
+    show!("Simulated runs written to {}", args.output_dir.display());
+    Ok(())
+}
+
+fn input_config(c: &Cluster, args: &Args) -> serde_json::Value {
+    json!({
+        "simulated": true,
+        "input_file": args.file.display().to_string(),
+        "replicas": c.replicas,
+        "kv_blocks": c.kv_blocks,
+        "block_size": c.block_size,
+        "router": c.router.name(),
+        "policy": c.policy.name(),
+        "overlap_weight": c.overlap_weight,
+        "max_running": c.max_running,
+        "engine": c.engine,
+        "seed": c.seed,
+    })
+}
+
+/// One combination's folder: records and summaries like a real run's, and `simulation.json`.
+fn write_run(dir: &Path, trace: &Trace, sim: &Simulation, cluster: &Cluster, args: &Args) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut order: Vec<usize> = (0..sim.requests.len()).collect();
+    order.sort_by_key(|&i| (sim.requests[i].end_ns, i));
+    let mut aggregate = Aggregate::default();
+    let mut out = (!args.no_records).then(|| crate::io::exports::records_file(dir)).transpose()?;
+    let records_path = dir.join(aiperf_core::results::line::RECORDS_FILE);
+    for &i in &order {
+        let rec = sim.requests[i].record(trace);
+        let metrics = aggregate.add(&rec, true, &[]);
+        if let Some(out) = out.as_mut() {
+            out.write_all(&record_line(&rec, metrics.as_ref(), 0))
+                .with_context(|| format!("cannot write {}", records_path.display()))?;
+        }
+    }
+    if let Some(mut out) = out {
+        out.flush().with_context(|| format!("cannot write {}", records_path.display()))?;
+    }
+    let end = sim.requests.iter().map(|r| r.end_ns).max().unwrap_or(0);
+    let summary = RunSummary {
+        benchmark_id: format!("{:012x}", 0),
+        cli_command: shell_command(std::env::args()),
+        incomplete_reason: None,
+        urls: (0..cluster.replicas).map(|i| format!("replica-{i}")).collect(),
+        server: None,
+        report: aggregate.report(false),
+        input_config: input_config(cluster, args),
+        was_cancelled: false,
+        start_unix_ns: 0,
+        end_unix_ns: u128::from(end),
+        tokenizer: "trace lengths (simulated)".to_owned(),
+        warmup: None,
+        calibration: None,
+        client_cpu_s: None,
+        startup_ms: 0.0,
+        sharding: None,
+    };
+    crate::io::exports::write_summaries(dir, &summary)?;
+    let replicas: Vec<_> = sim
+        .replicas
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            json!({
+                "replica": i,
+                "requests": r.requests,
+                "token_hit_rate": r.token_hit_rate(),
+                "row_hit_rate": r.row_hit_rate(),
+                "input_tokens": r.input_tokens,
+                "cached_tokens": r.cached_tokens,
+                "evictions": r.evictions,
+                "peak_blocks": r.peak_blocks,
+                "peak_waiting": r.peak_waiting,
+                "peak_running": r.peak_running,
+            })
+        })
+        .collect();
+    let total = sim.total();
+    let doc = json!({
+        "cluster": input_config(cluster, args),
+        "token_hit_rate": total.token_hit_rate(),
+        "row_hit_rate": total.row_hit_rate(),
+        "imbalance": sim.imbalance(),
+        "replicas": replicas,
+        "samples": sim.samples,
+    });
+    crate::io::exports::write_file(&dir.join("simulation.json"), &doc.to_string())?;
+    crate::io::exports::write_ready_marker(dir, &summary)
+}
+
+/// The sweep's table: CSV, console text and JSON.
+fn sweep_summary(rows: &[Row]) -> (String, String, String) {
+    let header = [
+        "run",
+        "replicas",
+        "kv_blocks",
+        "router",
+        "policy",
+        "requests",
+        "token_hit_rate",
+        "row_hit_rate",
+        "ttft_p50_ms",
+        "ttft_p99_ms",
+        "latency_p50_ms",
+        "latency_p99_ms",
+        "imbalance",
+        "evictions",
+    ];
+    let mut csv = header.join(",") + "\n";
+    let mut table = format!(
+        "{:<36} {:>8} {:>8} {:>8} {:>11} {:>11} {:>9} {:>10}\n",
+        "run", "requests", "tok hit", "row hit", "TTFT p50ms", "TTFT p99ms", "imbalance", "evictions"
+    );
+    let mut json = Vec::new();
+    for r in rows {
+        let t = r.sim.total();
+        let c = &r.cluster;
+        let kv = c.kv_blocks.map_or("unbounded".to_owned(), |b| b.to_string());
+        csv += &format!(
+            "{},{},{},{},{},{},{:.6},{:.6},{:.3},{:.3},{:.3},{:.3},{:.4},{}\n",
+            r.name,
+            c.replicas,
+            kv,
+            c.router.name(),
+            c.policy.name(),
+            t.requests,
+            t.token_hit_rate(),
+            t.row_hit_rate(),
+            r.ttft_ms[0],
+            r.ttft_ms[1],
+            r.latency_ms[0],
+            r.latency_ms[1],
+            r.sim.imbalance(),
+            t.evictions
+        );
+        table += &format!(
+            "{:<36} {:>8} {:>7.2}% {:>7.2}% {:>11.1} {:>11.1} {:>9.3} {:>10}\n",
+            r.name,
+            t.requests,
+            t.token_hit_rate() * 100.0,
+            t.row_hit_rate() * 100.0,
+            r.ttft_ms[0],
+            r.ttft_ms[1],
+            r.sim.imbalance(),
+            t.evictions
+        );
+        json.push(json!({
+            "run": r.name,
+            "replicas": c.replicas,
+            "kv_blocks": c.kv_blocks,
+            "router": c.router.name(),
+            "policy": c.policy.name(),
+            "requests": t.requests,
+            "token_hit_rate": t.token_hit_rate(),
+            "row_hit_rate": t.row_hit_rate(),
+            "ttft_p50_ms": r.ttft_ms[0],
+            "ttft_p99_ms": r.ttft_ms[1],
+            "latency_p50_ms": r.latency_ms[0],
+            "latency_p99_ms": r.latency_ms[1],
+            "imbalance": r.sim.imbalance(),
+            "evictions": t.evictions,
+        }));
+    }
+    let json = serde_json::to_string_pretty(&json).unwrap_or_default();
+    (csv, table.trim_end().to_owned(), json)
+}
