@@ -275,11 +275,14 @@ impl Simulation {
     }
 }
 
+/// Most replicas of one simulated cluster (each holds its own cache, queue and counters).
+pub const MAX_REPLICAS: u32 = 4096;
+
 /// A configuration that cannot run.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SimulateError {
-    #[error("replicas must be at least 1, got {0}")]
+    #[error("replicas must be 1 to {MAX_REPLICAS}, got {0}")]
     NoReplicas(u32),
     #[error("the block size must be at least 1 token, got 0")]
     ZeroBlockSize,
@@ -291,8 +294,8 @@ pub enum SimulateError {
 
 impl Cluster {
     fn check(&self) -> Result<(), SimulateError> {
-        if self.replicas == 0 {
-            return Err(SimulateError::NoReplicas(0));
+        if !(1..=MAX_REPLICAS).contains(&self.replicas) {
+            return Err(SimulateError::NoReplicas(self.replicas));
         }
         if self.block_size == 0 {
             return Err(SimulateError::ZeroBlockSize);

@@ -162,3 +162,15 @@ fn gigabytes_become_blocks() {
     // 128 KiB per token (an 8B model in fp16), 16-token blocks: 2 MiB a block.
     assert_eq!(blocks_for_gb(2.097152, 131_072, 16), 1000);
 }
+
+#[test]
+fn replicas_are_bounded() {
+    let trace = sequential(&[vec![1, 2]]);
+    let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
+    let schedule = Arc::new(build(&trace, timing, None).unwrap());
+    for replicas in [0, MAX_REPLICAS + 1] {
+        let err = simulate(&trace, schedule.clone(), &Cluster { replicas, ..one(None) }).unwrap_err();
+        assert_eq!(err.to_string(), format!("replicas must be 1 to 4096, got {replicas}"));
+    }
+    assert!(simulate(&trace, schedule, &Cluster { replicas: MAX_REPLICAS, ..one(None) }).is_ok());
+}

@@ -33,6 +33,10 @@ pub use transform::{TransformParams, synthesize_direct, transform};
 /// [`SynthesisError::TooLarge`] instead of exhausting memory (a browser tab has 4 GiB at most).
 pub const MAX_OUTPUT_IDS: u64 = 1 << 28;
 
+/// Most rows a generator may write (2^26, 67 M): past it generation stops with an error instead
+/// of exhausting memory.
+pub const MAX_OUTPUT_ROWS: u64 = 1 << 26;
+
 /// Fails with [`SynthesisError::TooLarge`] if `have + more` ids exceed [`MAX_OUTPUT_IDS`].
 pub(crate) fn room_for(have: usize, more: u64) -> Result<(), SynthesisError> {
     if (have as u64).saturating_add(more) > MAX_OUTPUT_IDS {

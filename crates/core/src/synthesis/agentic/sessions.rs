@@ -68,6 +68,8 @@ pub enum GenerateError {
     SessionBlocks { input_length: u64, blocks: u64 },
     #[error("no session of {target} turns fits max_prompt_tokens ({limit}) after {attempts} attempts")]
     TurnsUnreachable { target: u64, limit: u64, attempts: u64 },
+    #[error("the dataset would exceed {limit} rows (turns): generate fewer sessions")]
+    TooLarge { limit: u64 },
 }
 
 /// The random draws: uniforms from CPython's generator, normals by Box–Muller.
@@ -345,11 +347,20 @@ pub fn generate(cfg: &AgenticConfig, num_sessions: usize, seed: u64) -> Result<S
         next_index: 0,
         out: Sessions::default(),
     };
+    let limit = crate::synthesis::MAX_OUTPUT_ROWS;
+    // Every session has a turn: more sessions than rows can never fit.
+    if num_sessions as u64 > limit {
+        return Err(GenerateError::TooLarge { limit });
+    }
+    let too_large = |s: &Synth<'_>| (s.out.turns.len() as u64 > limit).then_some(GenerateError::TooLarge { limit });
     s.out.sessions.reserve(num_sessions);
     if cfg.turns.is_some() {
         for _ in 0..num_sessions {
             let one = s.counted_session()?;
             s.out.sessions.push(one);
+            if let Some(e) = too_large(&s) {
+                return Err(e);
+            }
         }
         return Ok(s.out);
     }
@@ -363,6 +374,9 @@ pub fn generate(cfg: &AgenticConfig, num_sessions: usize, seed: u64) -> Result<S
         };
         let restart = s.draw.uniform() < p;
         let (first, second) = s.session(restart)?;
+        if let Some(e) = too_large(&s) {
+            return Err(e);
+        }
         let origin = s.out.sessions.len();
         s.out.sessions.push(first);
         if let Some(second) = second {
@@ -403,6 +417,14 @@ mod tests {
         }
         let retired = a.sessions.iter().filter(|s| s.end == EndReason::ForcedRetire).count();
         assert!(retired > 20 && retired < 150, "{retired}");
+    }
+
+    #[test]
+    fn more_sessions_than_rows_allowed_are_refused_before_any_work() {
+        let limit = crate::synthesis::MAX_OUTPUT_ROWS;
+        let err = generate(&AgenticConfig::default(), limit as usize + 1, 1).unwrap_err();
+        assert_eq!(err, GenerateError::TooLarge { limit });
+        assert!(err.to_string().contains("67108864 rows"), "{err}");
     }
 
     #[test]
