@@ -51,8 +51,8 @@ impl Server<'_> {
     }
 
     /// Polls `/v1/models`, then `/health`, until one answers with a success status, for at most
-    /// `limit`.
-    pub async fn wait_until_ready(&self, limit: Duration) -> Result<Duration> {
+    /// `limit` (asked for by the option `flag`, which the error names).
+    pub async fn wait_until_ready(&self, limit: Duration, flag: &str) -> Result<Duration> {
         let t0 = Instant::now();
         let mut last = String::from("not tried");
         loop {
@@ -65,7 +65,7 @@ impl Server<'_> {
             }
             if t0.elapsed() + POLL > limit {
                 bail!(
-                    "the server at {} did not come up within --wait-for-server {} s (GET /v1/models and /health; last: {last})",
+                    "the server at {} did not come up within {flag} {} s (GET /v1/models and /health; last: {last})",
                     self.shown,
                     limit.as_secs_f64()
                 );

@@ -118,9 +118,9 @@ fn prepare_server(
         shown: redact_url(plan.target.url.trim_end_matches('/')),
         authorization,
     };
-    if let Some(limit) = plan.server.wait {
-        say!("Waiting up to {:.1} s for {} to answer", limit.as_secs_f64(), server.shown);
-        let waited = rt.block_on(server.wait_until_ready(limit))?;
+    if let Some(wait) = plan.server.wait {
+        say!("Waiting up to {:.1} s for {} to answer", wait.limit.as_secs_f64(), server.shown);
+        let waited = rt.block_on(server.wait_until_ready(wait.limit, wait.flag))?;
         say!("The server answered after {:.1} s", waited.as_secs_f64());
     }
     let scraper = if plan.server.metrics_urls.is_empty() {

@@ -119,14 +119,22 @@ pub struct Exports {
     pub slice: Option<Duration>,
 }
 
+/// How long to wait for the server before anything is sent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ServerWait {
+    pub limit: Duration,
+    /// The option that asked for the wait, as the user wrote it (errors name it).
+    pub flag: &'static str,
+}
+
 /// The server's side: metrics scraped, readiness, cache reset.
 #[derive(Clone, Debug)]
 pub struct ServerPlan {
     /// `/metrics` URLs scraped (credentials kept for fetching; de-duplicated); empty = off.
     pub metrics_urls: Vec<String>,
     pub metrics_interval: Duration,
-    /// `--wait-for-server`.
-    pub wait: Option<Duration>,
+    /// `--wait-for-server` (or AIPerf's `--wait-for-model-timeout`).
+    pub wait: Option<ServerWait>,
     pub reset_prefix_cache: bool,
     /// `--go-on-unreachable`: replay even when a URL took no connection before time zero.
     pub go_on_unreachable: bool,
@@ -493,9 +501,13 @@ impl ServerPlan {
             metrics_urls,
             metrics_interval: Duration::from_secs_f64(i),
             wait: match (a.wait_for_server, a.wait_for_model_timeout) {
-                (Some(w), _) => Some(seconds(w, "--wait-for-server", false)?),
+                (Some(w), _) => {
+                    Some(ServerWait { limit: seconds(w, "--wait-for-server", false)?, flag: "--wait-for-server" })
+                }
                 // AIPerf's spelling: 0 does not wait.
-                (None, Some(w)) => Some(seconds(w, "--wait-for-model-timeout", true)?).filter(|d| !d.is_zero()),
+                (None, Some(w)) => Some(seconds(w, "--wait-for-model-timeout", true)?)
+                    .filter(|d| !d.is_zero())
+                    .map(|limit| ServerWait { limit, flag: "--wait-for-model-timeout" }),
                 (None, None) => None,
             },
             reset_prefix_cache: a.reset_prefix_cache,
@@ -834,7 +846,7 @@ mod tests {
         );
         assert!(err(&["--wait-for-server=-1"]).contains("--wait-for-server -1.0"));
         let p = plan(&["--wait-for-server", "5", "--reset-prefix-cache", "--server-kind", "llamacpp"]).unwrap();
-        assert_eq!(p.server.wait, Some(Duration::from_secs(5)));
+        assert_eq!(p.server.wait, Some(ServerWait { limit: Duration::from_secs(5), flag: "--wait-for-server" }));
         assert!(p.server.reset_prefix_cache);
         assert_eq!(p.server.kind, Some(aiperf_core::server::kinds::ServerKind::Llamacpp));
         let cfg = plan(&["-u", "http://u:secret99@h:1"]).unwrap().input_config().to_string();
