@@ -381,10 +381,10 @@ fn completions_non_streaming_and_goodput() {
 
 #[test]
 fn unsupported_aiperf_options_are_rejected_clearly() {
-    let out = profile(&["-m", "m", "--input-file", "x.jsonl", "--synthetic-input-tokens-mean", "100"], LIMIT);
+    let out = profile(&["-m", "m", "--input-file", "x.jsonl", "--audio-length-mean", "100"], LIMIT);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--synthetic-input-tokens-mean") && err.contains("not supported"), "{err}");
+    assert!(err.contains("--audio-length-mean") && err.contains("not supported"), "{err}");
 }
 
 #[test]
@@ -522,4 +522,59 @@ fn benchmark_duration_stops_sending_and_the_run_ends() {
     let s = summary(&art);
     assert_eq!(s["was_cancelled"], false);
     assert_eq!(s["completed_request_count"]["avg"].as_f64().unwrap() as usize, n);
+}
+
+/// Without `--input-file`, AIPerf's synthetic workload options generate the rows that are
+/// replayed (one request at a time unless a load is given, as AIPerf): the same rows as
+/// `synthesize-trace` writes for the options and seed, each turn's new prompt of the drawn
+/// length, later turns carrying the conversation's history; with a trace file they are refused.
+#[test]
+fn aiperfs_synthetic_workload_replays_without_a_trace() {
+    let mock = Mock::start(&["--ttft-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let workload = ["--isl", "60", "--isl-stddev", "10", "--osl", "4", "--num-dataset-entries", "6"];
+    let workload = [&workload[..], &["--conversation-turn-mean", "2", "--random-seed", "7"]].concat();
+    let trace = dir.path().join("synth.jsonl");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_aiperf-cli"))
+        .args(["synthesize-trace", "--output-file", trace.to_str().unwrap()])
+        .args(&workload)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = read_jsonl(&trace);
+    assert_eq!(rows.len(), 12);
+
+    let (art, tok) = (dir.path().join("art"), tokenizer());
+    let base =
+        ["-m", "m", "-u", &mock.url, "--tokenizer", &tok, "--streaming", "--artifact-dir", art.to_str().unwrap()];
+    let out = profile(&[&base[..], &workload[..], &["--extra-inputs", "ignore_eos:true"]].concat(), LIMIT);
+    ok(&out);
+    let records = read_jsonl(&art.join("profile_export.jsonl"));
+    assert_eq!(records.len(), rows.len());
+    assert_eq!(mock.arrivals().len(), rows.len());
+    // Turn by turn: the first prompt is the row's length; a later one adds the history (the
+    // earlier prompts and the 4-token answers) to its own new tokens.
+    let mut by_conversation: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in &records {
+        let id = r["metadata"]["conversation_id"].as_str().unwrap().to_owned();
+        by_conversation.entry(id).or_default().push(r["metrics"]["input_sequence_length"]["value"].as_f64().unwrap());
+    }
+    let mut want: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for row in &rows {
+        let turns = want.entry(row["session_id"].as_str().unwrap().to_owned()).or_default();
+        let history = turns.last().map_or(0.0, |prev| prev + 4.0);
+        turns.push(history + row["input_length"].as_f64().unwrap());
+    }
+    assert_eq!(by_conversation, want);
+    let config = &summary(&art)["input_config"];
+    assert_eq!(config["input_file"], serde_json::Value::Null);
+
+    let file = write_trace(dir.path(), &[r#"{"input_length": 5}"#.to_string()]);
+    let out = profile_on(&mock.url, &file, &dir.path().join("art2"), &["--isl", "60"], LIMIT);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("drop --input-file"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -129,8 +129,9 @@ pub fn run(rt: &tokio::runtime::Runtime, plan: &ProfilePlan, control: &Control, 
     .map(|f| top.join(f))
     .collect();
     let summaries: Vec<&Path> = summaries.iter().map(PathBuf::as_path).collect();
-    crate::io::output::refuse_same_files(&summaries, &[&plan.first.source.input_file])
-        .context(crate::exit::BadInput)?;
+    if let Some(file) = plan.first.source.input.file() {
+        crate::io::output::refuse_same_files(&summaries, &[file]).context(crate::exit::BadInput)?;
+    }
     std::fs::create_dir_all(top).with_context(|| format!("cannot create {}", top.display()))?;
     let mut r = Runner { rt, plan, control, started, ran: 0, any_success: false, ceiling_notes: Vec::new() };
     match &plan.mode {

@@ -85,9 +85,12 @@ pub struct Args {
     #[arg(help_heading = "Tokenizer", long)]
     pub client_token_count: bool,
 
-    /// The Mooncake trace (JSONL, optionally gzip-compressed).
+    /// The Mooncake trace (JSONL, optionally gzip-compressed); without it, AIPerf's synthetic
+    /// workload of the options below (`--isl`, `--num-dataset-entries`, …) is generated and replayed.
     #[arg(help_heading = "Input", long)]
-    pub input_file: PathBuf,
+    pub input_file: Option<PathBuf>,
+    #[command(flatten, next_help_heading = "Synthetic workload (without --input-file)")]
+    pub synthetic: crate::synthetic_flags::SyntheticFlags,
     #[command(flatten, next_help_heading = "Input")]
     pub trace_format: crate::io::trace_format::TraceFormatArgs,
     /// Longest trace line accepted (bytes); a longer one stops with a `file:line` error.

@@ -12,6 +12,7 @@ use super::clock::check_start_ahead;
 use super::control::Control;
 use super::phases::{self, Inputs, RunOutcome};
 use super::plan::ReplayPlan;
+use super::plan::replay::Input;
 use super::plan::secrets::{basic_auth, redact_url, split_credentials};
 use super::prompt::PromptBuilder;
 use super::{client, scraper, server_control};
@@ -38,7 +39,9 @@ pub fn run_one(
         .map(|f| dir.join(f))
         .collect();
     let outputs: Vec<&std::path::Path> = outputs.iter().map(std::path::PathBuf::as_path).collect();
-    crate::io::output::refuse_same_files(&outputs, &[&plan.source.input_file]).context(BadInput)?;
+    if let Some(file) = plan.source.input.file() {
+        crate::io::output::refuse_same_files(&outputs, &[file]).context(BadInput)?;
+    }
     if let Some(at) = plan.coordination.start_at_unix_ns {
         check_start_ahead(at, started).context(BadInput)?;
     }
@@ -169,8 +172,13 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
             Ok((prompts, source, t0.elapsed()))
         });
         let t0 = Instant::now();
-        let trace = crate::io::trace_format::read_trace_any(&src.input_file, &src.format, false, src.max_line_bytes)
-            .map(|o| (o.trace, t0.elapsed()));
+        let trace = match &src.input {
+            Input::File(f) => crate::io::trace_format::read_trace_any(f, &src.format, false, src.max_line_bytes)
+                .map(|o| (o.trace, t0.elapsed())),
+            Input::Synthetic(w) => {
+                w.generate(src.seed).context("cannot generate the synthetic workload").map(|t| (t, t0.elapsed()))
+            }
+        };
         (trace, tok.join())
     });
     let (trace, read_time) = trace?;

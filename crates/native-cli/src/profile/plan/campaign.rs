@@ -115,7 +115,9 @@ impl ProfilePlan {
         };
         let artifact_dir = {
             let load = match &mode {
-                Mode::Single => artifacts::load_of(&args, || artifacts::first_row_has_timestamp(&args.input_file)),
+                Mode::Single => artifacts::load_of(&args, || {
+                    args.input_file.as_deref().is_some_and(artifacts::first_row_has_timestamp)
+                }),
                 Mode::Sweep { axis, values } => artifacts::campaign_load(*axis, Some(values)),
                 Mode::Search { axis, .. } => artifacts::campaign_load(*axis, None),
             };

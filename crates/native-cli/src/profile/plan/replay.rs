@@ -1,7 +1,7 @@
 //! The plan of one replay: where requests go, what is replayed, when sending stops, what is
 //! written, the server's side; [`ReplayPlan::from_args`] checks the options group by group.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use aiperf_core::formats::Format;
@@ -45,10 +45,37 @@ pub struct Target {
     pub body: BodyTemplate,
 }
 
+/// Where the replayed rows come from.
+#[derive(Clone, Debug)]
+pub enum Input {
+    /// A trace file (`--input-file`).
+    File(PathBuf),
+    /// AIPerf's synthetic workload, generated with the run's seed.
+    Synthetic(Box<aiperf_core::synthesis::synthetic::SyntheticWorkload>),
+}
+
+impl Input {
+    /// The trace file, if the rows come from one.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            Input::File(f) => Some(f),
+            Input::Synthetic(_) => None,
+        }
+    }
+
+    /// How errors name where a row came from.
+    pub fn name(&self) -> String {
+        match self {
+            Input::File(f) => f.display().to_string(),
+            Input::Synthetic(_) => "the synthetic workload".to_owned(),
+        }
+    }
+}
+
 /// What is replayed and how arrivals are timed.
 #[derive(Clone, Debug)]
 pub struct Source {
-    pub input_file: PathBuf,
+    pub input: Input,
     pub format: TraceFormatArgs,
     pub max_line_bytes: usize,
     pub block_size: u64,
@@ -204,7 +231,7 @@ impl ReplayPlan {
                 },
             },
             source: Source {
-                input_file: a.input_file.clone(),
+                input: input(&a, block_size)?,
                 format,
                 max_line_bytes: in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?,
                 block_size,
@@ -320,7 +347,7 @@ impl ReplayPlan {
         let has_timestamps = trace.rows().first().is_some_and(|r| r.timestamp.is_some());
         let timing = self.timing(has_timestamps)?;
         let s = schedule::build(trace, timing, self.limits.request_count).map_err(|e| match e {
-            ScheduleError::Row { line, problem } => anyhow!("{}:{line}: {problem}", self.source.input_file.display()),
+            ScheduleError::Row { line, problem } => anyhow!("{}:{line}: {problem}", self.source.input.name()),
             e => anyhow!(e).context("cannot schedule the trace"),
         })?;
         let shard = self.coordination.shard;
@@ -380,7 +407,12 @@ struct Load {
 }
 
 fn load(a: &Args) -> Result<Load> {
-    let concurrency = a.concurrency.first().map(|&c| in_range(c, "--concurrency", 1, MAX_CONCURRENCY)).transpose()?;
+    let mut concurrency =
+        a.concurrency.first().map(|&c| in_range(c, "--concurrency", 1, MAX_CONCURRENCY)).transpose()?;
+    // AIPerf's default load for its synthetic workload: one request at a time.
+    if a.input_file.is_none() && concurrency.is_none() && a.request_rate.is_empty() {
+        concurrency = Some(1);
+    }
     let rate = a
         .request_rate
         .first()
@@ -467,6 +499,31 @@ fn times(a: &Args) -> Result<Times> {
 
 /// The in-memory synthesis the `--synthesis-*` options ask for, checked; `None` when they ask
 /// for none.
+/// The trace file, or AIPerf's synthetic workload when no file is given (as AIPerf: its
+/// `--request-count` sizes the dataset when no count of entries or conversations is given).
+fn input(a: &Args, block_size: u64) -> Result<Input> {
+    match (&a.input_file, a.synthetic.workload()?) {
+        (Some(f), Some(_)) => bail!(
+            "AIPerf's synthetic workload options (--isl, --osl, --num-dataset-entries, turns, prefix prompts, …) \
+             generate the rows: drop --input-file {} or those options",
+            f.display()
+        ),
+        (Some(f), None) => Ok(Input::File(f.clone())),
+        (None, w) => {
+            let mut w = w.unwrap_or_default();
+            w.block_size = u32::try_from(block_size).context("--isl-block-size is too large")?;
+            if a.synthetic.num_dataset_entries.is_none()
+                && a.synthetic.conversation_num.is_none()
+                && let Some(n) = a.request_count
+            {
+                w.entries = n;
+            }
+            w.validate().context("invalid synthetic workload")?;
+            Ok(Input::Synthetic(Box::new(w)))
+        }
+    }
+}
+
 fn synthesis(a: &Args, block_size: u64) -> Result<Option<TransformParams>> {
     let block_u32 = u32::try_from(block_size).context("--isl-block-size is too large")?;
     let params = a.synthesis.transform_params(block_u32, a.random_seed);
@@ -563,7 +620,7 @@ fn input_config(a: &Args, plan: &ReplayPlan) -> Value {
         "use_server_token_count": a.use_server_token_count,
         // Whether ISL/OSL are the client's counts (the default), as the run resolved it.
         "client_token_count": !a.use_server_token_count,
-        "input_file": a.input_file.display().to_string(),
+        "input_file": a.input_file.as_ref().map(|f| f.display().to_string()),
         "trace_format": format!("{:?}", a.trace_format.trace_format),
         "random_seed": a.random_seed,
         "isl_block_size": a.isl_block_size,
