@@ -31,6 +31,12 @@ fn same_seed_same_bytes_other_seed_other_sessions() {
     let c = run(&tmp.path().join("c"), &["--seed", "10"]);
     assert_eq!(a, b);
     assert_ne!(a[0], c[0]);
+    // An earlier run is not replaced unasked.
+    let again =
+        cli(&["synthesize-agentic-code", "--seed", "10", "--output-dir", tmp.path().join("a").to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+    assert_eq!(run(&tmp.path().join("a"), &["--seed", "9", "--overwrite"]), a);
     assert_ne!(a[2], c[2]);
     let first: Value = serde_json::from_slice(a[0].split(|&b| b == b'\n').next().unwrap()).unwrap();
     assert_eq!(first["timestamp"], 0.0);

@@ -74,3 +74,36 @@ fn bad_capacity_names_the_value_and_what_is_accepted() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("'lots' is not a block count: a whole number ≥ 1, or `unbounded`"), "{e}");
 }
+
+/// An earlier simulation is not replaced unasked, the input trace is never an output, and more
+/// replicas than the bound are refused before the trace is read.
+#[test]
+fn earlier_results_and_the_input_are_never_replaced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sim");
+    let trace = tmp.path().join("t.jsonl");
+    std::fs::copy(fixture("traces/arxiv_first20.jsonl"), &trace).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["simulate", trace.to_str().unwrap(), "--output-dir", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        cli(&args)
+    };
+    assert!(run(&[]).status.success());
+    let summary = std::fs::read(out.join("simulate_summary.json")).unwrap();
+    let again = run(&[]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("holds an earlier simulation"));
+    assert_eq!(std::fs::read(out.join("simulate_summary.json")).unwrap(), summary);
+    assert!(run(&["--overwrite"]).status.success());
+
+    // The trace where a run's records would go.
+    let inside = out.join("r1_kvunbounded_kv-aware_lru/profile_export.jsonl");
+    std::fs::copy(&trace, &inside).unwrap();
+    let o = cli(&["simulate", inside.to_str().unwrap(), "--output-dir", out.to_str().unwrap(), "--overwrite"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(std::fs::read(&inside).unwrap(), std::fs::read(&trace).unwrap(), "the input is untouched");
+
+    let o = run(&["--replicas", "4097", "--overwrite"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("a whole number from 1 to 4096"));
+}

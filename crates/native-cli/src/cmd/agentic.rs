@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use aiperf_core::synthesis::agentic::{
     AgenticConfig, comparison_text, generate, manifest_json, quality, quality_json, session_minutes, to_trace,
 };
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 use crate::io::output::{refuse_same_files, write_output, write_trace_file};
 
@@ -24,9 +24,12 @@ pub struct Args {
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub num_sessions: u32,
     /// Folder to write dataset.jsonl, manifest.json, quality.json and comparison.txt into
-    /// (created if missing; files of the same names are replaced).
+    /// (created if missing; a folder already holding one of them is refused unless --overwrite).
     #[arg(long)]
     pub output_dir: PathBuf,
+    /// Replace the files of an earlier run in --output-dir.
+    #[arg(long)]
+    pub overwrite: bool,
     /// Generator configuration: a JSON file with AIPerf's keys, a previous run's manifest.json
     /// (re-runs it), or `default` (AIPerf's bundled default.json). Without it: AIPerf's built-in
     /// defaults.
@@ -68,6 +71,11 @@ pub fn run(args: Args) -> Result<()> {
     let files = ["dataset.jsonl", "manifest.json", "quality.json", "comparison.txt"].map(|f| dir.join(f));
     let outputs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     refuse_same_files(&outputs, &args.config.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
+    if !args.overwrite
+        && let Some(earlier) = files.iter().find(|f| f.exists())
+    {
+        bail!("{} already exists: choose another --output-dir, or --overwrite to replace it", earlier.display());
+    }
     let (config, name) = load(&args)?;
     let sessions = generate(&config, args.num_sessions as usize, args.seed)?;
     std::fs::create_dir_all(dir)

@@ -14,9 +14,10 @@ use std::sync::Arc;
 use aiperf_core::analysis::DEFAULT_BLOCK_SIZE;
 use aiperf_core::replay::schedule::{Timing, build};
 use aiperf_core::results::aggregate::Aggregate;
-use aiperf_core::results::line::record_line;
+use aiperf_core::results::export::SummaryFormat;
+use aiperf_core::results::line::{RECORDS_FILE, record_line};
 use aiperf_core::results::summary::{RunSummary, shell_command};
-use aiperf_core::simulate::{Cluster, Engine, Policy, Router, Simulation, blocks_for_gb, simulate};
+use aiperf_core::simulate::{Cluster, Engine, MAX_REPLICAS, Policy, Router, Simulation, blocks_for_gb, simulate};
 use aiperf_core::stats::{percentile_sorted, sorted};
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace};
 use anyhow::{Context, Result, bail};
@@ -78,6 +79,10 @@ pub struct Args {
     /// Folder of the run folders and the sweep's summary.
     #[arg(long, default_value = "simulate")]
     pub output_dir: PathBuf,
+    /// Replace the files of an earlier simulation in --output-dir (a folder holding one is
+    /// refused otherwise).
+    #[arg(long)]
+    pub overwrite: bool,
     /// Skip the records (`profile_export.jsonl`): only the summaries.
     #[arg(long)]
     pub no_records: bool,
@@ -112,8 +117,8 @@ pub fn run(args: Args) -> Result<()> {
     if args.block_size == 0 {
         bail!("--block-size: 0 is not accepted: a whole number of tokens ≥ 1");
     }
-    if let Some(r) = args.replicas.iter().find(|&&r| r == 0) {
-        bail!("--replicas: {r} is not accepted: a whole number ≥ 1");
+    if let Some(r) = args.replicas.iter().find(|&&r| !(1..=MAX_REPLICAS).contains(&r)) {
+        bail!("--replicas: {r} is not accepted: a whole number from 1 to {MAX_REPLICAS}");
     }
     let capacities: Vec<Option<u64>> = if args.kv_gb.is_empty() {
         args.kv_blocks.clone()
@@ -129,6 +134,19 @@ pub fn run(args: Args) -> Result<()> {
         }
         caps
     };
+    let combos: Vec<(u32, Option<u64>, Router, Policy, String)> = args
+        .replicas
+        .iter()
+        .flat_map(|&r| capacities.iter().map(move |&kv| (r, kv)))
+        .flat_map(|(r, kv)| args.router.iter().map(move |&router| (r, kv, router)))
+        .flat_map(|(r, kv, router)| {
+            args.policy.iter().map(move |&policy| {
+                let kv_name = kv.map_or("unbounded".to_owned(), |b| b.to_string());
+                (r, kv, router, policy, format!("r{r}_kv{kv_name}_{}_{}", router.name(), policy.name()))
+            })
+        })
+        .collect();
+    refuse_earlier_outputs(&args, &combos)?;
     let loaded =
         crate::io::trace_format::read_trace_any(&args.file, &args.format, args.skip_invalid, args.max_line_bytes)?;
     let trace = loaded.trace;
@@ -145,47 +163,63 @@ pub fn run(args: Args) -> Result<()> {
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
 
     let mut rows = Vec::new();
-    for &replicas in &args.replicas {
-        for &kv_blocks in &capacities {
-            for &router in &args.router {
-                for &policy in &args.policy {
-                    let cluster = Cluster {
-                        replicas,
-                        kv_blocks,
-                        block_size: args.block_size,
-                        policy,
-                        router,
-                        overlap_weight: args.overlap_weight,
-                        max_running: args.max_running,
-                        engine,
-                        seed: args.seed,
-                        sample_every_ns: (span_ns / args.samples.max(1)).max(1_000_000),
-                    };
-                    let sim = simulate(&trace, Arc::clone(&schedule), &cluster).context("simulate")?;
-                    let name = format!(
-                        "r{replicas}_kv{}_{}_{}",
-                        kv_blocks.map_or("unbounded".to_owned(), |b| b.to_string()),
-                        router.name(),
-                        policy.name()
-                    );
-                    let dir = args.output_dir.join(&name);
-                    write_run(&dir, &trace, &sim, &cluster, &args)?;
-                    let ms = |f: &dyn Fn(&aiperf_core::simulate::SimRequest) -> u64| {
-                        let v = sorted(&sim.requests.iter().map(|r| f(r) as f64 / 1e6).collect::<Vec<_>>());
-                        [50.0, 99.0].map(|p| percentile_sorted(&v, p).unwrap_or(0.0))
-                    };
-                    let ttft_ms = ms(&|r| r.first_token_ns - r.arrival_ns);
-                    let latency_ms = ms(&|r| r.end_ns - r.arrival_ns);
-                    rows.push(Row { name, cluster, sim, ttft_ms, latency_ms });
-                }
-            }
-        }
+    for (replicas, kv_blocks, router, policy, name) in combos {
+        let cluster = Cluster {
+            replicas,
+            kv_blocks,
+            block_size: args.block_size,
+            policy,
+            router,
+            overlap_weight: args.overlap_weight,
+            max_running: args.max_running,
+            engine,
+            seed: args.seed,
+            sample_every_ns: (span_ns / args.samples.max(1)).max(1_000_000),
+        };
+        let sim = simulate(&trace, Arc::clone(&schedule), &cluster).context("simulate")?;
+        write_run(&args.output_dir.join(&name), &trace, &sim, &cluster, &args)?;
+        let ms = |f: &dyn Fn(&aiperf_core::simulate::SimRequest) -> u64| {
+            let v = sorted(&sim.requests.iter().map(|r| f(r) as f64 / 1e6).collect::<Vec<_>>());
+            [50.0, 99.0].map(|p| percentile_sorted(&v, p).unwrap_or(0.0))
+        };
+        let ttft_ms = ms(&|r| r.first_token_ns - r.arrival_ns);
+        let latency_ms = ms(&|r| r.end_ns - r.arrival_ns);
+        rows.push(Row { name, cluster, sim, ttft_ms, latency_ms });
     }
     let (csv, table, json) = sweep_summary(&rows);
-    crate::io::exports::write_file(&args.output_dir.join("simulate_summary.csv"), &csv)?;
-    crate::io::exports::write_file(&args.output_dir.join("simulate_summary.json"), &json)?;
+    crate::io::exports::write_file(&args.output_dir.join(SUMMARY_CSV), &csv)?;
+    crate::io::exports::write_file(&args.output_dir.join(SUMMARY_JSON), &json)?;
     show!("{table}");
     show!("Simulated runs written to {}", args.output_dir.display());
+    Ok(())
+}
+
+/// The files a simulation writes into --output-dir.
+const SUMMARY_CSV: &str = "simulate_summary.csv";
+const SUMMARY_JSON: &str = "simulate_summary.json";
+const SIMULATION_JSON: &str = "simulation.json";
+
+/// Refuses, before anything is read, an output that is the input trace, and a folder holding an
+/// earlier simulation unless `--overwrite` (no earlier results are replaced unasked).
+fn refuse_earlier_outputs(args: &Args, combos: &[(u32, Option<u64>, Router, Policy, String)]) -> Result<()> {
+    let dir = &args.output_dir;
+    let mut outputs = vec![dir.join(SUMMARY_CSV), dir.join(SUMMARY_JSON)];
+    for (.., name) in combos {
+        let run = dir.join(name);
+        outputs.extend([RECORDS_FILE, SIMULATION_JSON, crate::io::exports::READY_MARKER].map(|f| run.join(f)));
+        outputs.extend(SummaryFormat::ALL.map(|f| run.join(f.file_name())));
+    }
+    let paths: Vec<&Path> = outputs.iter().map(PathBuf::as_path).collect();
+    crate::io::output::refuse_same_files(&paths, &[&args.file])?;
+    if !args.overwrite
+        && let Some(earlier) = outputs.iter().find(|p| p.exists())
+    {
+        bail!(
+            "{} holds an earlier simulation ({}): choose another --output-dir, or --overwrite to replace it",
+            dir.display(),
+            earlier.display()
+        );
+    }
     Ok(())
 }
 
@@ -212,7 +246,7 @@ fn write_run(dir: &Path, trace: &Trace, sim: &Simulation, cluster: &Cluster, arg
     order.sort_by_key(|&i| (sim.requests[i].end_ns, i));
     let mut aggregate = Aggregate::default();
     let mut out = (!args.no_records).then(|| crate::io::exports::records_file(dir)).transpose()?;
-    let records_path = dir.join(aiperf_core::results::line::RECORDS_FILE);
+    let records_path = dir.join(RECORDS_FILE);
     for &i in &order {
         let rec = sim.requests[i].record(trace);
         let metrics = aggregate.add(&rec, true, &[]);
@@ -272,7 +306,7 @@ fn write_run(dir: &Path, trace: &Trace, sim: &Simulation, cluster: &Cluster, arg
         "replicas": replicas,
         "samples": sim.samples,
     });
-    crate::io::exports::write_file(&dir.join("simulation.json"), &doc.to_string())?;
+    crate::io::exports::write_file(&dir.join(SIMULATION_JSON), &doc.to_string())?;
     crate::io::exports::write_ready_marker(dir, &summary)
 }
 
