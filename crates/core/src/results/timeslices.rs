@@ -16,10 +16,9 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value, json};
 
 use crate::results::aggregate::{Aggregate, Report};
-use crate::results::export::{dist_json, scalars};
+use crate::results::export::{dist_json, scalars, stat_keys};
 use crate::results::metrics::Slo;
 use crate::results::record::RequestRecord;
-use crate::stats::REPORT_PERCENTILES;
 
 /// `profile_export_aiperf_timeslices.json`.
 pub const TIMESLICES_JSON: &str = "profile_export_aiperf_timeslices.json";
@@ -125,21 +124,7 @@ type CsvMetric = (&'static str, &'static str, &'static str, Vec<(String, f64)>);
 /// A slice's statistics: the distributions (AIPerf's `STAT_KEYS` order: avg, min, max, sum,
 /// p1…p99, std), then the scalars (avg only).
 fn rows(r: &Report) -> Vec<CsvMetric> {
-    let mut v: Vec<_> = r
-        .metrics
-        .iter()
-        .map(|(m, d)| {
-            let mut stats = vec![
-                ("avg".to_owned(), d.avg),
-                ("min".to_owned(), d.min),
-                ("max".to_owned(), d.max),
-                ("sum".to_owned(), d.sum),
-            ];
-            stats.extend(REPORT_PERCENTILES.iter().zip(d.percentiles).map(|(p, x)| (format!("p{p}"), x)));
-            stats.push(("std".to_owned(), d.std));
-            (m.tag(), m.header(), m.unit(), stats)
-        })
-        .collect();
+    let mut v: Vec<_> = r.metrics.iter().map(|(m, d)| (m.tag(), m.header(), m.unit(), stat_keys(d))).collect();
     v.extend(scalars(r).into_iter().map(|(tag, header, unit, x)| (tag, header, unit, vec![("avg".to_owned(), x)])));
     v
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{scalars, url_name};
+use super::{scalars, stat_keys, url_name};
 use crate::csv;
 use crate::results::metrics::Metric;
 use crate::results::summary::RunSummary;
@@ -25,18 +25,10 @@ pub fn summary_csv(s: &RunSummary) -> String {
     let r = &s.report;
     let mut rows: Vec<(String, String)> = Vec::new();
     for (metric, d) in &r.metrics {
-        let mut row = format!(
-            "{},{},{},{},{}",
-            name(metric.header(), metric.unit()),
-            num(d.avg),
-            num(d.min),
-            num(d.max),
-            num(d.sum)
-        );
-        for v in d.percentiles {
+        let mut row = name(metric.header(), metric.unit());
+        for (_, v) in stat_keys(d) {
             let _ = write!(row, ",{}", num(v));
         }
-        let _ = write!(row, ",{}", num(d.std));
         rows.push((metric.tag().to_owned(), row));
     }
     for (metric, a) in &r.adjusted {

@@ -52,6 +52,20 @@ impl SummaryFormat {
     }
 }
 
+/// A distribution's statistics in AIPerf's `STAT_KEYS` order (the CSV columns): avg, min, max,
+/// sum, p1…p99, std.
+pub(crate) fn stat_keys(d: &crate::stats::Distribution) -> Vec<(String, f64)> {
+    let mut v = vec![
+        ("avg".to_owned(), d.avg),
+        ("min".to_owned(), d.min),
+        ("max".to_owned(), d.max),
+        ("sum".to_owned(), d.sum),
+    ];
+    v.extend(crate::stats::REPORT_PERCENTILES.iter().zip(d.percentiles).map(|(p, x)| (format!("p{p}"), x)));
+    v.push(("std".to_owned(), d.std));
+    v
+}
+
 /// Run-level scalars: (tag, header, unit, value): AIPerf's, each where AIPerf has it for the
 /// same run, then ours.
 pub(crate) fn scalars(r: &Report) -> Vec<(&'static str, &'static str, &'static str, f64)> {
