@@ -20,7 +20,7 @@
 //!
 //! Shared by all: [`stats`] (the one statistics module), [`datetime`] (date-times read and
 //! written over one calendar), [`duration`] (the longest time span a run accepts, and the check
-//! of one given in seconds), [`csv`] (the one CSV dialect, read and written) and [`json_scan`]
+//! of one given in seconds), [`hashing`] (the maps keyed by session ids and other strings), [`csv`] (the one CSV dialect, read and written) and [`json_scan`]
 //! (the one hand-written JSON cursor of the fast paths, with one SWAR digit reader).
 
 pub mod analysis;
@@ -29,6 +29,7 @@ pub mod csv;
 pub mod datetime;
 pub mod duration;
 pub mod formats;
+pub mod hashing;
 pub mod json_scan;
 pub mod replay;
 pub mod results;

@@ -7,6 +7,7 @@
 //! its numbering. [`AnalysisInput::of`] builds it from a [`Trace`] (the browser, synthesis); both
 //! go through the same statistics.
 
+use crate::hashing::FastMap;
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -126,7 +127,7 @@ impl AnalysisInput {
 pub struct InputBuilder {
     input: AnalysisInput,
     interner: Interner,
-    sessions: HashMap<Box<str>, u32>,
+    sessions: FastMap<Box<str>, u32>,
     /// The previous row's first id: consecutive rows often start alike.
     last_root: Option<u64>,
 }

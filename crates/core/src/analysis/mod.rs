@@ -105,12 +105,23 @@ pub fn analyze_input(input: &AnalysisInput, block_size: u32) -> Analysis {
 
 /// [`analyze_input`] plus the per-row values behind it.
 pub fn analyze_input_with_rows(input: &AnalysisInput, block_size: u32) -> (Analysis, RowMetrics) {
+    analyze_parts(input, block_size, true)
+}
+
+/// [`analyze_with_rows`] without the LRU curve (`lru_hit_rate_curve` is empty), the costliest
+/// part of an analysis: what comparing two traces needs (the synthesis fidelity report).
+pub fn analyze_for_comparison(trace: &Trace, block_size: u32) -> (Analysis, RowMetrics) {
+    analyze_parts(&AnalysisInput::of(trace), block_size, false)
+}
+
+fn analyze_parts(input: &AnalysisInput, block_size: u32, curve: bool) -> (Analysis, RowMetrics) {
     let bs = f64::from(block_size);
     let ids = input.ids();
     // Each per-id table (the cache simulation's, the trie's, the pair counts) is built and
     // dropped in turn, so that the peak memory holds one of them.
     let mut tables = Tables::default();
-    let lru_hit_rate_curve = cache::lru_hit_rate_curve(input, input.id_space(), &mut tables);
+    let lru_hit_rate_curve =
+        if curve { cache::lru_hit_rate_curve(input, input.id_space(), &mut tables) } else { Vec::new() };
     let prefixes = PrefixTrie::build(input, &mut tables);
     let pairs = PairCounts::build(input, &mut tables);
 
@@ -152,11 +163,7 @@ pub fn analyze_input_with_rows(input: &AnalysisInput, block_size: u32) -> (Analy
         m.unique_prompt_length.push(isl as f64 - context);
         let row_ids = &ids[range];
         if !row_ids.is_empty() {
-            let k = row_ids.iter().position(|&id| id >= seen).unwrap_or(row_ids.len());
-            m.hit_rate.push(k as f64 / row_ids.len() as f64);
-            for &id in &row_ids[k..] {
-                seen = seen.max(id.saturating_add(1));
-            }
+            m.hit_rate.push(leading_hits(row_ids, &mut seen) as f64 / row_ids.len() as f64);
         }
     }
     if n == 0 {
@@ -191,6 +198,55 @@ pub fn analyze_input_with_rows(input: &AnalysisInput, block_size: u32) -> (Analy
         prefix_information: !ids.is_empty(),
     };
     (analysis, m)
+}
+
+/// How many of a row's leading ids an infinite cache holds: those seen in earlier rows, given ids
+/// numbered in first-seen order (an [`Interner`]) and `seen`, the count numbered before this row,
+/// which it then advances past the row's ids.
+fn leading_hits(row_ids: &[u32], seen: &mut u32) -> usize {
+    let k = row_ids.iter().position(|&id| id >= *seen).unwrap_or(row_ids.len());
+    for &id in &row_ids[k..] {
+        *seen = (*seen).max(id.saturating_add(1));
+    }
+    k
+}
+
+/// The few numbers a one-line summary of a trace shows, as [`analyze`] computes them (the same
+/// values, bit for bit), in one pass over the rows without the rest of the analysis.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Headline {
+    pub rows: u64,
+    /// Mean input length over every row (0 for a row without one), as [`Analysis::avg_isl`].
+    pub avg_isl: f64,
+    /// Mean output length, as [`Analysis::avg_osl`].
+    pub avg_osl: f64,
+    /// The infinite-cache hit rate, as [`Analysis::cache_hit_rate`].
+    pub cache_hit_rate: f64,
+}
+
+/// [`Headline`] of a trace.
+pub fn headline(trace: &Trace) -> Headline {
+    let rows = trace.rows();
+    let isl: Vec<f64> = rows.iter().map(|r| r.input_length().unwrap_or(0) as f64).collect();
+    let osl: Vec<f64> = rows.iter().map(|r| r.output_length.unwrap_or(0) as f64).collect();
+    let mut interner = Interner::new();
+    let (mut numbered, mut seen, mut hit_rate) = (Vec::new(), 0u32, Vec::with_capacity(rows.len()));
+    for row in rows {
+        let ids = trace.hash_ids(row);
+        if ids.is_empty() {
+            continue;
+        }
+        numbered.clear();
+        numbered.extend(ids.iter().take(u32::MAX as usize).map(|&id| interner.intern(id)));
+        hit_rate.push(leading_hits(&numbered, &mut seen) as f64 / numbered.len() as f64);
+    }
+    let mean_or_zero = |v: &[f64]| crate::stats::mean(v).unwrap_or(0.0);
+    Headline {
+        rows: rows.len() as u64,
+        avg_isl: mean_or_zero(&isl),
+        avg_osl: mean_or_zero(&osl),
+        cache_hit_rate: mean_or_zero(&hit_rate),
+    }
 }
 
 /// How often each `(position, id)` pair occurs, saturated at 2 (all the reference asks is "≥ 2").
@@ -470,6 +526,39 @@ mod tests {
 
     fn trace(text: &str) -> Trace {
         parse_str(text, ParseOptions::default()).unwrap().trace
+    }
+
+    proptest! {
+        #[test]
+        fn the_headline_is_the_analysis_numbers(
+            rows in proptest::collection::vec(
+                (proptest::option::of(0i64..5000), proptest::option::of(0u64..900),
+                 proptest::collection::vec(0u64..40, 0..6)),
+                0..40,
+            ),
+        ) {
+            let text: String = rows
+                .iter()
+                .map(|(isl, osl, ids)| match isl {
+                    Some(isl) => {
+                        let osl = osl.map_or(String::new(), |o| format!(",\"output_length\":{o}"));
+                        format!("{{\"input_length\":{isl}{osl},\"hash_ids\":{ids:?}}}\n")
+                    }
+                    None => "{\"text_input\":\"hi\"}\n".to_string(),
+                })
+                .collect();
+            let t = trace(&text);
+            let (a, h) = (analyze(&t, 512), headline(&t));
+            prop_assert_eq!(h.rows, a.total_requests);
+            prop_assert_eq!(h.avg_isl.to_bits(), a.avg_isl.to_bits());
+            prop_assert_eq!(h.avg_osl.to_bits(), a.avg_osl.to_bits());
+            prop_assert_eq!(h.cache_hit_rate.to_bits(), a.cache_hit_rate.to_bits());
+            let ((mut c, cm), (_, m)) = (analyze_for_comparison(&t, 512), analyze_with_rows(&t, 512));
+            prop_assert!(c.lru_hit_rate_curve.is_empty());
+            c.lru_hit_rate_curve = a.lru_hit_rate_curve.clone();
+            prop_assert_eq!(&c, &a);
+            prop_assert_eq!((cm.isl, cm.osl, cm.hit_rate, cm.context_length), (m.isl, m.osl, m.hit_rate, m.context_length));
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! what it waits for after the previous turn completed ([`TurnTiming`]). A dispatcher paces the
 //! starts by absolute deadlines; nothing here reads a clock. Poisson arrivals take a seeded RNG.
 
-use std::collections::HashMap;
+use crate::hashing::FastMap;
 
 use crate::duration;
 use crate::trace::{Number, Trace};
@@ -362,7 +362,7 @@ impl RowProblem {
 /// without one are single-turn sessions. Sessions are ordered by their first row.
 pub fn sessions(trace: &Trace) -> Result<Vec<Session>, ScheduleError> {
     let mut out: Vec<Session> = Vec::new();
-    let mut by_id: HashMap<&str, usize> = HashMap::new();
+    let mut by_id: FastMap<&str, usize> = FastMap::default();
     for (i, row) in trace.rows().iter().enumerate() {
         let ts = ms_to_us(row.timestamp.map(|n| n.as_f64()), row.line, "timestamp")?;
         let delay = ms_to_us(row.delay.map(|n| n.as_f64()), row.line, "delay")?;

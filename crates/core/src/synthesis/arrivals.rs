@@ -25,6 +25,10 @@
 //! as sessions: the process above places session starts (a conversation's first turn, or a row
 //! outside any conversation), each session draws its number of turns and the gaps between its
 //! turns from the source's, and the generated rows carry their session as `conversation_id`.
+//! Mooncake traces with `session_id` are modelled the same way: a session starts at its first
+//! turn's timestamp, and the gap before a later turn is its `delay` where the source gives one
+//! (else the difference of timestamps); the generated rows carry `session_id`, and their later
+//! turns a `delay` instead of a timestamp when the source's did.
 
 use crate::trace::{Number, Trace};
 
@@ -58,6 +62,20 @@ pub struct ArrivalModel {
     /// conversations (empty otherwise).
     turns: Vec<u32>,
     turn_gaps: Vec<f64>,
+    /// How the source marks its sessions (and so the generated rows).
+    sessions: SessionStyle,
+}
+
+/// How a trace marks the turns of a session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SessionStyle {
+    /// `conversation_id` on every turn, each with its timestamp.
+    #[default]
+    Conversation,
+    /// Mooncake's `session_id`, each turn with its timestamp.
+    SessionTimestamps,
+    /// Mooncake's `session_id`, later turns with a `delay` (ms after the previous turn).
+    SessionDelays,
 }
 
 /// One generated arrival.
@@ -67,6 +85,14 @@ pub struct Arrival {
     pub time: Number,
     /// The session (numbered from 0 in order of their starts), when the model has sessions.
     pub session: Option<u64>,
+    /// For a later turn of a session: the gap after the previous turn (ms, rounded to 1 µs).
+    pub gap: Option<Number>,
+}
+
+/// Milliseconds rounded to 1 µs, whole ones as an integer.
+fn micro_ms(ms: f64) -> Number {
+    let ms = (ms * 1000.0).round() / 1000.0;
+    if ms.fract() == 0.0 && ms.abs() < 9e15 { Number::Int(ms as i64) } else { Number::Float(ms) }
 }
 
 /// Options of arrival generation.
@@ -83,9 +109,12 @@ pub struct ArrivalOptions {
 impl ArrivalModel {
     /// Learns from the rows of `trace` that have a timestamp; `None` when none has.
     pub fn learn(trace: &Trace) -> Option<ArrivalModel> {
+        if trace.rows().iter().any(|r| r.conversation.is_none() && r.session_id.is_some()) {
+            return Self::learn_session_ids(trace);
+        }
         // Session starts: rows outside conversations, and each conversation's first turn.
         let mut starts: Vec<f64> = Vec::new();
-        let mut conversations: std::collections::HashMap<&str, Vec<f64>> = std::collections::HashMap::new();
+        let mut conversations: crate::hashing::FastMap<&str, Vec<f64>> = crate::hashing::FastMap::default();
         for r in trace.rows() {
             let Some(t) = r.timestamp.map(Number::as_f64) else { continue };
             match r.conversation.as_deref() {
@@ -97,26 +126,74 @@ impl ArrivalModel {
             starts.sort_by(f64::total_cmp);
             return ArrivalModel::learn_sorted(&starts);
         }
-        let mut turns = vec![1u32; starts.len()];
-        let mut turn_gaps = Vec::new();
         // Sorted by first turn, so that the draws below do not depend on the map's order.
         let mut sessions: Vec<Vec<f64>> = conversations.into_values().collect();
         for s in &mut sessions {
             s.sort_by(f64::total_cmp);
         }
         sessions.sort_by(|a, b| a[0].total_cmp(&b[0]));
-        for s in &sessions {
-            starts.push(s[0]);
-            turns.push(u32::try_from(s.len()).unwrap_or(u32::MAX));
-            turn_gaps.extend(s.windows(2).map(|w| w[1] - w[0]));
+        let sessions = sessions.iter().map(|s| (s[0], s.len(), s.windows(2).map(|w| w[1] - w[0])));
+        Self::learn_sessions(starts, sessions, SessionStyle::Conversation)
+    }
+
+    /// [`ArrivalModel::learn`] for a trace whose sessions are Mooncake `session_id`s: turns in
+    /// file order, a session starting at its first turn's timestamp (a session without one is
+    /// left out), the gap before a later turn its `delay`, else the difference of timestamps.
+    fn learn_session_ids(trace: &Trace) -> Option<ArrivalModel> {
+        /// A turn's timestamp and delay.
+        type Turn = (Option<f64>, Option<f64>);
+        let mut starts: Vec<f64> = Vec::new();
+        let mut by_id: crate::hashing::FastMap<&str, Vec<Turn>> = crate::hashing::FastMap::default();
+        let mut delays = false;
+        for r in trace.rows() {
+            let turn = (r.timestamp.map(Number::as_f64), r.delay.map(Number::as_f64));
+            match r.session_id.as_deref().or(r.conversation.as_deref()) {
+                Some(id) => {
+                    let turns = by_id.entry(id).or_default();
+                    delays |= !turns.is_empty() && turn.1.is_some();
+                    turns.push(turn);
+                }
+                None => starts.extend(turn.0),
+            }
+        }
+        let mut sessions: Vec<(f64, Vec<Turn>)> =
+            by_id.into_values().filter_map(|turns| Some((turns.first()?.0?, turns))).collect();
+        sessions.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let gaps = |turns: &[Turn]| -> Vec<f64> {
+            turns.windows(2).filter_map(|w| w[1].1.or_else(|| Some(w[1].0? - w[0].0?))).collect()
+        };
+        let style = if delays { SessionStyle::SessionDelays } else { SessionStyle::SessionTimestamps };
+        let sessions: Vec<(f64, usize, Vec<f64>)> =
+            sessions.iter().map(|(t, turns)| (*t, turns.len(), gaps(turns))).collect();
+        Self::learn_sessions(starts, sessions.into_iter().map(|(t, n, g)| (t, n, g.into_iter())), style)
+    }
+
+    /// The model of session starts (`starts`: single-turn rows; `sessions`: each session's
+    /// start, turn count and gaps, in order of their starts).
+    fn learn_sessions<G: Iterator<Item = f64>>(
+        mut starts: Vec<f64>,
+        sessions: impl Iterator<Item = (f64, usize, G)>,
+        style: SessionStyle,
+    ) -> Option<ArrivalModel> {
+        let mut turns = vec![1u32; starts.len()];
+        let mut turn_gaps = Vec::new();
+        for (start, count, gaps) in sessions {
+            starts.push(start);
+            turns.push(u32::try_from(count).unwrap_or(u32::MAX));
+            turn_gaps.extend(gaps);
         }
         starts.sort_by(f64::total_cmp);
         let mut model = ArrivalModel::learn_sorted(&starts)?;
         if turn_gaps.is_empty() {
             turn_gaps.push(0.0);
         }
-        (model.turns, model.turn_gaps) = (turns, turn_gaps);
+        (model.turns, model.turn_gaps, model.sessions) = (turns, turn_gaps, style);
         Some(model)
+    }
+
+    /// How the source marks its sessions, when the model has sessions.
+    pub fn session_style(&self) -> Option<SessionStyle> {
+        (!self.turns.is_empty()).then_some(self.sessions)
     }
 
     /// Learns from sorted timestamps (ms).
@@ -196,6 +273,7 @@ impl ArrivalModel {
             unit_gaps,
             turns: Vec::new(),
             turn_gaps: Vec::new(),
+            sessions: SessionStyle::Conversation,
         })
     }
 
@@ -268,9 +346,9 @@ pub struct Clock<'a> {
     /// The next session start (source timeline, ms), once drawn.
     next_start: Option<f64>,
     sessions: u64,
-    /// Later turns waiting: (time's bits, session, turns left after it), earliest first. Times
-    /// are non-negative, whose bits order as the numbers do.
-    later_turns: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u64, u32)>>,
+    /// Later turns waiting: (time's bits, session, turns left after it, the gap's bits),
+    /// earliest first. Times are non-negative, whose bits order as the numbers do.
+    later_turns: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u64, u32, u64)>>,
 }
 
 impl Clock<'_> {
@@ -321,8 +399,13 @@ impl Clock<'_> {
         if left > 0 {
             let m = self.model;
             let gap = m.turn_gaps[self.rng.below(m.turn_gaps.len() as u64) as usize].max(0.0);
-            self.later_turns.push(std::cmp::Reverse(((t + gap).to_bits(), session, left - 1)));
+            self.later_turns.push(std::cmp::Reverse(((t + gap).to_bits(), session, left - 1, gap.to_bits())));
         }
+    }
+
+    /// How the generated rows mark their sessions (the source's way).
+    pub fn style(&self) -> SessionStyle {
+        self.model.sessions
     }
 
     /// The next arrival, or `None` once the duration is over.
@@ -335,34 +418,34 @@ impl Clock<'_> {
                 t
             }
         };
-        let (t, session) = match self.later_turns.peek() {
-            Some(&std::cmp::Reverse((bits, session, left))) if f64::from_bits(bits) < start => {
+        let (t, session, gap) = match self.later_turns.peek() {
+            Some(&std::cmp::Reverse((bits, session, left, gap))) if f64::from_bits(bits) < start => {
                 self.later_turns.pop();
                 let t = f64::from_bits(bits);
                 self.follow(t, session, left);
-                (t, Some(session))
+                (t, Some(session), Some(f64::from_bits(gap)))
             }
             _ => {
                 self.next_start = None;
                 let m = self.model;
                 if m.turns.is_empty() {
-                    (start, None)
+                    (start, None, None)
                 } else {
                     let session = self.sessions;
                     self.sessions += 1;
                     let turns = m.turns[self.rng.below(m.turns.len() as u64) as usize];
                     self.follow(start, session, turns.saturating_sub(1));
-                    (start, Some(session))
+                    (start, Some(session), None)
                 }
             }
         };
         if self.options.duration_ms.is_some_and(|d| t / self.options.speedup >= d) {
             return None;
         }
-        // Only the written timestamp is rounded (to 1 µs).
-        let ms = ((self.model.start_ms + t / self.options.speedup) * 1000.0).round() / 1000.0;
-        let time = if ms.fract() == 0.0 && ms.abs() < 9e15 { Number::Int(ms as i64) } else { Number::Float(ms) };
-        Some(Arrival { time, session })
+        // Only the written times are rounded (to 1 µs).
+        let time = micro_ms(self.model.start_ms + t / self.options.speedup);
+        let gap = gap.map(|g| micro_ms(g / self.options.speedup));
+        Some(Arrival { time, session, gap })
     }
 
     /// The next arrival time (ms), or `None` once the duration is over.
@@ -579,6 +662,60 @@ mod tests {
             let c = checks.iter().find(|c| c.statistic == name).unwrap();
             assert_eq!(c.pass, Some(true), "{c:?}");
         }
+    }
+
+    #[test]
+    fn mooncake_sessions_keep_their_turns_and_delays() {
+        // 400 sessions of 1–6 turns: first turns timestamped, later ones a delay of 2–40 s.
+        let mut rng = PyRandom::new(3);
+        let (mut t, mut source) = (0.0, Trace::new());
+        for s in 0..400 {
+            t += -(1.0 - rng.random()).ln() * 5_000.0;
+            for turn in 0..1 + rng.below(6) {
+                let mut row = Row::new(Input::Length(1));
+                row.session_id = Some(format!("chat-{s}").into());
+                if turn == 0 {
+                    row.timestamp = Some(Number::Int(t as i64));
+                } else {
+                    row.delay = Some(Number::Int(2_000 + rng.below(38_000) as i64));
+                }
+                source.push(row, std::iter::empty());
+            }
+        }
+        let model = ArrivalModel::learn(&source).unwrap();
+        assert_eq!(model.session_style(), Some(SessionStyle::SessionDelays));
+        let mut clock = model.clock(1, PLAIN);
+        assert_eq!(clock.style(), SessionStyle::SessionDelays);
+        let generated: Trace = (0..3000)
+            .map(|_| {
+                let a = clock.next_arrival().unwrap();
+                let mut row = Row::new(Input::Length(1));
+                row.session_id = Some(format!("s{}", a.session.unwrap()).into());
+                match a.gap {
+                    Some(gap) => row.delay = Some(gap),
+                    None => row.timestamp = Some(a.time),
+                }
+                (row, Vec::new())
+            })
+            .collect();
+        assert!(generated.rows().iter().any(|r| r.delay.is_some()));
+        let checks = super::super::fidelity::arrival_checks(&source, &generated);
+        for name in ["mean_turns_per_session", "median_inter_turn_delay_ms"] {
+            let c = checks.iter().find(|c| c.statistic == name).unwrap();
+            assert_eq!(c.pass, Some(true), "{c:?}");
+        }
+        // Sessions with timestamps on every turn keep them.
+        let stamped: Trace = source
+            .rows()
+            .iter()
+            .map(|r| {
+                let mut row = r.clone();
+                row.timestamp = row.timestamp.or(Some(Number::Int(0)));
+                row.delay = None;
+                (row, Vec::new())
+            })
+            .collect();
+        assert_eq!(ArrivalModel::learn(&stamped).unwrap().session_style(), Some(SessionStyle::SessionTimestamps));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::arrivals::{dispersion, lag1_autocorrelation, window_counts};
 use crate::analysis::report::{group_thousands, table};
-use crate::analysis::{Analysis, RowMetrics, analyze_with_rows};
+use crate::analysis::{Analysis, RowMetrics, analyze_for_comparison};
 use crate::stats::{Distribution, ks_distance_sorted, sorted};
 use crate::trace::{Number, Trace};
 
@@ -118,7 +118,7 @@ fn peak(ts: &[f64], width_ms: f64) -> Option<f64> {
 fn sessions(trace: &Trace) -> (Vec<f64>, Vec<f64>) {
     /// A turn's timestamp and delay.
     type Turn = (Option<f64>, Option<f64>);
-    let mut by: std::collections::HashMap<&str, Vec<Turn>> = std::collections::HashMap::new();
+    let mut by: crate::hashing::FastMap<&str, Vec<Turn>> = crate::hashing::FastMap::default();
     for r in trace.rows() {
         let key = r.session_id.as_deref().or(r.conversation.as_deref());
         if let Some(k) = key {
@@ -203,8 +203,8 @@ pub fn arrival_checks(original: &Trace, synthesized: &Trace) -> Vec<ArrivalCheck
 
 /// Compares two traces (analysed with the same block size).
 pub fn fidelity_report(original: &Trace, synthesized: &Trace, block_size: u32) -> FidelityReport {
-    let (a, ma) = analyze_with_rows(original, block_size);
-    let (b, mb) = analyze_with_rows(synthesized, block_size);
+    let (a, ma) = analyze_for_comparison(original, block_size);
+    let (b, mb) = analyze_for_comparison(synthesized, block_size);
     let mut report = fidelity_from_analyses((&a, &ma), (&b, &mb));
     report.arrivals = arrival_checks(original, synthesized);
     report

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::arrivals::{ArrivalModel, ArrivalOptions};
+use super::arrivals::{ArrivalModel, ArrivalOptions, SessionStyle};
 use super::rng::PyRandom;
 use super::settings::Value;
 use super::{Param, SynthesisError, SynthesisSettings, room_for};
@@ -421,7 +421,17 @@ impl PrefixModel {
                 let Some(arrival) = clock.next_arrival() else { break };
                 row.timestamp = Some(arrival.time);
                 if let Some(s) = arrival.session {
-                    row.conversation = Some(format!("s{s}").into());
+                    let id = format!("s{s}");
+                    match clock.style() {
+                        SessionStyle::Conversation => row.conversation = Some(id.into()),
+                        SessionStyle::SessionTimestamps => row.session_id = Some(id.into()),
+                        SessionStyle::SessionDelays => {
+                            row.session_id = Some(id.into());
+                            if let Some(gap) = arrival.gap {
+                                (row.timestamp, row.delay) = (None, Some(gap));
+                            }
+                        }
+                    }
                 }
             }
             trace.push(row, ids.iter().copied());

@@ -16,6 +16,7 @@ pub mod server;
 pub mod sessions;
 pub mod svg;
 
+use crate::hashing::FastMap;
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -233,7 +234,7 @@ pub struct RunLoader {
     aggregate: Aggregate,
     points: Vec<Point>,
     sessions: Vec<String>,
-    session_index: HashMap<String, u32>,
+    session_index: FastMap<String, u32>,
     /// Hash of a correlation id (else session id) to its [`Point::instance`].
     instances: HashMap<u64, u32>,
     failures: Vec<(String, String)>,
@@ -251,7 +252,7 @@ impl RunLoader {
             aggregate: Aggregate::default(),
             points: Vec::new(),
             sessions: Vec::new(),
-            session_index: HashMap::new(),
+            session_index: FastMap::default(),
             instances: HashMap::new(),
             failures: Vec::new(),
             scratch: RequestRecord::default(),

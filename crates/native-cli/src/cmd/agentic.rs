@@ -81,16 +81,24 @@ pub fn run(args: Args) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create {}", dir.display()))
         .context(crate::exit::OutputFailed)?;
-    let trace = to_trace(&config, &sessions);
-    write_trace_file(&files[0], &trace)?;
+    // The quality report is computed on its own thread while the dataset is written.
+    let (rows, q, table) = std::thread::scope(|scope| {
+        let report = scope.spawn(|| {
+            let q = quality(&sessions, &config);
+            let table = comparison_text(&q, &session_minutes(&sessions));
+            (q, table)
+        });
+        let trace = to_trace(&config, &sessions);
+        write_trace_file(&files[0], &trace)?;
+        let (q, table) = report.join().map_err(|_| anyhow::anyhow!("the quality report stopped unexpectedly"))?;
+        anyhow::Ok((trace.len(), q, table))
+    })?;
     let manifest = manifest_json(&config, args.seed, sessions.sessions.len(), &name);
     write_output(&files[1], manifest.as_bytes())?;
-    let q = quality(&sessions, &config);
     write_output(&files[2], quality_json(&q).as_bytes())?;
-    let table = comparison_text(&q, &session_minutes(&sessions));
     write_output(&files[3], table.as_bytes())?;
     let mut out = crate::io::console::Console::Stdout;
-    writeln!(out, "{} sessions, {} rows written to {}\n", sessions.sessions.len(), trace.len(), dir.display())?;
+    writeln!(out, "{} sessions, {} rows written to {}\n", sessions.sessions.len(), rows, dir.display())?;
     out.write_all(table.as_bytes())?;
     Ok(())
 }

@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use aiperf_core::analysis::{analyze, analyze_with_rows};
+use aiperf_core::analysis::{analyze_for_comparison, headline};
 use aiperf_core::synthesis::{
     Mode, Param, PrefixModel, SynthesisError, SynthesisSettings, arrival_checks, fidelity_from_analyses, transform,
 };
@@ -125,16 +125,16 @@ fn synthetic(args: &Args) -> Result<()> {
     workload.block_size = settings.params.block_size;
     let trace = workload.generate(settings.params.seed).context("cannot generate the synthetic workload")?;
     write_trace_file(&args.output_file, &trace)?;
-    let a = analyze(&trace, workload.block_size);
+    let a = headline(&trace);
     let mut out = report_to(args);
-    let mean = |s: &Option<aiperf_core::stats::Summary>| s.as_ref().map_or("-".into(), |s| format!("{:.1}", s.mean));
+    let mean = |m: f64| if a.rows == 0 { "-".to_string() } else { format!("{m:.1}") };
     writeln!(
         out,
         "Generated {} rows in {} conversations (ISL mean {}, OSL mean {}, cache hit rate {:.1}% at {} tokens a block) to {}",
         trace.len(),
         workload.entries,
-        mean(&a.isl_stats),
-        mean(&a.osl_stats),
+        mean(a.avg_isl),
+        mean(a.avg_osl),
         a.cache_hit_rate * 100.0,
         workload.block_size,
         args.output_file.display()
@@ -150,13 +150,20 @@ fn report_to(args: &Args) -> Box<dyn Write> {
 /// Writes the output atomically, then prints (and optionally saves) the before/after comparison.
 /// Generative mode also compares arrivals over time.
 fn finish(args: &Args, block_size: u32, mode: Mode, input: &Trace, output: &Trace) -> Result<()> {
-    write_trace_file(&args.output_file, output)?;
-    let before = analyze_with_rows(input, block_size);
-    let after = analyze_with_rows(output, block_size);
-    let mut report = fidelity_from_analyses((&before.0, &before.1), (&after.0, &after.1));
-    if mode == Mode::Generate {
-        report.arrivals = arrival_checks(input, output);
-    }
+    // The analyses behind the report run on their own thread while the output is written.
+    let report = std::thread::scope(|scope| {
+        let analyses = scope.spawn(|| {
+            let before = analyze_for_comparison(input, block_size);
+            let after = analyze_for_comparison(output, block_size);
+            let mut report = fidelity_from_analyses((&before.0, &before.1), (&after.0, &after.1));
+            if mode == Mode::Generate {
+                report.arrivals = arrival_checks(input, output);
+            }
+            report
+        });
+        write_trace_file(&args.output_file, output)?;
+        analyses.join().map_err(|_| anyhow::anyhow!("the fidelity analysis stopped unexpectedly"))
+    })?;
     let mut out = report_to(args);
     out.write_all(report.to_table().as_bytes())?;
     writeln!(out, "\nSynthesized {} rows to {}", output.len(), args.output_file.display())?;
