@@ -1,13 +1,20 @@
-//! One replica's prefix cache of KV blocks: blocks keyed by their hash id, pinned while a request
-//! that holds them runs, and evicted by a [`Policy`] among the unpinned ones when the capacity is
-//! reached.
+//! The prefix caches of KV blocks of a whole cluster: on each replica, blocks pinned while a
+//! request that holds them runs, and evicted by a [`Policy`] among the unpinned ones when the
+//! replica's capacity is reached.
 //!
 //! Prefix matching is chained as in vLLM's automatic prefix caching: a request's block hits only
 //! when every block before it hit too (its id stands for the whole prefix up to it, as in the
 //! Mooncake traces), so a request's hit is the leading run of its ids found in the cache.
+//!
+//! Blocks are dense numbers (`0..blocks`, a trace's hash ids numbered once by
+//! [`Interner`](crate::analysis::Interner)), so nothing is hashed: every replica's cached blocks
+//! are entries of one shared pool, and each block number leads to a short chain of its entries
+//! (one per replica holding it). Asking which replicas hold a prompt's prefix is one walk over the
+//! prompt, and each replica's LRU order is a doubly linked list through the pool. [`BlockCache`]
+//! is one replica keyed by any `u64` block hash (the mock server's).
 
+use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 
@@ -35,33 +42,18 @@ impl Policy {
     }
 }
 
-/// A hasher for block ids (already hashes or small integers): one multiply and a shift.
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        let h = (x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        self.0 = h ^ (h >> 32);
-    }
-}
-
-pub(crate) type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
-
 const NONE: u32 = u32::MAX;
 
+/// One block cached on one replica.
 #[derive(Clone, Debug)]
 struct Entry {
-    id: u64,
-    /// Neighbours in the LRU list of unpinned blocks (oldest first).
+    /// The block's number.
+    block: u32,
+    /// The replica holding it; `NONE` once evicted.
+    replica: u32,
+    /// The next entry of the same block (on another replica).
+    chain: u32,
+    /// Neighbours in the replica's LRU list of unpinned blocks (oldest first).
     prev: u32,
     next: u32,
     /// Running requests holding the block.
@@ -72,113 +64,200 @@ struct Entry {
     released: u64,
 }
 
-/// The blocks of one replica.
+/// One replica's counts and eviction order.
 #[derive(Debug)]
-pub(crate) struct BlockCache {
-    /// `None`: unbounded.
-    capacity: Option<usize>,
-    policy: Policy,
-    map: IdMap<u32>,
-    entries: Vec<Entry>,
-    free: Vec<u32>,
+struct Shelf {
+    len: usize,
+    pinned: usize,
     head: u32,
     tail: u32,
     /// Unpinned blocks by (uses, release time), stale entries skipped when popped (LFU only).
-    heap: BinaryHeap<std::cmp::Reverse<(u32, u64, u32)>>,
-    pinned: usize,
-    tick: u64,
-    pub(crate) evictions: u64,
+    heap: BinaryHeap<Reverse<(u32, u64, u32)>>,
+    evictions: u64,
 }
 
-impl BlockCache {
-    pub(crate) fn new(capacity: Option<u64>, policy: Policy) -> BlockCache {
-        BlockCache {
+/// The blocks of every replica of a cluster.
+#[derive(Debug)]
+pub struct Blocks {
+    /// Blocks each replica holds at most; `None`: unbounded.
+    capacity: Option<usize>,
+    policy: Policy,
+    /// Block number → its first entry (`NONE`: held nowhere).
+    first: Vec<u32>,
+    entries: Vec<Entry>,
+    free: Vec<u32>,
+    shelves: Vec<Shelf>,
+    /// Release counter, shared by every replica.
+    tick: u64,
+    /// Block numbers that lost their last entry, when asked for ([`Blocks::track_orphans`]).
+    orphans: Option<Vec<u32>>,
+}
+
+impl Blocks {
+    /// `replicas` empty caches of `capacity` blocks each over block numbers `0..blocks`.
+    pub fn new(replicas: usize, blocks: usize, capacity: Option<u64>, policy: Policy) -> Blocks {
+        Blocks {
             capacity: capacity.map(|c| usize::try_from(c).unwrap_or(usize::MAX)),
             policy,
-            map: IdMap::default(),
+            first: vec![NONE; blocks],
             entries: Vec::new(),
             free: Vec::new(),
-            head: NONE,
-            tail: NONE,
-            heap: BinaryHeap::new(),
-            pinned: 0,
+            shelves: (0..replicas)
+                .map(|_| Shelf { len: 0, pinned: 0, head: NONE, tail: NONE, heap: BinaryHeap::new(), evictions: 0 })
+                .collect(),
             tick: 0,
-            evictions: 0,
+            orphans: None,
         }
     }
 
-    /// Blocks held (pinned or not).
-    pub(crate) fn len(&self) -> usize {
-        self.map.len()
+    /// Makes room for block numbers `0..blocks`.
+    pub fn grow(&mut self, blocks: usize) {
+        if blocks > self.first.len() {
+            self.first.resize(blocks, NONE);
+        }
     }
 
-    /// Blocks held by running requests.
-    pub(crate) fn pinned(&self) -> usize {
-        self.pinned
+    /// Collects the block numbers that stop being held anywhere ([`Blocks::take_orphans`]).
+    pub fn track_orphans(&mut self) {
+        self.orphans.get_or_insert_with(Vec::new);
     }
 
-    /// The leading run of `ids` held: the request's prefix hit, in blocks.
-    pub(crate) fn overlap(&self, ids: &[u64]) -> usize {
-        ids.iter().take_while(|id| self.map.contains_key(id)).count()
+    /// The block numbers that stopped being held anywhere since the last call.
+    pub fn take_orphans(&mut self) -> Vec<u32> {
+        self.orphans.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    /// Blocks of `ids` not held (what admitting the request would add).
-    pub(crate) fn missing(&self, ids: &[u64]) -> usize {
-        ids.iter().filter(|id| !self.map.contains_key(id)).count()
+    /// Blocks replica `r` holds (pinned or not).
+    pub fn len(&self, r: u32) -> usize {
+        self.shelves[r as usize].len
     }
 
-    /// Whether `missing` new blocks fit beside the pinned ones.
-    pub(crate) fn fits(&self, missing: usize) -> bool {
-        self.capacity.is_none_or(|c| self.pinned + missing <= c)
+    /// Blocks of replica `r` held by running requests.
+    pub fn pinned(&self, r: u32) -> usize {
+        self.shelves[r as usize].pinned
     }
 
-    /// A request starts: each of its blocks is used and pinned, in prompt order, new ones
-    /// inserted (evicting unpinned blocks; a block that finds every other block pinned is not
-    /// kept). Returns the leading hit in blocks; the pinned slots are appended to `held`.
-    pub(crate) fn admit(&mut self, ids: &[u64], held: &mut Vec<u32>) -> usize {
+    /// Blocks replica `r` evicted so far.
+    pub fn evictions(&self, r: u32) -> u64 {
+        self.shelves[r as usize].evictions
+    }
+
+    /// Whether some replica holds `block`.
+    pub fn held_anywhere(&self, block: u32) -> bool {
+        self.first.get(block as usize).is_some_and(|&e| e != NONE)
+    }
+
+    /// Replica `r`'s entry of `block`, `NONE` if it does not hold it.
+    #[inline]
+    fn find(&self, r: u32, block: u32) -> u32 {
+        let mut e = self.first.get(block as usize).copied().unwrap_or(NONE);
+        while e != NONE {
+            let entry = &self.entries[e as usize];
+            if entry.replica == r {
+                return e;
+            }
+            e = entry.chain;
+        }
+        NONE
+    }
+
+    /// The leading run of `ids` replica `r` holds: the request's prefix hit, in blocks.
+    pub fn overlap(&self, r: u32, ids: &[u32]) -> usize {
+        ids.iter().take_while(|&&id| self.find(r, id) != NONE).count()
+    }
+
+    /// Every replica's [`Blocks::overlap`] with `ids` at once, into `out` (one per replica).
+    pub fn overlaps(&self, ids: &[u32], out: &mut Vec<u32>) {
+        out.clear();
+        out.resize(self.shelves.len(), 0);
+        for (i, &id) in ids.iter().enumerate() {
+            let i = i as u32;
+            let mut advanced = false;
+            let mut e = self.first.get(id as usize).copied().unwrap_or(NONE);
+            while e != NONE {
+                let entry = &self.entries[e as usize];
+                let run = &mut out[entry.replica as usize];
+                if *run == i {
+                    *run = i + 1;
+                    advanced = true;
+                }
+                e = entry.chain;
+            }
+            if !advanced {
+                return;
+            }
+        }
+    }
+
+    /// Blocks of `ids` replica `r` does not hold (what admitting the request would add).
+    pub fn missing(&self, r: u32, ids: &[u32]) -> usize {
+        ids.iter().filter(|&&id| self.find(r, id) == NONE).count()
+    }
+
+    /// Whether `missing` new blocks fit beside replica `r`'s pinned ones.
+    pub fn fits(&self, r: u32, missing: usize) -> bool {
+        self.capacity.is_none_or(|c| self.shelves[r as usize].pinned + missing <= c)
+    }
+
+    /// A request starts on replica `r`: each of its blocks is used and pinned, in prompt order,
+    /// new ones inserted (evicting unpinned blocks; a block that finds every other block pinned
+    /// is not kept). Returns the leading hit in blocks; the pinned entries are appended to `held`.
+    pub fn admit(&mut self, r: u32, ids: &[u32], held: &mut Vec<u32>) -> usize {
         let mut leading = true;
         let mut hit = 0;
         for &id in ids {
-            let slot = match self.map.get(&id) {
-                Some(&s) => {
-                    if leading {
-                        hit += 1;
-                    }
-                    s
+            let mut slot = self.find(r, id);
+            if slot != NONE {
+                if leading {
+                    hit += 1;
                 }
-                None => {
-                    leading = false;
-                    if self.capacity.is_some_and(|c| self.map.len() >= c) && !self.evict_one() {
-                        continue;
-                    }
-                    self.insert(id)
+            } else {
+                leading = false;
+                let full = self.capacity.is_some_and(|c| self.shelves[r as usize].len >= c);
+                if full && !self.evict_one(r) {
+                    continue;
                 }
-            };
+                slot = self.insert(r, id);
+            }
             self.pin(slot);
             held.push(slot);
         }
         hit
     }
 
-    /// A request ends: its blocks are released in prompt order.
-    pub(crate) fn release(&mut self, held: &[u32]) {
+    /// A request ends: its blocks (entries from [`Blocks::admit`]) are released in prompt order.
+    pub fn release(&mut self, held: &[u32]) {
         for &slot in held {
             let e = &mut self.entries[slot as usize];
             e.pins -= 1;
             if e.pins == 0 {
-                self.pinned -= 1;
+                let r = e.replica;
                 self.tick += 1;
                 e.released = self.tick;
+                let key = (e.uses, e.released, slot);
+                self.shelves[r as usize].pinned -= 1;
                 match self.policy {
-                    Policy::Lru => self.push_back(slot),
-                    Policy::Lfu => self.heap.push(std::cmp::Reverse((e.uses, e.released, slot))),
+                    Policy::Lru => self.push_back(r, slot),
+                    Policy::Lfu => self.shelves[r as usize].heap.push(Reverse(key)),
                 }
             }
         }
     }
 
-    fn insert(&mut self, id: u64) -> u32 {
-        let e = Entry { id, prev: NONE, next: NONE, pins: 0, uses: 0, released: 0 };
+    fn insert(&mut self, r: u32, block: u32) -> u32 {
+        if block as usize >= self.first.len() {
+            self.grow(block as usize + 1);
+        }
+        let e = Entry {
+            block,
+            replica: r,
+            chain: self.first[block as usize],
+            prev: NONE,
+            next: NONE,
+            pins: 0,
+            uses: 0,
+            released: 0,
+        };
         let slot = match self.free.pop() {
             Some(s) => {
                 self.entries[s as usize] = e;
@@ -189,7 +268,8 @@ impl BlockCache {
                 (self.entries.len() - 1) as u32
             }
         };
-        self.map.insert(id, slot);
+        self.first[block as usize] = slot;
+        self.shelves[r as usize].len += 1;
         slot
     }
 
@@ -198,76 +278,199 @@ impl BlockCache {
         e.uses = e.uses.saturating_add(1);
         e.pins += 1;
         if e.pins == 1 {
-            self.pinned += 1;
+            let r = e.replica;
+            self.shelves[r as usize].pinned += 1;
             if self.policy == Policy::Lru {
-                self.unlink(slot);
+                self.unlink(r, slot);
             }
         }
     }
 
-    /// Drops one unpinned block; false when every block is pinned.
-    fn evict_one(&mut self) -> bool {
+    /// Drops one of replica `r`'s unpinned blocks; false when every block is pinned.
+    fn evict_one(&mut self, r: u32) -> bool {
         let slot = match self.policy {
             Policy::Lru => {
-                let s = self.head;
+                let s = self.shelves[r as usize].head;
                 if s == NONE {
                     return false;
                 }
-                self.unlink(s);
+                self.unlink(r, s);
                 s
             }
             Policy::Lfu => loop {
-                let Some(std::cmp::Reverse((uses, released, s))) = self.heap.pop() else { return false };
+                let Some(Reverse((uses, released, s))) = self.shelves[r as usize].heap.pop() else { return false };
                 let e = &self.entries[s as usize];
-                if e.pins == 0 && e.uses == uses && e.released == released && self.map.get(&e.id) == Some(&s) {
+                if e.replica == r && e.pins == 0 && e.uses == uses && e.released == released {
                     break s;
                 }
             },
         };
-        let id = self.entries[slot as usize].id;
-        self.map.remove(&id);
+        self.unchain(slot);
+        self.entries[slot as usize].replica = NONE;
         self.free.push(slot);
-        self.evictions += 1;
+        let shelf = &mut self.shelves[r as usize];
+        shelf.len -= 1;
+        shelf.evictions += 1;
         true
     }
 
-    fn push_back(&mut self, slot: u32) {
-        let tail = self.tail;
+    /// Takes an entry out of its block's chain.
+    fn unchain(&mut self, slot: u32) {
+        let (block, after) = {
+            let e = &self.entries[slot as usize];
+            (e.block as usize, e.chain)
+        };
+        if self.first[block] == slot {
+            self.first[block] = after;
+            if after == NONE
+                && let Some(orphans) = self.orphans.as_mut()
+            {
+                orphans.push(block as u32);
+            }
+            return;
+        }
+        let mut e = self.first[block];
+        while e != NONE {
+            let next = self.entries[e as usize].chain;
+            if next == slot {
+                self.entries[e as usize].chain = after;
+                return;
+            }
+            e = next;
+        }
+    }
+
+    fn push_back(&mut self, r: u32, slot: u32) {
+        let tail = self.shelves[r as usize].tail;
         {
             let e = &mut self.entries[slot as usize];
             e.prev = tail;
             e.next = NONE;
         }
         if tail == NONE {
-            self.head = slot;
+            self.shelves[r as usize].head = slot;
         } else {
             self.entries[tail as usize].next = slot;
         }
-        self.tail = slot;
+        self.shelves[r as usize].tail = slot;
     }
 
-    /// Takes an unpinned block out of the LRU list (a no-op for a block not in it).
-    fn unlink(&mut self, slot: u32) {
+    /// Takes an unpinned block out of replica `r`'s LRU list (a no-op for a block not in it).
+    fn unlink(&mut self, r: u32, slot: u32) {
         let (prev, next) = {
             let e = &self.entries[slot as usize];
             (e.prev, e.next)
         };
-        if prev == NONE && next == NONE && self.head != slot {
+        let shelf = &mut self.shelves[r as usize];
+        if prev == NONE && next == NONE && shelf.head != slot {
             return;
         }
         if prev == NONE {
-            self.head = next;
+            shelf.head = next;
         } else {
             self.entries[prev as usize].next = next;
         }
         if next == NONE {
-            self.tail = prev;
+            shelf.tail = prev;
         } else {
             self.entries[next as usize].prev = prev;
         }
         let e = &mut self.entries[slot as usize];
         e.prev = NONE;
         e.next = NONE;
+    }
+}
+
+/// One replica's prefix cache keyed by `u64` block hashes: [`Blocks`] with the hashes it holds
+/// numbered (a number is given back when its block leaves the cache, so memory follows the
+/// capacity, not the hashes ever seen).
+#[derive(Debug)]
+pub struct BlockCache {
+    blocks: Blocks,
+    numbers: HashMap<u64, u32>,
+    hashes: Vec<u64>,
+    spare: Vec<u32>,
+    scratch: Vec<u32>,
+}
+
+impl BlockCache {
+    /// An empty cache of `capacity` blocks (`None`: unbounded).
+    pub fn new(capacity: Option<u64>, policy: Policy) -> BlockCache {
+        let mut blocks = Blocks::new(1, 0, capacity, policy);
+        blocks.track_orphans();
+        BlockCache { blocks, numbers: HashMap::new(), hashes: Vec::new(), spare: Vec::new(), scratch: Vec::new() }
+    }
+
+    /// Blocks held (pinned or not).
+    pub fn len(&self) -> usize {
+        self.blocks.len(0)
+    }
+
+    /// Whether no block is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Blocks held by running requests.
+    pub fn pinned(&self) -> usize {
+        self.blocks.pinned(0)
+    }
+
+    /// Blocks evicted so far.
+    pub fn evictions(&self) -> u64 {
+        self.blocks.evictions(0)
+    }
+
+    /// The leading run of `hashes` held.
+    pub fn overlap(&self, hashes: &[u64]) -> usize {
+        hashes.iter().take_while(|h| self.numbers.contains_key(h)).count()
+    }
+
+    /// Hashes not held (what admitting them would add).
+    pub fn missing(&self, hashes: &[u64]) -> usize {
+        hashes.iter().filter(|h| !self.numbers.contains_key(h)).count()
+    }
+
+    /// Whether `missing` new blocks fit beside the pinned ones.
+    pub fn fits(&self, missing: usize) -> bool {
+        self.blocks.fits(0, missing)
+    }
+
+    /// A request starts: see [`Blocks::admit`]. Returns the leading hit in blocks; what to give
+    /// [`BlockCache::release`] when it ends is appended to `held`.
+    pub fn admit(&mut self, hashes: &[u64], held: &mut Vec<u32>) -> usize {
+        let mut numbers = std::mem::take(&mut self.scratch);
+        numbers.clear();
+        for &h in hashes {
+            let n = match self.numbers.get(&h) {
+                Some(&n) => n,
+                None => {
+                    let n = self.spare.pop().unwrap_or(self.hashes.len() as u32);
+                    if n as usize == self.hashes.len() {
+                        self.hashes.push(h);
+                    } else {
+                        self.hashes[n as usize] = h;
+                    }
+                    self.numbers.insert(h, n);
+                    n
+                }
+            };
+            numbers.push(n);
+        }
+        let hit = self.blocks.admit(0, &numbers, held);
+        // Numbers given to blocks that were not kept, and to blocks evicted, go back.
+        for n in numbers.iter().copied().chain(self.blocks.take_orphans()) {
+            if !self.blocks.held_anywhere(n) && self.numbers.remove(&self.hashes[n as usize]).is_some() {
+                self.spare.push(n);
+            }
+        }
+        self.scratch = numbers;
+        hit
+    }
+
+    /// A request ends: its blocks are released in prompt order.
+    pub fn release(&mut self, held: &[u32]) {
+        self.blocks.release(held);
     }
 }
 
@@ -292,7 +495,11 @@ mod tests {
         assert_eq!(run(&mut c, &[4]), 0);
         assert_eq!(c.overlap(&[1]), 1);
         assert_eq!(c.overlap(&[2]), 0);
-        assert_eq!(c.evictions, 1);
+        assert_eq!(c.evictions(), 1);
+        // The evicted block's number went back and serves the next new block.
+        assert_eq!(c.hashes.len(), 4);
+        assert_eq!(run(&mut c, &[5]), 0);
+        assert_eq!((c.hashes.len(), c.numbers.len()), (4, 3));
     }
 
     #[test]
@@ -317,8 +524,29 @@ mod tests {
         c.admit(&[3], &mut other);
         assert_eq!(c.len(), 2);
         assert!(other.is_empty());
+        assert_eq!(c.missing(&[3]), 1);
         c.release(&held);
         assert_eq!(c.pinned(), 0);
         assert_eq!(run(&mut c, &[9, 1, 2]), 0);
+    }
+
+    #[test]
+    fn replicas_share_a_block_and_each_evicts_its_own() {
+        let mut b = Blocks::new(3, 8, Some(2), Policy::Lru);
+        let mut held = Vec::new();
+        b.admit(0, &[0, 1], &mut held);
+        b.admit(2, &[0, 2], &mut held);
+        b.release(&held);
+        let mut out = Vec::new();
+        b.overlaps(&[0, 1, 3], &mut out);
+        assert_eq!(out, [2, 0, 1]);
+        assert_eq!((b.overlap(0, &[0, 1, 3]), b.overlap(2, &[0, 2])), (2, 2));
+        // Replica 2 evicts its copy of 0 (released first); replica 0 keeps its own.
+        held.clear();
+        b.admit(2, &[5], &mut held);
+        b.overlaps(&[0, 1], &mut out);
+        assert_eq!(out, [2, 0, 0]);
+        assert_eq!((b.evictions(0), b.evictions(2), b.len(2)), (0, 1, 2));
+        assert_eq!(b.missing(2, &[0, 2, 5]), 1);
     }
 }
