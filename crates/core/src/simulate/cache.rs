@@ -10,11 +10,13 @@
 //! [`Interner`](crate::analysis::Interner)), so nothing is hashed: every replica's cached blocks
 //! are entries of one shared pool, and each block number leads to a short chain of its entries
 //! (one per replica holding it). Asking which replicas hold a prompt's prefix is one walk over the
-//! prompt, and each replica's LRU order is a doubly linked list through the pool. [`BlockCache`]
-//! is one replica keyed by any `u64` block hash (the mock server's).
+//! prompt. Each replica's eviction order is a queue of releases (LRU: oldest first; LFU: a heap
+//! by uses) whose items go stale when their block is used again, so using a cached block touches
+//! that block alone. [`BlockCache`] is one replica keyed by any `u64` block hash (the mock
+//! server's).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -44,34 +46,36 @@ impl Policy {
 
 const NONE: u32 = u32::MAX;
 
-/// One block cached on one replica.
+/// One block cached on one replica (32 bytes: one cache line holds it whole).
 #[derive(Clone, Debug)]
+#[repr(align(32))]
 struct Entry {
     /// The block's number.
     block: u32,
     /// The replica holding it; `NONE` once evicted.
     replica: u32,
-    /// The next entry of the same block (on another replica).
-    chain: u32,
-    /// Neighbours in the replica's LRU list of unpinned blocks (oldest first).
-    prev: u32,
-    next: u32,
+    /// The neighbours among the entries of the same block (on other replicas); the first entry
+    /// of a chain has no previous one.
+    chain_prev: u32,
+    chain_next: u32,
     /// Running requests holding the block.
     pins: u32,
     /// Requests that used the block (LFU).
     uses: u32,
-    /// When the block was last released (orders ties; identifies a current LFU heap entry).
+    /// When the block was last released (0: never): the release queue's items of earlier
+    /// releases are stale.
     released: u64,
 }
 
 /// One replica's counts and eviction order.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Shelf {
     len: usize,
     pinned: usize,
-    head: u32,
-    tail: u32,
-    /// Unpinned blocks by (uses, release time), stale entries skipped when popped (LFU only).
+    /// Releases (release time, entry) oldest first; an item is current while its entry is
+    /// unpinned and was not released since (LRU only).
+    queue: VecDeque<(u64, u32)>,
+    /// Releases by (uses, release time, entry), current items as in `queue` (LFU only).
     heap: BinaryHeap<Reverse<(u32, u64, u32)>>,
     evictions: u64,
 }
@@ -82,7 +86,9 @@ pub struct Blocks {
     /// Blocks each replica holds at most; `None`: unbounded.
     capacity: Option<usize>,
     policy: Policy,
-    /// Block number → its first entry (`NONE`: held nowhere).
+    /// Block number → its first entry, `NONE` or an entry no longer of that block when held
+    /// nowhere (an eviction of a block's only entry leaves it, so that evicting reads nothing
+    /// indexed by block: see [`Blocks::chain_of`]).
     first: Vec<u32>,
     entries: Vec<Entry>,
     free: Vec<u32>,
@@ -102,9 +108,7 @@ impl Blocks {
             first: vec![NONE; blocks],
             entries: Vec::new(),
             free: Vec::new(),
-            shelves: (0..replicas)
-                .map(|_| Shelf { len: 0, pinned: 0, head: NONE, tail: NONE, heap: BinaryHeap::new(), evictions: 0 })
-                .collect(),
+            shelves: (0..replicas).map(|_| Shelf::default()).collect(),
             tick: 0,
             orphans: None,
         }
@@ -144,19 +148,29 @@ impl Blocks {
 
     /// Whether some replica holds `block`.
     pub fn held_anywhere(&self, block: u32) -> bool {
-        self.first.get(block as usize).is_some_and(|&e| e != NONE)
+        self.chain_of(block) != NONE
+    }
+
+    /// The first entry of `block`'s chain, `NONE` when no replica holds it.
+    #[inline]
+    fn chain_of(&self, block: u32) -> u32 {
+        let e = self.first.get(block as usize).copied().unwrap_or(NONE);
+        match self.entries.get(e as usize) {
+            Some(entry) if entry.block == block && entry.replica != NONE => e,
+            _ => NONE,
+        }
     }
 
     /// Replica `r`'s entry of `block`, `NONE` if it does not hold it.
     #[inline]
     fn find(&self, r: u32, block: u32) -> u32 {
-        let mut e = self.first.get(block as usize).copied().unwrap_or(NONE);
+        let mut e = self.chain_of(block);
         while e != NONE {
             let entry = &self.entries[e as usize];
             if entry.replica == r {
                 return e;
             }
-            e = entry.chain;
+            e = entry.chain_next;
         }
         NONE
     }
@@ -173,7 +187,7 @@ impl Blocks {
         for (i, &id) in ids.iter().enumerate() {
             let i = i as u32;
             let mut advanced = false;
-            let mut e = self.first.get(id as usize).copied().unwrap_or(NONE);
+            let mut e = self.chain_of(id);
             while e != NONE {
                 let entry = &self.entries[e as usize];
                 let run = &mut out[entry.replica as usize];
@@ -181,7 +195,7 @@ impl Blocks {
                     *run = i + 1;
                     advanced = true;
                 }
-                e = entry.chain;
+                e = entry.chain_next;
             }
             if !advanced {
                 return;
@@ -231,14 +245,19 @@ impl Blocks {
             let e = &mut self.entries[slot as usize];
             e.pins -= 1;
             if e.pins == 0 {
-                let r = e.replica;
                 self.tick += 1;
                 e.released = self.tick;
-                let key = (e.uses, e.released, slot);
-                self.shelves[r as usize].pinned -= 1;
+                let (r, uses) = (e.replica, e.uses);
+                let shelf = &mut self.shelves[r as usize];
+                shelf.pinned -= 1;
                 match self.policy {
-                    Policy::Lru => self.push_back(r, slot),
-                    Policy::Lfu => self.shelves[r as usize].heap.push(Reverse(key)),
+                    Policy::Lru => {
+                        shelf.queue.push_back((self.tick, slot));
+                        if shelf.queue.len() > 2 * (shelf.len - shelf.pinned) + 1024 {
+                            self.compact(r);
+                        }
+                    }
+                    Policy::Lfu => shelf.heap.push(Reverse((uses, self.tick, slot))),
                 }
             }
         }
@@ -248,16 +267,8 @@ impl Blocks {
         if block as usize >= self.first.len() {
             self.grow(block as usize + 1);
         }
-        let e = Entry {
-            block,
-            replica: r,
-            chain: self.first[block as usize],
-            prev: NONE,
-            next: NONE,
-            pins: 0,
-            uses: 0,
-            released: 0,
-        };
+        let after = self.chain_of(block);
+        let e = Entry { block, replica: r, chain_prev: NONE, chain_next: after, pins: 0, uses: 0, released: 0 };
         let slot = match self.free.pop() {
             Some(s) => {
                 self.entries[s as usize] = e;
@@ -268,6 +279,9 @@ impl Blocks {
                 (self.entries.len() - 1) as u32
             }
         };
+        if after != NONE {
+            self.entries[after as usize].chain_prev = slot;
+        }
         self.first[block as usize] = slot;
         self.shelves[r as usize].len += 1;
         slot
@@ -278,29 +292,22 @@ impl Blocks {
         e.uses = e.uses.saturating_add(1);
         e.pins += 1;
         if e.pins == 1 {
-            let r = e.replica;
-            self.shelves[r as usize].pinned += 1;
-            if self.policy == Policy::Lru {
-                self.unlink(r, slot);
-            }
+            self.shelves[e.replica as usize].pinned += 1;
         }
     }
 
     /// Drops one of replica `r`'s unpinned blocks; false when every block is pinned.
     fn evict_one(&mut self, r: u32) -> bool {
         let slot = match self.policy {
-            Policy::Lru => {
-                let s = self.shelves[r as usize].head;
-                if s == NONE {
-                    return false;
+            Policy::Lru => loop {
+                let Some((released, s)) = self.shelves[r as usize].queue.pop_front() else { return false };
+                if self.current(r, s, released) {
+                    break s;
                 }
-                self.unlink(r, s);
-                s
-            }
+            },
             Policy::Lfu => loop {
                 let Some(Reverse((uses, released, s))) = self.shelves[r as usize].heap.pop() else { return false };
-                let e = &self.entries[s as usize];
-                if e.replica == r && e.pins == 0 && e.uses == uses && e.released == released {
+                if self.current(r, s, released) && self.entries[s as usize].uses == uses {
                     break s;
                 }
             },
@@ -314,70 +321,38 @@ impl Blocks {
         true
     }
 
-    /// Takes an entry out of its block's chain.
+    /// Takes an entry out of its block's chain. The only entry of a chain leaves `first` as it
+    /// is: [`Blocks::chain_of`] sees that the entry is gone.
     fn unchain(&mut self, slot: u32) {
-        let (block, after) = {
+        let (block, before, after) = {
             let e = &self.entries[slot as usize];
-            (e.block as usize, e.chain)
+            (e.block, e.chain_prev, e.chain_next)
         };
-        if self.first[block] == slot {
-            self.first[block] = after;
-            if after == NONE
-                && let Some(orphans) = self.orphans.as_mut()
-            {
-                orphans.push(block as u32);
-            }
-            return;
+        if after != NONE {
+            self.entries[after as usize].chain_prev = before;
         }
-        let mut e = self.first[block];
-        while e != NONE {
-            let next = self.entries[e as usize].chain;
-            if next == slot {
-                self.entries[e as usize].chain = after;
-                return;
-            }
-            e = next;
+        if before != NONE {
+            self.entries[before as usize].chain_next = after;
+        } else if after != NONE {
+            self.first[block as usize] = after;
+        } else if let Some(orphans) = self.orphans.as_mut() {
+            orphans.push(block);
         }
     }
 
-    fn push_back(&mut self, r: u32, slot: u32) {
-        let tail = self.shelves[r as usize].tail;
-        {
-            let e = &mut self.entries[slot as usize];
-            e.prev = tail;
-            e.next = NONE;
-        }
-        if tail == NONE {
-            self.shelves[r as usize].head = slot;
-        } else {
-            self.entries[tail as usize].next = slot;
-        }
-        self.shelves[r as usize].tail = slot;
+    /// Whether a release item (`released`, entry `s`) of replica `r` is the entry's last release
+    /// and the entry is unpinned: the block it stands for may be evicted.
+    #[inline]
+    fn current(&self, r: u32, s: u32, released: u64) -> bool {
+        let e = &self.entries[s as usize];
+        e.replica == r && e.pins == 0 && e.released == released
     }
 
-    /// Takes an unpinned block out of replica `r`'s LRU list (a no-op for a block not in it).
-    fn unlink(&mut self, r: u32, slot: u32) {
-        let (prev, next) = {
-            let e = &self.entries[slot as usize];
-            (e.prev, e.next)
-        };
-        let shelf = &mut self.shelves[r as usize];
-        if prev == NONE && next == NONE && shelf.head != slot {
-            return;
-        }
-        if prev == NONE {
-            shelf.head = next;
-        } else {
-            self.entries[prev as usize].next = next;
-        }
-        if next == NONE {
-            shelf.tail = prev;
-        } else {
-            self.entries[next as usize].prev = prev;
-        }
-        let e = &mut self.entries[slot as usize];
-        e.prev = NONE;
-        e.next = NONE;
+    /// Drops the stale items of replica `r`'s release queue (at most half of it stays).
+    fn compact(&mut self, r: u32) {
+        let mut queue = std::mem::take(&mut self.shelves[r as usize].queue);
+        queue.retain(|&(released, s)| self.current(r, s, released));
+        self.shelves[r as usize].queue = queue;
     }
 }
 
