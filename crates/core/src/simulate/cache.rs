@@ -217,6 +217,7 @@ impl Blocks {
     /// new ones inserted (evicting unpinned blocks; a block that finds every other block pinned
     /// is not kept). Returns the leading hit in blocks; the pinned entries are appended to `held`.
     pub fn admit(&mut self, r: u32, ids: &[u32], held: &mut Vec<u32>) -> usize {
+        self.touch_victims(r, ids.len());
         let mut leading = true;
         let mut hit = 0;
         for &id in ids {
@@ -338,6 +339,22 @@ impl Blocks {
         } else if let Some(orphans) = self.orphans.as_mut() {
             orphans.push(block);
         }
+    }
+
+    /// Reads the entries of the next `n` items of a full replica's release queue before they are
+    /// evicted one by one: the reads are independent, so the processor fetches them from memory
+    /// at once instead of one eviction after the other (the result is only a value to keep).
+    #[inline]
+    fn touch_victims(&self, r: u32, n: usize) {
+        let shelf = &self.shelves[r as usize];
+        if self.policy != Policy::Lru || self.capacity.is_none_or(|c| shelf.len + n <= c) {
+            return;
+        }
+        let mut sum = 0u64;
+        for &(_, s) in shelf.queue.iter().take(n) {
+            sum = sum.wrapping_add(self.entries[s as usize].released);
+        }
+        std::hint::black_box(sum);
     }
 
     /// Whether a release item (`released`, entry `s`) of replica `r` is the entry's last release
