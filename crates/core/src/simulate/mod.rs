@@ -14,6 +14,7 @@
 //! run is a function of the trace and the [`Cluster`].
 
 pub mod cache;
+pub mod calibrate;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
