@@ -522,6 +522,38 @@ mod tests {
         assert_eq!(run(&mut c, &[9, 1, 2]), 0);
     }
 
+    proptest::proptest! {
+        /// The hash-keyed cache, which numbers only the hashes it holds, behaves as the block
+        /// table over hashes numbered once (as the simulator numbers a trace's ids).
+        #[test]
+        fn the_hash_keyed_cache_is_the_table_over_numbered_hashes(
+            requests in proptest::collection::vec((proptest::collection::vec(0u64..24, 1..6), 0usize..3), 1..80),
+            capacity in 2u64..12,
+            lfu: bool,
+        ) {
+            let policy = if lfu { Policy::Lfu } else { Policy::Lru };
+            let hash = |id: u64| id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 7;
+            let mut cache = BlockCache::new(Some(capacity), policy);
+            let mut table = Blocks::new(1, 24, Some(capacity), policy);
+            let mut running: std::collections::VecDeque<(Vec<u32>, Vec<u32>)> = Default::default();
+            for (ids, keep) in &requests {
+                let hashes: Vec<u64> = ids.iter().map(|&i| hash(i)).collect();
+                let numbers: Vec<u32> = ids.iter().map(|&i| i as u32).collect();
+                proptest::prop_assert_eq!(cache.missing(&hashes), table.missing(0, &numbers));
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                proptest::prop_assert_eq!(cache.admit(&hashes, &mut a), table.admit(0, &numbers, &mut b));
+                running.push_back((a, b));
+                while running.len() > *keep {
+                    let Some((a, b)) = running.pop_front() else { break };
+                    cache.release(&a);
+                    table.release(&b);
+                }
+                proptest::prop_assert_eq!((cache.len(), cache.pinned(), cache.evictions()), (table.len(0), table.pinned(0), table.evictions(0)));
+                proptest::prop_assert!(cache.numbers.len() == cache.len() && cache.hashes.len() <= capacity as usize + 6);
+            }
+        }
+    }
+
     #[test]
     fn replicas_share_a_block_and_each_evicts_its_own() {
         let mut b = Blocks::new(3, 8, Some(2), Policy::Lru);
