@@ -107,3 +107,82 @@ fn earlier_results_and_the_input_are_never_replaced() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("a whole number from 1 to 4096"));
 }
+
+/// A run folder whose records follow the engine model exactly: 20 ms + 0.1 ms per uncached
+/// prompt token to the first token, 10 ms + 2 ms per request in flight between tokens.
+fn modelled_run(dir: &std::path::Path) {
+    use aiperf_core::results::line::record_line;
+    use aiperf_core::results::record::{RequestRecord, ServerUsage};
+    std::fs::create_dir_all(dir).unwrap();
+    let mut lines = Vec::new();
+    for group in 0..12u64 {
+        let in_flight = 1 + group % 4;
+        let sent = group * 100_000_000_000;
+        for j in 0..in_flight {
+            let (input, cached) = (300 + 100 * j + 7 * group, 100);
+            let first = sent + 20_000_000 + (input - cached) * 100_000;
+            let itl = 10_000_000 + 2_000_000 * in_flight;
+            let chunks: Vec<u64> = (0..5).map(|k| first + k * itl).collect();
+            let rec = RequestRecord {
+                session_num: (group * 4 + j) as u32,
+                sent_ns: sent,
+                scheduled_ns: sent,
+                first_byte_ns: Some(first),
+                end_ns: chunks[4],
+                chunk_ns: chunks,
+                streaming: true,
+                input_tokens: Some(input),
+                output_tokens: Some(5),
+                usage: ServerUsage {
+                    prompt_tokens: Some(input),
+                    completion_tokens: Some(5),
+                    cached_tokens: Some(cached),
+                },
+                ..RequestRecord::default()
+            };
+            lines.extend(record_line(&rec, None, 0));
+        }
+    }
+    std::fs::write(dir.join("profile_export.jsonl"), lines).unwrap();
+}
+
+#[test]
+fn calibrate_fits_the_engine_from_a_run_and_writes_the_fit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let measured = tmp.path().join("measured");
+    modelled_run(&measured);
+    let out = tmp.path().join("sim");
+    let trace = fixture("traces/arxiv_first20.jsonl");
+    let args = ["simulate", trace.to_str().unwrap(), "--output-dir", out.to_str().unwrap()];
+    let o = cli(&[&args[..], &["--calibrate", measured.to_str().unwrap()]].concat());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}{stdout}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("prefill 20.000 ms + 0.10000 ms per uncached token (R² 1.000"), "{stdout}");
+    assert!(stdout.contains("decode 10.000 ms + 2.0000 ms per running request (R² 1.000"), "{stdout}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("simulate_summary.json")).unwrap()).unwrap();
+    let fit = &summary[0]["calibration"]["time_to_first_token"];
+    assert!((fit["slope_ms"].as_f64().unwrap() - 0.1).abs() < 1e-9, "{fit}");
+    assert_eq!(fit["points"], 30);
+    let run: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(out.join("r1_kvunbounded_kv-aware_lru/profile_export_aiperf.json")).unwrap(),
+    )
+    .unwrap();
+    let engine = &run["input_config"]["engine"];
+    assert!((engine["decode_per_running_us"].as_f64().unwrap() - 2000.0).abs() < 1e-6, "{engine}");
+    assert!(run["input_config"]["calibration"]["inter_token_latency"]["r2"].as_f64().unwrap() > 0.999_999);
+
+    // AIPerf's own run folder: real timings, a fit with its error said.
+    let aiperf = fixture("aiperf-0.13.0-runs/fixed-schedule-streaming");
+    let o = cli(&[&args[..], &["--overwrite", "--calibrate", aiperf.to_str().unwrap()]].concat());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}{stdout}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("Calibrated engine (30 requests"), "{stdout}");
+
+    // A folder without records, and the timing options beside --calibrate, are refused.
+    let o = cli(&[&args[..], &["--overwrite", "--calibrate", tmp.path().to_str().unwrap()]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is no run folder"));
+    let o = cli(&[&args[..], &["--calibrate", measured.to_str().unwrap(), "--prefill-fixed-ms", "3"]].concat());
+    assert_eq!(o.status.code(), Some(2));
+}

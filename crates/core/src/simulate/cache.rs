@@ -1,13 +1,22 @@
-//! One replica's prefix cache of KV blocks: blocks keyed by their hash id, pinned while a request
-//! that holds them runs, and evicted by a [`Policy`] among the unpinned ones when the capacity is
-//! reached.
+//! The prefix caches of KV blocks of a whole cluster: on each replica, blocks pinned while a
+//! request that holds them runs, and evicted by a [`Policy`] among the unpinned ones when the
+//! replica's capacity is reached.
 //!
 //! Prefix matching is chained as in vLLM's automatic prefix caching: a request's block hits only
 //! when every block before it hit too (its id stands for the whole prefix up to it, as in the
 //! Mooncake traces), so a request's hit is the leading run of its ids found in the cache.
+//!
+//! Blocks are dense numbers (`0..blocks`, a trace's hash ids numbered once by
+//! [`Interner`](crate::analysis::Interner)), so nothing is hashed: every replica's cached blocks
+//! are entries of one shared pool, and each block number leads to a short chain of its entries
+//! (one per replica holding it). Asking which replicas hold a prompt's prefix is one walk over the
+//! prompt. Each replica's eviction order is a queue of releases (LRU: oldest first; LFU: a heap
+//! by uses) whose items go stale when their block is used again, so using a cached block touches
+//! that block alone. [`BlockCache`] is one replica keyed by any `u64` block hash (the mock
+//! server's).
 
-use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -35,150 +44,232 @@ impl Policy {
     }
 }
 
-/// A hasher for block ids (already hashes or small integers): one multiply and a shift.
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        let h = (x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        self.0 = h ^ (h >> 32);
-    }
-}
-
-pub(crate) type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
-
 const NONE: u32 = u32::MAX;
 
+/// One block cached on one replica (32 bytes: one cache line holds it whole).
 #[derive(Clone, Debug)]
+#[repr(align(32))]
 struct Entry {
-    id: u64,
-    /// Neighbours in the LRU list of unpinned blocks (oldest first).
-    prev: u32,
-    next: u32,
+    /// The block's number.
+    block: u32,
+    /// The replica holding it; `NONE` once evicted.
+    replica: u32,
+    /// The neighbours among the entries of the same block (on other replicas); the first entry
+    /// of a chain has no previous one.
+    chain_prev: u32,
+    chain_next: u32,
     /// Running requests holding the block.
     pins: u32,
     /// Requests that used the block (LFU).
     uses: u32,
-    /// When the block was last released (orders ties; identifies a current LFU heap entry).
+    /// When the block was last released (0: never): the release queue's items of earlier
+    /// releases are stale.
     released: u64,
 }
 
-/// The blocks of one replica.
-#[derive(Debug)]
-pub(crate) struct BlockCache {
-    /// `None`: unbounded.
-    capacity: Option<usize>,
-    policy: Policy,
-    map: IdMap<u32>,
-    entries: Vec<Entry>,
-    free: Vec<u32>,
-    head: u32,
-    tail: u32,
-    /// Unpinned blocks by (uses, release time), stale entries skipped when popped (LFU only).
-    heap: BinaryHeap<std::cmp::Reverse<(u32, u64, u32)>>,
+/// One replica's counts and eviction order.
+#[derive(Debug, Default)]
+struct Shelf {
+    len: usize,
     pinned: usize,
-    tick: u64,
-    pub(crate) evictions: u64,
+    /// Releases (release time, entry) oldest first; an item is current while its entry is
+    /// unpinned and was not released since (LRU only).
+    queue: VecDeque<(u64, u32)>,
+    /// Releases by (uses, release time, entry), current items as in `queue` (LFU only).
+    heap: BinaryHeap<Reverse<(u32, u64, u32)>>,
+    evictions: u64,
 }
 
-impl BlockCache {
-    pub(crate) fn new(capacity: Option<u64>, policy: Policy) -> BlockCache {
-        BlockCache {
+/// The blocks of every replica of a cluster.
+#[derive(Debug)]
+pub struct Blocks {
+    /// Blocks each replica holds at most; `None`: unbounded.
+    capacity: Option<usize>,
+    policy: Policy,
+    /// Block number → its first entry, `NONE` or an entry no longer of that block when held
+    /// nowhere (an eviction of a block's only entry leaves it, so that evicting reads nothing
+    /// indexed by block: see [`Blocks::chain_of`]).
+    first: Vec<u32>,
+    entries: Vec<Entry>,
+    free: Vec<u32>,
+    shelves: Vec<Shelf>,
+    /// Release counter, shared by every replica.
+    tick: u64,
+    /// Block numbers that lost their last entry, when asked for ([`Blocks::track_orphans`]).
+    orphans: Option<Vec<u32>>,
+}
+
+impl Blocks {
+    /// `replicas` empty caches of `capacity` blocks each over block numbers `0..blocks`.
+    pub fn new(replicas: usize, blocks: usize, capacity: Option<u64>, policy: Policy) -> Blocks {
+        Blocks {
             capacity: capacity.map(|c| usize::try_from(c).unwrap_or(usize::MAX)),
             policy,
-            map: IdMap::default(),
+            first: vec![NONE; blocks],
             entries: Vec::new(),
             free: Vec::new(),
-            head: NONE,
-            tail: NONE,
-            heap: BinaryHeap::new(),
-            pinned: 0,
+            shelves: (0..replicas).map(|_| Shelf::default()).collect(),
             tick: 0,
-            evictions: 0,
+            orphans: None,
         }
     }
 
-    /// Blocks held (pinned or not).
-    pub(crate) fn len(&self) -> usize {
-        self.map.len()
+    /// Makes room for block numbers `0..blocks`.
+    pub fn grow(&mut self, blocks: usize) {
+        if blocks > self.first.len() {
+            self.first.resize(blocks, NONE);
+        }
     }
 
-    /// Blocks held by running requests.
-    pub(crate) fn pinned(&self) -> usize {
-        self.pinned
+    /// Collects the block numbers that stop being held anywhere ([`Blocks::take_orphans`]).
+    pub fn track_orphans(&mut self) {
+        self.orphans.get_or_insert_with(Vec::new);
     }
 
-    /// The leading run of `ids` held: the request's prefix hit, in blocks.
-    pub(crate) fn overlap(&self, ids: &[u64]) -> usize {
-        ids.iter().take_while(|id| self.map.contains_key(id)).count()
+    /// The block numbers that stopped being held anywhere since the last call.
+    pub fn take_orphans(&mut self) -> Vec<u32> {
+        self.orphans.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    /// Blocks of `ids` not held (what admitting the request would add).
-    pub(crate) fn missing(&self, ids: &[u64]) -> usize {
-        ids.iter().filter(|id| !self.map.contains_key(id)).count()
+    /// Blocks replica `r` holds (pinned or not).
+    pub fn len(&self, r: u32) -> usize {
+        self.shelves[r as usize].len
     }
 
-    /// Whether `missing` new blocks fit beside the pinned ones.
-    pub(crate) fn fits(&self, missing: usize) -> bool {
-        self.capacity.is_none_or(|c| self.pinned + missing <= c)
+    /// Blocks of replica `r` held by running requests.
+    pub fn pinned(&self, r: u32) -> usize {
+        self.shelves[r as usize].pinned
     }
 
-    /// A request starts: each of its blocks is used and pinned, in prompt order, new ones
-    /// inserted (evicting unpinned blocks; a block that finds every other block pinned is not
-    /// kept). Returns the leading hit in blocks; the pinned slots are appended to `held`.
-    pub(crate) fn admit(&mut self, ids: &[u64], held: &mut Vec<u32>) -> usize {
+    /// Blocks replica `r` evicted so far.
+    pub fn evictions(&self, r: u32) -> u64 {
+        self.shelves[r as usize].evictions
+    }
+
+    /// Whether some replica holds `block`.
+    pub fn held_anywhere(&self, block: u32) -> bool {
+        self.chain_of(block) != NONE
+    }
+
+    /// The first entry of `block`'s chain, `NONE` when no replica holds it.
+    #[inline]
+    fn chain_of(&self, block: u32) -> u32 {
+        let e = self.first.get(block as usize).copied().unwrap_or(NONE);
+        match self.entries.get(e as usize) {
+            Some(entry) if entry.block == block && entry.replica != NONE => e,
+            _ => NONE,
+        }
+    }
+
+    /// Replica `r`'s entry of `block`, `NONE` if it does not hold it.
+    #[inline]
+    fn find(&self, r: u32, block: u32) -> u32 {
+        let mut e = self.chain_of(block);
+        while e != NONE {
+            let entry = &self.entries[e as usize];
+            if entry.replica == r {
+                return e;
+            }
+            e = entry.chain_next;
+        }
+        NONE
+    }
+
+    /// The leading run of `ids` replica `r` holds: the request's prefix hit, in blocks.
+    pub fn overlap(&self, r: u32, ids: &[u32]) -> usize {
+        ids.iter().take_while(|&&id| self.find(r, id) != NONE).count()
+    }
+
+    /// Every replica's [`Blocks::overlap`] with `ids` at once, into `out` (one per replica).
+    pub fn overlaps(&self, ids: &[u32], out: &mut Vec<u32>) {
+        out.clear();
+        out.resize(self.shelves.len(), 0);
+        for (i, &id) in ids.iter().enumerate() {
+            let i = i as u32;
+            let mut advanced = false;
+            let mut e = self.chain_of(id);
+            while e != NONE {
+                let entry = &self.entries[e as usize];
+                let run = &mut out[entry.replica as usize];
+                if *run == i {
+                    *run = i + 1;
+                    advanced = true;
+                }
+                e = entry.chain_next;
+            }
+            if !advanced {
+                return;
+            }
+        }
+    }
+
+    /// Blocks of `ids` replica `r` does not hold (what admitting the request would add).
+    pub fn missing(&self, r: u32, ids: &[u32]) -> usize {
+        ids.iter().filter(|&&id| self.find(r, id) == NONE).count()
+    }
+
+    /// Whether `missing` new blocks fit beside replica `r`'s pinned ones.
+    pub fn fits(&self, r: u32, missing: usize) -> bool {
+        self.capacity.is_none_or(|c| self.shelves[r as usize].pinned + missing <= c)
+    }
+
+    /// A request starts on replica `r`: each of its blocks is used and pinned, in prompt order,
+    /// new ones inserted (evicting unpinned blocks; a block that finds every other block pinned
+    /// is not kept). Returns the leading hit in blocks; the pinned entries are appended to `held`.
+    pub fn admit(&mut self, r: u32, ids: &[u32], held: &mut Vec<u32>) -> usize {
+        self.touch_victims(r, ids.len());
         let mut leading = true;
         let mut hit = 0;
         for &id in ids {
-            let slot = match self.map.get(&id) {
-                Some(&s) => {
-                    if leading {
-                        hit += 1;
-                    }
-                    s
+            let mut slot = self.find(r, id);
+            if slot != NONE {
+                if leading {
+                    hit += 1;
                 }
-                None => {
-                    leading = false;
-                    if self.capacity.is_some_and(|c| self.map.len() >= c) && !self.evict_one() {
-                        continue;
-                    }
-                    self.insert(id)
+            } else {
+                leading = false;
+                let full = self.capacity.is_some_and(|c| self.shelves[r as usize].len >= c);
+                if full && !self.evict_one(r) {
+                    continue;
                 }
-            };
+                slot = self.insert(r, id);
+            }
             self.pin(slot);
             held.push(slot);
         }
         hit
     }
 
-    /// A request ends: its blocks are released in prompt order.
-    pub(crate) fn release(&mut self, held: &[u32]) {
+    /// A request ends: its blocks (entries from [`Blocks::admit`]) are released in prompt order.
+    pub fn release(&mut self, held: &[u32]) {
         for &slot in held {
             let e = &mut self.entries[slot as usize];
             e.pins -= 1;
             if e.pins == 0 {
-                self.pinned -= 1;
                 self.tick += 1;
                 e.released = self.tick;
+                let (r, uses) = (e.replica, e.uses);
+                let shelf = &mut self.shelves[r as usize];
+                shelf.pinned -= 1;
                 match self.policy {
-                    Policy::Lru => self.push_back(slot),
-                    Policy::Lfu => self.heap.push(std::cmp::Reverse((e.uses, e.released, slot))),
+                    Policy::Lru => {
+                        shelf.queue.push_back((self.tick, slot));
+                        if shelf.queue.len() > 2 * (shelf.len - shelf.pinned) + 1024 {
+                            self.compact(r);
+                        }
+                    }
+                    Policy::Lfu => shelf.heap.push(Reverse((uses, self.tick, slot))),
                 }
             }
         }
     }
 
-    fn insert(&mut self, id: u64) -> u32 {
-        let e = Entry { id, prev: NONE, next: NONE, pins: 0, uses: 0, released: 0 };
+    fn insert(&mut self, r: u32, block: u32) -> u32 {
+        if block as usize >= self.first.len() {
+            self.grow(block as usize + 1);
+        }
+        let after = self.chain_of(block);
+        let e = Entry { block, replica: r, chain_prev: NONE, chain_next: after, pins: 0, uses: 0, released: 0 };
         let slot = match self.free.pop() {
             Some(s) => {
                 self.entries[s as usize] = e;
@@ -189,7 +280,11 @@ impl BlockCache {
                 (self.entries.len() - 1) as u32
             }
         };
-        self.map.insert(id, slot);
+        if after != NONE {
+            self.entries[after as usize].chain_prev = slot;
+        }
+        self.first[block as usize] = slot;
+        self.shelves[r as usize].len += 1;
         slot
     }
 
@@ -198,76 +293,176 @@ impl BlockCache {
         e.uses = e.uses.saturating_add(1);
         e.pins += 1;
         if e.pins == 1 {
-            self.pinned += 1;
-            if self.policy == Policy::Lru {
-                self.unlink(slot);
-            }
+            self.shelves[e.replica as usize].pinned += 1;
         }
     }
 
-    /// Drops one unpinned block; false when every block is pinned.
-    fn evict_one(&mut self) -> bool {
+    /// Drops one of replica `r`'s unpinned blocks; false when every block is pinned.
+    fn evict_one(&mut self, r: u32) -> bool {
         let slot = match self.policy {
-            Policy::Lru => {
-                let s = self.head;
-                if s == NONE {
-                    return false;
+            Policy::Lru => loop {
+                let Some((released, s)) = self.shelves[r as usize].queue.pop_front() else { return false };
+                if self.current(r, s, released) {
+                    break s;
                 }
-                self.unlink(s);
-                s
-            }
+            },
             Policy::Lfu => loop {
-                let Some(std::cmp::Reverse((uses, released, s))) = self.heap.pop() else { return false };
-                let e = &self.entries[s as usize];
-                if e.pins == 0 && e.uses == uses && e.released == released && self.map.get(&e.id) == Some(&s) {
+                let Some(Reverse((uses, released, s))) = self.shelves[r as usize].heap.pop() else { return false };
+                if self.current(r, s, released) && self.entries[s as usize].uses == uses {
                     break s;
                 }
             },
         };
-        let id = self.entries[slot as usize].id;
-        self.map.remove(&id);
+        self.unchain(slot);
+        self.entries[slot as usize].replica = NONE;
         self.free.push(slot);
-        self.evictions += 1;
+        let shelf = &mut self.shelves[r as usize];
+        shelf.len -= 1;
+        shelf.evictions += 1;
         true
     }
 
-    fn push_back(&mut self, slot: u32) {
-        let tail = self.tail;
-        {
-            let e = &mut self.entries[slot as usize];
-            e.prev = tail;
-            e.next = NONE;
+    /// Takes an entry out of its block's chain. The only entry of a chain leaves `first` as it
+    /// is: [`Blocks::chain_of`] sees that the entry is gone.
+    fn unchain(&mut self, slot: u32) {
+        let (block, before, after) = {
+            let e = &self.entries[slot as usize];
+            (e.block, e.chain_prev, e.chain_next)
+        };
+        if after != NONE {
+            self.entries[after as usize].chain_prev = before;
         }
-        if tail == NONE {
-            self.head = slot;
-        } else {
-            self.entries[tail as usize].next = slot;
+        if before != NONE {
+            self.entries[before as usize].chain_next = after;
+        } else if after != NONE {
+            self.first[block as usize] = after;
+        } else if let Some(orphans) = self.orphans.as_mut() {
+            orphans.push(block);
         }
-        self.tail = slot;
     }
 
-    /// Takes an unpinned block out of the LRU list (a no-op for a block not in it).
-    fn unlink(&mut self, slot: u32) {
-        let (prev, next) = {
-            let e = &self.entries[slot as usize];
-            (e.prev, e.next)
-        };
-        if prev == NONE && next == NONE && self.head != slot {
+    /// Reads the entries of the next `n` items of a full replica's release queue before they are
+    /// evicted one by one: the reads are independent, so the processor fetches them from memory
+    /// at once instead of one eviction after the other (the result is only a value to keep).
+    #[inline]
+    fn touch_victims(&self, r: u32, n: usize) {
+        let shelf = &self.shelves[r as usize];
+        if self.policy != Policy::Lru || self.capacity.is_none_or(|c| shelf.len + n <= c) {
             return;
         }
-        if prev == NONE {
-            self.head = next;
-        } else {
-            self.entries[prev as usize].next = next;
+        let mut sum = 0u64;
+        for &(_, s) in shelf.queue.iter().take(n) {
+            sum = sum.wrapping_add(self.entries[s as usize].released);
         }
-        if next == NONE {
-            self.tail = prev;
-        } else {
-            self.entries[next as usize].prev = prev;
+        std::hint::black_box(sum);
+    }
+
+    /// Whether a release item (`released`, entry `s`) of replica `r` is the entry's last release
+    /// and the entry is unpinned: the block it stands for may be evicted.
+    #[inline]
+    fn current(&self, r: u32, s: u32, released: u64) -> bool {
+        let e = &self.entries[s as usize];
+        e.replica == r && e.pins == 0 && e.released == released
+    }
+
+    /// Drops the stale items of replica `r`'s release queue (at most half of it stays).
+    fn compact(&mut self, r: u32) {
+        let mut queue = std::mem::take(&mut self.shelves[r as usize].queue);
+        queue.retain(|&(released, s)| self.current(r, s, released));
+        self.shelves[r as usize].queue = queue;
+    }
+}
+
+/// One replica's prefix cache keyed by `u64` block hashes: [`Blocks`] with the hashes it holds
+/// numbered (a number is given back when its block leaves the cache, so memory follows the
+/// capacity, not the hashes ever seen).
+#[derive(Debug)]
+pub struct BlockCache {
+    blocks: Blocks,
+    numbers: HashMap<u64, u32>,
+    hashes: Vec<u64>,
+    spare: Vec<u32>,
+    scratch: Vec<u32>,
+}
+
+impl BlockCache {
+    /// An empty cache of `capacity` blocks (`None`: unbounded).
+    pub fn new(capacity: Option<u64>, policy: Policy) -> BlockCache {
+        let mut blocks = Blocks::new(1, 0, capacity, policy);
+        blocks.track_orphans();
+        BlockCache { blocks, numbers: HashMap::new(), hashes: Vec::new(), spare: Vec::new(), scratch: Vec::new() }
+    }
+
+    /// Blocks held (pinned or not).
+    pub fn len(&self) -> usize {
+        self.blocks.len(0)
+    }
+
+    /// Whether no block is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Blocks held by running requests.
+    pub fn pinned(&self) -> usize {
+        self.blocks.pinned(0)
+    }
+
+    /// Blocks evicted so far.
+    pub fn evictions(&self) -> u64 {
+        self.blocks.evictions(0)
+    }
+
+    /// The leading run of `hashes` held.
+    pub fn overlap(&self, hashes: &[u64]) -> usize {
+        hashes.iter().take_while(|h| self.numbers.contains_key(h)).count()
+    }
+
+    /// Hashes not held (what admitting them would add).
+    pub fn missing(&self, hashes: &[u64]) -> usize {
+        hashes.iter().filter(|h| !self.numbers.contains_key(h)).count()
+    }
+
+    /// Whether `missing` new blocks fit beside the pinned ones.
+    pub fn fits(&self, missing: usize) -> bool {
+        self.blocks.fits(0, missing)
+    }
+
+    /// A request starts: see [`Blocks::admit`]. Returns the leading hit in blocks; what to give
+    /// [`BlockCache::release`] when it ends is appended to `held`.
+    pub fn admit(&mut self, hashes: &[u64], held: &mut Vec<u32>) -> usize {
+        let mut numbers = std::mem::take(&mut self.scratch);
+        numbers.clear();
+        for &h in hashes {
+            let n = match self.numbers.get(&h) {
+                Some(&n) => n,
+                None => {
+                    let n = self.spare.pop().unwrap_or(self.hashes.len() as u32);
+                    if n as usize == self.hashes.len() {
+                        self.hashes.push(h);
+                    } else {
+                        self.hashes[n as usize] = h;
+                    }
+                    self.numbers.insert(h, n);
+                    n
+                }
+            };
+            numbers.push(n);
         }
-        let e = &mut self.entries[slot as usize];
-        e.prev = NONE;
-        e.next = NONE;
+        let hit = self.blocks.admit(0, &numbers, held);
+        // Numbers given to blocks that were not kept, and to blocks evicted, go back.
+        for n in numbers.iter().copied().chain(self.blocks.take_orphans()) {
+            if !self.blocks.held_anywhere(n) && self.numbers.remove(&self.hashes[n as usize]).is_some() {
+                self.spare.push(n);
+            }
+        }
+        self.scratch = numbers;
+        hit
+    }
+
+    /// A request ends: its blocks are released in prompt order.
+    pub fn release(&mut self, held: &[u32]) {
+        self.blocks.release(held);
     }
 }
 
@@ -292,7 +487,11 @@ mod tests {
         assert_eq!(run(&mut c, &[4]), 0);
         assert_eq!(c.overlap(&[1]), 1);
         assert_eq!(c.overlap(&[2]), 0);
-        assert_eq!(c.evictions, 1);
+        assert_eq!(c.evictions(), 1);
+        // The evicted block's number went back and serves the next new block.
+        assert_eq!(c.hashes.len(), 4);
+        assert_eq!(run(&mut c, &[5]), 0);
+        assert_eq!((c.hashes.len(), c.numbers.len()), (4, 3));
     }
 
     #[test]
@@ -317,8 +516,61 @@ mod tests {
         c.admit(&[3], &mut other);
         assert_eq!(c.len(), 2);
         assert!(other.is_empty());
+        assert_eq!(c.missing(&[3]), 1);
         c.release(&held);
         assert_eq!(c.pinned(), 0);
         assert_eq!(run(&mut c, &[9, 1, 2]), 0);
+    }
+
+    proptest::proptest! {
+        /// The hash-keyed cache, which numbers only the hashes it holds, behaves as the block
+        /// table over hashes numbered once (as the simulator numbers a trace's ids).
+        #[test]
+        fn the_hash_keyed_cache_is_the_table_over_numbered_hashes(
+            requests in proptest::collection::vec((proptest::collection::vec(0u64..24, 1..6), 0usize..3), 1..80),
+            capacity in 2u64..12,
+            lfu: bool,
+        ) {
+            let policy = if lfu { Policy::Lfu } else { Policy::Lru };
+            let hash = |id: u64| id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 7;
+            let mut cache = BlockCache::new(Some(capacity), policy);
+            let mut table = Blocks::new(1, 24, Some(capacity), policy);
+            let mut running: std::collections::VecDeque<(Vec<u32>, Vec<u32>)> = Default::default();
+            for (ids, keep) in &requests {
+                let hashes: Vec<u64> = ids.iter().map(|&i| hash(i)).collect();
+                let numbers: Vec<u32> = ids.iter().map(|&i| i as u32).collect();
+                proptest::prop_assert_eq!(cache.missing(&hashes), table.missing(0, &numbers));
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                proptest::prop_assert_eq!(cache.admit(&hashes, &mut a), table.admit(0, &numbers, &mut b));
+                running.push_back((a, b));
+                while running.len() > *keep {
+                    let Some((a, b)) = running.pop_front() else { break };
+                    cache.release(&a);
+                    table.release(&b);
+                }
+                proptest::prop_assert_eq!((cache.len(), cache.pinned(), cache.evictions()), (table.len(0), table.pinned(0), table.evictions(0)));
+                proptest::prop_assert!(cache.numbers.len() == cache.len() && cache.hashes.len() <= capacity as usize + 6);
+            }
+        }
+    }
+
+    #[test]
+    fn replicas_share_a_block_and_each_evicts_its_own() {
+        let mut b = Blocks::new(3, 8, Some(2), Policy::Lru);
+        let mut held = Vec::new();
+        b.admit(0, &[0, 1], &mut held);
+        b.admit(2, &[0, 2], &mut held);
+        b.release(&held);
+        let mut out = Vec::new();
+        b.overlaps(&[0, 1, 3], &mut out);
+        assert_eq!(out, [2, 0, 1]);
+        assert_eq!((b.overlap(0, &[0, 1, 3]), b.overlap(2, &[0, 2])), (2, 2));
+        // Replica 2 evicts its copy of 0 (released first); replica 0 keeps its own.
+        held.clear();
+        b.admit(2, &[5], &mut held);
+        b.overlaps(&[0, 1], &mut out);
+        assert_eq!(out, [2, 0, 0]);
+        assert_eq!((b.evictions(0), b.evictions(2), b.len(2)), (0, 1, 2));
+        assert_eq!(b.missing(2, &[0, 2, 5]), 1);
     }
 }

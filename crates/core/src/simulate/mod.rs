@@ -14,6 +14,7 @@
 //! run is a function of the trace and the [`Cluster`].
 
 pub mod cache;
+pub mod calibrate;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -21,9 +22,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use cache::BlockCache;
+use cache::Blocks;
 pub use cache::Policy;
 
+use crate::analysis::Interner;
 use crate::replay::dispatch::{Dispatch, Job, Peek};
 use crate::replay::schedule::Schedule;
 use crate::results::record::{RequestRecord, ServerUsage};
@@ -290,6 +292,8 @@ pub enum SimulateError {
     BadEngine { field: &'static str, value: f64 },
     #[error("max running must be at least 1, got 0")]
     ZeroRunning,
+    #[error("the trace has more than {} distinct hash ids", u32::MAX)]
+    TooManyBlocks,
 }
 
 impl Cluster {
@@ -320,7 +324,6 @@ impl Cluster {
 }
 
 struct Replica {
-    cache: BlockCache,
     waiting: VecDeque<u32>,
     /// Blocks of the waiting requests (pending prefill, for the KV-aware cost).
     waiting_blocks: u64,
@@ -341,6 +344,11 @@ struct Pending {
 
 struct Sim<'a> {
     trace: &'a Trace,
+    /// The trace's hash ids as dense block numbers, row by row as in the trace's arena.
+    ids: Vec<u32>,
+    blocks: Blocks,
+    /// Each replica's cached prefix of the request being routed.
+    overlaps: Vec<u32>,
     cluster: Cluster,
     replicas: Vec<Replica>,
     pending: Vec<Pending>,
@@ -357,9 +365,15 @@ struct Sim<'a> {
 /// Simulates `schedule` (built from `trace`) on `cluster`.
 pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Result<Simulation, SimulateError> {
     cluster.check()?;
+    let mut interner = Interner::new();
+    let ids: Vec<u32> = trace.all_hash_ids().iter().map(|&id| interner.intern(id)).collect();
+    if interner.overflowed() {
+        return Err(SimulateError::TooManyBlocks);
+    }
+    let blocks = Blocks::new(cluster.replicas as usize, interner.size(), cluster.kv_blocks, cluster.policy);
+    drop(interner);
     let replicas = (0..cluster.replicas)
         .map(|_| Replica {
-            cache: BlockCache::new(cluster.kv_blocks, cluster.policy),
             waiting: VecDeque::new(),
             waiting_blocks: 0,
             running: 0,
@@ -369,6 +383,9 @@ pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Re
         .collect();
     let mut sim = Sim {
         trace,
+        ids,
+        blocks,
+        overlaps: Vec::new(),
         cluster: *cluster,
         replicas,
         pending: Vec::new(),
@@ -402,16 +419,16 @@ pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Re
             }
         }
     }
-    for r in &mut sim.replicas {
-        r.stats.evictions = r.cache.evictions;
+    for (i, r) in sim.replicas.iter_mut().enumerate() {
+        r.stats.evictions = sim.blocks.evictions(i as u32);
     }
     sim.out.replicas = sim.replicas.into_iter().map(|r| r.stats).collect();
     Ok(sim.out)
 }
 
 impl Sim<'_> {
-    fn ids(&self, row: u32) -> &[u64] {
-        self.trace.rows().get(row as usize).map_or(&[], |r| self.trace.hash_ids(r))
+    fn ids(&self, row: u32) -> &[u32] {
+        row_ids(self.trace, &self.ids, row)
     }
 
     fn sample_until(&mut self, now: u64) {
@@ -425,8 +442,8 @@ impl Sim<'_> {
                 self.out.samples.push(Sample {
                     t_ns: t,
                     replica: i as u32,
-                    blocks: r.cache.len() as u64,
-                    pinned: r.cache.pinned() as u64,
+                    blocks: self.blocks.len(i as u32) as u64,
+                    pinned: self.blocks.pinned(i as u32) as u64,
                     waiting: r.waiting.len() as u32,
                     running: r.running,
                 });
@@ -455,12 +472,13 @@ impl Sim<'_> {
                 })
                 .unwrap_or(0),
             Router::KvAware => {
-                let ids = self.ids(job.row);
+                let ids = row_ids(self.trace, &self.ids, job.row);
+                self.blocks.overlaps(ids, &mut self.overlaps);
                 let blocks = ids.len() as f64;
                 let w = self.cluster.overlap_weight;
                 let mut best = (f64::INFINITY, 0u32);
-                for (i, r) in self.replicas.iter().enumerate() {
-                    let overlap = r.cache.overlap(ids) as f64;
+                for ((i, r), &overlap) in self.replicas.iter().enumerate().zip(&self.overlaps) {
+                    let overlap = f64::from(overlap);
                     let prefill = blocks - overlap + r.waiting_blocks as f64;
                     let decode = r.running_blocks as f64 + blocks;
                     let cost = w * prefill + decode;
@@ -507,15 +525,15 @@ impl Sim<'_> {
             let Some(&idx) = r.waiting.front() else { return };
             let p = &mut self.pending[idx as usize];
             let row = trace.rows().get(p.job.row as usize);
-            let ids = row.map_or(&[][..], |row| trace.hash_ids(row));
+            let ids = row_ids(trace, &self.ids, p.job.row);
             // A request larger than the whole capacity starts alone and keeps what fits.
             let alone = r.running == 0;
-            if !alone && !r.cache.fits(r.cache.missing(ids)) {
+            if !alone && !self.blocks.fits(replica, self.blocks.missing(replica, ids)) {
                 return;
             }
             r.waiting.pop_front();
             r.waiting_blocks -= ids.len() as u64;
-            let hit = r.cache.admit(ids, &mut p.held);
+            let hit = self.blocks.admit(replica, ids, &mut p.held);
             r.running += 1;
             r.running_blocks += ids.len() as u64;
 
@@ -540,7 +558,7 @@ impl Sim<'_> {
                 s.hit_fraction_sum += hit as f64 / ids.len() as f64;
             }
             s.peak_running = s.peak_running.max(u64::from(r.running));
-            s.peak_blocks = s.peak_blocks.max(r.cache.len() as u64);
+            s.peak_blocks = s.peak_blocks.max(self.blocks.len(replica) as u64);
 
             self.out.requests.push(SimRequest {
                 row: p.job.row,
@@ -570,8 +588,8 @@ impl Sim<'_> {
             (p.job, p.replica, std::mem::take(&mut p.held))
         };
         let blocks = self.ids(job.row).len() as u64;
+        self.blocks.release(&held);
         let r = &mut self.replicas[replica as usize];
-        r.cache.release(&held);
         r.running -= 1;
         r.running_blocks -= blocks;
         held.clear();
@@ -580,6 +598,11 @@ impl Sim<'_> {
         self.admit(replica, now);
         job
     }
+}
+
+/// A row's block numbers: its span of the trace's arena, numbered.
+fn row_ids<'a>(trace: &Trace, ids: &'a [u32], row: u32) -> &'a [u32] {
+    trace.rows().get(row as usize).and_then(|r| ids.get(trace.hash_ids_range(r))).unwrap_or(&[])
 }
 
 fn us_to_ns(us: f64) -> u64 {

@@ -5,7 +5,9 @@
 //! one run folder per combination, each with the records and summary files of a real run (so
 //! `report` and `compare` open it) plus `simulation.json` (per-replica hit rates, routing
 //! balance, sampled KV usage, queue and running requests), and a table of every combination on
-//! the console and in `simulate_summary.csv` / `.json`.
+//! the console and in `simulate_summary.csv` / `.json`. `--calibrate RUN_DIR` fits the engine
+//! timing from a measured run's records ([`aiperf_core::simulate::calibrate`]) and writes the fit
+//! beside the results.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,10 +18,12 @@ use aiperf_core::replay::schedule::{Timing, build};
 use aiperf_core::results::aggregate::Aggregate;
 use aiperf_core::results::export::SummaryFormat;
 use aiperf_core::results::line::{RECORDS_FILE, record_line};
+use aiperf_core::results::record::RequestRecord;
 use aiperf_core::results::summary::{RunSummary, shell_command};
+use aiperf_core::simulate::calibrate::{Calibration, Observation, calibrate};
 use aiperf_core::simulate::{Cluster, Engine, MAX_REPLICAS, Policy, Router, Simulation, blocks_for_gb, simulate};
 use aiperf_core::stats::{percentile_sorted, sorted};
-use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace};
+use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, LineRead, Trace, read_line_capped};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 
@@ -70,6 +74,11 @@ pub struct Args {
     /// Time between output tokens added by each running request (ms).
     #[arg(long, default_value_t = Engine::default().decode_per_running_us / 1000.0)]
     pub decode_per_running_ms: f64,
+    /// Fit the engine timing from a measured run folder's records (its profile_export.jsonl):
+    /// time to first token against uncached prompt tokens, time between tokens against requests
+    /// in flight; replaces the four timing options.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["prefill_fixed_ms", "prefill_per_token_ms", "decode_fixed_ms", "decode_per_running_ms"])]
+    pub calibrate: Option<PathBuf>,
     /// Seed of the random router.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -108,6 +117,7 @@ fn parse_blocks(s: &str) -> Result<Option<u64>, String> {
 struct Row {
     name: String,
     cluster: Cluster,
+    calibration: Option<Calibration>,
     sim: Simulation,
     ttft_ms: [f64; 2],
     latency_ms: [f64; 2],
@@ -147,18 +157,25 @@ pub fn run(args: Args) -> Result<()> {
         })
         .collect();
     refuse_earlier_outputs(&args, &combos)?;
+    let calibration = args.calibrate.as_deref().map(|dir| calibrate_from(dir, args.max_line_bytes)).transpose()?;
+    if let Some(c) = &calibration {
+        show!("{}", calibration_text(c));
+    }
     let loaded =
         crate::io::trace_format::read_trace_any(&args.file, &args.format, args.skip_invalid, args.max_line_bytes)?;
     let trace = loaded.trace;
     let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
     let schedule = Arc::new(build(&trace, timing, None).with_context(|| format!("{}", args.file.display()))?);
     let span_ns = schedule.starts().filter_map(|s| s.offset_us).max().unwrap_or(0).saturating_mul(1000);
-    let engine = Engine {
-        prefill_fixed_us: args.prefill_fixed_ms * 1000.0,
-        prefill_per_token_us: args.prefill_per_token_ms * 1000.0,
-        decode_fixed_us: args.decode_fixed_ms * 1000.0,
-        decode_per_running_us: args.decode_per_running_ms * 1000.0,
-    };
+    let engine = calibration.map_or(
+        Engine {
+            prefill_fixed_us: args.prefill_fixed_ms * 1000.0,
+            prefill_per_token_us: args.prefill_per_token_ms * 1000.0,
+            decode_fixed_us: args.decode_fixed_ms * 1000.0,
+            decode_per_running_us: args.decode_per_running_ms * 1000.0,
+        },
+        |c| c.engine,
+    );
     std::fs::create_dir_all(&args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
 
@@ -177,16 +194,16 @@ pub fn run(args: Args) -> Result<()> {
             sample_every_ns: (span_ns / args.samples.max(1)).max(1_000_000),
         };
         let sim = simulate(&trace, Arc::clone(&schedule), &cluster).context("simulate")?;
-        write_run(&args.output_dir.join(&name), &trace, &sim, &cluster, &args)?;
+        write_run(&args.output_dir.join(&name), &trace, &sim, &cluster, calibration.as_ref(), &args)?;
         let ms = |f: &dyn Fn(&aiperf_core::simulate::SimRequest) -> u64| {
             let v = sorted(&sim.requests.iter().map(|r| f(r) as f64 / 1e6).collect::<Vec<_>>());
             [50.0, 99.0].map(|p| percentile_sorted(&v, p).unwrap_or(0.0))
         };
         let ttft_ms = ms(&|r| r.first_token_ns - r.arrival_ns);
         let latency_ms = ms(&|r| r.end_ns - r.arrival_ns);
-        rows.push(Row { name, cluster, sim, ttft_ms, latency_ms });
+        rows.push(Row { name, cluster, calibration, sim, ttft_ms, latency_ms });
     }
-    let (csv, table, json) = sweep_summary(&rows);
+    let (csv, table, json) = sweep_summary(&rows, &args);
     crate::io::exports::write_file(&args.output_dir.join(SUMMARY_CSV), &csv)?;
     crate::io::exports::write_file(&args.output_dir.join(SUMMARY_JSON), &json)?;
     show!("{table}");
@@ -223,8 +240,66 @@ fn refuse_earlier_outputs(args: &Args, combos: &[(u32, Option<u64>, Router, Poli
     Ok(())
 }
 
-fn input_config(c: &Cluster, args: &Args) -> serde_json::Value {
+/// Fits the engine from `dir`'s records.
+fn calibrate_from(dir: &Path, max_line_bytes: usize) -> Result<Calibration> {
+    let path = dir.join(RECORDS_FILE);
+    let mut reader =
+        crate::io::input::open(&path).with_context(|| format!("--calibrate: {} is no run folder", dir.display()))?;
+    let (mut buf, mut rec, mut obs, mut line) = (Vec::new(), RequestRecord::default(), Vec::new(), 0u64);
+    loop {
+        buf.clear();
+        match read_line_capped(&mut reader, &mut buf, max_line_bytes)
+            .with_context(|| format!("cannot read {}", path.display()))?
+        {
+            LineRead::End => break,
+            LineRead::TooLong => {
+                bail!(
+                    "{}:{}: the line is longer than {max_line_bytes} bytes (--max-line-bytes raises the limit)",
+                    path.display(),
+                    line + 1
+                )
+            }
+            LineRead::Line => line += 1,
+        }
+        let read = aiperf_core::results::line::read_line(&buf, &mut rec)
+            .with_context(|| format!("{}:{line}: not a record", path.display()))?;
+        if read && let Some(o) = Observation::of(&rec) {
+            obs.push(o);
+        }
+    }
+    calibrate(&obs).with_context(|| format!("--calibrate {}", path.display()))
+}
+
+fn calibration_json(c: &Calibration, args: &Args) -> serde_json::Value {
+    let fit = |f: &aiperf_core::simulate::calibrate::Fit, x: &str| json!({ "x": x, "points": f.points, "intercept_ms": f.intercept / 1000.0, "slope_ms": f.slope / 1000.0, "r2": f.r2, "mae_ms": f.mae / 1000.0 });
     json!({
+        "run": args.calibrate.as_ref().map(|p| p.display().to_string()),
+        "time_to_first_token": fit(&c.prefill, "uncached prompt tokens"),
+        "inter_token_latency": fit(&c.decode, "requests in flight on the URL"),
+    })
+}
+
+fn calibration_text(c: &Calibration) -> String {
+    let e = &c.engine;
+    format!(
+        "Calibrated engine ({} requests for the time to first token, {} for the time between tokens):\n  \
+         prefill {:.3} ms + {:.5} ms per uncached token (R² {:.3}, mean error {:.2} ms)\n  \
+         decode {:.3} ms + {:.4} ms per running request (R² {:.3}, mean error {:.3} ms)",
+        c.prefill.points,
+        c.decode.points,
+        e.prefill_fixed_us / 1000.0,
+        e.prefill_per_token_us / 1000.0,
+        c.prefill.r2,
+        c.prefill.mae / 1000.0,
+        e.decode_fixed_us / 1000.0,
+        e.decode_per_running_us / 1000.0,
+        c.decode.r2,
+        c.decode.mae / 1000.0
+    )
+}
+
+fn input_config(c: &Cluster, calibration: Option<&Calibration>, args: &Args) -> serde_json::Value {
+    let mut config = json!({
         "simulated": true,
         "input_file": args.file.display().to_string(),
         "replicas": c.replicas,
@@ -236,11 +311,22 @@ fn input_config(c: &Cluster, args: &Args) -> serde_json::Value {
         "max_running": c.max_running,
         "engine": c.engine,
         "seed": c.seed,
-    })
+    });
+    if let Some(cal) = calibration {
+        config["calibration"] = calibration_json(cal, args);
+    }
+    config
 }
 
 /// One combination's folder: records and summaries like a real run's, and `simulation.json`.
-fn write_run(dir: &Path, trace: &Trace, sim: &Simulation, cluster: &Cluster, args: &Args) -> Result<()> {
+fn write_run(
+    dir: &Path,
+    trace: &Trace,
+    sim: &Simulation,
+    cluster: &Cluster,
+    calibration: Option<&Calibration>,
+    args: &Args,
+) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut order: Vec<usize> = (0..sim.requests.len()).collect();
     order.sort_by_key(|&i| (sim.requests[i].end_ns, i));
@@ -266,7 +352,7 @@ fn write_run(dir: &Path, trace: &Trace, sim: &Simulation, cluster: &Cluster, arg
         urls: (0..cluster.replicas).map(|i| format!("replica-{i}")).collect(),
         server: None,
         report: aggregate.report(false),
-        input_config: input_config(cluster, args),
+        input_config: input_config(cluster, calibration, args),
         was_cancelled: false,
         start_unix_ns: 0,
         end_unix_ns: u128::from(end),
@@ -299,7 +385,7 @@ fn write_run(dir: &Path, trace: &Trace, sim: &Simulation, cluster: &Cluster, arg
         .collect();
     let total = sim.total();
     let doc = json!({
-        "cluster": input_config(cluster, args),
+        "cluster": input_config(cluster, calibration, args),
         "token_hit_rate": total.token_hit_rate(),
         "row_hit_rate": total.row_hit_rate(),
         "imbalance": sim.imbalance(),
@@ -311,7 +397,7 @@ fn write_run(dir: &Path, trace: &Trace, sim: &Simulation, cluster: &Cluster, arg
 }
 
 /// The sweep's table: CSV, console text and JSON.
-fn sweep_summary(rows: &[Row]) -> (String, String, String) {
+fn sweep_summary(rows: &[Row], args: &Args) -> (String, String, String) {
     let header = [
         "run",
         "replicas",
@@ -366,7 +452,7 @@ fn sweep_summary(rows: &[Row]) -> (String, String, String) {
             r.sim.imbalance(),
             t.evictions
         );
-        json.push(json!({
+        let mut row = json!({
             "run": r.name,
             "replicas": c.replicas,
             "kv_blocks": c.kv_blocks,
@@ -381,7 +467,11 @@ fn sweep_summary(rows: &[Row]) -> (String, String, String) {
             "latency_p99_ms": r.latency_ms[1],
             "imbalance": r.sim.imbalance(),
             "evictions": t.evictions,
-        }));
+        });
+        if let Some(c) = &r.calibration {
+            row["calibration"] = calibration_json(c, args);
+        }
+        json.push(row);
     }
     let json = serde_json::to_string_pretty(&json).unwrap_or_default();
     (csv, table.trim_end().to_owned(), json)
