@@ -116,7 +116,7 @@ fn synthesis_speedup_ratio_compresses_the_schedule() {
     assert_eq!(records.len(), 25);
     assert_times_consistent(&records);
     assert_eq!(slots(&records, 20), (0..25).map(|i| (i, i * 30_000_000)).collect::<Vec<_>>());
-    assert_eq!(summary(&art)["input_config"]["synthesis"]["speedup_ratio"], 4.0);
+    assert_eq!(summary(&art)["aiperf_cli_config"]["synthesis"]["speedup_ratio"], 4.0);
 }
 
 #[test]
@@ -335,7 +335,7 @@ fn the_api_key_never_appears_in_any_output() {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains(key), "{} contains the API key", path.display());
     }
-    assert_eq!(summary(&art)["input_config"]["api_key"], "<redacted>");
+    assert_eq!(summary(&art)["aiperf_cli_config"]["api_key"], "<redacted>");
 }
 
 #[test]
@@ -566,7 +566,7 @@ fn aiperfs_synthetic_workload_replays_without_a_trace() {
         turns.push(history + row["input_length"].as_f64().unwrap());
     }
     assert_eq!(by_conversation, want);
-    let config = &summary(&art)["input_config"];
+    let config = &summary(&art)["aiperf_cli_config"];
     assert_eq!(config["input_file"], serde_json::Value::Null);
 
     let file = write_trace(dir.path(), &[r#"{"input_length": 5}"#.to_string()]);

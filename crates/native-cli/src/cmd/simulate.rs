@@ -223,7 +223,7 @@ fn refuse_earlier_outputs(args: &Args, combos: &[(u32, Option<u64>, Router, Poli
     Ok(())
 }
 
-fn input_config(c: &Cluster, args: &Args) -> serde_json::Value {
+fn cli_config(c: &Cluster, args: &Args) -> serde_json::Value {
     json!({
         "simulated": true,
         "input_file": args.file.display().to_string(),
@@ -266,7 +266,9 @@ fn write_run(dir: &Path, trace: &Trace, sim: &Simulation, cluster: &Cluster, arg
         urls: (0..cluster.replicas).map(|i| format!("replica-{i}")).collect(),
         server: None,
         report: aggregate.report(false),
-        input_config: input_config(cluster, args),
+        // A simulation has no AIPerf configuration: its settings are ours only.
+        input_config: serde_json::Value::Null,
+        cli_config: cli_config(cluster, args),
         was_cancelled: false,
         start_unix_ns: 0,
         end_unix_ns: u128::from(end),
@@ -299,7 +301,7 @@ fn write_run(dir: &Path, trace: &Trace, sim: &Simulation, cluster: &Cluster, arg
         .collect();
     let total = sim.total();
     let doc = json!({
-        "cluster": input_config(cluster, args),
+        "cluster": cli_config(cluster, args),
         "token_hit_rate": total.token_hit_rate(),
         "row_hit_rate": total.row_hit_rate(),
         "imbalance": sim.imbalance(),
