@@ -578,3 +578,66 @@ fn aiperfs_synthetic_workload_replays_without_a_trace() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn every_record_carries_aiperfs_http_breakdown_measured_on_its_connection() {
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..12).map(|i| format!(r#"{{"input_length": {}, "output_length": 4}}"#, 20 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("art");
+    ok(&profile_streaming(&mock.url, &trace, &art, &["--concurrency", "2"], LIMIT));
+    let units = [
+        ("http_req_blocked", "ms"),
+        ("http_req_dns_lookup", "ms"),
+        ("http_req_connecting", "ms"),
+        ("http_req_sending", "ms"),
+        ("http_req_waiting", "ms"),
+        ("http_req_receiving", "ms"),
+        ("http_req_duration", "ms"),
+        ("http_req_data_sent", "KB"),
+        ("http_req_data_received", "KB"),
+        ("http_req_chunks_sent", "count"),
+        ("http_req_chunks_received", "count"),
+        ("http_req_connection_reused", "ratio"),
+        ("http_req_connection_overhead", "ms"),
+        ("http_req_total", "ms"),
+    ];
+    let records = read_jsonl(&art.join("profile_export.jsonl"));
+    assert_eq!(records.len(), 12);
+    for r in &records {
+        let m = &r["metrics"];
+        let v = |k: &str| m[k]["value"].as_f64().unwrap_or_else(|| panic!("{k} missing: {m}"));
+        for (k, unit) in units {
+            assert_eq!(m[k]["unit"], unit, "{k}");
+        }
+        // A request on a connection opened earlier (before time zero, or by an earlier request)
+        // spends nothing opening it; a new one's opening is measured; 127.0.0.1 needs no name
+        // lookup; the pool has no cap, so nothing waits for a slot.
+        match v("http_req_connection_reused") {
+            1.0 => assert_eq!(v("http_req_connecting"), 0.0),
+            0.0 => assert!(v("http_req_connecting") > 0.0, "{m}"),
+            other => panic!("http_req_connection_reused {other}"),
+        }
+        assert_eq!(v("http_req_connection_overhead"), v("http_req_connecting"));
+        assert_eq!(v("http_req_dns_lookup"), 0.0);
+        assert_eq!(v("http_req_blocked"), 0.0);
+        assert_eq!(v("http_req_chunks_sent"), 1.0);
+        assert!(v("http_req_data_sent") > 0.0 && v("http_req_data_received") > 0.0);
+        // A streamed answer comes in several reads; the parts add up as AIPerf's do.
+        assert!(v("http_req_chunks_received") >= 2.0);
+        let parts = v("http_req_sending") + v("http_req_waiting") + v("http_req_receiving");
+        assert!((v("http_req_total") - parts).abs() < 1e-6, "{m}");
+        assert!((v("http_req_duration") - parts).abs() < 1e-3, "{m}");
+        // The body's last byte arrives after the last token's chunk was read.
+        assert!(v("http_req_duration") >= v("request_latency") - 1e-6, "{m}");
+    }
+    let s = summary(&art);
+    for (k, unit) in units {
+        assert_eq!(s[k]["unit"], unit, "{k}");
+        assert_eq!(s[k]["count"], 12, "{k}");
+    }
+    // The connections opened before time zero are reused.
+    assert!(s["http_req_connection_reused"]["avg"].as_f64().unwrap() > 0.0);
+}
