@@ -641,3 +641,29 @@ fn every_record_carries_aiperfs_http_breakdown_measured_on_its_connection() {
     // The connections opened before time zero are reused.
     assert!(s["http_req_connection_reused"]["avg"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn export_level_summary_writes_the_summaries_without_the_records() {
+    let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..4).map(|i| format!(r#"{{"input_length": {}, "output_length": 3}}"#, 10 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("art");
+    ok(&profile_streaming(&mock.url, &trace, &art, &["--concurrency", "1"], LIMIT));
+    assert!(art.join("profile_export.jsonl").is_file());
+    // AIPerf's spelling and level; the records of the run replaced go too.
+    let summary_only = ["--concurrency", "1", "--overwrite", "--profile-export-level", "summary"];
+    ok(&profile_streaming(&mock.url, &trace, &art, &summary_only, LIMIT));
+    assert!(!art.join("profile_export.jsonl").exists());
+    let s = summary(&art);
+    assert_eq!(s["request_count"]["avg"], 4.0);
+    assert_eq!(s["input_config"]["artifacts"]["records"], false);
+    assert_eq!(s["aiperf_cli_config"]["export_level"], "summary");
+    assert!(art.join(".aiperf_results_ready.json").is_file());
+    // AIPerf's `raw` keeps bodies and headers, which are not kept here: refused by name.
+    let raw = ["--concurrency", "1", "--export-level", "raw"];
+    let out = profile_streaming(&mock.url, &trace, &dir.path().join("raw"), &raw, LIMIT);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the AIPerf option --export-level raw is not supported"), "{err}");
+}

@@ -352,7 +352,11 @@ fn start_records_stage(
         out: {
             std::fs::create_dir_all(&plan.exports.artifact_dir)
                 .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
-            exports::records_file(&plan.exports.artifact_dir)?
+            if plan.exports.records {
+                exports::records_file(&plan.exports.artifact_dir)?
+            } else {
+                exports::no_records_file(&plan.exports.artifact_dir)?
+            }
         },
         progress,
         slicer: plan

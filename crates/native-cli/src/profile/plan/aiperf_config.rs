@@ -133,6 +133,9 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
     let mut artifacts = Map::new();
     put(&mut artifacts, "dir", json!(plan.exports.artifact_dir.display().to_string()));
     put(&mut artifacts, "slice_duration", json!(a.slice_duration));
+    if !plan.exports.records {
+        artifacts.insert("records".into(), json!(false));
+    }
     artifacts.insert("auto_plot".into(), json!(false));
     artifacts.insert("plot_required".into(), json!(false));
 

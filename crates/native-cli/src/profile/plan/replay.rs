@@ -144,6 +144,8 @@ pub struct Exports {
     pub progress: crate::profile::progress::Mode,
     /// `--slice-duration`: also write the metrics per slice of this length.
     pub slice: Option<Duration>,
+    /// `--export-level records`: write `profile_export.jsonl` (not with `summary`).
+    pub records: bool,
 }
 
 /// How long to wait for the server before anything is sent.
@@ -266,6 +268,7 @@ impl ReplayPlan {
                     }
                 },
                 slice: times.slice,
+                records: a.export_level == crate::profile::options::ExportLevel::Records,
             },
             coordination: load.coordination,
             server,
@@ -648,6 +651,7 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         "tokenizer": a.tokenizer,
         "goodput": a.goodput,
         "slice_duration": a.slice_duration,
+        "export_level": format!("{:?}", a.export_level).to_lowercase(),
         "shard": a.shard.as_ref().map(|_| plan.coordination.shard.to_string()),
         "start_at": a.start_at,
         "clock_offset_warn_ms": a.clock_offset_warn_ms,
