@@ -1,5 +1,7 @@
 //! AIPerf 0.13.0's own readers on runs of ours: every record of `profile_export.jsonl` validates
-//! with AIPerf's record model (`MetricRecordInfo`), `server_metrics_export.json` with its
+//! with AIPerf's record model (`MetricRecordInfo`), `profile_export_aiperf.json` with its
+//! `JsonExportData` (whose `input_config` is its `BenchmarkConfig`, extra keys refused), the time
+//! slices with its `TimesliceCollectionExportData`, `server_metrics_export.json` with its
 //! `ServerMetricsExportData`, `aiperf plot` draws every plot it draws for
 //! its own run of the same kind without skipping a line, and `aiperf analyze swim-lane` draws the
 //! sessions.
@@ -43,6 +45,18 @@ with open(sys.argv[1]) as f:
     ServerMetricsExportData.model_validate_json(f.read())
 "#;
 
+/// Validates a `profile_export_aiperf.json` (argv[1]) with AIPerf's own summary model, and the
+/// time slices (argv[2]) when given.
+const VALIDATE_SUMMARY: &str = r#"
+import sys
+from aiperf.common.models.export_models import JsonExportData, TimesliceCollectionExportData
+with open(sys.argv[1]) as f:
+    JsonExportData.model_validate_json(f.read())
+if len(sys.argv) > 2:
+    with open(sys.argv[2]) as f:
+        TimesliceCollectionExportData.model_validate_json(f.read())
+"#;
+
 const LIMIT: Duration = Duration::from_secs(300);
 
 /// The PNGs `aiperf plot` drew for `run` (a folder in `dir`), after checking that it read every
@@ -83,7 +97,7 @@ fn aiperfs_readers_take_our_runs() {
     // (our run, the AIPerf run of the same kind, its server, trace, options)
     let runs: [(&str, &str, &str, &Path, &[&str]); 3] = [
         ("sessions", "sessions", &good.url, &sessions, &["--streaming"]),
-        ("non-streaming", "non-streaming", &good.url, &plain, &["--concurrency", "4"]),
+        ("non-streaming", "non-streaming", &good.url, &plain, &["--concurrency", "4", "--slice-duration", "0.5"]),
         ("errors", "errors", &failing.url, &plain, &["--streaming", "--concurrency", "3"]),
     ];
     for (name, theirs, url, trace, extra) in runs {
@@ -99,6 +113,18 @@ fn aiperfs_readers_take_our_runs() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), lines.to_string(), "{name}");
+        let summary = art.join("profile_export_aiperf.json");
+        let slices = art.join("profile_export_aiperf_timeslices.json");
+        let mut files = vec![summary.to_str().unwrap()];
+        if slices.is_file() {
+            files.push(slices.to_str().unwrap());
+        }
+        let out = python(&venv, VALIDATE_SUMMARY, &files);
+        assert!(
+            out.status.success(),
+            "{name}: AIPerf's JsonExportData refuses our summary: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let server = art.join("server_metrics_export.json");
         assert!(server.is_file(), "{name}: the mock's metrics were not scraped");
         let out = python(&venv, VALIDATE_SERVER, &[server.to_str().unwrap()]);

@@ -132,7 +132,7 @@ fn two_urls_share_the_sessions_and_no_session_crosses() {
         assert_eq!(u["request_latency"]["count"], 15);
         assert_eq!(u["time_to_first_token"]["count"], 15);
     }
-    assert_eq!(s["input_config"]["urls"].as_array().unwrap().len(), 2);
+    assert_eq!(s["aiperf_cli_config"]["urls"].as_array().unwrap().len(), 2);
     let console = String::from_utf8_lossy(&out.stdout);
     assert!(console.contains("Per URL") && console.contains(&m1.url), "{console}");
 
@@ -205,7 +205,7 @@ fn a_private_ca_is_refused_by_default_and_accepted_with_its_ca_file() {
     let out = run(&trace, &art, &["--url", &mock.url, "--insecure-skip-tls-verify"], &[]);
     ok(&out);
     assert!(stderr(&out).contains("warning: --insecure-skip-tls-verify"), "{}", stderr(&out));
-    assert_eq!(summary(&art)["input_config"]["insecure_skip_tls_verify"], true);
+    assert_eq!(summary(&art)["aiperf_cli_config"]["insecure_skip_tls_verify"], true);
     assert_eq!(mock.arrivals().len(), 12);
 }
 

@@ -116,7 +116,7 @@ fn synthesis_speedup_ratio_compresses_the_schedule() {
     assert_eq!(records.len(), 25);
     assert_times_consistent(&records);
     assert_eq!(slots(&records, 20), (0..25).map(|i| (i, i * 30_000_000)).collect::<Vec<_>>());
-    assert_eq!(summary(&art)["input_config"]["synthesis"]["speedup_ratio"], 4.0);
+    assert_eq!(summary(&art)["aiperf_cli_config"]["synthesis"]["speedup_ratio"], 4.0);
 }
 
 #[test]
@@ -335,7 +335,7 @@ fn the_api_key_never_appears_in_any_output() {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains(key), "{} contains the API key", path.display());
     }
-    assert_eq!(summary(&art)["input_config"]["api_key"], "<redacted>");
+    assert_eq!(summary(&art)["aiperf_cli_config"]["api_key"], "<redacted>");
 }
 
 #[test]
@@ -566,7 +566,7 @@ fn aiperfs_synthetic_workload_replays_without_a_trace() {
         turns.push(history + row["input_length"].as_f64().unwrap());
     }
     assert_eq!(by_conversation, want);
-    let config = &summary(&art)["input_config"];
+    let config = &summary(&art)["aiperf_cli_config"];
     assert_eq!(config["input_file"], serde_json::Value::Null);
 
     let file = write_trace(dir.path(), &[r#"{"input_length": 5}"#.to_string()]);
@@ -577,4 +577,93 @@ fn aiperfs_synthetic_workload_replays_without_a_trace() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn every_record_carries_aiperfs_http_breakdown_measured_on_its_connection() {
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..12).map(|i| format!(r#"{{"input_length": {}, "output_length": 4}}"#, 20 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("art");
+    ok(&profile_streaming(&mock.url, &trace, &art, &["--concurrency", "2"], LIMIT));
+    let units = [
+        ("http_req_blocked", "ms"),
+        ("http_req_dns_lookup", "ms"),
+        ("http_req_connecting", "ms"),
+        ("http_req_sending", "ms"),
+        ("http_req_waiting", "ms"),
+        ("http_req_receiving", "ms"),
+        ("http_req_duration", "ms"),
+        ("http_req_data_sent", "KB"),
+        ("http_req_data_received", "KB"),
+        ("http_req_chunks_sent", "count"),
+        ("http_req_chunks_received", "count"),
+        ("http_req_connection_reused", "ratio"),
+        ("http_req_connection_overhead", "ms"),
+        ("http_req_total", "ms"),
+    ];
+    let records = read_jsonl(&art.join("profile_export.jsonl"));
+    assert_eq!(records.len(), 12);
+    for r in &records {
+        let m = &r["metrics"];
+        let v = |k: &str| m[k]["value"].as_f64().unwrap_or_else(|| panic!("{k} missing: {m}"));
+        for (k, unit) in units {
+            assert_eq!(m[k]["unit"], unit, "{k}");
+        }
+        // A request on a connection opened earlier (before time zero, or by an earlier request)
+        // spends nothing opening it; a new one's opening is measured; 127.0.0.1 needs no name
+        // lookup; the pool has no cap, so nothing waits for a slot.
+        match v("http_req_connection_reused") {
+            1.0 => assert_eq!(v("http_req_connecting"), 0.0),
+            0.0 => assert!(v("http_req_connecting") > 0.0, "{m}"),
+            other => panic!("http_req_connection_reused {other}"),
+        }
+        assert_eq!(v("http_req_connection_overhead"), v("http_req_connecting"));
+        assert_eq!(v("http_req_dns_lookup"), 0.0);
+        assert_eq!(v("http_req_blocked"), 0.0);
+        assert_eq!(v("http_req_chunks_sent"), 1.0);
+        assert!(v("http_req_data_sent") > 0.0 && v("http_req_data_received") > 0.0);
+        // A streamed answer comes in several reads; the parts add up as AIPerf's do.
+        assert!(v("http_req_chunks_received") >= 2.0);
+        let parts = v("http_req_sending") + v("http_req_waiting") + v("http_req_receiving");
+        assert!((v("http_req_total") - v("http_req_connection_overhead") - parts).abs() < 1e-6, "{m}");
+        assert!((v("http_req_duration") - parts).abs() < 1e-3, "{m}");
+        // The body's last byte arrives after the last token's chunk was read.
+        assert!(v("http_req_duration") >= v("request_latency") - 1e-6, "{m}");
+    }
+    let s = summary(&art);
+    for (k, unit) in units {
+        assert_eq!(s[k]["unit"], unit, "{k}");
+        assert_eq!(s[k]["count"], 12, "{k}");
+    }
+    // The connections opened before time zero are reused.
+    assert!(s["http_req_connection_reused"]["avg"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn export_level_summary_writes_the_summaries_without_the_records() {
+    let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..4).map(|i| format!(r#"{{"input_length": {}, "output_length": 3}}"#, 10 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("art");
+    ok(&profile_streaming(&mock.url, &trace, &art, &["--concurrency", "1"], LIMIT));
+    assert!(art.join("profile_export.jsonl").is_file());
+    // AIPerf's spelling and level; the records of the run replaced go too.
+    let summary_only = ["--concurrency", "1", "--overwrite", "--profile-export-level", "summary"];
+    ok(&profile_streaming(&mock.url, &trace, &art, &summary_only, LIMIT));
+    assert!(!art.join("profile_export.jsonl").exists());
+    let s = summary(&art);
+    assert_eq!(s["request_count"]["avg"], 4.0);
+    assert_eq!(s["input_config"]["artifacts"]["records"], false);
+    assert_eq!(s["aiperf_cli_config"]["export_level"], "summary");
+    assert!(art.join(".aiperf_results_ready.json").is_file());
+    // AIPerf's `raw` keeps bodies and headers, which are not kept here: refused by name.
+    let raw = ["--concurrency", "1", "--export-level", "raw"];
+    let out = profile_streaming(&mock.url, &trace, &dir.path().join("raw"), &raw, LIMIT);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the AIPerf option --export-level raw is not supported"), "{err}");
 }

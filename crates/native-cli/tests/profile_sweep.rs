@@ -92,7 +92,7 @@ fn a_sweep_with_repeats_writes_every_sub_run_the_aggregates_and_the_summary() {
             }
             let s = summary(&sub);
             assert_eq!(s["request_count"]["avg"], 6.0);
-            assert_eq!(s["input_config"]["concurrency"].as_u64().unwrap().to_string(), v);
+            assert_eq!(s["aiperf_cli_config"]["concurrency"].as_u64().unwrap().to_string(), v);
         }
         let agg = json(&art.join(v).join("profile_export_aiperf_aggregate.json"));
         assert_eq!(agg["num_profile_runs"], 2);
@@ -262,7 +262,7 @@ fn a_speed_up_list_replays_the_trace_once_per_ratio() {
     for (v, ratio) in [("1", 1.0), ("4", 4.0)] {
         let s = summary(&art.join(v));
         assert_eq!(s["request_count"]["avg"], 6.0);
-        let got = s["input_config"]["synthesis"]["speedup_ratio"].as_f64().unwrap_or(1.0);
+        let got = s["aiperf_cli_config"]["synthesis"]["speedup_ratio"].as_f64().unwrap_or(1.0);
         assert_eq!(got, ratio, "{v}");
         // 1000 ms of trace: sent over about 1000 ms, then 250 ms.
         let sent: Vec<u64> = read_jsonl(&art.join(v).join("profile_export.jsonl"))

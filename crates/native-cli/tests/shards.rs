@@ -134,7 +134,7 @@ fn three_shards_send_the_whole_run_once_and_merge_into_one_run() {
         assert_eq!(sum["sharding"]["shard"]["index"], k);
         assert_eq!(sum["sharding"]["shard"]["start_unix_ns"].as_u64(), Some(start_at * 1_000_000));
         assert!(sum["sharding"]["shard"]["clock"]["offset_ms"].is_number(), "{}", sum["sharding"]);
-        assert_eq!(sum["input_config"]["shard"], format!("{k}/3"));
+        assert_eq!(sum["aiperf_cli_config"]["shard"], format!("{k}/3"));
     }
     assert_eq!(owner.len(), SESSIONS);
     assert_eq!(per_shard.iter().map(Vec::len).sum::<usize>(), ROWS);

@@ -165,7 +165,10 @@ impl serde::Serialize for Metrics<'_> {
         use serde::ser::SerializeMap;
         let mut map = s.serialize_map(None)?;
         if let Some(m) = self.0 {
-            for &(k, v) in m.values() {
+            // Two of ours repeat AIPerf's usage metrics of the same line exactly: left out of the
+            // line (the summary has them, computed from the record).
+            let repeated = |k: Metric| matches!(k, Metric::ServerInputSequenceLength | Metric::CachedTokens);
+            for &(k, v) in m.values().iter().filter(|(k, _)| !repeated(*k)) {
                 map.serialize_entry(k.tag(), &Valued { value: v, unit: k.unit() })?;
             }
             if !m.inter_chunk_ms.is_empty() {
@@ -1059,6 +1062,7 @@ mod tests {
                 expected_cached_tokens: expected,
                 error: error.map(|(kind, message)| RecordError { kind, message }),
                 url_index,
+                http: None,
             }
         }
     }

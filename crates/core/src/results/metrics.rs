@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::record::RequestRecord;
+use crate::results::record::{HttpTiming, RequestRecord};
 
 /// A metric of the report, with AIPerf's tag where AIPerf has it (and AIPerf's definition under
 /// it); ours have their own tags.
@@ -47,11 +47,26 @@ pub enum Metric {
     TimeToFirstTokenAllRequests,
     /// Chunk gaps of every request, failed ones included.
     InterChunkLatencyAllRequests,
+    /// AIPerf's `http_req_*`: the exchange as the client's connection saw it.
+    HttpReqBlocked,
+    HttpReqDnsLookup,
+    HttpReqConnecting,
+    HttpReqSending,
+    HttpReqWaiting,
+    HttpReqReceiving,
+    HttpReqDuration,
+    HttpReqDataSent,
+    HttpReqDataReceived,
+    HttpReqChunksSent,
+    HttpReqChunksReceived,
+    HttpReqConnectionReused,
+    HttpReqConnectionOverhead,
+    HttpReqTotal,
 }
 
 impl Metric {
     /// All metrics with a distribution, in report order.
-    pub const ALL: [Metric; 30] = [
+    pub const ALL: [Metric; 44] = [
         Metric::TimeToFirstToken,
         Metric::TimeToSecondToken,
         Metric::RequestLatency,
@@ -82,6 +97,20 @@ impl Metric {
         Metric::ErrorInputSequenceLength,
         Metric::CreditToStartLatency,
         Metric::EffectiveLatency,
+        Metric::HttpReqBlocked,
+        Metric::HttpReqDnsLookup,
+        Metric::HttpReqConnecting,
+        Metric::HttpReqSending,
+        Metric::HttpReqWaiting,
+        Metric::HttpReqReceiving,
+        Metric::HttpReqDuration,
+        Metric::HttpReqDataSent,
+        Metric::HttpReqDataReceived,
+        Metric::HttpReqChunksSent,
+        Metric::HttpReqChunksReceived,
+        Metric::HttpReqConnectionReused,
+        Metric::HttpReqConnectionOverhead,
+        Metric::HttpReqTotal,
     ];
 
     /// The tag used in exports and `--goodput` (AIPerf's where it exists).
@@ -117,6 +146,20 @@ impl Metric {
             Metric::EffectiveLatency => "effective_latency",
             Metric::TimeToFirstTokenAllRequests => "time_to_first_token_all_requests",
             Metric::InterChunkLatencyAllRequests => "inter_chunk_latency_all_requests",
+            Metric::HttpReqBlocked => "http_req_blocked",
+            Metric::HttpReqDnsLookup => "http_req_dns_lookup",
+            Metric::HttpReqConnecting => "http_req_connecting",
+            Metric::HttpReqSending => "http_req_sending",
+            Metric::HttpReqWaiting => "http_req_waiting",
+            Metric::HttpReqReceiving => "http_req_receiving",
+            Metric::HttpReqDuration => "http_req_duration",
+            Metric::HttpReqDataSent => "http_req_data_sent",
+            Metric::HttpReqDataReceived => "http_req_data_received",
+            Metric::HttpReqChunksSent => "http_req_chunks_sent",
+            Metric::HttpReqChunksReceived => "http_req_chunks_received",
+            Metric::HttpReqConnectionReused => "http_req_connection_reused",
+            Metric::HttpReqConnectionOverhead => "http_req_connection_overhead",
+            Metric::HttpReqTotal => "http_req_total",
         }
     }
 
@@ -153,6 +196,20 @@ impl Metric {
             Metric::EffectiveLatency => "Effective Latency (CO-aware)",
             Metric::TimeToFirstTokenAllRequests => "TTFT incl. Failed Requests",
             Metric::InterChunkLatencyAllRequests => "Inter Chunk Latency incl. Failed Requests",
+            Metric::HttpReqBlocked => "HTTP Blocked",
+            Metric::HttpReqDnsLookup => "HTTP DNS Lookup",
+            Metric::HttpReqConnecting => "HTTP Connecting",
+            Metric::HttpReqSending => "HTTP Sending",
+            Metric::HttpReqWaiting => "HTTP Waiting (TTFB)",
+            Metric::HttpReqReceiving => "HTTP Receiving",
+            Metric::HttpReqDuration => "HTTP Duration (excl. conn)",
+            Metric::HttpReqDataSent => "HTTP Data Sent",
+            Metric::HttpReqDataReceived => "HTTP Data Received",
+            Metric::HttpReqChunksSent => "HTTP Chunks Sent",
+            Metric::HttpReqChunksReceived => "HTTP Chunks Received",
+            Metric::HttpReqConnectionReused => "HTTP Connection Reused",
+            Metric::HttpReqConnectionOverhead => "HTTP Connection Overhead",
+            Metric::HttpReqTotal => "HTTP Total Time",
         }
     }
 
@@ -172,6 +229,9 @@ impl Metric {
             | Metric::E2eOutputTokenThroughput
             | Metric::PrefillThroughputPerUser => "tokens/sec/user",
             Metric::UsagePromptTokensDiffPct | Metric::UsageCompletionTokensDiffPct | Metric::OslMismatchDiffPct => "%",
+            Metric::HttpReqDataSent | Metric::HttpReqDataReceived => "KB",
+            Metric::HttpReqChunksSent | Metric::HttpReqChunksReceived => "count",
+            Metric::HttpReqConnectionReused => "ratio",
             _ => "ms",
         }
     }
@@ -227,6 +287,35 @@ impl Metric {
     /// The metric with this tag.
     pub fn from_tag(tag: &str) -> Option<Metric> {
         Metric::ALL.into_iter().find(|m| m.tag() == tag)
+    }
+}
+
+/// AIPerf's `http_req_*` of one exchange (its definitions: sending counts from the request's
+/// start, so it includes opening a connection, as `http_req_total` then counts that twice).
+/// Requests never wait for a free connection (the pool has no cap): `http_req_blocked` is 0.
+fn http_metrics(h: &HttpTiming, sent_ns: u64, put: &mut impl FnMut(Metric, f64)) {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let kb = |bytes: u64| bytes as f64 / 1024.0;
+    let (blocked, dns, connecting) = (0, h.dns_lookup_ns, h.connect_ns);
+    let sending = h.send_end_ns.saturating_sub(sent_ns);
+    put(Metric::HttpReqBlocked, ms(blocked));
+    put(Metric::HttpReqDnsLookup, ms(dns));
+    put(Metric::HttpReqConnecting, ms(connecting));
+    put(Metric::HttpReqSending, ms(sending));
+    put(Metric::HttpReqDataSent, kb(h.bytes_sent));
+    put(Metric::HttpReqChunksSent, if h.bytes_sent > 0 { 1.0 } else { 0.0 });
+    put(Metric::HttpReqDataReceived, kb(h.bytes_received));
+    put(Metric::HttpReqChunksReceived, h.chunks_received as f64);
+    put(Metric::HttpReqConnectionReused, if h.reused { 1.0 } else { 0.0 });
+    put(Metric::HttpReqConnectionOverhead, ms(blocked + dns + connecting));
+    // Without a response body AIPerf has no waiting, receiving, duration nor total.
+    if let (Some(first), Some(last)) = (h.body_first_ns, h.body_last_ns) {
+        let waiting = first.saturating_sub(h.send_end_ns);
+        let receiving = if h.chunks_received > 1 { last.saturating_sub(first) } else { 0 };
+        put(Metric::HttpReqWaiting, ms(waiting));
+        put(Metric::HttpReqReceiving, ms(receiving));
+        put(Metric::HttpReqDuration, ms(last.saturating_sub(sent_ns)));
+        put(Metric::HttpReqTotal, ms(blocked + dns + connecting + sending + waiting + receiving));
     }
 }
 
@@ -334,6 +423,9 @@ impl RequestMetrics {
         if let (Some(asked), Some(n)) = (r.max_tokens.filter(|&a| a > 0), osl) {
             put(Metric::OslMismatchDiffPct, (n as f64 - asked as f64) / asked as f64 * 100.0);
         }
+        if let Some(h) = &r.http {
+            http_metrics(h, r.sent_ns, &mut put);
+        }
         m.inter_chunk_ms = r.chunk_ns.windows(2).map(|w| ms(w[1].saturating_sub(w[0]))).collect();
         m
     }
@@ -432,6 +524,56 @@ pub(crate) mod tests {
             input_tokens: Some(100),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn http_metrics_are_aiperfs_definitions() {
+        let mut r = rec(&[10_000_000, 12_000_000], 2);
+        r.http = Some(HttpTiming {
+            reused: false,
+            connect_ns: 1_000_000,
+            dns_lookup_ns: 250_000,
+            send_end_ns: 4_500_000,
+            body_first_ns: Some(9_000_000),
+            body_last_ns: Some(12_500_000),
+            bytes_sent: 2048,
+            bytes_received: 512,
+            chunks_received: 3,
+        });
+        let m = RequestMetrics::of(&r, false);
+        let got = |k: Metric| m.get(k).unwrap();
+        assert_eq!(got(Metric::HttpReqBlocked), 0.0);
+        assert_eq!(got(Metric::HttpReqDnsLookup), 0.25);
+        assert_eq!(got(Metric::HttpReqConnecting), 1.0);
+        // From the request's start (3 ms) to its last byte written, as AIPerf's.
+        assert_eq!(got(Metric::HttpReqSending), 1.5);
+        assert_eq!(got(Metric::HttpReqWaiting), 4.5);
+        assert_eq!(got(Metric::HttpReqReceiving), 3.5);
+        assert_eq!(got(Metric::HttpReqDuration), 9.5);
+        assert_eq!(got(Metric::HttpReqDataSent), 2.0);
+        assert_eq!(got(Metric::HttpReqDataReceived), 0.5);
+        assert_eq!(got(Metric::HttpReqChunksSent), 1.0);
+        assert_eq!(got(Metric::HttpReqChunksReceived), 3.0);
+        assert_eq!(got(Metric::HttpReqConnectionReused), 0.0);
+        assert_eq!(got(Metric::HttpReqConnectionOverhead), 1.25);
+        assert_eq!(got(Metric::HttpReqTotal), 0.25 + 1.0 + 1.5 + 4.5 + 3.5);
+        // One body chunk: nothing to receive after the first; no body: no waiting nor duration.
+        let h = r.http.as_mut().unwrap();
+        h.chunks_received = 1;
+        assert_eq!(RequestMetrics::of(&r, false).get(Metric::HttpReqReceiving), Some(0.0));
+        let h = r.http.as_mut().unwrap();
+        (h.body_first_ns, h.body_last_ns, h.chunks_received) = (None, None, 0);
+        let m = RequestMetrics::of(&r, false);
+        assert_eq!(m.get(Metric::HttpReqWaiting), None);
+        assert_eq!(m.get(Metric::HttpReqTotal), None);
+        assert_eq!(m.get(Metric::HttpReqConnecting), Some(1.0));
+        // Not measured (records of other tools, simulations): no http_req_* at all.
+        assert!(
+            RequestMetrics::of(&rec(&[10_000_000], 1), false)
+                .values()
+                .iter()
+                .all(|(k, _)| !k.tag().starts_with("http_req"))
+        );
     }
 
     #[test]

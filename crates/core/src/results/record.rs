@@ -44,6 +44,28 @@ impl RecordError {
     }
 }
 
+/// The HTTP exchange as the client's connection saw it: what AIPerf's `http_req_*` metrics are
+/// computed from (times on the run's clock, like the record's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpTiming {
+    /// The connection had carried an earlier request.
+    pub reused: bool,
+    /// Opening the connection: name lookup, TCP, a proxy's tunnel, TLS (0 when reused).
+    pub connect_ns: u64,
+    /// The name lookup's share of it (0 when reused or the host was an IP address).
+    pub dns_lookup_ns: u64,
+    /// When the request's last byte was written to the connection.
+    pub send_end_ns: u64,
+    /// When the first and the last part of the response body arrived (`None`: an empty body).
+    pub body_first_ns: Option<u64>,
+    pub body_last_ns: Option<u64>,
+    /// Request body bytes (sent as one chunk).
+    pub bytes_sent: u64,
+    /// Response body bytes and the reads they arrived in.
+    pub bytes_received: u64,
+    pub chunks_received: u64,
+}
+
 /// Everything measured about one request; times are nanoseconds from the benchmark start (a
 /// record read from a run AIPerf wrote has its wall-clock nanoseconds instead: readers take time
 /// differences and the earliest send as the start).
@@ -95,6 +117,9 @@ pub struct RequestRecord {
     /// Which `--url` the request went to (0-based, in the order given), when several were given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url_index: Option<u32>,
+    /// The exchange as the connection saw it (`None`: no response, or not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpTiming>,
 }
 
 impl RequestRecord {
@@ -109,6 +134,11 @@ impl RequestRecord {
             *c = s(*c);
         }
         self.end_ns = s(self.end_ns);
+        if let Some(h) = &mut self.http {
+            h.send_end_ns = s(h.send_end_ns);
+            h.body_first_ns = h.body_first_ns.map(s);
+            h.body_last_ns = h.body_last_ns.map(s);
+        }
     }
 
     /// Cancelled in flight when the run was stopped.

@@ -16,8 +16,12 @@ pub struct RunSummary {
     pub cli_command: String,
     /// Why the numbers do not cover the whole run (a partial merge); `None` when they do.
     pub incomplete_reason: Option<String>,
-    /// The run's options as written to the exports (secrets already redacted).
+    /// The run's options in AIPerf's configuration shape (`BenchmarkConfig`), written as
+    /// `input_config` (secrets already redacted).
     pub input_config: Value,
+    /// The run's options under this tool's own names, written as `aiperf_cli_config` (secrets
+    /// already redacted).
+    pub cli_config: Value,
     pub was_cancelled: bool,
     pub start_unix_ns: u128,
     pub end_unix_ns: u128,

@@ -193,6 +193,7 @@ impl SimRequest {
             expected_cached_tokens: None,
             error: None,
             url_index: Some(self.replica),
+            http: None,
         }
     }
 }

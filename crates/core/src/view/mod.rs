@@ -47,13 +47,15 @@ pub enum RunError {
     Empty { file: String },
 }
 
-/// How the run counted and judged requests, from its `input_config`.
+/// How the run counted and judged requests, from its options (`aiperf_cli_config`, or AIPerf's
+/// `input_config`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunSettings {
     /// Output/input lengths from the server's usage when it reported them (the CLI's default).
     pub server_token_count: bool,
     pub slos: Vec<Slo>,
-    /// The `input_config` object (`Value::Null` without the summary file).
+    /// The options object: ours (`aiperf_cli_config`) or AIPerf's `input_config` (`Value::Null`
+    /// without the summary file).
     pub input_config: Value,
 }
 
@@ -68,14 +70,17 @@ impl RunSettings {
     pub fn from_summary_json(file: &str, text: &str) -> Result<RunSettings, RunError> {
         let err = |reason: String| RunError::Config { file: file.into(), reason };
         let v: Value = serde_json::from_str(text).map_err(|e| err(format!("not JSON: {e}")))?;
-        let config = v.get("input_config").cloned().ok_or_else(|| err("no input_config object".into()))?;
+        // Ours keep their options under `aiperf_cli_config` (beside AIPerf's `input_config`);
+        // AIPerf's runs and ours written before that have only `input_config`.
+        let key = if v.get("aiperf_cli_config").is_some() { "aiperf_cli_config" } else { "input_config" };
+        let config = v.get(key).cloned().ok_or_else(|| err("no input_config object".into()))?;
         if !config.is_object() {
-            return Err(err("input_config is not an object".into()));
+            return Err(err(format!("{key} is not an object")));
         }
         let mut slos = match config.get("goodput") {
             None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(s)) => parse_goodput(s).map_err(|e| err(format!("input_config.goodput: {e}")))?,
-            Some(other) => return Err(err(format!("input_config.goodput: expected a string, found {other}"))),
+            Some(Value::String(s)) => parse_goodput(s).map_err(|e| err(format!("{key}.goodput: {e}")))?,
+            Some(other) => return Err(err(format!("{key}.goodput: expected a string, found {other}"))),
         };
         // AIPerf's: `slos` as {metric: threshold}; a metric this tool does not judge is left out.
         if let Some(Value::Object(m)) = config.get("slos") {
@@ -460,6 +465,19 @@ pub(crate) mod tests {
         assert!(run.describe(3).unwrap().contains("error: timeout: too slow"));
         assert!(run.describe(0).unwrap().contains("trace line: 1"));
         assert_eq!(run.describe(50), None);
+    }
+
+    #[test]
+    fn our_options_are_read_from_aiperf_cli_config_beside_aiperfs_input_config() {
+        let cfg = r#"{"input_config": {"endpoint": {"urls": ["http://h"]}, "artifacts": {"slice_duration": 9.0}},
+            "aiperf_cli_config": {"goodput": "time_to_first_token:30", "client_token_count": true, "slice_duration": 0.5}}"#;
+        let s = RunSettings::from_summary_json("x.json", cfg).unwrap();
+        assert!(!s.server_token_count);
+        assert_eq!(s.slos.len(), 1);
+        assert_eq!(s.slice_duration_s(), Some(0.5));
+        let e =
+            RunSettings::from_summary_json("c.json", r#"{"input_config": {}, "aiperf_cli_config": 3}"#).unwrap_err();
+        assert!(e.to_string().contains("c.json: aiperf_cli_config is not an object"), "{e}");
     }
 
     /// The runs AIPerf 0.13.0 wrote (`tests/fixtures/aiperf-0.13.0-runs`, made by

@@ -55,6 +55,9 @@ pub struct Args {
 struct ShardDir {
     dir: PathBuf,
     run: ShardRun,
+    /// Its options under our names (`aiperf_cli_config`; `input_config` in runs written before it).
+    cli_config: Value,
+    /// Its options in AIPerf's shape (`input_config` beside `aiperf_cli_config`; else null).
     input_config: Value,
     was_cancelled: bool,
     /// Requests its summary counts (completed + failed).
@@ -109,8 +112,8 @@ pub fn run(args: Args) -> Result<()> {
     }
 
     let first = &shards[0];
-    let server_first = first.input_config.get("client_token_count").and_then(Value::as_bool) != Some(true);
-    let slos: Vec<Slo> = match first.input_config.get("goodput").and_then(Value::as_str) {
+    let server_first = first.cli_config.get("client_token_count").and_then(Value::as_bool) != Some(true);
+    let slos: Vec<Slo> = match first.cli_config.get("goodput").and_then(Value::as_str) {
         Some(g) => parse_goodput(g).context("the shards' --goodput")?,
         None => Vec::new(),
     };
@@ -125,11 +128,13 @@ pub fn run(args: Args) -> Result<()> {
     }
     // Completion order across shards, as a single run writes its records.
     let mut heads: Vec<Option<RequestRecord>> = readers.iter_mut().map(Records::next).collect::<Result<_>>()?;
+    let mut merged = 0u64;
     loop {
         let next = heads.iter().enumerate().filter_map(|(i, h)| h.as_ref().map(|r| (r.end_ns, i))).min();
         let Some((_, i)) = next else { break };
         let Some(rec) = heads[i].take() else { break };
         let metrics = aggregate.add(&rec, server_first, &slos);
+        merged += 1;
         out.write_all(&record_line(&rec, metrics.as_ref(), zero))
             .with_context(|| format!("cannot write {}", records_out.display()))?;
         heads[i] = readers[i].next()?;
@@ -138,10 +143,11 @@ pub fn run(args: Args) -> Result<()> {
     drop(out);
 
     let partial = !problems.is_empty();
-    let mut input_config = first.input_config.clone();
-    input_config["shard"] = Value::Null;
+    let mut cli_config = first.cli_config.clone();
+    cli_config["shard"] = Value::Null;
+    let input_config = merged_input_config(&first.input_config, &cli_config, merged);
     // The URLs as the shards showed them (one `url`, or `urls` when there were several).
-    let urls: Vec<String> = match (first.input_config.get("urls"), first.input_config.get("url")) {
+    let urls: Vec<String> = match (first.cli_config.get("urls"), first.cli_config.get("url")) {
         (Some(Value::Array(list)), _) => list.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
         (_, Some(Value::String(u))) => vec![u.clone()],
         _ => Vec::new(),
@@ -155,6 +161,7 @@ pub fn run(args: Args) -> Result<()> {
         server: None,
         report: aggregate.report(!slos.is_empty()),
         input_config,
+        cli_config,
         was_cancelled: partial || shards.iter().any(|s| s.was_cancelled),
         start_unix_ns: u128::from(zero),
         end_unix_ns: u128::from(shards.iter().map(|s| s.end_unix_ns).max().unwrap_or(zero)),
@@ -206,7 +213,11 @@ fn read_shard(dir: &Path) -> Result<ShardDir> {
         .unwrap_or(run.start_unix_ns);
     Ok(ShardDir {
         dir: dir.to_owned(),
-        input_config: v.get("input_config").cloned().unwrap_or(Value::Null),
+        cli_config: v.get("aiperf_cli_config").or_else(|| v.get("input_config")).cloned().unwrap_or(Value::Null),
+        input_config: match v.get("aiperf_cli_config") {
+            Some(_) => v.get("input_config").cloned().unwrap_or(Value::Null),
+            None => Value::Null,
+        },
         was_cancelled: v.get("was_cancelled").and_then(Value::as_bool).unwrap_or(false),
         counted: count("request_count") + count("error_request_count"),
         tokenizer: v.get("tokenizer").and_then(Value::as_str).unwrap_or_default().to_owned(),
@@ -235,7 +246,7 @@ fn check_shards(shards: &[ShardDir]) -> Result<Vec<String>> {
         if let Some(other) = seen.insert(s.run.index, s) {
             bail!("{} and {} are the same shard K = {}", name(other), name(s), s.run.index);
         }
-        let differing = differing_options(&first.input_config, &s.input_config);
+        let differing = differing_options(&first.cli_config, &s.cli_config);
         ensure!(
             differing.is_empty(),
             "{} and {} are shards of different runs: their options differ ({})",
@@ -255,7 +266,22 @@ fn check_shards(shards: &[ShardDir]) -> Result<Vec<String>> {
     Ok(problems)
 }
 
-/// The options (keys of `input_config`) in which two shards differ, apart from the shard itself.
+/// The merged run's `input_config` (AIPerf's shape): the first shard's, its profiling phase
+/// counting the merged run's requests when no count or duration bounded it.
+fn merged_input_config(first: &Value, cli_config: &Value, requests: u64) -> Value {
+    let mut config = first.clone();
+    let unbounded = cli_config.get("request_count").is_none_or(Value::is_null)
+        && cli_config.get("benchmark_duration").is_none_or(Value::is_null);
+    if let Some(Value::Object(p)) = config.get_mut("phases").and_then(Value::as_array_mut).and_then(|p| p.last_mut())
+        && unbounded
+        && p.contains_key("requests")
+    {
+        p.insert("requests".into(), serde_json::json!(requests.max(1)));
+    }
+    config
+}
+
+/// The options (keys of `aiperf_cli_config`) in which two shards differ, apart from the shard itself.
 fn differing_options(a: &Value, b: &Value) -> Vec<String> {
     let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
         return if a == b { Vec::new() } else { vec!["input_config".to_owned()] };

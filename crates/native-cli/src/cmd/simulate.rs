@@ -298,7 +298,7 @@ fn calibration_text(c: &Calibration) -> String {
     )
 }
 
-fn input_config(c: &Cluster, calibration: Option<&Calibration>, args: &Args) -> serde_json::Value {
+fn cli_config(c: &Cluster, calibration: Option<&Calibration>, args: &Args) -> serde_json::Value {
     let mut config = json!({
         "simulated": true,
         "input_file": args.file.display().to_string(),
@@ -352,7 +352,9 @@ fn write_run(
         urls: (0..cluster.replicas).map(|i| format!("replica-{i}")).collect(),
         server: None,
         report: aggregate.report(false),
-        input_config: input_config(cluster, calibration, args),
+        // A simulation has no AIPerf configuration: its settings are ours only.
+        input_config: serde_json::Value::Null,
+        cli_config: cli_config(cluster, calibration, args),
         was_cancelled: false,
         start_unix_ns: 0,
         end_unix_ns: u128::from(end),
@@ -385,7 +387,7 @@ fn write_run(
         .collect();
     let total = sim.total();
     let doc = json!({
-        "cluster": input_config(cluster, calibration, args),
+        "cluster": cli_config(cluster, calibration, args),
         "token_hit_rate": total.token_hit_rate(),
         "row_hit_rate": total.row_hit_rate(),
         "imbalance": sim.imbalance(),

@@ -36,6 +36,18 @@ pub fn write_ready_marker(dir: &Path, summary: &RunSummary) -> Result<()> {
     write_file(&dir.join(READY_MARKER), &marker.to_string())
 }
 
+/// `--export-level summary`: no records file. The run's records go nowhere; the records file and
+/// the [`READY_MARKER`] of a run this one replaces (`--overwrite`) are removed.
+pub fn no_records_file(dir: &Path) -> Result<Box<dyn Write + Send>> {
+    for f in [READY_MARKER, RECORDS_FILE] {
+        let path = dir.join(f);
+        if path.is_file() {
+            std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+    }
+    Ok(Box::new(std::io::sink()))
+}
+
 /// Opens `profile_export.jsonl` in `dir` for the records stage, after taking away the
 /// [`READY_MARKER`] of a run this one replaces (`--overwrite`), so that the folder does not say
 /// it is complete before it is.

@@ -147,7 +147,7 @@ pub fn run(rt: &tokio::runtime::Runtime, plan: &ProfilePlan, control: &Control, 
 
 fn sweep_values(r: &mut Runner, axis: Axis, values: &[f64]) -> Result<()> {
     let top = r.plan.artifact_dir.clone();
-    let mut config = r.plan.first.input_config().clone();
+    let mut config = r.plan.first.cli_config().clone();
     // The options as given: the whole list, not the first sub-run's value.
     config[axis.tag()] = serde_json::json!(values);
     let mut points = Vec::new();
@@ -191,7 +191,7 @@ fn sweep_values(r: &mut Runner, axis: Axis, values: &[f64]) -> Result<()> {
 
 fn capacity_search(r: &mut Runner, axis: Axis, params: search::SearchParams) -> Result<()> {
     let top = r.plan.artifact_dir.clone();
-    let config = r.plan.first.input_config().clone();
+    let config = r.plan.first.cli_config().clone();
     let mut s = Search::new(params)?;
     let target = params.target;
     let confidence = params.confidence;

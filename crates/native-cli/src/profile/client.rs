@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use aiperf_core::replay::sse::{ChunkError, SseEvent, SseParser, StreamItem, interpret_chunk, interpret_response};
-use aiperf_core::results::record::{RecordError, ServerUsage};
+use aiperf_core::results::record::{HttpTiming, RecordError, ServerUsage};
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -12,6 +12,7 @@ use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderVa
 use hyper::{Method, Request, Uri};
 
 use super::transport::{Clock, Exchange, Outgoing, Transport};
+use crate::io::http::trace::ConnHandle;
 use crate::io::http::{HttpClient, chain, tls};
 
 /// Where and how requests go.
@@ -185,6 +186,7 @@ async fn get_headers(client: &HttpClient, uri: Uri, mut headers: HeaderMap) -> O
     *req.headers_mut() = headers;
     let answer = async {
         let resp = client.request(req).await.ok()?;
+        taken(&resp);
         let (parts, mut body) = resp.into_parts();
         let mut read = 0usize;
         while let Some(Ok(f)) = body.frame().await {
@@ -196,6 +198,14 @@ async fn get_headers(client: &HttpClient, uri: Uri, mut headers: HeaderMap) -> O
         Some(parts.headers)
     };
     tokio::time::timeout(Duration::from_secs(10), answer).await.ok().flatten()
+}
+
+/// Marks the response's connection as having carried a request, so that the next one on it
+/// counts as reused.
+fn taken<B>(resp: &hyper::Response<B>) {
+    if let Some(c) = resp.extensions().get::<ConnHandle>() {
+        c.take();
+    }
 }
 
 /// [`HttpTransport::warm`] for one endpoint.
@@ -217,6 +227,7 @@ async fn warm_endpoint(client: &HttpClient, ep: &Endpoint, connections: usize) -
                     let reached = !e.is_connect() || tls::hint(&e).is_some();
                     (describe(&e), reached)
                 })?;
+                taken(&resp);
                 let mut body = resp.into_body();
                 let mut read = 0usize;
                 // Read the answer to its end (bounded) so that the connection is reusable.
@@ -277,6 +288,7 @@ pub async fn send(client: &HttpClient, ep: &Endpoint, out: Outgoing, clock: &Clo
     let mut ex = Exchange::default();
     ex.chunk_ns.reserve(64);
     ex.text.reserve(512);
+    let body_bytes = out.body.len() as u64;
     let mut req = Request::new(Full::new(out.body));
     *req.method_mut() = Method::POST;
     *req.uri_mut() = ep.uri.clone();
@@ -296,6 +308,9 @@ pub async fn send(client: &HttpClient, ep: &Endpoint, out: Outgoing, clock: &Clo
     ex.end_ns = clock.now_ns();
     if res.is_err() && ex.error.is_none() {
         ex.error = err("timeout", format!("no complete answer within {:.3} s", timeout.as_secs_f64()));
+    }
+    if let Some(h) = &mut ex.http {
+        h.bytes_sent = body_bytes;
     }
     ex
 }
@@ -318,6 +333,16 @@ async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock,
         }
     };
     ex.first_byte_ns = Some(clock.now_ns());
+    ex.http = resp.extensions().get::<ConnHandle>().map(|c| {
+        let t = c.take();
+        HttpTiming {
+            reused: t.reused,
+            connect_ns: t.connect_ns,
+            dns_lookup_ns: t.lookup_ns,
+            send_end_ns: t.last_write.map_or(ex.sent_ns, |w| clock.ns_of(w).max(ex.sent_ns)),
+            ..HttpTiming::default()
+        }
+    });
     let status = resp.status();
     ex.mock_ttft_ms = resp.headers().get("x-aiperf-mock-ttft-ms").and_then(|v| v.to_str().ok()?.parse().ok());
     let is_sse = resp
@@ -356,6 +381,12 @@ async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock,
         };
         let Some(data) = frame.data_ref() else { continue };
         let now = clock.now_ns();
+        if let Some(h) = &mut ex.http {
+            h.body_first_ns.get_or_insert(now);
+            h.body_last_ns = Some(now);
+            h.bytes_received += data.len() as u64;
+            h.chunks_received += 1;
+        }
         if !is_sse {
             if whole.len().saturating_add(data.len()) > limit {
                 ex.error = too_large(limit, "the response body");

@@ -220,6 +220,10 @@ pub struct Args {
     /// (profile_export_aiperf_timeslices.csv and .json).
     #[arg(help_heading = "Output", long)]
     pub slice_duration: Option<f64>,
+    /// Which files a run writes (AIPerf's): `records` (the default) the summaries and the
+    /// per-request profile_export.jsonl, `summary` the summaries only.
+    #[arg(help_heading = "Output", long, alias = "profile-export-level", value_enum, default_value = "records")]
+    pub export_level: ExportLevel,
     /// Repeat the run (or each sweep value) this many times and write the aggregate with
     /// confidence intervals (profile_export_aiperf_aggregate.csv and .json); 1 to 10.
     #[arg(help_heading = "Sweeps, repeats and capacity search", long, default_value_t = 1)]
@@ -296,6 +300,13 @@ pub enum Transport {
 pub enum UrlStrategy {
     #[value(alias = "round_robin")]
     RoundRobin,
+}
+
+/// AIPerf's `--export-level` (its `raw` is refused before clap: [`super::aiperf_options::refusal`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportLevel {
+    Summary,
+    Records,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

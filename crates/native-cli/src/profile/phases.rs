@@ -352,7 +352,11 @@ fn start_records_stage(
         out: {
             std::fs::create_dir_all(&plan.exports.artifact_dir)
                 .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
-            exports::records_file(&plan.exports.artifact_dir)?
+            if plan.exports.records {
+                exports::records_file(&plan.exports.artifact_dir)?
+            } else {
+                exports::no_records_file(&plan.exports.artifact_dir)?
+            }
         },
         progress,
         slicer: plan
@@ -396,9 +400,14 @@ fn export(
         aiperf_core::server::window::ServerMetrics::of(&series, u64::try_from(m.start_unix_ns).unwrap_or(u64::MAX))
     });
     let server_metrics = server_metrics.filter(|m| m.endpoints.iter().any(|e| e.fetches > 0));
+    let input_config = crate::profile::plan::aiperf_config::with_requests(
+        plan.aiperf_config().clone(),
+        m.fixed_schedule,
+        m.sent.as_ref().map_or(0, |d| d.requests),
+    );
     let server_written = server_metrics
         .as_ref()
-        .map_or(Ok(()), |m| exports::write_server_metrics(&plan.exports.artifact_dir, m, plan.input_config()));
+        .map_or(Ok(()), |m| exports::write_server_metrics(&plan.exports.artifact_dir, m, &input_config));
     let with_goodput = !plan.exports.slos.is_empty();
     let report = collected.aggregate.report(with_goodput);
     let calibration = collected
@@ -410,8 +419,9 @@ fn export(
         benchmark_id: exports::benchmark_id(m.start_unix_ns),
         cli_command: super::records::mask(&shell_command(std::env::args()), &plan.secrets()),
         incomplete_reason: None,
-        input_config: {
-            let mut c = plan.input_config().clone();
+        input_config,
+        cli_config: {
+            let mut c = plan.cli_config().clone();
             // Whether the trace's timestamps were replayed, as resolved (not only as flagged).
             c["fixed_schedule"] = serde_json::Value::Bool(m.fixed_schedule);
             c

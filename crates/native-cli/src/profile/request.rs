@@ -210,6 +210,7 @@ pub async fn run<T: Transport>(
                     rec.streaming = ex.streaming;
                     rec.usage = ex.usage;
                     rec.chunk_ns = ex.chunk_ns;
+                    rec.http = ex.http;
                     rec.error = ex.error;
                     text = ex.text;
                 }

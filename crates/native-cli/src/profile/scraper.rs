@@ -159,7 +159,7 @@ async fn run(
 
 /// The scraping client: the replay's TLS trust and the same proxies from the environment.
 fn client(tls: rustls::ClientConfig, proxies: Proxies) -> ScrapeClient {
-    let mut http = HttpConnector::new();
+    let mut http = HttpConnector::new_with_resolver(crate::io::http::trace::TimedResolver::default());
     http.set_nodelay(true);
     http.enforce_http(false);
     http.set_connect_timeout(Some(SCRAPE_TIMEOUT));

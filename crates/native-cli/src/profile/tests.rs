@@ -212,7 +212,7 @@ fn sessions_keep_turn_order_and_delays_and_expected_cache_is_per_request() {
     assert_eq!(b0["expected_cached_tokens"], 512);
     assert_eq!(a1["expected_cached_tokens"], 700);
     assert_eq!(r.summary["was_cancelled"], false);
-    assert_eq!(r.summary["input_config"]["fixed_schedule"], true);
+    assert_eq!(r.summary["aiperf_cli_config"]["fixed_schedule"], true);
     // AIPerf's session naming in a fixed schedule; request ids are unique.
     let corr: Vec<&str> = log.iter().map(|(_, b)| b["x-correlation-id"].as_str().unwrap()).collect();
     assert_eq!(corr.iter().filter(|c| **c == "fixed-schedule-a").count(), 2);
@@ -453,7 +453,7 @@ fn later_turns_carry_earlier_prompts_and_the_live_replies() {
     let reply = prompts().count(" hello hello hello").unwrap();
     assert_eq!(isl(2), 30 + reply + 20);
     assert_eq!(isl(3), 30 + reply + 20 + reply + 10);
-    assert_eq!(r.summary["input_config"]["turn_history"], "live");
+    assert_eq!(r.summary["aiperf_cli_config"]["turn_history"], "live");
 }
 
 #[test]

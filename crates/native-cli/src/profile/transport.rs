@@ -25,6 +25,11 @@ impl Clock {
         u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
+    /// An instant as nanoseconds since time zero; 0 before it.
+    pub fn ns_of(&self, t: Instant) -> u64 {
+        u64::try_from(t.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
+    }
+
     /// How long until `deadline_ns` (zero once it is reached): exact before time zero too, where
     /// [`Clock::now_ns`] reads 0.
     pub fn until(&self, deadline_ns: u64) -> Duration {
@@ -49,6 +54,8 @@ pub struct Exchange {
     pub error: Option<RecordError>,
     /// The TTFT a mock server says it was programmed with (`x-aiperf-mock-ttft-ms`).
     pub mock_ttft_ms: Option<f64>,
+    /// The exchange as the connection saw it, once a response arrived.
+    pub http: Option<aiperf_core::results::record::HttpTiming>,
 }
 
 /// One request to send: its body and its identity.

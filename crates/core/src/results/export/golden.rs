@@ -111,6 +111,7 @@ fn compare(shape: &str, goodput: &str) -> usize {
         cli_command: String::new(),
         incomplete_reason: None,
         input_config: Value::Null,
+        cli_config: Value::Null,
         was_cancelled: false,
         start_unix_ns: 0,
         end_unix_ns: 0,

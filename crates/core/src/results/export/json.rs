@@ -65,7 +65,7 @@ pub fn summary_json(s: &RunSummary) -> String {
     m.insert("input_config".into(), s.input_config.clone());
     let mut run_info = Map::new();
     run_info.insert("benchmark_id".into(), json!(s.benchmark_id));
-    if let Some(seed) = s.input_config.get("random_seed").filter(|v| v.is_u64()) {
+    if let Some(seed) = s.cli_config.get("random_seed").filter(|v| v.is_u64()) {
         run_info.insert("random_seed".into(), seed.clone());
     }
     run_info.insert("cli_command".into(), json!(s.cli_command));
@@ -107,6 +107,9 @@ pub fn summary_json(s: &RunSummary) -> String {
                 "relative_difference": t.relative_difference(),
             }),
         );
+    }
+    if !s.cli_config.is_null() {
+        m.insert("aiperf_cli_config".into(), s.cli_config.clone());
     }
     m.insert("tokenizer".into(), json!(s.tokenizer));
     if let Some(cpu) = s.client_cpu_s {

@@ -4,6 +4,7 @@
 
 pub mod proxy;
 pub mod tls;
+pub mod trace;
 
 use std::time::Duration;
 
@@ -17,10 +18,12 @@ use hyper_util::rt::TokioExecutor;
 
 use proxy::{Proxies, ProxyConnector};
 use tls::Trust;
+use trace::{TimedResolver, Traced};
 
 /// The pooled client: connections are kept alive and reused, with no cap on their number, so the
-/// pool grows to the load instead of queueing requests silently.
-pub type HttpClient = Client<hyper_rustls::HttpsConnector<ProxyConnector>, Full<Bytes>>;
+/// pool grows to the load instead of queueing requests silently. Every connection carries its
+/// timings ([`trace`]).
+pub type HttpClient = Client<Traced<hyper_rustls::HttpsConnector<ProxyConnector>>, Full<Bytes>>;
 
 /// Builds the client with the default trust (bundled and system roots) and the environment's
 /// proxies.
@@ -30,7 +33,7 @@ pub fn http_client() -> Result<HttpClient> {
 
 /// Builds the client: TLS trust as given, proxies as given.
 pub fn http_client_with(trust: &Trust, proxies: Proxies) -> Result<HttpClient> {
-    let mut http = HttpConnector::new();
+    let mut http = HttpConnector::new_with_resolver(TimedResolver::default());
     http.set_nodelay(true);
     http.enforce_http(false);
     let https = hyper_rustls::HttpsConnectorBuilder::new()
@@ -38,7 +41,7 @@ pub fn http_client_with(trust: &Trust, proxies: Proxies) -> Result<HttpClient> {
         .https_or_http()
         .enable_http1()
         .wrap_connector(ProxyConnector { http, proxies });
-    Ok(Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(90)).build(https))
+    Ok(Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(90)).build(Traced(https)))
 }
 
 /// A blocking GET that follows up to five redirects (a tokenizer download).

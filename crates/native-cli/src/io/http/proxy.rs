@@ -93,7 +93,7 @@ fn is_loopback(host: &str) -> bool {
 /// The TCP connector under TLS: direct, tunnelled or to a forwarding proxy, per [`Proxies`].
 #[derive(Clone, Debug)]
 pub struct ProxyConnector {
-    pub http: HttpConnector,
+    pub http: HttpConnector<super::trace::TimedResolver>,
     pub proxies: Proxies,
 }
 

@@ -215,7 +215,7 @@ mod tests {
         assert_eq!(p.mode, Mode::Sweep { axis: Axis::RequestRate, values: vec![10.0, 20.5] });
         assert!(!p.is_single_run());
         let sub = p.sub_run(Some(20.5), PathBuf::from("art/20.5")).unwrap();
-        assert_eq!(sub.input_config()["request_rate"], 20.5);
+        assert_eq!(sub.cli_config()["request_rate"], 20.5);
         assert_eq!(sub.exports.artifact_dir, PathBuf::from("art/20.5"));
         let p = profile(&["--concurrency", "1,4", "--num-profile-runs", "3"]).unwrap();
         assert_eq!(p.mode, Mode::Sweep { axis: Axis::Concurrency, values: vec![1.0, 4.0] });
@@ -227,7 +227,7 @@ mod tests {
         // One value: a single run.
         let p = profile(&["--request-rate", "10"]).unwrap();
         assert!(p.is_single_run());
-        assert_eq!(p.first.input_config()["request_rate"], 10.0);
+        assert_eq!(p.first.cli_config()["request_rate"], 10.0);
     }
 
     #[test]

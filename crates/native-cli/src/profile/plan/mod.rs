@@ -7,11 +7,13 @@
 //!
 //! - [`campaign`]: what `profile` runs (one replay, repeats, a sweep, a search) — [`ProfilePlan`];
 //! - [`replay`]: one replay — [`ReplayPlan`], checked option group by option group;
+//! - [`aiperf_config`]: the options in AIPerf's configuration shape (the exports' `input_config`);
 //! - [`arrivals`]: when sessions start, resolved against the trace;
 //! - [`limits`]: the options' bounds and the checks of one option;
 //! - [`secrets`]: credentials in URLs and headers, redacted and masked;
 //! - [`tls`]: the `--ssl-ca-cert` file.
 
+pub mod aiperf_config;
 pub mod arrivals;
 pub mod campaign;
 pub mod limits;

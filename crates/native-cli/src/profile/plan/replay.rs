@@ -144,6 +144,8 @@ pub struct Exports {
     pub progress: crate::profile::progress::Mode,
     /// `--slice-duration`: also write the metrics per slice of this length.
     pub slice: Option<Duration>,
+    /// `--export-level records`: write `profile_export.jsonl` (not with `summary`).
+    pub records: bool,
 }
 
 /// How long to wait for the server before anything is sent.
@@ -179,8 +181,10 @@ pub struct ReplayPlan {
     pub exports: Exports,
     pub coordination: Coordination,
     pub server: ServerPlan,
-    /// The options as written to the exports, secrets redacted.
-    input_config: Value,
+    /// The options as written to the exports (`aiperf_cli_config`), secrets redacted.
+    cli_config: Value,
+    /// The options in AIPerf's configuration shape (the exports' `input_config`).
+    aiperf_config: Value,
 }
 
 impl ReplayPlan {
@@ -264,12 +268,15 @@ impl ReplayPlan {
                     }
                 },
                 slice: times.slice,
+                records: a.export_level == crate::profile::options::ExportLevel::Records,
             },
             coordination: load.coordination,
             server,
-            input_config: Value::Null,
+            cli_config: Value::Null,
+            aiperf_config: Value::Null,
         };
-        plan.input_config = input_config(&a, &plan);
+        plan.cli_config = cli_config(&a, &plan);
+        plan.aiperf_config = super::aiperf_config::aiperf_input_config(&a, &plan);
         Ok(plan)
     }
 
@@ -288,9 +295,14 @@ impl ReplayPlan {
         self.source.arrivals.filter_offsets(trace, sped_up)
     }
 
-    /// The options as written to the exports (secrets redacted).
-    pub fn input_config(&self) -> &Value {
-        &self.input_config
+    /// The options as written to the exports' `aiperf_cli_config` (secrets redacted).
+    pub fn cli_config(&self) -> &Value {
+        &self.cli_config
+    }
+
+    /// The options in AIPerf's configuration shape, the exports' `input_config` (secrets redacted).
+    pub fn aiperf_config(&self) -> &Value {
+        &self.aiperf_config
     }
 
     /// The URL requests go to (credentials removed) and the headers they carry: the user's,
@@ -600,10 +612,10 @@ fn dataset_format(name: &str, given: &TraceFormatArgs) -> Result<TraceFormatArgs
     }
 }
 
-/// The options as written to the exports: as given, with every secret redacted.
-fn input_config(a: &Args, plan: &ReplayPlan) -> Value {
+/// The options as written to the exports' `aiperf_cli_config`: as given, every secret redacted.
+fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
     let (target, server) = (&plan.target, &plan.server);
-    let mut input_config = json!({
+    let mut config = json!({
         "model": a.model,
         "url": redact_url(&target.url),
         "endpoint_type": format!("{:?}", a.endpoint_type).to_lowercase(),
@@ -639,6 +651,7 @@ fn input_config(a: &Args, plan: &ReplayPlan) -> Value {
         "tokenizer": a.tokenizer,
         "goodput": a.goodput,
         "slice_duration": a.slice_duration,
+        "export_level": format!("{:?}", a.export_level).to_lowercase(),
         "shard": a.shard.as_ref().map(|_| plan.coordination.shard.to_string()),
         "start_at": a.start_at,
         "clock_offset_warn_ms": a.clock_offset_warn_ms,
@@ -651,19 +664,19 @@ fn input_config(a: &Args, plan: &ReplayPlan) -> Value {
         ("reset_prefix_cache", json!(a.reset_prefix_cache)),
         ("server_kind", json!(server.kind.map(|k| k.name()))),
     ] {
-        input_config[k] = v;
+        config[k] = v;
     }
     if target.urls.len() > 1 {
-        input_config["urls"] = json!(target.urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>());
-        input_config["url_strategy"] = json!("round_robin");
+        config["urls"] = json!(target.urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>());
+        config["url_strategy"] = json!("round_robin");
     }
     if let Some(f) = &target.tls.ca_file {
-        input_config["ssl_ca_cert"] = json!(f.display().to_string());
+        config["ssl_ca_cert"] = json!(f.display().to_string());
     }
     if target.tls.insecure {
-        input_config["insecure_skip_tls_verify"] = json!(true);
+        config["insecure_skip_tls_verify"] = json!(true);
     }
-    input_config
+    config
 }
 
 #[cfg(test)]
@@ -707,11 +720,11 @@ mod tests {
         assert_eq!(p.limits.concurrency, Some(3));
         assert_eq!(p.limits.warmup_requests, 1);
         assert_eq!(p.limits.request_count, Some(7));
-        assert_eq!(p.input_config()["shard"], "1/3");
+        assert_eq!(p.cli_config()["shard"], "1/3");
         assert!(p.coordination.probe_clock());
         let whole = plan(&["--concurrency", "10"]).unwrap();
         assert_eq!(whole.limits.concurrency, Some(10));
-        assert!(whole.input_config()["shard"].is_null());
+        assert!(whole.cli_config()["shard"].is_null());
         assert!(!whole.coordination.probe_clock());
         for (args, needle) in [
             (&["--shard", "3/3"][..], "--shard 3/3: shard 3/3: K must be from 0 to N-1"),
@@ -790,7 +803,7 @@ mod tests {
             "X-Trace:visible",
         ])
         .unwrap();
-        let cfg = p.input_config().to_string();
+        let cfg = p.cli_config().to_string();
         for s in ["hunter22", "alice", "sk-secret-1", "abcd-1234", "visible"] {
             assert!(!cfg.contains(s), "{s} leaked into {cfg}");
         }
@@ -854,7 +867,7 @@ mod tests {
         assert!(targets[0].1.is_empty() && targets[2].1.is_empty());
         assert_eq!(p.shown_urls(), ["http://h1:9", "https://<redacted>@h2", "http://h3/v1"]);
         assert!(p.secrets().contains(&"s3cret-pw".to_owned()));
-        let cfg = p.input_config().to_string();
+        let cfg = p.cli_config().to_string();
         assert!(cfg.contains("\"urls\"") && !cfg.contains("s3cret"), "{cfg}");
         assert_eq!(plan(&[]).unwrap().target.urls, ["http://localhost:8000"]);
         assert!(err(&["-u", "ftp://h"]).contains("--url ftp://h: accepted is an http:// or https:// URL"));
@@ -882,7 +895,7 @@ mod tests {
         let p = plan(&["--ssl-ca-cert", ca, "--insecure-skip-tls-verify"]).unwrap();
         assert_eq!(p.target.tls.ca_certs.len(), 1);
         assert!(p.target.tls.insecure);
-        assert_eq!(p.input_config()["insecure_skip_tls_verify"], true);
+        assert_eq!(p.cli_config()["insecure_skip_tls_verify"], true);
     }
 
     #[test]
@@ -906,7 +919,7 @@ mod tests {
         assert_eq!(p.server.wait, Some(ServerWait { limit: Duration::from_secs(5), flag: "--wait-for-server" }));
         assert!(p.server.reset_prefix_cache);
         assert_eq!(p.server.kind, Some(aiperf_core::server::kinds::ServerKind::Llamacpp));
-        let cfg = plan(&["-u", "http://u:secret99@h:1"]).unwrap().input_config().to_string();
+        let cfg = plan(&["-u", "http://u:secret99@h:1"]).unwrap().cli_config().to_string();
         assert!(!cfg.contains("secret99") && cfg.contains("http://<redacted>@h:1/metrics"), "{cfg}");
     }
 
