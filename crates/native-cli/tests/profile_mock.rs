@@ -578,3 +578,67 @@ fn aiperfs_synthetic_workload_replays_without_a_trace() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `--request-cancellation-rate`/`-delay`: the chosen share of requests reaches the server whole,
+/// is abandoned the delay after its send and is recorded as AIPerf records a cancelled request
+/// (`was_cancelled`, `cancellation_time_ns`, error code 499); the summary counts them as errors
+/// and the console as cancelled; the same `--random-seed` cancels the same requests.
+#[test]
+fn request_cancellation_cancels_a_seeded_share_after_the_delay() {
+    // Every answer takes 400 ms to its first token, far longer than the 30 ms delay.
+    let mock = Mock::start(&["--ttft-ms", "400", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..40).map(|i| format!(r#"{{"input_length": {}, "output_length": 3}}"#, 20 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let run = |name: &str, seed: &str| {
+        let art = dir.path().join(name);
+        let extra = [
+            "--concurrency",
+            "10",
+            "--request-cancellation-rate",
+            "50",
+            "--request-cancellation-delay",
+            "0.03",
+            "--random-seed",
+            seed,
+        ];
+        let out = profile_streaming(&mock.url, &trace, &art, &extra, LIMIT);
+        ok(&out);
+        let records = read_jsonl(&art.join("profile_export.jsonl"));
+        assert_eq!(records.len(), 40);
+        let mut cancelled = std::collections::BTreeSet::new();
+        for r in &records {
+            let m = &r["metadata"];
+            let rec = record_of(r);
+            if m["was_cancelled"] == true {
+                assert_eq!(r["error"]["code"], 499, "{r}");
+                assert!(m["cancellation_time_ns"].as_u64().unwrap() >= m["request_start_ns"].as_u64().unwrap(), "{r}");
+                // Abandoned no sooner than the delay after its send, before any token came.
+                assert!(rec.end_ns - rec.sent_ns >= 30_000_000, "{r}");
+                assert!(rec.chunk_ns.is_empty(), "{r}");
+                cancelled.insert(m["session_num"].as_u64().unwrap());
+            } else {
+                assert!(r.get("error").is_none(), "{r}");
+                assert_eq!(rec.chunk_ns.len(), 3, "{r}");
+            }
+        }
+        let s = summary(&art);
+        assert_eq!(s["error_request_count"]["avg"], cancelled.len() as f64);
+        assert_eq!(s["request_count"]["avg"], (40 - cancelled.len()) as f64);
+        assert_eq!(s["input_config"]["request_cancellation_rate"], 50.0);
+        let console = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            console.contains(&format!("{} completed, {} cancelled", 40 - cancelled.len(), cancelled.len())),
+            "{console}"
+        );
+        cancelled
+    };
+    let a = run("a", "7");
+    // 50 % of 40 requests: a seeded draw, far from none and from all.
+    assert!((8..=32).contains(&a.len()), "{a:?}");
+    assert_eq!(run("b", "7"), a, "the same seed cancels the same requests");
+    assert_ne!(run("c", "8"), a, "another seed cancels others");
+    // Every request reached the server, the cancelled ones too.
+    assert_eq!(mock.arrivals().len(), 120);
+}

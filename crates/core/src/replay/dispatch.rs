@@ -16,6 +16,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 use std::sync::Arc;
 
+use crate::replay::cancel::Cancellation;
 use crate::replay::schedule::{Schedule, Start, StartCursor, TurnTiming};
 
 /// One request to send.
@@ -35,6 +36,8 @@ pub struct Job {
     pub deadline_ns: u64,
     /// No deadline of its own: due when a slot is free; its scheduled time is its send time.
     pub asap: bool,
+    /// Cancel it this long after it is sent ([`Cancellation`]); `None`: let it finish.
+    pub cancel_after_ns: Option<u64>,
 }
 
 /// What the dispatcher should do next.
@@ -69,6 +72,8 @@ pub struct Dispatch {
     /// then waited for a slot.
     slot_freed_ns: Option<u64>,
     ceiling: Ceiling,
+    /// Which requests are cancelled on purpose.
+    cancellation: Option<Cancellation>,
 }
 
 /// What the concurrency ceiling did to a run's starts.
@@ -99,7 +104,13 @@ impl Dispatch {
             stopped: false,
             slot_freed_ns: None,
             ceiling: Ceiling::default(),
+            cancellation: None,
         }
+    }
+
+    /// The same dispatcher marking the jobs `cancellation` chooses ([`Job::cancel_after_ns`]).
+    pub fn with_cancellation(self, cancellation: Option<Cancellation>) -> Dispatch {
+        Dispatch { cancellation, ..self }
     }
 
     /// How often the concurrency ceiling held a due start back, and the most runs at once.
@@ -199,11 +210,13 @@ impl Dispatch {
                     row: first,
                     deadline_ns,
                     asap: s.offset_us.is_none(),
+                    cancel_after_ns: None,
                 }
             }
         };
         self.in_flight += 1;
-        Some(job)
+        let cancel_after_ns = self.cancellation.and_then(|c| c.delay_for(job.run, job.turn));
+        Some(Job { cancel_after_ns, ..job })
     }
 
     /// A request finished at `end_ns`; returns the session run's next turn when one is now

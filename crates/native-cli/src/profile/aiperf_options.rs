@@ -117,10 +117,6 @@ const USERS: Refusal = Refusal {
     why: "not yet supported: user-centric rates",
     instead: "use --request-rate (sessions per second) or the trace's timestamps",
 };
-const CANCELLATION: Refusal = Refusal {
-    why: "not yet supported: request cancellation",
-    instead: "bound each request with --request-timeout-seconds",
-};
 const BASETEN_ONLY: Refusal = Refusal {
     why: "AIPerf 0.13 applies it to baseten_trace datasets only (a Mooncake trace replays as without it), and aiperf-cli reads no baseten_trace",
     instead: "drop the option; --synthesis-speedup-ratio scales a trace's times, convert-trace --sample-fraction and --max-idle-gap-ms sample and compress it",
@@ -333,8 +329,8 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--warmup-request-rate-ramp-duration", &WARMUP),
     refused("--user-centric-rate", &USERS),
     refused("--num-users", &USERS),
-    refused("--request-cancellation-rate", &CANCELLATION),
-    refused("--request-cancellation-delay", &CANCELLATION),
+    same("--request-cancellation-rate", &["10"]),
+    same("--request-cancellation-delay", &["0.5", "--request-cancellation-rate", "10"]),
     // Conversations and prompts
     same("--conversation-num", &["3"]),
     ours("--num-conversations", "--conversation-num", &["3"]),

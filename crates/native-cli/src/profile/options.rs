@@ -159,6 +159,8 @@ pub struct Args {
     /// Seconds in-flight requests get to finish after the duration or Ctrl-C.
     #[arg(help_heading = "Load", long, default_value_t = 30.0)]
     pub benchmark_grace_period: f64,
+    #[command(flatten)]
+    pub shape: LoadShape,
     /// Replay shard K of N (K from 0 to N-1, as Kubernetes numbers Indexed Job pods): whole
     /// sessions, at the times of the whole run; `--concurrency` and `--warmup-request-count`
     /// are totals divided across the shards, `--request-count` is the whole run's.
@@ -285,6 +287,21 @@ pub struct Args {
     /// Accepted for AIPerf compatibility: no GPU telemetry is collected.
     #[arg(help_heading = "Server", long, hide = true)]
     pub no_gpu_telemetry: bool,
+}
+
+/// AIPerf's options that shape the load beyond its rate or concurrency: request cancellation,
+/// the warm-up phase, ramps ([`super::plan::shaping`] checks them).
+#[derive(Clone, Debug, clap::Args)]
+pub struct LoadShape {
+    /// Percent of requests (above 0, up to 100) the client cancels: each is sent whole, then
+    /// abandoned --request-cancellation-delay seconds later and recorded as cancelled; which
+    /// ones follows --random-seed (warm-up requests are never cancelled).
+    #[arg(help_heading = "Load", long)]
+    pub request_cancellation_rate: Option<f64>,
+    /// Seconds after a request is sent before it is cancelled [default: 0]; needs
+    /// --request-cancellation-rate.
+    #[arg(help_heading = "Load", long)]
+    pub request_cancellation_delay: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

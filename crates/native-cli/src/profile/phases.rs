@@ -302,7 +302,8 @@ fn measure<T: Transport + Clone>(
             inputs.schedule.clone(),
             plan.limits.concurrency,
             plan.limits.duration.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
-        ),
+        )
+        .with_cancellation(plan.limits.cancellation),
         preparer: zero.preparer,
         shared: shared.clone(),
         handle: rt.handle().clone(),

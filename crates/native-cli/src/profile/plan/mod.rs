@@ -9,6 +9,7 @@
 //! - [`replay`]: one replay — [`ReplayPlan`], checked option group by option group;
 //! - [`arrivals`]: when sessions start, resolved against the trace;
 //! - [`limits`]: the options' bounds and the checks of one option;
+//! - [`shaping`]: AIPerf's load-shaping options (request cancellation);
 //! - [`secrets`]: credentials in URLs and headers, redacted and masked;
 //! - [`tls`]: the `--ssl-ca-cert` file.
 
@@ -17,6 +18,7 @@ pub mod campaign;
 pub mod limits;
 pub mod replay;
 pub mod secrets;
+pub mod shaping;
 pub mod tls;
 
 pub use campaign::{Mode, ProfilePlan};

@@ -96,6 +96,8 @@ pub struct Limits {
     /// At most this many session runs at once.
     pub concurrency: Option<usize>,
     pub warmup_requests: u64,
+    /// Requests the client cancels on purpose (`--request-cancellation-rate`).
+    pub cancellation: Option<aiperf_core::replay::cancel::Cancellation>,
 }
 
 /// How this process takes part in a run split across processes.
@@ -252,6 +254,7 @@ impl ReplayPlan {
                 grace: times.grace,
                 concurrency: load.concurrency,
                 warmup_requests: load.warmup_requests,
+                cancellation: super::shaping::cancellation(&a.shape, a.random_seed)?,
             },
             counting: if a.use_server_token_count { TokenCounting::ServerOnly } else { TokenCounting::Client },
             exports: Exports {
@@ -651,6 +654,9 @@ fn input_config(a: &Args, plan: &ReplayPlan) -> Value {
         ("reset_prefix_cache", json!(a.reset_prefix_cache)),
         ("server_kind", json!(server.kind.map(|k| k.name()))),
     ] {
+        input_config[k] = v;
+    }
+    for (k, v) in super::shaping::input_config(&a.shape) {
         input_config[k] = v;
     }
     if target.urls.len() > 1 {

@@ -1,0 +1,81 @@
+//! AIPerf's load-shaping options, checked: request cancellation (which requests the client
+//! abandons, and when).
+
+use aiperf_core::replay::cancel::Cancellation;
+use anyhow::{Result, bail, ensure};
+
+use super::limits::seconds;
+use crate::profile::options::LoadShape;
+
+/// `--request-cancellation-rate` (percent, above 0 to 100) and `--request-cancellation-delay`
+/// (seconds after the send, AIPerf's default 0), chosen by `seed`; the delay alone is refused,
+/// as AIPerf refuses it.
+pub fn cancellation(a: &LoadShape, seed: u64) -> Result<Option<Cancellation>> {
+    let Some(rate) = a.request_cancellation_rate else {
+        if let Some(d) = a.request_cancellation_delay {
+            bail!(
+                "--request-cancellation-delay {d:?} needs --request-cancellation-rate (the percent of requests to cancel): give both, or drop the delay"
+            );
+        }
+        return Ok(None);
+    };
+    ensure!(
+        rate.is_finite() && rate > 0.0 && rate <= 100.0,
+        "--request-cancellation-rate {rate:?}: accepted is a percent of requests above 0 and at most 100"
+    );
+    let delay = seconds(a.request_cancellation_delay.unwrap_or(0.0), "--request-cancellation-delay", true)?;
+    Ok(Cancellation::new(rate, u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX), seed))
+}
+
+/// The load-shaping options given, as written to the exports (options not given are left out).
+pub fn input_config(a: &LoadShape) -> Vec<(&'static str, serde_json::Value)> {
+    let mut out = Vec::new();
+    let mut put = |k: &'static str, v: Option<serde_json::Value>| {
+        if let Some(v) = v {
+            out.push((k, v));
+        }
+    };
+    put("request_cancellation_rate", a.request_cancellation_rate.map(Into::into));
+    put("request_cancellation_delay", a.request_cancellation_delay.map(Into::into));
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::profile::options;
+    use crate::profile::plan::ReplayPlan;
+
+    fn plan(extra: &[&str]) -> anyhow::Result<ReplayPlan> {
+        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
+        argv.extend_from_slice(extra);
+        ReplayPlan::from_args(options::parse(argv)?)
+    }
+
+    fn err(extra: &[&str]) -> String {
+        format!("{:#}", plan(extra).unwrap_err())
+    }
+
+    #[test]
+    fn cancellation_takes_a_percent_and_a_delay_that_needs_it() {
+        assert!(plan(&[]).unwrap().limits.cancellation.is_none());
+        let c = plan(&["--request-cancellation-rate", "100", "--request-cancellation-delay", "0.25"]).unwrap();
+        assert_eq!(c.limits.cancellation.unwrap().delay_ns(), 250_000_000);
+        let c = plan(&["--request-cancellation-rate", "0.5"]).unwrap();
+        assert_eq!(c.limits.cancellation.unwrap().delay_ns(), 0);
+        for (args, says) in [
+            (&["--request-cancellation-rate", "0"][..], "--request-cancellation-rate 0.0: accepted is a percent"),
+            (&["--request-cancellation-rate", "100.5"], "--request-cancellation-rate 100.5: accepted"),
+            (
+                &["--request-cancellation-delay", "1"],
+                "--request-cancellation-delay 1.0 needs --request-cancellation-rate",
+            ),
+            (
+                &["--request-cancellation-rate", "5", "--request-cancellation-delay=-1"],
+                "--request-cancellation-delay -1.0",
+            ),
+        ] {
+            assert!(err(args).contains(says), "{args:?}: {}", err(args));
+        }
+    }
+}
