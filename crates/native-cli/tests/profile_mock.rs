@@ -642,3 +642,58 @@ fn request_cancellation_cancels_a_seeded_share_after_the_delay() {
     // Every request reached the server, the cancelled ones too.
     assert_eq!(mock.arrivals().len(), 120);
 }
+
+/// The warm-up options: a warm-up bounded by time at a constant rate sends no more than the
+/// rate allows in that time, a session bound caps a request count, and every warm-up request
+/// reaches the server before the run's first while none of them is recorded or summarized.
+#[test]
+fn warmup_runs_at_its_own_rate_and_bounds_and_is_not_measured() {
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..6).map(|i| format!(r#"{{"input_length": {}, "output_length": 2}}"#, 20 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let warmup_of = |from: usize| -> (usize, usize) {
+        let arrivals = mock.arrivals();
+        let arrivals = &arrivals[from..];
+        let is_warmup =
+            |a: &serde_json::Value| a["headers"]["request_id"].as_str().is_some_and(|id| id.contains("-warmup-"));
+        let n = arrivals.iter().filter(|a| is_warmup(a)).count();
+        // Every warm-up arrival comes before the first measured one.
+        let first_measured = arrivals.iter().position(|a| !is_warmup(a)).unwrap();
+        assert!(arrivals[first_measured..].iter().all(|a| !is_warmup(a)));
+        (n, arrivals.len() - n)
+    };
+    let check = |art: &std::path::Path, out: &std::process::Output| {
+        ok(out);
+        assert_eq!(read_jsonl(&art.join("profile_export.jsonl")).len(), 6);
+        assert_eq!(summary(art)["request_count"]["avg"], 6.0);
+    };
+    // 20 per second, constant, for 0.5 s: sends due at 0, 50, …, 450 ms, at most 10; a
+    // closed loop would send hundreds to this mock in that time.
+    let art = dir.path().join("rate");
+    let extra = [
+        "--concurrency",
+        "2",
+        "--warmup-duration",
+        "0.5",
+        "--warmup-request-rate",
+        "20",
+        "--warmup-arrival-pattern",
+        "constant",
+        "--warmup-grace-period",
+        "10",
+    ];
+    let out = profile_streaming(&mock.url, &trace, &art, &extra, LIMIT);
+    check(&art, &out);
+    let (warm, measured) = warmup_of(0);
+    assert!((1..=10).contains(&warm), "{warm} warm-up requests");
+    assert_eq!(measured, 6);
+    assert_eq!(summary(&art)["input_config"]["warmup_request_rate"], 20.0);
+    // Sessions and requests: the first bound reached ends the warm-up.
+    let before = mock.arrivals().len();
+    let art = dir.path().join("sessions");
+    let extra = ["--concurrency", "2", "--warmup-request-count", "9", "--num-warmup-sessions", "4"];
+    let out = profile_streaming(&mock.url, &trace, &art, &extra, LIMIT);
+    check(&art, &out);
+    assert_eq!(warmup_of(before), (4, 6));
+}

@@ -5,6 +5,7 @@
 //! - [`dispatch`]: which request goes next and when (session slots, turn timing, stop; the prefix
 //!   cache a request would find);
 //! - [`sharding`]: a shard's clock offset from `Date` probes, what a shard and a merge record;
+//! - [`warmup`]: the warm-up phase's schedule and dispatcher (its bounds, rate or concurrency);
 //! - [`sse`]: server-sent events and OpenAI streaming chunks.
 
 pub mod cancel;
@@ -12,3 +13,4 @@ pub mod dispatch;
 pub mod schedule;
 pub mod sharding;
 pub mod sse;
+pub mod warmup;

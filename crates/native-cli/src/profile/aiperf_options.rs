@@ -110,8 +110,8 @@ const PREFILL: Refusal = Refusal {
     instead: "limit all requests in flight with --concurrency",
 };
 const WARMUP: Refusal = Refusal {
-    why: "not yet supported: warm-up phases other than a request count",
-    instead: "use --warmup-request-count",
+    why: "not yet supported: this warm-up option",
+    instead: "shape the warm-up with --warmup-request-count, --num-warmup-sessions, --warmup-duration, --warmup-concurrency, --warmup-request-rate",
 };
 const USERS: Refusal = Refusal {
     why: "not yet supported: user-centric rates",
@@ -315,15 +315,15 @@ pub const OPTIONS: &[AiperfOption] = &[
     // Warm-up
     same("--warmup-request-count", &["2"]),
     ours("--num-warmup-requests", "--warmup-request-count", &["2"]),
-    refused("--warmup-duration", &WARMUP),
+    same("--warmup-duration", &["2"]),
     refused("--agentic-cache-warmup-duration", &AGENTIC),
     refused("--agentic-warmup-grace-period", &AGENTIC),
-    refused("--num-warmup-sessions", &WARMUP),
-    refused("--warmup-concurrency", &WARMUP),
+    same("--num-warmup-sessions", &["2"]),
+    same("--warmup-concurrency", &["2", "--warmup-request-count", "2"]),
     refused("--warmup-prefill-concurrency", &WARMUP),
-    refused("--warmup-request-rate", &WARMUP),
-    refused("--warmup-arrival-pattern", &WARMUP),
-    refused("--warmup-grace-period", &WARMUP),
+    same("--warmup-request-rate", &["2", "--warmup-request-count", "2"]),
+    same("--warmup-arrival-pattern", &["constant", "--warmup-request-count", "2"]),
+    same("--warmup-grace-period", &["2", "--warmup-duration", "1"]),
     refused("--warmup-concurrency-ramp-duration", &WARMUP),
     refused("--warmup-prefill-concurrency-ramp-duration", &WARMUP),
     refused("--warmup-request-rate-ramp-duration", &WARMUP),

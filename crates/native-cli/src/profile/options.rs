@@ -302,6 +302,26 @@ pub struct LoadShape {
     /// --request-cancellation-rate.
     #[arg(help_heading = "Load", long)]
     pub request_cancellation_delay: Option<f64>,
+    /// Longest warm-up, in seconds (a warm-up ends at the first of its bounds: this,
+    /// --warmup-request-count, --num-warmup-sessions).
+    #[arg(help_heading = "Load", long)]
+    pub warmup_duration: Option<f64>,
+    /// Most sessions the warm-up sends (each sends its first turn).
+    #[arg(help_heading = "Load", long)]
+    pub num_warmup_sessions: Option<u64>,
+    /// Warm-up requests in flight at most [default: --concurrency; 1 without a rate].
+    #[arg(help_heading = "Load", long)]
+    pub warmup_concurrency: Option<usize>,
+    /// Warm-up sessions per second [default: --request-rate].
+    #[arg(help_heading = "Load", long)]
+    pub warmup_request_rate: Option<f64>,
+    /// Gaps between warm-up arrivals [default: --arrival-pattern].
+    #[arg(help_heading = "Load", long, value_enum)]
+    pub warmup_arrival_pattern: Option<ArrivalPattern>,
+    /// Seconds the warm-up's requests in flight get to finish after --warmup-duration (they are
+    /// abandoned then) [default: they are waited for]; needs --warmup-duration.
+    #[arg(help_heading = "Load", long)]
+    pub warmup_grace_period: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -95,9 +95,10 @@ pub struct Limits {
     pub grace: Duration,
     /// At most this many session runs at once.
     pub concurrency: Option<usize>,
-    pub warmup_requests: u64,
     /// Requests the client cancels on purpose (`--request-cancellation-rate`).
     pub cancellation: Option<aiperf_core::replay::cancel::Cancellation>,
+    /// The warm-up phase, when one is asked for.
+    pub warmup: Option<super::shaping::WarmupPlan>,
 }
 
 /// How this process takes part in a run split across processes.
@@ -253,8 +254,18 @@ impl ReplayPlan {
                 duration: times.duration,
                 grace: times.grace,
                 concurrency: load.concurrency,
-                warmup_requests: load.warmup_requests,
                 cancellation: super::shaping::cancellation(&a.shape, a.random_seed)?,
+                warmup: super::shaping::warmup(
+                    &a.shape,
+                    &super::shaping::RunLoad {
+                        rate: load.rate,
+                        pattern: a.arrival_pattern,
+                        concurrency: load.concurrency,
+                        warmup_requests: load.warmup_requests,
+                        shard: load.coordination.shard,
+                        seed: a.random_seed,
+                    },
+                )?,
             },
             counting: if a.use_server_token_count { TokenCounting::ServerOnly } else { TokenCounting::Client },
             exports: Exports {
@@ -711,7 +722,7 @@ mod tests {
             .unwrap();
         assert_eq!(p.coordination.shard, Shard { index: 1, count: 3 });
         assert_eq!(p.limits.concurrency, Some(3));
-        assert_eq!(p.limits.warmup_requests, 1);
+        assert_eq!(p.limits.warmup.unwrap().shape.requests, Some(1));
         assert_eq!(p.limits.request_count, Some(7));
         assert_eq!(p.input_config()["shard"], "1/3");
         assert!(p.coordination.probe_clock());

@@ -1,11 +1,89 @@
 //! AIPerf's load-shaping options, checked: request cancellation (which requests the client
-//! abandons, and when).
+//! abandons, and when) and the warm-up phase.
+
+use std::time::Duration;
 
 use aiperf_core::replay::cancel::Cancellation;
+use aiperf_core::replay::schedule::{ArrivalPattern, Shard};
+use aiperf_core::replay::warmup::Warmup;
 use anyhow::{Result, bail, ensure};
 
-use super::limits::seconds;
+use super::limits::{MAX_CONCURRENCY, MAX_REQUESTS, RATE_RANGE, in_range, seconds};
 use crate::profile::options::LoadShape;
+
+/// The warm-up phase: what it sends, and how long its last requests may take.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WarmupPlan {
+    pub shape: Warmup,
+    /// `--warmup-grace-period`: after the warm-up's duration, in-flight requests get this long.
+    pub grace: Option<Duration>,
+}
+
+/// The run's own load, which the warm-up takes when its own options are not given.
+pub struct RunLoad {
+    pub rate: Option<f64>,
+    pub pattern: ArrivalPattern,
+    /// This process's part of `--concurrency`.
+    pub concurrency: Option<usize>,
+    /// This process's part of `--warmup-request-count` (0: none).
+    pub warmup_requests: u64,
+    pub shard: Shard,
+    pub seed: u64,
+}
+
+/// The warm-up, as AIPerf's: there is one when `--warmup-request-count`, `--num-warmup-sessions`
+/// or `--warmup-duration` is given (it ends at the first of them); it runs at
+/// `--warmup-request-rate` (or the run's rate) with `--warmup-arrival-pattern` (or the run's),
+/// capped by `--warmup-concurrency` (or the run's concurrency) when given, and without a rate at
+/// that concurrency (1 unless given). A shard sends its part of the counts, rate and concurrency.
+pub fn warmup(a: &LoadShape, run: &RunLoad) -> Result<Option<WarmupPlan>> {
+    let shard = run.shard;
+    let duration = a.warmup_duration.map(|d| seconds(d, "--warmup-duration", false)).transpose()?;
+    let sessions = a
+        .num_warmup_sessions
+        .map(|n| in_range(n, "--num-warmup-sessions", 1, MAX_REQUESTS).map(|n| shard.part_of(n)))
+        .transpose()?;
+    let concurrency = a
+        .warmup_concurrency
+        .map(|c| {
+            in_range(c, "--warmup-concurrency", 1, MAX_CONCURRENCY).map(|c| shard.part_of(c as u64).max(1) as usize)
+        })
+        .transpose()?;
+    let rate = a
+        .warmup_request_rate
+        .map(|r| {
+            ensure!(
+                r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1,
+                "--warmup-request-rate {r:?}: accepted is {} to {} requests per second",
+                RATE_RANGE.0,
+                RATE_RANGE.1
+            );
+            Ok(r)
+        })
+        .transpose()?
+        .or(run.rate);
+    let grace = a.warmup_grace_period.map(|g| seconds(g, "--warmup-grace-period", true)).transpose()?;
+    if let (Some(g), None) = (a.warmup_grace_period, duration) {
+        bail!(
+            "--warmup-grace-period {g:?} needs --warmup-duration: the grace period follows a warm-up bounded by time; give --warmup-duration, or drop --warmup-grace-period"
+        );
+    }
+    let shape = Warmup {
+        requests: (run.warmup_requests > 0).then_some(run.warmup_requests),
+        sessions,
+        duration_ns: duration.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+        rate: rate.map(|r| (r / f64::from(shard.count), a.warmup_arrival_pattern.unwrap_or(run.pattern))),
+        concurrency: match (concurrency.or(run.concurrency), rate) {
+            (Some(c), _) => Some(c),
+            (None, Some(_)) => None,
+            (None, None) => Some(1),
+        },
+        seed: run.seed,
+    };
+    // A shard whose part of the counts is nothing sends no warm-up.
+    let nothing = shape.request_limit() == Some(0);
+    Ok((shape.is_bounded() && !nothing).then_some(WarmupPlan { shape, grace }))
+}
 
 /// `--request-cancellation-rate` (percent, above 0 to 100) and `--request-cancellation-delay`
 /// (seconds after the send, AIPerf's default 0), chosen by `seed`; the delay alone is refused,
@@ -37,6 +115,12 @@ pub fn input_config(a: &LoadShape) -> Vec<(&'static str, serde_json::Value)> {
     };
     put("request_cancellation_rate", a.request_cancellation_rate.map(Into::into));
     put("request_cancellation_delay", a.request_cancellation_delay.map(Into::into));
+    put("warmup_duration", a.warmup_duration.map(Into::into));
+    put("num_warmup_sessions", a.num_warmup_sessions.map(Into::into));
+    put("warmup_concurrency", a.warmup_concurrency.map(Into::into));
+    put("warmup_request_rate", a.warmup_request_rate.map(Into::into));
+    put("warmup_arrival_pattern", a.warmup_arrival_pattern.map(|p| format!("{p:?}").to_lowercase().into()));
+    put("warmup_grace_period", a.warmup_grace_period.map(Into::into));
     out
 }
 
@@ -76,6 +160,83 @@ mod tests {
             ),
         ] {
             assert!(err(args).contains(says), "{args:?}: {}", err(args));
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod warmup_tests {
+    use aiperf_core::replay::schedule::ArrivalPattern;
+
+    use crate::profile::options;
+    use crate::profile::plan::ReplayPlan;
+
+    fn plan(extra: &[&str]) -> anyhow::Result<ReplayPlan> {
+        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
+        argv.extend_from_slice(extra);
+        ReplayPlan::from_args(options::parse(argv)?)
+    }
+
+    #[test]
+    fn warmup_takes_the_runs_load_unless_given_its_own() {
+        assert!(plan(&["--warmup-concurrency", "3"]).unwrap().limits.warmup.is_none());
+        let w = plan(&["--warmup-request-count", "5"]).unwrap().limits.warmup.unwrap();
+        assert_eq!((w.shape.requests, w.shape.concurrency, w.shape.rate), (Some(5), Some(1), None));
+        let w = plan(&["--num-warmup-sessions", "5", "--concurrency", "4"]).unwrap().limits.warmup.unwrap();
+        assert_eq!((w.shape.sessions, w.shape.concurrency), (Some(5), Some(4)));
+        let w = plan(&["--warmup-duration", "2", "--request-rate", "10", "--arrival-pattern", "constant"])
+            .unwrap()
+            .limits
+            .warmup
+            .unwrap();
+        assert_eq!(w.shape.rate, Some((10.0, ArrivalPattern::Constant)));
+        assert_eq!((w.shape.concurrency, w.shape.duration_ns, w.grace), (None, Some(2_000_000_000), None));
+        let w = plan(&[
+            "--warmup-duration",
+            "1",
+            "--warmup-grace-period",
+            "0.5",
+            "--warmup-request-rate",
+            "3",
+            "--warmup-arrival-pattern",
+            "poisson",
+            "--warmup-concurrency",
+            "2",
+            "--request-rate",
+            "10",
+            "--arrival-pattern",
+            "constant",
+        ])
+        .unwrap()
+        .limits
+        .warmup
+        .unwrap();
+        assert_eq!(w.shape.rate, Some((3.0, ArrivalPattern::Poisson)));
+        assert_eq!((w.shape.concurrency, w.grace), (Some(2), Some(std::time::Duration::from_millis(500))));
+        // A shard sends its part.
+        let w = plan(&["--shard", "1/2", "--warmup-request-count", "5", "--warmup-request-rate", "8"])
+            .unwrap()
+            .limits
+            .warmup
+            .unwrap();
+        assert_eq!((w.shape.requests, w.shape.rate.map(|r| r.0)), (Some(2), Some(4.0)));
+    }
+
+    #[test]
+    fn warmup_options_out_of_bounds_are_named() {
+        for (args, says) in [
+            (&["--warmup-duration", "0"][..], "--warmup-duration 0.0"),
+            (&["--num-warmup-sessions", "0"], "--num-warmup-sessions 0: accepted is 1 to"),
+            (&["--warmup-request-count", "1", "--warmup-concurrency", "0"], "--warmup-concurrency 0: accepted is 1 to"),
+            (&["--warmup-request-count", "1", "--warmup-request-rate", "0"], "--warmup-request-rate 0.0: accepted"),
+            (
+                &["--warmup-request-count", "1", "--warmup-grace-period", "1"],
+                "--warmup-grace-period 1.0 needs --warmup-duration",
+            ),
+        ] {
+            let e = format!("{:#}", plan(args).unwrap_err());
+            assert!(e.contains(says), "{args:?}: {e}");
         }
     }
 }
