@@ -697,3 +697,61 @@ fn warmup_runs_at_its_own_rate_and_bounds_and_is_not_measured() {
     check(&art, &out);
     assert_eq!(warmup_of(before), (4, 6));
 }
+
+/// The scheduled times (ms from time zero) of a run's records, in order.
+fn scheduled_ms(art: &std::path::Path) -> Vec<f64> {
+    let mut t: Vec<f64> =
+        read_jsonl(&art.join("profile_export.jsonl")).iter().map(|r| record_of(r).scheduled_ns as f64 / 1e6).collect();
+    t.sort_by(f64::total_cmp);
+    t
+}
+
+/// `--concurrency-ramp-duration`: the ceiling rises from 1 to `--concurrency` one step at a
+/// time (AIPerf's linear ramp), so the starts of a closed loop whose answers outlast the ramp
+/// are due at the ramp's steps instead of all at once; `--request-rate-ramp-duration`: the
+/// gaps of constant arrivals shrink as AIPerf's rate rises every 0.1 s, from 1/10 of the
+/// rate to the rate.
+#[test]
+fn ramps_raise_the_concurrency_and_the_rate_on_aiperfs_steps() {
+    let mock = Mock::start(&["--ttft-ms", "2000", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..4).map(|i| format!(r#"{{"input_length": {}, "output_length": 1}}"#, 20 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    // 1 → 4 over 1.5 s: 2 at 0.5 s, 3 at 1 s, 4 at 1.5 s; no answer comes before 2 s.
+    let art = dir.path().join("concurrency");
+    let out = profile_streaming(
+        &mock.url,
+        &trace,
+        &art,
+        &["--concurrency", "4", "--concurrency-ramp-duration", "1.5"],
+        LIMIT,
+    );
+    ok(&out);
+    let t = scheduled_ms(&art);
+    assert_eq!(t.len(), 4);
+    assert_eq!(t[1..], [500.0, 1000.0, 1500.0], "{t:?}");
+    assert_times_consistent(&read_jsonl(&art.join("profile_export.jsonl")));
+
+    // 20 per second, ramped over 1 s: 2/s at first (a 500 ms gap), 11/s from 0.5 s, …, 20/s
+    // (50 ms gaps) from 1 s on.
+    let fast = Mock::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
+    let art = dir.path().join("rate");
+    let extra = [
+        "--request-rate",
+        "20",
+        "--arrival-pattern",
+        "constant",
+        "--request-rate-ramp-duration",
+        "1",
+        "--request-count",
+        "16",
+    ];
+    let out = profile_streaming(&fast.url, &trace, &art, &extra, LIMIT);
+    ok(&out);
+    let t = scheduled_ms(&art);
+    assert_eq!(t.len(), 16);
+    let gaps: Vec<f64> = t.windows(2).map(|w| ((w[1] - w[0]) * 1e3).round() / 1e3).collect();
+    assert_eq!(gaps[..2], [500.0, 90.909], "{gaps:?}");
+    assert!(gaps.windows(2).all(|w| w[1] <= w[0]), "{gaps:?}");
+    assert_eq!(gaps[gaps.len() - 1], 50.0, "{gaps:?}");
+}

@@ -158,12 +158,42 @@ pub struct Generator {
     pub request_limit: Option<u64>,
     /// Without a request limit: every session once.
     pub once: bool,
+    /// AIPerf's `--request-rate-ramp-duration` in microseconds: the rate rises from a small
+    /// start to its target over this long ([`ramped_rate`]).
+    pub ramp_us: Option<u64>,
+}
+
+/// How often AIPerf updates a ramping request rate (its `RATE_RAMP_UPDATE_INTERVAL`, 0.1 s).
+pub const RATE_RAMP_UPDATE_US: u64 = 100_000;
+
+/// The request rate at `t_us` of a run whose rate ramps to `target` over `ramp_us`, as AIPerf
+/// ramps it: it starts at `target × 0.1 s / ramp` and is raised every 0.1 s along the straight
+/// line to `target` (the value the line has at that update), reaching `target` at the ramp's end.
+pub fn ramped_rate(target: f64, ramp_us: u64, t_us: f64) -> f64 {
+    let (d, step) = (ramp_us as f64, RATE_RAMP_UPDATE_US as f64);
+    if ramp_us == 0 || t_us >= d {
+        return target;
+    }
+    let start = target * step / d;
+    let updated = (t_us / step).floor() * step;
+    if updated >= d { target } else { start + (target - start) * updated / d }
 }
 
 impl Schedule {
     /// The same schedule restricted to `shard`.
     pub fn sharded(self, shard: Shard) -> Schedule {
         Schedule { shard, ..self }
+    }
+
+    /// The same schedule with its generated rate ramping over `ramp_us` ([`ramped_rate`]); a
+    /// schedule without a generated rate is returned as it is.
+    pub fn with_rate_ramp(mut self, ramp_us: Option<u64>) -> Schedule {
+        if let Starts::Generated(g) = &mut self.starts
+            && g.rate.is_some()
+        {
+            g.ramp_us = ramp_us;
+        }
+        self
     }
 
     /// The session runs, in start order.
@@ -281,6 +311,8 @@ impl StartCursor {
         }
         let offset_us = g.rate.map(|(per_second, pattern)| {
             if k > 0 {
+                // The gap after an arrival follows the rate at that arrival.
+                let per_second = g.ramp_us.map_or(per_second, |d| ramped_rate(per_second, d, self.t_us));
                 self.t_us += match pattern {
                     ArrivalPattern::Constant => 1e6 / per_second,
                     ArrivalPattern::Poisson => self.rng.exponential() * 1e6 / per_second,
@@ -496,7 +528,7 @@ fn generated(
     }
     Ok(Schedule {
         sessions,
-        starts: Starts::Generated(Generator { rate, seed, request_limit: request_count, once: true }),
+        starts: Starts::Generated(Generator { rate, seed, request_limit: request_count, once: true, ramp_us: None }),
         shard: Shard::WHOLE,
     })
 }
@@ -566,6 +598,27 @@ mod tests {
     use super::*;
     use crate::trace::{Input, Number, Row};
     use proptest::prelude::*;
+
+    #[test]
+    fn a_rate_ramp_rises_every_tenth_of_a_second_to_its_target() {
+        // 10 per second over 1 s: 1/s at the start, raised along the line every 0.1 s.
+        let r = |ms: f64| ramped_rate(10.0, 1_000_000, ms * 1000.0);
+        assert_eq!(r(0.0), 1.0);
+        assert_eq!(r(99.0), 1.0);
+        assert!((r(150.0) - 1.9).abs() < 1e-9);
+        assert!((r(950.0) - 9.1).abs() < 1e-9);
+        assert_eq!(r(1000.0), 10.0);
+        // The schedule's gaps follow it: constant arrivals shrink from 1 s to 0.1 s.
+        let sessions = vec![Session { id: None, turns: vec![Turn { row: 0, timing: TurnTiming::Immediately }] }];
+        let s = generated(sessions, Some((10.0, ArrivalPattern::Constant)), 0, Some(40))
+            .unwrap()
+            .with_rate_ramp(Some(1_000_000));
+        let offsets: Vec<u64> = s.starts().map(|s| s.offset_us.unwrap()).collect();
+        assert_eq!(offsets[..2], [0, 1_000_000]);
+        let gaps: Vec<u64> = offsets.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.windows(2).all(|w| w[1] <= w[0]), "{gaps:?}");
+        assert_eq!(gaps.last(), Some(&100_000));
+    }
 
     fn row(ts: Option<i64>, sid: Option<&str>, delay: Option<i64>) -> Row {
         let mut r = Row::new(Input::Length(10));

@@ -32,6 +32,10 @@ pub struct Warmup {
     pub concurrency: Option<usize>,
     /// Seed of Poisson gaps.
     pub seed: u64,
+    /// The concurrency ramps from 1 over this long (ns), as the run's can.
+    pub concurrency_ramp_ns: Option<u64>,
+    /// The rate ramps over this long (µs), as the run's can.
+    pub rate_ramp_us: Option<u64>,
 }
 
 impl Warmup {
@@ -70,6 +74,7 @@ impl Warmup {
                 seed: self.seed ^ STREAM,
                 request_limit: self.request_limit(),
                 once: false,
+                ramp_us: self.rate_ramp_us.filter(|_| self.rate.is_some()),
             }),
             shard: Default::default(),
         }
@@ -78,6 +83,7 @@ impl Warmup {
     /// The dispatcher of the warm-up over `main`: its schedule, its concurrency, its duration.
     pub fn dispatch(&self, main: &Schedule) -> Dispatch {
         Dispatch::new(Arc::new(self.schedule(main)), self.concurrency, self.duration_ns)
+            .with_concurrency_ramp(self.concurrency_ramp_ns)
     }
 }
 

@@ -102,8 +102,8 @@ const PLOTS: Refusal = Refusal {
     instead: "aiperf-cli report RUN_DIR writes an HTML report with the charts",
 };
 const RAMPS: Refusal = Refusal {
-    why: "not yet supported: load ramps and rate series",
-    instead: "sweep with a comma-separated --concurrency or --request-rate list",
+    why: "not yet supported: rate series and gamma arrivals",
+    instead: "use --arrival-pattern poisson or constant; a comma-separated --request-rate list sweeps rates",
 };
 const PREFILL: Refusal = Refusal {
     why: "not yet supported: prefill concurrency limits",
@@ -294,9 +294,9 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--vllm-burstiness", &RAMPS),
     same("--request-count", &["10"]),
     ours("--num-requests", "--request-count", &["10"]),
-    refused("--concurrency-ramp-duration", &RAMPS),
+    same("--concurrency-ramp-duration", &["2", "--concurrency", "4"]),
     refused("--prefill-concurrency-ramp-duration", &PREFILL),
-    refused("--request-rate-ramp-duration", &RAMPS),
+    same("--request-rate-ramp-duration", &["2", "--request-rate", "4"]),
     refused("--request-rate-series", &RAMPS),
     refused(
         "--failed-request-threshold",
@@ -324,9 +324,9 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--warmup-request-rate", &["2", "--warmup-request-count", "2"]),
     same("--warmup-arrival-pattern", &["constant", "--warmup-request-count", "2"]),
     same("--warmup-grace-period", &["2", "--warmup-duration", "1"]),
-    refused("--warmup-concurrency-ramp-duration", &WARMUP),
+    same("--warmup-concurrency-ramp-duration", &["2", "--warmup-request-count", "2"]),
     refused("--warmup-prefill-concurrency-ramp-duration", &WARMUP),
-    refused("--warmup-request-rate-ramp-duration", &WARMUP),
+    same("--warmup-request-rate-ramp-duration", &["2", "--warmup-request-count", "2", "--warmup-request-rate", "4"]),
     refused("--user-centric-rate", &USERS),
     refused("--num-users", &USERS),
     same("--request-cancellation-rate", &["10"]),

@@ -322,6 +322,20 @@ pub struct LoadShape {
     /// abandoned then) [default: they are waited for]; needs --warmup-duration.
     #[arg(help_heading = "Load", long)]
     pub warmup_grace_period: Option<f64>,
+    /// Seconds over which the request rate rises to --request-rate: it starts at the rate ×
+    /// 0.1 s / this and is raised every 0.1 s along the line to the rate (AIPerf's ramp).
+    #[arg(help_heading = "Load", long)]
+    pub request_rate_ramp_duration: Option<f64>,
+    /// Seconds over which the concurrency ceiling rises from 1 to --concurrency, one step at a
+    /// time at even intervals (AIPerf's ramp).
+    #[arg(help_heading = "Load", long)]
+    pub concurrency_ramp_duration: Option<f64>,
+    /// The warm-up's --request-rate-ramp-duration [default: the run's].
+    #[arg(help_heading = "Load", long)]
+    pub warmup_request_rate_ramp_duration: Option<f64>,
+    /// The warm-up's --concurrency-ramp-duration [default: the run's].
+    #[arg(help_heading = "Load", long)]
+    pub warmup_concurrency_ramp_duration: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -304,7 +304,8 @@ fn measure<T: Transport + Clone>(
             plan.limits.concurrency,
             plan.limits.duration.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
         )
-        .with_cancellation(plan.limits.cancellation),
+        .with_cancellation(plan.limits.cancellation)
+        .with_concurrency_ramp(plan.limits.ramps.concurrency_ns),
         preparer: zero.preparer,
         shared: shared.clone(),
         handle: rt.handle().clone(),

@@ -99,6 +99,8 @@ pub struct Limits {
     pub cancellation: Option<aiperf_core::replay::cancel::Cancellation>,
     /// The warm-up phase, when one is asked for.
     pub warmup: Option<super::shaping::WarmupPlan>,
+    /// How the concurrency ceiling and the rate ramp up.
+    pub ramps: super::shaping::Ramps,
 }
 
 /// How this process takes part in a run split across processes.
@@ -196,6 +198,7 @@ impl ReplayPlan {
         let block_size = in_range(a.isl_block_size, "--isl-block-size", 1, u64::from(u32::MAX))?;
         one_value_per_run(&a)?;
         let load = load(&a)?;
+        let ramps = super::shaping::ramps(&a.shape, load.rate, load.concurrency)?;
         let headers = a.headers.iter().map(|h| key_value(h, "--header")).collect::<Result<Vec<_>>>()?;
         let extra_inputs = extra_inputs(&a.extra_inputs)?;
         let slos = match &a.goodput {
@@ -264,8 +267,10 @@ impl ReplayPlan {
                         warmup_requests: load.warmup_requests,
                         shard: load.coordination.shard,
                         seed: a.random_seed,
+                        ramps,
                     },
                 )?,
+                ramps,
             },
             counting: if a.use_server_token_count { TokenCounting::ServerOnly } else { TokenCounting::Client },
             exports: Exports {
@@ -371,7 +376,7 @@ impl ReplayPlan {
             s.sessions.len(),
             s.sessions.len()
         );
-        let s = s.sharded(shard);
+        let s = s.sharded(shard).with_rate_ramp(self.limits.ramps.rate_us);
         Ok(if self.limits.duration.is_some() && self.limits.request_count.is_none() { schedule::endless(s) } else { s })
     }
 }

@@ -1,5 +1,5 @@
 //! AIPerf's load-shaping options, checked: request cancellation (which requests the client
-//! abandons, and when) and the warm-up phase.
+//! abandons, and when), the warm-up phase, and the ramps of rate and concurrency.
 
 use std::time::Duration;
 
@@ -19,6 +19,42 @@ pub struct WarmupPlan {
     pub grace: Option<Duration>,
 }
 
+/// The ramps of the run's load: the concurrency's (ns) and the rate's (µs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ramps {
+    pub concurrency_ns: Option<u64>,
+    pub rate_us: Option<u64>,
+}
+
+/// A ramp's duration, checked (seconds above 0).
+fn ramp(v: Option<f64>, name: &str) -> Result<Option<Duration>> {
+    v.map(|d| seconds(d, name, false)).transpose()
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// `--concurrency-ramp-duration` (needs `--concurrency`) and `--request-rate-ramp-duration`
+/// (needs `--request-rate`), as AIPerf requires them.
+pub fn ramps(a: &LoadShape, rate: Option<f64>, concurrency: Option<usize>) -> Result<Ramps> {
+    let c = ramp(a.concurrency_ramp_duration, "--concurrency-ramp-duration")?;
+    let r = ramp(a.request_rate_ramp_duration, "--request-rate-ramp-duration")?;
+    if c.is_some() && concurrency.is_none() {
+        bail!(
+            "--concurrency-ramp-duration {:?} needs --concurrency (the ceiling it ramps to): give --concurrency, or drop the ramp",
+            a.concurrency_ramp_duration.unwrap_or_default()
+        );
+    }
+    if r.is_some() && rate.is_none() {
+        bail!(
+            "--request-rate-ramp-duration {:?} can only ramp a rate: give --request-rate, or drop the ramp",
+            a.request_rate_ramp_duration.unwrap_or_default()
+        );
+    }
+    Ok(Ramps { concurrency_ns: c.map(ns), rate_us: r.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)) })
+}
+
 /// The run's own load, which the warm-up takes when its own options are not given.
 pub struct RunLoad {
     pub rate: Option<f64>,
@@ -29,6 +65,8 @@ pub struct RunLoad {
     pub warmup_requests: u64,
     pub shard: Shard,
     pub seed: u64,
+    /// The run's ramps, which the warm-up takes unless it has its own.
+    pub ramps: Ramps,
 }
 
 /// The warm-up, as AIPerf's: there is one when `--warmup-request-count`, `--num-warmup-sessions`
@@ -79,6 +117,17 @@ pub fn warmup(a: &LoadShape, run: &RunLoad) -> Result<Option<WarmupPlan>> {
             (None, None) => Some(1),
         },
         seed: run.seed,
+        concurrency_ramp_ns: ramp(a.warmup_concurrency_ramp_duration, "--warmup-concurrency-ramp-duration")?
+            .map(ns)
+            .or(run.ramps.concurrency_ns),
+        rate_ramp_us: match ramp(a.warmup_request_rate_ramp_duration, "--warmup-request-rate-ramp-duration")? {
+            Some(_) if rate.is_none() => bail!(
+                "--warmup-request-rate-ramp-duration {:?} can only ramp a warm-up rate: give --warmup-request-rate, or drop the ramp",
+                a.warmup_request_rate_ramp_duration.unwrap_or_default()
+            ),
+            Some(d) => Some(u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+            None => run.ramps.rate_us,
+        },
     };
     // A shard whose part of the counts is nothing sends no warm-up.
     let nothing = shape.request_limit() == Some(0);
@@ -121,6 +170,10 @@ pub fn input_config(a: &LoadShape) -> Vec<(&'static str, serde_json::Value)> {
     put("warmup_request_rate", a.warmup_request_rate.map(Into::into));
     put("warmup_arrival_pattern", a.warmup_arrival_pattern.map(|p| format!("{p:?}").to_lowercase().into()));
     put("warmup_grace_period", a.warmup_grace_period.map(Into::into));
+    put("request_rate_ramp_duration", a.request_rate_ramp_duration.map(Into::into));
+    put("concurrency_ramp_duration", a.concurrency_ramp_duration.map(Into::into));
+    put("warmup_request_rate_ramp_duration", a.warmup_request_rate_ramp_duration.map(Into::into));
+    put("warmup_concurrency_ramp_duration", a.warmup_concurrency_ramp_duration.map(Into::into));
     out
 }
 
@@ -233,6 +286,58 @@ mod warmup_tests {
             (
                 &["--warmup-request-count", "1", "--warmup-grace-period", "1"],
                 "--warmup-grace-period 1.0 needs --warmup-duration",
+            ),
+        ] {
+            let e = format!("{:#}", plan(args).unwrap_err());
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod ramp_tests {
+    use crate::profile::options;
+    use crate::profile::plan::ReplayPlan;
+
+    fn plan(extra: &[&str]) -> anyhow::Result<ReplayPlan> {
+        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
+        argv.extend_from_slice(extra);
+        ReplayPlan::from_args(options::parse(argv)?)
+    }
+
+    #[test]
+    fn ramps_need_what_they_ramp_and_the_warmup_takes_the_runs() {
+        let p =
+            plan(&["--concurrency", "4", "--concurrency-ramp-duration", "2", "--warmup-request-count", "3"]).unwrap();
+        assert_eq!(p.limits.ramps.concurrency_ns, Some(2_000_000_000));
+        assert_eq!(p.limits.warmup.unwrap().shape.concurrency_ramp_ns, Some(2_000_000_000));
+        let p = plan(&[
+            "--request-rate",
+            "4",
+            "--request-rate-ramp-duration",
+            "2",
+            "--warmup-request-count",
+            "3",
+            "--warmup-request-rate-ramp-duration",
+            "0.5",
+        ])
+        .unwrap();
+        assert_eq!(p.limits.ramps.rate_us, Some(2_000_000));
+        assert_eq!(p.limits.warmup.unwrap().shape.rate_ramp_us, Some(500_000));
+        for (args, says) in [
+            (
+                &["--request-rate", "4", "--concurrency-ramp-duration", "2"][..],
+                "--concurrency-ramp-duration 2.0 needs --concurrency",
+            ),
+            (
+                &["--concurrency", "4", "--request-rate-ramp-duration", "2"],
+                "--request-rate-ramp-duration 2.0 can only ramp a rate",
+            ),
+            (&["--concurrency", "4", "--concurrency-ramp-duration", "0"], "--concurrency-ramp-duration 0.0"),
+            (
+                &["--concurrency", "4", "--warmup-request-count", "2", "--warmup-request-rate-ramp-duration", "1"],
+                "--warmup-request-rate-ramp-duration 1.0 can only ramp a warm-up rate",
             ),
         ] {
             let e = format!("{:#}", plan(args).unwrap_err());
