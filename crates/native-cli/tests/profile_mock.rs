@@ -755,3 +755,42 @@ fn ramps_raise_the_concurrency_and_the_rate_on_aiperfs_steps() {
     assert!(gaps.windows(2).all(|w| w[1] <= w[0]), "{gaps:?}");
     assert_eq!(gaps[gaps.len() - 1], 50.0, "{gaps:?}");
 }
+
+/// `--arrival-pattern gamma` with `--arrival-smoothness` (`--vllm-burstiness`): the gaps
+/// between arrivals keep the rate's mean while their spread follows the smoothness (1/√k),
+/// as AIPerf's and vLLM's gamma arrivals.
+#[test]
+fn gamma_arrivals_follow_the_smoothness() {
+    let mock = Mock::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..10).map(|i| format!(r#"{{"input_length": {}, "output_length": 1}}"#, 20 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let cv = |name: &str, flag: &str, k: &str| {
+        let art = dir.path().join(name);
+        let extra = [
+            "--request-rate",
+            "400",
+            "--arrival-pattern",
+            "gamma",
+            flag,
+            k,
+            "--request-count",
+            "300",
+            "--concurrency",
+            "64",
+        ];
+        ok(&profile_on(&mock.url, &trace, &art, &extra, LIMIT));
+        let t = scheduled_ms(&art);
+        assert_eq!(t.len(), 300);
+        let gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        // The mean gap is the rate's, 2.5 ms, within the sampling error of 299 gaps.
+        assert!((mean / 2.5 - 1.0).abs() < 0.5, "{name}: mean gap {mean} ms");
+        (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt() / mean
+    };
+    let regular = cv("regular", "--arrival-smoothness", "25");
+    let bursty = cv("bursty", "--vllm-burstiness", "0.2");
+    // Expected 0.2 and 2.2.
+    assert!(regular < 0.5 && bursty > 1.2, "regular {regular}, bursty {bursty}");
+}

@@ -161,6 +161,8 @@ pub struct Generator {
     /// AIPerf's `--request-rate-ramp-duration` in microseconds: the rate rises from a small
     /// start to its target over this long ([`ramped_rate`]).
     pub ramp_us: Option<u64>,
+    /// The shape of [`ArrivalPattern::Gamma`] gaps (`None`: 1, Poisson's).
+    pub smoothness: Option<f64>,
 }
 
 /// How often AIPerf updates a ramping request rate (its `RATE_RAMP_UPDATE_INTERVAL`, 0.1 s).
@@ -183,6 +185,14 @@ impl Schedule {
     /// The same schedule restricted to `shard`.
     pub fn sharded(self, shard: Shard) -> Schedule {
         Schedule { shard, ..self }
+    }
+
+    /// The same schedule with gamma gaps of shape `smoothness` ([`ArrivalPattern::Gamma`]).
+    pub fn with_smoothness(mut self, smoothness: Option<f64>) -> Schedule {
+        if let Starts::Generated(g) = &mut self.starts {
+            g.smoothness = smoothness;
+        }
+        self
     }
 
     /// The same schedule with its generated rate ramping over `ramp_us` ([`ramped_rate`]); a
@@ -316,6 +326,10 @@ impl StartCursor {
                 self.t_us += match pattern {
                     ArrivalPattern::Constant => 1e6 / per_second,
                     ArrivalPattern::Poisson => self.rng.exponential() * 1e6 / per_second,
+                    ArrivalPattern::Gamma => {
+                        let k = g.smoothness.unwrap_or(1.0);
+                        self.rng.gamma(k) / k * 1e6 / per_second
+                    }
                 };
             }
             // `as` saturates: an offset past u64::MAX µs is never reached anyway.
@@ -350,6 +364,9 @@ pub enum Timing {
 pub enum ArrivalPattern {
     Poisson,
     Constant,
+    /// Gamma-distributed gaps of shape `smoothness` (AIPerf's `--arrival-smoothness`, vLLM's
+    /// burstiness: 1 is Poisson, below 1 burstier, above 1 more regular), mean 1 / rate.
+    Gamma,
 }
 
 /// A trace that cannot be scheduled as asked.
@@ -528,7 +545,14 @@ fn generated(
     }
     Ok(Schedule {
         sessions,
-        starts: Starts::Generated(Generator { rate, seed, request_limit: request_count, once: true, ramp_us: None }),
+        starts: Starts::Generated(Generator {
+            rate,
+            seed,
+            request_limit: request_count,
+            once: true,
+            ramp_us: None,
+            smoothness: None,
+        }),
         shard: Shard::WHOLE,
     })
 }
@@ -590,6 +614,38 @@ impl Rng {
     pub fn exponential(&mut self) -> f64 {
         -(1.0 - self.uniform()).ln()
     }
+
+    /// Standard normal (Box–Muller).
+    pub fn normal(&mut self) -> f64 {
+        let (u, v) = (1.0 - self.uniform(), self.uniform());
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+
+    /// Gamma distributed with shape `k` (> 0) and scale 1, so mean `k` (Marsaglia and Tsang;
+    /// a shape below 1 is drawn at `k + 1` and scaled by `U^(1/k)`).
+    pub fn gamma(&mut self, k: f64) -> f64 {
+        if !(k > 0.0 && k.is_finite()) {
+            return 0.0;
+        }
+        if k < 1.0 {
+            let u = 1.0 - self.uniform();
+            return self.gamma(k + 1.0) * u.powf(1.0 / k);
+        }
+        let d = k - 1.0 / 3.0;
+        let c = 1.0 / (9.0 * d).sqrt();
+        loop {
+            let x = self.normal();
+            let v = 1.0 + c * x;
+            if v <= 0.0 {
+                continue;
+            }
+            let v = v * v * v;
+            let u = 1.0 - self.uniform();
+            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+                return d * v;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -598,6 +654,32 @@ mod tests {
     use super::*;
     use crate::trace::{Input, Number, Row};
     use proptest::prelude::*;
+
+    #[test]
+    fn gamma_gaps_have_the_rates_mean_and_the_smoothness_spread() {
+        for k in [0.25f64, 1.0, 4.0] {
+            let mut rng = super::Rng::new(11);
+            let n = 200_000;
+            let x: Vec<f64> = (0..n).map(|_| rng.gamma(k) / k).collect();
+            let mean = x.iter().sum::<f64>() / n as f64;
+            let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+            // Mean 1, coefficient of variation 1/√k (vLLM's burstiness).
+            assert!((mean - 1.0).abs() < 0.02, "k {k}: mean {mean}");
+            assert!((var.sqrt() / mean - 1.0 / k.sqrt()).abs() < 0.05, "k {k}: cv {}", var.sqrt() / mean);
+        }
+        let sessions = vec![Session { id: None, turns: vec![Turn { row: 0, timing: TurnTiming::Immediately }] }];
+        let s = generated(sessions, Some((100.0, ArrivalPattern::Gamma)), 3, Some(20_000)).unwrap();
+        let spread = |s: &Schedule| {
+            let t: Vec<f64> = s.starts().map(|s| s.offset_us.unwrap() as f64).collect();
+            let gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+            let m = gaps.iter().sum::<f64>() / gaps.len() as f64;
+            (m, (gaps.iter().map(|g| (g - m).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt() / m)
+        };
+        let (smooth_mean, smooth_cv) = spread(&s.clone().with_smoothness(Some(16.0)));
+        let (bursty_mean, bursty_cv) = spread(&s.with_smoothness(Some(0.25)));
+        assert!((smooth_mean / 10_000.0 - 1.0).abs() < 0.03 && (bursty_mean / 10_000.0 - 1.0).abs() < 0.05);
+        assert!(smooth_cv < 0.3 && bursty_cv > 1.7, "{smooth_cv} {bursty_cv}");
+    }
 
     #[test]
     fn a_rate_ramp_rises_every_tenth_of_a_second_to_its_target() {

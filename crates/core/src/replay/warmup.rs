@@ -36,6 +36,8 @@ pub struct Warmup {
     pub concurrency_ramp_ns: Option<u64>,
     /// The rate ramps over this long (µs), as the run's can.
     pub rate_ramp_us: Option<u64>,
+    /// The shape of gamma gaps ([`ArrivalPattern::Gamma`]).
+    pub smoothness: Option<f64>,
 }
 
 impl Warmup {
@@ -75,6 +77,7 @@ impl Warmup {
                 request_limit: self.request_limit(),
                 once: false,
                 ramp_us: self.rate_ramp_us.filter(|_| self.rate.is_some()),
+                smoothness: self.smoothness,
             }),
             shard: Default::default(),
         }

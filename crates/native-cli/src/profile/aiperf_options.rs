@@ -102,8 +102,8 @@ const PLOTS: Refusal = Refusal {
     instead: "aiperf-cli report RUN_DIR writes an HTML report with the charts",
 };
 const RAMPS: Refusal = Refusal {
-    why: "not yet supported: rate series and gamma arrivals",
-    instead: "use --arrival-pattern poisson or constant; a comma-separated --request-rate list sweeps rates",
+    why: "not yet supported: rate series",
+    instead: "--request-rate-ramp-duration ramps a rate; a comma-separated --request-rate list sweeps rates",
 };
 const PREFILL: Refusal = Refusal {
     why: "not yet supported: prefill concurrency limits",
@@ -290,8 +290,8 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--request-rate", &["2"]),
     same("--arrival-pattern", &["constant"]),
     ours("--request-rate-mode", "--arrival-pattern", &["constant"]),
-    refused("--arrival-smoothness", &RAMPS),
-    refused("--vllm-burstiness", &RAMPS),
+    same("--arrival-smoothness", &["2", "--arrival-pattern", "gamma", "--request-rate", "4"]),
+    ours("--vllm-burstiness", "--arrival-smoothness", &["2", "--arrival-pattern", "gamma", "--request-rate", "4"]),
     same("--request-count", &["10"]),
     ours("--num-requests", "--request-count", &["10"]),
     same("--concurrency-ramp-duration", &["2", "--concurrency", "4"]),

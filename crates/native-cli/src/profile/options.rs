@@ -336,6 +336,10 @@ pub struct LoadShape {
     /// The warm-up's --concurrency-ramp-duration [default: the run's].
     #[arg(help_heading = "Load", long)]
     pub warmup_concurrency_ramp_duration: Option<f64>,
+    /// Shape of --arrival-pattern gamma gaps (vLLM's burstiness): 1 is Poisson, below 1
+    /// burstier, above 1 more regular [default: 1].
+    #[arg(help_heading = "Load", long, alias = "vllm-burstiness")]
+    pub arrival_smoothness: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -101,6 +101,8 @@ pub struct Limits {
     pub warmup: Option<super::shaping::WarmupPlan>,
     /// How the concurrency ceiling and the rate ramp up.
     pub ramps: super::shaping::Ramps,
+    /// The shape of gamma arrival gaps (`--arrival-smoothness`).
+    pub smoothness: Option<f64>,
 }
 
 /// How this process takes part in a run split across processes.
@@ -199,6 +201,7 @@ impl ReplayPlan {
         one_value_per_run(&a)?;
         let load = load(&a)?;
         let ramps = super::shaping::ramps(&a.shape, load.rate, load.concurrency)?;
+        let smoothness = super::shaping::smoothness(&a.shape, a.arrival_pattern)?;
         let headers = a.headers.iter().map(|h| key_value(h, "--header")).collect::<Result<Vec<_>>>()?;
         let extra_inputs = extra_inputs(&a.extra_inputs)?;
         let slos = match &a.goodput {
@@ -268,9 +271,11 @@ impl ReplayPlan {
                         shard: load.coordination.shard,
                         seed: a.random_seed,
                         ramps,
+                        smoothness,
                     },
                 )?,
                 ramps,
+                smoothness,
             },
             counting: if a.use_server_token_count { TokenCounting::ServerOnly } else { TokenCounting::Client },
             exports: Exports {
@@ -376,7 +381,7 @@ impl ReplayPlan {
             s.sessions.len(),
             s.sessions.len()
         );
-        let s = s.sharded(shard).with_rate_ramp(self.limits.ramps.rate_us);
+        let s = s.sharded(shard).with_rate_ramp(self.limits.ramps.rate_us).with_smoothness(self.limits.smoothness);
         Ok(if self.limits.duration.is_some() && self.limits.request_count.is_none() { schedule::endless(s) } else { s })
     }
 }

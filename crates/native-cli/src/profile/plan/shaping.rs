@@ -1,5 +1,5 @@
 //! AIPerf's load-shaping options, checked: request cancellation (which requests the client
-//! abandons, and when), the warm-up phase, and the ramps of rate and concurrency.
+//! abandons, and when), the warm-up phase, the ramps of rate and concurrency, gamma arrivals.
 
 use std::time::Duration;
 
@@ -8,7 +8,7 @@ use aiperf_core::replay::schedule::{ArrivalPattern, Shard};
 use aiperf_core::replay::warmup::Warmup;
 use anyhow::{Result, bail, ensure};
 
-use super::limits::{MAX_CONCURRENCY, MAX_REQUESTS, RATE_RANGE, in_range, seconds};
+use super::limits::{MAX_CONCURRENCY, MAX_REQUESTS, RATE_RANGE, SMOOTHNESS_RANGE, in_range, seconds};
 use crate::profile::options::LoadShape;
 
 /// The warm-up phase: what it sends, and how long its last requests may take.
@@ -55,6 +55,23 @@ pub fn ramps(a: &LoadShape, rate: Option<f64>, concurrency: Option<usize>) -> Re
     Ok(Ramps { concurrency_ns: c.map(ns), rate_us: r.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)) })
 }
 
+/// `--arrival-smoothness` (`--vllm-burstiness`): the shape of gamma gaps, for
+/// `--arrival-pattern gamma` only, as AIPerf requires.
+pub fn smoothness(a: &LoadShape, pattern: ArrivalPattern) -> Result<Option<f64>> {
+    let Some(k) = a.arrival_smoothness else { return Ok(None) };
+    ensure!(
+        k.is_finite() && k >= SMOOTHNESS_RANGE.0 && k <= SMOOTHNESS_RANGE.1,
+        "--arrival-smoothness {k:?}: accepted is {} to {} (1 is Poisson)",
+        SMOOTHNESS_RANGE.0,
+        SMOOTHNESS_RANGE.1
+    );
+    ensure!(
+        pattern == ArrivalPattern::Gamma,
+        "--arrival-smoothness {k:?} shapes gamma arrivals: give --arrival-pattern gamma, or drop it"
+    );
+    Ok(Some(k))
+}
+
 /// The run's own load, which the warm-up takes when its own options are not given.
 pub struct RunLoad {
     pub rate: Option<f64>,
@@ -67,6 +84,8 @@ pub struct RunLoad {
     pub seed: u64,
     /// The run's ramps, which the warm-up takes unless it has its own.
     pub ramps: Ramps,
+    /// The shape of gamma gaps.
+    pub smoothness: Option<f64>,
 }
 
 /// The warm-up, as AIPerf's: there is one when `--warmup-request-count`, `--num-warmup-sessions`
@@ -128,6 +147,7 @@ pub fn warmup(a: &LoadShape, run: &RunLoad) -> Result<Option<WarmupPlan>> {
             Some(d) => Some(u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
             None => run.ramps.rate_us,
         },
+        smoothness: run.smoothness,
     };
     // A shard whose part of the counts is nothing sends no warm-up.
     let nothing = shape.request_limit() == Some(0);
@@ -174,6 +194,7 @@ pub fn input_config(a: &LoadShape) -> Vec<(&'static str, serde_json::Value)> {
     put("concurrency_ramp_duration", a.concurrency_ramp_duration.map(Into::into));
     put("warmup_request_rate_ramp_duration", a.warmup_request_rate_ramp_duration.map(Into::into));
     put("warmup_concurrency_ramp_duration", a.warmup_concurrency_ramp_duration.map(Into::into));
+    put("arrival_smoothness", a.arrival_smoothness.map(Into::into));
     out
 }
 
@@ -338,6 +359,39 @@ mod ramp_tests {
             (
                 &["--concurrency", "4", "--warmup-request-count", "2", "--warmup-request-rate-ramp-duration", "1"],
                 "--warmup-request-rate-ramp-duration 1.0 can only ramp a warm-up rate",
+            ),
+        ] {
+            let e = format!("{:#}", plan(args).unwrap_err());
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod gamma_tests {
+    use crate::profile::options;
+    use crate::profile::plan::ReplayPlan;
+
+    fn plan(extra: &[&str]) -> anyhow::Result<ReplayPlan> {
+        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
+        argv.extend_from_slice(extra);
+        ReplayPlan::from_args(options::parse(argv)?)
+    }
+
+    #[test]
+    fn smoothness_shapes_gamma_arrivals_only() {
+        let p = plan(&["--request-rate", "5", "--arrival-pattern", "gamma", "--vllm-burstiness", "0.5"]).unwrap();
+        assert_eq!(p.limits.smoothness, Some(0.5));
+        assert_eq!(p.input_config()["arrival_pattern"], "gamma");
+        for (args, says) in [
+            (
+                &["--request-rate", "5", "--arrival-smoothness", "2"][..],
+                "--arrival-smoothness 2.0 shapes gamma arrivals",
+            ),
+            (
+                &["--request-rate", "5", "--arrival-pattern", "gamma", "--arrival-smoothness", "0"],
+                "--arrival-smoothness 0.0: accepted is 0.001 to 1000",
             ),
         ] {
             let e = format!("{:#}", plan(args).unwrap_err());
