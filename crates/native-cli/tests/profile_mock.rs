@@ -666,4 +666,219 @@ fn export_level_summary_writes_the_summaries_without_the_records() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("the AIPerf option --export-level raw is not supported"), "{err}");
+
+/// `--request-cancellation-rate`/`-delay`: the chosen share of requests reaches the server whole,
+/// is abandoned the delay after its send and is recorded as AIPerf records a cancelled request
+/// (`was_cancelled`, `cancellation_time_ns`, error code 499); the summary counts them as errors
+/// and the console as cancelled; the same `--random-seed` cancels the same requests.
+#[test]
+fn request_cancellation_cancels_a_seeded_share_after_the_delay() {
+    // Every answer takes 400 ms to its first token, far longer than the 30 ms delay.
+    let mock = Mock::start(&["--ttft-ms", "400", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..40).map(|i| format!(r#"{{"input_length": {}, "output_length": 3}}"#, 20 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let run = |name: &str, seed: &str| {
+        let art = dir.path().join(name);
+        let extra = [
+            "--concurrency",
+            "10",
+            "--request-cancellation-rate",
+            "50",
+            "--request-cancellation-delay",
+            "0.03",
+            "--random-seed",
+            seed,
+        ];
+        let out = profile_streaming(&mock.url, &trace, &art, &extra, LIMIT);
+        ok(&out);
+        let records = read_jsonl(&art.join("profile_export.jsonl"));
+        assert_eq!(records.len(), 40);
+        let mut cancelled = std::collections::BTreeSet::new();
+        for r in &records {
+            let m = &r["metadata"];
+            let rec = record_of(r);
+            if m["was_cancelled"] == true {
+                assert_eq!(r["error"]["code"], 499, "{r}");
+                assert!(m["cancellation_time_ns"].as_u64().unwrap() >= m["request_start_ns"].as_u64().unwrap(), "{r}");
+                // Abandoned no sooner than the delay after its send, before any token came.
+                assert!(rec.end_ns - rec.sent_ns >= 30_000_000, "{r}");
+                assert!(rec.chunk_ns.is_empty(), "{r}");
+                cancelled.insert(m["session_num"].as_u64().unwrap());
+            } else {
+                assert!(r.get("error").is_none(), "{r}");
+                assert_eq!(rec.chunk_ns.len(), 3, "{r}");
+            }
+        }
+        let s = summary(&art);
+        assert_eq!(s["error_request_count"]["avg"], cancelled.len() as f64);
+        assert_eq!(s["request_count"]["avg"], (40 - cancelled.len()) as f64);
+        assert_eq!(s["input_config"]["request_cancellation_rate"], 50.0);
+        let console = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            console.contains(&format!("{} completed, {} cancelled", 40 - cancelled.len(), cancelled.len())),
+            "{console}"
+        );
+        cancelled
+    };
+    let a = run("a", "7");
+    // 50 % of 40 requests: a seeded draw, far from none and from all.
+    assert!((8..=32).contains(&a.len()), "{a:?}");
+    assert_eq!(run("b", "7"), a, "the same seed cancels the same requests");
+    assert_ne!(run("c", "8"), a, "another seed cancels others");
+    // Every request reached the server, the cancelled ones too.
+    assert_eq!(mock.arrivals().len(), 120);
+}
+
+/// The warm-up options: a warm-up bounded by time at a constant rate sends no more than the
+/// rate allows in that time, a session bound caps a request count, and every warm-up request
+/// reaches the server before the run's first while none of them is recorded or summarized.
+#[test]
+fn warmup_runs_at_its_own_rate_and_bounds_and_is_not_measured() {
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..6).map(|i| format!(r#"{{"input_length": {}, "output_length": 2}}"#, 20 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let warmup_of = |from: usize| -> (usize, usize) {
+        let arrivals = mock.arrivals();
+        let arrivals = &arrivals[from..];
+        let is_warmup =
+            |a: &serde_json::Value| a["headers"]["request_id"].as_str().is_some_and(|id| id.contains("-warmup-"));
+        let n = arrivals.iter().filter(|a| is_warmup(a)).count();
+        // Every warm-up arrival comes before the first measured one.
+        let first_measured = arrivals.iter().position(|a| !is_warmup(a)).unwrap();
+        assert!(arrivals[first_measured..].iter().all(|a| !is_warmup(a)));
+        (n, arrivals.len() - n)
+    };
+    let check = |art: &std::path::Path, out: &std::process::Output| {
+        ok(out);
+        assert_eq!(read_jsonl(&art.join("profile_export.jsonl")).len(), 6);
+        assert_eq!(summary(art)["request_count"]["avg"], 6.0);
+    };
+    // 20 per second, constant, for 0.5 s: sends due at 0, 50, …, 450 ms, at most 10; a
+    // closed loop would send hundreds to this mock in that time.
+    let art = dir.path().join("rate");
+    let extra = [
+        "--concurrency",
+        "2",
+        "--warmup-duration",
+        "0.5",
+        "--warmup-request-rate",
+        "20",
+        "--warmup-arrival-pattern",
+        "constant",
+        "--warmup-grace-period",
+        "10",
+    ];
+    let out = profile_streaming(&mock.url, &trace, &art, &extra, LIMIT);
+    check(&art, &out);
+    let (warm, measured) = warmup_of(0);
+    assert!((1..=10).contains(&warm), "{warm} warm-up requests");
+    assert_eq!(measured, 6);
+    assert_eq!(summary(&art)["input_config"]["warmup_request_rate"], 20.0);
+    // Sessions and requests: the first bound reached ends the warm-up.
+    let before = mock.arrivals().len();
+    let art = dir.path().join("sessions");
+    let extra = ["--concurrency", "2", "--warmup-request-count", "9", "--num-warmup-sessions", "4"];
+    let out = profile_streaming(&mock.url, &trace, &art, &extra, LIMIT);
+    check(&art, &out);
+    assert_eq!(warmup_of(before), (4, 6));
+}
+
+/// The scheduled times (ms from time zero) of a run's records, in order.
+fn scheduled_ms(art: &std::path::Path) -> Vec<f64> {
+    let mut t: Vec<f64> =
+        read_jsonl(&art.join("profile_export.jsonl")).iter().map(|r| record_of(r).scheduled_ns as f64 / 1e6).collect();
+    t.sort_by(f64::total_cmp);
+    t
+}
+
+/// `--concurrency-ramp-duration`: the ceiling rises from 1 to `--concurrency` one step at a
+/// time (AIPerf's linear ramp), so the starts of a closed loop whose answers outlast the ramp
+/// are due at the ramp's steps instead of all at once; `--request-rate-ramp-duration`: the
+/// gaps of constant arrivals shrink as AIPerf's rate rises every 0.1 s, from 1/10 of the
+/// rate to the rate.
+#[test]
+fn ramps_raise_the_concurrency_and_the_rate_on_aiperfs_steps() {
+    let mock = Mock::start(&["--ttft-ms", "2000", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..4).map(|i| format!(r#"{{"input_length": {}, "output_length": 1}}"#, 20 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    // 1 → 4 over 1.5 s: 2 at 0.5 s, 3 at 1 s, 4 at 1.5 s; no answer comes before 2 s.
+    let art = dir.path().join("concurrency");
+    let out = profile_streaming(
+        &mock.url,
+        &trace,
+        &art,
+        &["--concurrency", "4", "--concurrency-ramp-duration", "1.5"],
+        LIMIT,
+    );
+    ok(&out);
+    let t = scheduled_ms(&art);
+    assert_eq!(t.len(), 4);
+    assert_eq!(t[1..], [500.0, 1000.0, 1500.0], "{t:?}");
+    assert_times_consistent(&read_jsonl(&art.join("profile_export.jsonl")));
+
+    // 20 per second, ramped over 1 s: 2/s at first (a 500 ms gap), 11/s from 0.5 s, …, 20/s
+    // (50 ms gaps) from 1 s on.
+    let fast = Mock::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
+    let art = dir.path().join("rate");
+    let extra = [
+        "--request-rate",
+        "20",
+        "--arrival-pattern",
+        "constant",
+        "--request-rate-ramp-duration",
+        "1",
+        "--request-count",
+        "16",
+    ];
+    let out = profile_streaming(&fast.url, &trace, &art, &extra, LIMIT);
+    ok(&out);
+    let t = scheduled_ms(&art);
+    assert_eq!(t.len(), 16);
+    let gaps: Vec<f64> = t.windows(2).map(|w| ((w[1] - w[0]) * 1e3).round() / 1e3).collect();
+    assert_eq!(gaps[..2], [500.0, 90.909], "{gaps:?}");
+    assert!(gaps.windows(2).all(|w| w[1] <= w[0]), "{gaps:?}");
+    assert_eq!(gaps[gaps.len() - 1], 50.0, "{gaps:?}");
+}
+
+/// `--arrival-pattern gamma` with `--arrival-smoothness` (`--vllm-burstiness`): the gaps
+/// between arrivals keep the rate's mean while their spread follows the smoothness (1/√k),
+/// as AIPerf's and vLLM's gamma arrivals.
+#[test]
+fn gamma_arrivals_follow_the_smoothness() {
+    let mock = Mock::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..10).map(|i| format!(r#"{{"input_length": {}, "output_length": 1}}"#, 20 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let cv = |name: &str, flag: &str, k: &str| {
+        let art = dir.path().join(name);
+        let extra = [
+            "--request-rate",
+            "400",
+            "--arrival-pattern",
+            "gamma",
+            flag,
+            k,
+            "--request-count",
+            "300",
+            "--concurrency",
+            "64",
+        ];
+        ok(&profile_on(&mock.url, &trace, &art, &extra, LIMIT));
+        let t = scheduled_ms(&art);
+        assert_eq!(t.len(), 300);
+        let gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        // The mean gap is the rate's, 2.5 ms, within the sampling error of 299 gaps.
+        assert!((mean / 2.5 - 1.0).abs() < 0.5, "{name}: mean gap {mean} ms");
+        (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt() / mean
+    };
+    let regular = cv("regular", "--arrival-smoothness", "25");
+    let bursty = cv("bursty", "--vllm-burstiness", "0.2");
+    // Expected 0.2 and 2.2.
+    assert!(regular < 0.5 && bursty > 1.2, "regular {regular}, bursty {bursty}");
 }

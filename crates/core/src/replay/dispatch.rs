@@ -16,6 +16,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 use std::sync::Arc;
 
+use crate::replay::cancel::Cancellation;
 use crate::replay::schedule::{Schedule, Start, StartCursor, TurnTiming};
 
 /// One request to send.
@@ -35,6 +36,8 @@ pub struct Job {
     pub deadline_ns: u64,
     /// No deadline of its own: due when a slot is free; its scheduled time is its send time.
     pub asap: bool,
+    /// Cancel it this long after it is sent ([`Cancellation`]); `None`: let it finish.
+    pub cancel_after_ns: Option<u64>,
 }
 
 /// What the dispatcher should do next.
@@ -69,6 +72,10 @@ pub struct Dispatch {
     /// then waited for a slot.
     slot_freed_ns: Option<u64>,
     ceiling: Ceiling,
+    /// Which requests are cancelled on purpose.
+    cancellation: Option<Cancellation>,
+    /// AIPerf's `--concurrency-ramp-duration` (ns): the ceiling rises from 1 to `concurrency`.
+    concurrency_ramp_ns: Option<u64>,
 }
 
 /// What the concurrency ceiling did to a run's starts.
@@ -99,7 +106,19 @@ impl Dispatch {
             stopped: false,
             slot_freed_ns: None,
             ceiling: Ceiling::default(),
+            cancellation: None,
+            concurrency_ramp_ns: None,
         }
+    }
+
+    /// The same dispatcher with its concurrency ceiling ramping over `ramp_ns` ([`ramped_limit`]).
+    pub fn with_concurrency_ramp(self, ramp_ns: Option<u64>) -> Dispatch {
+        Dispatch { concurrency_ramp_ns: ramp_ns, ..self }
+    }
+
+    /// The same dispatcher marking the jobs `cancellation` chooses ([`Job::cancel_after_ns`]).
+    pub fn with_cancellation(self, cancellation: Option<Cancellation>) -> Dispatch {
+        Dispatch { cancellation, ..self }
     }
 
     /// How often the concurrency ceiling held a due start back, and the most runs at once.
@@ -133,8 +152,21 @@ impl Dispatch {
         self.later.clear();
     }
 
-    fn slot_free(&self) -> bool {
-        self.concurrency.is_none_or(|c| self.active_runs < c)
+    /// The concurrency ceiling at `now_ns`.
+    fn limit(&self, now_ns: u64) -> Option<usize> {
+        let c = self.concurrency?;
+        Some(self.concurrency_ramp_ns.map_or(c, |d| ramped_limit(c, d, now_ns)))
+    }
+
+    fn slot_free(&self, now_ns: u64) -> bool {
+        self.limit(now_ns).is_none_or(|c| self.active_runs < c)
+    }
+
+    /// When a ramping ceiling next rises above the runs now holding a slot (a start held only
+    /// by the ramp leaves then), if it is below the full concurrency.
+    fn ramp_opens(&self) -> Option<u64> {
+        let (c, d) = (self.concurrency?, self.concurrency_ramp_ns?);
+        (self.active_runs < c).then(|| ramp_reaches(c, d, self.active_runs + 1))
     }
 
     /// The next start's deadline: its offset, or `now` when it has none.
@@ -153,7 +185,15 @@ impl Dispatch {
             return Peek::Finished;
         }
         let later = self.later.peek().map(|Reverse((d, _, j))| (*d, j.asap));
-        let start = if self.slot_free() { self.start_deadline(now_ns) } else { None };
+        let start = if self.slot_free(now_ns) {
+            self.start_deadline(now_ns)
+        } else {
+            // Held by a ramping ceiling only: due when the ceiling rises.
+            self.ramp_opens().and_then(|at| {
+                let (d, asap) = self.start_deadline(now_ns)?;
+                Some((d.max(at), asap && at <= d))
+            })
+        };
         let next = match (later, start) {
             (Some(l), Some(s)) => Some(if l.0 <= s.0 { l } else { s }),
             (l, s) => l.or(s),
@@ -175,7 +215,7 @@ impl Dispatch {
     /// Takes the job [`Dispatch::peek`] announced (whatever the time: the caller decides when);
     /// `None` when nothing is due.
     pub fn take(&mut self, now_ns: u64) -> Option<Job> {
-        let Peek::Due { deadline_ns, .. } = self.peek(now_ns) else { return None };
+        let Peek::Due { deadline_ns, asap } = self.peek(now_ns) else { return None };
         let job = match self.later.peek() {
             Some(Reverse((d, _, _))) if *d == deadline_ns => self.later.pop().map(|Reverse((_, _, j))| j),
             _ => None,
@@ -198,12 +238,15 @@ impl Dispatch {
                     run_turns: s.turns,
                     row: first,
                     deadline_ns,
-                    asap: s.offset_us.is_none(),
+                    // A start held by a ramping ceiling has the ramp's time as its deadline.
+                    asap,
+                    cancel_after_ns: None,
                 }
             }
         };
         self.in_flight += 1;
-        Some(job)
+        let cancel_after_ns = self.cancellation.and_then(|c| c.delay_for(job.run, job.turn));
+        Some(Job { cancel_after_ns, ..job })
     }
 
     /// A request finished at `end_ns`; returns the session run's next turn when one is now
@@ -215,7 +258,7 @@ impl Dispatch {
             .then(|| self.schedule.sessions.get(job.session as usize)?.turns.get(next as usize).copied())
             .flatten();
         let Some(turn) = turn else {
-            if !self.slot_free() {
+            if !self.slot_free(end_ns) {
                 self.slot_freed_ns = Some(self.slot_freed_ns.map_or(end_ns, |t| t.max(end_ns)));
             }
             self.active_runs = self.active_runs.saturating_sub(1);
@@ -231,6 +274,26 @@ impl Dispatch {
         self.later.push(Reverse((deadline_ns, self.seq, j)));
         Some(j)
     }
+}
+
+/// The concurrency ceiling at `now_ns` of a run whose ceiling ramps to `target` over
+/// `ramp_ns`, as AIPerf's linear ramp in whole steps: 1 at the start, each next value `v` from
+/// `ramp × (v − 1) / (target − 1)` on, `target` at the ramp's end.
+pub fn ramped_limit(target: usize, ramp_ns: u64, now_ns: u64) -> usize {
+    if target <= 1 || now_ns >= ramp_ns {
+        return target;
+    }
+    let steps = (target - 1) as u128 * u128::from(now_ns) / u128::from(ramp_ns);
+    1 + steps as usize
+}
+
+/// When [`ramped_limit`] first reaches `value` (at most `target`).
+fn ramp_reaches(target: usize, ramp_ns: u64, value: usize) -> u64 {
+    if value <= 1 || target <= 1 {
+        return 0;
+    }
+    let (num, den) = ((value - 1) as u128 * u128::from(ramp_ns), (target - 1) as u128);
+    u64::try_from(num.div_ceil(den)).unwrap_or(u64::MAX)
 }
 
 /// The blocks a prefix cache that kept everything would hold, in send order: what each request
@@ -323,6 +386,25 @@ mod tests {
     }
 
     const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_concurrency_ramp_raises_the_ceiling_one_step_at_a_time() {
+        // AIPerf's linear ramp from 1 to 5 over 4 s: 2 at 1 s, 3 at 2 s, 4 at 3 s, 5 at 4 s.
+        let at = |ms: u64| ramped_limit(5, 4_000 * MS, ms * MS);
+        assert_eq!([at(0), at(999), at(1000), at(2500), at(3000), at(4000), at(9000)], [1, 1, 2, 3, 4, 5, 5]);
+        assert_eq!(ramped_limit(1, 4_000 * MS, 0), 1);
+        assert_eq!(ramp_reaches(5, 4_000 * MS, 3), 2_000 * MS);
+        // A closed loop of long requests: the starts leave as the ceiling rises, never above it.
+        let sessions = (0..8).map(|i| session(&[(i, TurnTiming::Immediately)])).collect();
+        let starts = (0..8).map(|i| start(None, i, 1)).collect();
+        let schedule = Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() };
+        let mut sim = Sim::new(schedule.clone(), Some(5), None, 10_000 * MS);
+        sim.d = Dispatch::new(Arc::new(schedule), Some(5), None).with_concurrency_ramp(Some(4_000 * MS));
+        sim.run(None);
+        let sends: Vec<u64> = sim.sent.iter().map(|(t, _)| t / MS).collect();
+        assert_eq!(sends, [0, 1000, 2000, 3000, 4000, 10_000, 11_000, 12_000]);
+        assert_eq!(sim.max_active, 5);
+    }
 
     #[test]
     fn starts_leave_at_their_offsets() {

@@ -1,12 +1,16 @@
 //! Replaying a trace: the decisions of a run, without its clock or its sockets.
 //!
+//! - [`cancel`]: which requests the client cancels on purpose, and after how long;
 //! - [`schedule`]: sessions and their starts as data (lazily generated for rate runs; a shard of them);
 //! - [`dispatch`]: which request goes next and when (session slots, turn timing, stop; the prefix
 //!   cache a request would find);
 //! - [`sharding`]: a shard's clock offset from `Date` probes, what a shard and a merge record;
+//! - [`warmup`]: the warm-up phase's schedule and dispatcher (its bounds, rate or concurrency);
 //! - [`sse`]: server-sent events and OpenAI streaming chunks.
 
+pub mod cancel;
 pub mod dispatch;
 pub mod schedule;
 pub mod sharding;
 pub mod sse;
+pub mod warmup;

@@ -158,12 +158,52 @@ pub struct Generator {
     pub request_limit: Option<u64>,
     /// Without a request limit: every session once.
     pub once: bool,
+    /// AIPerf's `--request-rate-ramp-duration` in microseconds: the rate rises from a small
+    /// start to its target over this long ([`ramped_rate`]).
+    pub ramp_us: Option<u64>,
+    /// The shape of [`ArrivalPattern::Gamma`] gaps (`None`: 1, Poisson's).
+    pub smoothness: Option<f64>,
+}
+
+/// How often AIPerf updates a ramping request rate (its `RATE_RAMP_UPDATE_INTERVAL`, 0.1 s).
+pub const RATE_RAMP_UPDATE_US: u64 = 100_000;
+
+/// The request rate at `t_us` of a run whose rate ramps to `target` over `ramp_us`, as AIPerf
+/// ramps it: it starts at `target × 0.1 s / ramp` and is raised every 0.1 s along the straight
+/// line to `target` (the value the line has at that update), reaching `target` at the ramp's end.
+pub fn ramped_rate(target: f64, ramp_us: u64, t_us: f64) -> f64 {
+    let (d, step) = (ramp_us as f64, RATE_RAMP_UPDATE_US as f64);
+    if ramp_us == 0 || t_us >= d {
+        return target;
+    }
+    let start = target * step / d;
+    let updated = (t_us / step).floor() * step;
+    if updated >= d { target } else { start + (target - start) * updated / d }
 }
 
 impl Schedule {
     /// The same schedule restricted to `shard`.
     pub fn sharded(self, shard: Shard) -> Schedule {
         Schedule { shard, ..self }
+    }
+
+    /// The same schedule with gamma gaps of shape `smoothness` ([`ArrivalPattern::Gamma`]).
+    pub fn with_smoothness(mut self, smoothness: Option<f64>) -> Schedule {
+        if let Starts::Generated(g) = &mut self.starts {
+            g.smoothness = smoothness;
+        }
+        self
+    }
+
+    /// The same schedule with its generated rate ramping over `ramp_us` ([`ramped_rate`]); a
+    /// schedule without a generated rate is returned as it is.
+    pub fn with_rate_ramp(mut self, ramp_us: Option<u64>) -> Schedule {
+        if let Starts::Generated(g) = &mut self.starts
+            && g.rate.is_some()
+        {
+            g.ramp_us = ramp_us;
+        }
+        self
     }
 
     /// The session runs, in start order.
@@ -281,9 +321,15 @@ impl StartCursor {
         }
         let offset_us = g.rate.map(|(per_second, pattern)| {
             if k > 0 {
+                // The gap after an arrival follows the rate at that arrival.
+                let per_second = g.ramp_us.map_or(per_second, |d| ramped_rate(per_second, d, self.t_us));
                 self.t_us += match pattern {
                     ArrivalPattern::Constant => 1e6 / per_second,
                     ArrivalPattern::Poisson => self.rng.exponential() * 1e6 / per_second,
+                    ArrivalPattern::Gamma => {
+                        let k = g.smoothness.unwrap_or(1.0);
+                        self.rng.gamma(k) / k * 1e6 / per_second
+                    }
                 };
             }
             // `as` saturates: an offset past u64::MAX µs is never reached anyway.
@@ -318,6 +364,9 @@ pub enum Timing {
 pub enum ArrivalPattern {
     Poisson,
     Constant,
+    /// Gamma-distributed gaps of shape `smoothness` (AIPerf's `--arrival-smoothness`, vLLM's
+    /// burstiness: 1 is Poisson, below 1 burstier, above 1 more regular), mean 1 / rate.
+    Gamma,
 }
 
 /// A trace that cannot be scheduled as asked.
@@ -496,7 +545,14 @@ fn generated(
     }
     Ok(Schedule {
         sessions,
-        starts: Starts::Generated(Generator { rate, seed, request_limit: request_count, once: true }),
+        starts: Starts::Generated(Generator {
+            rate,
+            seed,
+            request_limit: request_count,
+            once: true,
+            ramp_us: None,
+            smoothness: None,
+        }),
         shard: Shard::WHOLE,
     })
 }
@@ -558,6 +614,38 @@ impl Rng {
     pub fn exponential(&mut self) -> f64 {
         -(1.0 - self.uniform()).ln()
     }
+
+    /// Standard normal (Box–Muller).
+    pub fn normal(&mut self) -> f64 {
+        let (u, v) = (1.0 - self.uniform(), self.uniform());
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+
+    /// Gamma distributed with shape `k` (> 0) and scale 1, so mean `k` (Marsaglia and Tsang;
+    /// a shape below 1 is drawn at `k + 1` and scaled by `U^(1/k)`).
+    pub fn gamma(&mut self, k: f64) -> f64 {
+        if !(k > 0.0 && k.is_finite()) {
+            return 0.0;
+        }
+        if k < 1.0 {
+            let u = 1.0 - self.uniform();
+            return self.gamma(k + 1.0) * u.powf(1.0 / k);
+        }
+        let d = k - 1.0 / 3.0;
+        let c = 1.0 / (9.0 * d).sqrt();
+        loop {
+            let x = self.normal();
+            let v = 1.0 + c * x;
+            if v <= 0.0 {
+                continue;
+            }
+            let v = v * v * v;
+            let u = 1.0 - self.uniform();
+            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+                return d * v;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -566,6 +654,53 @@ mod tests {
     use super::*;
     use crate::trace::{Input, Number, Row};
     use proptest::prelude::*;
+
+    #[test]
+    fn gamma_gaps_have_the_rates_mean_and_the_smoothness_spread() {
+        for k in [0.25f64, 1.0, 4.0] {
+            let mut rng = super::Rng::new(11);
+            let n = 200_000;
+            let x: Vec<f64> = (0..n).map(|_| rng.gamma(k) / k).collect();
+            let mean = x.iter().sum::<f64>() / n as f64;
+            let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+            // Mean 1, coefficient of variation 1/√k (vLLM's burstiness).
+            assert!((mean - 1.0).abs() < 0.02, "k {k}: mean {mean}");
+            assert!((var.sqrt() / mean - 1.0 / k.sqrt()).abs() < 0.05, "k {k}: cv {}", var.sqrt() / mean);
+        }
+        let sessions = vec![Session { id: None, turns: vec![Turn { row: 0, timing: TurnTiming::Immediately }] }];
+        let s = generated(sessions, Some((100.0, ArrivalPattern::Gamma)), 3, Some(20_000)).unwrap();
+        let spread = |s: &Schedule| {
+            let t: Vec<f64> = s.starts().map(|s| s.offset_us.unwrap() as f64).collect();
+            let gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+            let m = gaps.iter().sum::<f64>() / gaps.len() as f64;
+            (m, (gaps.iter().map(|g| (g - m).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt() / m)
+        };
+        let (smooth_mean, smooth_cv) = spread(&s.clone().with_smoothness(Some(16.0)));
+        let (bursty_mean, bursty_cv) = spread(&s.with_smoothness(Some(0.25)));
+        assert!((smooth_mean / 10_000.0 - 1.0).abs() < 0.03 && (bursty_mean / 10_000.0 - 1.0).abs() < 0.05);
+        assert!(smooth_cv < 0.3 && bursty_cv > 1.7, "{smooth_cv} {bursty_cv}");
+    }
+
+    #[test]
+    fn a_rate_ramp_rises_every_tenth_of_a_second_to_its_target() {
+        // 10 per second over 1 s: 1/s at the start, raised along the line every 0.1 s.
+        let r = |ms: f64| ramped_rate(10.0, 1_000_000, ms * 1000.0);
+        assert_eq!(r(0.0), 1.0);
+        assert_eq!(r(99.0), 1.0);
+        assert!((r(150.0) - 1.9).abs() < 1e-9);
+        assert!((r(950.0) - 9.1).abs() < 1e-9);
+        assert_eq!(r(1000.0), 10.0);
+        // The schedule's gaps follow it: constant arrivals shrink from 1 s to 0.1 s.
+        let sessions = vec![Session { id: None, turns: vec![Turn { row: 0, timing: TurnTiming::Immediately }] }];
+        let s = generated(sessions, Some((10.0, ArrivalPattern::Constant)), 0, Some(40))
+            .unwrap()
+            .with_rate_ramp(Some(1_000_000));
+        let offsets: Vec<u64> = s.starts().map(|s| s.offset_us.unwrap()).collect();
+        assert_eq!(offsets[..2], [0, 1_000_000]);
+        let gaps: Vec<u64> = offsets.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.windows(2).all(|w| w[1] <= w[0]), "{gaps:?}");
+        assert_eq!(gaps.last(), Some(&100_000));
+    }
 
     fn row(ts: Option<i64>, sid: Option<&str>, delay: Option<i64>) -> Row {
         let mut r = Row::new(Input::Length(10));

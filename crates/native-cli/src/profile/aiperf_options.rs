@@ -102,24 +102,20 @@ const PLOTS: Refusal = Refusal {
     instead: "aiperf-cli report RUN_DIR writes an HTML report with the charts",
 };
 const RAMPS: Refusal = Refusal {
-    why: "not yet supported: load ramps and rate series",
-    instead: "sweep with a comma-separated --concurrency or --request-rate list",
+    why: "not yet supported: rate series",
+    instead: "--request-rate-ramp-duration ramps a rate; a comma-separated --request-rate list sweeps rates",
 };
 const PREFILL: Refusal = Refusal {
     why: "not yet supported: prefill concurrency limits",
     instead: "limit all requests in flight with --concurrency",
 };
 const WARMUP: Refusal = Refusal {
-    why: "not yet supported: warm-up phases other than a request count",
-    instead: "use --warmup-request-count",
+    why: "not yet supported: this warm-up option",
+    instead: "shape the warm-up with --warmup-request-count, --num-warmup-sessions, --warmup-duration, --warmup-concurrency, --warmup-request-rate",
 };
 const USERS: Refusal = Refusal {
     why: "not yet supported: user-centric rates",
     instead: "use --request-rate (sessions per second) or the trace's timestamps",
-};
-const CANCELLATION: Refusal = Refusal {
-    why: "not yet supported: request cancellation",
-    instead: "bound each request with --request-timeout-seconds",
 };
 const BASETEN_ONLY: Refusal = Refusal {
     why: "AIPerf 0.13 applies it to baseten_trace datasets only (a Mooncake trace replays as without it), and aiperf-cli reads no baseten_trace",
@@ -298,13 +294,13 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--request-rate", &["2"]),
     same("--arrival-pattern", &["constant"]),
     ours("--request-rate-mode", "--arrival-pattern", &["constant"]),
-    refused("--arrival-smoothness", &RAMPS),
-    refused("--vllm-burstiness", &RAMPS),
+    same("--arrival-smoothness", &["2", "--arrival-pattern", "gamma", "--request-rate", "4"]),
+    ours("--vllm-burstiness", "--arrival-smoothness", &["2", "--arrival-pattern", "gamma", "--request-rate", "4"]),
     same("--request-count", &["10"]),
     ours("--num-requests", "--request-count", &["10"]),
-    refused("--concurrency-ramp-duration", &RAMPS),
+    same("--concurrency-ramp-duration", &["2", "--concurrency", "4"]),
     refused("--prefill-concurrency-ramp-duration", &PREFILL),
-    refused("--request-rate-ramp-duration", &RAMPS),
+    same("--request-rate-ramp-duration", &["2", "--request-rate", "4"]),
     refused("--request-rate-series", &RAMPS),
     refused(
         "--failed-request-threshold",
@@ -323,22 +319,22 @@ pub const OPTIONS: &[AiperfOption] = &[
     // Warm-up
     same("--warmup-request-count", &["2"]),
     ours("--num-warmup-requests", "--warmup-request-count", &["2"]),
-    refused("--warmup-duration", &WARMUP),
+    same("--warmup-duration", &["2"]),
     refused("--agentic-cache-warmup-duration", &AGENTIC),
     refused("--agentic-warmup-grace-period", &AGENTIC),
-    refused("--num-warmup-sessions", &WARMUP),
-    refused("--warmup-concurrency", &WARMUP),
+    same("--num-warmup-sessions", &["2"]),
+    same("--warmup-concurrency", &["2", "--warmup-request-count", "2"]),
     refused("--warmup-prefill-concurrency", &WARMUP),
-    refused("--warmup-request-rate", &WARMUP),
-    refused("--warmup-arrival-pattern", &WARMUP),
-    refused("--warmup-grace-period", &WARMUP),
-    refused("--warmup-concurrency-ramp-duration", &WARMUP),
+    same("--warmup-request-rate", &["2", "--warmup-request-count", "2"]),
+    same("--warmup-arrival-pattern", &["constant", "--warmup-request-count", "2"]),
+    same("--warmup-grace-period", &["2", "--warmup-duration", "1"]),
+    same("--warmup-concurrency-ramp-duration", &["2", "--warmup-request-count", "2"]),
     refused("--warmup-prefill-concurrency-ramp-duration", &WARMUP),
-    refused("--warmup-request-rate-ramp-duration", &WARMUP),
+    same("--warmup-request-rate-ramp-duration", &["2", "--warmup-request-count", "2", "--warmup-request-rate", "4"]),
     refused("--user-centric-rate", &USERS),
     refused("--num-users", &USERS),
-    refused("--request-cancellation-rate", &CANCELLATION),
-    refused("--request-cancellation-delay", &CANCELLATION),
+    same("--request-cancellation-rate", &["10"]),
+    same("--request-cancellation-delay", &["0.5", "--request-cancellation-rate", "10"]),
     // Conversations and prompts
     same("--conversation-num", &["3"]),
     ours("--num-conversations", "--conversation-num", &["3"]),

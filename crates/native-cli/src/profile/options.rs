@@ -159,6 +159,8 @@ pub struct Args {
     /// Seconds in-flight requests get to finish after the duration or Ctrl-C.
     #[arg(help_heading = "Load", long, default_value_t = 30.0)]
     pub benchmark_grace_period: f64,
+    #[command(flatten)]
+    pub shape: LoadShape,
     /// Replay shard K of N (K from 0 to N-1, as Kubernetes numbers Indexed Job pods): whole
     /// sessions, at the times of the whole run; `--concurrency` and `--warmup-request-count`
     /// are totals divided across the shards, `--request-count` is the whole run's.
@@ -289,6 +291,59 @@ pub struct Args {
     /// Accepted for AIPerf compatibility: no GPU telemetry is collected.
     #[arg(help_heading = "Server", long, hide = true)]
     pub no_gpu_telemetry: bool,
+}
+
+/// AIPerf's options that shape the load beyond its rate or concurrency: request cancellation,
+/// the warm-up phase, ramps ([`super::plan::shaping`] checks them).
+#[derive(Clone, Debug, clap::Args)]
+pub struct LoadShape {
+    /// Percent of requests (above 0, up to 100) the client cancels: each is sent whole, then
+    /// abandoned --request-cancellation-delay seconds later and recorded as cancelled; which
+    /// ones follows --random-seed (warm-up requests are never cancelled).
+    #[arg(help_heading = "Load", long)]
+    pub request_cancellation_rate: Option<f64>,
+    /// Seconds after a request is sent before it is cancelled [default: 0]; needs
+    /// --request-cancellation-rate.
+    #[arg(help_heading = "Load", long)]
+    pub request_cancellation_delay: Option<f64>,
+    /// Longest warm-up, in seconds (a warm-up ends at the first of its bounds: this,
+    /// --warmup-request-count, --num-warmup-sessions).
+    #[arg(help_heading = "Load", long)]
+    pub warmup_duration: Option<f64>,
+    /// Most sessions the warm-up sends (each sends its first turn).
+    #[arg(help_heading = "Load", long)]
+    pub num_warmup_sessions: Option<u64>,
+    /// Warm-up requests in flight at most [default: --concurrency; 1 without a rate].
+    #[arg(help_heading = "Load", long)]
+    pub warmup_concurrency: Option<usize>,
+    /// Warm-up sessions per second [default: --request-rate].
+    #[arg(help_heading = "Load", long)]
+    pub warmup_request_rate: Option<f64>,
+    /// Gaps between warm-up arrivals [default: --arrival-pattern].
+    #[arg(help_heading = "Load", long, value_enum)]
+    pub warmup_arrival_pattern: Option<ArrivalPattern>,
+    /// Seconds the warm-up's requests in flight get to finish after --warmup-duration (they are
+    /// abandoned then) [default: they are waited for]; needs --warmup-duration.
+    #[arg(help_heading = "Load", long)]
+    pub warmup_grace_period: Option<f64>,
+    /// Seconds over which the request rate rises to --request-rate: it starts at the rate ×
+    /// 0.1 s / this and is raised every 0.1 s along the line to the rate (AIPerf's ramp).
+    #[arg(help_heading = "Load", long)]
+    pub request_rate_ramp_duration: Option<f64>,
+    /// Seconds over which the concurrency ceiling rises from 1 to --concurrency, one step at a
+    /// time at even intervals (AIPerf's ramp).
+    #[arg(help_heading = "Load", long)]
+    pub concurrency_ramp_duration: Option<f64>,
+    /// The warm-up's --request-rate-ramp-duration [default: the run's].
+    #[arg(help_heading = "Load", long)]
+    pub warmup_request_rate_ramp_duration: Option<f64>,
+    /// The warm-up's --concurrency-ramp-duration [default: the run's].
+    #[arg(help_heading = "Load", long)]
+    pub warmup_concurrency_ramp_duration: Option<f64>,
+    /// Shape of --arrival-pattern gamma gaps (vLLM's burstiness): 1 is Poisson, below 1
+    /// burstier, above 1 more regular [default: 1].
+    #[arg(help_heading = "Load", long, alias = "vllm-burstiness")]
+    pub arrival_smoothness: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use aiperf_core::replay::dispatch::Dispatch;
+use aiperf_core::replay::dispatch::{Dispatch, Peek};
 use aiperf_core::replay::schedule::{Schedule, Starts};
 use aiperf_core::replay::sharding::{ClockOffset, ShardRun, Sharding};
 use aiperf_core::results::metrics::Metric;
@@ -19,6 +19,7 @@ use super::clock::{ZERO_LEAD, check_start_ahead, probe_clock, unix_now_ns, wait_
 use super::control::Control;
 use super::dispatcher::{Dispatched, Dispatcher};
 use super::plan::ReplayPlan;
+use super::plan::shaping::WarmupPlan;
 use super::preparer::{BodySource, Preparer};
 use super::prompt::PromptBuilder;
 use super::records::{Collected, RecordsStage};
@@ -64,7 +65,7 @@ pub fn replay<T: Transport + Clone>(
     let ready_ms = started.elapsed().as_secs_f64() * 1e3;
     announce(plan, &inputs, ready_ms);
     let warmup =
-        (plan.limits.warmup_requests > 0).then(|| rt.block_on(send_warmup(&transport, &inputs, plan, &control.stop)));
+        plan.limits.warmup.as_ref().map(|w| rt.block_on(send_warmup(&transport, &inputs, plan, w, &control.stop)));
     let zero = before_time_zero(rt, plan, &inputs, &transport, control, started, scraper.as_ref())?;
     let measured = measure(rt, plan, &inputs, transport, control, zero, scraper.as_ref())?;
     let collected = drain(control, plan.limits.grace, &measured.collected)?;
@@ -302,7 +303,9 @@ fn measure<T: Transport + Clone>(
             inputs.schedule.clone(),
             plan.limits.concurrency,
             plan.limits.duration.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
-        ),
+        )
+        .with_cancellation(plan.limits.cancellation)
+        .with_concurrency_ramp(plan.limits.ramps.concurrency_ns),
         preparer: zero.preparer,
         shared: shared.clone(),
         handle: rt.handle().clone(),
@@ -564,36 +567,57 @@ fn drain(control: &Control, grace: Duration, collected: &mpsc::Receiver<Result<C
     }
 }
 
-/// Sends warm-up requests (first turns of the schedule's sessions, in order) and waits for them;
-/// returns (sent, failed).
+/// The warm-up phase ([`aiperf_core::replay::warmup`]): its dispatcher paced on a clock of its
+/// own, each request sent as it is due (never measured, never cancelled on purpose); then the
+/// requests in flight are waited for, at most `--warmup-grace-period` after the warm-up's
+/// duration when one is given. Returns (sent, failed); requests still in flight at the end of
+/// the grace period are abandoned and count as failed.
 async fn send_warmup<T: Transport + Clone>(
     transport: &T,
     inputs: &Inputs,
     plan: &ReplayPlan,
+    warmup: &WarmupPlan,
     stop: &CancellationToken,
 ) -> (u64, u64) {
     let clock = Clock::start();
-    let limit = plan.limits.concurrency.unwrap_or(8).max(1);
-    let count = plan.limits.warmup_requests;
     let source = body_source(plan, inputs);
-    let sessions = &inputs.schedule.sessions;
-    let distinct = usize::try_from(count).unwrap_or(usize::MAX).min(sessions.len());
-    let rows: Vec<u32> = inputs
-        .schedule
-        .starts()
-        .take(distinct)
-        .filter_map(|s| sessions.get(s.session as usize)?.turns.first().map(|t| t.row))
-        .collect();
+    let mut dispatch = warmup.shape.dispatch(&inputs.schedule);
     let (mut sent, mut errors) = (0u64, 0u64);
     let mut in_flight = tokio::task::JoinSet::new();
     let run = request::Ids::new(false).run;
     let urls = (plan.target.urls.len() as u64).max(1);
-    for &row in rows.iter().cycle().take(usize::try_from(count).unwrap_or(usize::MAX)) {
+    loop {
         if stop.is_cancelled() {
-            break;
+            dispatch.stop();
         }
+        let now = clock.now_ns();
+        let due = match dispatch.peek(now) {
+            Peek::Finished => break,
+            Peek::AwaitCompletion => None,
+            Peek::Due { deadline_ns, asap } => Some(if asap { now } else { deadline_ns }),
+        };
+        if let Some(at) = due.filter(|&at| at > now) {
+            let wake = tokio::time::sleep(clock.until(at).min(WARMUP_POLL));
+            tokio::select! {
+                () = wake => {}
+                Some(r) = in_flight.join_next() => warmup_done(&mut dispatch, &mut errors, r, clock.now_ns()),
+            }
+            continue;
+        }
+        if due.is_none() {
+            let r = tokio::select! {
+                r = in_flight.join_next() => r,
+                () = tokio::time::sleep(WARMUP_POLL) => continue,
+            };
+            match r {
+                Some(r) => warmup_done(&mut dispatch, &mut errors, r, clock.now_ns()),
+                None => break,
+            }
+            continue;
+        }
+        let Some(job) = dispatch.take(now) else { continue };
         sent += 1;
-        match source.build(row) {
+        match source.build(job.row) {
             Ok(p) => {
                 let t = transport.clone();
                 let out = transport::Outgoing {
@@ -602,20 +626,49 @@ async fn send_warmup<T: Transport + Clone>(
                     correlation_id: format!("{run}-warmup-{sent}"),
                     url_index: u32::try_from((sent - 1) % urls).unwrap_or(0),
                 };
-                in_flight.spawn(async move { t.send(out, clock).await });
+                in_flight.spawn(async move { (job, t.send(out, clock).await.error.is_some()) });
             }
-            Err(_) => errors += 1,
-        }
-        while in_flight.len() >= limit {
-            if let Some(r) = in_flight.join_next().await {
-                errors += u64::from(r.map_or(true, |ex| ex.error.is_some()));
+            Err(_) => {
+                errors += 1;
+                dispatch.complete(&job, now);
             }
         }
     }
-    while let Some(r) = in_flight.join_next().await {
-        errors += u64::from(r.map_or(true, |ex| ex.error.is_some()));
+    let drained = async {
+        while let Some(r) = in_flight.join_next().await {
+            errors += u64::from(r.map_or(true, |(_, failed)| failed));
+        }
+    };
+    match (warmup.grace, warmup.shape.duration_ns) {
+        (Some(grace), Some(d)) => {
+            let end = clock.until(d).saturating_add(grace);
+            if tokio::time::timeout(end, drained).await.is_err() {
+                errors += in_flight.len() as u64;
+                in_flight.abort_all();
+            }
+        }
+        _ => drained.await,
     }
     (sent, errors)
+}
+
+/// How often the warm-up looks at the stop token while it waits.
+const WARMUP_POLL: Duration = Duration::from_millis(20);
+
+/// A warm-up request ended: its slot is free again.
+fn warmup_done(
+    dispatch: &mut Dispatch,
+    errors: &mut u64,
+    r: Result<(aiperf_core::replay::dispatch::Job, bool), tokio::task::JoinError>,
+    now: u64,
+) {
+    match r {
+        Ok((job, failed)) => {
+            *errors += u64::from(failed);
+            dispatch.complete(&job, now);
+        }
+        Err(_) => *errors += 1,
+    }
 }
 
 /// CPU time (user + system) of this process so far.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
 use aiperf_core::replay::dispatch::Job;
-use aiperf_core::results::record::{RecordError, RequestRecord};
+use aiperf_core::results::record::{CANCELLED, RecordError, RequestRecord};
 use aiperf_core::trace::Trace;
 use tokio_util::sync::CancellationToken;
 
@@ -183,26 +183,36 @@ pub async fn run<T: Transport>(
             rec.input_tokens = p.input_tokens;
             rec.max_tokens = p.max_tokens;
             let sent_guess = clock.now_ns();
+            // A request chosen for cancellation is abandoned its delay after the send: the
+            // exchange is dropped, which closes its connection, as a client that goes away.
+            let cancel_after = job.cancel_after_ns.map(std::time::Duration::from_nanos);
+            let timer = async {
+                match cancel_after {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            };
             let ex = tokio::select! {
                 biased;
-                _ = shared.abort.cancelled() => None,
+                _ = shared.abort.cancelled() => Err("cancelled in flight when the run was stopped".to_owned()),
                 ex = shared.transport.send(Outgoing {
                     body: p.body,
                     request_id,
                     correlation_id,
                     url_index: rec.url_index.unwrap_or(0),
-                }, clock) => Some(ex),
+                }, clock) => Ok(ex),
+                () = timer => Err(format!(
+                    "Request cancelled {:.3}s after being sent",
+                    cancel_after.unwrap_or_default().as_secs_f64()
+                )),
             };
             match ex {
-                None => {
+                Err(message) => {
                     rec.sent_ns = sent_guess;
                     rec.end_ns = clock.now_ns();
-                    rec.error = Some(RecordError {
-                        kind: "cancelled".into(),
-                        message: "cancelled in flight when the run was stopped".into(),
-                    });
+                    rec.error = Some(RecordError { kind: CANCELLED.into(), message });
                 }
-                Some(ex) => {
+                Ok(ex) => {
                     mock_ttft_ms = ex.mock_ttft_ms;
                     rec.sent_ns = ex.sent_ns;
                     rec.first_byte_ns = ex.first_byte_ns;
@@ -229,7 +239,7 @@ mod tests {
     use aiperf_core::trace::{ParseOptions, read};
 
     fn job(run: u64, turn: u32) -> Job {
-        Job { run, session: 0, turn, run_turns: 1, row: 0, deadline_ns: 0, asap: false }
+        Job { run, session: 0, turn, run_turns: 1, row: 0, deadline_ns: 0, asap: false, cancel_after_ns: None }
     }
 
     #[test]

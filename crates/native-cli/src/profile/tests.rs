@@ -493,3 +493,28 @@ fn a_common_start_in_the_past_or_beyond_thirty_days_is_refused() {
     assert!(far.as_ref().is_err_and(|e| e.contains("days ahead") && e.contains("30 days")), "{far:?}");
     assert!(super::clock::check_start_ahead(now - day, Instant::now()).is_err());
 }
+
+#[test]
+fn requests_chosen_for_cancellation_are_abandoned_after_the_delay_and_warmup_ones_never() {
+    let trace = rows(4, |_| r#"{"input_length":10,"output_length":2}"#.to_string());
+    let mem = Mem { ttft: Duration::from_millis(200), tokens: 1, ..Default::default() };
+    let flags = [
+        "--concurrency",
+        "4",
+        "--warmup-request-count",
+        "2",
+        "--request-cancellation-rate",
+        "100",
+        "--request-cancellation-delay",
+        "0.01",
+    ];
+    let r = run(&trace, &mem, &flags, None, None);
+    // The warm-up's two requests ran to their end; every measured one was sent, then abandoned.
+    assert_eq!(mem.log.lock().unwrap().len(), 6);
+    assert_eq!(kinds(&r), vec!["cancelled"; 4]);
+    for rec in &r.records {
+        assert_eq!(rec["error"]["message"], "Request cancelled 0.010s after being sent", "{rec}");
+        assert_eq!(rec["metadata"]["was_cancelled"], true);
+    }
+    assert_eq!(r.summary["error_request_count"]["avg"], 4.0);
+}

@@ -8,6 +8,8 @@ use anyhow::{Context, Result, anyhow, ensure};
 
 /// Accepted `--request-rate` range (sessions per second).
 pub const RATE_RANGE: (f64, f64) = (1e-3, 1e6);
+/// Accepted `--arrival-smoothness` range (the shape of gamma gaps).
+pub const SMOOTHNESS_RANGE: (f64, f64) = (1e-3, 1e3);
 /// Most concurrent session runs.
 pub const MAX_CONCURRENCY: usize = 1_000_000;
 /// Most requests of one run (`--request-count`, `--warmup-request-count`).

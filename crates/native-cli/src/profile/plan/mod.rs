@@ -10,6 +10,7 @@
 //! - [`aiperf_config`]: the options in AIPerf's configuration shape (the exports' `input_config`);
 //! - [`arrivals`]: when sessions start, resolved against the trace;
 //! - [`limits`]: the options' bounds and the checks of one option;
+//! - [`shaping`]: AIPerf's load-shaping options (request cancellation, warm-up, ramps);
 //! - [`secrets`]: credentials in URLs and headers, redacted and masked;
 //! - [`tls`]: the `--ssl-ca-cert` file.
 
@@ -19,6 +20,7 @@ pub mod campaign;
 pub mod limits;
 pub mod replay;
 pub mod secrets;
+pub mod shaping;
 pub mod tls;
 
 pub use campaign::{Mode, ProfilePlan};

@@ -95,7 +95,14 @@ pub struct Limits {
     pub grace: Duration,
     /// At most this many session runs at once.
     pub concurrency: Option<usize>,
-    pub warmup_requests: u64,
+    /// Requests the client cancels on purpose (`--request-cancellation-rate`).
+    pub cancellation: Option<aiperf_core::replay::cancel::Cancellation>,
+    /// The warm-up phase, when one is asked for.
+    pub warmup: Option<super::shaping::WarmupPlan>,
+    /// How the concurrency ceiling and the rate ramp up.
+    pub ramps: super::shaping::Ramps,
+    /// The shape of gamma arrival gaps (`--arrival-smoothness`).
+    pub smoothness: Option<f64>,
 }
 
 /// How this process takes part in a run split across processes.
@@ -197,6 +204,8 @@ impl ReplayPlan {
         let block_size = in_range(a.isl_block_size, "--isl-block-size", 1, u64::from(u32::MAX))?;
         one_value_per_run(&a)?;
         let load = load(&a)?;
+        let ramps = super::shaping::ramps(&a.shape, load.rate, load.concurrency)?;
+        let smoothness = super::shaping::smoothness(&a.shape, a.arrival_pattern)?;
         let headers = a.headers.iter().map(|h| key_value(h, "--header")).collect::<Result<Vec<_>>>()?;
         let extra_inputs = extra_inputs(&a.extra_inputs)?;
         let slos = match &a.goodput {
@@ -255,7 +264,22 @@ impl ReplayPlan {
                 duration: times.duration,
                 grace: times.grace,
                 concurrency: load.concurrency,
-                warmup_requests: load.warmup_requests,
+                cancellation: super::shaping::cancellation(&a.shape, a.random_seed)?,
+                warmup: super::shaping::warmup(
+                    &a.shape,
+                    &super::shaping::RunLoad {
+                        rate: load.rate,
+                        pattern: a.arrival_pattern,
+                        concurrency: load.concurrency,
+                        warmup_requests: load.warmup_requests,
+                        shard: load.coordination.shard,
+                        seed: a.random_seed,
+                        ramps,
+                        smoothness,
+                    },
+                )?,
+                ramps,
+                smoothness,
             },
             counting: if a.use_server_token_count { TokenCounting::ServerOnly } else { TokenCounting::Client },
             exports: Exports {
@@ -369,7 +393,7 @@ impl ReplayPlan {
             s.sessions.len(),
             s.sessions.len()
         );
-        let s = s.sharded(shard);
+        let s = s.sharded(shard).with_rate_ramp(self.limits.ramps.rate_us).with_smoothness(self.limits.smoothness);
         Ok(if self.limits.duration.is_some() && self.limits.request_count.is_none() { schedule::endless(s) } else { s })
     }
 }
@@ -666,6 +690,9 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
     ] {
         config[k] = v;
     }
+    for (k, v) in super::shaping::input_config(&a.shape) {
+        input_config[k] = v;
+    }
     if target.urls.len() > 1 {
         config["urls"] = json!(target.urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>());
         config["url_strategy"] = json!("round_robin");
@@ -718,7 +745,7 @@ mod tests {
             .unwrap();
         assert_eq!(p.coordination.shard, Shard { index: 1, count: 3 });
         assert_eq!(p.limits.concurrency, Some(3));
-        assert_eq!(p.limits.warmup_requests, 1);
+        assert_eq!(p.limits.warmup.unwrap().shape.requests, Some(1));
         assert_eq!(p.limits.request_count, Some(7));
         assert_eq!(p.cli_config()["shard"], "1/3");
         assert!(p.coordination.probe_clock());

@@ -1,0 +1,187 @@
+//! The warm-up phase before a run, as AIPerf's (`--warmup-request-count`,
+//! `--num-warmup-sessions`, `--warmup-duration`, `--warmup-concurrency`,
+//! `--warmup-request-rate`, `--warmup-arrival-pattern`): requests that warm the server's
+//! connections and caches and are never measured.
+//!
+//! A warm-up sends the first turn of the run's session runs, in the run's start order (reused
+//! in order when it needs more), each as a session of its own. It stops at whichever of its
+//! bounds comes first: a number of requests, of sessions (the same here, a session being one
+//! request), or a duration. Its load is a rate (with its arrival pattern; a concurrency, when
+//! given, caps it) or, without a rate, a concurrency (1 unless given), as AIPerf's.
+
+use std::sync::Arc;
+
+use crate::replay::dispatch::Dispatch;
+use crate::replay::schedule::{ArrivalPattern, Generator, Schedule, Session, Starts, Turn, TurnTiming};
+
+/// Stream of the seed of warm-up arrivals (apart from the run's own).
+const STREAM: u64 = 0x7761_726d_7570_0000;
+
+/// What the warm-up sends and how fast.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Warmup {
+    /// At most this many requests.
+    pub requests: Option<u64>,
+    /// At most this many sessions.
+    pub sessions: Option<u64>,
+    /// Nothing is sent after this long (nanoseconds from the warm-up's start).
+    pub duration_ns: Option<u64>,
+    /// Sessions per second, and their gaps; `None`: as fast as the concurrency allows.
+    pub rate: Option<(f64, ArrivalPattern)>,
+    /// At most this many requests in flight; `None`: no cap (a rate warm-up only).
+    pub concurrency: Option<usize>,
+    /// Seed of Poisson gaps.
+    pub seed: u64,
+    /// The concurrency ramps from 1 over this long (ns), as the run's can.
+    pub concurrency_ramp_ns: Option<u64>,
+    /// The rate ramps over this long (µs), as the run's can.
+    pub rate_ramp_us: Option<u64>,
+    /// The shape of gamma gaps ([`ArrivalPattern::Gamma`]).
+    pub smoothness: Option<f64>,
+}
+
+impl Warmup {
+    /// Whether anything bounds the warm-up (without a bound there is no warm-up).
+    pub fn is_bounded(&self) -> bool {
+        self.requests.is_some() || self.sessions.is_some() || self.duration_ns.is_some()
+    }
+
+    /// Requests sent at most: the least of the request and session bounds (`None`: only the
+    /// duration ends it).
+    pub fn request_limit(&self) -> Option<u64> {
+        match (self.requests, self.sessions) {
+            (Some(r), Some(s)) => Some(r.min(s)),
+            (r, s) => r.or(s),
+        }
+    }
+
+    /// The warm-up's schedule over `main`'s session runs: their first turns, in start order,
+    /// each a single-turn session (at most as many distinct ones as `main` has sessions).
+    pub fn schedule(&self, main: &Schedule) -> Schedule {
+        let distinct = self
+            .request_limit()
+            .map_or(main.sessions.len(), |n| usize::try_from(n).unwrap_or(usize::MAX).min(main.sessions.len()));
+        let sessions: Vec<Session> = main
+            .starts()
+            .take(distinct)
+            .filter_map(|s| {
+                let first = main.sessions.get(s.session as usize)?.turns.first()?;
+                Some(Session { id: None, turns: vec![Turn { row: first.row, timing: TurnTiming::Immediately }] })
+            })
+            .collect();
+        Schedule {
+            sessions,
+            starts: Starts::Generated(Generator {
+                rate: self.rate,
+                seed: self.seed ^ STREAM,
+                request_limit: self.request_limit(),
+                once: false,
+                ramp_us: self.rate_ramp_us.filter(|_| self.rate.is_some()),
+                smoothness: self.smoothness,
+            }),
+            shard: Default::default(),
+        }
+    }
+
+    /// The dispatcher of the warm-up over `main`: its schedule, its concurrency, its duration.
+    pub fn dispatch(&self, main: &Schedule) -> Dispatch {
+        Dispatch::new(Arc::new(self.schedule(main)), self.concurrency, self.duration_ns)
+            .with_concurrency_ramp(self.concurrency_ramp_ns)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::replay::dispatch::Peek;
+    use crate::replay::schedule::{Start, Starts};
+
+    /// A fixed schedule of `n` two-turn sessions whose starts run in reverse session order.
+    fn main(n: u32) -> Schedule {
+        let sessions = (0..n)
+            .map(|i| Session {
+                id: None,
+                turns: vec![
+                    Turn { row: 2 * i, timing: TurnTiming::Immediately },
+                    Turn { row: 2 * i + 1, timing: TurnTiming::After(5) },
+                ],
+            })
+            .collect();
+        let starts =
+            (0..n).map(|k| Start { offset_us: Some(u64::from(k) * 10), session: n - 1 - k, turns: 2 }).collect();
+        Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() }
+    }
+
+    /// Sends everything the warm-up dispatcher gives, every request taking `service_ns`;
+    /// returns (send time, row) in send order and the most in flight.
+    fn drive(w: &Warmup, main: &Schedule, service_ns: u64) -> (Vec<(u64, u32)>, usize) {
+        let mut d = w.dispatch(main);
+        let (mut now, mut in_flight, mut sent, mut peak) = (0u64, Vec::<(u64, _)>::new(), Vec::new(), 0);
+        for _ in 0..100_000 {
+            let next_done = in_flight.iter().map(|(t, _)| *t).min();
+            match d.peek(now) {
+                Peek::Due { deadline_ns, .. } if next_done.is_none_or(|t| deadline_ns <= t) => {
+                    now = now.max(deadline_ns);
+                    let Some(job) = d.take(now) else { continue };
+                    sent.push((now, job.row));
+                    in_flight.push((now + service_ns, job));
+                    peak = peak.max(in_flight.len());
+                }
+                Peek::Finished if in_flight.is_empty() => return (sent, peak),
+                _ => {
+                    let t = next_done.unwrap();
+                    now = now.max(t);
+                    let i = in_flight.iter().position(|(e, _)| *e == t).unwrap();
+                    let (_, job) = in_flight.remove(i);
+                    d.complete(&job, t);
+                }
+            }
+        }
+        panic!("the warm-up did not end");
+    }
+
+    #[test]
+    fn first_turns_in_start_order_reused_past_the_end() {
+        let w = Warmup { requests: Some(5), concurrency: Some(1), ..Warmup::default() };
+        let (sent, peak) = drive(&w, &main(3), 1_000);
+        assert_eq!(sent.iter().map(|s| s.1).collect::<Vec<_>>(), [4, 2, 0, 4, 2]);
+        assert_eq!(peak, 1);
+    }
+
+    #[test]
+    fn the_first_bound_reached_ends_it() {
+        let w = Warmup { requests: Some(9), sessions: Some(4), concurrency: Some(2), ..Warmup::default() };
+        assert_eq!(drive(&w, &main(10), 1_000).0.len(), 4);
+        // 100 per second, constant, for 95 ms: sends at 0, 10, …, 90 ms.
+        let w = Warmup {
+            requests: Some(1000),
+            duration_ns: Some(95_000_000),
+            rate: Some((100.0, ArrivalPattern::Constant)),
+            ..Warmup::default()
+        };
+        let (sent, _) = drive(&w, &main(3), 1_000);
+        assert_eq!(
+            sent.iter().map(|s| s.0 / 1_000_000).collect::<Vec<_>>(),
+            (0..10).map(|k| k * 10).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_concurrency_caps_a_rate_and_paces_alone() {
+        let rate = Some((1000.0, ArrivalPattern::Constant));
+        let capped = Warmup { requests: Some(20), rate, concurrency: Some(3), ..Warmup::default() };
+        assert_eq!(drive(&capped, &main(5), 50_000_000).1, 3);
+        let free = Warmup { requests: Some(20), rate, ..Warmup::default() };
+        assert!(drive(&free, &main(5), 50_000_000).1 > 3);
+        let closed = Warmup { duration_ns: Some(1_000_000_000), concurrency: Some(2), ..Warmup::default() };
+        let (sent, peak) = drive(&closed, &main(5), 100_000_000);
+        assert_eq!((sent.len(), peak), (20, 2));
+    }
+
+    #[test]
+    fn without_a_bound_there_is_no_warmup() {
+        assert!(!Warmup { concurrency: Some(4), ..Warmup::default() }.is_bounded());
+        assert!(Warmup { duration_ns: Some(1), ..Warmup::default() }.is_bounded());
+    }
+}

@@ -1,0 +1,401 @@
+//! AIPerf's load-shaping options, checked: request cancellation (which requests the client
+//! abandons, and when), the warm-up phase, the ramps of rate and concurrency, gamma arrivals.
+
+use std::time::Duration;
+
+use aiperf_core::replay::cancel::Cancellation;
+use aiperf_core::replay::schedule::{ArrivalPattern, Shard};
+use aiperf_core::replay::warmup::Warmup;
+use anyhow::{Result, bail, ensure};
+
+use super::limits::{MAX_CONCURRENCY, MAX_REQUESTS, RATE_RANGE, SMOOTHNESS_RANGE, in_range, seconds};
+use crate::profile::options::LoadShape;
+
+/// The warm-up phase: what it sends, and how long its last requests may take.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WarmupPlan {
+    pub shape: Warmup,
+    /// `--warmup-grace-period`: after the warm-up's duration, in-flight requests get this long.
+    pub grace: Option<Duration>,
+}
+
+/// The ramps of the run's load: the concurrency's (ns) and the rate's (µs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ramps {
+    pub concurrency_ns: Option<u64>,
+    pub rate_us: Option<u64>,
+}
+
+/// A ramp's duration, checked (seconds above 0).
+fn ramp(v: Option<f64>, name: &str) -> Result<Option<Duration>> {
+    v.map(|d| seconds(d, name, false)).transpose()
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// `--concurrency-ramp-duration` (needs `--concurrency`) and `--request-rate-ramp-duration`
+/// (needs `--request-rate`), as AIPerf requires them.
+pub fn ramps(a: &LoadShape, rate: Option<f64>, concurrency: Option<usize>) -> Result<Ramps> {
+    let c = ramp(a.concurrency_ramp_duration, "--concurrency-ramp-duration")?;
+    let r = ramp(a.request_rate_ramp_duration, "--request-rate-ramp-duration")?;
+    if c.is_some() && concurrency.is_none() {
+        bail!(
+            "--concurrency-ramp-duration {:?} needs --concurrency (the ceiling it ramps to): give --concurrency, or drop the ramp",
+            a.concurrency_ramp_duration.unwrap_or_default()
+        );
+    }
+    if r.is_some() && rate.is_none() {
+        bail!(
+            "--request-rate-ramp-duration {:?} can only ramp a rate: give --request-rate, or drop the ramp",
+            a.request_rate_ramp_duration.unwrap_or_default()
+        );
+    }
+    Ok(Ramps { concurrency_ns: c.map(ns), rate_us: r.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)) })
+}
+
+/// `--arrival-smoothness` (`--vllm-burstiness`): the shape of gamma gaps, for
+/// `--arrival-pattern gamma` only, as AIPerf requires.
+pub fn smoothness(a: &LoadShape, pattern: ArrivalPattern) -> Result<Option<f64>> {
+    let Some(k) = a.arrival_smoothness else { return Ok(None) };
+    ensure!(
+        k.is_finite() && k >= SMOOTHNESS_RANGE.0 && k <= SMOOTHNESS_RANGE.1,
+        "--arrival-smoothness {k:?}: accepted is {} to {} (1 is Poisson)",
+        SMOOTHNESS_RANGE.0,
+        SMOOTHNESS_RANGE.1
+    );
+    ensure!(
+        pattern == ArrivalPattern::Gamma,
+        "--arrival-smoothness {k:?} shapes gamma arrivals: give --arrival-pattern gamma, or drop it"
+    );
+    Ok(Some(k))
+}
+
+/// The run's own load, which the warm-up takes when its own options are not given.
+pub struct RunLoad {
+    pub rate: Option<f64>,
+    pub pattern: ArrivalPattern,
+    /// This process's part of `--concurrency`.
+    pub concurrency: Option<usize>,
+    /// This process's part of `--warmup-request-count` (0: none).
+    pub warmup_requests: u64,
+    pub shard: Shard,
+    pub seed: u64,
+    /// The run's ramps, which the warm-up takes unless it has its own.
+    pub ramps: Ramps,
+    /// The shape of gamma gaps.
+    pub smoothness: Option<f64>,
+}
+
+/// The warm-up, as AIPerf's: there is one when `--warmup-request-count`, `--num-warmup-sessions`
+/// or `--warmup-duration` is given (it ends at the first of them); it runs at
+/// `--warmup-request-rate` (or the run's rate) with `--warmup-arrival-pattern` (or the run's),
+/// capped by `--warmup-concurrency` (or the run's concurrency) when given, and without a rate at
+/// that concurrency (1 unless given). A shard sends its part of the counts, rate and concurrency.
+pub fn warmup(a: &LoadShape, run: &RunLoad) -> Result<Option<WarmupPlan>> {
+    let shard = run.shard;
+    let duration = a.warmup_duration.map(|d| seconds(d, "--warmup-duration", false)).transpose()?;
+    let sessions = a
+        .num_warmup_sessions
+        .map(|n| in_range(n, "--num-warmup-sessions", 1, MAX_REQUESTS).map(|n| shard.part_of(n)))
+        .transpose()?;
+    let concurrency = a
+        .warmup_concurrency
+        .map(|c| {
+            in_range(c, "--warmup-concurrency", 1, MAX_CONCURRENCY).map(|c| shard.part_of(c as u64).max(1) as usize)
+        })
+        .transpose()?;
+    let rate = a
+        .warmup_request_rate
+        .map(|r| {
+            ensure!(
+                r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1,
+                "--warmup-request-rate {r:?}: accepted is {} to {} requests per second",
+                RATE_RANGE.0,
+                RATE_RANGE.1
+            );
+            Ok(r)
+        })
+        .transpose()?
+        .or(run.rate);
+    let grace = a.warmup_grace_period.map(|g| seconds(g, "--warmup-grace-period", true)).transpose()?;
+    if let (Some(g), None) = (a.warmup_grace_period, duration) {
+        bail!(
+            "--warmup-grace-period {g:?} needs --warmup-duration: the grace period follows a warm-up bounded by time; give --warmup-duration, or drop --warmup-grace-period"
+        );
+    }
+    let shape = Warmup {
+        requests: (run.warmup_requests > 0).then_some(run.warmup_requests),
+        sessions,
+        duration_ns: duration.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+        rate: rate.map(|r| (r / f64::from(shard.count), a.warmup_arrival_pattern.unwrap_or(run.pattern))),
+        concurrency: match (concurrency.or(run.concurrency), rate) {
+            (Some(c), _) => Some(c),
+            (None, Some(_)) => None,
+            (None, None) => Some(1),
+        },
+        seed: run.seed,
+        concurrency_ramp_ns: ramp(a.warmup_concurrency_ramp_duration, "--warmup-concurrency-ramp-duration")?
+            .map(ns)
+            .or(run.ramps.concurrency_ns),
+        rate_ramp_us: match ramp(a.warmup_request_rate_ramp_duration, "--warmup-request-rate-ramp-duration")? {
+            Some(_) if rate.is_none() => bail!(
+                "--warmup-request-rate-ramp-duration {:?} can only ramp a warm-up rate: give --warmup-request-rate, or drop the ramp",
+                a.warmup_request_rate_ramp_duration.unwrap_or_default()
+            ),
+            Some(d) => Some(u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+            None => run.ramps.rate_us,
+        },
+        smoothness: run.smoothness,
+    };
+    // A shard whose part of the counts is nothing sends no warm-up.
+    let nothing = shape.request_limit() == Some(0);
+    Ok((shape.is_bounded() && !nothing).then_some(WarmupPlan { shape, grace }))
+}
+
+/// `--request-cancellation-rate` (percent, above 0 to 100) and `--request-cancellation-delay`
+/// (seconds after the send, AIPerf's default 0), chosen by `seed`; the delay alone is refused,
+/// as AIPerf refuses it.
+pub fn cancellation(a: &LoadShape, seed: u64) -> Result<Option<Cancellation>> {
+    let Some(rate) = a.request_cancellation_rate else {
+        if let Some(d) = a.request_cancellation_delay {
+            bail!(
+                "--request-cancellation-delay {d:?} needs --request-cancellation-rate (the percent of requests to cancel): give both, or drop the delay"
+            );
+        }
+        return Ok(None);
+    };
+    ensure!(
+        rate.is_finite() && rate > 0.0 && rate <= 100.0,
+        "--request-cancellation-rate {rate:?}: accepted is a percent of requests above 0 and at most 100"
+    );
+    let delay = seconds(a.request_cancellation_delay.unwrap_or(0.0), "--request-cancellation-delay", true)?;
+    Ok(Cancellation::new(rate, u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX), seed))
+}
+
+/// The load-shaping options given, as written to the exports (options not given are left out).
+pub fn input_config(a: &LoadShape) -> Vec<(&'static str, serde_json::Value)> {
+    let mut out = Vec::new();
+    let mut put = |k: &'static str, v: Option<serde_json::Value>| {
+        if let Some(v) = v {
+            out.push((k, v));
+        }
+    };
+    put("request_cancellation_rate", a.request_cancellation_rate.map(Into::into));
+    put("request_cancellation_delay", a.request_cancellation_delay.map(Into::into));
+    put("warmup_duration", a.warmup_duration.map(Into::into));
+    put("num_warmup_sessions", a.num_warmup_sessions.map(Into::into));
+    put("warmup_concurrency", a.warmup_concurrency.map(Into::into));
+    put("warmup_request_rate", a.warmup_request_rate.map(Into::into));
+    put("warmup_arrival_pattern", a.warmup_arrival_pattern.map(|p| format!("{p:?}").to_lowercase().into()));
+    put("warmup_grace_period", a.warmup_grace_period.map(Into::into));
+    put("request_rate_ramp_duration", a.request_rate_ramp_duration.map(Into::into));
+    put("concurrency_ramp_duration", a.concurrency_ramp_duration.map(Into::into));
+    put("warmup_request_rate_ramp_duration", a.warmup_request_rate_ramp_duration.map(Into::into));
+    put("warmup_concurrency_ramp_duration", a.warmup_concurrency_ramp_duration.map(Into::into));
+    put("arrival_smoothness", a.arrival_smoothness.map(Into::into));
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::profile::options;
+    use crate::profile::plan::ReplayPlan;
+
+    fn plan(extra: &[&str]) -> anyhow::Result<ReplayPlan> {
+        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
+        argv.extend_from_slice(extra);
+        ReplayPlan::from_args(options::parse(argv)?)
+    }
+
+    fn err(extra: &[&str]) -> String {
+        format!("{:#}", plan(extra).unwrap_err())
+    }
+
+    #[test]
+    fn cancellation_takes_a_percent_and_a_delay_that_needs_it() {
+        assert!(plan(&[]).unwrap().limits.cancellation.is_none());
+        let c = plan(&["--request-cancellation-rate", "100", "--request-cancellation-delay", "0.25"]).unwrap();
+        assert_eq!(c.limits.cancellation.unwrap().delay_ns(), 250_000_000);
+        let c = plan(&["--request-cancellation-rate", "0.5"]).unwrap();
+        assert_eq!(c.limits.cancellation.unwrap().delay_ns(), 0);
+        for (args, says) in [
+            (&["--request-cancellation-rate", "0"][..], "--request-cancellation-rate 0.0: accepted is a percent"),
+            (&["--request-cancellation-rate", "100.5"], "--request-cancellation-rate 100.5: accepted"),
+            (
+                &["--request-cancellation-delay", "1"],
+                "--request-cancellation-delay 1.0 needs --request-cancellation-rate",
+            ),
+            (
+                &["--request-cancellation-rate", "5", "--request-cancellation-delay=-1"],
+                "--request-cancellation-delay -1.0",
+            ),
+        ] {
+            assert!(err(args).contains(says), "{args:?}: {}", err(args));
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod warmup_tests {
+    use aiperf_core::replay::schedule::ArrivalPattern;
+
+    use crate::profile::options;
+    use crate::profile::plan::ReplayPlan;
+
+    fn plan(extra: &[&str]) -> anyhow::Result<ReplayPlan> {
+        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
+        argv.extend_from_slice(extra);
+        ReplayPlan::from_args(options::parse(argv)?)
+    }
+
+    #[test]
+    fn warmup_takes_the_runs_load_unless_given_its_own() {
+        assert!(plan(&["--warmup-concurrency", "3"]).unwrap().limits.warmup.is_none());
+        let w = plan(&["--warmup-request-count", "5"]).unwrap().limits.warmup.unwrap();
+        assert_eq!((w.shape.requests, w.shape.concurrency, w.shape.rate), (Some(5), Some(1), None));
+        let w = plan(&["--num-warmup-sessions", "5", "--concurrency", "4"]).unwrap().limits.warmup.unwrap();
+        assert_eq!((w.shape.sessions, w.shape.concurrency), (Some(5), Some(4)));
+        let w = plan(&["--warmup-duration", "2", "--request-rate", "10", "--arrival-pattern", "constant"])
+            .unwrap()
+            .limits
+            .warmup
+            .unwrap();
+        assert_eq!(w.shape.rate, Some((10.0, ArrivalPattern::Constant)));
+        assert_eq!((w.shape.concurrency, w.shape.duration_ns, w.grace), (None, Some(2_000_000_000), None));
+        let w = plan(&[
+            "--warmup-duration",
+            "1",
+            "--warmup-grace-period",
+            "0.5",
+            "--warmup-request-rate",
+            "3",
+            "--warmup-arrival-pattern",
+            "poisson",
+            "--warmup-concurrency",
+            "2",
+            "--request-rate",
+            "10",
+            "--arrival-pattern",
+            "constant",
+        ])
+        .unwrap()
+        .limits
+        .warmup
+        .unwrap();
+        assert_eq!(w.shape.rate, Some((3.0, ArrivalPattern::Poisson)));
+        assert_eq!((w.shape.concurrency, w.grace), (Some(2), Some(std::time::Duration::from_millis(500))));
+        // A shard sends its part.
+        let w = plan(&["--shard", "1/2", "--warmup-request-count", "5", "--warmup-request-rate", "8"])
+            .unwrap()
+            .limits
+            .warmup
+            .unwrap();
+        assert_eq!((w.shape.requests, w.shape.rate.map(|r| r.0)), (Some(2), Some(4.0)));
+    }
+
+    #[test]
+    fn warmup_options_out_of_bounds_are_named() {
+        for (args, says) in [
+            (&["--warmup-duration", "0"][..], "--warmup-duration 0.0"),
+            (&["--num-warmup-sessions", "0"], "--num-warmup-sessions 0: accepted is 1 to"),
+            (&["--warmup-request-count", "1", "--warmup-concurrency", "0"], "--warmup-concurrency 0: accepted is 1 to"),
+            (&["--warmup-request-count", "1", "--warmup-request-rate", "0"], "--warmup-request-rate 0.0: accepted"),
+            (
+                &["--warmup-request-count", "1", "--warmup-grace-period", "1"],
+                "--warmup-grace-period 1.0 needs --warmup-duration",
+            ),
+        ] {
+            let e = format!("{:#}", plan(args).unwrap_err());
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod ramp_tests {
+    use crate::profile::options;
+    use crate::profile::plan::ReplayPlan;
+
+    fn plan(extra: &[&str]) -> anyhow::Result<ReplayPlan> {
+        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
+        argv.extend_from_slice(extra);
+        ReplayPlan::from_args(options::parse(argv)?)
+    }
+
+    #[test]
+    fn ramps_need_what_they_ramp_and_the_warmup_takes_the_runs() {
+        let p =
+            plan(&["--concurrency", "4", "--concurrency-ramp-duration", "2", "--warmup-request-count", "3"]).unwrap();
+        assert_eq!(p.limits.ramps.concurrency_ns, Some(2_000_000_000));
+        assert_eq!(p.limits.warmup.unwrap().shape.concurrency_ramp_ns, Some(2_000_000_000));
+        let p = plan(&[
+            "--request-rate",
+            "4",
+            "--request-rate-ramp-duration",
+            "2",
+            "--warmup-request-count",
+            "3",
+            "--warmup-request-rate-ramp-duration",
+            "0.5",
+        ])
+        .unwrap();
+        assert_eq!(p.limits.ramps.rate_us, Some(2_000_000));
+        assert_eq!(p.limits.warmup.unwrap().shape.rate_ramp_us, Some(500_000));
+        for (args, says) in [
+            (
+                &["--request-rate", "4", "--concurrency-ramp-duration", "2"][..],
+                "--concurrency-ramp-duration 2.0 needs --concurrency",
+            ),
+            (
+                &["--concurrency", "4", "--request-rate-ramp-duration", "2"],
+                "--request-rate-ramp-duration 2.0 can only ramp a rate",
+            ),
+            (&["--concurrency", "4", "--concurrency-ramp-duration", "0"], "--concurrency-ramp-duration 0.0"),
+            (
+                &["--concurrency", "4", "--warmup-request-count", "2", "--warmup-request-rate-ramp-duration", "1"],
+                "--warmup-request-rate-ramp-duration 1.0 can only ramp a warm-up rate",
+            ),
+        ] {
+            let e = format!("{:#}", plan(args).unwrap_err());
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod gamma_tests {
+    use crate::profile::options;
+    use crate::profile::plan::ReplayPlan;
+
+    fn plan(extra: &[&str]) -> anyhow::Result<ReplayPlan> {
+        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
+        argv.extend_from_slice(extra);
+        ReplayPlan::from_args(options::parse(argv)?)
+    }
+
+    #[test]
+    fn smoothness_shapes_gamma_arrivals_only() {
+        let p = plan(&["--request-rate", "5", "--arrival-pattern", "gamma", "--vllm-burstiness", "0.5"]).unwrap();
+        assert_eq!(p.limits.smoothness, Some(0.5));
+        assert_eq!(p.input_config()["arrival_pattern"], "gamma");
+        for (args, says) in [
+            (
+                &["--request-rate", "5", "--arrival-smoothness", "2"][..],
+                "--arrival-smoothness 2.0 shapes gamma arrivals",
+            ),
+            (
+                &["--request-rate", "5", "--arrival-pattern", "gamma", "--arrival-smoothness", "0"],
+                "--arrival-smoothness 0.0: accepted is 0.001 to 1000",
+            ),
+        ] {
+            let e = format!("{:#}", plan(args).unwrap_err());
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+    }
+}
