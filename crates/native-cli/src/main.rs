@@ -72,7 +72,7 @@ fn main() -> ExitCode {
     let config = match is_profile.then(|| profile::config_file::load(&raw[2..])).transpose() {
         Ok(loaded) => loaded.flatten(),
         Err(e) => {
-            say!("error: {e}");
+            say!("error: {e:#}");
             return ExitCode::from(2);
         }
     };

@@ -56,7 +56,7 @@ fn substitute_string(s: &str, path: &str, env: &dyn Fn(&str) -> Option<String>) 
             (Some(value), _) => out.push_str(&value),
             (None, Some(d)) => out.push_str(d),
             (None, None) => bail!(
-                "{path}: the environment variable {name} is not set and `${{{name}}}` gives no default (write `${{{name}:DEFAULT}}` or set it)"
+                "key `{path}`: the environment variable {name} is not set and `${{{name}}}` gives no default (write `${{{name}:DEFAULT}}` or set it)"
             ),
         }
         any = true;
@@ -66,7 +66,7 @@ fn substitute_string(s: &str, path: &str, env: &dyn Fn(&str) -> Option<String>) 
     if let Some(at) = out.find("${")
         && !out[at..].contains('}')
     {
-        bail!("{path}: `{out}` opens `${{` without closing it with `}}`");
+        bail!("key `{path}`: `{out}` opens `${{` without closing it with `}}`");
     }
     if !any {
         return Ok(None);
@@ -212,17 +212,17 @@ fn render(env: &Environment<'_>, v: &mut Value, path: &str, ctx: &minijinja::Val
                 return Ok(());
             }
             if s.contains("{{") && !s.contains("}}") {
-                bail!("{path}: `{s}` opens a Jinja2 `{{{{` without closing it with `}}}}`");
+                bail!("key `{path}`: `{s}` opens a Jinja2 `{{{{` without closing it with `}}}}`");
             }
             if s.contains("{%") && !s.contains("%}") {
-                bail!("{path}: `{s}` opens a Jinja2 `{{%` without closing it with `%}}`");
+                bail!("key `{path}`: `{s}` opens a Jinja2 `{{%` without closing it with `%}}`");
             }
             if !(s.contains("{{") || s.contains("{%")) {
                 return Ok(());
             }
             let rendered = env
                 .render_str(s, ctx)
-                .map_err(|e| anyhow::anyhow!("{path}: the Jinja2 template `{s}` fails: {}", jinja_reason(&e)))?;
+                .map_err(|e| anyhow::anyhow!("key `{path}`: the Jinja2 template `{s}` fails: {}", jinja_reason(&e)))?;
             *v = coerce(&rendered);
         }
         Value::Sequence(items) => {
@@ -283,9 +283,9 @@ mod tests {
     #[test]
     fn a_missing_variable_without_default_is_named() {
         let e = expanded("benchmark:\n  model: ${MODEL_NAME}\n", &[]).unwrap_err().to_string();
-        assert!(e.contains("benchmark.model") && e.contains("MODEL_NAME is not set"), "{e}");
+        assert!(e.contains("key `benchmark.model`: the environment variable MODEL_NAME is not set"), "{e}");
         let e = expanded("a: ${OPEN\n", &[]).unwrap_err().to_string();
-        assert!(e.contains("a: `${OPEN` opens"), "{e}");
+        assert!(e.contains("key `a`: `${OPEN` opens"), "{e}");
     }
 
     #[test]

@@ -95,9 +95,24 @@ pub fn load(args: &[String]) -> Result<Option<Loaded>> {
     };
     let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read the config file {file}"))?;
     let given = read(&file, &text, &|name| std::env::var(name).ok())?;
-    let on_command_line: Vec<String> =
-        rest.iter().take_while(|a| *a != "--").filter(|a| a.starts_with('-')).map(|a| family(a)).collect();
-    let given: Vec<Given> = given.into_iter().filter(|g| !on_command_line.contains(&family(g.spelling()))).collect();
+    merge(file, given, rest).map(Some)
+}
+
+/// The file's options that `rest` (the command line) does not override, checked against the
+/// option table, before the command line's.
+fn merge(file: String, given: Vec<Given>, rest: Vec<String>) -> Result<Loaded> {
+    let flags = || rest.iter().take_while(|a| *a != "--").filter(|a| a.starts_with('-'));
+    let on_command_line: Vec<String> = flags().map(|a| family(a)).collect();
+    // `--no-server-metrics` also drops the file's `--server-metrics-formats`.
+    let switched_off: Vec<String> = flags()
+        .filter(|a| canonical(a.split('=').next().unwrap_or(a)).starts_with("--no-"))
+        .map(|a| family(a) + "-")
+        .collect();
+    let overridden = |g: &Given| {
+        let f = family(g.spelling());
+        on_command_line.contains(&f) || switched_off.iter().any(|off| f.starts_with(off.as_str()))
+    };
+    let given: Vec<Given> = given.into_iter().filter(|g| !overridden(g)).collect();
     for g in &given {
         if let Some(AiperfOption { spelling, verdict: Verdict::Refused(r) }) = aiperf_options::lookup(g.spelling()) {
             bail!(
@@ -111,7 +126,7 @@ pub fn load(args: &[String]) -> Result<Option<Loaded>> {
     }
     let mut out: Vec<String> = given.iter().flat_map(|g| g.args.iter().cloned()).collect();
     out.extend(rest);
-    Ok(Some(Loaded { file, given, args: out }))
+    Ok(Loaded { file, given, args: out })
 }
 
 /// The file's options (every key, none overridden yet), or the first error, naming the file.
@@ -123,8 +138,8 @@ pub fn read(file: &str, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Res
             spell::show(&doc)
         );
     }
-    expand::substitute_env(&mut doc, "", env).map_err(|e| anyhow!("{file}: key {e}"))?;
-    expand::render_templates(&mut doc).map_err(|e| anyhow!("{file}: key {e:#}"))?;
+    expand::substitute_env(&mut doc, "", env).map_err(|e| anyhow!("{file}: {e}"))?;
+    expand::render_templates(&mut doc).map_err(|e| anyhow!("{file}: {e:#}"))?;
     let model: model::ConfigFile =
         serde_path_to_error::deserialize(doc.clone()).map_err(|e| model_error(file, &doc, &e))?;
     spell::options(&model).map_err(|e| anyhow!("{file}: {e}"))
@@ -139,7 +154,8 @@ fn model_error(file: &str, doc: &Value, e: &serde_path_to_error::Error<serde_yam
     if let Some(rest) = inner.strip_prefix("unknown field `")
         && let Some((key, accepted)) = rest.split_once("`, ")
     {
-        let accepted: Vec<&str> = accepted.split('`').skip(1).step_by(2).collect();
+        // The camelCase names; each also has its snake_case alias.
+        let accepted: Vec<&str> = accepted.split('`').skip(1).step_by(2).filter(|a| !a.contains('_')).collect();
         let parent = path.strip_suffix(key).map(|p| p.trim_end_matches('.')).unwrap_or(&path);
         let full = if parent.is_empty() || parent == "." { key.to_string() } else { format!("{parent}.{key}") };
         let value = lookup(doc, &full).map(spell::show).unwrap_or_default();
@@ -151,7 +167,7 @@ fn model_error(file: &str, doc: &Value, e: &serde_path_to_error::Error<serde_yam
             .map(|(_, a)| format!(" (did you mean `{a}`?)"))
             .unwrap_or_default();
         return anyhow!(
-            "{file}: key `{full}` = {value} is not a key of AIPerf 0.13's config file{hint}; accepted keys here: {}",
+            "{file}: key `{full}` = {value} is not a key of AIPerf 0.13's config file{hint}; accepted keys here (camelCase or snake_case): {}",
             accepted.join(", ")
         );
     }
@@ -193,3 +209,6 @@ fn canonical(name: &str) -> String {
         _ => name.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests;

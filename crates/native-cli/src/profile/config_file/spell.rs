@@ -128,8 +128,16 @@ fn refused(key: &str, value: &str, why: &str, instead: &str) -> anyhow::Error {
     anyhow::anyhow!("key `{key}` = {value} is not supported by `aiperf-cli profile`: {why}; instead: {instead}")
 }
 
-/// A value as one line for messages.
+/// A value as one line for messages (at most 80 characters).
 pub fn show(v: &Value) -> String {
+    let text = show_whole(v);
+    match text.char_indices().nth(80) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
+fn show_whole(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Mapping(_) | Value::Sequence(_) => serde_json::to_string(v).unwrap_or_else(|_| "a section".to_string()),
