@@ -66,12 +66,9 @@ fn find_config(args: &[String]) -> Result<Option<(String, Vec<String>)>> {
         let value = if a == "--config" || a == "-f" {
             i += 1;
             Some(args.get(i).cloned().ok_or_else(|| anyhow!("{a} needs a value: the AIPerf config file (YAML)"))?)
-        } else if let Some(v) = a.strip_prefix("--config=") {
-            Some(v.to_string())
-        } else if let Some(v) = a.strip_prefix("-f").filter(|v| !v.is_empty() && !a.starts_with("--")) {
-            Some(v.to_string())
         } else {
-            None
+            // `--config=FILE`, or `-fFILE` (the value attached to the short form).
+            a.strip_prefix("--config=").or_else(|| a.strip_prefix("-f").filter(|v| !v.is_empty())).map(str::to_string)
         };
         match value {
             Some(v) => {

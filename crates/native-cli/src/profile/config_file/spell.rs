@@ -35,16 +35,6 @@ pub fn options(file: &ConfigFile) -> Result<Vec<Given>> {
     if let Some(m) = &file.multi_run {
         multi_run(&mut out, m)?;
     }
-    if file.sweep.is_some() {
-        let instead =
-            "give a comma-separated --concurrency or --request-rate list on the command line (one sub-run per value)";
-        return Err(refused(
-            "sweep",
-            "a section",
-            "AIPerf's config sweeps (grid, scenarios, zip, sampled) are not supported",
-            instead,
-        ));
-    }
     if let Some(v) = &file.plot {
         out.raw("plot", v, "--auto-plot");
     }
@@ -55,7 +45,75 @@ pub fn options(file: &ConfigFile) -> Result<Vec<Given>> {
         );
     };
     benchmark(&mut out, b)?;
+    if let Some(v) = &file.sweep {
+        sweep(&mut out, v)?;
+    }
     Ok(out.given)
+}
+
+/// A grid sweep of the profiling phase's concurrency or rate: the option's comma-separated list
+/// (one sub-run per value), in place of the phase's value.
+fn sweep(out: &mut Out, v: &Value) -> Result<()> {
+    let instead = "sweep one parameter, concurrency or rate, with `type: grid` (or give a comma-separated --concurrency or --request-rate list)";
+    let Value::Mapping(m) = v else {
+        bail!("key `sweep` = {}: accepted is a section (type, parameters)", show(v));
+    };
+    for (k, val) in m {
+        match k.as_str() {
+            Some("type") if val.as_str() == Some("grid") => {}
+            Some("type") => {
+                return Err(refused(
+                    "sweep.type",
+                    &show(val),
+                    "AIPerf's scenario, zip and sampled sweeps and its adaptive search are not supported",
+                    instead,
+                ));
+            }
+            Some("parameters") => {}
+            Some("cooldownSeconds" | "cooldown_seconds") => out.push(
+                "sweep.cooldownSeconds",
+                show(val),
+                vec!["--parameter-sweep-cooldown-seconds".into(), show(val)],
+            ),
+            Some(other) => {
+                let instead = "drop the key";
+                return Err(refused(
+                    &format!("sweep.{other}"),
+                    &show(val),
+                    "not yet supported: this sweep setting",
+                    instead,
+                ));
+            }
+            None => bail!("key `sweep.{}`: accepted keys are type, parameters, cooldownSeconds", show(k)),
+        }
+    }
+    let Some(Value::Mapping(params)) = m.get("parameters") else {
+        bail!("key `sweep.parameters` is missing: accepted is {{concurrency: [..]}} or {{rate: [..]}}");
+    };
+    let mut params = params.iter();
+    let (Some((name, values)), None) = (params.next(), params.next()) else {
+        return Err(refused(
+            "sweep.parameters",
+            "several parameters",
+            "a sweep of several parameters is not supported",
+            instead,
+        ));
+    };
+    let name = show(name);
+    let key = format!("sweep.parameters.{name}");
+    let short = name.trim_start_matches("benchmark.").trim_start_matches("phases.profiling.");
+    let flag = match short {
+        "concurrency" => "--concurrency",
+        "rate" => "--request-rate",
+        _ => return Err(refused(&key, &show(values), "only concurrency and rate are swept", instead)),
+    };
+    let Value::Sequence(items) = values else {
+        bail!("key `{key}` = {}: accepted is a list of values", show(values));
+    };
+    let list: Vec<String> = items.iter().map(show).collect();
+    out.given.retain(|g| g.spelling() != flag);
+    out.push(&key, list.join(", "), vec![flag.to_string(), list.join(",")]);
+    Ok(())
 }
 
 #[derive(Default)]

@@ -193,3 +193,20 @@ fn every_template_reads_into_options_or_a_refusal_by_key() {
         }
     }
 }
+
+#[test]
+fn a_grid_sweep_of_concurrency_or_rate_is_the_options_list() {
+    let text = template("sweep_with_plot");
+    let given = read("s.yaml", &text, &no_env).unwrap();
+    let p = pairs(&given);
+    assert!(
+        p.contains(&("sweep.parameters.concurrency".into(), "--concurrency 1,2,4,8,16,32,64,128,256".into())),
+        "{p:?}"
+    );
+    assert_eq!(given.iter().filter(|g| g.spelling() == "--concurrency").count(), 1);
+    let text = "benchmark:\n  model: m\n  profiling: {type: poisson, rate: 5, requests: 9}\nsweep:\n  type: grid\n  cooldownSeconds: 2\n  parameters:\n    phases.profiling.rate: [1.5, 3]\n";
+    let p = pairs(&read("s.yaml", text, &no_env).unwrap());
+    assert!(p.contains(&("sweep.parameters.phases.profiling.rate".into(), "--request-rate 1.5,3".into())), "{p:?}");
+    assert!(p.contains(&("sweep.cooldownSeconds".into(), "--parameter-sweep-cooldown-seconds 2".into())), "{p:?}");
+    assert!(!p.iter().any(|(_, a)| a == "--request-rate 5"), "{p:?}");
+}
