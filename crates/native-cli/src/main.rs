@@ -89,7 +89,8 @@ fn main() -> ExitCode {
         Some(c) => match Cli::try_parse_from(&raw) {
             Ok(cli) => cli,
             Err(e) => {
-                let note = c.note_for(&e.to_string());
+                // clap's first line names the option (the usage below names others).
+                let note = c.note_for(e.to_string().lines().next().unwrap_or(""));
                 let _ = e.print();
                 if let Some(note) = note {
                     say!("{note}");

@@ -300,8 +300,19 @@ fn errors_name_the_file_the_key_path_the_value_and_what_is_accepted() {
     assert_eq!(out.status.code(), Some(2));
     assert!(err.contains("invalid value 'abc' for '--request-rate"), "{err}");
     assert!(
-        err.ends_with(&format!("  from {config}: `benchmark.profiling.rate` = abc (--request-rate abc)\n")),
+        err.ends_with(&format!("  from {config}: `benchmark.profiling.rate` = abc (--request-rate=abc)\n")),
         "{err}"
+    );
+    // A value the plan refuses (a negative one stays a value): the plan's error, then the key.
+    let config = write_config(dir.path(), "benchmark:\n  model: m\n  profiling: {type: poisson, rate: -3}\n");
+    let out = profile_in(dir.path(), &["-f", &config], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        err,
+        format!(
+            "error: --request-rate -3.0: accepted is 0.001 to 1000000 requests per second\n  from {config}: `benchmark.profiling.rate` = -3 (--request-rate=-3)\n"
+        )
     );
     // A missing file.
     let out = profile_in(dir.path(), &["--config", "nowhere.yaml"], &[]);

@@ -19,7 +19,8 @@ pub struct Given {
 impl Given {
     /// The option's spelling (its first word).
     pub fn spelling(&self) -> &str {
-        self.args.first().map(String::as_str).unwrap_or("")
+        let first = self.args.first().map(String::as_str).unwrap_or("");
+        first.split('=').next().unwrap_or(first)
     }
 }
 
@@ -70,11 +71,9 @@ fn sweep(out: &mut Out, v: &Value) -> Result<()> {
                 ));
             }
             Some("parameters") => {}
-            Some("cooldownSeconds" | "cooldown_seconds") => out.push(
-                "sweep.cooldownSeconds",
-                show(val),
-                vec!["--parameter-sweep-cooldown-seconds".into(), show(val)],
-            ),
+            Some("cooldownSeconds" | "cooldown_seconds") => {
+                out.push("sweep.cooldownSeconds", show(val), vec![kv("--parameter-sweep-cooldown-seconds", show(val))])
+            }
             Some(other) => {
                 let instead = "drop the key";
                 return Err(refused(
@@ -112,7 +111,7 @@ fn sweep(out: &mut Out, v: &Value) -> Result<()> {
     };
     let list: Vec<String> = items.iter().map(show).collect();
     out.given.retain(|g| g.spelling() != flag);
-    out.push(&key, list.join(", "), vec![flag.to_string(), list.join(",")]);
+    out.push(&key, list.join(", "), vec![kv(flag, list.join(","))]);
     Ok(())
 }
 
@@ -128,7 +127,7 @@ impl Out {
 
     fn opt(&mut self, key: &str, flag: &str, v: &Option<Scalar>) {
         if let Some(v) = v {
-            self.push(key, v.to_string(), vec![flag.to_string(), v.to_string()]);
+            self.push(key, v.to_string(), vec![kv(flag, v)]);
         }
     }
 
@@ -157,7 +156,7 @@ impl Out {
     fn duration(&mut self, key: &str, flag: &str, v: &Option<Scalar>) -> Result<()> {
         if let Some(v) = v {
             let secs = seconds(key, v)?;
-            self.push(key, v.to_string(), vec![flag.to_string(), secs]);
+            self.push(key, v.to_string(), vec![kv(flag, &secs)]);
         }
         Ok(())
     }
@@ -179,6 +178,12 @@ impl Out {
             }
         }
     }
+}
+
+/// An option with its value attached (`--request-rate=10`), so that a value starting with `-`
+/// stays a value.
+fn kv(flag: &str, value: impl std::fmt::Display) -> String {
+    format!("{flag}={value}")
 }
 
 /// A refusal of a key that has no option spelling.
@@ -430,7 +435,7 @@ fn endpoint(out: &mut Out, e: &Endpoint) -> Result<()> {
     if let Some(h) = &e.headers {
         for (k, v) in h {
             let key = format!("{E}.headers.{}", show(k));
-            out.push(&key, show(v), vec!["--header".into(), format!("{}:{}", show(k), show(v))]);
+            out.push(&key, show(v), vec![kv("--header", format!("{}:{}", show(k), show(v)))]);
         }
     }
     if let Some(x) = &e.extra {
@@ -440,7 +445,7 @@ fn endpoint(out: &mut Out, e: &Endpoint) -> Result<()> {
                 Value::String(s) => s.clone(),
                 other => serde_json::to_string(other).unwrap_or_else(|_| show(other)),
             };
-            out.push(&key, show(v), vec!["--extra-inputs".into(), format!("{}:{value}", show(k))]);
+            out.push(&key, show(v), vec![kv("--extra-inputs", format!("{}:{value}", show(k)))]);
         }
     }
     out.switch(&format!("{E}.downloadVideoContent"), &e.download_video_content, "--download-video-content", None)?;
@@ -524,7 +529,7 @@ fn dataset(out: &mut Out, key: &str, d: &Dataset) -> Result<()> {
         "synthetic" | "file" => {}
         "public" => {
             let v = d.dataset.clone().unwrap_or(Scalar::Str(String::new()));
-            out.push(&format!("{key}.type"), "public".into(), vec!["--public-dataset".into(), v.to_string()]);
+            out.push(&format!("{key}.type"), "public".into(), vec![kv("--public-dataset", v.to_string())]);
         }
         other => bail!("key `{key}.type` = {other}: accepted is synthetic, file or public"),
     }
@@ -694,7 +699,7 @@ fn sequence_distribution(out: &mut Out, key: &str, v: &Value) -> Result<()> {
             side(osl, get(&["oslStddev", "osl_stddev"]))
         ));
     }
-    out.push(key, show(v), vec!["--seq-dist".into(), parts.join(";")]);
+    out.push(key, show(v), vec![kv("--seq-dist", parts.join(";"))]);
     Ok(())
 }
 
@@ -838,7 +843,7 @@ fn phase(out: &mut Out, key: &str, p: &Phase, role: Role) -> Result<()> {
                 }
                 out.opt(&k("smoothness"), "--arrival-smoothness", &p.smoothness);
             }
-            out.push(&k("type"), kind.clone(), vec![flag("type", role).into(), kind.clone()]);
+            out.push(&k("type"), kind.clone(), vec![kv(flag("type", role), kind.clone())]);
             out.opt(&k("rate"), flag("rate", role), &p.rate);
         }
         "user_centric" => {
@@ -957,7 +962,7 @@ fn goodput(out: &mut Out, slos: &Mapping) -> Result<()> {
         parts.push(format!("{}:{}", show(k), show(v)));
     }
     if !parts.is_empty() {
-        out.push("benchmark.slos", show(&Value::Mapping(slos.clone())), vec!["--goodput".into(), parts.join(" ")]);
+        out.push("benchmark.slos", show(&Value::Mapping(slos.clone())), vec![kv("--goodput", parts.join(" "))]);
     }
     Ok(())
 }
@@ -973,7 +978,7 @@ fn telemetry(out: &mut Out, key: &str, t: &ScalarOr<Telemetry>, on: &str, off: &
             return Ok(());
         }
         ScalarOr::Scalar(url) => {
-            out.push(key, url.to_string(), vec![on.into(), url.to_string()]);
+            out.push(key, url.to_string(), vec![kv(on, url.to_string())]);
             return Ok(());
         }
         ScalarOr::Section(t) => t,
@@ -992,8 +997,10 @@ fn telemetry(out: &mut Out, key: &str, t: &ScalarOr<Telemetry>, on: &str, off: &
         urls.extend(list.0.iter().cloned());
     }
     let url_key = if t.urls.is_some() { format!("{key}.urls") } else { format!("{key}.url") };
-    let mut args = vec![on.to_string()];
-    args.extend(urls.iter().map(Scalar::to_string));
+    let mut args: Vec<String> = urls.iter().map(|u| kv(on, u)).collect();
+    if args.is_empty() {
+        args.push(on.to_string());
+    }
     let value = urls.iter().map(Scalar::to_string).collect::<Vec<_>>().join(", ");
     out.push(if urls.is_empty() { key } else { &url_key }, value, args);
     if let Some(f) = &t.formats {
@@ -1001,7 +1008,7 @@ fn telemetry(out: &mut Out, key: &str, t: &ScalarOr<Telemetry>, on: &str, off: &
             bail!("key `{key}.formats`: accepted keys are enabled, url, urls, collector and mode");
         }
         let list: Vec<String> = f.0.iter().map(Scalar::to_string).collect();
-        out.push(&format!("{key}.formats"), list.join(", "), vec![format!("{on}-formats"), list.join(",")]);
+        out.push(&format!("{key}.formats"), list.join(", "), vec![kv(&format!("{on}-formats"), list.join(","))]);
     }
     if let Some(v) = &t.discovery {
         return Err(refused(
@@ -1014,7 +1021,7 @@ fn telemetry(out: &mut Out, key: &str, t: &ScalarOr<Telemetry>, on: &str, off: &
     if let Some(c) = &t.collector
         && c.to_string() != "dcgm"
     {
-        out.push(&format!("{key}.collector"), c.to_string(), vec![on.to_string(), c.to_string()]);
+        out.push(&format!("{key}.collector"), c.to_string(), vec![kv(on, c.to_string())]);
     }
     if let Some(m) = &t.mode
         && m.to_string() != "summary"

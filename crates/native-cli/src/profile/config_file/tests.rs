@@ -23,30 +23,30 @@ fn strings(args: &[&str]) -> Vec<String> {
 fn a_two_phase_template_becomes_warm_up_and_profiling_options() {
     let given = read("goodput_slo.yaml", &template("goodput_slo"), &no_env).unwrap();
     let expect: Vec<(&str, &str)> = vec![
-        ("randomSeed", "--random-seed 42"),
-        ("benchmark.model", "--model meta-llama/Llama-3.1-8B-Instruct"),
-        ("benchmark.endpoint.url", "--url http://localhost:8000"),
-        ("benchmark.endpoint.type", "--endpoint-type chat"),
-        ("benchmark.endpoint.path", "--custom-endpoint /v1/chat/completions"),
-        ("benchmark.endpoint.timeout", "--request-timeout-seconds 120"),
+        ("randomSeed", "--random-seed=42"),
+        ("benchmark.model", "--model=meta-llama/Llama-3.1-8B-Instruct"),
+        ("benchmark.endpoint.url", "--url=http://localhost:8000"),
+        ("benchmark.endpoint.type", "--endpoint-type=chat"),
+        ("benchmark.endpoint.path", "--custom-endpoint=/v1/chat/completions"),
+        ("benchmark.endpoint.timeout", "--request-timeout-seconds=120"),
         ("benchmark.endpoint.streaming", "--streaming"),
-        ("benchmark.dataset.entries", "--num-dataset-entries 5000"),
-        ("benchmark.dataset.prompts.isl.mean", "--isl 512"),
-        ("benchmark.dataset.prompts.isl.stddev", "--isl-stddev 100"),
-        ("benchmark.dataset.prompts.osl.mean", "--osl 256"),
-        ("benchmark.dataset.prompts.osl.stddev", "--osl-stddev 50"),
-        ("benchmark.phases[0].requests", "--warmup-request-count 100"),
-        ("benchmark.phases[0].concurrency", "--warmup-concurrency 16"),
-        ("benchmark.phases[1].type", "--arrival-pattern poisson"),
-        ("benchmark.phases[1].rate", "--request-rate 30"),
-        ("benchmark.phases[1].duration", "--benchmark-duration 120"),
-        ("benchmark.phases[1].concurrency", "--concurrency 100"),
-        ("benchmark.phases[1].gracePeriod", "--benchmark-grace-period 60"),
-        ("benchmark.artifacts.dir", "--artifact-dir ./artifacts/goodput_slo"),
-        ("benchmark.artifacts.sliceDuration", "--slice-duration 30"),
+        ("benchmark.dataset.entries", "--num-dataset-entries=5000"),
+        ("benchmark.dataset.prompts.isl.mean", "--isl=512"),
+        ("benchmark.dataset.prompts.isl.stddev", "--isl-stddev=100"),
+        ("benchmark.dataset.prompts.osl.mean", "--osl=256"),
+        ("benchmark.dataset.prompts.osl.stddev", "--osl-stddev=50"),
+        ("benchmark.phases[0].requests", "--warmup-request-count=100"),
+        ("benchmark.phases[0].concurrency", "--warmup-concurrency=16"),
+        ("benchmark.phases[1].type", "--arrival-pattern=poisson"),
+        ("benchmark.phases[1].rate", "--request-rate=30"),
+        ("benchmark.phases[1].duration", "--benchmark-duration=120"),
+        ("benchmark.phases[1].concurrency", "--concurrency=100"),
+        ("benchmark.phases[1].gracePeriod", "--benchmark-grace-period=60"),
+        ("benchmark.artifacts.dir", "--artifact-dir=./artifacts/goodput_slo"),
+        ("benchmark.artifacts.sliceDuration", "--slice-duration=30"),
         (
             "benchmark.slos",
-            "--goodput request_latency:5000 time_to_first_token:500 inter_token_latency:50 output_token_throughput_per_user:20.0",
+            "--goodput=request_latency:5000 time_to_first_token:500 inter_token_latency:50 output_token_throughput_per_user:20.0",
         ),
     ];
     let expect: Vec<(String, String)> = expect.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
@@ -58,31 +58,31 @@ fn ramps_cancellation_and_durations_take_aiperfs_spellings() {
     let given = read("ramping.yaml", &template("ramping"), &no_env).unwrap();
     let p = pairs(&given);
     for (key, args) in [
-        ("benchmark.phases[0].concurrencyRamp", "--warmup-concurrency-ramp-duration 10"),
-        ("benchmark.phases[1].concurrencyRamp", "--concurrency-ramp-duration 60"),
-        ("benchmark.phases[1].rateRamp", "--request-rate-ramp-duration 60"),
-        ("benchmark.phases[1].prefillRamp", "--prefill-concurrency-ramp-duration 30"),
-        ("benchmark.phases[1].duration", "--benchmark-duration 300"),
-        ("benchmark.artifacts.sliceDuration", "--slice-duration 15"),
+        ("benchmark.phases[0].concurrencyRamp", "--warmup-concurrency-ramp-duration=10"),
+        ("benchmark.phases[1].concurrencyRamp", "--concurrency-ramp-duration=60"),
+        ("benchmark.phases[1].rateRamp", "--request-rate-ramp-duration=60"),
+        ("benchmark.phases[1].prefillRamp", "--prefill-concurrency-ramp-duration=30"),
+        ("benchmark.phases[1].duration", "--benchmark-duration=300"),
+        ("benchmark.artifacts.sliceDuration", "--slice-duration=15"),
     ] {
         assert!(p.contains(&(key.to_string(), args.to_string())), "{key}: {p:?}");
     }
     let given = read("request_cancellation.yaml", &template("request_cancellation"), &no_env).unwrap();
     let p = pairs(&given);
     for (key, args) in [
-        ("benchmark.phases[1].cancellation.rate", "--request-cancellation-rate 10"),
-        ("benchmark.phases[1].cancellation.delay", "--request-cancellation-delay 0.5"),
-        ("benchmark.serverMetrics.urls", "--server-metrics http://localhost:8000/metrics"),
-        ("benchmark.serverMetrics.formats", "--server-metrics-formats json,csv"),
+        ("benchmark.phases[1].cancellation.rate", "--request-cancellation-rate=10"),
+        ("benchmark.phases[1].cancellation.delay", "--request-cancellation-delay=0.5"),
+        ("benchmark.serverMetrics.urls", "--server-metrics=http://localhost:8000/metrics"),
+        ("benchmark.serverMetrics.formats", "--server-metrics-formats=json,csv"),
     ] {
         assert!(p.contains(&(key.to_string(), args.to_string())), "{key}: {p:?}");
     }
     let given = read("time_based_soak.yaml", &template("time_based_soak"), &no_env).unwrap();
     let p = pairs(&given);
     for (key, args) in [
-        ("benchmark.warmup.duration", "--warmup-duration 60"),
-        ("benchmark.profiling.duration", "--benchmark-duration 3600"),
-        ("benchmark.artifacts.sliceDuration", "--slice-duration 300"),
+        ("benchmark.warmup.duration", "--warmup-duration=60"),
+        ("benchmark.profiling.duration", "--benchmark-duration=3600"),
+        ("benchmark.artifacts.sliceDuration", "--slice-duration=300"),
         ("benchmark.gpuTelemetry", "--gpu-telemetry"),
     ] {
         assert!(p.contains(&(key.to_string(), args.to_string())), "{key}: {p:?}");
@@ -94,12 +94,12 @@ fn jinja_and_env_templates_expand_before_the_keys_are_read() {
     let given = read("jinja2_variables.yaml", &template("jinja2_variables"), &no_env).unwrap();
     let p = pairs(&given);
     for (key, args) in [
-        ("benchmark.dataset.entries", "--num-dataset-entries 160"),
-        ("benchmark.dataset.prompts.isl.stddev", "--isl-stddev 51"),
-        ("benchmark.phases[0].requests", "--warmup-request-count 80"),
-        ("benchmark.phases[1].rateRamp", "--request-rate-ramp-duration 30"),
-        ("benchmark.phases[1].smoothness", "--arrival-smoothness 1.5"),
-        ("multiRun.numRuns", "--num-profile-runs 3"),
+        ("benchmark.dataset.entries", "--num-dataset-entries=160"),
+        ("benchmark.dataset.prompts.isl.stddev", "--isl-stddev=51"),
+        ("benchmark.phases[0].requests", "--warmup-request-count=80"),
+        ("benchmark.phases[1].rateRamp", "--request-rate-ramp-duration=30"),
+        ("benchmark.phases[1].smoothness", "--arrival-smoothness=1.5"),
+        ("multiRun.numRuns", "--num-profile-runs=3"),
     ] {
         assert!(p.contains(&(key.to_string(), args.to_string())), "{key}: {p:?}");
     }
@@ -112,8 +112,8 @@ fn jinja_and_env_templates_expand_before_the_keys_are_read() {
         "        mean: 256\n",
     ).replace("      osl: {mean: 256, median: 226}", "      osl: 256");
     let p = pairs(&read("env_var_production.yaml", &text, &env).unwrap());
-    assert!(p.contains(&("benchmark.profiling.rate".into(), "--request-rate 12.5".into())), "{p:?}");
-    assert!(p.contains(&("benchmark.profiling.duration".into(), "--benchmark-duration 300".into())), "{p:?}");
+    assert!(p.contains(&("benchmark.profiling.rate".into(), "--request-rate=12.5".into())), "{p:?}");
+    assert!(p.contains(&("benchmark.profiling.duration".into(), "--benchmark-duration=300".into())), "{p:?}");
 }
 
 #[test]
@@ -200,13 +200,13 @@ fn a_grid_sweep_of_concurrency_or_rate_is_the_options_list() {
     let given = read("s.yaml", &text, &no_env).unwrap();
     let p = pairs(&given);
     assert!(
-        p.contains(&("sweep.parameters.concurrency".into(), "--concurrency 1,2,4,8,16,32,64,128,256".into())),
+        p.contains(&("sweep.parameters.concurrency".into(), "--concurrency=1,2,4,8,16,32,64,128,256".into())),
         "{p:?}"
     );
     assert_eq!(given.iter().filter(|g| g.spelling() == "--concurrency").count(), 1);
     let text = "benchmark:\n  model: m\n  profiling: {type: poisson, rate: 5, requests: 9}\nsweep:\n  type: grid\n  cooldownSeconds: 2\n  parameters:\n    phases.profiling.rate: [1.5, 3]\n";
     let p = pairs(&read("s.yaml", text, &no_env).unwrap());
-    assert!(p.contains(&("sweep.parameters.phases.profiling.rate".into(), "--request-rate 1.5,3".into())), "{p:?}");
-    assert!(p.contains(&("sweep.cooldownSeconds".into(), "--parameter-sweep-cooldown-seconds 2".into())), "{p:?}");
-    assert!(!p.iter().any(|(_, a)| a == "--request-rate 5"), "{p:?}");
+    assert!(p.contains(&("sweep.parameters.phases.profiling.rate".into(), "--request-rate=1.5,3".into())), "{p:?}");
+    assert!(p.contains(&("sweep.cooldownSeconds".into(), "--parameter-sweep-cooldown-seconds=2".into())), "{p:?}");
+    assert!(!p.iter().any(|(_, a)| a == "--request-rate=5"), "{p:?}");
 }
