@@ -105,9 +105,13 @@ fn merge(file: String, given: Vec<Given>, rest: Vec<String>) -> Result<Loaded> {
         .filter(|a| canonical(a.split('=').next().unwrap_or(a)).starts_with("--no-"))
         .map(|a| family(a) + "-")
         .collect();
+    // `--input-file` on the command line replaces the file's whole dataset section.
+    let own_dataset = on_command_line.iter().any(|f| f == "--input-file");
     let overridden = |g: &Given| {
         let f = family(g.spelling());
-        on_command_line.contains(&f) || switched_off.iter().any(|off| f.starts_with(off.as_str()))
+        on_command_line.contains(&f)
+            || switched_off.iter().any(|off| f.starts_with(off.as_str()))
+            || (own_dataset && (g.key.starts_with("benchmark.dataset.") || g.key.starts_with("benchmark.datasets[")))
     };
     let given: Vec<Given> = given.into_iter().filter(|g| !overridden(g)).collect();
     for g in &given {

@@ -210,3 +210,16 @@ fn a_grid_sweep_of_concurrency_or_rate_is_the_options_list() {
     assert!(p.contains(&("sweep.cooldownSeconds".into(), "--parameter-sweep-cooldown-seconds=2".into())), "{p:?}");
     assert!(!p.iter().any(|(_, a)| a == "--request-rate=5"), "{p:?}");
 }
+
+#[test]
+fn an_input_file_on_the_command_line_replaces_the_files_dataset() {
+    let given = read("trace_replay.yaml", &template("trace_replay"), &no_env).unwrap();
+    let rest = strings(&["--input-file", "t.jsonl", "--no-server-metrics"]);
+    let loaded = merge("t.yaml".into(), given, rest).unwrap();
+    assert!(loaded.given.iter().all(|g| !g.key.starts_with("benchmark.dataset")), "{:?}", pairs(&loaded.given));
+    assert!(loaded.given.iter().any(|g| g.spelling() == "--fixed-schedule"));
+    let given = read("minimal.yaml", &template("minimal"), &no_env).unwrap();
+    let loaded = merge("m.yaml".into(), given, strings(&["--input-file=t.jsonl"])).unwrap();
+    let spellings: Vec<&str> = loaded.given.iter().map(Given::spelling).collect();
+    assert_eq!(spellings, ["--model", "--url", "--request-count", "--concurrency"]);
+}
