@@ -67,13 +67,38 @@ fn main() -> ExitCode {
         show!("{}", profile::aiperf_options::listing().trim_end());
         return ExitCode::SUCCESS;
     }
-    if raw.get(1).is_some_and(|c| c == "profile")
-        && let Err(e) = profile::reject_unsupported(&raw[2..])
-    {
+    let is_profile = raw.get(1).is_some_and(|c| c == "profile");
+    // `profile --config FILE`: the file's options come before the command line's.
+    let config = match is_profile.then(|| profile::config_file::load(&raw[2..])).transpose() {
+        Ok(loaded) => loaded.flatten(),
+        Err(e) => {
+            say!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let raw = match &config {
+        Some(c) => raw[..2].iter().chain(&c.args).cloned().collect(),
+        None => raw,
+    };
+    if is_profile && let Err(e) = profile::reject_unsupported(&raw[2..]) {
         say!("error: {e}");
         return ExitCode::from(2);
     }
-    let cli = Cli::parse();
+    let cli = match &config {
+        None => Cli::parse(),
+        Some(c) => match Cli::try_parse_from(&raw) {
+            Ok(cli) => cli,
+            Err(e) => {
+                // clap's first line names the option (the usage below names others).
+                let note = c.note_for(e.to_string().lines().next().unwrap_or(""));
+                let _ = e.print();
+                if let Some(note) = note {
+                    say!("{note}");
+                }
+                return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+            }
+        },
+    };
     // Commands that read inputs and write outputs: whatever fails but writing an output is bad
     // input (an unreadable or invalid file, an option out of range): exit status 2.
     let reads_inputs = !matches!(cli.command, Command::Profile(_) | Command::MockServer(_));
@@ -102,11 +127,17 @@ fn main() -> ExitCode {
             let bad_input = e.downcast_ref::<exit::BadInput>().is_some() || (reads_inputs && !output_failed);
             // The markers are for the exit status, not for the reader.
             let mut chain = e.chain().filter(|c| !exit::is_marker(*c));
+            let mut text = String::new();
             if let Some(first) = chain.next() {
                 say!("error: {first}");
+                text.push_str(&first.to_string());
             }
             for cause in chain {
                 say!("  caused by: {cause}");
+                text.push_str(&cause.to_string());
+            }
+            if let Some(note) = config.as_ref().and_then(|c| c.note_for(&text)) {
+                say!("{note}");
             }
             ExitCode::from(if bad_input { exit::BAD_INPUT } else { exit::NO_SUCCESS })
         }

@@ -86,6 +86,10 @@ fn every_aiperf_option_is_honoured_or_refused_by_name() {
         .join("../../tests/fixtures/tokenizers/smollm2-135m/tokenizer.json")
         .display()
         .to_string();
+    let config = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/aiperf-0.13.0-templates/minimal.yaml")
+        .display()
+        .to_string();
     // One command line per spelling, with what its run must print: a path in the error that
     // stops an honoured run, or the whole refusal line.
     let mut runs: Vec<(Vec<String>, Expect)> = Vec::new();
@@ -102,7 +106,11 @@ fn every_aiperf_option_is_honoured_or_refused_by_name() {
                     }
                 }
                 args.push(o.spelling.to_string());
-                args.extend(example.iter().map(|e| e.replace("missing-tokenizer.json", &tokenizer)));
+                args.extend(
+                    example
+                        .iter()
+                        .map(|e| e.replace("missing-tokenizer.json", &tokenizer).replace("minimal.yaml", &config)),
+                );
                 runs.push((args, Expect::ReachesTheTrace));
             }
             Verdict::Refused(why) => {
@@ -135,13 +143,7 @@ fn every_aiperf_option_is_honoured_or_refused_by_name() {
 #[test]
 fn refusals_cover_attached_values_and_aiperf_stream_domains() {
     let dir = tempfile::tempdir().unwrap();
-    for args in [
-        &["--replay-speedup=2"][..],
-        &["-fconfig.yaml"],
-        &["-f", "config.yaml"],
-        &["--stream", "metrics"],
-        &["--stream=timing"],
-    ] {
+    for args in [&["--replay-speedup=2"][..], &["-b4"], &["-b", "4"], &["--stream", "metrics"], &["--stream=timing"]] {
         let mut argv = vec!["-m", "m", "--input-file", MISSING];
         argv.extend_from_slice(args);
         let out = profile(dir.path(), &argv);

@@ -87,8 +87,6 @@ const PROMPT_TEXT: Refusal = Refusal {
     why: "not yet supported: prompt text comes from the trace's hash_ids (shared blocks share text)",
     instead: "shape prefixes with --synthesis-prefix-len-multiplier or synthesize-trace",
 };
-const CONFIG_FILE: Refusal =
-    Refusal { why: "not yet supported: AIPerf config files", instead: "give the options on the command line" };
 const AGENTIC: Refusal = Refusal {
     why: "AIPerf's agentic trajectory replay is not supported",
     instead: "replay the trace's sessions as they are",
@@ -244,8 +242,9 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--no-allow-dataset-wrap", &DATASET_ORDER),
     same("--random-seed", &["3"]),
     refused("--trace-session-sample-ratio", &BASETEN_ONLY),
-    refused("--config", &CONFIG_FILE),
-    refused("-f", &CONFIG_FILE),
+    // Read by `config_file` before clap: the file's options, then the command line's.
+    same("--config", &["minimal.yaml"]),
+    ours("-f", "--config", &["minimal.yaml"]),
     same("--fixed-schedule", &[]),
     same("--no-fixed-schedule", &[]),
     same("--fixed-schedule-auto-offset", &[]),
@@ -594,10 +593,10 @@ pub fn refusal(args: &[String]) -> Option<String> {
     None
 }
 
-/// The refused short forms take a value, which may be attached (`-fconfig.yaml`).
+/// The refused short form takes a value, which may be attached (`-b4`).
 fn short_name(a: &str) -> &str {
     match a.get(..2) {
-        Some(s @ ("-f" | "-b")) => s,
+        Some(s @ "-b") => s,
         _ => a,
     }
 }

@@ -21,6 +21,7 @@ pub mod body;
 pub mod campaign;
 pub mod client;
 pub mod clock;
+pub mod config_file;
 pub mod control;
 pub mod dispatcher;
 pub mod options;

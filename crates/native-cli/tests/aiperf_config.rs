@@ -1,0 +1,323 @@
+//! `profile --config FILE.yaml` (`-f`) on AIPerf 0.13.0's own config templates
+//! (`tests/fixtures/aiperf-0.13.0-templates`, written by `aiperf config init`): each template
+//! either runs against the mock server (the command line overriding its URL, model and
+//! tokenizer, and shortening long runs), its records and options showing the file's values, or
+//! is refused in one line naming the file, the key and why.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+fn templates() -> PathBuf {
+    root().join("tests/fixtures/aiperf-0.13.0-templates")
+}
+
+/// What a template does under `profile --config`.
+enum Expect {
+    /// It runs against the mock with these extra command-line options; the check reads the run.
+    Runs(&'static [&'static str], fn(&Run)),
+    /// It is refused at this key, naming this AIPerf option (or this reason).
+    Refused(&'static str, &'static str),
+}
+
+/// A finished run: its records and the options it ran with (`input_config` of the summary).
+struct Run {
+    records: Vec<Value>,
+    options: Value,
+}
+
+impl Run {
+    fn option(&self, name: &str) -> &Value {
+        &self.options[name]
+    }
+    fn meta(&self, name: &str) -> Vec<f64> {
+        self.records.iter().map(|r| r["metadata"][name].as_f64().unwrap()).collect()
+    }
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+const WARMUP: &str = "--warmup-concurrency";
+
+/// Every template of `aiperf config init --list` (tests/fixtures/…/list.txt).
+const TEMPLATES: &[(&str, Expect)] = &[
+    (
+        "minimal",
+        Expect::Runs(&[], |r| {
+            assert_eq!(r.records.len(), 100);
+            assert_eq!(r.option("concurrency"), 8);
+            assert_eq!(r.option("request_count"), 100);
+            assert!(r.meta("input_tokens").iter().all(|&t| t == 512.0));
+            assert!(r.meta("max_tokens").iter().all(|&t| t == 128.0));
+        }),
+    ),
+    ("warmup_profiling", Expect::Refused("benchmark.warmup.concurrency", WARMUP)),
+    (
+        "fixed_schedule",
+        Expect::Runs(&[], |r| {
+            assert_eq!(r.records.len(), 8);
+            assert_eq!(r.option("fixed_schedule"), true);
+            assert_eq!(r.option("fixed_schedule_auto_offset"), true);
+            assert_eq!(r.option("concurrency"), 100);
+            assert_eq!(r.option("random_seed"), 42);
+            assert_eq!(r.option("slice_duration"), 10.0);
+            assert_eq!(r.option("streaming"), true);
+            assert_eq!(r.option("request_timeout_seconds"), 300.0);
+            // The schedule's timestamps (ms), the first at zero.
+            let mut at: Vec<f64> = r.meta("scheduled_ns");
+            at.sort_by(f64::total_cmp);
+            let first = at[0];
+            let ms: Vec<f64> = at.iter().map(|t| ((t - first) / 1e6).round()).collect();
+            assert_eq!(ms, [0.0, 500.0, 750.0, 1000.0, 1500.0, 2000.0, 3000.0, 5000.0]);
+            let mut by_time: Vec<(f64, f64)> = r.meta("scheduled_ns").into_iter().zip(r.meta("input_tokens")).collect();
+            by_time.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let isl: Vec<f64> = by_time.iter().map(|p| p.1).collect();
+            assert_eq!(isl, [100.0, 200.0, 150.0, 300.0, 800.0, 400.0, 250.0, 600.0]);
+        }),
+    ),
+    ("goodput_slo", Expect::Refused("benchmark.phases[0].concurrency", WARMUP)),
+    (
+        "latency_test",
+        Expect::Runs(&["--benchmark-duration", "2"], |r| {
+            assert_eq!(r.option("request_rate"), 20.0);
+            assert_eq!(r.option("arrival_pattern"), "poisson");
+            assert_eq!(r.option("concurrency"), 100);
+            assert_eq!(r.option("benchmark_duration"), 2.0);
+            assert_eq!(r.option("benchmark_grace_period"), 60.0);
+            assert_eq!(r.option("slice_duration"), 30.0);
+            assert!(r.records.len() >= 5, "{} records in 2 s at 20/s", r.records.len());
+            let isl = mean(&r.meta("input_tokens"));
+            assert!((150.0..360.0).contains(&isl), "mean ISL {isl}");
+            let osl = mean(&r.meta("max_tokens"));
+            assert!((80.0..180.0).contains(&osl), "mean OSL {osl}");
+        }),
+    ),
+    ("multi_url_load_balancing", Expect::Refused("benchmark.warmup.concurrency", WARMUP)),
+    ("ramping", Expect::Refused("benchmark.phases[0].concurrency", WARMUP)),
+    ("request_cancellation", Expect::Refused("benchmark.phases[0].concurrency", WARMUP)),
+    ("time_based_soak", Expect::Refused("benchmark.warmup.duration", "--warmup-duration")),
+    ("inline_dataset", Expect::Refused("benchmark.dataset.records", "inline records")),
+    ("multi_turn_conversation", Expect::Refused("benchmark.endpoint.connectionReuse", "--connection-reuse-strategy")),
+    ("public_dataset", Expect::Refused("benchmark.dataset.type", "--public-dataset")),
+    ("trace_replay", Expect::Refused("benchmark.serverMetrics.formats", "--server-metrics-formats")),
+    ("scenario_workload_profiles", Expect::Refused("sweep.type", "scenario, zip and sampled sweeps")),
+    ("speed_bench_sweep", Expect::Refused("sweep.parameters.datasets.main.format", "only concurrency and rate")),
+    ("sweep_distributions", Expect::Refused("sweep.parameters", "several parameters")),
+    ("sweep_with_plot", Expect::Refused("multiRun.setConsistentSeed", "--set-consistent-seed")),
+    ("env_var_production", Expect::Refused("benchmark.dataset.prompts.isl.peaks", "multimodal (peaks)")),
+    ("gpu_telemetry", Expect::Refused("benchmark.warmup.concurrency", WARMUP)),
+    ("http_trace_metrics", Expect::Refused("benchmark.artifacts.trace", "--export-http-trace")),
+    ("jinja2_variables", Expect::Refused("multiRun.setConsistentSeed", "--set-consistent-seed")),
+    ("kv_cache_test", Expect::Refused("benchmark.phases[0].type", "no user-centric warm-up")),
+    ("long_context", Expect::Refused("benchmark.phases[0].concurrency", WARMUP)),
+    ("user_files", Expect::Refused("benchmark.artifacts.userFiles", "files written from templates")),
+    ("audio_multimodal", Expect::Refused("benchmark.dataset.audio", "--audio-length-mean")),
+    ("multimodal_vision", Expect::Refused("benchmark.dataset.images", "--image-width-mean")),
+    ("embeddings", Expect::Refused("benchmark.dataset.prompts.batchSize", "--prompt-batch-size")),
+];
+
+/// `aiperf-cli profile ARGS` in `dir`, with a time limit.
+fn profile_in(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir).arg("profile").args(args).env_remove("OPENAI_API_KEY");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    wait_limited(child, LIMIT)
+}
+
+fn read_run(art: &Path) -> Run {
+    Run { records: read_jsonl(&art.join("profile_export.jsonl")), options: summary(art)["input_config"].clone() }
+}
+
+#[test]
+fn every_template_runs_against_the_mock_or_is_refused_by_key() {
+    // The table names every template of the list, once.
+    let list = std::fs::read_to_string(templates().join("list.txt")).unwrap();
+    let in_list: BTreeSet<String> = list
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| templates().join(format!("{w}.yaml")).is_file())
+        .map(str::to_string)
+        .collect();
+    let in_table: BTreeSet<String> = TEMPLATES.iter().map(|(n, _)| n.to_string()).collect();
+    assert_eq!(in_table.len(), TEMPLATES.len(), "a template is twice in the table");
+    assert_eq!(in_list, in_table);
+    assert_eq!(in_list.len(), 27);
+
+    let mock = Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let tok = tokenizer();
+    let mut failures = Vec::new();
+    for (name, expect) in TEMPLATES {
+        let file = format!("{name}.yaml");
+        let art = dir.path().join(name);
+        let art_s = art.display().to_string();
+        let mut args = vec!["--config", &file, "--url", &mock.url, "--model", "m", "--tokenizer", &tok];
+        args.extend(["--artifact-dir", &art_s, "--ui-type", "none"]);
+        match expect {
+            Expect::Runs(extra, check) => {
+                args.extend_from_slice(extra);
+                let out = profile_in(&templates(), &args, &[]);
+                if !out.status.success() {
+                    failures.push(format!("{name}: {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr)));
+                    continue;
+                }
+                let run = read_run(&art);
+                assert_eq!(run.option("model"), "m", "{name}: --model overrides the file's");
+                assert_eq!(run.option("url"), mock.url.as_str(), "{name}: --url overrides the file's");
+                assert_eq!(run.option("tokenizer"), tok.as_str(), "{name}");
+                check(&run);
+                assert_times_consistent(&run.records);
+            }
+            Expect::Refused(key, what) => {
+                let out = profile_in(&templates(), &args, &[]);
+                let err = String::from_utf8_lossy(&out.stderr);
+                let line = format!("error: {file}: key `{key}` = ");
+                let ok = out.status.code() == Some(2)
+                    && err.lines().count() == 1
+                    && err.starts_with(&line)
+                    && err.contains("is not supported by `aiperf-cli profile`: ")
+                    && err.contains(what);
+                if !ok {
+                    failures.push(format!("{name}: {:?}: expected `{key}` ({what}): {err}", out.status.code()));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// A config file of the test's own in `dir`.
+fn write_config(dir: &Path, text: &str) -> String {
+    let p = dir.join("config.yaml");
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn env_variables_and_jinja_values_reach_the_run_and_the_command_line_wins() {
+    let mock = Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "schemaVersion: \"2.0\"\nvariables:\n  base: 3\nrandom_seed: ${SEED:7}\nbenchmark:\n  model: ${MODEL_NAME:file-model}\n  endpoint:\n    url: ${MOCK_URL}\n    type: chat\n  dataset:\n    type: synthetic\n    entries: \"{{ base * 4 }}\"\n    prompts: {isl: \"{{ base * 10 }}\", osl: 5}\n  profiling:\n    type: concurrency\n    concurrency: \"{{ base - 1 }}\"\n    requests: \"{{ base * 4 }}\"\n",
+    );
+    let art = dir.path().join("art");
+    let (tok, art_s) = (tokenizer(), art.display().to_string());
+    let base = ["--tokenizer", tok.as_str(), "--ui-type", "none", "--artifact-dir", art_s.as_str()];
+    // `-f` and `--config=` are the same option; `--request-count` on the command line wins.
+    let args = [&["-f", config.as_str(), "--request-count", "5"][..], &base].concat();
+    let out = profile_in(dir.path(), &args, &[("MOCK_URL", &mock.url), ("SEED", "11")]);
+    ok(&out);
+    let run = read_run(&art);
+    assert_eq!(run.records.len(), 5);
+    assert_eq!(run.option("model"), "file-model");
+    assert_eq!(run.option("url"), mock.url.as_str());
+    assert_eq!(run.option("random_seed"), 11);
+    assert_eq!(run.option("concurrency"), 2);
+    assert!(run.meta("input_tokens").iter().all(|&t| t == 30.0));
+    assert!(run.meta("max_tokens").iter().all(|&t| t == 5.0));
+
+    std::fs::remove_dir_all(&art).unwrap();
+    let arg = format!("--config={config}");
+    let out = profile_in(dir.path(), &[&[arg.as_str()][..], &base].concat(), &[("MOCK_URL", &mock.url)]);
+    ok(&out);
+    let run = read_run(&art);
+    assert_eq!(run.records.len(), 12);
+    assert_eq!(run.option("random_seed"), 7);
+
+    // Without MOCK_URL, which has no default, the error names the variable and the key.
+    let out = profile_in(dir.path(), &[&["-f", config.as_str()][..], &base].concat(), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        err,
+        format!(
+            "error: {config}: key `benchmark.endpoint.url`: the environment variable MOCK_URL is not set and `${{MOCK_URL}}` gives no default (write `${{MOCK_URL:DEFAULT}}` or set it)\n"
+        )
+    );
+}
+
+#[test]
+fn errors_name_the_file_the_key_path_the_value_and_what_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &str)] = &[
+        (
+            "benchmark:\n  model: m\n  phases:\n    - {name: warmup, type: concurrency, requests: 2}\n    - {name: profiling, type: poisson, requestRate: 10}\n",
+            "key `benchmark.phases[1].requestRate` = 10 is not a key of AIPerf 0.13's config file; accepted keys here (camelCase or snake_case): name, kind, type, excludeFromResults, requests,",
+        ),
+        (
+            "benchmark:\n  modle: m\n",
+            "key `benchmark.modle` = m is not a key of AIPerf 0.13's config file (did you mean `model`?); accepted keys here",
+        ),
+        (
+            "benchmark:\n  model: m\n  profiling: {type: poisson, rate: 5, rate_ramp: 10s}\n",
+            "key `benchmark.profiling.rateRamp` = 10s (AIPerf option --request-rate-ramp-duration) is not supported by `aiperf-cli profile`: ",
+        ),
+        (
+            "benchmark:\n  model: m\n  profiling: {type: concurrency, rate: 5}\n",
+            "key `benchmark.profiling.rate`: a concurrency phase has no rate (accepted for poisson, gamma, constant and user_centric phases)",
+        ),
+        (
+            "benchmark:\n  model: m\n  profiling: {type: poisson, rate: 5, gracePeriod: soon}\n",
+            "key `benchmark.profiling.gracePeriod` = soon: accepted is a duration: seconds, or 30s, 5m, 2h, inf",
+        ),
+        (
+            "benchmark:\n  model: m\n  endpoint: {timeout: [1]}\n",
+            "key `benchmark.endpoint.timeout` = [1]: invalid type: sequence, expected a number, a string or true/false",
+        ),
+        ("schemaVersion: \"1.0\"\nbenchmark: {model: m}\n", "key `schemaVersion` = 1.0: accepted is \"2.0\""),
+        (
+            "benchmark:\n  model: \"{{ missing }}\"\n",
+            "key `benchmark.model`: the Jinja2 template `{{ missing }}` fails: ",
+        ),
+        ("benchmark: [1\n", "not a YAML config file: "),
+    ];
+    for (text, expected) in cases {
+        let config = write_config(dir.path(), text);
+        let out = profile_in(dir.path(), &["-f", &config], &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+        assert!(err.starts_with(&format!("error: {config}: {expected}")), "{text}:\n{err}");
+    }
+    // A value clap refuses: clap's error, then the key it came from.
+    let config = write_config(dir.path(), "benchmark:\n  model: m\n  profiling: {type: poisson, rate: abc}\n");
+    let out = profile_in(dir.path(), &["-f", &config], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err.contains("invalid value 'abc' for '--request-rate"), "{err}");
+    assert!(
+        err.ends_with(&format!("  from {config}: `benchmark.profiling.rate` = abc (--request-rate=abc)\n")),
+        "{err}"
+    );
+    // A value the plan refuses (a negative one stays a value): the plan's error, then the key.
+    let config = write_config(dir.path(), "benchmark:\n  model: m\n  profiling: {type: poisson, rate: -3}\n");
+    let out = profile_in(dir.path(), &["-f", &config], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        err,
+        format!(
+            "error: --request-rate -3.0: accepted is 0.001 to 1000000 requests per second\n  from {config}: `benchmark.profiling.rate` = -3 (--request-rate=-3)\n"
+        )
+    );
+    // A missing file.
+    let out = profile_in(dir.path(), &["--config", "nowhere.yaml"], &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).lines().next(),
+        Some("error: cannot read the config file nowhere.yaml: No such file or directory (os error 2)")
+    );
+}
