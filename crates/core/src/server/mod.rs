@@ -6,6 +6,7 @@
 //!   `server_metrics_export` semantics);
 //! - [`kinds`]: which server the names come from and the few numbers compared with the client's
 //!   view ([`kinds::ServerView`]: prefix-cache hit rate, KV-cache usage, queue depth);
+//! - [`live`]: the same numbers at the last scrape, while a run goes on (the dashboard's);
 //! - [`export`]: `server_metrics_export.json` and `.csv`.
 //!
 //! Times are data: every scrape carries the Unix time (ns) the caller read. Memory is bounded:
@@ -16,6 +17,7 @@
 
 pub mod export;
 pub mod kinds;
+pub mod live;
 pub mod prometheus;
 pub mod series;
 pub mod window;

@@ -22,6 +22,7 @@ pub mod campaign;
 pub mod client;
 pub mod clock;
 pub mod control;
+pub mod dashboard;
 pub mod dispatcher;
 pub mod options;
 pub mod phases;

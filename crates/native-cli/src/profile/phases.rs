@@ -288,7 +288,8 @@ fn measure<T: Transport + Clone>(
     });
     let sent_count = Arc::new(AtomicU64::new(0));
     let t0_unix_ns = u64::try_from(start_unix_ns).unwrap_or(u64::MAX);
-    let (records, collected) = start_records_stage(plan, inputs, sent_count.clone(), t0_unix_ns)?;
+    let live = scraper.and_then(scraper::Scraper::live);
+    let (records, collected) = start_records_stage(plan, inputs, sent_count.clone(), t0_unix_ns, live)?;
     if let Some(d) = plan.limits.duration {
         let stop = control.stop.clone();
         rt.spawn(async move {
@@ -336,11 +337,13 @@ fn start_records_stage(
     inputs: &Inputs,
     sent_count: Arc<AtomicU64>,
     t0_unix_ns: u64,
+    server: Option<scraper::Live>,
 ) -> Result<(mpsc::Sender<Finished>, mpsc::Receiver<Result<Collected>>)> {
     let progress = progress::Progress::new(
         plan.exports.progress,
         progress::Bounds { requests: inputs.schedule.request_count(), duration: plan.limits.duration },
         sent_count,
+        server,
     );
     let (records_tx, records_rx) = mpsc::channel();
     let (collected_tx, collected_rx) = mpsc::channel::<Result<Collected>>();
@@ -396,9 +399,9 @@ fn export(
         aiperf_core::server::window::ServerMetrics::of(&series, u64::try_from(m.start_unix_ns).unwrap_or(u64::MAX))
     });
     let server_metrics = server_metrics.filter(|m| m.endpoints.iter().any(|e| e.fetches > 0));
-    let server_written = server_metrics
-        .as_ref()
-        .map_or(Ok(()), |m| exports::write_server_metrics(&plan.exports.artifact_dir, m, plan.input_config()));
+    let server_written = server_metrics.as_ref().map_or(Ok(()), |m| {
+        exports::write_server_metrics(&plan.exports.artifact_dir, m, plan.input_config(), plan.server.metrics_formats)
+    });
     let with_goodput = !plan.exports.slos.is_empty();
     let report = collected.aggregate.report(with_goodput);
     let calibration = collected

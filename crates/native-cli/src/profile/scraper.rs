@@ -8,11 +8,14 @@
 //! endpoint whose scrape fails (no `/metrics`, an error status, a body that is not the format, a
 //! body over [`MAX_BODY_BYTES`]) gets one warning and is not scraped again.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::io::http::chain;
 use crate::io::http::proxy::{Proxies, ProxyConnector};
 use aiperf_core::server::kinds::ServerKind;
+use aiperf_core::server::live::LiveServer;
+use aiperf_core::server::prometheus::{DEFAULT_LIMITS, parse};
 use aiperf_core::server::series::{DEFAULT_SERIES_LIMITS, EndpointSeries};
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -59,7 +62,11 @@ enum Command {
 pub struct Scraper {
     commands: mpsc::UnboundedSender<Command>,
     thread: Option<std::thread::JoinHandle<()>>,
+    live: Option<Live>,
 }
+
+/// The server's state at the last scrape, for the dashboard.
+pub type Live = Arc<Mutex<LiveServer>>;
 
 struct Endpoint {
     target: Target,
@@ -69,13 +76,17 @@ struct Endpoint {
 
 impl Scraper {
     /// Starts the thread; nothing is fetched until [`Scraper::scrape`].
-    /// `tls` is the replay's own trust (`--ssl-ca-cert`, `--insecure-skip-tls-verify`).
+    /// `tls` is the replay's own trust (`--ssl-ca-cert`, `--insecure-skip-tls-verify`); with
+    /// `live`, every scrape also updates [`Scraper::live`].
     pub fn start(
         targets: Vec<Target>,
         interval: Duration,
         tls: rustls::ClientConfig,
         proxies: Proxies,
+        live: bool,
     ) -> Result<Scraper> {
+        let live = live.then(Live::default);
+        let feed = live.clone();
         let (commands, rx) = mpsc::unbounded_channel();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -83,9 +94,14 @@ impl Scraper {
             .context("cannot start the server-metrics runtime")?;
         let thread = std::thread::Builder::new()
             .name("server-metrics".into())
-            .spawn(move || rt.block_on(run(targets, interval, rx, tls, proxies)))
+            .spawn(move || rt.block_on(run(targets, interval, rx, tls, proxies, feed)))
             .context("cannot start the server-metrics thread")?;
-        Ok(Scraper { commands, thread: Some(thread) })
+        Ok(Scraper { commands, thread: Some(thread), live })
+    }
+
+    /// The server's state at the last scrape, when started with `live`.
+    pub fn live(&self) -> Option<Live> {
+        self.live.clone()
     }
 
     /// Scrapes every endpoint once and waits for it; returns the server kind the names show.
@@ -120,8 +136,10 @@ async fn run(
     mut commands: mpsc::UnboundedReceiver<Command>,
     tls: rustls::ClientConfig,
     proxies: Proxies,
+    live: Option<Live>,
 ) {
     let client = client(tls, proxies);
+    let live = live.as_ref();
     let mut endpoints: Vec<Endpoint> = targets
         .into_iter()
         .map(|t| Endpoint {
@@ -137,7 +155,7 @@ async fn run(
         tokio::select! {
             c = commands.recv() => match c {
                 Some(Command::Scrape { pinned, reply }) => {
-                    scrape_all(&client, &mut endpoints, pinned).await;
+                    scrape_all(&client, &mut endpoints, pinned, live).await;
                     let kind = ServerKind::detect(endpoints.iter().flat_map(|e| e.series.family_names()));
                     let _ = reply.send(kind);
                 }
@@ -146,13 +164,13 @@ async fn run(
                     tick.reset();
                 }
                 Some(Command::Finish { reply }) => {
-                    scrape_all(&client, &mut endpoints, true).await;
+                    scrape_all(&client, &mut endpoints, true, live).await;
                     let _ = reply.send(endpoints.into_iter().map(|e| e.series).collect());
                     return;
                 }
                 None => return,
             },
-            _ = tick.tick(), if periodic => scrape_all(&client, &mut endpoints, false).await,
+            _ = tick.tick(), if periodic => scrape_all(&client, &mut endpoints, false, live).await,
         }
     }
 }
@@ -171,8 +189,8 @@ fn client(tls: rustls::ClientConfig, proxies: Proxies) -> ScrapeClient {
     Client::builder(TokioExecutor::new()).pool_max_idle_per_host(1).build(https)
 }
 
-/// Scrapes the enabled endpoints concurrently.
-async fn scrape_all(client: &ScrapeClient, endpoints: &mut [Endpoint], pinned: bool) {
+/// Scrapes the enabled endpoints concurrently; `live` takes the pages too.
+async fn scrape_all(client: &ScrapeClient, endpoints: &mut [Endpoint], pinned: bool, live: Option<&Live>) {
     let mut set = tokio::task::JoinSet::new();
     for (i, e) in endpoints.iter().enumerate().filter(|(_, e)| !e.disabled) {
         let (client, target) = (client.clone(), e.target.clone());
@@ -180,6 +198,16 @@ async fn scrape_all(client: &ScrapeClient, endpoints: &mut [Endpoint], pinned: b
     }
     let mut results: Vec<_> = set.join_all().await;
     results.sort_by_key(|(i, _)| *i);
+    if let Some(live) = live {
+        let pages: Vec<_> = results
+            .iter()
+            .filter_map(|(_, r)| r.as_ref().ok())
+            .filter_map(|(_, _, t)| parse(t, DEFAULT_LIMITS).ok())
+            .collect();
+        if let Ok(mut l) = live.lock() {
+            l.scrape(&pages);
+        }
+    }
     for (i, r) in results {
         let e = &mut endpoints[i];
         let outcome = r.and_then(|(t_ns, latency, text)| {

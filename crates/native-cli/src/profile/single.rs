@@ -123,7 +123,9 @@ fn prepare_server(
     };
     if let Some(wait) = plan.server.wait {
         say!("Waiting up to {:.1} s for {} to answer", wait.limit.as_secs_f64(), server.shown);
-        let waited = rt.block_on(server.wait_until_ready(wait.limit, wait.flag))?;
+        let probe =
+            server_control::InferenceProbe::of(plan.target.body.endpoint, &plan.target.path, &plan.target.body.model);
+        let waited = rt.block_on(server.wait_until_ready(wait, &plan.target.body.model, &probe))?;
         say!("The server answered after {:.1} s", waited.as_secs_f64());
     }
     let scraper = if plan.server.metrics_urls.is_empty() {
@@ -147,15 +149,22 @@ fn prepare_server(
             .collect::<Result<Vec<_>>>()
             .context(BadInput)?;
         let tls = tls::client_config(&trust(plan)).context(BadInput)?;
-        Some(scraper::Scraper::start(targets, plan.server.metrics_interval, tls, proxies)?)
+        Some(scraper::Scraper::start(
+            targets,
+            plan.server.metrics_interval,
+            tls,
+            proxies,
+            plan.exports.progress.is_dashboard(),
+        )?)
     };
     let detected = scraper.as_ref().and_then(|s| s.scrape(true));
-    if plan.server.reset_prefix_cache {
-        let kind = plan.server.kind.or(detected).context(
-            "--reset-prefix-cache: the server's metrics do not tell its kind (vllm:, sglang:, llamacpp:, dynamo_ names); give --server-kind",
-        )?;
-        let calls = rt.block_on(server.reset_prefix_cache(kind))?;
-        say!("Prefix cache emptied ({}): POST {}", kind.name(), calls.join(", POST "));
+    if let Some(reset) = &plan.server.reset {
+        let calls = rt.block_on(server.reset_prefix_cache(plan.server.kind.or(detected), reset))?;
+        let kind = match (&reset.path, plan.server.kind.or(detected)) {
+            (None, Some(k)) => k.name(),
+            _ => "--reset-kv-cache-path",
+        };
+        say!("Prefix cache emptied ({kind}): POST {}", calls.join(", POST "));
     }
     Ok(scraper)
 }

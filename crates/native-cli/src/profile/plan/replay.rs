@@ -21,7 +21,7 @@ use super::secrets::{basic_auth, is_credential_header, redact_url, split_credent
 use super::tls::TlsOptions;
 use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
 use crate::profile::body::BodyTemplate;
-use crate::profile::options::{Args, UiType};
+use crate::profile::options::{Args, UiType, WaitMode};
 use crate::profile::{artifacts, client, progress, scraper};
 
 /// Where requests go and what they look like.
@@ -152,6 +152,24 @@ pub struct ServerWait {
     pub limit: Duration,
     /// The option that asked for the wait, as the user wrote it (errors name it).
     pub flag: &'static str,
+    /// `--wait-for-model-mode`; `None`: GET /v1/models or /health.
+    pub mode: Option<WaitMode>,
+    /// `--wait-for-model-interval`: between two probes.
+    pub interval: Duration,
+}
+
+/// The time between two readiness probes without `--wait-for-model-interval`.
+pub const DEFAULT_PROBE_INTERVAL: Duration = Duration::from_millis(250);
+/// The time limit of a cache-reset call without `--reset-kv-cache-timeout-seconds`.
+pub const DEFAULT_RESET_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `--reset-prefix-cache` (AIPerf's `--reset-kv-cache`) and its options.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CacheReset {
+    /// `--reset-kv-cache-path`: POSTed instead of the server kind's path.
+    pub path: Option<String>,
+    /// `--reset-kv-cache-timeout-seconds`.
+    pub timeout: Duration,
 }
 
 /// The server's side: metrics scraped, readiness, cache reset.
@@ -162,7 +180,9 @@ pub struct ServerPlan {
     pub metrics_interval: Duration,
     /// `--wait-for-server` (or AIPerf's `--wait-for-model-timeout`).
     pub wait: Option<ServerWait>,
-    pub reset_prefix_cache: bool,
+    pub reset: Option<CacheReset>,
+    /// `--server-metrics-formats`: (json, csv) written.
+    pub metrics_formats: (bool, bool),
     /// `--go-on-unreachable`: replay even when a URL took no connection before time zero.
     pub go_on_unreachable: bool,
     /// `--server-kind`.
@@ -261,6 +281,9 @@ impl ReplayPlan {
                     UiType::None => progress::Mode::Off,
                     UiType::Simple => {
                         progress::Mode::Auto { every: seconds(a.progress_interval, "--progress-interval", false)? }
+                    }
+                    UiType::Dashboard => {
+                        progress::Mode::Dashboard { every: seconds(a.progress_interval, "--progress-interval", false)? }
                     }
                 },
                 slice: times.slice,
@@ -554,24 +577,67 @@ impl ServerPlan {
             i.is_finite() && (lo..=hi).contains(&i),
             "--server-metrics-interval {i:?}: accepted is {lo} to {hi} seconds"
         );
+        let interval = match a.wait_for_model_interval {
+            Some(v) => seconds(v, "--wait-for-model-interval", false)?,
+            None => DEFAULT_PROBE_INTERVAL,
+        };
+        let mode = a.wait_for_model_mode;
+        let reset_timeout = match a.reset_kv_cache_timeout_seconds {
+            Some(v) => seconds(v, "--reset-kv-cache-timeout-seconds", false)?,
+            None => DEFAULT_RESET_TIMEOUT,
+        };
+        let reset_path = a.reset_kv_cache_path.as_deref().map(reset_path).transpose()?;
         Ok(ServerPlan {
             metrics_urls,
             metrics_interval: Duration::from_secs_f64(i),
             wait: match (a.wait_for_server, a.wait_for_model_timeout) {
-                (Some(w), _) => {
-                    Some(ServerWait { limit: seconds(w, "--wait-for-server", false)?, flag: "--wait-for-server" })
-                }
+                (Some(w), _) => Some(ServerWait {
+                    limit: seconds(w, "--wait-for-server", false)?,
+                    flag: "--wait-for-server",
+                    mode,
+                    interval,
+                }),
                 // AIPerf's spelling: 0 does not wait.
                 (None, Some(w)) => Some(seconds(w, "--wait-for-model-timeout", true)?)
                     .filter(|d| !d.is_zero())
-                    .map(|limit| ServerWait { limit, flag: "--wait-for-model-timeout" }),
+                    .map(|limit| ServerWait { limit, flag: "--wait-for-model-timeout", mode, interval }),
                 (None, None) => None,
             },
-            reset_prefix_cache: a.reset_prefix_cache,
+            reset: a.reset_prefix_cache.then(|| CacheReset { path: reset_path, timeout: reset_timeout }),
+            metrics_formats: metrics_formats(&a.server_metrics_formats)?,
             go_on_unreachable: a.go_on_unreachable,
             kind: a.server_kind,
         })
     }
+}
+
+/// `--reset-kv-cache-path`: a path on the server (a leading `/` added), without a scheme or host.
+fn reset_path(p: &str) -> Result<String> {
+    let t = p.trim();
+    ensure!(
+        !t.is_empty() && !t.contains("://") && !t.contains(char::is_whitespace),
+        "--reset-kv-cache-path {p:?}: accepted is a path on the server, e.g. /reset_prefix_cache"
+    );
+    Ok(if t.starts_with('/') { t.to_owned() } else { format!("/{t}") })
+}
+
+/// `--server-metrics-formats` (AIPerf's names): which of json and csv are written.
+fn metrics_formats(given: &[String]) -> Result<(bool, bool)> {
+    if given.is_empty() {
+        return Ok((true, true));
+    }
+    let mut out = (false, false);
+    for f in given {
+        match f.trim().to_ascii_lowercase().as_str() {
+            "json" => out.0 = true,
+            "csv" => out.1 = true,
+            "jsonl" | "parquet" => bail!(
+                "--server-metrics-formats {f}: the raw time series of every scrape is not exported; accepted is json, csv"
+            ),
+            _ => bail!("--server-metrics-formats {f}: accepted is json, csv"),
+        }
+    }
+    Ok(out)
 }
 
 /// AIPerf's `--custom-dataset-type` names of the formats read here. `mooncake_trace`, AIPerf's
@@ -652,6 +718,18 @@ fn input_config(a: &Args, plan: &ReplayPlan) -> Value {
         ("server_kind", json!(server.kind.map(|k| k.name()))),
     ] {
         input_config[k] = v;
+    }
+    // AIPerf's server options, when given.
+    for (k, v) in [
+        ("wait_for_model_mode", a.wait_for_model_mode.map(|m| json!(format!("{m:?}").to_lowercase()))),
+        ("wait_for_model_interval", a.wait_for_model_interval.map(|v| json!(v))),
+        ("reset_kv_cache_path", server.reset.as_ref().and_then(|r| r.path.as_ref()).map(|p| json!(p))),
+        ("reset_kv_cache_timeout_seconds", a.reset_kv_cache_timeout_seconds.map(|v| json!(v))),
+        ("server_metrics_formats", (!a.server_metrics_formats.is_empty()).then(|| json!(a.server_metrics_formats))),
+    ] {
+        if let Some(v) = v {
+            input_config[k] = v;
+        }
     }
     if target.urls.len() > 1 {
         input_config["urls"] = json!(target.urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>());
@@ -903,9 +981,57 @@ mod tests {
         );
         assert!(err(&["--wait-for-server=-1"]).contains("--wait-for-server -1.0"));
         let p = plan(&["--wait-for-server", "5", "--reset-prefix-cache", "--server-kind", "llamacpp"]).unwrap();
-        assert_eq!(p.server.wait, Some(ServerWait { limit: Duration::from_secs(5), flag: "--wait-for-server" }));
-        assert!(p.server.reset_prefix_cache);
+        assert_eq!(
+            p.server.wait,
+            Some(ServerWait {
+                limit: Duration::from_secs(5),
+                flag: "--wait-for-server",
+                mode: None,
+                interval: DEFAULT_PROBE_INTERVAL
+            })
+        );
+        assert_eq!(p.server.reset, Some(CacheReset { path: None, timeout: DEFAULT_RESET_TIMEOUT }));
+        assert_eq!(p.server.metrics_formats, (true, true));
         assert_eq!(p.server.kind, Some(aiperf_core::server::kinds::ServerKind::Llamacpp));
+        let p = plan(&[
+            "--wait-for-model-timeout",
+            "5",
+            "--wait-for-model-mode",
+            "both",
+            "--wait-for-model-interval",
+            "0.5",
+            "--reset-kv-cache",
+            "--reset-kv-cache-path",
+            "flush_cache",
+            "--reset-kv-cache-timeout-seconds",
+            "2",
+            "--server-metrics-formats",
+            "csv",
+        ])
+        .unwrap();
+        let wait = p.server.wait.unwrap();
+        assert_eq!((wait.mode, wait.interval), (Some(WaitMode::Both), Duration::from_millis(500)));
+        assert_eq!(
+            p.server.reset,
+            Some(CacheReset { path: Some("/flush_cache".into()), timeout: Duration::from_secs(2) })
+        );
+        assert_eq!(p.server.metrics_formats, (false, true));
+        assert!(
+            err(&["--server-metrics-formats", "json,parquet"])
+                .contains("--server-metrics-formats parquet: the raw time series of every scrape is not exported; accepted is json, csv")
+        );
+        assert!(
+            err(&["--server-metrics-formats", "xml"]).contains("--server-metrics-formats xml: accepted is json, csv")
+        );
+        assert!(err(&["--wait-for-model-interval", "0"]).contains("--wait-for-model-interval 0.0"));
+        assert!(
+            err(&["--reset-kv-cache", "--reset-kv-cache-path", "http://h/x"])
+                .contains("accepted is a path on the server")
+        );
+        assert!(
+            err(&["--reset-kv-cache", "--reset-kv-cache-timeout-seconds", "0"])
+                .contains("--reset-kv-cache-timeout-seconds 0.0")
+        );
         let cfg = plan(&["-u", "http://u:secret99@h:1"]).unwrap().input_config().to_string();
         assert!(!cfg.contains("secret99") && cfg.contains("http://<redacted>@h:1/metrics"), "{cfg}");
     }
