@@ -157,10 +157,6 @@ const NETWORK: Refusal = Refusal {
     why: "not yet supported: network latency compensation",
     instead: "the report's calibration line gives the client's own overhead (measure against mock-server)",
 };
-const GPU: Refusal = Refusal {
-    why: "not yet supported: GPU telemetry",
-    instead: "the server's Prometheus metrics are scraped (--server-metrics)",
-};
 const SEEDS: Refusal =
     Refusal { why: "not yet supported: per-run seed choices", instead: "every run and repeat uses --random-seed" };
 const CONVERGENCE: Refusal = Refusal {
@@ -453,7 +449,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--network-latency-automatic", &NETWORK),
     refused("--network-latency-mean", &NETWORK),
     refused("--network-latency-ping-interval", &NETWORK),
-    refused("--gpu-telemetry", &GPU),
+    same("--gpu-telemetry", &["http://127.0.0.1:9/metrics"]),
     ours("--no-gpu-telemetry", "--no-gpu-telemetry", &[]),
     same("--ui-type", &["dashboard"]),
     ours("--ui", "--ui-type", &["none"]),

@@ -301,7 +301,12 @@ pub struct Args {
     /// Accepted for AIPerf compatibility: no plot is drawn after a run (AIPerf's default).
     #[arg(help_heading = "Output", long, hide = true)]
     pub no_auto_plot: bool,
-    /// Accepted for AIPerf compatibility: no GPU telemetry is collected.
+    /// Scrape NVIDIA DCGM exporters for GPU telemetry (gpu_telemetry_export.jsonl and a console
+    /// line per GPU): AIPerf's default endpoints localhost:9400 and localhost:9401, and the URLs
+    /// given (`/metrics` appended unless the URL ends with it).
+    #[arg(help_heading = "Server", long, num_args = 0.., value_name = "URL", conflicts_with = "no_gpu_telemetry")]
+    pub gpu_telemetry: Option<Vec<String>>,
+    /// Do not collect GPU telemetry (the default without --gpu-telemetry).
     #[arg(help_heading = "Server", long, hide = true)]
     pub no_gpu_telemetry: bool,
 }

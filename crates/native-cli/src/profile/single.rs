@@ -60,7 +60,12 @@ pub fn run_one(
 fn trust(plan: &ReplayPlan) -> tls::Trust {
     let t = &plan.target;
     tls::Trust {
-        system_roots: t.urls.iter().chain(&plan.server.metrics_urls).any(|u| u.starts_with("https://")),
+        system_roots: t
+            .urls
+            .iter()
+            .chain(&plan.server.metrics_urls)
+            .chain(&plan.server.gpu_urls)
+            .any(|u| u.starts_with("https://")),
         extra: t.tls.ca_certs.clone(),
         insecure: t.tls.insecure,
     }
@@ -128,22 +133,23 @@ fn prepare_server(
         let waited = rt.block_on(server.wait_until_ready(wait, &plan.target.body.model, &probe))?;
         say!("The server answered after {:.1} s", waited.as_secs_f64());
     }
-    let scraper = if plan.server.metrics_urls.is_empty() {
+    let scraper = if plan.server.metrics_urls.is_empty() && plan.server.gpu_urls.is_empty() {
         None
     } else {
         let proxies = proxy::Proxies::from_env();
-        let targets = plan
-            .server
-            .metrics_urls
-            .iter()
-            .map(|u| {
+        let server = plan.server.metrics_urls.iter().map(|u| (u, false));
+        let targets = server
+            .chain(plan.server.gpu_urls.iter().map(|u| (u, true)))
+            .map(|(u, gpu)| {
                 let (url, userinfo) = split_credentials(u);
-                let uri = url.parse().with_context(|| format!("invalid server metrics URL {}", redact_url(u)))?;
+                let what = if gpu { "GPU telemetry" } else { "server metrics" };
+                let uri = url.parse().with_context(|| format!("invalid {what} URL {}", redact_url(u)))?;
                 Ok(scraper::Target {
                     proxy_authorization: proxies.forward_auth(&uri),
                     uri,
                     shown: redact_url(u),
                     authorization: userinfo.map(|u| basic_auth(&u)),
+                    gpu,
                 })
             })
             .collect::<Result<Vec<_>>>()
@@ -155,6 +161,7 @@ fn prepare_server(
             tls,
             proxies,
             plan.exports.progress.is_dashboard(),
+            plan.exports.artifact_dir.join(aiperf_core::server::gpu::JSONL_FILE),
         )?)
     };
     let detected = scraper.as_ref().and_then(|s| s.scrape(true));

@@ -183,6 +183,8 @@ pub struct ServerPlan {
     pub reset: Option<CacheReset>,
     /// `--server-metrics-formats`: (json, csv) written.
     pub metrics_formats: (bool, bool),
+    /// `--gpu-telemetry`: the DCGM exporters' `/metrics` URLs scraped; empty = off.
+    pub gpu_urls: Vec<String>,
     /// `--go-on-unreachable`: replay even when a URL took no connection before time zero.
     pub go_on_unreachable: bool,
     /// `--server-kind`.
@@ -605,6 +607,7 @@ impl ServerPlan {
             },
             reset: a.reset_prefix_cache.then(|| CacheReset { path: reset_path, timeout: reset_timeout }),
             metrics_formats: metrics_formats(&a.server_metrics_formats)?,
+            gpu_urls: gpu_urls(a.gpu_telemetry.as_deref())?,
             go_on_unreachable: a.go_on_unreachable,
             kind: a.server_kind,
         })
@@ -619,6 +622,35 @@ fn reset_path(p: &str) -> Result<String> {
         "--reset-kv-cache-path {p:?}: accepted is a path on the server, e.g. /reset_prefix_cache"
     );
     Ok(if t.starts_with('/') { t.to_owned() } else { format!("/{t}") })
+}
+
+/// `--gpu-telemetry [URL…]`: AIPerf's default DCGM endpoints, then the URLs given, each once;
+/// AIPerf's other collectors and modes are refused with the reason.
+fn gpu_urls(given: Option<&[String]>) -> Result<Vec<String>> {
+    let Some(given) = given else { return Ok(Vec::new()) };
+    let mut urls: Vec<String> = aiperf_core::server::gpu::DEFAULT_ENDPOINTS.iter().map(|u| u.to_string()).collect();
+    for g in given {
+        let lower = g.trim().to_ascii_lowercase();
+        match lower.as_str() {
+            "pynvml" | "amdsmi" => bail!(
+                "--gpu-telemetry {g}: local GPU libraries are not read (aiperf-cli has no Python or vendor bindings); run NVIDIA's dcgm-exporter beside the GPUs and give its URL, e.g. --gpu-telemetry http://gpu-node:9400/metrics"
+            ),
+            "dashboard" => bail!(
+                "--gpu-telemetry dashboard: the GPU dashboard is not drawn; give the DCGM exporters' URLs (the GPU numbers go to gpu_telemetry_export.jsonl and the console)"
+            ),
+            _ if lower.ends_with(".csv") => bail!(
+                "--gpu-telemetry {g}: replaying recorded GPU metrics from a CSV file is not supported; accepted are DCGM exporter URLs"
+            ),
+            "" => bail!("--gpu-telemetry \"\": accepted are DCGM exporter URLs, e.g. http://gpu-node:9400/metrics"),
+            _ => {
+                let u = scraper::metrics_url(g);
+                if !urls.contains(&u) {
+                    urls.push(u);
+                }
+            }
+        }
+    }
+    Ok(urls)
 }
 
 /// `--server-metrics-formats` (AIPerf's names): which of json and csv are written.
@@ -726,6 +758,11 @@ fn input_config(a: &Args, plan: &ReplayPlan) -> Value {
         ("reset_kv_cache_path", server.reset.as_ref().and_then(|r| r.path.as_ref()).map(|p| json!(p))),
         ("reset_kv_cache_timeout_seconds", a.reset_kv_cache_timeout_seconds.map(|v| json!(v))),
         ("server_metrics_formats", (!a.server_metrics_formats.is_empty()).then(|| json!(a.server_metrics_formats))),
+        (
+            "gpu_telemetry",
+            (!server.gpu_urls.is_empty())
+                .then(|| json!(server.gpu_urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>())),
+        ),
     ] {
         if let Some(v) = v {
             input_config[k] = v;
@@ -1016,6 +1053,15 @@ mod tests {
             Some(CacheReset { path: Some("/flush_cache".into()), timeout: Duration::from_secs(2) })
         );
         assert_eq!(p.server.metrics_formats, (false, true));
+        assert!(p.server.gpu_urls.is_empty());
+        let p = plan(&["--gpu-telemetry"]).unwrap();
+        assert_eq!(p.server.gpu_urls, ["http://localhost:9400/metrics", "http://localhost:9401/metrics"]);
+        let p = plan(&["--gpu-telemetry", "node1:9400", "http://localhost:9401/metrics"]).unwrap();
+        assert_eq!(p.server.gpu_urls.len(), 3);
+        assert_eq!(p.server.gpu_urls[2], "http://node1:9400/metrics");
+        assert!(err(&["--gpu-telemetry", "pynvml"]).contains("local GPU libraries are not read"));
+        assert!(err(&["--gpu-telemetry", "amdsmi"]).contains("--gpu-telemetry amdsmi: local GPU libraries"));
+        assert!(err(&["--gpu-telemetry", "gpu.csv"]).contains("from a CSV file is not supported"));
         assert!(
             err(&["--server-metrics-formats", "json,parquet"])
                 .contains("--server-metrics-formats parquet: the raw time series of every scrape is not exported; accepted is json, csv")
