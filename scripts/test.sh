@@ -29,6 +29,19 @@ say "AIPerf 0.13.0's own client against the mock server (chat, completions; stre
 # 2 busy cores, mostly AIPerf's own start-up). Passes with a SKIP line when PyPI can't be reached.
 cargo test -p aiperf-cli --locked --test aiperf_client -- --ignored --nocapture
 
+say "--ui-type dashboard in a real terminal (tmux): panels, numbers, the terminal given back, files complete"
+# tmux 3.x gives capture-pane -p -S; installed with apt when missing.
+if ! tmux -V 2>/dev/null | grep -Eq '^tmux (next-)?[3-9]'; then
+  if command -v apt-get >/dev/null; then
+    (apt-get install -y tmux || sudo apt-get install -y tmux) >/dev/null 2>&1 || true
+  fi
+fi
+if tmux -V 2>/dev/null | grep -Eq '^tmux (next-)?[3-9]'; then
+  cargo test -p aiperf-cli --locked --test dashboard -- --ignored
+else
+  echo "SKIP: tmux 3 or newer is not installed and could not be installed"
+fi
+
 say "pip install of the wheel scripts/build-wheel.py makes from the binary just built (fresh venv, offline)"
 cargo test -p aiperf-cli --locked --test wheel -- --ignored
 

@@ -274,3 +274,107 @@ fn aiperf_names_of_our_features_do_what_ours_do() {
     common::ok(&out);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("Waiting up to"));
 }
+
+#[test]
+fn aiperf_server_options_probe_reset_and_choose_files_against_the_mock() {
+    const LIMIT: Duration = Duration::from_secs(120);
+    let mock = common::Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..3).map(|i| format!(r#"{{"timestamp": {}, "input_length": 50, "output_length": 2}}"#, i * 10)).collect();
+    let trace = common::write_trace(dir.path(), &lines);
+    let run = |name: &str, model: &str, extra: &[&str]| {
+        let art = dir.path().join(name);
+        let tok = common::tokenizer();
+        let base = ["-m", model, "-u", &mock.url, "--tokenizer", &tok, "--input-file", trace.to_str().unwrap()];
+        let out = common::profile(&[&base[..], &["--artifact-dir", art.to_str().unwrap()], extra].concat(), LIMIT);
+        (out, art)
+    };
+    // inference (AIPerf's default mode): one request of one token "Lo" before the run's three.
+    let (out, _) = run("inference", "m", &["--wait-for-model-timeout", "5", "--wait-for-model-mode", "inference"]);
+    common::ok(&out);
+    let arrivals = mock.arrivals();
+    assert_eq!(arrivals.len(), 4, "{arrivals:?}");
+    assert_eq!(arrivals[0]["max_tokens"], 1, "{}", arrivals[0]);
+    // models: the mock lists "mock"; another model is waited for until the limit, the error says why.
+    let (out, _) = run(
+        "models",
+        "mock",
+        &["--wait-for-model-timeout", "5", "--wait-for-model-mode", "models", "--wait-for-model-interval", "0.1"],
+    );
+    common::ok(&out);
+    assert_eq!(mock.arrivals().len(), 7, "the models probe sends no completion");
+    let (out, _) = run(
+        "absent",
+        "other",
+        &["--wait-for-model-timeout", "0.5", "--wait-for-model-mode", "both", "--wait-for-model-interval", "0.1"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        err.contains("did not come up within --wait-for-model-timeout 0.5 s (GET /v1/models lists other; last: /v1/models does not list other)"),
+        "{err}"
+    );
+    assert_eq!(mock.arrivals().len(), 7, "nothing sent when the server is not ready");
+    // --reset-kv-cache-path: that path is POSTed, whatever the server's kind.
+    let (out, art) = run(
+        "reset",
+        "m",
+        &["--reset-kv-cache", "--reset-kv-cache-path", "flush_cache", "--server-metrics-formats", "csv"],
+    );
+    common::ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Prefix cache emptied (--reset-kv-cache-path): POST /flush_cache"), "{err}");
+    assert_eq!(mock.arrivals()[7]["reset"], "/flush_cache");
+    // --server-metrics-formats csv: the CSV alone.
+    assert!(art.join("server_metrics_export.csv").exists());
+    assert!(!art.join("server_metrics_export.json").exists());
+    let (out, art) = run("json", "m", &["--server-metrics-formats", "json"]);
+    common::ok(&out);
+    assert!(art.join("server_metrics_export.json").exists() && !art.join("server_metrics_export.csv").exists());
+}
+
+#[test]
+fn a_cache_reset_that_gets_no_answer_ends_at_its_timeout() {
+    // A server that accepts connections and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let held = std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for s in listener.incoming().take(4) {
+            open.push(s);
+        }
+        std::thread::sleep(Duration::from_secs(5));
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let trace = common::write_trace(dir.path(), &[r#"{"timestamp": 0, "input_length": 5, "output_length": 2}"#.into()]);
+    let tok = common::tokenizer();
+    let out = common::profile(
+        &[
+            "-m",
+            "m",
+            "-u",
+            &url,
+            "--tokenizer",
+            &tok,
+            "--input-file",
+            trace.to_str().unwrap(),
+            "--no-server-metrics",
+            "--reset-kv-cache",
+            "--server-kind",
+            "vllm",
+            "--reset-kv-cache-timeout-seconds",
+            "0.3",
+            "--artifact-dir",
+            dir.path().join("art").to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        err.contains("--reset-prefix-cache: POST") && err.contains("/reset_prefix_cache: no answer within 0.3 s"),
+        "{err}"
+    );
+    drop(held);
+}

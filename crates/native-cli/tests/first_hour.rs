@@ -398,11 +398,6 @@ fn profile_help_is_grouped_and_lists_only_what_works() {
     for heading in ["Endpoint:", "Input:", "Load:", "Server:", "Output:"] {
         assert!(help.lines().any(|l| l == heading), "no {heading} group in:\n{help}");
     }
-    assert!(!help.contains("dashboard"), "{help}");
-    let out =
-        Command::new(BIN).args(["profile", "-m", "m", "--input-file", "x", "--ui-type", "dashboard"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--ui-type dashboard") && stderr(&out).contains("simple"), "{}", stderr(&out));
 }
 
 #[test]

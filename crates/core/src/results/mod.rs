@@ -11,6 +11,7 @@
 pub mod aggregate;
 pub mod export;
 pub mod line;
+pub mod live;
 pub mod metrics;
 pub mod record;
 pub mod summary;

@@ -6,6 +6,8 @@
 //!   `server_metrics_export` semantics);
 //! - [`kinds`]: which server the names come from and the few numbers compared with the client's
 //!   view ([`kinds::ServerView`]: prefix-cache hit rate, KV-cache usage, queue depth);
+//! - [`live`]: the same numbers at the last scrape, while a run goes on (the dashboard's);
+//! - [`gpu`]: GPU telemetry from DCGM exporters, AIPerf's records and per-GPU summary;
 //! - [`export`]: `server_metrics_export.json` and `.csv`.
 //!
 //! Times are data: every scrape carries the Unix time (ns) the caller read. Memory is bounded:
@@ -15,7 +17,9 @@
 //! pinned), so a long run keeps an evenly thinned series and exact counter deltas.
 
 pub mod export;
+pub mod gpu;
 pub mod kinds;
+pub mod live;
 pub mod prometheus;
 pub mod series;
 pub mod window;

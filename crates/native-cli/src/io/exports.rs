@@ -61,13 +61,20 @@ pub fn records_file(dir: &Path) -> Result<Box<dyn Write + Send>> {
     Ok(Box::new(std::io::BufWriter::with_capacity(1 << 18, output::create_stream(&dir.join(RECORDS_FILE))?)))
 }
 
-/// Writes `server_metrics_export.json` and `.csv` into `dir`; both are attempted.
-pub fn write_server_metrics(dir: &Path, m: &ServerMetrics, input_config: &serde_json::Value) -> Result<()> {
+/// Writes `server_metrics_export.json` and `.csv` into `dir` (those of `--server-metrics-formats`);
+/// each is attempted.
+pub fn write_server_metrics(
+    dir: &Path,
+    m: &ServerMetrics,
+    input_config: &serde_json::Value,
+    (json, csv): (bool, bool),
+) -> Result<()> {
     let mut first_error = None;
-    for (name, text) in [
-        (server_export::JSON_FILE, server_export::export_json(m, input_config)),
-        (server_export::CSV_FILE, server_export::export_csv(m)),
-    ] {
+    let files = [
+        json.then(|| (server_export::JSON_FILE, server_export::export_json(m, input_config))),
+        csv.then(|| (server_export::CSV_FILE, server_export::export_csv(m))),
+    ];
+    for (name, text) in files.into_iter().flatten() {
         let path = dir.join(name);
         if let Err(e) =
             output::write_output(&path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))

@@ -131,14 +131,6 @@ const DATASET_ORDER: Refusal = Refusal {
     why: "not yet supported: rows are sent in trace order, sessions reused in order past the trace's end",
     instead: "reorder or sample the trace with convert-trace or synthesize-trace",
 };
-const SERVER_HOOKS: Refusal = Refusal {
-    why: "not yet supported: this server control option",
-    instead: "--reset-prefix-cache resets the cache at the path of the server's kind (--server-kind)",
-};
-const WAIT_PROBE: Refusal = Refusal {
-    why: "not yet supported: the readiness probe is GET /v1/models or /health, retried until --wait-for-model-timeout",
-    instead: "drop the option",
-};
 const PROFILER: Refusal = Refusal {
     why: "not yet supported: server profiler hooks",
     instead: "start the server's profiler around the run yourself",
@@ -162,10 +154,6 @@ const TOKENIZER: Refusal = Refusal {
 const NETWORK: Refusal = Refusal {
     why: "not yet supported: network latency compensation",
     instead: "the report's calibration line gives the client's own overhead (measure against mock-server)",
-};
-const GPU: Refusal = Refusal {
-    why: "not yet supported: GPU telemetry",
-    instead: "the server's Prometheus metrics are scraped (--server-metrics)",
 };
 const SEEDS: Refusal =
     Refusal { why: "not yet supported: per-run seed choices", instead: "every run and repeat uses --random-seed" };
@@ -204,11 +192,11 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--url-strategy", &["round_robin"]),
     same("--request-timeout-seconds", &["10"]),
     ours("--wait-for-model-timeout", "--wait-for-model-timeout", &["0"]),
-    refused("--wait-for-model-mode", &WAIT_PROBE),
-    refused("--wait-for-model-interval", &WAIT_PROBE),
+    same("--wait-for-model-mode", &["models"]),
+    same("--wait-for-model-interval", &["1"]),
     ours("--reset-kv-cache", "--reset-prefix-cache", &[]),
-    refused("--reset-kv-cache-timeout-seconds", &SERVER_HOOKS),
-    refused("--reset-kv-cache-path", &SERVER_HOOKS),
+    same("--reset-kv-cache-timeout-seconds", &["5", "--reset-kv-cache"]),
+    same("--reset-kv-cache-path", &["/reset_prefix_cache", "--reset-kv-cache"]),
     refused("--server-profiler", &PROFILER),
     refused("--server-profiler-timeout-seconds", &PROFILER),
     refused("--server-profiler-start-path", &PROFILER),
@@ -456,19 +444,13 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--stats-interval", &CONSOLE),
     same("--server-metrics", &["http://127.0.0.1:9/metrics"]),
     same("--no-server-metrics", &[]),
-    refused(
-        "--server-metrics-formats",
-        &Refusal {
-            why: "not yet supported: choosing the server-metrics export formats",
-            instead: "every format is written; drop the option",
-        },
-    ),
+    same("--server-metrics-formats", &["json", "csv"]),
     refused("--network-latency-automatic", &NETWORK),
     refused("--network-latency-mean", &NETWORK),
     refused("--network-latency-ping-interval", &NETWORK),
-    refused("--gpu-telemetry", &GPU),
+    same("--gpu-telemetry", &["http://127.0.0.1:9/metrics"]),
     ours("--no-gpu-telemetry", "--no-gpu-telemetry", &[]),
-    same("--ui-type", &["none"]),
+    same("--ui-type", &["dashboard"]),
     ours("--ui", "--ui-type", &["none"]),
     refused("--workers-max", &SERVICES),
     refused("--max-workers", &SERVICES),

@@ -23,6 +23,7 @@ pub mod client;
 pub mod clock;
 pub mod config_file;
 pub mod control;
+pub mod dashboard;
 pub mod dispatcher;
 pub mod options;
 pub mod phases;

@@ -262,7 +262,8 @@ pub struct Args {
     #[arg(help_heading = "Sweeps, repeats and capacity search", long, default_value_t = 0.95, requires = "search_max")]
     pub search_goodput_fraction: f64,
     /// Console UI: simple (a progress bar on a terminal, a progress line on stderr every
-    /// --progress-interval seconds otherwise) or none.
+    /// --progress-interval seconds otherwise), dashboard (a full-screen view of the run on a
+    /// terminal, simple otherwise) or none.
     #[arg(help_heading = "Output", long, alias = "ui", value_enum, default_value = "simple")]
     pub ui_type: UiType,
     /// Seconds between two progress lines when stderr is not a terminal (logs, CI, pipes).
@@ -282,13 +283,36 @@ pub struct Args {
     /// as --wait-for-server does; 0 (AIPerf's default) does not wait.
     #[arg(help_heading = "Server", long, hide = true, conflicts_with = "wait_for_server")]
     pub wait_for_model_timeout: Option<f64>,
+    /// How the readiness probe asks (AIPerf's): models (GET /v1/models lists --model; a 404 falls
+    /// back to GET of the base URL), inference (POST a one-token request to the endpoint: any
+    /// status below 500 is ready), both (models, then inference) [default: GET /v1/models or /health].
+    #[arg(help_heading = "Server", long, value_enum, value_name = "MODE")]
+    pub wait_for_model_mode: Option<WaitMode>,
+    /// Seconds between two readiness probes [default: 0.25].
+    #[arg(help_heading = "Server", long, value_name = "SECONDS")]
+    pub wait_for_model_interval: Option<f64>,
+    /// Path POSTed by --reset-kv-cache instead of the server kind's own (e.g. /reset_prefix_cache).
+    #[arg(help_heading = "Server", long, value_name = "PATH", requires = "reset_prefix_cache")]
+    pub reset_kv_cache_path: Option<String>,
+    /// Time limit of each --reset-kv-cache call [default: 10].
+    #[arg(help_heading = "Server", long, value_name = "SECONDS", requires = "reset_prefix_cache")]
+    pub reset_kv_cache_timeout_seconds: Option<f64>,
+    /// Server-metrics files written: json (server_metrics_export.json), csv
+    /// (server_metrics_export.csv) [default: json csv].
+    #[arg(help_heading = "Server", long, num_args = 1.., value_delimiter = ',', value_name = "FORMAT")]
+    pub server_metrics_formats: Vec<String>,
     /// AIPerf's transport: HTTP, the only one (AIPerf 0.13 offers only http too).
     #[arg(help_heading = "Endpoint", long, alias = "transport-type", hide = true, value_enum)]
     pub transport: Option<Transport>,
     /// Accepted for AIPerf compatibility: no plot is drawn after a run (AIPerf's default).
     #[arg(help_heading = "Output", long, hide = true)]
     pub no_auto_plot: bool,
-    /// Accepted for AIPerf compatibility: no GPU telemetry is collected.
+    /// Scrape NVIDIA DCGM exporters for GPU telemetry (gpu_telemetry_export.jsonl and a console
+    /// line per GPU): AIPerf's default endpoints localhost:9400 and localhost:9401, and the URLs
+    /// given (`/metrics` appended unless the URL ends with it).
+    #[arg(help_heading = "Server", long, num_args = 0.., value_name = "URL", conflicts_with = "no_gpu_telemetry")]
+    pub gpu_telemetry: Option<Vec<String>>,
+    /// Do not collect GPU telemetry (the default without --gpu-telemetry).
     #[arg(help_heading = "Server", long, hide = true)]
     pub no_gpu_telemetry: bool,
 }
@@ -351,6 +375,14 @@ pub enum Transport {
     Http,
 }
 
+/// AIPerf's `--wait-for-model-mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WaitMode {
+    Models,
+    Inference,
+    Both,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum UrlStrategy {
     #[value(alias = "round_robin")]
@@ -367,24 +399,13 @@ pub enum ExportLevel {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum UiType {
     Simple,
+    Dashboard,
     None,
 }
 
 /// Refuses, before clap parses them, AIPerf options that `profile` does not honour (one line:
 /// the option, why, and what to use instead; see [`super::aiperf_options`]).
 pub fn reject_unsupported(args: &[String]) -> Result<()> {
-    for (i, a) in args.iter().enumerate() {
-        let ui = match a.split_once('=') {
-            Some(("--ui-type" | "--ui", v)) => Some(v),
-            None if a == "--ui-type" || a == "--ui" => args.get(i + 1).map(String::as_str),
-            _ => None,
-        };
-        if ui == Some("dashboard") {
-            bail!(
-                "--ui-type dashboard (AIPerf's full-screen dashboard) is not available in `aiperf-cli profile`: use --ui-type simple (the default) or none"
-            );
-        }
-    }
     if let Some(line) = super::aiperf_options::refusal(args) {
         bail!("{line}");
     }

@@ -289,7 +289,8 @@ fn measure<T: Transport + Clone>(
     });
     let sent_count = Arc::new(AtomicU64::new(0));
     let t0_unix_ns = u64::try_from(start_unix_ns).unwrap_or(u64::MAX);
-    let (records, collected) = start_records_stage(plan, inputs, sent_count.clone(), t0_unix_ns)?;
+    let live = scraper.and_then(scraper::Scraper::live);
+    let (records, collected) = start_records_stage(plan, inputs, sent_count.clone(), t0_unix_ns, live)?;
     if let Some(d) = plan.limits.duration {
         let stop = control.stop.clone();
         rt.spawn(async move {
@@ -339,11 +340,13 @@ fn start_records_stage(
     inputs: &Inputs,
     sent_count: Arc<AtomicU64>,
     t0_unix_ns: u64,
+    server: Option<scraper::Live>,
 ) -> Result<(mpsc::Sender<Finished>, mpsc::Receiver<Result<Collected>>)> {
     let progress = progress::Progress::new(
         plan.exports.progress,
         progress::Bounds { requests: inputs.schedule.request_count(), duration: plan.limits.duration },
         sent_count,
+        server,
     );
     let (records_tx, records_rx) = mpsc::channel();
     let (collected_tx, collected_rx) = mpsc::channel::<Result<Collected>>();
@@ -398,6 +401,7 @@ fn export(
 ) -> Result<RunOutcome> {
     let Ran { ready_ms, warmup, measured: m } = ran;
     let client_cpu_s = process_cpu_seconds().zip(m.cpu_before).map(|(b, a)| b - a);
+    let gpu = scraper.as_ref().and_then(scraper::Scraper::gpu);
     let server_metrics = scraper.map(|s| {
         let series = s.finish();
         aiperf_core::server::window::ServerMetrics::of(&series, u64::try_from(m.start_unix_ns).unwrap_or(u64::MAX))
@@ -408,9 +412,10 @@ fn export(
         m.fixed_schedule,
         m.sent.as_ref().map_or(0, |d| d.requests),
     );
-    let server_written = server_metrics
-        .as_ref()
-        .map_or(Ok(()), |m| exports::write_server_metrics(&plan.exports.artifact_dir, m, &input_config));
+    let server_written = server_metrics.as_ref().map_or(Ok(()), |m| {
+        exports::write_server_metrics(&plan.exports.artifact_dir, m, &input_config, plan.server.metrics_formats)
+    });
+    let (gpu_lines, gpu_written) = gpu_telemetry(gpu.as_ref());
     let with_goodput = !plan.exports.slos.is_empty();
     let report = collected.aggregate.report(with_goodput);
     let calibration = collected
@@ -452,14 +457,41 @@ fn export(
     if let Some(n) = &ceiling_note {
         show!("note: {n}");
     }
-    if written.is_ok() && server_written.is_ok() {
+    for line in &gpu_lines {
+        show!("{line}");
+    }
+    if written.is_ok() && server_written.is_ok() && gpu_written.is_ok() {
         exports::write_ready_marker(&plan.exports.artifact_dir, &summary)?;
     }
     show!("Exports written to {}", plan.exports.artifact_dir.display());
     written?;
     server_written?;
+    gpu_written?;
     m.sent?;
     Ok(RunOutcome { status: exit_status(interrupted, &summary), summary, ceiling_note })
+}
+
+/// The GPU telemetry's console lines (a note when no exporter answered) and whether its records
+/// file was written.
+fn gpu_telemetry(gpu: Option<&scraper::GpuShared>) -> (Vec<String>, Result<()>) {
+    let Some(Ok(mut g)) = gpu.map(|g| g.lock()) else {
+        return (Vec::new(), Ok(()));
+    };
+    let written = match g.close() {
+        Some(e) => {
+            say!("error: {e}");
+            Err(anyhow::anyhow!(e))
+        }
+        None => Ok(()),
+    };
+    let lines = if g.telemetry.is_empty() {
+        vec!["GPU telemetry: no DCGM exporter answered with GPU metrics (--gpu-telemetry URL…)".to_owned()]
+    } else {
+        let mut l = g.telemetry.console_lines();
+        l.push(format!("GPU telemetry: {} record(s) in {}", g.records, aiperf_core::server::gpu::JSONL_FILE));
+        l
+    };
+    (lines, written)
 }
 
 /// Writes the summary files, and the time slices of `--slice-duration`; each is attempted, the

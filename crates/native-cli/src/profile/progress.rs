@@ -1,7 +1,9 @@
 //! The progress of a run, owned by the records stage: a live bar when stderr is a terminal, and
 //! otherwise (a pipe, `| tee run.log`, CI, a Kubernetes pod's log) one line on stderr every
 //! `--progress-interval` seconds. A run bounded by `--benchmark-duration` shows time against
-//! that duration; one bounded by a request count shows requests against it.
+//! that duration; one bounded by a request count shows requests against it. `--ui-type
+//! dashboard` hands the records to the full-screen dashboard ([`super::dashboard`]) on its own
+//! thread, when stdout and stderr are both terminals.
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -9,9 +11,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use aiperf_core::results::aggregate::Aggregate;
-use aiperf_core::results::metrics::Metric;
+use aiperf_core::results::metrics::{Metric, Slo};
+use aiperf_core::results::record::RequestRecord;
 use aiperf_core::stats::Distribution;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::dashboard::Dashboard;
 
 /// How a run shows its progress.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -20,6 +25,15 @@ pub enum Mode {
     Off,
     /// A bar on a terminal, lines every `every` otherwise.
     Auto { every: Duration },
+    /// The dashboard on a terminal; as `Auto` when stdout or stderr is not one.
+    Dashboard { every: Duration },
+}
+
+impl Mode {
+    /// Whether the dashboard was asked for.
+    pub fn is_dashboard(self) -> bool {
+        matches!(self, Mode::Dashboard { .. })
+    }
 }
 
 /// What bounds the run.
@@ -33,6 +47,7 @@ pub struct Bounds {
 
 /// The progress display of one run.
 pub struct Progress {
+    dashboard: Option<Dashboard>,
     bar: Option<ProgressBar>,
     every: Option<Duration>,
     bounds: Bounds,
@@ -43,23 +58,55 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A display for a run starting now; `sent` is counted by the dispatcher.
-    pub fn new(mode: Mode, bounds: Bounds, sent: Arc<AtomicU64>) -> Progress {
-        Progress::with_terminal(mode, bounds, sent, std::io::stderr().is_terminal())
+    /// A display for a run starting now; `sent` is counted by the dispatcher, `server` is the
+    /// scraper's view of the server (for the dashboard).
+    pub fn new(mode: Mode, bounds: Bounds, sent: Arc<AtomicU64>, server: Option<super::scraper::Live>) -> Progress {
+        let stderr = std::io::stderr().is_terminal();
+        let mode = match mode {
+            Mode::Dashboard { every } if stderr && std::io::stdout().is_terminal() => {
+                match Dashboard::start(bounds, sent.clone(), server) {
+                    Ok(dashboard) => {
+                        let mut p = Progress::with_terminal(Mode::Off, bounds, sent, stderr);
+                        p.dashboard = Some(dashboard);
+                        return p;
+                    }
+                    Err(e) => {
+                        say!("--ui-type dashboard: cannot draw on this terminal ({e:#}); showing simple progress");
+                        Mode::Auto { every }
+                    }
+                }
+            }
+            Mode::Dashboard { every } => {
+                say!("--ui-type dashboard: stdout or stderr is not a terminal; showing simple progress");
+                Mode::Auto { every }
+            }
+            m => m,
+        };
+        Progress::with_terminal(mode, bounds, sent, stderr)
     }
 
     fn with_terminal(mode: Mode, bounds: Bounds, sent: Arc<AtomicU64>, terminal: bool) -> Progress {
         let start = Instant::now();
         let (bar, every) = match mode {
             Mode::Off => (None, None),
-            Mode::Auto { .. } if terminal => (Some(bar(bounds)), None),
-            Mode::Auto { every } => (None, Some(every)),
+            Mode::Auto { .. } | Mode::Dashboard { .. } if terminal => (Some(bar(bounds)), None),
+            Mode::Auto { every } | Mode::Dashboard { every } => (None, Some(every)),
         };
-        Progress { bar, every, bounds, sent, start, next_line: start + every.unwrap_or_default() }
+        Progress { dashboard: None, bar, every, bounds, sent, start, next_line: start + every.unwrap_or_default() }
+    }
+
+    /// Takes one record (its metrics go to the dashboard, when it is shown).
+    pub fn record(&mut self, record: &RequestRecord, server_first: bool, slos: &[Slo]) {
+        if let Some(d) = self.dashboard.as_mut() {
+            d.record(record, server_first, slos);
+        }
     }
 
     /// The longest the records stage may wait for a record before [`Progress::update`] is due.
     pub fn due_in(&self) -> Duration {
+        if let Some(d) = &self.dashboard {
+            return d.due_in();
+        }
         match (self.every, &self.bar) {
             (Some(_), _) => self.next_line.saturating_duration_since(Instant::now()),
             (None, Some(_)) if self.bounds.duration.is_some() => Duration::from_millis(250),
@@ -70,6 +117,10 @@ impl Progress {
     /// Shows the state of `agg` (every record so far): the bar is redrawn, a line is printed
     /// when one is due.
     pub fn update(&mut self, agg: &Aggregate, done: u64) {
+        if let Some(d) = self.dashboard.as_mut() {
+            d.update();
+            return;
+        }
         let now = Instant::now();
         if let Some(bar) = &self.bar {
             let failed = agg.error_count();
@@ -114,8 +165,11 @@ impl Progress {
         )
     }
 
-    /// Removes the bar (the final report follows).
-    pub fn finish(&self) {
+    /// Removes the bar or the dashboard (the final report follows).
+    pub fn finish(&mut self) {
+        if let Some(d) = self.dashboard.take() {
+            d.finish();
+        }
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
@@ -123,7 +177,7 @@ impl Progress {
 }
 
 /// `hh:mm:ss`, or seconds with a decimal below a minute (`4.2 s`).
-fn clock(d: Duration) -> String {
+pub fn clock(d: Duration) -> String {
     if d < Duration::from_secs(60) {
         return format!("{:.1} s", d.as_secs_f64());
     }

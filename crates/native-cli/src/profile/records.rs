@@ -104,6 +104,7 @@ impl RecordsStage {
             }
             c.mock_ttft_ms = c.mock_ttft_ms.or(mock_ttft_ms);
             let metrics = c.aggregate.add(&record, server_first, &self.slos);
+            self.progress.record(&record, server_first, &self.slos);
             if let Some(s) = self.slicer.as_mut() {
                 s.add(&record, server_first, &self.slos);
             }

@@ -7,12 +7,22 @@
 //! drain; the scrapes are kept as [`EndpointSeries`] in the core, which summarizes them. An
 //! endpoint whose scrape fails (no `/metrics`, an error status, a body that is not the format, a
 //! body over [`MAX_BODY_BYTES`]) gets one warning and is not scraped again.
+//!
+//! DCGM exporters (`--gpu-telemetry`) are scraped in the same rounds; their pages are not server
+//! metrics: each GPU of each page is a line of `gpu_telemetry_export.jsonl`, written as it comes,
+//! and its values go to the run's per-GPU summary ([`Gpu`]).
 
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::io::http::chain;
 use crate::io::http::proxy::{Proxies, ProxyConnector};
+use aiperf_core::server::gpu::{GpuTelemetry, records_of};
 use aiperf_core::server::kinds::ServerKind;
+use aiperf_core::server::live::LiveServer;
+use aiperf_core::server::prometheus::{DEFAULT_LIMITS, parse};
 use aiperf_core::server::series::{DEFAULT_SERIES_LIMITS, EndpointSeries};
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -43,7 +53,58 @@ pub struct Target {
     /// `Proxy-Authorization` when the target is reached through a forwarding proxy with
     /// credentials (`HTTP_PROXY=http://user:pass@proxy`).
     pub proxy_authorization: Option<HeaderValue>,
+    /// A DCGM exporter (`--gpu-telemetry`), not a server's metrics.
+    pub gpu: bool,
 }
+
+/// The GPU telemetry of a run: the records file (opened at the first record) and the summary.
+pub struct Gpu {
+    path: PathBuf,
+    out: Option<Box<dyn Write + Send>>,
+    /// The first error writing the records file.
+    pub error: Option<String>,
+    pub telemetry: GpuTelemetry,
+    /// Records written.
+    pub records: u64,
+}
+
+impl Gpu {
+    fn take(&mut self, records: &[aiperf_core::server::gpu::GpuRecord]) {
+        self.telemetry.add(records);
+        if self.error.is_some() || records.is_empty() {
+            return;
+        }
+        if self.out.is_none() {
+            let folder = self.path.parent().map(std::fs::create_dir_all).transpose();
+            match folder.map_err(anyhow::Error::from).and_then(|_| crate::io::output::create_stream(&self.path)) {
+                Ok(w) => self.out = Some(Box::new(std::io::BufWriter::new(w))),
+                Err(e) => self.error = Some(format!("{e:#}")),
+            }
+        }
+        if let Some(out) = self.out.as_mut() {
+            for r in records {
+                if let Err(e) = writeln!(out, "{}", r.jsonl_line()) {
+                    self.error = Some(format!("cannot write {}: {e}", self.path.display()));
+                    return;
+                }
+                self.records += 1;
+            }
+        }
+    }
+
+    /// Flushes the records file; returns its first error.
+    pub fn close(&mut self) -> Option<String> {
+        if let Some(mut out) = self.out.take()
+            && let Err(e) = out.flush()
+        {
+            self.error.get_or_insert(format!("cannot write {}: {e}", self.path.display()));
+        }
+        self.error.clone()
+    }
+}
+
+/// The GPU telemetry of a run, shared with the scraping thread.
+pub type GpuShared = Arc<Mutex<Gpu>>;
 
 enum Command {
     /// Scrape every endpoint now (`pinned`: never thinned away); replies with the server kind the
@@ -59,7 +120,12 @@ enum Command {
 pub struct Scraper {
     commands: mpsc::UnboundedSender<Command>,
     thread: Option<std::thread::JoinHandle<()>>,
+    live: Option<Live>,
+    gpu: Option<GpuShared>,
 }
+
+/// The server's state at the last scrape, for the dashboard.
+pub type Live = Arc<Mutex<LiveServer>>;
 
 struct Endpoint {
     target: Target,
@@ -69,13 +135,29 @@ struct Endpoint {
 
 impl Scraper {
     /// Starts the thread; nothing is fetched until [`Scraper::scrape`].
-    /// `tls` is the replay's own trust (`--ssl-ca-cert`, `--insecure-skip-tls-verify`).
+    /// `tls` is the replay's own trust (`--ssl-ca-cert`, `--insecure-skip-tls-verify`); with
+    /// `live`, every scrape also updates [`Scraper::live`]; the GPU targets' records go to
+    /// `gpu_file`.
     pub fn start(
         targets: Vec<Target>,
         interval: Duration,
         tls: rustls::ClientConfig,
         proxies: Proxies,
+        live: bool,
+        gpu_file: PathBuf,
     ) -> Result<Scraper> {
+        let live = live.then(Live::default);
+        let feed = live.clone();
+        let gpu = targets.iter().any(|t| t.gpu).then(|| {
+            Arc::new(Mutex::new(Gpu {
+                path: gpu_file,
+                out: None,
+                error: None,
+                telemetry: GpuTelemetry::default(),
+                records: 0,
+            }))
+        });
+        let gpu_feed = gpu.clone();
         let (commands, rx) = mpsc::unbounded_channel();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -83,9 +165,19 @@ impl Scraper {
             .context("cannot start the server-metrics runtime")?;
         let thread = std::thread::Builder::new()
             .name("server-metrics".into())
-            .spawn(move || rt.block_on(run(targets, interval, rx, tls, proxies)))
+            .spawn(move || rt.block_on(run(targets, interval, rx, tls, proxies, Taps { live: feed, gpu: gpu_feed })))
             .context("cannot start the server-metrics thread")?;
-        Ok(Scraper { commands, thread: Some(thread) })
+        Ok(Scraper { commands, thread: Some(thread), live, gpu })
+    }
+
+    /// The GPU telemetry, when DCGM exporters are scraped.
+    pub fn gpu(&self) -> Option<GpuShared> {
+        self.gpu.clone()
+    }
+
+    /// The server's state at the last scrape, when started with `live`.
+    pub fn live(&self) -> Option<Live> {
+        self.live.clone()
     }
 
     /// Scrapes every endpoint once and waits for it; returns the server kind the names show.
@@ -120,8 +212,10 @@ async fn run(
     mut commands: mpsc::UnboundedReceiver<Command>,
     tls: rustls::ClientConfig,
     proxies: Proxies,
+    taps: Taps,
 ) {
     let client = client(tls, proxies);
+    let taps = &taps;
     let mut endpoints: Vec<Endpoint> = targets
         .into_iter()
         .map(|t| Endpoint {
@@ -137,7 +231,7 @@ async fn run(
         tokio::select! {
             c = commands.recv() => match c {
                 Some(Command::Scrape { pinned, reply }) => {
-                    scrape_all(&client, &mut endpoints, pinned).await;
+                    scrape_all(&client, &mut endpoints, pinned, taps).await;
                     let kind = ServerKind::detect(endpoints.iter().flat_map(|e| e.series.family_names()));
                     let _ = reply.send(kind);
                 }
@@ -146,13 +240,13 @@ async fn run(
                     tick.reset();
                 }
                 Some(Command::Finish { reply }) => {
-                    scrape_all(&client, &mut endpoints, true).await;
-                    let _ = reply.send(endpoints.into_iter().map(|e| e.series).collect());
+                    scrape_all(&client, &mut endpoints, true, taps).await;
+                    let _ = reply.send(endpoints.into_iter().filter(|e| !e.target.gpu).map(|e| e.series).collect());
                     return;
                 }
                 None => return,
             },
-            _ = tick.tick(), if periodic => scrape_all(&client, &mut endpoints, false).await,
+            _ = tick.tick(), if periodic => scrape_all(&client, &mut endpoints, false, taps).await,
         }
     }
 }
@@ -171,8 +265,14 @@ fn client(tls: rustls::ClientConfig, proxies: Proxies) -> ScrapeClient {
     Client::builder(TokioExecutor::new()).pool_max_idle_per_host(1).build(https)
 }
 
-/// Scrapes the enabled endpoints concurrently.
-async fn scrape_all(client: &ScrapeClient, endpoints: &mut [Endpoint], pinned: bool) {
+/// Who takes the pages besides the series: the dashboard's view of the server, the GPU telemetry.
+struct Taps {
+    live: Option<Live>,
+    gpu: Option<GpuShared>,
+}
+
+/// Scrapes the enabled endpoints concurrently; the taps take the pages too.
+async fn scrape_all(client: &ScrapeClient, endpoints: &mut [Endpoint], pinned: bool, taps: &Taps) {
     let mut set = tokio::task::JoinSet::new();
     for (i, e) in endpoints.iter().enumerate().filter(|(_, e)| !e.disabled) {
         let (client, target) = (client.clone(), e.target.clone());
@@ -180,8 +280,42 @@ async fn scrape_all(client: &ScrapeClient, endpoints: &mut [Endpoint], pinned: b
     }
     let mut results: Vec<_> = set.join_all().await;
     results.sort_by_key(|(i, _)| *i);
+    if let Some(live) = &taps.live {
+        let pages: Vec<_> = results
+            .iter()
+            .filter(|(i, _)| !endpoints[*i].target.gpu)
+            .filter_map(|(_, r)| r.as_ref().ok())
+            .filter_map(|(_, _, t)| parse(t, DEFAULT_LIMITS).ok())
+            .collect();
+        if let Ok(mut l) = live.lock() {
+            l.scrape(&pages);
+        }
+    }
     for (i, r) in results {
         let e = &mut endpoints[i];
+        if e.target.gpu {
+            let outcome = r.and_then(|(t_ns, _, text)| {
+                parse(&text, DEFAULT_LIMITS)
+                    .map(|f| records_of(t_ns, &e.target.shown, &f))
+                    .map_err(|err| format!("not Prometheus text: {err}"))
+            });
+            match (outcome, &taps.gpu) {
+                (Ok(records), Some(gpu)) => {
+                    if let Ok(mut g) = gpu.lock() {
+                        g.take(&records);
+                    }
+                }
+                (Ok(_), None) => {}
+                (Err(why), _) => {
+                    e.disabled = true;
+                    // AIPerf's default endpoints are tried quietly: most hosts run no exporter there.
+                    if !aiperf_core::server::gpu::DEFAULT_ENDPOINTS.contains(&e.target.shown.as_str()) {
+                        say!("warning: GPU telemetry from {} is not collected: {why}", e.target.shown);
+                    }
+                }
+            }
+            continue;
+        }
         let outcome = r.and_then(|(t_ns, latency, text)| {
             e.series.add(t_ns, latency, &text, pinned).map_err(|err| format!("not Prometheus text: {err}"))
         });

@@ -60,7 +60,12 @@ pub fn run_one(
 fn trust(plan: &ReplayPlan) -> tls::Trust {
     let t = &plan.target;
     tls::Trust {
-        system_roots: t.urls.iter().chain(&plan.server.metrics_urls).any(|u| u.starts_with("https://")),
+        system_roots: t
+            .urls
+            .iter()
+            .chain(&plan.server.metrics_urls)
+            .chain(&plan.server.gpu_urls)
+            .any(|u| u.starts_with("https://")),
         extra: t.tls.ca_certs.clone(),
         insecure: t.tls.insecure,
     }
@@ -123,39 +128,50 @@ fn prepare_server(
     };
     if let Some(wait) = plan.server.wait {
         say!("Waiting up to {:.1} s for {} to answer", wait.limit.as_secs_f64(), server.shown);
-        let waited = rt.block_on(server.wait_until_ready(wait.limit, wait.flag))?;
+        let probe =
+            server_control::InferenceProbe::of(plan.target.body.endpoint, &plan.target.path, &plan.target.body.model);
+        let waited = rt.block_on(server.wait_until_ready(wait, &plan.target.body.model, &probe))?;
         say!("The server answered after {:.1} s", waited.as_secs_f64());
     }
-    let scraper = if plan.server.metrics_urls.is_empty() {
+    let scraper = if plan.server.metrics_urls.is_empty() && plan.server.gpu_urls.is_empty() {
         None
     } else {
         let proxies = proxy::Proxies::from_env();
-        let targets = plan
-            .server
-            .metrics_urls
-            .iter()
-            .map(|u| {
+        let server = plan.server.metrics_urls.iter().map(|u| (u, false));
+        let targets = server
+            .chain(plan.server.gpu_urls.iter().map(|u| (u, true)))
+            .map(|(u, gpu)| {
                 let (url, userinfo) = split_credentials(u);
-                let uri = url.parse().with_context(|| format!("invalid server metrics URL {}", redact_url(u)))?;
+                let what = if gpu { "GPU telemetry" } else { "server metrics" };
+                let uri = url.parse().with_context(|| format!("invalid {what} URL {}", redact_url(u)))?;
                 Ok(scraper::Target {
                     proxy_authorization: proxies.forward_auth(&uri),
                     uri,
                     shown: redact_url(u),
                     authorization: userinfo.map(|u| basic_auth(&u)),
+                    gpu,
                 })
             })
             .collect::<Result<Vec<_>>>()
             .context(BadInput)?;
         let tls = tls::client_config(&trust(plan)).context(BadInput)?;
-        Some(scraper::Scraper::start(targets, plan.server.metrics_interval, tls, proxies)?)
+        Some(scraper::Scraper::start(
+            targets,
+            plan.server.metrics_interval,
+            tls,
+            proxies,
+            plan.exports.progress.is_dashboard(),
+            plan.exports.artifact_dir.join(aiperf_core::server::gpu::JSONL_FILE),
+        )?)
     };
     let detected = scraper.as_ref().and_then(|s| s.scrape(true));
-    if plan.server.reset_prefix_cache {
-        let kind = plan.server.kind.or(detected).context(
-            "--reset-prefix-cache: the server's metrics do not tell its kind (vllm:, sglang:, llamacpp:, dynamo_ names); give --server-kind",
-        )?;
-        let calls = rt.block_on(server.reset_prefix_cache(kind))?;
-        say!("Prefix cache emptied ({}): POST {}", kind.name(), calls.join(", POST "));
+    if let Some(reset) = &plan.server.reset {
+        let calls = rt.block_on(server.reset_prefix_cache(plan.server.kind.or(detected), reset))?;
+        let kind = match (&reset.path, plan.server.kind.or(detected)) {
+            (None, Some(k)) => k.name(),
+            _ => "--reset-kv-cache-path",
+        };
+        say!("Prefix cache emptied ({kind}): POST {}", calls.join(", POST "));
     }
     Ok(scraper)
 }

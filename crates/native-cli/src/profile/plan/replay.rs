@@ -21,7 +21,7 @@ use super::secrets::{basic_auth, is_credential_header, redact_url, split_credent
 use super::tls::TlsOptions;
 use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
 use crate::profile::body::BodyTemplate;
-use crate::profile::options::{Args, UiType};
+use crate::profile::options::{Args, UiType, WaitMode};
 use crate::profile::{artifacts, client, progress, scraper};
 
 /// Where requests go and what they look like.
@@ -161,6 +161,24 @@ pub struct ServerWait {
     pub limit: Duration,
     /// The option that asked for the wait, as the user wrote it (errors name it).
     pub flag: &'static str,
+    /// `--wait-for-model-mode`; `None`: GET /v1/models or /health.
+    pub mode: Option<WaitMode>,
+    /// `--wait-for-model-interval`: between two probes.
+    pub interval: Duration,
+}
+
+/// The time between two readiness probes without `--wait-for-model-interval`.
+pub const DEFAULT_PROBE_INTERVAL: Duration = Duration::from_millis(250);
+/// The time limit of a cache-reset call without `--reset-kv-cache-timeout-seconds`.
+pub const DEFAULT_RESET_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `--reset-prefix-cache` (AIPerf's `--reset-kv-cache`) and its options.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CacheReset {
+    /// `--reset-kv-cache-path`: POSTed instead of the server kind's path.
+    pub path: Option<String>,
+    /// `--reset-kv-cache-timeout-seconds`.
+    pub timeout: Duration,
 }
 
 /// The server's side: metrics scraped, readiness, cache reset.
@@ -171,7 +189,11 @@ pub struct ServerPlan {
     pub metrics_interval: Duration,
     /// `--wait-for-server` (or AIPerf's `--wait-for-model-timeout`).
     pub wait: Option<ServerWait>,
-    pub reset_prefix_cache: bool,
+    pub reset: Option<CacheReset>,
+    /// `--server-metrics-formats`: (json, csv) written.
+    pub metrics_formats: (bool, bool),
+    /// `--gpu-telemetry`: the DCGM exporters' `/metrics` URLs scraped; empty = off.
+    pub gpu_urls: Vec<String>,
     /// `--go-on-unreachable`: replay even when a URL took no connection before time zero.
     pub go_on_unreachable: bool,
     /// `--server-kind`.
@@ -289,6 +311,9 @@ impl ReplayPlan {
                     UiType::None => progress::Mode::Off,
                     UiType::Simple => {
                         progress::Mode::Auto { every: seconds(a.progress_interval, "--progress-interval", false)? }
+                    }
+                    UiType::Dashboard => {
+                        progress::Mode::Dashboard { every: seconds(a.progress_interval, "--progress-interval", false)? }
                     }
                 },
                 slice: times.slice,
@@ -590,24 +615,97 @@ impl ServerPlan {
             i.is_finite() && (lo..=hi).contains(&i),
             "--server-metrics-interval {i:?}: accepted is {lo} to {hi} seconds"
         );
+        let interval = match a.wait_for_model_interval {
+            Some(v) => seconds(v, "--wait-for-model-interval", false)?,
+            None => DEFAULT_PROBE_INTERVAL,
+        };
+        let mode = a.wait_for_model_mode;
+        let reset_timeout = match a.reset_kv_cache_timeout_seconds {
+            Some(v) => seconds(v, "--reset-kv-cache-timeout-seconds", false)?,
+            None => DEFAULT_RESET_TIMEOUT,
+        };
+        let reset_path = a.reset_kv_cache_path.as_deref().map(reset_path).transpose()?;
         Ok(ServerPlan {
             metrics_urls,
             metrics_interval: Duration::from_secs_f64(i),
             wait: match (a.wait_for_server, a.wait_for_model_timeout) {
-                (Some(w), _) => {
-                    Some(ServerWait { limit: seconds(w, "--wait-for-server", false)?, flag: "--wait-for-server" })
-                }
+                (Some(w), _) => Some(ServerWait {
+                    limit: seconds(w, "--wait-for-server", false)?,
+                    flag: "--wait-for-server",
+                    mode,
+                    interval,
+                }),
                 // AIPerf's spelling: 0 does not wait.
                 (None, Some(w)) => Some(seconds(w, "--wait-for-model-timeout", true)?)
                     .filter(|d| !d.is_zero())
-                    .map(|limit| ServerWait { limit, flag: "--wait-for-model-timeout" }),
+                    .map(|limit| ServerWait { limit, flag: "--wait-for-model-timeout", mode, interval }),
                 (None, None) => None,
             },
-            reset_prefix_cache: a.reset_prefix_cache,
+            reset: a.reset_prefix_cache.then(|| CacheReset { path: reset_path, timeout: reset_timeout }),
+            metrics_formats: metrics_formats(&a.server_metrics_formats)?,
+            gpu_urls: gpu_urls(a.gpu_telemetry.as_deref())?,
             go_on_unreachable: a.go_on_unreachable,
             kind: a.server_kind,
         })
     }
+}
+
+/// `--reset-kv-cache-path`: a path on the server (a leading `/` added), without a scheme or host.
+fn reset_path(p: &str) -> Result<String> {
+    let t = p.trim();
+    ensure!(
+        !t.is_empty() && !t.contains("://") && !t.contains(char::is_whitespace),
+        "--reset-kv-cache-path {p:?}: accepted is a path on the server, e.g. /reset_prefix_cache"
+    );
+    Ok(if t.starts_with('/') { t.to_owned() } else { format!("/{t}") })
+}
+
+/// `--gpu-telemetry [URL…]`: AIPerf's default DCGM endpoints, then the URLs given, each once;
+/// AIPerf's other collectors and modes are refused with the reason.
+fn gpu_urls(given: Option<&[String]>) -> Result<Vec<String>> {
+    let Some(given) = given else { return Ok(Vec::new()) };
+    let mut urls: Vec<String> = aiperf_core::server::gpu::DEFAULT_ENDPOINTS.iter().map(|u| u.to_string()).collect();
+    for g in given {
+        let lower = g.trim().to_ascii_lowercase();
+        match lower.as_str() {
+            "pynvml" | "amdsmi" => bail!(
+                "--gpu-telemetry {g}: local GPU libraries are not read (aiperf-cli has no Python or vendor bindings); run NVIDIA's dcgm-exporter beside the GPUs and give its URL, e.g. --gpu-telemetry http://gpu-node:9400/metrics"
+            ),
+            "dashboard" => bail!(
+                "--gpu-telemetry dashboard: the GPU dashboard is not drawn; give the DCGM exporters' URLs (the GPU numbers go to gpu_telemetry_export.jsonl and the console)"
+            ),
+            _ if lower.ends_with(".csv") => bail!(
+                "--gpu-telemetry {g}: replaying recorded GPU metrics from a CSV file is not supported; accepted are DCGM exporter URLs"
+            ),
+            "" => bail!("--gpu-telemetry \"\": accepted are DCGM exporter URLs, e.g. http://gpu-node:9400/metrics"),
+            _ => {
+                let u = scraper::metrics_url(g);
+                if !urls.contains(&u) {
+                    urls.push(u);
+                }
+            }
+        }
+    }
+    Ok(urls)
+}
+
+/// `--server-metrics-formats` (AIPerf's names): which of json and csv are written.
+fn metrics_formats(given: &[String]) -> Result<(bool, bool)> {
+    if given.is_empty() {
+        return Ok((true, true));
+    }
+    let mut out = (false, false);
+    for f in given {
+        match f.trim().to_ascii_lowercase().as_str() {
+            "json" => out.0 = true,
+            "csv" => out.1 = true,
+            "jsonl" | "parquet" => bail!(
+                "--server-metrics-formats {f}: the raw time series of every scrape is not exported; accepted is json, csv"
+            ),
+            _ => bail!("--server-metrics-formats {f}: accepted is json, csv"),
+        }
+    }
+    Ok(out)
 }
 
 /// AIPerf's `--custom-dataset-type` names of the formats read here. `mooncake_trace`, AIPerf's
@@ -691,7 +789,24 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         config[k] = v;
     }
     for (k, v) in super::shaping::input_config(&a.shape) {
-        input_config[k] = v;
+        config[k] = v;
+    }
+    // AIPerf's server options, when given.
+    for (k, v) in [
+        ("wait_for_model_mode", a.wait_for_model_mode.map(|m| json!(format!("{m:?}").to_lowercase()))),
+        ("wait_for_model_interval", a.wait_for_model_interval.map(|v| json!(v))),
+        ("reset_kv_cache_path", server.reset.as_ref().and_then(|r| r.path.as_ref()).map(|p| json!(p))),
+        ("reset_kv_cache_timeout_seconds", a.reset_kv_cache_timeout_seconds.map(|v| json!(v))),
+        ("server_metrics_formats", (!a.server_metrics_formats.is_empty()).then(|| json!(a.server_metrics_formats))),
+        (
+            "gpu_telemetry",
+            (!server.gpu_urls.is_empty())
+                .then(|| json!(server.gpu_urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>())),
+        ),
+    ] {
+        if let Some(v) = v {
+            config[k] = v;
+        }
     }
     if target.urls.len() > 1 {
         config["urls"] = json!(target.urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>());
@@ -943,9 +1058,66 @@ mod tests {
         );
         assert!(err(&["--wait-for-server=-1"]).contains("--wait-for-server -1.0"));
         let p = plan(&["--wait-for-server", "5", "--reset-prefix-cache", "--server-kind", "llamacpp"]).unwrap();
-        assert_eq!(p.server.wait, Some(ServerWait { limit: Duration::from_secs(5), flag: "--wait-for-server" }));
-        assert!(p.server.reset_prefix_cache);
+        assert_eq!(
+            p.server.wait,
+            Some(ServerWait {
+                limit: Duration::from_secs(5),
+                flag: "--wait-for-server",
+                mode: None,
+                interval: DEFAULT_PROBE_INTERVAL
+            })
+        );
+        assert_eq!(p.server.reset, Some(CacheReset { path: None, timeout: DEFAULT_RESET_TIMEOUT }));
+        assert_eq!(p.server.metrics_formats, (true, true));
         assert_eq!(p.server.kind, Some(aiperf_core::server::kinds::ServerKind::Llamacpp));
+        let p = plan(&[
+            "--wait-for-model-timeout",
+            "5",
+            "--wait-for-model-mode",
+            "both",
+            "--wait-for-model-interval",
+            "0.5",
+            "--reset-kv-cache",
+            "--reset-kv-cache-path",
+            "flush_cache",
+            "--reset-kv-cache-timeout-seconds",
+            "2",
+            "--server-metrics-formats",
+            "csv",
+        ])
+        .unwrap();
+        let wait = p.server.wait.unwrap();
+        assert_eq!((wait.mode, wait.interval), (Some(WaitMode::Both), Duration::from_millis(500)));
+        assert_eq!(
+            p.server.reset,
+            Some(CacheReset { path: Some("/flush_cache".into()), timeout: Duration::from_secs(2) })
+        );
+        assert_eq!(p.server.metrics_formats, (false, true));
+        assert!(p.server.gpu_urls.is_empty());
+        let p = plan(&["--gpu-telemetry"]).unwrap();
+        assert_eq!(p.server.gpu_urls, ["http://localhost:9400/metrics", "http://localhost:9401/metrics"]);
+        let p = plan(&["--gpu-telemetry", "node1:9400", "http://localhost:9401/metrics"]).unwrap();
+        assert_eq!(p.server.gpu_urls.len(), 3);
+        assert_eq!(p.server.gpu_urls[2], "http://node1:9400/metrics");
+        assert!(err(&["--gpu-telemetry", "pynvml"]).contains("local GPU libraries are not read"));
+        assert!(err(&["--gpu-telemetry", "amdsmi"]).contains("--gpu-telemetry amdsmi: local GPU libraries"));
+        assert!(err(&["--gpu-telemetry", "gpu.csv"]).contains("from a CSV file is not supported"));
+        assert!(
+            err(&["--server-metrics-formats", "json,parquet"])
+                .contains("--server-metrics-formats parquet: the raw time series of every scrape is not exported; accepted is json, csv")
+        );
+        assert!(
+            err(&["--server-metrics-formats", "xml"]).contains("--server-metrics-formats xml: accepted is json, csv")
+        );
+        assert!(err(&["--wait-for-model-interval", "0"]).contains("--wait-for-model-interval 0.0"));
+        assert!(
+            err(&["--reset-kv-cache", "--reset-kv-cache-path", "http://h/x"])
+                .contains("accepted is a path on the server")
+        );
+        assert!(
+            err(&["--reset-kv-cache", "--reset-kv-cache-timeout-seconds", "0"])
+                .contains("--reset-kv-cache-timeout-seconds 0.0")
+        );
         let cfg = plan(&["-u", "http://u:secret99@h:1"]).unwrap().cli_config().to_string();
         assert!(!cfg.contains("secret99") && cfg.contains("http://<redacted>@h:1/metrics"), "{cfg}");
     }
