@@ -44,7 +44,7 @@ function cliSummary(page, cmd, trace, label) {
   const args = cmd.replace(/^aiperf-cli /, '').split(' ').map((a) => a.replace(/^'(.*)'$/, '$1'));
   args[1] = trace;
   const out = join(TMP, label);
-  execFileSync(CLI, [...args, '--output-dir', out, '--no-records', '--overwrite'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(CLI, [...args, '--output-dir', out, '--no-records', '--overwrite'], { cwd: ROOT, stdio: 'ignore' });
   const rows = JSON.parse(readFileSync(join(out, 'simulate_summary.json'), 'utf8'));
   assert.equal(rows.length, 1);
   return rows[0];

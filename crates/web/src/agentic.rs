@@ -295,8 +295,7 @@ pub fn layers(trace: &Trace) -> Vec<Layer> {
             }
         }
     }
-    let names =
-        ["shared by every session (system prompt)", "shared by a group of sessions", "one session's own context"];
+    let names = ["system prompt (all sessions)", "group prefix", "session context", "later turns"];
     let mut out: Vec<Layer> = (0..3)
         .map(|k| Layer {
             name: names[k].to_owned(),
@@ -306,7 +305,7 @@ pub fn layers(trace: &Trace) -> Vec<Layer> {
         })
         .collect();
     out.push(Layer {
-        name: "added by later turns".to_owned(),
+        name: names[3].to_owned(),
         blocks: later_blocks,
         sessions: n,
         mean_blocks: if later_rows == 0 { 0.0 } else { later_blocks as f64 / later_rows as f64 },

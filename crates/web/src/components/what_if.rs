@@ -90,7 +90,7 @@ pub fn WhatIfPanel(p: &WhatIfProps) -> Html {
             </div>
             { match p.sim.outcome() {
                 Some(Err(m)) => html! { <p class="error-text" role="alert">{ m }</p> },
-                Some(Ok(view)) => results(view),
+                Some(Ok(view)) => html! { <SimResults view={view.clone()} /> },
                 None if p.form.cluster().is_none() => html! { <p class="error-text">{ "Fix the highlighted values to simulate." }</p> },
                 None => html! {},
             }}
@@ -102,8 +102,16 @@ pub fn WhatIfPanel(p: &WhatIfProps) -> Html {
     }
 }
 
-/// The simulation's numbers and charts.
-fn results(v: &SimView) -> Html {
+#[derive(Properties, PartialEq)]
+struct ResultsProps {
+    view: Rc<SimView>,
+}
+
+/// The simulation's numbers and charts (drawn again only when another simulation arrives, not
+/// on every keystroke in the controls).
+#[component]
+fn SimResults(p: &ResultsProps) -> Html {
+    let v = &p.view;
     let ms = |key: &str, x: f64| metric(key, x, format!("{} ms", num(x, 1)));
     let shown = v.replicas.len().min(SHOWN_REPLICAS);
     let requests: Vec<u64> = v.replicas.iter().map(|r| r.requests).collect();
