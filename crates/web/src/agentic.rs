@@ -295,7 +295,7 @@ pub fn layers(trace: &Trace) -> Vec<Layer> {
             }
         }
     }
-    let names = ["system prompt (all sessions)", "group prefix", "session context", "later turns"];
+    let names = ["system prompt", "group prefix", "session context", "later turns"];
     let mut out: Vec<Layer> = (0..3)
         .map(|k| Layer {
             name: names[k].to_owned(),
