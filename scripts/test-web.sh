@@ -36,4 +36,7 @@ AIPERF_CLI="${CARGO_TARGET_DIR:-$ROOT/target}/debug/aiperf-cli" node tests/e2e/r
 step "Playwright: production trace formats (detection, analysis and converted JSONL = the CLI's)"
 AIPERF_CLI="${CARGO_TARGET_DIR:-$ROOT/target}/debug/aiperf-cli" node tests/e2e/formats.mjs
 
+step "Playwright: What if (simulation = aiperf-cli simulate) and agentic sessions (= synthesize-agentic-code); regenerates docs/images/what-if.png"
+AIPERF_CLI="${CARGO_TARGET_DIR:-$ROOT/target}/debug/aiperf-cli" node tests/e2e/whatif.mjs
+
 step "web tests passed"

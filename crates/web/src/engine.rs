@@ -93,6 +93,7 @@ pub fn synth_view(synthesized: &Trace, settings: &SynthesisSettings) -> SynthVie
         analysis: Rc::new(a),
         isl: Rc::new(Dist::lengths(&m.isl)),
         osl: Rc::new(Dist::lengths(&m.osl)),
+        arrivals: Vec::new(),
         compute_ms: 0.0,
     }
 }

@@ -6,6 +6,7 @@
 //! a 100 MB trace never freezes the page. Everything but the thin browser glue is plain Rust,
 //! tested natively with `cargo test -p aiperf-web`.
 
+pub mod agentic;
 pub mod chart_data;
 pub mod components;
 pub mod engine;
@@ -17,4 +18,5 @@ pub mod protocol;
 pub mod runs;
 pub mod state;
 pub mod web;
+pub mod what_if;
 pub mod worker;

@@ -6,10 +6,14 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::agentic::{AgenticRequest, AgenticView};
 use crate::chart_data::{Dist, Series};
+use crate::what_if::SimView;
 use aiperf_core::analysis::Analysis;
 use aiperf_core::formats::settings::ConversionSettings;
+use aiperf_core::simulate::Cluster;
 use aiperf_core::synthesis::SynthesisSettings;
+use aiperf_core::synthesis::fidelity::ArrivalCheck;
 
 /// Page → worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -41,6 +45,13 @@ pub enum ToWorker {
     Describe { run: usize, index: u32 },
     /// Send back the loaded (converted) trace as Mooncake JSONL: `convert-trace`'s bytes.
     ExportConverted,
+    /// Simulate the loaded trace on this cluster ("What if"); a newer request replaces one not
+    /// yet started.
+    Simulate { cluster: Cluster },
+    /// Generate AIPerf's agentic-code sessions.
+    Agentic { request: AgenticRequest },
+    /// Send back a file of the last agentic dataset (`dataset.jsonl`, `manifest.json`, …).
+    AgenticFile { name: String },
 }
 
 /// The files of one run, behind blob URLs made by the page.
@@ -99,6 +110,23 @@ pub enum FromWorker {
     Converted {
         name: String,
         jsonl: String,
+    },
+    /// The loaded trace simulated on a cluster.
+    Simulation(Box<SimView>),
+    /// The simulation of `cluster` could not run.
+    SimFailed {
+        cluster: Cluster,
+        message: String,
+    },
+    /// An agentic-code dataset was generated.
+    Agentic(Box<AgenticView>),
+    AgenticFailed {
+        message: String,
+    },
+    /// A file to save (from the agentic dataset).
+    File {
+        name: String,
+        text: String,
     },
     /// The synthesized trace, with the file name to save it under.
     Export {
@@ -176,6 +204,8 @@ pub struct SynthView {
     /// Input and output length distributions of the synthesized trace.
     pub isl: Rc<Dist>,
     pub osl: Rc<Dist>,
+    /// Arrivals over time, original against synthesized (generative mode; empty otherwise).
+    pub arrivals: Vec<ArrivalCheck>,
     pub compute_ms: f64,
 }
 

@@ -12,7 +12,7 @@ use crate::chart_data::{Dist, Series};
 use crate::format::{compact, int, pct};
 
 /// The kit's markup as a node of the page.
-fn markup(svg: String) -> Html {
+pub(crate) fn markup(svg: String) -> Html {
     Html::from_html_unchecked(AttrValue::from(svg))
 }
 
@@ -295,6 +295,86 @@ pub fn CdfCompare(p: &CdfCompareProps) -> Html {
     markup(cdf_compare_svg(&p.title, &p.x_label, &p.original, &p.synthesized))
 }
 
+/// KV blocks held over time, one line per replica (or the mean and the fullest), with the
+/// capacity as a dashed line when it is finite.
+pub fn kv_svg(lines: &[(String, Vec<(f64, f64)>)], capacity: Option<u64>) -> String {
+    let end = lines.iter().flat_map(|l| l.1.last()).map(|p| p.0).fold(0.0, f64::max);
+    let mut drawn: Vec<Line> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, (name, points))| Line {
+            name: name.clone(),
+            colour: COLOURS[i % COLOURS.len()],
+            points: points.clone(),
+            tip: format!("{name}: up to {} blocks", int(points.iter().map(|p| p.1).fold(0.0, f64::max))),
+            ..Line::default()
+        })
+        .collect();
+    if let Some(cap) = capacity {
+        drawn.push(Line {
+            name: "capacity".into(),
+            colour: "#777777",
+            dashed: true,
+            points: vec![(0.0, cap as f64), (end, cap as f64)],
+            tip: format!("capacity: {} blocks per replica", int(cap as f64)),
+            ..Line::default()
+        });
+    }
+    svg::plot(
+        "kv-usage",
+        "KV cache usage over time",
+        &Plot {
+            x: Axis {
+                label: "time since the first request (s)",
+                scale: Scale::Linear,
+                range: Some((0.0, end.max(1e-3))),
+            },
+            y: Axis { label: "blocks held", ..Axis::default() },
+            lines: drawn,
+            ..Plot::default()
+        },
+    )
+}
+
+/// Requests routed to each replica (the first `max` replicas), as horizontal bars.
+pub fn balance_svg(requests: &[u64], max: usize) -> String {
+    let total: u64 = requests.iter().sum();
+    let rows: Vec<HBar> = requests
+        .iter()
+        .take(max)
+        .enumerate()
+        .map(|(i, &r)| HBar {
+            label: format!("replica {i}"),
+            value: r as f64,
+            text: int(r as f64),
+            tip: format!("replica {i}: {} requests ({})", int(r as f64), pct(r as f64 / total.max(1) as f64)),
+        })
+        .collect();
+    svg::hbar_chart("routing-balance", "Requests per replica (routing balance)", &rows)
+}
+
+/// The prefix layers of an agentic dataset (blocks by how many sessions share them), as
+/// horizontal bars of their distinct blocks.
+pub fn layers_svg(layers: &[crate::agentic::Layer], block_size: u64) -> String {
+    let rows: Vec<HBar> = layers
+        .iter()
+        .map(|l| HBar {
+            label: l.name.clone(),
+            value: l.blocks as f64,
+            text: format!("{} blocks", int(l.blocks as f64)),
+            tip: format!(
+                "{}: {} distinct blocks (≈ {} tokens), {:.1} blocks a request in {} sessions",
+                l.name,
+                int(l.blocks as f64),
+                compact((l.blocks * block_size) as f64),
+                l.mean_blocks,
+                int(l.sessions as f64)
+            ),
+        })
+        .collect();
+    svg::hbar_chart("prefix-layers", "Prefix layers (distinct blocks)", &rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,5 +417,9 @@ mod tests {
             c.contains("<title>original, median ≈ 2</title>") && c.contains("<title>synthesized, median ≈ 2</title>")
         );
         assert_eq!(slug("Context length (reused prefix)"), "context-length-reused-prefix");
+        let kv = kv_svg(&[("replica 0".into(), vec![(0.0, 1.0), (2.0, 5.0)])], Some(8));
+        assert!(kv.contains("<title>replica 0: up to 5 blocks</title>") && kv.contains("capacity: 8 blocks"), "{kv}");
+        let b = balance_svg(&[3, 1], 16);
+        assert!(b.contains("<title>replica 0: 3 requests (75.0 %)</title>"), "{b}");
     }
 }

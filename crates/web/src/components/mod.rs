@@ -2,6 +2,7 @@
 //! [`AppContext`](crate::hooks::AppContext) (dispatcher and worker) and lays out the panels, each
 //! given the slice of state it shows.
 
+mod agentic;
 mod analysis;
 mod charts;
 mod drop;
@@ -10,21 +11,24 @@ mod open_bar;
 mod runs;
 mod status;
 mod synthesis;
+mod what_if;
 
+pub use agentic::AgenticPanel;
 pub use analysis::{AnalysisPanel, StatsProps, StatsTable};
 pub use charts::{
-    ArrivalsChart, CacheChart, CdfCompare, DistChart, DistProps, GroupsChart, arrivals_svg, cache_svg, cdf_compare_svg,
-    dist_svg, groups_svg,
+    ArrivalsChart, CacheChart, CdfCompare, DistChart, DistProps, GroupsChart, arrivals_svg, balance_svg, cache_svg,
+    cdf_compare_svg, dist_svg, groups_svg, kv_svg, layers_svg,
 };
 pub use fields::{FieldInput, FieldProps};
 pub use runs::RunsSection;
 pub use status::{LoadStatus, Notices};
 pub use synthesis::SynthPanel;
+pub use what_if::WhatIfPanel;
 
 use yew::prelude::*;
 use yew_agent::worker::WorkerProvider;
 
-use crate::hooks::{AppContext, use_address_bar, use_open, use_requests, use_shown_timing, use_worker};
+use crate::hooks::{AppContext, use_address_bar, use_open, use_requests, use_shown_timing, use_simulation, use_worker};
 use crate::params::Form;
 use crate::state::AppState;
 use crate::web;
@@ -52,6 +56,7 @@ fn Main() -> Html {
     let worker = use_worker(dispatch.clone());
     let open = use_open(&state, dispatch.clone(), worker.clone());
     use_requests(&state, dispatch.clone(), worker.clone());
+    use_simulation(&state, dispatch.clone(), worker.clone());
     use_address_bar(&state);
     use_shown_timing(&state, dispatch.clone());
     // A shared link with `sample=1` opens the sample right away.
@@ -69,6 +74,7 @@ fn Main() -> Html {
             <>
                 <AnalysisPanel file={file.clone()} analysis={state.analysis.clone()} form={state.form.clone()} shown_ms={state.shown_ms} />
                 <SynthPanel file={file.clone()} original={original.clone()} synth={state.synth.clone()} form={state.form.clone()} />
+                <WhatIfPanel file={file.clone()} form={state.what_if.clone()} sim={state.sim.clone()} />
             </>
         },
         _ => html! {},
@@ -89,6 +95,7 @@ fn Main() -> Html {
                     <RunsSection runs={state.runs.clone()} />
                     <LoadStatus load={state.load.clone()} />
                     { panels }
+                    <AgenticPanel form={state.agentic_form.clone()} agentic={state.agentic.clone()} />
                 </main>
                 <footer>
                     { "aiperf-rs · the same core as the aiperf-cli command line, compiled to WebAssembly · works offline once loaded" }

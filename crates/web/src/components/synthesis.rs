@@ -4,6 +4,7 @@ use std::rc::Rc;
 
 use aiperf_core::analysis::Analysis;
 use aiperf_core::stats::Summary;
+use aiperf_core::synthesis::fidelity::ArrivalCheck;
 use aiperf_core::synthesis::{Mode, Param};
 use yew::prelude::*;
 
@@ -71,6 +72,7 @@ pub fn SynthPanel(p: &SynthProps) -> Html {
                 Some(Ok(shown)) => html! {
                     <div class="compare-grid">
                         <Compare original={o.analysis.clone()} synthesized={shown.analysis.clone()} rows={shown.rows} compute_ms={shown.compute_ms} />
+                        { arrivals_table(&shown.arrivals) }
                         <div class="compare-charts">
                             <CdfCompare title="Input length, original vs synthesized" x_label="input length (tokens)" original={o.charts.isl.clone()} synthesized={shown.isl.clone()} />
                             <CdfCompare title="Output length, original vs synthesized" x_label="output length (tokens)" original={o.charts.osl.clone()} synthesized={shown.osl.clone()} />
@@ -141,6 +143,34 @@ fn Compare(p: &CompareProps) -> Html {
                 </tbody>
             </table>
             <p class="muted small">{ format!("{} synthesized rows, computed in {}.", int(p.rows as f64), millis(p.compute_ms)) }</p>
+        </div>
+    }
+}
+
+/// The fidelity report's arrivals over time: each statistic, original and synthesized, with its
+/// tolerance and verdict.
+fn arrivals_table(checks: &[ArrivalCheck]) -> Html {
+    if checks.is_empty() {
+        return html! {};
+    }
+    let fmt = |v: Option<f64>| v.map_or("–".to_string(), |v| num(v, 3));
+    html! {
+        <div class="table-wrap">
+            <table class="stats arrivals-fidelity">
+                <caption>{ "Arrivals over time, original vs synthesized (fidelity report)" }</caption>
+                <thead><tr><th scope="col">{ "Statistic" }</th><th scope="col" class="num">{ "Original" }</th><th scope="col" class="num">{ "Synthesized" }</th><th scope="col">{ "Tolerance" }</th><th scope="col">{ "Verdict" }</th></tr></thead>
+                <tbody>
+                    { for checks.iter().map(|c| html! {
+                        <tr data-arrival={c.statistic.clone()}>
+                            <th scope="row">{ &c.statistic }</th>
+                            <td class="num">{ fmt(c.original) }</td>
+                            <td class="num">{ fmt(c.synthesized) }</td>
+                            <td>{ c.tolerance.to_string() }</td>
+                            <td>{ match c.pass { Some(true) => "within", Some(false) => "outside", None => "–" } }</td>
+                        </tr>
+                    }) }
+                </tbody>
+            </table>
         </div>
     }
 }

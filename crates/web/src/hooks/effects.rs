@@ -34,6 +34,21 @@ pub fn use_requests(state: &AppState, dispatch: UseReducerDispatcher<AppState>, 
     });
 }
 
+/// Asks the worker to simulate the "What if" panel's cluster ([`AppState::pending_sim`]) once
+/// the controls have been still for [`DEBOUNCE_MS`]; the worker runs only the latest request.
+#[hook]
+pub fn use_simulation(state: &AppState, dispatch: UseReducerDispatcher<AppState>, worker: WorkerLink) {
+    use_effect_with(state.pending_sim(), move |pending| {
+        let timer = pending.map(|cluster| {
+            gloo_timers::callback::Timeout::new(DEBOUNCE_MS, move || {
+                worker.send(ToWorker::Simulate { cluster });
+                dispatch.dispatch(Action::SimRequested(cluster));
+            })
+        });
+        move || drop(timer)
+    });
+}
+
 /// The address bar mirrors the parameters, so a link reproduces them.
 #[hook]
 pub fn use_address_bar(state: &AppState) {

@@ -7,6 +7,6 @@ mod open;
 mod worker;
 
 pub use context::{AppContext, use_app};
-pub use effects::{use_address_bar, use_requests, use_shown_timing};
+pub use effects::{use_address_bar, use_requests, use_shown_timing, use_simulation};
 pub use open::{Open, use_open};
 pub use worker::{WorkerLink, use_worker};

@@ -75,6 +75,18 @@ impl Io {
                     web::log(&format!("download failed: {e:?}"));
                 }
             }
+            FromWorker::File { name, text } => {
+                let mime = if name.ends_with(".jsonl") {
+                    "application/x-ndjson"
+                } else if name.ends_with(".json") {
+                    "application/json"
+                } else {
+                    "text/plain"
+                };
+                if let Err(e) = web::download(name, text, mime) {
+                    web::log(&format!("download failed: {e:?}"));
+                }
+            }
             _ => {}
         }
     }

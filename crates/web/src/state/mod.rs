@@ -18,8 +18,11 @@ use aiperf_core::formats::settings::ConversionSettings;
 use aiperf_core::synthesis::{Mode, Param, SynthesisSettings};
 use yew::Reducible;
 
+use crate::agentic::{AgenticField, AgenticForm, AgenticRequest, AgenticView};
 use crate::params::Form;
 use crate::protocol::{AnalysisView, BadRow, FileSummary, FromWorker, Progress, SynthView};
+use crate::what_if::{Field, SimView, WhatIfForm};
+use aiperf_core::simulate::Cluster;
 
 /// Where loading a file stands.
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -81,6 +84,13 @@ pub struct AppState {
     /// [`WORKER_SILENCE_NOTICE_MS`]: a worker that died (e.g. out of memory) sends nothing more.
     pub worker_silent_s: Option<u64>,
     pub runs: RunView,
+    /// The "What if" panel: its controls, the last simulation, the cluster last asked for.
+    pub what_if: WhatIfForm,
+    pub sim: Computed<SimView>,
+    pub asked_sim: Option<Cluster>,
+    /// The agentic-code generator: its form and the last dataset generated.
+    pub agentic_form: AgenticForm,
+    pub agentic: Computed<AgenticView>,
 }
 
 /// Silence of the worker, while it owes an answer, after which the page says so.
@@ -116,6 +126,17 @@ pub enum Action {
     RunsRefused(String),
     /// The run view is on screen, `elapsed` ms after the drop.
     RunsShown { elapsed: f64 },
+    /// The user edited a control of the "What if" panel.
+    WhatIfEdited(Field, String),
+    /// A simulation of this cluster went out (see [`AppState::pending_sim`]).
+    SimRequested(Cluster),
+    /// The user edited a field of the agentic-code form.
+    AgenticEdited(AgenticField, String),
+    /// The user uploaded an agentic configuration `(file name, text)`, or went back to the
+    /// defaults (`None`).
+    AgenticConfigChosen(Option<(String, String)>),
+    /// An agentic dataset was asked for.
+    AgenticRequested(AgenticRequest),
 }
 
 impl AppState {
@@ -149,12 +170,21 @@ impl AppState {
         }
     }
 
+    /// The cluster to simulate now: the "What if" form's, once a trace is loaded, when it differs
+    /// from the one asked for last.
+    pub fn pending_sim(&self) -> Option<Cluster> {
+        self.file()?;
+        self.what_if.cluster().filter(|c| self.asked_sim.as_ref() != Some(c))
+    }
+
     /// Whether the page waits on the worker.
     fn waiting(&self) -> bool {
         matches!(self.load, Load::Reading { .. })
             || matches!(self.runs, RunView::Reading { .. })
             || self.analysis.busy()
             || self.synth.busy()
+            || self.sim.busy()
+            || self.agentic.busy()
     }
 
     /// Applies an action; `false` when nothing changed (the old state is kept: no re-render).
@@ -189,6 +219,8 @@ impl AppState {
                 self.load = Load::Reading { name, progress: Progress { total: size, ..Default::default() } };
                 self.analysis = Computed::Computing { last: None };
                 self.synth = Computed::Idle;
+                self.sim = Computed::Idle;
+                self.asked_sim = None;
                 self.asked = Asked { block_size: Some(block_size), synth: None };
                 self.started_at = Some(now);
                 self.shown_ms = None;
@@ -234,6 +266,29 @@ impl AppState {
                 Some(runs) => self.runs = runs,
                 None => return false,
             },
+            Action::WhatIfEdited(f, v) => {
+                if self.what_if.get(f) == v {
+                    return false;
+                }
+                self.what_if.set(f, v);
+            }
+            Action::SimRequested(cluster) => {
+                self.asked_sim = Some(cluster);
+                self.sim = self.sim.start();
+            }
+            Action::AgenticEdited(f, v) => {
+                if self.agentic_form.get(f) == v {
+                    return false;
+                }
+                self.agentic_form.set(f, v);
+            }
+            Action::AgenticConfigChosen(config) => {
+                if self.agentic_form.config == config {
+                    return false;
+                }
+                self.agentic_form.config = config;
+            }
+            Action::AgenticRequested(_) => self.agentic = self.agentic.start(),
         }
         true
     }
@@ -275,6 +330,24 @@ impl AppState {
                 }
             }
             FromWorker::SynthFailed { message } => self.synth = Computed::Done(Err(message)),
+            FromWorker::Simulation(view) => {
+                let wanted = self.what_if.cluster();
+                if wanted == Some(view.cluster) {
+                    self.sim = Computed::Done(Ok(Rc::from(view)));
+                } else if wanted.is_none() && self.sim.busy() {
+                    self.sim = self.sim.settle();
+                } else {
+                    return false;
+                }
+            }
+            FromWorker::Agentic(view) => self.agentic = Computed::Done(Ok(Rc::from(view))),
+            FromWorker::AgenticFailed { message } => self.agentic = Computed::Done(Err(message)),
+            FromWorker::SimFailed { cluster, message } => {
+                if self.what_if.cluster() != Some(cluster) {
+                    return false;
+                }
+                self.sim = Computed::Done(Err(message));
+            }
             FromWorker::Runs(view) => self.runs = self.runs.with_view(Rc::from(view)),
             FromWorker::RunsFailed { message } => self.runs = RunView::Failed(message),
             FromWorker::Record { text, .. } => match self.runs.with_record(text) {
@@ -282,7 +355,7 @@ impl AppState {
                 None => return false,
             },
             // Files to save: the worker hook offers them as downloads.
-            FromWorker::Export { .. } | FromWorker::Converted { .. } => return false,
+            FromWorker::Export { .. } | FromWorker::Converted { .. } | FromWorker::File { .. } => return false,
         }
         true
     }

@@ -283,3 +283,53 @@ fn downloads_leave_the_state_alone() {
     let settings = s.form.synth().unwrap();
     unchanged(&s, Action::Worker(FromWorker::Export { settings, name: "t.synth.jsonl".into(), jsonl: String::new() }));
 }
+
+#[test]
+fn the_latest_what_if_cluster_is_simulated_and_late_answers_are_dropped() {
+    use crate::what_if::{Field, schedule, simulate_view};
+    assert_eq!(AppState::default().pending_sim(), None, "nothing to simulate without a trace");
+    let s = loaded();
+    let first = s.pending_sim().unwrap();
+    let s = reduce(s, Action::SimRequested(first));
+    assert!(s.sim.busy() && s.pending_sim().is_none());
+    let s = reduce(s, Action::WhatIfEdited(Field::Replicas, "2".into()));
+    let second = s.pending_sim().unwrap();
+    assert_eq!(second.replicas, 2);
+    let s = reduce(s, Action::SimRequested(second));
+    let t =
+        parse_str("{\"timestamp\":0,\"input_length\":10,\"hash_ids\":[1]}\n", ParseOptions::default()).unwrap().trace;
+    let sched = schedule(&t).unwrap();
+    // The answer for the first cluster comes late: dropped, the page still waits.
+    unchanged(&s, Action::Worker(FromWorker::Simulation(Box::new(simulate_view(&t, &sched, &first).unwrap()))));
+    unchanged(&s, Action::Worker(FromWorker::SimFailed { cluster: first, message: "m".into() }));
+    let s = reduce(s, Action::Worker(FromWorker::Simulation(Box::new(simulate_view(&t, &sched, &second).unwrap()))));
+    assert_eq!(s.sim.shown().map(|v| v.replicas.len()), Some(2));
+    // An invalid control: nothing to ask, the last result stays.
+    let s = reduce(s, Action::WhatIfEdited(Field::Replicas, "0".into()));
+    assert_eq!(s.pending_sim(), None);
+    assert!(s.sim.shown().is_some());
+    unchanged(&s, Action::WhatIfEdited(Field::Replicas, "0".into()));
+    // A new file simulates again.
+    let s = reduce(s, opened(512));
+    assert_eq!((s.sim.clone(), s.asked_sim), (Computed::Idle, None));
+}
+
+#[test]
+fn the_agentic_form_asks_on_request_and_shows_the_last_outcome() {
+    use crate::agentic::{AgenticField, generate_dataset};
+    let s = Rc::new(AppState::default());
+    let s = reduce(s, Action::AgenticEdited(AgenticField::Sessions, "3".into()));
+    unchanged(&s, Action::AgenticEdited(AgenticField::Sessions, "3".into()));
+    let req = s.agentic_form.request().unwrap();
+    assert_eq!((req.sessions, req.seed, req.config.clone()), (3, 42, None));
+    let s = reduce(s, Action::AgenticRequested(req.clone()));
+    assert!(s.agentic.busy());
+    let (view, _) = generate_dataset(&req).unwrap();
+    let s = reduce(s, Action::Worker(FromWorker::Agentic(Box::new(view))));
+    assert_eq!(s.agentic.shown().map(|v| v.sessions >= 3), Some(true));
+    let s = reduce(s, Action::AgenticConfigChosen(Some(("c.json".into(), "{}".into()))));
+    assert_eq!(s.agentic_form.request().unwrap().config, Some(("c.json".into(), "{}".into())));
+    let s = reduce(s, Action::Worker(FromWorker::AgenticFailed { message: "c.json: bad".into() }));
+    assert_eq!(s.agentic.error(), Some("c.json: bad"));
+    unchanged(&s, Action::Worker(FromWorker::File { name: "dataset.jsonl".into(), text: String::new() }));
+}

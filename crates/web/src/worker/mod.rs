@@ -8,7 +8,10 @@ mod runs;
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
 
+use aiperf_core::replay::schedule::Schedule;
+use aiperf_core::simulate::Cluster;
 use aiperf_core::synthesis::SynthesisSettings;
 use aiperf_core::trace::Trace;
 use aiperf_core::view::Run;
@@ -38,6 +41,12 @@ struct Inner {
     /// Sweeps and capacity searches dropped with them (or alone).
     curves: Vec<Curve>,
     runs_generation: u64,
+    /// The loaded trace's replay schedule, built by the first simulation.
+    schedule: Option<Arc<Schedule>>,
+    /// Bumped by every simulation request: only the latest one runs.
+    sim_generation: u64,
+    /// The last agentic-code dataset, kept for its downloads.
+    agentic: Option<crate::agentic::Generated>,
 }
 
 /// The worker agent (registered by the `worker` binary).
@@ -71,6 +80,7 @@ impl Worker for TraceWorker {
                     inner.trace = None;
                     inner.model = ModelCache::default();
                     inner.last = None;
+                    inner.schedule = None;
                     inner.load_generation
                 };
                 let (inner, scope) = (self.inner.clone(), scope.clone());
@@ -91,6 +101,10 @@ impl Worker for TraceWorker {
                 let msg = match self.synthesized(&settings) {
                     Ok(trace) => {
                         let mut view = synth_view(&trace, &settings);
+                        let original = self.inner.borrow().trace.clone();
+                        if let (aiperf_core::synthesis::Mode::Generate, Some(original)) = (settings.mode, original) {
+                            view.arrivals = aiperf_core::synthesis::fidelity::arrival_checks(&original, &trace);
+                        }
                         view.compute_ms = now_ms() - t0;
                         FromWorker::Synthesis(Box::new(view))
                     }
@@ -141,6 +155,42 @@ impl Worker for TraceWorker {
                 view.compute_ms = now_ms() - t0;
                 scope.respond(id, FromWorker::Runs(Box::new(view)));
             }
+            ToWorker::Simulate { cluster } => {
+                // Run from a timer task, after the messages already queued: a newer request
+                // queued behind this one replaces it before it starts.
+                let generation = {
+                    let mut inner = self.inner.borrow_mut();
+                    inner.sim_generation += 1;
+                    inner.sim_generation
+                };
+                let (inner, scope) = (self.inner.clone(), scope.clone());
+                gloo_timers::callback::Timeout::new(0, move || {
+                    if inner.borrow().sim_generation == generation
+                        && let Some(msg) = simulated(&mut inner.borrow_mut(), &cluster)
+                    {
+                        scope.respond(id, msg);
+                    }
+                })
+                .forget();
+            }
+            ToWorker::Agentic { request } => {
+                let t0 = now_ms();
+                let msg = match crate::agentic::generate_dataset(&request) {
+                    Ok((mut view, generated)) => {
+                        view.compute_ms = now_ms() - t0;
+                        self.inner.borrow_mut().agentic = Some(generated);
+                        FromWorker::Agentic(Box::new(view))
+                    }
+                    Err(message) => FromWorker::AgenticFailed { message },
+                };
+                scope.respond(id, msg);
+            }
+            ToWorker::AgenticFile { name } => {
+                let text = self.inner.borrow().agentic.as_ref().and_then(|g| g.file(&name));
+                if let Some(text) = text {
+                    scope.respond(id, FromWorker::File { name, text });
+                }
+            }
             ToWorker::Describe { run, index } => {
                 let text = self.inner.borrow().runs.get(run).and_then(|r| r.describe(index as usize));
                 if let Some(text) = text {
@@ -165,6 +215,27 @@ impl TraceWorker {
         inner.last = Some((settings.clone(), out.clone()));
         Ok(out)
     }
+}
+
+/// The loaded trace simulated on `cluster` (`None` without a trace).
+fn simulated(inner: &mut Inner, cluster: &Cluster) -> Option<FromWorker> {
+    let trace = inner.trace.clone()?;
+    let t0 = now_ms();
+    let schedule = match &inner.schedule {
+        Some(s) => Ok(s.clone()),
+        None => crate::what_if::schedule(&trace),
+    };
+    let result = schedule.and_then(|s| {
+        inner.schedule = Some(s.clone());
+        crate::what_if::simulate_view(&trace, &s, cluster)
+    });
+    Some(match result {
+        Ok(mut view) => {
+            view.compute_ms = now_ms() - t0;
+            FromWorker::Simulation(Box::new(view))
+        }
+        Err(message) => FromWorker::SimFailed { cluster: *cluster, message },
+    })
 }
 
 fn analyze(trace: &Trace, block_size: u32) -> FromWorker {
