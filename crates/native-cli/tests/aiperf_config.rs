@@ -321,3 +321,27 @@ fn errors_name_the_file_the_key_path_the_value_and_what_is_accepted() {
         Some("error: cannot read the config file nowhere.yaml: No such file or directory (os error 2)")
     );
 }
+
+#[test]
+fn trace_replay_runs_when_the_command_line_turns_server_metrics_off() {
+    // The template's only refused key is serverMetrics.formats; --no-server-metrics drops it.
+    let mock = Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let art = dir.path().join("art");
+    let (tok, art_s) = (tokenizer(), art.display().to_string());
+    let args = ["-f", "trace_replay.yaml", "--url", &mock.url, "--tokenizer", &tok, "--no-server-metrics"];
+    let out = profile_in(&templates(), &[&args[..], &["--artifact-dir", &art_s, "--ui-type", "none"]].concat(), &[]);
+    ok(&out);
+    let run = read_run(&art);
+    assert_eq!(run.records.len(), 10);
+    assert_eq!(run.option("fixed_schedule"), true);
+    assert_eq!(run.option("benchmark_duration"), 600.0);
+    assert_eq!(run.option("benchmark_grace_period"), 120.0);
+    assert_eq!(run.option("server_metrics").as_array().map(Vec::len), Some(0));
+    // speedupRatio 2 halves the trace's timestamps (ms).
+    let mut at = run.meta("scheduled_ns");
+    at.sort_by(f64::total_cmp);
+    let ms: Vec<f64> = at.iter().map(|t| ((t - at[0]) / 1e6).round()).collect();
+    assert_eq!(ms, [0.0, 25.0, 60.0, 100.0, 175.0, 250.0, 375.0, 450.0, 550.0, 750.0]);
+    assert_times_consistent(&run.records);
+}
