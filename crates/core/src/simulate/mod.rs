@@ -529,7 +529,11 @@ impl Sim<'_> {
             let ids = row_ids(trace, &self.ids, p.job.row);
             // A request larger than the whole capacity starts alone and keeps what fits.
             let alone = r.running == 0;
-            if !alone && !self.blocks.fits(replica, self.blocks.missing(replica, ids)) {
+            // Counting the blocks it misses is needed only when they might not all fit.
+            if !alone
+                && !self.blocks.fits(replica, ids.len())
+                && !self.blocks.fits(replica, self.blocks.missing(replica, ids))
+            {
                 return;
             }
             r.waiting.pop_front();
