@@ -666,6 +666,7 @@ fn export_level_summary_writes_the_summaries_without_the_records() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("the AIPerf option --export-level raw is not supported"), "{err}");
+}
 
 /// `--request-cancellation-rate`/`-delay`: the chosen share of requests reaches the server whole,
 /// is abandoned the delay after its send and is recorded as AIPerf records a cancelled request
