@@ -29,7 +29,7 @@ enum Expect {
     Refused(&'static str, &'static str),
 }
 
-/// A finished run: its records and the options it ran with (`input_config` of the summary).
+/// A finished run: its records and the options it ran with (`aiperf_cli_config` of the summary).
 struct Run {
     records: Vec<Value>,
     options: Value,
@@ -139,7 +139,7 @@ fn profile_in(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
 }
 
 fn read_run(art: &Path) -> Run {
-    Run { records: read_jsonl(&art.join("profile_export.jsonl")), options: summary(art)["input_config"].clone() }
+    Run { records: read_jsonl(&art.join("profile_export.jsonl")), options: summary(art)["aiperf_cli_config"].clone() }
 }
 
 #[test]

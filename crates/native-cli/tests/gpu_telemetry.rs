@@ -94,7 +94,7 @@ fn a_dcgm_exporter_is_scraped_into_aiperfs_gpu_records() {
         "{stdout}"
     );
     assert!(stdout.contains(&format!("GPU telemetry: {} record(s) in gpu_telemetry_export.jsonl", records.len())));
-    let config = summary(&art)["input_config"]["gpu_telemetry"].clone();
+    let config = summary(&art)["aiperf_cli_config"]["gpu_telemetry"].clone();
     assert_eq!(config[2], format!("{exporter}/metrics"), "{config}");
 
     // --no-gpu-telemetry, and no option: no GPU file.

@@ -715,7 +715,7 @@ fn request_cancellation_cancels_a_seeded_share_after_the_delay() {
         let s = summary(&art);
         assert_eq!(s["error_request_count"]["avg"], cancelled.len() as f64);
         assert_eq!(s["request_count"]["avg"], (40 - cancelled.len()) as f64);
-        assert_eq!(s["input_config"]["request_cancellation_rate"], 50.0);
+        assert_eq!(s["aiperf_cli_config"]["request_cancellation_rate"], 50.0);
         let console = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(
             console.contains(&format!("{} completed, {} cancelled", 40 - cancelled.len(), cancelled.len())),
@@ -777,7 +777,7 @@ fn warmup_runs_at_its_own_rate_and_bounds_and_is_not_measured() {
     let (warm, measured) = warmup_of(0);
     assert!((1..=10).contains(&warm), "{warm} warm-up requests");
     assert_eq!(measured, 6);
-    assert_eq!(summary(&art)["input_config"]["warmup_request_rate"], 20.0);
+    assert_eq!(summary(&art)["aiperf_cli_config"]["warmup_request_rate"], 20.0);
     // Sessions and requests: the first bound reached ends the warm-up.
     let before = mock.arrivals().len();
     let art = dir.path().join("sessions");

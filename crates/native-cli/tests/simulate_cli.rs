@@ -168,9 +168,9 @@ fn calibrate_fits_the_engine_from_a_run_and_writes_the_fit() {
         &std::fs::read(out.join("r1_kvunbounded_kv-aware_lru/profile_export_aiperf.json")).unwrap(),
     )
     .unwrap();
-    let engine = &run["input_config"]["engine"];
+    let engine = &run["aiperf_cli_config"]["engine"];
     assert!((engine["decode_per_running_us"].as_f64().unwrap() - 2000.0).abs() < 1e-6, "{engine}");
-    assert!(run["input_config"]["calibration"]["inter_token_latency"]["r2"].as_f64().unwrap() > 0.999_999);
+    assert!(run["aiperf_cli_config"]["calibration"]["inter_token_latency"]["r2"].as_f64().unwrap() > 0.999_999);
 
     // AIPerf's own run folder: real timings, a fit with its error said.
     let aiperf = fixture("aiperf-0.13.0-runs/fixed-schedule-streaming");

@@ -93,6 +93,7 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
         (Some(true), _) => "fixed_schedule",
         (_, Some((_, ArrivalPattern::Constant))) => "constant",
         (_, Some((_, ArrivalPattern::Poisson))) => "poisson",
+        (_, Some((_, ArrivalPattern::Gamma))) => "gamma",
         // A trace with timestamps and no rate is replayed on them (known once the trace is read:
         // `with_requests` corrects it).
         (_, None) => "concurrency",
@@ -112,21 +113,18 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
     if kind == "fixed_schedule" {
         fixed_schedule_offsets(a, &mut phase);
     }
+    if kind == "gamma" {
+        put(&mut phase, "smoothness", json!(a.shape.arrival_smoothness.unwrap_or(1.0)));
+    }
+    put(&mut phase, "concurrency_ramp", ramp(a.shape.concurrency_ramp_duration));
+    put(&mut phase, "rate_ramp", ramp(a.shape.request_rate_ramp_duration));
+    if let Some(rate) = a.shape.request_cancellation_rate {
+        let delay = a.shape.request_cancellation_delay.unwrap_or(0.0);
+        phase.insert("cancellation".into(), json!({"rate": rate, "delay": delay}));
+    }
     let mut phases = Vec::new();
-    if plan.limits.warmup_requests > 0 {
-        let mut warmup = phase.clone();
-        warmup.insert("name".into(), json!("warmup"));
-        warmup.insert("kind".into(), json!("warmup"));
-        warmup.insert("exclude_from_results".into(), json!(true));
-        warmup.insert("requests".into(), json!(plan.limits.warmup_requests));
-        for k in ["duration", "grace_period", "auto_offset", "start_offset", "end_offset"] {
-            warmup.remove(k);
-        }
-        if kind == "fixed_schedule" {
-            warmup.insert("type".into(), json!("concurrency"));
-            warmup.insert("concurrency".into(), json!(plan.limits.concurrency.unwrap_or(1)));
-        }
-        phases.push(Value::Object(warmup));
+    if let Some(w) = &plan.limits.warmup {
+        phases.push(Value::Object(warmup_phase(w)));
     }
     phases.push(Value::Object(phase));
 
@@ -153,14 +151,50 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
     if let Some(t) = &a.tokenizer {
         config.insert("tokenizer".into(), json!({"name": t}));
     }
-    // GPU telemetry is not collected here.
-    config.insert("gpu_telemetry".into(), json!({"enabled": false}));
+    let gpus: Vec<String> = plan.server.gpu_urls.iter().map(|u| redact_url(u)).collect();
+    config.insert("gpu_telemetry".into(), json!({"enabled": !gpus.is_empty(), "urls": gpus}));
     let metrics: Vec<String> = plan.server.metrics_urls.iter().map(|u| redact_url(u)).collect();
+    let (json_file, csv_file) = plan.server.metrics_formats;
+    let formats: Vec<&str> = [("json", json_file), ("csv", csv_file)].into_iter().filter(|f| f.1).map(|f| f.0).collect();
     config.insert(
         "server_metrics".into(),
-        json!({"enabled": !metrics.is_empty(), "urls": metrics, "formats": ["json", "csv"]}),
+        json!({"enabled": !metrics.is_empty(), "urls": metrics, "formats": formats}),
     );
     Value::Object(config)
+}
+
+/// A ramp's duration as AIPerf's `RampConfig` (linear, its default).
+fn ramp(seconds: Option<f64>) -> Value {
+    seconds.map_or(Value::Null, |d| json!({"duration": d}))
+}
+
+/// The warm-up phase as AIPerf's phase: its bounds, and its load (a rate with its pattern, else
+/// a concurrency).
+fn warmup_phase(w: &super::shaping::WarmupPlan) -> Map<String, Value> {
+    let s = &w.shape;
+    let mut phase = Map::new();
+    phase.insert("name".into(), json!("warmup"));
+    phase.insert("kind".into(), json!("warmup"));
+    phase.insert("exclude_from_results".into(), json!(true));
+    let kind = match s.rate.map(|r| r.1) {
+        None => "concurrency",
+        Some(ArrivalPattern::Constant) => "constant",
+        Some(ArrivalPattern::Poisson) => "poisson",
+        Some(ArrivalPattern::Gamma) => "gamma",
+    };
+    phase.insert("type".into(), json!(kind));
+    put(&mut phase, "requests", json!(s.requests));
+    put(&mut phase, "sessions", json!(s.sessions));
+    put(&mut phase, "duration", json!(s.duration_ns.map(|ns| ns as f64 / 1e9)));
+    put(&mut phase, "grace_period", json!(w.grace.map(|g| g.as_secs_f64())));
+    put(&mut phase, "concurrency", json!(s.concurrency.or((kind == "concurrency").then_some(1))));
+    put(&mut phase, "rate", json!(s.rate.map(|r| r.0)));
+    if kind == "gamma" {
+        put(&mut phase, "smoothness", json!(s.smoothness.unwrap_or(1.0)));
+    }
+    put(&mut phase, "concurrency_ramp", ramp(s.concurrency_ramp_ns.map(|ns| ns as f64 / 1e9)));
+    put(&mut phase, "rate_ramp", ramp(s.rate_ramp_us.map(|us| us as f64 / 1e6)));
+    phase
 }
 
 /// `--fixed-schedule-*` as AIPerf's fixed-schedule phase fields (milliseconds).

@@ -383,7 +383,7 @@ mod gamma_tests {
     fn smoothness_shapes_gamma_arrivals_only() {
         let p = plan(&["--request-rate", "5", "--arrival-pattern", "gamma", "--vllm-burstiness", "0.5"]).unwrap();
         assert_eq!(p.limits.smoothness, Some(0.5));
-        assert_eq!(p.input_config()["arrival_pattern"], "gamma");
+        assert_eq!(p.cli_config()["arrival_pattern"], "gamma");
         for (args, says) in [
             (
                 &["--request-rate", "5", "--arrival-smoothness", "2"][..],
