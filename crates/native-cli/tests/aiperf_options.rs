@@ -86,6 +86,8 @@ fn every_aiperf_option_is_honoured_or_refused_by_name() {
         .join("../../tests/fixtures/tokenizers/smollm2-135m/tokenizer.json")
         .display()
         .to_string();
+    let series =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/rate-series.json").display().to_string();
     // One command line per spelling, with what its run must print: a path in the error that
     // stops an honoured run, or the whole refusal line.
     let mut runs: Vec<(Vec<String>, Expect)> = Vec::new();
@@ -102,7 +104,11 @@ fn every_aiperf_option_is_honoured_or_refused_by_name() {
                     }
                 }
                 args.push(o.spelling.to_string());
-                args.extend(example.iter().map(|e| e.replace("missing-tokenizer.json", &tokenizer)));
+                args.extend(
+                    example
+                        .iter()
+                        .map(|e| e.replace("missing-tokenizer.json", &tokenizer).replace("rate-series.json", &series)),
+                );
                 runs.push((args, Expect::ReachesTheTrace));
             }
             Verdict::Refused(why) => {
