@@ -90,6 +90,8 @@ fn every_aiperf_option_is_honoured_or_refused_by_name() {
         .join("../../tests/fixtures/aiperf-0.13.0-templates/minimal.yaml")
         .display()
         .to_string();
+    let series =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/rate-series.json").display().to_string();
     // One command line per spelling, with what its run must print: a path in the error that
     // stops an honoured run, or the whole refusal line.
     let mut runs: Vec<(Vec<String>, Expect)> = Vec::new();
@@ -109,7 +111,11 @@ fn every_aiperf_option_is_honoured_or_refused_by_name() {
                 args.extend(
                     example
                         .iter()
-                        .map(|e| e.replace("missing-tokenizer.json", &tokenizer).replace("minimal.yaml", &config)),
+                        .map(|e| {
+                            e.replace("missing-tokenizer.json", &tokenizer)
+                                .replace("minimal.yaml", &config)
+                                .replace("rate-series.json", &series)
+                        }),
                 );
                 runs.push((args, Expect::ReachesTheTrace));
             }

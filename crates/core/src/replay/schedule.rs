@@ -147,8 +147,11 @@ impl Default for Starts {
     }
 }
 
+/// A request-rate series: (µs from its start, requests per second) points in time order.
+pub type RateSeries = std::sync::Arc<[(u64, f64)]>;
+
 /// How generated runs arrive.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Generator {
     /// Sessions per second; `None` = as soon as the concurrency limit allows.
     pub rate: Option<(f64, ArrivalPattern)>,
@@ -163,6 +166,40 @@ pub struct Generator {
     pub ramp_us: Option<u64>,
     /// The shape of [`ArrivalPattern::Gamma`] gaps (`None`: 1, Poisson's).
     pub smoothness: Option<f64>,
+    /// AIPerf's `--request-rate-series`: (µs from the series' start, rate) points, in time
+    /// order; the series starts once the rate ramp ends ([`Generator::rate_at`]).
+    pub series: Option<RateSeries>,
+}
+
+impl Generator {
+    /// The rate at `t_us` of a run whose rate is `per_second`: ramped ([`ramped_rate`]), then
+    /// following the rate series as AIPerf does (updated every 0.1 s to the straight line
+    /// between the points around that time, the last point's rate after it).
+    pub fn rate_at(&self, per_second: f64, t_us: f64) -> f64 {
+        let ramp = self.ramp_us.unwrap_or(0);
+        if t_us < ramp as f64 {
+            return ramped_rate(per_second, ramp, t_us);
+        }
+        let Some(points) = self.series.as_deref().filter(|p| !p.is_empty()) else { return per_second };
+        let step = RATE_RAMP_UPDATE_US as f64;
+        let at = ((t_us - ramp as f64) / step).floor() * step;
+        series_rate(points, at)
+    }
+}
+
+/// The piecewise-linear rate of `points` (µs, rate) at `t_us`: the first rate before the first
+/// point, the last after the last.
+pub fn series_rate(points: &[(u64, f64)], t_us: f64) -> f64 {
+    let (Some(&(t0, q0)), Some(&(tn, qn))) = (points.first(), points.last()) else { return 0.0 };
+    if t_us <= t0 as f64 {
+        return q0;
+    }
+    if t_us >= tn as f64 {
+        return qn;
+    }
+    let right = points.partition_point(|&(t, _)| t as f64 <= t_us);
+    let ((lt, lq), (rt, rq)) = (points[right - 1], points[right]);
+    lq + (rq - lq) * (t_us - lt as f64) / (rt - lt) as f64
 }
 
 /// How often AIPerf updates a ramping request rate (its `RATE_RAMP_UPDATE_INTERVAL`, 0.1 s).
@@ -185,6 +222,16 @@ impl Schedule {
     /// The same schedule restricted to `shard`.
     pub fn sharded(self, shard: Shard) -> Schedule {
         Schedule { shard, ..self }
+    }
+
+    /// The same schedule with its generated rate following `series` ([`Generator::rate_at`]).
+    pub fn with_rate_series(mut self, series: Option<RateSeries>) -> Schedule {
+        if let Starts::Generated(g) = &mut self.starts
+            && g.rate.is_some()
+        {
+            g.series = series;
+        }
+        self
     }
 
     /// The same schedule with gamma gaps of shape `smoothness` ([`ArrivalPattern::Gamma`]).
@@ -322,7 +369,7 @@ impl StartCursor {
         let offset_us = g.rate.map(|(per_second, pattern)| {
             if k > 0 {
                 // The gap after an arrival follows the rate at that arrival.
-                let per_second = g.ramp_us.map_or(per_second, |d| ramped_rate(per_second, d, self.t_us));
+                let per_second = g.rate_at(per_second, self.t_us);
                 self.t_us += match pattern {
                     ArrivalPattern::Constant => 1e6 / per_second,
                     ArrivalPattern::Poisson => self.rng.exponential() * 1e6 / per_second,
@@ -552,6 +599,7 @@ fn generated(
             once: true,
             ramp_us: None,
             smoothness: None,
+            series: None,
         }),
         shard: Shard::WHOLE,
     })
@@ -679,6 +727,28 @@ mod tests {
         let (bursty_mean, bursty_cv) = spread(&s.with_smoothness(Some(0.25)));
         assert!((smooth_mean / 10_000.0 - 1.0).abs() < 0.03 && (bursty_mean / 10_000.0 - 1.0).abs() < 0.05);
         assert!(smooth_cv < 0.3 && bursty_cv > 1.7, "{smooth_cv} {bursty_cv}");
+    }
+
+    #[test]
+    fn a_rate_series_is_followed_after_the_ramp_on_tenth_second_updates() {
+        let points: std::sync::Arc<[(u64, f64)]> = vec![(0, 10.0), (1_000_000, 20.0), (2_000_000, 5.0)].into();
+        assert_eq!(series_rate(&points, 500_000.0), 15.0);
+        assert_eq!(series_rate(&points, 1_500_000.0), 12.5);
+        assert_eq!(series_rate(&points, 9e9), 5.0);
+        let g = Generator {
+            rate: Some((10.0, ArrivalPattern::Constant)),
+            seed: 0,
+            request_limit: None,
+            once: false,
+            ramp_us: Some(1_000_000),
+            smoothness: None,
+            series: Some(points),
+        };
+        assert_eq!(g.rate_at(10.0, 0.0), 1.0);
+        assert_eq!(g.rate_at(10.0, 1_000_000.0), 10.0);
+        // 0.55 s into the series: the update at 0.5 s set 15 per second.
+        assert_eq!(g.rate_at(10.0, 1_550_000.0), 15.0);
+        assert_eq!(g.rate_at(10.0, 5_000_000.0), 5.0);
     }
 
     #[test]

@@ -78,6 +78,7 @@ impl Warmup {
                 once: false,
                 ramp_us: self.rate_ramp_us.filter(|_| self.rate.is_some()),
                 smoothness: self.smoothness,
+                series: None,
             }),
             shard: Default::default(),
         }

@@ -99,10 +99,6 @@ const PLOTS: Refusal = Refusal {
     why: "plots are not drawn after a run",
     instead: "aiperf-cli report RUN_DIR writes an HTML report with the charts",
 };
-const RAMPS: Refusal = Refusal {
-    why: "not yet supported: rate series",
-    instead: "--request-rate-ramp-duration ramps a rate; a comma-separated --request-rate list sweeps rates",
-};
 const PREFILL: Refusal = Refusal {
     why: "not yet supported: prefill concurrency limits",
     instead: "limit all requests in flight with --concurrency",
@@ -288,7 +284,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--concurrency-ramp-duration", &["2", "--concurrency", "4"]),
     refused("--prefill-concurrency-ramp-duration", &PREFILL),
     same("--request-rate-ramp-duration", &["2", "--request-rate", "4"]),
-    refused("--request-rate-series", &RAMPS),
+    same("--request-rate-series", &["rate-series.json"]),
     refused(
         "--failed-request-threshold",
         &Refusal {

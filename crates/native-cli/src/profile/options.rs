@@ -368,6 +368,12 @@ pub struct LoadShape {
     /// burstier, above 1 more regular [default: 1].
     #[arg(help_heading = "Load", long, alias = "vllm-burstiness")]
     pub arrival_smoothness: Option<f64>,
+    /// JSON file of request-rate points (`[{"time_s": 0, "qps": 5}, …]` or `{"points": […]}`,
+    /// at least two, times increasing): the rate starts at the first point's and follows the
+    /// straight lines between them, updated every 0.1 s, after any rate ramp (instead of
+    /// --request-rate).
+    #[arg(help_heading = "Load", long, value_name = "PATH")]
+    pub request_rate_series: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

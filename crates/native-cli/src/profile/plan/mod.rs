@@ -10,7 +10,8 @@
 //! - [`aiperf_config`]: the options in AIPerf's configuration shape (the exports' `input_config`);
 //! - [`arrivals`]: when sessions start, resolved against the trace;
 //! - [`limits`]: the options' bounds and the checks of one option;
-//! - [`shaping`]: AIPerf's load-shaping options (request cancellation, warm-up, ramps);
+//! - [`shaping`]: AIPerf's load-shaping options (request cancellation, warm-up, ramps, gamma
+//!   arrivals, rate series);
 //! - [`secrets`]: credentials in URLs and headers, redacted and masked;
 //! - [`tls`]: the `--ssl-ca-cert` file.
 

@@ -87,7 +87,7 @@ pub struct Source {
 }
 
 /// When sending stops and how much may be in flight.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Limits {
     pub request_count: Option<u64>,
     pub duration: Option<Duration>,
@@ -103,6 +103,8 @@ pub struct Limits {
     pub ramps: super::shaping::Ramps,
     /// The shape of gamma arrival gaps (`--arrival-smoothness`).
     pub smoothness: Option<f64>,
+    /// The rate over time (`--request-rate-series`): (µs, rate) points.
+    pub rate_series: Option<aiperf_core::replay::schedule::RateSeries>,
 }
 
 /// How this process takes part in a run split across processes.
@@ -226,7 +228,10 @@ impl ReplayPlan {
         let block_size = in_range(a.isl_block_size, "--isl-block-size", 1, u64::from(u32::MAX))?;
         one_value_per_run(&a)?;
         let load = load(&a)?;
-        let ramps = super::shaping::ramps(&a.shape, load.rate, load.concurrency)?;
+        let rate_series = super::shaping::rate_series(&a.shape, !a.request_rate.is_empty())?;
+        // With a series the run's rate starts at its first point's, as AIPerf's.
+        let run_rate = load.rate.or(rate_series.as_deref().and_then(|p| p.first()).map(|p| p.1));
+        let ramps = super::shaping::ramps(&a.shape, run_rate, load.concurrency)?;
         let smoothness = super::shaping::smoothness(&a.shape, a.arrival_pattern)?;
         let headers = a.headers.iter().map(|h| key_value(h, "--header")).collect::<Result<Vec<_>>>()?;
         let extra_inputs = extra_inputs(&a.extra_inputs)?;
@@ -278,7 +283,7 @@ impl ReplayPlan {
                     start_offset_ms: a.fixed_schedule_start_offset,
                     end_offset_ms: a.fixed_schedule_end_offset,
                     auto_offset: a.fixed_schedule_auto_offset,
-                    rate: load.rate.map(|r| (r, a.arrival_pattern)),
+                    rate: run_rate.map(|r| (r, a.arrival_pattern)),
                 },
             },
             limits: Limits {
@@ -302,6 +307,7 @@ impl ReplayPlan {
                 )?,
                 ramps,
                 smoothness,
+                rate_series,
             },
             counting: if a.use_server_token_count { TokenCounting::ServerOnly } else { TokenCounting::Client },
             exports: Exports {
@@ -418,7 +424,11 @@ impl ReplayPlan {
             s.sessions.len(),
             s.sessions.len()
         );
-        let s = s.sharded(shard).with_rate_ramp(self.limits.ramps.rate_us).with_smoothness(self.limits.smoothness);
+        let s = s
+            .sharded(shard)
+            .with_rate_ramp(self.limits.ramps.rate_us)
+            .with_smoothness(self.limits.smoothness)
+            .with_rate_series(self.limits.rate_series.clone());
         Ok(if self.limits.duration.is_some() && self.limits.request_count.is_none() { schedule::endless(s) } else { s })
     }
 }
