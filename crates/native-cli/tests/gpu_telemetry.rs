@@ -64,7 +64,7 @@ fn a_dcgm_exporter_is_scraped_into_aiperfs_gpu_records() {
     ok(&out);
     let records = read_jsonl(&art.join("gpu_telemetry_export.jsonl"));
     // Two GPUs a scrape: before warm-up, before time zero, every 333 ms, after the drain.
-    assert!(records.len() >= 6 && records.len() % 2 == 0, "{} records", records.len());
+    assert!(records.len() >= 6 && records.len().is_multiple_of(2), "{} records", records.len());
     let r = &records[0];
     assert_eq!(r["gpu_index"], 0);
     assert_eq!(r["gpu_uuid"], "GPU-8a1d3b62-5f0e-4c2a-9d41-7e3b2c1f0a11");

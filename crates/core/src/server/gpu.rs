@@ -152,11 +152,14 @@ impl GpuRecord {
     }
 }
 
+/// One GPU's labels and the values of each of [`DCGM_FIELDS`] over the run.
+type GpuValues = (GpuId, [Vec<f64>; 11]);
+
 /// Every GPU's values over the run.
 #[derive(Clone, Debug, Default)]
 pub struct GpuTelemetry {
-    /// By exporter URL and GPU: the values of each field.
-    gpus: BTreeMap<(String, u32), (GpuId, [Vec<f64>; 11])>,
+    /// By exporter URL and GPU index.
+    gpus: BTreeMap<(String, u32), GpuValues>,
 }
 
 /// One GPU's summary: its labels and each field's distribution over the run's scrapes.

@@ -651,7 +651,7 @@ impl ServerPlan {
                     .map(|limit| ServerWait { limit, flag: "--wait-for-model-timeout", mode, interval }),
                 (None, None) => None,
             },
-            reset: a.reset_prefix_cache.then(|| CacheReset { path: reset_path, timeout: reset_timeout }),
+            reset: a.reset_prefix_cache.then_some(CacheReset { path: reset_path, timeout: reset_timeout }),
             metrics_formats: metrics_formats(&a.server_metrics_formats)?,
             gpu_urls: gpu_urls(a.gpu_telemetry.as_deref())?,
             go_on_unreachable: a.go_on_unreachable,
