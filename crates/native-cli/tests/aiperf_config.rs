@@ -27,6 +27,8 @@ enum Expect {
     Runs(&'static [&'static str], fn(&Run)),
     /// It is refused at this key, naming this AIPerf option (or this reason).
     Refused(&'static str, &'static str),
+    /// The option a key stands for takes no such value: the option's error, then the key.
+    BadValue(&'static str, &'static str),
 }
 
 /// A finished run: its records and the options it ran with (`aiperf_cli_config` of the summary).
@@ -48,7 +50,6 @@ fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
 
-const WARMUP: &str = "--warmup-concurrency";
 
 /// Every template of `aiperf config init --list` (tests/fixtures/…/list.txt).
 const TEMPLATES: &[(&str, Expect)] = &[
@@ -62,7 +63,21 @@ const TEMPLATES: &[(&str, Expect)] = &[
             assert!(r.meta("max_tokens").iter().all(|&t| t == 128.0));
         }),
     ),
-    ("warmup_profiling", Expect::Refused("benchmark.warmup.concurrency", WARMUP)),
+    (
+        "warmup_profiling",
+        Expect::Runs(
+            &["--benchmark-duration", "2", "--request-rate-ramp-duration", "0.5", "--warmup-request-count", "10"],
+            |r| {
+                assert_eq!(r.option("arrival_pattern"), "gamma");
+                assert_eq!(r.option("arrival_smoothness"), 1.5);
+                assert_eq!(r.option("request_rate"), 50.0);
+                assert_eq!(r.option("concurrency"), 64);
+                assert_eq!(r.option("warmup_concurrency"), 8);
+                assert_eq!(r.option("warmup_request_count"), 10);
+                assert!(r.records.len() >= 5, "{} records", r.records.len());
+            },
+        ),
+    ),
     (
         "fixed_schedule",
         Expect::Runs(&[], |r| {
@@ -86,7 +101,17 @@ const TEMPLATES: &[(&str, Expect)] = &[
             assert_eq!(isl, [100.0, 200.0, 150.0, 300.0, 800.0, 400.0, 250.0, 600.0]);
         }),
     ),
-    ("goodput_slo", Expect::Refused("benchmark.phases[0].concurrency", WARMUP)),
+    (
+        "goodput_slo",
+        Expect::Runs(&["--benchmark-duration", "2", "--warmup-request-count", "10"], |r| {
+            assert_eq!(r.option("request_rate"), 30.0);
+            assert_eq!(r.option("arrival_pattern"), "poisson");
+            assert_eq!(r.option("warmup_concurrency"), 16);
+            let goodput = r.option("goodput").to_string();
+            assert!(goodput.contains("time_to_first_token") && goodput.contains("request_latency"), "{goodput}");
+            assert!(r.records.len() >= 5, "{} records", r.records.len());
+        }),
+    ),
     (
         "latency_test",
         Expect::Runs(&["--benchmark-duration", "2"], |r| {
@@ -103,24 +128,70 @@ const TEMPLATES: &[(&str, Expect)] = &[
             assert!((80.0..180.0).contains(&osl), "mean OSL {osl}");
         }),
     ),
-    ("multi_url_load_balancing", Expect::Refused("benchmark.warmup.concurrency", WARMUP)),
-    ("ramping", Expect::Refused("benchmark.phases[0].concurrency", WARMUP)),
-    ("request_cancellation", Expect::Refused("benchmark.phases[0].concurrency", WARMUP)),
-    ("time_based_soak", Expect::Refused("benchmark.warmup.duration", "--warmup-duration")),
+    (
+        "multi_url_load_balancing",
+        Expect::Runs(
+            &[
+                "--benchmark-duration",
+                "2",
+                "--concurrency-ramp-duration",
+                "0.5",
+                "--warmup-request-count",
+                "10",
+                "--no-server-metrics",
+            ],
+            |r| {
+                assert_eq!(r.option("concurrency"), 256);
+                assert_eq!(r.option("concurrency_ramp_duration"), 0.5);
+                assert_eq!(r.option("warmup_concurrency"), 16);
+                assert!(r.records.len() >= 5, "{} records", r.records.len());
+            },
+        ),
+    ),
+    ("ramping", Expect::Refused("benchmark.phases[1].prefillRamp", "--prefill-concurrency-ramp-duration")),
+    (
+        "request_cancellation",
+        Expect::Runs(&["--request-count", "30", "--warmup-request-count", "5", "--no-server-metrics"], |r| {
+            assert_eq!(r.option("request_cancellation_rate"), 10.0);
+            assert_eq!(r.option("request_cancellation_delay"), 0.5);
+            assert_eq!(r.option("request_rate"), 20.0);
+            assert_eq!(r.records.len(), 30);
+        }),
+    ),
+    (
+        "time_based_soak",
+        Expect::Runs(
+            &["--benchmark-duration", "2", "--warmup-duration", "0.5", "--no-server-metrics", "--no-gpu-telemetry"],
+            |r| {
+                assert_eq!(r.option("concurrency"), 32);
+                assert_eq!(r.option("warmup_duration"), 0.5);
+                assert_eq!(r.option("warmup_concurrency"), 16);
+                assert_eq!(r.option("slice_duration"), 300.0);
+                assert!(r.records.len() >= 5, "{} records", r.records.len());
+            },
+        ),
+    ),
     ("inline_dataset", Expect::Refused("benchmark.dataset.records", "inline records")),
     ("multi_turn_conversation", Expect::Refused("benchmark.endpoint.connectionReuse", "--connection-reuse-strategy")),
     ("public_dataset", Expect::Refused("benchmark.dataset.type", "--public-dataset")),
-    ("trace_replay", Expect::Refused("benchmark.serverMetrics.formats", "--server-metrics-formats")),
+    ("trace_replay", Expect::BadValue("benchmark.serverMetrics.formats", "--server-metrics-formats parquet")),
     ("scenario_workload_profiles", Expect::Refused("sweep.type", "scenario, zip and sampled sweeps")),
     ("speed_bench_sweep", Expect::Refused("sweep.parameters.datasets.main.format", "only concurrency and rate")),
     ("sweep_distributions", Expect::Refused("sweep.parameters", "several parameters")),
     ("sweep_with_plot", Expect::Refused("multiRun.setConsistentSeed", "--set-consistent-seed")),
     ("env_var_production", Expect::Refused("benchmark.dataset.prompts.isl.peaks", "multimodal (peaks)")),
-    ("gpu_telemetry", Expect::Refused("benchmark.warmup.concurrency", WARMUP)),
+    (
+        "gpu_telemetry",
+        Expect::Runs(&["--request-count", "40", "--warmup-request-count", "4"], |r| {
+            assert_eq!(r.option("concurrency"), 16);
+            assert_eq!(r.option("warmup_concurrency"), 4);
+            assert_eq!(r.records.len(), 40);
+        }),
+    ),
     ("http_trace_metrics", Expect::Refused("benchmark.artifacts.trace", "--export-http-trace")),
     ("jinja2_variables", Expect::Refused("multiRun.setConsistentSeed", "--set-consistent-seed")),
     ("kv_cache_test", Expect::Refused("benchmark.phases[0].type", "no user-centric warm-up")),
-    ("long_context", Expect::Refused("benchmark.phases[0].concurrency", WARMUP)),
+    ("long_context", Expect::Refused("benchmark.phases[0].prefillConcurrency", "--warmup-prefill-concurrency")),
     ("user_files", Expect::Refused("benchmark.artifacts.userFiles", "files written from templates")),
     ("audio_multimodal", Expect::Refused("benchmark.dataset.audio", "--audio-length-mean")),
     ("multimodal_vision", Expect::Refused("benchmark.dataset.images", "--image-width-mean")),
@@ -195,6 +266,16 @@ fn every_template_runs_against_the_mock_or_is_refused_by_key() {
                     failures.push(format!("{name}: {:?}: expected `{key}` ({what}): {err}", out.status.code()));
                 }
             }
+            Expect::BadValue(key, what) => {
+                let out = profile_in(&templates(), &args, &[]);
+                let err = String::from_utf8_lossy(&out.stderr);
+                let ok = out.status.code() == Some(2)
+                    && err.starts_with(&format!("error: {what}"))
+                    && err.contains(&format!("from {file}: `{key}` = "));
+                if !ok {
+                    failures.push(format!("{name}: {:?}: expected {what} at `{key}`: {err}", out.status.code()));
+                }
+            }
         }
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
@@ -264,8 +345,8 @@ fn errors_name_the_file_the_key_path_the_value_and_what_is_accepted() {
             "key `benchmark.modle` = m is not a key of AIPerf 0.13's config file (did you mean `model`?); accepted keys here",
         ),
         (
-            "benchmark:\n  model: m\n  profiling: {type: poisson, rate: 5, rate_ramp: 10s}\n",
-            "key `benchmark.profiling.rateRamp` = 10s (AIPerf option --request-rate-ramp-duration) is not supported by `aiperf-cli profile`: ",
+            "benchmark:\n  model: m\n  profiling: {type: poisson, rate: 5, prefill_concurrency: 4}\n",
+            "key `benchmark.profiling.prefillConcurrency` = 4 (AIPerf option --prefill-concurrency) is not supported by `aiperf-cli profile`: ",
         ),
         (
             "benchmark:\n  model: m\n  profiling: {type: concurrency, rate: 5}\n",

@@ -108,15 +108,11 @@ fn every_aiperf_option_is_honoured_or_refused_by_name() {
                     }
                 }
                 args.push(o.spelling.to_string());
-                args.extend(
-                    example
-                        .iter()
-                        .map(|e| {
-                            e.replace("missing-tokenizer.json", &tokenizer)
-                                .replace("minimal.yaml", &config)
-                                .replace("rate-series.json", &series)
-                        }),
-                );
+                args.extend(example.iter().map(|e| {
+                    e.replace("missing-tokenizer.json", &tokenizer)
+                        .replace("minimal.yaml", &config)
+                        .replace("rate-series.json", &series)
+                }));
                 runs.push((args, Expect::ReachesTheTrace));
             }
             Verdict::Refused(why) => {
