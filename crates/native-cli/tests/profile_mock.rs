@@ -909,5 +909,5 @@ fn a_rate_series_shapes_the_arrivals() {
     // Offsets are whole microseconds: a gap may exceed the one before by 1 µs.
     assert!(gaps.windows(2).all(|w| w[1] <= w[0] + 0.001), "{gaps:?}");
     assert_eq!(gaps[gaps.len() - 1], 25.0, "{gaps:?}");
-    assert_eq!(summary(&art)["input_config"]["request_rate_series"], series.to_str().unwrap());
+    assert_eq!(summary(&art)["aiperf_cli_config"]["request_rate_series"], series.to_str().unwrap());
 }

@@ -150,10 +150,10 @@ fn the_command_line_overrides_the_files_options() {
 
 #[test]
 fn a_refused_option_is_refused_at_its_key() {
-    let given = read("warmup_profiling.yaml", &template("warmup_profiling"), &no_env).unwrap();
-    let e = merge("w.yaml".into(), given, Vec::new()).unwrap_err().to_string();
+    let given = read("ramping.yaml", &template("ramping"), &no_env).unwrap();
+    let e = merge("r.yaml".into(), given, Vec::new()).unwrap_err().to_string();
     assert!(
-        e.starts_with("w.yaml: key `benchmark.warmup.concurrency` = 8 (AIPerf option --warmup-concurrency) is not supported by `aiperf-cli profile`: "),
+        e.starts_with("r.yaml: key `benchmark.phases[1].prefillRamp` = 30s (AIPerf option --prefill-concurrency-ramp-duration) is not supported by `aiperf-cli profile`: "),
         "{e}"
     );
 }
