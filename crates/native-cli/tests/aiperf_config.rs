@@ -50,7 +50,6 @@ fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
 
-
 /// Every template of `aiperf config init --list` (tests/fixtures/…/list.txt).
 const TEMPLATES: &[(&str, Expect)] = &[
     (
