@@ -94,11 +94,40 @@ fn aiperfs_readers_take_our_runs() {
     let sessions = fixtures.join("sessions/trace.jsonl");
     let good = Mock::start(&["--ttft-ms", "10", "--itl-ms", "2"]);
     let failing = Mock::start(&["--ttft-ms", "10", "--itl-ms", "2", "--error-rate", "0.2", "--disconnect-rate", "0.1"]);
-    // (our run, the AIPerf run of the same kind, its server, trace, options)
+    // (our run, the AIPerf run of the same kind, its server, trace, options); the last two also
+    // carry AIPerf's load shaping (a gamma rate ramp; a warm-up, a concurrency ramp and
+    // cancellations), so that its models judge those phases and cancelled records too.
+    let rated = [
+        "--concurrency",
+        "4",
+        "--slice-duration",
+        "0.5",
+        "--request-rate",
+        "40",
+        "--arrival-pattern",
+        "gamma",
+        "--arrival-smoothness",
+        "2",
+        "--request-rate-ramp-duration",
+        "0.2",
+    ];
+    let shaped = [
+        "--streaming",
+        "--concurrency",
+        "3",
+        "--warmup-request-count",
+        "3",
+        "--concurrency-ramp-duration",
+        "0.2",
+        "--request-cancellation-rate",
+        "10",
+        "--request-cancellation-delay",
+        "0.005",
+    ];
     let runs: [(&str, &str, &str, &Path, &[&str]); 3] = [
         ("sessions", "sessions", &good.url, &sessions, &["--streaming"]),
-        ("non-streaming", "non-streaming", &good.url, &plain, &["--concurrency", "4", "--slice-duration", "0.5"]),
-        ("errors", "errors", &failing.url, &plain, &["--streaming", "--concurrency", "3"]),
+        ("non-streaming", "non-streaming", &good.url, &plain, &rated),
+        ("errors", "errors", &failing.url, &plain, &shaped),
     ];
     for (name, theirs, url, trace, extra) in runs {
         let art = dir.path().join(name);
