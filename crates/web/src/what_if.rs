@@ -6,9 +6,11 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
-use aiperf_core::replay::schedule::{Schedule, Timing, build};
-use aiperf_core::simulate::{Cluster, Engine, MAX_REPLICAS, Policy, ReplicaStats, Router, simulate};
-use aiperf_core::stats::{percentile_sorted, sorted};
+use aiperf_core::replay::schedule::Schedule;
+use aiperf_core::simulate::{
+    Cluster, Engine, MAX_REPLICAS, Policy, ReplicaStats, Router, sample_every_ns, simulate, trace_schedule,
+};
+use aiperf_core::stats::percentile_sorted;
 use aiperf_core::trace::Trace;
 use serde::{Deserialize, Serialize};
 
@@ -267,21 +269,15 @@ pub struct SimView {
 
 /// The schedule `simulate` replays: the trace's timestamps, shifted to start at zero.
 pub fn schedule(trace: &Trace) -> Result<Arc<Schedule>, String> {
-    let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
-    build(trace, timing, None).map(Arc::new).map_err(|e| e.to_string())
+    trace_schedule(trace).map(Arc::new).map_err(|e| e.to_string())
 }
 
 /// Simulates `trace` on `cluster` as `aiperf-cli simulate` does (its schedule, its sampling of
 /// [`SAMPLES`] points over the span) and summarises it.
 pub fn simulate_view(trace: &Trace, schedule: &Arc<Schedule>, cluster: &Cluster) -> Result<SimView, String> {
-    let span_ns = schedule.starts().filter_map(|s| s.offset_us).max().unwrap_or(0).saturating_mul(1000);
-    let run = Cluster { sample_every_ns: (span_ns / SAMPLES).max(1_000_000), ..*cluster };
+    let run = Cluster { sample_every_ns: sample_every_ns(schedule, SAMPLES), ..*cluster };
     let sim = simulate(trace, Arc::clone(schedule), &run).map_err(|e| e.to_string())?;
-    let ms = |f: &dyn Fn(&aiperf_core::simulate::SimRequest) -> u64| {
-        sorted(&sim.requests.iter().map(|r| f(r) as f64 / 1e6).collect::<Vec<_>>())
-    };
-    let ttft = ms(&|r| r.first_token_ns - r.arrival_ns);
-    let latency = ms(&|r| r.end_ns - r.arrival_ns);
+    let (ttft, latency) = (sim.ttft_ms(), sim.latency_ms());
     let p = |v: &[f64]| [50.0, 99.0].map(|q| percentile_sorted(v, q).unwrap_or(0.0));
     let total = sim.total();
     let n = sim.replicas.len();
@@ -338,8 +334,7 @@ mod tests {
         let cluster = form.cluster().unwrap();
         let sched = schedule(&trace).unwrap();
         let view = simulate_view(&trace, &sched, &cluster).unwrap();
-        let span_ns = sched.starts().filter_map(|s| s.offset_us).max().unwrap_or(0) * 1000;
-        let run = Cluster { sample_every_ns: (span_ns / 200).max(1_000_000), ..cluster };
+        let run = Cluster { sample_every_ns: sample_every_ns(&sched, 200), ..cluster };
         let sim = simulate(&trace, sched.clone(), &run).unwrap();
         assert_eq!(view.requests, 500);
         assert_eq!(view.token_hit_rate, sim.total().token_hit_rate());

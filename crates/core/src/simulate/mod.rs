@@ -27,7 +27,7 @@ pub use cache::Policy;
 
 use crate::analysis::Interner;
 use crate::replay::dispatch::{Dispatch, Job, Peek};
-use crate::replay::schedule::Schedule;
+use crate::replay::schedule::{Schedule, ScheduleError, Timing};
 use crate::results::record::{RequestRecord, ServerUsage};
 use crate::synthesis::rng::PyRandom;
 use crate::trace::Trace;
@@ -269,6 +269,20 @@ impl Simulation {
         t
     }
 
+    /// Times to first token (ms) from each request's arrival, sorted.
+    pub fn ttft_ms(&self) -> Vec<f64> {
+        self.sorted_ms(|r| r.first_token_ns.saturating_sub(r.arrival_ns))
+    }
+
+    /// Request latencies (ms) from each request's arrival, sorted.
+    pub fn latency_ms(&self) -> Vec<f64> {
+        self.sorted_ms(|r| r.end_ns.saturating_sub(r.arrival_ns))
+    }
+
+    fn sorted_ms(&self, ns: impl Fn(&SimRequest) -> u64) -> Vec<f64> {
+        crate::stats::sorted(&self.requests.iter().map(|r| ns(r) as f64 / 1e6).collect::<Vec<_>>())
+    }
+
     /// Routing balance: the busiest replica's requests over the mean (1 = even).
     pub fn imbalance(&self) -> f64 {
         let n = self.replicas.len().max(1) as f64;
@@ -276,6 +290,20 @@ impl Simulation {
         let max = self.replicas.iter().map(|r| r.requests).max().unwrap_or(0);
         if total == 0 { 1.0 } else { max as f64 / (total as f64 / n) }
     }
+}
+
+/// The schedule a simulation replays: the trace's timestamps shifted to start at zero (a fixed
+/// schedule with AIPerf's auto offset), in `aiperf-cli simulate` and the browser alike.
+pub fn trace_schedule(trace: &Trace) -> Result<Schedule, ScheduleError> {
+    let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
+    crate::replay::schedule::build(trace, timing, None)
+}
+
+/// The sampling interval ([`Cluster::sample_every_ns`]) that gives about `samples` points over
+/// the schedule's span, at least 1 ms.
+pub fn sample_every_ns(schedule: &Schedule, samples: u64) -> u64 {
+    let span_ns = schedule.starts().filter_map(|s| s.offset_us).max().unwrap_or(0).saturating_mul(1000);
+    (span_ns / samples.max(1)).max(1_000_000)
 }
 
 /// Most replicas of one simulated cluster (each holds its own cache, queue and counters).

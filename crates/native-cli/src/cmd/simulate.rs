@@ -14,15 +14,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use aiperf_core::analysis::DEFAULT_BLOCK_SIZE;
-use aiperf_core::replay::schedule::{Timing, build};
 use aiperf_core::results::aggregate::Aggregate;
 use aiperf_core::results::export::SummaryFormat;
 use aiperf_core::results::line::{RECORDS_FILE, record_line};
 use aiperf_core::results::record::RequestRecord;
 use aiperf_core::results::summary::{RunSummary, shell_command};
 use aiperf_core::simulate::calibrate::{Calibration, Observation, calibrate};
-use aiperf_core::simulate::{Cluster, Engine, MAX_REPLICAS, Policy, Router, Simulation, blocks_for_gb, simulate};
-use aiperf_core::stats::{percentile_sorted, sorted};
+use aiperf_core::simulate::{
+    Cluster, Engine, MAX_REPLICAS, Policy, Router, Simulation, blocks_for_gb, sample_every_ns, simulate, trace_schedule,
+};
+use aiperf_core::stats::percentile_sorted;
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, LineRead, Trace, read_line_capped};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
@@ -164,9 +165,8 @@ pub fn run(args: Args) -> Result<()> {
     let loaded =
         crate::io::trace_format::read_trace_any(&args.file, &args.format, args.skip_invalid, args.max_line_bytes)?;
     let trace = loaded.trace;
-    let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
-    let schedule = Arc::new(build(&trace, timing, None).with_context(|| format!("{}", args.file.display()))?);
-    let span_ns = schedule.starts().filter_map(|s| s.offset_us).max().unwrap_or(0).saturating_mul(1000);
+    let schedule = Arc::new(trace_schedule(&trace).with_context(|| format!("{}", args.file.display()))?);
+    let sample_every_ns = sample_every_ns(&schedule, args.samples);
     let engine = calibration.map_or(
         Engine {
             prefill_fixed_us: args.prefill_fixed_ms * 1000.0,
@@ -191,16 +191,12 @@ pub fn run(args: Args) -> Result<()> {
             max_running: args.max_running,
             engine,
             seed: args.seed,
-            sample_every_ns: (span_ns / args.samples.max(1)).max(1_000_000),
+            sample_every_ns,
         };
         let sim = simulate(&trace, Arc::clone(&schedule), &cluster).context("simulate")?;
         write_run(&args.output_dir.join(&name), &trace, &sim, &cluster, calibration.as_ref(), &args)?;
-        let ms = |f: &dyn Fn(&aiperf_core::simulate::SimRequest) -> u64| {
-            let v = sorted(&sim.requests.iter().map(|r| f(r) as f64 / 1e6).collect::<Vec<_>>());
-            [50.0, 99.0].map(|p| percentile_sorted(&v, p).unwrap_or(0.0))
-        };
-        let ttft_ms = ms(&|r| r.first_token_ns - r.arrival_ns);
-        let latency_ms = ms(&|r| r.end_ns - r.arrival_ns);
+        let p50_p99 = |v: Vec<f64>| [50.0, 99.0].map(|p| percentile_sorted(&v, p).unwrap_or(0.0));
+        let (ttft_ms, latency_ms) = (p50_p99(sim.ttft_ms()), p50_p99(sim.latency_ms()));
         rows.push(Row { name, cluster, calibration, sim, ttft_ms, latency_ms });
     }
     let (csv, table, json) = sweep_summary(&rows, &args);
