@@ -833,18 +833,20 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::profile::options;
     use crate::profile::plan::limits::parse_start_at;
 
-    fn plan(extra: &[&str]) -> Result<ReplayPlan> {
+    /// The plan of `profile -m m --input-file t.jsonl EXTRA…` (shared by the plan's tests).
+    pub(crate) fn plan(extra: &[&str]) -> Result<ReplayPlan> {
         let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
         argv.extend_from_slice(extra);
         ReplayPlan::from_args(options::parse(argv)?)
     }
 
-    fn err(extra: &[&str]) -> String {
+    /// The error of [`plan`], with its causes.
+    pub(crate) fn err(extra: &[&str]) -> String {
         format!("{:#}", plan(extra).unwrap_err())
     }
 

@@ -253,18 +253,7 @@ pub fn input_config(a: &LoadShape) -> Vec<(&'static str, serde_json::Value)> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::profile::options;
-    use crate::profile::plan::ReplayPlan;
-
-    fn plan(extra: &[&str]) -> anyhow::Result<ReplayPlan> {
-        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
-        argv.extend_from_slice(extra);
-        ReplayPlan::from_args(options::parse(argv)?)
-    }
-
-    fn err(extra: &[&str]) -> String {
-        format!("{:#}", plan(extra).unwrap_err())
-    }
+    use crate::profile::plan::replay::tests::{err, plan};
 
     #[test]
     fn cancellation_takes_a_percent_and_a_delay_that_needs_it() {
@@ -295,14 +284,7 @@ mod tests {
 mod warmup_tests {
     use aiperf_core::replay::schedule::ArrivalPattern;
 
-    use crate::profile::options;
-    use crate::profile::plan::ReplayPlan;
-
-    fn plan(extra: &[&str]) -> anyhow::Result<ReplayPlan> {
-        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
-        argv.extend_from_slice(extra);
-        ReplayPlan::from_args(options::parse(argv)?)
-    }
+    use crate::profile::plan::replay::tests::plan;
 
     #[test]
     fn warmup_takes_the_runs_load_unless_given_its_own() {
@@ -370,14 +352,7 @@ mod warmup_tests {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod ramp_tests {
-    use crate::profile::options;
-    use crate::profile::plan::ReplayPlan;
-
-    fn plan(extra: &[&str]) -> anyhow::Result<ReplayPlan> {
-        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
-        argv.extend_from_slice(extra);
-        ReplayPlan::from_args(options::parse(argv)?)
-    }
+    use crate::profile::plan::replay::tests::plan;
 
     #[test]
     fn ramps_need_what_they_ramp_and_the_warmup_takes_the_runs() {
@@ -422,14 +397,7 @@ mod ramp_tests {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod gamma_tests {
-    use crate::profile::options;
-    use crate::profile::plan::ReplayPlan;
-
-    fn plan(extra: &[&str]) -> anyhow::Result<ReplayPlan> {
-        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
-        argv.extend_from_slice(extra);
-        ReplayPlan::from_args(options::parse(argv)?)
-    }
+    use crate::profile::plan::replay::tests::plan;
 
     #[test]
     fn smoothness_shapes_gamma_arrivals_only() {
@@ -455,14 +423,7 @@ mod gamma_tests {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod series_tests {
-    use crate::profile::options;
-    use crate::profile::plan::ReplayPlan;
-
-    fn plan(extra: &[&str]) -> anyhow::Result<ReplayPlan> {
-        let mut argv = vec!["x", "-m", "m", "--input-file", "t.jsonl"];
-        argv.extend_from_slice(extra);
-        ReplayPlan::from_args(options::parse(argv)?)
-    }
+    use crate::profile::plan::replay::tests::plan;
 
     #[test]
     fn a_rate_series_file_is_read_as_aiperf_writes_it() {
