@@ -57,6 +57,31 @@ pub struct Args {
     /// token); the others wait in a FIFO queue, so TTFT grows with load.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub slots: Option<u32>,
+    /// KV model: tokens per block of the prefix cache (vLLM's block size). A prompt's whole
+    /// blocks are chain-hashed over its tokens and held in the simulator's cache (`aiperf-cli
+    /// simulate`): this option, `--tokenizer` or `--kv-blocks` turns the model on (default
+    /// block size 512 then); without them the cache hashes blocks of 16 words and empties itself
+    /// at 65,536 blocks.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub block_size: Option<u32>,
+    /// KV model: the prompt's tokens are this tokenizer's ids (a tokenizer.json, a folder holding
+    /// one, or a Hugging Face model name; a chat request's message contents are tokenized one
+    /// after the other, without a chat template). Without it a token is a word of the prompt.
+    #[arg(long)]
+    pub tokenizer: Option<String>,
+    /// KV model: blocks the prefix cache holds; blocks of running requests are pinned, the others
+    /// evicted by `--policy`, and a request waits in line until its new blocks fit beside the
+    /// pinned ones (unbounded when absent).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub kv_blocks: Option<u64>,
+    /// KV model: which unpinned block is evicted when `--kv-blocks` are full.
+    #[arg(long, value_enum, default_value = "lru")]
+    pub policy: aiperf_core::simulate::Policy,
+    /// Prefill time per uncached prompt token (ms, at most a day), added to `--ttft-ms`: the
+    /// first token comes `ttft-ms + prefill-per-token-ms × (prompt tokens − cached tokens)`
+    /// after the request starts.
+    #[arg(long, default_value_t = 0.0, value_parser = millis)]
+    pub prefill_per_token_ms: f64,
     /// Serve HTTPS with this certificate chain (PEM, the server's certificate first); needs
     /// `--tls-key`.
     #[arg(long, value_name = "PEM", requires = "tls_key")]
@@ -72,6 +97,13 @@ pub struct Args {
     /// of the answer is still one word of it.
     #[arg(long)]
     pub varied_text: bool,
+}
+
+impl Args {
+    /// Whether the KV model (`--block-size`, `--tokenizer`, `--kv-blocks`) replaces the word cache.
+    pub fn kv_model(&self) -> bool {
+        self.block_size.is_some() || self.tokenizer.is_some() || self.kv_blocks.is_some()
+    }
 }
 
 /// Default of `--max-output-tokens`: a million tokens (a few MB of text).

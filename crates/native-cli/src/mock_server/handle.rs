@@ -44,9 +44,9 @@ async fn answer(state: Arc<State>, req: Request<Incoming>, arrival_ns: u128) -> 
     let seen = Seen::of(&req);
     let chat = route(&state, &req, &seen.path)?;
     let body = read_body(req, state.args.max_request_bytes).await?;
-    let ask = admit(&state, &body, chat, arrival_ns, seen)?;
-    let planned = plan(&state, &ask, &body);
-    let slot = take_slot(&state).await;
+    let mut ask = admit(&state, &body, chat, arrival_ns, seen)?;
+    let mut planned = plan(&state, &ask, &body);
+    let slot = take_slot(&state, &mut planned, ask.hashes.take()).await;
     Ok(if ask.stream { stream(&state, &ask, planned, slot) } else { whole(&state, &ask, planned, slot).await })
 }
 
@@ -126,6 +126,8 @@ struct Ask {
     stream: bool,
     include_usage: bool,
     prompt_tokens: u64,
+    /// The prompt's block hashes (the KV model).
+    hashes: Option<Vec<u64>>,
 }
 
 /// The prompt: the messages of a chat request, the prompt string of a completion one.
@@ -149,6 +151,7 @@ fn admit(state: &State, body: &Value, chat: bool, arrival_ns: u128, seen: Seen) 
             json!({"error": {"message": message, "type": "invalid_request_error"}}),
         )));
     }
+    let kv_prompt = state.kv.as_ref().map(|kv| state.tokens.prompt(prompt_of(body, chat), kv.block_size() as usize));
     let ask = Ask {
         n,
         chat,
@@ -156,7 +159,8 @@ fn admit(state: &State, body: &Value, chat: bool, arrival_ns: u128, seen: Seen) 
         ignore_eos: body.get("ignore_eos").and_then(Value::as_bool).unwrap_or(false),
         stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
         include_usage: body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false),
-        prompt_tokens: words_in(prompt_of(body, chat)),
+        prompt_tokens: kv_prompt.as_ref().map_or_else(|| words_in(prompt_of(body, chat)), |p| p.tokens),
+        hashes: kv_prompt.map(|p| p.hashes),
     };
     if state.arrivals.is_some() {
         let line = json!({"n": n, "arrival_ns": arrival_ns.to_string(), "path": seen.path, "auth": seen.auth, "stream": ask.stream,
@@ -177,9 +181,30 @@ fn admit(state: &State, body: &Value, chat: bool, arrival_ns: u128, seen: Seen) 
 struct Planned {
     tokens: u64,
     finish: &'static str,
-    usage: Value,
+    prompt_tokens: u64,
+    /// Prompt tokens found in the prefix cache (the KV model's are known once the request starts).
+    cached: u64,
+    /// The request's time to first token once started (ms).
+    ttft_ms: f64,
     /// Ends the request's `running` count when dropped.
     done: Finish,
+}
+
+impl Planned {
+    fn usage(&self) -> Value {
+        let (p, t) = (self.prompt_tokens, self.tokens);
+        json!({"prompt_tokens": p, "completion_tokens": t, "total_tokens": p + t,
+            "prompt_tokens_details": {"cached_tokens": self.cached}})
+    }
+
+    /// `--ttft-ms`, plus `--prefill-per-token-ms` for each uncached prompt token.
+    fn set_ttft(&mut self, a: &super::Args) {
+        self.ttft_ms = if a.prefill_per_token_ms > 0.0 {
+            a.ttft_ms + a.prefill_per_token_ms * self.prompt_tokens.saturating_sub(self.cached) as f64
+        } else {
+            a.ttft_ms
+        };
+    }
 }
 
 /// How many tokens the answer has and why it ends; the prompt looked up in the prefix cache; the
@@ -196,7 +221,9 @@ fn plan(state: &Arc<State>, ask: &Ask, body: &Value) -> Planned {
         tokens += 5;
     }
     let finish = if Some(tokens) == ask.max_tokens { "length" } else { "stop" };
-    let cached = {
+    let cached = if state.kv.is_some() {
+        0
+    } else {
         let mut words = Vec::new();
         words_of(prompt_of(body, ask.chat), &mut words);
         state.cache.lock().map(|mut c| c.query(&words)).unwrap_or(0)
@@ -209,32 +236,52 @@ fn plan(state: &Arc<State>, ask: &Ask, body: &Value) -> Planned {
     m.generation_tokens.fetch_add(tokens, Ordering::Relaxed);
     m.queries.fetch_add(prompt_tokens, Ordering::Relaxed);
     m.hits.fetch_add(cached, Ordering::Relaxed);
-    let usage = json!({"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens,
-        "prompt_tokens_details": {"cached_tokens": cached}});
-    Planned { tokens, finish, usage, done }
+    let mut planned = Planned { tokens, finish, prompt_tokens, cached, ttft_ms: 0.0, done };
+    planned.set_ttft(a);
+    planned
 }
 
-/// The load model: waits in line for a slot, held until the last token.
-async fn take_slot(state: &State) -> Option<OwnedSemaphorePermit> {
+/// What a started request holds until its last token: a `--slots` slot, or its place in the KV
+/// model (a running slot and its pinned blocks).
+enum Slot {
+    Permit(#[allow(dead_code)] OwnedSemaphorePermit),
+    Kv(#[allow(dead_code)] super::kv::Running),
+}
+
+/// The load model: waits in line for a slot, held until the last token. With the KV model the
+/// request's cache hit is known once it starts.
+async fn take_slot(state: &State, planned: &mut Planned, hashes: Option<Vec<u64>>) -> Option<Slot> {
+    if let Some(kv) = &state.kv {
+        let hashes = hashes.unwrap_or_default();
+        let running = {
+            let _in_line = InLine::new(&state.metrics);
+            kv.start(hashes).await?
+        };
+        planned.cached = (running.hit_blocks * u64::from(kv.block_size())).min(planned.prompt_tokens);
+        state.metrics.hits.fetch_add(planned.cached, Ordering::Relaxed);
+        planned.set_ttft(&state.args);
+        return Some(Slot::Kv(running));
+    }
     match &state.slots {
         Some(s) => {
             let _in_line = InLine::new(&state.metrics);
-            s.take().await
+            s.take().await.map(Slot::Permit)
         }
         None => None,
     }
 }
 
-/// Time to first token and between tokens.
-fn pacing(state: &State) -> (Duration, Duration) {
+/// Time to first token (`ttft_ms`) and between tokens.
+fn pacing(state: &State, ttft_ms: f64) -> (Duration, Duration) {
     let a = &state.args;
-    (Duration::from_secs_f64(a.ttft_ms.max(0.0) / 1e3), Duration::from_secs_f64(a.itl_ms.max(0.0) / 1e3))
+    (Duration::from_secs_f64(ttft_ms.max(0.0) / 1e3), Duration::from_secs_f64(a.itl_ms.max(0.0) / 1e3))
 }
 
 /// The whole answer, after the time its tokens take.
-async fn whole(state: &State, ask: &Ask, planned: Planned, slot: Option<OwnedSemaphorePermit>) -> Response<Body> {
-    let (ttft, itl) = pacing(state);
-    let Planned { tokens, finish, usage, done: _done } = planned;
+async fn whole(state: &State, ask: &Ask, planned: Planned, slot: Option<Slot>) -> Response<Body> {
+    let (ttft, itl) = pacing(state, planned.ttft_ms);
+    let usage = planned.usage();
+    let Planned { tokens, finish, ttft_ms, done: _done, .. } = planned;
     let chat = ask.chat;
     tokio::time::sleep(ttft + itl * (tokens.saturating_sub(1) as u32)).await;
     drop(slot);
@@ -248,16 +295,16 @@ async fn whole(state: &State, ask: &Ask, planned: Planned, slot: Option<OwnedSem
     let object = if chat { "chat.completion" } else { "text_completion" };
     let id = format!("mock-{}", ask.n);
     let mut r = full(StatusCode::OK, json!({"id": id, "object": object, "choices": [choice], "usage": usage}));
-    r.headers_mut()
-        .insert("x-aiperf-mock-ttft-ms", hyper::header::HeaderValue::from(state.args.ttft_ms.round() as u64));
+    r.headers_mut().insert("x-aiperf-mock-ttft-ms", hyper::header::HeaderValue::from(ttft_ms.round() as u64));
     r
 }
 
 /// The streamed answer: its chunks are written by a task of their own as the client reads them.
-fn stream(state: &State, ask: &Ask, planned: Planned, slot: Option<OwnedSemaphorePermit>) -> Response<Body> {
+fn stream(state: &State, ask: &Ask, planned: Planned, slot: Option<Slot>) -> Response<Body> {
     let a = &state.args;
     let n = ask.n;
-    let (ttft, itl) = pacing(state);
+    let (ttft, itl) = pacing(state, planned.ttft_ms);
+    let ttft_ms = planned.ttft_ms;
     let (tx, rx) = mpsc::channel(16);
     let s = Streamed {
         id: format!("mock-{n}"),
@@ -265,7 +312,7 @@ fn stream(state: &State, ask: &Ask, planned: Planned, slot: Option<OwnedSemaphor
         n,
         tokens: planned.tokens,
         finish: planned.finish,
-        usage: planned.usage,
+        usage: planned.usage(),
         include_usage: ask.include_usage,
         ttft,
         itl,
@@ -286,7 +333,7 @@ fn stream(state: &State, ask: &Ask, planned: Planned, slot: Option<OwnedSemaphor
     h.insert("cache-control", hyper::header::HeaderValue::from_static("no-cache"));
     h.insert(
         "x-aiperf-mock-ttft-ms",
-        hyper::header::HeaderValue::from_str(&a.ttft_ms.to_string())
+        hyper::header::HeaderValue::from_str(&ttft_ms.to_string())
             .unwrap_or(hyper::header::HeaderValue::from_static("0")),
     );
     r
@@ -397,6 +444,9 @@ fn admin(state: &State, method: &hyper::Method, path: &str, query: Option<&str>)
         if let Ok(mut c) = state.cache.lock() {
             c.clear();
         }
+        if let Some(kv) = &state.kv {
+            kv.reset();
+        }
         let ns = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         state.log(&json!({"reset": path, "query": query, "arrival_ns": ns.to_string()}));
     };
@@ -405,8 +455,13 @@ fn admin(state: &State, method: &hyper::Method, path: &str, query: Option<&str>)
             let body = if state.args.metrics_garbage {
                 "<html><body><h1>Not metrics</h1></body></html>".to_owned()
             } else {
-                let usage = state.cache.lock().map(|c| c.usage()).unwrap_or(0.0);
-                state.metrics.exposition(usage)
+                match &state.kv {
+                    Some(kv) => state.metrics.exposition(kv.usage(), "prompt tokens"),
+                    None => {
+                        let usage = state.cache.lock().map(|c| c.usage()).unwrap_or(0.0);
+                        state.metrics.exposition(usage, "prompt words")
+                    }
+                }
             };
             let mut r = Response::new(Full::new(Bytes::from(body)).map_err(|e: Infallible| match e {}).boxed());
             r.headers_mut()

@@ -35,7 +35,8 @@ impl Counters {
         self.requests.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn exposition(&self, usage: f64) -> String {
+    /// The metrics; `unit` names what the prefix cache counts ("prompt words", "prompt tokens").
+    pub fn exposition(&self, usage: f64, unit: &str) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut out = String::new();
         let mut metric = |name: &str, kind: &str, help: &str, value: String| {
@@ -54,13 +55,13 @@ impl Counters {
         metric(
             "vllm:prefix_cache_queries_total",
             "counter",
-            "Prefix cache queries, in prompt words.",
+            &format!("Prefix cache queries, in {unit}."),
             g(&self.queries).to_string(),
         );
         metric(
             "vllm:prefix_cache_hits_total",
             "counter",
-            "Prefix cache hits, in prompt words.",
+            &format!("Prefix cache hits, in {unit}."),
             g(&self.hits).to_string(),
         );
         metric(
@@ -115,9 +116,11 @@ mod tests {
         m.running.fetch_add(1, Ordering::Relaxed);
         m.finished(Duration::from_millis(30));
         m.hits.fetch_add(16, Ordering::Relaxed);
-        let families =
-            aiperf_core::server::prometheus::parse(&m.exposition(0.5), aiperf_core::server::prometheus::DEFAULT_LIMITS)
-                .unwrap();
+        let families = aiperf_core::server::prometheus::parse(
+            &m.exposition(0.5, "prompt words"),
+            aiperf_core::server::prometheus::DEFAULT_LIMITS,
+        )
+        .unwrap();
         let get = |n: &str| families.iter().find(|f| f.name == n).unwrap();
         assert_eq!(get("vllm:request_success").samples[0].value, 1.0);
         assert_eq!(get("vllm:prefix_cache_hits").samples[0].value, 16.0);
@@ -127,9 +130,11 @@ mod tests {
         // Two requests in, one of them in line for a slot: one running, one waiting.
         m.running.fetch_add(2, Ordering::Relaxed);
         let in_line = InLine::new(&m);
-        let families =
-            aiperf_core::server::prometheus::parse(&m.exposition(0.5), aiperf_core::server::prometheus::DEFAULT_LIMITS)
-                .unwrap();
+        let families = aiperf_core::server::prometheus::parse(
+            &m.exposition(0.5, "prompt words"),
+            aiperf_core::server::prometheus::DEFAULT_LIMITS,
+        )
+        .unwrap();
         let value = |n: &str| families.iter().find(|f| f.name == n).unwrap().samples[0].value;
         assert_eq!((value("vllm:num_requests_running"), value("vllm:num_requests_waiting")), (1.0, 1.0));
         drop(in_line);

@@ -33,6 +33,7 @@ mod answer;
 mod args;
 mod cache;
 mod handle;
+mod kv;
 mod load;
 mod metrics;
 mod tls;
@@ -50,6 +51,7 @@ use tokio::net::TcpListener;
 
 pub use args::Args;
 use cache::PrefixCache;
+use kv::{Kv, Tokens};
 use load::{Slots, capacity};
 use metrics::Counters;
 
@@ -62,6 +64,9 @@ struct State {
     slots: Option<Slots>,
     metrics: Counters,
     cache: Mutex<PrefixCache>,
+    /// The KV model, which replaces `cache` and `slots` when on ([`Args::kv_model`]).
+    kv: Option<Kv>,
+    tokens: Tokens,
 }
 
 impl State {
@@ -77,6 +82,20 @@ impl State {
 
 /// Runs the server until Ctrl-C (or `--exit-after-seconds`).
 pub fn run(args: Args) -> Result<()> {
+    let tokens = match &args.tokenizer {
+        Some(t) => {
+            Tokens::Tokenizer(Box::new(crate::io::tokenizer::load_named(t).context("mock-server --tokenizer")?.0))
+        }
+        None => Tokens::Words,
+    };
+    let kv = args.kv_model().then(|| {
+        Kv::new(
+            args.block_size.unwrap_or(aiperf_core::analysis::DEFAULT_BLOCK_SIZE),
+            args.kv_blocks,
+            args.policy,
+            args.slots,
+        )
+    });
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
         let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], args.port)))
@@ -102,7 +121,18 @@ pub fn run(args: Args) -> Result<()> {
         };
         let idle = args.idle_timeout_seconds;
         let exit_after = args.exit_after_seconds;
-        let slots = args.slots.map(Slots::new);
+        if let Some(kv) = &kv {
+            say!(
+                "KV model: blocks of {} {}, {} blocks ({} eviction), prefill {} ms per uncached token",
+                kv.block_size(),
+                if matches!(tokens, Tokens::Words) { "words" } else { "tokens" },
+                args.kv_blocks.map_or_else(|| "unbounded".to_owned(), |n| n.to_string()),
+                args.policy.name(),
+                args.prefill_per_token_ms
+            );
+        }
+        // The KV model admits requests itself, with `--slots` as its cap on running requests.
+        let slots = if kv.is_some() { None } else { args.slots.map(Slots::new) };
         let state = Arc::new(State {
             args,
             counter: AtomicU64::new(0),
@@ -110,6 +140,8 @@ pub fn run(args: Args) -> Result<()> {
             slots,
             metrics: Counters::default(),
             cache: Mutex::new(PrefixCache::default()),
+            kv,
+            tokens,
         });
         let serve = async {
             loop {

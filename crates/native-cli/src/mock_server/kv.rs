@@ -1,0 +1,257 @@
+//! The mock's KV model (`--block-size`, `--tokenizer`, `--kv-blocks`): the prompt's tokens in
+//! whole blocks, chain-hashed over their token ids as vLLM's automatic prefix caching does, held
+//! in the simulator's own prefix cache ([`BlockCache`]: blocks pinned while their request runs,
+//! evicted by a [`Policy`] when `--kv-blocks` is reached), behind the simulator's admission: a FIFO
+//! queue whose first request starts when a running slot is free (`--slots`) and its new blocks fit
+//! beside the pinned ones (or nothing runs).
+//!
+//! So a trace replayed over mocks and `aiperf-cli simulate` of it hit the same blocks whenever
+//! each replica sees its requests start and end in the same order.
+
+use std::collections::VecDeque;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use aiperf_core::simulate::Policy;
+use aiperf_core::simulate::cache::BlockCache;
+use tokenizers::Tokenizer;
+use tokio::sync::oneshot;
+
+/// The chained hashes of the whole blocks of `tokens`: block `i` stands for every token up to
+/// its end (a partial last block is not cached).
+pub fn block_hashes<T: Hash>(tokens: &[T], block_size: usize) -> Vec<u64> {
+    let mut parent = 0u64;
+    tokens
+        .chunks_exact(block_size.max(1))
+        .map(|block| {
+            let mut h = DefaultHasher::new();
+            (parent, block).hash(&mut h);
+            parent = h.finish();
+            parent
+        })
+        .collect()
+}
+
+/// How a prompt becomes tokens: a tokenizer's ids, or its words.
+pub enum Tokens {
+    Words,
+    Tokenizer(Box<Tokenizer>),
+}
+
+/// A prompt as the KV model sees it.
+pub struct Prompt {
+    pub tokens: u64,
+    pub hashes: Vec<u64>,
+}
+
+impl Tokens {
+    /// The prompt's tokens and block hashes: the messages' contents (their token ids one after
+    /// the other, no chat template) or the completion prompt.
+    pub fn prompt(&self, prompt: &serde_json::Value, block_size: usize) -> Prompt {
+        match self {
+            Tokens::Words => {
+                let mut words = Vec::new();
+                super::answer::words_of(prompt, &mut words);
+                Prompt { tokens: words.len() as u64, hashes: block_hashes(&words, block_size) }
+            }
+            Tokens::Tokenizer(t) => {
+                let mut ids = Vec::new();
+                let mut texts = Vec::new();
+                texts_of(prompt, &mut texts);
+                for text in texts {
+                    if let Ok(e) = t.encode_fast(text, false) {
+                        ids.extend_from_slice(e.get_ids());
+                    }
+                }
+                Prompt { tokens: ids.len() as u64, hashes: block_hashes(&ids, block_size) }
+            }
+        }
+    }
+}
+
+/// The prompt's texts in order (the messages' string contents, or the prompt string).
+fn texts_of<'a>(v: &'a serde_json::Value, out: &mut Vec<&'a str>) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => out.push(s),
+        Value::Array(a) => a.iter().filter_map(|m| m.get("content")).for_each(|c| texts_of(c, out)),
+        _ => {}
+    }
+}
+
+/// The KV model shared by every connection.
+#[derive(Clone)]
+pub struct Kv(Arc<Shared>);
+
+struct Shared {
+    block_size: u32,
+    capacity: Option<u64>,
+    policy: Policy,
+    max_running: Option<u32>,
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    cache: BlockCache,
+    /// Bumped by a cache reset: requests admitted before it release nothing into the new cache.
+    generation: u64,
+    running: u32,
+    waiting: VecDeque<Waiter>,
+}
+
+struct Waiter {
+    hashes: Vec<u64>,
+    tx: oneshot::Sender<Running>,
+}
+
+/// A request admitted: its hit, and its blocks pinned until it is dropped.
+pub struct Running {
+    kv: Kv,
+    generation: u64,
+    held: Vec<u32>,
+    /// Leading blocks of the prompt found in the cache.
+    pub hit_blocks: u64,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.kv.release(self.generation, &self.held);
+    }
+}
+
+impl Kv {
+    pub fn new(block_size: u32, capacity: Option<u64>, policy: Policy, max_running: Option<u32>) -> Kv {
+        Kv(Arc::new(Shared {
+            block_size,
+            capacity,
+            policy,
+            max_running,
+            inner: Mutex::new(Inner {
+                cache: BlockCache::new(capacity, policy),
+                generation: 0,
+                running: 0,
+                waiting: VecDeque::new(),
+            }),
+        }))
+    }
+
+    pub fn block_size(&self) -> u32 {
+        self.0.block_size
+    }
+
+    /// Waits in line until the request starts: `None` only if the model is broken (a poisoned
+    /// lock), in which case the request runs without the cache.
+    pub async fn start(&self, hashes: Vec<u64>) -> Option<Running> {
+        let (tx, rx) = oneshot::channel();
+        let refused = {
+            let mut inner = self.0.inner.lock().ok()?;
+            inner.waiting.push_back(Waiter { hashes, tx });
+            self.admit(&mut inner)
+        };
+        drop(refused);
+        rx.await.ok()
+    }
+
+    /// Starts the waiting requests in order while a slot is free and their new blocks fit (or
+    /// nothing runs). Returns the requests whose client went away meanwhile, to be dropped once
+    /// the lock is released (dropping them releases their blocks).
+    fn admit(&self, inner: &mut Inner) -> Vec<Running> {
+        let mut refused = Vec::new();
+        loop {
+            if self.0.max_running.is_some_and(|m| inner.running >= m) {
+                break;
+            }
+            let Some(front) = inner.waiting.front() else { break };
+            let alone = inner.running == 0;
+            if !alone && !inner.cache.fits(front.hashes.len()) && !inner.cache.fits(inner.cache.missing(&front.hashes))
+            {
+                break;
+            }
+            let Some(w) = inner.waiting.pop_front() else { break };
+            let mut held = Vec::new();
+            let hit = inner.cache.admit(&w.hashes, &mut held);
+            inner.running += 1;
+            let running = Running { kv: self.clone(), generation: inner.generation, held, hit_blocks: hit as u64 };
+            if let Err(r) = w.tx.send(running) {
+                refused.push(r);
+            }
+        }
+        refused
+    }
+
+    fn release(&self, generation: u64, held: &[u32]) {
+        let refused = {
+            let Ok(mut inner) = self.0.inner.lock() else { return };
+            if generation == inner.generation {
+                inner.cache.release(held);
+                inner.running -= 1;
+            }
+            self.admit(&mut inner)
+        };
+        drop(refused);
+    }
+
+    /// Empties the cache (`/reset_prefix_cache`); requests running keep their slots.
+    pub fn reset(&self) {
+        if let Ok(mut inner) = self.0.inner.lock() {
+            inner.cache = BlockCache::new(self.0.capacity, self.0.policy);
+            inner.generation += 1;
+        }
+    }
+
+    /// Fraction of the capacity pinned by running requests (vLLM's KV usage: cached blocks no
+    /// request holds are free to take); 0 with an unbounded capacity.
+    pub fn usage(&self) -> f64 {
+        match (self.0.capacity, self.0.inner.lock()) {
+            (Some(c), Ok(inner)) => inner.cache.pinned() as f64 / c as f64,
+            _ => 0.0,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_blocks_are_chained_and_a_partial_one_is_not_hashed() {
+        let a = block_hashes(&[1u32, 2, 3, 4, 5], 2);
+        assert_eq!(a.len(), 2);
+        let b = block_hashes(&[1u32, 2, 3, 9], 2);
+        assert_eq!(a[0], b[0]);
+        assert_ne!(a[1], b[1]);
+        // The same block after a different prefix is another block.
+        assert_ne!(block_hashes(&[0u32, 0, 3, 4], 2)[1], a[1]);
+    }
+
+    #[tokio::test]
+    async fn requests_wait_for_a_slot_and_for_room_and_hit_what_is_cached() {
+        let kv = Kv::new(1, Some(4), Policy::Lru, Some(2));
+        let first = kv.start(vec![1, 2, 3]).await.unwrap();
+        assert_eq!(first.hit_blocks, 0);
+        // 3 pinned of 4: a request needing 2 new blocks waits although a slot is free.
+        let kv2 = kv.clone();
+        let second = tokio::spawn(async move { kv2.start(vec![1, 2, 7, 8]).await.map(|r| r.hit_blocks) });
+        tokio::task::yield_now().await;
+        assert!(!second.is_finished());
+        assert_eq!(kv.usage(), 0.75);
+        drop(first);
+        assert_eq!(second.await.unwrap(), Some(2));
+        assert_eq!(kv.usage(), 0.0);
+        // 3 was evicted (released last of the first request's blocks after 1 and 2).
+        let third = kv.start(vec![1, 2, 3]).await.unwrap();
+        assert_eq!(third.hit_blocks, 2);
+        drop(third);
+        kv.reset();
+        assert_eq!(kv.start(vec![1]).await.unwrap().hit_blocks, 0);
+    }
+
+    #[test]
+    fn words_or_token_ids_make_the_blocks() {
+        let p = Tokens::Words.prompt(&serde_json::json!("a b c d e"), 2);
+        assert_eq!((p.tokens, p.hashes.len()), (5, 2));
+        let chat = serde_json::json!([{"role": "user", "content": "a b"}, {"role": "user", "content": "c d e"}]);
+        assert_eq!(Tokens::Words.prompt(&chat, 2).hashes, p.hashes);
+    }
+}
