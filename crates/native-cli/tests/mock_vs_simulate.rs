@@ -156,6 +156,14 @@ fn replay_over_two_mocks_hits_what_the_simulation_hits_per_replica() {
         assert_eq!(metric(&m.url, "vllm:kv_cache_usage_perc"), 0.0, "nothing runs: nothing is pinned");
         hits.push(hit);
     }
+    // `profile`'s scraper read the same counters from each mock over the run.
+    let exported: Value =
+        serde_json::from_slice(&std::fs::read(art.join("server_metrics_export.json")).unwrap()).unwrap();
+    let series = exported["metrics"]["vllm:prefix_cache_hits"]["series"].as_array().unwrap();
+    for (m, hit) in mocks.iter().zip(&hits) {
+        let s = series.iter().find(|s| s["endpoint_url"].as_str().unwrap().starts_with(&m.url)).unwrap();
+        assert_eq!(s["stats"]["total"].as_f64(), Some(*hit), "{s}");
+    }
     // The trace is built so that both replicas hit, differently, and eviction costs hits.
     assert!(hits[0] > 0.0 && hits[1] > 0.0 && hits[0] != hits[1], "{hits:?}");
     assert!(simulated["replicas"][0]["evictions"].as_u64().unwrap() > 0, "{simulated}");

@@ -18,6 +18,11 @@
 //! `{"reset": path}` so a test can see that it came before the first completion. Its prefix cache
 //! is a simple block-hash model ([`PrefixCache`](cache::PrefixCache)): the prompt's words, in
 //! blocks of [`CACHE_BLOCK_WORDS`](cache::CACHE_BLOCK_WORDS), chain-hashed; a request hits the leading blocks already seen.
+//! With `--block-size`, `--tokenizer` or `--kv-blocks` the [`kv`] model replaces it: whole token
+//! blocks chain-hashed into the simulator's own cache and admission (finite capacity, blocks pinned
+//! while their request runs, `--policy` eviction), so a replay over mocks and `aiperf-cli
+//! simulate` of the same trace hit alike; `--prefill-per-token-ms` adds prefill time per uncached
+//! prompt token to the TTFT (with either cache).
 //!
 //! Its load model (`--slots N`) makes its capacity known: at most N requests are served at once,
 //! each holding its slot from the start of its TTFT to its last token; the others wait in a FIFO
@@ -26,7 +31,7 @@
 //! N slots serve [`capacity`](load::capacity) requests per second.
 //!
 //! [`run`] binds and accepts (plain or [`tls`]); [`handle`] answers each request in phases, from
-//! its [`args`], with the text of [`answer`], the [`load`] model, the [`cache`] and the counters
+//! its [`args`], with the text of [`answer`], the [`load`] model, the [`cache`] or [`kv`] and the counters
 //! of [`metrics`].
 
 mod answer;
