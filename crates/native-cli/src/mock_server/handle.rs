@@ -21,6 +21,7 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 use super::State;
 use super::answer::{WORDS, answer_word, words_in, words_of};
+use super::kv::{Prompt, Tokens};
 use super::metrics::InLine;
 
 /// A stream's bytes are handed to the connection in pieces of about this size.
@@ -44,7 +45,8 @@ async fn answer(state: Arc<State>, req: Request<Incoming>, arrival_ns: u128) -> 
     let seen = Seen::of(&req);
     let chat = route(&state, &req, &seen.path)?;
     let body = read_body(req, state.args.max_request_bytes).await?;
-    let mut ask = admit(&state, &body, chat, arrival_ns, seen)?;
+    let (body, kv_prompt) = kv_prompt(&state, body, chat).await?;
+    let mut ask = admit(&state, &body, chat, arrival_ns, seen, kv_prompt)?;
     let mut planned = plan(&state, &ask, &body);
     let slot = take_slot(&state, &mut planned, ask.hashes.take()).await;
     Ok(if ask.stream { stream(&state, &ask, planned, slot) } else { whole(&state, &ask, planned, slot).await })
@@ -135,9 +137,39 @@ fn prompt_of(body: &Value, chat: bool) -> &Value {
     body.get(if chat { "messages" } else { "prompt" }).unwrap_or(&Value::Null)
 }
 
+/// The prompt as the KV model sees it (none without the model), tokenized on a blocking thread:
+/// a burst of long prompts does not hold up the timers of the requests already streaming.
+async fn kv_prompt(state: &Arc<State>, body: Value, chat: bool) -> Result<(Value, Option<Prompt>), Early> {
+    let Some(kv) = &state.kv else { return Ok((body, None)) };
+    let block_size = kv.block_size() as usize;
+    if matches!(state.tokens, Tokens::Words) {
+        let p = state.tokens.prompt(prompt_of(&body, chat), block_size);
+        return Ok((body, Some(p)));
+    }
+    let st = state.clone();
+    tokio::task::spawn_blocking(move || {
+        let p = st.tokens.prompt(prompt_of(&body, chat), block_size);
+        (body, Some(p))
+    })
+    .await
+    .map_err(|_| {
+        Box::new(full(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({"error": {"message": "mock: the tokenizer failed on this prompt", "type": "server_error", "code": 500}}),
+        ))
+    })
+}
+
 /// Numbers the request, refuses more tokens than `--max-output-tokens`, logs its arrival and
 /// fails it when `--error-rate` picks it.
-fn admit(state: &State, body: &Value, chat: bool, arrival_ns: u128, seen: Seen) -> Result<Ask, Early> {
+fn admit(
+    state: &State,
+    body: &Value,
+    chat: bool,
+    arrival_ns: u128,
+    seen: Seen,
+    kv_prompt: Option<Prompt>,
+) -> Result<Ask, Early> {
     let a = &state.args;
     let n = state.counter.fetch_add(1, Ordering::Relaxed);
     let max_tokens = ["max_completion_tokens", "max_tokens"].iter().find_map(|k| body.get(*k).and_then(Value::as_u64));
@@ -151,7 +183,6 @@ fn admit(state: &State, body: &Value, chat: bool, arrival_ns: u128, seen: Seen) 
             json!({"error": {"message": message, "type": "invalid_request_error"}}),
         )));
     }
-    let kv_prompt = state.kv.as_ref().map(|kv| state.tokens.prompt(prompt_of(body, chat), kv.block_size() as usize));
     let ask = Ask {
         n,
         chat,
