@@ -239,13 +239,12 @@ fn aiperf_and_we_replay_an_agentic_trace_alike() {
         aiperf(&venv, tmp.path(), tmp.path(), &args, Duration::from_secs(300))
     });
     let ours = replay(&venv, tmp.path(), "ours", |url, art| {
-        let out = Command::new(BIN)
+        Command::new(BIN)
             .arg("profile")
             .args(common(url, art))
             .args(["--tokenizer", &tokenizer(), "--random-seed", "1"])
             .output()
-            .unwrap();
-        out
+            .unwrap()
     });
     let a = check_client("AIPerf", &theirs, &trace);
     let b = check_client("aiperf-cli", &ours, &trace);
