@@ -64,8 +64,11 @@ say "AIPerf 0.13.0's own readers on runs of ours (record model, aiperf plot, aip
 # Passes with a SKIP line when PyPI can't be reached.
 cargo test -p aiperf-cli --locked --test aiperf_readers -- --ignored --nocapture
 
-say "AIPerf 0.13.0 against our generators: agentic-code sessions (10 seeds each) and synthetic workloads (its inputs.json)"
+say "AIPerf 0.13.0 against our generators: agentic-code sessions (10 seeds each, replayed by both), synthetic workloads (its inputs.json)"
 cargo test -p aiperf-cli --locked --test aiperf_agentic -- --ignored --nocapture
+# An agentic-code trace replayed by AIPerf's `profile` and by ours against mocks logging the bodies:
+# the same requests, history, prompt sizes, max_tokens and delays (~1 min, mostly AIPerf's start-up).
+cargo test -p aiperf-cli --locked --test aiperf_agentic_replay -- --ignored --nocapture
 cargo test -p aiperf-cli --locked --test aiperf_synthetic -- --ignored --nocapture
 
 if [ -f scripts/test-real-server.sh ]; then

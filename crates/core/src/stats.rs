@@ -228,6 +228,29 @@ impl Distribution {
         })
     }
 
+    /// [`Distribution::of`] `values`, given them sorted ascending as well (`sorted`, by
+    /// `f64::total_cmp`): the same numbers, bit for bit, without selecting the percentiles again.
+    pub fn of_sorted(values: &[f64], sorted: &[f64]) -> Option<Distribution> {
+        debug_assert_eq!(values.len(), sorted.len());
+        let n = sorted.len();
+        if n == 0 {
+            return None;
+        }
+        let percentiles = REPORT_PERCENTILES.map(|p| {
+            let (lo, hi, t) = percentile_ranks(n, p);
+            lerp(sorted[lo], sorted[hi], t)
+        });
+        Some(Distribution {
+            count: n,
+            sum: sum(values),
+            avg: mean(values)?,
+            std: std_dev(values)?,
+            min: sorted[0],
+            max: sorted[n - 1],
+            percentiles,
+        })
+    }
+
     /// The value at percentile `p` if it is one of [`REPORT_PERCENTILES`].
     pub fn percentile(&self, p: f64) -> Option<f64> {
         REPORT_PERCENTILES.iter().position(|&q| q == p).map(|i| self.percentiles[i])
@@ -390,6 +413,20 @@ mod tests {
         let h = t_interval_half_width(&[1.0, 2.0, 3.0], 0.95).unwrap();
         assert!((h - 4.302_652_730 / 3f64.sqrt()).abs() < 1e-6, "{h}");
         assert_eq!(t_interval_half_width(&[5.0], 0.95), None);
+    }
+
+    proptest! {
+        #[test]
+        fn a_distribution_of_sorted_values_is_the_same_bits(
+            v in proptest::collection::vec(prop_oneof![-1e6..1e6f64, Just(0.0), Just(-0.0), Just(7.0)], 0..300)
+        ) {
+            let bits = |d: Option<Distribution>| d.map(|d| {
+                let mut b = vec![d.count as u64, d.sum.to_bits(), d.avg.to_bits(), d.std.to_bits()];
+                b.extend([d.min, d.max].iter().chain(&d.percentiles).map(|x| x.to_bits()));
+                b
+            });
+            prop_assert_eq!(bits(Distribution::of_sorted(&v, &sorted(&v))), bits(Distribution::of(&v)));
+        }
     }
 
     #[test]

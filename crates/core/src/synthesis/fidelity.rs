@@ -219,20 +219,21 @@ pub fn fidelity_from_analyses(
     let rate = |an: &Analysis| -> Vec<f64> {
         an.arrivals.as_ref().map_or_else(Vec::new, |r| r.requests_per_second.iter().map(|&c| f64::from(c)).collect())
     };
+    let (rate_a, rate_b) = (rate(a), rate(b));
     let metrics = [
-        ("isl", ma.isl.clone(), mb.isl.clone()),
-        ("osl", ma.osl.clone(), mb.osl.clone()),
-        ("context_length", ma.context_length.clone(), mb.context_length.clone()),
-        ("hit_rate", ma.hit_rate.clone(), mb.hit_rate.clone()),
-        ("requests_per_second", rate(a), rate(b)),
+        ("isl", &ma.isl, &mb.isl),
+        ("osl", &ma.osl, &mb.osl),
+        ("context_length", &ma.context_length, &mb.context_length),
+        ("hit_rate", &ma.hit_rate, &mb.hit_rate),
+        ("requests_per_second", &rate_a, &rate_b),
     ]
     .into_iter()
     .map(|(metric, x, y)| {
-        let (sx, sy) = (sorted(&x), sorted(&y));
+        let (sx, sy) = (sorted(x), sorted(y));
         MetricFidelity {
             metric: metric.to_string(),
-            original: Distribution::of(&x),
-            synthesized: Distribution::of(&y),
+            original: Distribution::of_sorted(x, &sx),
+            synthesized: Distribution::of_sorted(y, &sy),
             ks_distance: ks_distance_sorted(&sx, &sy),
         }
     })

@@ -19,6 +19,7 @@ pub use parse::{
     read_line_capped,
 };
 pub use write::{row_to_string, write_row, write_rows, write_trace};
+pub(crate) use write::{write_int, write_number, write_str};
 
 use std::sync::Arc;
 

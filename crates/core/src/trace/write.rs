@@ -107,12 +107,12 @@ pub fn write_rows(out: &mut String, trace: &Trace, rows: impl Iterator<Item = us
 }
 
 /// A whole number in decimal.
-fn write_int(out: &mut String, n: impl itoa::Integer) {
+pub(crate) fn write_int(out: &mut String, n: impl itoa::Integer) {
     out.push_str(itoa::Buffer::new().format(n));
 }
 
 /// A JSON string: as is between quotes when nothing in it needs escaping (the usual case).
-fn write_str(out: &mut String, s: &str) {
+pub(crate) fn write_str(out: &mut String, s: &str) {
     if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
         out.push('"');
         out.push_str(s);
@@ -146,7 +146,7 @@ impl Drop for ObjectWriter<'_> {
     }
 }
 
-fn write_number(out: &mut String, n: Number) {
+pub(crate) fn write_number(out: &mut String, n: Number) {
     match n {
         Number::Int(i) => write_int(out, i),
         Number::Float(f) => match serde_json::Number::from_f64(f) {

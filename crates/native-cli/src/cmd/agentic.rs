@@ -9,11 +9,15 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use aiperf_core::synthesis::agentic::{
-    AgenticConfig, comparison_text, generate, manifest_json, quality, quality_json, session_minutes, to_trace,
+    AgenticConfig, comparison_text, dataset_id_starts, generate, manifest_json, quality, quality_json, session_minutes,
+    write_dataset_rows,
 };
 use anyhow::{Context, Result, bail};
 
-use crate::io::output::{refuse_same_files, write_output, write_trace_file};
+use crate::io::output::{refuse_same_files, write_output, write_parts_file};
+
+/// Sessions formatted at a time by one thread (~20 turns each: a few MB of text).
+const PART_SESSIONS: usize = 1 << 10;
 
 /// The name of AIPerf's bundled configuration (`configs/default.json`).
 const BUNDLED: &str = "default";
@@ -88,10 +92,15 @@ pub fn run(args: Args) -> Result<()> {
             let table = comparison_text(&q, &session_minutes(&sessions));
             (q, table)
         });
-        let trace = to_trace(&config, &sessions);
-        write_trace_file(&files[0], &trace)?;
+        // The rows of `to_trace`, written part by part straight from the sessions.
+        let id_starts = dataset_id_starts(&config, &sessions);
+        let n = sessions.sessions.len();
+        write_parts_file(&files[0], n.div_ceil(PART_SESSIONS), |buf, k| {
+            let at = k * PART_SESSIONS..((k + 1) * PART_SESSIONS).min(n);
+            write_dataset_rows(&config, &sessions, &id_starts, at, buf);
+        })?;
         let (q, table) = report.join().map_err(|_| anyhow::anyhow!("the quality report stopped unexpectedly"))?;
-        anyhow::Ok((trace.len(), q, table))
+        anyhow::Ok((sessions.turns.len(), q, table))
     })?;
     let manifest = manifest_json(&config, args.seed, sessions.sessions.len(), &name);
     write_output(&files[1], manifest.as_bytes())?;

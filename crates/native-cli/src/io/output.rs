@@ -196,9 +196,8 @@ pub fn write_trace_file_in(path: &Path, trace: &Trace, order: Option<&[usize]>) 
 /// Rows formatted at a time by one thread (a few MB of text).
 const PART_ROWS: usize = 16 << 10;
 
-/// [`write_trace_file_in`]'s writing: part `k` (positions `k × part_rows ..` of `order`, or of
-/// the rows) is formatted by worker `k mod workers`, each worker a part ahead at most, and its
-/// buffer comes back to it once written.
+/// [`write_trace_file_in`]'s writing: part `k` is positions `k × part_rows ..` of `order`, or of
+/// the rows (see [`write_parts`]).
 fn write_trace_parts(
     w: &mut dyn Write,
     trace: &Trace,
@@ -208,14 +207,32 @@ fn write_trace_parts(
 ) -> io::Result<()> {
     let part_rows = part_rows.max(1);
     let n = order.map_or(trace.len(), <[usize]>::len);
-    let parts = n.div_ceil(part_rows);
-    let format = |buf: &mut String, k: usize| {
+    write_parts(w, n.div_ceil(part_rows), workers, |buf, k| {
         let at = k * part_rows..((k + 1) * part_rows).min(n);
         match order {
             Some(order) => write_rows(buf, trace, order[at].iter().copied()),
             None => write_rows(buf, trace, at),
         }
-    };
+    })
+}
+
+/// Writes to `path` (as [`write_output`] writes bytes) the texts `format` appends for parts
+/// `0..parts`, in order: formatted on worker threads and written as they come (see
+/// [`write_parts`]).
+pub fn write_parts_file(path: &Path, parts: usize, format: impl Fn(&mut String, usize) + Sync) -> Result<()> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    write_output_with(path, |w| write_parts(w, parts, workers, format))
+}
+
+/// Part `k` (the text `format` appends for it) is formatted by worker `k mod workers`, each
+/// worker a part ahead at most, and its buffer comes back to it once written, so formatting
+/// overlaps the writing and the whole text is never held in memory at once.
+fn write_parts(
+    w: &mut dyn Write,
+    parts: usize,
+    workers: usize,
+    format: impl Fn(&mut String, usize) + Sync,
+) -> io::Result<()> {
     if workers <= 1 || parts <= 1 {
         let mut buf = String::new();
         for k in 0..parts {
@@ -225,6 +242,7 @@ fn write_trace_parts(
         }
         return Ok(());
     }
+    let format = &format;
     std::thread::scope(|scope| {
         let mut links = Vec::with_capacity(workers);
         for first in 0..workers {

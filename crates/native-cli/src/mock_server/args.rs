@@ -40,6 +40,10 @@ pub struct Args {
     /// (`-`: standard output; a FIFO is written through).
     #[arg(long)]
     pub arrivals_file: Option<PathBuf>,
+    /// With --arrivals-file: each line also carries the request's JSON body (`body`), to compare
+    /// what clients send.
+    #[arg(long, requires = "arrivals_file")]
+    pub log_bodies: bool,
     /// Most output tokens one request may ask for (`max_tokens`); more is answered with HTTP 400.
     #[arg(long, default_value_t = DEFAULT_MAX_OUTPUT_TOKENS)]
     pub max_output_tokens: u64,

@@ -197,6 +197,13 @@ fn admit(
         let line = json!({"n": n, "arrival_ns": arrival_ns.to_string(), "path": seen.path, "auth": seen.auth, "stream": ask.stream,
             "max_tokens": max_tokens, "prompt_tokens": ask.prompt_tokens, "session_hint": body.get("user"),
             "headers": seen.ids});
+        let line = match line {
+            Value::Object(mut m) if a.log_bodies => {
+                m.insert("body".to_owned(), body.clone());
+                Value::Object(m)
+            }
+            line => line,
+        };
         state.log(&line);
     }
     if hits(n, a.error_rate, 0) {

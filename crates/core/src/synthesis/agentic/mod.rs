@@ -86,6 +86,89 @@ pub fn to_trace(cfg: &AgenticConfig, sessions: &Sessions) -> Trace {
     trace
 }
 
+/// Where the fresh-id counter of [`to_trace`] stands when each session's rows begin, so that
+/// [`write_dataset_rows`] can write any run of sessions on its own.
+pub fn dataset_id_starts(cfg: &AgenticConfig, sessions: &Sessions) -> Vec<u64> {
+    let mut starts = Vec::with_capacity(sessions.sessions.len());
+    let mut next_id = 0u64;
+    let mut ids = Vec::new();
+    for s in &sessions.sessions {
+        starts.push(next_id);
+        for (i, t) in sessions.turns_of(s).iter().enumerate() {
+            if i == 0 {
+                ids.clear();
+                first_turn_ids(cfg, s, t.new_tokens, &mut ids);
+                if let Some(&last) = ids.last() {
+                    next_id = next_id.max(last + 1);
+                }
+            } else {
+                next_id += t.new_tokens.div_ceil(cfg.block_size);
+            }
+        }
+    }
+    starts
+}
+
+/// Appends the JSONL lines of the sessions at positions `range`, byte for byte as
+/// [`write_trace`](crate::trace::write_trace) writes the rows [`to_trace`] makes of them, without
+/// building those rows; `id_starts` is [`dataset_id_starts`].
+pub fn write_dataset_rows(
+    cfg: &AgenticConfig,
+    sessions: &Sessions,
+    id_starts: &[u64],
+    range: std::ops::Range<usize>,
+    out: &mut String,
+) {
+    use crate::trace::{write_int, write_number, write_str};
+    let mut ids = Vec::new();
+    for (s, &start) in sessions.sessions[range.clone()].iter().zip(&id_starts[range]) {
+        let mut next_id = start;
+        for (i, t) in sessions.turns_of(s).iter().enumerate() {
+            ids.clear();
+            if i == 0 {
+                first_turn_ids(cfg, s, t.new_tokens, &mut ids);
+                if let Some(&last) = ids.last() {
+                    next_id = next_id.max(last + 1);
+                }
+                out.push_str("{\"timestamp\":");
+                write_number(out, Number::Float(0.0));
+                out.push_str(",\"session_id\":");
+                write_str(out, &s.id);
+            } else {
+                let n = t.new_tokens.div_ceil(cfg.block_size);
+                ids.extend(next_id..next_id + n);
+                next_id += n;
+                out.push_str("{\"session_id\":");
+                write_str(out, &s.id);
+                out.push_str(",\"delay\":");
+                write_number(out, Number::Float(tenth(t.delay_ms)));
+            }
+            out.push_str(",\"input_length\":");
+            write_int(out, t.new_tokens as i64);
+            out.push_str(",\"output_length\":");
+            write_int(out, t.output_length);
+            if !ids.is_empty() {
+                out.push_str(",\"hash_ids\":[");
+                for (k, &id) in ids.iter().enumerate() {
+                    if k > 0 {
+                        out.push(',');
+                    }
+                    write_int(out, id);
+                }
+                out.push(']');
+            }
+            if i == 0 {
+                out.push_str(",\"group_id\":");
+                write_int(out, s.group);
+                if s.continuation {
+                    out.push_str(",\"is_restart\":true");
+                }
+            }
+            out.push_str("}\n");
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -114,6 +197,30 @@ mod tests {
         assert!(line.ends_with(&format!(r#"],"group_id":{}}}"#, s.sessions[0].group)), "{line}");
         let second = text.lines().nth(1).unwrap();
         assert!(second.contains(r#","delay":"#) && !second.contains("group_id"), "{second}");
+    }
+
+    #[test]
+    fn dataset_lines_written_directly_are_the_traces_lines() {
+        let restarts = AgenticConfig::from_json(r#"{"restart_initial_probability": 0.5}"#).unwrap();
+        let groups = AgenticConfig::from_json(
+            r#"{"cache": {"layer1_tokens": 32000, "layer1_5_tokens": 3000, "layer2": {"mean": 15000, "median": 5000, "max": 30000},
+                "layer1_5_groups": {"num_groups": 5, "zipf_alpha": 0.6}}}"#,
+        )
+        .unwrap();
+        for (cfg, seed) in [(AgenticConfig::default(), 1), (restarts, 2), (groups, 3)] {
+            let s = generate(&cfg, 40, seed).unwrap();
+            let want = write_trace(&to_trace(&cfg, &s));
+            let starts = dataset_id_starts(&cfg, &s);
+            let mut whole = String::new();
+            write_dataset_rows(&cfg, &s, &starts, 0..s.sessions.len(), &mut whole);
+            assert_eq!(whole, want);
+            // Parts written apart join into the same text.
+            let mut parts = String::new();
+            for k in (0..s.sessions.len()).step_by(7) {
+                write_dataset_rows(&cfg, &s, &starts, k..(k + 7).min(s.sessions.len()), &mut parts);
+            }
+            assert_eq!(parts, want);
+        }
     }
 
     #[test]
