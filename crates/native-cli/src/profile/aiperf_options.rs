@@ -99,10 +99,6 @@ const PLOTS: Refusal = Refusal {
     why: "plots are not drawn after a run",
     instead: "aiperf-cli report RUN_DIR writes an HTML report with the charts",
 };
-const PREFILL: Refusal = Refusal {
-    why: "not yet supported: prefill concurrency limits",
-    instead: "limit all requests in flight with --concurrency",
-};
 const WARMUP: Refusal = Refusal {
     why: "not yet supported: this warm-up option",
     instead: "shape the warm-up with --warmup-request-count, --num-warmup-sessions, --warmup-duration, --warmup-concurrency, --warmup-request-rate",
@@ -273,7 +269,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--benchmark-duration", &["10"]),
     same("--benchmark-grace-period", &["1"]),
     same("--concurrency", &["4"]),
-    refused("--prefill-concurrency", &PREFILL),
+    same("--prefill-concurrency", &["1", "--streaming"]),
     same("--request-rate", &["2"]),
     same("--arrival-pattern", &["constant"]),
     ours("--request-rate-mode", "--arrival-pattern", &["constant"]),
@@ -282,7 +278,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--request-count", &["10"]),
     ours("--num-requests", "--request-count", &["10"]),
     same("--concurrency-ramp-duration", &["2", "--concurrency", "4"]),
-    refused("--prefill-concurrency-ramp-duration", &PREFILL),
+    same("--prefill-concurrency-ramp-duration", &["2", "--prefill-concurrency", "2", "--streaming"]),
     same("--request-rate-ramp-duration", &["2", "--request-rate", "4"]),
     same("--request-rate-series", &["rate-series.json"]),
     refused(

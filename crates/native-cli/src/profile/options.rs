@@ -358,6 +358,16 @@ pub struct LoadShape {
     /// time at even intervals (AIPerf's ramp).
     #[arg(help_heading = "Load", long)]
     pub concurrency_ramp_duration: Option<f64>,
+    /// Most requests in prefill at once: sent, their first token not yet back (every turn
+    /// takes a slot until its first token, or its end); needs --streaming, at most
+    /// --concurrency (AIPerf's).
+    #[arg(help_heading = "Load", long)]
+    pub prefill_concurrency: Option<usize>,
+    /// Seconds over which the --prefill-concurrency limit rises from 1, one step at a time at
+    /// even intervals (AIPerf's ramp; without --prefill-concurrency it ramps nothing, as in
+    /// AIPerf).
+    #[arg(help_heading = "Load", long)]
+    pub prefill_concurrency_ramp_duration: Option<f64>,
     /// The warm-up's --request-rate-ramp-duration [default: the run's].
     #[arg(help_heading = "Load", long)]
     pub warmup_request_rate_ramp_duration: Option<f64>,

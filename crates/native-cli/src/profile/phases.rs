@@ -286,6 +286,7 @@ fn measure<T: Transport + Clone>(
         ids: request::Ids::new(fixed_schedule),
         turn_history: plan.target.body.turn_history,
         urls: u32::try_from(plan.target.urls.len()).unwrap_or(u32::MAX).max(1),
+        prefill_limited: plan.limits.prefill.is_some(),
     });
     let sent_count = Arc::new(AtomicU64::new(0));
     let t0_unix_ns = u64::try_from(start_unix_ns).unwrap_or(u64::MAX);
@@ -306,7 +307,8 @@ fn measure<T: Transport + Clone>(
             plan.limits.duration.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
         )
         .with_cancellation(plan.limits.cancellation)
-        .with_concurrency_ramp(plan.limits.ramps.concurrency_ns),
+        .with_concurrency_ramp(plan.limits.ramps.concurrency_ns)
+        .with_prefill_limit(plan.limits.prefill, plan.limits.ramps.prefill_ns),
         preparer: zero.preparer,
         shared: shared.clone(),
         handle: rt.handle().clone(),
@@ -657,6 +659,7 @@ async fn send_warmup<T: Transport + Clone>(
                     request_id: format!("{run}-warmup-{sent}"),
                     correlation_id: format!("{run}-warmup-{sent}"),
                     url_index: u32::try_from((sent - 1) % urls).unwrap_or(0),
+                    first_token: Default::default(),
                 };
                 in_flight.spawn(async move { (job, t.send(out, clock).await.error.is_some()) });
             }

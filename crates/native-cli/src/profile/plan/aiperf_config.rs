@@ -118,6 +118,8 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
     }
     put(&mut phase, "concurrency_ramp", ramp(a.shape.concurrency_ramp_duration));
     put(&mut phase, "rate_ramp", ramp(a.shape.request_rate_ramp_duration));
+    put(&mut phase, "prefill_concurrency", json!(a.shape.prefill_concurrency));
+    put(&mut phase, "prefill_ramp", ramp(a.shape.prefill_concurrency_ramp_duration));
     if let Some(rate) = a.shape.request_cancellation_rate {
         let delay = a.shape.request_cancellation_delay.unwrap_or(0.0);
         phase.insert("cancellation".into(), json!({"rate": rate, "delay": delay}));

@@ -95,6 +95,8 @@ pub struct Limits {
     pub grace: Duration,
     /// At most this many session runs at once.
     pub concurrency: Option<usize>,
+    /// At most this many requests in prefill at once (`--prefill-concurrency`).
+    pub prefill: Option<usize>,
     /// Requests the client cancels on purpose (`--request-cancellation-rate`).
     pub cancellation: Option<aiperf_core::replay::cancel::Cancellation>,
     /// The warm-up phase, when one is asked for.
@@ -291,6 +293,7 @@ impl ReplayPlan {
                 duration: times.duration,
                 grace: times.grace,
                 concurrency: load.concurrency,
+                prefill: super::shaping::prefill(&a.shape, load.concurrency, a.streaming, load.coordination.shard)?,
                 cancellation: super::shaping::cancellation(&a.shape, a.random_seed)?,
                 warmup: super::shaping::warmup(
                     &a.shape,

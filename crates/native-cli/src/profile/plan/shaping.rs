@@ -19,11 +19,13 @@ pub struct WarmupPlan {
     pub grace: Option<Duration>,
 }
 
-/// The ramps of the run's load: the concurrency's (ns) and the rate's (µs).
+/// The ramps of the run's load: the concurrency's and the prefill concurrency's (ns), the
+/// rate's (µs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ramps {
     pub concurrency_ns: Option<u64>,
     pub rate_us: Option<u64>,
+    pub prefill_ns: Option<u64>,
 }
 
 /// A ramp's duration, checked (seconds above 0).
@@ -52,7 +54,35 @@ pub fn ramps(a: &LoadShape, rate: Option<f64>, concurrency: Option<usize>) -> Re
             a.request_rate_ramp_duration.unwrap_or_default()
         );
     }
-    Ok(Ramps { concurrency_ns: c.map(ns), rate_us: r.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)) })
+    // Without a prefill limit AIPerf ramps nothing (its `ramping` template gives the ramp alone).
+    let p = ramp(a.prefill_concurrency_ramp_duration, "--prefill-concurrency-ramp-duration")?
+        .filter(|_| a.prefill_concurrency.is_some());
+    Ok(Ramps {
+        concurrency_ns: c.map(ns),
+        rate_us: r.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+        prefill_ns: p.map(ns),
+    })
+}
+
+/// `--prefill-concurrency`, checked as AIPerf checks it (at least 1, at most `--concurrency`,
+/// only on streamed answers, whose first token ends the prefill), this shard's part of it.
+pub fn prefill(a: &LoadShape, concurrency: Option<usize>, streaming: bool, shard: Shard) -> Result<Option<usize>> {
+    let Some(p) = a.prefill_concurrency else { return Ok(None) };
+    let p = in_range(p, "--prefill-concurrency", 1, MAX_CONCURRENCY)?;
+    ensure!(
+        streaming,
+        "--prefill-concurrency {p} needs --streaming: a request's prefill ends with its first streamed token (AIPerf requires it too)"
+    );
+    if let Some(c) = concurrency {
+        ensure!(p <= c, "--prefill-concurrency {p}: accepted is at most --concurrency ({c})");
+    }
+    ensure!(
+        p >= shard.count as usize,
+        "--prefill-concurrency {p} with --shard {shard}: the limit is divided across the {} shards, so it must be at least {}",
+        shard.count,
+        shard.count
+    );
+    Ok(Some(shard.part_of(p as u64) as usize))
 }
 
 /// A `--request-rate-series` file's points as (µs, rate): AIPerf's format (a JSON array of
@@ -243,6 +273,8 @@ pub fn input_config(a: &LoadShape) -> Vec<(&'static str, serde_json::Value)> {
     put("warmup_grace_period", a.warmup_grace_period.map(Into::into));
     put("request_rate_ramp_duration", a.request_rate_ramp_duration.map(Into::into));
     put("concurrency_ramp_duration", a.concurrency_ramp_duration.map(Into::into));
+    put("prefill_concurrency", a.prefill_concurrency.map(Into::into));
+    put("prefill_concurrency_ramp_duration", a.prefill_concurrency_ramp_duration.map(Into::into));
     put("warmup_request_rate_ramp_duration", a.warmup_request_rate_ramp_duration.map(Into::into));
     put("warmup_concurrency_ramp_duration", a.warmup_concurrency_ramp_duration.map(Into::into));
     put("arrival_smoothness", a.arrival_smoothness.map(Into::into));
@@ -446,6 +478,38 @@ mod series_tests {
         ] {
             let e = format!("{:#}", with(text, extra).unwrap_err());
             assert!(e.contains(says), "{text}: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod prefill_tests {
+    use crate::profile::plan::replay::tests::plan;
+
+    #[test]
+    fn the_prefill_limit_is_checked_as_aiperf_checks_it() {
+        let p = plan(&["--streaming", "--concurrency", "4", "--prefill-concurrency", "2"]).unwrap();
+        assert_eq!((p.limits.prefill, p.limits.ramps.prefill_ns), (Some(2), None));
+        let p =
+            plan(&["--streaming", "--prefill-concurrency", "3", "--prefill-concurrency-ramp-duration", "1.5"]).unwrap();
+        assert_eq!((p.limits.prefill, p.limits.ramps.prefill_ns), (Some(3), Some(1_500_000_000)));
+        let p = plan(&["--prefill-concurrency-ramp-duration", "1.5"]).unwrap();
+        assert_eq!((p.limits.prefill, p.limits.ramps.prefill_ns), (None, None));
+        let p = plan(&["--streaming", "--prefill-concurrency", "3", "--shard", "0/2"]).unwrap();
+        assert_eq!(p.limits.prefill, Some(2));
+        for (args, says) in [
+            (&["--prefill-concurrency", "1"][..], "--prefill-concurrency 1 needs --streaming"),
+            (
+                &["--streaming", "--concurrency", "2", "--prefill-concurrency", "3"],
+                "accepted is at most --concurrency (2)",
+            ),
+            (&["--streaming", "--prefill-concurrency", "0"], "--prefill-concurrency 0: accepted is 1 to"),
+            (&["--streaming", "--prefill-concurrency-ramp-duration", "0"], "--prefill-concurrency-ramp-duration 0"),
+            (&["--streaming", "--prefill-concurrency", "1", "--shard", "0/2"], "must be at least 2"),
+        ] {
+            let e = format!("{:#}", plan(args).unwrap_err());
+            assert!(e.contains(says), "{args:?}: {e}");
         }
     }
 }

@@ -1,0 +1,78 @@
+//! AIPerf's load options that `profile` honours beyond rate and concurrency, end to end against
+//! `aiperf-cli mock-server`: what each changes in what is sent and when.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// (sent, first token, end) in ns of every record of a run, by send time.
+fn prefills(art: &std::path::Path) -> Vec<(u64, u64, u64)> {
+    let mut p: Vec<(u64, u64, u64)> = read_jsonl(&art.join("profile_export.jsonl"))
+        .iter()
+        .map(record_of)
+        .map(|r| (r.sent_ns, r.chunk_ns.first().copied().unwrap_or(r.end_ns), r.end_ns))
+        .collect();
+    p.sort_unstable();
+    p
+}
+
+/// Most requests in flight at once, from their [sent, end] intervals.
+fn most_in_flight(p: &[(u64, u64, u64)]) -> usize {
+    p.iter().map(|&(s, _, _)| p.iter().filter(|&&(s2, _, e2)| s2 <= s && s < e2).count()).max().unwrap_or(0)
+}
+
+/// `--prefill-concurrency 1`: a request is sent only once the one before it has its first
+/// token, so no two [sent, first token] intervals overlap, while `--concurrency` still caps the
+/// requests in flight (answers outlast their prefill, so several are in flight at once).
+/// `--prefill-concurrency-ramp-duration`: the limit rises from 1 on AIPerf's steps.
+#[test]
+fn prefill_concurrency_keeps_prefills_apart_under_the_concurrency() {
+    let mock = Mock::start(&["--ttft-ms", "100", "--itl-ms", "40"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..8).map(|i| format!(r#"{{"input_length": {}, "output_length": 10}}"#, 20 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("one");
+    let out = profile_streaming(&mock.url, &trace, &art, &["--concurrency", "3", "--prefill-concurrency", "1"], LIMIT);
+    ok(&out);
+    let p = prefills(&art);
+    assert_eq!(p.len(), 8);
+    assert!(p.windows(2).all(|w| w[0].1 <= w[1].0), "prefills overlap: {p:?}");
+    let most = most_in_flight(&p);
+    assert!((2..=3).contains(&most), "{most} in flight: {p:?}");
+    assert_times_consistent(&read_jsonl(&art.join("profile_export.jsonl")));
+    let config = &summary(&art)["input_config"];
+    assert_eq!(config["phases"][0]["prefill_concurrency"], 1, "{config}");
+    // Without the limit the first three leave together.
+    let art = dir.path().join("none");
+    ok(&profile_streaming(&mock.url, &trace, &art, &["--concurrency", "3"], LIMIT));
+    let p = prefills(&art);
+    assert!(p[1].0 < p[0].1 && p[2].0 < p[0].1, "{p:?}");
+
+    // 1 → 2 over 1 s, prefills of 2 s: the second request is due at 1 s, the third waits for
+    // a first token.
+    let slow = Mock::start(&["--ttft-ms", "2000", "--itl-ms", "1"]);
+    let art = dir.path().join("ramp");
+    let extra = [
+        "--concurrency",
+        "4",
+        "--prefill-concurrency",
+        "2",
+        "--prefill-concurrency-ramp-duration",
+        "1",
+        "--request-count",
+        "4",
+    ];
+    let out = profile_streaming(&slow.url, &trace, &art, &extra[..], LIMIT);
+    ok(&out);
+    let p = prefills(&art);
+    // The ramp's step, not a first token, lets the second one go.
+    assert!(p[1].0 >= 1_000_000_000 && p[1].0 < p[0].1, "{p:?}");
+    assert!(p[2].0 >= p[0].1, "{p:?}");
+    assert_times_consistent(&read_jsonl(&art.join("profile_export.jsonl")));
+}
