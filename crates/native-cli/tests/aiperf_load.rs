@@ -76,3 +76,36 @@ fn prefill_concurrency_keeps_prefills_apart_under_the_concurrency() {
     assert!(p[2].0 >= p[0].1, "{p:?}");
     assert_times_consistent(&read_jsonl(&art.join("profile_export.jsonl")));
 }
+
+/// `--user-centric-rate 10 --num-users 2` on sessions of three turns: AIPerf's steady state
+/// (a fresh user at 0, a user with one turn left at 100 ms), each user's turns one turn gap
+/// (2 users / 10 per second = 200 ms) apart, and each user replaced when its last turn would
+/// have been due plus a gap: every request is due 100 ms after the one before.
+#[test]
+fn user_centric_rate_spaces_each_users_turns_and_replaces_users_on_schedule() {
+    let mock = Mock::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..12)
+        .map(|i| format!(r#"{{"session_id": "s{}", "input_length": {}, "output_length": 2}}"#, i / 3, 20 + i))
+        .collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("users");
+    let extra = ["--user-centric-rate", "10", "--num-users", "2", "--request-count", "12"];
+    let out = profile_streaming(&mock.url, &trace, &art, &extra, LIMIT);
+    ok(&out);
+    let records: Vec<_> = read_jsonl(&art.join("profile_export.jsonl")).iter().map(record_of).collect();
+    assert_eq!(records.len(), 12);
+    let mut due: Vec<(u64, u32, u32)> =
+        records.iter().map(|r| (r.scheduled_ns / 1_000_000, r.session_num, r.turn)).collect();
+    due.sort_unstable();
+    let at: Vec<u64> = due.iter().map(|d| d.0).collect();
+    assert_eq!(at, (0..12).map(|i| i * 100).collect::<Vec<u64>>(), "{due:?}");
+    // Users by their runs: the fresh one sends three turns, the one with a turn left one.
+    let turns_of = |run: u32| due.iter().filter(|d| d.1 == run).map(|d| d.0).collect::<Vec<u64>>();
+    assert_eq!(turns_of(0), [0, 200, 400]);
+    assert_eq!(turns_of(1), [100]);
+    assert_eq!(turns_of(2), [300, 500, 700]);
+    let config = &summary(&art)["input_config"]["phases"][0];
+    assert_eq!((config["type"].as_str(), config["users"].as_u64()), (Some("user_centric"), Some(2)), "{config}");
+    assert_times_consistent(&read_jsonl(&art.join("profile_export.jsonl")));
+}

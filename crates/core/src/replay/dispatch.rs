@@ -84,6 +84,8 @@ pub struct Dispatch {
     prefill: Option<(usize, Option<u64>)>,
     /// The requests in prefill, by (run, turn), while `prefill` is set.
     prefilling: HashSet<(u64, u32)>,
+    /// A user-centric run's gap between a user's turns ([`Schedule::user_turn_gap_ns`]).
+    user_gap_ns: Option<u64>,
 }
 
 /// The next job as [`Dispatch::take`] takes it.
@@ -112,7 +114,9 @@ impl Dispatch {
     pub fn new(schedule: Arc<Schedule>, concurrency: Option<usize>, end_ns: Option<u64>) -> Dispatch {
         let mut cursor = StartCursor::new(&schedule);
         let next_start = cursor.next(&schedule).map(|s| (cursor.index(), s));
+        let user_gap_ns = schedule.user_turn_gap_ns();
         Dispatch {
+            user_gap_ns,
             schedule,
             cursor,
             next_start,
@@ -327,10 +331,12 @@ impl Dispatch {
             self.active_runs = self.active_runs.saturating_sub(1);
             return None;
         };
-        let (deadline_ns, asap) = match turn.timing {
-            TurnTiming::At(us) => (us.saturating_mul(1000).max(end_ns), false),
-            TurnTiming::After(us) => (end_ns.saturating_add(us.saturating_mul(1000)), false),
-            TurnTiming::Immediately => (end_ns, job.asap),
+        let (deadline_ns, asap) = match (self.user_gap_ns, turn.timing) {
+            // A user's next turn: one gap after its last one was due, or at once when late.
+            (Some(gap), _) => (job.deadline_ns.saturating_add(gap).max(end_ns), false),
+            (None, TurnTiming::At(us)) => (us.saturating_mul(1000).max(end_ns), false),
+            (None, TurnTiming::After(us)) => (end_ns.saturating_add(us.saturating_mul(1000)), false),
+            (None, TurnTiming::Immediately) => (end_ns, job.asap),
         };
         let j = Job { turn: next, row: turn.row, deadline_ns, asap, ..*job };
         self.seq += 1;

@@ -79,6 +79,7 @@ impl Warmup {
                 ramp_us: self.rate_ramp_us.filter(|_| self.rate.is_some()),
                 smoothness: self.smoothness,
                 series: None,
+                users: None,
             }),
             shard: Default::default(),
         }

@@ -103,10 +103,6 @@ const WARMUP: Refusal = Refusal {
     why: "not yet supported: this warm-up option",
     instead: "shape the warm-up with --warmup-request-count, --num-warmup-sessions, --warmup-duration, --warmup-concurrency, --warmup-request-rate",
 };
-const USERS: Refusal = Refusal {
-    why: "not yet supported: user-centric rates",
-    instead: "use --request-rate (sessions per second) or the trace's timestamps",
-};
 const BASETEN_ONLY: Refusal = Refusal {
     why: "AIPerf 0.13 applies it to baseten_trace datasets only (a Mooncake trace replays as without it), and aiperf-cli reads no baseten_trace",
     instead: "drop the option; --synthesis-speedup-ratio scales a trace's times, convert-trace --sample-fraction and --max-idle-gap-ms sample and compress it",
@@ -310,8 +306,8 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--warmup-concurrency-ramp-duration", &["2", "--warmup-request-count", "2"]),
     refused("--warmup-prefill-concurrency-ramp-duration", &WARMUP),
     same("--warmup-request-rate-ramp-duration", &["2", "--warmup-request-count", "2", "--warmup-request-rate", "4"]),
-    refused("--user-centric-rate", &USERS),
-    refused("--num-users", &USERS),
+    same("--user-centric-rate", &["2", "--num-users", "2"]),
+    same("--num-users", &["2", "--user-centric-rate", "2"]),
     same("--request-cancellation-rate", &["10"]),
     same("--request-cancellation-delay", &["0.5", "--request-cancellation-rate", "10"]),
     // Conversations and prompts

@@ -368,6 +368,15 @@ pub struct LoadShape {
     /// AIPerf).
     #[arg(help_heading = "Load", long)]
     pub prefill_concurrency_ramp_duration: Option<f64>,
+    /// AIPerf's user-centric rate (requests per second, with --num-users): the users share it,
+    /// each sending a turn every --num-users / rate seconds (later when its answer is late),
+    /// starting in a steady state of users part-way through their sessions; a user whose
+    /// session ends is replaced by a new one on a fixed schedule (instead of --request-rate).
+    #[arg(help_heading = "Load", long)]
+    pub user_centric_rate: Option<f64>,
+    /// How many users share --user-centric-rate.
+    #[arg(help_heading = "Load", long)]
+    pub num_users: Option<u32>,
     /// The warm-up's --request-rate-ramp-duration [default: the run's].
     #[arg(help_heading = "Load", long)]
     pub warmup_request_rate_ramp_duration: Option<f64>,

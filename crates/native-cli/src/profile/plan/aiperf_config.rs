@@ -98,7 +98,9 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
         // `with_requests` corrects it).
         (_, None) => "concurrency",
     };
+    let kind = if plan.limits.users.is_some() { "user_centric" } else { kind };
     phase.insert("type".into(), json!(kind));
+    put(&mut phase, "users", json!(plan.limits.users));
     put(&mut phase, "requests", json!(plan.limits.request_count));
     put(&mut phase, "duration", json!(plan.limits.duration.map(|d| d.as_secs_f64())));
     if plan.limits.duration.is_some() || a.benchmark_grace_period != AIPERF_GRACE_S {

@@ -64,6 +64,32 @@ pub fn ramps(a: &LoadShape, rate: Option<f64>, concurrency: Option<usize>) -> Re
     })
 }
 
+/// `--user-centric-rate` with `--num-users` (AIPerf's user-centric timing), checked: both or
+/// neither, instead of a request rate, a rate series or the trace's timestamps; (rate, users).
+pub fn users(a: &LoadShape, request_rate_given: bool, fixed_schedule: bool) -> Result<Option<(f64, u32)>> {
+    let (r, n) = match (a.user_centric_rate, a.num_users) {
+        (None, None) => return Ok(None),
+        (Some(r), Some(n)) => (r, n),
+        (Some(r), None) => bail!("--user-centric-rate {r:?} needs --num-users (the users who share the rate)"),
+        (None, Some(n)) => bail!("--num-users {n} needs --user-centric-rate (the rate the users share)"),
+    };
+    ensure!(
+        r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1,
+        "--user-centric-rate {r:?}: accepted is {} to {} requests per second",
+        RATE_RANGE.0,
+        RATE_RANGE.1
+    );
+    let n = in_range(n, "--num-users", 1, MAX_CONCURRENCY as u32)?;
+    ensure!(!request_rate_given, "--user-centric-rate {r:?} is the run's rate: drop --request-rate");
+    ensure!(a.request_rate_series.is_none(), "--user-centric-rate {r:?} is the run's rate: drop --request-rate-series");
+    ensure!(
+        a.request_rate_ramp_duration.is_none(),
+        "--request-rate-ramp-duration does not ramp --user-centric-rate: drop the ramp"
+    );
+    ensure!(!fixed_schedule, "--user-centric-rate {r:?} times the turns itself: drop --fixed-schedule");
+    Ok(Some((r, n)))
+}
+
 /// `--prefill-concurrency`, checked as AIPerf checks it (at least 1, at most `--concurrency`,
 /// only on streamed answers, whose first token ends the prefill), this shard's part of it.
 pub fn prefill(a: &LoadShape, concurrency: Option<usize>, streaming: bool, shard: Shard) -> Result<Option<usize>> {
@@ -274,6 +300,8 @@ pub fn input_config(a: &LoadShape) -> Vec<(&'static str, serde_json::Value)> {
     put("request_rate_ramp_duration", a.request_rate_ramp_duration.map(Into::into));
     put("concurrency_ramp_duration", a.concurrency_ramp_duration.map(Into::into));
     put("prefill_concurrency", a.prefill_concurrency.map(Into::into));
+    put("user_centric_rate", a.user_centric_rate.map(Into::into));
+    put("num_users", a.num_users.map(Into::into));
     put("prefill_concurrency_ramp_duration", a.prefill_concurrency_ramp_duration.map(Into::into));
     put("warmup_request_rate_ramp_duration", a.warmup_request_rate_ramp_duration.map(Into::into));
     put("warmup_concurrency_ramp_duration", a.warmup_concurrency_ramp_duration.map(Into::into));
@@ -507,6 +535,30 @@ mod prefill_tests {
             (&["--streaming", "--prefill-concurrency", "0"], "--prefill-concurrency 0: accepted is 1 to"),
             (&["--streaming", "--prefill-concurrency-ramp-duration", "0"], "--prefill-concurrency-ramp-duration 0"),
             (&["--streaming", "--prefill-concurrency", "1", "--shard", "0/2"], "must be at least 2"),
+        ] {
+            let e = format!("{:#}", plan(args).unwrap_err());
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod user_tests {
+    use crate::profile::plan::replay::tests::plan;
+
+    #[test]
+    fn user_centric_rates_take_their_users_and_nothing_else_that_times_arrivals() {
+        let p = plan(&["--user-centric-rate", "4", "--num-users", "3"]).unwrap();
+        assert_eq!(p.limits.users, Some(3));
+        assert_eq!(p.source.arrivals.rate.map(|r| r.0), Some(4.0));
+        for (args, says) in [
+            (&["--user-centric-rate", "4"][..], "--user-centric-rate 4.0 needs --num-users"),
+            (&["--num-users", "4"], "--num-users 4 needs --user-centric-rate"),
+            (&["--user-centric-rate", "4", "--num-users", "0"], "--num-users 0: accepted is 1 to"),
+            (&["--user-centric-rate", "0", "--num-users", "2"], "--user-centric-rate 0.0: accepted is"),
+            (&["--user-centric-rate", "4", "--num-users", "2", "--request-rate", "3"], "drop --request-rate"),
+            (&["--user-centric-rate", "4", "--num-users", "2", "--fixed-schedule"], "drop --fixed-schedule"),
         ] {
             let e = format!("{:#}", plan(args).unwrap_err());
             assert!(e.contains(says), "{args:?}: {e}");
