@@ -216,7 +216,16 @@ const TEMPLATES: &[(&str, Expect)] = &[
     ("http_trace_metrics", Expect::Refused("benchmark.artifacts.trace", "--export-http-trace")),
     ("jinja2_variables", Expect::Refused("multiRun.setConsistentSeed", "--set-consistent-seed")),
     ("kv_cache_test", Expect::Refused("benchmark.phases[0].type", "no user-centric warm-up")),
-    ("long_context", Expect::Refused("benchmark.phases[0].prefillConcurrency", "--warmup-prefill-concurrency")),
+    (
+        "long_context",
+        Expect::Runs(&["--request-count", "10", "--request-rate", "50", "--no-server-metrics"], |r| {
+            assert_eq!(r.option("prefill_concurrency"), 5);
+            assert_eq!(r.option("prefill_concurrency_ramp_duration"), 30.0);
+            assert_eq!(r.option("warmup_prefill_concurrency"), 2);
+            assert_eq!(r.option("concurrency"), 20);
+            assert_eq!(r.records.len(), 10);
+        }),
+    ),
     ("user_files", Expect::Refused("benchmark.artifacts.userFiles", "files written from templates")),
     ("audio_multimodal", Expect::Refused("benchmark.dataset.audio", "--audio-length-mean")),
     ("multimodal_vision", Expect::Refused("benchmark.dataset.images", "--image-width-mean")),

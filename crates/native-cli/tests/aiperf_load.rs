@@ -109,3 +109,26 @@ fn user_centric_rate_spaces_each_users_turns_and_replaces_users_on_schedule() {
     assert_eq!((config["type"].as_str(), config["users"].as_u64()), (Some("user_centric"), Some(2)), "{config}");
     assert_times_consistent(&read_jsonl(&art.join("profile_export.jsonl")));
 }
+
+/// The warm-up takes the run's `--prefill-concurrency` (or its own
+/// `--warmup-prefill-concurrency`), as AIPerf's: with a limit of 1 and a 100 ms TTFT its
+/// requests reach the server at least 100 ms apart, though four may be in flight.
+#[test]
+fn the_warmup_keeps_its_prefill_limit() {
+    let mock = Mock::start(&["--ttft-ms", "100", "--itl-ms", "20"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..4).map(|i| format!(r#"{{"input_length": {}, "output_length": 10}}"#, 20 + i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("warm");
+    let extra = ["--concurrency", "4", "--warmup-request-count", "4", "--warmup-prefill-concurrency", "1"];
+    ok(&profile_streaming(&mock.url, &trace, &art, &extra, LIMIT));
+    let warm: Vec<_> = mock
+        .arrivals()
+        .into_iter()
+        .filter(|a| a["headers"]["request_id"].as_str().is_some_and(|id| id.contains("-warmup-")))
+        .collect();
+    assert_eq!(warm.len(), 4);
+    let at = arrival_ms(&warm);
+    assert!(at.windows(2).all(|w| w[1] - w[0] >= 100.0), "{at:?}");
+}

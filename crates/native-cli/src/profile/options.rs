@@ -377,6 +377,12 @@ pub struct LoadShape {
     /// How many users share --user-centric-rate.
     #[arg(help_heading = "Load", long)]
     pub num_users: Option<u32>,
+    /// The warm-up's --prefill-concurrency [default: the run's].
+    #[arg(help_heading = "Load", long)]
+    pub warmup_prefill_concurrency: Option<usize>,
+    /// The warm-up's --prefill-concurrency-ramp-duration [default: the run's].
+    #[arg(help_heading = "Load", long)]
+    pub warmup_prefill_concurrency_ramp_duration: Option<f64>,
     /// The warm-up's --request-rate-ramp-duration [default: the run's].
     #[arg(help_heading = "Load", long)]
     pub warmup_request_rate_ramp_duration: Option<f64>,

@@ -245,6 +245,7 @@ impl ReplayPlan {
             None => Vec::new(),
         };
         let times = times(&a)?;
+        let prefill = super::shaping::prefill(&a.shape, load.concurrency, a.streaming, load.coordination.shard)?;
         let synthesis = synthesis(&a, block_size)?;
         let server = ServerPlan::of(&a, &urls)?;
         let fixed = if a.fixed_schedule {
@@ -299,7 +300,7 @@ impl ReplayPlan {
                 duration: times.duration,
                 grace: times.grace,
                 concurrency: load.concurrency,
-                prefill: super::shaping::prefill(&a.shape, load.concurrency, a.streaming, load.coordination.shard)?,
+                prefill,
                 users: users.map(|u| u.1),
                 cancellation: super::shaping::cancellation(&a.shape, a.random_seed)?,
                 warmup: super::shaping::warmup(
@@ -313,6 +314,8 @@ impl ReplayPlan {
                         seed: a.random_seed,
                         ramps,
                         smoothness,
+                        prefill,
+                        streaming: a.streaming,
                     },
                 )?,
                 ramps,

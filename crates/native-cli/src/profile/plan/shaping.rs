@@ -90,21 +90,44 @@ pub fn users(a: &LoadShape, request_rate_given: bool, fixed_schedule: bool) -> R
     Ok(Some((r, n)))
 }
 
+/// The warm-up's prefill limit: `--warmup-prefill-concurrency` (checked as the run's, against
+/// the warm-up's concurrency) and its ramp, or the run's, as AIPerf's.
+fn warmup_prefill(a: &LoadShape, run: &RunLoad, shape: Warmup) -> Result<Warmup> {
+    let own = a.warmup_prefill_concurrency;
+    let prefill = checked_prefill(own, "--warmup-prefill-concurrency", shape.concurrency, run.streaming, run.shard)?
+        .or(run.prefill);
+    let ramp_ns = ramp(a.warmup_prefill_concurrency_ramp_duration, "--warmup-prefill-concurrency-ramp-duration")?
+        .map(ns)
+        .or(run.ramps.prefill_ns)
+        .filter(|_| prefill.is_some());
+    Ok(Warmup { prefill, prefill_ramp_ns: ramp_ns, ..shape })
+}
+
 /// `--prefill-concurrency`, checked as AIPerf checks it (at least 1, at most `--concurrency`,
 /// only on streamed answers, whose first token ends the prefill), this shard's part of it.
 pub fn prefill(a: &LoadShape, concurrency: Option<usize>, streaming: bool, shard: Shard) -> Result<Option<usize>> {
-    let Some(p) = a.prefill_concurrency else { return Ok(None) };
-    let p = in_range(p, "--prefill-concurrency", 1, MAX_CONCURRENCY)?;
+    checked_prefill(a.prefill_concurrency, "--prefill-concurrency", concurrency, streaming, shard)
+}
+
+fn checked_prefill(
+    p: Option<usize>,
+    name: &str,
+    concurrency: Option<usize>,
+    streaming: bool,
+    shard: Shard,
+) -> Result<Option<usize>> {
+    let Some(p) = p else { return Ok(None) };
+    let p = in_range(p, name, 1, MAX_CONCURRENCY)?;
     ensure!(
         streaming,
-        "--prefill-concurrency {p} needs --streaming: a request's prefill ends with its first streamed token (AIPerf requires it too)"
+        "{name} {p} needs --streaming: a request's prefill ends with its first streamed token (AIPerf requires it too)"
     );
     if let Some(c) = concurrency {
-        ensure!(p <= c, "--prefill-concurrency {p}: accepted is at most --concurrency ({c})");
+        ensure!(p <= c, "{name} {p}: accepted is at most the concurrency ({c})");
     }
     ensure!(
         p >= shard.count as usize,
-        "--prefill-concurrency {p} with --shard {shard}: the limit is divided across the {} shards, so it must be at least {}",
+        "{name} {p} with --shard {shard}: the limit is divided across the {} shards, so it must be at least {}",
         shard.count,
         shard.count
     );
@@ -193,6 +216,9 @@ pub struct RunLoad {
     pub ramps: Ramps,
     /// The shape of gamma gaps.
     pub smoothness: Option<f64>,
+    /// This process's part of `--prefill-concurrency`.
+    pub prefill: Option<usize>,
+    pub streaming: bool,
 }
 
 /// The warm-up, as AIPerf's: there is one when `--warmup-request-count`, `--num-warmup-sessions`
@@ -255,7 +281,10 @@ pub fn warmup(a: &LoadShape, run: &RunLoad) -> Result<Option<WarmupPlan>> {
             None => run.ramps.rate_us,
         },
         smoothness: run.smoothness,
+        prefill: None,
+        prefill_ramp_ns: None,
     };
+    let shape = warmup_prefill(a, run, shape)?;
     // A shard whose part of the counts is nothing sends no warm-up.
     let nothing = shape.request_limit() == Some(0);
     Ok((shape.is_bounded() && !nothing).then_some(WarmupPlan { shape, grace }))
@@ -300,6 +329,8 @@ pub fn input_config(a: &LoadShape) -> Vec<(&'static str, serde_json::Value)> {
     put("request_rate_ramp_duration", a.request_rate_ramp_duration.map(Into::into));
     put("concurrency_ramp_duration", a.concurrency_ramp_duration.map(Into::into));
     put("prefill_concurrency", a.prefill_concurrency.map(Into::into));
+    put("warmup_prefill_concurrency", a.warmup_prefill_concurrency.map(Into::into));
+    put("warmup_prefill_concurrency_ramp_duration", a.warmup_prefill_concurrency_ramp_duration.map(Into::into));
     put("user_centric_rate", a.user_centric_rate.map(Into::into));
     put("num_users", a.num_users.map(Into::into));
     put("prefill_concurrency_ramp_duration", a.prefill_concurrency_ramp_duration.map(Into::into));
@@ -522,6 +553,13 @@ mod prefill_tests {
         let p =
             plan(&["--streaming", "--prefill-concurrency", "3", "--prefill-concurrency-ramp-duration", "1.5"]).unwrap();
         assert_eq!((p.limits.prefill, p.limits.ramps.prefill_ns), (Some(3), Some(1_500_000_000)));
+        // The warm-up takes the run's limit and ramp unless it has its own.
+        let w = |args: &[&str]| plan(args).unwrap().limits.warmup.unwrap().shape;
+        let run = ["--streaming", "--concurrency", "4", "--warmup-request-count", "2", "--prefill-concurrency", "2"];
+        assert_eq!((w(&run).prefill, w(&run).prefill_ramp_ns), (Some(2), None));
+        let own = [&run[..], &["--warmup-prefill-concurrency", "1", "--warmup-prefill-concurrency-ramp-duration", "1"]]
+            .concat();
+        assert_eq!((w(&own).prefill, w(&own).prefill_ramp_ns), (Some(1), Some(1_000_000_000)));
         let p = plan(&["--prefill-concurrency-ramp-duration", "1.5"]).unwrap();
         assert_eq!((p.limits.prefill, p.limits.ramps.prefill_ns), (None, None));
         let p = plan(&["--streaming", "--prefill-concurrency", "3", "--shard", "0/2"]).unwrap();
@@ -530,7 +568,21 @@ mod prefill_tests {
             (&["--prefill-concurrency", "1"][..], "--prefill-concurrency 1 needs --streaming"),
             (
                 &["--streaming", "--concurrency", "2", "--prefill-concurrency", "3"],
-                "accepted is at most --concurrency (2)",
+                "accepted is at most the concurrency (2)",
+            ),
+            (
+                &[
+                    "--streaming",
+                    "--concurrency",
+                    "4",
+                    "--warmup-request-count",
+                    "2",
+                    "--warmup-concurrency",
+                    "2",
+                    "--warmup-prefill-concurrency",
+                    "3",
+                ],
+                "--warmup-prefill-concurrency 3: accepted is at most the concurrency (2)",
             ),
             (&["--streaming", "--prefill-concurrency", "0"], "--prefill-concurrency 0: accepted is 1 to"),
             (&["--streaming", "--prefill-concurrency-ramp-duration", "0"], "--prefill-concurrency-ramp-duration 0"),
