@@ -147,7 +147,33 @@ const TEMPLATES: &[(&str, Expect)] = &[
             },
         ),
     ),
-    ("ramping", Expect::Refused("benchmark.phases[1].prefillRamp", "--prefill-concurrency-ramp-duration")),
+    (
+        "ramping",
+        Expect::Runs(
+            &[
+                "--benchmark-duration",
+                "2",
+                "--concurrency-ramp-duration",
+                "0.5",
+                "--request-rate-ramp-duration",
+                "0.5",
+                "--warmup-request-count",
+                "10",
+                "--warmup-concurrency-ramp-duration",
+                "0.5",
+                "--no-server-metrics",
+            ],
+            |r| {
+                assert_eq!(r.option("concurrency"), 200);
+                assert_eq!(r.option("request_rate"), 200.0);
+                assert_eq!(r.option("concurrency_ramp_duration"), 0.5);
+                // The file's prefill ramp, which ramps nothing without a prefill limit (as in AIPerf).
+                assert_eq!(r.option("prefill_concurrency_ramp_duration"), 30.0);
+                assert_eq!(r.option("warmup_concurrency"), 50);
+                assert!(r.records.len() >= 5, "{} records", r.records.len());
+            },
+        ),
+    ),
     (
         "request_cancellation",
         Expect::Runs(&["--request-count", "30", "--warmup-request-count", "5", "--no-server-metrics"], |r| {
@@ -190,7 +216,16 @@ const TEMPLATES: &[(&str, Expect)] = &[
     ("http_trace_metrics", Expect::Refused("benchmark.artifacts.trace", "--export-http-trace")),
     ("jinja2_variables", Expect::Refused("multiRun.setConsistentSeed", "--set-consistent-seed")),
     ("kv_cache_test", Expect::Refused("benchmark.phases[0].type", "no user-centric warm-up")),
-    ("long_context", Expect::Refused("benchmark.phases[0].prefillConcurrency", "--warmup-prefill-concurrency")),
+    (
+        "long_context",
+        Expect::Runs(&["--request-count", "10", "--request-rate", "50", "--no-server-metrics"], |r| {
+            assert_eq!(r.option("prefill_concurrency"), 5);
+            assert_eq!(r.option("prefill_concurrency_ramp_duration"), 30.0);
+            assert_eq!(r.option("warmup_prefill_concurrency"), 2);
+            assert_eq!(r.option("concurrency"), 20);
+            assert_eq!(r.records.len(), 10);
+        }),
+    ),
     ("user_files", Expect::Refused("benchmark.artifacts.userFiles", "files written from templates")),
     ("audio_multimodal", Expect::Refused("benchmark.dataset.audio", "--audio-length-mean")),
     ("multimodal_vision", Expect::Refused("benchmark.dataset.images", "--image-width-mean")),
@@ -344,8 +379,8 @@ fn errors_name_the_file_the_key_path_the_value_and_what_is_accepted() {
             "key `benchmark.modle` = m is not a key of AIPerf 0.13's config file (did you mean `model`?); accepted keys here",
         ),
         (
-            "benchmark:\n  model: m\n  profiling: {type: poisson, rate: 5, prefill_concurrency: 4}\n",
-            "key `benchmark.profiling.prefillConcurrency` = 4 (AIPerf option --prefill-concurrency) is not supported by `aiperf-cli profile`: ",
+            "benchmark:\n  model: m\n  profiling: {type: poisson, rate: 5, failed_request_threshold: 4}\n",
+            "key `benchmark.profiling.failedRequestThreshold` = 4 (AIPerf option --failed-request-threshold) is not supported by `aiperf-cli profile`: ",
         ),
         (
             "benchmark:\n  model: m\n  profiling: {type: concurrency, rate: 5}\n",

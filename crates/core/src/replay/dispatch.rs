@@ -11,6 +11,10 @@
 //! from its first request until its last one completes (delays between turns included), and a
 //! start leaves at the later of its scheduled time and a free slot. A single-turn run is a
 //! request, so for single-turn traces this is the familiar request concurrency.
+//!
+//! `--prefill-concurrency` is a second ceiling, on requests in prefill: a request holds a prefill
+//! slot from the moment it is taken until its first token arrives ([`Dispatch::first_token`]) or
+//! it ends without one ([`Dispatch::complete`]); every turn needs one, as in AIPerf.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
@@ -76,6 +80,23 @@ pub struct Dispatch {
     cancellation: Option<Cancellation>,
     /// AIPerf's `--concurrency-ramp-duration` (ns): the ceiling rises from 1 to `concurrency`.
     concurrency_ramp_ns: Option<u64>,
+    /// AIPerf's `--prefill-concurrency` and its ramp (ns).
+    prefill: Option<(usize, Option<u64>)>,
+    /// The requests in prefill, by (run, turn), while `prefill` is set.
+    prefilling: HashSet<(u64, u32)>,
+    /// A user-centric run's gap between a user's turns ([`Schedule::user_turn_gap_ns`]).
+    user_gap_ns: Option<u64>,
+}
+
+/// The next job as [`Dispatch::take`] takes it.
+#[derive(Clone, Copy, Debug)]
+struct Due {
+    deadline_ns: u64,
+    asap: bool,
+    /// A later turn (else the next start).
+    later: bool,
+    /// Its deadline before waiting for a prefill slot.
+    slot_ns: u64,
 }
 
 /// What the concurrency ceiling did to a run's starts.
@@ -93,7 +114,9 @@ impl Dispatch {
     pub fn new(schedule: Arc<Schedule>, concurrency: Option<usize>, end_ns: Option<u64>) -> Dispatch {
         let mut cursor = StartCursor::new(&schedule);
         let next_start = cursor.next(&schedule).map(|s| (cursor.index(), s));
+        let user_gap_ns = schedule.user_turn_gap_ns();
         Dispatch {
+            user_gap_ns,
             schedule,
             cursor,
             next_start,
@@ -108,7 +131,15 @@ impl Dispatch {
             ceiling: Ceiling::default(),
             cancellation: None,
             concurrency_ramp_ns: None,
+            prefill: None,
+            prefilling: HashSet::new(),
         }
+    }
+
+    /// The same dispatcher with at most `limit` requests in prefill at once, the limit ramping
+    /// from 1 over `ramp_ns` ([`ramped_limit`]).
+    pub fn with_prefill_limit(self, limit: Option<usize>, ramp_ns: Option<u64>) -> Dispatch {
+        Dispatch { prefill: limit.map(|l| (l.max(1), ramp_ns)), ..self }
     }
 
     /// The same dispatcher with its concurrency ceiling ramping over `ramp_ns` ([`ramped_limit`]).
@@ -139,6 +170,30 @@ impl Dispatch {
     /// Session runs holding a slot.
     pub fn active_runs(&self) -> usize {
         self.active_runs
+    }
+
+    /// Requests sent whose first token has not arrived, while prefill is limited.
+    pub fn in_prefill(&self) -> usize {
+        self.prefilling.len()
+    }
+
+    /// The first token of `job` arrived: its prefill slot is free. Idempotent.
+    pub fn first_token(&mut self, job: &Job) {
+        self.prefilling.remove(&(job.run, job.turn));
+    }
+
+    /// From when the next request may enter prefill, seen at `now_ns`: `Some(0)` when a prefill
+    /// slot is free (or prefill is not limited), the time a ramping limit rises above the
+    /// requests in prefill, or `None` until a first token frees a slot.
+    fn prefill_opens(&self, now_ns: u64) -> Option<u64> {
+        let Some((target, ramp)) = self.prefill else { return Some(0) };
+        let held = self.prefilling.len();
+        let limit = ramp.map_or(target, |d| ramped_limit(target, d, now_ns));
+        if held < limit {
+            return Some(0);
+        }
+        let d = ramp?;
+        (held < target).then(|| ramp_reaches(target, d, held + 1))
     }
 
     /// Whether sending has stopped for good.
@@ -179,12 +234,20 @@ impl Dispatch {
     }
 
     /// Which job is next and when, at time `now_ns`. Later turns due no later than the next start
-    /// go first; a start waits for a free slot.
+    /// go first; a start waits for a free slot, and every request for a prefill slot.
     pub fn peek(&mut self, now_ns: u64) -> Peek {
-        if self.stopped {
-            return Peek::Finished;
+        match self.next_due(now_ns) {
+            Ok(due) => Peek::Due { deadline_ns: due.deadline_ns, asap: due.asap },
+            Err(p) => p,
         }
-        let later = self.later.peek().map(|Reverse((d, _, j))| (*d, j.asap));
+    }
+
+    /// The next job's source and time, or what to do instead.
+    fn next_due(&mut self, now_ns: u64) -> Result<Due, Peek> {
+        if self.stopped {
+            return Err(Peek::Finished);
+        }
+        let later = self.later.peek().map(|Reverse((d, _, j))| (*d, j.asap, true));
         let start = if self.slot_free(now_ns) {
             self.start_deadline(now_ns)
         } else {
@@ -193,66 +256,70 @@ impl Dispatch {
                 let (d, asap) = self.start_deadline(now_ns)?;
                 Some((d.max(at), asap && at <= d))
             })
-        };
+        }
+        .map(|(d, asap)| (d, asap, false));
         let next = match (later, start) {
             (Some(l), Some(s)) => Some(if l.0 <= s.0 { l } else { s }),
             (l, s) => l.or(s),
         };
-        let Some((deadline_ns, asap)) = next else {
+        let Some((deadline_ns, asap, later)) = next else {
             if self.next_start.is_none() && self.active_runs == 0 {
                 self.stopped = true;
-                return Peek::Finished;
+                return Err(Peek::Finished);
             }
-            return Peek::AwaitCompletion;
+            return Err(Peek::AwaitCompletion);
         };
         if self.end_ns.is_some_and(|end| deadline_ns.max(now_ns) >= end) {
             self.stop();
-            return Peek::Finished;
+            return Err(Peek::Finished);
         }
-        Peek::Due { deadline_ns, asap }
+        // Every request, first turn or later, waits for a prefill slot.
+        let at = self.prefill_opens(now_ns).ok_or(Peek::AwaitCompletion)?;
+        Ok(Due { deadline_ns: deadline_ns.max(at), asap: asap && at <= deadline_ns, later, slot_ns: deadline_ns })
     }
 
     /// Takes the job [`Dispatch::peek`] announced (whatever the time: the caller decides when);
     /// `None` when nothing is due.
     pub fn take(&mut self, now_ns: u64) -> Option<Job> {
-        let Peek::Due { deadline_ns, asap } = self.peek(now_ns) else { return None };
-        let job = match self.later.peek() {
-            Some(Reverse((d, _, _))) if *d == deadline_ns => self.later.pop().map(|Reverse((_, _, j))| j),
-            _ => None,
-        };
-        let job = match job {
-            Some(j) => j,
-            None => {
-                let (index, s) = self.next_start?;
-                let first = self.schedule.sessions.get(s.session as usize)?.turns.first()?.row;
-                self.next_start = self.cursor.next(&self.schedule).map(|s| (self.cursor.index(), s));
-                self.active_runs += 1;
-                self.ceiling.peak_runs = self.ceiling.peak_runs.max(self.active_runs);
-                if s.offset_us.is_some() && self.slot_freed_ns.is_some_and(|freed| deadline_ns <= freed) {
-                    self.ceiling.held_starts += 1;
-                }
-                Job {
-                    run: index,
-                    session: s.session,
-                    turn: 0,
-                    run_turns: s.turns,
-                    row: first,
-                    deadline_ns,
-                    // A start held by a ramping ceiling has the ramp's time as its deadline.
-                    asap,
-                    cancel_after_ns: None,
-                }
+        let Due { deadline_ns, asap, later, slot_ns } = self.next_due(now_ns).ok()?;
+        let job = if later {
+            // A turn held for a prefill slot is due when the slot opens.
+            self.later.pop().map(|Reverse((_, _, j))| Job { deadline_ns, asap, ..j })?
+        } else {
+            let (index, s) = self.next_start?;
+            let first = self.schedule.sessions.get(s.session as usize)?.turns.first()?.row;
+            self.next_start = self.cursor.next(&self.schedule).map(|s| (self.cursor.index(), s));
+            self.active_runs += 1;
+            self.ceiling.peak_runs = self.ceiling.peak_runs.max(self.active_runs);
+            if s.offset_us.is_some() && self.slot_freed_ns.is_some_and(|freed| slot_ns <= freed) {
+                self.ceiling.held_starts += 1;
+            }
+            Job {
+                run: index,
+                session: s.session,
+                turn: 0,
+                run_turns: s.turns,
+                row: first,
+                // A start held by a ramping ceiling has the ramp's time as its deadline.
+                deadline_ns,
+                asap,
+                cancel_after_ns: None,
             }
         };
         self.in_flight += 1;
+        if self.prefill.is_some() {
+            self.prefilling.insert((job.run, job.turn));
+        }
         let cancel_after_ns = self.cancellation.and_then(|c| c.delay_for(job.run, job.turn));
         Some(Job { cancel_after_ns, ..job })
     }
 
-    /// A request finished at `end_ns`; returns the session run's next turn when one is now
-    /// queued (so that its body can be prepared before it is due).
+    /// A request finished at `end_ns` (its prefill slot, if it still held one, is free);
+    /// returns the session run's next turn when one is now queued (so that its body can be
+    /// prepared before it is due).
     pub fn complete(&mut self, job: &Job, end_ns: u64) -> Option<Job> {
         self.in_flight = self.in_flight.saturating_sub(1);
+        self.first_token(job);
         let next = job.turn + 1;
         let turn = (next < job.run_turns && !self.stopped)
             .then(|| self.schedule.sessions.get(job.session as usize)?.turns.get(next as usize).copied())
@@ -264,10 +331,12 @@ impl Dispatch {
             self.active_runs = self.active_runs.saturating_sub(1);
             return None;
         };
-        let (deadline_ns, asap) = match turn.timing {
-            TurnTiming::At(us) => (us.saturating_mul(1000).max(end_ns), false),
-            TurnTiming::After(us) => (end_ns.saturating_add(us.saturating_mul(1000)), false),
-            TurnTiming::Immediately => (end_ns, job.asap),
+        let (deadline_ns, asap) = match (self.user_gap_ns, turn.timing) {
+            // A user's next turn: one gap after its last one was due, or at once when late.
+            (Some(gap), _) => (job.deadline_ns.saturating_add(gap).max(end_ns), false),
+            (None, TurnTiming::At(us)) => (us.saturating_mul(1000).max(end_ns), false),
+            (None, TurnTiming::After(us)) => (end_ns.saturating_add(us.saturating_mul(1000)), false),
+            (None, TurnTiming::Immediately) => (end_ns, job.asap),
         };
         let j = Job { turn: next, row: turn.row, deadline_ns, asap, ..*job };
         self.seq += 1;
@@ -329,6 +398,12 @@ mod tests {
         in_flight: Vec<(u64, Job)>,
         sent: Vec<(u64, Job)>,
         max_active: usize,
+        /// First tokens arrive this long after the send (`None`: never, only the end).
+        ttft_ns: Option<u64>,
+        first_tokens: Vec<(u64, Job)>,
+        /// (sent, first token) of every request that had one.
+        prefills: Vec<(u64, u64)>,
+        max_in_flight: usize,
     }
 
     impl Sim {
@@ -340,6 +415,10 @@ mod tests {
                 in_flight: Vec::new(),
                 sent: Vec::new(),
                 max_active: 0,
+                ttft_ns: None,
+                first_tokens: Vec::new(),
+                prefills: Vec::new(),
+                max_in_flight: 0,
             }
         }
 
@@ -348,6 +427,18 @@ mod tests {
             for _ in 0..100_000 {
                 if stop_at.is_some_and(|t| self.now >= t) && !self.d.is_stopped() {
                     self.d.stop();
+                }
+                let next_first = self.first_tokens.iter().map(|(t, _)| *t).min();
+                if let Some(t) = next_first
+                    && self.in_flight.iter().all(|(e, _)| *e >= t)
+                    && !matches!(self.d.peek(self.now), Peek::Due { deadline_ns, .. } if deadline_ns < t)
+                {
+                    self.now = self.now.max(t);
+                    let i = self.first_tokens.iter().position(|(e, _)| *e == t).unwrap();
+                    let (_, job) = self.first_tokens.remove(i);
+                    self.prefills.push((t - self.ttft_ns.unwrap(), t));
+                    self.d.first_token(&job);
+                    continue;
                 }
                 let next_done = self.in_flight.iter().map(|(t, _)| *t).min();
                 match self.d.peek(self.now) {
@@ -361,7 +452,11 @@ mod tests {
                         assert!(self.now >= job.deadline_ns || job.asap, "sent early: {job:?} at {}", self.now);
                         self.sent.push((self.now, job));
                         self.in_flight.push((self.now + self.service_ns, job));
+                        if let Some(ttft) = self.ttft_ns {
+                            self.first_tokens.push((self.now + ttft, job));
+                        }
                         self.max_active = self.max_active.max(self.d.active_runs());
+                        self.max_in_flight = self.max_in_flight.max(self.d.in_flight());
                     }
                     Peek::Finished if self.in_flight.is_empty() => return,
                     _ => {
@@ -404,6 +499,42 @@ mod tests {
         let sends: Vec<u64> = sim.sent.iter().map(|(t, _)| t / MS).collect();
         assert_eq!(sends, [0, 1000, 2000, 3000, 4000, 10_000, 11_000, 12_000]);
         assert_eq!(sim.max_active, 5);
+    }
+
+    #[test]
+    fn a_prefill_limit_keeps_prefills_apart_under_the_concurrency_ceiling() {
+        // Eight closed-loop sessions of two turns, 4 slots, one request in prefill at a time:
+        // a 10 ms prefill, a 100 ms answer.
+        let sessions = (0..8)
+            .map(|i| session(&[(2 * i, TurnTiming::Immediately), (2 * i + 1, TurnTiming::Immediately)]))
+            .collect();
+        let starts = (0..8).map(|i| start(None, i, 2)).collect();
+        let schedule = Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() };
+        let mut sim = Sim::new(schedule.clone(), Some(4), None, 100 * MS);
+        sim.d = Dispatch::new(Arc::new(schedule.clone()), Some(4), None).with_prefill_limit(Some(1), None);
+        sim.ttft_ns = Some(10 * MS);
+        sim.run(None);
+        assert_eq!(sim.sent.len(), 16);
+        let mut p = sim.prefills.clone();
+        p.sort_unstable();
+        assert!(p.windows(2).all(|w| w[0].1 <= w[1].0), "prefills overlap: {p:?}");
+        assert_eq!(sim.max_active, 4);
+        assert_eq!(sim.max_in_flight, 4);
+        let first: Vec<u64> = sim.sent.iter().take(4).map(|(t, _)| t / MS).collect();
+        assert_eq!(first, [0, 10, 20, 30]);
+        assert_eq!(sim.d.in_prefill(), 0);
+        // Without first tokens a request holds its prefill slot to its end.
+        let mut sim = Sim::new(schedule.clone(), Some(4), None, 100 * MS);
+        sim.d = Dispatch::new(Arc::new(schedule.clone()), Some(4), None).with_prefill_limit(Some(2), None);
+        sim.run(None);
+        assert_eq!(sim.max_in_flight, 2);
+        // A ramping limit: 1 → 3 over 40 ms (2 at 20 ms, 3 at 40 ms); prefills that outlast it.
+        let mut sim = Sim::new(schedule.clone(), Some(4), None, 1000 * MS);
+        sim.d = Dispatch::new(Arc::new(schedule), Some(4), None).with_prefill_limit(Some(3), Some(40 * MS));
+        sim.ttft_ns = Some(500 * MS);
+        sim.run(None);
+        let first: Vec<u64> = sim.sent.iter().take(4).map(|(t, _)| t / MS).collect();
+        assert_eq!(first, [0, 20, 40, 500]);
     }
 
     #[test]

@@ -5,6 +5,9 @@
 //! what it waits for after the previous turn completed ([`TurnTiming`]). A dispatcher paces the
 //! starts by absolute deadlines; nothing here reads a clock. Poisson arrivals take a seeded RNG.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use crate::hashing::FastMap;
 
 use crate::duration;
@@ -169,6 +172,9 @@ pub struct Generator {
     /// AIPerf's `--request-rate-series`: (µs from the series' start, rate) points, in time
     /// order; the series starts once the rate ramp ends ([`Generator::rate_at`]).
     pub series: Option<RateSeries>,
+    /// AIPerf's user-centric rate (`--user-centric-rate` with `--num-users`): this many users
+    /// share the rate ([`user_centric`]).
+    pub users: Option<u32>,
 }
 
 impl Generator {
@@ -253,6 +259,27 @@ impl Schedule {
         self
     }
 
+    /// The same schedule shared by `users` users ([`user_centric`]) when it has a generated
+    /// rate; otherwise it is returned as it is.
+    pub fn with_users(mut self, users: Option<u32>) -> Schedule {
+        if let Starts::Generated(g) = &mut self.starts
+            && g.rate.is_some()
+        {
+            g.users = users;
+        }
+        self
+    }
+
+    /// A user-centric run's gap between a user's turns, in nanoseconds.
+    pub fn user_turn_gap_ns(&self) -> Option<u64> {
+        match &self.starts {
+            Starts::Generated(Generator { users: Some(u), rate: Some((r, _)), .. }) => {
+                Some((turn_gap_us(*u, *r) * 1000.0).round() as u64)
+            }
+            _ => None,
+        }
+    }
+
     /// The session runs, in start order.
     pub fn starts(&self) -> StartIter<'_> {
         StartIter { schedule: self, cursor: StartCursor::new(self) }
@@ -310,6 +337,8 @@ pub struct StartCursor {
     t_us: f64,
     rng: Rng,
     left: Option<u64>,
+    /// User-centric runs: the users due, as (offset µs as `f64` bits, order, turns).
+    users: Option<BinaryHeap<Reverse<(u64, u64, u32)>>>,
 }
 
 impl StartCursor {
@@ -319,7 +348,7 @@ impl StartCursor {
             Starts::Generated(g) => (g.seed, g.request_limit),
             Starts::Listed(_) => (0, None),
         };
-        StartCursor { next: 0, t_us: 0.0, rng: Rng::new(seed), left }
+        StartCursor { next: 0, t_us: 0.0, rng: Rng::new(seed), left, users: None }
     }
 
     /// The next run of `schedule` (the schedule this cursor was made for) in its shard.
@@ -362,6 +391,9 @@ impl StartCursor {
         let k = self.next;
         let session = k % sessions.len();
         let len = sessions[session].turns.len() as u64;
+        if let (Some(users), Some((per_second, _))) = (g.users, g.rate) {
+            return self.next_user(sessions, users, per_second, session, len);
+        }
         let turns = self.left.map_or(len, |l| l.min(len));
         if let Some(l) = &mut self.left {
             *l -= turns;
@@ -385,6 +417,81 @@ impl StartCursor {
         self.next += 1;
         Some(Start { offset_us, session: session as u32, turns: turns.min(u64::from(u32::MAX)) as u32 })
     }
+}
+
+impl StartCursor {
+    /// The next user of a user-centric run ([`user_centric`]): its session is the next one in
+    /// order; the initial users first, then each user's replacement, due when the user it
+    /// replaces would have sent its last turn plus one turn gap.
+    fn next_user(
+        &mut self,
+        sessions: &[Session],
+        users: u32,
+        per_second: f64,
+        session: usize,
+        len: u64,
+    ) -> Option<Start> {
+        let gap_us = turn_gap_us(users, per_second);
+        let heap = self.users.get_or_insert_with(|| {
+            let mean = sessions.iter().map(|s| s.turns.len() as f64).sum::<f64>() / sessions.len() as f64;
+            let initial = user_centric(users, mean.round() as u64);
+            let stagger_us = 1e6 / per_second;
+            initial
+                .into_iter()
+                .map(|(order, turns)| Reverse(((order as f64 * stagger_us).to_bits(), order, turns)))
+                .collect()
+        });
+        let Reverse((at, order, limit)) = heap.pop()?;
+        let at_us = f64::from_bits(at);
+        let planned = len.min(u64::from(limit));
+        let turns = self.left.map_or(planned, |l| l.min(planned));
+        if let Some(l) = &mut self.left {
+            *l -= turns;
+        }
+        // Non-negative `f64`s order as their bits do.
+        heap.push(Reverse(((at_us + planned.max(1) as f64 * gap_us).to_bits(), order, u32::MAX)));
+        self.next += 1;
+        Some(Start {
+            offset_us: Some(at_us.round() as u64),
+            session: session as u32,
+            turns: turns.min(u64::from(u32::MAX)) as u32,
+        })
+    }
+}
+
+/// A user-centric run's gap between a user's turns (µs): `users` users sending once per gap
+/// make `per_second` requests per second.
+pub fn turn_gap_us(users: u32, per_second: f64) -> f64 {
+    f64::from(users) * 1e6 / per_second
+}
+
+/// AIPerf's user-centric start (its `UserCentricStrategy`): the run begins in a steady state, as
+/// if `users` users had been sending sessions of `session_turns` turns (the dataset's mean)
+/// for ever. User `i` of `0..users` is `(users − i) × lifetime / users` gaps into its session
+/// (lifetime = `session_turns − 1`, at least 1) and sends the `lifetime − that` turns it has
+/// left (the oldest, done, sends none), in a staggered order one `1 / rate` apart; a fresh user
+/// with all its turns goes first. Returns (order, turns), turns `u32::MAX` for the whole session.
+pub fn user_centric(users: u32, session_turns: u64) -> Vec<(u64, u32)> {
+    let n = u64::from(users.max(1));
+    let lifetime = session_turns.saturating_sub(1).max(1);
+    // When the user count and the lifetime share a factor the positions repeat: step through
+    // the slots by the smallest step coprime with the user count instead.
+    let step = (gcd(n, lifetime) > 1).then(|| (2..n).find(|&s| gcd(n, s) == 1).unwrap_or(1));
+    let mut out = vec![(0, u32::MAX)];
+    for i in 0..n {
+        let age = (n - i) * lifetime;
+        let left = lifetime - age / n;
+        if left == 0 {
+            continue;
+        }
+        let slot = step.map_or(age % n, |s| (i * s) % n);
+        out.push((n - slot, u32::try_from(left).unwrap_or(u32::MAX)));
+    }
+    out
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 /// How arrivals are produced.
@@ -600,6 +707,7 @@ fn generated(
             ramp_us: None,
             smoothness: None,
             series: None,
+            users: None,
         }),
         shard: Shard::WHOLE,
     })
@@ -704,6 +812,41 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
+    fn user_centric_starts_in_aiperfs_steady_state() {
+        // AIPerf's own example: 15 users, sessions of 20 turns (a fresh user first, then the
+        // users it shows at 1 s, 2 s, … with the turns they have left).
+        let got = user_centric(15, 20);
+        let mut got = got.clone();
+        got.sort_unstable();
+        let left: Vec<u32> = got.iter().map(|&(_, t)| t).collect();
+        assert_eq!(left, [u32::MAX, 6, 11, 16, 2, 7, 12, 17, 3, 8, 13, 18, 4, 9, 14]);
+        assert_eq!(got.iter().map(|&(o, _)| o).collect::<Vec<_>>(), (0..15).collect::<Vec<u64>>());
+        // Two users of three-turn sessions at 10 per second: a turn gap of 200 ms, a stagger of
+        // 100 ms; the user with one turn left is replaced 200 ms after it started, the fresh
+        // one 600 ms after.
+        let turns = (0..3).map(|row| Turn { row, timing: TurnTiming::Immediately }).collect();
+        let schedule = Schedule {
+            sessions: vec![Session { id: None, turns }],
+            starts: Starts::Generated(Generator {
+                rate: Some((10.0, ArrivalPattern::Constant)),
+                seed: 0,
+                request_limit: Some(10),
+                once: false,
+                ramp_us: None,
+                smoothness: None,
+                series: None,
+                users: None,
+            }),
+            shard: Shard::WHOLE,
+        }
+        .with_users(Some(2));
+        assert_eq!(schedule.user_turn_gap_ns(), Some(200_000_000));
+        let starts: Vec<(Option<u64>, u32)> =
+            schedule.starts().map(|s| (s.offset_us.map(|us| us / 1000), s.turns)).collect();
+        assert_eq!(starts, [(Some(0), 3), (Some(100), 1), (Some(300), 3), (Some(600), 3)]);
+    }
+
+    #[test]
     fn gamma_gaps_have_the_rates_mean_and_the_smoothness_spread() {
         for k in [0.25f64, 1.0, 4.0] {
             let mut rng = super::Rng::new(11);
@@ -743,6 +886,7 @@ mod tests {
             ramp_us: Some(1_000_000),
             smoothness: None,
             series: Some(points),
+            users: None,
         };
         assert_eq!(g.rate_at(10.0, 0.0), 1.0);
         assert_eq!(g.rate_at(10.0, 1_000_000.0), 10.0);

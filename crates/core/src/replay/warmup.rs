@@ -38,6 +38,9 @@ pub struct Warmup {
     pub rate_ramp_us: Option<u64>,
     /// The shape of gamma gaps ([`ArrivalPattern::Gamma`]).
     pub smoothness: Option<f64>,
+    /// At most this many requests in prefill ([`Dispatch::with_prefill_limit`]), and its ramp (ns).
+    pub prefill: Option<usize>,
+    pub prefill_ramp_ns: Option<u64>,
 }
 
 impl Warmup {
@@ -79,6 +82,7 @@ impl Warmup {
                 ramp_us: self.rate_ramp_us.filter(|_| self.rate.is_some()),
                 smoothness: self.smoothness,
                 series: None,
+                users: None,
             }),
             shard: Default::default(),
         }
@@ -88,6 +92,7 @@ impl Warmup {
     pub fn dispatch(&self, main: &Schedule) -> Dispatch {
         Dispatch::new(Arc::new(self.schedule(main)), self.concurrency, self.duration_ns)
             .with_concurrency_ramp(self.concurrency_ramp_ns)
+            .with_prefill_limit(self.prefill, self.prefill_ramp_ns)
     }
 }
 

@@ -99,17 +99,9 @@ const PLOTS: Refusal = Refusal {
     why: "plots are not drawn after a run",
     instead: "aiperf-cli report RUN_DIR writes an HTML report with the charts",
 };
-const PREFILL: Refusal = Refusal {
-    why: "not yet supported: prefill concurrency limits",
-    instead: "limit all requests in flight with --concurrency",
-};
 const WARMUP: Refusal = Refusal {
     why: "not yet supported: this warm-up option",
     instead: "shape the warm-up with --warmup-request-count, --num-warmup-sessions, --warmup-duration, --warmup-concurrency, --warmup-request-rate",
-};
-const USERS: Refusal = Refusal {
-    why: "not yet supported: user-centric rates",
-    instead: "use --request-rate (sessions per second) or the trace's timestamps",
 };
 const BASETEN_ONLY: Refusal = Refusal {
     why: "AIPerf 0.13 applies it to baseten_trace datasets only (a Mooncake trace replays as without it), and aiperf-cli reads no baseten_trace",
@@ -273,7 +265,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--benchmark-duration", &["10"]),
     same("--benchmark-grace-period", &["1"]),
     same("--concurrency", &["4"]),
-    refused("--prefill-concurrency", &PREFILL),
+    same("--prefill-concurrency", &["1", "--streaming"]),
     same("--request-rate", &["2"]),
     same("--arrival-pattern", &["constant"]),
     ours("--request-rate-mode", "--arrival-pattern", &["constant"]),
@@ -282,7 +274,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--request-count", &["10"]),
     ours("--num-requests", "--request-count", &["10"]),
     same("--concurrency-ramp-duration", &["2", "--concurrency", "4"]),
-    refused("--prefill-concurrency-ramp-duration", &PREFILL),
+    same("--prefill-concurrency-ramp-duration", &["2", "--prefill-concurrency", "2", "--streaming"]),
     same("--request-rate-ramp-duration", &["2", "--request-rate", "4"]),
     same("--request-rate-series", &["rate-series.json"]),
     refused(
@@ -307,15 +299,18 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--agentic-warmup-grace-period", &AGENTIC),
     same("--num-warmup-sessions", &["2"]),
     same("--warmup-concurrency", &["2", "--warmup-request-count", "2"]),
-    refused("--warmup-prefill-concurrency", &WARMUP),
+    same("--warmup-prefill-concurrency", &["1", "--warmup-request-count", "2", "--streaming"]),
     same("--warmup-request-rate", &["2", "--warmup-request-count", "2"]),
     same("--warmup-arrival-pattern", &["constant", "--warmup-request-count", "2"]),
     same("--warmup-grace-period", &["2", "--warmup-duration", "1"]),
     same("--warmup-concurrency-ramp-duration", &["2", "--warmup-request-count", "2"]),
-    refused("--warmup-prefill-concurrency-ramp-duration", &WARMUP),
+    same(
+        "--warmup-prefill-concurrency-ramp-duration",
+        &["2", "--warmup-prefill-concurrency", "2", "--warmup-request-count", "2", "--streaming"],
+    ),
     same("--warmup-request-rate-ramp-duration", &["2", "--warmup-request-count", "2", "--warmup-request-rate", "4"]),
-    refused("--user-centric-rate", &USERS),
-    refused("--num-users", &USERS),
+    same("--user-centric-rate", &["2", "--num-users", "2"]),
+    same("--num-users", &["2", "--user-centric-rate", "2"]),
     same("--request-cancellation-rate", &["10"]),
     same("--request-cancellation-delay", &["0.5", "--request-cancellation-rate", "10"]),
     // Conversations and prompts

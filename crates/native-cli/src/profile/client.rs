@@ -11,7 +11,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
 use hyper::{Method, Request, Uri};
 
-use super::transport::{Clock, Exchange, Outgoing, Transport};
+use super::transport::{Clock, Exchange, OnFirstToken, Outgoing, Transport};
 use crate::io::http::trace::ConnHandle;
 use crate::io::http::{HttpClient, chain, tls};
 
@@ -304,7 +304,9 @@ pub async fn send(client: &HttpClient, ep: &Endpoint, out: Outgoing, clock: &Clo
     }
     *req.headers_mut() = headers;
     let timeout = ep.timeout;
-    let res = tokio::time::timeout(timeout, exchange(client, req, clock, ep.max_response_bytes, &mut ex)).await;
+    let mut first = out.first_token;
+    let res =
+        tokio::time::timeout(timeout, exchange(client, req, clock, ep.max_response_bytes, &mut ex, &mut first)).await;
     ex.end_ns = clock.now_ns();
     if res.is_err() && ex.error.is_none() {
         ex.error = err("timeout", format!("no complete answer within {:.3} s", timeout.as_secs_f64()));
@@ -315,7 +317,14 @@ pub async fn send(client: &HttpClient, ep: &Endpoint, out: Outgoing, clock: &Clo
     ex
 }
 
-async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock, limit: usize, ex: &mut Exchange) {
+async fn exchange(
+    client: &HttpClient,
+    req: Request<Full<Bytes>>,
+    clock: &Clock,
+    limit: usize,
+    ex: &mut Exchange,
+    first: &mut OnFirstToken,
+) {
     ex.sent_ns = clock.now_ns();
     let resp = match client.request(req).await {
         Ok(r) => r,
@@ -395,7 +404,7 @@ async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock,
             whole.extend_from_slice(data);
             continue;
         }
-        parser.feed_with(data, &mut |ev| on_event(ev, now, ex, &mut done, &mut failed));
+        parser.feed_with(data, &mut |ev| on_event(ev, now, ex, &mut done, &mut failed, first));
         if failed {
             return;
         }
@@ -410,7 +419,7 @@ async fn exchange(client: &HttpClient, req: Request<Full<Bytes>>, clock: &Clock,
     }
     if is_sse {
         let now = clock.now_ns();
-        parser.finish_with(&mut |ev| on_event(ev, now, ex, &mut done, &mut failed));
+        parser.finish_with(&mut |ev| on_event(ev, now, ex, &mut done, &mut failed, first));
         if failed {
             return;
         }
@@ -446,8 +455,9 @@ fn merge_usage(into: &mut ServerUsage, u: aiperf_core::replay::sse::Usage) {
     into.cached_tokens = u.cached_tokens.or(into.cached_tokens);
 }
 
-/// Applies one parsed event; sets `failed` when the exchange failed.
-fn on_event(ev: &SseEvent, now: u64, ex: &mut Exchange, done: &mut bool, failed: &mut bool) {
+/// Applies one parsed event; sets `failed` when the exchange failed; tells `first` of the first
+/// generated text.
+fn on_event(ev: &SseEvent, now: u64, ex: &mut Exchange, done: &mut bool, failed: &mut bool, first: &mut OnFirstToken) {
     if *done || *failed {
         return;
     }
@@ -455,6 +465,9 @@ fn on_event(ev: &SseEvent, now: u64, ex: &mut Exchange, done: &mut bool, failed:
         Ok(StreamItem::Done) => *done = true,
         Ok(StreamItem::Chunk(c)) => {
             if !c.text.is_empty() {
+                if ex.chunk_ns.is_empty() {
+                    first.fire();
+                }
                 ex.chunk_ns.push(now);
                 ex.text.push_str(&c.text);
             }

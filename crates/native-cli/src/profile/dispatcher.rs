@@ -6,7 +6,8 @@
 //! runtime just ahead of time; the task waits for the exact deadline. Nothing is ever sent early
 //! to "catch up": a request that could not be sent on time is sent as soon as possible and its
 //! lateness is recorded. Completions come back on a channel and only time the session's next
-//! turn; records flow on to the records stage, never back here.
+//! turn (first tokens too, while `--prefill-concurrency` limits requests in prefill); records
+//! flow on to the records stage, never back here.
 
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -19,7 +20,7 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 use super::preparer::Preparer;
-use super::request::{self, Completed, Finished, Handoff, Shared};
+use super::request::{self, Finished, Handoff, Returned, Shared};
 use super::transport::Transport;
 
 /// The OS wakes a sleeping thread 50–100 µs late on an idle machine and milliseconds late on a
@@ -49,8 +50,9 @@ pub struct Dispatcher<T: Transport> {
     pub preparer: Preparer,
     pub shared: Arc<Shared<T>>,
     pub handle: Handle,
-    pub completions: Receiver<Completed>,
-    pub completions_tx: Sender<Completed>,
+    /// First tokens (while prefill is limited) and completions.
+    pub completions: Receiver<Returned>,
+    pub completions_tx: Sender<Returned>,
     pub records: Sender<Finished>,
     /// Cancelled when sending must stop (a signal, the end of the benchmark duration).
     pub stop: CancellationToken,
@@ -119,9 +121,14 @@ impl<T: Transport> Dispatcher<T> {
         Ok(done)
     }
 
-    fn completed(&mut self, c: Completed) {
-        if let Some(next) = self.dispatch.complete(&c.job, c.end_ns) {
-            self.preparer.queued(&next, c.job.row, c.reply);
+    fn completed(&mut self, r: Returned) {
+        match r {
+            Returned::FirstToken(job) => self.dispatch.first_token(&job),
+            Returned::Completed(c) => {
+                if let Some(next) = self.dispatch.complete(&c.job, c.end_ns) {
+                    self.preparer.queued(&next, c.job.row, c.reply);
+                }
+            }
         }
     }
 

@@ -358,6 +358,31 @@ pub struct LoadShape {
     /// time at even intervals (AIPerf's ramp).
     #[arg(help_heading = "Load", long)]
     pub concurrency_ramp_duration: Option<f64>,
+    /// Most requests in prefill at once: sent, their first token not yet back (every turn
+    /// takes a slot until its first token, or its end); needs --streaming, at most
+    /// --concurrency (AIPerf's).
+    #[arg(help_heading = "Load", long)]
+    pub prefill_concurrency: Option<usize>,
+    /// Seconds over which the --prefill-concurrency limit rises from 1, one step at a time at
+    /// even intervals (AIPerf's ramp; without --prefill-concurrency it ramps nothing, as in
+    /// AIPerf).
+    #[arg(help_heading = "Load", long)]
+    pub prefill_concurrency_ramp_duration: Option<f64>,
+    /// AIPerf's user-centric rate (requests per second, with --num-users): the users share it,
+    /// each sending a turn every --num-users / rate seconds (later when its answer is late),
+    /// starting in a steady state of users part-way through their sessions; a user whose
+    /// session ends is replaced by a new one on a fixed schedule (instead of --request-rate).
+    #[arg(help_heading = "Load", long)]
+    pub user_centric_rate: Option<f64>,
+    /// How many users share --user-centric-rate.
+    #[arg(help_heading = "Load", long)]
+    pub num_users: Option<u32>,
+    /// The warm-up's --prefill-concurrency [default: the run's].
+    #[arg(help_heading = "Load", long)]
+    pub warmup_prefill_concurrency: Option<usize>,
+    /// The warm-up's --prefill-concurrency-ramp-duration [default: the run's].
+    #[arg(help_heading = "Load", long)]
+    pub warmup_prefill_concurrency_ramp_duration: Option<f64>,
     /// The warm-up's --request-rate-ramp-duration [default: the run's].
     #[arg(help_heading = "Load", long)]
     pub warmup_request_rate_ramp_duration: Option<f64>,

@@ -286,6 +286,7 @@ fn measure<T: Transport + Clone>(
         ids: request::Ids::new(fixed_schedule),
         turn_history: plan.target.body.turn_history,
         urls: u32::try_from(plan.target.urls.len()).unwrap_or(u32::MAX).max(1),
+        prefill_limited: plan.limits.prefill.is_some(),
     });
     let sent_count = Arc::new(AtomicU64::new(0));
     let t0_unix_ns = u64::try_from(start_unix_ns).unwrap_or(u64::MAX);
@@ -306,7 +307,8 @@ fn measure<T: Transport + Clone>(
             plan.limits.duration.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
         )
         .with_cancellation(plan.limits.cancellation)
-        .with_concurrency_ramp(plan.limits.ramps.concurrency_ns),
+        .with_concurrency_ramp(plan.limits.ramps.concurrency_ns)
+        .with_prefill_limit(plan.limits.prefill, plan.limits.ramps.prefill_ns),
         preparer: zero.preparer,
         shared: shared.clone(),
         handle: rt.handle().clone(),
@@ -616,6 +618,8 @@ async fn send_warmup<T: Transport + Clone>(
     let mut dispatch = warmup.shape.dispatch(&inputs.schedule);
     let (mut sent, mut errors) = (0u64, 0u64);
     let mut in_flight = tokio::task::JoinSet::new();
+    // First tokens free prefill slots (`--warmup-prefill-concurrency`).
+    let (first_tx, mut first_rx) = tokio::sync::mpsc::unbounded_channel();
     let run = request::Ids::new(false).run;
     let urls = (plan.target.urls.len() as u64).max(1);
     loop {
@@ -633,12 +637,17 @@ async fn send_warmup<T: Transport + Clone>(
             tokio::select! {
                 () = wake => {}
                 Some(r) = in_flight.join_next() => warmup_done(&mut dispatch, &mut errors, r, clock.now_ns()),
+                Some(job) = first_rx.recv() => dispatch.first_token(&job),
             }
             continue;
         }
         if due.is_none() {
             let r = tokio::select! {
                 r = in_flight.join_next() => r,
+                Some(job) = first_rx.recv() => {
+                    dispatch.first_token(&job);
+                    continue;
+                }
                 () = tokio::time::sleep(WARMUP_POLL) => continue,
             };
             match r {
@@ -657,6 +666,14 @@ async fn send_warmup<T: Transport + Clone>(
                     request_id: format!("{run}-warmup-{sent}"),
                     correlation_id: format!("{run}-warmup-{sent}"),
                     url_index: u32::try_from((sent - 1) % urls).unwrap_or(0),
+                    first_token: if warmup.shape.prefill.is_some() {
+                        let tx = first_tx.clone();
+                        transport::OnFirstToken::new(move || {
+                            let _ = tx.send(job);
+                        })
+                    } else {
+                        transport::OnFirstToken::default()
+                    },
                 };
                 in_flight.spawn(async move { (job, t.send(out, clock).await.error.is_some()) });
             }

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::body::TurnHistory;
 use super::preparer::Body;
-use super::transport::{Clock, Outgoing, Transport};
+use super::transport::{Clock, OnFirstToken, Outgoing, Transport};
 
 /// Below this remaining time a task waiting for its deadline spins instead of yielding.
 const TASK_SPIN_NS: u64 = 50_000;
@@ -31,6 +31,8 @@ pub struct Shared<T> {
     pub turn_history: TurnHistory,
     /// How many `--url`s requests are spread over.
     pub urls: u32,
+    /// Whether the dispatcher limits requests in prefill, so wants to hear of first tokens.
+    pub prefill_limited: bool,
 }
 
 /// Which `--url` each request goes to, so that a session or conversation stays on one server
@@ -114,6 +116,14 @@ pub struct Finished {
     pub mock_ttft_ms: Option<f64>,
 }
 
+/// What a request tells the dispatcher: its first token (the end of its prefill, only while
+/// prefill is limited), then its completion.
+#[derive(Clone, Debug)]
+pub enum Returned {
+    FirstToken(Job),
+    Completed(Completed),
+}
+
 /// A request's completion, for the dispatcher.
 #[derive(Clone, Debug)]
 pub struct Completed {
@@ -137,7 +147,7 @@ pub struct Handoff {
 pub async fn run<T: Transport>(
     shared: Arc<Shared<T>>,
     h: Handoff,
-    completions: Sender<Completed>,
+    completions: Sender<Returned>,
     records: Sender<Finished>,
 ) {
     let clock = shared.clock;
@@ -192,6 +202,14 @@ pub async fn run<T: Transport>(
                     None => std::future::pending().await,
                 }
             };
+            let first_token = if shared.prefill_limited {
+                let tx = completions.clone();
+                OnFirstToken::new(move || {
+                    let _ = tx.send(Returned::FirstToken(job));
+                })
+            } else {
+                OnFirstToken::default()
+            };
             let ex = tokio::select! {
                 biased;
                 _ = shared.abort.cancelled() => Err("cancelled in flight when the run was stopped".to_owned()),
@@ -200,6 +218,7 @@ pub async fn run<T: Transport>(
                     request_id,
                     correlation_id,
                     url_index: rec.url_index.unwrap_or(0),
+                    first_token,
                 }, clock) => Ok(ex),
                 () = timer => Err(format!(
                     "Request cancelled {:.3}s after being sent",
@@ -229,7 +248,7 @@ pub async fn run<T: Transport>(
     }
     // The dispatcher first, so that the session's next turn is timed at once.
     let reply = row.is_some_and(|r| shared.turn_history.wants_reply(r, job.turn, job.run_turns)).then(|| text.clone());
-    let _ = completions.send(Completed { job, end_ns: rec.end_ns, reply });
+    let _ = completions.send(Returned::Completed(Completed { job, end_ns: rec.end_ns, reply }));
     let _ = records.send(Finished { record: rec, text, mock_ttft_ms });
 }
 

@@ -3,6 +3,7 @@
 //! ([`super::client::HttpTransport`]); the tests use an in-memory one.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aiperf_core::results::record::{RecordError, ServerUsage};
@@ -69,6 +70,32 @@ pub struct Outgoing {
     pub correlation_id: String,
     /// Which `--url` it goes to (its session's: sessions are spread round robin).
     pub url_index: u32,
+    /// Told when the first generated text arrives (`--prefill-concurrency`).
+    pub first_token: OnFirstToken,
+}
+
+/// Called once, when the first chunk with generated text arrives: the end of the request's
+/// prefill, which frees its `--prefill-concurrency` slot. Empty when prefill is not limited.
+#[derive(Clone, Default)]
+pub struct OnFirstToken(Option<Arc<dyn Fn() + Send + Sync>>);
+
+impl OnFirstToken {
+    pub fn new(f: impl Fn() + Send + Sync + 'static) -> OnFirstToken {
+        OnFirstToken(Some(Arc::new(f)))
+    }
+
+    /// Calls it the first time only.
+    pub fn fire(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
+impl std::fmt::Debug for OnFirstToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "OnFirstToken(set)" } else { "OnFirstToken(none)" })
+    }
 }
 
 /// Sends requests somewhere and times the answers.

@@ -150,10 +150,11 @@ fn the_command_line_overrides_the_files_options() {
 
 #[test]
 fn a_refused_option_is_refused_at_its_key() {
-    let given = read("ramping.yaml", &template("ramping"), &no_env).unwrap();
+    let given = read("multi_turn_conversation.yaml", &template("multi_turn_conversation"), &no_env).unwrap();
     let e = merge("r.yaml".into(), given, Vec::new()).unwrap_err().to_string();
+    assert!(e.starts_with("r.yaml: key `benchmark.endpoint.connectionReuse` = "), "{e}");
     assert!(
-        e.starts_with("r.yaml: key `benchmark.phases[1].prefillRamp` = 30s (AIPerf option --prefill-concurrency-ramp-duration) is not supported by `aiperf-cli profile`: "),
+        e.contains("(AIPerf option --connection-reuse-strategy) is not supported by `aiperf-cli profile`: "),
         "{e}"
     );
 }

@@ -98,7 +98,9 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
         // `with_requests` corrects it).
         (_, None) => "concurrency",
     };
+    let kind = if plan.limits.users.is_some() { "user_centric" } else { kind };
     phase.insert("type".into(), json!(kind));
+    put(&mut phase, "users", json!(plan.limits.users));
     put(&mut phase, "requests", json!(plan.limits.request_count));
     put(&mut phase, "duration", json!(plan.limits.duration.map(|d| d.as_secs_f64())));
     if plan.limits.duration.is_some() || a.benchmark_grace_period != AIPERF_GRACE_S {
@@ -118,6 +120,8 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
     }
     put(&mut phase, "concurrency_ramp", ramp(a.shape.concurrency_ramp_duration));
     put(&mut phase, "rate_ramp", ramp(a.shape.request_rate_ramp_duration));
+    put(&mut phase, "prefill_concurrency", json!(a.shape.prefill_concurrency));
+    put(&mut phase, "prefill_ramp", ramp(a.shape.prefill_concurrency_ramp_duration));
     if let Some(rate) = a.shape.request_cancellation_rate {
         let delay = a.shape.request_cancellation_delay.unwrap_or(0.0);
         phase.insert("cancellation".into(), json!({"rate": rate, "delay": delay}));

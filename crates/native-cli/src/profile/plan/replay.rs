@@ -95,6 +95,10 @@ pub struct Limits {
     pub grace: Duration,
     /// At most this many session runs at once.
     pub concurrency: Option<usize>,
+    /// At most this many requests in prefill at once (`--prefill-concurrency`).
+    pub prefill: Option<usize>,
+    /// How many users share the rate (`--num-users` with `--user-centric-rate`).
+    pub users: Option<u32>,
     /// Requests the client cancels on purpose (`--request-cancellation-rate`).
     pub cancellation: Option<aiperf_core::replay::cancel::Cancellation>,
     /// The warm-up phase, when one is asked for.
@@ -228,9 +232,10 @@ impl ReplayPlan {
         let block_size = in_range(a.isl_block_size, "--isl-block-size", 1, u64::from(u32::MAX))?;
         one_value_per_run(&a)?;
         let load = load(&a)?;
+        let users = super::shaping::users(&a.shape, !a.request_rate.is_empty(), a.fixed_schedule)?;
         let rate_series = super::shaping::rate_series(&a.shape, !a.request_rate.is_empty())?;
         // With a series the run's rate starts at its first point's, as AIPerf's.
-        let run_rate = load.rate.or(rate_series.as_deref().and_then(|p| p.first()).map(|p| p.1));
+        let run_rate = load.rate.or(rate_series.as_deref().and_then(|p| p.first()).map(|p| p.1)).or(users.map(|u| u.0));
         let ramps = super::shaping::ramps(&a.shape, run_rate, load.concurrency)?;
         let smoothness = super::shaping::smoothness(&a.shape, a.arrival_pattern)?;
         let headers = a.headers.iter().map(|h| key_value(h, "--header")).collect::<Result<Vec<_>>>()?;
@@ -240,6 +245,7 @@ impl ReplayPlan {
             None => Vec::new(),
         };
         let times = times(&a)?;
+        let prefill = super::shaping::prefill(&a.shape, load.concurrency, a.streaming, load.coordination.shard)?;
         let synthesis = synthesis(&a, block_size)?;
         let server = ServerPlan::of(&a, &urls)?;
         let fixed = if a.fixed_schedule {
@@ -283,7 +289,10 @@ impl ReplayPlan {
                     start_offset_ms: a.fixed_schedule_start_offset,
                     end_offset_ms: a.fixed_schedule_end_offset,
                     auto_offset: a.fixed_schedule_auto_offset,
-                    rate: run_rate.map(|r| (r, a.arrival_pattern)),
+                    // User-centric starts follow the users' own schedule.
+                    rate: run_rate.map(|r| {
+                        (r, if users.is_some() { schedule::ArrivalPattern::Constant } else { a.arrival_pattern })
+                    }),
                 },
             },
             limits: Limits {
@@ -291,6 +300,8 @@ impl ReplayPlan {
                 duration: times.duration,
                 grace: times.grace,
                 concurrency: load.concurrency,
+                prefill,
+                users: users.map(|u| u.1),
                 cancellation: super::shaping::cancellation(&a.shape, a.random_seed)?,
                 warmup: super::shaping::warmup(
                     &a.shape,
@@ -303,6 +314,8 @@ impl ReplayPlan {
                         seed: a.random_seed,
                         ramps,
                         smoothness,
+                        prefill,
+                        streaming: a.streaming,
                     },
                 )?,
                 ramps,
@@ -428,7 +441,8 @@ impl ReplayPlan {
             .sharded(shard)
             .with_rate_ramp(self.limits.ramps.rate_us)
             .with_smoothness(self.limits.smoothness)
-            .with_rate_series(self.limits.rate_series.clone());
+            .with_rate_series(self.limits.rate_series.clone())
+            .with_users(self.limits.users);
         Ok(if self.limits.duration.is_some() && self.limits.request_count.is_none() { schedule::endless(s) } else { s })
     }
 }

@@ -19,11 +19,13 @@ pub struct WarmupPlan {
     pub grace: Option<Duration>,
 }
 
-/// The ramps of the run's load: the concurrency's (ns) and the rate's (µs).
+/// The ramps of the run's load: the concurrency's and the prefill concurrency's (ns), the
+/// rate's (µs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ramps {
     pub concurrency_ns: Option<u64>,
     pub rate_us: Option<u64>,
+    pub prefill_ns: Option<u64>,
 }
 
 /// A ramp's duration, checked (seconds above 0).
@@ -52,7 +54,84 @@ pub fn ramps(a: &LoadShape, rate: Option<f64>, concurrency: Option<usize>) -> Re
             a.request_rate_ramp_duration.unwrap_or_default()
         );
     }
-    Ok(Ramps { concurrency_ns: c.map(ns), rate_us: r.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)) })
+    // Without a prefill limit AIPerf ramps nothing (its `ramping` template gives the ramp alone).
+    let p = ramp(a.prefill_concurrency_ramp_duration, "--prefill-concurrency-ramp-duration")?
+        .filter(|_| a.prefill_concurrency.is_some());
+    Ok(Ramps {
+        concurrency_ns: c.map(ns),
+        rate_us: r.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+        prefill_ns: p.map(ns),
+    })
+}
+
+/// `--user-centric-rate` with `--num-users` (AIPerf's user-centric timing), checked: both or
+/// neither, instead of a request rate, a rate series or the trace's timestamps; (rate, users).
+pub fn users(a: &LoadShape, request_rate_given: bool, fixed_schedule: bool) -> Result<Option<(f64, u32)>> {
+    let (r, n) = match (a.user_centric_rate, a.num_users) {
+        (None, None) => return Ok(None),
+        (Some(r), Some(n)) => (r, n),
+        (Some(r), None) => bail!("--user-centric-rate {r:?} needs --num-users (the users who share the rate)"),
+        (None, Some(n)) => bail!("--num-users {n} needs --user-centric-rate (the rate the users share)"),
+    };
+    ensure!(
+        r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1,
+        "--user-centric-rate {r:?}: accepted is {} to {} requests per second",
+        RATE_RANGE.0,
+        RATE_RANGE.1
+    );
+    let n = in_range(n, "--num-users", 1, MAX_CONCURRENCY as u32)?;
+    ensure!(!request_rate_given, "--user-centric-rate {r:?} is the run's rate: drop --request-rate");
+    ensure!(a.request_rate_series.is_none(), "--user-centric-rate {r:?} is the run's rate: drop --request-rate-series");
+    ensure!(
+        a.request_rate_ramp_duration.is_none(),
+        "--request-rate-ramp-duration does not ramp --user-centric-rate: drop the ramp"
+    );
+    ensure!(!fixed_schedule, "--user-centric-rate {r:?} times the turns itself: drop --fixed-schedule");
+    Ok(Some((r, n)))
+}
+
+/// The warm-up's prefill limit: `--warmup-prefill-concurrency` (checked as the run's, against
+/// the warm-up's concurrency) and its ramp, or the run's, as AIPerf's.
+fn warmup_prefill(a: &LoadShape, run: &RunLoad, shape: Warmup) -> Result<Warmup> {
+    let own = a.warmup_prefill_concurrency;
+    let prefill = checked_prefill(own, "--warmup-prefill-concurrency", shape.concurrency, run.streaming, run.shard)?
+        .or(run.prefill);
+    let ramp_ns = ramp(a.warmup_prefill_concurrency_ramp_duration, "--warmup-prefill-concurrency-ramp-duration")?
+        .map(ns)
+        .or(run.ramps.prefill_ns)
+        .filter(|_| prefill.is_some());
+    Ok(Warmup { prefill, prefill_ramp_ns: ramp_ns, ..shape })
+}
+
+/// `--prefill-concurrency`, checked as AIPerf checks it (at least 1, at most `--concurrency`,
+/// only on streamed answers, whose first token ends the prefill), this shard's part of it.
+pub fn prefill(a: &LoadShape, concurrency: Option<usize>, streaming: bool, shard: Shard) -> Result<Option<usize>> {
+    checked_prefill(a.prefill_concurrency, "--prefill-concurrency", concurrency, streaming, shard)
+}
+
+fn checked_prefill(
+    p: Option<usize>,
+    name: &str,
+    concurrency: Option<usize>,
+    streaming: bool,
+    shard: Shard,
+) -> Result<Option<usize>> {
+    let Some(p) = p else { return Ok(None) };
+    let p = in_range(p, name, 1, MAX_CONCURRENCY)?;
+    ensure!(
+        streaming,
+        "{name} {p} needs --streaming: a request's prefill ends with its first streamed token (AIPerf requires it too)"
+    );
+    if let Some(c) = concurrency {
+        ensure!(p <= c, "{name} {p}: accepted is at most the concurrency ({c})");
+    }
+    ensure!(
+        p >= shard.count as usize,
+        "{name} {p} with --shard {shard}: the limit is divided across the {} shards, so it must be at least {}",
+        shard.count,
+        shard.count
+    );
+    Ok(Some(shard.part_of(p as u64) as usize))
 }
 
 /// A `--request-rate-series` file's points as (µs, rate): AIPerf's format (a JSON array of
@@ -137,6 +216,9 @@ pub struct RunLoad {
     pub ramps: Ramps,
     /// The shape of gamma gaps.
     pub smoothness: Option<f64>,
+    /// This process's part of `--prefill-concurrency`.
+    pub prefill: Option<usize>,
+    pub streaming: bool,
 }
 
 /// The warm-up, as AIPerf's: there is one when `--warmup-request-count`, `--num-warmup-sessions`
@@ -199,7 +281,10 @@ pub fn warmup(a: &LoadShape, run: &RunLoad) -> Result<Option<WarmupPlan>> {
             None => run.ramps.rate_us,
         },
         smoothness: run.smoothness,
+        prefill: None,
+        prefill_ramp_ns: None,
     };
+    let shape = warmup_prefill(a, run, shape)?;
     // A shard whose part of the counts is nothing sends no warm-up.
     let nothing = shape.request_limit() == Some(0);
     Ok((shape.is_bounded() && !nothing).then_some(WarmupPlan { shape, grace }))
@@ -243,6 +328,12 @@ pub fn input_config(a: &LoadShape) -> Vec<(&'static str, serde_json::Value)> {
     put("warmup_grace_period", a.warmup_grace_period.map(Into::into));
     put("request_rate_ramp_duration", a.request_rate_ramp_duration.map(Into::into));
     put("concurrency_ramp_duration", a.concurrency_ramp_duration.map(Into::into));
+    put("prefill_concurrency", a.prefill_concurrency.map(Into::into));
+    put("warmup_prefill_concurrency", a.warmup_prefill_concurrency.map(Into::into));
+    put("warmup_prefill_concurrency_ramp_duration", a.warmup_prefill_concurrency_ramp_duration.map(Into::into));
+    put("user_centric_rate", a.user_centric_rate.map(Into::into));
+    put("num_users", a.num_users.map(Into::into));
+    put("prefill_concurrency_ramp_duration", a.prefill_concurrency_ramp_duration.map(Into::into));
     put("warmup_request_rate_ramp_duration", a.warmup_request_rate_ramp_duration.map(Into::into));
     put("warmup_concurrency_ramp_duration", a.warmup_concurrency_ramp_duration.map(Into::into));
     put("arrival_smoothness", a.arrival_smoothness.map(Into::into));
@@ -446,6 +537,83 @@ mod series_tests {
         ] {
             let e = format!("{:#}", with(text, extra).unwrap_err());
             assert!(e.contains(says), "{text}: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod prefill_tests {
+    use crate::profile::plan::replay::tests::plan;
+
+    #[test]
+    fn the_prefill_limit_is_checked_as_aiperf_checks_it() {
+        let p = plan(&["--streaming", "--concurrency", "4", "--prefill-concurrency", "2"]).unwrap();
+        assert_eq!((p.limits.prefill, p.limits.ramps.prefill_ns), (Some(2), None));
+        let p =
+            plan(&["--streaming", "--prefill-concurrency", "3", "--prefill-concurrency-ramp-duration", "1.5"]).unwrap();
+        assert_eq!((p.limits.prefill, p.limits.ramps.prefill_ns), (Some(3), Some(1_500_000_000)));
+        // The warm-up takes the run's limit and ramp unless it has its own.
+        let w = |args: &[&str]| plan(args).unwrap().limits.warmup.unwrap().shape;
+        let run = ["--streaming", "--concurrency", "4", "--warmup-request-count", "2", "--prefill-concurrency", "2"];
+        assert_eq!((w(&run).prefill, w(&run).prefill_ramp_ns), (Some(2), None));
+        let own = [&run[..], &["--warmup-prefill-concurrency", "1", "--warmup-prefill-concurrency-ramp-duration", "1"]]
+            .concat();
+        assert_eq!((w(&own).prefill, w(&own).prefill_ramp_ns), (Some(1), Some(1_000_000_000)));
+        let p = plan(&["--prefill-concurrency-ramp-duration", "1.5"]).unwrap();
+        assert_eq!((p.limits.prefill, p.limits.ramps.prefill_ns), (None, None));
+        let p = plan(&["--streaming", "--prefill-concurrency", "3", "--shard", "0/2"]).unwrap();
+        assert_eq!(p.limits.prefill, Some(2));
+        for (args, says) in [
+            (&["--prefill-concurrency", "1"][..], "--prefill-concurrency 1 needs --streaming"),
+            (
+                &["--streaming", "--concurrency", "2", "--prefill-concurrency", "3"],
+                "accepted is at most the concurrency (2)",
+            ),
+            (
+                &[
+                    "--streaming",
+                    "--concurrency",
+                    "4",
+                    "--warmup-request-count",
+                    "2",
+                    "--warmup-concurrency",
+                    "2",
+                    "--warmup-prefill-concurrency",
+                    "3",
+                ],
+                "--warmup-prefill-concurrency 3: accepted is at most the concurrency (2)",
+            ),
+            (&["--streaming", "--prefill-concurrency", "0"], "--prefill-concurrency 0: accepted is 1 to"),
+            (&["--streaming", "--prefill-concurrency-ramp-duration", "0"], "--prefill-concurrency-ramp-duration 0"),
+            (&["--streaming", "--prefill-concurrency", "1", "--shard", "0/2"], "must be at least 2"),
+        ] {
+            let e = format!("{:#}", plan(args).unwrap_err());
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod user_tests {
+    use crate::profile::plan::replay::tests::plan;
+
+    #[test]
+    fn user_centric_rates_take_their_users_and_nothing_else_that_times_arrivals() {
+        let p = plan(&["--user-centric-rate", "4", "--num-users", "3"]).unwrap();
+        assert_eq!(p.limits.users, Some(3));
+        assert_eq!(p.source.arrivals.rate.map(|r| r.0), Some(4.0));
+        for (args, says) in [
+            (&["--user-centric-rate", "4"][..], "--user-centric-rate 4.0 needs --num-users"),
+            (&["--num-users", "4"], "--num-users 4 needs --user-centric-rate"),
+            (&["--user-centric-rate", "4", "--num-users", "0"], "--num-users 0: accepted is 1 to"),
+            (&["--user-centric-rate", "0", "--num-users", "2"], "--user-centric-rate 0.0: accepted is"),
+            (&["--user-centric-rate", "4", "--num-users", "2", "--request-rate", "3"], "drop --request-rate"),
+            (&["--user-centric-rate", "4", "--num-users", "2", "--fixed-schedule"], "drop --fixed-schedule"),
+        ] {
+            let e = format!("{:#}", plan(args).unwrap_err());
+            assert!(e.contains(says), "{args:?}: {e}");
         }
     }
 }
