@@ -41,6 +41,13 @@ pub fn summary_csv(s: &RunSummary) -> String {
         row.push(',');
         rows.push((format!("adj_{}", metric.tag()), row));
     }
+    // The time-weighted metrics have no sum, p1, p5, p10, p25 nor p75.
+    for (metric, t) in &r.timeline {
+        let [avg, p50, p90, p95, p99, min, max, std] = t.stats().map(|(_, v)| num(v));
+        let row =
+            format!("{},{avg},{min},{max},,,,,,{p50},,{p90},{p95},{p99},{std}", name(metric.header(), metric.unit()));
+        rows.push((metric.tag().to_owned(), row));
+    }
     rows.sort_by(|a, b| a.0.cmp(&b.0));
     let mut out = String::from("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\r\n");
     for (_, row) in rows {

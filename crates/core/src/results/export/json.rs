@@ -56,6 +56,14 @@ pub fn summary_json(s: &RunSummary) -> String {
     for (metric, d) in &s.report.metrics {
         m.insert(metric.tag().into(), dist_json(metric.unit(), d));
     }
+    for (metric, t) in &s.report.timeline {
+        let mut o = Map::new();
+        o.insert("unit".into(), json!(metric.unit()));
+        for (k, v) in t.stats() {
+            o.insert(k.into(), json!(v));
+        }
+        m.insert(metric.tag().into(), Value::Object(o));
+    }
     for (tag, _, unit, v) in scalars(&s.report) {
         m.insert(tag.into(), json!({"unit": unit, "avg": v}));
     }
