@@ -221,4 +221,12 @@ fn an_aiperf_run_and_ours_with_the_same_options_differ_only_where_they_do() {
         ["--custom-dataset-type", "--gpu-telemetry", "--no-gpu-telemetry", "--server-metrics", "--tokenizer", "--url"];
     assert!(listed.iter().all(|k| expected.contains(&k.as_str())), "{listed:?}");
     assert!(listed.contains(&"--url".to_owned()), "{listed:?}");
+    // A fixed-schedule run of ours has AIPerf's anchored send lag and its time-weighted metrics.
+    let s = summary(&run);
+    for key in ["replay_sched_lag_p50", "replay_sched_lag_p99", "replay_sched_degraded", "effective_concurrency"] {
+        assert!(s[key]["avg"].is_number(), "{key}: {}", s[key]);
+    }
+    let late = &s["send_lateness"];
+    let lag = late["p99"].as_f64().unwrap() - late["min"].as_f64().unwrap();
+    assert!((s["replay_sched_lag_p99"]["avg"].as_f64().unwrap() - lag).abs() < 1e-9);
 }

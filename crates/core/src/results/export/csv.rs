@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{scalars, stat_keys, url_name};
+use super::{replay_sched_lag, scalars, stat_keys, url_name};
 use crate::csv;
 use crate::results::metrics::Metric;
 use crate::results::summary::RunSummary;
@@ -56,6 +56,7 @@ pub fn summary_csv(s: &RunSummary) -> String {
     }
     out.push_str("\r\nMetric,Value\r\n");
     let mut scalar_rows = scalars(r);
+    scalar_rows.extend(replay_sched_lag(s));
     scalar_rows.sort_by(|a, b| a.0.cmp(b.0));
     for (_, header, unit, v) in scalar_rows {
         let _ = write!(out, "{},{}\r\n", name(header, unit), num(v));

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{cpu_per_request_us, scalars, url_name};
+use super::{cpu_per_request_us, replay_sched_lag, scalars, url_name};
 use crate::datetime::iso8601;
 use crate::results::aggregate::{Adjusted, Report, UrlReport};
 use crate::results::metrics::Metric;
@@ -64,7 +64,7 @@ pub fn summary_json(s: &RunSummary) -> String {
         }
         m.insert(metric.tag().into(), Value::Object(o));
     }
-    for (tag, _, unit, v) in scalars(&s.report) {
+    for (tag, _, unit, v) in scalars(&s.report).into_iter().chain(replay_sched_lag(s)) {
         m.insert(tag.into(), json!({"unit": unit, "avg": v}));
     }
     for (metric, a) in &s.report.adjusted {
