@@ -39,7 +39,8 @@ fn time_weighted(tag: &str) -> bool {
 /// How far a time-weighted statistic of ours may be from AIPerf's (relative): AIPerf weighs over
 /// its phase's window, known here only from `start_time`/`end_time` to the microsecond, and
 /// computes on float64 wall-clock times (256 ns steps near 2026) where ours are exact
-/// nanoseconds.
+/// nanoseconds. Over the nine fixture runs: avg within 1.3e-5, percentiles 2e-5, min and max
+/// 3e-5, std 1.6e-4 (it squares the rates of the shortest chunk gaps, where 256 ns weigh most).
 const TIME_WEIGHTED_TOLERANCE: f64 = 1e-3;
 
 /// The CSV names of the time-weighted metrics.
