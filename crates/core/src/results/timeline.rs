@@ -311,12 +311,13 @@ impl Timeline {
             osl: get(Metric::OutputSequenceLength),
             later_chunks: 0,
         };
-        if m.is_some() && r.streaming {
-            if let Some((&first, later)) = r.chunk_ns.split_first() {
-                span.first = first;
-                span.later_chunks = later.len() as u32;
-                self.chunks.extend_from_slice(later);
-            }
+        if m.is_some()
+            && r.streaming
+            && let Some((&first, later)) = r.chunk_ns.split_first()
+        {
+            span.first = first;
+            span.later_chunks = later.len() as u32;
+            self.chunks.extend_from_slice(later);
         }
         self.spans.push(span);
         let origin = r.scheduled_ns.min(r.sent_ns);
