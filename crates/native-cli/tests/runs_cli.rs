@@ -183,3 +183,50 @@ fn a_sweep_folder_is_drawn_as_a_curve_and_its_sub_runs_compared() {
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["runs"], serde_json::json!(["sweep concurrency=1", "sweep concurrency=2", "sweep concurrency=4"]));
 }
+
+/// AIPerf's fixed-schedule run against ours made with the same options: compare reads both
+/// through AIPerf's option names and lists only what really differs.
+#[test]
+fn an_aiperf_run_and_ours_with_the_same_options_differ_only_where_they_do() {
+    let theirs = root().join("tests/fixtures/aiperf-0.13.0-runs/fixed-schedule-streaming");
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("fixed-schedule-streaming");
+    std::fs::create_dir(&run).unwrap();
+    std::fs::copy(theirs.join("trace.jsonl"), run.join("trace.jsonl")).unwrap();
+    let mock = Mock::start(&["--ttft-ms", "20", "--itl-ms", "2"]);
+    let tok = tokenizer();
+    // AIPerf's command line (COMMAND.txt), but for the mock's URL and the tokenizer's file.
+    let child = Command::new(BIN)
+        .current_dir(dir.path())
+        .args(["profile", "-m", "mock", "-u", &mock.url, "--tokenizer", &tok, "--ui-type", "none"])
+        .args(["--random-seed", "1", "--artifact-dir", "fixed-schedule-streaming", "--endpoint-type", "chat"])
+        .args(["--streaming", "--input-file", "fixed-schedule-streaming/trace.jsonl"])
+        .args(["--custom-dataset-type", "mooncake_trace", "--fixed-schedule", "--synthesis-speedup-ratio", "20"])
+        .args(["--synthesis-max-osl", "32", "--prompt-input-tokens-block-size", "16"])
+        .env_remove("OPENAI_API_KEY")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    ok(&wait_limited(child, LIMIT));
+    let out = cli(&["compare", "--format", "json", theirs.to_str().unwrap(), run.to_str().unwrap()]);
+    ok(&out);
+    let c: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let listed: Vec<String> =
+        c["differing_input_config"].as_array().unwrap().iter().map(|d| d["key"].as_str().unwrap().to_owned()).collect();
+    // Really different: the mock's port and the tokenizer's name; AIPerf turns GPU telemetry on
+    // by default and leaves the server's metrics URL implicit where ours writes the one it
+    // scraped; ours writes the dataset type only when the format is not detected.
+    let expected =
+        ["--custom-dataset-type", "--gpu-telemetry", "--no-gpu-telemetry", "--server-metrics", "--tokenizer", "--url"];
+    assert!(listed.iter().all(|k| expected.contains(&k.as_str())), "{listed:?}");
+    assert!(listed.contains(&"--url".to_owned()), "{listed:?}");
+    // A fixed-schedule run of ours has AIPerf's anchored send lag and its time-weighted metrics.
+    let s = summary(&run);
+    for key in ["replay_sched_lag_p50", "replay_sched_lag_p99", "replay_sched_degraded", "effective_concurrency"] {
+        assert!(s[key]["avg"].is_number(), "{key}: {}", s[key]);
+    }
+    let late = &s["send_lateness"];
+    let lag = late["p99"].as_f64().unwrap() - late["min"].as_f64().unwrap();
+    assert!((s["replay_sched_lag_p99"]["avg"].as_f64().unwrap() - lag).abs() < 1e-9);
+}

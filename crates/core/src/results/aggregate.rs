@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::results::metrics::{Metric, RequestMetrics, Slo, meets, osl_mismatch};
 use crate::results::record::RequestRecord;
+use crate::results::timeline::{TimeWeighted, Timeline, TimelineMetric};
 use crate::stats::{Distribution, REPORT_PERCENTILES, nearest_rank, sorted};
 
 /// Longest error message kept as an example of its kind (characters).
@@ -60,6 +61,8 @@ pub struct Aggregate {
     pub counted_both: (u64, u64, u64),
     /// Per `--url` (records with a [`RequestRecord::url_index`]), by index.
     pub per_url: BTreeMap<u32, UrlAggregate>,
+    /// Every request's phases, for the time-weighted metrics.
+    pub timeline: Timeline,
 }
 
 /// What one URL of several served: request counts and latencies (the rest is run-wide).
@@ -107,6 +110,7 @@ impl Aggregate {
     /// Adds one record; returns its metrics when it succeeded.
     pub fn add(&mut self, r: &RequestRecord, use_server_token_count: bool, slos: &[Slo]) -> Option<RequestMetrics> {
         let m = self.add_run_wide(r, use_server_token_count, slos);
+        self.timeline.add(r, m.as_ref());
         if let Some(i) = r.url_index {
             self.per_url.entry(i).or_default().add(m.as_ref());
         }
@@ -255,6 +259,7 @@ impl Aggregate {
         for (i, u) in &other.per_url {
             self.per_url.entry(*i).or_default().merge(u);
         }
+        self.timeline.merge(&other.timeline);
     }
 
     /// Number of failed requests.
@@ -384,6 +389,7 @@ impl Aggregate {
                     time_to_first_token: Distribution::of(&u.ttft_ms),
                 })
                 .collect(),
+            timeline: self.timeline.window().map_or_else(Vec::new, |(a, b)| self.timeline.metrics(a, b)),
             outcomes: Outcomes {
                 completed: self.ok,
                 cancelled: self.errors.get("cancelled").copied().unwrap_or(0),
@@ -487,6 +493,8 @@ pub struct Report {
     pub token_count_check: Option<TokenCountCheck>,
     /// Per URL when requests went to several (`--url` repeated), by index; empty otherwise.
     pub per_url: Vec<UrlReport>,
+    /// AIPerf's time-weighted metrics over the run's window ([`Timeline::window`]).
+    pub timeline: Vec<(TimelineMetric, TimeWeighted)>,
 }
 
 /// Output tokens counted by the client (re-tokenized text) and by the server (`usage`).

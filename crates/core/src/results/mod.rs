@@ -6,7 +6,8 @@
 //! - [`aggregate`]: the metrics of many requests, mergeable, and the run's [`aggregate::Report`];
 //! - [`summary`]: everything known at the end of a run ([`summary::RunSummary`]);
 //! - [`export`]: the summary as `profile_export_aiperf.json`/`.csv` and the console table;
-//! - [`timeslices`]: the run's metrics per slice of send time (`--slice-duration`).
+//! - [`timeslices`]: the run's metrics per slice of send time (`--slice-duration`);
+//! - [`timeline`]: AIPerf's time-weighted metrics (`effective_*`, `active_*`, `tokens_in_flight`).
 
 pub mod aggregate;
 pub mod export;
@@ -15,4 +16,5 @@ pub mod live;
 pub mod metrics;
 pub mod record;
 pub mod summary;
+pub mod timeline;
 pub mod timeslices;

@@ -53,6 +53,23 @@ pub fn summary_table(r: &Report) -> String {
             d.std
         );
     }
+    // AIPerf's time-weighted metrics: their statistics weigh each value by how long it held.
+    for (m, t) in &r.timeline {
+        let _ = write!(
+            out,
+            r#"<tr data-metric="{}"><td>{} ({}, time-weighted)</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td></tr>"#,
+            m.tag(),
+            esc(m.header()),
+            m.unit(),
+            t.avg,
+            t.min,
+            t.max,
+            t.p50,
+            t.p90,
+            t.p99,
+            t.std
+        );
+    }
     out.push_str("</tbody></table>");
     out.push_str(r#"<table class="scalars"><tbody>"#);
     let mut scalar = |tag: &str, name: &str, unit: &str, v: String| {

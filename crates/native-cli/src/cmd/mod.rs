@@ -6,6 +6,7 @@ pub mod analyze;
 pub mod convert;
 pub mod hash_prompts;
 pub mod merge;
+pub mod option_names;
 pub mod report;
 pub mod simulate;
 pub mod synthesize;

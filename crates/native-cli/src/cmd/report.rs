@@ -13,6 +13,7 @@ use aiperf_core::view::server::{SERVER_METRICS_FILE, ServerTimeline};
 use aiperf_core::view::{CONFIG_FILE, MAX_RUNS, Run, RunLoader, RunSettings, compare, default_label, html};
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
+use serde_json::Value;
 
 use crate::exit::BadInput;
 use crate::io::{input, output};
@@ -140,8 +141,8 @@ fn campaign(path: &Path) -> Result<Option<(Curve, Vec<SubRun>)>> {
 }
 
 /// The curves of the campaign folders given, every run (a campaign's sub-runs when all runs fit
-/// in [`MAX_RUNS`]), labelled, and the 0-based baseline.
-fn load_all(a: &RunsArgs) -> Result<(Vec<Curve>, Vec<Run>, usize)> {
+/// in [`MAX_RUNS`]), labelled, the 0-based baseline, and the runs' paths.
+fn load_all(a: &RunsArgs) -> Result<(Vec<Curve>, Vec<Run>, usize, Vec<PathBuf>)> {
     if a.runs.len() > MAX_RUNS {
         return Err(bad(format!("{} runs given: at most {MAX_RUNS} are compared at once", a.runs.len())));
     }
@@ -185,7 +186,7 @@ fn load_all(a: &RunsArgs) -> Result<(Vec<Curve>, Vec<Run>, usize)> {
         )));
     }
     let runs = paths.iter().map(|(p, l)| load(p, l.as_deref())).collect::<Result<Vec<_>>>()?;
-    Ok((curves, runs, a.baseline.saturating_sub(1)))
+    Ok((curves, runs, a.baseline.saturating_sub(1), paths.into_iter().map(|(p, _)| p).collect()))
 }
 
 pub fn run_report(a: ReportArgs) -> Result<()> {
@@ -194,7 +195,7 @@ pub fn run_report(a: ReportArgs) -> Result<()> {
     }
     let inputs: Vec<PathBuf> = a.runs.runs.iter().map(|p| files_of(p).0).collect();
     output::refuse_same_files(&[a.output.as_path()], &inputs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
-    let (curves, runs, baseline) = load_all(&a.runs)?;
+    let (curves, runs, baseline, _) = load_all(&a.runs)?;
     let refs: Vec<&Run> = runs.iter().collect();
     let curve_refs: Vec<&Curve> = curves.iter().collect();
     let page = html::report_page_with(&curve_refs, &refs, baseline);
@@ -207,13 +208,34 @@ pub fn run_report(a: ReportArgs) -> Result<()> {
     Ok(())
 }
 
+/// When a run written by AIPerf (its options only in `input_config`) is compared, every run's
+/// options are AIPerf's `input_config` under AIPerf's option names
+/// ([`option_names`](super::option_names::option_names)), so that only options that differ are
+/// listed; runs of ours alone are compared on `aiperf_cli_config`.
+fn same_option_names(runs: &mut [Run], paths: &[PathBuf]) {
+    let summaries: Vec<Option<Value>> = paths
+        .iter()
+        .map(|p| std::fs::read_to_string(files_of(p).1).ok().and_then(|t| serde_json::from_str(&t).ok()))
+        .collect();
+    let aiperfs = summaries.iter().flatten().any(|s| s.get("aiperf_cli_config").is_none());
+    if !aiperfs {
+        return;
+    }
+    for (run, summary) in runs.iter_mut().zip(&summaries) {
+        if let Some(config) = summary.as_ref().and_then(|s| s.get("input_config")).filter(|c| c.is_object()) {
+            run.settings.input_config = super::option_names::option_names(config);
+        }
+    }
+}
+
 pub fn run_compare(a: CompareArgs) -> Result<()> {
-    let (_, runs, baseline) = load_all(&a.runs)?;
+    let (_, mut runs, baseline, paths) = load_all(&a.runs)?;
     if runs.is_empty() {
         return Err(bad(
             "no run to compare: a campaign's sub-runs are compared when at most 8 runs are given in all".into()
         ));
     }
+    same_option_names(&mut runs, &paths);
     let refs: Vec<&Run> = runs.iter().collect();
     let c = compare::compare(&refs, baseline);
     let text = match a.format {

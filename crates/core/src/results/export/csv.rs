@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{scalars, stat_keys, url_name};
+use super::{replay_sched_lag, scalars, stat_keys, url_name};
 use crate::csv;
 use crate::results::metrics::Metric;
 use crate::results::summary::RunSummary;
@@ -41,6 +41,13 @@ pub fn summary_csv(s: &RunSummary) -> String {
         row.push(',');
         rows.push((format!("adj_{}", metric.tag()), row));
     }
+    // The time-weighted metrics have no sum, p1, p5, p10, p25 nor p75.
+    for (metric, t) in &r.timeline {
+        let [avg, p50, p90, p95, p99, min, max, std] = t.stats().map(|(_, v)| num(v));
+        let row =
+            format!("{},{avg},{min},{max},,,,,,{p50},,{p90},{p95},{p99},{std}", name(metric.header(), metric.unit()));
+        rows.push((metric.tag().to_owned(), row));
+    }
     rows.sort_by(|a, b| a.0.cmp(&b.0));
     let mut out = String::from("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\r\n");
     for (_, row) in rows {
@@ -49,6 +56,7 @@ pub fn summary_csv(s: &RunSummary) -> String {
     }
     out.push_str("\r\nMetric,Value\r\n");
     let mut scalar_rows = scalars(r);
+    scalar_rows.extend(replay_sched_lag(s));
     scalar_rows.sort_by(|a, b| a.0.cmp(b.0));
     for (_, header, unit, v) in scalar_rows {
         let _ = write!(out, "{},{}\r\n", name(header, unit), num(v));

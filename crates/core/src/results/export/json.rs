@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{cpu_per_request_us, scalars, url_name};
+use super::{cpu_per_request_us, replay_sched_lag, scalars, url_name};
 use crate::datetime::iso8601;
 use crate::results::aggregate::{Adjusted, Report, UrlReport};
 use crate::results::metrics::Metric;
@@ -56,7 +56,15 @@ pub fn summary_json(s: &RunSummary) -> String {
     for (metric, d) in &s.report.metrics {
         m.insert(metric.tag().into(), dist_json(metric.unit(), d));
     }
-    for (tag, _, unit, v) in scalars(&s.report) {
+    for (metric, t) in &s.report.timeline {
+        let mut o = Map::new();
+        o.insert("unit".into(), json!(metric.unit()));
+        for (k, v) in t.stats() {
+            o.insert(k.into(), json!(v));
+        }
+        m.insert(metric.tag().into(), Value::Object(o));
+    }
+    for (tag, _, unit, v) in scalars(&s.report).into_iter().chain(replay_sched_lag(s)) {
         m.insert(tag.into(), json!({"unit": unit, "avg": v}));
     }
     for (metric, a) in &s.report.adjusted {

@@ -129,6 +129,41 @@ pub(crate) fn scalars(r: &Report) -> Vec<(&'static str, &'static str, &'static s
     v
 }
 
+/// A p99 of the anchored send lag above this (ms) flags a fixed-schedule replay as degraded
+/// (AIPerf's `REPLAY_SCHED_DEGRADED_THRESHOLD_MS`).
+pub const REPLAY_SCHED_DEGRADED_MS: f64 = 500.0;
+
+/// AIPerf's `replay_sched_lag_p50/p90/p99` and `replay_sched_degraded`, for a fixed-schedule run
+/// only (its `input_config`'s profiling phase): the send lateness of each request anchored at the
+/// least late one (p − min, the percentiles linear as numpy's), in ms; degraded (1) when the p99
+/// is over [`REPLAY_SCHED_DEGRADED_MS`]. Every request counts, a session's later turns too (AIPerf
+/// leaves out the turns sent after a delay, which carry no time of their own in its schedule).
+pub(crate) fn replay_sched_lag(s: &RunSummary) -> Vec<(&'static str, &'static str, &'static str, f64)> {
+    let fixed = s
+        .input_config
+        .get("phases")
+        .and_then(serde_json::Value::as_array)
+        .and_then(|p| p.last())
+        .and_then(|p| p.get("type"))
+        .is_some_and(|t| t == "fixed_schedule");
+    let Some(d) = s.report.get(crate::results::metrics::Metric::SendLateness).filter(|_| fixed) else {
+        return Vec::new();
+    };
+    let lag = |p: f64| d.percentile(p).map_or(0.0, |v| (v - d.min).max(0.0));
+    let p99 = lag(99.0);
+    vec![
+        ("replay_sched_lag_p50", "Replay Schedule Lag p50", "ms", lag(50.0)),
+        ("replay_sched_lag_p90", "Replay Schedule Lag p90", "ms", lag(90.0)),
+        ("replay_sched_lag_p99", "Replay Schedule Lag p99", "ms", p99),
+        (
+            "replay_sched_degraded",
+            "Replay Schedule Degraded",
+            "count",
+            f64::from(u8::from(p99 > REPLAY_SCHED_DEGRADED_MS)),
+        ),
+    ]
+}
+
 fn cpu_per_request_us(s: &RunSummary, cpu: f64) -> f64 {
     let total = s.report.request_count + s.report.error_request_count;
     if total > 0 { cpu * 1e6 / total as f64 } else { 0.0 }
@@ -313,6 +348,20 @@ mod tests {
         );
         assert_eq!(c["server_kv_cache_usage"]["max"], 0.3);
         assert_eq!(c["server_queue_depth"]["max"], 3.0);
+    }
+
+    #[test]
+    fn a_fixed_schedule_run_has_aiperfs_anchored_send_lag() {
+        let mut s = sample();
+        assert!(!summary_json(&s).contains("replay_sched_lag_p50"));
+        s.input_config = json!({"phases": [{"name": "profiling", "type": "fixed_schedule"}]});
+        let v: Value = serde_json::from_str(&summary_json(&s)).unwrap();
+        // Send lateness 0.05 ms on the four successful requests and 0 on the failed one.
+        let late = s.report.get(crate::results::metrics::Metric::SendLateness).unwrap();
+        let p50 = late.percentile(50.0).unwrap() - late.min;
+        assert!((v["replay_sched_lag_p50"]["avg"].as_f64().unwrap() - p50).abs() < 1e-12, "{v}");
+        assert_eq!(v["replay_sched_degraded"], json!({"unit": "count", "avg": 0.0}));
+        assert!(summary_csv(&s).contains("\r\nReplay Schedule Degraded,0.00\r\n"));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use super::replay::{Input, ReplayPlan};
 use super::secrets::redact_url;
 use crate::io::trace_format::FormatChoice;
-use crate::profile::options::Args;
+use crate::profile::options::{Args, UiType};
 
 /// AIPerf's `--request-timeout-seconds` default (6 hours).
 const AIPERF_TIMEOUT_S: f64 = 21_600.0;
@@ -163,6 +163,15 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
         [("json", json_file), ("csv", csv_file)].into_iter().filter(|f| f.1).map(|f| f.0).collect();
     config
         .insert("server_metrics".into(), json!({"enabled": !metrics.is_empty(), "urls": metrics, "formats": formats}));
+    match a.ui_type {
+        UiType::Simple => {}
+        UiType::Dashboard => {
+            config.insert("runtime".into(), json!({"ui": "dashboard"}));
+        }
+        UiType::None => {
+            config.insert("runtime".into(), json!({"ui": "none"}));
+        }
+    }
     Value::Object(config)
 }
 

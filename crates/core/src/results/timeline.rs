@@ -1,0 +1,565 @@
+//! AIPerf's time-weighted metrics of a run (`effective_*`, `active_*`, `tokens_in_flight`): each
+//! request's phases on the run's clock (prefill from its send to its first token, decode from
+//! there to its end, each chunk of the answer) are summed into step functions over time, and
+//! their statistics are weighted by how long each value held.
+//!
+//! AIPerf's definitions (`aiperf.analysis.sweepline*`):
+//! - concurrency: requests between send and end (failed ones included); decode concurrency
+//!   between first token and end; prefill concurrency between send and first token;
+//! - decode throughput: every chunk gap of a request carries an equal share of its
+//!   `output_sequence_length − 1` tokens (gaps of zero carry none); without any chunk gap in the
+//!   run, a request's `osl − 1` tokens spread evenly from first token to end;
+//! - prefill throughput: `input_sequence_length` spread evenly from send to first token;
+//! - total throughput: prefill plus the even decode spread (never per chunk);
+//! - per user: throughput divided by the concurrency of its phase (0 where none);
+//! - tokens in flight: input tokens from the send, output tokens as their chunks arrive (or all
+//!   at the first token without chunk gaps), all freed at the end;
+//! - `effective_*` weight over the whole window; `active_*` only over the time the phase had a
+//!   request in it.
+//!
+//! Statistics: avg and std weighted by duration over the window, min and max of the values held,
+//! p50/p90/p95/p99 the first value whose cumulated duration reaches the fraction.
+
+use serde::{Deserialize, Serialize};
+
+use crate::results::metrics::{Metric, RequestMetrics};
+use crate::results::record::RequestRecord;
+
+/// No time (a request without a first token).
+const NO_TIME: u64 = u64::MAX;
+
+/// One request's phases and token counts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Span {
+    start: u64,
+    /// First token ([`NO_TIME`] without one).
+    first: u64,
+    end: u64,
+    /// NaN when the request has no such count (failed requests have neither).
+    isl: f64,
+    osl: f64,
+    /// Chunks after the first, kept in [`Timeline::chunks`] in order of the spans.
+    later_chunks: u32,
+}
+
+/// The phases of every request, collected as they end; mergeable.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Timeline {
+    spans: Vec<Span>,
+    /// Arrival of every chunk after the first, span after span.
+    chunks: Vec<u64>,
+    /// The earliest scheduled (or sent) time: where the run's window starts.
+    origin: Option<u64>,
+}
+
+/// A time-weighted metric of the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TimelineMetric {
+    EffectiveConcurrency,
+    EffectiveDecodeThroughput,
+    EffectivePrefillThroughput,
+    EffectiveDecodeConcurrency,
+    EffectivePrefillConcurrency,
+    EffectiveTotalThroughput,
+    EffectiveDecodeThroughputPerUser,
+    EffectivePrefillThroughputPerUser,
+    TokensInFlight,
+    ActiveDecodeThroughput,
+    ActivePrefillThroughput,
+    ActiveDecodeThroughputPerUser,
+    ActivePrefillThroughputPerUser,
+    ActiveTotalThroughput,
+}
+
+impl TimelineMetric {
+    /// AIPerf's tag.
+    pub fn tag(self) -> &'static str {
+        match self {
+            TimelineMetric::EffectiveConcurrency => "effective_concurrency",
+            TimelineMetric::EffectiveDecodeThroughput => "effective_decode_throughput",
+            TimelineMetric::EffectivePrefillThroughput => "effective_prefill_throughput",
+            TimelineMetric::EffectiveDecodeConcurrency => "effective_decode_concurrency",
+            TimelineMetric::EffectivePrefillConcurrency => "effective_prefill_concurrency",
+            TimelineMetric::EffectiveTotalThroughput => "effective_total_throughput",
+            TimelineMetric::EffectiveDecodeThroughputPerUser => "effective_decode_throughput_per_user",
+            TimelineMetric::EffectivePrefillThroughputPerUser => "effective_prefill_throughput_per_user",
+            TimelineMetric::TokensInFlight => "tokens_in_flight",
+            TimelineMetric::ActiveDecodeThroughput => "active_decode_throughput",
+            TimelineMetric::ActivePrefillThroughput => "active_prefill_throughput",
+            TimelineMetric::ActiveDecodeThroughputPerUser => "active_decode_throughput_per_user",
+            TimelineMetric::ActivePrefillThroughputPerUser => "active_prefill_throughput_per_user",
+            TimelineMetric::ActiveTotalThroughput => "active_total_throughput",
+        }
+    }
+
+    /// AIPerf's header.
+    pub fn header(self) -> &'static str {
+        match self {
+            TimelineMetric::EffectiveConcurrency => "Effective Concurrency",
+            TimelineMetric::EffectiveDecodeThroughput => "Effective Decode Throughput",
+            TimelineMetric::EffectivePrefillThroughput => "Effective Prefill Throughput",
+            TimelineMetric::EffectiveDecodeConcurrency => "Effective Decode Concurrency",
+            TimelineMetric::EffectivePrefillConcurrency => "Effective Prefill Concurrency",
+            TimelineMetric::EffectiveTotalThroughput => "Effective Total Throughput",
+            TimelineMetric::EffectiveDecodeThroughputPerUser => "Effective Decode Throughput Per User",
+            TimelineMetric::EffectivePrefillThroughputPerUser => "Effective Prefill Throughput Per User",
+            TimelineMetric::TokensInFlight => "Tokens In Flight",
+            TimelineMetric::ActiveDecodeThroughput => "Active Decode Throughput",
+            TimelineMetric::ActivePrefillThroughput => "Active Prefill Throughput",
+            TimelineMetric::ActiveDecodeThroughputPerUser => "Active Decode Throughput Per User",
+            TimelineMetric::ActivePrefillThroughputPerUser => "Active Prefill Throughput Per User",
+            TimelineMetric::ActiveTotalThroughput => "Active Total Throughput",
+        }
+    }
+
+    /// AIPerf's unit.
+    pub fn unit(self) -> &'static str {
+        use TimelineMetric as T;
+        match self {
+            T::EffectiveConcurrency | T::EffectiveDecodeConcurrency | T::EffectivePrefillConcurrency => "requests",
+            T::TokensInFlight => "tokens",
+            T::EffectiveDecodeThroughputPerUser
+            | T::EffectivePrefillThroughputPerUser
+            | T::ActiveDecodeThroughputPerUser
+            | T::ActivePrefillThroughputPerUser => "tokens/sec/user",
+            _ => "tokens/sec",
+        }
+    }
+}
+
+/// Time-weighted statistics of a step function (AIPerf's `SweepLineStats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeWeighted {
+    pub avg: f64,
+    pub min: f64,
+    pub max: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub std: f64,
+}
+
+impl TimeWeighted {
+    /// The statistics as (AIPerf's key, value), in the order AIPerf writes them.
+    pub fn stats(&self) -> [(&'static str, f64); 8] {
+        [
+            ("avg", self.avg),
+            ("p50", self.p50),
+            ("p90", self.p90),
+            ("p95", self.p95),
+            ("p99", self.p99),
+            ("min", self.min),
+            ("max", self.max),
+            ("std", self.std),
+        ]
+    }
+}
+
+/// A step function: from each time on, the value until the next (sorted, distinct times; 0
+/// before the first).
+type Steps = Vec<(u64, f64)>;
+
+/// Sums the deltas of events into a step function (AIPerf's cumulated sweep: a value smaller
+/// than 1e-9 of the largest is rounding and counts as 0).
+fn sweep(mut events: Vec<(u64, f64)>) -> Steps {
+    events.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let mut steps: Steps = Vec::with_capacity(events.len());
+    let mut level = 0.0;
+    let mut largest: f64 = 0.0;
+    for (t, d) in events {
+        level += d;
+        largest = largest.max(level.abs());
+        match steps.last_mut() {
+            Some(last) if last.0 == t => last.1 = level,
+            _ => steps.push((t, level)),
+        }
+    }
+    for s in &mut steps {
+        if s.1.abs() < 1e-9 * largest {
+            s.1 = 0.0;
+        }
+    }
+    steps
+}
+
+/// The value of `steps` at `t`.
+fn at(steps: &Steps, t: u64) -> f64 {
+    match steps.partition_point(|s| s.0 <= t) {
+        0 => 0.0,
+        i => steps[i - 1].1,
+    }
+}
+
+/// The segments of `[from, to)` on which both step functions hold: (duration, a, b).
+fn segments(a: &Steps, b: &Steps, from: u64, to: u64) -> Vec<(u64, f64, f64)> {
+    let inside = |s: &Steps| {
+        let lo = s.partition_point(|x| x.0 <= from);
+        let hi = s.partition_point(|x| x.0 < to);
+        s[lo..hi.max(lo)].iter().map(|x| x.0).collect::<Vec<_>>()
+    };
+    let mut cuts = inside(a);
+    cuts.extend(inside(b));
+    cuts.push(from);
+    cuts.push(to);
+    cuts.sort_unstable();
+    cuts.dedup();
+    let (mut ia, mut ib) = (a.partition_point(|x| x.0 <= from), b.partition_point(|x| x.0 <= from));
+    let (mut va, mut vb) = (at(a, from), at(b, from));
+    let mut out = Vec::with_capacity(cuts.len());
+    for w in cuts.windows(2) {
+        let t = w[0];
+        while ia < a.len() && a[ia].0 <= t {
+            va = a[ia].1;
+            ia += 1;
+        }
+        while ib < b.len() && b[ib].0 <= t {
+            vb = b[ib].1;
+            ib += 1;
+        }
+        out.push((w[1] - t, va, vb));
+    }
+    out
+}
+
+/// Statistics of values held for durations, over `total` (ns).
+fn weighted(mut held: Vec<(u64, f64)>, total: f64) -> TimeWeighted {
+    held.retain(|h| h.0 > 0);
+    if held.is_empty() || total <= 0.0 {
+        return TimeWeighted::default();
+    }
+    let avg = held.iter().map(|&(d, v)| v * d as f64).sum::<f64>() / total;
+    let var = held.iter().map(|&(d, v)| d as f64 * (v - avg) * (v - avg)).sum::<f64>() / total;
+    held.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let whole: f64 = held.iter().map(|h| h.0 as f64).sum();
+    let mut cum = Vec::with_capacity(held.len());
+    let mut c = 0.0;
+    for h in &held {
+        c += h.0 as f64;
+        cum.push(c / whole);
+    }
+    let q = |f: f64| held[cum.partition_point(|&x| x < f).min(held.len() - 1)].1;
+    TimeWeighted {
+        avg,
+        min: held[0].1,
+        max: held[held.len() - 1].1,
+        p50: q(0.50),
+        p90: q(0.90),
+        p95: q(0.95),
+        p99: q(0.99),
+        std: var.sqrt(),
+    }
+}
+
+/// Time-weighted statistics of `steps` over `[from, to)`.
+fn over_window(steps: &Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
+    if steps.is_empty() || to <= from {
+        return TimeWeighted::default();
+    }
+    let none = Steps::new();
+    let held = segments(steps, &none, from, to).into_iter().map(|(d, v, _)| (d, v * scale)).collect();
+    weighted(held, (to - from) as f64)
+}
+
+/// Time-weighted statistics of `rate` over the time of `[from, to)` when `mask` is above 0.
+fn while_active(rate: &Steps, mask: &Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
+    if rate.is_empty() || mask.is_empty() || to <= from {
+        return TimeWeighted::default();
+    }
+    let held: Vec<(u64, f64)> =
+        segments(rate, mask, from, to).into_iter().filter(|s| s.2 > 0.0).map(|(d, v, _)| (d, v * scale)).collect();
+    let active: u64 = held.iter().map(|h| h.0).sum();
+    weighted(held, active as f64)
+}
+
+/// `num / den` where `den` is above 0, else 0.
+fn divide(num: &Steps, den: &Steps) -> Steps {
+    if num.is_empty() || den.is_empty() {
+        return Steps::new();
+    }
+    let mut times: Vec<u64> = num.iter().chain(den).map(|s| s.0).collect();
+    times.sort_unstable();
+    times.dedup();
+    let (mut i, mut j, mut n, mut d) = (0, 0, 0.0, 0.0);
+    times
+        .into_iter()
+        .map(|t| {
+            while i < num.len() && num[i].0 <= t {
+                n = num[i].1;
+                i += 1;
+            }
+            while j < den.len() && den[j].0 <= t {
+                d = den[j].1;
+                j += 1;
+            }
+            (t, if d > 0.0 { n / d } else { 0.0 })
+        })
+        .collect()
+}
+
+const PER_SECOND: f64 = 1e9;
+
+impl Timeline {
+    /// Adds one request (`m`: its metrics when it succeeded).
+    pub fn add(&mut self, r: &RequestRecord, m: Option<&RequestMetrics>) {
+        let get = |k: Metric| m.and_then(|m| m.get(k)).unwrap_or(f64::NAN);
+        let mut span = Span {
+            start: r.sent_ns,
+            first: NO_TIME,
+            end: r.end_ns,
+            isl: get(Metric::InputSequenceLength),
+            osl: get(Metric::OutputSequenceLength),
+            later_chunks: 0,
+        };
+        if m.is_some()
+            && r.streaming
+            && let Some((&first, later)) = r.chunk_ns.split_first()
+        {
+            span.first = first;
+            span.later_chunks = later.len() as u32;
+            self.chunks.extend_from_slice(later);
+        }
+        self.spans.push(span);
+        let origin = r.scheduled_ns.min(r.sent_ns);
+        self.origin = Some(self.origin.map_or(origin, |o| o.min(origin)));
+    }
+
+    /// Adds another timeline's requests.
+    pub fn merge(&mut self, other: &Timeline) {
+        self.spans.extend_from_slice(&other.spans);
+        self.chunks.extend_from_slice(&other.chunks);
+        self.origin = match (self.origin, other.origin) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// The run's window as its records tell it: from the earliest scheduled (or sent) time, the
+    /// start of the run's schedule, to the latest end.
+    pub fn window(&self) -> Option<(u64, u64)> {
+        Some((self.origin?, self.spans.iter().map(|s| s.end).max()?))
+    }
+
+    /// Every time-weighted metric over `[from, to)` (ns on the records' clock), in AIPerf's
+    /// order; empty without requests.
+    pub fn metrics(&self, from: u64, to: u64) -> Vec<(TimelineMetric, TimeWeighted)> {
+        use TimelineMetric as T;
+        if self.spans.is_empty() {
+            return Vec::new();
+        }
+        let c = self.curves();
+        let tw = |s: &Steps, scale: f64| over_window(s, from, to, scale);
+        let act = |s: &Steps, mask: &Steps| while_active(s, mask, from, to, PER_SECOND);
+        vec![
+            (T::EffectiveConcurrency, tw(&c.concurrency, 1.0)),
+            (T::EffectiveDecodeThroughput, tw(&c.decode, PER_SECOND)),
+            (T::EffectivePrefillThroughput, tw(&c.prefill, PER_SECOND)),
+            (T::EffectiveDecodeConcurrency, tw(&c.decode_concurrency, 1.0)),
+            (T::EffectivePrefillConcurrency, tw(&c.prefill_concurrency, 1.0)),
+            (T::EffectiveTotalThroughput, tw(&c.total, PER_SECOND)),
+            (T::EffectiveDecodeThroughputPerUser, tw(&c.decode_per_user, PER_SECOND)),
+            (T::EffectivePrefillThroughputPerUser, tw(&c.prefill_per_user, PER_SECOND)),
+            (T::TokensInFlight, tw(&c.tokens_in_flight, 1.0)),
+            (T::ActiveDecodeThroughput, act(&c.decode, &c.decode_concurrency)),
+            (T::ActivePrefillThroughput, act(&c.prefill, &c.prefill_concurrency)),
+            (T::ActiveDecodeThroughputPerUser, act(&c.decode_per_user, &c.decode_concurrency)),
+            (T::ActivePrefillThroughputPerUser, act(&c.prefill_per_user, &c.prefill_concurrency)),
+            (T::ActiveTotalThroughput, act(&c.total, &c.concurrency)),
+        ]
+    }
+
+    /// The step functions of the run (rates in tokens per ns).
+    fn curves(&self) -> Curves {
+        let mut concurrency = Vec::with_capacity(2 * self.spans.len());
+        let (mut decode_conc, mut prefill_conc) = (Vec::new(), Vec::new());
+        let (mut prefill, mut even_decode) = (Vec::new(), Vec::new());
+        for s in &self.spans {
+            concurrency.extend([(s.start, 1.0), (s.end, -1.0)]);
+            if s.first == NO_TIME {
+                continue;
+            }
+            decode_conc.extend([(s.first, 1.0), (s.end, -1.0)]);
+            prefill_conc.extend([(s.start, 1.0), (s.first, -1.0)]);
+            if !s.isl.is_nan() && s.first > s.start {
+                let rate = s.isl / (s.first - s.start) as f64;
+                prefill.extend([(s.start, rate), (s.first, -rate)]);
+            }
+            if s.osl >= 1.0 && s.end > s.first {
+                let rate = (s.osl - 1.0) / (s.end - s.first) as f64;
+                even_decode.extend([(s.first, rate), (s.end, -rate)]);
+            }
+        }
+        let per_chunk = !self.chunks.is_empty();
+        let decode = if per_chunk { self.chunk_decode() } else { even_decode.clone() };
+        let mut total = prefill.clone();
+        total.extend(even_decode);
+        let (concurrency, decode_concurrency, prefill_concurrency) =
+            (sweep(concurrency), sweep(decode_conc), sweep(prefill_conc));
+        let (decode, prefill) = (sweep(decode), sweep(prefill));
+        Curves {
+            decode_per_user: divide(&decode, &decode_concurrency),
+            prefill_per_user: divide(&prefill, &prefill_concurrency),
+            tokens_in_flight: sweep(self.tokens_in_flight(per_chunk)),
+            total: sweep(total),
+            concurrency,
+            decode_concurrency,
+            prefill_concurrency,
+            decode,
+            prefill,
+        }
+    }
+
+    /// Each span with the arrival of its chunks after the first.
+    fn with_chunks(&self) -> impl Iterator<Item = (&Span, &[u64])> {
+        let mut at = 0;
+        self.spans.iter().map(move |s| {
+            let n = s.later_chunks as usize;
+            let later = self.chunks.get(at..at + n).unwrap_or(&[]);
+            at += n;
+            (s, later)
+        })
+    }
+
+    /// Decode rate events chunk by chunk: each gap above zero carries `(osl − 1) / gaps` tokens.
+    fn chunk_decode(&self) -> Vec<(u64, f64)> {
+        let mut events = Vec::with_capacity(2 * self.chunks.len());
+        for (s, later) in self.with_chunks() {
+            if later.is_empty() || s.osl.is_nan() || s.osl < 1.0 {
+                continue;
+            }
+            let mut prev = s.first;
+            let gaps = later
+                .iter()
+                .filter(|&&t| {
+                    let g = t > prev;
+                    prev = prev.max(t);
+                    g
+                })
+                .count();
+            if gaps == 0 {
+                continue;
+            }
+            let tokens = (s.osl - 1.0) / gaps as f64;
+            let mut prev = s.first;
+            for &t in later {
+                if t > prev {
+                    let rate = tokens / (t - prev) as f64;
+                    events.extend([(prev, rate), (t, -rate)]);
+                }
+                prev = prev.max(t);
+            }
+        }
+        events
+    }
+
+    /// Tokens held per request: its input from the send, its output from the first token (one
+    /// token then, the rest spread over its later chunks when the run has chunks), freed at
+    /// its end.
+    fn tokens_in_flight(&self, per_chunk: bool) -> Vec<(u64, f64)> {
+        let mut events = Vec::with_capacity(3 * self.spans.len() + self.chunks.len());
+        for (s, later) in self.with_chunks() {
+            let has_first = s.first != NO_TIME;
+            let prefilled = !s.isl.is_nan() && has_first && s.first > s.start;
+            if prefilled {
+                events.push((s.start, s.isl));
+            }
+            let output = if per_chunk {
+                let has = has_first && !later.is_empty() && s.osl >= 1.0;
+                if has {
+                    events.push((s.first, 1.0));
+                    let each = (s.osl - 1.0) / later.len() as f64;
+                    // A chunk stamped at or after the end is counted just before it.
+                    events.extend(later.iter().map(|&t| (t.min(s.end.saturating_sub(1)), each)));
+                }
+                has
+            } else {
+                let has = has_first && !s.osl.is_nan() && s.end > s.first;
+                if has {
+                    events.push((s.first, s.osl));
+                }
+                has
+            };
+            let freed = if prefilled { s.isl } else { 0.0 } + if output { s.osl } else { 0.0 };
+            if prefilled || output {
+                events.push((s.end, -freed));
+            }
+        }
+        events
+    }
+}
+
+struct Curves {
+    concurrency: Steps,
+    decode_concurrency: Steps,
+    prefill_concurrency: Steps,
+    decode: Steps,
+    prefill: Steps,
+    total: Steps,
+    decode_per_user: Steps,
+    prefill_per_user: Steps,
+    tokens_in_flight: Steps,
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn get(m: &[(TimelineMetric, TimeWeighted)], t: TimelineMetric) -> TimeWeighted {
+        m.iter().find(|x| x.0 == t).unwrap().1
+    }
+
+    #[test]
+    fn two_overlapping_requests_weigh_each_level_by_its_time() {
+        let mut tl = Timeline::default();
+        // 0–10 ms and 5–20 ms: one request, then two for 5 ms, then one.
+        for (start, first, end) in [(0, 4_000_000, 10_000_000), (5_000_000, 8_000_000, 20_000_000)] {
+            let r = RequestRecord {
+                sent_ns: start,
+                chunk_ns: vec![first, end],
+                end_ns: end,
+                streaming: true,
+                input_tokens: Some(40),
+                output_tokens: Some(3),
+                ..Default::default()
+            };
+            let m = RequestMetrics::of(&r, false);
+            tl.add(&r, Some(&m));
+        }
+        let m = tl.metrics(0, 20_000_000);
+        let c = get(&m, TimelineMetric::EffectiveConcurrency);
+        assert_eq!((c.avg, c.min, c.max, c.p50, c.p99), (1.25, 1.0, 2.0, 1.0, 2.0));
+        // Prefill: 40 tokens in 4 ms, then 40 in 3 ms.
+        let p = get(&m, TimelineMetric::ActivePrefillThroughput);
+        assert!((p.max - 40.0 / 0.003).abs() < 1e-6, "{p:?}");
+        // Just before the first request ends: its 40 + 3 tokens and the second's 40 + 1.
+        let k = get(&m, TimelineMetric::TokensInFlight);
+        assert_eq!(k.max, 40.0 + 3.0 + 40.0 + 1.0);
+        // Nothing in the run: no metric.
+        assert!(Timeline::default().metrics(0, 1).is_empty());
+    }
+
+    #[test]
+    fn merged_timelines_give_the_whole_runs_metrics() {
+        let recs: Vec<RequestRecord> = (0..6u64)
+            .map(|i| RequestRecord {
+                sent_ns: i * 3_000_000,
+                chunk_ns: vec![i * 3_000_000 + 2_000_000, i * 3_000_000 + 4_000_000, i * 3_000_000 + 7_000_000],
+                end_ns: i * 3_000_000 + 7_500_000,
+                streaming: true,
+                input_tokens: Some(10 + i),
+                output_tokens: Some(5),
+                ..Default::default()
+            })
+            .collect();
+        let (mut whole, mut a, mut b) = (Timeline::default(), Timeline::default(), Timeline::default());
+        for (i, r) in recs.iter().enumerate() {
+            let m = RequestMetrics::of(r, false);
+            whole.add(r, Some(&m));
+            if i < 2 { a.add(r, Some(&m)) } else { b.add(r, Some(&m)) }
+        }
+        a.merge(&b);
+        let (from, to) = whole.window().unwrap();
+        assert_eq!(whole.metrics(from, to), a.metrics(from, to));
+    }
+}
