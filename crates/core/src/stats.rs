@@ -16,34 +16,41 @@ use serde::{Deserialize, Serialize};
 /// left-to-right addition differs in the last bits on long lists and breaks 1e-9 agreement only
 /// rarely, but matching it costs nothing.
 pub fn sum(values: &[f64]) -> f64 {
+    sum_by(values, |v| v)
+}
+
+/// [`sum`] of `f` of each value, added in the same order, without collecting them.
+fn sum_by(values: &[f64], f: impl Fn(f64) -> f64 + Copy) -> f64 {
     const BLOCK: usize = 128;
     let n = values.len();
     if n < 8 {
         let mut s = -0.0;
         for &v in values {
-            s += v;
+            s += f(v);
         }
         return s;
     }
     if n <= BLOCK {
         let mut r = [0.0f64; 8];
-        r.copy_from_slice(&values[..8]);
+        for (acc, &v) in r.iter_mut().zip(&values[..8]) {
+            *acc = f(v);
+        }
         let mut i = 8;
         while i + 8 <= n {
             for (j, acc) in r.iter_mut().enumerate() {
-                *acc += values[i + j];
+                *acc += f(values[i + j]);
             }
             i += 8;
         }
         let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
         while i < n {
-            res += values[i];
+            res += f(values[i]);
             i += 1;
         }
         return res;
     }
     let half = (n / 2) / 8 * 8;
-    sum(&values[..half]) + sum(&values[half..])
+    sum_by(&values[..half], f) + sum_by(&values[half..], f)
 }
 
 /// Arithmetic mean, `None` for an empty list.
@@ -51,7 +58,12 @@ pub fn sum(values: &[f64]) -> f64 {
 /// Finite values always give a finite mean: when their sum overflows (values near ±1e308), the
 /// values are scaled down by a power of two first, which changes nothing else.
 pub fn mean(values: &[f64]) -> Option<f64> {
-    let m = (!values.is_empty()).then(|| sum(values) / values.len() as f64)?;
+    mean_of_sum(values, sum(values))
+}
+
+/// [`mean`] of values whose [`sum`] is `total`.
+fn mean_of_sum(values: &[f64], total: f64) -> Option<f64> {
+    let m = (!values.is_empty()).then(|| total / values.len() as f64)?;
     if m.is_finite() || !values.iter().all(|v| v.is_finite()) {
         return Some(m);
     }
@@ -65,16 +77,21 @@ pub fn mean(values: &[f64]) -> Option<f64> {
 /// down by a power of two first, and a deviation past `f64::MAX` (values spanning ±1e308)
 /// saturates there.
 pub fn std_dev(values: &[f64]) -> Option<f64> {
-    let m = mean(values)?;
-    let sq: Vec<f64> = values.iter().map(|v| (v - m) * (v - m)).collect();
-    let sd = (sum(&sq) / values.len() as f64).sqrt();
+    std_dev_about(values, mean(values)?)
+}
+
+/// [`std_dev`] of values whose [`mean`] is `m`.
+fn std_dev_about(values: &[f64], m: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let sd = (sum_by(values, |v| (v - m) * (v - m)) / values.len() as f64).sqrt();
     if sd.is_finite() || !m.is_finite() {
         return Some(sd);
     }
     let scaled: Vec<f64> = values.iter().map(|v| v * OVERFLOW_SCALE).collect();
     let m = mean(&scaled)?;
-    let sq: Vec<f64> = scaled.iter().map(|v| (v - m) * (v - m)).collect();
-    Some(((sum(&sq) / values.len() as f64).sqrt() / OVERFLOW_SCALE).min(f64::MAX))
+    Some(((sum_by(&scaled, |v| (v - m) * (v - m)) / values.len() as f64).sqrt() / OVERFLOW_SCALE).min(f64::MAX))
 }
 
 /// 2^-600: brings any finite value below 2^424, whose squares and sums stay finite; values that
@@ -133,19 +150,27 @@ fn percentiles_selected<const N: usize>(values: &[f64], ps: [f64; N]) -> Option<
         .collect();
     ranks.sort_unstable();
     ranks.dedup();
-    // Each selection leaves everything at or below its rank on its left, so the next one only
-    // looks at what lies after it.
-    let mut start = 0;
-    for &r in &ranks {
-        v[start..].select_nth_unstable_by(r - start, f64::total_cmp);
-        start = r + 1;
-    }
+    select_ranks(&mut v, &ranks, 0);
     let mut out = [0.0; N];
     for (slot, &p) in out.iter_mut().zip(&ps) {
         let (lo, hi, t) = percentile_ranks(n, p);
         *slot = lerp(v[lo], v[hi], t);
     }
     Some((v[0], out, v[n - 1]))
+}
+
+/// Puts at each of `ranks` (sorted, distinct, each in `offset..offset + v.len()`, counted from
+/// `offset`) the value a sorted `v` has there: the middle rank first, then each side's ranks in
+/// its side only, so every value is looked at about log2(ranks) times.
+fn select_ranks(v: &mut [f64], ranks: &[usize], offset: usize) {
+    if ranks.is_empty() {
+        return;
+    }
+    let mid = ranks.len() / 2;
+    let at = ranks[mid] - offset;
+    let (left, _, right) = v.select_nth_unstable_by(at, f64::total_cmp);
+    select_ranks(left, &ranks[..mid], offset);
+    select_ranks(right, &ranks[mid + 1..], offset + at + 1);
 }
 
 /// Sorts a copy of the values (NaN last) for percentile queries.
@@ -217,11 +242,13 @@ pub struct Distribution {
 impl Distribution {
     pub fn of(values: &[f64]) -> Option<Distribution> {
         let (min, percentiles, max) = percentiles_selected(values, REPORT_PERCENTILES)?;
+        let total = sum(values);
+        let avg = mean_of_sum(values, total)?;
         Some(Distribution {
             count: values.len(),
-            sum: sum(values),
-            avg: mean(values)?,
-            std: std_dev(values)?,
+            sum: total,
+            avg,
+            std: std_dev_about(values, avg)?,
             min,
             max,
             percentiles,

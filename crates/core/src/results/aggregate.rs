@@ -29,7 +29,7 @@ fn error_example(message: &str) -> String {
 /// Mergeable collection of per-request metric values, counts and error kinds.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Aggregate {
-    values: BTreeMap<Metric, Vec<f64>>,
+    values: Columns,
     pub ok: u64,
     pub errors: BTreeMap<String, u64>,
     /// The first message of each error kind (what the console and the report show beside the count).
@@ -63,6 +63,90 @@ pub struct Aggregate {
     pub per_url: BTreeMap<u32, UrlAggregate>,
     /// Every request's phases, for the time-weighted metrics.
     pub timeline: Timeline,
+}
+
+/// The values of each metric, one list per metric, found by the metric's place in the enum. A
+/// metric with a twin (see [`twin`]) keeps no list of its own while its values are the first ones
+/// of its twin's, bit for bit (a server reporting the counts the client made): it only counts
+/// them.
+#[derive(Clone, Debug)]
+struct Columns {
+    lists: Vec<Vec<f64>>,
+    /// Per metric: its twin's place and how many of the twin's values are its own, while it
+    /// has no list of its own.
+    shadowed: Vec<Option<(usize, usize)>>,
+}
+
+/// The metric whose values a metric's often are (see [`Columns`]); its values are added first.
+fn twin(metric: Metric) -> Option<Metric> {
+    match metric {
+        Metric::UsageCompletionTokens => Some(Metric::OutputSequenceLength),
+        Metric::ServerInputSequenceLength => Some(Metric::InputSequenceLength),
+        _ => None,
+    }
+}
+
+impl Default for Columns {
+    fn default() -> Columns {
+        let n = Metric::ALL.len();
+        let mut shadowed = vec![None; n];
+        for m in Metric::ALL {
+            if let Some(t) = twin(m) {
+                shadowed[m as usize] = Some((t as usize, 0));
+            }
+        }
+        Columns { lists: vec![Vec::new(); n], shadowed }
+    }
+}
+
+impl PartialEq for Columns {
+    fn eq(&self, other: &Columns) -> bool {
+        (0..self.lists.len().max(other.lists.len())).all(|i| self.at(i) == other.at(i))
+    }
+}
+
+impl Columns {
+    fn get(&self, metric: Metric) -> &[f64] {
+        self.at(metric as usize)
+    }
+
+    fn at(&self, i: usize) -> &[f64] {
+        match self.shadowed.get(i).copied().flatten() {
+            Some((t, n)) => &self.lists[t][..n],
+            None => self.lists.get(i).map_or(&[], Vec::as_slice),
+        }
+    }
+
+    fn push(&mut self, metric: Metric, value: f64) {
+        self.push_at(metric as usize, value);
+    }
+
+    fn push_at(&mut self, i: usize, value: f64) {
+        if i >= self.lists.len() {
+            self.lists.resize_with(i + 1, Vec::new);
+            self.shadowed.resize(i + 1, None);
+        }
+        if let Some((t, n)) = self.shadowed[i] {
+            if self.lists[t].get(n).is_some_and(|v| v.to_bits() == value.to_bits()) {
+                self.shadowed[i] = Some((t, n + 1));
+                return;
+            }
+            self.lists[i] = self.lists[t][..n].to_vec();
+            self.shadowed[i] = None;
+        }
+        self.lists[i].push(value);
+    }
+
+    fn extend_at(&mut self, i: usize, values: &[f64]) {
+        if self.shadowed.get(i).copied().flatten().is_some() {
+            for &v in values {
+                self.push_at(i, v);
+            }
+        } else if !values.is_empty() {
+            self.push_at(i, values[0]);
+            self.lists[i].extend_from_slice(&values[1..]);
+        }
+    }
 }
 
 /// What one URL of several served: request counts and latencies (the rest is run-wide).
@@ -133,11 +217,11 @@ impl Aggregate {
             let ms = |ns: u64| ns as f64 / 1e6;
             // Sending happened (or was attempted) on time or not, whatever the answer.
             let lateness = ms(r.sent_ns.saturating_sub(r.scheduled_ns));
-            self.values.entry(Metric::SendLateness).or_default().push(lateness);
-            self.values.entry(Metric::EffectiveLatency).or_default().push(ms(r.end_ns.saturating_sub(r.scheduled_ns)));
+            self.values.push(Metric::SendLateness, lateness);
+            self.values.push(Metric::EffectiveLatency, ms(r.end_ns.saturating_sub(r.scheduled_ns)));
             let isl = if use_server_token_count { r.usage.prompt_tokens.or(r.input_tokens) } else { r.input_tokens };
             if let Some(n) = isl {
-                self.values.entry(Metric::ErrorInputSequenceLength).or_default().push(n as f64);
+                self.values.push(Metric::ErrorInputSequenceLength, n as f64);
             }
             // A request that received tokens before it failed (cancelled under overload, timed
             // out mid-stream) still tells how long the first token took: leaving it out would
@@ -147,10 +231,7 @@ impl Aggregate {
                 && let Some(&first) = r.chunk_ns.first()
             {
                 self.failed_ttft_ms.push(ms(first.saturating_sub(r.sent_ns)));
-                self.values
-                    .entry(Metric::TimeToFirstTokenFromScheduled)
-                    .or_default()
-                    .push(ms(first.saturating_sub(r.scheduled_ns)));
+                self.values.push(Metric::TimeToFirstTokenFromScheduled, ms(first.saturating_sub(r.scheduled_ns)));
                 self.failed_icl_ms.extend(r.chunk_ns.windows(2).map(|w| ms(w[1].saturating_sub(w[0]))));
             }
             return None;
@@ -159,14 +240,11 @@ impl Aggregate {
         self.ok += 1;
         for &(k, v) in m.values() {
             if stored(k) {
-                self.values.entry(k).or_default().push(v);
+                self.values.push(k, v);
             }
         }
-        self.values
-            .entry(Metric::EffectiveLatency)
-            .or_default()
-            .push(r.end_ns.saturating_sub(r.scheduled_ns) as f64 / 1e6);
-        self.values.entry(Metric::InterChunkLatency).or_default().extend_from_slice(&m.inter_chunk_ms);
+        self.values.push(Metric::EffectiveLatency, r.end_ns.saturating_sub(r.scheduled_ns) as f64 / 1e6);
+        self.values.extend_at(Metric::InterChunkLatency as usize, &m.inter_chunk_ms);
         if let Some(l) = m.get(Metric::RequestLatency) {
             let end = r.sent_ns.saturating_add((l * 1e6).round() as u64);
             self.ok_window_ns =
@@ -215,8 +293,9 @@ impl Aggregate {
 
     /// Adds another aggregate's contents to this one.
     pub fn merge(&mut self, other: &Aggregate) {
-        for (k, v) in &other.values {
-            self.values.entry(*k).or_default().extend_from_slice(v);
+        // In the metrics' order, so that a twin's values are in before its shadow's.
+        for i in 0..other.values.lists.len() {
+            self.values.extend_at(i, other.values.at(i));
         }
         self.ok += other.ok;
         for (k, n) in &other.errors {
@@ -270,7 +349,7 @@ impl Aggregate {
     /// The values collected for a metric that is stored as such (see [`Aggregate::metric_values`]
     /// for every metric).
     pub fn values(&self, metric: Metric) -> &[f64] {
-        self.values.get(&metric).map_or(&[], Vec::as_slice)
+        self.values.get(metric)
     }
 
     /// The metric whose stored list is `metric`'s values unchanged (itself, or the twin AIPerf's
@@ -282,7 +361,7 @@ impl Aggregate {
             Metric::UsagePromptTokens => Some(Metric::ServerInputSequenceLength),
             Metric::UsagePromptCacheReadTokens => Some(Metric::CachedTokens),
             Metric::CreditToStartLatency => Some(Metric::SendLateness),
-            Metric::OutputTokenCount => None,
+            Metric::OutputTokenCount | Metric::OutputTokenThroughputPerUser => None,
             // Without failed requests the "all requests" metric is the successful ones' list.
             Metric::TimeToFirstTokenAllRequests => self.failed_ttft_ms.is_empty().then_some(Metric::TimeToFirstToken),
             Metric::InterChunkLatencyAllRequests => self.failed_icl_ms.is_empty().then_some(Metric::InterChunkLatency),
@@ -302,6 +381,14 @@ impl Aggregate {
             Metric::OutputTokenCount => {
                 Cow::Owned(self.values(Metric::OutputSequenceLength).iter().copied().filter(|&n| n > 0.0).collect())
             }
+            // `RequestMetrics::of`'s: one per inter-token latency above zero.
+            Metric::OutputTokenThroughputPerUser => Cow::Owned(
+                self.values(Metric::InterTokenLatency)
+                    .iter()
+                    .filter(|&&itl| itl > 0.0)
+                    .map(|&itl| 1000.0 / itl)
+                    .collect(),
+            ),
             m => Cow::Borrowed(self.values(m)),
         }
     }
@@ -414,6 +501,7 @@ fn stored(m: Metric) -> bool {
             | Metric::UsagePromptTokens
             | Metric::UsagePromptCacheReadTokens
             | Metric::OutputTokenCount
+            | Metric::OutputTokenThroughputPerUser
     )
 }
 

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::json_scan::Cursor;
 use crate::results::metrics::{Metric, RequestMetrics};
-use crate::results::record::{CANCELLED, RecordError, RequestRecord, ServerUsage};
+use crate::results::record::{CANCELLED, HttpTiming, RecordError, RequestRecord, ServerUsage};
 
 /// The error kind of an error that AIPerf wrote without a `type`.
 const UNTYPED: &str = "error";
@@ -47,6 +47,15 @@ pub fn record_line(rec: &RequestRecord, metrics: Option<&RequestMetrics>, t0_uni
         None => rec.chunk_ns.is_empty(),
     };
     let cancelled = rec.was_cancelled();
+    // A run-relative time is left out when its wall-clock time and `sent_ns` give it back (see
+    // `assemble`), and the usage when the metrics' `usage_*` carry it.
+    let t0 = wall(rec.sent_ns) - rec.sent_ns;
+    let unless_implied = |t: u64| (wall(t).checked_sub(t0) != Some(t)).then_some(t);
+    let usage_in_metrics = metrics.is_some()
+        && [rec.usage.prompt_tokens, rec.usage.completion_tokens, rec.usage.cached_tokens]
+            .into_iter()
+            .flatten()
+            .all(|n| n <= MAX_EXACT_COUNT);
     let line = Line {
         metadata: Meta {
             session_num: rec.session_num,
@@ -64,17 +73,17 @@ pub fn record_line(rec: &RequestRecord, metrics: Option<&RequestMetrics>, t0_uni
             was_cancelled: cancelled,
             cancellation_time_ns: cancelled.then(|| wall(rec.end_ns)),
             trace_line: rec.trace_line,
-            scheduled_ns: rec.scheduled_ns,
+            scheduled_ns: unless_implied(rec.scheduled_ns),
             dispatched_ns: rec.dispatched_ns,
             sent_ns: rec.sent_ns,
-            first_byte_ns: rec.first_byte_ns,
-            end_ns: rec.end_ns,
+            first_byte_ns: rec.first_byte_ns.and_then(unless_implied),
+            end_ns: unless_implied(rec.end_ns),
             chunk_ns: (!chunks_in_metrics).then_some(&rec.chunk_ns[..]),
             streaming: rec.streaming,
             input_tokens: rec.input_tokens,
             output_tokens: rec.output_tokens,
             max_tokens: rec.max_tokens,
-            usage: &rec.usage,
+            usage: (!usage_in_metrics).then_some(&rec.usage),
             expected_cached_tokens: rec.expected_cached_tokens,
             url_index: rec.url_index,
         },
@@ -117,13 +126,15 @@ struct Meta<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     cancellation_time_ns: Option<u64>,
     trace_line: u32,
-    scheduled_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scheduled_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dispatched_ns: Option<u64>,
     sent_ns: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     first_byte_ns: Option<u64>,
-    end_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     chunk_ns: Option<&'a [u64]>,
     streaming: bool,
@@ -133,13 +144,20 @@ struct Meta<'a> {
     output_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u64>,
-    #[serde(skip_serializing_if = "ServerUsage::is_empty")]
-    usage: &'a ServerUsage,
+    #[serde(skip_serializing_if = "no_usage")]
+    usage: Option<&'a ServerUsage>,
     #[serde(skip_serializing_if = "Option::is_none")]
     expected_cached_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     url_index: Option<u32>,
 }
+
+fn no_usage(u: &Option<&ServerUsage>) -> bool {
+    u.is_none_or(|u| u.is_empty())
+}
+
+/// The largest token count a metric's number (`f64`) holds exactly: 2^53.
+const MAX_EXACT_COUNT: u64 = 1 << 53;
 
 /// AIPerf's `ErrorDetails`.
 #[derive(Serialize)]
@@ -169,7 +187,11 @@ impl serde::Serialize for Metrics<'_> {
             // line (the summary has them, computed from the record).
             let repeated = |k: Metric| matches!(k, Metric::ServerInputSequenceLength | Metric::CachedTokens);
             for &(k, v) in m.values().iter().filter(|(k, _)| !repeated(*k)) {
-                map.serialize_entry(k.tag(), &Valued { value: v, unit: k.unit() })?;
+                // Counts are written as AIPerf writes them: whole numbers without a fraction.
+                match whole(k, v) {
+                    Some(n) => map.serialize_entry(k.tag(), &Valued { value: n, unit: k.unit() })?,
+                    None => map.serialize_entry(k.tag(), &Valued { value: v, unit: k.unit() })?,
+                }
             }
             if !m.inter_chunk_ms.is_empty() {
                 let icl = Metric::InterChunkLatency;
@@ -178,6 +200,12 @@ impl serde::Serialize for Metrics<'_> {
         }
         map.end()
     }
+}
+
+/// A counting metric's value as an integer, when it is a whole number within 2^53.
+fn whole(metric: Metric, v: f64) -> Option<u64> {
+    let counts = matches!(metric.unit(), "tokens" | "count") || metric == Metric::HttpReqConnectionReused;
+    counts.then(|| token_count(v)).flatten()
 }
 
 /// Milliseconds (a metric's value) as whole nanoseconds; `None` unless finite, not negative and
@@ -251,9 +279,50 @@ struct Said {
     usage_prompt: Option<f64>,
     usage_completion: Option<f64>,
     usage_cached: Option<f64>,
+    /// The numbers of [`HTTP_KEYS`], in its order.
+    http: [Option<f64>; 9],
     /// AIPerf's top-level error: its `type` (`error` when it has none); the record's `error`
     /// holds the message.
     error_type: Option<String>,
+}
+
+/// The `http_req_*` metrics a record's [`HttpTiming`] is rebuilt from (the others follow from
+/// them): name lookup, connecting, sending, waiting, duration, bytes sent and received (KB),
+/// chunks received, connection reused.
+const HTTP_KEYS: [&str; 9] = [
+    "http_req_dns_lookup",
+    "http_req_connecting",
+    "http_req_sending",
+    "http_req_waiting",
+    "http_req_duration",
+    "http_req_data_sent",
+    "http_req_data_received",
+    "http_req_chunks_received",
+    "http_req_connection_reused",
+];
+
+/// The exchange's timings that give back its `http_req_*` metrics (the times of an exchange
+/// whose times run in order exactly): `None` unless the line has every metric it needs, each a
+/// duration, a byte count or a count.
+fn http_timing(h: &[Option<f64>; 9], sent_ns: u64) -> Option<HttpTiming> {
+    let [dns, connecting, sending, waiting, duration, data_sent, data_received, chunks, reused] = *h;
+    let bytes = |kb: f64| token_count(kb * 1024.0);
+    let send_end_ns = sent_ns.checked_add(ms_to_ns(sending?)?)?;
+    let (body_first_ns, body_last_ns) = match (waiting, duration) {
+        (Some(w), Some(d)) => (Some(send_end_ns.checked_add(ms_to_ns(w)?)?), Some(sent_ns.checked_add(ms_to_ns(d)?)?)),
+        _ => (None, None),
+    };
+    Some(HttpTiming {
+        reused: reused? != 0.0,
+        connect_ns: ms_to_ns(connecting?)?,
+        dns_lookup_ns: ms_to_ns(dns?)?,
+        send_end_ns,
+        body_first_ns,
+        body_last_ns,
+        bytes_sent: bytes(data_sent?)?,
+        bytes_received: bytes(data_received?)?,
+        chunks_received: token_count(chunks?)?,
+    })
 }
 
 /// The rules shared by both readers: a line with `sent_ns` is one of ours (times from time zero,
@@ -264,19 +333,35 @@ fn assemble(said: Said, rec: &mut RequestRecord) -> Result<bool, &'static str> {
         return Ok(false);
     }
     rec.session_num = said.session_num.ok_or("missing field `session_num`")?;
+    let count = |v: Option<f64>, err: &'static str| v.map(|v| token_count(v).ok_or(err)).transpose();
+    let usage_of_metrics = || -> Result<ServerUsage, &'static str> {
+        Ok(ServerUsage {
+            prompt_tokens: count(said.usage_prompt, "metrics.usage_prompt_tokens: not a token count")?,
+            completion_tokens: count(said.usage_completion, "metrics.usage_completion_tokens: not a token count")?,
+            cached_tokens: count(said.usage_cached, "metrics.usage_prompt_cache_read_tokens: not a token count")?,
+        })
+    };
     if let Some(sent) = said.sent {
+        // A time left out is its wall-clock time less the wall clock's time zero, which
+        // `request_start_ns` and `sent_ns` give.
+        let t0 = said.request_start.and_then(|s| s.checked_sub(sent));
+        let from_wall = |wall: Option<u64>| t0.zip(wall).and_then(|(t0, t)| t.checked_sub(t0));
         rec.turn = said.turn.ok_or("missing field `turn_index`")?;
         rec.trace_line = said.trace_line.ok_or("missing field `trace_line`")?;
-        rec.scheduled_ns = said.scheduled.ok_or("missing field `scheduled_ns`")?;
+        rec.scheduled_ns =
+            said.scheduled.or_else(|| from_wall(said.credit_issued)).ok_or("missing field `scheduled_ns`")?;
         rec.sent_ns = sent;
-        rec.end_ns = said.end.ok_or("missing field `end_ns`")?;
+        rec.end_ns = said.end.or_else(|| from_wall(said.request_end)).ok_or("missing field `end_ns`")?;
         rec.streaming = said.streaming.ok_or("missing field `streaming`")?;
         rec.dispatched_ns = said.dispatched;
-        rec.first_byte_ns = said.first_byte;
+        rec.first_byte_ns = said.first_byte.or_else(|| from_wall(said.request_ack));
         rec.input_tokens = said.input;
         rec.output_tokens = said.output;
         rec.max_tokens = said.max_tokens;
-        rec.usage = said.usage.unwrap_or_default();
+        rec.usage = match said.usage {
+            Some(u) => u,
+            None => usage_of_metrics()?,
+        };
         rec.expected_cached_tokens = said.expected;
         rec.url_index = said.url_index;
     } else {
@@ -289,18 +374,14 @@ fn assemble(said: Said, rec: &mut RequestRecord) -> Result<bool, &'static str> {
         rec.streaming = said.ttft_ms.is_some();
         rec.dispatched_ns = None;
         rec.first_byte_ns = said.request_ack;
-        let count = |v: Option<f64>, err: &'static str| v.map(|v| token_count(v).ok_or(err)).transpose();
         rec.input_tokens = count(said.isl, "metrics.input_sequence_length: not a token count")?;
         rec.output_tokens = count(said.osl, "metrics.output_sequence_length: not a token count")?;
         rec.max_tokens = None;
-        rec.usage = ServerUsage {
-            prompt_tokens: count(said.usage_prompt, "metrics.usage_prompt_tokens: not a token count")?,
-            completion_tokens: count(said.usage_completion, "metrics.usage_completion_tokens: not a token count")?,
-            cached_tokens: count(said.usage_cached, "metrics.usage_prompt_cache_read_tokens: not a token count")?,
-        };
+        rec.usage = usage_of_metrics()?;
         rec.expected_cached_tokens = None;
         rec.url_index = None;
     }
+    rec.http = http_timing(&said.http, rec.sent_ns);
     if !said.chunks_given {
         if !said.gaps_given {
             rec.chunk_ns.clear();
@@ -412,6 +493,24 @@ struct MetricsIn {
     usage_completion_tokens: Option<Valued<f64>>,
     #[serde(default)]
     usage_prompt_cache_read_tokens: Option<Valued<f64>>,
+    #[serde(default)]
+    http_req_dns_lookup: Option<Valued<f64>>,
+    #[serde(default)]
+    http_req_connecting: Option<Valued<f64>>,
+    #[serde(default)]
+    http_req_sending: Option<Valued<f64>>,
+    #[serde(default)]
+    http_req_waiting: Option<Valued<f64>>,
+    #[serde(default)]
+    http_req_duration: Option<Valued<f64>>,
+    #[serde(default)]
+    http_req_data_sent: Option<Valued<f64>>,
+    #[serde(default)]
+    http_req_data_received: Option<Valued<f64>>,
+    #[serde(default)]
+    http_req_chunks_received: Option<Valued<f64>>,
+    #[serde(default)]
+    http_req_connection_reused: Option<Valued<f64>>,
 }
 
 /// A metric's value: AIPerf's `{"value": …, "unit": …}` or the bare value earlier versions of
@@ -501,6 +600,17 @@ pub fn parse_serde(raw: &[u8]) -> Result<Option<RequestRecord>, serde_json::Erro
         said.usage_prompt = value(x.usage_prompt_tokens);
         said.usage_completion = value(x.usage_completion_tokens);
         said.usage_cached = value(x.usage_prompt_cache_read_tokens);
+        said.http = [
+            value(x.http_req_dns_lookup),
+            value(x.http_req_connecting),
+            value(x.http_req_sending),
+            value(x.http_req_waiting),
+            value(x.http_req_duration),
+            value(x.http_req_data_sent),
+            value(x.http_req_data_received),
+            value(x.http_req_chunks_received),
+            value(x.http_req_connection_reused),
+        ];
     }
     if let Some(e) = line.error {
         rec.error = Some(RecordError { kind: String::new(), message: e.message });
@@ -779,7 +889,7 @@ fn metrics_object(
     if !c.open(b'{', b'}')? {
         return Some(());
     }
-    let mut seen = 0u8;
+    let mut seen = 0u16;
     loop {
         let key = c.key()?;
         let bit = match key {
@@ -790,7 +900,8 @@ fn metrics_object(
             b"usage_prompt_tokens" => 16,
             b"usage_completion_tokens" => 32,
             b"usage_prompt_cache_read_tokens" => 64,
-            _ => 0,
+            // The `http_req_*` of HTTP_KEYS: bits 7 to 15.
+            _ => HTTP_KEYS.iter().position(|k| k.as_bytes() == key).map_or(0, |i| 128 << i),
         };
         if seen & bit != 0 {
             return None;
@@ -842,7 +953,7 @@ fn metrics_object(
 
 fn metric_value(
     c: &mut Cursor,
-    bit: u8,
+    bit: u16,
     rec: &mut RequestRecord,
     said: &mut Said,
     ttft: &mut Option<f64>,
@@ -876,7 +987,8 @@ fn metric_value(
                 8 => said.osl = n,
                 16 => said.usage_prompt = n,
                 32 => said.usage_completion = n,
-                _ => said.usage_cached = n,
+                64 => said.usage_cached = n,
+                _ => said.http[bit.trailing_zeros() as usize - 7] = n,
             }
         }
     }
@@ -1040,7 +1152,40 @@ mod tests {
     }
 
     prop_compose! {
-        fn record()(
+        /// An exchange whose times run in order, from a send at 0.
+        fn http()(
+            reused in any::<bool>(), connect in 0u64..5_000_000_000, dns in 0u64..1_000_000_000,
+            sending in 0u64..5_000_000_000, body in proptest::option::of((0u64..5_000_000_000, 0u64..5_000_000_000)),
+            bytes_sent in 0u64..1 << 40, bytes_received in 0u64..1 << 40, chunks_received in 0u64..1_000_000,
+        ) -> HttpTiming {
+            let send_end_ns = sending;
+            HttpTiming {
+                reused, connect_ns: connect, dns_lookup_ns: dns.min(connect), send_end_ns,
+                body_first_ns: body.map(|(w, _)| send_end_ns + w),
+                body_last_ns: body.map(|(w, r)| send_end_ns + w + r),
+                bytes_sent, bytes_received, chunks_received,
+            }
+        }
+    }
+
+    prop_compose! {
+        /// A record with, when it succeeded, maybe its exchange's timings.
+        // Boxed: the strategies' trees, built on the stack, stay within a test thread's stack in
+        // debug builds.
+        fn record()(r in plain_record().boxed(), http in proptest::option::of(http()).boxed()) -> RequestRecord {
+            // A failed request's line has no metrics, so no `http_req_*` to read back.
+            let http = http.filter(|_| r.error.is_none()).map(|h| HttpTiming {
+                send_end_ns: r.sent_ns + h.send_end_ns,
+                body_first_ns: h.body_first_ns.map(|t| r.sent_ns + t),
+                body_last_ns: h.body_last_ns.map(|t| r.sent_ns + t),
+                ..h
+            });
+            RequestRecord { http, ..r }
+        }
+    }
+
+    prop_compose! {
+        fn plain_record()(
             session_id in proptest::option::of(text()),
             request_id in proptest::option::of(text()), correlation_id in proptest::option::of(text()),
             session_num in any::<u32>(), turn in 0u32..100, trace_line in any::<u32>(),
@@ -1210,6 +1355,118 @@ mod tests {
         // What is missing is named.
         let e = parse_serde(br#"{"metadata":{"session_num":0,"request_end_ns":9}}"#).unwrap_err().to_string();
         assert!(e.contains("`request_start_ns`"), "{e}");
+    }
+
+    /// Records of a run as the CLI measures them: a first byte, the exchange's timings on some
+    /// (a failed request's line has no metrics, so none on those).
+    fn measured(n: u64) -> Vec<RequestRecord> {
+        (0..n)
+            .map(|i| {
+                let mut r = crate::view::tests::record(i, i % 7 == 3);
+                r.first_byte_ns = Some(r.sent_ns + 900_000 + i);
+                if i % 3 != 0 && r.error.is_none() {
+                    r.http = Some(HttpTiming {
+                        reused: i % 2 == 0,
+                        connect_ns: 1_250_000 + i,
+                        dns_lookup_ns: 250_000,
+                        send_end_ns: r.sent_ns + 300_000 + i,
+                        body_first_ns: Some(r.chunk_ns[0] - 5_000),
+                        body_last_ns: Some(r.end_ns - 500),
+                        bytes_sent: 2_000 + i,
+                        bytes_received: 600 * i,
+                        chunks_received: 5,
+                    });
+                }
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_line_leaves_out_what_its_reader_gives_back() {
+        for r in measured(12) {
+            let raw = String::from_utf8(line(&r)).unwrap();
+            let mut got = RequestRecord::default();
+            assert_eq!(parse_fast(raw.as_bytes(), &mut got), Some(true), "{raw}");
+            assert_eq!(got, r);
+            assert!(agree(raw.as_bytes()));
+            // The run-relative times come back from the wall-clock ones and `sent_ns`.
+            for key in ["\"scheduled_ns\"", "\"first_byte_ns\"", "\"end_ns\""] {
+                assert!(!raw.contains(key), "{key} in {raw}");
+            }
+            assert!(raw.contains("\"sent_ns\""), "{raw}");
+            // A successful request's usage is in its `usage_*` metrics, its counts whole numbers.
+            assert_eq!(raw.contains("\"usage\""), r.error.is_some(), "{raw}");
+            assert!(raw.contains("\"output_sequence_length\":{\"value\":4,") || r.error.is_some(), "{raw}");
+            assert!(!raw.contains(".0,\"unit\":\"tokens\""), "{raw}");
+        }
+        // A time the wall clock cannot give back (past its range) stays in the line.
+        let mut far = measured(1).remove(0);
+        far.end_ns = u64::MAX - 1;
+        let raw = String::from_utf8(line(&far)).unwrap();
+        assert!(raw.contains(&format!("\"end_ns\":{}", u64::MAX - 1)), "{raw}");
+        assert_eq!(parse_serde(raw.as_bytes()).unwrap(), Some(far));
+    }
+
+    /// The lines as the previous version wrote them: every run-relative time and the usage in the
+    /// metadata, counts with a fraction.
+    fn previous_shape(lines: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for l in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let mut v: serde_json::Value = serde_json::from_slice(l).unwrap();
+            let mut rec = RequestRecord::default();
+            assert!(read_line(l, &mut rec).unwrap());
+            let m = &mut v["metadata"];
+            m["scheduled_ns"] = rec.scheduled_ns.into();
+            m["end_ns"] = rec.end_ns.into();
+            if let Some(t) = rec.first_byte_ns {
+                m["first_byte_ns"] = t.into();
+            }
+            if !rec.usage.is_empty() {
+                m["usage"] = serde_json::to_value(rec.usage).unwrap();
+            }
+            if let Some(metrics) = v["metrics"].as_object_mut() {
+                for x in metrics.values_mut() {
+                    if let Some(n) = x["value"].as_u64() {
+                        x["value"] = (n as f64).into();
+                    }
+                }
+            }
+            out.extend(serde_json::to_vec(&v).unwrap());
+            out.push(b'\n');
+        }
+        out
+    }
+
+    #[test]
+    fn a_run_reads_the_same_from_its_lines_as_from_the_previous_ones() {
+        use crate::view::{Run, RunSettings};
+        let records = measured(40);
+        let (lines, agg) = crate::view::tests::jsonl(&records, true, &[]);
+        let previous = previous_shape(&lines);
+        assert!(previous.len() > lines.len() + 40 * 100, "{} vs {}", previous.len(), lines.len());
+        let settings = RunSettings { server_token_count: true, ..RunSettings::default() };
+        let now = Run::from_jsonl("r", "f", &lines, settings.clone()).unwrap();
+        let before = Run::from_jsonl("r", "f", &previous, settings).unwrap();
+        assert_eq!(now.report, before.report);
+        assert_eq!(now.report, agg.report(false));
+        // Debug text: a point without a latency holds NaN.
+        assert_eq!(format!("{:?}", now.points), format!("{:?}", before.points));
+        // The exchange's timings come back: the report has AIPerf's `http_req_*`.
+        let waiting = now.report.get(Metric::HttpReqWaiting).unwrap();
+        assert_eq!(waiting.count, records.iter().filter(|r| r.error.is_none() && r.http.is_some()).count());
+        assert!(now.report.get(Metric::HttpReqConnectionOverhead).is_some());
+    }
+
+    #[test]
+    fn aiperfs_http_metrics_are_read_only_whole() {
+        let mut r = measured(2).remove(1);
+        let raw = String::from_utf8(line(&r)).unwrap();
+        // Without one of the metrics the timings are made of, the line has no timings.
+        let cut = raw.replacen("\"http_req_sending\"", "\"http_req_sending_x\"", 1);
+        assert!(agree(cut.as_bytes()));
+        r.http = None;
+        assert_eq!(parse_serde(cut.as_bytes()).unwrap(), Some(r));
     }
 
     #[test]

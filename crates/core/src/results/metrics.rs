@@ -340,7 +340,8 @@ impl RequestMetrics {
     /// the server's usage.
     pub fn of(r: &RequestRecord, use_server_token_count: bool) -> RequestMetrics {
         let ms = |ns: u64| ns as f64 / 1e6;
-        let mut m = RequestMetrics::default();
+        // Room for every metric up front: one allocation a request.
+        let mut m = RequestMetrics { values: Vec::with_capacity(Metric::ALL.len()), inter_chunk_ms: Vec::new() };
         let mut put = |k: Metric, v: f64| m.values.push((k, v));
         put(Metric::SendLateness, ms(r.sent_ns.saturating_sub(r.scheduled_ns)));
         let osl = if use_server_token_count { r.usage.completion_tokens.or(r.output_tokens) } else { r.output_tokens };

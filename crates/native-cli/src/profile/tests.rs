@@ -168,7 +168,15 @@ fn run(trace: &str, mem: &Mem, flags: &[&str], stop: Option<When>, abort: Option
     let records = std::fs::read_to_string(art.join("profile_export.jsonl"))
         .unwrap()
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let mut rec = aiperf_core::results::record::RequestRecord::default();
+            assert!(aiperf_core::results::line::read_line(l.as_bytes(), &mut rec).unwrap());
+            // The times the line leaves to its reader, as the reader rebuilds them.
+            v["metadata"]["scheduled_ns"] = rec.scheduled_ns.into();
+            v["metadata"]["end_ns"] = rec.end_ns.into();
+            v
+        })
         .collect();
     let summary =
         serde_json::from_str(&std::fs::read_to_string(art.join("profile_export_aiperf.json")).unwrap()).unwrap();

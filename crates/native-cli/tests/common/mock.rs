@@ -6,6 +6,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use aiperf_core::results::line::read_line;
+use aiperf_core::results::record::RequestRecord;
 use serde_json::Value;
 
 /// A mock server child on 127.0.0.1, killed (by its own PID) when dropped.
@@ -53,12 +55,37 @@ impl Drop for Mock {
     }
 }
 
-/// The JSON objects of a JSONL file (none if it does not exist).
+/// The JSON objects of a JSONL file (none if it does not exist); a record line of ours gets back
+/// in its metadata what the line leaves to its reader (`scheduled_ns`, `first_byte_ns`, `end_ns`,
+/// `usage`), as the reader rebuilds them.
 pub fn read_jsonl(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            complete_record(&mut v, l);
+            v
+        })
         .collect()
+}
+
+/// Puts into a record line's metadata the fields the line reader rebuilds.
+fn complete_record(v: &mut Value, raw: &str) {
+    let mut rec = RequestRecord::default();
+    let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut).filter(|m| m.contains_key("sent_ns")) else {
+        return;
+    };
+    if !matches!(read_line(raw.as_bytes(), &mut rec), Ok(true)) {
+        return;
+    }
+    m.entry("scheduled_ns").or_insert(rec.scheduled_ns.into());
+    m.entry("end_ns").or_insert(rec.end_ns.into());
+    if let Some(t) = rec.first_byte_ns {
+        m.entry("first_byte_ns").or_insert(t.into());
+    }
+    if !rec.usage.is_empty() {
+        m.entry("usage").or_insert(serde_json::to_value(rec.usage).unwrap());
+    }
 }

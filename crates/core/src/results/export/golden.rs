@@ -79,10 +79,15 @@ fn record(line: &Value, base: u64, streaming: bool) -> RequestRecord {
     let val = |k: &str| m.get(k).map(|x| &x["value"]);
     let int = |k: &str| val(k).and_then(Value::as_f64).map(|v| v as u64);
     let float64 = |t: u64| (t as f64) as u64;
-    // The chunk times move with the send, as AIPerf's are differences from it.
-    let with_send =
-        |t: u64| (i128::from(t) - i128::from(rec.sent_ns) + i128::from(float64(rec.sent_ns)) - i128::from(base)) as u64;
+    // The chunk times and the exchange's move with the send, as AIPerf's are differences from it.
+    let sent = rec.sent_ns;
+    let with_send = |t: u64| (i128::from(t) - i128::from(sent) + i128::from(float64(sent)) - i128::from(base)) as u64;
     rec.chunk_ns = rec.chunk_ns.iter().map(|&c| with_send(c)).collect();
+    if let Some(h) = &mut rec.http {
+        h.send_end_ns = with_send(h.send_end_ns);
+        h.body_first_ns = h.body_first_ns.map(with_send);
+        h.body_last_ns = h.body_last_ns.map(with_send);
+    }
     rec.sent_ns = with_send(rec.sent_ns);
     rec.scheduled_ns = float64(rec.scheduled_ns).saturating_sub(base);
     rec.end_ns = if streaming {
