@@ -306,7 +306,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--warmup-concurrency-ramp-duration", &["2", "--warmup-request-count", "2"]),
     same(
         "--warmup-prefill-concurrency-ramp-duration",
-        &["2", "--warmup-prefill-concurrency", "2", "--warmup-request-count", "2", "--streaming"],
+        &["2", "--warmup-prefill-concurrency", "1", "--warmup-request-count", "2", "--streaming"],
     ),
     same("--warmup-request-rate-ramp-duration", &["2", "--warmup-request-count", "2", "--warmup-request-rate", "4"]),
     same("--user-centric-rate", &["2", "--num-users", "2"]),
