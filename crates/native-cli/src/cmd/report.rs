@@ -140,9 +140,19 @@ fn campaign(path: &Path) -> Result<Option<(Curve, Vec<SubRun>)>> {
     Ok(Some((curve, subs)))
 }
 
+/// What [`load_all`] read.
+struct Loaded {
+    curves: Vec<Curve>,
+    runs: Vec<Run>,
+    /// 0-based.
+    baseline: usize,
+    /// Each run's path, in the order of `runs`.
+    paths: Vec<PathBuf>,
+}
+
 /// The curves of the campaign folders given, every run (a campaign's sub-runs when all runs fit
 /// in [`MAX_RUNS`]), labelled, the 0-based baseline, and the runs' paths.
-fn load_all(a: &RunsArgs) -> Result<(Vec<Curve>, Vec<Run>, usize, Vec<PathBuf>)> {
+fn load_all(a: &RunsArgs) -> Result<Loaded> {
     if a.runs.len() > MAX_RUNS {
         return Err(bad(format!("{} runs given: at most {MAX_RUNS} are compared at once", a.runs.len())));
     }
@@ -186,7 +196,8 @@ fn load_all(a: &RunsArgs) -> Result<(Vec<Curve>, Vec<Run>, usize, Vec<PathBuf>)>
         )));
     }
     let runs = paths.iter().map(|(p, l)| load(p, l.as_deref())).collect::<Result<Vec<_>>>()?;
-    Ok((curves, runs, a.baseline.saturating_sub(1), paths.into_iter().map(|(p, _)| p).collect()))
+    let paths = paths.into_iter().map(|(p, _)| p).collect();
+    Ok(Loaded { curves, runs, baseline: a.baseline.saturating_sub(1), paths })
 }
 
 pub fn run_report(a: ReportArgs) -> Result<()> {
@@ -195,7 +206,7 @@ pub fn run_report(a: ReportArgs) -> Result<()> {
     }
     let inputs: Vec<PathBuf> = a.runs.runs.iter().map(|p| files_of(p).0).collect();
     output::refuse_same_files(&[a.output.as_path()], &inputs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
-    let (curves, runs, baseline, _) = load_all(&a.runs)?;
+    let Loaded { curves, runs, baseline, .. } = load_all(&a.runs)?;
     let refs: Vec<&Run> = runs.iter().collect();
     let curve_refs: Vec<&Curve> = curves.iter().collect();
     let page = html::report_page_with(&curve_refs, &refs, baseline);
@@ -229,7 +240,7 @@ fn same_option_names(runs: &mut [Run], paths: &[PathBuf]) {
 }
 
 pub fn run_compare(a: CompareArgs) -> Result<()> {
-    let (_, mut runs, baseline, paths) = load_all(&a.runs)?;
+    let Loaded { mut runs, baseline, paths, .. } = load_all(&a.runs)?;
     if runs.is_empty() {
         return Err(bad(
             "no run to compare: a campaign's sub-runs are compared when at most 8 runs are given in all".into()
