@@ -75,6 +75,8 @@ pub struct Dispatch {
     /// When a request last ended a session run while every slot was taken: a start due before
     /// then waited for a slot.
     slot_freed_ns: Option<u64>,
+    /// The deadline of the last session run started.
+    last_start_ns: u64,
     ceiling: Ceiling,
     /// Which requests are cancelled on purpose.
     cancellation: Option<Cancellation>,
@@ -128,6 +130,7 @@ impl Dispatch {
             end_ns,
             stopped: false,
             slot_freed_ns: None,
+            last_start_ns: 0,
             ceiling: Ceiling::default(),
             cancellation: None,
             concurrency_ramp_ns: None,
@@ -224,6 +227,23 @@ impl Dispatch {
         (self.active_runs < c).then(|| ramp_reaches(c, d, self.active_runs + 1))
     }
 
+    /// An as-soon-as-possible start whose slot the ramping ceiling opened after the last start
+    /// and the last slot freed by a run's end is due at the ramp's step, however late the
+    /// caller looks, so a late wake-up shows as lateness instead of moving the schedule.
+    fn ramp_step(&self, deadline_ns: u64, asap: bool) -> (u64, bool) {
+        match self.ramp_opens() {
+            Some(at)
+                if asap
+                    && at > self.last_start_ns
+                    && at <= deadline_ns
+                    && self.slot_freed_ns.is_none_or(|freed| at > freed) =>
+            {
+                (at, false)
+            }
+            _ => (deadline_ns, asap),
+        }
+    }
+
     /// The next start's deadline: its offset, or `now` when it has none.
     fn start_deadline(&self, now_ns: u64) -> Option<(u64, bool)> {
         let (_, s) = self.next_start?;
@@ -249,7 +269,7 @@ impl Dispatch {
         }
         let later = self.later.peek().map(|Reverse((d, _, j))| (*d, j.asap, true));
         let start = if self.slot_free(now_ns) {
-            self.start_deadline(now_ns)
+            self.start_deadline(now_ns).map(|(d, asap)| self.ramp_step(d, asap))
         } else {
             // Held by a ramping ceiling only: due when the ceiling rises.
             self.ramp_opens().and_then(|at| {
@@ -290,6 +310,7 @@ impl Dispatch {
             let first = self.schedule.sessions.get(s.session as usize)?.turns.first()?.row;
             self.next_start = self.cursor.next(&self.schedule).map(|s| (self.cursor.index(), s));
             self.active_runs += 1;
+            self.last_start_ns = deadline_ns;
             self.ceiling.peak_runs = self.ceiling.peak_runs.max(self.active_runs);
             if s.offset_us.is_some() && self.slot_freed_ns.is_some_and(|freed| slot_ns <= freed) {
                 self.ceiling.held_starts += 1;
@@ -499,6 +520,32 @@ mod tests {
         let sends: Vec<u64> = sim.sent.iter().map(|(t, _)| t / MS).collect();
         assert_eq!(sends, [0, 1000, 2000, 3000, 4000, 10_000, 11_000, 12_000]);
         assert_eq!(sim.max_active, 5);
+    }
+
+    #[test]
+    fn a_late_look_keeps_the_ramps_steps_as_the_starts_deadlines() {
+        // 1 → 4 over 1.5 s (2 at 0.5 s, 3 at 1 s, 4 at 1.5 s), first looked at 1.7 s: each held
+        // start is due at its step and counts its lateness, instead of being due "now".
+        let sessions = (0..4).map(|i| session(&[(i, TurnTiming::Immediately)])).collect();
+        let starts = (0..4).map(|i| start(None, i, 1)).collect();
+        let schedule = Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() };
+        let mut d = Dispatch::new(Arc::new(schedule), Some(4), None).with_concurrency_ramp(Some(1_500 * MS));
+        let first = d.take(0).unwrap();
+        assert_eq!((first.deadline_ns, first.asap), (0, true));
+        let late = 1_700 * MS;
+        let steps: Vec<(u64, bool)> =
+            (0..3).map(|_| d.take(late).map(|j| (j.deadline_ns / MS, j.asap)).unwrap()).collect();
+        assert_eq!(steps, [(500, false), (1000, false), (1500, false)]);
+        // A slot freed by a run's end after the ramp: the next start is due when looked at.
+        let sessions = (0..6).map(|i| session(&[(i, TurnTiming::Immediately)])).collect();
+        let starts = (0..6).map(|i| start(None, i, 1)).collect();
+        let schedule = Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() };
+        let mut d = Dispatch::new(Arc::new(schedule), Some(2), None).with_concurrency_ramp(Some(100 * MS));
+        let a = d.take(0).unwrap();
+        let _b = d.take(200 * MS).unwrap();
+        d.complete(&a, 300 * MS);
+        let c = d.take(400 * MS).unwrap();
+        assert_eq!((c.deadline_ns, c.asap), (400 * MS, true));
     }
 
     #[test]

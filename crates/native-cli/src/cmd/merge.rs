@@ -471,7 +471,11 @@ mod tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         // Shard 1 started 1 s after shard 0: its record ends at 1.005 s on the merged clock.
-        let ends: Vec<u64> = lines.iter().map(|l| l["metadata"]["end_ns"].as_u64().unwrap()).collect();
+        let ends: Vec<u64> = std::fs::read_to_string(out.join(RECORDS_FILE))
+            .unwrap()
+            .lines()
+            .map(|l| aiperf_core::results::line::parse_serde(l.as_bytes()).unwrap().unwrap().end_ns)
+            .collect();
         assert_eq!(ends, vec![10_000_000, 30_000_000, 1_005_000_000]);
         assert!(lines.iter().all(|l| l["metrics"]["request_latency"]["value"].as_f64() == Some(0.5)));
         let s = summary(&out);
