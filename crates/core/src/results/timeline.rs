@@ -193,16 +193,15 @@ fn at(steps: &Steps, t: u64) -> f64 {
 
 /// The segments of `[from, to)` on which both step functions hold: (duration, a, b).
 fn segments(a: &Steps, b: &Steps, from: u64, to: u64) -> Vec<(u64, f64, f64)> {
-    let inside = |s: &Steps| {
+    fn inside(s: &Steps, from: u64, to: u64) -> &[(u64, f64)] {
         let lo = s.partition_point(|x| x.0 <= from);
         let hi = s.partition_point(|x| x.0 < to);
-        s[lo..hi.max(lo)].iter().map(|x| x.0).collect::<Vec<_>>()
-    };
-    let mut cuts = inside(a);
-    cuts.extend(inside(b));
+        &s[lo..hi.max(lo)]
+    }
+    let mut cuts = Vec::with_capacity(a.len() + b.len() + 2);
     cuts.push(from);
+    merge_times(inside(a, from, to), inside(b, from, to), &mut cuts);
     cuts.push(to);
-    cuts.sort_unstable();
     cuts.dedup();
     let (mut ia, mut ib) = (a.partition_point(|x| x.0 <= from), b.partition_point(|x| x.0 <= from));
     let (mut va, mut vb) = (at(a, from), at(b, from));
@@ -222,6 +221,21 @@ fn segments(a: &Steps, b: &Steps, from: u64, to: u64) -> Vec<(u64, f64, f64)> {
     out
 }
 
+/// Appends the times of two step functions (each sorted) in order.
+fn merge_times(a: &[(u64, f64)], b: &[(u64, f64)], out: &mut Vec<u64>) {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i].0 <= b[j].0 {
+            out.push(a[i].0);
+            i += 1;
+        } else {
+            out.push(b[j].0);
+            j += 1;
+        }
+    }
+    out.extend(a[i..].iter().chain(&b[j..]).map(|x| x.0));
+}
+
 /// Statistics of values held for durations, over `total` (ns).
 fn weighted(mut held: Vec<(u64, f64)>, total: f64) -> TimeWeighted {
     held.retain(|h| h.0 > 0);
@@ -230,23 +244,31 @@ fn weighted(mut held: Vec<(u64, f64)>, total: f64) -> TimeWeighted {
     }
     let avg = held.iter().map(|&(d, v)| v * d as f64).sum::<f64>() / total;
     let var = held.iter().map(|&(d, v)| d as f64 * (v - avg) * (v - avg)).sum::<f64>() / total;
-    held.sort_by(|a, b| a.1.total_cmp(&b.1));
+    // Equal values are interchangeable: the order among them changes no statistic.
+    held.sort_unstable_by(|a, b| a.1.total_cmp(&b.1));
     let whole: f64 = held.iter().map(|h| h.0 as f64).sum();
-    let mut cum = Vec::with_capacity(held.len());
-    let mut c = 0.0;
+    // The first value whose cumulated share reaches each fraction, in one pass.
+    let fractions = [0.50, 0.90, 0.95, 0.99];
+    let mut q = [held[held.len() - 1].1; 4];
+    let (mut next, mut c) = (0, 0.0);
     for h in &held {
         c += h.0 as f64;
-        cum.push(c / whole);
+        while next < fractions.len() && c / whole >= fractions[next] {
+            q[next] = h.1;
+            next += 1;
+        }
+        if next == fractions.len() {
+            break;
+        }
     }
-    let q = |f: f64| held[cum.partition_point(|&x| x < f).min(held.len() - 1)].1;
     TimeWeighted {
         avg,
         min: held[0].1,
         max: held[held.len() - 1].1,
-        p50: q(0.50),
-        p90: q(0.90),
-        p95: q(0.95),
-        p99: q(0.99),
+        p50: q[0],
+        p90: q[1],
+        p95: q[2],
+        p99: q[3],
         std: var.sqrt(),
     }
 }
@@ -256,8 +278,17 @@ fn over_window(steps: &Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
     if steps.is_empty() || to <= from {
         return TimeWeighted::default();
     }
-    let none = Steps::new();
-    let held = segments(steps, &none, from, to).into_iter().map(|(d, v, _)| (d, v * scale)).collect();
+    // The value at `from`, then each step inside the window, each held until the next.
+    let lo = steps.partition_point(|x| x.0 <= from);
+    let hi = steps.partition_point(|x| x.0 < to).max(lo);
+    let mut held = Vec::with_capacity(hi - lo + 1);
+    let mut t = from;
+    let mut v = at(steps, from);
+    for &(next, value) in &steps[lo..hi] {
+        held.push((next - t, v * scale));
+        (t, v) = (next, value);
+    }
+    held.push((to - t, v * scale));
     weighted(held, (to - from) as f64)
 }
 
@@ -277,8 +308,8 @@ fn divide(num: &Steps, den: &Steps) -> Steps {
     if num.is_empty() || den.is_empty() {
         return Steps::new();
     }
-    let mut times: Vec<u64> = num.iter().chain(den).map(|s| s.0).collect();
-    times.sort_unstable();
+    let mut times = Vec::with_capacity(num.len() + den.len());
+    merge_times(num, den, &mut times);
     times.dedup();
     let (mut i, mut j, mut n, mut d) = (0, 0, 0.0, 0.0);
     times
@@ -341,71 +372,100 @@ impl Timeline {
     }
 
     /// Every time-weighted metric over `[from, to)` (ns on the records' clock), in AIPerf's
-    /// order; empty without requests.
+    /// order; empty without requests. The curves are built a group at a time and dropped once
+    /// their metrics are taken, so at most three are held at once.
     pub fn metrics(&self, from: u64, to: u64) -> Vec<(TimelineMetric, TimeWeighted)> {
         use TimelineMetric as T;
         if self.spans.is_empty() {
             return Vec::new();
         }
-        let c = self.curves();
         let tw = |s: &Steps, scale: f64| over_window(s, from, to, scale);
         let act = |s: &Steps, mask: &Steps| while_active(s, mask, from, to, PER_SECOND);
-        vec![
-            (T::EffectiveConcurrency, tw(&c.concurrency, 1.0)),
-            (T::EffectiveDecodeThroughput, tw(&c.decode, PER_SECOND)),
-            (T::EffectivePrefillThroughput, tw(&c.prefill, PER_SECOND)),
-            (T::EffectiveDecodeConcurrency, tw(&c.decode_concurrency, 1.0)),
-            (T::EffectivePrefillConcurrency, tw(&c.prefill_concurrency, 1.0)),
-            (T::EffectiveTotalThroughput, tw(&c.total, PER_SECOND)),
-            (T::EffectiveDecodeThroughputPerUser, tw(&c.decode_per_user, PER_SECOND)),
-            (T::EffectivePrefillThroughputPerUser, tw(&c.prefill_per_user, PER_SECOND)),
-            (T::TokensInFlight, tw(&c.tokens_in_flight, 1.0)),
-            (T::ActiveDecodeThroughput, act(&c.decode, &c.decode_concurrency)),
-            (T::ActivePrefillThroughput, act(&c.prefill, &c.prefill_concurrency)),
-            (T::ActiveDecodeThroughputPerUser, act(&c.decode_per_user, &c.decode_concurrency)),
-            (T::ActivePrefillThroughputPerUser, act(&c.prefill_per_user, &c.prefill_concurrency)),
-            (T::ActiveTotalThroughput, act(&c.total, &c.concurrency)),
-        ]
+        let mut out: Vec<(TimelineMetric, TimeWeighted)> = Vec::with_capacity(14);
+        let mut put = |m: TimelineMetric, w: TimeWeighted| out.push((m, w));
+        {
+            let concurrency = sweep(self.events(|s, e| e.extend([(s.start, 1.0), (s.end, -1.0)])));
+            put(T::EffectiveConcurrency, tw(&concurrency, 1.0));
+            let total = sweep(self.events(|s, e| {
+                Self::prefill_rate(s, e);
+                Self::even_decode_rate(s, e);
+            }));
+            put(T::EffectiveTotalThroughput, tw(&total, PER_SECOND));
+            put(T::ActiveTotalThroughput, act(&total, &concurrency));
+        }
+        {
+            let conc = sweep(self.events(|s, e| {
+                if s.first != NO_TIME {
+                    e.extend([(s.first, 1.0), (s.end, -1.0)]);
+                }
+            }));
+            let rate =
+                sweep(if self.chunks.is_empty() { self.events(Self::even_decode_rate) } else { self.chunk_decode() });
+            put(T::EffectiveDecodeThroughput, tw(&rate, PER_SECOND));
+            put(T::EffectiveDecodeConcurrency, tw(&conc, 1.0));
+            put(T::ActiveDecodeThroughput, act(&rate, &conc));
+            let per_user = divide(&rate, &conc);
+            put(T::EffectiveDecodeThroughputPerUser, tw(&per_user, PER_SECOND));
+            put(T::ActiveDecodeThroughputPerUser, act(&per_user, &conc));
+        }
+        {
+            let conc = sweep(self.events(|s, e| {
+                if s.first != NO_TIME {
+                    e.extend([(s.start, 1.0), (s.first, -1.0)]);
+                }
+            }));
+            let rate = sweep(self.events(Self::prefill_rate));
+            put(T::EffectivePrefillThroughput, tw(&rate, PER_SECOND));
+            put(T::EffectivePrefillConcurrency, tw(&conc, 1.0));
+            put(T::ActivePrefillThroughput, act(&rate, &conc));
+            let per_user = divide(&rate, &conc);
+            put(T::EffectivePrefillThroughputPerUser, tw(&per_user, PER_SECOND));
+            put(T::ActivePrefillThroughputPerUser, act(&per_user, &conc));
+        }
+        put(T::TokensInFlight, tw(&sweep(self.tokens_in_flight(!self.chunks.is_empty())), 1.0));
+        // AIPerf's order.
+        let order = [
+            T::EffectiveConcurrency,
+            T::EffectiveDecodeThroughput,
+            T::EffectivePrefillThroughput,
+            T::EffectiveDecodeConcurrency,
+            T::EffectivePrefillConcurrency,
+            T::EffectiveTotalThroughput,
+            T::EffectiveDecodeThroughputPerUser,
+            T::EffectivePrefillThroughputPerUser,
+            T::TokensInFlight,
+            T::ActiveDecodeThroughput,
+            T::ActivePrefillThroughput,
+            T::ActiveDecodeThroughputPerUser,
+            T::ActivePrefillThroughputPerUser,
+            T::ActiveTotalThroughput,
+        ];
+        out.sort_by_key(|(m, _)| order.iter().position(|o| o == m));
+        out
     }
 
-    /// The step functions of the run (rates in tokens per ns).
-    fn curves(&self) -> Curves {
-        let mut concurrency = Vec::with_capacity(2 * self.spans.len());
-        let (mut decode_conc, mut prefill_conc) = (Vec::new(), Vec::new());
-        let (mut prefill, mut even_decode) = (Vec::new(), Vec::new());
+    /// The events `each` makes of every span.
+    fn events(&self, mut each: impl FnMut(&Span, &mut Vec<(u64, f64)>)) -> Vec<(u64, f64)> {
+        let mut e = Vec::with_capacity(2 * self.spans.len());
         for s in &self.spans {
-            concurrency.extend([(s.start, 1.0), (s.end, -1.0)]);
-            if s.first == NO_TIME {
-                continue;
-            }
-            decode_conc.extend([(s.first, 1.0), (s.end, -1.0)]);
-            prefill_conc.extend([(s.start, 1.0), (s.first, -1.0)]);
-            if !s.isl.is_nan() && s.first > s.start {
-                let rate = s.isl / (s.first - s.start) as f64;
-                prefill.extend([(s.start, rate), (s.first, -rate)]);
-            }
-            if s.osl >= 1.0 && s.end > s.first {
-                let rate = (s.osl - 1.0) / (s.end - s.first) as f64;
-                even_decode.extend([(s.first, rate), (s.end, -rate)]);
-            }
+            each(s, &mut e);
         }
-        let per_chunk = !self.chunks.is_empty();
-        let decode = if per_chunk { self.chunk_decode() } else { even_decode.clone() };
-        let mut total = prefill.clone();
-        total.extend(even_decode);
-        let (concurrency, decode_concurrency, prefill_concurrency) =
-            (sweep(concurrency), sweep(decode_conc), sweep(prefill_conc));
-        let (decode, prefill) = (sweep(decode), sweep(prefill));
-        Curves {
-            decode_per_user: divide(&decode, &decode_concurrency),
-            prefill_per_user: divide(&prefill, &prefill_concurrency),
-            tokens_in_flight: sweep(self.tokens_in_flight(per_chunk)),
-            total: sweep(total),
-            concurrency,
-            decode_concurrency,
-            prefill_concurrency,
-            decode,
-            prefill,
+        e
+    }
+
+    /// A span's input tokens spread evenly from its send to its first token.
+    fn prefill_rate(s: &Span, e: &mut Vec<(u64, f64)>) {
+        if s.first != NO_TIME && !s.isl.is_nan() && s.first > s.start {
+            let rate = s.isl / (s.first - s.start) as f64;
+            e.extend([(s.start, rate), (s.first, -rate)]);
+        }
+    }
+
+    /// A span's output tokens after the first spread evenly from its first token to its end.
+    fn even_decode_rate(s: &Span, e: &mut Vec<(u64, f64)>) {
+        if s.first != NO_TIME && s.osl >= 1.0 && s.end > s.first {
+            let rate = (s.osl - 1.0) / (s.end - s.first) as f64;
+            e.extend([(s.first, rate), (s.end, -rate)]);
         }
     }
 
@@ -486,18 +546,6 @@ impl Timeline {
         }
         events
     }
-}
-
-struct Curves {
-    concurrency: Steps,
-    decode_concurrency: Steps,
-    prefill_concurrency: Steps,
-    decode: Steps,
-    prefill: Steps,
-    total: Steps,
-    decode_per_user: Steps,
-    prefill_per_user: Steps,
-    tokens_in_flight: Steps,
 }
 
 #[cfg(test)]
