@@ -48,15 +48,15 @@ fn prefill_concurrency_keeps_prefills_apart_under_the_concurrency() {
     assert_times_consistent(&read_jsonl(&art.join("profile_export.jsonl")));
     let config = &summary(&art)["input_config"];
     assert_eq!(config["phases"][0]["prefill_concurrency"], 1, "{config}");
-    // Without the limit the first three leave together.
+    // Without the limit the first three leave together (within the 2 s of the first's prefill).
+    let slow = Mock::start(&["--ttft-ms", "2000", "--itl-ms", "1"]);
     let art = dir.path().join("none");
-    ok(&profile_streaming(&mock.url, &trace, &art, &["--concurrency", "3"], LIMIT));
+    ok(&profile_streaming(&slow.url, &trace, &art, &["--concurrency", "3", "--request-count", "3"], LIMIT));
     let p = prefills(&art);
     assert!(p[1].0 < p[0].1 && p[2].0 < p[0].1, "{p:?}");
 
     // 1 → 2 over 1 s, prefills of 2 s: the second request is due at 1 s, the third waits for
     // a first token.
-    let slow = Mock::start(&["--ttft-ms", "2000", "--itl-ms", "1"]);
     let art = dir.path().join("ramp");
     let extra = [
         "--concurrency",

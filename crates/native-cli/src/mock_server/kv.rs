@@ -182,10 +182,11 @@ impl Kv {
     fn release(&self, generation: u64, held: &[u32]) {
         let refused = {
             let Ok(mut inner) = self.0.inner.lock() else { return };
+            // Blocks admitted before a reset are not in the new cache; the slot is freed either way.
             if generation == inner.generation {
                 inner.cache.release(held);
-                inner.running -= 1;
             }
+            inner.running = inner.running.saturating_sub(1);
             self.admit(&mut inner)
         };
         drop(refused);
@@ -245,6 +246,12 @@ mod tests {
         drop(third);
         kv.reset();
         assert_eq!(kv.start(vec![1]).await.unwrap().hit_blocks, 0);
+        // Requests running across a reset free their slots when they end.
+        let (a, b) = (kv.start(vec![4]).await.unwrap(), kv.start(vec![5]).await.unwrap());
+        kv.reset();
+        drop((a, b));
+        let after = tokio::time::timeout(std::time::Duration::from_secs(60), kv.start(vec![6])).await;
+        assert_eq!(after.ok().flatten().map(|r| r.hit_blocks), Some(0), "a slot was never freed");
     }
 
     #[test]
