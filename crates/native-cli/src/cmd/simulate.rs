@@ -77,7 +77,10 @@ pub struct Args {
     pub decode_per_running_ms: f64,
     /// Fit the engine timing from a measured run folder's records (its profile_export.jsonl):
     /// time to first token against uncached prompt tokens, time between tokens against requests
-    /// in flight; replaces the four timing options.
+    /// running; replaces the four timing options. With --max-running, the server is taken to
+    /// run that many requests at once per URL, first come first served, and each request's wait
+    /// for a slot is taken out of its time to first token (give the server's own limit: vLLM's
+    /// max_num_seqs, llama.cpp's --parallel).
     #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["prefill_fixed_ms", "prefill_per_token_ms", "decode_fixed_ms", "decode_per_running_ms"])]
     pub calibrate: Option<PathBuf>,
     /// Seed of the random router.
@@ -158,7 +161,8 @@ pub fn run(args: Args) -> Result<()> {
         })
         .collect();
     refuse_earlier_outputs(&args, &combos)?;
-    let calibration = args.calibrate.as_deref().map(|dir| calibrate_from(dir, args.max_line_bytes)).transpose()?;
+    let calibration =
+        args.calibrate.as_deref().map(|dir| calibrate_from(dir, args.max_line_bytes, args.max_running)).transpose()?;
     if let Some(c) = &calibration {
         show!("{}", calibration_text(c));
     }
@@ -236,8 +240,8 @@ fn refuse_earlier_outputs(args: &Args, combos: &[(u32, Option<u64>, Router, Poli
     Ok(())
 }
 
-/// Fits the engine from `dir`'s records.
-fn calibrate_from(dir: &Path, max_line_bytes: usize) -> Result<Calibration> {
+/// Fits the engine from `dir`'s records, with the waits for one of `slots` taken out.
+fn calibrate_from(dir: &Path, max_line_bytes: usize, slots: Option<u32>) -> Result<Calibration> {
     let path = dir.join(RECORDS_FILE);
     let mut reader =
         crate::io::input::open(&path).with_context(|| format!("--calibrate: {} is no run folder", dir.display()))?;
@@ -263,7 +267,25 @@ fn calibrate_from(dir: &Path, max_line_bytes: usize) -> Result<Calibration> {
             obs.push(o);
         }
     }
-    calibrate(&obs).with_context(|| format!("--calibrate {}", path.display()))
+    let c = calibrate(&obs, slots).with_context(|| format!("--calibrate {}", path.display()))?;
+    if slots.is_none()
+        && let Some((max, source)) = server_running_max(dir)
+    {
+        show!(
+            "The server ran at most {max} requests at once ({source} in {}): --max-running {max} takes the wait for a slot out of the fitted prefill and queues in the simulation alike",
+            dir.display()
+        );
+    }
+    Ok(c)
+}
+
+/// The most requests the server ran at once and the metric that says it, from the run's summary.
+fn server_running_max(dir: &Path) -> Option<(u64, String)> {
+    let text = std::fs::read(dir.join(aiperf_core::results::export::SummaryFormat::Json.file_name())).ok()?;
+    let summary: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let running = &summary["prefix_cache_comparison"]["server_running_requests"];
+    let max = running["max"].as_f64().filter(|m| m.is_finite() && *m >= 1.0)?;
+    Some((max as u64, running["source"].as_str().unwrap_or("the server's metrics").to_owned()))
 }
 
 fn calibration_json(c: &Calibration, args: &Args) -> serde_json::Value {
@@ -271,18 +293,24 @@ fn calibration_json(c: &Calibration, args: &Args) -> serde_json::Value {
     json!({
         "run": args.calibrate.as_ref().map(|p| p.display().to_string()),
         "time_to_first_token": fit(&c.prefill, "uncached prompt tokens"),
-        "inter_token_latency": fit(&c.decode, "requests in flight on the URL"),
+        "inter_token_latency": fit(&c.decode, "requests running on the URL"),
+        "slots": c.slots,
+        "mean_wait_for_a_slot_ms": c.mean_wait_us / 1000.0,
     })
 }
 
 fn calibration_text(c: &Calibration) -> String {
     let e = &c.engine;
     format!(
-        "Calibrated engine ({} requests for the time to first token, {} for the time between tokens):\n  \
+        "Calibrated engine ({} requests for the time to first token, {} for the time between tokens; {}):\n  \
          prefill {:.3} ms + {:.5} ms per uncached token (R² {:.3}, mean error {:.2} ms)\n  \
          decode {:.3} ms + {:.4} ms per running request (R² {:.3}, mean error {:.3} ms)",
         c.prefill.points,
         c.decode.points,
+        c.slots.map_or("each taken to start when sent".to_owned(), |s| format!(
+            "{s} slots per URL, mean wait for one {:.2} ms taken out",
+            c.mean_wait_us / 1000.0
+        )),
         e.prefill_fixed_us / 1000.0,
         e.prefill_per_token_us / 1000.0,
         c.prefill.r2,
