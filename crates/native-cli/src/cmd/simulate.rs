@@ -48,7 +48,9 @@ pub struct Args {
     /// KV bytes per token (2 × layers × KV heads × head size × bytes per value).
     #[arg(long)]
     pub bytes_per_token: Option<u64>,
-    /// Tokens per block: the trace's hash-id block size.
+    /// Tokens per block: the trace's hash-id block size. The engine serves whole cached blocks
+    /// up to the prompt's last token, which it always computes again (as vLLM does: a fully
+    /// cached prompt of whole blocks hits one block less).
     #[arg(long, default_value_t = DEFAULT_BLOCK_SIZE)]
     pub block_size: u32,
     /// Router (a list sweeps); kv-aware is NVIDIA Dynamo's KV router cost.
