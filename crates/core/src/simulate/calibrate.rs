@@ -3,7 +3,10 @@
 //! Two least-squares lines, one per phase of the engine model:
 //! - prefill: time to first token against the prompt tokens the server did not have cached
 //!   (the prompt less the server's `cached_tokens`, or the tokens the replay expected cached when
-//!   the server does not say), giving the fixed time and the time per uncached token;
+//!   the server does not say), giving the fixed time and the time per uncached token. Only the
+//!   requests sent while nothing else was in flight on their URL are fitted when there are
+//!   [`MIN_IDLE_POINTS`] of them: the others' times include waiting in the server's queue, which
+//!   the simulation models itself (`max_running`);
 //! - decode: the request's inter-token latency, `(end − first token) / (output tokens − 1)`
 //!   as AIPerf defines it, against the requests in flight on the same URL when it was sent (itself
 //!   included), giving the fixed time between tokens and what each running request adds.
@@ -124,14 +127,22 @@ pub enum CalibrateError {
     NoDecode,
 }
 
+/// Fewest requests sent to an idle URL that the prefill fit is made of (else it takes every
+/// request).
+pub const MIN_IDLE_POINTS: usize = 3;
+
 /// Fits the engine from a run's observations.
 pub fn calibrate(obs: &[Observation]) -> Result<Calibration, CalibrateError> {
-    let prefill: Vec<(f64, f64)> =
-        obs.iter().map(|o| (o.uncached_tokens as f64, (o.first_token_ns - o.sent_ns) as f64 / 1e3)).collect();
+    let running = in_flight_at_send(obs);
+    let ttft = |o: &Observation| (o.uncached_tokens as f64, (o.first_token_ns - o.sent_ns) as f64 / 1e3);
+    let mut prefill: Vec<(f64, f64)> =
+        obs.iter().zip(&running).filter(|(_, n)| **n == 1).map(|(o, _)| ttft(o)).collect();
+    if prefill.len() < MIN_IDLE_POINTS {
+        prefill = obs.iter().map(ttft).collect();
+    }
     if prefill.is_empty() {
         return Err(CalibrateError::NoPrefill);
     }
-    let running = in_flight_at_send(obs);
     let decode: Vec<(f64, f64)> = obs
         .iter()
         .zip(&running)
@@ -220,7 +231,38 @@ mod tests {
         assert!(close(c.engine.decode_fixed_us, engine.decode_fixed_us), "{c:?}");
         assert!(close(c.engine.decode_per_running_us, engine.decode_per_running_us), "{c:?}");
         assert!(c.prefill.r2 > 0.999_999 && c.decode.r2 > 0.999_999 && c.prefill.mae < 1.0, "{c:?}");
-        assert_eq!((c.prefill.points, c.decode.points), (100, 100));
+        // The prefill is fitted on the 20 requests sent to an idle server.
+        assert_eq!((c.prefill.points, c.decode.points), (20, 100));
+    }
+
+    #[test]
+    fn requests_that_waited_in_the_server_queue_are_left_out_of_the_prefill_fit() {
+        let engine = Engine::default();
+        let mut obs = run(&engine, 1);
+        // A burst served one at a time: each first token also waits for the prefills before it.
+        let (t0, mut wait) = (500_000_000_000u64, 0u64);
+        for k in 0..6u64 {
+            let uncached = 200 + 50 * k;
+            let ttft = ((engine.prefill_fixed_us + engine.prefill_per_token_us * uncached as f64) * 1e3) as u64;
+            wait += ttft;
+            let first = t0 + wait;
+            let end = first + 9 * 20_000_000;
+            obs.push(Observation {
+                url: 0,
+                sent_ns: t0,
+                first_token_ns: first,
+                end_ns: end,
+                uncached_tokens: uncached,
+                output_tokens: 10,
+            });
+        }
+        let c = calibrate(&obs).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * b.max(1.0);
+        assert!(close(c.engine.prefill_fixed_us, engine.prefill_fixed_us), "{c:?}");
+        assert!(close(c.engine.prefill_per_token_us, engine.prefill_per_token_us), "{c:?}");
+        // Too few idle sends: every request is fitted.
+        let burst = &obs[20..];
+        assert_eq!(calibrate(burst).unwrap().prefill.points, 6);
     }
 
     #[test]

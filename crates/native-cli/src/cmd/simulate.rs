@@ -78,8 +78,9 @@ pub struct Args {
     #[arg(long, default_value_t = Engine::default().decode_per_running_us / 1000.0)]
     pub decode_per_running_ms: f64,
     /// Fit the engine timing from a measured run folder's records (its profile_export.jsonl):
-    /// time to first token against uncached prompt tokens, time between tokens against requests
-    /// in flight; replaces the four timing options.
+    /// time to first token against uncached prompt tokens (of the requests sent while nothing
+    /// else was in flight on their URL, when 3 or more were: the others waited in the server's
+    /// queue), time between tokens against requests in flight; replaces the four timing options.
     #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["prefill_fixed_ms", "prefill_per_token_ms", "decode_fixed_ms", "decode_per_running_ms"])]
     pub calibrate: Option<PathBuf>,
     /// Seed of the random router.
