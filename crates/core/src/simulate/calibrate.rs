@@ -14,7 +14,9 @@
 //! the order they were sent, each the earliest one freed by the end of a request that held one
 //! (every request holds a slot from its start to its end, failed and cancelled ones included; one
 //! that ended before a slot was free never held one), and no request gets its slot after its
-//! first token. Without it, every request is taken to start when it was sent.
+//! first token. Without it, every request is taken to start when it was sent, and the prefill is
+//! fitted on the requests that found nothing else running on their URL when there are
+//! [`MIN_IDLE_POINTS`] of them (the others may have waited in the server's queue).
 //!
 //! A fitted line never goes below zero where the engine cannot: a negative slope (noise, or
 //! queueing that the model does not have) is replaced by the mean, a negative intercept by the
@@ -149,6 +151,10 @@ pub enum CalibrateError {
     NoSlots,
 }
 
+/// Fewest requests sent to an idle URL that a prefill fit without a slot count is made of (else
+/// it takes every request).
+pub const MIN_IDLE_POINTS: usize = 3;
+
 /// Fits the engine from a run's observations, with the waits for one of `slots` per URL taken
 /// out of the times to first token (see the module's comment).
 pub fn calibrate(obs: &[Observation], slots: Option<u32>) -> Result<Calibration, CalibrateError> {
@@ -157,10 +163,14 @@ pub fn calibrate(obs: &[Observation], slots: Option<u32>) -> Result<Calibration,
     }
     let starts = slot_starts(obs, slots);
     let running = running_at_start(obs, &starts);
-    let (mut prefill, mut decode, mut wait_us) = (Vec::new(), Vec::new(), 0.0);
+    let (mut prefill, mut idle, mut decode, mut wait_us) = (Vec::new(), Vec::new(), Vec::new(), 0.0);
     for ((o, start), &n) in obs.iter().zip(&starts).zip(&running) {
         let (Some(first), Some(start)) = (o.first_token_ns, *start) else { continue };
-        prefill.push((o.uncached_tokens as f64, (first - start) as f64 / 1e3));
+        let point = (o.uncached_tokens as f64, (first - start) as f64 / 1e3);
+        prefill.push(point);
+        if n == 1 {
+            idle.push(point);
+        }
         wait_us += (start - o.sent_ns) as f64 / 1e3;
         if o.output_tokens >= 2 {
             decode.push((n as f64, (o.end_ns - first) as f64 / 1e3 / (o.output_tokens - 1) as f64));
@@ -168,6 +178,9 @@ pub fn calibrate(obs: &[Observation], slots: Option<u32>) -> Result<Calibration,
     }
     if prefill.is_empty() {
         return Err(CalibrateError::NoPrefill);
+    }
+    if slots.is_none() && idle.len() >= MIN_IDLE_POINTS {
+        prefill = idle;
     }
     if decode.is_empty() {
         return Err(CalibrateError::NoDecode);
@@ -285,7 +298,39 @@ mod tests {
         assert!(close(c.engine.decode_fixed_us, engine.decode_fixed_us), "{c:?}");
         assert!(close(c.engine.decode_per_running_us, engine.decode_per_running_us), "{c:?}");
         assert!(c.prefill.r2 > 0.999_999 && c.decode.r2 > 0.999_999 && c.prefill.mae < 1.0, "{c:?}");
-        assert_eq!((c.prefill.points, c.decode.points), (100, 100));
+        // The prefill is fitted on the 40 requests that found nothing running: the 20 sent alone
+        // and the first of each wave of 4.
+        assert_eq!((c.prefill.points, c.decode.points), (40, 100));
+    }
+
+    #[test]
+    fn requests_that_waited_in_the_server_queue_are_left_out_of_the_prefill_fit() {
+        let engine = Engine::default();
+        let mut obs = run(&engine, 1);
+        // A burst served one at a time: each first token also waits for the prefills before it.
+        let (t0, mut wait) = (500_000_000_000u64, 0u64);
+        for k in 0..6u64 {
+            let uncached = 200 + 50 * k;
+            let ttft = ((engine.prefill_fixed_us + engine.prefill_per_token_us * uncached as f64) * 1e3) as u64;
+            wait += ttft;
+            let first = t0 + wait;
+            let end = first + 9 * 20_000_000;
+            obs.push(Observation {
+                url: 0,
+                sent_ns: t0,
+                first_token_ns: Some(first),
+                end_ns: end,
+                uncached_tokens: uncached,
+                output_tokens: 10,
+            });
+        }
+        let c = calibrate(&obs, None).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * b.max(1.0);
+        assert!(close(c.engine.prefill_fixed_us, engine.prefill_fixed_us), "{c:?}");
+        assert!(close(c.engine.prefill_per_token_us, engine.prefill_per_token_us), "{c:?}");
+        // Too few idle sends (the burst's first): every request is fitted.
+        let burst = &obs[20..];
+        assert_eq!(calibrate(burst, None).unwrap().prefill.points, 6);
     }
 
     #[test]
@@ -360,10 +405,10 @@ mod tests {
         assert!(close(c.engine.decode_per_running_us, engine.decode_per_running_us), "{c:?}");
         assert!(c.mean_wait_us > engine.prefill_fixed_us, "{c:?}");
         assert_eq!((c.prefill.points, c.decode.points, c.slots), (60, 60, Some(2)));
-        // Taken as started when sent, the waits land in the prefill's fixed time.
-        let naive = calibrate(&obs, None).unwrap();
-        assert!(naive.engine.prefill_fixed_us > 2.0 * engine.prefill_fixed_us, "{naive:?}");
-        assert!(naive.prefill.r2 < c.prefill.r2, "{naive:?}");
+        // Without the slot count, only the 10 requests that found the server idle are fitted.
+        let idle = calibrate(&obs, None).unwrap();
+        assert_eq!(idle.prefill.points, 10);
+        assert!(close(idle.engine.prefill_per_token_us, engine.prefill_per_token_us), "{idle:?}");
         assert_eq!(calibrate(&obs, Some(0)).unwrap_err(), CalibrateError::NoSlots);
     }
 

@@ -8,7 +8,9 @@
 //! running slot is free (`max_running`) and its new blocks fit beside the pinned ones, then
 //! runs: its prompt blocks are matched as a chained prefix ([`cache`]), pinned until it ends,
 //! and its timing follows [`Engine`]. Blocks are the trace's hash ids (a row's prompt); decode
-//! tokens are not cached and take no capacity.
+//! tokens are not cached and take no capacity. The engine serves the hit blocks' tokens as vLLM
+//! does ([`engine_cached_tokens`]: never the prompt's last token); the per-row hit rate counts
+//! the blocks found in the cache, as `analyze-trace` does.
 //!
 //! Nothing here reads a clock or the OS: the random router draws from a seeded generator, so a
 //! run is a function of the trace and the [`Cluster`].
@@ -137,6 +139,16 @@ pub fn blocks_for_gb(gb: f64, bytes_per_token: u64, block_size: u32) -> u64 {
     (gb * 1e9 / per_block).floor().max(0.0) as u64
 }
 
+/// Prompt tokens the engine serves from its prefix cache when the request's `hit_blocks` leading
+/// blocks of `block_size` tokens are cached: whole blocks, never the prompt's last token. vLLM
+/// computes the last token again to get its logits (`KVCacheManager::get_computed_blocks` caps
+/// the hit at `prompt_tokens - 1` tokens in whole blocks), so a fully cached prompt of whole
+/// blocks hits one block less, and a partial last block never hits.
+pub fn engine_cached_tokens(hit_blocks: u64, prompt_tokens: u64, block_size: u32) -> u64 {
+    let bs = u64::from(block_size.max(1));
+    hit_blocks.min(prompt_tokens.saturating_sub(1) / bs).saturating_mul(bs)
+}
+
 /// One simulated request.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimRequest {
@@ -155,9 +167,9 @@ pub struct SimRequest {
     pub itl_ns: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
-    /// Prompt tokens served from the cache (hit blocks × block size, at most the prompt).
+    /// Prompt tokens served from the cache ([`engine_cached_tokens`] of the hit blocks).
     pub cached_tokens: u64,
-    /// Prompt blocks (hash ids) and the leading ones that hit.
+    /// Prompt blocks (hash ids) and the leading ones found in the cache.
     pub blocks: u32,
     pub hit_blocks: u32,
 }
@@ -574,7 +586,7 @@ impl Sim<'_> {
             let input =
                 row.and_then(|row| row.input_length()).map_or(ids.len() as u64 * bs, |n| u64::try_from(n).unwrap_or(0));
             let output = row.and_then(|row| row.output_length).unwrap_or(1).max(1);
-            let cached = (hit as u64 * bs).min(input);
+            let cached = engine_cached_tokens(hit as u64, input, cluster.block_size);
             let e = &cluster.engine;
             let prefill_us = e.prefill_fixed_us + e.prefill_per_token_us * (input - cached) as f64;
             let itl_us = e.decode_fixed_us + e.decode_per_running_us * f64::from(r.running);

@@ -174,3 +174,21 @@ fn replicas_are_bounded() {
     }
     assert!(simulate(&trace, schedule, &Cluster { replicas: MAX_REPLICAS, ..one(None) }).is_ok());
 }
+
+#[test]
+fn the_engine_computes_the_last_prompt_token_again() {
+    // vLLM's rule: a fully cached prompt of whole blocks hits one block less; a partial last
+    // block never hits; an empty prompt hits nothing.
+    assert_eq!(engine_cached_tokens(4, 64, 16), 48);
+    assert_eq!(engine_cached_tokens(4, 65, 16), 64);
+    assert_eq!(engine_cached_tokens(5, 70, 16), 64);
+    assert_eq!(engine_cached_tokens(2, 64, 16), 32);
+    assert_eq!(engine_cached_tokens(1, 1, 1), 0);
+    assert_eq!(engine_cached_tokens(3, 0, 16), 0);
+    // The same row twice: the second finds every block but prefills the last one.
+    let trace = sequential(&[vec![1, 2, 3], vec![1, 2, 3]]);
+    let sim = run(&trace, &one(None));
+    let second = sim.requests.iter().find(|r| r.row == 1).unwrap();
+    assert_eq!((second.hit_blocks, second.cached_tokens), (3, 2 * u64::from(BS)));
+    assert_eq!(sim.total().row_hit_rate(), 0.5);
+}

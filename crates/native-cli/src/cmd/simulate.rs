@@ -48,7 +48,9 @@ pub struct Args {
     /// KV bytes per token (2 × layers × KV heads × head size × bytes per value).
     #[arg(long)]
     pub bytes_per_token: Option<u64>,
-    /// Tokens per block: the trace's hash-id block size.
+    /// Tokens per block: the trace's hash-id block size. The engine serves whole cached blocks
+    /// up to the prompt's last token, which it always computes again (as vLLM does: a fully
+    /// cached prompt of whole blocks hits one block less).
     #[arg(long, default_value_t = DEFAULT_BLOCK_SIZE)]
     pub block_size: u32,
     /// Router (a list sweeps); kv-aware is NVIDIA Dynamo's KV router cost.
@@ -80,7 +82,9 @@ pub struct Args {
     /// running; replaces the four timing options. With --max-running, the server is taken to
     /// run that many requests at once per URL, first come first served, and each request's wait
     /// for a slot is taken out of its time to first token (give the server's own limit: vLLM's
-    /// max_num_seqs, llama.cpp's --parallel).
+    /// max_num_seqs, llama.cpp's --parallel). Without it, the prefill is fitted on the requests
+    /// sent while nothing else was in flight on their URL, when 3 or more were (the others may
+    /// have waited in the server's queue).
     #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["prefill_fixed_ms", "prefill_per_token_ms", "decode_fixed_ms", "decode_per_running_ms"])]
     pub calibrate: Option<PathBuf>,
     /// Seed of the random router.

@@ -65,7 +65,9 @@ pub struct Args {
     /// blocks are chain-hashed over its tokens and held in the simulator's cache (`aiperf-cli
     /// simulate`): this option, `--tokenizer` or `--kv-blocks` turns the model on (default
     /// block size 512 then); without them the cache hashes blocks of 16 words and empties itself
-    /// at 65,536 blocks.
+    /// at 65,536 blocks. Cached tokens are whole blocks up to the prompt's last token, which is
+    /// always computed again (as vLLM does: a fully cached prompt of whole blocks hits one block
+    /// less).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub block_size: Option<u32>,
     /// KV model: the prompt's tokens are this tokenizer's ids (a tokenizer.json, a folder holding

@@ -295,7 +295,8 @@ async fn take_slot(state: &State, planned: &mut Planned, hashes: Option<Vec<u64>
             let _in_line = InLine::new(&state.metrics);
             kv.start(hashes).await?
         };
-        planned.cached = (running.hit_blocks * u64::from(kv.block_size())).min(planned.prompt_tokens);
+        planned.cached =
+            aiperf_core::simulate::engine_cached_tokens(running.hit_blocks, planned.prompt_tokens, kv.block_size());
         state.metrics.hits.fetch_add(planned.cached, Ordering::Relaxed);
         planned.set_ttft(&state.args);
         return Some(Slot::Kv(running));
