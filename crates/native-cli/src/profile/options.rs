@@ -226,6 +226,11 @@ pub struct Args {
     /// per-request profile_export.jsonl, `summary` the summaries only.
     #[arg(help_heading = "Output", long, alias = "profile-export-level", value_enum, default_value = "records")]
     pub export_level: ExportLevel,
+    /// Base name of every export file (AIPerf's): with `run1` the run writes run1.json, run1.csv,
+    /// run1_console.txt, run1.jsonl, run1_timeslices.json/.csv, run1_server_metrics.json/.csv and
+    /// run1_gpu_telemetry.jsonl; a known suffix such as `.json` or `_raw.jsonl` is stripped.
+    #[arg(help_heading = "Output", long, alias = "profile-export-file", value_name = "PREFIX")]
+    pub profile_export_prefix: Option<String>,
     /// Repeat the run (or each sweep value) this many times and write the aggregate with
     /// confidence intervals (profile_export_aiperf_aggregate.csv and .json); 1 to 10.
     #[arg(help_heading = "Sweeps, repeats and capacity search", long, default_value_t = 1)]

@@ -135,6 +135,7 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
     let mut artifacts = Map::new();
     put(&mut artifacts, "dir", json!(plan.exports.artifact_dir.display().to_string()));
     put(&mut artifacts, "slice_duration", json!(a.slice_duration));
+    put(&mut artifacts, "prefix", json!(plan.exports.names.base()));
     if !plan.exports.records {
         artifacts.insert("records".into(), json!(false));
     }

@@ -122,7 +122,11 @@ impl ProfilePlan {
                 Mode::Search { axis, .. } => artifacts::campaign_load(*axis, None),
             };
             let name = artifacts::folder_name(&args.model, args.endpoint_type, &load);
-            artifacts::resolve(args.artifact_dir.as_deref(), &name, args.overwrite)?
+            let names = match args.profile_export_prefix.as_deref() {
+                Some(p) => crate::io::exports::ExportNames::with_prefix(p)?,
+                None => crate::io::exports::ExportNames::default(),
+            };
+            artifacts::resolve(args.artifact_dir.as_deref(), &name, args.overwrite, &names)?
         };
         let mut base = args;
         base.artifact_dir = Some(artifact_dir.clone());

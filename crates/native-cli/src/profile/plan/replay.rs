@@ -159,6 +159,8 @@ pub struct Exports {
     pub slice: Option<Duration>,
     /// `--export-level records`: write `profile_export.jsonl` (not with `summary`).
     pub records: bool,
+    /// The export files' names (`--profile-export-prefix`).
+    pub names: crate::io::exports::ExportNames,
 }
 
 /// How long to wait for the server before anything is sent.
@@ -337,6 +339,10 @@ impl ReplayPlan {
                 },
                 slice: times.slice,
                 records: a.export_level == crate::profile::options::ExportLevel::Records,
+                names: match &a.profile_export_prefix {
+                    Some(p) => crate::io::exports::ExportNames::with_prefix(p)?,
+                    None => crate::io::exports::ExportNames::default(),
+                },
             },
             coordination: load.coordination,
             server,
@@ -827,6 +833,7 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
             (!server.gpu_urls.is_empty())
                 .then(|| json!(server.gpu_urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>())),
         ),
+        ("profile_export_prefix", a.profile_export_prefix.as_ref().map(|p| json!(p))),
     ] {
         if let Some(v) = v {
             config[k] = v;
