@@ -213,7 +213,16 @@ const TEMPLATES: &[(&str, Expect)] = &[
             assert_eq!(r.records.len(), 40);
         }),
     ),
-    ("http_trace_metrics", Expect::Refused("benchmark.artifacts.trace", "--export-http-trace")),
+    (
+        "http_trace_metrics",
+        Expect::Runs(&["--request-count", "20"], |r| {
+            assert_eq!(r.option("export_http_trace"), true);
+            assert_eq!(r.option("show_trace_timing"), true);
+            assert_eq!(r.option("request_rate"), 20.0);
+            assert_eq!(r.records.len(), 20);
+            assert!(r.records.iter().all(|l| l["trace_data"]["request_send_start_ns"].is_u64()));
+        }),
+    ),
     ("jinja2_variables", Expect::Refused("multiRun.setConsistentSeed", "--set-consistent-seed")),
     ("kv_cache_test", Expect::Refused("benchmark.phases[0].type", "no user-centric warm-up")),
     (

@@ -131,10 +131,6 @@ const RAW_EXPORT: Refusal = Refusal {
     why: "not yet supported: request and response bodies and headers are not kept",
     instead: "--export-level records (profile_export.jsonl)",
 };
-const HTTP_TRACE: Refusal = Refusal {
-    why: "not yet supported: per-request HTTP timing exports",
-    instead: "the records export has each request's send and receive times",
-};
 const TOKENIZER: Refusal = Refusal {
     why: "not yet supported: only tokenizer.json tokenizers, without chat templates",
     instead: "pass a tokenizer.json path or folder with --tokenizer",
@@ -254,8 +250,8 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--wandb-entity", &TRACKING),
     refused("--wandb-run-name", &TRACKING),
     refused("--wandb-tag", &TRACKING),
-    refused("--export-http-trace", &HTTP_TRACE),
-    refused("--show-trace-timing", &HTTP_TRACE),
+    same("--export-http-trace", &[]),
+    same("--show-trace-timing", &[]),
     // Tokenizer
     same("--tokenizer", &["missing-tokenizer.json"]),
     refused("--tokenizer-revision", &TOKENIZER),

@@ -231,6 +231,15 @@ pub struct Args {
     /// run1_gpu_telemetry.jsonl; a known suffix such as `.json` or `_raw.jsonl` is stripped.
     #[arg(help_heading = "Output", long, alias = "profile-export-file", value_name = "PREFIX")]
     pub profile_export_prefix: Option<String>,
+    /// Also write each request's HTTP exchange into its records line (AIPerf's `trace_data`:
+    /// send start and end, response body start and end, bytes and reads, connection reuse,
+    /// connect and DNS times, k6's sending/waiting/receiving/duration).
+    #[arg(help_heading = "Output", long)]
+    pub export_http_trace: bool,
+    /// Also show the HTTP timing table (AIPerf's: the http_req_* metrics, k6's breakdown) after
+    /// the metrics.
+    #[arg(help_heading = "Output", long)]
+    pub show_trace_timing: bool,
     /// Repeat the run (or each sweep value) this many times and write the aggregate with
     /// confidence intervals (profile_export_aiperf_aggregate.csv and .json); 1 to 10.
     #[arg(help_heading = "Sweeps, repeats and capacity search", long, default_value_t = 1)]

@@ -373,6 +373,7 @@ fn start_records_stage(
             .map(|d| aiperf_core::results::timeslices::Slicer::new(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
             .transpose()?,
         t0_unix_ns,
+        http_trace: plan.exports.http_trace,
     };
     std::thread::Builder::new()
         .name("records".into())
@@ -458,6 +459,9 @@ fn export(
     };
     let written = write_summaries(plan, &summary, &collected, with_goodput);
     show!("{}", aiperf_core::results::export::console_table(&summary));
+    if plan.exports.show_trace_timing {
+        show!("{}", aiperf_core::results::http_trace::timing_table(&summary));
+    }
     let ceiling_note = match (&m.sent, plan.limits.concurrency) {
         (Ok(d), Some(c)) if m.fixed_schedule => Some(ceiling_note(c, d.ceiling, d.requests, &summary)),
         _ => None,

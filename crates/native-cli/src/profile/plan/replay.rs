@@ -161,6 +161,10 @@ pub struct Exports {
     pub records: bool,
     /// The export files' names (`--profile-export-prefix`).
     pub names: crate::io::exports::ExportNames,
+    /// `--export-http-trace`: each record's line also has its HTTP exchange (`trace_data`).
+    pub http_trace: bool,
+    /// `--show-trace-timing`: the console also shows the `http_req_*` metrics.
+    pub show_trace_timing: bool,
 }
 
 /// How long to wait for the server before anything is sent.
@@ -343,6 +347,8 @@ impl ReplayPlan {
                     Some(p) => crate::io::exports::ExportNames::with_prefix(p)?,
                     None => crate::io::exports::ExportNames::default(),
                 },
+                http_trace: a.export_http_trace,
+                show_trace_timing: a.show_trace_timing,
             },
             coordination: load.coordination,
             server,
@@ -834,6 +840,8 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
                 .then(|| json!(server.gpu_urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>())),
         ),
         ("profile_export_prefix", a.profile_export_prefix.as_ref().map(|p| json!(p))),
+        ("export_http_trace", a.export_http_trace.then_some(json!(true))),
+        ("show_trace_timing", a.show_trace_timing.then_some(json!(true))),
     ] {
         if let Some(v) = v {
             config[k] = v;
