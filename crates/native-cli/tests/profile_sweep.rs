@@ -311,3 +311,31 @@ fn repeated_runs_without_a_sweep_are_aggregated_in_the_artifact_folder() {
     assert!(!art.join("profile_export_aiperf.json").exists(), "the runs are in run_k/");
     assert_eq!(mock.arrivals().len(), 12);
 }
+
+/// `--num-profile-runs 3` with a warm-up: as AIPerf's `--profile-run-disable-warmup-after-first`
+/// (its default), only the first run warms up; its AIPerf configuration keeps the warm-up phase,
+/// the others' do not. `--no-profile-run-disable-warmup-after-first` warms up before every run.
+#[test]
+fn repeats_after_the_first_skip_the_warm_up_unless_asked() {
+    let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = rows(dir.path(), 4, 4);
+    let flags =
+        ["--concurrency", "2", "--request-count", "4", "--num-profile-runs", "3", "--warmup-request-count", "2"];
+    let art = dir.path().join("first-only");
+    ok(&profile_streaming(&mock.url, &trace, &art, &flags, LIMIT));
+    assert_eq!(mock.arrivals().len(), 2 + 3 * 4);
+    for (k, warmed) in [(1, true), (2, false), (3, false)] {
+        let s = json(&art.join(format!("run_{k}/profile_export_aiperf.json")));
+        let phases = s["input_config"]["phases"].as_array().unwrap();
+        assert_eq!(phases.len(), if warmed { 2 } else { 1 }, "run_{k}: {phases:?}");
+        assert_eq!(s["aiperf_cli_config"].get("warmup_skipped").is_some(), !warmed, "run_{k}");
+        assert_eq!(read_jsonl(&art.join(format!("run_{k}/profile_export.jsonl"))).len(), 4);
+    }
+    let art = dir.path().join("every");
+    let every = [&flags[..], &["--no-profile-run-disable-warmup-after-first"]].concat();
+    ok(&profile_streaming(&mock.url, &trace, &art, &every, LIMIT));
+    assert_eq!(mock.arrivals().len(), 14 + 3 * (2 + 4));
+    let s = json(&art.join("run_3/profile_export_aiperf.json"));
+    assert_eq!(s["input_config"]["phases"].as_array().unwrap().len(), 2);
+}

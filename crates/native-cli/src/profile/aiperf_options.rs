@@ -99,10 +99,6 @@ const PLOTS: Refusal = Refusal {
     why: "plots are not drawn after a run",
     instead: "aiperf-cli report RUN_DIR writes an HTML report with the charts",
 };
-const WARMUP: Refusal = Refusal {
-    why: "not yet supported: this warm-up option",
-    instead: "shape the warm-up with --warmup-request-count, --num-warmup-sessions, --warmup-duration, --warmup-concurrency, --warmup-request-rate",
-};
 const BASETEN_ONLY: Refusal = Refusal {
     why: "AIPerf 0.13 applies it to baseten_trace datasets only (a Mooncake trace replays as without it), and aiperf-cli reads no baseten_trace",
     instead: "drop the option; --synthesis-speedup-ratio scales a trace's times, convert-trace --sample-fraction and --max-idle-gap-ms sample and compress it",
@@ -456,8 +452,8 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--num-profile-runs", &["2"]),
     ours("--profile-run-cooldown-seconds", "--parameter-sweep-cooldown-seconds", &["1"]),
     same("--confidence-level", &["0.9"]),
-    refused("--profile-run-disable-warmup-after-first", &WARMUP),
-    refused("--no-profile-run-disable-warmup-after-first", &WARMUP),
+    same("--profile-run-disable-warmup-after-first", &[]),
+    same("--no-profile-run-disable-warmup-after-first", &[]),
     refused("--set-consistent-seed", &SEEDS),
     refused("--no-set-consistent-seed", &SEEDS),
     refused("--vary-seed-per-trial", &SEEDS),

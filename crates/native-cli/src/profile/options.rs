@@ -247,6 +247,21 @@ pub struct Args {
     /// Confidence level of the intervals over repeated runs.
     #[arg(help_heading = "Sweeps, repeats and capacity search", long, default_value_t = 0.95)]
     pub confidence_level: f64,
+    /// Warm up before the first run of each value only, not before its repeats 2..N (AIPerf's
+    /// default: the repeats measure the steady state).
+    #[arg(
+        help_heading = "Sweeps, repeats and capacity search",
+        long,
+        overrides_with = "no_profile_run_disable_warmup_after_first"
+    )]
+    pub profile_run_disable_warmup_after_first: bool,
+    /// Warm up before every repeat.
+    #[arg(
+        help_heading = "Sweeps, repeats and capacity search",
+        long,
+        overrides_with = "profile_run_disable_warmup_after_first"
+    )]
+    pub no_profile_run_disable_warmup_after_first: bool,
     /// Pause between the sub-runs of a sweep, repeats or search (seconds).
     #[arg(
         help_heading = "Sweeps, repeats and capacity search",

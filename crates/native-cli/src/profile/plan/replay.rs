@@ -360,6 +360,15 @@ impl ReplayPlan {
         Ok(plan)
     }
 
+    /// This plan without its warm-up phase (a repeat after the first), `a` being its options.
+    pub fn without_warmup(mut self, a: &Args) -> ReplayPlan {
+        if self.limits.warmup.take().is_some() {
+            self.cli_config["warmup_skipped"] = Value::Bool(true);
+            self.aiperf_config = super::aiperf_config::aiperf_input_config(a, &self);
+        }
+        self
+    }
+
     /// The timing mode: the trace's timestamps when asked, or when the trace has them and no
     /// request rate was chosen ([`Arrivals::timing`]).
     pub fn timing(&self, trace_has_timestamps: bool) -> Result<Timing> {
