@@ -339,3 +339,43 @@ fn repeats_after_the_first_skip_the_warm_up_unless_asked() {
     let s = json(&art.join("run_3/profile_export_aiperf.json"));
     assert_eq!(s["input_config"]["phases"].as_array().unwrap().len(), 2);
 }
+
+/// Seeds of several runs, as AIPerf derives them: repeats of a value share its seed, so their
+/// Poisson schedules are the same; `--vary-seed-per-trial` gives each repeat its own (SHA-256 of
+/// `SEED:variation:base:trial:K`), so the schedules differ. Value K of a sweep takes
+/// `--random-seed + K`, or `--random-seed` with `--parameter-sweep-same-seed`.
+#[test]
+fn runs_take_aiperfs_seeds() {
+    let mock = Mock::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = rows(dir.path(), 6, 2);
+    let schedule = |run: &Path| {
+        let mut s: Vec<u64> =
+            read_jsonl(&run.join("profile_export.jsonl")).iter().map(|l| record_of(l).scheduled_ns).collect();
+        s.sort_unstable();
+        s
+    };
+    let seed = |run: &Path| json(&run.join("profile_export_aiperf.json"))["aiperf_cli_config"]["random_seed"].clone();
+    let flags =
+        ["--request-rate", "50", "--arrival-pattern", "poisson", "--request-count", "6", "--num-profile-runs", "2"];
+    let flags = [&flags[..], &["--random-seed", "5", "--ui-type", "none"]].concat();
+    let art = dir.path().join("same");
+    ok(&profile_streaming(&mock.url, &trace, &art, &flags, LIMIT));
+    assert_eq!((seed(&art.join("run_1")), seed(&art.join("run_2"))), (5.into(), 5.into()));
+    assert_eq!(schedule(&art.join("run_1")), schedule(&art.join("run_2")));
+
+    let art = dir.path().join("vary");
+    ok(&profile_streaming(&mock.url, &trace, &art, &[&flags[..], &["--vary-seed-per-trial"]].concat(), LIMIT));
+    // Python: int.from_bytes(sha256(b"5:variation:base:trial:0").digest()[:8], "big") & (2**63 - 1)
+    assert_eq!(seed(&art.join("run_1")), 5_923_050_222_508_316_399_u64);
+    assert_ne!(seed(&art.join("run_1")), seed(&art.join("run_2")));
+    assert_ne!(schedule(&art.join("run_1")), schedule(&art.join("run_2")));
+
+    let sweep = ["--concurrency", "1,2", "--request-count", "2", "--random-seed", "5", "--ui-type", "none"];
+    let art = dir.path().join("sweep");
+    ok(&profile_streaming(&mock.url, &trace, &art, &sweep, LIMIT));
+    assert_eq!((seed(&art.join("1")), seed(&art.join("2"))), (5.into(), 6.into()));
+    let art = dir.path().join("sweep-same");
+    ok(&profile_streaming(&mock.url, &trace, &art, &[&sweep[..], &["--parameter-sweep-same-seed"]].concat(), LIMIT));
+    assert_eq!((seed(&art.join("1")), seed(&art.join("2"))), (5.into(), 5.into()));
+}

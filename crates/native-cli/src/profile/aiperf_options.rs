@@ -135,8 +135,10 @@ const NETWORK: Refusal = Refusal {
     why: "not yet supported: network latency compensation",
     instead: "the report's calibration line gives the client's own overhead (measure against mock-server)",
 };
-const SEEDS: Refusal =
-    Refusal { why: "not yet supported: per-run seed choices", instead: "every run and repeat uses --random-seed" };
+const SEEDS: Refusal = Refusal {
+    why: "every run has a seed (--random-seed, default 0): unseeded runs are not supported",
+    instead: "--vary-seed-per-trial gives each repeat its own seed",
+};
 const CONVERGENCE: Refusal = Refusal {
     why: "not yet supported: repeating until a metric converges",
     instead: "give --num-profile-runs N; the aggregate has confidence intervals",
@@ -454,17 +456,17 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--confidence-level", &["0.9"]),
     same("--profile-run-disable-warmup-after-first", &[]),
     same("--no-profile-run-disable-warmup-after-first", &[]),
-    refused("--set-consistent-seed", &SEEDS),
+    same("--set-consistent-seed", &[]),
     refused("--no-set-consistent-seed", &SEEDS),
-    refused("--vary-seed-per-trial", &SEEDS),
-    refused("--no-vary-seed-per-trial", &SEEDS),
+    same("--vary-seed-per-trial", &[]),
+    same("--no-vary-seed-per-trial", &[]),
     refused("--convergence-metric", &CONVERGENCE),
     refused("--convergence-stat", &CONVERGENCE),
     refused("--convergence-threshold", &CONVERGENCE),
     refused("--convergence-mode", &CONVERGENCE),
     same("--parameter-sweep-cooldown-seconds", &["1"]),
-    refused("--parameter-sweep-same-seed", &SEEDS),
-    refused("--no-parameter-sweep-same-seed", &SEEDS),
+    same("--parameter-sweep-same-seed", &[]),
+    same("--no-parameter-sweep-same-seed", &[]),
     refused("--parameter-sweep-mode", &SWEEP_SHAPE),
     refused("--sweep-type", &SWEEP_SHAPE),
     refused("--no-sweep-table", &SWEEP_SHAPE),

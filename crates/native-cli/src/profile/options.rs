@@ -262,6 +262,24 @@ pub struct Args {
         overrides_with = "profile_run_disable_warmup_after_first"
     )]
     pub no_profile_run_disable_warmup_after_first: bool,
+    /// Every run has a seed (--random-seed, default 0), so repeats and sweep values replay the
+    /// same workload: AIPerf's `--set-consistent-seed` (its default) holds always.
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long)]
+    pub set_consistent_seed: bool,
+    /// Give each repeat its own seed, derived from --random-seed, the value and the repeat as
+    /// AIPerf derives it (SHA-256 of `SEED:variation:LABEL:trial:K`) [default: the value's seed].
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, overrides_with = "no_vary_seed_per_trial")]
+    pub vary_seed_per_trial: bool,
+    /// Every repeat of a value uses the value's seed.
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, overrides_with = "vary_seed_per_trial")]
+    pub no_vary_seed_per_trial: bool,
+    /// Every value of a sweep uses --random-seed [default: value K (0, 1, …) uses --random-seed + K,
+    /// as AIPerf's sweeps].
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, overrides_with = "no_parameter_sweep_same_seed")]
+    pub parameter_sweep_same_seed: bool,
+    /// Value K of a sweep uses --random-seed + K.
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, overrides_with = "parameter_sweep_same_seed")]
+    pub no_parameter_sweep_same_seed: bool,
     /// Pause between the sub-runs of a sweep, repeats or search (seconds).
     #[arg(
         help_heading = "Sweeps, repeats and capacity search",

@@ -169,6 +169,26 @@ impl ProfilePlan {
         Ok(plan)
     }
 
+    /// The seed of repeat `trial` (1, 2, …) of `value`: AIPerf's derivation over --random-seed
+    /// (`--parameter-sweep-same-seed`, `--vary-seed-per-trial`). A search's points, whose values
+    /// are not known ahead, all take --random-seed unless seeds vary per trial.
+    fn seed(&self, value: Option<f64>, trial: u32) -> u64 {
+        let root = self.base.random_seed;
+        let (index, label) = match (&self.mode, value) {
+            (Mode::Sweep { axis, values }, Some(v)) => (
+                values.iter().position(|x| *x == v).unwrap_or(0),
+                format!("{}={}", axis.flag().trim_start_matches('-'), axis.format(v)),
+            ),
+            (Mode::Search { axis, .. }, Some(v)) => {
+                (0, format!("{}={}", axis.flag().trim_start_matches('-'), axis.format(v)))
+            }
+            _ => (0, "base".to_owned()),
+        };
+        let a = &self.base;
+        let vary = a.vary_seed_per_trial.then(|| (label.as_str(), trial.saturating_sub(1)));
+        aiperf_core::campaign::sweep::run_seed(root, index, a.parameter_sweep_same_seed, vary)
+    }
+
     /// The swept or searched option.
     pub fn axis(&self) -> Option<Axis> {
         match &self.mode {
@@ -186,6 +206,7 @@ impl ProfilePlan {
     /// The plan of repeat `trial` (1, 2, …) of `value`, writing into `dir`.
     pub fn sub_run(&self, value: Option<f64>, dir: PathBuf, trial: u32) -> Result<ReplayPlan> {
         let mut a = self.base.clone();
+        a.random_seed = self.seed(value, trial);
         a.artifact_dir = Some(dir);
         if let (Some(v), Some(axis)) = (value, self.axis()) {
             match axis {
