@@ -203,7 +203,7 @@ const TEMPLATES: &[(&str, Expect)] = &[
     ("scenario_workload_profiles", Expect::Refused("sweep.type", "scenario, zip and sampled sweeps")),
     ("speed_bench_sweep", Expect::Refused("sweep.parameters.datasets.main.format", "only concurrency and rate")),
     ("sweep_distributions", Expect::Refused("sweep.parameters", "several parameters")),
-    ("sweep_with_plot", Expect::Refused("multiRun.setConsistentSeed", "--set-consistent-seed")),
+    ("sweep_with_plot", Expect::Refused("plot", "--auto-plot")),
     ("env_var_production", Expect::Refused("benchmark.dataset.prompts.isl.peaks", "multimodal (peaks)")),
     (
         "gpu_telemetry",
@@ -213,8 +213,37 @@ const TEMPLATES: &[(&str, Expect)] = &[
             assert_eq!(r.records.len(), 40);
         }),
     ),
-    ("http_trace_metrics", Expect::Refused("benchmark.artifacts.trace", "--export-http-trace")),
-    ("jinja2_variables", Expect::Refused("multiRun.setConsistentSeed", "--set-consistent-seed")),
+    (
+        "http_trace_metrics",
+        Expect::Runs(&["--request-count", "20"], |r| {
+            assert_eq!(r.option("export_http_trace"), true);
+            assert_eq!(r.option("show_trace_timing"), true);
+            assert_eq!(r.option("request_rate"), 20.0);
+            assert_eq!(r.records.len(), 20);
+            assert!(r.records.iter().all(|l| l["trace_data"]["request_send_start_ns"].is_u64()));
+        }),
+    ),
+    (
+        "jinja2_variables",
+        Expect::Runs(
+            &[
+                "--num-profile-runs",
+                "1",
+                "--benchmark-duration",
+                "1",
+                "--request-rate-ramp-duration",
+                "0.5",
+                "--warmup-request-count",
+                "2",
+            ],
+            |r| {
+                assert_eq!(r.option("random_seed"), 42);
+                assert_eq!(r.option("request_rate"), 30.0);
+                assert_eq!(r.option("arrival_pattern"), "gamma");
+                assert!(!r.records.is_empty());
+            },
+        ),
+    ),
     ("kv_cache_test", Expect::Refused("benchmark.phases[0].type", "no user-centric warm-up")),
     (
         "long_context",

@@ -311,3 +311,71 @@ fn repeated_runs_without_a_sweep_are_aggregated_in_the_artifact_folder() {
     assert!(!art.join("profile_export_aiperf.json").exists(), "the runs are in run_k/");
     assert_eq!(mock.arrivals().len(), 12);
 }
+
+/// `--num-profile-runs 3` with a warm-up: as AIPerf's `--profile-run-disable-warmup-after-first`
+/// (its default), only the first run warms up; its AIPerf configuration keeps the warm-up phase,
+/// the others' do not. `--no-profile-run-disable-warmup-after-first` warms up before every run.
+#[test]
+fn repeats_after_the_first_skip_the_warm_up_unless_asked() {
+    let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = rows(dir.path(), 4, 4);
+    let flags =
+        ["--concurrency", "2", "--request-count", "4", "--num-profile-runs", "3", "--warmup-request-count", "2"];
+    let art = dir.path().join("first-only");
+    ok(&profile_streaming(&mock.url, &trace, &art, &flags, LIMIT));
+    assert_eq!(mock.arrivals().len(), 2 + 3 * 4);
+    for (k, warmed) in [(1, true), (2, false), (3, false)] {
+        let s = json(&art.join(format!("run_{k}/profile_export_aiperf.json")));
+        let phases = s["input_config"]["phases"].as_array().unwrap();
+        assert_eq!(phases.len(), if warmed { 2 } else { 1 }, "run_{k}: {phases:?}");
+        assert_eq!(s["aiperf_cli_config"].get("warmup_skipped").is_some(), !warmed, "run_{k}");
+        assert_eq!(read_jsonl(&art.join(format!("run_{k}/profile_export.jsonl"))).len(), 4);
+    }
+    let art = dir.path().join("every");
+    let every = [&flags[..], &["--no-profile-run-disable-warmup-after-first"]].concat();
+    ok(&profile_streaming(&mock.url, &trace, &art, &every, LIMIT));
+    assert_eq!(mock.arrivals().len(), 14 + 3 * (2 + 4));
+    let s = json(&art.join("run_3/profile_export_aiperf.json"));
+    assert_eq!(s["input_config"]["phases"].as_array().unwrap().len(), 2);
+}
+
+/// Seeds of several runs, as AIPerf derives them: repeats of a value share its seed, so their
+/// Poisson schedules are the same; `--vary-seed-per-trial` gives each repeat its own (SHA-256 of
+/// `SEED:variation:base:trial:K`), so the schedules differ. Value K of a sweep takes
+/// `--random-seed + K`, or `--random-seed` with `--parameter-sweep-same-seed`.
+#[test]
+fn runs_take_aiperfs_seeds() {
+    let mock = Mock::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = rows(dir.path(), 6, 2);
+    let schedule = |run: &Path| {
+        let mut s: Vec<u64> =
+            read_jsonl(&run.join("profile_export.jsonl")).iter().map(|l| record_of(l).scheduled_ns).collect();
+        s.sort_unstable();
+        s
+    };
+    let seed = |run: &Path| json(&run.join("profile_export_aiperf.json"))["aiperf_cli_config"]["random_seed"].clone();
+    let flags =
+        ["--request-rate", "50", "--arrival-pattern", "poisson", "--request-count", "6", "--num-profile-runs", "2"];
+    let flags = [&flags[..], &["--random-seed", "5", "--ui-type", "none"]].concat();
+    let art = dir.path().join("same");
+    ok(&profile_streaming(&mock.url, &trace, &art, &flags, LIMIT));
+    assert_eq!((seed(&art.join("run_1")), seed(&art.join("run_2"))), (5.into(), 5.into()));
+    assert_eq!(schedule(&art.join("run_1")), schedule(&art.join("run_2")));
+
+    let art = dir.path().join("vary");
+    ok(&profile_streaming(&mock.url, &trace, &art, &[&flags[..], &["--vary-seed-per-trial"]].concat(), LIMIT));
+    // Python: int.from_bytes(sha256(b"5:variation:base:trial:0").digest()[:8], "big") & (2**63 - 1)
+    assert_eq!(seed(&art.join("run_1")), 5_923_050_222_508_316_399_u64);
+    assert_ne!(seed(&art.join("run_1")), seed(&art.join("run_2")));
+    assert_ne!(schedule(&art.join("run_1")), schedule(&art.join("run_2")));
+
+    let sweep = ["--concurrency", "1,2", "--request-count", "2", "--random-seed", "5", "--ui-type", "none"];
+    let art = dir.path().join("sweep");
+    ok(&profile_streaming(&mock.url, &trace, &art, &sweep, LIMIT));
+    assert_eq!((seed(&art.join("1")), seed(&art.join("2"))), (5.into(), 6.into()));
+    let art = dir.path().join("sweep-same");
+    ok(&profile_streaming(&mock.url, &trace, &art, &[&sweep[..], &["--parameter-sweep-same-seed"]].concat(), LIMIT));
+    assert_eq!((seed(&art.join("1")), seed(&art.join("2"))), (5.into(), 5.into()));
+}

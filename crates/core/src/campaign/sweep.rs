@@ -83,6 +83,21 @@ pub struct Figure {
     pub value: f64,
 }
 
+/// The seed of one run of a sweep or of repeats, as AIPerf derives it: value `index` of a sweep
+/// takes `root + index` (`same_seed`: `root`); with `vary_per_trial`, trial `trial` (0, 1, …) of
+/// the value labelled `label` takes the first 8 bytes of SHA-256 over
+/// `"{root}:variation:{label}:trial:{trial}"`, big-endian, masked to 63 bits.
+pub fn run_seed(root: u64, index: usize, same_seed: bool, vary_per_trial: Option<(&str, u32)>) -> u64 {
+    use sha2::{Digest, Sha256};
+    if let Some((label, trial)) = vary_per_trial {
+        let digest = Sha256::digest(format!("{root}:variation:{label}:trial:{trial}").as_bytes());
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        return u64::from_be_bytes(first) & (u64::MAX >> 1);
+    }
+    if same_seed { root } else { root.wrapping_add(index as u64) }
+}
+
 /// Share of a run's requests (failed ones included) that met every SLO; `None` without SLOs or
 /// without requests.
 pub fn good_fraction(r: &Report) -> Option<f64> {
@@ -308,6 +323,16 @@ pub fn sweep_csv(axis: Axis, points: &[SweepPoint]) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_seeds_are_aiperfs() {
+        assert_eq!([0, 1, 2].map(|i| run_seed(7, i, false, None)), [7, 8, 9]);
+        assert_eq!(run_seed(7, 2, true, None), 7);
+        // Python: int.from_bytes(sha256(b"0:variation:base:trial:0").digest()[:8], "big") & (2**63 - 1)
+        assert_eq!(run_seed(0, 0, false, Some(("base", 0))), 4_033_660_807_978_276_765);
+        assert_eq!(run_seed(0, 5, true, Some(("base", 1))), 4_968_583_874_053_865_279);
+        assert_eq!(run_seed(42, 1, false, Some(("concurrency=4", 2))), 5_280_975_851_927_223_599);
+    }
 
     fn run(ttft_p99: f64, throughput: f64) -> Vec<Figure> {
         vec![

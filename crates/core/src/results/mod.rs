@@ -5,12 +5,14 @@
 //! - [`metrics`]: AIPerf's per-request metrics and the `--goodput` objectives;
 //! - [`aggregate`]: the metrics of many requests, mergeable, and the run's [`aggregate::Report`];
 //! - [`summary`]: everything known at the end of a run ([`summary::RunSummary`]);
+//! - [`http_trace`]: a record's `trace_data` (AIPerf's `--export-http-trace`);
 //! - [`export`]: the summary as `profile_export_aiperf.json`/`.csv` and the console table;
 //! - [`timeslices`]: the run's metrics per slice of send time (`--slice-duration`);
 //! - [`timeline`]: AIPerf's time-weighted metrics (`effective_*`, `active_*`, `tokens_in_flight`).
 
 pub mod aggregate;
 pub mod export;
+pub mod http_trace;
 pub mod line;
 pub mod live;
 pub mod metrics;

@@ -178,7 +178,7 @@ pub fn run(args: Args) -> Result<()> {
             problems,
         })),
     };
-    crate::io::exports::write_summaries(&args.output, &summary)?;
+    crate::io::exports::write_summaries(&args.output, &crate::io::exports::ExportNames::default(), &summary)?;
     crate::io::exports::write_ready_marker(&args.output, &summary)?;
     show!("{}", aiperf_core::results::export::console_table(&summary));
     show!("Merged run written to {}", args.output.display());

@@ -359,7 +359,9 @@ fn write_run(
     let mut order: Vec<usize> = (0..sim.requests.len()).collect();
     order.sort_by_key(|&i| (sim.requests[i].end_ns, i));
     let mut aggregate = Aggregate::default();
-    let mut out = (!args.no_records).then(|| crate::io::exports::records_file(dir)).transpose()?;
+    let mut out = (!args.no_records)
+        .then(|| crate::io::exports::records_file(dir, &crate::io::exports::ExportNames::default()))
+        .transpose()?;
     let records_path = dir.join(RECORDS_FILE);
     for &i in &order {
         let rec = sim.requests[i].record(trace);
@@ -393,7 +395,7 @@ fn write_run(
         startup_ms: 0.0,
         sharding: None,
     };
-    crate::io::exports::write_summaries(dir, &summary)?;
+    crate::io::exports::write_summaries(dir, &crate::io::exports::ExportNames::default(), &summary)?;
     let replicas: Vec<_> = sim
         .replicas
         .iter()

@@ -15,6 +15,102 @@ use anyhow::{Context, Result};
 
 use crate::io::output;
 
+/// The names of a run's export files: AIPerf's own, or all of them built on the base name of
+/// `--profile-export-prefix` (`BASE.json`, `BASE.csv`, `BASE.jsonl`, `BASE_timeslices.csv`, …).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExportNames {
+    base: Option<String>,
+}
+
+/// What AIPerf strips from the end of a prefix, longest first, so that `foo_raw.jsonl` and
+/// `foo.json` both name the base `foo`.
+const PREFIX_SUFFIXES: [&str; 14] = [
+    "_server_metrics.parquet",
+    "_server_metrics.jsonl",
+    "_server_metrics.json",
+    "_server_metrics.csv",
+    "_network_latency.jsonl",
+    "_gpu_telemetry.jsonl",
+    "_timeslices.csv",
+    "_timeslices.json",
+    "_console.txt",
+    "_raw.jsonl",
+    ".parquet",
+    ".csv",
+    ".json",
+    ".jsonl",
+];
+
+impl ExportNames {
+    /// The names of `--profile-export-prefix PREFIX`: an absolute path gives its last part (the
+    /// files stay in the artifact folder), and a known export suffix is stripped, as AIPerf does.
+    /// A prefix naming a sub-folder, or nothing once stripped, is an error.
+    pub fn with_prefix(prefix: &str) -> Result<ExportNames> {
+        let path = Path::new(prefix);
+        let name = if path.is_absolute() { path.file_name().and_then(|n| n.to_str()).unwrap_or("") } else { prefix };
+        let base = PREFIX_SUFFIXES.iter().find_map(|s| name.strip_suffix(s)).unwrap_or(name);
+        if base.is_empty() || base == "." || base == ".." || base.contains(['/', '\\']) || base.starts_with('-') {
+            anyhow::bail!(
+                "--profile-export-prefix {prefix:?}: accepted is a file name without folders (e.g. `run1`: run1.json, run1.csv, run1.jsonl, …)"
+            );
+        }
+        Ok(ExportNames { base: Some(base.to_owned()) })
+    }
+
+    /// The base name of `--profile-export-prefix`, if given.
+    pub fn base(&self) -> Option<&str> {
+        self.base.as_deref()
+    }
+
+    fn named(&self, suffix: &str, default: &str) -> String {
+        self.base.as_ref().map_or_else(|| default.to_owned(), |b| format!("{b}{suffix}"))
+    }
+
+    /// The per-request records (`profile_export.jsonl`).
+    pub fn records(&self) -> String {
+        self.named(".jsonl", RECORDS_FILE)
+    }
+
+    /// A summary file (`profile_export_aiperf.json`, `.csv`, `profile_export_console.txt`).
+    pub fn summary(&self, f: SummaryFormat) -> String {
+        let suffix = match f {
+            SummaryFormat::Json => ".json",
+            SummaryFormat::Csv => ".csv",
+            SummaryFormat::Console => "_console.txt",
+        };
+        self.named(suffix, f.file_name())
+    }
+
+    /// The time slices of `--slice-duration`: JSON, then CSV.
+    pub fn timeslices(&self) -> [String; 2] {
+        [self.named("_timeslices.json", TIMESLICES_JSON), self.named("_timeslices.csv", TIMESLICES_CSV)]
+    }
+
+    /// The server metrics' JSON, then CSV.
+    pub fn server_metrics(&self) -> [String; 2] {
+        [
+            self.named("_server_metrics.json", server_export::JSON_FILE),
+            self.named("_server_metrics.csv", server_export::CSV_FILE),
+        ]
+    }
+
+    /// The GPU telemetry records of `--gpu-telemetry`.
+    pub fn gpu_telemetry(&self) -> String {
+        self.named("_gpu_telemetry.jsonl", aiperf_core::server::gpu::JSONL_FILE)
+    }
+
+    /// Whether `name` is one of these export files.
+    pub fn is_export(&self, name: &str) -> bool {
+        let Some(base) = &self.base else { return false };
+        name.strip_prefix(base.as_str()).is_some_and(|rest| {
+            [".json", ".csv", ".jsonl", "_console.txt", "_timeslices.json", "_timeslices.csv"]
+                .into_iter()
+                .chain(["_server_metrics.json", "_server_metrics.csv", "_gpu_telemetry.jsonl", "_raw.jsonl"])
+                .any(|s| s == rest)
+        })
+    }
+}
+
 /// A new run id as AIPerf writes one (`benchmark_id`): 12 hex digits, from the process's
 /// randomly keyed hasher over the start time and the process id.
 pub fn benchmark_id(start_unix_ns: u128) -> String {
@@ -38,8 +134,8 @@ pub fn write_ready_marker(dir: &Path, summary: &RunSummary) -> Result<()> {
 
 /// `--export-level summary`: no records file. The run's records go nowhere; the records file and
 /// the [`READY_MARKER`] of a run this one replaces (`--overwrite`) are removed.
-pub fn no_records_file(dir: &Path) -> Result<Box<dyn Write + Send>> {
-    for f in [READY_MARKER, RECORDS_FILE] {
+pub fn no_records_file(dir: &Path, names: &ExportNames) -> Result<Box<dyn Write + Send>> {
+    for f in [READY_MARKER.to_owned(), names.records()] {
         let path = dir.join(f);
         if path.is_file() {
             std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
@@ -53,26 +149,28 @@ pub fn no_records_file(dir: &Path) -> Result<Box<dyn Write + Send>> {
 /// it is complete before it is.
 /// Buffered: the records stage flushes each batch (see [`crate::profile::records`]), so a busy run makes one
 /// write per batch rather than one per request.
-pub fn records_file(dir: &Path) -> Result<Box<dyn Write + Send>> {
+pub fn records_file(dir: &Path, names: &ExportNames) -> Result<Box<dyn Write + Send>> {
     let marker = dir.join(READY_MARKER);
     if marker.is_file() {
         std::fs::remove_file(&marker).with_context(|| format!("cannot remove {}", marker.display()))?;
     }
-    Ok(Box::new(std::io::BufWriter::with_capacity(1 << 18, output::create_stream(&dir.join(RECORDS_FILE))?)))
+    Ok(Box::new(std::io::BufWriter::with_capacity(1 << 18, output::create_stream(&dir.join(names.records()))?)))
 }
 
 /// Writes `server_metrics_export.json` and `.csv` into `dir` (those of `--server-metrics-formats`);
 /// each is attempted.
 pub fn write_server_metrics(
     dir: &Path,
+    names: &ExportNames,
     m: &ServerMetrics,
     input_config: &serde_json::Value,
     (json, csv): (bool, bool),
 ) -> Result<()> {
     let mut first_error = None;
+    let [json_name, csv_name] = names.server_metrics();
     let files = [
-        json.then(|| (server_export::JSON_FILE, server_export::export_json(m, input_config))),
-        csv.then(|| (server_export::CSV_FILE, server_export::export_csv(m))),
+        json.then(|| (json_name, server_export::export_json(m, input_config))),
+        csv.then(|| (csv_name, server_export::export_csv(m))),
     ];
     for (name, text) in files.into_iter().flatten() {
         let path = dir.join(name);
@@ -87,10 +185,10 @@ pub fn write_server_metrics(
 }
 
 /// Writes every summary file into `dir`; all are attempted, the first failure is returned.
-pub fn write_summaries(dir: &Path, summary: &RunSummary) -> Result<()> {
+pub fn write_summaries(dir: &Path, names: &ExportNames, summary: &RunSummary) -> Result<()> {
     let mut first_error = None;
     for f in SummaryFormat::ALL {
-        let path = dir.join(f.file_name());
+        let path = dir.join(names.summary(f));
         if let Err(e) = output::write_output(&path, f.serialize(summary).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))
         {
@@ -102,10 +200,11 @@ pub fn write_summaries(dir: &Path, summary: &RunSummary) -> Result<()> {
 }
 
 /// Writes `profile_export_aiperf_timeslices.json` and `.csv` into `dir`.
-pub fn write_timeslices(dir: &Path, slices: &TimeSlices, summary: &RunSummary) -> Result<()> {
+pub fn write_timeslices(dir: &Path, names: &ExportNames, slices: &TimeSlices, summary: &RunSummary) -> Result<()> {
     let json = timeslices_json(slices, summary.start_unix_ns, &summary.input_config);
-    write_file(&dir.join(TIMESLICES_JSON), &json)?;
-    write_file(&dir.join(TIMESLICES_CSV), &timeslices_csv(slices, summary.start_unix_ns))
+    let [json_name, csv_name] = names.timeslices();
+    write_file(&dir.join(json_name), &json)?;
+    write_file(&dir.join(csv_name), &timeslices_csv(slices, summary.start_unix_ns))
 }
 
 /// Writes one summary file (a sweep's, an aggregate's, a search's).

@@ -99,10 +99,6 @@ const PLOTS: Refusal = Refusal {
     why: "plots are not drawn after a run",
     instead: "aiperf-cli report RUN_DIR writes an HTML report with the charts",
 };
-const WARMUP: Refusal = Refusal {
-    why: "not yet supported: this warm-up option",
-    instead: "shape the warm-up with --warmup-request-count, --num-warmup-sessions, --warmup-duration, --warmup-concurrency, --warmup-request-rate",
-};
 const BASETEN_ONLY: Refusal = Refusal {
     why: "AIPerf 0.13 applies it to baseten_trace datasets only (a Mooncake trace replays as without it), and aiperf-cli reads no baseten_trace",
     instead: "drop the option; --synthesis-speedup-ratio scales a trace's times, convert-trace --sample-fraction and --max-idle-gap-ms sample and compress it",
@@ -131,10 +127,6 @@ const RAW_EXPORT: Refusal = Refusal {
     why: "not yet supported: request and response bodies and headers are not kept",
     instead: "--export-level records (profile_export.jsonl)",
 };
-const HTTP_TRACE: Refusal = Refusal {
-    why: "not yet supported: per-request HTTP timing exports",
-    instead: "the records export has each request's send and receive times",
-};
 const TOKENIZER: Refusal = Refusal {
     why: "not yet supported: only tokenizer.json tokenizers, without chat templates",
     instead: "pass a tokenizer.json path or folder with --tokenizer",
@@ -143,8 +135,10 @@ const NETWORK: Refusal = Refusal {
     why: "not yet supported: network latency compensation",
     instead: "the report's calibration line gives the client's own overhead (measure against mock-server)",
 };
-const SEEDS: Refusal =
-    Refusal { why: "not yet supported: per-run seed choices", instead: "every run and repeat uses --random-seed" };
+const SEEDS: Refusal = Refusal {
+    why: "every run has a seed (--random-seed, default 0): unseeded runs are not supported",
+    instead: "--vary-seed-per-trial gives each repeat its own seed",
+};
 const CONVERGENCE: Refusal = Refusal {
     why: "not yet supported: repeating until a metric converges",
     instead: "give --num-profile-runs N; the aggregate has confidence intervals",
@@ -230,8 +224,8 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--goodput", &["time_to_first_token:100"]),
     ours("--output-artifact-dir", "--artifact-dir", &["out"]),
     same("--artifact-dir", &["out"]),
-    refused("--profile-export-prefix", &OUTPUT_FILES),
-    refused("--profile-export-file", &OUTPUT_FILES),
+    same("--profile-export-prefix", &["run1"]),
+    ours("--profile-export-file", "--profile-export-prefix", &["run1"]),
     same("--export-level", &["summary"]),
     ours("--profile-export-level", "--export-level", &["records"]),
     same("--slice-duration", &["1"]),
@@ -254,8 +248,8 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--wandb-entity", &TRACKING),
     refused("--wandb-run-name", &TRACKING),
     refused("--wandb-tag", &TRACKING),
-    refused("--export-http-trace", &HTTP_TRACE),
-    refused("--show-trace-timing", &HTTP_TRACE),
+    same("--export-http-trace", &[]),
+    same("--show-trace-timing", &[]),
     // Tokenizer
     same("--tokenizer", &["missing-tokenizer.json"]),
     refused("--tokenizer-revision", &TOKENIZER),
@@ -460,19 +454,19 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--num-profile-runs", &["2"]),
     ours("--profile-run-cooldown-seconds", "--parameter-sweep-cooldown-seconds", &["1"]),
     same("--confidence-level", &["0.9"]),
-    refused("--profile-run-disable-warmup-after-first", &WARMUP),
-    refused("--no-profile-run-disable-warmup-after-first", &WARMUP),
-    refused("--set-consistent-seed", &SEEDS),
+    same("--profile-run-disable-warmup-after-first", &[]),
+    same("--no-profile-run-disable-warmup-after-first", &[]),
+    same("--set-consistent-seed", &[]),
     refused("--no-set-consistent-seed", &SEEDS),
-    refused("--vary-seed-per-trial", &SEEDS),
-    refused("--no-vary-seed-per-trial", &SEEDS),
+    same("--vary-seed-per-trial", &[]),
+    same("--no-vary-seed-per-trial", &[]),
     refused("--convergence-metric", &CONVERGENCE),
     refused("--convergence-stat", &CONVERGENCE),
     refused("--convergence-threshold", &CONVERGENCE),
     refused("--convergence-mode", &CONVERGENCE),
     same("--parameter-sweep-cooldown-seconds", &["1"]),
-    refused("--parameter-sweep-same-seed", &SEEDS),
-    refused("--no-parameter-sweep-same-seed", &SEEDS),
+    same("--parameter-sweep-same-seed", &[]),
+    same("--no-parameter-sweep-same-seed", &[]),
     refused("--parameter-sweep-mode", &SWEEP_SHAPE),
     refused("--sweep-type", &SWEEP_SHAPE),
     refused("--no-sweep-table", &SWEEP_SHAPE),

@@ -13,6 +13,7 @@ use anyhow::{Result, bail};
 
 use super::body::EndpointType;
 use super::options::Args;
+use crate::io::exports::ExportNames;
 
 /// The folder below which default artifact folders are made (AIPerf's `./artifacts`).
 pub const DEFAULT_ROOT: &str = "artifacts";
@@ -110,9 +111,12 @@ pub fn folder_name(model: &str, endpoint: EndpointType, load: &Load) -> String {
 }
 
 /// The files of an earlier run in `dir` or in one of its sub-folders (a campaign's sub-runs):
-/// everything named `profile_export…` or `server_metrics_export…`. Up to `limit` are listed.
-pub fn earlier_run_files(dir: &Path, limit: usize) -> Vec<PathBuf> {
-    let ours = |name: &str| name.starts_with("profile_export") || name.starts_with("server_metrics_export");
+/// everything named `profile_export…` or `server_metrics_export…`, and the files `names` gives
+/// under `--profile-export-prefix`. Up to `limit` are listed.
+pub fn earlier_run_files(dir: &Path, limit: usize, names: &ExportNames) -> Vec<PathBuf> {
+    let ours = |name: &str| {
+        name.starts_with("profile_export") || name.starts_with("server_metrics_export") || names.is_export(name)
+    };
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else { return found };
     for entry in entries.flatten() {
@@ -138,9 +142,9 @@ pub fn earlier_run_files(dir: &Path, limit: usize) -> Vec<PathBuf> {
 
 /// The folder a run writes into: `given` when it holds no earlier run (or `overwrite`), else an
 /// error naming the files; without `given`, `artifacts/NAME` or its first free `NAME-K`.
-pub fn resolve(given: Option<&Path>, name: &str, overwrite: bool) -> Result<PathBuf> {
+pub fn resolve(given: Option<&Path>, name: &str, overwrite: bool, names: &ExportNames) -> Result<PathBuf> {
     if let Some(dir) = given {
-        let earlier = earlier_run_files(dir, 3);
+        let earlier = earlier_run_files(dir, 3, names);
         if !overwrite && !earlier.is_empty() {
             let shown: Vec<String> = earlier.iter().map(|p| p.display().to_string()).collect();
             bail!(
@@ -155,7 +159,7 @@ pub fn resolve(given: Option<&Path>, name: &str, overwrite: bool) -> Result<Path
     let root = Path::new(DEFAULT_ROOT);
     for k in 1..=MAX_SUFFIX {
         let dir = if k == 1 { root.join(name) } else { root.join(format!("{name}-{k}")) };
-        if overwrite || earlier_run_files(&dir, 1).is_empty() {
+        if overwrite || earlier_run_files(&dir, 1, names).is_empty() {
             return Ok(dir);
         }
     }
@@ -196,15 +200,18 @@ mod tests {
     #[test]
     fn an_earlier_run_is_found_at_the_top_and_one_level_down() {
         let d = tempfile::tempdir().unwrap();
-        assert!(earlier_run_files(d.path(), 3).is_empty());
+        assert!(earlier_run_files(d.path(), 3, &ExportNames::default()).is_empty());
         std::fs::create_dir(d.path().join("lost+found")).unwrap();
         std::fs::write(d.path().join("notes.txt"), "x").unwrap();
-        assert!(earlier_run_files(d.path(), 3).is_empty(), "other files are not a run");
+        assert!(earlier_run_files(d.path(), 3, &ExportNames::default()).is_empty(), "other files are not a run");
         std::fs::create_dir(d.path().join("4")).unwrap();
         std::fs::write(d.path().join("4").join("profile_export.jsonl"), "").unwrap();
-        assert_eq!(earlier_run_files(d.path(), 3), vec![d.path().join("4").join("profile_export.jsonl")]);
-        let err = resolve(Some(d.path()), "x", false).unwrap_err().to_string();
+        assert_eq!(
+            earlier_run_files(d.path(), 3, &ExportNames::default()),
+            vec![d.path().join("4").join("profile_export.jsonl")]
+        );
+        let err = resolve(Some(d.path()), "x", false, &ExportNames::default()).unwrap_err().to_string();
         assert!(err.contains("already holds a run") && err.contains("--overwrite"), "{err}");
-        assert_eq!(resolve(Some(d.path()), "x", true).unwrap(), d.path());
+        assert_eq!(resolve(Some(d.path()), "x", true, &ExportNames::default()).unwrap(), d.path());
     }
 }

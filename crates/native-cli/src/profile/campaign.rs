@@ -45,7 +45,7 @@ struct Runner<'a> {
 
 impl Runner<'_> {
     /// One sub-run at `value` into `dir`, after the cool-down; `None` when a signal came first.
-    fn one(&mut self, value: Option<f64>, dir: PathBuf) -> Result<Option<RunOutcome>> {
+    fn one(&mut self, value: Option<f64>, dir: PathBuf, trial: u32) -> Result<Option<RunOutcome>> {
         if self.control.interrupted() {
             return Ok(None);
         }
@@ -55,7 +55,7 @@ impl Runner<'_> {
         self.ran += 1;
         let label = value.zip(self.plan.axis()).map(|(v, a)| format!(" {} {}", a.flag(), a.format(v)));
         say!("\n=== sub-run {}{}: {}", self.ran, label.unwrap_or_default(), dir.display());
-        let plan = self.plan.sub_run(value, dir)?;
+        let plan = self.plan.sub_run(value, dir, trial)?;
         // A later sub-run's start-up is its own, not the time since the process started.
         let started = if self.ran == 1 { self.started } else { Instant::now() };
         let out = run_one(self.rt, &plan, &self.control.child(), started)?;
@@ -79,7 +79,7 @@ impl Runner<'_> {
             }
             let name = format!("run_{k}");
             let sub = if repeats > 1 { dir.join(&name) } else { dir.to_path_buf() };
-            let Some(out) = self.one(value, sub)? else {
+            let Some(out) = self.one(value, sub, k)? else {
                 m.cancelled = true;
                 break;
             };

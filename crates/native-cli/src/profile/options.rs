@@ -226,6 +226,20 @@ pub struct Args {
     /// per-request profile_export.jsonl, `summary` the summaries only.
     #[arg(help_heading = "Output", long, alias = "profile-export-level", value_enum, default_value = "records")]
     pub export_level: ExportLevel,
+    /// Base name of every export file (AIPerf's): with `run1` the run writes run1.json, run1.csv,
+    /// run1_console.txt, run1.jsonl, run1_timeslices.json/.csv, run1_server_metrics.json/.csv and
+    /// run1_gpu_telemetry.jsonl; a known suffix such as `.json` or `_raw.jsonl` is stripped.
+    #[arg(help_heading = "Output", long, alias = "profile-export-file", value_name = "PREFIX")]
+    pub profile_export_prefix: Option<String>,
+    /// Also write each request's HTTP exchange into its records line (AIPerf's `trace_data`:
+    /// send start and end, response body start and end, bytes and reads, connection reuse,
+    /// connect and DNS times, k6's sending/waiting/receiving/duration).
+    #[arg(help_heading = "Output", long)]
+    pub export_http_trace: bool,
+    /// Also show the HTTP timing table (AIPerf's: the http_req_* metrics, k6's breakdown) after
+    /// the metrics.
+    #[arg(help_heading = "Output", long)]
+    pub show_trace_timing: bool,
     /// Repeat the run (or each sweep value) this many times and write the aggregate with
     /// confidence intervals (profile_export_aiperf_aggregate.csv and .json); 1 to 10.
     #[arg(help_heading = "Sweeps, repeats and capacity search", long, default_value_t = 1)]
@@ -233,6 +247,39 @@ pub struct Args {
     /// Confidence level of the intervals over repeated runs.
     #[arg(help_heading = "Sweeps, repeats and capacity search", long, default_value_t = 0.95)]
     pub confidence_level: f64,
+    /// Warm up before the first run of each value only, not before its repeats 2..N (AIPerf's
+    /// default: the repeats measure the steady state).
+    #[arg(
+        help_heading = "Sweeps, repeats and capacity search",
+        long,
+        overrides_with = "no_profile_run_disable_warmup_after_first"
+    )]
+    pub profile_run_disable_warmup_after_first: bool,
+    /// Warm up before every repeat.
+    #[arg(
+        help_heading = "Sweeps, repeats and capacity search",
+        long,
+        overrides_with = "profile_run_disable_warmup_after_first"
+    )]
+    pub no_profile_run_disable_warmup_after_first: bool,
+    /// Every run has a seed (--random-seed, default 0), so repeats and sweep values replay the
+    /// same workload: AIPerf's `--set-consistent-seed` (its default) holds always.
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long)]
+    pub set_consistent_seed: bool,
+    /// Give each repeat its own seed, derived from --random-seed, the value and the repeat as
+    /// AIPerf derives it (SHA-256 of `SEED:variation:LABEL:trial:K`) [default: the value's seed].
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, overrides_with = "no_vary_seed_per_trial")]
+    pub vary_seed_per_trial: bool,
+    /// Every repeat of a value uses the value's seed.
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, overrides_with = "vary_seed_per_trial")]
+    pub no_vary_seed_per_trial: bool,
+    /// Every value of a sweep uses --random-seed [default: value K (0, 1, …) uses --random-seed + K,
+    /// as AIPerf's sweeps].
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, overrides_with = "no_parameter_sweep_same_seed")]
+    pub parameter_sweep_same_seed: bool,
+    /// Value K of a sweep uses --random-seed + K.
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, overrides_with = "parameter_sweep_same_seed")]
+    pub no_parameter_sweep_same_seed: bool,
     /// Pause between the sub-runs of a sweep, repeats or search (seconds).
     #[arg(
         help_heading = "Sweeps, repeats and capacity search",

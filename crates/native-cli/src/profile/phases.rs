@@ -361,9 +361,9 @@ fn start_records_stage(
             std::fs::create_dir_all(&plan.exports.artifact_dir)
                 .with_context(|| format!("cannot create {}", plan.exports.artifact_dir.display()))?;
             if plan.exports.records {
-                exports::records_file(&plan.exports.artifact_dir)?
+                exports::records_file(&plan.exports.artifact_dir, &plan.exports.names)?
             } else {
-                exports::no_records_file(&plan.exports.artifact_dir)?
+                exports::no_records_file(&plan.exports.artifact_dir, &plan.exports.names)?
             }
         },
         progress,
@@ -373,6 +373,7 @@ fn start_records_stage(
             .map(|d| aiperf_core::results::timeslices::Slicer::new(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
             .transpose()?,
         t0_unix_ns,
+        http_trace: plan.exports.http_trace,
     };
     std::thread::Builder::new()
         .name("records".into())
@@ -415,9 +416,15 @@ fn export(
         m.sent.as_ref().map_or(0, |d| d.requests),
     );
     let server_written = server_metrics.as_ref().map_or(Ok(()), |m| {
-        exports::write_server_metrics(&plan.exports.artifact_dir, m, &input_config, plan.server.metrics_formats)
+        exports::write_server_metrics(
+            &plan.exports.artifact_dir,
+            &plan.exports.names,
+            m,
+            &input_config,
+            plan.server.metrics_formats,
+        )
     });
-    let (gpu_lines, gpu_written) = gpu_telemetry(gpu.as_ref());
+    let (gpu_lines, gpu_written) = gpu_telemetry(gpu.as_ref(), &plan.exports.names);
     let with_goodput = !plan.exports.slos.is_empty();
     let report = collected.aggregate.report(with_goodput);
     let calibration = collected
@@ -452,6 +459,9 @@ fn export(
     };
     let written = write_summaries(plan, &summary, &collected, with_goodput);
     show!("{}", aiperf_core::results::export::console_table(&summary));
+    if plan.exports.show_trace_timing {
+        show!("{}", aiperf_core::results::http_trace::timing_table(&summary));
+    }
     let ceiling_note = match (&m.sent, plan.limits.concurrency) {
         (Ok(d), Some(c)) if m.fixed_schedule => Some(ceiling_note(c, d.ceiling, d.requests, &summary)),
         _ => None,
@@ -475,7 +485,7 @@ fn export(
 
 /// The GPU telemetry's console lines (a note when no exporter answered) and whether its records
 /// file was written.
-fn gpu_telemetry(gpu: Option<&scraper::GpuShared>) -> (Vec<String>, Result<()>) {
+fn gpu_telemetry(gpu: Option<&scraper::GpuShared>, names: &exports::ExportNames) -> (Vec<String>, Result<()>) {
     let Some(Ok(mut g)) = gpu.map(|g| g.lock()) else {
         return (Vec::new(), Ok(()));
     };
@@ -490,7 +500,7 @@ fn gpu_telemetry(gpu: Option<&scraper::GpuShared>) -> (Vec<String>, Result<()>) 
         vec!["GPU telemetry: no DCGM exporter answered with GPU metrics (--gpu-telemetry URL…)".to_owned()]
     } else {
         let mut l = g.telemetry.console_lines();
-        l.push(format!("GPU telemetry: {} record(s) in {}", g.records, aiperf_core::server::gpu::JSONL_FILE));
+        l.push(format!("GPU telemetry: {} record(s) in {}", g.records, names.gpu_telemetry()));
         l
     };
     (lines, written)
@@ -499,7 +509,7 @@ fn gpu_telemetry(gpu: Option<&scraper::GpuShared>) -> (Vec<String>, Result<()>) 
 /// Writes the summary files, and the time slices of `--slice-duration`; each is attempted, the
 /// first failure is returned.
 fn write_summaries(plan: &ReplayPlan, summary: &RunSummary, collected: &Collected, with_goodput: bool) -> Result<()> {
-    let mut written = exports::write_summaries(&plan.exports.artifact_dir, summary);
+    let mut written = exports::write_summaries(&plan.exports.artifact_dir, &plan.exports.names, summary);
     if let Some(slicer) = &collected.slices {
         let slices = slicer.finish(collected.aggregate.last_end_ns.unwrap_or(0), with_goodput);
         if slices.beyond > 0 {
@@ -509,7 +519,7 @@ fn write_summaries(plan: &ReplayPlan, summary: &RunSummary, collected: &Collecte
                 aiperf_core::results::timeslices::MAX_SLICES
             );
         }
-        let w = exports::write_timeslices(&plan.exports.artifact_dir, &slices, summary);
+        let w = exports::write_timeslices(&plan.exports.artifact_dir, &plan.exports.names, &slices, summary);
         if let Err(e) = &w {
             say!("error: {}", crate::exit::describe(e));
         }

@@ -36,6 +36,8 @@ pub struct RecordsStage {
     pub slicer: Option<Slicer>,
     /// The run's time zero on the wall clock (ns since the Unix epoch), for AIPerf's times.
     pub t0_unix_ns: u64,
+    /// `--export-http-trace`: each line also has the record's `trace_data`.
+    pub http_trace: bool,
 }
 
 /// What the records stage hands to the exports.
@@ -108,9 +110,11 @@ impl RecordsStage {
             if let Some(s) = self.slicer.as_mut() {
                 s.add(&record, server_first, &self.slos);
             }
-            self.out
-                .write_all(&record_line(&record, metrics.as_ref(), self.t0_unix_ns))
-                .context("cannot write profile_export.jsonl")?;
+            let mut line = record_line(&record, metrics.as_ref(), self.t0_unix_ns);
+            if self.http_trace {
+                aiperf_core::results::http_trace::add_to_line(&mut line, &record, self.t0_unix_ns);
+            }
+            self.out.write_all(&line).context("cannot write profile_export.jsonl")?;
             c.records += 1;
             self.progress.update(&c.aggregate, c.records);
         }

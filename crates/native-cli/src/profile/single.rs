@@ -28,14 +28,12 @@ pub fn run_one(
     started: Instant,
 ) -> Result<RunOutcome> {
     let dir = &plan.exports.artifact_dir;
-    let slice_files = plan
-        .exports
-        .slice
-        .map(|_| [aiperf_core::results::timeslices::TIMESLICES_JSON, aiperf_core::results::timeslices::TIMESLICES_CSV]);
-    let outputs: Vec<std::path::PathBuf> = std::iter::once(aiperf_core::results::line::RECORDS_FILE)
-        .chain(aiperf_core::results::export::SummaryFormat::ALL.map(|f| f.file_name()))
+    let names = &plan.exports.names;
+    let slice_files = plan.exports.slice.map(|_| names.timeslices());
+    let outputs: Vec<std::path::PathBuf> = std::iter::once(names.records())
+        .chain(aiperf_core::results::export::SummaryFormat::ALL.map(|f| names.summary(f)))
         .chain(slice_files.into_iter().flatten())
-        .chain([aiperf_core::server::export::JSON_FILE, aiperf_core::server::export::CSV_FILE])
+        .chain(names.server_metrics())
         .map(|f| dir.join(f))
         .collect();
     let outputs: Vec<&std::path::Path> = outputs.iter().map(std::path::PathBuf::as_path).collect();
@@ -161,7 +159,7 @@ fn prepare_server(
             tls,
             proxies,
             plan.exports.progress.is_dashboard(),
-            plan.exports.artifact_dir.join(aiperf_core::server::gpu::JSONL_FILE),
+            plan.exports.artifact_dir.join(plan.exports.names.gpu_telemetry()),
         )?)
     };
     let detected = scraper.as_ref().and_then(|s| s.scrape(true));

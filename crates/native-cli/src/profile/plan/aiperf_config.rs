@@ -135,6 +135,13 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
     let mut artifacts = Map::new();
     put(&mut artifacts, "dir", json!(plan.exports.artifact_dir.display().to_string()));
     put(&mut artifacts, "slice_duration", json!(a.slice_duration));
+    put(&mut artifacts, "prefix", json!(plan.exports.names.base()));
+    if plan.exports.http_trace {
+        artifacts.insert("trace".into(), json!(true));
+    }
+    if plan.exports.show_trace_timing {
+        artifacts.insert("show_trace_timing".into(), json!(true));
+    }
     if !plan.exports.records {
         artifacts.insert("records".into(), json!(false));
     }

@@ -26,6 +26,9 @@ pub struct ProfilePlan {
     pub confidence: f64,
     /// Pause between sub-runs.
     pub cooldown: Duration,
+    /// Repeats 2..N of a value run without the warm-up (`--profile-run-disable-warmup-after-first`,
+    /// AIPerf's default).
+    pub warmup_first_only: bool,
     /// The top folder (sub-runs go below it).
     pub artifact_dir: PathBuf,
     /// The first sub-run's plan (also the single run's).
@@ -122,7 +125,11 @@ impl ProfilePlan {
                 Mode::Search { axis, .. } => artifacts::campaign_load(*axis, None),
             };
             let name = artifacts::folder_name(&args.model, args.endpoint_type, &load);
-            artifacts::resolve(args.artifact_dir.as_deref(), &name, args.overwrite)?
+            let names = match args.profile_export_prefix.as_deref() {
+                Some(p) => crate::io::exports::ExportNames::with_prefix(p)?,
+                None => crate::io::exports::ExportNames::default(),
+            };
+            artifacts::resolve(args.artifact_dir.as_deref(), &name, args.overwrite, &names)?
         };
         let mut base = args;
         base.artifact_dir = Some(artifact_dir.clone());
@@ -135,6 +142,7 @@ impl ProfilePlan {
         }
         let mut plan = ProfilePlan {
             first: ReplayPlan::from_args(base.clone())?,
+            warmup_first_only: !base.no_profile_run_disable_warmup_after_first,
             base,
             mode,
             repeats,
@@ -146,19 +154,39 @@ impl ProfilePlan {
             Mode::Single => {}
             Mode::Sweep { values, .. } => {
                 for (i, v) in values.into_iter().enumerate() {
-                    let p = plan.sub_run(Some(v), plan.artifact_dir.clone())?;
+                    let p = plan.sub_run(Some(v), plan.artifact_dir.clone(), 1)?;
                     if i == 0 {
                         plan.first = p;
                     }
                 }
             }
             Mode::Search { axis, params } => {
-                plan.sub_run(Some(params.limit), plan.artifact_dir.clone())
+                plan.sub_run(Some(params.limit), plan.artifact_dir.clone(), 1)
                     .with_context(|| format!("at the search limit ({} {})", axis.flag(), axis.format(params.limit)))?;
-                plan.first = plan.sub_run(Some(params.start), plan.artifact_dir.clone())?;
+                plan.first = plan.sub_run(Some(params.start), plan.artifact_dir.clone(), 1)?;
             }
         }
         Ok(plan)
+    }
+
+    /// The seed of repeat `trial` (1, 2, …) of `value`: AIPerf's derivation over --random-seed
+    /// (`--parameter-sweep-same-seed`, `--vary-seed-per-trial`). A search's points, whose values
+    /// are not known ahead, all take --random-seed unless seeds vary per trial.
+    fn seed(&self, value: Option<f64>, trial: u32) -> u64 {
+        let root = self.base.random_seed;
+        let (index, label) = match (&self.mode, value) {
+            (Mode::Sweep { axis, values }, Some(v)) => (
+                values.iter().position(|x| *x == v).unwrap_or(0),
+                format!("{}={}", axis.flag().trim_start_matches('-'), axis.format(v)),
+            ),
+            (Mode::Search { axis, .. }, Some(v)) => {
+                (0, format!("{}={}", axis.flag().trim_start_matches('-'), axis.format(v)))
+            }
+            _ => (0, "base".to_owned()),
+        };
+        let a = &self.base;
+        let vary = a.vary_seed_per_trial.then(|| (label.as_str(), trial.saturating_sub(1)));
+        aiperf_core::campaign::sweep::run_seed(root, index, a.parameter_sweep_same_seed, vary)
     }
 
     /// The swept or searched option.
@@ -175,8 +203,10 @@ impl ProfilePlan {
     }
 
     /// The plan of one sub-run: the swept option at `value` (none: as given), exports in `dir`.
-    pub fn sub_run(&self, value: Option<f64>, dir: PathBuf) -> Result<ReplayPlan> {
+    /// The plan of repeat `trial` (1, 2, …) of `value`, writing into `dir`.
+    pub fn sub_run(&self, value: Option<f64>, dir: PathBuf, trial: u32) -> Result<ReplayPlan> {
         let mut a = self.base.clone();
+        a.random_seed = self.seed(value, trial);
         a.artifact_dir = Some(dir);
         if let (Some(v), Some(axis)) = (value, self.axis()) {
             match axis {
@@ -193,7 +223,11 @@ impl ProfilePlan {
                 }
             }
         }
-        ReplayPlan::from_args(a)
+        if trial > 1 && self.warmup_first_only {
+            ReplayPlan::from_args(a.clone()).map(|p| p.without_warmup(&a))
+        } else {
+            ReplayPlan::from_args(a)
+        }
     }
 }
 
@@ -214,7 +248,7 @@ mod tests {
         let p = profile(&["--request-rate", "10,20.5"]).unwrap();
         assert_eq!(p.mode, Mode::Sweep { axis: Axis::RequestRate, values: vec![10.0, 20.5] });
         assert!(!p.is_single_run());
-        let sub = p.sub_run(Some(20.5), PathBuf::from("art/20.5")).unwrap();
+        let sub = p.sub_run(Some(20.5), PathBuf::from("art/20.5"), 1).unwrap();
         assert_eq!(sub.cli_config()["request_rate"], 20.5);
         assert_eq!(sub.exports.artifact_dir, PathBuf::from("art/20.5"));
         let p = profile(&["--concurrency", "1,4", "--num-profile-runs", "3"]).unwrap();
@@ -222,7 +256,7 @@ mod tests {
         assert_eq!((p.repeats, p.first.limits.concurrency), (3, Some(1)));
         let p = profile(&["--synthesis-speedup-ratio", "1,2.5"]).unwrap();
         assert_eq!(p.mode, Mode::Sweep { axis: Axis::SpeedupRatio, values: vec![1.0, 2.5] });
-        let sub = p.sub_run(Some(2.5), PathBuf::from("art/2.5")).unwrap();
+        let sub = p.sub_run(Some(2.5), PathBuf::from("art/2.5"), 1).unwrap();
         assert_eq!(sub.source.synthesis.unwrap().speedup_ratio, 2.5);
         // One value: a single run.
         let p = profile(&["--request-rate", "10"]).unwrap();

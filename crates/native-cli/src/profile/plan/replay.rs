@@ -159,6 +159,12 @@ pub struct Exports {
     pub slice: Option<Duration>,
     /// `--export-level records`: write `profile_export.jsonl` (not with `summary`).
     pub records: bool,
+    /// The export files' names (`--profile-export-prefix`).
+    pub names: crate::io::exports::ExportNames,
+    /// `--export-http-trace`: each record's line also has its HTTP exchange (`trace_data`).
+    pub http_trace: bool,
+    /// `--show-trace-timing`: the console also shows the `http_req_*` metrics.
+    pub show_trace_timing: bool,
 }
 
 /// How long to wait for the server before anything is sent.
@@ -337,6 +343,12 @@ impl ReplayPlan {
                 },
                 slice: times.slice,
                 records: a.export_level == crate::profile::options::ExportLevel::Records,
+                names: match &a.profile_export_prefix {
+                    Some(p) => crate::io::exports::ExportNames::with_prefix(p)?,
+                    None => crate::io::exports::ExportNames::default(),
+                },
+                http_trace: a.export_http_trace,
+                show_trace_timing: a.show_trace_timing,
             },
             coordination: load.coordination,
             server,
@@ -346,6 +358,15 @@ impl ReplayPlan {
         plan.cli_config = cli_config(&a, &plan);
         plan.aiperf_config = super::aiperf_config::aiperf_input_config(&a, &plan);
         Ok(plan)
+    }
+
+    /// This plan without its warm-up phase (a repeat after the first), `a` being its options.
+    pub fn without_warmup(mut self, a: &Args) -> ReplayPlan {
+        if self.limits.warmup.take().is_some() {
+            self.cli_config["warmup_skipped"] = Value::Bool(true);
+            self.aiperf_config = super::aiperf_config::aiperf_input_config(a, &self);
+        }
+        self
     }
 
     /// The timing mode: the trace's timestamps when asked, or when the trace has them and no
@@ -827,6 +848,9 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
             (!server.gpu_urls.is_empty())
                 .then(|| json!(server.gpu_urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>())),
         ),
+        ("profile_export_prefix", a.profile_export_prefix.as_ref().map(|p| json!(p))),
+        ("export_http_trace", a.export_http_trace.then_some(json!(true))),
+        ("show_trace_timing", a.show_trace_timing.then_some(json!(true))),
     ] {
         if let Some(v) = v {
             config[k] = v;
