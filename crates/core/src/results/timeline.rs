@@ -246,49 +246,47 @@ fn at(steps: &Steps, t: u64) -> f64 {
     }
 }
 
-/// The segments of `[from, to)` on which both step functions hold: (duration, a, b).
-fn segments(a: &Steps, b: &Steps, from: u64, to: u64) -> Vec<(u64, f64, f64)> {
+/// Calls `each(time, a, b)` at every time of `a` or `b` (each sorted, with distinct times), in
+/// order, with the values both hold from that time on (`va`, `vb` before their first).
+fn merged(a: &[(u64, f64)], b: &[(u64, f64)], mut va: f64, mut vb: f64, mut each: impl FnMut(u64, f64, f64)) {
+    let (mut i, mut j) = (0, 0);
+    loop {
+        let t = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) => x.0.min(y.0),
+            (Some(x), None) => x.0,
+            (None, Some(y)) => y.0,
+            (None, None) => return,
+        };
+        if let Some(x) = a.get(i)
+            && x.0 == t
+        {
+            va = x.1;
+            i += 1;
+        }
+        if let Some(y) = b.get(j)
+            && y.0 == t
+        {
+            vb = y.1;
+            j += 1;
+        }
+        each(t, va, vb);
+    }
+}
+
+/// Calls `each(duration, a, b)` for the segments of `[from, to)` on which both step functions
+/// hold, in order.
+fn segments(a: &Steps, b: &Steps, from: u64, to: u64, mut each: impl FnMut(u64, f64, f64)) {
     fn inside(s: &Steps, from: u64, to: u64) -> &[(u64, f64)] {
         let lo = s.partition_point(|x| x.0 <= from);
         let hi = s.partition_point(|x| x.0 < to);
         &s[lo..hi.max(lo)]
     }
-    let mut cuts = Vec::with_capacity(a.len() + b.len() + 2);
-    cuts.push(from);
-    merge_times(inside(a, from, to), inside(b, from, to), &mut cuts);
-    cuts.push(to);
-    cuts.dedup();
-    let (mut ia, mut ib) = (a.partition_point(|x| x.0 <= from), b.partition_point(|x| x.0 <= from));
-    let (mut va, mut vb) = (at(a, from), at(b, from));
-    let mut out = Vec::with_capacity(cuts.len());
-    for w in cuts.windows(2) {
-        let t = w[0];
-        while ia < a.len() && a[ia].0 <= t {
-            va = a[ia].1;
-            ia += 1;
-        }
-        while ib < b.len() && b[ib].0 <= t {
-            vb = b[ib].1;
-            ib += 1;
-        }
-        out.push((w[1] - t, va, vb));
-    }
-    out
-}
-
-/// Appends the times of two step functions (each sorted) in order.
-fn merge_times(a: &[(u64, f64)], b: &[(u64, f64)], out: &mut Vec<u64>) {
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        if a[i].0 <= b[j].0 {
-            out.push(a[i].0);
-            i += 1;
-        } else {
-            out.push(b[j].0);
-            j += 1;
-        }
-    }
-    out.extend(a[i..].iter().chain(&b[j..]).map(|x| x.0));
+    let (mut t, mut va, mut vb) = (from, at(a, from), at(b, from));
+    merged(inside(a, from, to), inside(b, from, to), va, vb, |next, na, nb| {
+        each(next - t, va, vb);
+        (t, va, vb) = (next, na, nb);
+    });
+    each(to - t, va, vb);
 }
 
 /// Statistics of values held for durations, over `total` (ns).
@@ -352,8 +350,12 @@ fn while_active(rate: &Steps, mask: &Steps, from: u64, to: u64, scale: f64) -> T
     if rate.is_empty() || mask.is_empty() || to <= from {
         return TimeWeighted::default();
     }
-    let held: Vec<(u64, f64)> =
-        segments(rate, mask, from, to).into_iter().filter(|s| s.2 > 0.0).map(|(d, v, _)| (d, v * scale)).collect();
+    let mut held = Vec::new();
+    segments(rate, mask, from, to, |d, v, m| {
+        if m > 0.0 {
+            held.push((d, v * scale));
+        }
+    });
     let active: u64 = held.iter().map(|h| h.0).sum();
     weighted(held, active as f64)
 }
@@ -363,24 +365,9 @@ fn divide(num: &Steps, den: &Steps) -> Steps {
     if num.is_empty() || den.is_empty() {
         return Steps::new();
     }
-    let mut times = Vec::with_capacity(num.len() + den.len());
-    merge_times(num, den, &mut times);
-    times.dedup();
-    let (mut i, mut j, mut n, mut d) = (0, 0, 0.0, 0.0);
-    times
-        .into_iter()
-        .map(|t| {
-            while i < num.len() && num[i].0 <= t {
-                n = num[i].1;
-                i += 1;
-            }
-            while j < den.len() && den[j].0 <= t {
-                d = den[j].1;
-                j += 1;
-            }
-            (t, if d > 0.0 { n / d } else { 0.0 })
-        })
-        .collect()
+    let mut out = Steps::with_capacity(num.len().max(den.len()));
+    merged(num, den, 0.0, 0.0, |t, n, d| out.push((t, if d > 0.0 { n / d } else { 0.0 })));
+    out
 }
 
 const PER_SECOND: f64 = 1e9;
