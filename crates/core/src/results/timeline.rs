@@ -705,6 +705,9 @@ mod tests {
         assert_eq!(whole.metrics(from, to), a.metrics(from, to));
     }
 
+    /// What makes one span's events (given its later chunks).
+    type Curve<'a> = &'a dyn Fn(&Span, &[u64], &mut Vec<Event>);
+
     /// The sweep by sorting every event at once.
     fn sorted_sweep(mut events: Vec<Event>) -> Steps {
         events.sort_unstable_by(event_order);
@@ -747,7 +750,7 @@ mod tests {
                 let m = RequestMetrics::of(&r, false);
                 tl.add(&r, ok.then_some(&m));
             }
-            let all = |each: &dyn Fn(&Span, &[u64], &mut Vec<Event>)| {
+            let all = |each: Curve| {
                 let mut e = Vec::new();
                 let mut at = 0;
                 for s in &tl.spans {
@@ -757,7 +760,7 @@ mod tests {
                 }
                 sorted_sweep(e)
             };
-            let curves: [&dyn Fn(&Span, &[u64], &mut Vec<Event>); 6] = [
+            let curves: [Curve; 6] = [
                 &|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]),
                 &|s, _, e| {
                     prefill_rate(s, e);
