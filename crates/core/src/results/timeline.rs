@@ -20,6 +20,9 @@
 //! Statistics: avg and std weighted by duration over the window, min and max of the values held,
 //! p50/p90/p95/p99 the first value whose cumulated duration reaches the fraction.
 
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::results::metrics::{Metric, RequestMetrics};
@@ -160,27 +163,79 @@ impl TimeWeighted {
 /// before the first).
 type Steps = Vec<(u64, f64)>;
 
-/// Sums the deltas of events into a step function (AIPerf's cumulated sweep: a value smaller
-/// than 1e-9 of the largest is rounding and counts as 0).
-fn sweep(mut events: Vec<(u64, f64)>) -> Steps {
-    events.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    let mut steps: Steps = Vec::with_capacity(events.len());
-    let mut level = 0.0;
-    let mut largest: f64 = 0.0;
-    for (t, d) in events {
-        level += d;
-        largest = largest.max(level.abs());
-        match steps.last_mut() {
-            Some(last) if last.0 == t => last.1 = level,
-            _ => steps.push((t, level)),
+/// From its time on, the curve's level changes by its delta.
+type Event = (u64, f64);
+
+/// The order in which events are summed: by time, then by delta.
+fn event_order(a: &Event, b: &Event) -> Ordering {
+    a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
+}
+
+/// One span's events not summed yet: `events[next..]`, in [`event_order`].
+#[derive(Default)]
+struct Pending {
+    events: Vec<Event>,
+    next: usize,
+}
+
+/// The next event of the [`Pending`] list `slot`; the earliest event is the greatest, so that
+/// [`BinaryHeap`] yields them earliest first.
+struct Head {
+    event: Event,
+    slot: usize,
+}
+
+impl Ord for Head {
+    fn cmp(&self, other: &Head) -> Ordering {
+        event_order(&other.event, &self.event)
+    }
+}
+
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Head) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Head {
+    fn eq(&self, other: &Head) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Head {}
+
+/// Sums events in [`event_order`] into a step function (AIPerf's cumulated sweep: a value
+/// smaller than 1e-9 of the largest is rounding and counts as 0).
+struct Summer {
+    steps: Steps,
+    level: f64,
+    largest: f64,
+}
+
+impl Summer {
+    fn new() -> Summer {
+        Summer { steps: Steps::new(), level: 0.0, largest: 0.0 }
+    }
+
+    fn add(&mut self, (t, d): Event) {
+        self.level += d;
+        self.largest = self.largest.max(self.level.abs());
+        match self.steps.last_mut() {
+            Some(last) if last.0 == t => last.1 = self.level,
+            _ => self.steps.push((t, self.level)),
         }
     }
-    for s in &mut steps {
-        if s.1.abs() < 1e-9 * largest {
-            s.1 = 0.0;
+
+    fn finish(mut self) -> Steps {
+        let floor = 1e-9 * self.largest;
+        for s in &mut self.steps {
+            if s.1.abs() < floor {
+                s.1 = 0.0;
+            }
         }
+        self.steps
     }
-    steps
 }
 
 /// The value of `steps` at `t`.
@@ -191,49 +246,47 @@ fn at(steps: &Steps, t: u64) -> f64 {
     }
 }
 
-/// The segments of `[from, to)` on which both step functions hold: (duration, a, b).
-fn segments(a: &Steps, b: &Steps, from: u64, to: u64) -> Vec<(u64, f64, f64)> {
+/// Calls `each(time, a, b)` at every time of `a` or `b` (each sorted, with distinct times), in
+/// order, with the values both hold from that time on (`va`, `vb` before their first).
+fn merged(a: &[(u64, f64)], b: &[(u64, f64)], mut va: f64, mut vb: f64, mut each: impl FnMut(u64, f64, f64)) {
+    let (mut i, mut j) = (0, 0);
+    loop {
+        let t = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) => x.0.min(y.0),
+            (Some(x), None) => x.0,
+            (None, Some(y)) => y.0,
+            (None, None) => return,
+        };
+        if let Some(x) = a.get(i)
+            && x.0 == t
+        {
+            va = x.1;
+            i += 1;
+        }
+        if let Some(y) = b.get(j)
+            && y.0 == t
+        {
+            vb = y.1;
+            j += 1;
+        }
+        each(t, va, vb);
+    }
+}
+
+/// Calls `each(duration, a, b)` for the segments of `[from, to)` on which both step functions
+/// hold, in order.
+fn segments(a: &Steps, b: &Steps, from: u64, to: u64, mut each: impl FnMut(u64, f64, f64)) {
     fn inside(s: &Steps, from: u64, to: u64) -> &[(u64, f64)] {
         let lo = s.partition_point(|x| x.0 <= from);
         let hi = s.partition_point(|x| x.0 < to);
         &s[lo..hi.max(lo)]
     }
-    let mut cuts = Vec::with_capacity(a.len() + b.len() + 2);
-    cuts.push(from);
-    merge_times(inside(a, from, to), inside(b, from, to), &mut cuts);
-    cuts.push(to);
-    cuts.dedup();
-    let (mut ia, mut ib) = (a.partition_point(|x| x.0 <= from), b.partition_point(|x| x.0 <= from));
-    let (mut va, mut vb) = (at(a, from), at(b, from));
-    let mut out = Vec::with_capacity(cuts.len());
-    for w in cuts.windows(2) {
-        let t = w[0];
-        while ia < a.len() && a[ia].0 <= t {
-            va = a[ia].1;
-            ia += 1;
-        }
-        while ib < b.len() && b[ib].0 <= t {
-            vb = b[ib].1;
-            ib += 1;
-        }
-        out.push((w[1] - t, va, vb));
-    }
-    out
-}
-
-/// Appends the times of two step functions (each sorted) in order.
-fn merge_times(a: &[(u64, f64)], b: &[(u64, f64)], out: &mut Vec<u64>) {
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        if a[i].0 <= b[j].0 {
-            out.push(a[i].0);
-            i += 1;
-        } else {
-            out.push(b[j].0);
-            j += 1;
-        }
-    }
-    out.extend(a[i..].iter().chain(&b[j..]).map(|x| x.0));
+    let (mut t, mut va, mut vb) = (from, at(a, from), at(b, from));
+    merged(inside(a, from, to), inside(b, from, to), va, vb, |next, na, nb| {
+        each(next - t, va, vb);
+        (t, va, vb) = (next, na, nb);
+    });
+    each(to - t, va, vb);
 }
 
 /// Statistics of values held for durations, over `total` (ns).
@@ -297,8 +350,12 @@ fn while_active(rate: &Steps, mask: &Steps, from: u64, to: u64, scale: f64) -> T
     if rate.is_empty() || mask.is_empty() || to <= from {
         return TimeWeighted::default();
     }
-    let held: Vec<(u64, f64)> =
-        segments(rate, mask, from, to).into_iter().filter(|s| s.2 > 0.0).map(|(d, v, _)| (d, v * scale)).collect();
+    let mut held = Vec::new();
+    segments(rate, mask, from, to, |d, v, m| {
+        if m > 0.0 {
+            held.push((d, v * scale));
+        }
+    });
     let active: u64 = held.iter().map(|h| h.0).sum();
     weighted(held, active as f64)
 }
@@ -308,24 +365,9 @@ fn divide(num: &Steps, den: &Steps) -> Steps {
     if num.is_empty() || den.is_empty() {
         return Steps::new();
     }
-    let mut times = Vec::with_capacity(num.len() + den.len());
-    merge_times(num, den, &mut times);
-    times.dedup();
-    let (mut i, mut j, mut n, mut d) = (0, 0, 0.0, 0.0);
-    times
-        .into_iter()
-        .map(|t| {
-            while i < num.len() && num[i].0 <= t {
-                n = num[i].1;
-                i += 1;
-            }
-            while j < den.len() && den[j].0 <= t {
-                d = den[j].1;
-                j += 1;
-            }
-            (t, if d > 0.0 { n / d } else { 0.0 })
-        })
-        .collect()
+    let mut out = Steps::with_capacity(num.len().max(den.len()));
+    merged(num, den, 0.0, 0.0, |t, n, d| out.push((t, if d > 0.0 { n / d } else { 0.0 })));
+    out
 }
 
 const PER_SECOND: f64 = 1e9;
@@ -384,23 +426,26 @@ impl Timeline {
         let mut out: Vec<(TimelineMetric, TimeWeighted)> = Vec::with_capacity(14);
         let mut put = |m: TimelineMetric, w: TimeWeighted| out.push((m, w));
         {
-            let concurrency = sweep(self.events(|s, e| e.extend([(s.start, 1.0), (s.end, -1.0)])));
+            let concurrency = self.sweep(|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]));
             put(T::EffectiveConcurrency, tw(&concurrency, 1.0));
-            let total = sweep(self.events(|s, e| {
-                Self::prefill_rate(s, e);
-                Self::even_decode_rate(s, e);
-            }));
+            let total = self.sweep(|s, _, e| {
+                prefill_rate(s, e);
+                even_decode_rate(s, e);
+            });
             put(T::EffectiveTotalThroughput, tw(&total, PER_SECOND));
             put(T::ActiveTotalThroughput, act(&total, &concurrency));
         }
         {
-            let conc = sweep(self.events(|s, e| {
+            let conc = self.sweep(|s, _, e| {
                 if s.first != NO_TIME {
                     e.extend([(s.first, 1.0), (s.end, -1.0)]);
                 }
-            }));
-            let rate =
-                sweep(if self.chunks.is_empty() { self.events(Self::even_decode_rate) } else { self.chunk_decode() });
+            });
+            let rate = if self.chunks.is_empty() {
+                self.sweep(|s, _, e| even_decode_rate(s, e))
+            } else {
+                self.sweep(chunk_decode)
+            };
             put(T::EffectiveDecodeThroughput, tw(&rate, PER_SECOND));
             put(T::EffectiveDecodeConcurrency, tw(&conc, 1.0));
             put(T::ActiveDecodeThroughput, act(&rate, &conc));
@@ -409,12 +454,12 @@ impl Timeline {
             put(T::ActiveDecodeThroughputPerUser, act(&per_user, &conc));
         }
         {
-            let conc = sweep(self.events(|s, e| {
+            let conc = self.sweep(|s, _, e| {
                 if s.first != NO_TIME {
                     e.extend([(s.start, 1.0), (s.first, -1.0)]);
                 }
-            }));
-            let rate = sweep(self.events(Self::prefill_rate));
+            });
+            let rate = self.sweep(|s, _, e| prefill_rate(s, e));
             put(T::EffectivePrefillThroughput, tw(&rate, PER_SECOND));
             put(T::EffectivePrefillConcurrency, tw(&conc, 1.0));
             put(T::ActivePrefillThroughput, act(&rate, &conc));
@@ -422,7 +467,8 @@ impl Timeline {
             put(T::EffectivePrefillThroughputPerUser, tw(&per_user, PER_SECOND));
             put(T::ActivePrefillThroughputPerUser, act(&per_user, &conc));
         }
-        put(T::TokensInFlight, tw(&sweep(self.tokens_in_flight(!self.chunks.is_empty())), 1.0));
+        let per_chunk = !self.chunks.is_empty();
+        put(T::TokensInFlight, tw(&self.sweep(|s, later, e| tokens_in_flight(s, later, per_chunk, e)), 1.0));
         // AIPerf's order.
         let order = [
             T::EffectiveConcurrency,
@@ -444,107 +490,155 @@ impl Timeline {
         out
     }
 
-    /// The events `each` makes of every span.
-    fn events(&self, mut each: impl FnMut(&Span, &mut Vec<(u64, f64)>)) -> Vec<(u64, f64)> {
-        let mut e = Vec::with_capacity(2 * self.spans.len());
-        for s in &self.spans {
-            each(s, &mut e);
-        }
-        e
-    }
-
-    /// A span's input tokens spread evenly from its send to its first token.
-    fn prefill_rate(s: &Span, e: &mut Vec<(u64, f64)>) {
-        if s.first != NO_TIME && !s.isl.is_nan() && s.first > s.start {
-            let rate = s.isl / (s.first - s.start) as f64;
-            e.extend([(s.start, rate), (s.first, -rate)]);
-        }
-    }
-
-    /// A span's output tokens after the first spread evenly from its first token to its end.
-    fn even_decode_rate(s: &Span, e: &mut Vec<(u64, f64)>) {
-        if s.first != NO_TIME && s.osl >= 1.0 && s.end > s.first {
-            let rate = (s.osl - 1.0) / (s.end - s.first) as f64;
-            e.extend([(s.first, rate), (s.end, -rate)]);
-        }
-    }
-
-    /// Each span with the arrival of its chunks after the first.
-    fn with_chunks(&self) -> impl Iterator<Item = (&Span, &[u64])> {
-        let mut at = 0;
-        self.spans.iter().map(move |s| {
-            let n = s.later_chunks as usize;
-            let later = self.chunks.get(at..at + n).unwrap_or(&[]);
-            at += n;
-            (s, later)
-        })
-    }
-
-    /// Decode rate events chunk by chunk: each gap above zero carries `(osl − 1) / gaps` tokens.
-    fn chunk_decode(&self) -> Vec<(u64, f64)> {
-        let mut events = Vec::with_capacity(2 * self.chunks.len());
-        for (s, later) in self.with_chunks() {
-            if later.is_empty() || s.osl.is_nan() || s.osl < 1.0 {
-                continue;
-            }
-            let mut prev = s.first;
-            let gaps = later
+    /// The step function of the events `each` makes of every span (given its chunks after the
+    /// first), summed in [`event_order`]. Spans are taken up in the order of their earliest
+    /// event and their events merged through a heap holding the next event of each span under
+    /// way, so no list of every event is made or sorted.
+    fn sweep(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>)) -> Steps {
+        // Where each span's later chunks start in `chunks`, when any span has some.
+        let offsets: Vec<usize> = if self.chunks.is_empty() {
+            Vec::new()
+        } else {
+            let mut at = 0;
+            self.spans
                 .iter()
-                .filter(|&&t| {
-                    let g = t > prev;
-                    prev = prev.max(t);
-                    g
+                .map(|s| {
+                    let o = at;
+                    at += s.later_chunks as usize;
+                    o
                 })
-                .count();
-            if gaps == 0 {
-                continue;
-            }
-            let tokens = (s.osl - 1.0) / gaps as f64;
-            let mut prev = s.first;
-            for &t in later {
-                if t > prev {
-                    let rate = tokens / (t - prev) as f64;
-                    events.extend([(prev, rate), (t, -rate)]);
-                }
-                prev = prev.max(t);
+                .collect()
+        };
+        let later = |i: usize| match offsets.get(i) {
+            Some(&o) => self.chunks.get(o..o + self.spans[i].later_chunks as usize).unwrap_or(&[]),
+            None => &[],
+        };
+        // (earliest event, span) of every span with events, earliest first.
+        let mut scratch = Vec::new();
+        let mut order: Vec<(u64, u32)> = Vec::with_capacity(self.spans.len());
+        for (i, s) in self.spans.iter().enumerate() {
+            scratch.clear();
+            each(s, later(i), &mut scratch);
+            if let Some(t) = scratch.iter().map(|e| e.0).min() {
+                order.push((t, i as u32));
             }
         }
-        events
+        if !order.is_sorted() {
+            order.sort_unstable();
+        }
+        drop(scratch);
+        let mut pending: Vec<Pending> = Vec::new();
+        let mut free: Vec<usize> = Vec::new();
+        let mut heap: BinaryHeap<Head> = BinaryHeap::new();
+        let mut sum = Summer::new();
+        let mut taken = order.iter().peekable();
+        loop {
+            // Every span whose earliest event is not after the next event to sum joins the
+            // heap: the events of the spans still waiting are all later.
+            while let Some(&&(t, i)) = taken.peek()
+                && heap.peek().is_none_or(|h| t <= h.event.0)
+            {
+                taken.next();
+                let slot = free.pop().unwrap_or_else(|| {
+                    pending.push(Pending::default());
+                    pending.len() - 1
+                });
+                let p = &mut pending[slot];
+                p.events.clear();
+                each(&self.spans[i as usize], later(i as usize), &mut p.events);
+                p.events.sort_unstable_by(event_order);
+                p.next = 1;
+                heap.push(Head { event: p.events[0], slot });
+            }
+            let Some(mut head) = heap.peek_mut() else { break };
+            sum.add(head.event);
+            let p = &mut pending[head.slot];
+            match p.events.get(p.next) {
+                Some(&e) => {
+                    p.next += 1;
+                    head.event = e;
+                }
+                None => {
+                    free.push(head.slot);
+                    std::collections::binary_heap::PeekMut::pop(head);
+                }
+            }
+        }
+        sum.finish()
     }
+}
 
-    /// Tokens held per request: its input from the send, its output from the first token (one
-    /// token then, the rest spread over its later chunks when the run has chunks), freed at
-    /// its end.
-    fn tokens_in_flight(&self, per_chunk: bool) -> Vec<(u64, f64)> {
-        let mut events = Vec::with_capacity(3 * self.spans.len() + self.chunks.len());
-        for (s, later) in self.with_chunks() {
-            let has_first = s.first != NO_TIME;
-            let prefilled = !s.isl.is_nan() && has_first && s.first > s.start;
-            if prefilled {
-                events.push((s.start, s.isl));
-            }
-            let output = if per_chunk {
-                let has = has_first && !later.is_empty() && s.osl >= 1.0;
-                if has {
-                    events.push((s.first, 1.0));
-                    let each = (s.osl - 1.0) / later.len() as f64;
-                    // A chunk stamped at or after the end is counted just before it.
-                    events.extend(later.iter().map(|&t| (t.min(s.end.saturating_sub(1)), each)));
-                }
-                has
-            } else {
-                let has = has_first && !s.osl.is_nan() && s.end > s.first;
-                if has {
-                    events.push((s.first, s.osl));
-                }
-                has
-            };
-            let freed = if prefilled { s.isl } else { 0.0 } + if output { s.osl } else { 0.0 };
-            if prefilled || output {
-                events.push((s.end, -freed));
-            }
+/// A span's input tokens spread evenly from its send to its first token.
+fn prefill_rate(s: &Span, e: &mut Vec<Event>) {
+    if s.first != NO_TIME && !s.isl.is_nan() && s.first > s.start {
+        let rate = s.isl / (s.first - s.start) as f64;
+        e.extend([(s.start, rate), (s.first, -rate)]);
+    }
+}
+
+/// A span's output tokens after the first spread evenly from its first token to its end.
+fn even_decode_rate(s: &Span, e: &mut Vec<Event>) {
+    if s.first != NO_TIME && s.osl >= 1.0 && s.end > s.first {
+        let rate = (s.osl - 1.0) / (s.end - s.first) as f64;
+        e.extend([(s.first, rate), (s.end, -rate)]);
+    }
+}
+
+/// A span's decode rate chunk by chunk: each gap above zero carries `(osl − 1) / gaps` tokens.
+fn chunk_decode(s: &Span, later: &[u64], e: &mut Vec<Event>) {
+    if later.is_empty() || s.osl.is_nan() || s.osl < 1.0 {
+        return;
+    }
+    let mut prev = s.first;
+    let gaps = later
+        .iter()
+        .filter(|&&t| {
+            let g = t > prev;
+            prev = prev.max(t);
+            g
+        })
+        .count();
+    if gaps == 0 {
+        return;
+    }
+    let tokens = (s.osl - 1.0) / gaps as f64;
+    let mut prev = s.first;
+    for &t in later {
+        if t > prev {
+            let rate = tokens / (t - prev) as f64;
+            e.extend([(prev, rate), (t, -rate)]);
         }
-        events
+        prev = prev.max(t);
+    }
+}
+
+/// Tokens a span holds: its input from the send, its output from the first token (one token
+/// then, the rest spread over its later chunks when the run has chunks), freed at its end.
+fn tokens_in_flight(s: &Span, later: &[u64], per_chunk: bool, e: &mut Vec<Event>) {
+    let has_first = s.first != NO_TIME;
+    let prefilled = !s.isl.is_nan() && has_first && s.first > s.start;
+    if prefilled {
+        e.push((s.start, s.isl));
+    }
+    let output = if per_chunk {
+        let has = has_first && !later.is_empty() && s.osl >= 1.0;
+        if has {
+            e.push((s.first, 1.0));
+            let each = (s.osl - 1.0) / later.len() as f64;
+            // A chunk stamped at or after the end is counted just before it.
+            e.extend(later.iter().map(|&t| (t.min(s.end.saturating_sub(1)), each)));
+        }
+        has
+    } else {
+        let has = has_first && !s.osl.is_nan() && s.end > s.first;
+        if has {
+            e.push((s.first, s.osl));
+        }
+        has
+    };
+    let freed = if prefilled { s.isl } else { 0.0 } + if output { s.osl } else { 0.0 };
+    if prefilled || output {
+        e.push((s.end, -freed));
     }
 }
 
@@ -609,5 +703,77 @@ mod tests {
         a.merge(&b);
         let (from, to) = whole.window().unwrap();
         assert_eq!(whole.metrics(from, to), a.metrics(from, to));
+    }
+
+    /// What makes one span's events (given its later chunks).
+    type Curve<'a> = &'a dyn Fn(&Span, &[u64], &mut Vec<Event>);
+
+    /// The sweep by sorting every event at once.
+    fn sorted_sweep(mut events: Vec<Event>) -> Steps {
+        events.sort_unstable_by(event_order);
+        let mut sum = Summer::new();
+        for e in events {
+            sum.add(e);
+        }
+        sum.finish()
+    }
+
+    fn bits(steps: &Steps) -> Vec<(u64, u64)> {
+        steps.iter().map(|&(t, v)| (t, v.to_bits())).collect()
+    }
+
+    proptest::proptest! {
+        /// Requests in any order, overlapping, with chunks in any order (some at or after the
+        /// end), some failed: every curve's merged sweep equals the sort of all its events.
+        #[test]
+        fn the_merged_sweep_equals_the_sorted_one(
+            reqs in proptest::collection::vec(
+                (0u64..40, 0u64..30, proptest::collection::vec(0u64..40, 0..5), 0u64..20, 0u64..300, 0u64..9, proptest::bool::ANY),
+                1..40,
+            )
+        ) {
+            let mut tl = Timeline::default();
+            for (start, ttft, gaps, tail, isl, osl, ok) in reqs {
+                let first = start + ttft;
+                let mut chunks = vec![first];
+                chunks.extend(gaps.iter().map(|g| first + g));
+                let end = first + gaps.iter().max().copied().unwrap_or(0) + tail;
+                let r = RequestRecord {
+                    sent_ns: start,
+                    chunk_ns: chunks,
+                    end_ns: end,
+                    streaming: true,
+                    input_tokens: Some(isl),
+                    output_tokens: Some(osl),
+                    ..Default::default()
+                };
+                let m = RequestMetrics::of(&r, false);
+                tl.add(&r, ok.then_some(&m));
+            }
+            let all = |each: Curve| {
+                let mut e = Vec::new();
+                let mut at = 0;
+                for s in &tl.spans {
+                    let n = s.later_chunks as usize;
+                    each(s, &tl.chunks[at..at + n], &mut e);
+                    at += n;
+                }
+                sorted_sweep(e)
+            };
+            let curves: [Curve; 6] = [
+                &|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]),
+                &|s, _, e| {
+                    prefill_rate(s, e);
+                    even_decode_rate(s, e);
+                },
+                &chunk_decode,
+                &|s, _, e| prefill_rate(s, e),
+                &|s, later, e| tokens_in_flight(s, later, true, e),
+                &|s, later, e| tokens_in_flight(s, later, false, e),
+            ];
+            for each in curves {
+                proptest::prop_assert_eq!(bits(&tl.sweep(each)), bits(&all(each)));
+            }
+        }
     }
 }
