@@ -400,6 +400,12 @@ impl Aggregate {
 
     /// The final report; `with_goodput` adds the goodput scalars.
     pub fn report(&self, with_goodput: bool) -> Report {
+        self.report_over(with_goodput, None)
+    }
+
+    /// The final report with the time-weighted metrics weighed over `window` (ns on the
+    /// records' clock) instead of the records' own window.
+    pub fn report_over(&self, with_goodput: bool, window: Option<(u64, u64)>) -> Report {
         // Metrics served by the same stored list share its distribution: computed once.
         let mut by_source: Vec<(Metric, Distribution)> = Vec::new();
         let metrics: Vec<(Metric, Distribution)> = Metric::ALL
@@ -482,7 +488,9 @@ impl Aggregate {
                     time_to_first_token: Distribution::of(&u.ttft_ms),
                 })
                 .collect(),
-            timeline: self.timeline.window().map_or_else(Vec::new, |(a, b)| self.timeline.metrics(a, b)),
+            timeline: window
+                .or_else(|| self.timeline.window())
+                .map_or_else(Vec::new, |(a, b)| self.timeline.metrics(a, b)),
             outcomes: Outcomes {
                 completed: self.ok,
                 cancelled: self.errors.get("cancelled").copied().unwrap_or(0),
