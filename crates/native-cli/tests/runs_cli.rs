@@ -230,3 +230,36 @@ fn an_aiperf_run_and_ours_with_the_same_options_differ_only_where_they_do() {
     let lag = late["p99"].as_f64().unwrap() - late["min"].as_f64().unwrap();
     assert!((s["replay_sched_lag_p99"]["avg"].as_f64().unwrap() - lag).abs() < 1e-9);
 }
+
+#[test]
+fn context_overflows_are_counted_and_shown_in_report_and_compare() {
+    // The mock answers a prompt and max_tokens over its context as vLLM does (HTTP 400, "This
+    // model's maximum context length is …"); a mock token is a word of the prompt.
+    let mock = Mock::start(&["--max-model-len", "100"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..8)
+        .map(|i| format!(r#"{{"input_length": {}, "output_length": 4}}"#, if i % 4 == 3 { 400 } else { 10 }))
+        .collect();
+    let trace = write_trace(dir.path(), &lines);
+    let art = dir.path().join("art");
+    ok(&profile_on(&mock.url, &trace, &art, &["--concurrency", "2"], LIMIT));
+    let s = summary(&art);
+    assert_eq!(
+        (s["error_request_count"]["avg"].as_f64(), s["context_overflow_count"]["avg"].as_f64()),
+        (Some(2.0), Some(2.0))
+    );
+    let records = std::fs::read_to_string(art.join("profile_export.jsonl")).unwrap();
+    assert_eq!(records.matches("maximum context length is 100 tokens").count(), 2, "{records}");
+    let run = art.to_str().unwrap();
+    let out = cli(&["compare", run, "--format", "json"]);
+    ok(&out);
+    let j: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let row = j["rows"].as_array().unwrap().iter().find(|r| r["metric"] == "Context overflow count").cloned();
+    assert_eq!(row.map(|r| r["values"][0].clone()), Some(Value::from(2.0)));
+    let html = dir.path().join("report.html");
+    ok(&cli(&["report", run, "--output", html.to_str().unwrap()]));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(
+        r#"<tr data-metric="context_overflow_count"><td>Context Overflow Count (requests)</td><td>2</td></tr>"#
+    ));
+}

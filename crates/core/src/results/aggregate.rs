@@ -34,6 +34,9 @@ pub struct Aggregate {
     pub errors: BTreeMap<String, u64>,
     /// The first message of each error kind (what the console and the report show beside the count).
     pub error_examples: BTreeMap<String, String>,
+    /// Failed requests whose error is a context-length overflow
+    /// ([`crate::results::record::RecordError::is_context_overflow`]).
+    pub context_overflows: u64,
     pub good: u64,
     pub first_sent_ns: Option<u64>,
     pub last_end_ns: Option<u64>,
@@ -214,6 +217,7 @@ impl Aggregate {
             if !self.error_examples.contains_key(&e.kind) {
                 self.error_examples.insert(e.kind.clone(), error_example(&e.message));
             }
+            self.context_overflows += u64::from(e.is_context_overflow());
             let ms = |ns: u64| ns as f64 / 1e6;
             // Sending happened (or was attempted) on time or not, whatever the answer.
             let lateness = ms(r.sent_ns.saturating_sub(r.scheduled_ns));
@@ -304,6 +308,7 @@ impl Aggregate {
         for (k, m) in &other.error_examples {
             self.error_examples.entry(k.clone()).or_insert_with(|| m.clone());
         }
+        self.context_overflows += other.context_overflows;
         self.good += other.good;
         self.first_sent_ns = match (self.first_sent_ns, other.first_sent_ns) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -395,6 +400,12 @@ impl Aggregate {
 
     /// The final report; `with_goodput` adds the goodput scalars.
     pub fn report(&self, with_goodput: bool) -> Report {
+        self.report_over(with_goodput, None)
+    }
+
+    /// The final report with the time-weighted metrics weighed over `window` (ns on the
+    /// records' clock) instead of the records' own window.
+    pub fn report_over(&self, with_goodput: bool, window: Option<(u64, u64)>) -> Report {
         // Metrics served by the same stored list share its distribution: computed once.
         let mut by_source: Vec<(Metric, Distribution)> = Vec::new();
         let metrics: Vec<(Metric, Distribution)> = Metric::ALL
@@ -437,6 +448,7 @@ impl Aggregate {
             run_duration_s: seconds(self.first_sent_ns.zip(self.last_end_ns)),
             request_count: self.ok,
             error_request_count: errors,
+            context_overflow_count: self.context_overflows,
             request_throughput: per_s(self.ok as f64),
             output_token_throughput: per_s(self.total_output_tokens as f64),
             input_token_throughput: per_s(self.total_input_tokens as f64),
@@ -476,7 +488,9 @@ impl Aggregate {
                     time_to_first_token: Distribution::of(&u.ttft_ms),
                 })
                 .collect(),
-            timeline: self.timeline.window().map_or_else(Vec::new, |(a, b)| self.timeline.metrics(a, b)),
+            timeline: window
+                .or_else(|| self.timeline.window())
+                .map_or_else(Vec::new, |(a, b)| self.timeline.metrics(a, b)),
             outcomes: Outcomes {
                 completed: self.ok,
                 cancelled: self.errors.get("cancelled").copied().unwrap_or(0),
@@ -542,6 +556,8 @@ pub struct Report {
     pub run_duration_s: f64,
     pub request_count: u64,
     pub error_request_count: u64,
+    /// Failed requests that were context-length overflows (AIPerf's `context_overflow_count`).
+    pub context_overflow_count: u64,
     /// Successful requests per second of the benchmark duration.
     pub request_throughput: f64,
     /// Output tokens (OSL) per second.
@@ -712,5 +728,27 @@ mod tests {
             ra.get(Metric::TimeToFirstToken).unwrap().percentiles
         );
         assert_eq!(rw.request_throughput, ra.request_throughput);
+    }
+
+    #[test]
+    fn context_overflows_are_told_by_the_servers_message_as_aiperf_tells_them() {
+        let failed = |message: &str| {
+            let mut r = rec(&[], 0);
+            r.error = Some(RecordError { kind: "http_status".into(), message: message.into() });
+            r
+        };
+        let vllm = "HTTP 400: {\"error\":{\"message\":\"This model's maximum context length is 64 tokens. \
+                    However, you requested 80 tokens (60 in the messages, 20 in the completion).\"}}";
+        let (mut a, mut b) = (Aggregate::default(), Aggregate::default());
+        a.add(&failed(vllm), false, &[]);
+        a.add(&failed("HTTP 500: mock: injected server error"), false, &[]);
+        b.add(&failed("HTTP 400: {\"error\":{\"code\":\"context_length_exceeded\"}}"), false, &[]);
+        b.add(&failed("Prompt Is Too Long"), false, &[]);
+        b.add(&rec(&[13_000_000], 1), false, &[]);
+        a.merge(&b);
+        let r = a.report(false);
+        assert_eq!((r.error_request_count, r.context_overflow_count), (4, 3));
+        let scalars = crate::results::export::scalars(&r);
+        assert!(scalars.iter().any(|(tag, _, _, v)| *tag == "context_overflow_count" && *v == 3.0));
     }
 }

@@ -47,6 +47,8 @@ pub fn record_line(rec: &RequestRecord, metrics: Option<&RequestMetrics>, t0_uni
         None => rec.chunk_ns.is_empty(),
     };
     let cancelled = rec.was_cancelled();
+    // `streaming` is left out when the line's time to first token says it (see `assemble`).
+    let has_ttft = metrics.is_some_and(|m| m.get(Metric::TimeToFirstToken).is_some());
     // A run-relative time is left out when its wall-clock time and `sent_ns` give it back (see
     // `assemble`), and the usage when the metrics' `usage_*` carry it.
     let t0 = wall(rec.sent_ns) - rec.sent_ns;
@@ -79,7 +81,7 @@ pub fn record_line(rec: &RequestRecord, metrics: Option<&RequestMetrics>, t0_uni
             first_byte_ns: rec.first_byte_ns.and_then(unless_implied),
             end_ns: unless_implied(rec.end_ns),
             chunk_ns: (!chunks_in_metrics).then_some(&rec.chunk_ns[..]),
-            streaming: rec.streaming,
+            streaming: (rec.streaming != has_ttft).then_some(rec.streaming),
             input_tokens: rec.input_tokens,
             output_tokens: rec.output_tokens,
             max_tokens: rec.max_tokens,
@@ -122,6 +124,8 @@ struct Meta<'a> {
     worker_id: &'static str,
     record_processor_id: &'static str,
     benchmark_phase: &'static str,
+    /// Left out when false, AIPerf's default.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     was_cancelled: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     cancellation_time_ns: Option<u64>,
@@ -137,7 +141,8 @@ struct Meta<'a> {
     end_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     chunk_ns: Option<&'a [u64]>,
-    streaming: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    streaming: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     input_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -183,9 +188,12 @@ impl serde::Serialize for Metrics<'_> {
         use serde::ser::SerializeMap;
         let mut map = s.serialize_map(None)?;
         if let Some(m) = self.0 {
-            // Two of ours repeat AIPerf's usage metrics of the same line exactly: left out of the
-            // line (the summary has them, computed from the record).
-            let repeated = |k: Metric| matches!(k, Metric::ServerInputSequenceLength | Metric::CachedTokens);
+            // Two of ours repeat AIPerf's usage metrics of the same line exactly, and AIPerf's
+            // time to first output token is the time to first token in every record of ours:
+            // left out of the line (the summary has them, computed from the record).
+            let repeated = |k: Metric| {
+                matches!(k, Metric::ServerInputSequenceLength | Metric::CachedTokens | Metric::TimeToFirstOutputToken)
+            };
             for &(k, v) in m.values().iter().filter(|(k, _)| !repeated(*k)) {
                 // Counts are written as AIPerf writes them: whole numbers without a fraction.
                 match whole(k, v) {
@@ -352,7 +360,8 @@ fn assemble(said: Said, rec: &mut RequestRecord) -> Result<bool, &'static str> {
             said.scheduled.or_else(|| from_wall(said.credit_issued)).ok_or("missing field `scheduled_ns`")?;
         rec.sent_ns = sent;
         rec.end_ns = said.end.or_else(|| from_wall(said.request_end)).ok_or("missing field `end_ns`")?;
-        rec.streaming = said.streaming.ok_or("missing field `streaming`")?;
+        // A line without `streaming` streamed when it has a time to first token.
+        rec.streaming = said.streaming.unwrap_or(said.ttft_ms.is_some());
         rec.dispatched_ns = said.dispatched;
         rec.first_byte_ns = said.first_byte.or_else(|| from_wall(said.request_ack));
         rec.input_tokens = said.input;
@@ -1399,6 +1408,10 @@ mod tests {
             assert_eq!(raw.contains("\"usage\""), r.error.is_some(), "{raw}");
             assert!(raw.contains("\"output_sequence_length\":{\"value\":4,") || r.error.is_some(), "{raw}");
             assert!(!raw.contains(".0,\"unit\":\"tokens\""), "{raw}");
+            // AIPerf's default `was_cancelled: false`, a `streaming` that the time to first token
+            // says, and a time to first output token equal to it are left out.
+            assert!(!raw.contains("\"was_cancelled\"") && !raw.contains("time_to_first_output_token"), "{raw}");
+            assert_eq!(raw.contains("\"streaming\""), r.error.is_some(), "{raw}");
         }
         // A time the wall clock cannot give back (past its range) stays in the line.
         let mut far = measured(1).remove(0);
@@ -1425,7 +1438,12 @@ mod tests {
             if !rec.usage.is_empty() {
                 m["usage"] = serde_json::to_value(rec.usage).unwrap();
             }
+            m["was_cancelled"] = rec.was_cancelled().into();
+            m["streaming"] = rec.streaming.into();
             if let Some(metrics) = v["metrics"].as_object_mut() {
+                if let Some(ttft) = metrics.get("time_to_first_token").cloned() {
+                    metrics.insert("time_to_first_output_token".into(), ttft);
+                }
                 for x in metrics.values_mut() {
                     if let Some(n) = x["value"].as_u64() {
                         x["value"] = (n as f64).into();

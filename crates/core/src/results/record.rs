@@ -25,6 +25,11 @@ impl ServerUsage {
 /// The error kind of a request cancelled in flight when the run was stopped.
 pub const CANCELLED: &str = "cancelled";
 
+/// What a server's error says when a prompt does not fit its context: AIPerf's allowlist
+/// (`AIPERF_AGENTX_CONTEXT_OVERFLOW_SUBSTRINGS`' default), matched without regard to case.
+pub const CONTEXT_OVERFLOW_SUBSTRINGS: [&str; 4] =
+    ["context length", "maximum context", "context_length_exceeded", "prompt is too long"];
+
 /// Why a request failed: a short kind (`http_status`, `timeout`, …) and a message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordError {
@@ -41,6 +46,13 @@ impl RecordError {
             "http_status" => self.message.strip_prefix("HTTP ")?.get(..3)?.parse().ok(),
             _ => None,
         }
+    }
+
+    /// A context-length overflow, as AIPerf tells it: the message (the server's answer for an
+    /// HTTP error) holds one of [`CONTEXT_OVERFLOW_SUBSTRINGS`], whatever the case.
+    pub fn is_context_overflow(&self) -> bool {
+        let lowered = self.message.to_lowercase();
+        CONTEXT_OVERFLOW_SUBSTRINGS.iter().any(|s| lowered.contains(s))
     }
 }
 

@@ -8,6 +8,9 @@
 //! complete when the run (its last response) lasted past its end; the last one usually is not
 //! (`is_complete: false`), and its throughputs are per second of the part that elapsed.
 //!
+//! **Time-weighted metrics** (`effective_*`, `active_*`, `tokens_in_flight`): as AIPerf's, the
+//! run's curves (every request, whichever slice it was sent in) weighed over the slice's window.
+//!
 //! Memory: one [`Aggregate`] per slice, holding the same values as the run's aggregate, and at most
 //! [`MAX_SLICES`] slices (records sent later are counted in [`Slicer::beyond`]).
 
@@ -19,6 +22,7 @@ use crate::results::aggregate::{Aggregate, Report};
 use crate::results::export::{dist_json, scalars, stat_keys};
 use crate::results::metrics::Slo;
 use crate::results::record::RequestRecord;
+use crate::results::timeline::{TimeWeighted, Timeline, TimelineMetric};
 
 /// `profile_export_aiperf_timeslices.json`.
 pub const TIMESLICES_JSON: &str = "profile_export_aiperf_timeslices.json";
@@ -70,8 +74,9 @@ impl Slicer {
         self.slices[i].add(r, use_server_token_count, slos);
     }
 
-    /// The slices of a run whose last response came at `run_end_ns` (from the benchmark start).
-    pub fn finish(&self, run_end_ns: u64, with_goodput: bool) -> TimeSlices {
+    /// The slices of a run whose last response came at `run_end_ns` (from the benchmark start);
+    /// `run`: the whole run's requests, whose time-weighted metrics each slice's window takes.
+    pub fn finish(&self, run_end_ns: u64, with_goodput: bool, run: &Timeline) -> TimeSlices {
         let slices = self
             .slices
             .iter()
@@ -89,6 +94,7 @@ impl Slicer {
                 report.input_token_throughput = per_s(report.total_input_tokens as f64);
                 report.total_token_throughput = per_s((report.total_input_tokens + report.total_output_tokens) as f64);
                 report.goodput = report.good_request_count.map(|n| per_s(n as f64));
+                report.timeline = if end_ns > start_ns { run.metrics(start_ns, end_ns) } else { Vec::new() };
                 Slice { start_ns, end_ns, is_complete, report }
             })
             .collect();
@@ -121,16 +127,33 @@ pub struct TimeSlices {
 /// One metric of a slice in the CSV: its tag (the sort key), header, unit and statistics.
 type CsvMetric = (&'static str, &'static str, &'static str, Vec<(String, f64)>);
 
-/// A slice's statistics: the distributions (AIPerf's `STAT_KEYS` order: avg, min, max, sum,
-/// p1…p99, std), then the scalars (avg only).
+/// A slice's statistics in AIPerf's `STAT_KEYS` order (avg, min, max, sum, p1…p99, std, each
+/// that the metric has): the distributions, the time-weighted metrics, then the scalars (avg).
 fn rows(r: &Report) -> Vec<CsvMetric> {
     let mut v: Vec<_> = r.metrics.iter().map(|(m, d)| (m.tag(), m.header(), m.unit(), stat_keys(d))).collect();
+    v.extend(r.timeline.iter().map(|(m, t)| (m.tag(), m.header(), m.unit(), weighted_stats(t))));
     v.extend(scalars(r).into_iter().map(|(tag, header, unit, x)| (tag, header, unit, vec![("avg".to_owned(), x)])));
     v
 }
 
+fn weighted_stats(t: &TimeWeighted) -> Vec<(String, f64)> {
+    let [avg, p50, p90, p95, p99, min, max, std] = t.stats();
+    [avg, min, max, p50, p90, p95, p99, std].iter().map(|&(k, x)| (k.to_owned(), x)).collect()
+}
+
+/// A time-weighted metric as AIPerf writes it: `{unit, avg, p50, p90, p95, p99, min, max, std}`.
+fn weighted_json(metric: TimelineMetric, t: &TimeWeighted) -> Value {
+    let mut o = Map::new();
+    o.insert("unit".into(), json!(metric.unit()));
+    for (k, v) in t.stats() {
+        o.insert(k.into(), json!(v));
+    }
+    Value::Object(o)
+}
+
 /// `profile_export_aiperf_timeslices.json`: `{timeslices: [{start_ns, end_ns, is_complete,
-/// <metric>: {unit, avg, p1…p99, min, max, std, count, sum}, <scalar>: {unit, avg}}],
+/// <metric>: {unit, avg, p1…p99, min, max, std, count, sum}, <time-weighted metric>: {unit, avg,
+/// p50, p90, p95, p99, min, max, std}, <scalar>: {unit, avg}}],
 /// input_config}` with the summary's metrics and scalars per slice; `start_ns`/`end_ns` are Unix
 /// nanoseconds (the run started at `start_unix_ns`). Ours beside: `slice_duration_s`,
 /// `records_beyond_last_slice`.
@@ -145,6 +168,9 @@ pub fn timeslices_json(t: &TimeSlices, start_unix_ns: u128, input_config: &Value
             m.insert("is_complete".into(), json!(s.is_complete));
             for (metric, d) in &s.report.metrics {
                 m.insert(metric.tag().into(), dist_json(metric.unit(), d));
+            }
+            for (metric, t) in &s.report.timeline {
+                m.insert(metric.tag().into(), weighted_json(*metric, t));
             }
             for (tag, _, unit, v) in scalars(&s.report) {
                 m.insert(tag.into(), json!({"unit": unit, "avg": v}));
@@ -209,13 +235,15 @@ mod tests {
     fn sliced() -> TimeSlices {
         let slos = parse_goodput("time_to_first_token:15").unwrap();
         let mut s = Slicer::new(100_000_000).unwrap();
-        for (sent, ttft) in [(0, 10), (50, 20), (99, 10), (100, 30), (310, 10)] {
-            s.add(&rec(sent, ttft), false, &slos);
-        }
+        let mut run = Aggregate::default();
         let mut failed = rec(120, 5);
         failed.error = Some(RecordError { kind: "http_status".into(), message: "500".into() });
-        s.add(&failed, false, &slos);
-        s.finish(350_000_000, true)
+        let records = [(0, 10), (50, 20), (99, 10), (100, 30), (310, 10)].map(|(sent, ttft)| rec(sent, ttft));
+        for r in records.iter().chain([&failed]) {
+            s.add(r, false, &slos);
+            run.add(r, false, &slos);
+        }
+        s.finish(350_000_000, true, &run.timeline)
     }
 
     #[test]
@@ -235,6 +263,22 @@ mod tests {
         assert!((t.slices[0].report.goodput.unwrap() - 20.0).abs() < 1e-9);
         let ttft = t.slices[0].report.metrics.iter().find(|(m, _)| *m == Metric::TimeToFirstToken).unwrap();
         assert_eq!((ttft.1.count, ttft.1.max, ttft.1.sum), (3, 20.0, 40.0));
+    }
+
+    #[test]
+    fn a_slice_weighs_every_request_in_flight_in_its_window() {
+        let t = sliced();
+        let concurrency = |i: usize| {
+            t.slices[i].report.timeline.iter().find(|(m, _)| *m == TimelineMetric::EffectiveConcurrency).unwrap().1.avg
+        };
+        // Slice 0: 11 + 21 + 1 ms in flight over 100 ms; slice 1 also holds the request sent at
+        // 99 ms until it ends at 110 ms: 10 + 31 + 6 (the failed one) ms.
+        assert!((concurrency(0) - 0.33).abs() < 1e-9, "{}", concurrency(0));
+        assert!((concurrency(1) - 0.47).abs() < 1e-9, "{}", concurrency(1));
+        // Nothing in flight in slice 2; the last slice's window ends with the run.
+        assert_eq!(concurrency(2), 0.0);
+        assert!((concurrency(3) - 11.0 / 50.0).abs() < 1e-9, "{}", concurrency(3));
+        assert_eq!(t.slices[0].report.timeline.len(), 14);
     }
 
     #[test]

@@ -47,16 +47,22 @@ const KEY_METRICS: [Metric; 5] = [
     Metric::SendLateness,
 ];
 
-/// The rows of one report, in comparison order.
-fn rows_of(r: &Report) -> Vec<(String, &'static str, Option<f64>)> {
+/// The rows of one report, in comparison order; `overflows`: with the context overflow count
+/// (shown when a run compared has failed requests, as AIPerf shows it).
+fn rows_of(r: &Report, overflows: bool) -> Vec<(String, &'static str, Option<f64>)> {
     let mut out = vec![
         ("Request count".to_string(), "requests", Some(r.request_count as f64)),
         ("Error request count".to_string(), "requests", Some(r.error_request_count as f64)),
+    ];
+    if overflows {
+        out.push(("Context overflow count".to_string(), "requests", Some(r.context_overflow_count as f64)));
+    }
+    out.extend([
         ("Benchmark duration".to_string(), "sec", Some(r.benchmark_duration_s)),
         ("Request throughput".to_string(), "requests/sec", Some(r.request_throughput)),
         ("Output token throughput".to_string(), "tokens/sec", Some(r.output_token_throughput)),
         ("Goodput".to_string(), "requests/sec", r.goodput),
-    ];
+    ]);
     for m in KEY_METRICS {
         let d = r.get(m);
         for (p, name) in [(50.0, "p50"), (90.0, "p90"), (99.0, "p99")] {
@@ -71,7 +77,8 @@ fn rows_of(r: &Report) -> Vec<(String, &'static str, Option<f64>)> {
 /// Compares runs against `runs[baseline]` (clamped into range).
 pub fn compare(runs: &[&Run], baseline: usize) -> Comparison {
     let baseline = baseline.min(runs.len().saturating_sub(1));
-    let per: Vec<_> = runs.iter().map(|r| rows_of(&r.report)).collect();
+    let overflows = runs.iter().any(|r| r.report.error_request_count > 0);
+    let per: Vec<_> = runs.iter().map(|r| rows_of(&r.report, overflows)).collect();
     let mut rows: Vec<Row> = per
         .first()
         .map(|first| first.iter().map(|(n, u, _)| Row { name: n.clone(), unit: u, values: Vec::new() }).collect())

@@ -77,6 +77,9 @@ pub fn summary_table(r: &Report) -> String {
     };
     scalar("request_count", "Request Count", "requests", r.request_count.to_string());
     scalar("error_request_count", "Error Request Count", "requests", r.error_request_count.to_string());
+    if r.error_request_count > 0 {
+        scalar("context_overflow_count", "Context Overflow Count", "requests", r.context_overflow_count.to_string());
+    }
     scalar("request_throughput", "Request Throughput", "requests/sec", format!("{:.2}", r.request_throughput));
     scalar(
         "output_token_throughput",

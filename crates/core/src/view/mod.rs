@@ -57,11 +57,15 @@ pub struct RunSettings {
     /// The options object: ours (`aiperf_cli_config`) or AIPerf's `input_config` (`Value::Null`
     /// without the summary file).
     pub input_config: Value,
+    /// The summary's `start_time` and `end_time` (Unix ns, read as UTC): AIPerf's profiling
+    /// phase, over which its time-weighted metrics are weighed. Used for a run whose records it
+    /// holds (AIPerf's wall-clock records; not ours, timed from the run's start).
+    pub phase_window_ns: Option<(u64, u64)>,
 }
 
 impl Default for RunSettings {
     fn default() -> Self {
-        RunSettings { server_token_count: true, slos: Vec::new(), input_config: Value::Null }
+        RunSettings { server_token_count: true, slos: Vec::new(), input_config: Value::Null, phase_window_ns: None }
     }
 }
 
@@ -94,7 +98,12 @@ impl RunSettings {
             (None, Some(endpoint)) => endpoint.get("use_server_token_count").and_then(Value::as_bool) == Some(true),
             (None, None) => true,
         };
-        Ok(RunSettings { server_token_count, slos, input_config: config })
+        let at = |k: &str| {
+            let t = crate::datetime::parse_datetime(v.get(k)?.as_str()?)?;
+            u64::try_from(t.unix_ns).ok()
+        };
+        let phase_window_ns = at("start_time").zip(at("end_time")).filter(|(a, b)| b > a);
+        Ok(RunSettings { server_token_count, slos, input_config: config, phase_window_ns })
     }
 
     /// The run's `--slice-duration` (s), when it had one (AIPerf keeps it under `artifacts`).
@@ -374,7 +383,13 @@ impl RunLoader {
         if self.points.is_empty() {
             return Err(RunError::Empty { file: self.file });
         }
-        let report = self.aggregate.report(!self.settings.slos.is_empty());
+        // AIPerf's phase window, when it holds every record (a summary written in another time
+        // zone than UTC, or one of ours, does not).
+        let window = self
+            .settings
+            .phase_window_ns
+            .filter(|&(a, b)| self.aggregate.timeline.window().is_some_and(|(first, last)| a <= first && last <= b));
+        let report = self.aggregate.report_over(!self.settings.slos.is_empty(), window);
         Ok(Run {
             label: label.into(),
             settings: self.settings,
@@ -544,6 +559,50 @@ pub(crate) mod tests {
                 }
             }
         }
+    }
+
+    /// AIPerf's time-weighted metrics of its own runs, weighed over its phase window (the
+    /// summary's `start_time`/`end_time`): to 1e-3 (AIPerf's float64 times; the window known to
+    /// the microsecond), the `min` and `max` of a decode throughput left out: AIPerf's float64
+    /// times hold slivers where a request's decode rate is 0 while it counts as decoding (0 is
+    /// its `min` of `active_decode_*`), and the other way round (see the golden test's
+    /// `SLIVER_SENSITIVE`).
+    #[test]
+    fn aiperfs_runs_weigh_its_time_weighted_metrics_over_its_phase() {
+        let mut compared = 0;
+        for name in ["sessions", "fixed-schedule-streaming", "completions-streaming", "timeslices-goodput"] {
+            let (run, theirs) = aiperf_run(name);
+            assert!(run.settings.phase_window_ns.is_some(), "{name}");
+            for (metric, t) in &run.report.timeline {
+                let want = &theirs[metric.tag()];
+                for (stat, ours) in t.stats() {
+                    if matches!(stat, "min" | "max") && metric.tag().contains("decode_throughput") {
+                        continue;
+                    }
+                    let w = want[stat].as_f64().unwrap_or_else(|| panic!("{name}: no {stat} for {}", metric.tag()));
+                    assert!(
+                        (ours - w).abs() <= 1e-3 * w.abs() + 1e-9,
+                        "{name}: {}.{stat}: ours {ours}, AIPerf {w}",
+                        metric.tag()
+                    );
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared >= 4 * 100, "{compared}");
+        // A window that does not hold the records (a summary in another time zone) is not used.
+        let (run, _) = aiperf_run("sessions");
+        let (a, b) = run.settings.phase_window_ns.unwrap();
+        let mut shifted = run.settings.clone();
+        shifted.phase_window_ns = Some((a + 3_600_000_000_000, b + 3_600_000_000_000));
+        let dir = format!("{}/../../tests/fixtures/aiperf-0.13.0-runs/sessions", env!("CARGO_MANIFEST_DIR"));
+        let records = std::fs::read(format!("{dir}/profile_export.jsonl")).unwrap();
+        let mut none = run.settings.clone();
+        none.phase_window_ns = None;
+        let off = Run::from_jsonl("s", "profile_export.jsonl", &records, shifted).unwrap();
+        let without = Run::from_jsonl("s", "profile_export.jsonl", &records, none).unwrap();
+        assert_eq!(off.report.timeline, without.report.timeline);
+        assert_ne!(run.report.timeline, without.report.timeline);
     }
 
     #[test]

@@ -47,6 +47,10 @@ pub struct Args {
     /// Most output tokens one request may ask for (`max_tokens`); more is answered with HTTP 400.
     #[arg(long, default_value_t = DEFAULT_MAX_OUTPUT_TOKENS)]
     pub max_output_tokens: u64,
+    /// The model's context (tokens), as vLLM's `--max-model-len`: a prompt that fills it, or a
+    /// prompt and `max_tokens` over it, is answered with HTTP 400 and vLLM's message.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_model_len: Option<u64>,
     /// Largest request body accepted (bytes); a larger one is answered with HTTP 413.
     #[arg(long, default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
     pub max_request_bytes: usize,

@@ -1,8 +1,8 @@
 //! One request answered, in phases: routed (health, models, the admin endpoints, a 404 for
 //! unknown paths), its body read within `--max-request-bytes`, admitted (counted, logged to
-//! `--arrivals-file`, refused over `--max-output-tokens`, failed on purpose by `--error-rate`),
-//! its answer planned (tokens, cache hit, usage), a slot waited for (`--slots`), then answered
-//! whole or streamed.
+//! `--arrivals-file`, refused over `--max-output-tokens` or `--max-model-len`, failed on purpose
+//! by `--error-rate`), its answer planned (tokens, cache hit, usage), a slot waited for
+//! (`--slots`), then answered whole or streamed.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -160,8 +160,8 @@ async fn kv_prompt(state: &Arc<State>, body: Value, chat: bool) -> Result<(Value
     })
 }
 
-/// Numbers the request, refuses more tokens than `--max-output-tokens`, logs its arrival and
-/// fails it when `--error-rate` picks it.
+/// Numbers the request, refuses more tokens than `--max-output-tokens`, logs its arrival, refuses
+/// a context over `--max-model-len` and fails it when `--error-rate` picks it.
 fn admit(
     state: &State,
     body: &Value,
@@ -206,6 +206,9 @@ fn admit(
         };
         state.log(&line);
     }
+    if let Some(limit) = a.max_model_len {
+        context_fits(limit, ask.prompt_tokens, max_tokens)?;
+    }
     if hits(n, a.error_rate, 0) {
         return Err(Box::new(full(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -213,6 +216,28 @@ fn admit(
         )));
     }
     Ok(ask)
+}
+
+/// `--max-model-len` as vLLM applies it: a prompt of the whole context or more, or a prompt and
+/// `max_tokens` over it, is answered with HTTP 400 and vLLM's message.
+fn context_fits(limit: u64, prompt: u64, max_tokens: Option<u64>) -> Result<(), Early> {
+    let message = match max_tokens {
+        Some(m) if prompt.saturating_add(m) > limit => format!(
+            "This model's maximum context length is {limit} tokens. However, you requested {} tokens \
+             ({prompt} in the messages, {m} in the completion). Please reduce the length of the messages or \
+             completion.",
+            prompt.saturating_add(m)
+        ),
+        None if prompt >= limit => format!(
+            "This model's maximum context length is {limit} tokens. However, you requested {prompt} tokens \
+             in the messages, Please reduce the length of the messages."
+        ),
+        _ => return Ok(()),
+    };
+    Err(Box::new(full(
+        StatusCode::BAD_REQUEST,
+        json!({"error": {"message": message, "type": "BadRequestError", "param": null, "code": 400}}),
+    )))
 }
 
 /// The answer planned for a request.

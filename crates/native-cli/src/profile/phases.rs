@@ -511,7 +511,8 @@ fn gpu_telemetry(gpu: Option<&scraper::GpuShared>, names: &exports::ExportNames)
 fn write_summaries(plan: &ReplayPlan, summary: &RunSummary, collected: &Collected, with_goodput: bool) -> Result<()> {
     let mut written = exports::write_summaries(&plan.exports.artifact_dir, &plan.exports.names, summary);
     if let Some(slicer) = &collected.slices {
-        let slices = slicer.finish(collected.aggregate.last_end_ns.unwrap_or(0), with_goodput);
+        let slices =
+            slicer.finish(collected.aggregate.last_end_ns.unwrap_or(0), with_goodput, &collected.aggregate.timeline);
         if slices.beyond > 0 {
             say!(
                 "warning: {} request(s) sent after the first {} time slices are left out of the time slices",

@@ -80,8 +80,7 @@ pub(crate) fn scalars(r: &Report) -> Vec<(&'static str, &'static str, &'static s
     ];
     if r.error_request_count > 0 {
         v.push(("error_request_count", "Error Request Count", "requests", r.error_request_count as f64));
-        // Context overflows are not told apart from other failures here.
-        v.push(("context_overflow_count", "Context Overflow Count", "requests", 0.0));
+        v.push(("context_overflow_count", "Context Overflow Count", "requests", r.context_overflow_count as f64));
     }
     if let Some(n) = r.total_error_input_tokens {
         v.push(("total_error_isl", "Total Error Input Sequence Length", "tokens", n as f64));
