@@ -92,8 +92,11 @@ fn aiperfs_readers_take_our_runs() {
         (0..30).map(|i| format!("{{\"input_length\": {}, \"output_length\": 12}}", 50 + i % 7)).collect();
     let plain = write_trace(dir.path(), &plain);
     let sessions = fixtures.join("sessions/trace.jsonl");
-    let good = Mock::start(&["--ttft-ms", "10", "--itl-ms", "2"]);
-    let failing = Mock::start(&["--ttft-ms", "10", "--itl-ms", "2", "--error-rate", "0.2", "--disconnect-rate", "0.1"]);
+    // The mocks live as long as the test may (three runs of ours and AIPerf's readers on each,
+    // several minutes on a busy machine), not the common 300 s.
+    let mock = |args: &[&str]| Mock::spawn(Path::new(BIN), 1800, args);
+    let good = mock(&["--ttft-ms", "10", "--itl-ms", "2"]);
+    let failing = mock(&["--ttft-ms", "10", "--itl-ms", "2", "--error-rate", "0.2", "--disconnect-rate", "0.1"]);
     // (our run, the AIPerf run of the same kind, its server, trace, options); the last two also
     // carry AIPerf's load shaping (a gamma rate ramp; a warm-up, a concurrency ramp and
     // cancellations), so that its models judge those phases and cancelled records too.
