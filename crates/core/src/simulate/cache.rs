@@ -46,6 +46,13 @@ impl Policy {
 
 const NONE: u32 = u32::MAX;
 
+/// The block number a caller gives every block that occurs once in all the requests it will
+/// admit (the simulator counts a trace's ids first). No lookup ever finds such a block, and it is
+/// used by one request only, so it needs no entry: it takes room (pinned, then in the eviction
+/// order with one use) and is evicted like any other, but its place in a request's held blocks
+/// and in the eviction order is this number instead of an entry, and evicting it reads nothing.
+pub const ONCE: u32 = u32::MAX - 1;
+
 /// One block cached on one replica (32 bytes: one cache line holds it whole).
 #[derive(Clone, Debug)]
 #[repr(align(32))]
@@ -215,12 +222,25 @@ impl Blocks {
 
     /// A request starts on replica `r`: each of its blocks is used and pinned, in prompt order,
     /// new ones inserted (evicting unpinned blocks; a block that finds every other block pinned
-    /// is not kept). Returns the leading hit in blocks; the pinned entries are appended to `held`.
+    /// is not kept). Returns the leading hit in blocks; the pinned entries (and [`ONCE`] for each
+    /// block of that number kept) are appended to `held`, for [`Blocks::release`].
     pub fn admit(&mut self, r: u32, ids: &[u32], held: &mut Vec<u32>) -> usize {
         self.touch_victims(r, ids.len());
         let mut leading = true;
         let mut hit = 0;
         for &id in ids {
+            if id == ONCE {
+                leading = false;
+                let full = self.capacity.is_some_and(|c| self.shelves[r as usize].len >= c);
+                if full && !self.evict_one(r) {
+                    continue;
+                }
+                let shelf = &mut self.shelves[r as usize];
+                shelf.len += 1;
+                shelf.pinned += 1;
+                held.push(ONCE);
+                continue;
+            }
             let mut slot = self.find(r, id);
             if slot != NONE {
                 if leading {
@@ -240,9 +260,25 @@ impl Blocks {
         hit
     }
 
-    /// A request ends: its blocks (entries from [`Blocks::admit`]) are released in prompt order.
-    pub fn release(&mut self, held: &[u32]) {
+    /// A request on replica `r` ends: its blocks (what [`Blocks::admit`] appended to `held`) are
+    /// released in prompt order.
+    pub fn release(&mut self, r: u32, held: &[u32]) {
         for &slot in held {
+            if slot == ONCE {
+                self.tick += 1;
+                let shelf = &mut self.shelves[r as usize];
+                shelf.pinned -= 1;
+                match self.policy {
+                    Policy::Lru => {
+                        shelf.queue.push_back((self.tick, ONCE));
+                        if shelf.queue.len() > 2 * (shelf.len - shelf.pinned) + 1024 {
+                            self.compact(r);
+                        }
+                    }
+                    Policy::Lfu => shelf.heap.push(Reverse((1, self.tick, ONCE))),
+                }
+                continue;
+            }
             let e = &mut self.entries[slot as usize];
             e.pins -= 1;
             if e.pins == 0 {
@@ -302,20 +338,23 @@ impl Blocks {
         let slot = match self.policy {
             Policy::Lru => loop {
                 let Some((released, s)) = self.shelves[r as usize].queue.pop_front() else { return false };
-                if self.current(r, s, released) {
+                if s == ONCE || self.current(r, s, released) {
                     break s;
                 }
             },
             Policy::Lfu => loop {
                 let Some(Reverse((uses, released, s))) = self.shelves[r as usize].heap.pop() else { return false };
-                if self.current(r, s, released) && self.entries[s as usize].uses == uses {
+                if s == ONCE || (self.current(r, s, released) && self.entries[s as usize].uses == uses) {
                     break s;
                 }
             },
         };
-        self.unchain(slot);
-        self.entries[slot as usize].replica = NONE;
-        self.free.push(slot);
+        // A block of `ONCE` has no entry: it was released once and never used again.
+        if slot != ONCE {
+            self.unchain(slot);
+            self.entries[slot as usize].replica = NONE;
+            self.free.push(slot);
+        }
         let shelf = &mut self.shelves[r as usize];
         shelf.len -= 1;
         shelf.evictions += 1;
@@ -352,7 +391,9 @@ impl Blocks {
         }
         let mut sum = 0u64;
         for &(_, s) in shelf.queue.iter().take(n) {
-            sum = sum.wrapping_add(self.entries[s as usize].released);
+            if s != ONCE {
+                sum = sum.wrapping_add(self.entries[s as usize].released);
+            }
         }
         std::hint::black_box(sum);
     }
@@ -368,7 +409,7 @@ impl Blocks {
     /// Drops the stale items of replica `r`'s release queue (at most half of it stays).
     fn compact(&mut self, r: u32) {
         let mut queue = std::mem::take(&mut self.shelves[r as usize].queue);
-        queue.retain(|&(released, s)| self.current(r, s, released));
+        queue.retain(|&(released, s)| s == ONCE || self.current(r, s, released));
         self.shelves[r as usize].queue = queue;
     }
 }
@@ -462,7 +503,7 @@ impl BlockCache {
 
     /// A request ends: its blocks are released in prompt order.
     pub fn release(&mut self, held: &[u32]) {
-        self.blocks.release(held);
+        self.blocks.release(0, held);
     }
 }
 
@@ -546,10 +587,54 @@ mod tests {
                 while running.len() > *keep {
                     let Some((a, b)) = running.pop_front() else { break };
                     cache.release(&a);
-                    table.release(&b);
+                    table.release(0, &b);
                 }
                 proptest::prop_assert_eq!((cache.len(), cache.pinned(), cache.evictions()), (table.len(0), table.pinned(0), table.evictions(0)));
                 proptest::prop_assert!(cache.numbers.len() == cache.len() && cache.hashes.len() <= capacity as usize + 6);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Blocks that occur once among all the requests, given [`ONCE`] instead of their
+        /// numbers, leave every hit, count and eviction as they are (overlapping requests on
+        /// several replicas, bounded or not).
+        #[test]
+        fn blocks_occurring_once_can_share_one_number(
+            requests in proptest::collection::vec((proptest::collection::vec(0u32..40, 1..8), 0u32..3, 0usize..4), 1..60),
+            capacity in proptest::option::of(2u64..14),
+            lfu: bool,
+        ) {
+            let policy = if lfu { Policy::Lfu } else { Policy::Lru };
+            let mut count = [0u32; 40];
+            for (ids, ..) in &requests {
+                for &id in ids {
+                    count[id as usize] += 1;
+                }
+            }
+            let (mut plain, mut marked) = (Blocks::new(3, 40, capacity, policy), Blocks::new(3, 40, capacity, policy));
+            let mut running: std::collections::VecDeque<(u32, Vec<u32>, Vec<u32>)> = Default::default();
+            for (ids, replica, keep) in &requests {
+                let once: Vec<u32> = ids.iter().map(|&id| if count[id as usize] == 1 { ONCE } else { id }).collect();
+                let (mut out_a, mut out_b) = (Vec::new(), Vec::new());
+                plain.overlaps(ids, &mut out_a);
+                marked.overlaps(&once, &mut out_b);
+                proptest::prop_assert_eq!(out_a, out_b);
+                proptest::prop_assert_eq!(plain.missing(*replica, ids), marked.missing(*replica, &once));
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                proptest::prop_assert_eq!(plain.admit(*replica, ids, &mut a), marked.admit(*replica, &once, &mut b));
+                running.push_back((*replica, a, b));
+                while running.len() > *keep {
+                    let Some((r, a, b)) = running.pop_front() else { break };
+                    plain.release(r, &a);
+                    marked.release(r, &b);
+                }
+                for r in 0..3 {
+                    proptest::prop_assert_eq!(
+                        (plain.len(r), plain.pinned(r), plain.evictions(r)),
+                        (marked.len(r), marked.pinned(r), marked.evictions(r))
+                    );
+                }
             }
         }
     }
@@ -560,7 +645,7 @@ mod tests {
         let mut held = Vec::new();
         b.admit(0, &[0, 1], &mut held);
         b.admit(2, &[0, 2], &mut held);
-        b.release(&held);
+        b.release(0, &held);
         let mut out = Vec::new();
         b.overlaps(&[0, 1, 3], &mut out);
         assert_eq!(out, [2, 0, 1]);

@@ -29,7 +29,7 @@ pub use cache::Policy;
 
 use crate::analysis::Interner;
 use crate::replay::dispatch::{Dispatch, Job, Peek};
-use crate::replay::schedule::{Schedule, ScheduleError, Timing};
+use crate::replay::schedule::{Schedule, ScheduleError, Starts, Timing};
 use crate::results::record::{RequestRecord, ServerUsage};
 use crate::synthesis::rng::PyRandom;
 use crate::trace::Trace;
@@ -407,9 +407,12 @@ struct Sim<'a> {
 pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Result<Simulation, SimulateError> {
     cluster.check()?;
     let mut interner = Interner::new();
-    let ids: Vec<u32> = trace.all_hash_ids().iter().map(|&id| interner.intern(id)).collect();
+    let mut ids: Vec<u32> = trace.all_hash_ids().iter().map(|&id| interner.intern(id)).collect();
     if interner.overflowed() {
         return Err(SimulateError::TooManyBlocks);
+    }
+    if rows_sent_once(trace, &schedule) {
+        mark_once(&mut ids, interner.size());
     }
     let blocks = Blocks::new(cluster.replicas as usize, interner.size(), cluster.kv_blocks, cluster.policy);
     drop(interner);
@@ -633,7 +636,7 @@ impl Sim<'_> {
             (p.job, p.replica, std::mem::take(&mut p.held))
         };
         let blocks = self.ids(job.row).len() as u64;
-        self.blocks.release(&held);
+        self.blocks.release(replica, &held);
         let r = &mut self.replicas[replica as usize];
         r.running -= 1;
         r.running_blocks -= blocks;
@@ -642,6 +645,43 @@ impl Sim<'_> {
         self.free_pending.push(idx);
         self.admit(replica, now);
         job
+    }
+}
+
+/// Whether `schedule` sends each row of `trace` at most once (a fixed schedule's sessions, each
+/// run once): then a block number that occurs once in the trace is asked for by one request only.
+fn rows_sent_once(trace: &Trace, schedule: &Schedule) -> bool {
+    let Starts::Listed(starts) = &schedule.starts else { return false };
+    let mut sent = vec![false; trace.len()];
+    for start in starts {
+        let Some(session) = schedule.sessions.get(start.session as usize) else { return false };
+        for turn in session.turns.iter().take(start.turns as usize) {
+            match sent.get_mut(turn.row as usize) {
+                Some(s) if !*s => *s = true,
+                _ => return false,
+            }
+        }
+    }
+    true
+}
+
+/// Gives the block numbers that occur once in `ids` (numbers `0..blocks`) the number
+/// [`cache::ONCE`]: no request after the one holding such a block looks it up, so the caches
+/// keep no entry for it. Numbers reaching `ONCE` itself leave `ids` as they are.
+fn mark_once(ids: &mut [u32], blocks: usize) {
+    if blocks > cache::ONCE as usize {
+        return;
+    }
+    let mut seen = vec![0u8; blocks];
+    for &n in ids.iter() {
+        if let Some(c) = seen.get_mut(n as usize) {
+            *c = c.saturating_add(1);
+        }
+    }
+    for n in ids.iter_mut() {
+        if seen.get(*n as usize) == Some(&1) {
+            *n = cache::ONCE;
+        }
     }
 }
 

@@ -215,29 +215,31 @@ pub fn fidelity_from_analyses(
     original: (&Analysis, &RowMetrics),
     synthesized: (&Analysis, &RowMetrics),
 ) -> FidelityReport {
+    fidelity_from_analyses_with(original, synthesized, |metrics| {
+        metrics.iter().map(|&(metric, x, y)| compare_metric(metric, x, y)).collect()
+    })
+}
+
+/// [`fidelity_from_analyses`] with the metrics compared by `compare`: it is given each metric's
+/// name and values (original, synthesized) in the report's order and returns
+/// [`compare_metric`]'s result for each, in that order (a caller may spread them over threads).
+pub fn fidelity_from_analyses_with(
+    original: (&Analysis, &RowMetrics),
+    synthesized: (&Analysis, &RowMetrics),
+    compare: impl FnOnce(&[(&str, &[f64], &[f64])]) -> Vec<MetricFidelity>,
+) -> FidelityReport {
     let ((a, ma), (b, mb)) = (original, synthesized);
     let rate = |an: &Analysis| -> Vec<f64> {
         an.arrivals.as_ref().map_or_else(Vec::new, |r| r.requests_per_second.iter().map(|&c| f64::from(c)).collect())
     };
     let (rate_a, rate_b) = (rate(a), rate(b));
-    let metrics = [
+    let metrics = compare(&[
         ("isl", &ma.isl, &mb.isl),
         ("osl", &ma.osl, &mb.osl),
         ("context_length", &ma.context_length, &mb.context_length),
         ("hit_rate", &ma.hit_rate, &mb.hit_rate),
         ("requests_per_second", &rate_a, &rate_b),
-    ]
-    .into_iter()
-    .map(|(metric, x, y)| {
-        let (sx, sy) = (sorted(x), sorted(y));
-        MetricFidelity {
-            metric: metric.to_string(),
-            original: Distribution::of_sorted(x, &sx),
-            synthesized: Distribution::of_sorted(y, &sy),
-            ks_distance: ks_distance_sorted(&sx, &sy),
-        }
-    })
-    .collect();
+    ]);
     FidelityReport {
         block_size: a.block_size,
         original_requests: a.total_requests,
@@ -248,6 +250,17 @@ pub fn fidelity_from_analyses(
         synthesized_unique_prefixes: b.unique_prefixes,
         metrics,
         arrivals: Vec::new(),
+    }
+}
+
+/// One metric of the report: the original values `x` against the synthesized `y`.
+pub fn compare_metric(metric: &str, x: &[f64], y: &[f64]) -> MetricFidelity {
+    let (sx, sy) = (sorted(x), sorted(y));
+    MetricFidelity {
+        metric: metric.to_string(),
+        original: Distribution::of_sorted(x, &sx),
+        synthesized: Distribution::of_sorted(y, &sy),
+        ks_distance: ks_distance_sorted(&sx, &sy),
     }
 }
 

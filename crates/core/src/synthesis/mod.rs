@@ -23,7 +23,8 @@ pub mod synthetic;
 pub mod transform;
 
 pub use fidelity::{
-    ArrivalCheck, FidelityReport, MetricFidelity, arrival_checks, fidelity_from_analyses, fidelity_report,
+    ArrivalCheck, FidelityReport, MetricFidelity, arrival_checks, compare_metric, fidelity_from_analyses,
+    fidelity_from_analyses_with, fidelity_report,
 };
 pub use generate::{GenerateParams, ModelStats, PrefixModel, generate};
 pub use settings::{Mode, Param, SynthesisSettings};

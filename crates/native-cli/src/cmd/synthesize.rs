@@ -10,7 +10,8 @@ use std::path::PathBuf;
 
 use aiperf_core::analysis::{analyze_for_comparison, headline};
 use aiperf_core::synthesis::{
-    Mode, Param, PrefixModel, SynthesisError, SynthesisSettings, arrival_checks, fidelity_from_analyses, transform,
+    Mode, Param, PrefixModel, SynthesisError, SynthesisSettings, arrival_checks, compare_metric,
+    fidelity_from_analyses_with, transform,
 };
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace};
 use anyhow::{Context, Result};
@@ -150,19 +151,31 @@ fn report_to(args: &Args) -> Box<dyn Write> {
 /// Writes the output atomically, then prints (and optionally saves) the before/after comparison.
 /// Generative mode also compares arrivals over time.
 fn finish(args: &Args, block_size: u32, mode: Mode, input: &Trace, output: &Trace) -> Result<()> {
-    // The analyses behind the report run on their own thread while the output is written.
+    // The analyses behind the report run on threads of their own while the output is written:
+    // the output's analysis on one; the input's, and the arrival checks, on another.
     let report = std::thread::scope(|scope| {
-        let analyses = scope.spawn(|| {
+        let after = scope.spawn(|| analyze_for_comparison(output, block_size));
+        let before = scope.spawn(|| {
             let before = analyze_for_comparison(input, block_size);
-            let after = analyze_for_comparison(output, block_size);
-            let mut report = fidelity_from_analyses((&before.0, &before.1), (&after.0, &after.1));
-            if mode == Mode::Generate {
-                report.arrivals = arrival_checks(input, output);
-            }
-            report
+            let arrivals = (mode == Mode::Generate).then(|| arrival_checks(input, output));
+            (before, arrivals)
         });
         write_trace_file(&args.output_file, output)?;
-        analyses.join().map_err(|_| anyhow::anyhow!("the fidelity analysis stopped unexpectedly"))
+        let stopped = || anyhow::anyhow!("the fidelity analysis stopped unexpectedly");
+        let after = after.join().map_err(|_| stopped())?;
+        let (before, arrivals) = before.join().map_err(|_| stopped())?;
+        // Each metric's sorts and distributions on a thread of its own.
+        let mut report = fidelity_from_analyses_with((&before.0, &before.1), (&after.0, &after.1), |metrics| {
+            std::thread::scope(|scope| {
+                let compared: Vec<_> =
+                    metrics.iter().map(|&(metric, x, y)| scope.spawn(move || compare_metric(metric, x, y))).collect();
+                compared.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+            })
+        });
+        if let Some(arrivals) = arrivals {
+            report.arrivals = arrivals;
+        }
+        anyhow::Ok(report)
     })?;
     let mut out = report_to(args);
     out.write_all(report.to_table().as_bytes())?;
