@@ -60,6 +60,21 @@ fn profile_export_prefix_names_every_file() {
     assert_eq!(s["request_count"]["avg"], 4.0, "{s}");
     assert_eq!(s["input_config"]["artifacts"]["prefix"], "run1");
     assert_eq!(s["aiperf_cli_config"]["profile_export_prefix"], "run1");
+    // report and compare open the prefixed run, by its folder or its records file, with its
+    // summary's settings and its server metrics.
+    let html = dir.path().join("r.html");
+    let r = cli(&["report", art.to_str().unwrap(), "--output", html.to_str().unwrap()]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(!String::from_utf8_lossy(&r.stderr).contains("not found"), "{}", String::from_utf8_lossy(&r.stderr));
+    for path in [art.clone(), art.join("run1.jsonl")] {
+        let c = cli(&["compare", path.to_str().unwrap(), "--format", "json"]);
+        assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+        assert!(!String::from_utf8_lossy(&c.stderr).contains("not found"), "{}", String::from_utf8_lossy(&c.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+        let rows = j["rows"].as_array().unwrap();
+        let count = rows.iter().find(|r| r["metric"] == "Request count").unwrap();
+        assert_eq!(count["values"][0], 4.0, "{j}");
+    }
 
     // AIPerf's spelling from GenAI-Perf, a suffix to strip and an absolute path.
     let art = dir.path().join("b");
@@ -155,4 +170,8 @@ print(n)
     let out = python(&venv, code, &[art.join("profile_export.jsonl").to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "4");
+}
+
+fn cli(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(BIN).args(args).output().unwrap()
 }

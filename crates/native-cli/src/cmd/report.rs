@@ -7,15 +7,16 @@ use std::path::{Path, PathBuf};
 
 use aiperf_core::campaign::search::SEARCH_JSON;
 use aiperf_core::campaign::sweep::SWEEP_JSON;
-use aiperf_core::results::line::RECORDS_FILE;
+use aiperf_core::results::export::SummaryFormat;
 use aiperf_core::view::curve::Curve;
-use aiperf_core::view::server::{SERVER_METRICS_FILE, ServerTimeline};
-use aiperf_core::view::{CONFIG_FILE, MAX_RUNS, Run, RunLoader, RunSettings, compare, default_label, html};
+use aiperf_core::view::server::ServerTimeline;
+use aiperf_core::view::{MAX_RUNS, Run, RunLoader, RunSettings, compare, default_label, html};
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use serde_json::Value;
 
 use crate::exit::BadInput;
+use crate::io::exports::ExportNames;
 use crate::io::{input, output};
 
 /// The runs and how to label them (shared by both commands).
@@ -67,19 +68,22 @@ fn bad(msg: String) -> anyhow::Error {
     anyhow::anyhow!(msg).context(BadInput)
 }
 
-/// The records file and the summary file beside it.
-fn files_of(path: &Path) -> (PathBuf, PathBuf) {
-    if path.is_dir() {
-        (path.join(RECORDS_FILE), path.join(CONFIG_FILE))
+/// The records file, the summary file and the server metrics beside it, under AIPerf's names or
+/// those of the run's `--profile-export-prefix`.
+fn files_of(path: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let (dir, names, records) = if path.is_dir() {
+        let names = ExportNames::of_folder(path);
+        (path, names.clone(), path.join(names.records()))
     } else {
-        let dir = path.parent().unwrap_or(Path::new("."));
-        (path.to_path_buf(), dir.join(CONFIG_FILE))
-    }
+        (path.parent().unwrap_or(Path::new(".")), ExportNames::of_records(path), path.to_path_buf())
+    };
+    let [server, _] = names.server_metrics();
+    (records, dir.join(names.summary(SummaryFormat::Json)), dir.join(server))
 }
 
 /// Reads one run.
 pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
-    let (records, config) = files_of(path);
+    let (records, config, server) = files_of(path);
     let settings = if config.is_file() {
         let text = std::fs::read_to_string(&config).with_context(|| format!("cannot read {}", config.display()))?;
         RunSettings::from_summary_json(&config.display().to_string(), &text).map_err(|e| bad(e.to_string()))?
@@ -101,7 +105,6 @@ pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
     let label = label.map_or_else(|| default_label(&path.display().to_string()), str::to_string);
     let mut run = loader.finish(&label).map_err(|e| bad(e.to_string()))?;
     // The server's metrics over the run, when they were scraped (a bad file is only a warning).
-    let server = records.parent().unwrap_or(Path::new(".")).join(SERVER_METRICS_FILE);
     if let Ok(text) = std::fs::read_to_string(&server) {
         match ServerTimeline::from_json(&server.display().to_string(), &text) {
             Ok(t) => run.server = t,
@@ -129,10 +132,11 @@ fn campaign(path: &Path) -> Result<Option<(Curve, Vec<SubRun>)>> {
     let mut subs = Vec::new();
     for i in 0..curve.points.len() {
         let dir = path.join(&curve.points[i].artifact_dir);
-        if let Ok(t) = std::fs::read_to_string(dir.join(CONFIG_FILE)) {
+        let names = ExportNames::of_folder(&dir);
+        if let Ok(t) = std::fs::read_to_string(dir.join(names.summary(SummaryFormat::Json))) {
             curve.add_run_summary(i, &t);
         }
-        if dir.join(RECORDS_FILE).is_file() {
+        if dir.join(names.records()).is_file() {
             let value = compare::num(curve.points[i].value);
             subs.push((dir, format!("{name} {}={value}", curve.parameter)));
         }

@@ -57,6 +57,41 @@ impl ExportNames {
         Ok(ExportNames { base: Some(base.to_owned()) })
     }
 
+    /// The names a run folder was written with: AIPerf's own when its records file is there,
+    /// else the one base `B` with both `B.jsonl` and `B.json` in the folder (a run written with
+    /// `--profile-export-prefix B`); AIPerf's own names when there is none or several.
+    pub fn of_folder(dir: &Path) -> ExportNames {
+        if dir.join(RECORDS_FILE).is_file() {
+            return ExportNames::default();
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else { return ExportNames::default() };
+        let mut bases = entries.filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let base = name.strip_suffix(".jsonl")?;
+            let other_export = ["_gpu_telemetry", "_raw", "_server_metrics", "_network_latency"];
+            (!base.is_empty()
+                && !other_export.iter().any(|s| base.ends_with(s))
+                && dir.join(format!("{base}.json")).is_file())
+            .then(|| base.to_owned())
+        });
+        match (bases.next(), bases.next()) {
+            (Some(base), None) => ExportNames { base: Some(base) },
+            _ => ExportNames::default(),
+        }
+    }
+
+    /// The names of the run whose records file is `records`: AIPerf's own for
+    /// `profile_export.jsonl`, else those built on the file's stem (`B.jsonl` → `B.json`, …).
+    pub fn of_records(records: &Path) -> ExportNames {
+        match records.file_name().and_then(|n| n.to_str()) {
+            Some(RECORDS_FILE) | None => ExportNames::default(),
+            Some(name) => name
+                .strip_suffix(".jsonl")
+                .filter(|b| !b.is_empty())
+                .map_or_else(ExportNames::default, |b| ExportNames { base: Some(b.to_owned()) }),
+        }
+    }
+
     /// The base name of `--profile-export-prefix`, if given.
     pub fn base(&self) -> Option<&str> {
         self.base.as_deref()
