@@ -4,7 +4,7 @@
 // Run by scripts/test-web.sh; standalone:
 //   AIPERF_CLI=target/debug/aiperf-cli node tests/e2e/runs.mjs
 // Env: DIST (default dist), AIPERF_CLI (required), ARTIFACTS (default artifacts/web),
-//      BENCH=1 (also time a synthetic 1,000,000-record profile_export.jsonl).
+//      BENCH=1 (also time a synthetic profile_export.jsonl of BENCH_RECORDS records, 1,000,000 by default).
 // Writes docs/images/run-view.png and docs/images/run-compare.png (shown by README.md).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync, mkdtempSync, createWriteStream, existsSync, statSync } from 'node:fs';
@@ -164,11 +164,15 @@ try {
   step(`sweep: ${curveCharts} charts against the load, ${sweepRows} points, TTFT p99 at concurrency 4 ${cellText} ms as the sweep summary`);
 
   if (process.env.BENCH === '1') {
-    // 1,000,000 records: a plausible streaming request repeated with varying times and lengths.
-    const big = join(DIST, 'bench-1m-records.jsonl');
+    // BENCH_RECORDS (default 1,000,000) records: a plausible streaming request repeated with
+    // varying times and lengths.
+    const n = Number(process.env.BENCH_RECORDS ?? 1_000_000);
+    const count = n.toLocaleString('en-US');
+    const file = `bench-${n}-records.jsonl`;
+    const big = join(DIST, file);
     if (!existsSync(big)) {
       const out = createWriteStream(big);
-      for (let i = 0; i < 1_000_000; i++) {
+      for (let i = 0; i < n; i++) {
         const sent = 1_000_000 + i * 1_000_000;
         const first = sent + 20_000_000 + (i % 17) * 1_000_000;
         const chunks = [first, first + 2_000_000, first + 4_000_000, first + 6_000_000];
@@ -182,19 +186,19 @@ try {
       window.__longTasks = [];
       new PerformanceObserver((l) => window.__longTasks.push(...l.getEntries().map((e) => e.duration))).observe({ type: 'longtask' });
     });
-    await page.evaluate(async () => {
-      const blob = await (await fetch('bench-1m-records.jsonl')).blob();
+    await page.evaluate(async (file) => {
+      const blob = await (await fetch(file)).blob();
       const dt = new DataTransfer();
       dt.items.add(new File([blob], 'profile_export.jsonl'));
       const target = document.querySelector('.page');
       target.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
-    });
-    await page.waitForFunction(() => document.querySelector('.run-label-edit span.small')?.textContent === '1,000,000 requests' && document.querySelector('.runs-timing')?.dataset.shownMs, null, { timeout: 600000, polling: 200 });
+    }, file);
+    await page.waitForFunction((count) => document.querySelector('.run-label-edit span.small')?.textContent === `${count} requests` && document.querySelector('.runs-timing')?.dataset.shownMs, count, { timeout: 600000, polling: 200 });
     const shown = +(await page.locator('.runs-timing').getAttribute('data-shown-ms'));
     const compute = +(await page.locator('.runs-timing').getAttribute('data-compute-ms'));
     const long = await page.evaluate(() => window.__longTasks);
-    timings.million_records = { bytes: size, shown_ms: shown, worker_ms: compute, main_thread_long_tasks_ms: long };
-    step(`1,000,000 records (${(size / 1e6).toFixed(0)} MB): drop → shown ${shown.toFixed(0)} ms (worker ${compute.toFixed(0)} ms); main-thread tasks over 50 ms: ${long.length ? long.map((d) => d.toFixed(0)).join(', ') + ' ms' : 'none'}`);
+    timings[n === 1_000_000 ? 'million_records' : `records_${n}`] = { bytes: size, shown_ms: shown, worker_ms: compute, main_thread_long_tasks_ms: long };
+    step(`${count} records (${(size / 1e6).toFixed(0)} MB): drop → shown ${shown.toFixed(0)} ms (worker ${compute.toFixed(0)} ms); main-thread tasks over 50 ms: ${long.length ? long.map((d) => d.toFixed(0)).join(', ') + ' ms' : 'none'}`);
   }
 
   // The report file: opened from disk, nothing requested beyond the file itself.
