@@ -51,13 +51,14 @@ prepare() {
 run() {
   local out="${3:?OUT folder}" t0 limit="${RUN_LIMIT_S:-560}"
   t0=$(date +%s); mkdir -p "$out"
-  local log="$out/log.txt" work=/tmp/gpu-replay-check
+  local log="$out/log.txt" work
+  work=$(mktemp -d -t gpu-replay-check.XXXXXX)
   exec > >(tee -a "$log") 2>&1
   el() { echo $(( $(date +%s) - t0 )); }
   get() { python3 -c 'import sys,urllib.request;sys.stdout.write(urllib.request.urlopen(sys.argv[1],timeout=10).read().decode())' "$1"; }
-  export PATH="/usr/local/cuda/bin:$PATH"
+  export PATH="/usr/local/cuda/bin:$PATH"   # the CUDA toolkit's usual place, when nvcc is not on PATH
   say() { echo "[$(el) s] $*"; }
-  rm -rf "$work"; mkdir -p "$work/src"
+  mkdir -p "$work/src"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   nproc; nvcc --version | tail -1
   # The model is written on the CPU while the GPU build compiles.

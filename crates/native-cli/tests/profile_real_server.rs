@@ -62,9 +62,7 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The server under test, which `scripts/test-real-server.sh` starts.
 fn server() -> (String, String) {
-    let url = std::env::var("AIPERF_REAL_SERVER_URL")
-        .expect("AIPERF_REAL_SERVER_URL is not set: run these tests with scripts/test-real-server.sh");
-    (url, std::env::var("AIPERF_REAL_SERVER_MODEL").unwrap_or_else(|_| "tiny-random".into()))
+    real_server("run these tests with scripts/test-real-server.sh", "tiny-random")
 }
 
 /// The picked rows as trace lines: each pair's earlier row, an unrelated row 100 ms later, the

@@ -28,17 +28,14 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{BIN, ok, profile, read_jsonl, root, summary, tokenizer};
+use common::{BIN, ok, profile, read_jsonl, real_server, root, summary, tokenizer};
 
 const HIT_TOLERANCE_POINTS: f64 = 5.0;
 const ORDER_AGREEMENT: f64 = 0.75;
 const SLOTS: &str = "2";
 
 fn server() -> (String, String) {
-    let url = std::env::var("AIPERF_REAL_SERVER_URL").expect(
-        "AIPERF_REAL_SERVER_URL is not set: start a server (scripts/real-server-vs-simulate.sh start PORT --parallel 2)",
-    );
-    (url, std::env::var("AIPERF_REAL_SERVER_MODEL").unwrap_or_else(|_| "smollm2-135m".into()))
+    real_server("start a server (scripts/real-server-vs-simulate.sh start PORT --parallel 2)", "smollm2-135m")
 }
 
 /// trace line → (cached tokens, prompt tokens, TTFT ms) of a run folder's records.

@@ -214,13 +214,6 @@ fn completed(records: &std::path::Path) -> std::collections::BTreeMap<u64, (f64,
     out
 }
 
-fn percentile(mut v: Vec<f64>, q: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let k = (v.len() - 1) as f64 * q;
-    let (i, f) = (k.floor() as usize, k - k.floor());
-    if i + 1 >= v.len() { v[i] } else { v[i] + (v[i + 1] - v[i]) * f }
-}
-
 /// A replay measured on a real GPU server at saturation (llama.cpp with CUDA on an H200, 8 slots,
 /// up to 334 requests queued; `tests/fixtures/real-runs/llamacpp-cuda-h200/README.md`), simulated
 /// with the server's settings and calibrated from the run: on the requests the run completed, the
@@ -250,7 +243,8 @@ fn a_saturated_real_server_is_simulated_from_its_calibrated_run() {
     let measured = completed(&run.join("profile_export.jsonl"));
     assert_eq!(measured.len(), 297);
     let ttft = |runs: &std::collections::BTreeMap<u64, (f64, f64, f64)>, q| {
-        percentile(measured.keys().map(|l| runs[l].0).collect(), q)
+        let times: Vec<f64> = measured.keys().map(|l| runs[l].0).collect();
+        aiperf_core::stats::percentile_sorted(&aiperf_core::stats::sorted(&times), q * 100.0).unwrap()
     };
     let hit = |runs: &std::collections::BTreeMap<u64, (f64, f64, f64)>| {
         let (c, p) = measured.keys().fold((0.0, 0.0), |(c, p), l| (c + runs[l].1, p + runs[l].2));

@@ -105,29 +105,8 @@ pub fn add_to_line(line: &mut Vec<u8>, rec: &RequestRecord, t0_unix_ns: u64) {
 /// AIPerf's `--show-trace-timing` table: the run's `http_req_*` metrics (k6's breakdown:
 /// blocked, DNS, connecting, sending, waiting, receiving, duration, sizes, reuse), one a line.
 pub fn timing_table(s: &RunSummary) -> String {
-    use std::fmt::Write;
     let mut out = String::from("\naiperf-cli profile | HTTP Trace Timing\n");
-    let _ = writeln!(
-        out,
-        "{:<52} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
-        "Metric", "avg", "min", "max", "p99", "p90", "p50", "std"
-    );
-    let http = s.report.metrics.iter().filter(|(m, _)| is_http_metric(*m));
-    for (metric, d) in http {
-        let p = |q| d.percentile(q).unwrap_or(f64::NAN);
-        let _ = writeln!(
-            out,
-            "{:<52} {:>11.2} {:>11.2} {:>11.2} {:>11.2} {:>11.2} {:>11.2} {:>11.2}",
-            format!("{} ({})", metric.header(), metric.unit()),
-            d.avg,
-            d.min,
-            d.max,
-            p(99.0),
-            p(90.0),
-            p(50.0),
-            d.std
-        );
-    }
+    super::export::distribution_table(&mut out, s.report.metrics.iter().filter(|(m, _)| is_http_metric(*m)));
     out
 }
 

@@ -179,13 +179,13 @@ pub fn calibrate(obs: &[Observation], slots: Option<u32>) -> Result<Calibration,
     if prefill.is_empty() {
         return Err(CalibrateError::NoPrefill);
     }
+    let mean_wait_us = wait_us / prefill.len() as f64;
     if slots.is_none() && idle.len() >= MIN_IDLE_POINTS {
         prefill = idle;
     }
     if decode.is_empty() {
         return Err(CalibrateError::NoDecode);
     }
-    let mean_wait_us = wait_us / prefill.len() as f64;
     let (prefill, decode) = (Fit::of(&prefill), Fit::of(&decode));
     let engine = Engine {
         prefill_fixed_us: prefill.intercept,

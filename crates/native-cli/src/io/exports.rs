@@ -68,11 +68,10 @@ impl ExportNames {
         let mut bases = entries.filter_map(|e| {
             let name = e.ok()?.file_name().into_string().ok()?;
             let base = name.strip_suffix(".jsonl")?;
-            let other_export = ["_gpu_telemetry", "_raw", "_server_metrics", "_network_latency"];
-            (!base.is_empty()
-                && !other_export.iter().any(|s| base.ends_with(s))
-                && dir.join(format!("{base}.json")).is_file())
-            .then(|| base.to_owned())
+            // `B_raw.jsonl`, `B_gpu_telemetry.jsonl`, …: another export of the run.
+            let other_export =
+                PREFIX_SUFFIXES.iter().any(|s| *s != ".jsonl" && s.ends_with(".jsonl") && name.ends_with(s));
+            (!base.is_empty() && !other_export && dir.join(format!("{base}.json")).is_file()).then(|| base.to_owned())
         });
         match (bases.next(), bases.next()) {
             (Some(base), None) => ExportNames { base: Some(base) },

@@ -23,6 +23,14 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The real server of the opt-in tests: `AIPERF_REAL_SERVER_URL` (`how` says how to start one)
+/// and `AIPERF_REAL_SERVER_MODEL`, else `default_model`.
+pub fn real_server(how: &str, default_model: &str) -> (String, String) {
+    let url =
+        std::env::var("AIPERF_REAL_SERVER_URL").unwrap_or_else(|_| panic!("AIPERF_REAL_SERVER_URL is not set: {how}"));
+    (url, std::env::var("AIPERF_REAL_SERVER_MODEL").unwrap_or_else(|_| default_model.into()))
+}
+
 pub fn tokenizer() -> String {
     root().join("tests/fixtures/tokenizers/smollm2-135m/tokenizer.json").display().to_string()
 }

@@ -11,18 +11,15 @@ use crate::results::summary::RunSummary;
 use crate::server::kinds::ServerView;
 use crate::stats::Distribution;
 
-/// The console table.
-pub fn console_table(s: &RunSummary) -> String {
-    let mut out = String::new();
-    let title =
-        if s.was_cancelled { "aiperf-cli profile | Metrics (run cancelled)" } else { "aiperf-cli profile | Metrics" };
-    let _ = writeln!(out, "\n{title}");
+/// The header and one line per metric (avg, min, max, p99, p90, p50, std) of the console's
+/// distribution table.
+pub fn distribution_table<'a>(out: &mut String, metrics: impl Iterator<Item = &'a (Metric, Distribution)>) {
     let _ = writeln!(
         out,
         "{:<52} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
         "Metric", "avg", "min", "max", "p99", "p90", "p50", "std"
     );
-    for (metric, d) in s.report.metrics.iter().filter(|(m, _)| m.on_console()) {
+    for (metric, d) in metrics {
         let name = format!("{} ({})", metric.header(), metric.unit());
         let p = |q| d.percentile(q).unwrap_or(f64::NAN);
         let _ = writeln!(
@@ -38,6 +35,15 @@ pub fn console_table(s: &RunSummary) -> String {
             d.std
         );
     }
+}
+
+/// The console table.
+pub fn console_table(s: &RunSummary) -> String {
+    let mut out = String::new();
+    let title =
+        if s.was_cancelled { "aiperf-cli profile | Metrics (run cancelled)" } else { "aiperf-cli profile | Metrics" };
+    let _ = writeln!(out, "\n{title}");
+    distribution_table(&mut out, s.report.metrics.iter().filter(|(m, _)| m.on_console()));
     for (_, header, unit, v) in scalars(&s.report) {
         let _ = writeln!(out, "{:<52} {:>11.2}", format!("{header} ({unit})"), v);
     }

@@ -10,7 +10,7 @@ mod csv;
 mod golden;
 mod json;
 
-pub use console::console_table;
+pub use console::{console_table, distribution_table};
 pub use csv::summary_csv;
 pub(crate) use json::dist_json;
 pub use json::summary_json;
