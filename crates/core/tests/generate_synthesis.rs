@@ -132,3 +132,87 @@ fn the_fidelity_report_judges_arrivals_over_time() {
     assert!((d / d0 - 1.0).abs() <= 0.25, "dispersion at 1 min: {d} vs {d0}");
     assert!((a - a0).abs() <= 0.15, "lag-1 autocorrelation at 1 min: {a} vs {a0}");
 }
+
+/// The numbers the sampler gathers equal an analysis of the trace it wrote, bit for bit.
+fn assert_facts_are_the_analysis(input: &Trace, p: &GenerateParams) {
+    use aiperf_core::analysis::analyze_for_comparison;
+    use aiperf_core::synthesis::{ArrivalSeries, Compared};
+    let model = PrefixModel::learn(input, p.block_size).unwrap();
+    let (trace, facts) = model.sample_with_facts(p).unwrap();
+    assert_eq!(write_trace(&trace), write_trace(&model.sample(p).unwrap()), "{p:?}");
+    let (a, m) = analyze_for_comparison(&trace, p.block_size);
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let (want, got) = (Compared::of_analysis(&a, &m), facts.compared());
+    assert_eq!(
+        (want.block_size, want.requests, want.cache_hit_rate.to_bits(), want.unique_prefixes),
+        (got.block_size, got.requests, got.cache_hit_rate.to_bits(), got.unique_prefixes),
+        "{p:?}"
+    );
+    for (name, w, g) in [
+        ("isl", &m.isl, &facts.rows.isl),
+        ("osl", &m.osl, &facts.rows.osl),
+        ("context_length", &m.context_length, &facts.rows.context_length),
+        ("hit_rate", &m.hit_rate, &facts.rows.hit_rate),
+        ("requests_per_second", &want.requests_per_second, &facts.requests_per_second),
+    ] {
+        assert_eq!(bits(w), bits(g), "{name} {p:?}");
+    }
+    let series = ArrivalSeries::of(&trace);
+    assert_eq!(bits(&series.timestamps), bits(&facts.arrivals.timestamps), "{p:?}");
+    let sorted_bits = |v: &[f64]| {
+        let mut b = bits(v);
+        b.sort_unstable();
+        b
+    };
+    assert_eq!(sorted_bits(&series.turns), sorted_bits(&facts.arrivals.turns), "{p:?}");
+    assert_eq!(sorted_bits(&series.delays), sorted_bits(&facts.arrivals.delays), "{p:?}");
+}
+
+#[test]
+fn the_sampled_facts_are_the_analysis_of_the_sampled_trace() {
+    let input = conversation();
+    let base = GenerateParams { num_requests: 5000, seed: 5, ..GenerateParams::default() };
+    for p in [
+        base.clone(),
+        GenerateParams { seed: 9, block_size: 64, ..base.clone() },
+        GenerateParams { prefix_root_multiplier: 3, prefix_len_multiplier: 1.5, ..base.clone() },
+        GenerateParams { prompt_len_multiplier: 0.3, output_len_multiplier: 2.0, max_osl: Some(300), ..base.clone() },
+        GenerateParams { min_isl: Some(2000), max_isl: Some(40_000), speedup_ratio: 3.0, ..base.clone() },
+        GenerateParams { duration_s: Some(600), intensity: 2.0, ..base.clone() },
+    ] {
+        assert_facts_are_the_analysis(&input, &p);
+    }
+    // Sessions: Mooncake `session_id` with timestamps, with delays, and conversations.
+    let mut rows = String::new();
+    for i in 0..400u64 {
+        let (s, turn) = (i / 4, i % 4);
+        let ids: Vec<u64> = (0..=turn).map(|k| s % 7 * 100 + k).chain([10_000 + i]).collect();
+        let isl = ids.len() as u64 * 16 - (i % 5);
+        let time =
+            if turn == 0 { format!("\"timestamp\":{}", s * 900 + i % 3) } else { format!("\"delay\":{}", 50 + i % 13) };
+        rows += &format!(
+            "{{{time},\"session_id\":\"u{s}\",\"input_length\":{isl},\"output_length\":{},\"hash_ids\":{ids:?}}}\n",
+            5 + i % 9
+        );
+    }
+    let delays = parse_str(&rows, ParseOptions::default()).unwrap().trace;
+    let timestamps = parse_str(
+        &rows
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                let t = format!("\"timestamp\":{}", i * 250);
+                let l = l.split_once(',').map_or(l.to_string(), |(_, rest)| format!("{{{t},{rest}"));
+                format!("{l}\n")
+            })
+            .collect::<String>(),
+        ParseOptions::default(),
+    )
+    .unwrap()
+    .trace;
+    let p = GenerateParams { num_requests: 3000, block_size: 16, seed: 2, ..GenerateParams::default() };
+    for t in [&delays, &timestamps] {
+        assert_facts_are_the_analysis(t, &p);
+        assert_facts_are_the_analysis(t, &GenerateParams { prefix_root_multiplier: 2, ..p.clone() });
+    }
+}

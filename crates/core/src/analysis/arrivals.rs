@@ -74,22 +74,7 @@ impl ArrivalStats {
         let busiest = |width_ms: f64| longest_run(ts.iter().map(|&t| window(t, width_ms)));
         let peak_1s = busiest(1000.0);
         let peak_10s = busiest(10_000.0);
-        let series = match ts.last() {
-            None => Vec::new(),
-            Some(&last) => {
-                // Seconds from the first to the last timestamp, then at most MAX_SERIES points of
-                // `step` seconds each.
-                let seconds = window(last, 1000.0).saturating_add(1);
-                let step = seconds.div_ceil(MAX_SERIES as u64);
-                let points = usize::try_from(seconds.div_ceil(step)).unwrap_or(MAX_SERIES).min(MAX_SERIES);
-                let mut series = vec![0u32; points];
-                for &t in &ts {
-                    let k = usize::try_from(window(t, 1000.0) / step).unwrap_or(usize::MAX).min(points - 1);
-                    series[k] = series[k].saturating_add(1);
-                }
-                series
-            }
-        };
+        let series = requests_per_second(&ts);
         let turns: Vec<f64> = sessions.iter().map(|&n| n as f64).collect();
         Some(ArrivalStats {
             timed_requests: ts.len() as u64,
@@ -107,6 +92,24 @@ impl ArrivalStats {
             turns_per_session: Summary::of(&turns),
         })
     }
+}
+
+/// Requests per 1-second window from the first timestamp, at most [`MAX_SERIES`] points (coarser
+/// windows past it), of timestamps (ms) sorted by `f64::total_cmp`: [`ArrivalStats::requests_per_second`].
+pub fn requests_per_second(ts: &[f64]) -> Vec<u32> {
+    let (Some(&first), Some(&last)) = (ts.first(), ts.last()) else { return Vec::new() };
+    let since_first = Offset::new(first, last);
+    // Seconds from the first to the last timestamp, then at most MAX_SERIES points of `step`
+    // seconds each.
+    let seconds = since_first.window(last, 1000.0).saturating_add(1);
+    let step = seconds.div_ceil(MAX_SERIES as u64);
+    let points = usize::try_from(seconds.div_ceil(step)).unwrap_or(MAX_SERIES).min(MAX_SERIES);
+    let mut series = vec![0u32; points];
+    for &t in ts {
+        let k = usize::try_from(since_first.window(t, 1000.0) / step).unwrap_or(usize::MAX).min(points - 1);
+        series[k] = series[k].saturating_add(1);
+    }
+    series
 }
 
 /// Time since the first timestamp, computed so that it stays finite for any finite timestamps.

@@ -12,7 +12,7 @@ mod input;
 mod lint;
 pub mod report;
 
-pub use arrivals::ArrivalStats;
+pub use arrivals::{ArrivalStats, requests_per_second};
 pub use cache::CachePoint;
 pub use ids::Interner;
 pub use input::{AnalysisInput, InputBuilder, RowFacts};

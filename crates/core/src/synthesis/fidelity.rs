@@ -90,11 +90,26 @@ pub struct ArrivalCheck {
     pub pass: Option<bool>,
 }
 
-/// Sorted timestamps (ms) of the rows that have one.
-fn timestamps(trace: &Trace) -> Vec<f64> {
-    let mut ts: Vec<f64> = trace.rows().iter().filter_map(|r| r.timestamp.map(Number::as_f64)).collect();
-    ts.sort_by(f64::total_cmp);
-    ts
+/// What the arrival checks read of one trace.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ArrivalSeries {
+    /// Timestamps (ms) of the rows that have one, sorted by `f64::total_cmp`.
+    pub timestamps: Vec<f64>,
+    /// Turns of each session (`session_id`, else `conversation_id`), in any order.
+    pub turns: Vec<f64>,
+    /// Gaps between a session's consecutive turns (ms), in any order: the later turn's `delay`
+    /// where it has one, otherwise the difference of the two turns' timestamps.
+    pub delays: Vec<f64>,
+}
+
+impl ArrivalSeries {
+    /// The series of a trace.
+    pub fn of(trace: &Trace) -> Self {
+        let mut timestamps: Vec<f64> = trace.rows().iter().filter_map(|r| r.timestamp.map(Number::as_f64)).collect();
+        timestamps.sort_by(f64::total_cmp);
+        let (turns, delays) = sessions(trace);
+        ArrivalSeries { timestamps, turns, delays }
+    }
 }
 
 /// Most requests in one window of `width_ms` (windows from the first timestamp).
@@ -141,10 +156,15 @@ fn sessions(trace: &Trace) -> (Vec<f64>, Vec<f64>) {
 
 /// The arrival statistics of `original` and `synthesized`, with tolerances and verdicts.
 pub fn arrival_checks(original: &Trace, synthesized: &Trace) -> Vec<ArrivalCheck> {
-    let (a, b) = (timestamps(original), timestamps(synthesized));
+    arrival_checks_of(&ArrivalSeries::of(original), &ArrivalSeries::of(synthesized))
+}
+
+/// [`arrival_checks`] of the two traces' series.
+pub fn arrival_checks_of(original: &ArrivalSeries, synthesized: &ArrivalSeries) -> Vec<ArrivalCheck> {
+    let (a, b) = (&original.timestamps, &synthesized.timestamps);
     let mut checks = Vec::new();
     let mut add = |statistic: String, f: &dyn Fn(&[f64]) -> Option<f64>, tolerance: Tolerance| {
-        let (o, s) = (f(&a), f(&b));
+        let (o, s) = (f(a), f(b));
         let pass = o.zip(s).map(|(o, s)| tolerance.holds(o, s));
         checks.push(ArrivalCheck { statistic, original: o, synthesized: s, tolerance, pass });
     };
@@ -186,13 +206,15 @@ pub fn arrival_checks(original: &Trace, synthesized: &Trace) -> Vec<ArrivalCheck
     };
     add("mean_burst_size".into(), &|ts| Distribution::of(&bursts(ts)).map(|d| d.avg), Tolerance::Factor(1.1));
     add("largest_burst".into(), &|ts| bursts(ts).into_iter().max_by(f64::total_cmp), Tolerance::Factor(1.5));
-    let (so, ss) = (sessions(original), sessions(synthesized));
-    if !so.0.is_empty() || !ss.0.is_empty() {
+    let (so, ss) = (original, synthesized);
+    if !so.turns.is_empty() || !ss.turns.is_empty() {
+        // Turn counts are whole numbers (exact sums) and the delays' median is order-free, so the
+        // order of sessions in the series does not matter.
         let mean = |v: &[f64]| Distribution::of(v).map(|d| d.avg);
         let median = |v: &[f64]| Distribution::of(v).and_then(|d| d.percentile(50.0));
         for (statistic, o, s, tolerance) in [
-            ("mean_turns_per_session", mean(&so.0), mean(&ss.0), Tolerance::Factor(1.25)),
-            ("median_inter_turn_delay_ms", median(&so.1), median(&ss.1), Tolerance::Factor(1.33)),
+            ("mean_turns_per_session", mean(&so.turns), mean(&ss.turns), Tolerance::Factor(1.25)),
+            ("median_inter_turn_delay_ms", median(&so.delays), median(&ss.delays), Tolerance::Factor(1.33)),
         ] {
             let pass = o.zip(s).map(|(o, s)| tolerance.holds(o, s));
             checks.push(ArrivalCheck { statistic: statistic.into(), original: o, synthesized: s, tolerance, pass });
@@ -229,21 +251,65 @@ pub fn fidelity_from_analyses_with(
     compare: impl FnOnce(&[(&str, &[f64], &[f64])]) -> Vec<MetricFidelity>,
 ) -> FidelityReport {
     let ((a, ma), (b, mb)) = (original, synthesized);
-    let rate = |an: &Analysis| -> Vec<f64> {
-        an.arrivals.as_ref().map_or_else(Vec::new, |r| r.requests_per_second.iter().map(|&c| f64::from(c)).collect())
-    };
-    let (rate_a, rate_b) = (rate(a), rate(b));
+    fidelity_of_with(&Compared::of_analysis(a, ma), &Compared::of_analysis(b, mb), compare)
+}
+
+/// What the report compares of one trace besides its arrivals: counts and per-row values, as
+/// [`analyze_for_comparison`] gives them (or as a generator knows them of the rows it made).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compared<'a> {
+    /// The block size the values were computed with.
+    pub block_size: u32,
+    /// [`Analysis::total_requests`].
+    pub requests: u64,
+    /// [`Analysis::cache_hit_rate`].
+    pub cache_hit_rate: f64,
+    /// [`Analysis::unique_prefixes`].
+    pub unique_prefixes: u64,
+    /// Input length, output length, context length and hit rate per row (the unique prompt
+    /// lengths are not read).
+    pub rows: &'a RowMetrics,
+    /// [`crate::analysis::ArrivalStats::requests_per_second`] (empty without timestamps).
+    pub requests_per_second: Vec<f64>,
+}
+
+impl<'a> Compared<'a> {
+    /// The numbers of an analysis and its per-row values.
+    pub fn of_analysis(a: &Analysis, rows: &'a RowMetrics) -> Self {
+        Compared {
+            block_size: a.block_size,
+            requests: a.total_requests,
+            cache_hit_rate: a.cache_hit_rate,
+            unique_prefixes: a.unique_prefixes,
+            rows,
+            requests_per_second: a
+                .arrivals
+                .as_ref()
+                .map_or_else(Vec::new, |r| r.requests_per_second.iter().map(|&c| f64::from(c)).collect()),
+        }
+    }
+}
+
+/// The report of two traces' [`Compared`] numbers (the original's block size), the metrics
+/// compared by `compare` as in [`fidelity_from_analyses_with`]; `arrivals` is left empty.
+pub fn fidelity_of_with(
+    original: &Compared<'_>,
+    synthesized: &Compared<'_>,
+    compare: impl FnOnce(&[(&str, &[f64], &[f64])]) -> Vec<MetricFidelity>,
+) -> FidelityReport {
+    let (a, b) = (original, synthesized);
+    let (ma, mb) = (a.rows, b.rows);
     let metrics = compare(&[
         ("isl", &ma.isl, &mb.isl),
         ("osl", &ma.osl, &mb.osl),
         ("context_length", &ma.context_length, &mb.context_length),
         ("hit_rate", &ma.hit_rate, &mb.hit_rate),
-        ("requests_per_second", &rate_a, &rate_b),
+        ("requests_per_second", &a.requests_per_second, &b.requests_per_second),
     ]);
     FidelityReport {
         block_size: a.block_size,
-        original_requests: a.total_requests,
-        synthesized_requests: b.total_requests,
+        original_requests: a.requests,
+        synthesized_requests: b.requests,
         original_cache_hit_rate: a.cache_hit_rate,
         synthesized_cache_hit_rate: b.cache_hit_rate,
         original_unique_prefixes: a.unique_prefixes,

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use super::arrivals::{ArrivalModel, ArrivalOptions, SessionStyle};
 use super::rng::PyRandom;
+use super::sampled::{Observer, SampledFacts};
 use super::settings::Value;
 use super::{Param, SynthesisError, SynthesisSettings, room_for};
 use crate::analysis::DEFAULT_BLOCK_SIZE;
@@ -312,6 +313,21 @@ impl PrefixModel {
     /// Samples `params.num_requests` rows, fewer when `params.duration_s` ends first (the model's
     /// block size is used, not the params').
     pub fn sample(&self, params: &GenerateParams) -> Result<Trace, SynthesisError> {
+        self.sample_observed(params, false).map(|(trace, _)| trace)
+    }
+
+    /// [`PrefixModel::sample`], and what the fidelity report reads of the rows, gathered while
+    /// they are sampled (the same numbers as an analysis of the trace).
+    pub fn sample_with_facts(&self, params: &GenerateParams) -> Result<(Trace, SampledFacts), SynthesisError> {
+        let (trace, facts) = self.sample_observed(params, true)?;
+        Ok((trace, facts.unwrap_or_default()))
+    }
+
+    fn sample_observed(
+        &self,
+        params: &GenerateParams,
+        observe: bool,
+    ) -> Result<(Trace, Option<SampledFacts>), SynthesisError> {
         params.validate()?;
         let bs = u64::from(self.block_size);
         let copies = u64::from(params.prefix_root_multiplier);
@@ -334,6 +350,12 @@ impl PrefixModel {
         room_for(0, params.num_requests as u64)?;
         let capacity = params.num_requests.min(1 << 20);
         let mut trace = Trace::with_capacity(capacity, capacity * 16);
+        let mut observer = observe.then(|| {
+            let children = self.nodes.iter().map(|n| &self.children[n.children.clone()]);
+            Observer::new(self.block_size, copies, &scaled_len, children, capacity)
+        });
+        // The tree nodes of the row being sampled (root excluded).
+        let mut path: Vec<u32> = Vec::new();
         let mut ids: Vec<u64> = Vec::new();
         // The ISL filter gives up once 10,000 samples were drawn and fewer than 1% passed: fast
         // when it rejects (almost) everything, and at most ~100 draws per row otherwise.
@@ -355,6 +377,7 @@ impl PrefixModel {
                 });
             }
             ids.clear();
+            path.clear();
             let copy = rng.below(copies);
             let mut fresh_blocks = 0u64;
             let mut fill = None;
@@ -374,6 +397,7 @@ impl PrefixModel {
                 if r < child_total {
                     let at = kids.partition_point(|&(_, cum)| cum <= r);
                     node = kids[at].0 as usize;
+                    path.push(node as u32);
                 } else {
                     // The draw picks one observed row's ending: a unique prompt of this node (its
                     // length and fill), or a row stopping here (its fill).
@@ -417,9 +441,11 @@ impl PrefixModel {
                 }
                 row.output_length = Some(o);
             }
+            let mut session = None;
             if let Some(clock) = &mut clock {
                 let Some(arrival) = clock.next_arrival() else { break };
                 row.timestamp = Some(arrival.time);
+                session = arrival.session;
                 if let Some(s) = arrival.session {
                     let id = format!("s{s}");
                     match clock.style() {
@@ -434,9 +460,12 @@ impl PrefixModel {
                     }
                 }
             }
+            if let Some(observer) = &mut observer {
+                observer.row(&path, &scaled_len, copy, fresh_blocks, &row, session);
+            }
             trace.push(row, ids.iter().copied());
         }
-        Ok(trace)
+        Ok((trace, observer.map(Observer::finish)))
     }
 
     fn sample_prompt_blocks(&self, rng: &mut PyRandom, multiplier: f64) -> u64 {

@@ -6,6 +6,7 @@
 //!   number of new rows from them;
 //! - [`arrivals`]: the request rate over time that generation learns and reproduces;
 //! - [`fidelity`]: how close a synthesized trace's distributions are to the original's;
+//! - [`sampled`]: the fidelity report's numbers of a generated trace, gathered while sampling;
 //! - [`rng`]: CPython-compatible MT19937 and AIPerf's seed derivation;
 //! - [`synthetic`]: AIPerf's synthetic workloads (`--isl`, `--num-dataset-entries`, turns, prefix
 //!   prompts, `--seq-dist`) generated as a trace;
@@ -18,15 +19,17 @@ pub mod arrivals;
 pub mod fidelity;
 pub mod generate;
 pub mod rng;
+pub mod sampled;
 pub mod settings;
 pub mod synthetic;
 pub mod transform;
 
 pub use fidelity::{
-    ArrivalCheck, FidelityReport, MetricFidelity, arrival_checks, compare_metric, fidelity_from_analyses,
-    fidelity_from_analyses_with, fidelity_report,
+    ArrivalCheck, ArrivalSeries, Compared, FidelityReport, MetricFidelity, arrival_checks, arrival_checks_of,
+    compare_metric, fidelity_from_analyses, fidelity_from_analyses_with, fidelity_of_with, fidelity_report,
 };
 pub use generate::{GenerateParams, ModelStats, PrefixModel, generate};
+pub use sampled::SampledFacts;
 pub use settings::{Mode, Param, SynthesisSettings};
 pub use transform::{TransformParams, synthesize_direct, transform};
 

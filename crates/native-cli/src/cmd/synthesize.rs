@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use aiperf_core::analysis::{analyze_for_comparison, headline};
 use aiperf_core::synthesis::{
-    Mode, Param, PrefixModel, SynthesisError, SynthesisSettings, arrival_checks, compare_metric,
-    fidelity_from_analyses_with, transform,
+    ArrivalSeries, Compared, Mode, Param, PrefixModel, SampledFacts, SynthesisError, SynthesisSettings,
+    arrival_checks_of, compare_metric, fidelity_of_with, transform,
 };
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace};
 use anyhow::{Context, Result};
@@ -91,7 +91,7 @@ pub fn run(args: Args) -> Result<()> {
     refuse_same_files(&outputs, &[file])?;
     let settings = args.settings()?;
     let input = read_trace_any(file, &args.format, args.skip_invalid, args.max_line_bytes)?.trace;
-    let output = match settings.mode {
+    let (output, sampled) = match settings.mode {
         Mode::Generate => {
             let params = &settings.params;
             let model = PrefixModel::learn(&input, params.block_size).map_err(explain)?;
@@ -104,11 +104,12 @@ pub fn run(args: Args) -> Result<()> {
                 s.contracted_nodes,
                 s.unique_prompts
             )?;
-            model.sample(params).map_err(explain)?
+            let (output, facts) = model.sample_with_facts(params).map_err(explain)?;
+            (output, Some(facts))
         }
-        Mode::Transform => transform(&input, &settings.transform_params()).map_err(explain)?,
+        Mode::Transform => (transform(&input, &settings.transform_params()).map_err(explain)?, None),
     };
-    finish(&args, settings.params.block_size, settings.mode, &input, &output)
+    finish(&args, settings.params.block_size, &input, &output, sampled.as_ref())
 }
 
 /// Generates AIPerf's synthetic workload (its defaults for the options not given) and writes it.
@@ -149,31 +150,49 @@ fn report_to(args: &Args) -> Box<dyn Write> {
 }
 
 /// Writes the output atomically, then prints (and optionally saves) the before/after comparison.
-/// Generative mode also compares arrivals over time.
-fn finish(args: &Args, block_size: u32, mode: Mode, input: &Trace, output: &Trace) -> Result<()> {
+/// Generative mode (`sampled`: what the sampler gathered of the output) also compares arrivals
+/// over time.
+fn finish(args: &Args, block_size: u32, input: &Trace, output: &Trace, sampled: Option<&SampledFacts>) -> Result<()> {
     // The analyses behind the report run on threads of their own while the output is written:
-    // the output's analysis on one; the input's, and the arrival checks, on another.
+    // the output's on one (unless the sampler gathered its numbers); the input's, and its
+    // arrival series, on another.
     let report = std::thread::scope(|scope| {
-        let after = scope.spawn(|| analyze_for_comparison(output, block_size));
+        let after = match sampled {
+            Some(facts) => Err(facts),
+            None => Ok(scope.spawn(|| analyze_for_comparison(output, block_size))),
+        };
         let before = scope.spawn(|| {
             let before = analyze_for_comparison(input, block_size);
-            let arrivals = (mode == Mode::Generate).then(|| arrival_checks(input, output));
+            let arrivals = sampled.is_some().then(|| ArrivalSeries::of(input));
             (before, arrivals)
         });
         write_trace_file(&args.output_file, output)?;
         let stopped = || anyhow::anyhow!("the fidelity analysis stopped unexpectedly");
-        let after = after.join().map_err(|_| stopped())?;
+        let analysed;
+        let synthesized = match after {
+            Ok(after) => {
+                analysed = after.join().map_err(|_| stopped())?;
+                Compared::of_analysis(&analysed.0, &analysed.1)
+            }
+            Err(facts) => facts.compared(),
+        };
         let (before, arrivals) = before.join().map_err(|_| stopped())?;
-        // Each metric's sorts and distributions on a thread of its own.
-        let mut report = fidelity_from_analyses_with((&before.0, &before.1), (&after.0, &after.1), |metrics| {
+        let original = Compared::of_analysis(&before.0, &before.1);
+        // Each metric's sorts and distributions on a thread of its own, the arrival checks on
+        // this one meanwhile.
+        let mut checks = None;
+        let mut report = fidelity_of_with(&original, &synthesized, |metrics| {
             std::thread::scope(|scope| {
                 let compared: Vec<_> =
                     metrics.iter().map(|&(metric, x, y)| scope.spawn(move || compare_metric(metric, x, y))).collect();
+                checks = sampled
+                    .zip(arrivals.as_ref())
+                    .map(|(facts, original)| arrival_checks_of(original, &facts.arrivals));
                 compared.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
             })
         });
-        if let Some(arrivals) = arrivals {
-            report.arrivals = arrivals;
+        if let Some(checks) = checks {
+            report.arrivals = checks;
         }
         anyhow::Ok(report)
     })?;
