@@ -19,8 +19,6 @@
 //! ceiled, gaps keep fractional milliseconds, and an ISL filter that rejects almost every sample
 //! ends with an error instead of looping.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
 use super::arrivals::{ArrivalModel, ArrivalOptions, SessionStyle};
@@ -29,6 +27,7 @@ use super::sampled::{Observer, SampledFacts};
 use super::settings::Value;
 use super::{Param, SynthesisError, SynthesisSettings, room_for};
 use crate::analysis::DEFAULT_BLOCK_SIZE;
+use crate::hashing::FastMap;
 use crate::trace::{Input, Row, Trace};
 
 /// The parameters of generative synthesis.
@@ -127,6 +126,8 @@ pub struct PrefixModel {
     arrivals: Option<ArrivalModel>,
     /// Blocks of the uncontracted tree that were kept (visited by at least two rows).
     shared_blocks: usize,
+    /// Mean hash ids of the rows learned from (to size the output).
+    mean_ids: f64,
 }
 
 /// Sizes of a learned model, for reports.
@@ -148,7 +149,8 @@ impl PrefixModel {
         Param::BlockSize.check(Value::Int(u64::from(block_size)))?;
         let bs = i64::from(block_size);
         // Uncontracted tree: node 0 is the root; a node is (parent node, id).
-        let mut index: HashMap<(u32, u64), u32> = HashMap::with_capacity(trace.total_hash_ids() / 2);
+        let mut index: FastMap<(u32, u64), u32> =
+            FastMap::with_capacity_and_hasher(trace.total_hash_ids() / 2, Default::default());
         let mut parent: Vec<u32> = vec![0];
         let mut visits: Vec<u64> = vec![0];
         let mut ends: Vec<u64> = vec![0];
@@ -158,6 +160,7 @@ impl PrefixModel {
         let mut rows_without_ids = 0usize;
         // (end node, last-block fill) per row.
         let mut row_ends: Vec<(u32, u32)> = Vec::new();
+        let mut total_ids = 0usize;
         for (row, ids) in trace.iter() {
             if let Some(o) = row.output_length {
                 output_lengths.push(o);
@@ -168,6 +171,7 @@ impl PrefixModel {
                 continue;
             }
             rows += 1;
+            total_ids += ids.len();
             visits[0] += 1;
             let mut at = 0u32;
             for &id in ids {
@@ -292,6 +296,7 @@ impl PrefixModel {
             output_lengths,
             arrivals: ArrivalModel::learn(trace),
             shared_blocks,
+            mean_ids: total_ids as f64 / rows as f64,
         })
     }
 
@@ -349,7 +354,11 @@ impl PrefixModel {
         // Every row has at least one id.
         room_for(0, params.num_requests as u64)?;
         let capacity = params.num_requests.min(1 << 20);
-        let mut trace = Trace::with_capacity(capacity, capacity * 16);
+        // Room for the rows' ids as the source's rows are long, scaled by the larger multiplier.
+        let scale = params.prefix_len_multiplier.max(params.prompt_len_multiplier).max(1.0);
+        let per_row = (self.mean_ids * scale * 1.1).ceil().clamp(16.0, super::MAX_OUTPUT_IDS as f64) as usize;
+        let id_room = capacity.saturating_mul(per_row).min(super::MAX_OUTPUT_IDS as usize);
+        let mut trace = Trace::with_capacity(capacity, id_room);
         let mut observer = observe.then(|| {
             let children = self.nodes.iter().map(|n| &self.children[n.children.clone()]);
             Observer::new(self.block_size, copies, &scaled_len, children, capacity)

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use aiperf_core::analysis::{analyze_for_comparison, headline};
 use aiperf_core::synthesis::{
-    ArrivalSeries, Compared, Mode, Param, PrefixModel, SampledFacts, SynthesisError, SynthesisSettings,
+    ArrivalSeries, Compared, FidelityReport, Mode, Param, PrefixModel, SampledFacts, SynthesisError, SynthesisSettings,
     arrival_checks_of, compare_metric, fidelity_of_with, transform,
 };
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace};
@@ -153,48 +153,11 @@ fn report_to(args: &Args) -> Box<dyn Write> {
 /// Generative mode (`sampled`: what the sampler gathered of the output) also compares arrivals
 /// over time.
 fn finish(args: &Args, block_size: u32, input: &Trace, output: &Trace, sampled: Option<&SampledFacts>) -> Result<()> {
-    // The analyses behind the report run on threads of their own while the output is written:
-    // the output's on one (unless the sampler gathered its numbers); the input's, and its
-    // arrival series, on another.
+    // The report is computed on threads of its own while the output is written.
     let report = std::thread::scope(|scope| {
-        let after = match sampled {
-            Some(facts) => Err(facts),
-            None => Ok(scope.spawn(|| analyze_for_comparison(output, block_size))),
-        };
-        let before = scope.spawn(|| {
-            let before = analyze_for_comparison(input, block_size);
-            let arrivals = sampled.is_some().then(|| ArrivalSeries::of(input));
-            (before, arrivals)
-        });
+        let report = scope.spawn(|| fidelity(block_size, input, output, sampled));
         write_trace_file(&args.output_file, output)?;
-        let stopped = || anyhow::anyhow!("the fidelity analysis stopped unexpectedly");
-        let analysed;
-        let synthesized = match after {
-            Ok(after) => {
-                analysed = after.join().map_err(|_| stopped())?;
-                Compared::of_analysis(&analysed.0, &analysed.1)
-            }
-            Err(facts) => facts.compared(),
-        };
-        let (before, arrivals) = before.join().map_err(|_| stopped())?;
-        let original = Compared::of_analysis(&before.0, &before.1);
-        // Each metric's sorts and distributions on a thread of its own, the arrival checks on
-        // this one meanwhile.
-        let mut checks = None;
-        let mut report = fidelity_of_with(&original, &synthesized, |metrics| {
-            std::thread::scope(|scope| {
-                let compared: Vec<_> =
-                    metrics.iter().map(|&(metric, x, y)| scope.spawn(move || compare_metric(metric, x, y))).collect();
-                checks = sampled
-                    .zip(arrivals.as_ref())
-                    .map(|(facts, original)| arrival_checks_of(original, &facts.arrivals));
-                compared.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-            })
-        });
-        if let Some(checks) = checks {
-            report.arrivals = checks;
-        }
-        anyhow::Ok(report)
+        report.join().map_err(|_| anyhow::anyhow!("the fidelity analysis stopped unexpectedly"))
     })?;
     let mut out = report_to(args);
     out.write_all(report.to_table().as_bytes())?;
@@ -205,4 +168,45 @@ fn finish(args: &Args, block_size: u32, input: &Trace, output: &Trace, sampled: 
         writeln!(out, "Fidelity report saved to {}", path.display())?;
     }
     Ok(())
+}
+
+/// The before/after comparison: the input's analysis, and the output's (unless the sampler
+/// gathered its numbers, `sampled`) on a thread beside it; then each metric's sorts and
+/// distributions on a thread of its own, and the arrival checks of generative mode meanwhile.
+fn fidelity(block_size: u32, input: &Trace, output: &Trace, sampled: Option<&SampledFacts>) -> FidelityReport {
+    fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+        h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+    }
+    std::thread::scope(|scope| {
+        let after = match sampled {
+            Some(facts) => Err(facts),
+            None => Ok(scope.spawn(|| analyze_for_comparison(output, block_size))),
+        };
+        let before = analyze_for_comparison(input, block_size);
+        let arrivals = sampled.map(|_| ArrivalSeries::of(input));
+        let analysed;
+        let synthesized = match after {
+            Ok(after) => {
+                analysed = join(after);
+                Compared::of_analysis(&analysed.0, &analysed.1)
+            }
+            Err(facts) => facts.compared(),
+        };
+        let original = Compared::of_analysis(&before.0, &before.1);
+        let mut checks = None;
+        let mut report = fidelity_of_with(&original, &synthesized, |metrics| {
+            std::thread::scope(|scope| {
+                let compared: Vec<_> =
+                    metrics.iter().map(|&(metric, x, y)| scope.spawn(move || compare_metric(metric, x, y))).collect();
+                checks = sampled
+                    .zip(arrivals.as_ref())
+                    .map(|(facts, original)| arrival_checks_of(original, &facts.arrivals));
+                compared.into_iter().map(join).collect()
+            })
+        });
+        if let Some(checks) = checks {
+            report.arrivals = checks;
+        }
+        report
+    })
 }
