@@ -1,13 +1,15 @@
 //! AIPerf's agentic-code sessions in the browser: the form (`aiperf-cli synthesize-agentic-code`'s
 //! options), the generation with the core's [`aiperf_core::synthesis::agentic`] (the same calls
-//! as the command, so the files are its bytes), and the prefix layers read back from the trace.
+//! as the command, so the files are its bytes), and the prefix layers of the rows it writes. The
+//! worker keeps the generated sessions, not their rows: `dataset.jsonl` is written from them when
+//! it is downloaded, as the command writes it.
 
 use std::collections::HashMap;
 
 use aiperf_core::synthesis::agentic::{
-    AgenticConfig, comparison_text, generate, manifest_json, quality, quality_json, session_minutes, to_trace,
+    AgenticConfig, Sessions, comparison_text, dataset_id_starts, first_turn_ids, generate, manifest_json, quality,
+    quality_json, session_minutes, write_dataset_rows,
 };
-use aiperf_core::trace::Trace;
 use serde::{Deserialize, Serialize};
 
 /// The name a manifest records for the built-in configuration (the command's `--config default`).
@@ -185,9 +187,11 @@ pub struct AgenticView {
     pub compute_ms: f64,
 }
 
-/// A generated dataset, kept by the worker for the downloads.
+/// A generated dataset, kept by the worker for the downloads: the sessions, from which the rows
+/// are written on demand.
 pub struct Generated {
-    pub trace: Trace,
+    config: AgenticConfig,
+    sessions: Sessions,
     pub manifest: String,
     pub quality: String,
     pub comparison: String,
@@ -198,7 +202,12 @@ impl Generated {
     /// `quality.json`, `comparison.txt`).
     pub fn file(&self, name: &str) -> Option<String> {
         match name {
-            "dataset.jsonl" => Some(aiperf_core::trace::write_trace(&self.trace)),
+            "dataset.jsonl" => {
+                let starts = dataset_id_starts(&self.config, &self.sessions);
+                let mut out = String::new();
+                write_dataset_rows(&self.config, &self.sessions, &starts, 0..self.sessions.sessions.len(), &mut out);
+                Some(out)
+            }
             "manifest.json" => Some(self.manifest.clone()),
             "quality.json" => Some(self.quality.clone()),
             "comparison.txt" => Some(self.comparison.clone()),
@@ -223,50 +232,51 @@ pub fn generate_dataset(req: &AgenticRequest) -> Result<(AgenticView, Generated)
     };
     let config = config.with_limits(req.max_isl, req.max_osl).map_err(|e| format!("max ISL/OSL: {e}"))?;
     let sessions = generate(&config, req.sessions as usize, req.seed).map_err(|e| e.to_string())?;
-    let trace = to_trace(&config, &sessions);
     let manifest = manifest_json(&config, req.seed, sessions.sessions.len(), &name);
     let q = quality(&sessions, &config);
     let comparison = comparison_text(&q, &session_minutes(&sessions));
     let view = AgenticView {
         request: req.clone(),
         sessions: sessions.sessions.len() as u64,
-        rows: trace.len() as u64,
+        rows: sessions.turns.len() as u64,
         block_size: config.block_size,
         comparison: comparison.clone(),
-        layers: layers(&trace),
+        layers: layers(&config, &sessions),
         compute_ms: 0.0,
     };
-    Ok((view, Generated { trace, manifest, quality: quality_json(&q), comparison }))
+    Ok((view, Generated { config, sessions, manifest, quality: quality_json(&q), comparison }))
 }
 
-/// The prefix layers as the trace shows them: the blocks of first turns by how many sessions
-/// share them (every session: the global system prompt; several: a group's prefix; one: the
-/// session's own context), and the blocks later turns add.
-pub fn layers(trace: &Trace) -> Vec<Layer> {
+/// The prefix layers of the rows `dataset.jsonl` holds: the blocks of first turns by how many
+/// sessions share them (every session: the global system prompt; several: a group's prefix or a
+/// restart's context; one: the session's own context), and the blocks later turns add. Only the
+/// first turns' blocks are kept while counting.
+pub fn layers(cfg: &AgenticConfig, sessions: &Sessions) -> Vec<Layer> {
     // Block → (sessions using it in a first turn, last session counted).
     let mut users: HashMap<u64, (u64, usize)> = HashMap::new();
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    let mut firsts: Vec<usize> = Vec::new();
     let mut later_blocks = 0u64;
     let mut later_rows = 0u64;
-    for (i, row) in trace.rows().iter().enumerate() {
-        let sid = row.session_id.as_deref().unwrap_or("");
-        let next = seen.len();
-        let session = *seen.entry(sid).or_insert(next);
-        if session < next {
-            later_blocks += trace.hash_ids(row).len() as u64;
-            later_rows += 1;
-            continue;
+    let mut ids = Vec::new();
+    let first_ids = |s: &aiperf_core::synthesis::agentic::Session, ids: &mut Vec<u64>| {
+        ids.clear();
+        if let Some(t) = sessions.turns_of(s).first() {
+            first_turn_ids(cfg, s, t.new_tokens, ids);
         }
-        firsts.push(i);
-        for &h in trace.hash_ids(row) {
+    };
+    for (session, s) in sessions.sessions.iter().enumerate() {
+        for t in sessions.turns_of(s).iter().skip(1) {
+            later_blocks += t.new_tokens.div_ceil(cfg.block_size);
+            later_rows += 1;
+        }
+        first_ids(s, &mut ids);
+        for &h in &ids {
             let e = users.entry(h).or_insert((0, usize::MAX));
             if e.1 != session {
                 *e = (e.0 + 1, session);
             }
         }
     }
-    let n = seen.len() as u64;
+    let n = sessions.sessions.len() as u64;
     let layer_of = |users: u64| {
         if users == n && n > 1 {
             0
@@ -281,9 +291,10 @@ pub fn layers(trace: &Trace) -> Vec<Layer> {
         distinct[layer_of(u)] += 1;
     }
     let mut per_first = [(0u64, 0u64); 3];
-    for &i in &firsts {
+    for s in &sessions.sessions {
+        first_ids(s, &mut ids);
         let mut counts = [0u64; 3];
-        for h in trace.hash_ids(&trace.rows()[i]) {
+        for h in &ids {
             if let Some(&(u, _)) = users.get(h) {
                 counts[layer_of(u)] += 1;
             }
@@ -316,6 +327,86 @@ pub fn layers(trace: &Trace) -> Vec<Layer> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aiperf_core::synthesis::agentic::to_trace;
+    use aiperf_core::trace::Trace;
+
+    /// The layers counted over the rows of the written trace, by session id.
+    fn layers_of_trace(trace: &Trace) -> Vec<(u64, u64, f64)> {
+        let mut users: HashMap<u64, (u64, usize)> = HashMap::new();
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        let mut firsts = Vec::new();
+        let (mut later_blocks, mut later_rows) = (0u64, 0u64);
+        for (i, row) in trace.rows().iter().enumerate() {
+            let next = seen.len();
+            let session = *seen.entry(row.session_id.as_deref().unwrap_or("")).or_insert(next);
+            if session < next {
+                later_blocks += trace.hash_ids(row).len() as u64;
+                later_rows += 1;
+                continue;
+            }
+            firsts.push(i);
+            for &h in trace.hash_ids(row) {
+                let e = users.entry(h).or_insert((0, usize::MAX));
+                if e.1 != session {
+                    *e = (e.0 + 1, session);
+                }
+            }
+        }
+        let n = seen.len() as u64;
+        let layer_of = |u: u64| {
+            if u == n && n > 1 {
+                0
+            } else if u > 1 {
+                1
+            } else {
+                2
+            }
+        };
+        let mut distinct = [0u64; 3];
+        for &(u, _) in users.values() {
+            distinct[layer_of(u)] += 1;
+        }
+        let mut per_first = [(0u64, 0u64); 3];
+        for &i in &firsts {
+            let mut counts = [0u64; 3];
+            for h in trace.hash_ids(&trace.rows()[i]) {
+                counts[layer_of(users[h].0)] += 1;
+            }
+            for (k, c) in counts.into_iter().enumerate() {
+                if c > 0 {
+                    per_first[k].0 += 1;
+                    per_first[k].1 += c;
+                }
+            }
+        }
+        let mut out: Vec<(u64, u64, f64)> = (0..3)
+            .map(|k| {
+                let mean = if per_first[k].0 == 0 { 0.0 } else { per_first[k].1 as f64 / per_first[k].0 as f64 };
+                (distinct[k], per_first[k].0, mean)
+            })
+            .collect();
+        out.push((later_blocks, n, if later_rows == 0 { 0.0 } else { later_blocks as f64 / later_rows as f64 }));
+        out
+    }
+
+    #[test]
+    fn the_layers_of_the_sessions_are_those_of_the_rows_written() {
+        let mut grouped = AgenticConfig::default();
+        grouped.cache.layer1_5_groups.num_groups = 7;
+        grouped.restart_initial_probability = 0.5;
+        let mut restarts = 0;
+        for (cfg, seeds) in [(AgenticConfig::default(), 1..5u64), (grouped, 5..8)] {
+            for seed in seeds {
+                let sessions = generate(&cfg, 300, seed).unwrap();
+                let trace = to_trace(&cfg, &sessions);
+                let got: Vec<(u64, u64, f64)> =
+                    layers(&cfg, &sessions).into_iter().map(|l| (l.blocks, l.sessions, l.mean_blocks)).collect();
+                assert_eq!(got, layers_of_trace(&trace), "seed {seed}");
+                restarts += sessions.sessions.iter().filter(|s| s.continuation).count();
+            }
+        }
+        assert!(restarts > 0, "no restart to check");
+    }
 
     #[test]
     fn the_files_are_the_commands_and_the_layers_come_from_the_trace() {

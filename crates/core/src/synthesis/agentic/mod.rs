@@ -29,7 +29,7 @@ use config::{MAX_GROUP_BLOCKS, MAX_GROUPS, MAX_SESSION_BLOCKS};
 
 /// Hash ids of a session's first turn: layer 1 (ids from 0), its group's layer 1.5 and its own
 /// session blocks, as many as `input_length` needs.
-fn first_turn_ids(cfg: &AgenticConfig, s: &Session, input_length: u64, out: &mut Vec<u64>) {
+pub fn first_turn_ids(cfg: &AgenticConfig, s: &Session, input_length: u64, out: &mut Vec<u64>) {
     let bs = cfg.block_size;
     let l1 = cfg.cache.layer1_tokens.div_ceil(bs);
     let l15 = cfg.cache.layer1_5_tokens.div_ceil(bs);
