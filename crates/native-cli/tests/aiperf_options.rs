@@ -229,6 +229,68 @@ fn custom_dataset_type_reads_the_named_format() {
     assert_eq!(mock.arrivals().len(), 6, "only the two runs that read the trace sent anything");
 }
 
+/// `--dataset-sampling-strategy` picks each session run's session as AIPerf's samplers do for
+/// `--random-seed 0` (their orders printed by AIPerf 0.13.0's `RandomSampler` and
+/// `ShuffleSampler` over five conversations after `rng.init(0)`).
+#[test]
+fn dataset_sampling_strategy_sends_sessions_in_aiperfs_order() {
+    const LIMIT: Duration = Duration::from_secs(120);
+    let mock = common::Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..5).map(|i| format!(r#"{{"input_length": {}, "output_length": 2}}"#, 100 + 20 * i)).collect();
+    let trace = common::write_trace(dir.path(), &lines);
+    let mut sent = 0;
+    for (strategy, order) in [
+        ("sequential", [0, 1, 2, 3, 4, 0, 1, 2, 3, 4]),
+        ("random", [1, 0, 0, 1, 1, 1, 4, 1, 3, 1]),
+        ("shuffle", [2, 1, 3, 4, 0, 1, 4, 3, 2, 0]),
+    ] {
+        let art = dir.path().join(strategy);
+        let args = ["--concurrency", "1", "--request-count", "10", "--dataset-sampling-strategy", strategy];
+        let out = common::profile_on(&mock.url, &trace, &art, &[&args[..], &["--allow-dataset-wrap"]].concat(), LIMIT);
+        common::ok(&out);
+        let arrivals = mock.arrivals();
+        let sessions: Vec<u64> =
+            arrivals[sent..].iter().map(|a| (a["prompt_tokens"].as_u64().unwrap() - 100) / 20).collect();
+        assert_eq!(sessions, order, "{strategy}");
+        sent = arrivals.len();
+        let dataset = &common::summary(&art)["input_config"]["datasets"][0];
+        assert_eq!(dataset["sampling"], strategy);
+        assert_eq!(dataset["synthesis"]["allow_dataset_wrap"], true);
+    }
+    // Without a request count each session run is one draw: random may repeat a session.
+    let out = common::profile_on(
+        &mock.url,
+        &trace,
+        &dir.path().join("once"),
+        &["--concurrency", "1", "--dataset-sampling-strategy", "random"],
+        LIMIT,
+    );
+    common::ok(&out);
+    assert_eq!(common::summary(&dir.path().join("once"))["request_count"]["avg"], 5.0);
+    let arrivals = mock.arrivals();
+    let once: Vec<u64> = arrivals[sent..].iter().map(|a| (a["prompt_tokens"].as_u64().unwrap() - 100) / 20).collect();
+    assert_eq!(once, [1, 0, 0, 1, 1]);
+    sent = arrivals.len();
+    // A fixed schedule sends sessions at their timestamps: only sequential, as in AIPerf.
+    let timed: Vec<String> =
+        (0..3).map(|i| format!(r#"{{"timestamp": {}, "input_length": 100, "output_length": 2}}"#, i * 10)).collect();
+    let timed = common::write_trace(dir.path(), &timed);
+    for extra in [
+        &["--dataset-sampling-strategy", "shuffle"][..],
+        &["--fixed-schedule", "--dataset-sampling-strategy", "random"],
+    ] {
+        let out = common::profile_on(&mock.url, &timed, &dir.path().join("fixed"), extra, LIMIT);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code() == Some(2) && err.contains("a fixed schedule (the trace's timestamps) sends each session at its timestamp, so it takes only sequential"),
+            "{extra:?}: {err}"
+        );
+    }
+    assert_eq!(mock.arrivals().len(), sent);
+}
+
 #[test]
 fn aiperf_names_of_our_features_do_what_ours_do() {
     const LIMIT: Duration = Duration::from_secs(120);

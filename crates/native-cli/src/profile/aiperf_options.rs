@@ -111,10 +111,6 @@ const REQUEST_SHAPE: Refusal = Refusal {
     why: "not yet supported: this change to the request body",
     instead: "add body fields with --extra-inputs key:value (e.g. min_tokens:N)",
 };
-const DATASET_ORDER: Refusal = Refusal {
-    why: "not yet supported: rows are sent in trace order, sessions reused in order past the trace's end",
-    instead: "reorder or sample the trace with convert-trace or synthesize-trace",
-};
 const PROFILER: Refusal = Refusal {
     why: "not yet supported: server profiler hooks",
     instead: "start the server's profiler around the run yourself",
@@ -207,9 +203,9 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--ignore-trace-delays", &WEKA_ONLY),
     refused("--use-think-time-only", &WEKA_ONLY),
     refused("--max-context-length", &WEKA_ONLY),
-    refused("--dataset-sampling-strategy", &DATASET_ORDER),
-    refused("--allow-dataset-wrap", &DATASET_ORDER),
-    refused("--no-allow-dataset-wrap", &DATASET_ORDER),
+    same("--dataset-sampling-strategy", &["shuffle"]),
+    same("--allow-dataset-wrap", &[]),
+    same("--no-allow-dataset-wrap", &[]),
     same("--random-seed", &["3"]),
     refused("--trace-session-sample-ratio", &BASETEN_ONLY),
     // Read by `config_file` before clap: the file's options, then the command line's.

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use aiperf_core::campaign::sweep::Axis;
+use aiperf_core::replay::sampling::Sampling;
 use aiperf_core::replay::schedule::ArrivalPattern;
 use aiperf_core::server::kinds::ServerKind;
 use anyhow::{Result, bail};
@@ -108,6 +109,20 @@ pub struct Args {
     /// Seed of prompt text and Poisson arrivals.
     #[arg(help_heading = "Input", long, default_value_t = 0)]
     pub random_seed: u64,
+    /// Which session each new session run takes, as AIPerf's samplers (seeded from
+    /// --random-seed): sequential (trace order, again after the last; the default), random (with
+    /// replacement) or shuffle (each session once per pass, in a new order every pass).
+    ///
+    /// Not with a fixed schedule, which sends sessions at their timestamps.
+    #[arg(help_heading = "Input", long, value_enum)]
+    pub dataset_sampling_strategy: Option<Sampling>,
+    /// Accepted as AIPerf's: it allows only AIPerf's agentic replay (--scenario) to reuse
+    /// traces; sessions here are reused past the trace's end with or without it.
+    #[arg(help_heading = "Input", long, overrides_with = "no_allow_dataset_wrap")]
+    pub allow_dataset_wrap: bool,
+    /// AIPerf's default (see --allow-dataset-wrap).
+    #[arg(help_heading = "Input", long, overrides_with = "allow_dataset_wrap")]
+    pub no_allow_dataset_wrap: bool,
     /// Tokens per hash id block.
     #[arg(
         help_heading = "Input",

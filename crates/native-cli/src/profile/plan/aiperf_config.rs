@@ -255,6 +255,10 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
                 put(&mut syn, "max_osl", json!(s.max_osl));
                 d.insert("synthesis".into(), Value::Object(syn));
             }
+            if a.allow_dataset_wrap || a.no_allow_dataset_wrap {
+                let syn = d.entry("synthesis").or_insert_with(|| json!({}));
+                syn["allow_dataset_wrap"] = json!(a.allow_dataset_wrap);
+            }
         }
         Input::Synthetic(w) => {
             d.insert("type".into(), json!("synthetic"));
@@ -283,6 +287,9 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
                 d.insert("turns".into(), json!({"mean": w.turn_mean, "stddev": w.turn_stddev}));
             }
         }
+    }
+    if let Some(s) = a.dataset_sampling_strategy {
+        d.insert("sampling".into(), json!(s.name()));
     }
     d.insert("random_seed".into(), json!(a.random_seed));
     if a.isl_block_size != DEFAULT_BLOCK_SIZE {

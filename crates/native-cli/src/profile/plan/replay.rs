@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use aiperf_core::formats::Format;
+use aiperf_core::replay::sampling::Sampling;
 use aiperf_core::replay::schedule::{self, Schedule, ScheduleError, Shard, Timing};
 use aiperf_core::results::metrics::{Slo, parse_goodput};
 use aiperf_core::synthesis::TransformParams;
@@ -84,6 +85,8 @@ pub struct Source {
     pub synthesis: Option<TransformParams>,
     pub tokenizer: Option<String>,
     pub arrivals: Arrivals,
+    /// Which session each generated session run takes (`--dataset-sampling-strategy`).
+    pub sampling: Sampling,
 }
 
 /// When sending stops and how much may be in flight.
@@ -254,6 +257,10 @@ impl ReplayPlan {
         let prefill = super::shaping::prefill(&a.shape, load.concurrency, a.streaming, load.coordination.shard)?;
         let synthesis = synthesis(&a, block_size)?;
         let server = ServerPlan::of(&a, &urls)?;
+        let sampling = a.dataset_sampling_strategy.unwrap_or_default();
+        if a.fixed_schedule {
+            sequential_for_fixed(sampling)?;
+        }
         let fixed = if a.fixed_schedule {
             Some(true)
         } else if a.no_fixed_schedule {
@@ -300,6 +307,7 @@ impl ReplayPlan {
                         (r, if users.is_some() { schedule::ArrivalPattern::Constant } else { a.arrival_pattern })
                     }),
                 },
+                sampling,
             },
             limits: Limits {
                 request_count: load.request_count,
@@ -447,6 +455,9 @@ impl ReplayPlan {
     pub fn schedule(&self, trace: &Trace) -> Result<Schedule> {
         let has_timestamps = trace.rows().first().is_some_and(|r| r.timestamp.is_some());
         let timing = self.timing(has_timestamps)?;
+        if let Timing::Fixed { .. } = timing {
+            sequential_for_fixed(self.source.sampling)?;
+        }
         let s = schedule::build(trace, timing, self.limits.request_count).map_err(|e| match e {
             ScheduleError::Row { line, problem } => anyhow!("{}:{line}: {problem}", self.source.input.name()),
             e => anyhow!(e).context("cannot schedule the trace"),
@@ -463,9 +474,21 @@ impl ReplayPlan {
             .with_rate_ramp(self.limits.ramps.rate_us)
             .with_smoothness(self.limits.smoothness)
             .with_rate_series(self.limits.rate_series.clone())
-            .with_users(self.limits.users);
+            .with_users(self.limits.users)
+            .with_sampling(self.source.sampling, self.source.seed);
         Ok(if self.limits.duration.is_some() && self.limits.request_count.is_none() { schedule::endless(s) } else { s })
     }
+}
+
+/// A fixed schedule sends every session at its timestamp, in timestamp order: AIPerf's fixed
+/// schedule takes only sequential sampling, and so does ours.
+fn sequential_for_fixed(sampling: Sampling) -> Result<()> {
+    ensure!(
+        sampling == Sampling::Sequential,
+        "--dataset-sampling-strategy {}: a fixed schedule (the trace's timestamps) sends each session at its timestamp, so it takes only sequential; add --no-fixed-schedule with --request-rate or --concurrency to sample sessions",
+        sampling.name()
+    );
+    Ok(())
 }
 
 /// Every `--url`, with `http://` added where it has no scheme (AIPerf accepts `localhost:8000`).
@@ -851,6 +874,8 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         ("profile_export_prefix", a.profile_export_prefix.as_ref().map(|p| json!(p))),
         ("export_http_trace", a.export_http_trace.then_some(json!(true))),
         ("show_trace_timing", a.show_trace_timing.then_some(json!(true))),
+        ("dataset_sampling_strategy", a.dataset_sampling_strategy.map(|s| json!(s.name()))),
+        ("allow_dataset_wrap", a.allow_dataset_wrap.then_some(json!(true))),
     ] {
         if let Some(v) = v {
             config[k] = v;
