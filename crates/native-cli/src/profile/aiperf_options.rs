@@ -150,7 +150,10 @@ const CONSOLE: Refusal = Refusal {
     instead: "--progress-interval sets the seconds between progress lines",
 };
 const CONTENT_TYPE: Refusal = Refusal { why: "bodies are always JSON", instead: "drop the option" };
-const CONNECTIONS: Refusal = Refusal { why: "connections are always pooled and reused", instead: "drop the option" };
+const STICKY: Refusal = Refusal {
+    why: "connections are pooled or opened per request (never), not held one per session",
+    instead: "--connection-reuse-strategy pooled (the default) or never",
+};
 const BATCH: Refusal =
     Refusal { why: "batched prompts are not supported", instead: "one prompt per request, as the trace gives" };
 
@@ -185,7 +188,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--use-legacy-max-tokens", &[]),
     same("--use-server-token-count", &[]),
     refused("--per-chunk-usage", &REQUEST_SHAPE),
-    refused("--connection-reuse-strategy", &CONNECTIONS),
+    same("--connection-reuse-strategy", &["never"]),
     refused("--download-video-content", &MEDIA),
     refused("--request-content-type", &CONTENT_TYPE),
     same("--session-header", &["X-Session"]),
@@ -543,6 +546,18 @@ pub fn refusal(args: &[String]) -> Option<String> {
             return Some(format!(
                 "the AIPerf option {spelling} raw is not supported by `aiperf-cli profile`: {}; instead: {}",
                 RAW_EXPORT.why, RAW_EXPORT.instead
+            ));
+        }
+        // `--connection-reuse-strategy sticky-user-sessions`: one connection per session.
+        let reuse = match a.split_once('=') {
+            Some(("--connection-reuse-strategy", v)) => Some(v),
+            None if a == "--connection-reuse-strategy" => args.get(i + 1).map(String::as_str),
+            _ => None,
+        };
+        if reuse.is_some_and(|v| v.eq_ignore_ascii_case("sticky-user-sessions")) {
+            return Some(format!(
+                "the AIPerf option --connection-reuse-strategy sticky-user-sessions is not supported by `aiperf-cli profile`: {}; instead: {}",
+                STICKY.why, STICKY.instead
             ));
         }
         let name = if a.starts_with("--") { a.split('=').next().unwrap_or(a) } else { short_name(a) };

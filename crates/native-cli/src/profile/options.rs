@@ -366,6 +366,11 @@ pub struct Args {
     /// AIPerf's transport: HTTP, the only one (AIPerf 0.13 offers only http too).
     #[arg(help_heading = "Endpoint", long, alias = "transport-type", hide = true, value_enum)]
     pub transport: Option<Transport>,
+    /// How connections are reused, as AIPerf's: pooled (kept alive and shared by every request;
+    /// the default) or never (a new connection for each request, closed after its response, so
+    /// every latency includes opening it).
+    #[arg(help_heading = "Endpoint", long, value_enum, value_name = "STRATEGY")]
+    pub connection_reuse_strategy: Option<ConnectionReuse>,
     /// Accepted for AIPerf compatibility: no plot is drawn after a run (AIPerf's default).
     #[arg(help_heading = "Output", long, hide = true)]
     pub no_auto_plot: bool,
@@ -466,6 +471,13 @@ pub struct LoadShape {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Transport {
     Http,
+}
+
+/// AIPerf's `--connection-reuse-strategy` (its `sticky-user-sessions` is refused before clap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConnectionReuse {
+    Pooled,
+    Never,
 }
 
 /// AIPerf's `--wait-for-model-mode`.

@@ -81,7 +81,7 @@ fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
     }
     let trust = trust(plan);
     let proxies = proxy::Proxies::from_env();
-    let client = http::http_client_with(&trust, proxies.clone()).context(BadInput)?;
+    let client = http::http_client_reusing(&trust, proxies.clone(), t.reuse_connections).context(BadInput)?;
     let shown = plan.shown_urls();
     let mut endpoints = Vec::with_capacity(t.urls.len());
     for (i, (url, headers)) in plan.request_targets().into_iter().enumerate() {

@@ -22,7 +22,7 @@ use super::secrets::{basic_auth, is_credential_header, redact_url, split_credent
 use super::tls::TlsOptions;
 use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
 use crate::profile::body::BodyTemplate;
-use crate::profile::options::{Args, UiType, WaitMode};
+use crate::profile::options::{Args, ConnectionReuse, UiType, WaitMode};
 use crate::profile::{artifacts, client, progress, scraper};
 
 /// Where requests go and what they look like.
@@ -44,6 +44,9 @@ pub struct Target {
     /// Largest response body, SSE event or streamed text accepted.
     pub max_response_bytes: usize,
     pub body: BodyTemplate,
+    /// Whether a connection is kept for later requests (`--connection-reuse-strategy never`
+    /// opens one per request).
+    pub reuse_connections: bool,
 }
 
 /// Where the replayed rows come from.
@@ -288,6 +291,7 @@ impl ReplayPlan {
                     max_prompt_tokens: in_range(a.max_prompt_tokens, "--max-prompt-tokens", 1, 1 << 32)?,
                     extra_inputs,
                 },
+                reuse_connections: a.connection_reuse_strategy != Some(ConnectionReuse::Never),
             },
             source: Source {
                 input: input(&a, block_size)?,
@@ -477,6 +481,14 @@ impl ReplayPlan {
             .with_users(self.limits.users)
             .with_sampling(self.source.sampling, self.source.seed);
         Ok(if self.limits.duration.is_some() && self.limits.request_count.is_none() { schedule::endless(s) } else { s })
+    }
+}
+
+/// AIPerf's name of a connection reuse strategy.
+pub fn connection_reuse_name(c: ConnectionReuse) -> &'static str {
+    match c {
+        ConnectionReuse::Pooled => "pooled",
+        ConnectionReuse::Never => "never",
     }
 }
 
@@ -876,6 +888,7 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         ("show_trace_timing", a.show_trace_timing.then_some(json!(true))),
         ("dataset_sampling_strategy", a.dataset_sampling_strategy.map(|s| json!(s.name()))),
         ("allow_dataset_wrap", a.allow_dataset_wrap.then_some(json!(true))),
+        ("connection_reuse_strategy", a.connection_reuse_strategy.map(|c| json!(connection_reuse_name(c)))),
     ] {
         if let Some(v) = v {
             config[k] = v;
