@@ -375,6 +375,60 @@ fn connection_reuse_strategy_never_opens_a_connection_per_request() {
     );
 }
 
+/// `--per-chunk-usage` asks for usage on every chunk, and inter-token latency leaves out the
+/// tokens the server counted in the first content chunk (four here, bundled by the mock) instead
+/// of one, as AIPerf's; it needs server token counts, a stream and the chat endpoint.
+#[test]
+fn per_chunk_usage_takes_the_first_chunks_tokens_out_of_inter_token_latency() {
+    const LIMIT: Duration = Duration::from_secs(120);
+    let mock = common::Mock::start(&["--first-chunk-tokens", "4", "--ttft-ms", "5", "--itl-ms", "5", "--log-bodies"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..3).map(|_| r#"{"input_length": 50, "output_length": 10}"#.to_owned()).collect();
+    let trace = common::write_trace(dir.path(), &lines);
+    let mut sent = 0;
+    for (extra, first_chunk) in [(&["--per-chunk-usage"][..], 4.0), (&[], 1.0)] {
+        let art = dir.path().join(format!("first{first_chunk}"));
+        let args = [&["--concurrency", "1", "--streaming", "--use-server-token-count"][..], extra].concat();
+        let out = common::profile_on(&mock.url, &trace, &art, &args, LIMIT);
+        common::ok(&out);
+        let records = common::read_jsonl(&art.join("profile_export.jsonl"));
+        assert_eq!(records.len(), 3);
+        for r in &records {
+            let m = |k: &str| r["metrics"][k]["value"].as_f64().unwrap_or_else(|| panic!("{k}: {r}"));
+            assert_eq!(m("output_sequence_length"), 10.0);
+            let decode = m("request_latency") - m("time_to_first_token");
+            let itl = m("inter_token_latency");
+            assert!((itl * (10.0 - first_chunk) - decode).abs() < 1e-6 * decode.max(1.0), "{extra:?}: {r}");
+        }
+        let arrivals = mock.arrivals();
+        for a in &arrivals[sent..] {
+            assert_eq!(
+                a["body"]["stream_options"]["continuous_usage_stats"].as_bool().is_some(),
+                !extra.is_empty(),
+                "{a}"
+            );
+        }
+        sent = arrivals.len();
+        assert_eq!(
+            common::summary(&art)["input_config"]["endpoint"].get("per_chunk_usage").is_some(),
+            !extra.is_empty()
+        );
+    }
+    for (extra, expected) in [
+        (&["--per-chunk-usage", "--streaming"][..], "--per-chunk-usage needs --use-server-token-count"),
+        (&["--per-chunk-usage", "--use-server-token-count"], "--per-chunk-usage needs --streaming"),
+        (
+            &["--per-chunk-usage", "--use-server-token-count", "--streaming", "--endpoint-type", "completions"],
+            "--per-chunk-usage needs --endpoint-type chat",
+        ),
+    ] {
+        let out = common::profile_on(&mock.url, &trace, &dir.path().join("bad"), extra, LIMIT);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.code() == Some(2) && err.contains(expected), "{extra:?}: {err}");
+    }
+    assert_eq!(mock.arrivals().len(), sent);
+}
+
 #[test]
 fn aiperf_names_of_our_features_do_what_ours_do() {
     const LIMIT: Duration = Duration::from_secs(120);

@@ -104,12 +104,8 @@ const BASETEN_ONLY: Refusal = Refusal {
     instead: "drop the option; --synthesis-speedup-ratio scales a trace's times, convert-trace --sample-fraction and --max-idle-gap-ms sample and compress it",
 };
 const WEKA_ONLY: Refusal = Refusal {
-    why: "AIPerf 0.13 applies it to weka_trace datasets only",
+    why: "AIPerf 0.13 applies it to weka_trace datasets only (it changes nothing on other formats), and on WEKA input it needs what the WEKA reader here does not keep yet (each request's think_time and api_time, AIPerf's re-timed turns and whole-trace selection)",
     instead: "convert the WEKA trace first with convert-trace (--max-turn-gap-ms, --max-idle-gap-ms caps gaps)",
-};
-const REQUEST_SHAPE: Refusal = Refusal {
-    why: "not yet supported: this change to the request body",
-    instead: "add body fields with --extra-inputs key:value (e.g. min_tokens:N)",
 };
 const PROFILER: Refusal = Refusal {
     why: "not yet supported: server profiler hooks",
@@ -187,7 +183,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     ours("--transport-type", "--transport", &["http"]),
     same("--use-legacy-max-tokens", &[]),
     same("--use-server-token-count", &[]),
-    refused("--per-chunk-usage", &REQUEST_SHAPE),
+    same("--per-chunk-usage", &["--use-server-token-count", "--streaming"]),
     same("--connection-reuse-strategy", &["never"]),
     refused("--download-video-content", &MEDIA),
     refused("--request-content-type", &CONTENT_TYPE),

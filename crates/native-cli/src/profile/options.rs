@@ -371,6 +371,12 @@ pub struct Args {
     /// every latency includes opening it).
     #[arg(help_heading = "Endpoint", long, value_enum, value_name = "STRATEGY")]
     pub connection_reuse_strategy: Option<ConnectionReuse>,
+    /// Ask a streaming chat server for usage on every chunk (stream_options.continuous_usage_stats,
+    /// e.g. vLLM, TensorRT-LLM): inter-token latency then leaves out the tokens of the first
+    /// content chunk as the server counted them, not one. Needs --use-server-token-count,
+    /// --streaming and --endpoint-type chat.
+    #[arg(help_heading = "Endpoint", long)]
+    pub per_chunk_usage: bool,
     /// Accepted for AIPerf compatibility: no plot is drawn after a run (AIPerf's default).
     #[arg(help_heading = "Output", long, hide = true)]
     pub no_auto_plot: bool,

@@ -89,7 +89,8 @@ fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
             .context(BadInput)?
             .max_response_bytes(t.max_response_bytes)
             .session_header(&t.session_header)
-            .context(BadInput)?;
+            .context(BadInput)?
+            .per_chunk_usage(t.body.continuous_usage);
         let shown = shown.get(i).map_or("", String::as_str);
         match proxies.route(&ep.uri) {
             proxy::Route::Direct => {}

@@ -67,6 +67,9 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
     if a.use_server_token_count {
         put(&mut endpoint, "use_server_token_count", json!(true));
     }
+    if a.per_chunk_usage {
+        put(&mut endpoint, "per_chunk_usage", json!(true));
+    }
     if let Some(c) = a.connection_reuse_strategy {
         put(&mut endpoint, "connection_reuse", json!(super::replay::connection_reuse_name(c)));
     }

@@ -21,7 +21,7 @@ use super::limits::{
 use super::secrets::{basic_auth, is_credential_header, redact_url, split_credentials};
 use super::tls::TlsOptions;
 use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
-use crate::profile::body::BodyTemplate;
+use crate::profile::body::{BodyTemplate, EndpointType};
 use crate::profile::options::{Args, ConnectionReuse, UiType, WaitMode};
 use crate::profile::{artifacts, client, progress, scraper};
 
@@ -290,6 +290,7 @@ impl ReplayPlan {
                     turn_history: a.turn_history,
                     max_prompt_tokens: in_range(a.max_prompt_tokens, "--max-prompt-tokens", 1, 1 << 32)?,
                     extra_inputs,
+                    continuous_usage: per_chunk_usage(&a)?,
                 },
                 reuse_connections: a.connection_reuse_strategy != Some(ConnectionReuse::Never),
             },
@@ -482,6 +483,26 @@ impl ReplayPlan {
             .with_sampling(self.source.sampling, self.source.seed);
         Ok(if self.limits.duration.is_some() && self.limits.request_count.is_none() { schedule::endless(s) } else { s })
     }
+}
+
+/// `--per-chunk-usage`, checked as AIPerf checks it: the first chunk's count comes from the
+/// server's usage, which only a streamed chat answer carries on every chunk.
+fn per_chunk_usage(a: &Args) -> Result<bool> {
+    if a.per_chunk_usage {
+        ensure!(
+            a.use_server_token_count,
+            "--per-chunk-usage needs --use-server-token-count: the first chunk's token count is the server's, so the output length must be too"
+        );
+        ensure!(
+            a.endpoint_type == EndpointType::Chat,
+            "--per-chunk-usage needs --endpoint-type chat: usage on every chunk (continuous_usage_stats) is asked of chat servers only"
+        );
+        ensure!(
+            a.streaming,
+            "--per-chunk-usage needs --streaming: per-chunk usage and inter-token latency are for streamed answers"
+        );
+    }
+    Ok(a.per_chunk_usage)
 }
 
 /// AIPerf's name of a connection reuse strategy.
@@ -889,6 +910,7 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         ("dataset_sampling_strategy", a.dataset_sampling_strategy.map(|s| json!(s.name()))),
         ("allow_dataset_wrap", a.allow_dataset_wrap.then_some(json!(true))),
         ("connection_reuse_strategy", a.connection_reuse_strategy.map(|c| json!(connection_reuse_name(c)))),
+        ("per_chunk_usage", a.per_chunk_usage.then_some(json!(true))),
     ] {
         if let Some(v) = v {
             config[k] = v;
