@@ -124,7 +124,7 @@ const TOKENIZER: Refusal = Refusal {
     instead: "pass a tokenizer.json path or folder with --tokenizer",
 };
 const NETWORK: Refusal = Refusal {
-    why: "not yet supported: network latency compensation",
+    why: "not yet supported: AIPerf's network RTT probing during the run and its network_adjusted_* metrics",
     instead: "the report's calibration line gives the client's own overhead (measure against mock-server)",
 };
 const SEEDS: Refusal = Refusal {
@@ -506,6 +506,12 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--osl-steps", &GRID),
 ];
 
+/// The refusal of a value that is refused while its option is honoured
+/// (`--connection-reuse-strategy sticky-user-sessions`).
+pub fn refused_value(spelling: &str, value: &str) -> Option<&'static Refusal> {
+    (spelling == "--connection-reuse-strategy" && value.eq_ignore_ascii_case("sticky-user-sessions")).then_some(&STICKY)
+}
+
 /// The entry of an AIPerf spelling, if it is one.
 pub fn lookup(spelling: &str) -> Option<&'static AiperfOption> {
     OPTIONS.iter().find(|o| o.spelling == spelling)
@@ -550,10 +556,12 @@ pub fn refusal(args: &[String]) -> Option<String> {
             None if a == "--connection-reuse-strategy" => args.get(i + 1).map(String::as_str),
             _ => None,
         };
-        if reuse.is_some_and(|v| v.eq_ignore_ascii_case("sticky-user-sessions")) {
+        if let Some(v) = reuse
+            && let Some(r) = refused_value("--connection-reuse-strategy", v)
+        {
             return Some(format!(
-                "the AIPerf option --connection-reuse-strategy sticky-user-sessions is not supported by `aiperf-cli profile`: {}; instead: {}",
-                STICKY.why, STICKY.instead
+                "the AIPerf option --connection-reuse-strategy {v} is not supported by `aiperf-cli profile`: {}; instead: {}",
+                r.why, r.instead
             ));
         }
         let name = if a.starts_with("--") { a.split('=').next().unwrap_or(a) } else { short_name(a) };
