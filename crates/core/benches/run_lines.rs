@@ -36,6 +36,7 @@ fn lines() -> Vec<u8> {
                 prompt_tokens: Some(200 + i % 300),
                 completion_tokens: Some(4),
                 cached_tokens: Some((i % 3) * 64),
+                first_chunk_tokens: None,
             },
             expected_cached_tokens: Some((i % 4) * 64),
             ..Default::default()

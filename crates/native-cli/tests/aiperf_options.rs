@@ -229,6 +229,206 @@ fn custom_dataset_type_reads_the_named_format() {
     assert_eq!(mock.arrivals().len(), 6, "only the two runs that read the trace sent anything");
 }
 
+/// `--dataset-sampling-strategy` picks each session run's session as AIPerf's samplers do for
+/// `--random-seed 0` (their orders printed by AIPerf 0.13.0's `RandomSampler` and
+/// `ShuffleSampler` over five conversations after `rng.init(0)`).
+#[test]
+fn dataset_sampling_strategy_sends_sessions_in_aiperfs_order() {
+    const LIMIT: Duration = Duration::from_secs(120);
+    let mock = common::Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..5).map(|i| format!(r#"{{"input_length": {}, "output_length": 2}}"#, 100 + 20 * i)).collect();
+    let trace = common::write_trace(dir.path(), &lines);
+    let mut sent = 0;
+    for (strategy, order) in [
+        ("sequential", [0, 1, 2, 3, 4, 0, 1, 2, 3, 4]),
+        ("random", [1, 0, 0, 1, 1, 1, 4, 1, 3, 1]),
+        ("shuffle", [2, 1, 3, 4, 0, 1, 4, 3, 2, 0]),
+    ] {
+        let art = dir.path().join(strategy);
+        let args = ["--concurrency", "1", "--request-count", "10", "--dataset-sampling-strategy", strategy];
+        let out = common::profile_on(&mock.url, &trace, &art, &[&args[..], &["--allow-dataset-wrap"]].concat(), LIMIT);
+        common::ok(&out);
+        let arrivals = mock.arrivals();
+        let sessions: Vec<u64> =
+            arrivals[sent..].iter().map(|a| (a["prompt_tokens"].as_u64().unwrap() - 100) / 20).collect();
+        assert_eq!(sessions, order, "{strategy}");
+        sent = arrivals.len();
+        let dataset = &common::summary(&art)["input_config"]["datasets"][0];
+        assert_eq!(dataset["sampling"], strategy);
+        assert_eq!(dataset["synthesis"]["allow_dataset_wrap"], true);
+    }
+    // Without a request count each session run is one draw: random may repeat a session.
+    let out = common::profile_on(
+        &mock.url,
+        &trace,
+        &dir.path().join("once"),
+        &["--concurrency", "1", "--dataset-sampling-strategy", "random"],
+        LIMIT,
+    );
+    common::ok(&out);
+    assert_eq!(common::summary(&dir.path().join("once"))["request_count"]["avg"], 5.0);
+    let arrivals = mock.arrivals();
+    let once: Vec<u64> = arrivals[sent..].iter().map(|a| (a["prompt_tokens"].as_u64().unwrap() - 100) / 20).collect();
+    assert_eq!(once, [1, 0, 0, 1, 1]);
+    sent = arrivals.len();
+    // A fixed schedule sends sessions at their timestamps: only sequential, as in AIPerf.
+    let timed: Vec<String> =
+        (0..3).map(|i| format!(r#"{{"timestamp": {}, "input_length": 100, "output_length": 2}}"#, i * 10)).collect();
+    let timed = common::write_trace(dir.path(), &timed);
+    for extra in [
+        &["--dataset-sampling-strategy", "shuffle"][..],
+        &["--fixed-schedule", "--dataset-sampling-strategy", "random"],
+    ] {
+        let out = common::profile_on(&mock.url, &timed, &dir.path().join("fixed"), extra, LIMIT);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code() == Some(2) && err.contains("a fixed schedule (the trace's timestamps) sends each session at its timestamp, so it takes only sequential"),
+            "{extra:?}: {err}"
+        );
+    }
+    assert_eq!(mock.arrivals().len(), sent);
+}
+
+/// A TCP relay to `target` that counts the connections it accepts.
+fn counting_relay(target: &str) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let target = target.trim_start_matches("http://").trim_end_matches('/').to_owned();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { continue };
+            seen.fetch_add(1, Ordering::SeqCst);
+            let Ok(server) = TcpStream::connect(&target) else { continue };
+            for (mut from, mut to) in [
+                (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                (server.try_clone().unwrap(), client.try_clone().unwrap()),
+            ] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(Shutdown::Write);
+                });
+            }
+        }
+    });
+    (url, count)
+}
+
+/// `--connection-reuse-strategy never` opens a connection for every request (counted by a relay
+/// in front of the mock, and none of the records' connections reused); `pooled`, the default,
+/// keeps one for all the requests of a run at concurrency 1. `sticky-user-sessions` is refused.
+#[test]
+fn connection_reuse_strategy_never_opens_a_connection_per_request() {
+    use std::sync::atomic::Ordering;
+    const LIMIT: Duration = Duration::from_secs(120);
+    let mock = common::Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..3).map(|i| format!(r#"{{"input_length": {}, "output_length": 2}}"#, 100 + i)).collect();
+    let trace = common::write_trace(dir.path(), &lines);
+    for strategy in ["pooled", "never"] {
+        let (url, connections) = counting_relay(&mock.url);
+        let art = dir.path().join(strategy);
+        let args = [
+            "--concurrency",
+            "1",
+            "--request-count",
+            "6",
+            "--no-server-metrics",
+            "--export-http-trace",
+            "--connection-reuse-strategy",
+            strategy,
+        ];
+        let out = common::profile_on(&url, &trace, &art, &args, LIMIT);
+        common::ok(&out);
+        let lines = common::read_jsonl(&art.join("profile_export.jsonl"));
+        assert_eq!(lines.len(), 6);
+        let reused = lines.iter().filter(|l| l["trace_data"].get("connection_reused_ns").is_some()).count();
+        let opened = connections.load(Ordering::SeqCst);
+        if strategy == "never" {
+            // One connection to find out that the server answers, then one per request.
+            assert_eq!((reused, opened), (0, 7), "{strategy}");
+        } else {
+            assert_eq!((reused, opened), (6, 1), "{strategy}");
+        }
+        let config = &common::summary(&art)["input_config"]["endpoint"];
+        assert_eq!(config["connection_reuse"], strategy);
+    }
+    let out = common::profile_on(
+        &mock.url,
+        &trace,
+        &dir.path().join("sticky"),
+        &["--connection-reuse-strategy", "sticky-user-sessions"],
+        LIMIT,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(2)
+            && err
+                .contains("--connection-reuse-strategy sticky-user-sessions is not supported by `aiperf-cli profile`"),
+        "{err}"
+    );
+}
+
+/// `--per-chunk-usage` asks for usage on every chunk, and inter-token latency leaves out the
+/// tokens the server counted in the first content chunk (four here, bundled by the mock) instead
+/// of one, as AIPerf's; it needs server token counts, a stream and the chat endpoint.
+#[test]
+fn per_chunk_usage_takes_the_first_chunks_tokens_out_of_inter_token_latency() {
+    const LIMIT: Duration = Duration::from_secs(120);
+    let mock = common::Mock::start(&["--first-chunk-tokens", "4", "--ttft-ms", "5", "--itl-ms", "5", "--log-bodies"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..3).map(|_| r#"{"input_length": 50, "output_length": 10}"#.to_owned()).collect();
+    let trace = common::write_trace(dir.path(), &lines);
+    let mut sent = 0;
+    for (extra, first_chunk) in [(&["--per-chunk-usage"][..], 4.0), (&[], 1.0)] {
+        let art = dir.path().join(format!("first{first_chunk}"));
+        let args = [&["--concurrency", "1", "--streaming", "--use-server-token-count"][..], extra].concat();
+        let out = common::profile_on(&mock.url, &trace, &art, &args, LIMIT);
+        common::ok(&out);
+        let records = common::read_jsonl(&art.join("profile_export.jsonl"));
+        assert_eq!(records.len(), 3);
+        for r in &records {
+            let m = |k: &str| r["metrics"][k]["value"].as_f64().unwrap_or_else(|| panic!("{k}: {r}"));
+            assert_eq!(m("output_sequence_length"), 10.0);
+            let decode = m("request_latency") - m("time_to_first_token");
+            let itl = m("inter_token_latency");
+            assert!((itl * (10.0 - first_chunk) - decode).abs() < 1e-6 * decode.max(1.0), "{extra:?}: {r}");
+        }
+        let arrivals = mock.arrivals();
+        for a in &arrivals[sent..] {
+            assert_eq!(
+                a["body"]["stream_options"]["continuous_usage_stats"].as_bool().is_some(),
+                !extra.is_empty(),
+                "{a}"
+            );
+        }
+        sent = arrivals.len();
+        assert_eq!(
+            common::summary(&art)["input_config"]["endpoint"].get("per_chunk_usage").is_some(),
+            !extra.is_empty()
+        );
+    }
+    for (extra, expected) in [
+        (&["--per-chunk-usage", "--streaming"][..], "--per-chunk-usage needs --use-server-token-count"),
+        (&["--per-chunk-usage", "--use-server-token-count"], "--per-chunk-usage needs --streaming"),
+        (
+            &["--per-chunk-usage", "--use-server-token-count", "--streaming", "--endpoint-type", "completions"],
+            "--per-chunk-usage needs --endpoint-type chat",
+        ),
+    ] {
+        let out = common::profile_on(&mock.url, &trace, &dir.path().join("bad"), extra, LIMIT);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.code() == Some(2) && err.contains(expected), "{extra:?}: {err}");
+    }
+    assert_eq!(mock.arrivals().len(), sent);
+}
+
 #[test]
 fn aiperf_names_of_our_features_do_what_ours_do() {
     const LIMIT: Duration = Duration::from_secs(120);

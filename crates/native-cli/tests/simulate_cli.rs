@@ -138,6 +138,7 @@ fn modelled_run(dir: &std::path::Path) {
                     prompt_tokens: Some(input),
                     completion_tokens: Some(5),
                     cached_tokens: Some(cached),
+                    first_chunk_tokens: None,
                 },
                 ..RequestRecord::default()
             };

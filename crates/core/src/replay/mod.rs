@@ -1,6 +1,7 @@
 //! Replaying a trace: the decisions of a run, without its clock or its sockets.
 //!
 //! - [`cancel`]: which requests the client cancels on purpose, and after how long;
+//! - [`sampling`]: which session a generated run starts next (AIPerf's dataset samplers);
 //! - [`schedule`]: sessions and their starts as data (lazily generated for rate runs; a shard of them);
 //! - [`dispatch`]: which request goes next and when (session slots, turn timing, stop; the prefix
 //!   cache a request would find);
@@ -10,6 +11,7 @@
 
 pub mod cancel;
 pub mod dispatch;
+pub mod sampling;
 pub mod schedule;
 pub mod sharding;
 pub mod sse;

@@ -11,6 +11,7 @@ use std::collections::BinaryHeap;
 use crate::hashing::FastMap;
 
 use crate::duration;
+use crate::replay::sampling::{Sampler, Sampling};
 use crate::trace::{Number, Trace};
 
 /// How a later turn of a session is timed once the previous turn has completed.
@@ -140,7 +141,8 @@ pub enum Starts {
     /// A fixed schedule: one run per kept session, sorted by offset.
     Listed(Vec<Start>),
     /// Rate or as-fast-as-allowed runs, generated on demand (memory does not grow with the
-    /// request count or the duration): sessions are reused in order past the trace's end.
+    /// request count or the duration): sessions are taken by the generator's [`Sampling`]
+    /// (in order by default, reused past the trace's end).
     Generated(Generator),
 }
 
@@ -175,6 +177,10 @@ pub struct Generator {
     /// AIPerf's user-centric rate (`--user-centric-rate` with `--num-users`): this many users
     /// share the rate ([`user_centric`]).
     pub users: Option<u32>,
+    /// Which session each run starts (AIPerf's `--dataset-sampling-strategy`).
+    pub sampling: Sampling,
+    /// The run's `--random-seed`, from which the sampler's seed is derived.
+    pub sampling_seed: u64,
 }
 
 impl Generator {
@@ -259,6 +265,16 @@ impl Schedule {
         self
     }
 
+    /// The same schedule with its generated runs taking sessions by `sampling`, seeded from the
+    /// run's `seed` ([`Sampler`]); a fixed schedule is returned as it is.
+    pub fn with_sampling(mut self, sampling: Sampling, seed: u64) -> Schedule {
+        if let Starts::Generated(g) = &mut self.starts {
+            g.sampling = sampling;
+            g.sampling_seed = seed;
+        }
+        self
+    }
+
     /// The same schedule shared by `users` users ([`user_centric`]) when it has a generated
     /// rate; otherwise it is returned as it is.
     pub fn with_users(mut self, users: Option<u32>) -> Schedule {
@@ -304,6 +320,11 @@ impl Schedule {
             Starts::Listed(v) => Some(v.iter().map(|s| s.turns as u64).sum()),
             Starts::Generated(g) => match (g.request_limit, g.once) {
                 (Some(n), _) => Some(n),
+                (None, true) if g.sampling == Sampling::Random => {
+                    let n = self.sessions.len();
+                    let mut sampler = Sampler::new(g.sampling, g.sampling_seed);
+                    Some((0..n).map(|_| self.sessions[sampler.next(n)].turns.len() as u64).sum())
+                }
                 (None, true) => Some(self.sessions.iter().map(|s| s.turns.len() as u64).sum()),
                 (None, false) => None,
             },
@@ -339,16 +360,18 @@ pub struct StartCursor {
     left: Option<u64>,
     /// User-centric runs: the users due, as (offset µs as `f64` bits, order, turns).
     users: Option<BinaryHeap<Reverse<(u64, u64, u32)>>>,
+    /// Which session the next generated run starts.
+    sampler: Sampler,
 }
 
 impl StartCursor {
     /// A cursor at the first run of `schedule`.
     pub fn new(schedule: &Schedule) -> StartCursor {
-        let (seed, left) = match &schedule.starts {
-            Starts::Generated(g) => (g.seed, g.request_limit),
-            Starts::Listed(_) => (0, None),
+        let (seed, left, sampler) = match &schedule.starts {
+            Starts::Generated(g) => (g.seed, g.request_limit, Sampler::new(g.sampling, g.sampling_seed)),
+            Starts::Listed(_) => (0, None, Sampler::new(Sampling::Sequential, 0)),
         };
-        StartCursor { next: 0, t_us: 0.0, rng: Rng::new(seed), left, users: None }
+        StartCursor { next: 0, t_us: 0.0, rng: Rng::new(seed), left, users: None, sampler }
     }
 
     /// The next run of `schedule` (the schedule this cursor was made for) in its shard.
@@ -389,7 +412,7 @@ impl StartCursor {
             return None;
         }
         let k = self.next;
-        let session = k % sessions.len();
+        let session = self.sampler.next(sessions.len());
         let len = sessions[session].turns.len() as u64;
         if let (Some(users), Some((per_second, _))) = (g.users, g.rate) {
             return self.next_user(sessions, users, per_second, session, len);
@@ -708,6 +731,8 @@ fn generated(
             smoothness: None,
             series: None,
             users: None,
+            sampling: Sampling::Sequential,
+            sampling_seed: 0,
         }),
         shard: Shard::WHOLE,
     })
@@ -836,6 +861,8 @@ mod tests {
                 smoothness: None,
                 series: None,
                 users: None,
+                sampling: Sampling::Sequential,
+                sampling_seed: 0,
             }),
             shard: Shard::WHOLE,
         }
@@ -873,6 +900,30 @@ mod tests {
     }
 
     #[test]
+    fn generated_runs_take_their_sessions_by_the_sampling() {
+        let sessions: Vec<Session> = (0..4)
+            .map(|row| Session {
+                id: None,
+                turns: vec![Turn { row, timing: TurnTiming::Immediately }; row as usize + 1],
+            })
+            .collect();
+        let s = generated(sessions, None, 0, None).unwrap();
+        let order = |s: &Schedule| s.starts().map(|st| st.session).collect::<Vec<_>>();
+        assert_eq!(order(&s), [0, 1, 2, 3]);
+        let shuffled = s.clone().with_sampling(Sampling::Shuffle, 0);
+        let mut seen = order(&shuffled);
+        assert_ne!(seen, [0, 1, 2, 3]);
+        seen.sort_unstable();
+        assert_eq!(seen, [0, 1, 2, 3]);
+        assert_eq!(shuffled.request_count(), Some(10));
+        // With replacement: the count is the turns of the sessions drawn.
+        let random = s.with_sampling(Sampling::Random, 5);
+        let drawn: u64 = random.starts().map(|st| u64::from(st.turns)).sum();
+        assert_eq!(random.request_count(), Some(drawn));
+        assert_eq!(random.starts().count(), 4);
+    }
+
+    #[test]
     fn a_rate_series_is_followed_after_the_ramp_on_tenth_second_updates() {
         let points: std::sync::Arc<[(u64, f64)]> = vec![(0, 10.0), (1_000_000, 20.0), (2_000_000, 5.0)].into();
         assert_eq!(series_rate(&points, 500_000.0), 15.0);
@@ -887,6 +938,8 @@ mod tests {
             smoothness: None,
             series: Some(points),
             users: None,
+            sampling: Sampling::Sequential,
+            sampling_seed: 0,
         };
         assert_eq!(g.rate_at(10.0, 0.0), 1.0);
         assert_eq!(g.rate_at(10.0, 1_000_000.0), 10.0);

@@ -83,6 +83,8 @@ impl Warmup {
                 smoothness: self.smoothness,
                 series: None,
                 users: None,
+                sampling: Default::default(),
+                sampling_seed: 0,
             }),
             shard: Default::default(),
         }

@@ -50,10 +50,11 @@ pub fn record_line(rec: &RequestRecord, metrics: Option<&RequestMetrics>, t0_uni
     // `streaming` is left out when the line's time to first token says it (see `assemble`).
     let has_ttft = metrics.is_some_and(|m| m.get(Metric::TimeToFirstToken).is_some());
     // A run-relative time is left out when its wall-clock time and `sent_ns` give it back (see
-    // `assemble`), and the usage when the metrics' `usage_*` carry it.
+    // `assemble`), and the usage when the metrics' `usage_*` carry all of it.
     let t0 = wall(rec.sent_ns) - rec.sent_ns;
     let unless_implied = |t: u64| (wall(t).checked_sub(t0) != Some(t)).then_some(t);
     let usage_in_metrics = metrics.is_some()
+        && rec.usage.first_chunk_tokens.is_none()
         && [rec.usage.prompt_tokens, rec.usage.completion_tokens, rec.usage.cached_tokens]
             .into_iter()
             .flatten()
@@ -347,6 +348,7 @@ fn assemble(said: Said, rec: &mut RequestRecord) -> Result<bool, &'static str> {
             prompt_tokens: count(said.usage_prompt, "metrics.usage_prompt_tokens: not a token count")?,
             completion_tokens: count(said.usage_completion, "metrics.usage_completion_tokens: not a token count")?,
             cached_tokens: count(said.usage_cached, "metrics.usage_prompt_cache_read_tokens: not a token count")?,
+            first_chunk_tokens: None,
         })
     };
     if let Some(sent) = said.sent {
@@ -1055,6 +1057,7 @@ fn usage_object(c: &mut Cursor) -> Option<ServerUsage> {
             b"prompt_tokens" => (1, &mut u.prompt_tokens),
             b"completion_tokens" => (2, &mut u.completion_tokens),
             b"cached_tokens" => (4, &mut u.cached_tokens),
+            b"first_chunk_tokens" => (8, &mut u.first_chunk_tokens),
             _ => return None,
         };
         if seen & bit != 0 {
@@ -1203,7 +1206,7 @@ mod tests {
             gaps in proptest::collection::vec(0u64..10_000_000, 0..6),
             extra in 0u64..1_000_000, streaming in any::<bool>(),
             input_tokens in opt_u64(), output_tokens in opt_u64(), max_tokens in opt_u64(),
-            usage in (opt_u64(), opt_u64(), opt_u64()), expected in opt_u64(),
+            usage in (opt_u64(), opt_u64(), opt_u64(), opt_u64()), expected in opt_u64(),
             error in proptest::option::of((text(), text())), url_index in proptest::option::of(any::<u32>()),
         ) -> RequestRecord {
             let mut t = sent_ns;
@@ -1212,7 +1215,12 @@ mod tests {
                 session_id, request_id, correlation_id, session_num, turn, trace_line, scheduled_ns, dispatched_ns, sent_ns,
                 first_byte_ns, chunk_ns, end_ns: t + extra, streaming, input_tokens, output_tokens,
                 max_tokens,
-                usage: ServerUsage { prompt_tokens: usage.0, completion_tokens: usage.1, cached_tokens: usage.2 },
+                usage: ServerUsage {
+                    prompt_tokens: usage.0,
+                    completion_tokens: usage.1,
+                    cached_tokens: usage.2,
+                    first_chunk_tokens: usage.3,
+                },
                 expected_cached_tokens: expected,
                 error: error.map(|(kind, message)| RecordError { kind, message }),
                 url_index,
@@ -1337,7 +1345,12 @@ mod tests {
         assert_eq!((rec.input_tokens, rec.output_tokens), (Some(40), Some(3)));
         assert_eq!(
             rec.usage,
-            ServerUsage { prompt_tokens: Some(33), completion_tokens: Some(3), cached_tokens: Some(0) }
+            ServerUsage {
+                prompt_tokens: Some(33),
+                completion_tokens: Some(3),
+                cached_tokens: Some(0),
+                first_chunk_tokens: None
+            }
         );
         // Warm-up requests are not part of the run; errors and cancellations keep AIPerf's text.
         let warm = aiperf.replace("\"benchmark_phase\":\"profiling\"", "\"benchmark_phase\":\"warmup\"");

@@ -370,7 +370,11 @@ impl RequestMetrics {
             if let (Some(l), Some(n)) = (latency, osl)
                 && n >= 2
             {
-                let itl = ms(l.saturating_sub(ttft)) / (n - 1) as f64;
+                // AIPerf's divisor: the tokens after the first chunk, the first chunk's own
+                // count when the server reported one that fits the output (per-chunk usage), one
+                // otherwise.
+                let first = r.usage.first_chunk_tokens.filter(|&f| f > 0 && f < n).unwrap_or(1);
+                let itl = ms(l.saturating_sub(ttft)) / (n - first) as f64;
                 put(Metric::InterTokenLatency, itl);
                 if itl > 0.0 {
                     put(Metric::OutputTokenThroughputPerUser, 1000.0 / itl);
@@ -589,6 +593,19 @@ pub(crate) mod tests {
         assert_eq!(m.get(Metric::InterTokenLatency), Some(10.0 / 3.0));
         assert_eq!(m.get(Metric::OutputTokenThroughputPerUser), Some(300.0));
         assert_eq!(m.inter_chunk_ms, vec![2.0, 2.0, 6.0]);
+    }
+
+    #[test]
+    fn itl_leaves_out_the_tokens_of_the_first_chunk_when_the_server_counted_them() {
+        let mut r = rec(&[10_000_000, 12_000_000, 13_000_000], 5);
+        assert_eq!(RequestMetrics::of(&r, false).get(Metric::InterTokenLatency), Some(3.0 / 4.0));
+        r.usage.first_chunk_tokens = Some(3);
+        assert_eq!(RequestMetrics::of(&r, false).get(Metric::InterTokenLatency), Some(3.0 / 2.0));
+        // A count that does not fit the output is AIPerf's fallback: one token.
+        for bad in [0, 5, 9] {
+            r.usage.first_chunk_tokens = Some(bad);
+            assert_eq!(RequestMetrics::of(&r, false).get(Metric::InterTokenLatency), Some(3.0 / 4.0));
+        }
     }
 
     #[test]

@@ -13,6 +13,10 @@ pub struct ServerUsage {
     pub completion_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u64>,
+    /// `completion_tokens` of the first content chunk that carried usage, when the server
+    /// reported usage on every chunk (`--per-chunk-usage`): the tokens of the first chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_chunk_tokens: Option<u64>,
 }
 
 impl ServerUsage {

@@ -201,6 +201,7 @@ impl SimRequest {
                 prompt_tokens: Some(self.input_tokens),
                 completion_tokens: Some(self.output_tokens),
                 cached_tokens: Some(self.cached_tokens),
+                first_chunk_tokens: None,
             },
             expected_cached_tokens: None,
             error: None,

@@ -1,5 +1,6 @@
 //! CPython-compatible random numbers: MT19937 seeded like `random.Random(n)`, `getrandbits`,
-//! `randint` and `random()`, plus AIPerf's per-component seed derivation.
+//! `randint` and `random()`, plus AIPerf's per-component seed derivation; and NumPy's
+//! `default_rng` (PCG64) for the draws AIPerf makes with NumPy.
 //!
 //! Transform synthesis must draw exactly the numbers AIPerf 0.13.0 draws for the same
 //! `--random-seed`, so this follows CPython's `_randommodule.c` bit for bit.
@@ -142,6 +143,119 @@ impl PyRandom {
     }
 }
 
+/// NumPy's `np.random.default_rng(seed)`: PCG64 (XSL-RR 128/64) seeded through a
+/// `SeedSequence`, for the draws AIPerf makes with NumPy (its `RandomGenerator.shuffle`).
+#[derive(Clone, Debug)]
+pub struct NumpyRandom {
+    state: u128,
+    inc: u128,
+    /// The upper half of the last 64-bit output, not yet handed out as a 32-bit draw.
+    spare: Option<u32>,
+}
+
+const PCG_MULT: u128 = 0x2360_ED05_1FC6_5DA4_4385_DF64_9FCC_F645;
+
+impl NumpyRandom {
+    /// Same stream as `np.random.default_rng(seed)` for a non-negative integer seed.
+    pub fn new(seed: u64) -> Self {
+        let s = seed_sequence(seed);
+        let word = |i: usize| u64::from(s[2 * i]) | (u64::from(s[2 * i + 1]) << 32);
+        let initstate = (u128::from(word(0)) << 64) | u128::from(word(1));
+        let initseq = (u128::from(word(2)) << 64) | u128::from(word(3));
+        let mut r = NumpyRandom { state: 0, inc: (initseq << 1) | 1, spare: None };
+        r.step();
+        r.state = r.state.wrapping_add(initstate);
+        r.step();
+        r
+    }
+
+    fn step(&mut self) {
+        self.state = self.state.wrapping_mul(PCG_MULT).wrapping_add(self.inc);
+    }
+
+    /// The next 64-bit output.
+    pub fn next_u64(&mut self) -> u64 {
+        self.step();
+        let x = ((self.state >> 64) as u64) ^ (self.state as u64);
+        x.rotate_right((self.state >> 122) as u32)
+    }
+
+    /// The next 32-bit output: the halves of a 64-bit one, low first.
+    pub fn next_u32(&mut self) -> u32 {
+        if let Some(hi) = self.spare.take() {
+            return hi;
+        }
+        let x = self.next_u64();
+        self.spare = Some((x >> 32) as u32);
+        x as u32
+    }
+
+    /// A uniform integer in `0..=max` (NumPy's `random_interval`: masked rejection).
+    pub fn interval(&mut self, max: u64) -> u64 {
+        if max == 0 {
+            return 0;
+        }
+        let mask = u64::MAX >> max.leading_zeros();
+        loop {
+            let v = if max <= u64::from(u32::MAX) { u64::from(self.next_u32()) & mask } else { self.next_u64() & mask };
+            if v <= max {
+                return v;
+            }
+        }
+    }
+
+    /// `Generator.shuffle` of a list: Fisher–Yates from the end.
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.interval(i as u64) as usize;
+            v.swap(i, j);
+        }
+    }
+}
+
+/// NumPy's `SeedSequence(seed).generate_state(4, np.uint64)` as eight 32-bit words.
+fn seed_sequence(seed: u64) -> [u32; 8] {
+    const INIT_A: u32 = 0x43b0_d7e5;
+    const MULT_A: u32 = 0x931e_8875;
+    const INIT_B: u32 = 0x8b51_f9dd;
+    const MULT_B: u32 = 0x58f3_8ded;
+    const MIX_L: u32 = 0xca01_f9dd;
+    const MIX_R: u32 = 0x4973_f715;
+    let entropy: Vec<u32> = if seed >> 32 == 0 { vec![seed as u32] } else { vec![seed as u32, (seed >> 32) as u32] };
+    let mut hash_a = INIT_A;
+    let mut hashmix = |v: u32| {
+        let mut v = v ^ hash_a;
+        hash_a = hash_a.wrapping_mul(MULT_A);
+        v = v.wrapping_mul(hash_a);
+        v ^ (v >> 16)
+    };
+    let mix = |x: u32, y: u32| {
+        let r = MIX_L.wrapping_mul(x).wrapping_sub(MIX_R.wrapping_mul(y));
+        r ^ (r >> 16)
+    };
+    let mut pool = [0u32; 4];
+    for (i, p) in pool.iter_mut().enumerate() {
+        *p = hashmix(entropy.get(i).copied().unwrap_or(0));
+    }
+    for src in 0..4 {
+        for dst in 0..4 {
+            if src != dst {
+                let h = hashmix(pool[src]);
+                pool[dst] = mix(pool[dst], h);
+            }
+        }
+    }
+    let mut hash_b = INIT_B;
+    let mut out = [0u32; 8];
+    for (i, o) in out.iter_mut().enumerate() {
+        let mut v = pool[i % 4] ^ hash_b;
+        hash_b = hash_b.wrapping_mul(MULT_B);
+        v = v.wrapping_mul(hash_b);
+        *o = v ^ (v >> 16);
+    }
+    out
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -159,6 +273,16 @@ mod tests {
         assert_eq!(r.getrandbits(64), 9_535_518_150_286_577_956);
         assert_eq!(r.below(1_000_000_000_000_000), 747_368_412_824_233);
     }
+
+    #[test]
+    fn matches_numpys_default_rng() {
+        // `np.random.default_rng(seed).bit_generator.random_raw()` (NumPy 2.4).
+        assert_eq!(NumpyRandom::new(0).next_u64(), NUMPY_SEED0);
+        assert_eq!(NumpyRandom::new((1 << 40) + 5).next_u64(), NUMPY_SEED_BIG);
+    }
+
+    const NUMPY_SEED0: u64 = 11_749_869_230_777_074_271;
+    const NUMPY_SEED_BIG: u64 = 87_427_594_128_977_387;
 
     #[test]
     fn below_stays_in_range_and_uses_the_bit_length() {

@@ -441,6 +441,7 @@ pub(crate) mod tests {
                 prompt_tokens: Some(100 + i * 10),
                 completion_tokens: Some(4),
                 cached_tokens: Some(i * 3),
+                first_chunk_tokens: None,
             },
             expected_cached_tokens: Some(i * 4),
             error: fail.then(|| RecordError { kind: "timeout".into(), message: "too slow".into() }),

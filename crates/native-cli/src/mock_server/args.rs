@@ -107,6 +107,10 @@ pub struct Args {
     /// of the answer is still one word of it.
     #[arg(long)]
     pub varied_text: bool,
+    /// Tokens in the first content chunk of a stream (the others carry one each), as a server
+    /// that bundles its first tokens (TensorRT-LLM's stream interval).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub first_chunk_tokens: u64,
 }
 
 impl Args {

@@ -127,6 +127,8 @@ struct Ask {
     ignore_eos: bool,
     stream: bool,
     include_usage: bool,
+    /// `stream_options.continuous_usage_stats`: usage on every content chunk.
+    continuous_usage: bool,
     prompt_tokens: u64,
     /// The prompt's block hashes (the KV model).
     hashes: Option<Vec<u64>>,
@@ -190,6 +192,10 @@ fn admit(
         ignore_eos: body.get("ignore_eos").and_then(Value::as_bool).unwrap_or(false),
         stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
         include_usage: body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false),
+        continuous_usage: body
+            .pointer("/stream_options/continuous_usage_stats")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         prompt_tokens: kv_prompt.as_ref().map_or_else(|| words_in(prompt_of(body, chat)), |p| p.tokens),
         hashes: kv_prompt.map(|p| p.hashes),
     };
@@ -378,6 +384,8 @@ fn stream(state: &State, ask: &Ask, planned: Planned, slot: Option<Slot>) -> Res
         finish: planned.finish,
         usage: planned.usage(),
         include_usage: ask.include_usage,
+        continuous_usage: ask.chat && ask.continuous_usage,
+        first_chunk_tokens: a.first_chunk_tokens,
         ttft,
         itl,
         varied: a.varied_text,
@@ -412,6 +420,10 @@ struct Streamed {
     finish: &'static str,
     usage: Value,
     include_usage: bool,
+    /// Usage, cumulative, on every content chunk.
+    continuous_usage: bool,
+    /// Tokens of the first content chunk.
+    first_chunk_tokens: u64,
     ttft: Duration,
     itl: Duration,
     varied: bool,
@@ -425,8 +437,33 @@ struct Streamed {
 /// Writes the stream's chunks into `tx`: the first after the TTFT, the others on deadlines
 /// `itl` apart; stops when the client goes away.
 async fn write_stream(tx: mpsc::Sender<std::result::Result<Bytes, std::io::Error>>, s: Streamed) {
-    let Streamed { id, chat, n, tokens, finish, usage, include_usage, ttft, itl, varied, disconnect, malformed, stall } =
-        s;
+    let Streamed {
+        id,
+        chat,
+        n,
+        tokens,
+        finish,
+        usage,
+        include_usage,
+        continuous_usage,
+        first_chunk_tokens,
+        ttft,
+        itl,
+        varied,
+        disconnect,
+        malformed,
+        stall,
+    } = s;
+    // Chunk `i` carries the tokens up to `i + bundled` (the first `bundled + 1`).
+    let bundled = first_chunk_tokens.min(tokens).saturating_sub(1);
+    let chunks = tokens - bundled;
+    let usage_after = |i: u64| {
+        let mut u = usage.clone();
+        let p = u["prompt_tokens"].as_u64().unwrap_or(0);
+        u["completion_tokens"] = json!(i + 1 + bundled);
+        u["total_tokens"] = json!(p + i + 1 + bundled);
+        u
+    };
     let ev = |v: Value| format!("data: {v}\n\n");
     let chunk = |delta: Value, finish: Value| {
         if chat {
@@ -446,7 +483,7 @@ async fn write_stream(tx: mpsc::Sender<std::result::Result<Bytes, std::io::Error
     // Token i leaves at first + i·itl: deadlines, so timer rounding does not add up.
     let first = tokio::time::Instant::now();
     let mut batch = String::new();
-    for i in 0..tokens {
+    for i in 0..chunks {
         if i > 0 && (!itl.is_zero() || batch.len() >= STREAM_PIECE_BYTES) {
             if !send(std::mem::take(&mut batch)).await {
                 return;
@@ -455,7 +492,7 @@ async fn write_stream(tx: mpsc::Sender<std::result::Result<Bytes, std::io::Error
                 tokio::time::sleep_until(first + itl * u32::try_from(i).unwrap_or(u32::MAX)).await;
             }
         }
-        if i == tokens / 2 && i > 0 {
+        if i == chunks / 2 && i > 0 {
             if disconnect {
                 let _ = send(std::mem::take(&mut batch)).await;
                 let _ = tx
@@ -472,8 +509,20 @@ async fn write_stream(tx: mpsc::Sender<std::result::Result<Bytes, std::io::Error
                 return;
             }
         }
-        let word = answer_word(varied, n, i);
-        if i + 1 < tokens {
+        let word = if i == 0 && bundled > 0 {
+            (0..=bundled).map(|k| answer_word(varied, n, k)).collect::<String>()
+        } else {
+            answer_word(varied, n, i + bundled).to_string()
+        };
+        if i + 1 < chunks && (continuous_usage || (i == 0 && bundled > 0)) {
+            let mut c = chunk(json!({"content": word}), Value::Null);
+            if continuous_usage {
+                c["usage"] = usage_after(i);
+            }
+            batch.push_str(&ev(c));
+            continue;
+        }
+        if i + 1 < chunks {
             // The common chunk, written directly: the mock must outpace the client it measures.
             if chat {
                 batch.push_str(&format!(
@@ -487,7 +536,7 @@ async fn write_stream(tx: mpsc::Sender<std::result::Result<Bytes, std::io::Error
             continue;
         }
         let mut c = chunk(json!({"content": word}), json!(finish));
-        if !chat {
+        if !chat || continuous_usage {
             c["usage"] = usage.clone();
         }
         batch.push_str(&ev(c));

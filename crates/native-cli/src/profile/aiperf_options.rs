@@ -104,16 +104,8 @@ const BASETEN_ONLY: Refusal = Refusal {
     instead: "drop the option; --synthesis-speedup-ratio scales a trace's times, convert-trace --sample-fraction and --max-idle-gap-ms sample and compress it",
 };
 const WEKA_ONLY: Refusal = Refusal {
-    why: "AIPerf 0.13 applies it to weka_trace datasets only",
+    why: "AIPerf 0.13 applies it to weka_trace datasets only (it changes nothing on other formats), and on WEKA input it needs what the WEKA reader here does not keep yet (each request's think_time and api_time, AIPerf's re-timed turns and whole-trace selection)",
     instead: "convert the WEKA trace first with convert-trace (--max-turn-gap-ms, --max-idle-gap-ms caps gaps)",
-};
-const REQUEST_SHAPE: Refusal = Refusal {
-    why: "not yet supported: this change to the request body",
-    instead: "add body fields with --extra-inputs key:value (e.g. min_tokens:N)",
-};
-const DATASET_ORDER: Refusal = Refusal {
-    why: "not yet supported: rows are sent in trace order, sessions reused in order past the trace's end",
-    instead: "reorder or sample the trace with convert-trace or synthesize-trace",
 };
 const PROFILER: Refusal = Refusal {
     why: "not yet supported: server profiler hooks",
@@ -132,7 +124,7 @@ const TOKENIZER: Refusal = Refusal {
     instead: "pass a tokenizer.json path or folder with --tokenizer",
 };
 const NETWORK: Refusal = Refusal {
-    why: "not yet supported: network latency compensation",
+    why: "not yet supported: AIPerf's network RTT probing during the run and its network_adjusted_* metrics",
     instead: "the report's calibration line gives the client's own overhead (measure against mock-server)",
 };
 const SEEDS: Refusal = Refusal {
@@ -154,7 +146,10 @@ const CONSOLE: Refusal = Refusal {
     instead: "--progress-interval sets the seconds between progress lines",
 };
 const CONTENT_TYPE: Refusal = Refusal { why: "bodies are always JSON", instead: "drop the option" };
-const CONNECTIONS: Refusal = Refusal { why: "connections are always pooled and reused", instead: "drop the option" };
+const STICKY: Refusal = Refusal {
+    why: "connections are pooled or opened per request (never), not held one per session",
+    instead: "--connection-reuse-strategy pooled (the default) or never",
+};
 const BATCH: Refusal =
     Refusal { why: "batched prompts are not supported", instead: "one prompt per request, as the trace gives" };
 
@@ -188,8 +183,8 @@ pub const OPTIONS: &[AiperfOption] = &[
     ours("--transport-type", "--transport", &["http"]),
     same("--use-legacy-max-tokens", &[]),
     same("--use-server-token-count", &[]),
-    refused("--per-chunk-usage", &REQUEST_SHAPE),
-    refused("--connection-reuse-strategy", &CONNECTIONS),
+    same("--per-chunk-usage", &["--use-server-token-count", "--streaming"]),
+    same("--connection-reuse-strategy", &["never"]),
     refused("--download-video-content", &MEDIA),
     refused("--request-content-type", &CONTENT_TYPE),
     same("--session-header", &["X-Session"]),
@@ -207,9 +202,9 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--ignore-trace-delays", &WEKA_ONLY),
     refused("--use-think-time-only", &WEKA_ONLY),
     refused("--max-context-length", &WEKA_ONLY),
-    refused("--dataset-sampling-strategy", &DATASET_ORDER),
-    refused("--allow-dataset-wrap", &DATASET_ORDER),
-    refused("--no-allow-dataset-wrap", &DATASET_ORDER),
+    same("--dataset-sampling-strategy", &["shuffle"]),
+    same("--allow-dataset-wrap", &[]),
+    same("--no-allow-dataset-wrap", &[]),
     same("--random-seed", &["3"]),
     refused("--trace-session-sample-ratio", &BASETEN_ONLY),
     // Read by `config_file` before clap: the file's options, then the command line's.
@@ -511,6 +506,12 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--osl-steps", &GRID),
 ];
 
+/// The refusal of a value that is refused while its option is honoured
+/// (`--connection-reuse-strategy sticky-user-sessions`).
+pub fn refused_value(spelling: &str, value: &str) -> Option<&'static Refusal> {
+    (spelling == "--connection-reuse-strategy" && value.eq_ignore_ascii_case("sticky-user-sessions")).then_some(&STICKY)
+}
+
 /// The entry of an AIPerf spelling, if it is one.
 pub fn lookup(spelling: &str) -> Option<&'static AiperfOption> {
     OPTIONS.iter().find(|o| o.spelling == spelling)
@@ -547,6 +548,20 @@ pub fn refusal(args: &[String]) -> Option<String> {
             return Some(format!(
                 "the AIPerf option {spelling} raw is not supported by `aiperf-cli profile`: {}; instead: {}",
                 RAW_EXPORT.why, RAW_EXPORT.instead
+            ));
+        }
+        // `--connection-reuse-strategy sticky-user-sessions`: one connection per session.
+        let reuse = match a.split_once('=') {
+            Some(("--connection-reuse-strategy", v)) => Some(v),
+            None if a == "--connection-reuse-strategy" => args.get(i + 1).map(String::as_str),
+            _ => None,
+        };
+        if let Some(v) = reuse
+            && let Some(r) = refused_value("--connection-reuse-strategy", v)
+        {
+            return Some(format!(
+                "the AIPerf option --connection-reuse-strategy {v} is not supported by `aiperf-cli profile`: {}; instead: {}",
+                r.why, r.instead
             ));
         }
         let name = if a.starts_with("--") { a.split('=').next().unwrap_or(a) } else { short_name(a) };

@@ -125,6 +125,8 @@ pub struct BodyTemplate {
     pub turn_history: TurnHistory,
     /// `--max-prompt-tokens`.
     pub max_prompt_tokens: u64,
+    /// `--per-chunk-usage`: ask for usage on every streamed chunk (`continuous_usage_stats`).
+    pub continuous_usage: bool,
 }
 
 /// A body ready to send and what the client knows about it.
@@ -224,7 +226,12 @@ pub fn prepare(
     }
     body.insert("stream".into(), Value::Bool(tpl.streaming));
     if tpl.streaming {
-        body.insert("stream_options".into(), json!({"include_usage": true}));
+        let options = if tpl.continuous_usage {
+            json!({"include_usage": true, "continuous_usage_stats": true})
+        } else {
+            json!({"include_usage": true})
+        };
+        body.insert("stream_options".into(), options);
     }
     if let Some(osl) = row.output_length {
         let key = if tpl.legacy_max_tokens || tpl.endpoint == EndpointType::Completions {
@@ -320,6 +327,7 @@ mod tests {
             extra_inputs: Map::new(),
             turn_history: TurnHistory::Live,
             max_prompt_tokens: 1000,
+            continuous_usage: false,
         }
     }
 

@@ -25,6 +25,8 @@ pub struct Endpoint {
     pub max_response_bytes: usize,
     /// The header carrying the session's correlation id (`--session-header`).
     pub session_header: HeaderName,
+    /// Whether the first content chunk's usage counts its tokens (`--per-chunk-usage`).
+    pub per_chunk_usage: bool,
 }
 
 impl Endpoint {
@@ -65,7 +67,13 @@ impl Endpoint {
             timeout,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             session_header: HeaderName::from_static("x-correlation-id"),
+            per_chunk_usage: false,
         })
+    }
+
+    /// The same endpoint reading the first content chunk's usage as its token count.
+    pub fn per_chunk_usage(self, per_chunk_usage: bool) -> Endpoint {
+        Endpoint { per_chunk_usage, ..self }
     }
 
     /// The same endpoint sending the correlation id in header `name`.
@@ -308,6 +316,10 @@ pub async fn send(client: &HttpClient, ep: &Endpoint, out: Outgoing, clock: &Clo
     let res =
         tokio::time::timeout(timeout, exchange(client, req, clock, ep.max_response_bytes, &mut ex, &mut first)).await;
     ex.end_ns = clock.now_ns();
+    // A server may volunteer usage on content chunks: it counts only when it was asked for.
+    if !ep.per_chunk_usage {
+        ex.usage.first_chunk_tokens = None;
+    }
     if res.is_err() && ex.error.is_none() {
         ex.error = err("timeout", format!("no complete answer within {:.3} s", timeout.as_secs_f64()));
     }
@@ -475,6 +487,10 @@ fn on_event(ev: &SseEvent, now: u64, ex: &mut Exchange, done: &mut bool, failed:
                 ex.finish_reason = c.finish_reason;
             }
             if let Some(u) = c.usage {
+                // AIPerf's first content chunk's count: the first chunk with text and usage.
+                if !c.text.is_empty() && ex.usage.first_chunk_tokens.is_none() {
+                    ex.usage.first_chunk_tokens = u.completion_tokens;
+                }
                 merge_usage(&mut ex.usage, u);
             }
         }

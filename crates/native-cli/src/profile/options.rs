@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use aiperf_core::campaign::sweep::Axis;
+use aiperf_core::replay::sampling::Sampling;
 use aiperf_core::replay::schedule::ArrivalPattern;
 use aiperf_core::server::kinds::ServerKind;
 use anyhow::{Result, bail};
@@ -108,6 +109,20 @@ pub struct Args {
     /// Seed of prompt text and Poisson arrivals.
     #[arg(help_heading = "Input", long, default_value_t = 0)]
     pub random_seed: u64,
+    /// Which session each new session run takes, as AIPerf's samplers (seeded from
+    /// --random-seed): sequential (trace order, again after the last; the default), random (with
+    /// replacement) or shuffle (each session once per pass, in a new order every pass).
+    ///
+    /// Not with a fixed schedule, which sends sessions at their timestamps.
+    #[arg(help_heading = "Input", long, value_enum)]
+    pub dataset_sampling_strategy: Option<Sampling>,
+    /// Accepted as AIPerf's: it allows only AIPerf's agentic replay (--scenario) to reuse
+    /// traces; sessions here are reused past the trace's end with or without it.
+    #[arg(help_heading = "Input", long, overrides_with = "no_allow_dataset_wrap")]
+    pub allow_dataset_wrap: bool,
+    /// AIPerf's default (see --allow-dataset-wrap).
+    #[arg(help_heading = "Input", long, overrides_with = "allow_dataset_wrap")]
+    pub no_allow_dataset_wrap: bool,
     /// Tokens per hash id block.
     #[arg(
         help_heading = "Input",
@@ -351,6 +366,17 @@ pub struct Args {
     /// AIPerf's transport: HTTP, the only one (AIPerf 0.13 offers only http too).
     #[arg(help_heading = "Endpoint", long, alias = "transport-type", hide = true, value_enum)]
     pub transport: Option<Transport>,
+    /// How connections are reused, as AIPerf's: pooled (kept alive and shared by every request;
+    /// the default) or never (a new connection for each request, closed after its response, so
+    /// every latency includes opening it).
+    #[arg(help_heading = "Endpoint", long, value_enum, value_name = "STRATEGY")]
+    pub connection_reuse_strategy: Option<ConnectionReuse>,
+    /// Ask a streaming chat server for usage on every chunk (stream_options.continuous_usage_stats,
+    /// e.g. vLLM, TensorRT-LLM): inter-token latency then leaves out the tokens of the first
+    /// content chunk as the server counted them, not one. Needs --use-server-token-count,
+    /// --streaming and --endpoint-type chat.
+    #[arg(help_heading = "Endpoint", long)]
+    pub per_chunk_usage: bool,
     /// Accepted for AIPerf compatibility: no plot is drawn after a run (AIPerf's default).
     #[arg(help_heading = "Output", long, hide = true)]
     pub no_auto_plot: bool,
@@ -451,6 +477,13 @@ pub struct LoadShape {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Transport {
     Http,
+}
+
+/// AIPerf's `--connection-reuse-strategy` (its `sticky-user-sessions` is refused before clap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConnectionReuse {
+    Pooled,
+    Never,
 }
 
 /// AIPerf's `--wait-for-model-mode`.

@@ -150,6 +150,8 @@ fn open_connections<T: Transport + Clone>(
     let urls = plan.target.urls.len().max(1);
     let connections = match connections_needed(&inputs.schedule, plan.limits.concurrency) {
         0 => 0,
+        // No connection is kept for a request: one per URL only finds out whether it answers.
+        _ if !plan.target.reuse_connections => urls,
         n => n.div_ceil(urls) * urls,
     };
     if connections == 0 || control.stop.is_cancelled() {

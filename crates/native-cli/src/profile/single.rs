@@ -81,7 +81,7 @@ fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
     }
     let trust = trust(plan);
     let proxies = proxy::Proxies::from_env();
-    let client = http::http_client_with(&trust, proxies.clone()).context(BadInput)?;
+    let client = http::http_client_reusing(&trust, proxies.clone(), t.reuse_connections).context(BadInput)?;
     let shown = plan.shown_urls();
     let mut endpoints = Vec::with_capacity(t.urls.len());
     for (i, (url, headers)) in plan.request_targets().into_iter().enumerate() {
@@ -89,7 +89,8 @@ fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
             .context(BadInput)?
             .max_response_bytes(t.max_response_bytes)
             .session_header(&t.session_header)
-            .context(BadInput)?;
+            .context(BadInput)?
+            .per_chunk_usage(t.body.continuous_usage);
         let shown = shown.get(i).map_or("", String::as_str);
         match proxies.route(&ep.uri) {
             proxy::Route::Direct => {}

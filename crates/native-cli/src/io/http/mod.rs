@@ -33,6 +33,12 @@ pub fn http_client() -> Result<HttpClient> {
 
 /// Builds the client: TLS trust as given, proxies as given.
 pub fn http_client_with(trust: &Trust, proxies: Proxies) -> Result<HttpClient> {
+    http_client_reusing(trust, proxies, true)
+}
+
+/// [`http_client_with`], keeping connections for later requests only when `reuse` is set:
+/// without it every request opens a connection of its own, closed after its response.
+pub fn http_client_reusing(trust: &Trust, proxies: Proxies, reuse: bool) -> Result<HttpClient> {
     let mut http = HttpConnector::new_with_resolver(TimedResolver::default());
     http.set_nodelay(true);
     http.enforce_http(false);
@@ -41,7 +47,12 @@ pub fn http_client_with(trust: &Trust, proxies: Proxies) -> Result<HttpClient> {
         .https_or_http()
         .enable_http1()
         .wrap_connector(ProxyConnector { http, proxies });
-    Ok(Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(90)).build(Traced(https)))
+    let mut builder = Client::builder(TokioExecutor::new());
+    builder.pool_idle_timeout(Duration::from_secs(90));
+    if !reuse {
+        builder.pool_max_idle_per_host(0);
+    }
+    Ok(builder.build(Traced(https)))
 }
 
 /// A blocking GET that follows up to five redirects (a tokenizer download).

@@ -154,7 +154,9 @@ fn a_refused_option_is_refused_at_its_key() {
     let e = merge("r.yaml".into(), given, Vec::new()).unwrap_err().to_string();
     assert!(e.starts_with("r.yaml: key `benchmark.endpoint.connectionReuse` = "), "{e}");
     assert!(
-        e.contains("(AIPerf option --connection-reuse-strategy) is not supported by `aiperf-cli profile`: "),
+        e.contains(
+            "(AIPerf option --connection-reuse-strategy sticky-user-sessions) is not supported by `aiperf-cli profile`: "
+        ),
         "{e}"
     );
 }

@@ -67,6 +67,12 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
     if a.use_server_token_count {
         put(&mut endpoint, "use_server_token_count", json!(true));
     }
+    if a.per_chunk_usage {
+        put(&mut endpoint, "per_chunk_usage", json!(true));
+    }
+    if let Some(c) = a.connection_reuse_strategy {
+        put(&mut endpoint, "connection_reuse", json!(super::replay::connection_reuse_name(c)));
+    }
     if !target.headers.is_empty() {
         let headers: Map<String, Value> =
             target.headers.iter().map(|(k, _)| (k.clone(), json!("<redacted>"))).collect();
@@ -255,6 +261,10 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
                 put(&mut syn, "max_osl", json!(s.max_osl));
                 d.insert("synthesis".into(), Value::Object(syn));
             }
+            if a.allow_dataset_wrap || a.no_allow_dataset_wrap {
+                let syn = d.entry("synthesis").or_insert_with(|| json!({}));
+                syn["allow_dataset_wrap"] = json!(a.allow_dataset_wrap);
+            }
         }
         Input::Synthetic(w) => {
             d.insert("type".into(), json!("synthetic"));
@@ -283,6 +293,9 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
                 d.insert("turns".into(), json!({"mean": w.turn_mean, "stddev": w.turn_stddev}));
             }
         }
+    }
+    if let Some(s) = a.dataset_sampling_strategy {
+        d.insert("sampling".into(), json!(s.name()));
     }
     d.insert("random_seed".into(), json!(a.random_seed));
     if a.isl_block_size != DEFAULT_BLOCK_SIZE {

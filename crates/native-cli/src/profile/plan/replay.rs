@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use aiperf_core::formats::Format;
+use aiperf_core::replay::sampling::Sampling;
 use aiperf_core::replay::schedule::{self, Schedule, ScheduleError, Shard, Timing};
 use aiperf_core::results::metrics::{Slo, parse_goodput};
 use aiperf_core::synthesis::TransformParams;
@@ -20,8 +21,8 @@ use super::limits::{
 use super::secrets::{basic_auth, is_credential_header, redact_url, split_credentials};
 use super::tls::TlsOptions;
 use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
-use crate::profile::body::BodyTemplate;
-use crate::profile::options::{Args, UiType, WaitMode};
+use crate::profile::body::{BodyTemplate, EndpointType};
+use crate::profile::options::{Args, ConnectionReuse, UiType, WaitMode};
 use crate::profile::{artifacts, client, progress, scraper};
 
 /// Where requests go and what they look like.
@@ -43,6 +44,9 @@ pub struct Target {
     /// Largest response body, SSE event or streamed text accepted.
     pub max_response_bytes: usize,
     pub body: BodyTemplate,
+    /// Whether a connection is kept for later requests (`--connection-reuse-strategy never`
+    /// opens one per request).
+    pub reuse_connections: bool,
 }
 
 /// Where the replayed rows come from.
@@ -84,6 +88,8 @@ pub struct Source {
     pub synthesis: Option<TransformParams>,
     pub tokenizer: Option<String>,
     pub arrivals: Arrivals,
+    /// Which session each generated session run takes (`--dataset-sampling-strategy`).
+    pub sampling: Sampling,
 }
 
 /// When sending stops and how much may be in flight.
@@ -254,6 +260,10 @@ impl ReplayPlan {
         let prefill = super::shaping::prefill(&a.shape, load.concurrency, a.streaming, load.coordination.shard)?;
         let synthesis = synthesis(&a, block_size)?;
         let server = ServerPlan::of(&a, &urls)?;
+        let sampling = a.dataset_sampling_strategy.unwrap_or_default();
+        if a.fixed_schedule {
+            sequential_for_fixed(sampling)?;
+        }
         let fixed = if a.fixed_schedule {
             Some(true)
         } else if a.no_fixed_schedule {
@@ -280,7 +290,9 @@ impl ReplayPlan {
                     turn_history: a.turn_history,
                     max_prompt_tokens: in_range(a.max_prompt_tokens, "--max-prompt-tokens", 1, 1 << 32)?,
                     extra_inputs,
+                    continuous_usage: per_chunk_usage(&a)?,
                 },
+                reuse_connections: a.connection_reuse_strategy != Some(ConnectionReuse::Never),
             },
             source: Source {
                 input: input(&a, block_size)?,
@@ -300,6 +312,7 @@ impl ReplayPlan {
                         (r, if users.is_some() { schedule::ArrivalPattern::Constant } else { a.arrival_pattern })
                     }),
                 },
+                sampling,
             },
             limits: Limits {
                 request_count: load.request_count,
@@ -447,6 +460,9 @@ impl ReplayPlan {
     pub fn schedule(&self, trace: &Trace) -> Result<Schedule> {
         let has_timestamps = trace.rows().first().is_some_and(|r| r.timestamp.is_some());
         let timing = self.timing(has_timestamps)?;
+        if let Timing::Fixed { .. } = timing {
+            sequential_for_fixed(self.source.sampling)?;
+        }
         let s = schedule::build(trace, timing, self.limits.request_count).map_err(|e| match e {
             ScheduleError::Row { line, problem } => anyhow!("{}:{line}: {problem}", self.source.input.name()),
             e => anyhow!(e).context("cannot schedule the trace"),
@@ -463,9 +479,49 @@ impl ReplayPlan {
             .with_rate_ramp(self.limits.ramps.rate_us)
             .with_smoothness(self.limits.smoothness)
             .with_rate_series(self.limits.rate_series.clone())
-            .with_users(self.limits.users);
+            .with_users(self.limits.users)
+            .with_sampling(self.source.sampling, self.source.seed);
         Ok(if self.limits.duration.is_some() && self.limits.request_count.is_none() { schedule::endless(s) } else { s })
     }
+}
+
+/// `--per-chunk-usage`, checked as AIPerf checks it: the first chunk's count comes from the
+/// server's usage, which only a streamed chat answer carries on every chunk.
+fn per_chunk_usage(a: &Args) -> Result<bool> {
+    if a.per_chunk_usage {
+        ensure!(
+            a.use_server_token_count,
+            "--per-chunk-usage needs --use-server-token-count: the first chunk's token count is the server's, so the output length must be too"
+        );
+        ensure!(
+            a.endpoint_type == EndpointType::Chat,
+            "--per-chunk-usage needs --endpoint-type chat: usage on every chunk (continuous_usage_stats) is asked of chat servers only"
+        );
+        ensure!(
+            a.streaming,
+            "--per-chunk-usage needs --streaming: per-chunk usage and inter-token latency are for streamed answers"
+        );
+    }
+    Ok(a.per_chunk_usage)
+}
+
+/// AIPerf's name of a connection reuse strategy.
+pub fn connection_reuse_name(c: ConnectionReuse) -> &'static str {
+    match c {
+        ConnectionReuse::Pooled => "pooled",
+        ConnectionReuse::Never => "never",
+    }
+}
+
+/// A fixed schedule sends every session at its timestamp, in timestamp order: AIPerf's fixed
+/// schedule takes only sequential sampling, and so does ours.
+fn sequential_for_fixed(sampling: Sampling) -> Result<()> {
+    ensure!(
+        sampling == Sampling::Sequential,
+        "--dataset-sampling-strategy {}: a fixed schedule (the trace's timestamps) sends each session at its timestamp, so it takes only sequential; add --no-fixed-schedule with --request-rate or --concurrency to sample sessions",
+        sampling.name()
+    );
+    Ok(())
 }
 
 /// Every `--url`, with `http://` added where it has no scheme (AIPerf accepts `localhost:8000`).
@@ -851,6 +907,10 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         ("profile_export_prefix", a.profile_export_prefix.as_ref().map(|p| json!(p))),
         ("export_http_trace", a.export_http_trace.then_some(json!(true))),
         ("show_trace_timing", a.show_trace_timing.then_some(json!(true))),
+        ("dataset_sampling_strategy", a.dataset_sampling_strategy.map(|s| json!(s.name()))),
+        ("allow_dataset_wrap", a.allow_dataset_wrap.then_some(json!(true))),
+        ("connection_reuse_strategy", a.connection_reuse_strategy.map(|c| json!(connection_reuse_name(c)))),
+        ("per_chunk_usage", a.per_chunk_usage.then_some(json!(true))),
     ] {
         if let Some(v) = v {
             config[k] = v;
