@@ -44,12 +44,14 @@ if [[ -z "$cli" ]]; then
   cli="$root/target/release/aiperf-cli"; [[ -x "$cli" ]] || cli="$root/target/debug/aiperf-cli"
 fi
 tokenizer="${AIPERF_TOKENIZER:-$root/tests/fixtures/tokenizers/smollm2-135m/tokenizer.json}"
-block=16
+block=16 block_given=0
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
 start() {
   [[ $# -ge 1 ]] || usage
+  # a block size given to this step is vLLM's (llama.cpp's server has none)
+  [[ $block_given == 1 ]] && set -- "$@" --block-size "$block"
   "$root/tools/real-server/start_real_server.sh" "$@"
 }
 
@@ -144,7 +146,7 @@ all() {
   mkdir -p "$out"
   local started model   # pid stays global: the EXIT trap reads it
   # shellcheck disable=SC2086 # the settings are words
-  started=$(start "$port" $server_args)
+  started=$(block_given=0 start "$port" $server_args)
   echo "$started"
   pid=$(sed -n 's/^PID=//p' <<<"$started")
   model=$(sed -n 's/^MODEL=//p' <<<"$started")
@@ -175,7 +177,7 @@ step="$1"; shift
 # --block-size N anywhere among a step's arguments: the trace's tokens per hash id
 args=()
 while [[ $# -gt 0 ]]; do
-  if [[ "$1" == --block-size ]]; then block="$2"; shift 2; else args+=("$1"); shift; fi
+  if [[ "$1" == --block-size ]]; then block="$2"; block_given=1; shift 2; else args+=("$1"); shift; fi
 done
 set -- "${args[@]+"${args[@]}"}"
 case "$step" in
