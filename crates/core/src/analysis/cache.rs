@@ -1,10 +1,12 @@
 //! KV-cache what-if: the theoretical hit rate of a finite LRU prefix cache, by capacity.
 //!
-//! Blocks are accessed in trace order (rows in file order, ids in row order). An access hits an
-//! LRU cache of `C` blocks exactly when its reuse distance (distinct other blocks accessed since
-//! this block's previous access) is below `C`. A row's hit is its leading run of hits (a prefix
-//! cache stops at the first miss), so a block counts for capacity `C` when the running maximum of
-//! reuse distances up to it is below `C`. Reuse distances come from one pass with a Fenwick tree
+//! Rows are served in file order, one after the other. A row looks its blocks up when it starts,
+//! then touches them tail first: vLLM frees a finished request's blocks in that order, so the
+//! least recently used of them is its last block and its first one stays longest. A block hits
+//! an LRU cache of `C` blocks exactly when its reuse distance (distinct blocks touched since its
+//! previous access and before its row) is below `C`. A row's hit is its leading run of hits (a
+//! prefix cache stops at the first miss), so a block counts for capacity `C` when the running
+//! maximum of reuse distances up to it is below `C`. Reuse distances come from one pass with a Fenwick tree
 //! over access times (a bit per time, counted per word); one histogram over capacity buckets then yields the whole curve. With an
 //! unbounded capacity this is exactly the reference's theoretical (infinite-cache) hit rate.
 
@@ -76,38 +78,40 @@ pub(crate) fn lru_hit_rate_curve(input: &AnalysisInput, distinct: usize, tables:
         }
         rows_with_ids += 1;
         let w = 1.0 / range.len() as f64;
-        // The bucket of the running maximum of the row's reuse distances (`None` once a first
-        // access ended the row's hits). Capacities start at 1, so a distance of 0 hits in every
-        // cache: bucket 0.
-        let mut running = Some(0usize);
-        for &id in &ids[range] {
-            let id = id as usize;
-            let prev = last_access[id];
-            last_access[id] = t as u32;
-            t += 1;
+        let row = &ids[range];
+        // The row's hits, looked up when it starts: a block's reuse distance counts the distinct
+        // blocks touched after its previous access and before this row. `j` is the bucket of the
+        // running maximum of the row's distances; capacities start at 1, so a distance of 0 hits
+        // in every cache: bucket 0.
+        let mut j = 0usize;
+        for &id in row {
+            let prev = last_access[id as usize];
             if prev == u32::MAX {
-                running = None;
-                continue;
+                break;
             }
-            // Distinct blocks between the two accesses = accesses between them minus those
-            // superseded by a later access of their block (kept as "dead" marks). First
-            // accesses need no bookkeeping at all, which keeps big traces cheap.
             let prev = prev as usize;
-            dead.add(prev);
-
-            let Some(mut j) = running else { continue };
             // The distance is at most the number of accesses in between: when even that stays
             // below the bucket's capacity the bucket holds, and nothing needs counting (the
             // usual case for the blocks after a row's first: their distances are alike).
-            let between = t - 1 - prev - 1;
+            let between = t - prev - 1;
             if caps.get(j).is_none_or(|&c| between as u64 >= c) {
-                // No access at or after the current one (time t − 1) is marked yet.
+                // Distinct blocks between the two accesses = accesses between them minus those
+                // superseded by a later access of their block (kept as "dead" marks).
                 let rd = (between - dead.count_from(prev + 1)) as u64;
-
                 j = j.max(bucket_of(rd).min(caps.len()));
-                running = Some(j);
             }
             bucket[j] += w;
+        }
+        // Then the row's blocks are touched tail first, the order in which vLLM frees a finished
+        // request's blocks, so a prompt's first block (the one other prompts share) is the last
+        // of them to go. First accesses need no bookkeeping at all, which keeps big traces cheap.
+        for &id in row.iter().rev() {
+            let prev = last_access[id as usize];
+            last_access[id as usize] = t as u32;
+            t += 1;
+            if prev != u32::MAX {
+                dead.add(prev as usize);
+            }
         }
     }
     tables.keep_words(last_access);
@@ -204,21 +208,16 @@ mod tests {
         rows.iter().map(|ids| (Row::new(Input::Length(ids.len() as i64 * 16)), ids.clone())).collect()
     }
 
-    /// Straightforward LRU simulation with prefix semantics, for comparison.
+    /// Straightforward LRU simulation with prefix semantics, for comparison: a row's leading
+    /// hit is looked up when it starts, then its blocks are touched tail first.
     fn simulate(rows: &[Vec<u64>], cap: usize) -> f64 {
         let mut lru: Vec<u64> = Vec::new(); // most recent last
         let mut sum = 0.0;
         let mut n = 0;
         for ids in rows.iter().filter(|r| !r.is_empty()) {
             n += 1;
-            let mut hits = 0;
-            let mut leading = true;
-            for id in ids {
-                let hit = lru.contains(id);
-                leading &= hit;
-                if leading {
-                    hits += 1;
-                }
+            let hits = ids.iter().take_while(|id| lru.contains(id)).count();
+            for id in ids.iter().rev() {
                 lru.retain(|x| x != id);
                 lru.push(*id);
                 if lru.len() > cap {

@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Policy {
-    /// Least recently used: the block released longest ago (a request's blocks are released in
-    /// prompt order, so its first block goes before its last).
+    /// Least recently used: the block released longest ago (a request's blocks are released tail
+    /// first, as vLLM frees them, so its last block goes before its first).
     #[default]
     Lru,
     /// Least frequently used: the block used by the fewest requests; ties go to the least
@@ -52,6 +52,9 @@ const NONE: u32 = u32::MAX;
 /// order with one use) and is evicted like any other, but its place in a request's held blocks
 /// and in the eviction order is this number instead of an entry, and evicting it reads nothing.
 pub const ONCE: u32 = u32::MAX - 1;
+
+/// In a request's held blocks, marks the item before it as the prompt's partial last block.
+const TAIL: u32 = u32::MAX - 2;
 
 /// One block cached on one replica (32 bytes: one cache line holds it whole).
 #[derive(Clone, Debug)]
@@ -225,10 +228,19 @@ impl Blocks {
     /// is not kept). Returns the leading hit in blocks; the pinned entries (and [`ONCE`] for each
     /// block of that number kept) are appended to `held`, for [`Blocks::release`].
     pub fn admit(&mut self, r: u32, ids: &[u32], held: &mut Vec<u32>) -> usize {
+        self.admit_with_tail(r, ids, held, false)
+    }
+
+    /// [`Blocks::admit`] of a prompt whose last block is partial when `partial_tail`: that block
+    /// takes room while the request runs, and once released it is the first block evicted, as
+    /// vLLM caches whole blocks only and puts a freed uncached block first in line for reuse.
+    pub fn admit_with_tail(&mut self, r: u32, ids: &[u32], held: &mut Vec<u32>, partial_tail: bool) -> usize {
         self.touch_victims(r, ids.len());
         let mut leading = true;
         let mut hit = 0;
+        let mut kept_last = false;
         for &id in ids {
+            kept_last = false;
             if id == ONCE {
                 leading = false;
                 let full = self.capacity.is_some_and(|c| self.shelves[r as usize].len >= c);
@@ -239,6 +251,7 @@ impl Blocks {
                 shelf.len += 1;
                 shelf.pinned += 1;
                 held.push(ONCE);
+                kept_last = true;
                 continue;
             }
             let mut slot = self.find(r, id);
@@ -256,27 +269,29 @@ impl Blocks {
             }
             self.pin(slot);
             held.push(slot);
+            kept_last = true;
+        }
+        if partial_tail && kept_last {
+            held.push(TAIL);
         }
         hit
     }
 
     /// A request on replica `r` ends: its blocks (what [`Blocks::admit`] appended to `held`) are
-    /// released in prompt order.
+    /// released tail first (vLLM's order: a prompt's first blocks, the ones other prompts share,
+    /// stay longest).
     pub fn release(&mut self, r: u32, held: &[u32]) {
-        for &slot in held {
+        let mut tail = false;
+        for &slot in held.iter().rev() {
+            if slot == TAIL {
+                tail = true;
+                continue;
+            }
+            let first = std::mem::take(&mut tail);
             if slot == ONCE {
                 self.tick += 1;
-                let shelf = &mut self.shelves[r as usize];
-                shelf.pinned -= 1;
-                match self.policy {
-                    Policy::Lru => {
-                        shelf.queue.push_back((self.tick, ONCE));
-                        if shelf.queue.len() > 2 * (shelf.len - shelf.pinned) + 1024 {
-                            self.compact(r);
-                        }
-                    }
-                    Policy::Lfu => shelf.heap.push(Reverse((1, self.tick, ONCE))),
-                }
+                self.shelves[r as usize].pinned -= 1;
+                self.enqueue(r, ONCE, 1, first);
                 continue;
             }
             let e = &mut self.entries[slot as usize];
@@ -285,18 +300,29 @@ impl Blocks {
                 self.tick += 1;
                 e.released = self.tick;
                 let (r, uses) = (e.replica, e.uses);
-                let shelf = &mut self.shelves[r as usize];
-                shelf.pinned -= 1;
-                match self.policy {
-                    Policy::Lru => {
-                        shelf.queue.push_back((self.tick, slot));
-                        if shelf.queue.len() > 2 * (shelf.len - shelf.pinned) + 1024 {
-                            self.compact(r);
-                        }
-                    }
-                    Policy::Lfu => shelf.heap.push(Reverse((uses, self.tick, slot))),
+                self.shelves[r as usize].pinned -= 1;
+                self.enqueue(r, slot, uses, first);
+            }
+        }
+    }
+
+    /// Puts a block just released (at the current tick) in replica `r`'s eviction order: last,
+    /// or first when `first` (a partial last block; LFU counts it as never used).
+    fn enqueue(&mut self, r: u32, slot: u32, uses: u32, first: bool) {
+        let tick = self.tick;
+        let shelf = &mut self.shelves[r as usize];
+        match self.policy {
+            Policy::Lru => {
+                if first {
+                    shelf.queue.push_front((tick, slot));
+                } else {
+                    shelf.queue.push_back((tick, slot));
+                }
+                if shelf.queue.len() > 2 * (shelf.len - shelf.pinned) + 1024 {
+                    self.compact(r);
                 }
             }
+            Policy::Lfu => shelf.heap.push(Reverse((if first { 0 } else { uses }, tick, slot))),
         }
     }
 
@@ -344,7 +370,8 @@ impl Blocks {
             },
             Policy::Lfu => loop {
                 let Some(Reverse((uses, released, s))) = self.shelves[r as usize].heap.pop() else { return false };
-                if s == ONCE || (self.current(r, s, released) && self.entries[s as usize].uses == uses) {
+                // Uses of 0: a partial last block, current while its release is.
+                if s == ONCE || (self.current(r, s, released) && (uses == 0 || self.entries[s as usize].uses == uses)) {
                     break s;
                 }
             },
@@ -501,7 +528,7 @@ impl BlockCache {
         hit
     }
 
-    /// A request ends: its blocks are released in prompt order.
+    /// A request ends: its blocks are released tail first.
     pub fn release(&mut self, held: &[u32]) {
         self.blocks.release(0, held);
     }
@@ -640,6 +667,23 @@ mod tests {
     }
 
     #[test]
+    fn a_partial_last_block_is_evicted_first() {
+        for policy in [Policy::Lru, Policy::Lfu] {
+            let mut b = Blocks::new(1, 8, Some(3), policy);
+            let mut held = Vec::new();
+            b.admit(0, &[0], &mut held);
+            b.release(0, &held);
+            held.clear();
+            b.admit_with_tail(0, &[1, 2], &mut held, true);
+            b.release(0, &held);
+            held.clear();
+            // Block 3 needs room: the partial block 2 goes, not 0, released longer ago.
+            b.admit(0, &[3], &mut held);
+            assert_eq!((b.overlap(0, &[0]), b.overlap(0, &[1, 2]), b.evictions(0)), (1, 1, 1), "{policy:?}");
+        }
+    }
+
+    #[test]
     fn replicas_share_a_block_and_each_evicts_its_own() {
         let mut b = Blocks::new(3, 8, Some(2), Policy::Lru);
         let mut held = Vec::new();
@@ -650,12 +694,18 @@ mod tests {
         b.overlaps(&[0, 1, 3], &mut out);
         assert_eq!(out, [2, 0, 1]);
         assert_eq!((b.overlap(0, &[0, 1, 3]), b.overlap(2, &[0, 2])), (2, 2));
-        // Replica 2 evicts its copy of 0 (released first); replica 0 keeps its own.
+        // Replica 2 evicts its block 2 (a prompt's tail is released first), then its copy of 0;
+        // replica 0 keeps its own.
         held.clear();
         b.admit(2, &[5], &mut held);
         b.overlaps(&[0, 1], &mut out);
-        assert_eq!(out, [2, 0, 0]);
+        assert_eq!(out, [2, 0, 1]);
         assert_eq!((b.evictions(0), b.evictions(2), b.len(2)), (0, 1, 2));
         assert_eq!(b.missing(2, &[0, 2, 5]), 1);
+        b.release(2, &held);
+        held.clear();
+        b.admit(2, &[6], &mut held);
+        b.overlaps(&[0, 1], &mut out);
+        assert_eq!(out, [2, 0, 0]);
     }
 }

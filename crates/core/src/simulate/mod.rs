@@ -8,7 +8,9 @@
 //! running slot is free (`max_running`) and its new blocks fit beside the pinned ones, then
 //! runs: its prompt blocks are matched as a chained prefix ([`cache`]), pinned until it ends,
 //! and its timing follows [`Engine`]. Blocks are the trace's hash ids (a row's prompt); decode
-//! tokens are not cached and take no capacity. The engine serves the hit blocks' tokens as vLLM
+//! tokens are not cached and take no capacity. As in vLLM, a request's blocks are released tail
+//! first, and a partial last block (a row's `input_length` short of its ids' whole blocks), which
+//! vLLM does not cache, is the first to be evicted. The engine serves the hit blocks' tokens as vLLM
 //! does ([`engine_cached_tokens`]: never the prompt's last token); the per-row hit rate counts
 //! the blocks found in the cache, as `analyze-trace` does.
 //!
@@ -582,13 +584,13 @@ impl Sim<'_> {
             }
             r.waiting.pop_front();
             r.waiting_blocks -= ids.len() as u64;
-            let hit = self.blocks.admit(replica, ids, &mut p.held);
-            r.running += 1;
-            r.running_blocks += ids.len() as u64;
-
             let bs = u64::from(cluster.block_size);
             let input =
                 row.and_then(|row| row.input_length()).map_or(ids.len() as u64 * bs, |n| u64::try_from(n).unwrap_or(0));
+            let partial_tail = input < ids.len() as u64 * bs;
+            let hit = self.blocks.admit_with_tail(replica, ids, &mut p.held, partial_tail);
+            r.running += 1;
+            r.running_blocks += ids.len() as u64;
             let output = row.and_then(|row| row.output_length).unwrap_or(1).max(1);
             let cached = engine_cached_tokens(hit as u64, input, cluster.block_size);
             let e = &cluster.engine;
