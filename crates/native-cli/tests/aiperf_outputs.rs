@@ -103,7 +103,7 @@ fn profile_export_prefix_names_every_file() {
 }
 
 /// `--export-http-trace` with `--show-trace-timing`: the console shows the `http_req_*` table, and every line of the records has AIPerf's `trace_data` (wall-clock send
-/// start on the record's own `request_start_ns`, the response body's bytes and reads, k6's
+/// start on the record's own `request_start_ns`, the status, the response body's bytes and reads, k6's
 /// durations adding up); a run without the option has none.
 #[test]
 fn export_http_trace_adds_each_requests_exchange() {
@@ -124,6 +124,7 @@ fn export_http_trace_adds_each_requests_exchange() {
     for l in &lines {
         let td = &l["trace_data"];
         assert_eq!(td["trace_type"], "hyper", "{l}");
+        assert_eq!(td["response_status_code"], 200, "{l}");
         let start = td["request_send_start_ns"].as_u64().unwrap();
         assert_eq!(start, l["metadata"]["request_start_ns"].as_u64().unwrap(), "{l}");
         let n = |k: &str| td[k].as_u64().unwrap_or_else(|| panic!("{k}: {td}"));

@@ -330,6 +330,7 @@ fn http_timing(h: &[Option<f64>; 9], sent_ns: u64) -> Option<HttpTiming> {
         bytes_sent: bytes(data_sent?)?,
         bytes_received: bytes(data_received?)?,
         chunks_received: token_count(chunks?)?,
+        status: None,
     })
 }
 
@@ -1172,7 +1173,7 @@ mod tests {
                 reused, connect_ns: connect, dns_lookup_ns: dns.min(connect), send_end_ns,
                 body_first_ns: body.map(|(w, _)| send_end_ns + w),
                 body_last_ns: body.map(|(w, r)| send_end_ns + w + r),
-                bytes_sent, bytes_received, chunks_received,
+                bytes_sent, bytes_received, chunks_received, status: None,
             }
         }
     }
@@ -1384,6 +1385,7 @@ mod tests {
                         bytes_sent: 2_000 + i,
                         bytes_received: 600 * i,
                         chunks_received: 5,
+                        status: None,
                     });
                 }
                 r

@@ -353,6 +353,9 @@ async fn exchange(
         }
     });
     let status = resp.status();
+    if let Some(h) = &mut ex.http {
+        h.status = Some(status.as_u16());
+    }
     ex.mock_ttft_ms = resp.headers().get("x-aiperf-mock-ttft-ms").and_then(|v| v.to_str().ok()?.parse().ok());
     let is_sse = resp
         .headers()
