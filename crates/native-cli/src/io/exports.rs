@@ -105,6 +105,11 @@ impl ExportNames {
         self.named(".jsonl", RECORDS_FILE)
     }
 
+    /// The raw records of `--export-level raw` (`profile_export_raw.jsonl`).
+    pub fn raw(&self) -> String {
+        self.named("_raw.jsonl", aiperf_core::results::raw::RAW_FILE)
+    }
+
     /// A summary file (`profile_export_aiperf.json`, `.csv`, `profile_export_console.txt`).
     pub fn summary(&self, f: SummaryFormat) -> String {
         let suffix = match f {
@@ -189,6 +194,21 @@ pub fn records_file(dir: &Path, names: &ExportNames) -> Result<Box<dyn Write + S
         std::fs::remove_file(&marker).with_context(|| format!("cannot remove {}", marker.display()))?;
     }
     Ok(Box::new(std::io::BufWriter::with_capacity(1 << 18, output::create_stream(&dir.join(names.records()))?)))
+}
+
+/// Opens `profile_export_raw.jsonl` in `dir` for the records stage (`--export-level raw`),
+/// buffered like the records file.
+pub fn raw_file(dir: &Path, names: &ExportNames) -> Result<Box<dyn Write + Send>> {
+    Ok(Box::new(std::io::BufWriter::with_capacity(1 << 18, output::create_stream(&dir.join(names.raw()))?)))
+}
+
+/// Removes the raw records file of a run this one replaces (`--overwrite`) without writing one.
+pub fn no_raw_file(dir: &Path, names: &ExportNames) -> Result<()> {
+    let path = dir.join(names.raw());
+    if path.is_file() {
+        std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Writes `server_metrics_export.json` and `.csv` into `dir` (those of `--server-metrics-formats`);

@@ -932,8 +932,10 @@ fn artifacts(out: &mut Out, a: &Artifacts) -> Result<()> {
             Some(other) => out.raw(&format!("{A}.{name}"), other, "--export-level"),
         }
     }
-    if let Some(v) = &a.raw {
-        out.raw(&format!("{A}.raw"), v, "--export-level");
+    match &a.raw {
+        None | Some(Value::Bool(false)) => {}
+        Some(Value::Bool(true)) => out.push(&format!("{A}.raw"), "true".into(), vec![kv("--export-level", "raw")]),
+        Some(other) => bail!("key `{A}.raw` = {}: accepted is true or false", show(other)),
     }
     out.switch(&format!("{A}.trace"), &a.trace, "--export-http-trace", None)?;
     out.duration(&format!("{A}.sliceDuration"), "--slice-duration", &a.slice_duration)?;
