@@ -7,6 +7,7 @@ use std::path::Path;
 
 use aiperf_core::results::export::SummaryFormat;
 use aiperf_core::results::line::RECORDS_FILE;
+use aiperf_core::results::names::PREFIX_SUFFIXES;
 use aiperf_core::results::summary::RunSummary;
 use aiperf_core::results::timeslices::{TIMESLICES_CSV, TIMESLICES_JSON, TimeSlices, timeslices_csv, timeslices_json};
 use aiperf_core::server::export as server_export;
@@ -21,25 +22,6 @@ use crate::io::output;
 pub struct ExportNames {
     base: Option<String>,
 }
-
-/// What AIPerf strips from the end of a prefix, longest first, so that `foo_raw.jsonl` and
-/// `foo.json` both name the base `foo`.
-const PREFIX_SUFFIXES: [&str; 14] = [
-    "_server_metrics.parquet",
-    "_server_metrics.jsonl",
-    "_server_metrics.json",
-    "_server_metrics.csv",
-    "_network_latency.jsonl",
-    "_gpu_telemetry.jsonl",
-    "_timeslices.csv",
-    "_timeslices.json",
-    "_console.txt",
-    "_raw.jsonl",
-    ".parquet",
-    ".csv",
-    ".json",
-    ".jsonl",
-];
 
 impl ExportNames {
     /// The names of `--profile-export-prefix PREFIX`: an absolute path gives its last part (the
