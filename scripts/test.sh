@@ -63,7 +63,7 @@ say "AIPerf 0.13.0's own readers on runs of ours (record model, aiperf plot, aip
 # kind (PNGs through the Chromium installed for the browser tests), `aiperf analyze swim-lane`.
 # Passes with a SKIP line when PyPI can't be reached.
 cargo test -p aiperf-cli --locked --test aiperf_readers -- --ignored --nocapture
-# --export-http-trace's trace_data read by AIPerf's MetricRecordInfo.
+# --export-http-trace's trace_data read by AIPerf's MetricRecordInfo, --export-level raw's lines by its RawRecordInfo.
 cargo test -p aiperf-cli --locked --test aiperf_outputs -- --ignored --nocapture
 
 say "AIPerf 0.13.0 against our generators: agentic-code sessions (10 seeds each, replayed by both), synthetic workloads (its inputs.json)"

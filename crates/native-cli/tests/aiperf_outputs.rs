@@ -103,7 +103,7 @@ fn profile_export_prefix_names_every_file() {
 }
 
 /// `--export-http-trace` with `--show-trace-timing`: the console shows the `http_req_*` table, and every line of the records has AIPerf's `trace_data` (wall-clock send
-/// start on the record's own `request_start_ns`, the response body's bytes and reads, k6's
+/// start on the record's own `request_start_ns`, the status, the response body's bytes and reads, k6's
 /// durations adding up); a run without the option has none.
 #[test]
 fn export_http_trace_adds_each_requests_exchange() {
@@ -124,6 +124,7 @@ fn export_http_trace_adds_each_requests_exchange() {
     for l in &lines {
         let td = &l["trace_data"];
         assert_eq!(td["trace_type"], "hyper", "{l}");
+        assert_eq!(td["response_status_code"], 200, "{l}");
         let start = td["request_send_start_ns"].as_u64().unwrap();
         assert_eq!(start, l["metadata"]["request_start_ns"].as_u64().unwrap(), "{l}");
         let n = |k: &str| td[k].as_u64().unwrap_or_else(|| panic!("{k}: {td}"));
@@ -170,6 +171,103 @@ print(n)
     let out = python(&venv, code, &[art.join("profile_export.jsonl").to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "4");
+}
+
+/// The secrets of [`raw_run`]: an API key, a credential header and a URL's password.
+const SECRETS: [&str; 3] = ["sk-raw-key-123", "tok-raw-456", "pw-raw-789"];
+
+/// `--export-level raw` against the mock, with an API key, a credential header, a benign header
+/// and a password in the URL; `streaming` or not. Returns the artifact folder.
+fn raw_run(mock: &Mock, dir: &Path, name: &str, streaming: bool) -> std::path::PathBuf {
+    let t = trace(dir);
+    let art = dir.join(name);
+    let url = mock.url.replacen("://", "://alice:pw-raw-789@", 1);
+    let mut extra = vec!["--concurrency", "2", "--export-level", "raw", "--api-key", SECRETS[0]];
+    extra.extend(["-H", "X-Auth-Token:tok-raw-456", "-H", "X-Tenant:acme"]);
+    if streaming {
+        extra.push("--streaming");
+    }
+    ok(&profile_on(&url, &t, &art, &extra, LIMIT));
+    art
+}
+
+/// `--export-level raw`: `profile_export_raw.jsonl` beside the records, a line per request in
+/// AIPerf's `RawRecordInfo` shape — the record's metadata, the body sent, the headers (every
+/// credential `<redacted>`, a benign header shown), the status, each SSE message with its time
+/// (or the whole body without streaming); no secret appears anywhere in the folder. A records
+/// run replacing it (`--overwrite`) takes the raw file away.
+#[test]
+fn export_level_raw_writes_each_requests_exchange() {
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let art = raw_run(&mock, dir.path(), "streamed", true);
+    assert!(files(&art).contains(&"profile_export_raw.jsonl".to_owned()), "{:?}", files(&art));
+    let records = read_jsonl(&art.join("profile_export.jsonl"));
+    let raw = read_jsonl(&art.join("profile_export_raw.jsonl"));
+    assert_eq!((records.len(), raw.len()), (4, 4));
+    for l in &raw {
+        let ids: Vec<&serde_json::Value> = records.iter().map(|r| &r["metadata"]["x_request_id"]).collect();
+        assert!(ids.contains(&&l["metadata"]["x_request_id"]), "{l}");
+        assert_eq!(l["payload"]["model"], "m", "{l}");
+        assert_eq!(l["payload"]["stream"], true, "{l}");
+        assert_eq!(l["status"], 200, "{l}");
+        let h = &l["request_headers"];
+        assert_eq!(h["authorization"], "<redacted>", "{h}");
+        assert_eq!(h["x-auth-token"], "<redacted>", "{h}");
+        assert_eq!(h["x-tenant"], "acme", "{h}");
+        assert_eq!(h["content-type"], "application/json", "{h}");
+        let responses = l["responses"].as_array().unwrap();
+        assert!(responses.len() >= 3, "a first token, more chunks and [DONE]: {l}");
+        let times: Vec<u64> = responses.iter().map(|r| r["perf_ns"].as_u64().unwrap()).collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]) && times[0] >= l["start_perf_ns"].as_u64().unwrap(), "{l}");
+        assert_eq!(responses.last().unwrap()["packets"][0], serde_json::json!({"name": "data", "value": "[DONE]"}));
+    }
+    let plain = raw_run(&mock, dir.path(), "whole", false);
+    for l in read_jsonl(&plain.join("profile_export_raw.jsonl")) {
+        let r = &l["responses"];
+        assert_eq!(r.as_array().map(Vec::len), Some(1), "{l}");
+        assert_eq!(r[0]["content_type"], "application/json", "{l}");
+        let body: serde_json::Value = serde_json::from_str(r[0]["text"].as_str().unwrap()).unwrap();
+        assert!(body["choices"][0]["message"]["content"].is_string(), "{l}");
+    }
+    for folder in [&art, &plain] {
+        for f in files(folder) {
+            let text = std::fs::read_to_string(folder.join(&f)).unwrap();
+            for s in SECRETS {
+                assert!(!text.contains(s), "{s} in {f}");
+            }
+        }
+    }
+    ok(&run(&mock.url, &trace(dir.path()), &art, &["--overwrite"]));
+    assert!(!art.join("profile_export_raw.jsonl").exists());
+}
+
+/// AIPerf's own `RawRecordInfo` model reads every line of our `profile_export_raw.jsonl`,
+/// streamed and not (run by hand or by `scripts/test.sh`: `--ignored`).
+#[test]
+#[ignore = "needs AIPerf's virtual environment (scripts/aiperf-venv.sh)"]
+fn aiperf_reads_our_raw_records() {
+    let Some(venv) = aiperf_venv() else { return };
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let code = r#"
+import sys
+from aiperf.common.models.record_models import RawRecordInfo, SSEMessage, TextResponse
+n = 0
+for path, kind in ((sys.argv[1], SSEMessage), (sys.argv[2], TextResponse)):
+    for line in open(path):
+        r = RawRecordInfo.model_validate_json(line)
+        assert r.payload and r.payload["model"] == "m" and r.status == 200, line
+        assert r.request_headers["authorization"] == "<redacted>", line
+        assert r.responses and all(isinstance(x, kind) for x in r.responses), line
+        n += 1
+print(n)
+"#;
+    let streamed = raw_run(&mock, dir.path(), "streamed", true).join("profile_export_raw.jsonl");
+    let whole = raw_run(&mock, dir.path(), "whole", false).join("profile_export_raw.jsonl");
+    let out = python(&venv, code, &[streamed.to_str().unwrap(), whole.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "8");
 }
 
 fn cli(args: &[&str]) -> std::process::Output {

@@ -660,12 +660,6 @@ fn export_level_summary_writes_the_summaries_without_the_records() {
     assert_eq!(s["input_config"]["artifacts"]["records"], false);
     assert_eq!(s["aiperf_cli_config"]["export_level"], "summary");
     assert!(art.join(".aiperf_results_ready.json").is_file());
-    // AIPerf's `raw` keeps bodies and headers, which are not kept here: refused by name.
-    let raw = ["--concurrency", "1", "--export-level", "raw"];
-    let out = profile_streaming(&mock.url, &trace, &dir.path().join("raw"), &raw, LIMIT);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("the AIPerf option --export-level raw is not supported"), "{err}");
 }
 
 /// `--request-cancellation-rate`/`-delay`: the chosen share of requests reaches the server whole,

@@ -279,3 +279,45 @@ fn a_past_start_and_more_shards_than_sessions_are_refused_before_sending() {
     assert!(err.contains("--shard 3/4: the trace has 3 session(s)"), "{err}");
     assert!(!art.join("profile_export.jsonl").exists());
 }
+
+/// Shards written with `--profile-export-prefix` (each its own base name) merge like AIPerf-named
+/// ones: merge finds each folder's `NAME.jsonl` and `NAME.json`, says which files it read, and
+/// the merged run holds every request once.
+#[test]
+fn shards_written_with_an_export_prefix_merge() {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = conversation_head(dir.path());
+    let start_at = unix_ms() + 6000;
+    let arts: Vec<PathBuf> = (0..2).map(|k| dir.path().join(format!("shard-{k}"))).collect();
+    let children: Vec<Child> = arts
+        .iter()
+        .enumerate()
+        .map(|(k, art)| {
+            let (shard, prefix) = (format!("{k}/2"), format!("part{k}"));
+            let extra = ["--shard", &shard, "--start-at", &start_at.to_string(), "--profile-export-prefix", &prefix];
+            spawn_shard(&mock, &trace, art, &extra)
+        })
+        .collect();
+    for c in children {
+        ok(&wait_limited(c, LIMIT));
+    }
+    for (k, art) in arts.iter().enumerate() {
+        assert!(art.join(format!("part{k}.jsonl")).is_file() && !art.join("profile_export.jsonl").exists());
+    }
+    let merged = dir.path().join("merged");
+    let out = merge(&[&arts[0], &arts[1]], &["--output", merged.to_str().unwrap()]);
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    for k in 0..2 {
+        let said = format!("read part{k}.jsonl and part{k}.json (a run written with --profile-export-prefix part{k})");
+        assert!(err.contains(&said), "{err}");
+    }
+    assert_eq!(records(&merged).len(), ROWS);
+    let s = summary(&merged);
+    assert_eq!(s["sharding"]["merged"]["count"], 2);
+    // The merged run's files have AIPerf's names, and its options say no prefix.
+    assert!(s["aiperf_cli_config"]["profile_export_prefix"].is_null(), "{}", s["aiperf_cli_config"]);
+    assert!(s["input_config"]["artifacts"].get("prefix").is_none(), "{}", s["input_config"]["artifacts"]);
+}

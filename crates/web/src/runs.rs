@@ -2,9 +2,12 @@
 //!
 //! A run is a `*.jsonl` of request records (`profile_export.jsonl`), with its summary file
 //! `<same name>_aiperf.json` (`profile_export_aiperf.json`) when dropped with it; a single
-//! `.json` dropped with a single `.jsonl` belongs to it whatever their names. The worker reads
+//! `.json` dropped with a single `.jsonl` belongs to it whatever their names. A run written with
+//! `--profile-export-prefix B` is `B.jsonl` with `B.json` and `B_server_metrics.json`, its other
+//! exports (`B.csv`, `B_raw.jsonl`, …: the core's one suffix list) left aside. The worker reads
 //! them with `aiperf_core::view` (the code behind `aiperf-cli report`), so the numbers are the CLI's.
 
+use aiperf_core::results::names::{self, RECORDS_SUFFIX, SERVER_METRICS_SUFFIX, SUMMARY_SUFFIX};
 use aiperf_core::view::MAX_RUNS;
 use aiperf_core::view::curve::is_curve_file;
 use aiperf_core::view::server::SERVER_METRICS_FILE;
@@ -15,6 +18,7 @@ pub fn is_run_file(name: &str) -> bool {
     name.ends_with("_aiperf.json")
         || name.starts_with("profile_export")
         || name.ends_with(SERVER_METRICS_FILE)
+        || name.ends_with(SERVER_METRICS_SUFFIX)
         || is_curve_file(name)
 }
 
@@ -41,26 +45,47 @@ pub struct Picked {
 }
 
 /// The file among `candidates` that belongs to the run whose records are `records_name`: the one
-/// named `<records stem><suffix>`, or the only one when a single run was dropped.
-fn belongs(names: &[String], candidates: &[usize], records_name: &str, suffix: &str, single: bool) -> Option<usize> {
-    let want = format!("{}{suffix}", records_name.trim_end_matches(".jsonl"));
-    candidates.iter().copied().find(|&c| names[c] == want).or(match candidates {
-        [only] if single => Some(*only),
-        _ => None,
+/// named `<records stem><suffix>` for one of `suffixes`, or the only one when a single run was
+/// dropped.
+fn belongs(
+    names: &[String],
+    candidates: &[usize],
+    records_name: &str,
+    suffixes: &[&str],
+    single: bool,
+) -> Option<usize> {
+    let stem = records_name.trim_end_matches(".jsonl");
+    candidates.iter().copied().find(|&c| suffixes.iter().any(|s| names[c].strip_prefix(stem) == Some(*s))).or(
+        match candidates {
+            [only] if single => Some(*only),
+            _ => None,
+        },
+    )
+}
+
+/// Whether file `i` is an export of a prefixed run that the run view does not read (`B.csv`,
+/// `B_raw.jsonl`, `B_timeslices.json`, …) dropped with the run's records `B.jsonl`.
+fn other_export(names: &[String], i: usize) -> bool {
+    names::split(&names[i]).is_some_and(|(base, suffix)| {
+        ![RECORDS_SUFFIX, SUMMARY_SUFFIX, SERVER_METRICS_SUFFIX].contains(&suffix)
+            && names.iter().any(|n| n.strip_prefix(base) == Some(RECORDS_SUFFIX))
     })
 }
 
 /// Sorts the dropped files into runs (records with their summary and server metrics) and
 /// campaign summaries, from their names.
 pub fn pick_files(names: &[String]) -> Result<Picked, String> {
-    let is_server = |n: &str| n.ends_with(SERVER_METRICS_FILE);
-    let curves: Vec<usize> = (0..names.len()).filter(|&i| is_curve_file(&names[i])).collect();
-    let servers: Vec<usize> = (0..names.len()).filter(|&i| is_server(&names[i])).collect();
-    let records: Vec<usize> = (0..names.len()).filter(|&i| names[i].ends_with(".jsonl")).collect();
-    let configs: Vec<usize> = (0..names.len())
-        .filter(|&i| names[i].ends_with(".json") && !curves.contains(&i) && !servers.contains(&i))
-        .collect();
-    let known = |i: &usize| records.contains(i) || configs.contains(i) || curves.contains(i) || servers.contains(i);
+    let is_server = |n: &str| n.ends_with(SERVER_METRICS_FILE) || n.ends_with(SERVER_METRICS_SUFFIX);
+    let others: Vec<usize> = (0..names.len()).filter(|&i| other_export(names, i)).collect();
+    let read = || (0..names.len()).filter(|i| !others.contains(i));
+    let curves: Vec<usize> = read().filter(|&i| is_curve_file(&names[i])).collect();
+    let servers: Vec<usize> = read().filter(|&i| is_server(&names[i])).collect();
+    let records: Vec<usize> = read().filter(|&i| names[i].ends_with(".jsonl")).collect();
+    let configs: Vec<usize> =
+        read().filter(|&i| names[i].ends_with(".json") && !curves.contains(&i) && !servers.contains(&i)).collect();
+    let known = |i: &usize| {
+        records.contains(i) || configs.contains(i) || curves.contains(i) || servers.contains(i) || others.contains(i)
+    };
     if let Some(other) = (0..names.len()).find(|i| !known(i)) {
         return Err(format!(
             "{}: a run is a profile_export.jsonl, with its profile_export_aiperf.json and {SERVER_METRICS_FILE}; a sweep or search is its summary .json",
@@ -78,8 +103,9 @@ pub fn pick_files(names: &[String]) -> Result<Picked, String> {
     let runs: Vec<RunPick> = records
         .iter()
         .map(|&r| {
-            let config = belongs(names, &configs, &names[r], "_aiperf.json", single);
-            let server = belongs(names, &servers, &names[r], &format!("_{SERVER_METRICS_FILE}"), single);
+            let config = belongs(names, &configs, &names[r], &["_aiperf.json", SUMMARY_SUFFIX], single);
+            let server_file = format!("_{SERVER_METRICS_FILE}");
+            let server = belongs(names, &servers, &names[r], &[&server_file, SERVER_METRICS_SUFFIX], single);
             used.extend(config.into_iter().chain(server));
             RunPick { records: r, config, server }
         })
@@ -158,6 +184,38 @@ mod tests {
         assert_eq!(p.runs[0].server, None);
         let e = pick_files(&names(&["a.jsonl", "b.jsonl", "server_metrics_export.json"])).unwrap_err();
         assert!(e.contains("which run is it for") && e.contains("run-a_server_metrics_export.json"), "{e}");
+    }
+
+    /// A run written with `--profile-export-prefix`, dropped whole: its records, summary and
+    /// server metrics by their names, the other exports left aside; two such runs side by side.
+    #[test]
+    fn a_prefixed_runs_files_are_told_by_the_one_suffix_list() {
+        let folder = [
+            "run1.csv",
+            "run1.json",
+            "run1.jsonl",
+            "run1_console.txt",
+            "run1_raw.jsonl",
+            "run1_server_metrics.csv",
+            "run1_server_metrics.json",
+            "run1_timeslices.csv",
+            "run1_timeslices.json",
+            "run1_gpu_telemetry.jsonl",
+        ];
+        let p = pick_files(&names(&folder)).unwrap();
+        assert_eq!(p.runs, vec![RunPick { records: 2, config: Some(1), server: Some(6) }]);
+        assert!(p.curves.is_empty());
+        let p = pick_files(&names(&["a.jsonl", "b.json", "b.jsonl", "a.json", "b_server_metrics.json"])).unwrap();
+        assert_eq!(
+            p.runs,
+            vec![
+                RunPick { records: 0, config: Some(3), server: None },
+                RunPick { records: 2, config: Some(1), server: Some(4) }
+            ]
+        );
+        // Without its records, another export is no file the run view reads.
+        assert!(pick_files(&names(&["run1.csv", "b.jsonl"])).unwrap_err().starts_with("run1.csv:"));
+        assert!(is_run_file("run1_server_metrics.json"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! What the client measures is one write of the request body and the response body's reads
 //! ([`HttpTiming`]); the transport-level chunk lists and the headers of AIPerf's aiohttp trace
 //! are not kept, so `request_chunks` and `response_chunks` are absent (AIPerf's default: empty).
+//! The response's status is there for every request that got one, successful or not.
 
 use serde::Serialize;
 
@@ -67,7 +68,7 @@ impl TraceData {
             request_send_end_ns: send_end,
             request_chunks_count: 1,
             request_bytes_total: h.bytes_sent,
-            response_status_code: rec.error.as_ref().and_then(|e| e.code()),
+            response_status_code: h.status.or_else(|| rec.error.as_ref().and_then(|e| e.code())),
             response_receive_start_ns: first,
             response_chunks_count: h.chunks_received,
             response_bytes_total: h.bytes_received,
@@ -134,6 +135,7 @@ mod tests {
                 bytes_sent: 120,
                 bytes_received: 900,
                 chunks_received: 5,
+                status: Some(200),
             }),
             ..RequestRecord::default()
         }
@@ -149,7 +151,7 @@ mod tests {
             (Some(500), Some(2_500), Some(4_500), Some(7_500))
         );
         assert_eq!(t.connection_reused_ns, Some(1_001_000));
-        assert_eq!((t.response_status_code, t.error_timestamp_ns), (None, None));
+        assert_eq!((t.response_status_code, t.error_timestamp_ns), (Some(200), None));
         assert!(TraceData::of(&RequestRecord::default(), 0).is_none(), "no connection, no trace");
     }
 
@@ -157,8 +159,16 @@ mod tests {
     fn a_failed_request_has_its_status_and_error_time() {
         let mut rec = traced();
         rec.error = Some(RecordError { kind: "http_status".into(), message: "HTTP 503: busy".into() });
+        if let Some(h) = &mut rec.http {
+            h.status = Some(503);
+        }
         let t = TraceData::of(&rec, 0).unwrap();
         assert_eq!((t.response_status_code, t.error_timestamp_ns), (Some(503), Some(9_000)));
+        if let Some(h) = &mut rec.http {
+            h.status = None;
+        }
+        let t = TraceData::of(&rec, 0).unwrap();
+        assert_eq!(t.response_status_code, Some(503), "the status read from the error's message");
     }
 
     #[test]

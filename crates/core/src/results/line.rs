@@ -40,6 +40,20 @@ pub const RECORD_PROCESSOR_ID: &str = "record_processor_0";
 /// chunk times are left out when the metrics give them back exactly (time to first token and
 /// inter-chunk latencies), so a line costs no more than the metrics AIPerf writes anyway.
 pub fn record_line(rec: &RequestRecord, metrics: Option<&RequestMetrics>, t0_unix_ns: u64) -> Vec<u8> {
+    let line = Line { metadata: metadata(rec, metrics, t0_unix_ns), metrics: Metrics(metrics), error: error_out(rec) };
+    let mut out = serde_json::to_vec(&line).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+/// A record's error as AIPerf's `ErrorDetails`.
+pub(super) fn error_out(rec: &RequestRecord) -> Option<ErrorOut<'_>> {
+    rec.error.as_ref().map(|e| ErrorOut { code: e.code(), kind: &e.kind, message: &e.message })
+}
+
+/// A record's `metadata` object, AIPerf's `MetricRecordMetadata` with the record's own fields
+/// (see [`record_line`]).
+pub(super) fn metadata<'a>(rec: &'a RequestRecord, metrics: Option<&RequestMetrics>, t0_unix_ns: u64) -> Meta<'a> {
     let wall = |t: u64| t0_unix_ns.saturating_add(t);
     let chunks_in_metrics = match metrics {
         Some(m) => chunks_from_metrics(rec.sent_ns, m.get(Metric::TimeToFirstToken), m.inter_chunk_ms.iter().copied())
@@ -59,43 +73,36 @@ pub fn record_line(rec: &RequestRecord, metrics: Option<&RequestMetrics>, t0_uni
             .into_iter()
             .flatten()
             .all(|n| n <= MAX_EXACT_COUNT);
-    let line = Line {
-        metadata: Meta {
-            session_num: rec.session_num,
-            x_request_id: rec.request_id.as_deref(),
-            x_correlation_id: rec.correlation_id.as_deref(),
-            conversation_id: rec.session_id.as_deref(),
-            turn_index: rec.turn,
-            credit_issued_ns: wall(rec.scheduled_ns),
-            request_start_ns: wall(rec.sent_ns),
-            request_ack_ns: rec.first_byte_ns.map(wall),
-            request_end_ns: wall(rec.end_ns),
-            worker_id: WORKER_ID,
-            record_processor_id: RECORD_PROCESSOR_ID,
-            benchmark_phase: "profiling",
-            was_cancelled: cancelled,
-            cancellation_time_ns: cancelled.then(|| wall(rec.end_ns)),
-            trace_line: rec.trace_line,
-            scheduled_ns: unless_implied(rec.scheduled_ns),
-            dispatched_ns: rec.dispatched_ns,
-            sent_ns: rec.sent_ns,
-            first_byte_ns: rec.first_byte_ns.and_then(unless_implied),
-            end_ns: unless_implied(rec.end_ns),
-            chunk_ns: (!chunks_in_metrics).then_some(&rec.chunk_ns[..]),
-            streaming: (rec.streaming != has_ttft).then_some(rec.streaming),
-            input_tokens: rec.input_tokens,
-            output_tokens: rec.output_tokens,
-            max_tokens: rec.max_tokens,
-            usage: (!usage_in_metrics).then_some(&rec.usage),
-            expected_cached_tokens: rec.expected_cached_tokens,
-            url_index: rec.url_index,
-        },
-        metrics: Metrics(metrics),
-        error: rec.error.as_ref().map(|e| ErrorOut { code: e.code(), kind: &e.kind, message: &e.message }),
-    };
-    let mut out = serde_json::to_vec(&line).unwrap_or_default();
-    out.push(b'\n');
-    out
+    Meta {
+        session_num: rec.session_num,
+        x_request_id: rec.request_id.as_deref(),
+        x_correlation_id: rec.correlation_id.as_deref(),
+        conversation_id: rec.session_id.as_deref(),
+        turn_index: rec.turn,
+        credit_issued_ns: wall(rec.scheduled_ns),
+        request_start_ns: wall(rec.sent_ns),
+        request_ack_ns: rec.first_byte_ns.map(wall),
+        request_end_ns: wall(rec.end_ns),
+        worker_id: WORKER_ID,
+        record_processor_id: RECORD_PROCESSOR_ID,
+        benchmark_phase: "profiling",
+        was_cancelled: cancelled,
+        cancellation_time_ns: cancelled.then(|| wall(rec.end_ns)),
+        trace_line: rec.trace_line,
+        scheduled_ns: unless_implied(rec.scheduled_ns),
+        dispatched_ns: rec.dispatched_ns,
+        sent_ns: rec.sent_ns,
+        first_byte_ns: rec.first_byte_ns.and_then(unless_implied),
+        end_ns: unless_implied(rec.end_ns),
+        chunk_ns: (!chunks_in_metrics).then_some(&rec.chunk_ns[..]),
+        streaming: (rec.streaming != has_ttft).then_some(rec.streaming),
+        input_tokens: rec.input_tokens,
+        output_tokens: rec.output_tokens,
+        max_tokens: rec.max_tokens,
+        usage: (!usage_in_metrics).then_some(&rec.usage),
+        expected_cached_tokens: rec.expected_cached_tokens,
+        url_index: rec.url_index,
+    }
 }
 
 /// One line of the JSONL, serialized without building a JSON tree.
@@ -108,7 +115,7 @@ struct Line<'a> {
 }
 
 #[derive(Serialize)]
-struct Meta<'a> {
+pub(super) struct Meta<'a> {
     session_num: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     x_request_id: Option<&'a str>,
@@ -167,7 +174,7 @@ const MAX_EXACT_COUNT: u64 = 1 << 53;
 
 /// AIPerf's `ErrorDetails`.
 #[derive(Serialize)]
-struct ErrorOut<'a> {
+pub(super) struct ErrorOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     code: Option<u16>,
     #[serde(rename = "type")]
@@ -331,6 +338,7 @@ fn http_timing(h: &[Option<f64>; 9], sent_ns: u64) -> Option<HttpTiming> {
         bytes_sent: bytes(data_sent?)?,
         bytes_received: bytes(data_received?)?,
         chunks_received: token_count(chunks?)?,
+        status: None,
     })
 }
 
@@ -1175,7 +1183,7 @@ mod tests {
                 reused, connect_ns: connect, dns_lookup_ns: dns.min(connect), send_end_ns,
                 body_first_ns: body.map(|(w, _)| send_end_ns + w),
                 body_last_ns: body.map(|(w, r)| send_end_ns + w + r),
-                bytes_sent, bytes_received, chunks_received,
+                bytes_sent, bytes_received, chunks_received, status: None,
             }
         }
     }
@@ -1397,6 +1405,7 @@ mod tests {
                         bytes_sent: 2_000 + i,
                         bytes_received: 600 * i,
                         chunks_received: 5,
+                        status: None,
                     });
                 }
                 r

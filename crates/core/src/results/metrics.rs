@@ -544,6 +544,7 @@ pub(crate) mod tests {
             bytes_sent: 2048,
             bytes_received: 512,
             chunks_received: 3,
+            status: Some(200),
         });
         let m = RequestMetrics::of(&r, false);
         let got = |k: Metric| m.get(k).unwrap();

@@ -80,6 +80,9 @@ pub struct HttpTiming {
     /// Response body bytes and the reads they arrived in.
     pub bytes_received: u64,
     pub chunks_received: u64,
+    /// The response's HTTP status (`None`: not known, as in a record read back from a line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
 }
 
 /// Everything measured about one request; times are nanoseconds from the benchmark start (a

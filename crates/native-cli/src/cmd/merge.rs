@@ -28,6 +28,7 @@ use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
 
 use crate::exit::BadInput;
+use crate::io::exports::ExportNames;
 
 /// Largest summary file read (`profile_export_aiperf.json` is a few kB).
 const MAX_SUMMARY_BYTES: u64 = 64 << 20;
@@ -35,7 +36,8 @@ const MAX_SUMMARY_BYTES: u64 = 64 << 20;
 /// Merge the shards of a run (`profile --shard K/N`) into one run.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The shards' artifact folders (each with profile_export.jsonl and profile_export_aiperf.json).
+    /// The shards' artifact folders (each with profile_export.jsonl and profile_export_aiperf.json,
+    /// or a run's files written with --profile-export-prefix: NAME.jsonl and NAME.json).
     #[arg(required = true, value_name = "SHARD_DIR")]
     pub shard_dirs: Vec<PathBuf>,
     /// Folder of the merged run's exports.
@@ -54,6 +56,8 @@ pub struct Args {
 #[derive(Clone, Debug)]
 struct ShardDir {
     dir: PathBuf,
+    /// Its files' names: AIPerf's, or those of `--profile-export-prefix`.
+    names: ExportNames,
     run: ShardRun,
     /// Its options under our names (`aiperf_cli_config`; `input_config` in runs written before it).
     cli_config: Value,
@@ -72,8 +76,14 @@ struct ShardDir {
 pub fn run(args: Args) -> Result<()> {
     let records_out = args.output.join(RECORDS_FILE);
     let summary_outs: Vec<PathBuf> = SummaryFormat::ALL.iter().map(|f| args.output.join(f.file_name())).collect();
-    let inputs: Vec<PathBuf> =
-        args.shard_dirs.iter().flat_map(|d| [d.join(RECORDS_FILE), d.join(SummaryFormat::Json.file_name())]).collect();
+    let inputs: Vec<PathBuf> = args
+        .shard_dirs
+        .iter()
+        .flat_map(|d| {
+            let names = ExportNames::of_folder(d);
+            [d.join(names.records()), d.join(names.summary(SummaryFormat::Json))]
+        })
+        .collect();
     let outs: Vec<&Path> =
         std::iter::once(records_out.as_path()).chain(summary_outs.iter().map(PathBuf::as_path)).collect();
     let ins: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
@@ -84,16 +94,23 @@ pub fn run(args: Args) -> Result<()> {
     let mut problems = check_shards(&shards).context(BadInput)?;
     let mut counts = Vec::new();
     for s in &shards {
-        let scan = scan_records(&s.dir.join(RECORDS_FILE), args.max_line_bytes).context(BadInput)?;
+        let records = s.names.records();
         let name = format!("shard {}/{} ({})", s.run.index, s.run.count, s.dir.display());
+        if let Some(base) = s.names.base() {
+            say!(
+                "{name}: read {records} and {} (a run written with --profile-export-prefix {base})",
+                s.names.summary(SummaryFormat::Json)
+            );
+        }
+        let scan = scan_records(&s.dir.join(&records), args.max_line_bytes).context(BadInput)?;
         if scan.truncated_last_line {
             problems.push(format!(
-                "{name}: the last line of {RECORDS_FILE} is incomplete (the process was killed while writing); it is left out"
+                "{name}: the last line of {records} is incomplete (the process was killed while writing); it is left out"
             ));
         }
         if scan.records != s.counted {
             problems.push(format!(
-                "{name}: {} record(s) in {RECORDS_FILE} but its summary counts {} request(s)",
+                "{name}: {} record(s) in {records} but its summary counts {} request(s)",
                 scan.records, s.counted
             ));
         }
@@ -123,7 +140,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut aggregate = Aggregate::default();
     let mut readers = Vec::new();
     for (s, scan) in shards.iter().zip(&counts) {
-        let path = s.dir.join(RECORDS_FILE);
+        let path = s.dir.join(s.names.records());
         readers.push(Records::open(&path, args.max_line_bytes, scan.complete_lines, s.run.start_unix_ns - zero)?);
     }
     // Completion order across shards, as a single run writes its records.
@@ -145,6 +162,10 @@ pub fn run(args: Args) -> Result<()> {
     let partial = !problems.is_empty();
     let mut cli_config = first.cli_config.clone();
     cli_config["shard"] = Value::Null;
+    // The merged run's files have AIPerf's names.
+    if cli_config.get("profile_export_prefix").is_some() {
+        cli_config["profile_export_prefix"] = Value::Null;
+    }
     let input_config = merged_input_config(&first.input_config, &cli_config, merged);
     // The URLs as the shards showed them (one `url`, or `urls` when there were several).
     let urls: Vec<String> = match (first.cli_config.get("urls"), first.cli_config.get("url")) {
@@ -185,9 +206,10 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Reads a shard's summary.
+/// Reads a shard's summary (AIPerf's file names, or those of `--profile-export-prefix`).
 fn read_shard(dir: &Path) -> Result<ShardDir> {
-    let path = dir.join(SummaryFormat::Json.file_name());
+    let names = ExportNames::of_folder(dir);
+    let path = dir.join(names.summary(SummaryFormat::Json));
     let mut text = Vec::new();
     std::fs::File::open(&path)
         .with_context(|| {
@@ -213,6 +235,7 @@ fn read_shard(dir: &Path) -> Result<ShardDir> {
         .unwrap_or(run.start_unix_ns);
     Ok(ShardDir {
         dir: dir.to_owned(),
+        names,
         cli_config: v.get("aiperf_cli_config").or_else(|| v.get("input_config")).cloned().unwrap_or(Value::Null),
         input_config: match v.get("aiperf_cli_config") {
             Some(_) => v.get("input_config").cloned().unwrap_or(Value::Null),
@@ -278,16 +301,24 @@ fn merged_input_config(first: &Value, cli_config: &Value, requests: u64) -> Valu
     {
         p.insert("requests".into(), serde_json::json!(requests.max(1)));
     }
+    // The merged run's files have AIPerf's names.
+    if let Some(Value::Object(a)) = config.get_mut("artifacts") {
+        a.remove("prefix");
+    }
     config
 }
 
-/// The options (keys of `aiperf_cli_config`) in which two shards differ, apart from the shard itself.
+/// The options (keys of `aiperf_cli_config`) in which two shards differ, apart from the shard
+/// itself and the names of its files (`--profile-export-prefix`), which are no part of the run.
 fn differing_options(a: &Value, b: &Value) -> Vec<String> {
     let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
         return if a == b { Vec::new() } else { vec!["input_config".to_owned()] };
     };
     let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    keys.into_iter().filter(|k| k.as_str() != "shard" && a.get(*k) != b.get(*k)).map(|k| k.to_string()).collect()
+    keys.into_iter()
+        .filter(|k| !matches!(k.as_str(), "shard" | "profile_export_prefix") && a.get(*k) != b.get(*k))
+        .map(|k| k.to_string())
+        .collect()
 }
 
 /// What a first pass over a shard's records found.

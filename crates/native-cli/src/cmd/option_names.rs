@@ -40,9 +40,8 @@ pub fn option_names(input_config: &Value) -> Value {
                 return Value::Object(out);
             }
             Err(e) => {
-                // The error names the key it stopped at: kept under its path, the rest read again.
-                let text = format!("{e:#}");
-                let Some(path) = text.split('`').nth(1).map(str::to_owned) else { break };
+                // The key the reader refused: kept under its path, the rest read again.
+                let Some(path) = e.key else { break };
                 let Some(v) = take(&mut doc, &path) else { break };
                 out.insert(path.strip_prefix("benchmark.").unwrap_or(&path).to_owned(), v);
             }
@@ -131,5 +130,13 @@ mod tests {
         assert_eq!(o["--model"], "mock", "{o}");
         // A key without an option keeps its path.
         assert_eq!(o["datasets[0].randomSeed"], 1, "{o}");
+        // So does a key the table refuses, and the keys after it are still read.
+        let mut cfg = cfg;
+        cfg["artifacts"] = serde_json::json!({"raw": 3});
+        cfg["metrics"] = serde_json::json!({"x": 1});
+        let o = option_names(&cfg);
+        assert_eq!(o["artifacts.raw"], 3, "{o}");
+        assert_eq!(o["metrics.x"], 1, "{o}");
+        assert_eq!(o["--streaming"], "true", "{o}");
     }
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use aiperf_core::results::export::SummaryFormat;
 use aiperf_core::results::line::RECORDS_FILE;
+use aiperf_core::results::names::PREFIX_SUFFIXES;
 use aiperf_core::results::summary::RunSummary;
 use aiperf_core::results::timeslices::{TIMESLICES_CSV, TIMESLICES_JSON, TimeSlices, timeslices_csv, timeslices_json};
 use aiperf_core::server::export as server_export;
@@ -21,25 +22,6 @@ use crate::io::output;
 pub struct ExportNames {
     base: Option<String>,
 }
-
-/// What AIPerf strips from the end of a prefix, longest first, so that `foo_raw.jsonl` and
-/// `foo.json` both name the base `foo`.
-const PREFIX_SUFFIXES: [&str; 14] = [
-    "_server_metrics.parquet",
-    "_server_metrics.jsonl",
-    "_server_metrics.json",
-    "_server_metrics.csv",
-    "_network_latency.jsonl",
-    "_gpu_telemetry.jsonl",
-    "_timeslices.csv",
-    "_timeslices.json",
-    "_console.txt",
-    "_raw.jsonl",
-    ".parquet",
-    ".csv",
-    ".json",
-    ".jsonl",
-];
 
 impl ExportNames {
     /// The names of `--profile-export-prefix PREFIX`: an absolute path gives its last part (the
@@ -103,6 +85,11 @@ impl ExportNames {
     /// The per-request records (`profile_export.jsonl`).
     pub fn records(&self) -> String {
         self.named(".jsonl", RECORDS_FILE)
+    }
+
+    /// The raw records of `--export-level raw` (`profile_export_raw.jsonl`).
+    pub fn raw(&self) -> String {
+        self.named("_raw.jsonl", aiperf_core::results::raw::RAW_FILE)
     }
 
     /// A summary file (`profile_export_aiperf.json`, `.csv`, `profile_export_console.txt`).
@@ -189,6 +176,21 @@ pub fn records_file(dir: &Path, names: &ExportNames) -> Result<Box<dyn Write + S
         std::fs::remove_file(&marker).with_context(|| format!("cannot remove {}", marker.display()))?;
     }
     Ok(Box::new(std::io::BufWriter::with_capacity(1 << 18, output::create_stream(&dir.join(names.records()))?)))
+}
+
+/// Opens `profile_export_raw.jsonl` in `dir` for the records stage (`--export-level raw`),
+/// buffered like the records file.
+pub fn raw_file(dir: &Path, names: &ExportNames) -> Result<Box<dyn Write + Send>> {
+    Ok(Box::new(std::io::BufWriter::with_capacity(1 << 18, output::create_stream(&dir.join(names.raw()))?)))
+}
+
+/// Removes the raw records file of a run this one replaces (`--overwrite`) without writing one.
+pub fn no_raw_file(dir: &Path, names: &ExportNames) -> Result<()> {
+    let path = dir.join(names.raw());
+    if path.is_file() {
+        std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Writes `server_metrics_export.json` and `.csv` into `dir` (those of `--server-metrics-formats`);

@@ -115,10 +115,6 @@ const OUTPUT_FILES: Refusal = Refusal {
     why: "not yet supported: exports always go to --artifact-dir under fixed names, all of them",
     instead: "choose the folder with --artifact-dir",
 };
-const RAW_EXPORT: Refusal = Refusal {
-    why: "not yet supported: request and response bodies and headers are not kept",
-    instead: "--export-level records (profile_export.jsonl)",
-};
 const TOKENIZER: Refusal = Refusal {
     why: "not yet supported: only tokenizer.json tokenizers, without chat templates",
     instead: "pass a tokenizer.json path or folder with --tokenizer",
@@ -534,20 +530,6 @@ pub fn refusal(args: &[String]) -> Option<String> {
             return Some(format!(
                 "the AIPerf option --stream {d} is not supported by `aiperf-cli profile`: {}; instead: {}",
                 TRACKING.why, TRACKING.instead
-            ));
-        }
-        // `--export-level raw`: the request and response bodies and headers are not kept.
-        let level = match a.split_once('=') {
-            Some(("--export-level" | "--profile-export-level", v)) => Some((a.split('=').next().unwrap_or(a), v)),
-            None if a == "--export-level" || a == "--profile-export-level" => {
-                args.get(i + 1).map(|v| (a.as_str(), v.as_str()))
-            }
-            _ => None,
-        };
-        if let Some((spelling, "raw")) = level {
-            return Some(format!(
-                "the AIPerf option {spelling} raw is not supported by `aiperf-cli profile`: {}; instead: {}",
-                RAW_EXPORT.why, RAW_EXPORT.instead
             ));
         }
         // `--connection-reuse-strategy sticky-user-sessions`: one connection per session.

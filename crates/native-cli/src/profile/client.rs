@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use aiperf_core::replay::sse::{ChunkError, SseEvent, SseParser, StreamItem, interpret_chunk, interpret_response};
+use aiperf_core::results::raw::{Responses, SseMessage};
 use aiperf_core::results::record::{HttpTiming, RecordError, ServerUsage};
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -11,7 +12,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
 use hyper::{Method, Request, Uri};
 
-use super::transport::{Clock, Exchange, OnFirstToken, Outgoing, Transport};
+use super::plan::secrets::is_credential_header;
+use super::transport::{Clock, Exchange, OnFirstToken, Outgoing, RawCapture, Transport};
 use crate::io::http::trace::ConnHandle;
 use crate::io::http::{HttpClient, chain, tls};
 
@@ -106,13 +108,15 @@ fn err(kind: &str, message: impl Into<String>) -> Option<RecordError> {
 pub struct HttpTransport {
     pub client: HttpClient,
     pub endpoints: Vec<Endpoint>,
+    /// `--export-level raw`: each exchange keeps its body, headers and responses.
+    pub raw: bool,
 }
 
 impl Transport for HttpTransport {
     async fn send(&self, req: Outgoing, clock: Clock) -> Exchange {
         let n = self.endpoints.len().max(1);
         match self.endpoints.get(req.url_index as usize % n) {
-            Some(ep) => send(&self.client, ep, req, &clock).await,
+            Some(ep) => send(&self.client, ep, req, &clock, self.raw).await,
             None => Exchange {
                 error: err("invalid_request", "no endpoint to send to"),
                 sent_ns: clock.now_ns(),
@@ -292,8 +296,10 @@ fn describe(e: &hyper_util::client::legacy::Error) -> String {
 }
 
 /// Sends one request and measures the answer; never fails, errors land in [`Exchange::error`].
-pub async fn send(client: &HttpClient, ep: &Endpoint, out: Outgoing, clock: &Clock) -> Exchange {
+/// With `raw`, the exchange also keeps what was sent and what came back ([`RawCapture`]).
+pub async fn send(client: &HttpClient, ep: &Endpoint, out: Outgoing, clock: &Clock, raw: bool) -> Exchange {
     let mut ex = Exchange::default();
+    let payload = raw.then(|| out.body.clone());
     ex.chunk_ns.reserve(64);
     ex.text.reserve(512);
     let body_bytes = out.body.len() as u64;
@@ -309,6 +315,9 @@ pub async fn send(client: &HttpClient, ep: &Endpoint, out: Outgoing, clock: &Clo
     if let Ok(v) = HeaderValue::from_str(&out.correlation_id) {
         headers.insert(ep.session_header.clone(), v.clone());
         headers.insert(HeaderName::from_static("x-session-affinity"), v);
+    }
+    if let Some(payload) = payload {
+        ex.raw = Some(Box::new(RawCapture { payload, headers: shown_headers(&headers), ..RawCapture::default() }));
     }
     *req.headers_mut() = headers;
     let timeout = ep.timeout;
@@ -365,6 +374,14 @@ async fn exchange(
         }
     });
     let status = resp.status();
+    if let Some(h) = &mut ex.http {
+        h.status = Some(status.as_u16());
+    }
+    let mut raw_content_type = None;
+    if let Some(r) = ex.raw.as_deref_mut() {
+        r.status = Some(status.as_u16());
+        raw_content_type = resp.headers().get(CONTENT_TYPE).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    }
     ex.mock_ttft_ms = resp.headers().get("x-aiperf-mock-ttft-ms").and_then(|v| v.to_str().ok()?.parse().ok());
     let is_sse = resp
         .headers()
@@ -382,6 +399,13 @@ async fn exchange(
                 break;
             }
         }
+        if let Some(r) = ex.raw.as_deref_mut() {
+            r.responses = Responses::Body {
+                perf_ns: clock.now_ns(),
+                text: String::from_utf8_lossy(&text).into_owned(),
+                content_type: raw_content_type,
+            };
+        }
         let snippet: String = String::from_utf8_lossy(&text).chars().take(500).collect();
         ex.error = err("http_status", format!("HTTP {}: {}", status.as_u16(), snippet.trim()));
         return;
@@ -391,6 +415,8 @@ async fn exchange(
     let mut failed = false;
     let mut whole = Vec::new();
     let mut done = false;
+    // Bytes of the body read, which `--export-level raw` keeps until the record is written.
+    let mut kept = 0usize;
     loop {
         let frame = match body.frame().await {
             None => break,
@@ -407,6 +433,13 @@ async fn exchange(
             h.body_last_ns = Some(now);
             h.bytes_received += data.len() as u64;
             h.chunks_received += 1;
+        }
+        if ex.raw.is_some() {
+            kept = kept.saturating_add(data.len());
+            if kept > limit {
+                ex.error = too_large(limit, "the response kept for --export-level raw");
+                return;
+            }
         }
         if !is_sse {
             if whole.len().saturating_add(data.len()) > limit {
@@ -440,6 +473,10 @@ async fn exchange(
         }
     } else {
         let text = String::from_utf8_lossy(&whole);
+        if let Some(r) = ex.raw.as_deref_mut() {
+            let perf_ns = ex.http.and_then(|h| h.body_last_ns).unwrap_or_else(|| clock.now_ns());
+            r.responses = Responses::Body { perf_ns, text: text.clone().into_owned(), content_type: raw_content_type };
+        }
         match interpret_response(&text) {
             Ok(c) => {
                 ex.text = c.text.into_owned();
@@ -451,6 +488,22 @@ async fn exchange(
             Err(e) => ex.error = Some(chunk_error(e)),
         }
     }
+}
+
+/// The request's headers as the raw records file shows them: a credential's value (by the
+/// header's name: authorization, API keys, tokens, cookies, …) is `<redacted>`.
+fn shown_headers(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(k, v)| {
+            let value = if is_credential_header(k.as_str()) {
+                "<redacted>".to_owned()
+            } else {
+                String::from_utf8_lossy(v.as_bytes()).into_owned()
+            };
+            (k.as_str().to_owned(), value)
+        })
+        .collect()
 }
 
 fn chunk_error(e: ChunkError) -> RecordError {
@@ -470,6 +523,13 @@ fn merge_usage(into: &mut ServerUsage, u: aiperf_core::replay::sse::Usage) {
 /// Applies one parsed event; sets `failed` when the exchange failed; tells `first` of the first
 /// generated text.
 fn on_event(ev: &SseEvent, now: u64, ex: &mut Exchange, done: &mut bool, failed: &mut bool, first: &mut OnFirstToken) {
+    if let Some(r) = ex.raw.as_deref_mut() {
+        let message = SseMessage { perf_ns: now, event: ev.event.clone(), data: ev.data.clone() };
+        match &mut r.responses {
+            Responses::Sse(messages) => messages.push(message),
+            other => *other = Responses::Sse(vec![message]),
+        }
+    }
     if *done || *failed {
         return;
     }

@@ -345,7 +345,7 @@ fn client_case(seed: u64) -> String {
             url_index: 0,
             first_token: Default::default(),
         };
-        let ex = tokio::time::timeout(Duration::from_secs(10), send(&client, &ep, out, &clock))
+        let ex = tokio::time::timeout(Duration::from_secs(10), send(&client, &ep, out, &clock, false))
             .await
             .expect("the client did not give up within its timeout");
         assert!(ex.text.len() <= limit, "text of {} bytes past the {limit}-byte limit", ex.text.len());

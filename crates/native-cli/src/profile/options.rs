@@ -238,7 +238,11 @@ pub struct Args {
     #[arg(help_heading = "Output", long)]
     pub slice_duration: Option<f64>,
     /// Which files a run writes (AIPerf's): `records` (the default) the summaries and the
-    /// per-request profile_export.jsonl, `summary` the summaries only.
+    /// per-request profile_export.jsonl, `summary` the summaries only, `raw` also
+    /// profile_export_raw.jsonl: each request's body, headers (credentials masked) and every
+    /// response chunk with its time. Raw lines are written as requests complete, so memory holds
+    /// only the requests in flight (each up to --max-response-bytes); the file grows by about
+    /// the request and response bodies of every request.
     #[arg(help_heading = "Output", long, alias = "profile-export-level", value_enum, default_value = "records")]
     pub export_level: ExportLevel,
     /// Base name of every export file (AIPerf's): with `run1` the run writes run1.json, run1.csv,
@@ -500,11 +504,12 @@ pub enum UrlStrategy {
     RoundRobin,
 }
 
-/// AIPerf's `--export-level` (its `raw` is refused before clap: [`super::aiperf_options::refusal`]).
+/// AIPerf's `--export-level`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ExportLevel {
     Summary,
     Records,
+    Raw,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -376,6 +376,12 @@ fn start_records_stage(
             .transpose()?,
         t0_unix_ns,
         http_trace: plan.exports.http_trace,
+        raw_out: if plan.exports.raw {
+            Some(exports::raw_file(&plan.exports.artifact_dir, &plan.exports.names)?)
+        } else {
+            exports::no_raw_file(&plan.exports.artifact_dir, &plan.exports.names)?;
+            None
+        },
     };
     std::thread::Builder::new()
         .name("records".into())

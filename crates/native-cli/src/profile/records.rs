@@ -19,6 +19,8 @@ use anyhow::{Context, Result};
 use super::plan::replay::TokenCounting;
 use super::prompt::PromptBuilder;
 use super::request::Finished;
+use super::transport::RawCapture;
+use aiperf_core::results::raw::{RawExchange, Responses};
 
 /// Pause between batches of records under load.
 const BATCH_PAUSE: Duration = Duration::from_millis(1);
@@ -38,6 +40,8 @@ pub struct RecordsStage {
     pub t0_unix_ns: u64,
     /// `--export-http-trace`: each line also has the record's `trace_data`.
     pub http_trace: bool,
+    /// `--export-level raw`: `profile_export_raw.jsonl`, a line per record as it completes.
+    pub raw_out: Option<Box<dyn Write + Send>>,
 }
 
 /// What the records stage hands to the exports.
@@ -56,6 +60,7 @@ impl RecordsStage {
         let mut c = Collected::default();
         let server_first = self.counting.server_first();
         let mut busy = false;
+        let masks = if self.raw_out.is_some() { raw_masks(&self.secrets) } else { Vec::new() };
         loop {
             // Under load, drain in batches a millisecond apart: while this thread sleeps instead
             // of waiting on the channel, a finishing request's send wakes nobody, so no context
@@ -65,7 +70,7 @@ impl RecordsStage {
                 Err(TryRecvError::Disconnected) => break,
                 Err(TryRecvError::Empty) if busy => {
                     // The batch is written: its lines reach the file before this thread pauses.
-                    self.out.flush().context("cannot write profile_export.jsonl")?;
+                    self.flush()?;
                     busy = false;
                     self.progress.update(&c.aggregate, c.records);
                     std::thread::sleep(BATCH_PAUSE);
@@ -81,7 +86,7 @@ impl RecordsStage {
                 },
             };
             busy = true;
-            let Finished { mut record, text, mock_ttft_ms } = f;
+            let Finished { mut record, text, mock_ttft_ms, raw } = f;
             let skip_client = self.counting == TokenCounting::ServerOnly && record.usage.completion_tokens.is_some();
             if !skip_client {
                 if !text.is_empty() {
@@ -115,14 +120,61 @@ impl RecordsStage {
                 aiperf_core::results::http_trace::add_to_line(&mut line, &record, self.t0_unix_ns);
             }
             self.out.write_all(&line).context("cannot write profile_export.jsonl")?;
+            if let Some(out) = self.raw_out.as_mut() {
+                let line = raw_line(&record, metrics.as_ref(), self.t0_unix_ns, raw.as_deref(), &masks);
+                out.write_all(&line).context("cannot write profile_export_raw.jsonl")?;
+            }
             c.records += 1;
             self.progress.update(&c.aggregate, c.records);
         }
-        self.out.flush().context("cannot write profile_export.jsonl")?;
+        self.flush()?;
         self.progress.finish();
         c.slices = self.slicer.take();
         Ok(c)
     }
+}
+
+impl RecordsStage {
+    fn flush(&mut self) -> Result<()> {
+        self.out.flush().context("cannot write profile_export.jsonl")?;
+        if let Some(out) = self.raw_out.as_mut() {
+            out.flush().context("cannot write profile_export_raw.jsonl")?;
+        }
+        Ok(())
+    }
+}
+
+/// A record's line of `profile_export_raw.jsonl`, every secret masked wherever it appears
+/// (headers, the body, a response echoing it), as written and as JSON escapes it.
+fn raw_line(
+    rec: &aiperf_core::results::record::RequestRecord,
+    metrics: Option<&aiperf_core::results::metrics::RequestMetrics>,
+    t0_unix_ns: u64,
+    raw: Option<&RawCapture>,
+    masks: &[String],
+) -> Vec<u8> {
+    let none = Responses::None;
+    let ex = match raw {
+        Some(r) => RawExchange { payload: &r.payload, headers: &r.headers, status: r.status, responses: &r.responses },
+        None => RawExchange { payload: b"", headers: &[], status: None, responses: &none },
+    };
+    let line = aiperf_core::results::raw::raw_line(rec, metrics, t0_unix_ns, ex);
+    if !masks.iter().any(|s| !s.is_empty() && memchr::memmem::find(&line, s.as_bytes()).is_some()) {
+        return line;
+    }
+    mask(&String::from_utf8_lossy(&line), masks).into_bytes()
+}
+
+/// The secrets as written and as JSON escapes them (a quote or a backslash in one).
+fn raw_masks(secrets: &[String]) -> Vec<String> {
+    let escaped =
+        secrets.iter().filter_map(|s| serde_json::to_string(s).ok()?.get(1..)?.strip_suffix('"').map(str::to_owned));
+    let mut all: Vec<String> = secrets.iter().cloned().chain(escaped).collect();
+    all.sort();
+    all.dedup();
+    // The longest first, so that a secret holding another is masked whole.
+    all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    all
 }
 
 /// `text` with every secret replaced by `<redacted>`.

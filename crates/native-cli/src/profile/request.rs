@@ -114,6 +114,9 @@ pub struct Finished {
     /// The generated text, for client-side token counting.
     pub text: String,
     pub mock_ttft_ms: Option<f64>,
+    /// `--export-level raw`: what was sent and what came back (`None` for a request that never
+    /// reached the transport or was abandoned in flight).
+    pub raw: Option<Box<super::transport::RawCapture>>,
 }
 
 /// What a request tells the dispatcher: its first token (the end of its prefill, only while
@@ -183,6 +186,7 @@ pub async fn run<T: Transport>(
     };
     let mut text = String::new();
     let mut mock_ttft_ms = None;
+    let mut raw = None;
     match h.body {
         Err(e) => {
             let now = clock.now_ns();
@@ -242,6 +246,7 @@ pub async fn run<T: Transport>(
                     rec.http = ex.http;
                     rec.error = ex.error;
                     text = ex.text;
+                    raw = ex.raw;
                 }
             }
         }
@@ -249,7 +254,7 @@ pub async fn run<T: Transport>(
     // The dispatcher first, so that the session's next turn is timed at once.
     let reply = row.is_some_and(|r| shared.turn_history.wants_reply(r, job.turn, job.run_turns)).then(|| text.clone());
     let _ = completions.send(Returned::Completed(Completed { job, end_ns: rec.end_ns, reply }));
-    let _ = records.send(Finished { record: rec, text, mock_ttft_ms });
+    let _ = records.send(Finished { record: rec, text, mock_ttft_ms, raw });
 }
 
 #[cfg(test)]

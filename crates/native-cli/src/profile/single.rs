@@ -30,7 +30,9 @@ pub fn run_one(
     let dir = &plan.exports.artifact_dir;
     let names = &plan.exports.names;
     let slice_files = plan.exports.slice.map(|_| names.timeslices());
+    let raw_file = plan.exports.raw.then(|| names.raw());
     let outputs: Vec<std::path::PathBuf> = std::iter::once(names.records())
+        .chain(raw_file)
         .chain(aiperf_core::results::export::SummaryFormat::ALL.map(|f| names.summary(f)))
         .chain(slice_files.into_iter().flatten())
         .chain(names.server_metrics())
@@ -102,7 +104,7 @@ fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
         }
         endpoints.push(ep);
     }
-    Ok(client::HttpTransport { client, endpoints })
+    Ok(client::HttpTransport { client, endpoints, raw: plan.exports.raw })
 }
 
 /// Waits for the server (`--wait-for-server`), starts scraping its metrics with a baseline scrape,

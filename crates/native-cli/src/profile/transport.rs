@@ -57,6 +57,19 @@ pub struct Exchange {
     pub mock_ttft_ms: Option<f64>,
     /// The exchange as the connection saw it, once a response arrived.
     pub http: Option<aiperf_core::results::record::HttpTiming>,
+    /// `--export-level raw` only: what was sent and what came back, for the raw records file.
+    pub raw: Option<Box<RawCapture>>,
+}
+
+/// What `--export-level raw` keeps of one exchange until its record is written: the body sent
+/// (the prepared body itself, not a copy), the headers (credentials masked), the status and
+/// the responses.
+#[derive(Clone, Debug, Default)]
+pub struct RawCapture {
+    pub payload: Bytes,
+    pub headers: Vec<(String, String)>,
+    pub status: Option<u16>,
+    pub responses: aiperf_core::results::raw::Responses,
 }
 
 /// One request to send: its body and its identity.

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use minijinja::{Environment, UndefinedBehavior};
 use serde_yaml_ng::{Mapping, Value};
 
@@ -55,7 +55,8 @@ fn substitute_string(s: &str, path: &str, env: &dyn Fn(&str) -> Option<String>) 
         match (env(name), default) {
             (Some(value), _) => out.push_str(&value),
             (None, Some(d)) => out.push_str(d),
-            (None, None) => bail!(
+            (None, None) => bail_key!(
+                format!("{path}"),
                 "key `{path}`: the environment variable {name} is not set and `${{{name}}}` gives no default (write `${{{name}:DEFAULT}}` or set it)"
             ),
         }
@@ -66,7 +67,7 @@ fn substitute_string(s: &str, path: &str, env: &dyn Fn(&str) -> Option<String>) 
     if let Some(at) = out.find("${")
         && !out[at..].contains('}')
     {
-        bail!("key `{path}`: `{out}` opens `${{` without closing it with `}}`");
+        bail_key!(format!("{path}"), "key `{path}`: `{out}` opens `${{` without closing it with `}}`");
     }
     if !any {
         return Ok(None);
@@ -212,17 +213,23 @@ fn render(env: &Environment<'_>, v: &mut Value, path: &str, ctx: &minijinja::Val
                 return Ok(());
             }
             if s.contains("{{") && !s.contains("}}") {
-                bail!("key `{path}`: `{s}` opens a Jinja2 `{{{{` without closing it with `}}}}`");
+                bail_key!(
+                    format!("{path}"),
+                    "key `{path}`: `{s}` opens a Jinja2 `{{{{` without closing it with `}}}}`"
+                );
             }
             if s.contains("{%") && !s.contains("%}") {
-                bail!("key `{path}`: `{s}` opens a Jinja2 `{{%` without closing it with `%}}`");
+                bail_key!(format!("{path}"), "key `{path}`: `{s}` opens a Jinja2 `{{%` without closing it with `%}}`");
             }
             if !(s.contains("{{") || s.contains("{%")) {
                 return Ok(());
             }
-            let rendered = env
-                .render_str(s, ctx)
-                .map_err(|e| anyhow::anyhow!("key `{path}`: the Jinja2 template `{s}` fails: {}", jinja_reason(&e)))?;
+            let rendered = env.render_str(s, ctx).map_err(|e| {
+                super::KeyError::error(
+                    path,
+                    format!("key `{path}`: the Jinja2 template `{s}` fails: {}", jinja_reason(&e)),
+                )
+            })?;
             *v = coerce(&rendered);
         }
         Value::Sequence(items) => {

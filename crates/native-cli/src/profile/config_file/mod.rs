@@ -5,6 +5,14 @@
 //! is refused is refused with the option's reason, naming the file and the key), then clap.
 //! Options on the command line override the file's.
 
+/// Fails the enclosing function with a [`KeyError`]: the key path `key` (a `String`) and the
+/// message, formatted.
+macro_rules! bail_key {
+    ($key:expr, $($msg:tt)+) => {
+        return Err($crate::profile::config_file::KeyError::error($key, format!($($msg)+)))
+    };
+}
+
 pub mod expand;
 pub mod model;
 pub mod spell;
@@ -14,6 +22,57 @@ use serde_yaml_ng::Value;
 
 use super::aiperf_options::{self, AiperfOption, Verdict};
 use spell::Given;
+
+/// A key of the file that the reader refuses or cannot read: its key path
+/// (`benchmark.datasets[0].type`) beside the message that names it.
+#[derive(Debug)]
+pub struct KeyError {
+    pub key: String,
+    message: String,
+}
+
+impl KeyError {
+    /// The error of key `key` with `message`.
+    pub fn error(key: impl Into<String>, message: String) -> anyhow::Error {
+        anyhow::Error::new(KeyError { key: key.into(), message })
+    }
+}
+
+impl std::fmt::Display for KeyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+/// Why a config file was not read: the message (naming the file) and the key path it stopped
+/// at, when the refusal is of one key.
+#[derive(Debug)]
+pub struct ReadError {
+    pub key: Option<String>,
+    message: String,
+}
+
+impl ReadError {
+    /// `file: error`, with the key path of the [`KeyError`] in `error`'s chain, if any.
+    fn of(file: &str, e: &anyhow::Error, alternate: bool) -> ReadError {
+        let message = if alternate { format!("{file}: {e:#}") } else { format!("{file}: {e}") };
+        ReadError { key: e.downcast_ref::<KeyError>().map(|k| k.key.clone()), message }
+    }
+
+    fn whole(message: String) -> ReadError {
+        ReadError { key: None, message }
+    }
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ReadError {}
 
 /// A config file read into option spellings.
 #[derive(Debug)]
@@ -141,25 +200,27 @@ fn merge(file: String, given: Vec<Given>, rest: Vec<String>) -> Result<Loaded> {
     Ok(Loaded { file, given, args: out })
 }
 
-/// The file's options (every key, none overridden yet), or the first error, naming the file.
-pub fn read(file: &str, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Given>> {
-    let mut doc: Value = serde_yaml_ng::from_str(text).map_err(|e| anyhow!("{file}: not a YAML config file: {e}"))?;
+/// The file's options (every key, none overridden yet), or the first error, naming the file
+/// (and, apart, the key path it refuses).
+pub fn read(file: &str, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Given>, ReadError> {
+    let mut doc: Value =
+        serde_yaml_ng::from_str(text).map_err(|e| ReadError::whole(format!("{file}: not a YAML config file: {e}")))?;
     if !matches!(doc, Value::Mapping(_)) {
-        bail!(
+        return Err(ReadError::whole(format!(
             "{file}: an AIPerf config file is a YAML mapping (schemaVersion, benchmark, …), not {}",
             spell::show(&doc)
-        );
+        )));
     }
-    expand::substitute_env(&mut doc, "", env).map_err(|e| anyhow!("{file}: {e}"))?;
-    expand::render_templates(&mut doc).map_err(|e| anyhow!("{file}: {e:#}"))?;
+    expand::substitute_env(&mut doc, "", env).map_err(|e| ReadError::of(file, &e, false))?;
+    expand::render_templates(&mut doc).map_err(|e| ReadError::of(file, &e, true))?;
     let model: model::ConfigFile =
         serde_path_to_error::deserialize(doc.clone()).map_err(|e| model_error(file, &doc, &e))?;
-    spell::options(&model).map_err(|e| anyhow!("{file}: {e}"))
+    spell::options(&model).map_err(|e| ReadError::of(file, &e, false))
 }
 
 /// A key the model does not accept, or a value of the wrong shape: the file, the key path, the
 /// value and what is accepted (with the nearest accepted key for a misspelt one).
-fn model_error(file: &str, doc: &Value, e: &serde_path_to_error::Error<serde_yaml_ng::Error>) -> anyhow::Error {
+fn model_error(file: &str, doc: &Value, e: &serde_path_to_error::Error<serde_yaml_ng::Error>) -> ReadError {
     let path = e.path().to_string();
     let inner = e.inner().to_string();
     // serde's "unknown field `x`, expected one of `a`, `b`" (or "expected `a`").
@@ -178,13 +239,15 @@ fn model_error(file: &str, doc: &Value, e: &serde_path_to_error::Error<serde_yam
             .min()
             .map(|(_, a)| format!(" (did you mean `{a}`?)"))
             .unwrap_or_default();
-        return anyhow!(
+        let message = format!(
             "{file}: key `{full}` = {value} is not a key of AIPerf 0.13's config file{hint}; accepted keys here (camelCase or snake_case): {}",
             accepted.join(", ")
         );
+        return ReadError { key: Some(full), message };
     }
     let value = lookup(doc, &path).map(spell::show).unwrap_or_default();
-    anyhow!("{file}: key `{path}` = {value}: {inner}")
+    let message = format!("{file}: key `{path}` = {value}: {inner}");
+    ReadError { key: Some(path), message }
 }
 
 /// The value at a key path (`a.b[2].c`) of the file.

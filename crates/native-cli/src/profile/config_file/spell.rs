@@ -2,7 +2,7 @@
 //! → `--request-rate 10`), each with the key path it came from. Keys that have no option
 //! spelling and that `profile` does not honour are refused here, with the reason.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde_yaml_ng::{Mapping, Value};
 
 use super::model::*;
@@ -30,7 +30,10 @@ pub fn options(file: &ConfigFile) -> Result<Vec<Given>> {
     if let Some(v) = &file.schema_version
         && !matches!(v.to_string().as_str(), "2.0" | "2")
     {
-        bail!("key `schemaVersion` = {v}: accepted is \"2.0\" (AIPerf 0.13's config schema)");
+        bail_key!(
+            format!("schemaVersion"),
+            "key `schemaVersion` = {v}: accepted is \"2.0\" (AIPerf 0.13's config schema)"
+        );
     }
     out.opt("randomSeed", "--random-seed", &file.random_seed);
     if let Some(m) = &file.multi_run {
@@ -41,7 +44,8 @@ pub fn options(file: &ConfigFile) -> Result<Vec<Given>> {
     }
     out.switch("noSweepTable", &file.no_sweep_table, "--no-sweep-table", None)?;
     let Some(b) = &file.benchmark else {
-        bail!(
+        bail_key!(
+            format!("benchmark"),
             "key `benchmark` is missing: an AIPerf 0.13 config file gives its run under `benchmark:` (schemaVersion \"2.0\")"
         );
     };
@@ -57,7 +61,7 @@ pub fn options(file: &ConfigFile) -> Result<Vec<Given>> {
 fn sweep(out: &mut Out, v: &Value) -> Result<()> {
     let instead = "sweep one parameter, concurrency or rate, with `type: grid` (or give a comma-separated --concurrency or --request-rate list)";
     let Value::Mapping(m) = v else {
-        bail!("key `sweep` = {}: accepted is a section (type, parameters)", show(v));
+        bail_key!(format!("sweep"), "key `sweep` = {}: accepted is a section (type, parameters)", show(v));
     };
     for (k, val) in m {
         match k.as_str() {
@@ -83,11 +87,18 @@ fn sweep(out: &mut Out, v: &Value) -> Result<()> {
                     instead,
                 ));
             }
-            None => bail!("key `sweep.{}`: accepted keys are type, parameters, cooldownSeconds", show(k)),
+            None => bail_key!(
+                format!("sweep.{}", show(k)),
+                "key `sweep.{}`: accepted keys are type, parameters, cooldownSeconds",
+                show(k)
+            ),
         }
     }
     let Some(Value::Mapping(params)) = m.get("parameters") else {
-        bail!("key `sweep.parameters` is missing: accepted is {{concurrency: [..]}} or {{rate: [..]}}");
+        bail_key!(
+            format!("sweep.parameters"),
+            "key `sweep.parameters` is missing: accepted is {{concurrency: [..]}} or {{rate: [..]}}"
+        );
     };
     let mut params = params.iter();
     let (Some((name, values)), None) = (params.next(), params.next()) else {
@@ -107,7 +118,7 @@ fn sweep(out: &mut Out, v: &Value) -> Result<()> {
         _ => return Err(refused(&key, &show(values), "only concurrency and rate are swept", instead)),
     };
     let Value::Sequence(items) = values else {
-        bail!("key `{key}` = {}: accepted is a list of values", show(values));
+        bail_key!(format!("{key}"), "key `{key}` = {}: accepted is a list of values", show(values));
     };
     let list: Vec<String> = items.iter().map(show).collect();
     out.given.retain(|g| g.spelling() != flag);
@@ -141,7 +152,7 @@ impl Out {
                     self.push(key, "false".into(), vec![off.to_string()]);
                 }
             }
-            Some(other) => bail!("key `{key}` = {other}: accepted is true or false"),
+            Some(other) => bail_key!(format!("{key}"), "key `{key}` = {other}: accepted is true or false"),
         }
         Ok(())
     }
@@ -188,7 +199,10 @@ fn kv(flag: &str, value: impl std::fmt::Display) -> String {
 
 /// A refusal of a key that has no option spelling.
 fn refused(key: &str, value: &str, why: &str, instead: &str) -> anyhow::Error {
-    anyhow::anyhow!("key `{key}` = {value} is not supported by `aiperf-cli profile`: {why}; instead: {instead}")
+    super::KeyError::error(
+        key,
+        format!("key `{key}` = {value} is not supported by `aiperf-cli profile`: {why}; instead: {instead}"),
+    )
 }
 
 /// A value as one line for messages (at most 80 characters).
@@ -213,7 +227,9 @@ fn seconds(key: &str, v: &Scalar) -> Result<String> {
     let text = match v {
         Scalar::Int(_) | Scalar::Float(_) => return Ok(v.to_string()),
         Scalar::Str(s) => s.trim().to_ascii_lowercase(),
-        Scalar::Bool(_) => bail!("key `{key}` = {v}: accepted is a duration: seconds, or 30s, 5m, 2h, inf"),
+        Scalar::Bool(_) => {
+            bail_key!(format!("{key}"), "key `{key}` = {v}: accepted is a duration: seconds, or 30s, 5m, 2h, inf")
+        }
     };
     if text == "inf" || text == "infinity" {
         return Ok("inf".to_string());
@@ -230,7 +246,7 @@ fn seconds(key: &str, v: &Scalar) -> Result<String> {
         Ok(x) if factor > 0.0 && x.is_finite() && x >= 0.0 && !digits.starts_with('+') => {
             Ok(Scalar::Float(x * factor).to_string())
         }
-        _ => bail!("key `{key}` = {v}: accepted is a duration: seconds, or 30s, 5m, 2h, inf"),
+        _ => bail_key!(format!("{key}"), "key `{key}` = {v}: accepted is a duration: seconds, or 30s, 5m, 2h, inf"),
     }
 }
 
@@ -265,7 +281,10 @@ fn multi_run(out: &mut Out, m: &MultiRun) -> Result<()> {
 fn benchmark(out: &mut Out, b: &Benchmark) -> Result<()> {
     const B: &str = "benchmark";
     if b.model.is_some() && b.models.is_some() {
-        bail!("keys `benchmark.model` and `benchmark.models` are both given: accepted is one of them");
+        bail_key!(
+            format!("benchmark.model"),
+            "keys `benchmark.model` and `benchmark.models` are both given: accepted is one of them"
+        );
     }
     for (key, v) in [("model", &b.model), ("models", &b.models)] {
         if let Some(v) = v {
@@ -277,7 +296,10 @@ fn benchmark(out: &mut Out, b: &Benchmark) -> Result<()> {
     }
     match (&b.dataset, &b.datasets) {
         (Some(_), Some(_)) => {
-            bail!("keys `benchmark.dataset` and `benchmark.datasets` are both given: accepted is one of them")
+            bail_key!(
+                format!("benchmark.dataset"),
+                "keys `benchmark.dataset` and `benchmark.datasets` are both given: accepted is one of them"
+            )
         }
         (Some(d), None) => dataset(out, "benchmark.dataset", d)?,
         (None, Some(list)) => match list.as_slice() {
@@ -342,7 +364,11 @@ fn benchmark(out: &mut Out, b: &Benchmark) -> Result<()> {
     if let Some(Value::Mapping(m)) = &b.metrics
         && let Some((k, _)) = m.iter().next()
     {
-        bail!("key `benchmark.metrics.{}`: AIPerf 0.13's metrics section has no keys", show(k));
+        bail_key!(
+            format!("benchmark.metrics.{}", show(k)),
+            "key `benchmark.metrics.{}`: AIPerf 0.13's metrics section has no keys",
+            show(k)
+        );
     }
     if let Some(r) = &b.runtime {
         out.opt("benchmark.runtime.ui", "--ui-type", &r.ui);
@@ -376,7 +402,7 @@ fn models(out: &mut Out, key: &str, v: &Value) -> Result<()> {
         Value::Sequence(items) => match items.as_slice() {
             [Value::String(s)] => out.opt(&format!("{key}[0]"), "--model", &Some(Scalar::Str(s.clone()))),
             [_, _, ..] => out.raw(key, v, "--model-selection-strategy"),
-            _ => bail!("key `{key}` = {}: accepted is a model name or a list of names", show(v)),
+            _ => bail_key!(format!("{key}"), "key `{key}` = {}: accepted is a model name or a list of names", show(v)),
         },
         Value::Mapping(m) => match m.get("items") {
             Some(Value::Sequence(items)) if items.len() == 1 => match &items[0] {
@@ -390,7 +416,8 @@ fn models(out: &mut Out, key: &str, v: &Value) -> Result<()> {
                             (Some("tokenizer"), Value::String(s)) => {
                                 out.opt(&format!("{item_key}.tokenizer"), "--tokenizer", &Some(Scalar::Str(s.clone())))
                             }
-                            _ => bail!(
+                            _ => bail_key!(
+                                format!("{item_key}.{}", show(k)),
                                 "key `{item_key}.{}` = {}: accepted keys of a model are name and tokenizer",
                                 show(k),
                                 show(val)
@@ -398,11 +425,17 @@ fn models(out: &mut Out, key: &str, v: &Value) -> Result<()> {
                         }
                     }
                 }
-                other => bail!("key `{key}.items[0]` = {}: accepted is {{name: MODEL}}", show(other)),
+                other => bail_key!(
+                    format!("{key}.items[0]"),
+                    "key `{key}.items[0]` = {}: accepted is {{name: MODEL}}",
+                    show(other)
+                ),
             },
             _ => out.raw(key, v, "--model-selection-strategy"),
         },
-        other => bail!("key `{key}` = {}: accepted is a model name or a list of names", show(other)),
+        other => {
+            bail_key!(format!("{key}"), "key `{key}` = {}: accepted is a model name or a list of names", show(other))
+        }
     }
     Ok(())
 }
@@ -410,7 +443,7 @@ fn models(out: &mut Out, key: &str, v: &Value) -> Result<()> {
 fn endpoint(out: &mut Out, e: &Endpoint) -> Result<()> {
     const E: &str = "benchmark.endpoint";
     if e.url.is_some() && e.urls.is_some() {
-        bail!("keys `{E}.url` and `{E}.urls` are both given: accepted is one of them");
+        bail_key!(format!("{E}.url"), "keys `{E}.url` and `{E}.urls` are both given: accepted is one of them");
     }
     out.opt(&format!("{E}.url"), "--url", &e.url);
     if let Some(urls) = &e.urls {
@@ -531,7 +564,7 @@ fn dataset(out: &mut Out, key: &str, d: &Dataset) -> Result<()> {
             let v = d.dataset.clone().unwrap_or(Scalar::Str(String::new()));
             out.push(&format!("{key}.type"), "public".into(), vec![kv("--public-dataset", v.to_string())]);
         }
-        other => bail!("key `{key}.type` = {other}: accepted is synthetic, file or public"),
+        other => bail_key!(format!("{key}.type"), "key `{key}.type` = {other}: accepted is synthetic, file or public"),
     }
     out.opt(&format!("{key}.systemPrompt"), "--system-prompt", &d.system_prompt);
     out.opt(&format!("{key}.systemPromptFile"), "--system-prompt-file", &d.system_prompt_file);
@@ -550,7 +583,10 @@ fn dataset(out: &mut Out, key: &str, d: &Dataset) -> Result<()> {
         out.opt(&format!("{key}.sampling"), "--dataset-sampling-strategy", &Some(s.clone()));
     }
     if d.prompts.is_some() && (d.isl.is_some() || d.osl.is_some()) {
-        bail!("keys `{key}.isl`/`osl` and `{key}.prompts` are both given: accepted is one place for the lengths");
+        bail_key!(
+            format!("{key}.isl"),
+            "keys `{key}.isl`/`osl` and `{key}.prompts` are both given: accepted is one place for the lengths"
+        );
     }
     dist(out, &format!("{key}.isl"), &d.isl, "--isl", "--isl-stddev")?;
     dist(out, &format!("{key}.osl"), &d.osl, "--osl", "--osl-stddev")?;
@@ -602,7 +638,10 @@ fn dataset(out: &mut Out, key: &str, d: &Dataset) -> Result<()> {
     }
     // File datasets.
     if d.path.is_some() && d.records.is_some() {
-        bail!("keys `{key}.path` and `{key}.records` are both given: accepted is one of them");
+        bail_key!(
+            format!("{key}.path"),
+            "keys `{key}.path` and `{key}.records` are both given: accepted is one of them"
+        );
     }
     out.opt(&format!("{key}.path"), "--input-file", &d.path);
     if let Some(records) = &d.records {
@@ -670,12 +709,16 @@ fn dataset(out: &mut Out, key: &str, d: &Dataset) -> Result<()> {
 /// (`ISL[|STDDEV],OSL[|STDDEV]:PROBABILITY;…`).
 fn sequence_distribution(out: &mut Out, key: &str, v: &Value) -> Result<()> {
     let Value::Sequence(items) = v else {
-        bail!("key `{key}` = {}: accepted is a list of {{isl, osl, probability}}", show(v));
+        bail_key!(format!("{key}"), "key `{key}` = {}: accepted is a list of {{isl, osl, probability}}", show(v));
     };
     let mut parts = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let Value::Mapping(m) = item else {
-            bail!("key `{key}[{i}]` = {}: accepted is {{isl, osl, probability}}", show(item));
+            bail_key!(
+                format!("{key}[{i}]"),
+                "key `{key}[{i}]` = {}: accepted is {{isl, osl, probability}}",
+                show(item)
+            );
         };
         let get = |names: &[&str]| names.iter().find_map(|n| m.get(*n)).map(show);
         for (k, _) in m {
@@ -683,11 +726,18 @@ fn sequence_distribution(out: &mut Out, key: &str, v: &Value) -> Result<()> {
             if !["isl", "islStddev", "isl_stddev", "osl", "oslStddev", "osl_stddev", "probability"]
                 .contains(&k.as_str())
             {
-                bail!("key `{key}[{i}].{k}`: accepted keys are isl, islStddev, osl, oslStddev, probability");
+                bail_key!(
+                    format!("{key}[{i}].{k}"),
+                    "key `{key}[{i}].{k}`: accepted keys are isl, islStddev, osl, oslStddev, probability"
+                );
             }
         }
         let (Some(isl), Some(osl), Some(p)) = (get(&["isl"]), get(&["osl"]), get(&["probability"])) else {
-            bail!("key `{key}[{i}]` = {}: accepted is {{isl, osl, probability}} (each required)", show(item));
+            bail_key!(
+                format!("{key}[{i}]"),
+                "key `{key}[{i}]` = {}: accepted is {{isl, osl, probability}} (each required)",
+                show(item)
+            );
         };
         let side = |mean: String, sd: Option<String>| match sd {
             Some(sd) => format!("{mean}|{sd}"),
@@ -712,12 +762,16 @@ enum Role {
 
 fn phases(out: &mut Out, b: &Benchmark) -> Result<()> {
     if b.phases.is_some() && (b.warmup.is_some() || b.profiling.is_some()) {
-        bail!(
+        bail_key!(
+            format!("benchmark.phases"),
             "keys `benchmark.phases` and `benchmark.warmup`/`profiling` are both given: accepted is `warmup`/`profiling` or a `phases` list"
         );
     }
     if b.warmup.is_some() && b.profiling.is_none() {
-        bail!("key `benchmark.warmup` is given without `benchmark.profiling`: a run needs a profiling phase");
+        bail_key!(
+            format!("benchmark.warmup"),
+            "key `benchmark.warmup` is given without `benchmark.profiling`: a run needs a profiling phase"
+        );
     }
     let mut list: Vec<(String, &Phase, Option<Role>)> = Vec::new();
     if let Some(w) = &b.warmup {
@@ -758,11 +812,14 @@ fn role(key: &str, p: &Phase, implied: Option<Role>) -> Result<Role> {
     let role = match (kind.as_deref(), name.as_deref(), implied) {
         (Some("warmup"), _, _) => Role::Warmup,
         (Some("profiling"), _, _) => Role::Profiling,
-        (Some(other), _, _) => bail!("key `{key}.kind` = {other}: accepted is warmup or profiling"),
+        (Some(other), _, _) => {
+            bail_key!(format!("{key}.kind"), "key `{key}.kind` = {other}: accepted is warmup or profiling")
+        }
         (None, _, Some(r)) => r,
         (None, Some("warmup"), None) => Role::Warmup,
         (None, Some("profiling"), None) => Role::Profiling,
-        (None, n, None) => bail!(
+        (None, n, None) => bail_key!(
+            format!("{key}.kind"),
             "key `{key}.kind` is missing: a phase named {} needs `kind: warmup` or `kind: profiling`",
             n.unwrap_or("(no name)")
         ),
@@ -771,7 +828,8 @@ fn role(key: &str, p: &Phase, implied: Option<Role>) -> Result<Role> {
     if let Some(x) = &p.exclude_from_results
         && *x != Scalar::Bool(wanted)
     {
-        bail!(
+        bail_key!(
+            format!("{key}.excludeFromResults"),
             "key `{key}.excludeFromResults` = {x}: accepted is {wanted} for a {} phase (warm-up is always excluded, profiling always included)",
             if wanted { "warm-up" } else { "profiling" }
         );
@@ -805,14 +863,18 @@ fn flag(name: &str, role: Role) -> &'static str {
 fn phase(out: &mut Out, key: &str, p: &Phase, role: Role) -> Result<()> {
     let k = |name: &str| format!("{key}.{name}");
     let Some(kind) = p.kind_of_load.as_ref().map(Scalar::to_string) else {
-        bail!(
+        bail_key!(
+            format!("{key}.type"),
             "key `{key}.type` is missing: accepted is concurrency, poisson, gamma, constant, user_centric or fixed_schedule"
         );
     };
     let rated = matches!(kind.as_str(), "poisson" | "gamma" | "constant" | "user_centric");
     let only = |name: &str, set: bool, ok: bool, types: &str| -> Result<()> {
         if set && !ok {
-            bail!("key `{key}.{name}`: a {kind} phase has no {name} (accepted for {types})");
+            bail_key!(
+                format!("{key}.{name}"),
+                "key `{key}.{name}`: a {kind} phase has no {name} (accepted for {types})"
+            );
         }
         Ok(())
     };
@@ -872,7 +934,8 @@ fn phase(out: &mut Out, key: &str, p: &Phase, role: Role) -> Result<()> {
             out.opt(&k("startOffset"), "--fixed-schedule-start-offset", &p.start_offset);
             out.opt(&k("endOffset"), "--fixed-schedule-end-offset", &p.end_offset);
         }
-        other => bail!(
+        other => bail_key!(
+            format!("{key}.type"),
             "key `{key}.type` = {other}: accepted is concurrency, poisson, gamma, constant, user_centric or fixed_schedule"
         ),
     }
@@ -932,8 +995,10 @@ fn artifacts(out: &mut Out, a: &Artifacts) -> Result<()> {
             Some(other) => out.raw(&format!("{A}.{name}"), other, "--export-level"),
         }
     }
-    if let Some(v) = &a.raw {
-        out.raw(&format!("{A}.raw"), v, "--export-level");
+    match &a.raw {
+        None | Some(Value::Bool(false)) => {}
+        Some(Value::Bool(true)) => out.push(&format!("{A}.raw"), "true".into(), vec![kv("--export-level", "raw")]),
+        Some(other) => bail_key!(format!("{A}.raw"), "key `{A}.raw` = {}: accepted is true or false", show(other)),
     }
     out.switch(&format!("{A}.trace"), &a.trace, "--export-http-trace", None)?;
     out.duration(&format!("{A}.sliceDuration"), "--slice-duration", &a.slice_duration)?;
@@ -957,7 +1022,12 @@ fn goodput(out: &mut Out, slos: &Mapping) -> Result<()> {
     let mut parts = Vec::new();
     for (k, v) in slos {
         if matches!(v, Value::Mapping(_) | Value::Sequence(_)) {
-            bail!("key `benchmark.slos.{}` = {}: accepted is a number", show(k), show(v));
+            bail_key!(
+                format!("benchmark.slos.{}", show(k)),
+                "key `benchmark.slos.{}` = {}: accepted is a number",
+                show(k),
+                show(v)
+            );
         }
         parts.push(format!("{}:{}", show(k), show(v)));
     }
@@ -990,7 +1060,7 @@ fn telemetry(out: &mut Out, key: &str, t: &ScalarOr<Telemetry>, on: &str, off: &
     if let Some(v) = &t.enabled
         && !matches!(v, Scalar::Bool(true))
     {
-        bail!("key `{key}.enabled` = {v}: accepted is true or false");
+        bail_key!(format!("{key}.enabled"), "key `{key}.enabled` = {v}: accepted is true or false");
     }
     let mut urls: Vec<Scalar> = t.url.iter().cloned().collect();
     if let Some(list) = &t.urls {
@@ -1005,7 +1075,10 @@ fn telemetry(out: &mut Out, key: &str, t: &ScalarOr<Telemetry>, on: &str, off: &
     out.push(if urls.is_empty() { key } else { &url_key }, value, args);
     if let Some(f) = &t.formats {
         if on != "--server-metrics" {
-            bail!("key `{key}.formats`: accepted keys are enabled, url, urls, collector and mode");
+            bail_key!(
+                format!("{key}.formats"),
+                "key `{key}.formats`: accepted keys are enabled, url, urls, collector and mode"
+            );
         }
         let list: Vec<String> = f.0.iter().map(Scalar::to_string).collect();
         out.push(&format!("{key}.formats"), list.join(", "), vec![kv(&format!("{on}-formats"), list.join(","))]);

@@ -190,11 +190,40 @@ fn every_template_reads_into_options_or_a_refusal_by_key() {
         match read(&name, &std::fs::read_to_string(&path).unwrap(), &no_env) {
             Ok(given) => assert!(!given.is_empty(), "{name}"),
             Err(e) => {
+                let key = e.key.clone().unwrap_or_else(|| panic!("no key path: {e}"));
                 let e = e.to_string();
-                assert!(e.starts_with(&format!("{name}: key `")) && e.contains("is not supported"), "{e}");
+                assert!(e.starts_with(&format!("{name}: key `{key}`")) && e.contains("is not supported"), "{e}");
             }
         }
     }
+}
+
+/// Each refusal carries the key path its message names: an unknown key (the model's), a value
+/// of the wrong shape, a key spelled into a refused value, a template that fails, a variable
+/// without a value; a file that is no mapping names no key.
+#[test]
+fn refusals_carry_their_key_paths() {
+    for (text, key) in [
+        ("benchmark:\n  model: m\n  endpoint: {urlz: [x]}\n", "benchmark.endpoint.urlz"),
+        ("benchmark:\n  model: m\n  artifacts: {raw: 3}\n", "benchmark.artifacts.raw"),
+        ("benchmark:\n  model: m\n  metrics: {x: 1}\n", "benchmark.metrics.x"),
+        ("schemaVersion: '1.0'\nbenchmark: {model: m}\n", "schemaVersion"),
+        ("benchmark:\n  model: '{{ nope(1) }}'\n", "benchmark.model"),
+        ("benchmark:\n  model: ${NO_SUCH_VAR}\n", "benchmark.model"),
+    ] {
+        let e = read("k.yaml", text, &no_env).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some(key), "{text}: {e}");
+        assert!(e.to_string().starts_with(&format!("k.yaml: key `{key}`")), "{text}: {e}");
+    }
+    assert!(read("k.yaml", "[1, 2]", &no_env).unwrap_err().key.is_none());
+}
+
+#[test]
+fn artifacts_raw_is_export_level_raw() {
+    let p = pairs(&read("r.yaml", "benchmark:\n  model: m\n  artifacts: {raw: true}\n", &no_env).unwrap());
+    assert!(p.contains(&("benchmark.artifacts.raw".into(), "--export-level=raw".into())), "{p:?}");
+    let p = pairs(&read("r.yaml", "benchmark:\n  model: m\n  artifacts: {raw: false}\n", &no_env).unwrap());
+    assert!(!p.iter().any(|(k, _)| k.contains("raw")), "{p:?}");
 }
 
 #[test]

@@ -163,8 +163,10 @@ pub struct Exports {
     pub progress: crate::profile::progress::Mode,
     /// `--slice-duration`: also write the metrics per slice of this length.
     pub slice: Option<Duration>,
-    /// `--export-level records`: write `profile_export.jsonl` (not with `summary`).
+    /// `--export-level records` or `raw`: write `profile_export.jsonl` (not with `summary`).
     pub records: bool,
+    /// `--export-level raw`: also write `profile_export_raw.jsonl`.
+    pub raw: bool,
     /// The export files' names (`--profile-export-prefix`).
     pub names: crate::io::exports::ExportNames,
     /// `--export-http-trace`: each record's line also has its HTTP exchange (`trace_data`).
@@ -355,7 +357,8 @@ impl ReplayPlan {
                     }
                 },
                 slice: times.slice,
-                records: a.export_level == crate::profile::options::ExportLevel::Records,
+                records: a.export_level != crate::profile::options::ExportLevel::Summary,
+                raw: a.export_level == crate::profile::options::ExportLevel::Raw,
                 names: match &a.profile_export_prefix {
                     Some(p) => crate::io::exports::ExportNames::with_prefix(p)?,
                     None => crate::io::exports::ExportNames::default(),
