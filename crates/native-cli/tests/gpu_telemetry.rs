@@ -181,6 +181,26 @@ fn a_dcgm_exporter_is_scraped_into_aiperfs_gpu_records() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--gpu-telemetry pynvml: local GPU libraries are not read"));
 }
 
+/// A run AIPerf 0.13.0 wrote with `--gpu-telemetry` (the fixture): `compare` has a row per GPU
+/// and field with AIPerf's numbers, `report` the GPU table.
+#[test]
+fn report_and_compare_show_the_gpus_of_aiperfs_run() {
+    let run = root().join("tests/fixtures/aiperf-0.13.0-runs/gpu-telemetry");
+    let c = cli(&["compare", run.to_str().unwrap(), "--format", "json"]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    let row = |name: &str| j["rows"].as_array().unwrap().iter().find(|r| r["metric"] == name).cloned();
+    assert_eq!(row("GPU 0 Power Usage avg").unwrap()["values"][0], 510.5, "{j}");
+    assert_eq!(row("GPU 0 Energy Consumption rise").unwrap()["values"][0], 14.0, "{j}");
+    assert_eq!(row("GPU 1 Utilization avg").unwrap()["values"][0], 23.0, "{j}");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    let r = cli(&["report", run.to_str().unwrap(), "--output", html.to_str().unwrap()]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<td>Power Usage (W)</td><td>510.50</td><td>504.00</td><td>517.00</td>"), "no GPU table");
+}
+
 fn cli(args: &[&str]) -> std::process::Output {
     std::process::Command::new(BIN).args(args).output().unwrap()
 }

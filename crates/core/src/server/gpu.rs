@@ -153,6 +153,46 @@ impl GpuRecord {
     }
 }
 
+impl GpuRecord {
+    /// Reads a line of `gpu_telemetry_export.jsonl` (AIPerf's `TelemetryRecord`, ours or
+    /// AIPerf's); fields other than the DCGM ones are left out. An error names the field.
+    pub fn from_jsonl_line(line: &str) -> Result<GpuRecord, String> {
+        let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let index = v.get("gpu_index").and_then(Value::as_u64).and_then(|i| u32::try_from(i).ok());
+        let index = index.ok_or_else(|| format!("gpu_index: expected a GPU index, found {}", v["gpu_index"]))?;
+        let timestamp_ns = v.get("timestamp_ns").and_then(Value::as_u64);
+        let timestamp_ns = timestamp_ns
+            .ok_or_else(|| format!("timestamp_ns: expected Unix nanoseconds, found {}", v["timestamp_ns"]))?;
+        let data = v.get("telemetry_data").and_then(Value::as_object);
+        let data = data.ok_or_else(|| format!("telemetry_data: expected an object, found {}", v["telemetry_data"]))?;
+        let mut values = [None; 11];
+        for (slot, d) in values.iter_mut().zip(&DCGM_FIELDS) {
+            *slot = match data.get(d.field) {
+                None | Some(Value::Null) => None,
+                Some(x) => Some(
+                    x.as_f64().ok_or_else(|| format!("telemetry_data.{}: expected a number, found {x}", d.field))?,
+                ),
+            };
+        }
+        Ok(GpuRecord {
+            timestamp_ns,
+            url: s("telemetry_source_url").unwrap_or_default(),
+            gpu: GpuId {
+                index,
+                uuid: s("gpu_uuid"),
+                model_name: s("gpu_model_name"),
+                pci_bus_id: s("pci_bus_id"),
+                device: s("device"),
+                hostname: s("hostname"),
+                namespace: s("namespace"),
+                pod_name: s("pod_name"),
+            },
+            values,
+        })
+    }
+}
+
 /// One scrape of one GPU: when (Unix ns) and the values of [`DCGM_FIELDS`] (by position).
 type Snapshot = (u64, [Option<f64>; 11]);
 
@@ -783,5 +823,31 @@ DCGM_FI_DEV_GPU_TEMP{UUID=\"no-index\"} 50
         );
         let bad = json!({"endpoints": {"h": {"gpus": {"gpu_0": {"gpu_index": -1}}}}});
         assert!(TelemetryExport::from_json(&bad).unwrap_err().contains("gpu_0.gpu_index: expected a GPU index"));
+    }
+
+    /// AIPerf's own run with `--gpu-telemetry` (`tests/fixtures/aiperf-0.13.0-runs/gpu-telemetry`):
+    /// its records, summarised here over its window, give its `telemetry_data`.
+    #[test]
+    fn aiperfs_telemetry_data_from_its_records() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/aiperf-0.13.0-runs/gpu-telemetry");
+        let text = std::fs::read_to_string(format!("{dir}/profile_export_aiperf.json")).unwrap();
+        let summary: Value = serde_json::from_str(&text).unwrap();
+        let theirs = TelemetryExport::from_json(&summary["telemetry_data"]).unwrap();
+        let mut t = GpuTelemetry::default();
+        for line in std::fs::read_to_string(format!("{dir}/gpu_telemetry_export.jsonl")).unwrap().lines() {
+            t.add(&[GpuRecord::from_jsonl_line(line).unwrap()]);
+        }
+        // Its window in the summary, to the microsecond (local time: the fixture's machine is UTC).
+        let ns = |s: &str| crate::datetime::parse_datetime(s).unwrap().unix_ns as u64;
+        let (start, end) = (ns(&theirs.start_time), ns(&theirs.end_time) + 999);
+        let ours = t.export(Some(start), Some(end), (theirs.start_time.clone(), theirs.end_time.clone()));
+        assert_eq!(ours.endpoints.len(), 1);
+        let gpus = |x: &TelemetryExport| x.endpoints[0].1.iter().map(|g| g.metrics.len()).collect::<Vec<_>>();
+        assert_eq!(gpus(&ours), [11, 11]);
+        assert_eq!(ours, theirs);
+        assert_eq!(ours.to_json(), summary["telemetry_data"]);
+        let csv = std::fs::read_to_string(format!("{dir}/profile_export_aiperf.csv")).unwrap();
+        assert!(csv.ends_with(&ours.csv_section()), "{}", ours.csv_section());
+        assert!(GpuRecord::from_jsonl_line("{\"gpu_index\": 0}").unwrap_err().starts_with("timestamp_ns: expected"));
     }
 }

@@ -545,6 +545,7 @@ pub(crate) mod tests {
             "cancelled",
             "raw-multi-turn",
             "server-metrics",
+            "gpu-telemetry",
             "timeslices-goodput",
         ];
         for name in shapes {
