@@ -20,13 +20,18 @@ cli="${AIPERF_CLI:-$root/target/debug/aiperf-cli}"
 
 work="$(mktemp -d -t aiperf-fixtures.XXXXXX)"
 mock_pid=""
+dcgm_pid=""
 cleanup() {
   [[ -n "$mock_pid" ]] && kill "$mock_pid" 2>/dev/null || true
+  [[ -n "$dcgm_pid" ]] && kill "$dcgm_pid" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 url="http://127.0.0.1:$port"
+# A DCGM exporter for the gpu-telemetry shape: the recorded page served as /metrics.
+dcgm_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+dcgm_url="http://127.0.0.1:$dcgm_port/metrics"
 
 # The traces the replay shapes use, written into the shape's folder before the run.
 fixed_schedule_trace() {
@@ -64,11 +69,38 @@ shapes=(
   "cancelled|--ttft-ms 20 --itl-ms 10|--endpoint-type chat --streaming --request-count 30 --concurrency 3 --synthetic-input-tokens-mean 60 --output-tokens-mean 16 --request-cancellation-rate 30 --request-cancellation-delay 0.08|-|Streaming chat with 30 % of requests cancelled by AIPerf 80 ms after sending (\`--request-cancellation-rate\`)."
   "timeslices-goodput|--ttft-ms 20 --itl-ms 3|--endpoint-type chat --streaming --request-count 24 --request-rate 12 --synthetic-input-tokens-mean 60 --output-tokens-mean 16 --slice-duration 1 --goodput 'time_to_first_token:30 request_latency:80'|-|Streaming chat at 12 requests/s in 1 s time slices (\`profile_export_aiperf_timeslices.*\`) with goodput SLOs."
   "server-metrics|--ttft-ms 20 --itl-ms 5 --slots 2|--endpoint-type chat --streaming --request-count 30 --concurrency 4 --synthetic-input-tokens-mean 60 --output-tokens-mean 16 --server-metrics-formats json csv jsonl parquet|-|Streaming chat queueing on a 2-slot mock, server metrics in every format (\`server_metrics_export.{json,csv,jsonl}\` kept; the parquet file is removed: a binary that keeps the machine's paths)."
+  "gpu-telemetry|--ttft-ms 40 --itl-ms 10|--endpoint-type chat --streaming --request-count 24 --concurrency 1 --synthetic-input-tokens-mean 40 --output-tokens-mean 8 --gpu-telemetry $dcgm_url|-|Streaming chat with \`--gpu-telemetry\` scraping a DCGM exporter (the recorded page \`tests/fixtures/dcgm/dcgm-exporter-metrics.txt\`, GPU 0's power and energy moving at every scrape): \`gpu_telemetry_export.jsonl\` and the summary's \`telemetry_data\`."
   "raw-multi-turn|--ttft-ms 10 --itl-ms 1|--endpoint-type chat --streaming --conversation-num 4 --conversation-turn-mean 3 --request-count 12 --concurrency 2 --synthetic-input-tokens-mean 40 --output-tokens-mean 8 --export-level raw --export-http-trace|-|Synthetic multi-turn conversations (4 x 3 turns) with \`--export-level raw\` (\`profile_export_raw.jsonl\`: payloads and responses) and \`--export-http-trace\` (\`trace_data\` in every record)."
 )
 
 wanted=("$@")
 want() { [[ ${#wanted[@]} -eq 0 ]] || printf '%s\n' "${wanted[@]}" | grep -qx "$1"; }
+
+if want gpu-telemetry; then
+  # The recorded page with GPU 0's power and energy moving at every request (AIPerf keeps a
+  # scrape only when the page changed): n W over 500 W and n MJ more at the n-th.
+  python3 - "$root/tests/fixtures/dcgm/dcgm-exporter-metrics.txt" "$dcgm_port" >"$work/dcgm.log" 2>&1 <<'EOF' &
+import http.server, sys
+page = open(sys.argv[1]).read()
+served = [0]
+class Exporter(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        served[0] += 1
+        n = served[0]
+        body = page.replace("} 512.337", "} %.3f" % (500 + n))
+        body = body.replace("} 4518820913062", "} %d" % (4518820913062 + n * 1_000_000_000)).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[2])), Exporter).serve_forever()
+EOF
+  dcgm_pid=$!
+  for _ in $(seq 100); do curl -sf "$dcgm_url" >/dev/null 2>&1 && break; sleep 0.1; done
+fi
 
 mkdir -p "$out"
 for entry in "${shapes[@]}"; do

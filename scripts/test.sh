@@ -65,6 +65,9 @@ say "AIPerf 0.13.0's own readers on runs of ours (record model, aiperf plot, aip
 cargo test -p aiperf-cli --locked --test aiperf_readers -- --ignored --nocapture
 # --export-http-trace's trace_data read by AIPerf's MetricRecordInfo, --export-level raw's lines by its RawRecordInfo.
 cargo test -p aiperf-cli --locked --test aiperf_outputs -- --ignored --nocapture
+# --gpu-telemetry's telemetry_data read by AIPerf's JsonExportData, its statistics recomputed by
+# AIPerf's own GPU time series from our gpu_telemetry_export.jsonl.
+cargo test -p aiperf-cli --locked --test gpu_telemetry -- --ignored --nocapture
 
 say "AIPerf 0.13.0 against our generators: agentic-code sessions (10 seeds each, replayed by both), synthetic workloads (its inputs.json)"
 cargo test -p aiperf-cli --locked --test aiperf_agentic -- --ignored --nocapture

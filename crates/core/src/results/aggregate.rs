@@ -545,7 +545,7 @@ impl Adjusted {
 }
 
 /// The result of a run: distributions of per-request metrics and run-level scalars.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Report {
     pub metrics: Vec<(Metric, Distribution)>,
     /// AIPerf's error-adjusted distributions, when requests failed.

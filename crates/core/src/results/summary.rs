@@ -4,10 +4,12 @@ use serde_json::Value;
 
 use crate::replay::sharding::Sharding;
 use crate::results::aggregate::Report;
+use crate::server::gpu::TelemetryExport;
 use crate::server::kinds::ServerView;
 
-/// Everything known at the end of a run.
-#[derive(Clone, Debug, PartialEq)]
+/// Everything known at the end of a run. What a command has no part of stays at its default
+/// (`..RunSummary::default()`).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunSummary {
     pub report: Report,
     /// The run's id (AIPerf's `benchmark_id`: 12 hex digits).
@@ -42,6 +44,8 @@ pub struct RunSummary {
     pub sharding: Option<Sharding>,
     /// The server's numbers from its metrics, when they were scraped.
     pub server: Option<ServerView>,
+    /// AIPerf's `telemetry_data`: the GPUs of the DCGM exporters scraped (`--gpu-telemetry`).
+    pub gpu_telemetry: Option<TelemetryExport>,
 }
 
 /// The words of a command line joined as a POSIX shell reads them back: a word with anything but

@@ -414,26 +414,42 @@ impl Timeline {
     }
 
     /// Every time-weighted metric over `[from, to)` (ns on the records' clock), in AIPerf's
-    /// order; empty without requests. The curves are built a group at a time and dropped once
-    /// their metrics are taken, so at most three are held at once.
+    /// order; empty without requests.
     pub fn metrics(&self, from: u64, to: u64) -> Vec<(TimelineMetric, TimeWeighted)> {
+        self.metrics_over(&[(from, to)]).pop().unwrap_or_default()
+    }
+
+    /// [`metrics`](Self::metrics) over each of `windows`, in their order, from one sweep of the
+    /// requests per curve: the time slices' windows cost a look-up and the steps inside each, not
+    /// a pass over the run each. The curves are built a group at a time and dropped once every
+    /// window has taken its metrics, so at most three are held at once.
+    pub fn metrics_over(&self, windows: &[(u64, u64)]) -> Vec<Vec<(TimelineMetric, TimeWeighted)>> {
         use TimelineMetric as T;
         if self.spans.is_empty() {
-            return Vec::new();
+            return vec![Vec::new(); windows.len()];
         }
-        let tw = |s: &Steps, scale: f64| over_window(s, from, to, scale);
-        let act = |s: &Steps, mask: &Steps| while_active(s, mask, from, to, PER_SECOND);
-        let mut out: Vec<(TimelineMetric, TimeWeighted)> = Vec::with_capacity(14);
-        let mut put = |m: TimelineMetric, w: TimeWeighted| out.push((m, w));
+        let mut out: Vec<Vec<(TimelineMetric, TimeWeighted)>> =
+            windows.iter().map(|_| Vec::with_capacity(14)).collect();
+        let mut put = |m: TimelineMetric, each: &dyn Fn(u64, u64) -> TimeWeighted| {
+            for (o, &(from, to)) in out.iter_mut().zip(windows) {
+                o.push((m, each(from, to)));
+            }
+        };
+        fn tw(s: &Steps, scale: f64) -> impl Fn(u64, u64) -> TimeWeighted + '_ {
+            move |from, to| over_window(s, from, to, scale)
+        }
+        fn act<'a>(s: &'a Steps, mask: &'a Steps) -> impl Fn(u64, u64) -> TimeWeighted + 'a {
+            move |from, to| while_active(s, mask, from, to, PER_SECOND)
+        }
         {
             let concurrency = self.sweep(|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]));
-            put(T::EffectiveConcurrency, tw(&concurrency, 1.0));
+            put(T::EffectiveConcurrency, &tw(&concurrency, 1.0));
             let total = self.sweep(|s, _, e| {
                 prefill_rate(s, e);
                 even_decode_rate(s, e);
             });
-            put(T::EffectiveTotalThroughput, tw(&total, PER_SECOND));
-            put(T::ActiveTotalThroughput, act(&total, &concurrency));
+            put(T::EffectiveTotalThroughput, &tw(&total, PER_SECOND));
+            put(T::ActiveTotalThroughput, &act(&total, &concurrency));
         }
         {
             let conc = self.sweep(|s, _, e| {
@@ -446,12 +462,12 @@ impl Timeline {
             } else {
                 self.sweep(chunk_decode)
             };
-            put(T::EffectiveDecodeThroughput, tw(&rate, PER_SECOND));
-            put(T::EffectiveDecodeConcurrency, tw(&conc, 1.0));
-            put(T::ActiveDecodeThroughput, act(&rate, &conc));
+            put(T::EffectiveDecodeThroughput, &tw(&rate, PER_SECOND));
+            put(T::EffectiveDecodeConcurrency, &tw(&conc, 1.0));
+            put(T::ActiveDecodeThroughput, &act(&rate, &conc));
             let per_user = divide(&rate, &conc);
-            put(T::EffectiveDecodeThroughputPerUser, tw(&per_user, PER_SECOND));
-            put(T::ActiveDecodeThroughputPerUser, act(&per_user, &conc));
+            put(T::EffectiveDecodeThroughputPerUser, &tw(&per_user, PER_SECOND));
+            put(T::ActiveDecodeThroughputPerUser, &act(&per_user, &conc));
         }
         {
             let conc = self.sweep(|s, _, e| {
@@ -460,15 +476,16 @@ impl Timeline {
                 }
             });
             let rate = self.sweep(|s, _, e| prefill_rate(s, e));
-            put(T::EffectivePrefillThroughput, tw(&rate, PER_SECOND));
-            put(T::EffectivePrefillConcurrency, tw(&conc, 1.0));
-            put(T::ActivePrefillThroughput, act(&rate, &conc));
+            put(T::EffectivePrefillThroughput, &tw(&rate, PER_SECOND));
+            put(T::EffectivePrefillConcurrency, &tw(&conc, 1.0));
+            put(T::ActivePrefillThroughput, &act(&rate, &conc));
             let per_user = divide(&rate, &conc);
-            put(T::EffectivePrefillThroughputPerUser, tw(&per_user, PER_SECOND));
-            put(T::ActivePrefillThroughputPerUser, act(&per_user, &conc));
+            put(T::EffectivePrefillThroughputPerUser, &tw(&per_user, PER_SECOND));
+            put(T::ActivePrefillThroughputPerUser, &act(&per_user, &conc));
         }
         let per_chunk = !self.chunks.is_empty();
-        put(T::TokensInFlight, tw(&self.sweep(|s, later, e| tokens_in_flight(s, later, per_chunk, e)), 1.0));
+        let in_flight = self.sweep(|s, later, e| tokens_in_flight(s, later, per_chunk, e));
+        put(T::TokensInFlight, &tw(&in_flight, 1.0));
         // AIPerf's order.
         let order = [
             T::EffectiveConcurrency,
@@ -486,7 +503,9 @@ impl Timeline {
             T::ActivePrefillThroughputPerUser,
             T::ActiveTotalThroughput,
         ];
-        out.sort_by_key(|(m, _)| order.iter().position(|o| o == m));
+        for o in &mut out {
+            o.sort_by_key(|(m, _)| order.iter().position(|x| x == m));
+        }
         out
     }
 
@@ -679,6 +698,34 @@ mod tests {
         assert_eq!(k.max, 40.0 + 3.0 + 40.0 + 1.0);
         // Nothing in the run: no metric.
         assert!(Timeline::default().metrics(0, 1).is_empty());
+    }
+
+    #[test]
+    fn many_windows_at_once_weigh_as_each_alone() {
+        let mut tl = Timeline::default();
+        for i in 0..30u64 {
+            let start = i * 7_000_000 % 90_000_000;
+            let r = RequestRecord {
+                sent_ns: start,
+                chunk_ns: vec![start + 3_000_000, start + 5_000_000 + i * 100_000, start + 9_000_000],
+                end_ns: start + 9_500_000,
+                streaming: true,
+                input_tokens: Some(20 + i),
+                output_tokens: Some(1 + i % 4),
+                ..Default::default()
+            };
+            let m = RequestMetrics::of(&r, false);
+            tl.add(&r, (i % 11 != 5).then_some(&m));
+        }
+        let windows = [(0, 10_000_000), (50_000_000, 20_000_000), (5_000_000, 95_000_000), (40_000_000, 40_000_001)];
+        let together = tl.metrics_over(&windows);
+        assert_eq!(together.len(), windows.len());
+        for (w, m) in windows.iter().zip(&together) {
+            assert_eq!(*m, tl.metrics(w.0, w.1), "{w:?}");
+            assert_eq!(m.len(), 14);
+        }
+        assert_ne!(together[0], together[2]);
+        assert_eq!(Timeline::default().metrics_over(&windows), vec![Vec::new(); 4]);
     }
 
     #[test]

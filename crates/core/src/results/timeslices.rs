@@ -9,7 +9,9 @@
 //! (`is_complete: false`), and its throughputs are per second of the part that elapsed.
 //!
 //! **Time-weighted metrics** (`effective_*`, `active_*`, `tokens_in_flight`): as AIPerf's, the
-//! run's curves (every request, whichever slice it was sent in) weighed over the slice's window.
+//! run's curves (every request, whichever slice it was sent in) weighed over the slice's window;
+//! each curve is built once, in one sweep of the requests, for every slice
+//! ([`Timeline::metrics_over`]).
 //!
 //! Memory: one [`Aggregate`] per slice, holding the same values as the run's aggregate, and at most
 //! [`MAX_SLICES`] slices (records sent later are counted in [`Slicer::beyond`]).
@@ -77,15 +79,22 @@ impl Slicer {
     /// The slices of a run whose last response came at `run_end_ns` (from the benchmark start);
     /// `run`: the whole run's requests, whose time-weighted metrics each slice's window takes.
     pub fn finish(&self, run_end_ns: u64, with_goodput: bool, run: &Timeline) -> TimeSlices {
+        // (start, end, complete) of each slice.
+        let bounds: Vec<(u64, u64, bool)> = (0..self.slices.len())
+            .map(|i| {
+                let start_ns = i as u64 * self.slice_ns;
+                let full_end_ns = start_ns.saturating_add(self.slice_ns);
+                (start_ns, full_end_ns.min(run_end_ns.max(start_ns)), run_end_ns >= full_end_ns)
+            })
+            .collect();
+        // The run's curves, built once, weighed over the window of every slice that lasted.
+        let windows: Vec<(u64, u64)> = bounds.iter().filter(|b| b.1 > b.0).map(|b| (b.0, b.1)).collect();
+        let mut weighed = run.metrics_over(&windows).into_iter();
         let slices = self
             .slices
             .iter()
-            .enumerate()
-            .map(|(i, agg)| {
-                let start_ns = i as u64 * self.slice_ns;
-                let full_end_ns = start_ns.saturating_add(self.slice_ns);
-                let is_complete = run_end_ns >= full_end_ns;
-                let end_ns = full_end_ns.min(run_end_ns.max(start_ns));
+            .zip(bounds)
+            .map(|(agg, (start_ns, end_ns, is_complete))| {
                 let elapsed_s = (end_ns - start_ns) as f64 / 1e9;
                 let per_s = |x: f64| if elapsed_s > 0.0 { x / elapsed_s } else { 0.0 };
                 let mut report = agg.report(with_goodput);
@@ -94,7 +103,7 @@ impl Slicer {
                 report.input_token_throughput = per_s(report.total_input_tokens as f64);
                 report.total_token_throughput = per_s((report.total_input_tokens + report.total_output_tokens) as f64);
                 report.goodput = report.good_request_count.map(|n| per_s(n as f64));
-                report.timeline = if end_ns > start_ns { run.metrics(start_ns, end_ns) } else { Vec::new() };
+                report.timeline = if end_ns > start_ns { weighed.next().unwrap_or_default() } else { Vec::new() };
                 Slice { start_ns, end_ns, is_complete, report }
             })
             .collect();

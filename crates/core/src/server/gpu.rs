@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use crate::csv;
 use crate::server::prometheus::Family;
-use crate::stats::Distribution;
+use crate::stats::{Distribution, REPORT_PERCENTILES};
 
 /// AIPerf's file of GPU telemetry records.
 pub const JSONL_FILE: &str = "gpu_telemetry_export.jsonl";
@@ -152,8 +153,51 @@ impl GpuRecord {
     }
 }
 
-/// One GPU's labels and the values of each of [`DCGM_FIELDS`] over the run.
-type GpuValues = (GpuId, [Vec<f64>; 11]);
+impl GpuRecord {
+    /// Reads a line of `gpu_telemetry_export.jsonl` (AIPerf's `TelemetryRecord`, ours or
+    /// AIPerf's); fields other than the DCGM ones are left out. An error names the field.
+    pub fn from_jsonl_line(line: &str) -> Result<GpuRecord, String> {
+        let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let index = v.get("gpu_index").and_then(Value::as_u64).and_then(|i| u32::try_from(i).ok());
+        let index = index.ok_or_else(|| format!("gpu_index: expected a GPU index, found {}", v["gpu_index"]))?;
+        let timestamp_ns = v.get("timestamp_ns").and_then(Value::as_u64);
+        let timestamp_ns = timestamp_ns
+            .ok_or_else(|| format!("timestamp_ns: expected Unix nanoseconds, found {}", v["timestamp_ns"]))?;
+        let data = v.get("telemetry_data").and_then(Value::as_object);
+        let data = data.ok_or_else(|| format!("telemetry_data: expected an object, found {}", v["telemetry_data"]))?;
+        let mut values = [None; 11];
+        for (slot, d) in values.iter_mut().zip(&DCGM_FIELDS) {
+            *slot = match data.get(d.field) {
+                None | Some(Value::Null) => None,
+                Some(x) => Some(
+                    x.as_f64().ok_or_else(|| format!("telemetry_data.{}: expected a number, found {x}", d.field))?,
+                ),
+            };
+        }
+        Ok(GpuRecord {
+            timestamp_ns,
+            url: s("telemetry_source_url").unwrap_or_default(),
+            gpu: GpuId {
+                index,
+                uuid: s("gpu_uuid"),
+                model_name: s("gpu_model_name"),
+                pci_bus_id: s("pci_bus_id"),
+                device: s("device"),
+                hostname: s("hostname"),
+                namespace: s("namespace"),
+                pod_name: s("pod_name"),
+            },
+            values,
+        })
+    }
+}
+
+/// One scrape of one GPU: when (Unix ns) and the values of [`DCGM_FIELDS`] (by position).
+type Snapshot = (u64, [Option<f64>; 11]);
+
+/// One GPU's labels and its scrapes over the run.
+type GpuValues = (GpuId, Vec<Snapshot>);
 
 /// Every GPU's values over the run.
 #[derive(Clone, Debug, Default)]
@@ -174,13 +218,12 @@ pub struct GpuSummary {
 impl GpuTelemetry {
     pub fn add(&mut self, records: &[GpuRecord]) {
         for r in records {
+            if r.values.iter().all(Option::is_none) {
+                continue;
+            }
             let entry =
                 self.gpus.entry((r.url.clone(), r.gpu.index)).or_insert_with(|| (r.gpu.clone(), Default::default()));
-            for (list, v) in entry.1.iter_mut().zip(r.values) {
-                if let Some(v) = v {
-                    list.push(v);
-                }
-            }
+            entry.1.push((r.timestamp_ns, r.values));
         }
     }
 
@@ -188,16 +231,49 @@ impl GpuTelemetry {
     pub fn summaries(&self) -> Vec<GpuSummary> {
         self.gpus
             .iter()
-            .map(|((url, _), (gpu, values))| GpuSummary {
+            .map(|((url, _), (gpu, snapshots))| GpuSummary {
                 url: url.clone(),
                 gpu: gpu.clone(),
                 metrics: DCGM_FIELDS
                     .iter()
-                    .zip(values)
-                    .filter_map(|(d, v)| Distribution::of(v).map(|dist| (*d, dist)))
+                    .enumerate()
+                    .filter_map(|(i, d)| {
+                        let values: Vec<f64> = snapshots.iter().filter_map(|(_, v)| v[i]).collect();
+                        Distribution::of(&values).map(|dist| (*d, dist))
+                    })
                     .collect(),
             })
             .collect()
+    }
+
+    /// AIPerf's `telemetry_data` over the profiling window `[start_ns, end_ns]` (Unix ns, both
+    /// ends included; `None`: unbounded), as its GPU telemetry accumulator computes it: a gauge's
+    /// statistics over the scrapes in the window, a counter's rise from its last value before the
+    /// window (or its first in it) to its last in it. `start_time`/`end_time` are the window's
+    /// ends as the summary writes them.
+    pub fn export(&self, start_ns: Option<u64>, end_ns: Option<u64>, times: (String, String)) -> TelemetryExport {
+        let urls: Vec<String> = self.gpus.keys().map(|(u, _)| u.clone()).fold(Vec::new(), |mut v, u| {
+            if !v.contains(&u) {
+                v.push(u);
+            }
+            v
+        });
+        let mut endpoints: Vec<(String, Vec<GpuExport>)> = Vec::new();
+        for ((url, _), (gpu, snapshots)) in &self.gpus {
+            let display = endpoint_display(url);
+            let export = gpu_export(gpu, snapshots, start_ns, end_ns);
+            match endpoints.iter_mut().find(|(d, _)| *d == display) {
+                Some((_, gpus)) => gpus.push(export),
+                None => endpoints.push((display, vec![export])),
+            }
+        }
+        TelemetryExport {
+            endpoints_configured: urls.clone(),
+            endpoints_successful: urls,
+            start_time: times.0,
+            end_time: times.1,
+            endpoints,
+        }
     }
 
     /// One console line per GPU: who it is, then each field's average and maximum.
@@ -211,7 +287,7 @@ impl GpuTelemetry {
                     .metrics
                     .iter()
                     .map(|(d, dist)| {
-                        let short = d.display.trim_start_matches("NVIDIA ").trim_start_matches("GPU ");
+                        let short = d.short();
                         format!("{short} avg {:.1} max {:.1} {}", dist.avg, dist.max, d.unit)
                     })
                     .collect();
@@ -223,6 +299,360 @@ impl GpuTelemetry {
     /// Whether no GPU was seen.
     pub fn is_empty(&self) -> bool {
         self.gpus.is_empty()
+    }
+}
+
+/// AIPerf's GPU telemetry counters: cumulative since the GPU started, summarised by their rise
+/// over the window rather than by statistics.
+const COUNTERS: [&str; 3] = ["nvidia_energy_consumption", "nvidia_xid_errors", "nvidia_power_violation"];
+
+/// An exporter URL as AIPerf keys its endpoints: host and port, then the path without its
+/// `/metrics` ending (the scheme, query and fragment left out).
+pub fn endpoint_display(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    let (host, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
+    format!("{host}{}", path.strip_suffix("/metrics").unwrap_or(path))
+}
+
+/// One GPU's `GpuSummary` over the window of its scrapes `[start_ns, end_ns]`.
+fn gpu_export(gpu: &GpuId, snapshots: &[Snapshot], start_ns: Option<u64>, end_ns: Option<u64>) -> GpuExport {
+    let mut snaps = snapshots.to_vec();
+    snaps.sort_by_key(|(t, _)| *t);
+    let first = start_ns.map_or(0, |s| snaps.partition_point(|(t, _)| *t < s));
+    let last = end_ns.map_or(snaps.len(), |e| snaps.partition_point(|(t, _)| *t <= e)).max(first);
+    let window = &snaps[first..last];
+    let metrics = DCGM_FIELDS
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| {
+            let stats = if d.is_counter() {
+                let end = window.iter().rev().find_map(|(_, v)| v[i])?;
+                let base = snaps[..first].iter().rev().find_map(|(_, v)| v[i]);
+                let base = base.or_else(|| window.iter().find_map(|(_, v)| v[i]))?;
+                let rise = end - base;
+                // A counter that went back (the exporter restarted) rose by 0.
+                GpuStats { avg: Some(if 0.0 > rise { 0.0 } else { rise }), ..GpuStats::new(d.unit) }
+            } else {
+                gauge_stats(d.unit, window.iter().map(|(_, v)| v[i]))?
+            };
+            Some((d.field.to_owned(), stats))
+        })
+        .collect();
+    GpuExport {
+        index: gpu.index,
+        name: gpu.model_name.clone().unwrap_or_default(),
+        uuid: gpu.uuid.clone().unwrap_or_default(),
+        platform: "nvidia".to_owned(),
+        hostname: gpu.hostname.clone(),
+        namespace: gpu.namespace.clone(),
+        pod_name: gpu.pod_name.clone(),
+        metrics,
+    }
+}
+
+/// A gauge's statistics over the scrapes of the window, a scrape without the field counted but
+/// left out of the statistics (numpy's `nan*` functions over AIPerf's NaN-padded columns: the
+/// sums run over every scrape with 0 in place of a missing value; the sample standard
+/// deviation, 0 for a single value); `None` when no scrape of the window had it.
+fn gauge_stats(unit: &str, column: impl Iterator<Item = Option<f64>> + Clone) -> Option<GpuStats> {
+    let valid: Vec<f64> = column.clone().flatten().collect();
+    let d = Distribution::of(&valid)?;
+    let padded: Vec<f64> = column.clone().map(|v| v.unwrap_or(0.0)).collect();
+    let total = crate::stats::sum(&padded);
+    let avg = total / valid.len() as f64;
+    let std = if valid.len() > 1 {
+        let squares: Vec<f64> = column.clone().map(|v| v.map_or(0.0, |x| (x - avg) * (x - avg))).collect();
+        (crate::stats::sum(&squares) / (valid.len() - 1) as f64).sqrt()
+    } else {
+        0.0
+    };
+    Some(GpuStats {
+        avg: Some(avg),
+        percentiles: d.percentiles.map(Some),
+        min: Some(d.min),
+        max: Some(d.max),
+        std: Some(std),
+        count: Some(padded.len() as u64),
+        sum: Some(total),
+        ..GpuStats::new(unit)
+    })
+}
+
+/// One GPU field's statistics as AIPerf's `JsonMetricResult` holds them (absent ones `None`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GpuStats {
+    pub unit: String,
+    pub avg: Option<f64>,
+    /// At [`REPORT_PERCENTILES`], in order.
+    pub percentiles: [Option<f64>; 9],
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub std: Option<f64>,
+    pub count: Option<u64>,
+    pub sum: Option<f64>,
+}
+
+impl GpuStats {
+    fn new(unit: &str) -> GpuStats {
+        GpuStats { unit: unit.to_owned(), ..GpuStats::default() }
+    }
+
+    /// The statistics in AIPerf's order (`avg`, `p1`…`p99`, `min`, `max`, `std`, `count`, `sum`).
+    fn keys(&self) -> Vec<(String, Value)> {
+        let mut v = vec![("avg".to_owned(), self.avg.map(|x| json!(x)))];
+        v.extend(REPORT_PERCENTILES.iter().zip(self.percentiles).map(|(p, x)| (format!("p{p}"), x.map(|x| json!(x)))));
+        v.extend([
+            ("min".to_owned(), self.min.map(|x| json!(x))),
+            ("max".to_owned(), self.max.map(|x| json!(x))),
+            ("std".to_owned(), self.std.map(|x| json!(x))),
+            ("count".to_owned(), self.count.map(|x| json!(x))),
+            ("sum".to_owned(), self.sum.map(|x| json!(x))),
+        ]);
+        v.into_iter().filter_map(|(k, x)| x.map(|x| (k, x))).collect()
+    }
+
+    /// The statistic named by AIPerf's key (`avg`, `min`, `max`, `std`, `sum`, `count`, `p50`, …).
+    pub fn get(&self, key: &str) -> Option<f64> {
+        match key {
+            "avg" => self.avg,
+            "min" => self.min,
+            "max" => self.max,
+            "std" => self.std,
+            "sum" => self.sum,
+            "count" => self.count.map(|c| c as f64),
+            _ => {
+                let p: f64 = key.strip_prefix('p')?.parse().ok()?;
+                REPORT_PERCENTILES.iter().position(|&q| q == p).and_then(|i| self.percentiles[i])
+            }
+        }
+    }
+}
+
+/// One GPU of AIPerf's `telemetry_data` (its `GpuSummary`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuExport {
+    pub index: u32,
+    pub name: String,
+    pub uuid: String,
+    pub platform: String,
+    pub hostname: Option<String>,
+    pub namespace: Option<String>,
+    pub pod_name: Option<String>,
+    /// (field, statistics), in the order of AIPerf's GPU metrics.
+    pub metrics: Vec<(String, GpuStats)>,
+}
+
+/// AIPerf's `telemetry_data` block of `profile_export_aiperf.json` (`TelemetryExportData`): the
+/// exporters that answered, the window, and each GPU's statistics by endpoint.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TelemetryExport {
+    pub endpoints_configured: Vec<String>,
+    pub endpoints_successful: Vec<String>,
+    pub start_time: String,
+    pub end_time: String,
+    /// (endpoint as AIPerf shows it, [`endpoint_display`]; its GPUs).
+    pub endpoints: Vec<(String, Vec<GpuExport>)>,
+}
+
+impl DcgmField {
+    /// Its name without the vendor and a leading "GPU" (`Power Usage`, `Energy Consumption`).
+    pub fn short(&self) -> &'static str {
+        self.display.trim_start_matches("NVIDIA ").trim_start_matches("GPU ")
+    }
+
+    /// Whether AIPerf summarises it as a counter: its rise over the run (the `avg` key alone).
+    pub fn is_counter(&self) -> bool {
+        COUNTERS.contains(&self.field)
+    }
+
+    /// The DCGM field AIPerf writes under `field`.
+    pub fn of_field(field: &str) -> Option<&'static DcgmField> {
+        DCGM_FIELDS.iter().find(|d| d.field == field)
+    }
+}
+
+/// One of a GPU's optional labels.
+type Label = fn(&GpuExport) -> &Option<String>;
+
+/// The key of a GPU under its endpoint.
+fn gpu_key(index: u32) -> String {
+    format!("gpu_{index}")
+}
+
+impl TelemetryExport {
+    /// The block as AIPerf writes it (absent values left out).
+    pub fn to_json(&self) -> Value {
+        let mut endpoints = Map::new();
+        for (display, gpus) in &self.endpoints {
+            let mut map = Map::new();
+            for g in gpus {
+                let mut m = Map::new();
+                m.insert("gpu_index".into(), json!(g.index));
+                m.insert("gpu_name".into(), json!(g.name));
+                m.insert("gpu_uuid".into(), json!(g.uuid));
+                m.insert("platform".into(), json!(g.platform));
+                for (k, v) in [("hostname", &g.hostname), ("namespace", &g.namespace), ("pod_name", &g.pod_name)] {
+                    if let Some(v) = v {
+                        m.insert(k.into(), json!(v));
+                    }
+                }
+                let metrics: Map<String, Value> = g
+                    .metrics
+                    .iter()
+                    .map(|(k, s)| {
+                        let mut o = Map::new();
+                        o.insert("unit".into(), json!(s.unit));
+                        o.extend(s.keys());
+                        (k.clone(), Value::Object(o))
+                    })
+                    .collect();
+                m.insert("metrics".into(), Value::Object(metrics));
+                map.insert(gpu_key(g.index), Value::Object(m));
+            }
+            endpoints.insert(display.clone(), json!({ "gpus": map }));
+        }
+        json!({
+            "summary": {
+                "endpoints_configured": self.endpoints_configured,
+                "endpoints_successful": self.endpoints_successful,
+                "start_time": self.start_time,
+                "end_time": self.end_time,
+            },
+            "endpoints": endpoints,
+            "error_summary": [],
+        })
+    }
+
+    /// Reads the block back (ours or AIPerf's); an error names the key and what it holds. GPU
+    /// fields beyond the DCGM ones (AIPerf's other collectors) are kept as they are.
+    pub fn from_json(v: &Value) -> Result<TelemetryExport, String> {
+        let at =
+            |path: &str, what: &str, found: &Value| format!("telemetry_data.{path}: expected {what}, found {found}");
+        let obj = |path: &str, v: &'_ Value| -> Result<Map<String, Value>, String> {
+            v.as_object().cloned().ok_or_else(|| at(path, "an object", v))
+        };
+        let root = obj("", v).map_err(|_| format!("telemetry_data: expected an object, found {v}"))?;
+        let summary = root.get("summary").map(|s| obj("summary", s)).transpose()?.unwrap_or_default();
+        let strings = |k: &str| -> Result<Vec<String>, String> {
+            match summary.get(k) {
+                None | Some(Value::Null) => Ok(Vec::new()),
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .map(|u| u.as_str().map(str::to_owned).ok_or_else(|| at(&format!("summary.{k}"), "strings", u)))
+                    .collect(),
+                Some(other) => Err(at(&format!("summary.{k}"), "a list of URLs", other)),
+            }
+        };
+        let text = |k: &str| summary.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let mut endpoints = Vec::new();
+        let empty = Value::Object(Map::new());
+        for (display, e) in obj("endpoints", root.get("endpoints").unwrap_or(&empty))? {
+            let path = format!("endpoints.{display}.gpus");
+            let mut gpus = Vec::new();
+            for (key, g) in obj(&path, obj(&format!("endpoints.{display}"), &e)?.get("gpus").unwrap_or(&empty))? {
+                let path = format!("{path}.{key}");
+                let g = obj(&path, &g)?;
+                let index = g.get("gpu_index").unwrap_or(&Value::Null);
+                let index = index
+                    .as_u64()
+                    .and_then(|i| u32::try_from(i).ok())
+                    .ok_or_else(|| at(&format!("{path}.gpu_index"), "a GPU index (0 to 4294967295)", index))?;
+                let s = |k: &str| g.get(k).and_then(Value::as_str).map(str::to_owned);
+                let mut metrics = Vec::new();
+                for (field, m) in obj(&format!("{path}.metrics"), g.get("metrics").unwrap_or(&empty))? {
+                    let mpath = format!("{path}.metrics.{field}");
+                    let m = obj(&mpath, &m)?;
+                    let num = |k: &str| -> Result<Option<f64>, String> {
+                        match m.get(k) {
+                            None | Some(Value::Null) => Ok(None),
+                            Some(x) => x.as_f64().map(Some).ok_or_else(|| at(&format!("{mpath}.{k}"), "a number", x)),
+                        }
+                    };
+                    let count = match m.get("count") {
+                        None | Some(Value::Null) => None,
+                        Some(x) => Some(x.as_u64().ok_or_else(|| at(&format!("{mpath}.count"), "a count", x))?),
+                    };
+                    let mut percentiles = [None; 9];
+                    for (slot, p) in percentiles.iter_mut().zip(REPORT_PERCENTILES) {
+                        *slot = num(&format!("p{p}"))?;
+                    }
+                    let stats = GpuStats {
+                        unit: m.get("unit").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                        avg: num("avg")?,
+                        percentiles,
+                        min: num("min")?,
+                        max: num("max")?,
+                        std: num("std")?,
+                        count,
+                        sum: num("sum")?,
+                    };
+                    metrics.push((field, stats));
+                }
+                gpus.push(GpuExport {
+                    index,
+                    name: s("gpu_name").unwrap_or_default(),
+                    uuid: s("gpu_uuid").unwrap_or_default(),
+                    platform: s("platform").unwrap_or_default(),
+                    hostname: s("hostname"),
+                    namespace: s("namespace"),
+                    pod_name: s("pod_name"),
+                    metrics,
+                });
+            }
+            endpoints.push((display, gpus));
+        }
+        Ok(TelemetryExport {
+            endpoints_configured: strings("endpoints_configured")?,
+            endpoints_successful: strings("endpoints_successful")?,
+            start_time: text("start_time"),
+            end_time: text("end_time"),
+            endpoints,
+        })
+    }
+
+    /// The GPU section AIPerf's `profile_export_aiperf.csv` ends with: two blank lines, then one
+    /// row per GPU and field (`Endpoint,GPU_Index,GPU_Name,GPU_UUID,Platform,Metric,avg,min,max,
+    /// sum,p1…p99,std`, then `Hostname`, `Namespace`, `Pod Name` where a GPU has one), lines
+    /// ending in CRLF.
+    pub fn csv_section(&self) -> String {
+        let gpus = || self.endpoints.iter().flat_map(|(d, gs)| gs.iter().map(move |g| (d, g)));
+        let optional: [(&str, Label); 3] =
+            [("Hostname", |g| &g.hostname), ("Namespace", |g| &g.namespace), ("Pod Name", |g| &g.pod_name)];
+        let optional: Vec<_> = optional.into_iter().filter(|(_, f)| gpus().any(|(_, g)| f(g).is_some())).collect();
+        let mut out = String::from("\r\n\r\nEndpoint,GPU_Index,GPU_Name,GPU_UUID,Platform,Metric,avg,min,max,sum");
+        for p in REPORT_PERCENTILES {
+            out.push_str(&format!(",p{p}"));
+        }
+        out.push_str(",std");
+        for (h, _) in &optional {
+            out.push_str(&format!(",{h}"));
+        }
+        out.push_str("\r\n");
+        let num = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.2}"));
+        for (display, g) in gpus() {
+            for d in &DCGM_FIELDS {
+                let Some((_, s)) = g.metrics.iter().find(|(k, _)| k == d.field) else {
+                    continue;
+                };
+                let mut row: Vec<String> = vec![
+                    csv::field(display),
+                    g.index.to_string(),
+                    csv::field(&g.name),
+                    csv::field(&g.uuid),
+                    csv::field(&g.platform),
+                    csv::field(&format!("{} ({})", d.display, d.unit)),
+                ];
+                row.extend([s.avg, s.min, s.max, s.sum].map(num));
+                row.extend(s.percentiles.map(num));
+                row.push(num(s.std));
+                // Python's str() of a missing value, as AIPerf writes it.
+                row.extend(optional.iter().map(|(_, f)| f(g).as_deref().map_or_else(|| "None".to_owned(), csv::field)));
+                out.push_str(&row.join(","));
+                out.push_str("\r\n");
+            }
+        }
+        out
     }
 }
 
@@ -283,5 +713,141 @@ DCGM_FI_DEV_GPU_TEMP{UUID=\"no-index\"} 50
             t.console_lines()[1],
             "GPU 1 NVIDIA H100 80GB HBM3 (GPU-bbbb, http://node1:9400/metrics): Utilization avg 12.0 max 12.0 %"
         );
+    }
+
+    fn record(t: u64, url: &str, power: Option<f64>, energy: f64) -> GpuRecord {
+        let mut values = [None; 11];
+        values[0] = power;
+        values[1] = Some(energy);
+        values[2] = Some(50.0);
+        GpuRecord {
+            timestamp_ns: t,
+            url: url.into(),
+            gpu: GpuId {
+                index: 3,
+                uuid: Some("GPU-cccc".into()),
+                model_name: Some("H100".into()),
+                hostname: Some("node, 2".into()),
+                ..GpuId::default()
+            },
+            values,
+        }
+    }
+
+    #[test]
+    fn the_summary_block_is_aiperfs_over_the_profiling_window() {
+        let url = "http://user@node2:9400/metrics?x=1";
+        let mut t = GpuTelemetry::default();
+        // Before the window (the counters' base), in it (one scrape without power), after it.
+        let scrapes = [(5, Some(900.0), 10.0), (20, Some(100.0), 11.0), (30, None, 12.5), (40, Some(300.0), 14.0)];
+        for (ts, p, e) in scrapes.into_iter().chain([(41, Some(200.0), 13.0), (90, Some(1.0), 99.0)]) {
+            t.add(&[record(ts, url, p, e)]);
+        }
+        let x = t.export(Some(10), Some(41), ("a".into(), "b".into()));
+        assert_eq!(endpoint_display(url), "user@node2:9400");
+        assert_eq!(endpoint_display("node:9400"), "node:9400");
+        assert_eq!(endpoint_display("https://h/api/metrics"), "h/api");
+        assert_eq!(x.endpoints_configured, vec![url.to_owned()]);
+        let (display, gpus) = &x.endpoints[0];
+        assert_eq!(display, "user@node2:9400");
+        let g = &gpus[0];
+        let get = |k: &str| &g.metrics.iter().find(|(f, _)| f == k).unwrap().1;
+        // Power: 100, 300, 200 over four scrapes of the window.
+        let p = get("nvidia_power_usage");
+        assert_eq!(
+            (p.avg, p.min, p.max, p.sum, p.count),
+            (Some(200.0), Some(100.0), Some(300.0), Some(600.0), Some(4))
+        );
+        assert_eq!(p.std, Some(100.0));
+        assert_eq!(p.get("p50"), Some(200.0));
+        assert_eq!(p.unit, "W");
+        // Energy, a counter: from 10 (before the window) to 13 (its last), its rise only.
+        let e = get("nvidia_energy_consumption");
+        assert_eq!(*e, GpuStats { unit: "MJ".into(), avg: Some(3.0), ..GpuStats::default() });
+        let u = get("nvidia_gpu_utilization");
+        assert_eq!((u.std, u.count), (Some(0.0), Some(4)));
+        // No window start: the counter rises from its first value in the window; one that went
+        // back rose by 0.
+        let all = t.export(None, None, ("a".into(), "b".into()));
+        let e = all.endpoints[0].1[0].metrics.iter().find(|(f, _)| f == "nvidia_energy_consumption").unwrap();
+        assert_eq!(e.1.avg, Some(89.0));
+        let empty = t.export(Some(100), None, ("a".into(), "b".into()));
+        assert!(empty.endpoints[0].1[0].metrics.is_empty());
+        let mut back = GpuTelemetry::default();
+        back.add(&[record(1, url, None, 5.0), record(2, url, None, 4.0)]);
+        let e = &back.export(None, None, ("a".into(), "b".into())).endpoints[0].1[0].metrics[0];
+        assert_eq!((e.0.as_str(), e.1.avg), ("nvidia_energy_consumption", Some(0.0)));
+
+        let j = x.to_json();
+        let gj = &j["endpoints"]["user@node2:9400"]["gpus"]["gpu_3"];
+        assert_eq!(gj["gpu_name"], "H100");
+        assert_eq!(gj["gpu_uuid"], "GPU-cccc");
+        assert_eq!(gj["platform"], "nvidia");
+        assert_eq!(gj["hostname"], "node, 2");
+        assert!(gj.get("namespace").is_none());
+        let keys: Vec<&String> = gj["metrics"]["nvidia_power_usage"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "unit", "avg", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "min", "max", "std",
+                "count", "sum"
+            ]
+        );
+        assert_eq!(gj["metrics"]["nvidia_energy_consumption"], json!({"unit": "MJ", "avg": 3.0}));
+        assert_eq!(j["summary"]["start_time"], "a");
+        assert_eq!(j["error_summary"], json!([]));
+        assert_eq!(TelemetryExport::from_json(&j).unwrap(), x);
+
+        let csv = x.csv_section();
+        let lines: Vec<&str> = csv.split("\r\n").collect();
+        assert_eq!(&lines[..2], ["", ""]);
+        assert_eq!(
+            lines[2],
+            "Endpoint,GPU_Index,GPU_Name,GPU_UUID,Platform,Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std,Hostname"
+        );
+        assert_eq!(
+            lines[3],
+            "user@node2:9400,3,H100,GPU-cccc,nvidia,NVIDIA GPU Power Usage (W),200.00,100.00,300.00,600.00,\
+             102.00,110.00,120.00,150.00,200.00,250.00,280.00,290.00,298.00,100.00,\"node, 2\""
+        );
+        assert_eq!(
+            lines[4],
+            "user@node2:9400,3,H100,GPU-cccc,nvidia,NVIDIA Energy Consumption (MJ),3.00,,,,,,,,,,,,,,\"node, 2\""
+        );
+        assert_eq!(lines.len(), 7, "{csv}");
+
+        let bad = json!({"endpoints": {"h": {"gpus": {"gpu_0": {"gpu_index": 0, "metrics": {"x": {"avg": "hot"}}}}}}});
+        assert_eq!(
+            TelemetryExport::from_json(&bad).unwrap_err(),
+            "telemetry_data.endpoints.h.gpus.gpu_0.metrics.x.avg: expected a number, found \"hot\""
+        );
+        let bad = json!({"endpoints": {"h": {"gpus": {"gpu_0": {"gpu_index": -1}}}}});
+        assert!(TelemetryExport::from_json(&bad).unwrap_err().contains("gpu_0.gpu_index: expected a GPU index"));
+    }
+
+    /// AIPerf's own run with `--gpu-telemetry` (`tests/fixtures/aiperf-0.13.0-runs/gpu-telemetry`):
+    /// its records, summarised here over its window, give its `telemetry_data`.
+    #[test]
+    fn aiperfs_telemetry_data_from_its_records() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/aiperf-0.13.0-runs/gpu-telemetry");
+        let text = std::fs::read_to_string(format!("{dir}/profile_export_aiperf.json")).unwrap();
+        let summary: Value = serde_json::from_str(&text).unwrap();
+        let theirs = TelemetryExport::from_json(&summary["telemetry_data"]).unwrap();
+        let mut t = GpuTelemetry::default();
+        for line in std::fs::read_to_string(format!("{dir}/gpu_telemetry_export.jsonl")).unwrap().lines() {
+            t.add(&[GpuRecord::from_jsonl_line(line).unwrap()]);
+        }
+        // Its window in the summary, to the microsecond (local time: the fixture's machine is UTC).
+        let ns = |s: &str| crate::datetime::parse_datetime(s).unwrap().unix_ns as u64;
+        let (start, end) = (ns(&theirs.start_time), ns(&theirs.end_time) + 999);
+        let ours = t.export(Some(start), Some(end), (theirs.start_time.clone(), theirs.end_time.clone()));
+        assert_eq!(ours.endpoints.len(), 1);
+        let gpus = |x: &TelemetryExport| x.endpoints[0].1.iter().map(|g| g.metrics.len()).collect::<Vec<_>>();
+        assert_eq!(gpus(&ours), [11, 11]);
+        assert_eq!(ours, theirs);
+        assert_eq!(ours.to_json(), summary["telemetry_data"]);
+        let csv = std::fs::read_to_string(format!("{dir}/profile_export_aiperf.csv")).unwrap();
+        assert!(csv.ends_with(&ours.csv_section()), "{}", ours.csv_section());
+        assert!(GpuRecord::from_jsonl_line("{\"gpu_index\": 0}").unwrap_err().starts_with("timestamp_ns: expected"));
     }
 }

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::csv;
 use crate::results::aggregate::Report;
 use crate::results::metrics::Metric;
+use crate::server::gpu::{DcgmField, TelemetryExport};
 
 use super::Run;
 
@@ -74,6 +75,26 @@ fn rows_of(r: &Report, overflows: bool) -> Vec<(String, &'static str, Option<f64
     out
 }
 
+/// The GPU rows of a run's telemetry: each GPU's DCGM gauges (avg) and counters (their rise),
+/// named by GPU index (and endpoint when the run scraped several).
+fn gpu_rows(t: &TelemetryExport) -> Vec<(String, &'static str, Option<f64>)> {
+    let several = t.endpoints.len() > 1;
+    let mut out = Vec::new();
+    for (endpoint, gpus) in &t.endpoints {
+        for g in gpus {
+            let who = if several { format!("{endpoint} GPU {}", g.index) } else { format!("GPU {}", g.index) };
+            for (field, s) in &g.metrics {
+                let Some(d) = DcgmField::of_field(field) else {
+                    continue;
+                };
+                let what = if d.is_counter() { "rise" } else { "avg" };
+                out.push((format!("{who} {} {what}", d.short()), d.unit, s.avg));
+            }
+        }
+    }
+    out
+}
+
 /// Compares runs against `runs[baseline]` (clamped into range).
 pub fn compare(runs: &[&Run], baseline: usize) -> Comparison {
     let baseline = baseline.min(runs.len().saturating_sub(1));
@@ -86,6 +107,21 @@ pub fn compare(runs: &[&Run], baseline: usize) -> Comparison {
     for run_rows in &per {
         for (row, (_, _, v)) in rows.iter_mut().zip(run_rows) {
             row.values.push(*v);
+        }
+    }
+    // The GPUs of each run, by name: runs that scraped other GPUs have no value there.
+    for (i, run) in runs.iter().enumerate() {
+        for (name, unit, v) in run.gpus.as_ref().map(gpu_rows).unwrap_or_default() {
+            let row = match rows.iter().position(|r| r.name == name && r.unit == unit) {
+                Some(at) => &mut rows[at],
+                None => {
+                    rows.push(Row { name, unit, values: vec![None; runs.len()] });
+                    let last = rows.len() - 1;
+                    &mut rows[last]
+                }
+            };
+            row.values.resize(runs.len(), None);
+            row.values[i] = v;
         }
     }
     rows.retain(|r| r.values.iter().any(Option::is_some));
@@ -265,5 +301,45 @@ mod tests {
         assert_eq!(csv.lines().count(), c.rows.len() + 1);
         // Baseline out of range is clamped.
         assert_eq!(compare(&[&a, &b], 7).baseline, 1);
+    }
+
+    #[test]
+    fn gpus_are_rows_by_name_and_a_run_without_one_has_none() {
+        use crate::server::gpu::{GpuExport, GpuStats};
+        let gpu = |index: u32, power: f64| GpuExport {
+            index,
+            name: "H100".into(),
+            uuid: format!("GPU-{index}"),
+            platform: "nvidia".into(),
+            hostname: None,
+            namespace: None,
+            pod_name: None,
+            metrics: vec![
+                ("nvidia_power_usage".into(), GpuStats { unit: "W".into(), avg: Some(power), ..GpuStats::default() }),
+                ("nvidia_xid_errors".into(), GpuStats { unit: "count".into(), avg: Some(0.0), ..GpuStats::default() }),
+                ("amd_power".into(), GpuStats { unit: "W".into(), avg: Some(1.0), ..GpuStats::default() }),
+            ],
+        };
+        let telemetry = |gpus: Vec<GpuExport>| TelemetryExport {
+            endpoints_configured: Vec::new(),
+            endpoints_successful: Vec::new(),
+            start_time: String::new(),
+            end_time: String::new(),
+            endpoints: vec![("node:9400".into(), gpus)],
+        };
+        let mut a = run_of(10, "a");
+        let mut b = run_of(10, "b");
+        let c = run_of(10, "c");
+        a.gpus = Some(telemetry(vec![gpu(0, 300.0)]));
+        b.gpus = Some(telemetry(vec![gpu(1, 200.0), gpu(0, 250.0)]));
+        let cmp = compare(&[&a, &b, &c], 0);
+        let row = |n: &str| cmp.rows.iter().find(|r| r.name == n).unwrap();
+        assert_eq!(row("GPU 0 Power Usage avg").values, vec![Some(300.0), Some(250.0), None]);
+        assert_eq!(row("GPU 0 Power Usage avg").unit, "W");
+        assert_eq!(row("GPU 1 Power Usage avg").values, vec![None, Some(200.0), None]);
+        assert_eq!(row("GPU 0 XID Errors rise").values, vec![Some(0.0), Some(0.0), None]);
+        assert!(cmp.rows.iter().all(|r| !r.name.contains("AMD") && r.values.len() == 3));
+        // Without GPUs, no GPU row.
+        assert!(compare(&[&c], 0).rows.iter().all(|r| !r.name.starts_with("GPU")));
     }
 }

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::results::aggregate::Report;
+use crate::server::gpu::{DcgmField, TelemetryExport};
 
 use super::Run;
 use super::charts::{Quantity, Slices, band, cdf, hist, rates, scatters};
@@ -116,6 +117,44 @@ pub fn summary_table(r: &Report) -> String {
     out
 }
 
+/// The GPUs scraped during the run (AIPerf's `telemetry_data`): a row per GPU and DCGM field,
+/// a gauge's statistics or a counter's rise over the run.
+pub fn gpu_table(t: &TelemetryExport) -> String {
+    let mut out = String::from(
+        r#"<h3>GPU telemetry</h3><table class="summary gpus"><thead><tr><th>GPU</th><th>Metric</th><th>avg</th><th>min</th><th>max</th><th>p50</th><th>p90</th><th>p99</th></tr></thead><tbody>"#,
+    );
+    for (endpoint, gpus) in &t.endpoints {
+        for g in gpus {
+            let who = format!("{} {} ({endpoint})", g.index, g.name);
+            for (field, s) in &g.metrics {
+                let Some(d) = DcgmField::of_field(field) else {
+                    continue;
+                };
+                let f = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+                let name = if d.is_counter() {
+                    format!("{} ({}, rise over the run)", d.short(), d.unit)
+                } else {
+                    format!("{} ({})", d.short(), d.unit)
+                };
+                let _ = write!(
+                    out,
+                    r#"<tr data-metric="{field}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
+                    esc(&who),
+                    esc(&name),
+                    f(s.avg),
+                    f(s.min),
+                    f(s.max),
+                    f(s.get("p50")),
+                    f(s.get("p90")),
+                    f(s.get("p99")),
+                );
+            }
+        }
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
 /// One run: summary, time series, the swim-lane of its sessions (when a session has more than one
 /// turn), distributions, trace-aware scatter plots.
 pub fn run_section(run: &Run, k: usize) -> String {
@@ -127,6 +166,9 @@ pub fn run_section(run: &Run, k: usize) -> String {
         esc(&run.label)
     );
     out.push_str(&summary_table(&run.report));
+    if let Some(t) = &run.gpus {
+        out.push_str(&gpu_table(t));
+    }
     let s = Slices::of(run);
     out.push_str(r#"<h3>Over the run</h3>"#);
     let quantities: &[Quantity] = if run.report.request_count == 0 {

@@ -25,6 +25,7 @@ use crate::results::aggregate::{Aggregate, Report};
 use crate::results::line;
 use crate::results::metrics::{Metric, Slo, parse_goodput};
 use crate::results::record::RequestRecord;
+use crate::server::gpu::TelemetryExport;
 
 /// Longest line accepted in `profile_export.jsonl`.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
@@ -116,6 +117,20 @@ impl RunSettings {
     }
 }
 
+/// The `telemetry_data` of a `profile_export_aiperf.json` text (ours or AIPerf's), when it has
+/// one with at least one GPU.
+pub fn gpu_telemetry_of_summary(file: &str, text: &str) -> Result<Option<TelemetryExport>, RunError> {
+    let err = |reason: String| RunError::Config { file: file.into(), reason };
+    let v: Value = serde_json::from_str(text).map_err(|e| err(format!("not JSON: {e}")))?;
+    match v.get("telemetry_data") {
+        None | Some(Value::Null) => Ok(None),
+        Some(t) => {
+            let t = TelemetryExport::from_json(t).map_err(err)?;
+            Ok(t.endpoints.iter().any(|(_, gpus)| !gpus.is_empty()).then_some(t))
+        }
+    }
+}
+
 /// No value (for the optional numbers of a [`Point`]).
 pub const NONE: u32 = u32::MAX;
 
@@ -179,6 +194,9 @@ pub struct Run {
     pub failures: Vec<(String, String)>,
     /// The server's own metrics over the run, when its `server_metrics_export.json` was read.
     pub server: Option<server::ServerTimeline>,
+    /// The GPUs of the DCGM exporters scraped during the run: its summary's `telemetry_data`
+    /// ([`gpu_telemetry_of_summary`]).
+    pub gpus: Option<TelemetryExport>,
 }
 
 impl Run {
@@ -398,6 +416,7 @@ impl RunLoader {
             sessions: self.sessions,
             failures: self.failures,
             server: None,
+            gpus: None,
         })
     }
 }
@@ -527,6 +546,7 @@ pub(crate) mod tests {
             "cancelled",
             "raw-multi-turn",
             "server-metrics",
+            "gpu-telemetry",
             "timeslices-goodput",
         ];
         for name in shapes {

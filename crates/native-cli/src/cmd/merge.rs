@@ -178,8 +178,6 @@ pub fn run(args: Args) -> Result<()> {
         cli_command: shell_command(std::env::args()),
         incomplete_reason: partial.then(|| "partial merge: see sharding.problems".to_owned()),
         urls,
-        // Every shard scraped the server on its own; those views stay in the shard folders.
-        server: None,
         report: aggregate.report(!slos.is_empty()),
         input_config,
         cli_config,
@@ -187,8 +185,6 @@ pub fn run(args: Args) -> Result<()> {
         start_unix_ns: u128::from(zero),
         end_unix_ns: u128::from(shards.iter().map(|s| s.end_unix_ns).max().unwrap_or(zero)),
         tokenizer: first.tokenizer.clone(),
-        warmup: None,
-        calibration: None,
         client_cpu_s: shards.iter().map(|s| s.client_cpu_s).sum(),
         startup_ms: shards.iter().map(|s| s.startup_ms).fold(0.0, f64::max),
         sharding: Some(Sharding::Merged(MergedRun {
@@ -198,6 +194,9 @@ pub fn run(args: Args) -> Result<()> {
             partial,
             problems,
         })),
+        // Every shard scraped the server and the GPUs on its own; those views stay in the shard
+        // folders.
+        ..RunSummary::default()
     };
     crate::io::exports::write_summaries(&args.output, &crate::io::exports::ExportNames::default(), &summary)?;
     crate::io::exports::write_ready_marker(&args.output, &summary)?;

@@ -10,7 +10,9 @@ use aiperf_core::campaign::sweep::SWEEP_JSON;
 use aiperf_core::results::export::SummaryFormat;
 use aiperf_core::view::curve::Curve;
 use aiperf_core::view::server::ServerTimeline;
-use aiperf_core::view::{MAX_RUNS, Run, RunLoader, RunSettings, compare, default_label, html};
+use aiperf_core::view::{
+    MAX_RUNS, Run, RunLoader, RunSettings, compare, default_label, gpu_telemetry_of_summary, html,
+};
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use serde_json::Value;
@@ -84,9 +86,17 @@ fn files_of(path: &Path) -> (PathBuf, PathBuf, PathBuf) {
 /// Reads one run.
 pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
     let (records, config, server) = files_of(path);
+    let mut gpus = None;
     let settings = if config.is_file() {
         let text = std::fs::read_to_string(&config).with_context(|| format!("cannot read {}", config.display()))?;
-        RunSettings::from_summary_json(&config.display().to_string(), &text).map_err(|e| bad(e.to_string()))?
+        let settings =
+            RunSettings::from_summary_json(&config.display().to_string(), &text).map_err(|e| bad(e.to_string()))?;
+        // The GPUs scraped during the run (a bad block is only a warning).
+        match gpu_telemetry_of_summary(&config.display().to_string(), &text) {
+            Ok(t) => gpus = t,
+            Err(e) => say!("warning: {e}: the GPU telemetry is not shown"),
+        }
+        settings
     } else {
         say!("warning: {} not found: default settings (server token counts, no goodput SLOs)", config.display());
         RunSettings::default()
@@ -104,6 +114,7 @@ pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
     }
     let label = label.map_or_else(|| default_label(&path.display().to_string()), str::to_string);
     let mut run = loader.finish(&label).map_err(|e| bad(e.to_string()))?;
+    run.gpus = gpus;
     // The server's metrics over the run, when they were scraped (a bad file is only a warning).
     if let Ok(text) = std::fs::read_to_string(&server) {
         match ServerTimeline::from_json(&server.display().to_string(), &text) {

@@ -380,7 +380,6 @@ fn write_run(
         cli_command: shell_command(std::env::args()),
         incomplete_reason: None,
         urls: (0..cluster.replicas).map(|i| format!("replica-{i}")).collect(),
-        server: None,
         report: aggregate.report(false),
         // A simulation has no AIPerf configuration: its settings are ours only.
         input_config: serde_json::Value::Null,
@@ -389,11 +388,7 @@ fn write_run(
         start_unix_ns: 0,
         end_unix_ns: u128::from(end),
         tokenizer: "trace lengths (simulated)".to_owned(),
-        warmup: None,
-        calibration: None,
-        client_cpu_s: None,
-        startup_ms: 0.0,
-        sharding: None,
+        ..RunSummary::default()
     };
     crate::io::exports::write_summaries(dir, &crate::io::exports::ExportNames::default(), &summary)?;
     let replicas: Vec<_> = sim

@@ -432,7 +432,11 @@ fn export(
             plan.server.metrics_formats,
         )
     });
-    let (gpu_lines, gpu_written) = gpu_telemetry(gpu.as_ref(), &plan.exports.names);
+    let start_ns = u64::try_from(m.start_unix_ns).unwrap_or(u64::MAX);
+    // AIPerf's window: time zero to the last request's end and a grace for the scrape after it.
+    let end_ns =
+        collected.aggregate.last_end_ns.map(|e| start_ns.saturating_add(e).saturating_add(GPU_FINAL_SCRAPE_GRACE_NS));
+    let (gpu_lines, gpu_written, gpu_export) = gpu_telemetry(gpu.as_ref(), &plan.exports.names, (start_ns, end_ns));
     let with_goodput = !plan.exports.slos.is_empty();
     let report = collected.aggregate.report(with_goodput);
     let calibration = collected
@@ -464,6 +468,7 @@ fn export(
         server: server_metrics
             .as_ref()
             .map(|m| aiperf_core::server::kinds::ServerView::of(m, Some(collected.aggregate.total_input_tokens))),
+        gpu_telemetry: gpu_export,
     };
     let written = write_summaries(plan, &summary, &collected, with_goodput);
     show!("{}", aiperf_core::results::export::console_table(&summary));
@@ -491,11 +496,20 @@ fn export(
     Ok(RunOutcome { status: exit_status(interrupted, &summary), summary, ceiling_note })
 }
 
-/// The GPU telemetry's console lines (a note when no exporter answered) and whether its records
-/// file was written.
-fn gpu_telemetry(gpu: Option<&scraper::GpuShared>, names: &exports::ExportNames) -> (Vec<String>, Result<()>) {
+/// How long after the last request's end a GPU scrape still counts in the summary: AIPerf's
+/// `FINAL_SCRAPE_GRACE_NS`, two scrape intervals.
+const GPU_FINAL_SCRAPE_GRACE_NS: u64 = 666_000_000;
+
+/// The GPU telemetry's console lines (a note when no exporter answered), whether its records
+/// file was written, and AIPerf's `telemetry_data` over `window` (Unix ns: time zero, and the
+/// end of the last request with the grace).
+fn gpu_telemetry(
+    gpu: Option<&scraper::GpuShared>,
+    names: &exports::ExportNames,
+    window: (u64, Option<u64>),
+) -> (Vec<String>, Result<()>, Option<aiperf_core::server::gpu::TelemetryExport>) {
     let Some(Ok(mut g)) = gpu.map(|g| g.lock()) else {
-        return (Vec::new(), Ok(()));
+        return (Vec::new(), Ok(()), None);
     };
     let written = match g.close() {
         Some(e) => {
@@ -511,7 +525,11 @@ fn gpu_telemetry(gpu: Option<&scraper::GpuShared>, names: &exports::ExportNames)
         l.push(format!("GPU telemetry: {} record(s) in {}", g.records, names.gpu_telemetry()));
         l
     };
-    (lines, written)
+    let (start, end) = window;
+    let iso8601 = aiperf_core::datetime::iso8601;
+    let times = (iso8601(u128::from(start)), iso8601(end.map_or_else(unix_now_ns, u128::from)));
+    let export = g.telemetry.export(Some(start), end, times);
+    (lines, written, Some(export))
 }
 
 /// Writes the summary files, and the time slices of `--slice-duration`; each is attempted, the

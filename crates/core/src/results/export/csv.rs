@@ -1,6 +1,7 @@
 //! `profile_export_aiperf.csv` in AIPerf's layout: the distributions (`Metric,avg,min,max,sum,
 //! p1…p99,std`), a blank line, the scalars (`Metric,Value`), each sorted by tag, numbers with two
-//! decimals, lines ending in CRLF (Python's `csv` module); then ours: the per-URL rows.
+//! decimals, lines ending in CRLF (Python's `csv` module), and AIPerf's GPU telemetry table when
+//! DCGM exporters were scraped; then ours: the per-URL rows.
 
 use std::fmt::Write as _;
 
@@ -60,6 +61,9 @@ pub fn summary_csv(s: &RunSummary) -> String {
     scalar_rows.sort_by(|a, b| a.0.cmp(b.0));
     for (_, header, unit, v) in scalar_rows {
         let _ = write!(out, "{},{}\r\n", name(header, unit), num(v));
+    }
+    if let Some(t) = &s.gpu_telemetry {
+        out.push_str(&t.csv_section());
     }
     if !r.per_url.is_empty() {
         let (lat, ttft) = (Metric::RequestLatency.header(), Metric::TimeToFirstToken.header());

@@ -149,25 +149,7 @@ fn compare(shape: &str, goodput: &str) -> usize {
     }
     let mut report = agg.report(!slos.is_empty());
     report.timeline = agg.timeline.metrics(from - base, to - base);
-    let summary = RunSummary {
-        report,
-        benchmark_id: String::new(),
-        cli_command: String::new(),
-        incomplete_reason: None,
-        input_config: Value::Null,
-        cli_config: Value::Null,
-        was_cancelled: false,
-        start_unix_ns: 0,
-        end_unix_ns: 0,
-        tokenizer: String::new(),
-        warmup: None,
-        calibration: None,
-        client_cpu_s: None,
-        startup_ms: 0.0,
-        urls: Vec::new(),
-        sharding: None,
-        server: None,
-    };
+    let summary = RunSummary { report, ..RunSummary::default() };
     let ours: Value = serde_json::from_str(&summary_json(&summary)).unwrap_or_default();
     let mut compared = 0;
     let mut problems = Vec::new();

@@ -70,6 +70,9 @@ pub fn summary_json(s: &RunSummary) -> String {
     for (metric, a) in &s.report.adjusted {
         m.insert(format!("adj_{}", metric.tag()), adjusted_json(metric.unit(), a));
     }
+    if let Some(t) = &s.gpu_telemetry {
+        m.insert("telemetry_data".into(), t.to_json());
+    }
     m.insert("input_config".into(), s.input_config.clone());
     let mut run_info = Map::new();
     run_info.insert("benchmark_id".into(), json!(s.benchmark_id));

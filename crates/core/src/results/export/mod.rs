@@ -220,9 +220,7 @@ mod tests {
             calibration: Some((10.0, 19.95)),
             client_cpu_s: Some(0.001),
             startup_ms: 12.0,
-            urls: Vec::new(),
-            sharding: None,
-            server: None,
+            ..RunSummary::default()
         }
     }
 
