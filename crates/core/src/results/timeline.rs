@@ -41,8 +41,60 @@ struct Span {
     /// NaN when the request has no such count (failed requests have neither).
     isl: f64,
     osl: f64,
-    /// Chunks after the first, kept in [`Timeline::chunks`] in order of the spans.
+    /// Chunks after the first, kept in [`Timeline::chunks`] in order of the spans: each time,
+    /// or (with [`EVENLY`]) one stride when they follow the first evenly.
     later_chunks: u32,
+}
+
+/// The flag of [`Span::later_chunks`] saying that the span's later chunks are `first + k ×
+/// stride` for k = 1, 2, …, kept as the one stride.
+const EVENLY: u32 = 1 << 31;
+
+impl Span {
+    /// The number of chunks after the first.
+    fn later_count(&self) -> usize {
+        (self.later_chunks & !EVENLY) as usize
+    }
+
+    /// The entries the span holds in [`Timeline::chunks`].
+    fn kept(&self) -> usize {
+        if self.later_chunks & EVENLY != 0 { 1 } else { self.later_count() }
+    }
+
+    /// The span's chunks after the first, from its `kept` entries of [`Timeline::chunks`]
+    /// (written into `buf` when kept as a stride).
+    fn later<'a>(&self, kept: &'a [u64], buf: &'a mut Vec<u64>) -> &'a [u64] {
+        if self.later_chunks & EVENLY == 0 {
+            return kept;
+        }
+        let stride = kept.first().copied().unwrap_or(0);
+        buf.clear();
+        let mut t = self.first;
+        buf.extend((0..self.later_count()).map(|_| {
+            t += stride;
+            t
+        }));
+        buf
+    }
+}
+
+/// The stride of `later` when they follow `first` evenly (two or more of them), their time
+/// made exact by adding it.
+fn even_stride(first: u64, later: &[u64]) -> Option<u64> {
+    if later.len() < 2 || later.len() >= EVENLY as usize {
+        return None;
+    }
+    let stride = later[0].checked_sub(first)?;
+    let mut t = first;
+    later
+        .iter()
+        .all(|&c| {
+            t.checked_add(stride).is_some_and(|next| {
+                t = next;
+                next == c
+            })
+        })
+        .then_some(stride)
 }
 
 /// The phases of every request, collected as they end; mergeable.
@@ -389,8 +441,13 @@ impl Timeline {
             && let Some((&first, later)) = r.chunk_ns.split_first()
         {
             span.first = first;
-            span.later_chunks = later.len() as u32;
-            self.chunks.extend_from_slice(later);
+            if let Some(stride) = even_stride(first, later) {
+                span.later_chunks = later.len() as u32 | EVENLY;
+                self.chunks.push(stride);
+            } else {
+                span.later_chunks = later.len() as u32;
+                self.chunks.extend_from_slice(later);
+            }
         }
         self.spans.push(span);
         let origin = r.scheduled_ns.min(r.sent_ns);
@@ -504,21 +561,22 @@ impl Timeline {
                 .iter()
                 .map(|s| {
                     let o = at;
-                    at += s.later_chunks as usize;
+                    at += s.kept();
                     o
                 })
                 .collect()
         };
-        let later = |i: usize| match offsets.get(i) {
-            Some(&o) => self.chunks.get(o..o + self.spans[i].later_chunks as usize).unwrap_or(&[]),
+        let kept = |i: usize| match offsets.get(i) {
+            Some(&o) => self.chunks.get(o..o + self.spans[i].kept()).unwrap_or(&[]),
             None => &[],
         };
+        let mut buf = Vec::new();
         // (earliest event, span) of every span with events, earliest first.
         let mut scratch = Vec::new();
         let mut order: Vec<(u64, u32)> = Vec::with_capacity(self.spans.len());
         for (i, s) in self.spans.iter().enumerate() {
             scratch.clear();
-            each(s, later(i), &mut scratch);
+            each(s, s.later(kept(i), &mut buf), &mut scratch);
             if let Some(t) = scratch.iter().map(|e| e.0).min() {
                 order.push((t, i as u32));
             }
@@ -545,7 +603,8 @@ impl Timeline {
                 });
                 let p = &mut pending[slot];
                 p.events.clear();
-                each(&self.spans[i as usize], later(i as usize), &mut p.events);
+                let s = &self.spans[i as usize];
+                each(s, s.later(kept(i as usize), &mut buf), &mut p.events);
                 p.events.sort_unstable_by(event_order);
                 p.next = 1;
                 heap.push(Head { event: p.events[0], slot });
@@ -724,17 +783,23 @@ mod tests {
 
     proptest::proptest! {
         /// Requests in any order, overlapping, with chunks in any order (some at or after the
-        /// end), some failed: every curve's merged sweep equals the sort of all its events.
+        /// end) or evenly spaced (kept as a stride), some failed: every curve's merged sweep
+        /// equals the sort of all its events, made from the chunks as recorded.
         #[test]
         fn the_merged_sweep_equals_the_sorted_one(
             reqs in proptest::collection::vec(
-                (0u64..40, 0u64..30, proptest::collection::vec(0u64..40, 0..5), 0u64..20, 0u64..300, 0u64..9, proptest::bool::ANY),
+                (0u64..40, 0u64..30, proptest::collection::vec(0u64..40, 0..5), 0u64..20, 0u64..300, 0u64..9, proptest::bool::ANY, proptest::bool::ANY),
                 1..40,
             )
         ) {
             let mut tl = Timeline::default();
-            for (start, ttft, gaps, tail, isl, osl, ok) in reqs {
+            let mut recorded: Vec<Vec<u64>> = Vec::new();
+            for (start, ttft, mut gaps, tail, isl, osl, ok, even) in reqs {
                 let first = start + ttft;
+                if even && let Some(&g) = gaps.first() {
+                    gaps = (1..=gaps.len() as u64).map(|k| k * g).collect();
+                }
+                recorded.push(if ok { gaps.iter().map(|g| first + g).collect() } else { Vec::new() });
                 let mut chunks = vec![first];
                 chunks.extend(gaps.iter().map(|g| first + g));
                 let end = first + gaps.iter().max().copied().unwrap_or(0) + tail;
@@ -752,11 +817,8 @@ mod tests {
             }
             let all = |each: Curve| {
                 let mut e = Vec::new();
-                let mut at = 0;
-                for s in &tl.spans {
-                    let n = s.later_chunks as usize;
-                    each(s, &tl.chunks[at..at + n], &mut e);
-                    at += n;
+                for (s, later) in tl.spans.iter().zip(&recorded) {
+                    each(s, later, &mut e);
                 }
                 sorted_sweep(e)
             };
