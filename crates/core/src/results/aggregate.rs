@@ -431,6 +431,28 @@ impl Aggregate {
     /// The final report with the time-weighted metrics weighed over `window` (ns on the
     /// records' clock) instead of the records' own window.
     pub fn report_over(&self, with_goodput: bool, window: Option<(u64, u64)>) -> Report {
+        let mut report = self.report_of_lists(with_goodput);
+        report.timeline = self.timeline_metrics(window);
+        report
+    }
+
+    /// [`Aggregate::report_over`] of an aggregate no longer needed: its lists are dropped once
+    /// their statistics are taken, before the time-weighted metrics are swept.
+    pub fn into_report_over(mut self, with_goodput: bool, window: Option<(u64, u64)>) -> Report {
+        let timeline = std::mem::take(&mut self.timeline);
+        let mut report = self.report_of_lists(with_goodput);
+        drop(self);
+        report.timeline = timeline.window_metrics(window);
+        report
+    }
+
+    /// The time-weighted metrics over `window`, else the records' own window.
+    fn timeline_metrics(&self, window: Option<(u64, u64)>) -> Vec<(TimelineMetric, TimeWeighted)> {
+        self.timeline.window_metrics(window)
+    }
+
+    /// The report but its time-weighted metrics.
+    fn report_of_lists(&self, with_goodput: bool) -> Report {
         // Metrics served by the same stored list share its distribution: computed once.
         let mut by_source: Vec<(Metric, Distribution)> = Vec::new();
         let metrics: Vec<(Metric, Distribution)> = Metric::ALL
@@ -520,9 +542,7 @@ impl Aggregate {
                     time_to_first_token: Distribution::of(&u.ttft_ms),
                 })
                 .collect(),
-            timeline: window
-                .or_else(|| self.timeline.window())
-                .map_or_else(Vec::new, |(a, b)| self.timeline.metrics(a, b)),
+            timeline: Vec::new(),
             outcomes: Outcomes {
                 completed: self.ok,
                 cancelled: self.errors.get("cancelled").copied().unwrap_or(0),
@@ -760,6 +780,38 @@ mod tests {
             ra.get(Metric::TimeToFirstToken).unwrap().percentiles
         );
         assert_eq!(rw.request_throughput, ra.request_throughput);
+    }
+
+    #[test]
+    fn chunk_gaps_kept_as_runs_give_the_written_out_lists_statistics() {
+        let mut agg = Aggregate::default();
+        let mut gaps = Vec::new();
+        for i in 0..40u64 {
+            // Evenly spaced chunks (one run of gaps a request), and some uneven ones.
+            let step = 1_000_000 + (i % 3) * 333_333;
+            let mut chunks: Vec<u64> = (0..(5 + i % 7)).map(|k| 10_000_000 + i * 1_000_000 + k * step).collect();
+            if i % 5 == 0 {
+                chunks.push(chunks[chunks.len() - 1] + 77_777);
+            }
+            let r = rec(&chunks, chunks.len() as u64);
+            gaps.extend(RequestMetrics::of(&r, false).inter_chunk_ms);
+            agg.add(&r, false, &[]);
+        }
+        let mut failed = rec(&[90_000_000, 91_000_000, 92_000_000], 3);
+        failed.error = Some(RecordError { kind: "timeout".into(), message: "x".into() });
+        agg.add(&failed, false, &[]);
+        let bits = |d: &Distribution| {
+            [d.sum, d.avg, d.std, d.min, d.max].iter().chain(&d.percentiles).map(|x| x.to_bits()).collect::<Vec<_>>()
+        };
+        let report = agg.report(false);
+        let icl = report.get(Metric::InterChunkLatency).unwrap();
+        assert_eq!(bits(icl), bits(&Distribution::of(&gaps).unwrap()));
+        assert_eq!(agg.metric_values(Metric::InterChunkLatency).as_ref(), gaps.as_slice());
+        gaps.extend([1.0, 1.0]);
+        let all = report.get(Metric::InterChunkLatencyAllRequests).unwrap();
+        assert_eq!(bits(all), bits(&Distribution::of(&gaps).unwrap()));
+        assert!(agg.inter_chunk_ms().runs().count() < gaps.len() / 2);
+        assert_eq!(agg.clone().into_report_over(false, None), report);
     }
 
     #[test]

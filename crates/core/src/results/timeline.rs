@@ -397,6 +397,26 @@ fn over_window(steps: &Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
     weighted(held, (to - from) as f64)
 }
 
+/// [`over_window`] of a curve no longer needed: the values held are written over its steps.
+fn over_window_owned(mut steps: Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
+    if steps.is_empty() || to <= from {
+        return TimeWeighted::default();
+    }
+    let lo = steps.partition_point(|x| x.0 <= from);
+    let hi = steps.partition_point(|x| x.0 < to).max(lo);
+    let (mut t, mut v) = (from, at(&steps, from));
+    // Entry k - lo is written after entry k is read, so every step is read before it is
+    // written over.
+    for k in lo..hi {
+        let (next, value) = steps[k];
+        steps[k - lo] = (next - t, v * scale);
+        (t, v) = (next, value);
+    }
+    steps.truncate(hi - lo);
+    steps.push((to - t, v * scale));
+    weighted(steps, (to - from) as f64)
+}
+
 /// Time-weighted statistics of `rate` over the time of `[from, to)` when `mask` is above 0.
 fn while_active(rate: &Steps, mask: &Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
     if rate.is_empty() || mask.is_empty() || to <= from {
@@ -470,6 +490,12 @@ impl Timeline {
         Some((self.origin?, self.spans.iter().map(|s| s.end).max()?))
     }
 
+    /// [`Timeline::metrics`] over `window`, else over [`Timeline::window`]; empty without
+    /// requests.
+    pub fn window_metrics(&self, window: Option<(u64, u64)>) -> Vec<(TimelineMetric, TimeWeighted)> {
+        window.or_else(|| self.window()).map_or_else(Vec::new, |(a, b)| self.metrics(a, b))
+    }
+
     /// Every time-weighted metric over `[from, to)` (ns on the records' clock), in AIPerf's
     /// order; empty without requests. The curves are built a group at a time and dropped once
     /// their metrics are taken, so at most three are held at once.
@@ -489,8 +515,8 @@ impl Timeline {
                 prefill_rate(s, e);
                 even_decode_rate(s, e);
             });
-            put(T::EffectiveTotalThroughput, tw(&total, PER_SECOND));
             put(T::ActiveTotalThroughput, act(&total, &concurrency));
+            put(T::EffectiveTotalThroughput, over_window_owned(total, from, to, PER_SECOND));
         }
         {
             let conc = self.sweep(|s, _, e| {
@@ -507,8 +533,9 @@ impl Timeline {
             put(T::EffectiveDecodeConcurrency, tw(&conc, 1.0));
             put(T::ActiveDecodeThroughput, act(&rate, &conc));
             let per_user = divide(&rate, &conc);
-            put(T::EffectiveDecodeThroughputPerUser, tw(&per_user, PER_SECOND));
+            drop(rate);
             put(T::ActiveDecodeThroughputPerUser, act(&per_user, &conc));
+            put(T::EffectiveDecodeThroughputPerUser, over_window_owned(per_user, from, to, PER_SECOND));
         }
         {
             let conc = self.sweep(|s, _, e| {
@@ -521,11 +548,13 @@ impl Timeline {
             put(T::EffectivePrefillConcurrency, tw(&conc, 1.0));
             put(T::ActivePrefillThroughput, act(&rate, &conc));
             let per_user = divide(&rate, &conc);
-            put(T::EffectivePrefillThroughputPerUser, tw(&per_user, PER_SECOND));
+            drop(rate);
             put(T::ActivePrefillThroughputPerUser, act(&per_user, &conc));
+            put(T::EffectivePrefillThroughputPerUser, over_window_owned(per_user, from, to, PER_SECOND));
         }
         let per_chunk = !self.chunks.is_empty();
-        put(T::TokensInFlight, tw(&self.sweep(|s, later, e| tokens_in_flight(s, later, per_chunk, e)), 1.0));
+        let in_flight = self.sweep(|s, later, e| tokens_in_flight(s, later, per_chunk, e));
+        put(T::TokensInFlight, over_window_owned(in_flight, from, to, 1.0));
         // AIPerf's order.
         let order = [
             T::EffectiveConcurrency,
@@ -779,6 +808,27 @@ mod tests {
 
     fn bits(steps: &Steps) -> Vec<(u64, u64)> {
         steps.iter().map(|&(t, v)| (t, v.to_bits())).collect()
+    }
+
+    proptest::proptest! {
+        /// A curve's statistics written over its own steps are those of a copy.
+        #[test]
+        fn statistics_over_the_curve_itself_equal_those_of_a_copy(
+            steps in proptest::collection::vec((0u64..50, -5.0f64..5.0), 0..30),
+            from in 0u64..60,
+            len in 0u64..60,
+        ) {
+            let mut sum = Summer::new();
+            let mut steps = steps;
+            steps.sort_by_key(|s| s.0);
+            for e in steps {
+                sum.add(e);
+            }
+            let steps = sum.finish();
+            let bits = |w: TimeWeighted| w.stats().map(|(_, v)| v.to_bits());
+            let want = over_window(&steps, from, from + len, 3.0);
+            proptest::prop_assert_eq!(bits(over_window_owned(steps, from, from + len, 3.0)), bits(want));
+        }
     }
 
     proptest::proptest! {
