@@ -56,9 +56,9 @@ impl Span {
         (self.later_chunks & !EVENLY) as usize
     }
 
-    /// The entries the span holds in [`Timeline::chunks`].
-    fn kept(&self) -> usize {
-        if self.later_chunks & EVENLY != 0 { 1 } else { self.later_count() }
+    /// The entries a span with these `later_chunks` holds in [`Timeline::chunks`].
+    fn kept_of(later_chunks: u32) -> usize {
+        if later_chunks & EVENLY != 0 { 1 } else { (later_chunks & !EVENLY) as usize }
     }
 
     /// The span's chunks after the first, from its `kept` entries of [`Timeline::chunks`]
@@ -97,10 +97,63 @@ fn even_stride(first: u64, later: &[u64]) -> Option<u64> {
         .then_some(stride)
 }
 
+/// A [`Span`] in 32 bytes: its first token and end as offsets from its send, its counts as
+/// whole numbers; a span that does not fit is kept whole in [`Timeline::wide`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Packed {
+    /// The send, or (with `first` = [`WIDE`]) the index in [`Timeline::wide`].
+    start: u64,
+    /// After the send (ns); [`NO_FIRST`] without a first token.
+    first: u32,
+    end: u32,
+    /// [`NO_COUNT`] for NaN.
+    isl: u32,
+    osl: u32,
+    later_chunks: u32,
+}
+
+const NO_FIRST: u32 = u32::MAX;
+const WIDE: u32 = u32::MAX - 1;
+const NO_COUNT: u32 = u32::MAX;
+
+/// A count as kept in a [`Packed`] span, when it is one exactly.
+fn pack_count(x: f64) -> Option<u32> {
+    if x.is_nan() {
+        return Some(NO_COUNT);
+    }
+    let n = x as u32;
+    (n != NO_COUNT && f64::from(n).to_bits() == x.to_bits()).then_some(n)
+}
+
+fn unpack_count(n: u32) -> f64 {
+    if n == NO_COUNT { f64::NAN } else { f64::from(n) }
+}
+
+impl Packed {
+    fn of(s: &Span) -> Option<Packed> {
+        let first = if s.first == NO_TIME {
+            NO_FIRST
+        } else {
+            u32::try_from(s.first.checked_sub(s.start)?).ok().filter(|&f| f < WIDE)?
+        };
+        Some(Packed {
+            start: s.start,
+            first,
+            end: u32::try_from(s.end.checked_sub(s.start)?).ok()?,
+            isl: pack_count(s.isl)?,
+            osl: pack_count(s.osl)?,
+            later_chunks: s.later_chunks,
+        })
+    }
+}
+
 /// The phases of every request, collected as they end; mergeable.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Timeline {
-    spans: Vec<Span>,
+    /// Every request's span in the order added.
+    spans: Vec<Packed>,
+    /// The spans that do not fit in 32 bytes.
+    wide: Vec<Span>,
     /// Arrival of every chunk after the first, span after span.
     chunks: Vec<u64>,
     /// The earliest scheduled (or sent) time: where the run's window starts.
@@ -469,14 +522,47 @@ impl Timeline {
                 self.chunks.extend_from_slice(later);
             }
         }
-        self.spans.push(span);
+        self.push(span);
         let origin = r.scheduled_ns.min(r.sent_ns);
         self.origin = Some(self.origin.map_or(origin, |o| o.min(origin)));
     }
 
+    fn push(&mut self, span: Span) {
+        let packed = Packed::of(&span).unwrap_or_else(|| {
+            self.wide.push(span);
+            Packed {
+                start: (self.wide.len() - 1) as u64,
+                first: WIDE,
+                end: 0,
+                isl: 0,
+                osl: 0,
+                later_chunks: span.later_chunks,
+            }
+        });
+        self.spans.push(packed);
+    }
+
+    /// The span at `i` (in the order added).
+    fn span(&self, i: usize) -> Span {
+        let p = self.spans[i];
+        if p.first == WIDE {
+            return self.wide[p.start as usize];
+        }
+        Span {
+            start: p.start,
+            first: if p.first == NO_FIRST { NO_TIME } else { p.start + u64::from(p.first) },
+            end: p.start + u64::from(p.end),
+            isl: unpack_count(p.isl),
+            osl: unpack_count(p.osl),
+            later_chunks: p.later_chunks,
+        }
+    }
+
     /// Adds another timeline's requests.
     pub fn merge(&mut self, other: &Timeline) {
-        self.spans.extend_from_slice(&other.spans);
+        for i in 0..other.spans.len() {
+            self.push(other.span(i));
+        }
         self.chunks.extend_from_slice(&other.chunks);
         self.origin = match (self.origin, other.origin) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -487,7 +573,7 @@ impl Timeline {
     /// The run's window as its records tell it: from the earliest scheduled (or sent) time, the
     /// start of the run's schedule, to the latest end.
     pub fn window(&self) -> Option<(u64, u64)> {
-        Some((self.origin?, self.spans.iter().map(|s| s.end).max()?))
+        Some((self.origin?, (0..self.spans.len()).map(|i| self.span(i).end).max()?))
     }
 
     /// [`Timeline::metrics`] over `window`, else over [`Timeline::window`]; empty without
@@ -590,22 +676,23 @@ impl Timeline {
                 .iter()
                 .map(|s| {
                     let o = at;
-                    at += s.kept();
+                    at += Span::kept_of(s.later_chunks);
                     o
                 })
                 .collect()
         };
         let kept = |i: usize| match offsets.get(i) {
-            Some(&o) => self.chunks.get(o..o + self.spans[i].kept()).unwrap_or(&[]),
+            Some(&o) => self.chunks.get(o..o + Span::kept_of(self.spans[i].later_chunks)).unwrap_or(&[]),
             None => &[],
         };
         let mut buf = Vec::new();
         // (earliest event, span) of every span with events, earliest first.
         let mut scratch = Vec::new();
         let mut order: Vec<(u64, u32)> = Vec::with_capacity(self.spans.len());
-        for (i, s) in self.spans.iter().enumerate() {
+        for i in 0..self.spans.len() {
+            let s = self.span(i);
             scratch.clear();
-            each(s, s.later(kept(i), &mut buf), &mut scratch);
+            each(&s, s.later(kept(i), &mut buf), &mut scratch);
             if let Some(t) = scratch.iter().map(|e| e.0).min() {
                 order.push((t, i as u32));
             }
@@ -632,8 +719,8 @@ impl Timeline {
                 });
                 let p = &mut pending[slot];
                 p.events.clear();
-                let s = &self.spans[i as usize];
-                each(s, s.later(kept(i as usize), &mut buf), &mut p.events);
+                let s = self.span(i as usize);
+                each(&s, s.later(kept(i as usize), &mut buf), &mut p.events);
                 p.events.sort_unstable_by(event_order);
                 p.next = 1;
                 heap.push(Head { event: p.events[0], slot });
@@ -838,18 +925,18 @@ mod tests {
         #[test]
         fn the_merged_sweep_equals_the_sorted_one(
             reqs in proptest::collection::vec(
-                (0u64..40, 0u64..30, proptest::collection::vec(0u64..40, 0..5), 0u64..20, 0u64..300, 0u64..9, proptest::bool::ANY, proptest::bool::ANY),
+                (0u64..40, 0u64..30, proptest::collection::vec(0u64..40, 0..5), proptest::prop_oneof![0u64..20, proptest::strategy::Just(5_000_000_000u64)], 0u64..300, 0u64..9, proptest::bool::ANY, proptest::bool::ANY),
                 1..40,
             )
         ) {
             let mut tl = Timeline::default();
-            let mut recorded: Vec<Vec<u64>> = Vec::new();
+            // Each request's span (from a timeline of its own) and its later chunks as recorded.
+            let mut recorded: Vec<(Span, Vec<u64>)> = Vec::new();
             for (start, ttft, mut gaps, tail, isl, osl, ok, even) in reqs {
                 let first = start + ttft;
                 if even && let Some(&g) = gaps.first() {
                     gaps = (1..=gaps.len() as u64).map(|k| k * g).collect();
                 }
-                recorded.push(if ok { gaps.iter().map(|g| first + g).collect() } else { Vec::new() });
                 let mut chunks = vec![first];
                 chunks.extend(gaps.iter().map(|g| first + g));
                 let end = first + gaps.iter().max().copied().unwrap_or(0) + tail;
@@ -864,10 +951,15 @@ mod tests {
                 };
                 let m = RequestMetrics::of(&r, false);
                 tl.add(&r, ok.then_some(&m));
+                let mut one = Timeline::default();
+                one.add(&r, ok.then_some(&m));
+                let span = one.span(0);
+                proptest::prop_assert_eq!((span.start, span.end, one.wide.len()), (start, end, usize::from(tail > u64::from(u32::MAX))));
+                recorded.push((span, if ok { gaps.iter().map(|g| first + g).collect() } else { Vec::new() }));
             }
             let all = |each: Curve| {
                 let mut e = Vec::new();
-                for (s, later) in tl.spans.iter().zip(&recorded) {
+                for (s, later) in &recorded {
                     each(s, later, &mut e);
                 }
                 sorted_sweep(e)
