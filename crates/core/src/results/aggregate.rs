@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::results::metrics::{Metric, RequestMetrics, Slo, meets, osl_mismatch};
 use crate::results::record::RequestRecord;
 use crate::results::timeline::{TimeWeighted, Timeline, TimelineMetric};
-use crate::stats::{Distribution, REPORT_PERCENTILES, nearest_rank, sorted};
+use crate::stats::{Distribution, REPORT_PERCENTILES, Runs, nearest_rank, sorted};
 
 /// Longest error message kept as an example of its kind (characters).
 pub const MAX_ERROR_EXAMPLE_CHARS: usize = 300;
@@ -30,6 +30,9 @@ fn error_example(message: &str) -> String {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Aggregate {
     values: Columns,
+    /// The chunk gaps (ms) of successful requests, in order, as runs of equal gaps (a simulated
+    /// request's gaps are one run).
+    inter_chunk_ms: Runs,
     pub ok: u64,
     pub errors: BTreeMap<String, u64>,
     /// The first message of each error kind (what the console and the report show beside the count).
@@ -248,7 +251,7 @@ impl Aggregate {
             }
         }
         self.values.push(Metric::EffectiveLatency, r.end_ns.saturating_sub(r.scheduled_ns) as f64 / 1e6);
-        self.values.extend_at(Metric::InterChunkLatency as usize, &m.inter_chunk_ms);
+        self.inter_chunk_ms.extend_from_slice(&m.inter_chunk_ms);
         if let Some(l) = m.get(Metric::RequestLatency) {
             let end = r.sent_ns.saturating_add((l * 1e6).round() as u64);
             self.ok_window_ns =
@@ -301,6 +304,7 @@ impl Aggregate {
         for i in 0..other.values.lists.len() {
             self.values.extend_at(i, other.values.at(i));
         }
+        self.inter_chunk_ms.extend_runs(&other.inter_chunk_ms);
         self.ok += other.ok;
         for (k, n) in &other.errors {
             *self.errors.entry(k.clone()).or_default() += n;
@@ -352,7 +356,7 @@ impl Aggregate {
     }
 
     /// The values collected for a metric that is stored as such (see [`Aggregate::metric_values`]
-    /// for every metric).
+    /// for every metric); the chunk gaps are kept as runs ([`Aggregate::inter_chunk_ms`]).
     pub fn values(&self, metric: Metric) -> &[f64] {
         self.values.get(metric)
     }
@@ -374,15 +378,36 @@ impl Aggregate {
         }
     }
 
+    /// The chunk gaps (ms) of the successful requests, in order.
+    pub fn inter_chunk_ms(&self) -> &Runs {
+        &self.inter_chunk_ms
+    }
+
+    /// The chunk gaps of `metric`: the successful requests' ([`Metric::InterChunkLatency`]), or
+    /// theirs then the failed ones' ([`Metric::InterChunkLatencyAllRequests`]).
+    fn inter_chunk_ms_all_or_ok(&self, metric: Metric) -> Cow<'_, Runs> {
+        if metric == Metric::InterChunkLatency {
+            return Cow::Borrowed(&self.inter_chunk_ms);
+        }
+        if self.failed_icl_ms.is_empty() {
+            return Cow::Borrowed(&self.inter_chunk_ms);
+        }
+        let mut all = self.inter_chunk_ms.clone();
+        all.extend_from_slice(&self.failed_icl_ms);
+        Cow::Owned(all)
+    }
+
     /// The values of any metric: a stored list (see `served_by`), or one made from others.
     pub fn metric_values(&self, metric: Metric) -> Cow<'_, [f64]> {
+        if matches!(metric, Metric::InterChunkLatency | Metric::InterChunkLatencyAllRequests) {
+            return Cow::Owned(self.inter_chunk_ms_all_or_ok(metric).expanded());
+        }
         if let Some(source) = self.served_by(metric) {
             return Cow::Borrowed(self.values(source));
         }
         let join = |a: &[f64], b: &[f64]| Cow::Owned([a, b].concat());
         match metric {
             Metric::TimeToFirstTokenAllRequests => join(self.values(Metric::TimeToFirstToken), &self.failed_ttft_ms),
-            Metric::InterChunkLatencyAllRequests => join(self.values(Metric::InterChunkLatency), &self.failed_icl_ms),
             Metric::OutputTokenCount => {
                 Cow::Owned(self.values(Metric::OutputSequenceLength).iter().copied().filter(|&n| n > 0.0).collect())
             }
@@ -406,18 +431,47 @@ impl Aggregate {
     /// The final report with the time-weighted metrics weighed over `window` (ns on the
     /// records' clock) instead of the records' own window.
     pub fn report_over(&self, with_goodput: bool, window: Option<(u64, u64)>) -> Report {
+        let mut report = self.report_of_lists(with_goodput);
+        report.timeline = self.timeline_metrics(window);
+        report
+    }
+
+    /// [`Aggregate::report_over`] of an aggregate no longer needed: its lists are dropped once
+    /// their statistics are taken, before the time-weighted metrics are swept.
+    pub fn into_report_over(mut self, with_goodput: bool, window: Option<(u64, u64)>) -> Report {
+        let timeline = std::mem::take(&mut self.timeline);
+        let mut report = self.report_of_lists(with_goodput);
+        drop(self);
+        report.timeline = timeline.window_metrics(window);
+        report
+    }
+
+    /// The time-weighted metrics over `window`, else the records' own window.
+    fn timeline_metrics(&self, window: Option<(u64, u64)>) -> Vec<(TimelineMetric, TimeWeighted)> {
+        self.timeline.window_metrics(window)
+    }
+
+    /// The report but its time-weighted metrics.
+    fn report_of_lists(&self, with_goodput: bool) -> Report {
         // Metrics served by the same stored list share its distribution: computed once.
         let mut by_source: Vec<(Metric, Distribution)> = Vec::new();
         let metrics: Vec<(Metric, Distribution)> = Metric::ALL
             .into_iter()
             .filter_map(|m| {
                 let Some(source) = self.served_by(m) else {
+                    if m == Metric::InterChunkLatencyAllRequests {
+                        return Distribution::of_runs(&self.inter_chunk_ms_all_or_ok(m)).map(|d| (m, d));
+                    }
                     return Distribution::of(&self.metric_values(m)).map(|d| (m, d));
                 };
                 if let Some((_, d)) = by_source.iter().find(|(s, _)| *s == source) {
                     return Some((m, d.clone()));
                 }
-                let d = Distribution::of(self.values(source))?;
+                let d = if source == Metric::InterChunkLatency {
+                    Distribution::of_runs(&self.inter_chunk_ms)?
+                } else {
+                    Distribution::of(self.values(source))?
+                };
                 by_source.push((source, d.clone()));
                 Some((m, d))
             })
@@ -488,9 +542,7 @@ impl Aggregate {
                     time_to_first_token: Distribution::of(&u.ttft_ms),
                 })
                 .collect(),
-            timeline: window
-                .or_else(|| self.timeline.window())
-                .map_or_else(Vec::new, |(a, b)| self.timeline.metrics(a, b)),
+            timeline: Vec::new(),
             outcomes: Outcomes {
                 completed: self.ok,
                 cancelled: self.errors.get("cancelled").copied().unwrap_or(0),
@@ -728,6 +780,38 @@ mod tests {
             ra.get(Metric::TimeToFirstToken).unwrap().percentiles
         );
         assert_eq!(rw.request_throughput, ra.request_throughput);
+    }
+
+    #[test]
+    fn chunk_gaps_kept_as_runs_give_the_written_out_lists_statistics() {
+        let mut agg = Aggregate::default();
+        let mut gaps = Vec::new();
+        for i in 0..40u64 {
+            // Evenly spaced chunks (one run of gaps a request), and some uneven ones.
+            let step = 1_000_000 + (i % 3) * 333_333;
+            let mut chunks: Vec<u64> = (0..(5 + i % 7)).map(|k| 10_000_000 + i * 1_000_000 + k * step).collect();
+            if i % 5 == 0 {
+                chunks.push(chunks[chunks.len() - 1] + 77_777);
+            }
+            let r = rec(&chunks, chunks.len() as u64);
+            gaps.extend(RequestMetrics::of(&r, false).inter_chunk_ms);
+            agg.add(&r, false, &[]);
+        }
+        let mut failed = rec(&[90_000_000, 91_000_000, 92_000_000], 3);
+        failed.error = Some(RecordError { kind: "timeout".into(), message: "x".into() });
+        agg.add(&failed, false, &[]);
+        let bits = |d: &Distribution| {
+            [d.sum, d.avg, d.std, d.min, d.max].iter().chain(&d.percentiles).map(|x| x.to_bits()).collect::<Vec<_>>()
+        };
+        let report = agg.report(false);
+        let icl = report.get(Metric::InterChunkLatency).unwrap();
+        assert_eq!(bits(icl), bits(&Distribution::of(&gaps).unwrap()));
+        assert_eq!(agg.metric_values(Metric::InterChunkLatency).as_ref(), gaps.as_slice());
+        gaps.extend([1.0, 1.0]);
+        let all = report.get(Metric::InterChunkLatencyAllRequests).unwrap();
+        assert_eq!(bits(all), bits(&Distribution::of(&gaps).unwrap()));
+        assert!(agg.inter_chunk_ms().runs().count() < gaps.len() / 2);
+        assert_eq!(agg.clone().into_report_over(false, None), report);
     }
 
     #[test]

@@ -41,14 +41,119 @@ struct Span {
     /// NaN when the request has no such count (failed requests have neither).
     isl: f64,
     osl: f64,
-    /// Chunks after the first, kept in [`Timeline::chunks`] in order of the spans.
+    /// Chunks after the first, kept in [`Timeline::chunks`] in order of the spans: each time,
+    /// or (with [`EVENLY`]) one stride when they follow the first evenly.
     later_chunks: u32,
+}
+
+/// The flag of [`Span::later_chunks`] saying that the span's later chunks are `first + k ×
+/// stride` for k = 1, 2, …, kept as the one stride.
+const EVENLY: u32 = 1 << 31;
+
+impl Span {
+    /// The number of chunks after the first.
+    fn later_count(&self) -> usize {
+        (self.later_chunks & !EVENLY) as usize
+    }
+
+    /// The entries a span with these `later_chunks` holds in [`Timeline::chunks`].
+    fn kept_of(later_chunks: u32) -> usize {
+        if later_chunks & EVENLY != 0 { 1 } else { (later_chunks & !EVENLY) as usize }
+    }
+
+    /// The span's chunks after the first, from its `kept` entries of [`Timeline::chunks`]
+    /// (written into `buf` when kept as a stride).
+    fn later<'a>(&self, kept: &'a [u64], buf: &'a mut Vec<u64>) -> &'a [u64] {
+        if self.later_chunks & EVENLY == 0 {
+            return kept;
+        }
+        let stride = kept.first().copied().unwrap_or(0);
+        buf.clear();
+        let mut t = self.first;
+        buf.extend((0..self.later_count()).map(|_| {
+            t += stride;
+            t
+        }));
+        buf
+    }
+}
+
+/// The stride of `later` when they follow `first` evenly (two or more of them), their time
+/// made exact by adding it.
+fn even_stride(first: u64, later: &[u64]) -> Option<u64> {
+    if later.len() < 2 || later.len() >= EVENLY as usize {
+        return None;
+    }
+    let stride = later[0].checked_sub(first)?;
+    let mut t = first;
+    later
+        .iter()
+        .all(|&c| {
+            t.checked_add(stride).is_some_and(|next| {
+                t = next;
+                next == c
+            })
+        })
+        .then_some(stride)
+}
+
+/// A [`Span`] in 32 bytes: its first token and end as offsets from its send, its counts as
+/// whole numbers; a span that does not fit is kept whole in [`Timeline::wide`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Packed {
+    /// The send, or (with `first` = [`WIDE`]) the index in [`Timeline::wide`].
+    start: u64,
+    /// After the send (ns); [`NO_FIRST`] without a first token.
+    first: u32,
+    end: u32,
+    /// [`NO_COUNT`] for NaN.
+    isl: u32,
+    osl: u32,
+    later_chunks: u32,
+}
+
+const NO_FIRST: u32 = u32::MAX;
+const WIDE: u32 = u32::MAX - 1;
+const NO_COUNT: u32 = u32::MAX;
+
+/// A count as kept in a [`Packed`] span, when it is one exactly.
+fn pack_count(x: f64) -> Option<u32> {
+    if x.is_nan() {
+        return Some(NO_COUNT);
+    }
+    let n = x as u32;
+    (n != NO_COUNT && f64::from(n).to_bits() == x.to_bits()).then_some(n)
+}
+
+fn unpack_count(n: u32) -> f64 {
+    if n == NO_COUNT { f64::NAN } else { f64::from(n) }
+}
+
+impl Packed {
+    fn of(s: &Span) -> Option<Packed> {
+        let first = if s.first == NO_TIME {
+            NO_FIRST
+        } else {
+            u32::try_from(s.first.checked_sub(s.start)?).ok().filter(|&f| f < WIDE)?
+        };
+        Some(Packed {
+            start: s.start,
+            first,
+            end: u32::try_from(s.end.checked_sub(s.start)?).ok()?,
+            isl: pack_count(s.isl)?,
+            osl: pack_count(s.osl)?,
+            later_chunks: s.later_chunks,
+        })
+    }
 }
 
 /// The phases of every request, collected as they end; mergeable.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Timeline {
-    spans: Vec<Span>,
+    /// Every request's span in the order added.
+    spans: Vec<Packed>,
+    /// The spans that do not fit in 32 bytes.
+    wide: Vec<Span>,
     /// Arrival of every chunk after the first, span after span.
     chunks: Vec<u64>,
     /// The earliest scheduled (or sent) time: where the run's window starts.
@@ -345,6 +450,26 @@ fn over_window(steps: &Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
     weighted(held, (to - from) as f64)
 }
 
+/// [`over_window`] of a curve no longer needed: the values held are written over its steps.
+fn over_window_owned(mut steps: Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
+    if steps.is_empty() || to <= from {
+        return TimeWeighted::default();
+    }
+    let lo = steps.partition_point(|x| x.0 <= from);
+    let hi = steps.partition_point(|x| x.0 < to).max(lo);
+    let (mut t, mut v) = (from, at(&steps, from));
+    // Entry k - lo is written after entry k is read, so every step is read before it is
+    // written over.
+    for k in lo..hi {
+        let (next, value) = steps[k];
+        steps[k - lo] = (next - t, v * scale);
+        (t, v) = (next, value);
+    }
+    steps.truncate(hi - lo);
+    steps.push((to - t, v * scale));
+    weighted(steps, (to - from) as f64)
+}
+
 /// Time-weighted statistics of `rate` over the time of `[from, to)` when `mask` is above 0.
 fn while_active(rate: &Steps, mask: &Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
     if rate.is_empty() || mask.is_empty() || to <= from {
@@ -389,17 +514,55 @@ impl Timeline {
             && let Some((&first, later)) = r.chunk_ns.split_first()
         {
             span.first = first;
-            span.later_chunks = later.len() as u32;
-            self.chunks.extend_from_slice(later);
+            if let Some(stride) = even_stride(first, later) {
+                span.later_chunks = later.len() as u32 | EVENLY;
+                self.chunks.push(stride);
+            } else {
+                span.later_chunks = later.len() as u32;
+                self.chunks.extend_from_slice(later);
+            }
         }
-        self.spans.push(span);
+        self.push(span);
         let origin = r.scheduled_ns.min(r.sent_ns);
         self.origin = Some(self.origin.map_or(origin, |o| o.min(origin)));
     }
 
+    fn push(&mut self, span: Span) {
+        let packed = Packed::of(&span).unwrap_or_else(|| {
+            self.wide.push(span);
+            Packed {
+                start: (self.wide.len() - 1) as u64,
+                first: WIDE,
+                end: 0,
+                isl: 0,
+                osl: 0,
+                later_chunks: span.later_chunks,
+            }
+        });
+        self.spans.push(packed);
+    }
+
+    /// The span at `i` (in the order added).
+    fn span(&self, i: usize) -> Span {
+        let p = self.spans[i];
+        if p.first == WIDE {
+            return self.wide[p.start as usize];
+        }
+        Span {
+            start: p.start,
+            first: if p.first == NO_FIRST { NO_TIME } else { p.start + u64::from(p.first) },
+            end: p.start + u64::from(p.end),
+            isl: unpack_count(p.isl),
+            osl: unpack_count(p.osl),
+            later_chunks: p.later_chunks,
+        }
+    }
+
     /// Adds another timeline's requests.
     pub fn merge(&mut self, other: &Timeline) {
-        self.spans.extend_from_slice(&other.spans);
+        for i in 0..other.spans.len() {
+            self.push(other.span(i));
+        }
         self.chunks.extend_from_slice(&other.chunks);
         self.origin = match (self.origin, other.origin) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -410,7 +573,13 @@ impl Timeline {
     /// The run's window as its records tell it: from the earliest scheduled (or sent) time, the
     /// start of the run's schedule, to the latest end.
     pub fn window(&self) -> Option<(u64, u64)> {
-        Some((self.origin?, self.spans.iter().map(|s| s.end).max()?))
+        Some((self.origin?, (0..self.spans.len()).map(|i| self.span(i).end).max()?))
+    }
+
+    /// [`Timeline::metrics`] over `window`, else over [`Timeline::window`]; empty without
+    /// requests.
+    pub fn window_metrics(&self, window: Option<(u64, u64)>) -> Vec<(TimelineMetric, TimeWeighted)> {
+        window.or_else(|| self.window()).map_or_else(Vec::new, |(a, b)| self.metrics(a, b))
     }
 
     /// Every time-weighted metric over `[from, to)` (ns on the records' clock), in AIPerf's
@@ -428,11 +597,23 @@ impl Timeline {
         if self.spans.is_empty() {
             return vec![Vec::new(); windows.len()];
         }
-        let mut out: Vec<Vec<(TimelineMetric, TimeWeighted)>> =
-            windows.iter().map(|_| Vec::with_capacity(14)).collect();
-        let mut put = |m: TimelineMetric, each: &dyn Fn(u64, u64) -> TimeWeighted| {
+        type Out = Vec<Vec<(TimelineMetric, TimeWeighted)>>;
+        fn put(out: &mut Out, windows: &[(u64, u64)], m: TimelineMetric, each: &dyn Fn(u64, u64) -> TimeWeighted) {
             for (o, &(from, to)) in out.iter_mut().zip(windows) {
                 o.push((m, each(from, to)));
+            }
+        }
+        fn put_all(out: &mut Out, m: TimelineMetric, values: Vec<TimeWeighted>) {
+            for (o, v) in out.iter_mut().zip(values) {
+                o.push((m, v));
+            }
+        }
+        let mut out: Out = windows.iter().map(|_| Vec::with_capacity(14)).collect();
+        // A curve's last metric: over a single window its steps are reused in place.
+        let last = |steps: Steps, scale: f64| -> Vec<TimeWeighted> {
+            match windows {
+                [(from, to)] => vec![over_window_owned(steps, *from, *to, scale)],
+                _ => windows.iter().map(|&(from, to)| over_window(&steps, from, to, scale)).collect(),
             }
         };
         fn tw(s: &Steps, scale: f64) -> impl Fn(u64, u64) -> TimeWeighted + '_ {
@@ -443,13 +624,13 @@ impl Timeline {
         }
         {
             let concurrency = self.sweep(|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]));
-            put(T::EffectiveConcurrency, &tw(&concurrency, 1.0));
+            put(&mut out, windows, T::EffectiveConcurrency, &tw(&concurrency, 1.0));
             let total = self.sweep(|s, _, e| {
                 prefill_rate(s, e);
                 even_decode_rate(s, e);
             });
-            put(T::EffectiveTotalThroughput, &tw(&total, PER_SECOND));
-            put(T::ActiveTotalThroughput, &act(&total, &concurrency));
+            put(&mut out, windows, T::ActiveTotalThroughput, &act(&total, &concurrency));
+            put_all(&mut out, T::EffectiveTotalThroughput, last(total, PER_SECOND));
         }
         {
             let conc = self.sweep(|s, _, e| {
@@ -462,12 +643,13 @@ impl Timeline {
             } else {
                 self.sweep(chunk_decode)
             };
-            put(T::EffectiveDecodeThroughput, &tw(&rate, PER_SECOND));
-            put(T::EffectiveDecodeConcurrency, &tw(&conc, 1.0));
-            put(T::ActiveDecodeThroughput, &act(&rate, &conc));
+            put(&mut out, windows, T::EffectiveDecodeThroughput, &tw(&rate, PER_SECOND));
+            put(&mut out, windows, T::EffectiveDecodeConcurrency, &tw(&conc, 1.0));
+            put(&mut out, windows, T::ActiveDecodeThroughput, &act(&rate, &conc));
             let per_user = divide(&rate, &conc);
-            put(T::EffectiveDecodeThroughputPerUser, &tw(&per_user, PER_SECOND));
-            put(T::ActiveDecodeThroughputPerUser, &act(&per_user, &conc));
+            drop(rate);
+            put(&mut out, windows, T::ActiveDecodeThroughputPerUser, &act(&per_user, &conc));
+            put_all(&mut out, T::EffectiveDecodeThroughputPerUser, last(per_user, PER_SECOND));
         }
         {
             let conc = self.sweep(|s, _, e| {
@@ -476,16 +658,17 @@ impl Timeline {
                 }
             });
             let rate = self.sweep(|s, _, e| prefill_rate(s, e));
-            put(T::EffectivePrefillThroughput, &tw(&rate, PER_SECOND));
-            put(T::EffectivePrefillConcurrency, &tw(&conc, 1.0));
-            put(T::ActivePrefillThroughput, &act(&rate, &conc));
+            put(&mut out, windows, T::EffectivePrefillThroughput, &tw(&rate, PER_SECOND));
+            put(&mut out, windows, T::EffectivePrefillConcurrency, &tw(&conc, 1.0));
+            put(&mut out, windows, T::ActivePrefillThroughput, &act(&rate, &conc));
             let per_user = divide(&rate, &conc);
-            put(T::EffectivePrefillThroughputPerUser, &tw(&per_user, PER_SECOND));
-            put(T::ActivePrefillThroughputPerUser, &act(&per_user, &conc));
+            drop(rate);
+            put(&mut out, windows, T::ActivePrefillThroughputPerUser, &act(&per_user, &conc));
+            put_all(&mut out, T::EffectivePrefillThroughputPerUser, last(per_user, PER_SECOND));
         }
         let per_chunk = !self.chunks.is_empty();
         let in_flight = self.sweep(|s, later, e| tokens_in_flight(s, later, per_chunk, e));
-        put(T::TokensInFlight, &tw(&in_flight, 1.0));
+        put_all(&mut out, T::TokensInFlight, last(in_flight, 1.0));
         // AIPerf's order.
         let order = [
             T::EffectiveConcurrency,
@@ -523,21 +706,23 @@ impl Timeline {
                 .iter()
                 .map(|s| {
                     let o = at;
-                    at += s.later_chunks as usize;
+                    at += Span::kept_of(s.later_chunks);
                     o
                 })
                 .collect()
         };
-        let later = |i: usize| match offsets.get(i) {
-            Some(&o) => self.chunks.get(o..o + self.spans[i].later_chunks as usize).unwrap_or(&[]),
+        let kept = |i: usize| match offsets.get(i) {
+            Some(&o) => self.chunks.get(o..o + Span::kept_of(self.spans[i].later_chunks)).unwrap_or(&[]),
             None => &[],
         };
+        let mut buf = Vec::new();
         // (earliest event, span) of every span with events, earliest first.
         let mut scratch = Vec::new();
         let mut order: Vec<(u64, u32)> = Vec::with_capacity(self.spans.len());
-        for (i, s) in self.spans.iter().enumerate() {
+        for i in 0..self.spans.len() {
+            let s = self.span(i);
             scratch.clear();
-            each(s, later(i), &mut scratch);
+            each(&s, s.later(kept(i), &mut buf), &mut scratch);
             if let Some(t) = scratch.iter().map(|e| e.0).min() {
                 order.push((t, i as u32));
             }
@@ -564,7 +749,8 @@ impl Timeline {
                 });
                 let p = &mut pending[slot];
                 p.events.clear();
-                each(&self.spans[i as usize], later(i as usize), &mut p.events);
+                let s = self.span(i as usize);
+                each(&s, s.later(kept(i as usize), &mut buf), &mut p.events);
                 p.events.sort_unstable_by(event_order);
                 p.next = 1;
                 heap.push(Head { event: p.events[0], slot });
@@ -770,18 +956,45 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// A curve's statistics written over its own steps are those of a copy.
+        #[test]
+        fn statistics_over_the_curve_itself_equal_those_of_a_copy(
+            steps in proptest::collection::vec((0u64..50, -5.0f64..5.0), 0..30),
+            from in 0u64..60,
+            len in 0u64..60,
+        ) {
+            let mut sum = Summer::new();
+            let mut steps = steps;
+            steps.sort_by_key(|s| s.0);
+            for e in steps {
+                sum.add(e);
+            }
+            let steps = sum.finish();
+            let bits = |w: TimeWeighted| w.stats().map(|(_, v)| v.to_bits());
+            let want = over_window(&steps, from, from + len, 3.0);
+            proptest::prop_assert_eq!(bits(over_window_owned(steps, from, from + len, 3.0)), bits(want));
+        }
+    }
+
+    proptest::proptest! {
         /// Requests in any order, overlapping, with chunks in any order (some at or after the
-        /// end), some failed: every curve's merged sweep equals the sort of all its events.
+        /// end) or evenly spaced (kept as a stride), some failed: every curve's merged sweep
+        /// equals the sort of all its events, made from the chunks as recorded.
         #[test]
         fn the_merged_sweep_equals_the_sorted_one(
             reqs in proptest::collection::vec(
-                (0u64..40, 0u64..30, proptest::collection::vec(0u64..40, 0..5), 0u64..20, 0u64..300, 0u64..9, proptest::bool::ANY),
+                (0u64..40, 0u64..30, proptest::collection::vec(0u64..40, 0..5), proptest::prop_oneof![0u64..20, proptest::strategy::Just(5_000_000_000u64)], 0u64..300, 0u64..9, proptest::bool::ANY, proptest::bool::ANY),
                 1..40,
             )
         ) {
             let mut tl = Timeline::default();
-            for (start, ttft, gaps, tail, isl, osl, ok) in reqs {
+            // Each request's span (from a timeline of its own) and its later chunks as recorded.
+            let mut recorded: Vec<(Span, Vec<u64>)> = Vec::new();
+            for (start, ttft, mut gaps, tail, isl, osl, ok, even) in reqs {
                 let first = start + ttft;
+                if even && let Some(&g) = gaps.first() {
+                    gaps = (1..=gaps.len() as u64).map(|k| k * g).collect();
+                }
                 let mut chunks = vec![first];
                 chunks.extend(gaps.iter().map(|g| first + g));
                 let end = first + gaps.iter().max().copied().unwrap_or(0) + tail;
@@ -796,14 +1009,16 @@ mod tests {
                 };
                 let m = RequestMetrics::of(&r, false);
                 tl.add(&r, ok.then_some(&m));
+                let mut one = Timeline::default();
+                one.add(&r, ok.then_some(&m));
+                let span = one.span(0);
+                proptest::prop_assert_eq!((span.start, span.end, one.wide.len()), (start, end, usize::from(tail > u64::from(u32::MAX))));
+                recorded.push((span, if ok { gaps.iter().map(|g| first + g).collect() } else { Vec::new() }));
             }
             let all = |each: Curve| {
                 let mut e = Vec::new();
-                let mut at = 0;
-                for s in &tl.spans {
-                    let n = s.later_chunks as usize;
-                    each(s, &tl.chunks[at..at + n], &mut e);
-                    at += n;
+                for (s, later) in &recorded {
+                    each(s, later, &mut e);
                 }
                 sorted_sweep(e)
             };

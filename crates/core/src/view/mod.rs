@@ -407,7 +407,7 @@ impl RunLoader {
             .settings
             .phase_window_ns
             .filter(|&(a, b)| self.aggregate.timeline.window().is_some_and(|(first, last)| a <= first && last <= b));
-        let report = self.aggregate.report_over(!self.settings.slos.is_empty(), window);
+        let report = std::mem::take(&mut self.aggregate).into_report_over(!self.settings.slos.is_empty(), window);
         Ok(Run {
             label: label.into(),
             settings: self.settings,

@@ -380,7 +380,7 @@ fn write_run(
         cli_command: shell_command(std::env::args()),
         incomplete_reason: None,
         urls: (0..cluster.replicas).map(|i| format!("replica-{i}")).collect(),
-        report: aggregate.report(false),
+        report: aggregate.into_report_over(false, None),
         // A simulation has no AIPerf configuration: its settings are ours only.
         input_config: serde_json::Value::Null,
         cli_config: cli_config(cluster, calibration, args),
