@@ -215,6 +215,17 @@ fn completed(records: &std::path::Path) -> std::collections::BTreeMap<u64, (f64,
     out
 }
 
+/// The real run `tests/fixtures/real-runs/NAME` as a run folder under `dir` (its records
+/// unpacked), for `simulate --calibrate`.
+fn real_run(dir: &std::path::Path, name: &str) -> PathBuf {
+    let src = fixture(&format!("real-runs/{name}"));
+    let run = dir.join("run");
+    std::fs::create_dir(&run).unwrap();
+    std::fs::copy(src.join("profile_export.jsonl.gz"), run.join("profile_export.jsonl")).unwrap();
+    std::fs::copy(src.join("profile_export_aiperf.json"), run.join("profile_export_aiperf.json")).unwrap();
+    run
+}
+
 /// A replay measured on a real GPU server at saturation (llama.cpp with CUDA on an H200, 8 slots,
 /// up to 334 requests queued; `tests/fixtures/real-runs/llamacpp-cuda-h200/README.md`), simulated
 /// with the server's settings and calibrated from the run: on the requests the run completed, the
@@ -225,11 +236,7 @@ fn completed(records: &std::path::Path) -> std::collections::BTreeMap<u64, (f64,
 #[test]
 fn a_saturated_real_server_is_simulated_from_its_calibrated_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let src = fixture("real-runs/llamacpp-cuda-h200");
-    let run = tmp.path().join("run");
-    std::fs::create_dir(&run).unwrap();
-    std::fs::copy(src.join("profile_export.jsonl.gz"), run.join("profile_export.jsonl")).unwrap();
-    std::fs::copy(src.join("profile_export_aiperf.json"), run.join("profile_export_aiperf.json")).unwrap();
+    let run = real_run(tmp.path(), "llamacpp-cuda-h200");
     let trace = fixture("traces/conversation_head500.jsonl");
     let simulate = |name: &str, slots: &[&str]| {
         let out = tmp.path().join(name);
@@ -281,11 +288,7 @@ fn a_saturated_real_server_is_simulated_from_its_calibrated_run() {
 #[test]
 fn a_small_vllm_cache_is_simulated_from_its_calibrated_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let src = fixture("real-runs/vllm-cpu-smollm2");
-    let run = tmp.path().join("run");
-    std::fs::create_dir(&run).unwrap();
-    std::fs::copy(src.join("profile_export.jsonl.gz"), run.join("profile_export.jsonl")).unwrap();
-    std::fs::copy(src.join("profile_export_aiperf.json"), run.join("profile_export_aiperf.json")).unwrap();
+    let run = real_run(tmp.path(), "vllm-cpu-smollm2");
     let trace = fixture("traces/conversation_prefix_groups_b128_twice.jsonl");
     let out = tmp.path().join("sim");
     let o = cli(&[

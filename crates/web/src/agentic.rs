@@ -328,69 +328,12 @@ pub fn layers(cfg: &AgenticConfig, sessions: &Sessions) -> Vec<Layer> {
 mod tests {
     use super::*;
     use aiperf_core::synthesis::agentic::to_trace;
-    use aiperf_core::trace::Trace;
 
-    /// The layers counted over the rows of the written trace, by session id.
-    fn layers_of_trace(trace: &Trace) -> Vec<(u64, u64, f64)> {
-        let mut users: HashMap<u64, (u64, usize)> = HashMap::new();
-        let mut seen: HashMap<&str, usize> = HashMap::new();
-        let mut firsts = Vec::new();
-        let (mut later_blocks, mut later_rows) = (0u64, 0u64);
-        for (i, row) in trace.rows().iter().enumerate() {
-            let next = seen.len();
-            let session = *seen.entry(row.session_id.as_deref().unwrap_or("")).or_insert(next);
-            if session < next {
-                later_blocks += trace.hash_ids(row).len() as u64;
-                later_rows += 1;
-                continue;
-            }
-            firsts.push(i);
-            for &h in trace.hash_ids(row) {
-                let e = users.entry(h).or_insert((0, usize::MAX));
-                if e.1 != session {
-                    *e = (e.0 + 1, session);
-                }
-            }
-        }
-        let n = seen.len() as u64;
-        let layer_of = |u: u64| {
-            if u == n && n > 1 {
-                0
-            } else if u > 1 {
-                1
-            } else {
-                2
-            }
-        };
-        let mut distinct = [0u64; 3];
-        for &(u, _) in users.values() {
-            distinct[layer_of(u)] += 1;
-        }
-        let mut per_first = [(0u64, 0u64); 3];
-        for &i in &firsts {
-            let mut counts = [0u64; 3];
-            for h in trace.hash_ids(&trace.rows()[i]) {
-                counts[layer_of(users[h].0)] += 1;
-            }
-            for (k, c) in counts.into_iter().enumerate() {
-                if c > 0 {
-                    per_first[k].0 += 1;
-                    per_first[k].1 += c;
-                }
-            }
-        }
-        let mut out: Vec<(u64, u64, f64)> = (0..3)
-            .map(|k| {
-                let mean = if per_first[k].0 == 0 { 0.0 } else { per_first[k].1 as f64 / per_first[k].0 as f64 };
-                (distinct[k], per_first[k].0, mean)
-            })
-            .collect();
-        out.push((later_blocks, n, if later_rows == 0 { 0.0 } else { later_blocks as f64 / later_rows as f64 }));
-        out
-    }
-
+    /// `layers` counts the blocks of the rows `dataset.jsonl` holds: each session's first row
+    /// carries the ids `first_turn_ids` gives, a later row as many new blocks as its tokens fill,
+    /// and every session has an id of its own (sessions and the file's sessions are one).
     #[test]
-    fn the_layers_of_the_sessions_are_those_of_the_rows_written() {
+    fn the_layers_count_the_blocks_of_the_rows_written() {
         let mut grouped = AgenticConfig::default();
         grouped.cache.layer1_5_groups.num_groups = 7;
         grouped.restart_initial_probability = 0.5;
@@ -399,9 +342,28 @@ mod tests {
             for seed in seeds {
                 let sessions = generate(&cfg, 300, seed).unwrap();
                 let trace = to_trace(&cfg, &sessions);
-                let got: Vec<(u64, u64, f64)> =
-                    layers(&cfg, &sessions).into_iter().map(|l| (l.blocks, l.sessions, l.mean_blocks)).collect();
-                assert_eq!(got, layers_of_trace(&trace), "seed {seed}");
+                let mut rows = trace.rows().iter();
+                let mut ids = Vec::new();
+                let mut names = std::collections::HashSet::new();
+                let mut later = 0;
+                for s in &sessions.sessions {
+                    assert!(names.insert(s.id.as_str()), "seed {seed}: {} twice", s.id);
+                    for (i, t) in sessions.turns_of(s).iter().enumerate() {
+                        let row = rows.next().unwrap();
+                        assert_eq!(row.session_id.as_deref(), Some(s.id.as_str()));
+                        if i == 0 {
+                            ids.clear();
+                            first_turn_ids(&cfg, s, t.new_tokens, &mut ids);
+                            assert_eq!(trace.hash_ids(row), &ids[..], "seed {seed}: {}", s.id);
+                        } else {
+                            let n = trace.hash_ids(row).len() as u64;
+                            assert_eq!(n, t.new_tokens.div_ceil(cfg.block_size));
+                            later += n;
+                        }
+                    }
+                }
+                assert!(rows.next().is_none());
+                assert_eq!(layers(&cfg, &sessions)[3].blocks, later, "seed {seed}");
                 restarts += sessions.sessions.iter().filter(|s| s.continuation).count();
             }
         }
