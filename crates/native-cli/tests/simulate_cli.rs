@@ -277,14 +277,13 @@ fn a_saturated_real_server_is_simulated_from_its_calibrated_run() {
 /// of 128 tokens of which 48 cache prompts, max_num_seqs 4, two cores under a load of ~15;
 /// `tests/fixtures/real-runs/vllm-cpu-smollm2/README.md`): 40 requests sharing prefixes, the last
 /// 20 repeating the first 20, whose 61 distinct blocks do not fit, so the cache evicts. Simulated
-/// with the server's settings and calibrated from the run: the cached tokens of 38 requests of 40
-/// are the server's exactly, the token hit rate is within 2 points of the measured 64.45%, and
-/// the time to first token within 10% at p99 and 25% at p50 (the fit's mean error is 13 s a
-/// request: the server's speed followed the machine's load, which the linear model does not).
-/// The two requests apart hit 2 blocks more in the simulation: vLLM also gives a request's
-/// decode tokens a block of their own when its prompt fills its last one, which the simulator
-/// leaves out. Releasing a request's blocks head first, not tail first as vLLM does, would
-/// simulate 58.99% and 34 requests alike.
+/// with the server's settings and calibrated from the run: the cached tokens of 39 requests of 40
+/// are the server's exactly, the token hit rate is within 1 point of the measured 64.45%
+/// (64.82%), and the time to first token within 10% at p99 and 25% at p50 (the fit's mean error
+/// is 13 s a request: the server's speed followed the machine's load, which the linear model
+/// does not). Holding prompt blocks only (`--prompt-blocks-only`: no block for the output tokens
+/// of a prompt that fills its last block) gives 38 alike and 65.91%; releasing a request's
+/// blocks head first, not tail first as vLLM does, 34 alike and 58.99%.
 #[test]
 fn a_small_vllm_cache_is_simulated_from_its_calibrated_run() {
     let tmp = tempfile::tempdir().unwrap();
@@ -311,13 +310,13 @@ fn a_small_vllm_cache_is_simulated_from_its_calibrated_run() {
     assert_eq!((measured.len(), sim.len()), (40, 40));
 
     let alike = measured.iter().filter(|(line, m)| sim[*line].1 == m.1).count();
-    assert!(alike >= 38, "{alike} of 40 requests hit the same tokens");
+    assert!(alike >= 39, "{alike} of 40 requests hit the same tokens");
     let hit = |runs: &std::collections::BTreeMap<u64, (f64, f64, f64)>| {
         let (c, p) = runs.values().fold((0.0, 0.0), |(c, p), r| (c + r.1, p + r.2));
         100.0 * c / p
     };
     assert!((hit(&measured) - 64.45).abs() < 0.01, "measured {}", hit(&measured));
-    assert!((hit(&sim) - hit(&measured)).abs() < 2.0, "hit {} vs {}", hit(&sim), hit(&measured));
+    assert!((hit(&sim) - hit(&measured)).abs() < 1.0, "hit {} vs {}", hit(&sim), hit(&measured));
     let ttft = |runs: &std::collections::BTreeMap<u64, (f64, f64, f64)>, q: f64| {
         let times: Vec<f64> = runs.values().map(|r| r.0).collect();
         aiperf_core::stats::percentile_sorted(&aiperf_core::stats::sorted(&times), q).unwrap()

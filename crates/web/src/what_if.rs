@@ -223,6 +223,8 @@ impl WhatIfForm {
             },
             seed: t(Field::Seed).parse().ok()?,
             sample_every_ns: 0,
+            // Output tokens take blocks as `simulate` has them by default (vLLM's).
+            output_blocks: true,
         })
     }
 

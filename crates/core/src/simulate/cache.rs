@@ -277,6 +277,30 @@ impl Blocks {
         hit
     }
 
+    /// A running request on replica `r` takes one more block for its output tokens, after the
+    /// ones in `held` (a block of [`ONCE`]: nothing else asks for it): room is made by evicting
+    /// as for a new prompt block, and the block is not kept when every other block is pinned.
+    /// The block before it is full from now on (a partial last block of the prompt no longer
+    /// goes first when released); `partial` marks this block as one that will still be partial
+    /// when the request ends. Returns whether the block was kept.
+    pub fn extend(&mut self, r: u32, held: &mut Vec<u32>, partial: bool) -> bool {
+        if held.last() == Some(&TAIL) {
+            held.pop();
+        }
+        let full = self.capacity.is_some_and(|c| self.shelves[r as usize].len >= c);
+        if full && !self.evict_one(r) {
+            return false;
+        }
+        let shelf = &mut self.shelves[r as usize];
+        shelf.len += 1;
+        shelf.pinned += 1;
+        held.push(ONCE);
+        if partial {
+            held.push(TAIL);
+        }
+        true
+    }
+
     /// A request on replica `r` ends: its blocks (what [`Blocks::admit`] appended to `held`) are
     /// released tail first (vLLM's order: a prompt's first blocks, the ones other prompts share,
     /// stay longest).
@@ -441,6 +465,17 @@ impl Blocks {
     }
 }
 
+/// The last block of a prompt given to [`BlockCache::admit_with_tail`] by its hashes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tail {
+    /// The prompt is whole blocks.
+    None,
+    /// A partial block follows the hashes, and is filled before the request ends.
+    Filled,
+    /// A partial block follows the hashes, and is still partial when the request ends.
+    Partial,
+}
+
 /// One replica's prefix cache keyed by `u64` block hashes: [`Blocks`] with the hashes it holds
 /// numbered (a number is given back when its block leaves the cache, so memory follows the
 /// capacity, not the hashes ever seen).
@@ -499,6 +534,13 @@ impl BlockCache {
     /// A request starts: see [`Blocks::admit`]. Returns the leading hit in blocks; what to give
     /// [`BlockCache::release`] when it ends is appended to `held`.
     pub fn admit(&mut self, hashes: &[u64], held: &mut Vec<u32>) -> usize {
+        self.admit_with_tail(hashes, Tail::None, held)
+    }
+
+    /// [`BlockCache::admit`] of a prompt that ends in a partial block (`tail`), which has no hash
+    /// (only whole blocks are cached): it takes room while the request runs, and when `tail` is
+    /// [`Tail::Partial`] it goes first when released ([`Blocks::admit_with_tail`]).
+    pub fn admit_with_tail(&mut self, hashes: &[u64], tail: Tail, held: &mut Vec<u32>) -> usize {
         let mut numbers = std::mem::take(&mut self.scratch);
         numbers.clear();
         for &h in hashes {
@@ -517,7 +559,12 @@ impl BlockCache {
             };
             numbers.push(n);
         }
-        let hit = self.blocks.admit(0, &numbers, held);
+        let hashed = numbers.len();
+        if tail != Tail::None {
+            numbers.push(ONCE);
+        }
+        let hit = self.blocks.admit_with_tail(0, &numbers, held, tail == Tail::Partial);
+        numbers.truncate(hashed);
         // Numbers given to blocks that were not kept, and to blocks evicted, go back.
         for n in numbers.iter().copied().chain(self.blocks.take_orphans()) {
             if !self.blocks.held_anywhere(n) && self.numbers.remove(&self.hashes[n as usize]).is_some() {
@@ -526,6 +573,11 @@ impl BlockCache {
         }
         self.scratch = numbers;
         hit
+    }
+
+    /// A running request takes one more block for its output tokens: see [`Blocks::extend`].
+    pub fn extend(&mut self, held: &mut Vec<u32>, partial: bool) -> bool {
+        self.blocks.extend(0, held, partial)
     }
 
     /// A request ends: its blocks are released tail first.

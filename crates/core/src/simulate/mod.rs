@@ -115,6 +115,15 @@ pub struct Cluster {
     pub seed: u64,
     /// Interval of the sampled series (KV usage, queue, running), in nanoseconds; 0: none.
     pub sample_every_ns: u64,
+    /// Whether output tokens take KV blocks as they are decoded ([`OutputBlocks`]), as vLLM's
+    /// do; without, a request holds its prompt's blocks only (what `analyze-trace`'s LRU curve
+    /// counts).
+    #[serde(default = "yes")]
+    pub output_blocks: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for Cluster {
@@ -130,6 +139,39 @@ impl Default for Cluster {
             engine: Engine::default(),
             seed: 0,
             sample_every_ns: 0,
+            output_blocks: true,
+        }
+    }
+}
+
+/// The KV blocks a request's output tokens take, as vLLM allocates them: every token fed to the
+/// model has a slot (the prompt's, then each output token's but the last, which is sampled and
+/// never fed); the prompt's blocks have room up to their end, and each block past it is taken
+/// by the decoding step that first needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputBlocks {
+    /// Blocks taken while decoding.
+    pub count: u64,
+    /// The output token (1 for the first) whose step takes the first of them; the next ones
+    /// follow every `block_size` tokens.
+    pub first_token: u64,
+    /// Whether the request's last block is still partial when it ends (vLLM caches whole blocks
+    /// only, so that block is the first to go once freed).
+    pub last_partial: bool,
+}
+
+impl OutputBlocks {
+    /// For a prompt of `prompt_tokens` held in `prompt_blocks` blocks of `block_size` tokens
+    /// (room for at least its tokens) and `output_tokens` output tokens.
+    pub fn new(prompt_tokens: u64, prompt_blocks: u64, output_tokens: u64, block_size: u32) -> OutputBlocks {
+        let bs = u64::from(block_size.max(1));
+        let fed = prompt_tokens.saturating_add(output_tokens.saturating_sub(1));
+        let room = prompt_blocks.saturating_mul(bs).max(prompt_tokens.div_ceil(bs).saturating_mul(bs));
+        let count = fed.saturating_sub(room).div_ceil(bs);
+        OutputBlocks {
+            count,
+            first_token: room.saturating_sub(prompt_tokens).saturating_add(1),
+            last_partial: fed < room.saturating_add(count.saturating_mul(bs)),
         }
     }
 }
@@ -384,6 +426,11 @@ struct Pending {
     replica: u32,
     /// The blocks it pinned (reused buffers).
     held: Vec<u32>,
+    /// Output blocks still to take, and whether the last of them stays partial.
+    grows_left: u64,
+    last_partial: bool,
+    /// Its time between tokens, once started.
+    itl_ns: u64,
 }
 
 struct Sim<'a> {
@@ -398,7 +445,9 @@ struct Sim<'a> {
     pending: Vec<Pending>,
     free_pending: Vec<u32>,
     spare: Vec<Vec<u32>>,
-    ends: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    /// Requests' next events (time, order, request, whether it takes an output block rather than
+    /// ending).
+    ends: BinaryHeap<Reverse<(u64, u64, u32, bool)>>,
     seq: u64,
     rr: u64,
     rng: PyRandom,
@@ -448,7 +497,7 @@ pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Re
     let mut dispatch = Dispatch::new(schedule, None, None);
     let mut now = 0u64;
     loop {
-        let next_end = sim.ends.peek().map(|Reverse((t, _, _))| *t);
+        let next_end = sim.ends.peek().map(|Reverse((t, _, _, _))| *t);
         match dispatch.peek(now) {
             Peek::Due { deadline_ns, .. } if next_end.is_none_or(|e| deadline_ns < e) => {
                 now = now.max(deadline_ns);
@@ -458,11 +507,15 @@ pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Re
                 }
             }
             _ => {
-                let Some(Reverse((t, _, p))) = sim.ends.pop() else { break };
+                let Some(Reverse((t, _, p, grow))) = sim.ends.pop() else { break };
                 now = now.max(t);
                 sim.sample_until(now);
-                let job = sim.finish(p, now);
-                dispatch.complete(&job, now);
+                if grow {
+                    sim.grow(p, now);
+                } else {
+                    let job = sim.finish(p, now);
+                    dispatch.complete(&job, now);
+                }
             }
         }
     }
@@ -541,7 +594,7 @@ impl Sim<'_> {
     fn arrive(&mut self, job: Job, now: u64) {
         let replica = self.route(&job);
         let held = self.spare.pop().unwrap_or_default();
-        let p = Pending { job, arrival_ns: now, replica, held };
+        let p = Pending { job, arrival_ns: now, replica, held, grows_left: 0, last_partial: false, itl_ns: 0 };
         let idx = match self.free_pending.pop() {
             Some(i) => {
                 self.pending[i as usize] = p;
@@ -587,17 +640,23 @@ impl Sim<'_> {
             let bs = u64::from(cluster.block_size);
             let input =
                 row.and_then(|row| row.input_length()).map_or(ids.len() as u64 * bs, |n| u64::try_from(n).unwrap_or(0));
-            let partial_tail = input < ids.len() as u64 * bs;
+            let output = row.and_then(|row| row.output_length).unwrap_or(1).max(1);
+            let grows = match cluster.output_blocks && !ids.is_empty() {
+                true => OutputBlocks::new(input, ids.len() as u64, output, cluster.block_size),
+                false => OutputBlocks { count: 0, first_token: 0, last_partial: input < ids.len() as u64 * bs },
+            };
+            let partial_tail = grows.count == 0 && grows.last_partial;
             let hit = self.blocks.admit_with_tail(replica, ids, &mut p.held, partial_tail);
+            (p.grows_left, p.last_partial) = (grows.count, grows.last_partial);
             r.running += 1;
             r.running_blocks += ids.len() as u64;
-            let output = row.and_then(|row| row.output_length).unwrap_or(1).max(1);
             let cached = engine_cached_tokens(hit as u64, input, cluster.block_size);
             let e = &cluster.engine;
             let prefill_us = e.prefill_fixed_us + e.prefill_per_token_us * (input - cached) as f64;
             let itl_us = e.decode_fixed_us + e.decode_per_running_us * f64::from(r.running);
             let first = now.saturating_add(us_to_ns(prefill_us));
             let itl_ns = us_to_ns(itl_us);
+            p.itl_ns = itl_ns;
             let end = first.saturating_add(itl_ns.saturating_mul(output - 1));
 
             let s = &mut r.stats;
@@ -627,9 +686,31 @@ impl Sim<'_> {
                 blocks: ids.len() as u32,
                 hit_blocks: hit as u32,
             });
+            if grows.count > 0 {
+                let at = first.saturating_add(itl_ns.saturating_mul(grows.first_token - 1));
+                self.seq += 1;
+                self.ends.push(Reverse((at, self.seq, idx, true)));
+            }
             self.seq += 1;
-            self.ends.push(Reverse((end, self.seq, idx)));
+            self.ends.push(Reverse((end, self.seq, idx, false)));
         }
+    }
+
+    /// A running request's decoding reaches a new block: it takes one ([`OutputBlocks`]), and
+    /// the next one `block_size` tokens later.
+    fn grow(&mut self, idx: u32, now: u64) {
+        let p = &mut self.pending[idx as usize];
+        p.grows_left -= 1;
+        let last = p.grows_left == 0;
+        self.blocks.extend(p.replica, &mut p.held, last && p.last_partial);
+        let replica = p.replica;
+        if !last {
+            let at = now.saturating_add(p.itl_ns.saturating_mul(u64::from(self.cluster.block_size)));
+            self.seq += 1;
+            self.ends.push(Reverse((at, self.seq, idx, true)));
+        }
+        let s = &mut self.replicas[replica as usize].stats;
+        s.peak_blocks = s.peak_blocks.max(self.blocks.len(replica) as u64);
     }
 
     /// A request ends: its blocks are released and its replica admits what now fits.

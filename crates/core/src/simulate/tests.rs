@@ -56,7 +56,8 @@ proptest! {
             // The curve lets a row longer than the cache evict its own blocks; the simulator
             // pins a running request's blocks, so the two agree for capacities ≥ the longest row.
             let Some(c) = point.capacity_blocks.filter(|&c| c >= longest) else { continue };
-            let sim = run(&trace, &one(Some(c)));
+            // The curve counts prompt blocks only.
+            let sim = run(&trace, &Cluster { output_blocks: false, ..one(Some(c)) });
             prop_assert!((sim.total().row_hit_rate() - point.hit_rate).abs() < 1e-12, "capacity {}: {} vs {}", c, sim.total().row_hit_rate(), point.hit_rate);
         }
     }
@@ -154,7 +155,40 @@ fn a_full_replica_queues_requests_in_order() {
     let first_end = sim.requests.iter().filter(|r| r.row < 2).map(|r| r.end_ns).min().unwrap();
     assert_eq!(third.start_ns, first_end);
     assert_eq!(sim.replicas[0].peak_waiting, 1);
-    assert_eq!(sim.replicas[0].evictions, 4);
+    // The third evicts the first's 4 blocks for its prompt, and one of the second's for the
+    // block its output needs; the first two found no room for theirs (all 8 pinned).
+    assert_eq!(sim.replicas[0].evictions, 5);
+}
+
+#[test]
+fn output_blocks_follow_vllm_slots() {
+    // A prompt of whole blocks: the first output token fed takes a new block at once.
+    assert_eq!(OutputBlocks::new(128, 1, 4, 128), OutputBlocks { count: 1, first_token: 1, last_partial: true });
+    // One output token is never fed: nothing more.
+    assert_eq!(OutputBlocks::new(128, 1, 1, 128), OutputBlocks { count: 0, first_token: 1, last_partial: false });
+    // A partial last block is filled first: 28 output tokens fed after a 228-token prompt end
+    // at position 256, and the 29th (position 256) needs a block.
+    assert_eq!(OutputBlocks::new(228, 2, 28, 128), OutputBlocks { count: 0, first_token: 29, last_partial: true });
+    assert_eq!(OutputBlocks::new(228, 2, 29, 128), OutputBlocks { count: 0, first_token: 29, last_partial: false });
+    assert_eq!(OutputBlocks::new(228, 2, 30, 128), OutputBlocks { count: 1, first_token: 29, last_partial: true });
+    assert_eq!(OutputBlocks::new(100, 1, 29, 128), OutputBlocks { count: 0, first_token: 29, last_partial: false });
+    assert_eq!(OutputBlocks::new(0, 0, 300, 128), OutputBlocks { count: 3, first_token: 1, last_partial: true });
+    // More hash blocks than the prompt's tokens need: their room comes first.
+    assert_eq!(OutputBlocks::new(100, 3, 300, 128).count, 1);
+}
+
+#[test]
+fn an_output_block_takes_room_and_goes_first_when_partial() {
+    // Capacity 3: [1, 2] and its output block fill it. Released tail first, the partial output
+    // block goes first, then 2, then 1: [7] takes the output block's room for its prompt and
+    // 2's for its own output, so [1, 2, 3] finds 1 alone. Counting prompts only, [7] evicts
+    // nothing and 1 and 2 both hit.
+    let trace = sequential(&[vec![1, 2], vec![7], vec![1, 2, 3]]);
+    let sim = run(&trace, &one(Some(3)));
+    assert_eq!(sim.requests.iter().map(|r| r.hit_blocks).collect::<Vec<_>>(), vec![0, 0, 1]);
+    assert_eq!(sim.replicas[0].peak_blocks, 3);
+    let prompts_only = run(&trace, &Cluster { output_blocks: false, ..one(Some(3)) });
+    assert_eq!(prompts_only.requests.iter().map(|r| r.hit_blocks).collect::<Vec<_>>(), vec![0, 0, 2]);
 }
 
 #[test]

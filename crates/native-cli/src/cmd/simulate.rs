@@ -90,6 +90,11 @@ pub struct Args {
     /// Seed of the random router.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Hold each request's prompt blocks only. By default its output tokens also take blocks
+    /// as they are decoded, as vLLM's do (a prompt of whole blocks takes one more at its first
+    /// output token); `analyze-trace`'s LRU curve counts prompt blocks only.
+    #[arg(long)]
+    pub prompt_blocks_only: bool,
     /// Sampled series points (KV usage, queue, running) over the trace's span.
     #[arg(long, default_value_t = 200)]
     pub samples: u64,
@@ -200,6 +205,7 @@ pub fn run(args: Args) -> Result<()> {
             engine,
             seed: args.seed,
             sample_every_ns,
+            output_blocks: !args.prompt_blocks_only,
         };
         let sim = simulate(&trace, Arc::clone(&schedule), &cluster).context("simulate")?;
         write_run(&args.output_dir.join(&name), &trace, &sim, &cluster, calibration.as_ref(), &args)?;

@@ -324,12 +324,14 @@ async fn take_slot(state: &State, planned: &mut Planned, hashes: Option<Vec<u64>
         let hashes = hashes.unwrap_or_default();
         let running = {
             let _in_line = InLine::new(&state.metrics);
-            kv.start(hashes).await?
+            kv.start(hashes, planned.prompt_tokens, planned.tokens).await?
         };
         planned.cached =
             aiperf_core::simulate::engine_cached_tokens(running.hit_blocks, planned.prompt_tokens, kv.block_size());
         state.metrics.hits.fetch_add(planned.cached, Ordering::Relaxed);
         planned.set_ttft(&state.args);
+        let (ttft, itl) = pacing(state, planned.ttft_ms);
+        running.decode(tokio::time::Instant::now() + ttft, itl);
         return Some(Slot::Kv(running));
     }
     match &state.slots {

@@ -3,19 +3,24 @@
 //! in the simulator's own prefix cache ([`BlockCache`]: blocks pinned while their request runs,
 //! evicted by a [`Policy`] when `--kv-blocks` is reached), behind the simulator's admission: a FIFO
 //! queue whose first request starts when a running slot is free (`--slots`) and its new blocks fit
-//! beside the pinned ones (or nothing runs).
+//! beside the pinned ones (or nothing runs). A prompt's partial last block takes room unhashed,
+//! and the output tokens take blocks as decoding reaches them ([`OutputBlocks`]), as in the
+//! simulator.
 //!
 //! So a trace replayed over mocks and `aiperf-cli simulate` of it hit the same blocks whenever
 //! each replica sees its requests start and end in the same order.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use aiperf_core::simulate::Policy;
-use aiperf_core::simulate::cache::BlockCache;
+use aiperf_core::simulate::cache::{BlockCache, Tail};
+use aiperf_core::simulate::{OutputBlocks, Policy};
 use tokenizers::Tokenizer;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 /// The chained hashes of the whole blocks of `tokens`: block `i` stands for every token up to
 /// its end (a partial last block is not cached).
@@ -97,10 +102,17 @@ struct Inner {
     generation: u64,
     running: u32,
     waiting: VecDeque<Waiter>,
+    /// Running requests' blocks, by request number.
+    held: HashMap<u64, Vec<u32>>,
+    next_id: u64,
+    /// Output blocks still to take (when, order, request, whether it stays partial), taken
+    /// before anything else looks at the cache.
+    growths: BinaryHeap<Reverse<(Instant, u64, u64, bool)>>,
 }
 
 struct Waiter {
     hashes: Vec<u64>,
+    tail: Tail,
     tx: oneshot::Sender<Running>,
 }
 
@@ -108,14 +120,33 @@ struct Waiter {
 pub struct Running {
     kv: Kv,
     generation: u64,
-    held: Vec<u32>,
+    id: u64,
     /// Leading blocks of the prompt found in the cache.
     pub hit_blocks: u64,
+    /// The blocks its output takes as it is decoded.
+    output: OutputBlocks,
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.kv.release(self.generation, &self.held);
+        self.kv.release(self.generation, self.id);
+    }
+}
+
+impl Running {
+    /// Decoding starts with the first token at `first_token`, one token every `itl`: each
+    /// block its output tokens need is taken when their step comes ([`OutputBlocks`]).
+    pub fn decode(&self, first_token: Instant, itl: Duration) {
+        let Ok(mut inner) = self.kv.0.inner.lock() else { return };
+        let step = itl.saturating_mul(self.kv.0.block_size);
+        let mut at = first_token + itl.saturating_mul(u32::try_from(self.output.first_token - 1).unwrap_or(u32::MAX));
+        for i in 0..self.output.count {
+            let last = i + 1 == self.output.count;
+            let order = inner.next_id;
+            inner.next_id += 1;
+            inner.growths.push(Reverse((at, order, self.id, last && self.output.last_partial)));
+            at += step;
+        }
     }
 }
 
@@ -131,6 +162,9 @@ impl Kv {
                 generation: 0,
                 running: 0,
                 waiting: VecDeque::new(),
+                held: HashMap::new(),
+                next_id: 0,
+                growths: BinaryHeap::new(),
             }),
         }))
     }
@@ -139,17 +173,29 @@ impl Kv {
         self.0.block_size
     }
 
-    /// Waits in line until the request starts: `None` only if the model is broken (a poisoned
-    /// lock), in which case the request runs without the cache.
-    pub async fn start(&self, hashes: Vec<u64>) -> Option<Running> {
+    /// Waits in line until the request (`hashes` of the whole blocks of its `prompt_tokens`,
+    /// then `output_tokens`) starts: `None` only if the model is broken (a poisoned lock), in
+    /// which case the request runs without the cache.
+    pub async fn start(&self, hashes: Vec<u64>, prompt_tokens: u64, output_tokens: u64) -> Option<Running> {
+        let bs = u64::from(self.0.block_size.max(1));
+        let blocks = prompt_tokens.div_ceil(bs).max(hashes.len() as u64);
+        let output = OutputBlocks::new(prompt_tokens, blocks, output_tokens, self.0.block_size);
+        let tail = match (blocks > hashes.len() as u64, output.count == 0 && output.last_partial) {
+            (false, _) => Tail::None,
+            (true, true) => Tail::Partial,
+            (true, false) => Tail::Filled,
+        };
         let (tx, rx) = oneshot::channel();
         let refused = {
             let mut inner = self.0.inner.lock().ok()?;
-            inner.waiting.push_back(Waiter { hashes, tx });
+            take_output_blocks(&mut inner, Instant::now());
+            inner.waiting.push_back(Waiter { hashes, tail, tx });
             self.admit(&mut inner)
         };
         drop(refused);
-        rx.await.ok()
+        let mut running = rx.await.ok()?;
+        running.output = output;
+        Some(running)
     }
 
     /// Starts the waiting requests in order while a slot is free and their new blocks fit (or
@@ -163,15 +209,27 @@ impl Kv {
             }
             let Some(front) = inner.waiting.front() else { break };
             let alone = inner.running == 0;
-            if !alone && !inner.cache.fits(front.hashes.len()) && !inner.cache.fits(inner.cache.missing(&front.hashes))
+            let tail = usize::from(front.tail != Tail::None);
+            if !alone
+                && !inner.cache.fits(front.hashes.len() + tail)
+                && !inner.cache.fits(inner.cache.missing(&front.hashes) + tail)
             {
                 break;
             }
             let Some(w) = inner.waiting.pop_front() else { break };
             let mut held = Vec::new();
-            let hit = inner.cache.admit(&w.hashes, &mut held);
+            let hit = inner.cache.admit_with_tail(&w.hashes, w.tail, &mut held);
             inner.running += 1;
-            let running = Running { kv: self.clone(), generation: inner.generation, held, hit_blocks: hit as u64 };
+            let id = inner.next_id;
+            inner.next_id += 1;
+            inner.held.insert(id, held);
+            let running = Running {
+                kv: self.clone(),
+                generation: inner.generation,
+                id,
+                hit_blocks: hit as u64,
+                output: OutputBlocks { count: 0, first_token: 1, last_partial: false },
+            };
             if let Err(r) = w.tx.send(running) {
                 refused.push(r);
             }
@@ -179,12 +237,14 @@ impl Kv {
         refused
     }
 
-    fn release(&self, generation: u64, held: &[u32]) {
+    fn release(&self, generation: u64, id: u64) {
         let refused = {
             let Ok(mut inner) = self.0.inner.lock() else { return };
+            take_output_blocks(&mut inner, Instant::now());
+            let held = inner.held.remove(&id).unwrap_or_default();
             // Blocks admitted before a reset are not in the new cache; the slot is freed either way.
             if generation == inner.generation {
-                inner.cache.release(held);
+                inner.cache.release(&held);
             }
             inner.running = inner.running.saturating_sub(1);
             self.admit(&mut inner)
@@ -197,15 +257,37 @@ impl Kv {
         if let Ok(mut inner) = self.0.inner.lock() {
             inner.cache = BlockCache::new(self.0.capacity, self.0.policy);
             inner.generation += 1;
+            inner.held.values_mut().for_each(Vec::clear);
+            inner.growths.clear();
         }
     }
 
     /// Fraction of the capacity pinned by running requests (vLLM's KV usage: cached blocks no
     /// request holds are free to take); 0 with an unbounded capacity.
     pub fn usage(&self) -> f64 {
+        self.usage_at(Instant::now())
+    }
+
+    fn usage_at(&self, now: Instant) -> f64 {
         match (self.0.capacity, self.0.inner.lock()) {
-            (Some(c), Ok(inner)) => inner.cache.pinned() as f64 / c as f64,
+            (Some(c), Ok(mut inner)) => {
+                take_output_blocks(&mut inner, now);
+                inner.cache.pinned() as f64 / c as f64
+            }
             _ => 0.0,
+        }
+    }
+}
+
+/// The output blocks whose time has come, in time order: each running request takes its own.
+fn take_output_blocks(inner: &mut Inner, now: Instant) {
+    while let Some(Reverse((at, _, id, partial))) = inner.growths.peek().copied() {
+        if at > now {
+            break;
+        }
+        inner.growths.pop();
+        if let Some(held) = inner.held.get_mut(&id) {
+            inner.cache.extend(held, partial);
         }
     }
 }
@@ -229,11 +311,11 @@ mod tests {
     #[tokio::test]
     async fn requests_wait_for_a_slot_and_for_room_and_hit_what_is_cached() {
         let kv = Kv::new(1, Some(4), Policy::Lru, Some(2));
-        let first = kv.start(vec![1, 2, 3]).await.unwrap();
+        let first = kv.start(vec![1, 2, 3], 3, 1).await.unwrap();
         assert_eq!(first.hit_blocks, 0);
         // 3 pinned of 4: a request needing 2 new blocks waits although a slot is free.
         let kv2 = kv.clone();
-        let second = tokio::spawn(async move { kv2.start(vec![1, 2, 7, 8]).await.map(|r| r.hit_blocks) });
+        let second = tokio::spawn(async move { kv2.start(vec![1, 2, 7, 8], 4, 1).await.map(|r| r.hit_blocks) });
         tokio::task::yield_now().await;
         assert!(!second.is_finished());
         assert_eq!(kv.usage(), 0.75);
@@ -241,17 +323,36 @@ mod tests {
         assert_eq!(second.await.unwrap(), Some(2));
         assert_eq!(kv.usage(), 0.0);
         // 3 was evicted (released last of the first request's blocks after 1 and 2).
-        let third = kv.start(vec![1, 2, 3]).await.unwrap();
+        let third = kv.start(vec![1, 2, 3], 3, 1).await.unwrap();
         assert_eq!(third.hit_blocks, 2);
         drop(third);
         kv.reset();
-        assert_eq!(kv.start(vec![1]).await.unwrap().hit_blocks, 0);
+        assert_eq!(kv.start(vec![1], 1, 1).await.unwrap().hit_blocks, 0);
         // Requests running across a reset free their slots when they end.
-        let (a, b) = (kv.start(vec![4]).await.unwrap(), kv.start(vec![5]).await.unwrap());
+        let (a, b) = (kv.start(vec![4], 1, 1).await.unwrap(), kv.start(vec![5], 1, 1).await.unwrap());
         kv.reset();
         drop((a, b));
-        let after = tokio::time::timeout(std::time::Duration::from_secs(60), kv.start(vec![6])).await;
+        let after = tokio::time::timeout(std::time::Duration::from_secs(60), kv.start(vec![6], 1, 1)).await;
         assert_eq!(after.ok().flatten().map(|r| r.hit_blocks), Some(0), "a slot was never freed");
+    }
+
+    #[tokio::test]
+    async fn output_tokens_take_blocks_when_decoding_reaches_them() {
+        // Blocks of 2 tokens, room for 3: a prompt of 3 tokens (one whole block, one partial)
+        // and 4 output tokens. The 1st output token fills the partial block; the 2nd (fed at
+        // position 4) takes a new block one step after the first token.
+        let kv = Kv::new(2, Some(3), Policy::Lru, None);
+        let r = kv.start(vec![11], 3, 4).await.unwrap();
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        r.decode(t0 + ms(5), ms(10));
+        assert_eq!(kv.usage_at(t0 + ms(14)), 2.0 / 3.0);
+        assert_eq!(kv.usage_at(t0 + ms(15)), 1.0);
+        drop(r);
+        assert_eq!(kv.usage(), 0.0);
+        // Released tail first: the output block goes first, so [11] still hits.
+        let again = kv.start(vec![11, 12], 4, 1).await.unwrap();
+        assert_eq!(again.hit_blocks, 1);
     }
 
     #[test]
