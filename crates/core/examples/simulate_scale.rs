@@ -1,5 +1,6 @@
-//! Times the simulator on a big trace: `simulate_scale TRACE.jsonl [REPLICAS] [KV_BLOCKS]`
-//! (defaults 8 replicas, 20,000 blocks each, KV-aware router, LRU). Prints the parse and
+//! Times the simulator on a big trace: `simulate_scale TRACE.jsonl [REPLICAS] [KV_BLOCKS]
+//! [prompt-blocks-only]` (defaults 8 replicas, 20,000 blocks each, KV-aware router, LRU, output
+//! tokens taking blocks). Prints the parse and
 //! simulation times (and, on Linux, the simulation's CPU time: on a loaded machine it is the
 //! steadier figure) and the hit rates.
 
@@ -13,10 +14,11 @@ use aiperf_core::trace::{ParseOptions, parse_str};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(input) = args.first() else {
-        return Err("usage: simulate_scale TRACE.jsonl [REPLICAS] [KV_BLOCKS]".into());
+        return Err("usage: simulate_scale TRACE.jsonl [REPLICAS] [KV_BLOCKS] [prompt-blocks-only]".into());
     };
     let replicas = args.get(1).map_or(Ok(8), |s| s.parse())?;
     let kv_blocks = args.get(2).map_or(Ok(20_000), |s| s.parse())?;
+    let output_blocks = args.get(3).map(String::as_str) != Some("prompt-blocks-only");
     let t = Instant::now();
     let text = std::fs::read_to_string(input)?;
     let trace = parse_str(&text, ParseOptions::new(input.as_str()))?.trace;
@@ -32,6 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         router: Router::KvAware,
         policy: Policy::Lru,
         max_running: Some(256),
+        output_blocks,
         ..Cluster::default()
     };
     let t = Instant::now();
