@@ -34,8 +34,7 @@ fn most_in_flight(p: &[(u64, u64, u64)]) -> usize {
 fn prefill_concurrency_keeps_prefills_apart_under_the_concurrency() {
     let mock = Mock::start(&["--ttft-ms", "100", "--itl-ms", "40"]);
     let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> =
-        (0..8).map(|i| format!(r#"{{"input_length": {}, "output_length": 10}}"#, 20 + i)).collect();
+    let lines: Vec<String> = rows(8, 20, 10);
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("one");
     let out = profile_streaming(&mock.url, &trace, &art, &["--concurrency", "3", "--prefill-concurrency", "1"], LIMIT);
@@ -117,8 +116,7 @@ fn user_centric_rate_spaces_each_users_turns_and_replaces_users_on_schedule() {
 fn the_warmup_keeps_its_prefill_limit() {
     let mock = Mock::start(&["--ttft-ms", "100", "--itl-ms", "20"]);
     let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> =
-        (0..4).map(|i| format!(r#"{{"input_length": {}, "output_length": 10}}"#, 20 + i)).collect();
+    let lines: Vec<String> = rows(4, 20, 10);
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("warm");
     let extra = ["--concurrency", "4", "--warmup-request-count", "4", "--warmup-prefill-concurrency", "1"];

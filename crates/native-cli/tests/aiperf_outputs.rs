@@ -25,7 +25,7 @@ fn run(url: &str, trace: &Path, art: &Path, extra: &[&str]) -> std::process::Out
 }
 
 fn trace(dir: &Path) -> std::path::PathBuf {
-    let lines: Vec<String> = (0..4).map(|i| format!(r#"{{"input_length": {}, "output_length": 5}}"#, 20 + i)).collect();
+    let lines: Vec<String> = rows(4, 20, 5);
     write_trace(dir, &lines)
 }
 

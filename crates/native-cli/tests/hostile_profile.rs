@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{BIN, read_jsonl, summary, tokenizer, write_trace};
+use common::{BIN, read_jsonl, rows, summary, tokenizer, write_trace};
 
 const SECRET: &str = "sk-hostile-SECRET-42";
 /// The documented bound on the client's peak memory against a hostile server.
@@ -113,7 +113,7 @@ fn hostile(mode: Mode) -> String {
 
 /// Runs `profile` under GNU time; returns its output and peak RSS (kB).
 fn profile_measured(url: &str, dir: &Path, extra: &[&str]) -> (Output, u64) {
-    let lines: Vec<String> = (0..3).map(|i| format!(r#"{{"input_length": {}, "output_length": 4}}"#, 10 + i)).collect();
+    let lines: Vec<String> = rows(3, 10, 4);
     let trace = write_trace(dir, &lines);
     let art = dir.join("art");
     let mut out = Command::new("/usr/bin/time")

@@ -190,11 +190,7 @@ fn every_fault_becomes_an_error_record() {
         "--itl-ms",
         "1",
     ]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> =
-        (0..60).map(|i| format!(r#"{{"input_length": {}, "output_length": 8}}"#, 10 + i)).collect();
-    let trace = write_trace(dir.path(), &lines);
-    let art = dir.path().join("art");
+    let (_dir, trace, art) = scratch(&rows(60, 10, 8));
     let out =
         profile_streaming(&mock.url, &trace, &art, &["--concurrency", "8", "--request-timeout-seconds", "2"], LIMIT);
     ok(&out);
@@ -223,10 +219,7 @@ fn every_fault_becomes_an_error_record() {
 fn connection_refused_is_recorded_and_the_run_completes() {
     // Bind then drop a listener: nothing listens on that port any more.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = (0..5).map(|i| format!(r#"{{"input_length": {}, "output_length": 3}}"#, 10 + i)).collect();
-    let trace = write_trace(dir.path(), &lines);
-    let art = dir.path().join("art");
+    let (_dir, trace, art) = scratch(&rows(5, 10, 3));
     let url = format!("http://127.0.0.1:{port}");
     // Asked to go on past the dead URL (by default the run ends before time zero: `first_hour`).
     let out = profile_on(&url, &trace, &art, &["--request-rate", "50", "--go-on-unreachable"], LIMIT);
@@ -313,11 +306,7 @@ fn a_second_signal_cancels_what_is_in_flight_at_once() {
 fn the_api_key_never_appears_in_any_output() {
     let key = "sk-test-SECRET-0123456789";
     let mock = Mock::start(&["--error-rate", "0.5"]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> =
-        (0..10).map(|i| format!(r#"{{"input_length": {}, "output_length": 3}}"#, 10 + i)).collect();
-    let trace = write_trace(dir.path(), &lines);
-    let art = dir.path().join("art");
+    let (_dir, trace, art) = scratch(&rows(10, 10, 3));
     let out = profile_on(
         &mock.url,
         &trace,
@@ -341,11 +330,7 @@ fn the_api_key_never_appears_in_any_output() {
 #[test]
 fn completions_non_streaming_and_goodput() {
     let mock = Mock::start(&["--ttft-ms", "1"]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> =
-        (0..12).map(|i| format!(r#"{{"input_length": {}, "output_length": 5}}"#, 10 + i)).collect();
-    let trace = write_trace(dir.path(), &lines);
-    let art = dir.path().join("art");
+    let (_dir, trace, art) = scratch(&rows(12, 10, 5));
     let out = profile_on(
         &mock.url,
         &trace,
@@ -450,11 +435,7 @@ fn missing_tokenizer_name_offline_gives_a_clear_message() {
 #[test]
 fn constant_request_rate_paces_sessions() {
     let mock = Mock::start(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> =
-        (0..30).map(|i| format!(r#"{{"input_length": {}, "output_length": 2}}"#, 10 + i)).collect();
-    let trace = write_trace(dir.path(), &lines);
-    let art = dir.path().join("art");
+    let (_dir, trace, art) = scratch(&rows(30, 10, 2));
     let out =
         profile_streaming(&mock.url, &trace, &art, &["--request-rate", "40", "--arrival-pattern", "constant"], LIMIT);
     ok(&out);
@@ -480,10 +461,7 @@ fn slots(records: &[serde_json::Value], base: u64) -> Vec<(u64, u64)> {
 #[test]
 fn benchmark_duration_stops_sending_and_the_run_ends() {
     let mock = Mock::start(&["--ttft-ms", "5"]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = (0..5).map(|i| format!(r#"{{"input_length": {}, "output_length": 2}}"#, 10 + i)).collect();
-    let trace = write_trace(dir.path(), &lines);
-    let art = dir.path().join("art");
+    let (_dir, trace, art) = scratch(&rows(5, 10, 2));
     let out = profile_streaming(
         &mock.url,
         &trace,
@@ -582,11 +560,7 @@ fn aiperfs_synthetic_workload_replays_without_a_trace() {
 #[test]
 fn every_record_carries_aiperfs_http_breakdown_measured_on_its_connection() {
     let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> =
-        (0..12).map(|i| format!(r#"{{"input_length": {}, "output_length": 4}}"#, 20 + i)).collect();
-    let trace = write_trace(dir.path(), &lines);
-    let art = dir.path().join("art");
+    let (_dir, trace, art) = scratch(&rows(12, 20, 4));
     ok(&profile_streaming(&mock.url, &trace, &art, &["--concurrency", "2"], LIMIT));
     let units = [
         ("http_req_blocked", "ms"),
@@ -645,10 +619,7 @@ fn every_record_carries_aiperfs_http_breakdown_measured_on_its_connection() {
 #[test]
 fn export_level_summary_writes_the_summaries_without_the_records() {
     let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = (0..4).map(|i| format!(r#"{{"input_length": {}, "output_length": 3}}"#, 10 + i)).collect();
-    let trace = write_trace(dir.path(), &lines);
-    let art = dir.path().join("art");
+    let (_dir, trace, art) = scratch(&rows(4, 10, 3));
     ok(&profile_streaming(&mock.url, &trace, &art, &["--concurrency", "1"], LIMIT));
     assert!(art.join("profile_export.jsonl").is_file());
     // AIPerf's spelling and level; the records of the run replaced go too.
@@ -671,8 +642,7 @@ fn request_cancellation_cancels_a_seeded_share_after_the_delay() {
     // Every answer takes 400 ms to its first token, far longer than the 30 ms delay.
     let mock = Mock::start(&["--ttft-ms", "400", "--itl-ms", "1"]);
     let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> =
-        (0..40).map(|i| format!(r#"{{"input_length": {}, "output_length": 3}}"#, 20 + i)).collect();
+    let lines: Vec<String> = rows(40, 20, 3);
     let trace = write_trace(dir.path(), &lines);
     let run = |name: &str, seed: &str| {
         let art = dir.path().join(name);
@@ -736,7 +706,7 @@ fn request_cancellation_cancels_a_seeded_share_after_the_delay() {
 fn warmup_runs_at_its_own_rate_and_bounds_and_is_not_measured() {
     let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
     let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = (0..6).map(|i| format!(r#"{{"input_length": {}, "output_length": 2}}"#, 20 + i)).collect();
+    let lines: Vec<String> = rows(6, 20, 2);
     let trace = write_trace(dir.path(), &lines);
     let warmup_of = |from: usize| -> (usize, usize) {
         let arrivals = mock.arrivals();
@@ -801,7 +771,7 @@ fn scheduled_ms(art: &std::path::Path) -> Vec<f64> {
 fn ramps_raise_the_concurrency_and_the_rate_on_aiperfs_steps() {
     let mock = Mock::start(&["--ttft-ms", "2000", "--itl-ms", "1"]);
     let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = (0..4).map(|i| format!(r#"{{"input_length": {}, "output_length": 1}}"#, 20 + i)).collect();
+    let lines: Vec<String> = rows(4, 20, 1);
     let trace = write_trace(dir.path(), &lines);
     // 1 → 4 over 1.5 s: 2 at 0.5 s, 3 at 1 s, 4 at 1.5 s; no answer comes before 2 s.
     let art = dir.path().join("concurrency");
@@ -849,8 +819,7 @@ fn ramps_raise_the_concurrency_and_the_rate_on_aiperfs_steps() {
 fn gamma_arrivals_follow_the_smoothness() {
     let mock = Mock::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
     let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> =
-        (0..10).map(|i| format!(r#"{{"input_length": {}, "output_length": 1}}"#, 20 + i)).collect();
+    let lines: Vec<String> = rows(10, 20, 1);
     let trace = write_trace(dir.path(), &lines);
     let cv = |name: &str, flag: &str, k: &str| {
         let art = dir.path().join(name);
@@ -887,7 +856,7 @@ fn gamma_arrivals_follow_the_smoothness() {
 fn a_rate_series_shapes_the_arrivals() {
     let mock = Mock::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
     let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = (0..5).map(|i| format!(r#"{{"input_length": {}, "output_length": 1}}"#, 20 + i)).collect();
+    let lines: Vec<String> = rows(5, 20, 1);
     let trace = write_trace(dir.path(), &lines);
     let series = dir.path().join("series.json");
     std::fs::write(&series, r#"[{"time_s": 0, "qps": 10}, {"time_s": 1, "qps": 40}]"#).unwrap();

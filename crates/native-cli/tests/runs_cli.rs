@@ -156,7 +156,7 @@ fn bad_runs_are_refused_with_where_and_why() {
 fn a_sweep_folder_is_drawn_as_a_curve_and_its_sub_runs_compared() {
     let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
     let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = (0..8).map(|i| format!(r#"{{"input_length": {}, "output_length": 4}}"#, 20 + i)).collect();
+    let lines: Vec<String> = rows(8, 20, 4);
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("sweep");
     let flags = ["--concurrency", "1,2,4", "--request-count", "8", "--goodput", "time_to_first_token:1000"];

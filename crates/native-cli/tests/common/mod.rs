@@ -42,6 +42,21 @@ impl Mock {
     }
 }
 
+/// `n` rows without times, the first of `first_input` prompt tokens and each next one token
+/// longer, of `output` tokens each.
+pub fn rows(n: u64, first_input: u64, output: u64) -> Vec<String> {
+    (0..n).map(|i| format!(r#"{{"input_length": {}, "output_length": {output}}}"#, first_input + i)).collect()
+}
+
+/// A temporary folder holding a trace of `lines` (`trace.jsonl`), and the path of an artifact
+/// folder in it (`art`, not created).
+pub fn scratch(lines: &[String]) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write_trace(dir.path(), lines);
+    let art = dir.path().join("art");
+    (dir, trace, art)
+}
+
 /// Writes trace lines to a file in `dir`.
 pub fn write_trace(dir: &Path, lines: &[String]) -> PathBuf {
     let p = dir.join("trace.jsonl");
