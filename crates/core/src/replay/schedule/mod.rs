@@ -95,51 +95,50 @@ impl Schedule {
     }
 
     /// The same schedule with its generated rate following `series` ([`Generator::rate_at`]).
-    pub fn with_rate_series(mut self, series: Option<RateSeries>) -> Schedule {
-        if let Starts::Generated(g) = &mut self.starts
-            && g.rate.is_some()
-        {
-            g.series = series;
-        }
-        self
+    pub fn with_rate_series(self, series: Option<RateSeries>) -> Schedule {
+        self.with_rated(|g| g.series = series)
     }
 
     /// The same schedule with gamma gaps of shape `smoothness` ([`ArrivalPattern::Gamma`]).
-    pub fn with_smoothness(mut self, smoothness: Option<f64>) -> Schedule {
-        if let Starts::Generated(g) = &mut self.starts {
-            g.smoothness = smoothness;
-        }
-        self
+    pub fn with_smoothness(self, smoothness: Option<f64>) -> Schedule {
+        self.with_generated(|g| g.smoothness = smoothness)
     }
 
     /// The same schedule with its generated rate ramping over `ramp_us` ([`ramped_rate`]); a
     /// schedule without a generated rate is returned as it is.
-    pub fn with_rate_ramp(mut self, ramp_us: Option<u64>) -> Schedule {
-        if let Starts::Generated(g) = &mut self.starts
-            && g.rate.is_some()
-        {
-            g.ramp_us = ramp_us;
-        }
-        self
+    pub fn with_rate_ramp(self, ramp_us: Option<u64>) -> Schedule {
+        self.with_rated(|g| g.ramp_us = ramp_us)
     }
 
     /// The same schedule with its generated runs taking sessions by `sampling`, seeded from the
     /// run's `seed` ([`Sampler`]); a fixed schedule is returned as it is.
-    pub fn with_sampling(mut self, sampling: Sampling, seed: u64) -> Schedule {
-        if let Starts::Generated(g) = &mut self.starts {
+    pub fn with_sampling(self, sampling: Sampling, seed: u64) -> Schedule {
+        self.with_generated(|g| {
             g.sampling = sampling;
             g.sampling_seed = seed;
-        }
-        self
+        })
     }
 
     /// The same schedule shared by `users` users ([`user_centric`]) when it has a generated
     /// rate; otherwise it is returned as it is.
-    pub fn with_users(mut self, users: Option<u32>) -> Schedule {
+    pub fn with_users(self, users: Option<u32>) -> Schedule {
+        self.with_rated(|g| g.users = users)
+    }
+
+    /// The same schedule with `set` applied to its generator, if it has one.
+    fn with_generated(mut self, set: impl FnOnce(&mut Generator)) -> Schedule {
+        if let Starts::Generated(g) = &mut self.starts {
+            set(g);
+        }
+        self
+    }
+
+    /// The same schedule with `set` applied to its generator, if it has one with a rate.
+    fn with_rated(mut self, set: impl FnOnce(&mut Generator)) -> Schedule {
         if let Starts::Generated(g) = &mut self.starts
             && g.rate.is_some()
         {
-            g.users = users;
+            set(g);
         }
         self
     }
