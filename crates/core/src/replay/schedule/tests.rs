@@ -19,23 +19,9 @@ fn user_centric_starts_in_aiperfs_steady_state() {
     // 100 ms; the user with one turn left is replaced 200 ms after it started, the fresh
     // one 600 ms after.
     let turns = (0..3).map(|row| Turn { row, timing: TurnTiming::Immediately }).collect();
-    let schedule = Schedule {
-        sessions: vec![Session { id: None, turns }],
-        starts: Starts::Generated(Generator {
-            rate: Some((10.0, ArrivalPattern::Constant)),
-            seed: 0,
-            request_limit: Some(10),
-            once: false,
-            ramp_us: None,
-            smoothness: None,
-            series: None,
-            users: None,
-            sampling: Sampling::Sequential,
-            sampling_seed: 0,
-        }),
-        shard: Shard::WHOLE,
-    }
-    .with_users(Some(2));
+    let sessions = vec![Session { id: None, turns }];
+    let schedule =
+        generated(sessions, Some((10.0, ArrivalPattern::Constant)), 0, Some(10)).unwrap().with_users(Some(2));
     assert_eq!(schedule.user_turn_gap_ns(), Some(200_000_000));
     let starts: Vec<(Option<u64>, u32)> =
         schedule.starts().map(|s| (s.offset_us.map(|us| us / 1000), s.turns)).collect();
