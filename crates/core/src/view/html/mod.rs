@@ -7,16 +7,19 @@
 //! [`super::svg::scatter_chart`], [`super::svg::bar_chart`], [`super::svg::lanes_chart`] or
 //! [`super::svg::plot`] inside [`run_section`] (one run) or [`comparison_section`].
 
+mod curve;
+mod tables;
+
+pub use curve::curve_section;
+pub use tables::{gpu_table, summary_table};
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-
-use crate::results::aggregate::Report;
-use crate::server::gpu::{DcgmField, TelemetryExport};
 
 use super::Run;
 use super::charts::{Quantity, Slices, band, cdf, hist, rates, scatters};
 use super::compare::{Comparison, compare, num};
-use super::curve::{Curve, CurveKind};
+use super::curve::Curve;
 use super::sessions::{LaneBarKind, SwimLane, has_multi_turn_sessions, swim_lane};
 use super::svg::{
     Axis, COLOURS, Lanes, Line, Plot, RowBar, bar_chart, esc, lanes_chart, line_chart, plot, scatter_chart, tick,
@@ -30,129 +33,6 @@ fn slice_width(w: f64) -> String {
     let s = format!("{w:.3}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s == "0" { format!("{w:e}") } else { s.to_owned() }
-}
-
-/// The console's summary as a table (same numbers, 2 decimals) with the outcome counts.
-pub fn summary_table(r: &Report) -> String {
-    let mut out = String::from(
-        r#"<table class="summary"><thead><tr><th>Metric</th><th>avg</th><th>min</th><th>max</th><th>p50</th><th>p90</th><th>p99</th><th>std</th></tr></thead><tbody>"#,
-    );
-    for (m, d) in &r.metrics {
-        let p = |q| d.percentile(q).map_or("-".to_string(), |v| format!("{v:.2}"));
-        let _ = write!(
-            out,
-            r#"<tr data-metric="{}"><td>{} ({})</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td></tr>"#,
-            m.tag(),
-            esc(m.header()),
-            m.unit(),
-            d.avg,
-            d.min,
-            d.max,
-            p(50.0),
-            p(90.0),
-            p(99.0),
-            d.std
-        );
-    }
-    // AIPerf's time-weighted metrics: their statistics weigh each value by how long it held.
-    for (m, t) in &r.timeline {
-        let _ = write!(
-            out,
-            r#"<tr data-metric="{}"><td>{} ({}, time-weighted)</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td></tr>"#,
-            m.tag(),
-            esc(m.header()),
-            m.unit(),
-            t.avg,
-            t.min,
-            t.max,
-            t.p50,
-            t.p90,
-            t.p99,
-            t.std
-        );
-    }
-    out.push_str("</tbody></table>");
-    out.push_str(r#"<table class="scalars"><tbody>"#);
-    let mut scalar = |tag: &str, name: &str, unit: &str, v: String| {
-        let _ = write!(out, r#"<tr data-metric="{tag}"><td>{name} ({unit})</td><td>{v}</td></tr>"#);
-    };
-    scalar("request_count", "Request Count", "requests", r.request_count.to_string());
-    scalar("error_request_count", "Error Request Count", "requests", r.error_request_count.to_string());
-    if r.error_request_count > 0 {
-        scalar("context_overflow_count", "Context Overflow Count", "requests", r.context_overflow_count.to_string());
-    }
-    scalar("request_throughput", "Request Throughput", "requests/sec", format!("{:.2}", r.request_throughput));
-    scalar(
-        "output_token_throughput",
-        "Output Token Throughput",
-        "tokens/sec",
-        format!("{:.2}", r.output_token_throughput),
-    );
-    scalar("benchmark_duration", "Benchmark Duration", "sec", format!("{:.2}", r.benchmark_duration_s));
-    if let (Some(g), Some(n)) = (r.goodput, r.good_request_count) {
-        scalar("goodput", "Goodput", "requests/sec", format!("{g:.2} ({n} requests met every SLO)"));
-    }
-    if let Some(c) = r.cache_hit_rate {
-        scalar("cache_hit_rate", "Cache Hit Rate (server)", "ratio", format!("{c:.4}"));
-    }
-    if let Some(c) = r.expected_cache_hit_rate {
-        scalar("expected_cache_hit_rate", "Cache Hit Rate (trace, theoretical)", "ratio", format!("{c:.4}"));
-    }
-    out.push_str("</tbody></table>");
-    let o = r.outcomes;
-    let _ = write!(
-        out,
-        r#"<p class="outcomes">Outcomes: <b>{}</b> completed, <b>{}</b> cancelled, <b>{}</b> timed out, <b>{}</b> failed"#,
-        o.completed, o.cancelled, o.timed_out, o.failed
-    );
-    out.push_str("</p>");
-    if !r.error_summary.is_empty() {
-        out.push_str(r#"<table class="errors"><thead><tr><th>error</th><th>count</th><th>first message</th></tr></thead><tbody>"#);
-        for (k, n) in &r.error_summary {
-            let m = r.error_examples.get(k).map_or("", String::as_str);
-            let _ = write!(out, "<tr><td>{}</td><td>{n}</td><td>{}</td></tr>", esc(k), esc(m));
-        }
-        out.push_str("</tbody></table>");
-    }
-    out
-}
-
-/// The GPUs scraped during the run (AIPerf's `telemetry_data`): a row per GPU and DCGM field,
-/// a gauge's statistics or a counter's rise over the run.
-pub fn gpu_table(t: &TelemetryExport) -> String {
-    let mut out = String::from(
-        r#"<h3>GPU telemetry</h3><table class="summary gpus"><thead><tr><th>GPU</th><th>Metric</th><th>avg</th><th>min</th><th>max</th><th>p50</th><th>p90</th><th>p99</th></tr></thead><tbody>"#,
-    );
-    for (endpoint, gpus) in &t.endpoints {
-        for g in gpus {
-            let who = format!("{} {} ({endpoint})", g.index, g.name);
-            for (field, s) in &g.metrics {
-                let Some(d) = DcgmField::of_field(field) else {
-                    continue;
-                };
-                let f = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
-                let name = if d.is_counter() {
-                    format!("{} ({}, rise over the run)", d.short(), d.unit)
-                } else {
-                    format!("{} ({})", d.short(), d.unit)
-                };
-                let _ = write!(
-                    out,
-                    r#"<tr data-metric="{field}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
-                    esc(&who),
-                    esc(&name),
-                    f(s.avg),
-                    f(s.min),
-                    f(s.max),
-                    f(s.get("p50")),
-                    f(s.get("p90")),
-                    f(s.get("p99")),
-                );
-            }
-        }
-    }
-    out.push_str("</tbody></table>");
-    out
 }
 
 /// One run: summary, time series, the swim-lane of its sessions (when a session has more than one
@@ -435,139 +315,6 @@ pub fn comparison_section(runs: &[&Run], c: &Comparison) -> String {
     out
 }
 
-/// A chart of a curve: id, title, unit and its (metric, statistic) lines.
-type CurveChart = (&'static str, &'static str, &'static str, &'static [(&'static str, &'static str)]);
-
-/// A sweep or capacity search: latency, throughput and goodput against the load (and, for a
-/// search, each point's good fraction with its interval against the target), and a table of
-/// the points.
-pub fn curve_section(c: &Curve) -> String {
-    let mut out = String::new();
-    let x_label = format!("{} ({})", c.parameter, c.unit);
-    match c.kind {
-        CurveKind::Sweep => {
-            let _ = write!(out, r#"<section class="curve"><h2>Sweep of {}</h2>"#, esc(&x_label));
-        }
-        CurveKind::Search => {
-            let answer = c.capacity.map_or("none passed".to_string(), |v| format!("{} {}", num(v), c.unit));
-            let _ = write!(
-                out,
-                r#"<section class="curve"><h2>Capacity search on {}: capacity {}</h2><p>Target good fraction {}; stop: {}.</p>"#,
-                esc(&x_label),
-                esc(&answer),
-                c.target.map_or("-".into(), num),
-                esc(c.stop.as_deref().unwrap_or("-"))
-            );
-        }
-    }
-    out.push_str(r#"<div class="charts">"#);
-    if c.kind == CurveKind::Search {
-        let mean: Vec<(f64, f64)> = c.points.iter().map(|p| (p.value, p.good.map_or(f64::NAN, |g| g.mean))).collect();
-        let low: Vec<(f64, f64)> = c.points.iter().map(|p| (p.value, p.good.map_or(f64::NAN, |g| g.low))).collect();
-        let high: Vec<(f64, f64)> = c.points.iter().map(|p| (p.value, p.good.map_or(f64::NAN, |g| g.high))).collect();
-        let mut lines = vec![
-            Line { name: "good fraction".into(), colour: COLOURS[0], dashed: false, points: mean, ..Line::default() },
-            Line { name: "interval low".into(), colour: COLOURS[0], dashed: true, points: low, ..Line::default() },
-            Line { name: "interval high".into(), colour: COLOURS[4], dashed: true, points: high, ..Line::default() },
-        ];
-        if let (Some(t), Some(first), Some(last)) = (c.target, c.points.first(), c.points.last()) {
-            lines.push(Line {
-                name: "target".into(),
-                colour: COLOURS[1],
-                dashed: true,
-                points: vec![(first.value, t), (last.value, t)],
-                ..Line::default()
-            });
-        }
-        out.push_str(&line_chart("curve-good", "Good fraction against load", &x_label, "fraction of requests", &lines));
-    }
-    let charts: [CurveChart; 5] = [
-        (
-            "curve-ttft",
-            "TTFT against load",
-            "ms",
-            &[("time_to_first_token", "p50"), ("time_to_first_token", "p90"), ("time_to_first_token", "p99")],
-        ),
-        (
-            "curve-latency",
-            "Request latency against load",
-            "ms",
-            &[("request_latency", "p50"), ("request_latency", "p90"), ("request_latency", "p99")],
-        ),
-        ("curve-itl", "ITL against load", "ms", &[("inter_token_latency", "p50"), ("inter_token_latency", "p99")]),
-        (
-            "curve-throughput",
-            "Throughput and goodput against load",
-            "requests/sec",
-            &[("request_throughput", "avg"), ("goodput", "avg")],
-        ),
-        ("curve-lateness", "Send lateness against load", "ms", &[("send_lateness", "p50"), ("send_lateness", "p99")]),
-    ];
-    for (id, title, unit, series) in charts {
-        let lines: Vec<Line<'_>> = series
-            .iter()
-            .enumerate()
-            .filter(|(_, (m, st))| c.has(m, st))
-            .map(|(k, (m, st))| Line {
-                name: if st == &"avg" { (*m).replace('_', " ") } else { (*st).to_string() },
-                colour: COLOURS[k % COLOURS.len()],
-                dashed: false,
-                points: c.series(m, st),
-                ..Line::default()
-            })
-            .collect();
-        if !lines.is_empty() {
-            out.push_str(&line_chart(id, title, &x_label, unit, &lines));
-        }
-    }
-    out.push_str("</div>");
-    let _ = write!(
-        out,
-        r#"<table class="curve-points"><thead><tr><th>{}</th><th>runs</th><th>request throughput</th><th>goodput</th><th>TTFT p99 (ms)</th><th>latency p99 (ms)</th><th>errors</th>"#,
-        esc(&c.parameter)
-    );
-    if c.kind == CurveKind::Search {
-        out.push_str("<th>good fraction [interval]</th><th>passed</th>");
-    }
-    out.push_str("<th>folder</th></tr></thead><tbody>");
-    let cell = |v: Option<f64>| v.map_or("-".to_string(), num);
-    for p in &c.points {
-        let _ = write!(
-            out,
-            "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
-            num(p.value),
-            if p.was_cancelled { " (stopped)" } else { "" },
-            p.runs,
-            cell(p.get("request_throughput", "avg")),
-            cell(p.get("goodput", "avg")),
-            cell(p.get("time_to_first_token", "p99")),
-            cell(p.get("request_latency", "p99")),
-            cell(p.get("error_request_count", "avg")),
-        );
-        if let Some(g) = p.good {
-            let _ = write!(
-                out,
-                "<td>{} [{}, {}]</td><td>{}</td>",
-                num(g.mean),
-                num(g.low),
-                num(g.high),
-                if g.passed {
-                    "yes"
-                } else if g.saturated {
-                    "no (saturated)"
-                } else {
-                    "no"
-                }
-            );
-        } else if c.kind == CurveKind::Search {
-            out.push_str("<td>-</td><td>-</td>");
-        }
-        let _ = write!(out, "<td>{}</td></tr>", esc(&p.artifact_dir));
-    }
-    out.push_str("</tbody></table></section>");
-    out
-}
-
 /// The body of a page showing `runs` (the browser app sets it into its run view).
 pub fn runs_fragment(runs: &[&Run], baseline: usize) -> String {
     let mut out = String::new();
@@ -582,7 +329,7 @@ pub fn runs_fragment(runs: &[&Run], baseline: usize) -> String {
 
 /// Styles of the run views: inlined in the report, and linked by the web app's `index.html` (the
 /// page's security policy admits no inline style). No `style` attribute is used.
-pub const CSS: &str = include_str!("runs.css");
+pub const CSS: &str = include_str!("../runs.css");
 
 /// The self-contained report file: one page, no network.
 pub fn report_page(runs: &[&Run], baseline: usize) -> String {
@@ -633,6 +380,7 @@ document.addEventListener('click', function (e) {
     );
     out
 }
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -682,54 +430,5 @@ mod tests {
         assert!(html.find("<h3>Sessions</h3>").unwrap() < html.find("<h3>Distributions</h3>").unwrap());
         let (one, _) = super::super::tests::aiperf_run("non-streaming");
         assert!(!run_section(&one, 0).contains("swim-lane"));
-    }
-
-    #[test]
-    fn a_sweep_is_drawn_against_its_load() {
-        use crate::campaign::sweep::{Axis, Figure, SweepPoint, sweep_json};
-        let fig =
-            |metric: &str, stat: &'static str, value: f64| Figure { metric: metric.into(), stat, unit: "ms", value };
-        let points: Vec<SweepPoint> = [10.0, 20.0, 40.0]
-            .iter()
-            .map(|&v| {
-                let figures = vec![
-                    fig("time_to_first_token", "p50", v),
-                    fig("time_to_first_token", "p99", 2.0 * v),
-                    fig("request_latency", "p99", 10.0 * v),
-                    fig("request_throughput", "avg", v * 0.9),
-                    fig("goodput", "avg", 12.0),
-                ];
-                SweepPoint::of(v, Axis::RequestRate.format(v), &[figures], false)
-            })
-            .collect();
-        let curve = Curve::from_json("s", &sweep_json(Axis::RequestRate, &points, &serde_json::Value::Null)).unwrap();
-        let html = curve_section(&curve);
-        assert!(html.contains("Sweep of request_rate (requests/sec)"));
-        for id in ["curve-ttft", "curve-latency", "curve-throughput"] {
-            assert!(html.contains(&format!(r#"data-chart="{id}""#)), "{id}");
-        }
-        // No figure for ITL or lateness: no empty chart.
-        assert!(!html.contains(r#"data-chart="curve-itl""#) && !html.contains(r#"data-chart="curve-good""#));
-        // One path per series, three points each.
-        assert_eq!(html.matches("<tr><td>").count(), 3);
-        assert!(html.contains("<td>36</td>"), "request throughput 0.9 × 40");
-        let run = run_of(20, "sub");
-        let page = report_page_with(&[&curve], &[&run], 0);
-        assert!(page.find("curve-ttft").unwrap() < page.find(r#"class="run""#).unwrap());
-        assert!(!page.contains("https://"));
-    }
-
-    #[test]
-    fn a_search_shows_its_answer_and_each_points_good_fraction() {
-        use crate::campaign::search::search_json;
-        let (s, answer) = super::super::curve::tests::searched(8.0, 64.0, 0.2, |v| if v <= 20.0 { 0.97 } else { 0.4 });
-        let text = search_json(crate::campaign::sweep::Axis::RequestRate, &s, Some(answer), &serde_json::Value::Null);
-        let c = Curve::from_json("s", &text).unwrap();
-        let html = curve_section(&c);
-        let cap = num(answer.capacity.unwrap());
-        assert!(html.contains(&format!("capacity {cap} requests/sec")), "{html}");
-        assert!(html.contains(r#"data-chart="curve-good""#));
-        assert!(html.contains("<td>yes</td>") && html.contains("<td>no"));
-        assert_eq!(html.matches("<tr><td>").count(), s.points().len());
     }
 }
