@@ -149,6 +149,15 @@ fn a_dcgm_exporter_is_scraped_into_aiperfs_gpu_records() {
         rows[1]
     );
     assert_eq!(rows.len(), 1 + 2 * 11, "{table}");
+    // AIPerf's energy efficiency: a counter that never rose, so the energy is the power over the
+    // run; in the JSON, among the CSV's scalars and in the console.
+    let power = s["nvidia_total_gpu_power"]["avg"].as_f64().unwrap();
+    let gpu1 = t["endpoints"][host]["gpus"]["gpu_1"]["metrics"]["nvidia_power_usage"]["avg"].as_f64().unwrap();
+    assert!((power - (512.337 + gpu1)).abs() < 1e-9, "{power}");
+    assert_eq!(s["nvidia_average_gpu_power"], serde_json::json!({"unit": "W", "avg": power}));
+    assert_eq!(s["nvidia_total_gpu_energy"]["unit"], "J");
+    assert!(csv.contains(&format!("\r\nTotal GPU Power (W),{power:.2}\r\n")), "{csv}");
+    assert!(stdout.contains("GPU Power Efficiency (NVIDIA):\n  Energy Delay Product (J*s)"), "{stdout}");
 
     // report and compare read it back.
     let html = dir.path().join("r.html");
@@ -282,4 +291,54 @@ print(checked)
         .as_f64()
         .unwrap();
     assert!(rise >= 1.0 && (rise - rise.round()).abs() < 1e-6, "{rise}");
+
+    // AIPerf's `EnergyEfficiencyAnalyzer` on the same telemetry, window and numbers gives our
+    // `nvidia_*` metrics: every key, unit and value (the window's ends read back to the
+    // microsecond from the summary, so the averages over it agree to 1e-5).
+    let code = r#"
+import asyncio, json, sys
+from datetime import datetime
+from types import SimpleNamespace
+from aiperf.common.accumulator_protocols import SummaryContext
+from aiperf.common.models.telemetry_models import TelemetryHierarchy, TelemetryRecord
+from aiperf.gpu_telemetry.accumulator import GPUTelemetryAccumulator
+from aiperf.metrics.energy_efficiency_analyzer import EnergyEfficiencyAnalyzer
+from aiperf.plugin.enums import AccumulatorType
+
+ours = json.load(open(sys.argv[1]))
+us = lambda t: int(round(datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp() * 1e6)) * 1000
+start = us(ours["start_time"])
+requests_end = us(ours["telemetry_data"]["summary"]["end_time"]) - 666_000_000
+acc = GPUTelemetryAccumulator.__new__(GPUTelemetryAccumulator)
+acc._hierarchy = TelemetryHierarchy()
+acc.debug = lambda *a, **k: None
+for line in open(sys.argv[2]):
+    acc._hierarchy.add_record(TelemetryRecord.model_validate_json(line))
+tags = ["total_osl", "total_isl", "request_count", "request_latency", "request_throughput",
+        "output_token_throughput", "goodput"]
+summary = SimpleNamespace(results={t: SimpleNamespace(avg=ours[t]["avg"]) for t in tags if t in ours})
+ctx = SummaryContext(accumulators={AccumulatorType.GPU_TELEMETRY: acc},
+                     accumulator_outputs={AccumulatorType.METRIC_RESULTS: summary},
+                     start_ns=start, end_ns=requests_end)
+phase = SimpleNamespace(concurrency=ours["input_config"]["phases"][-1].get("concurrency"))
+cfg = SimpleNamespace(get_profiling_phases=lambda: [phase], gpu_telemetry=SimpleNamespace(urls=["x"], collector="dcgm"))
+theirs = asyncio.run(EnergyEfficiencyAnalyzer(run=SimpleNamespace(cfg=cfg)).analyze(ctx))
+mine = {k: v for k, v in ours.items() if k.startswith("nvidia_")}
+assert [r.tag for r in theirs] == list(mine), ([r.tag for r in theirs], list(mine))
+for r in theirs:
+    assert mine[r.tag]["unit"] == str(r.unit), (r.tag, r.unit, mine[r.tag])
+    assert abs(mine[r.tag]["avg"] - r.avg) <= 1e-5 * abs(r.avg), (r.tag, r.avg, mine[r.tag])
+print(len(theirs))
+"#;
+    let out = python(
+        &venv,
+        code,
+        &[
+            art.join("profile_export_aiperf.json").to_str().unwrap(),
+            art.join("gpu_telemetry_export.jsonl").to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Every metric but goodput per watt (no SLOs) and energy per user (a rate run).
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "10", "{}", String::from_utf8_lossy(&out.stdout));
 }
