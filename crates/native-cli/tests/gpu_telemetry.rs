@@ -174,6 +174,7 @@ fn a_dcgm_exporter_is_scraped_into_aiperfs_gpu_records() {
     let row = |name: &str| j["rows"].as_array().unwrap().iter().find(|r| r["metric"] == name).cloned();
     assert_eq!(row("GPU 0 Power Usage avg").unwrap()["values"][0], 512.337, "{j}");
     assert_eq!(row("GPU 1 Energy Consumption rise").unwrap()["unit"], "MJ", "{j}");
+    assert_eq!(row("Total GPU Power (NVIDIA)").unwrap()["values"][0], power, "{j}");
 
     // --no-gpu-telemetry, and no option: no GPU file.
     for (name, extra) in [("off", &["--no-gpu-telemetry"][..]), ("none", &[][..])] {
@@ -202,12 +203,23 @@ fn report_and_compare_show_the_gpus_of_aiperfs_run() {
     assert_eq!(row("GPU 0 Power Usage avg").unwrap()["values"][0], 510.5, "{j}");
     assert_eq!(row("GPU 0 Energy Consumption rise").unwrap()["values"][0], 14.0, "{j}");
     assert_eq!(row("GPU 1 Utilization avg").unwrap()["values"][0], 23.0, "{j}");
+    // Its energy efficiency, AIPerf's values.
+    let energy = row("Energy per Output Token (NVIDIA)").unwrap();
+    assert_eq!((&energy["unit"], &energy["values"][0]), (&"mJ/token".into(), &72916666.66666667.into()), "{j}");
+    assert_eq!(row("Total GPU Power (NVIDIA)").unwrap()["values"][0], 696.542, "{j}");
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("r.html");
     let r = cli(&["report", run.to_str().unwrap(), "--output", html.to_str().unwrap()]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<td>Power Usage (W)</td><td>510.50</td><td>504.00</td><td>517.00</td>"), "no GPU table");
+    assert!(
+        page.contains("<h3>GPU Power Efficiency (NVIDIA)</h3>")
+            && page.contains(
+                r#"<tr data-metric="nvidia_total_gpu_power"><td>Total GPU Power (W)</td><td>696.54</td></tr>"#
+            ),
+        "no energy table"
+    );
 }
 
 fn cli(args: &[&str]) -> std::process::Output {

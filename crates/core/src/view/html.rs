@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::results::aggregate::Report;
-use crate::server::gpu::{DcgmField, TelemetryExport};
+use crate::server::gpu::{DcgmField, EnergyMetric, TelemetryExport};
 
 use super::Run;
 use super::charts::{Quantity, Slices, band, cdf, hist, rates, scatters};
@@ -155,6 +155,30 @@ pub fn gpu_table(t: &TelemetryExport) -> String {
     out
 }
 
+/// AIPerf's GPU energy-efficiency metrics: a table per vendor, in AIPerf's console order.
+pub fn energy_table(metrics: &[EnergyMetric]) -> String {
+    let mut out = String::new();
+    for (title, ms) in EnergyMetric::console_groups(metrics) {
+        let _ = write!(
+            out,
+            r#"<h3>{}</h3><table class="summary energy"><thead><tr><th>Metric</th><th>avg</th></tr></thead><tbody>"#,
+            esc(title)
+        );
+        for e in ms {
+            let _ = write!(
+                out,
+                r#"<tr data-metric="{}"><td>{} ({})</td><td>{:.2}</td></tr>"#,
+                esc(&e.tag()),
+                esc(e.metric.header),
+                esc(e.metric.unit),
+                e.value
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    out
+}
+
 /// One run: summary, time series, the swim-lane of its sessions (when a session has more than one
 /// turn), distributions, trace-aware scatter plots.
 pub fn run_section(run: &Run, k: usize) -> String {
@@ -169,6 +193,7 @@ pub fn run_section(run: &Run, k: usize) -> String {
     if let Some(t) = &run.gpus {
         out.push_str(&gpu_table(t));
     }
+    out.push_str(&energy_table(&run.gpu_energy));
     let s = Slices::of(run);
     out.push_str(r#"<h3>Over the run</h3>"#);
     let quantities: &[Quantity] = if run.report.request_count == 0 {
