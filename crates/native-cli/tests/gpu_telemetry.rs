@@ -62,7 +62,8 @@ const DCGM_PAGE: &str = include_str!("../../../tests/fixtures/dcgm/dcgm-exporter
 
 #[test]
 fn a_dcgm_exporter_is_scraped_into_aiperfs_gpu_records() {
-    let exporter = serve(|_| DCGM_PAGE.to_owned());
+    // The recorded page, its values the same at every scrape, the page not (a comment moves).
+    let exporter = serve(|n| format!("{DCGM_PAGE}# scrape {n}\n"));
     let mock = Mock::start(&["--ttft-ms", "5"]);
     let dir = tempfile::tempdir().unwrap();
     let lines: Vec<String> =
@@ -175,6 +176,17 @@ fn a_dcgm_exporter_is_scraped_into_aiperfs_gpu_records() {
     assert_eq!(row("GPU 0 Power Usage avg").unwrap()["values"][0], 512.337, "{j}");
     assert_eq!(row("GPU 1 Energy Consumption rise").unwrap()["unit"], "MJ", "{j}");
     assert_eq!(row("Total GPU Power (NVIDIA)").unwrap()["values"][0], power, "{j}");
+
+    // A page the same as the one before is dropped, as AIPerf drops it: an exporter that never
+    // changes gives the first scrape's two records, before time zero, and no statistics.
+    let same = serve(|_| DCGM_PAGE.to_owned());
+    let art = dir.path().join("same");
+    ok(&profile_streaming(&mock.url, &trace, &art, &["--gpu-telemetry", &same, "--ui-type", "none"], LIMIT));
+    assert_eq!(read_jsonl(&art.join("gpu_telemetry_export.jsonl")).len(), 2);
+    let s = summary(&art);
+    let g0 = &s["telemetry_data"]["endpoints"][same.trim_start_matches("http://")]["gpus"]["gpu_0"];
+    assert_eq!(g0["metrics"], serde_json::json!({}), "{g0}");
+    assert!(s.get("nvidia_total_gpu_power").is_none());
 
     // --no-gpu-telemetry, and no option: no GPU file.
     for (name, extra) in [("off", &["--no-gpu-telemetry"][..]), ("none", &[][..])] {
