@@ -528,8 +528,7 @@ impl GpuTelemetry {
                 nvidia.power_w.1 += 1;
             }
         }
-        let out = if self.gpus.is_empty() { Vec::new() } else { vec![nvidia] };
-        out
+        if self.gpus.is_empty() { Vec::new() } else { vec![nvidia] }
     }
 }
 
