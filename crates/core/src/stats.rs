@@ -800,6 +800,15 @@ mod tests {
         assert_eq!(percentile_sorted(&v, 50.0), Some(2.5));
         assert_eq!(percentile_sorted(&v, 100.0), Some(4.0));
         assert_eq!(percentile_sorted(&[7.0], 99.0), Some(7.0));
+        // AIPerf's `usage_prompt_tokens_diff_pct` p95 of its gpu-telemetry fixture run: the rank
+        // 0.95 × 23 falls just short of 21.85, so its CSV cell reads 22.12, not 22.13.
+        let mut diffs = vec![7.5; 4];
+        diffs.extend([5.0, 7.5, 10.0, 10.0, 22.5, 22.5, 20.0, 20.0]);
+        diffs.extend([12.5; 4]);
+        diffs.extend([15.0; 3]);
+        diffs.extend([17.5; 5]);
+        let p95 = percentile_sorted(&sorted(&diffs), 95.0).unwrap();
+        assert_eq!((p95, format!("{p95:.2}")), (22.124999999999993, "22.12".to_owned()));
     }
 
     #[test]

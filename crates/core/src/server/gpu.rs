@@ -409,9 +409,9 @@ pub const EFFICIENCY_METRICS: [EfficiencyMetric; 12] = [
 ];
 
 /// The GPU vendors AIPerf writes energy-efficiency metrics for, with the title of their console
-/// table.
+/// table, in the order of AIPerf's console.
 pub const EFFICIENCY_VENDORS: [(&str, &str); 2] =
-    [("amd", "GPU Power Efficiency (AMD)"), ("nvidia", "GPU Power Efficiency (NVIDIA)")];
+    [("nvidia", "GPU Power Efficiency (NVIDIA)"), ("amd", "GPU Power Efficiency (AMD)")];
 
 /// One energy-efficiency value of one vendor's GPUs.
 #[derive(Clone, Debug, PartialEq)]
@@ -436,7 +436,7 @@ impl EnergyMetric {
         Some((vendor, EFFICIENCY_METRICS.iter().find(|m| m.name == name)?))
     }
 
-    /// Where AIPerf's console shows it: vendors in name order, then the display order.
+    /// Where AIPerf's console shows it: NVIDIA's table, then AMD's, each in the display order.
     fn console_rank(&self) -> (usize, usize) {
         let v = EFFICIENCY_VENDORS.iter().position(|(n, _)| *n == self.vendor).unwrap_or(usize::MAX);
         (v, EFFICIENCY_METRICS.iter().position(|m| m == self.metric).unwrap_or(usize::MAX))
@@ -1190,6 +1190,23 @@ DCGM_FI_DEV_GPU_TEMP{UUID=\"no-index\"} 50
         assert!(!tags(&counter, &no_window).iter().any(|t| t.ends_with("per_watt")));
         assert_eq!(EnergyMetric::of_tag("amd_energy_per_user").map(|(v, m)| (v, m.unit)), Some(("amd", "joules/user")));
         assert_eq!(EnergyMetric::of_tag("nvidia_power_usage"), None);
+        // AIPerf's `amd_*` family read back: its console table after NVIDIA's.
+        let both = json!({"amd_total_gpu_energy": {"unit": "J", "avg": 1.0}, "nvidia_energy_per_user": {"unit": "joules/user", "avg": 2.0}, "nvidia_total_gpu_power": {"unit": "W", "avg": 3.0}});
+        let read = EnergyMetric::of_summary(&both).unwrap();
+        let groups: Vec<(&str, Vec<String>)> = EnergyMetric::console_groups(&read)
+            .into_iter()
+            .map(|(t, ms)| (t, ms.iter().map(|m| m.tag()).collect()))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                (
+                    "GPU Power Efficiency (NVIDIA)",
+                    vec!["nvidia_total_gpu_power".to_owned(), "nvidia_energy_per_user".to_owned()]
+                ),
+                ("GPU Power Efficiency (AMD)", vec!["amd_total_gpu_energy".to_owned()])
+            ]
+        );
         let bad = json!({"nvidia_total_gpu_energy": {"unit": "J", "avg": "lots"}});
         assert_eq!(
             EnergyMetric::of_summary(&bad).unwrap_err(),

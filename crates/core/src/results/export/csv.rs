@@ -1,7 +1,8 @@
 //! `profile_export_aiperf.csv` in AIPerf's layout: the distributions (`Metric,avg,min,max,sum,
 //! p1…p99,std`), a blank line, the scalars (`Metric,Value`), each sorted by tag, numbers with two
 //! decimals, lines ending in CRLF (Python's `csv` module; the GPU energy-efficiency metrics among
-//! the scalars), and AIPerf's GPU telemetry table when DCGM exporters were scraped; then ours: the per-URL rows.
+//! the scalars), and AIPerf's GPU telemetry table when DCGM exporters were scraped; then ours:
+//! the per-URL rows.
 
 use std::fmt::Write as _;
 
