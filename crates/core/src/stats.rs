@@ -110,7 +110,9 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
 
 /// The two ranks (of `n > 0` sorted values) that percentile `p` lies between, and where between.
 fn percentile_ranks(n: usize, p: f64) -> (usize, usize, f64) {
-    let k = (n - 1) as f64 * p / 100.0;
+    // The fraction first, then the rank, as numpy and AIPerf compute it: `(n - 1) * p / 100`
+    // rounds differently (23 × 95 / 100 is 21.85, 0.95 × 23 is 21.849999999999998).
+    let k = p / 100.0 * (n - 1) as f64;
     let lo = k.floor() as usize;
     let hi = k.ceil() as usize;
     (lo.min(n - 1), hi.min(n - 1), k - lo as f64)
@@ -126,7 +128,7 @@ fn lerp(a: f64, b: f64, t: f64) -> f64 {
 /// rank: numpy's `percentile(..., method="nearest")`, which AIPerf's error-adjusted
 /// percentiles use.
 pub fn nearest_rank(n: usize, p: f64) -> usize {
-    let k = (n.saturating_sub(1)) as f64 * p / 100.0;
+    let k = p / 100.0 * (n.saturating_sub(1)) as f64;
     (k.round_ties_even() as usize).min(n.saturating_sub(1))
 }
 
@@ -798,6 +800,15 @@ mod tests {
         assert_eq!(percentile_sorted(&v, 50.0), Some(2.5));
         assert_eq!(percentile_sorted(&v, 100.0), Some(4.0));
         assert_eq!(percentile_sorted(&[7.0], 99.0), Some(7.0));
+        // AIPerf's `usage_prompt_tokens_diff_pct` p95 of its gpu-telemetry fixture run: the rank
+        // 0.95 × 23 falls just short of 21.85, so its CSV cell reads 22.12, not 22.13.
+        let mut diffs = vec![7.5; 4];
+        diffs.extend([5.0, 7.5, 10.0, 10.0, 22.5, 22.5, 20.0, 20.0]);
+        diffs.extend([12.5; 4]);
+        diffs.extend([15.0; 3]);
+        diffs.extend([17.5; 5]);
+        let p95 = percentile_sorted(&sorted(&diffs), 95.0).unwrap();
+        assert_eq!((p95, format!("{p95:.2}")), (22.124999999999993, "22.12".to_owned()));
     }
 
     #[test]

@@ -62,7 +62,8 @@ const DCGM_PAGE: &str = include_str!("../../../tests/fixtures/dcgm/dcgm-exporter
 
 #[test]
 fn a_dcgm_exporter_is_scraped_into_aiperfs_gpu_records() {
-    let exporter = serve(|_| DCGM_PAGE.to_owned());
+    // The recorded page, its values the same at every scrape, the page not (a comment moves).
+    let exporter = serve(|n| format!("{DCGM_PAGE}# scrape {n}\n"));
     let mock = Mock::start(&["--ttft-ms", "5"]);
     let dir = tempfile::tempdir().unwrap();
     let lines: Vec<String> =
@@ -149,6 +150,15 @@ fn a_dcgm_exporter_is_scraped_into_aiperfs_gpu_records() {
         rows[1]
     );
     assert_eq!(rows.len(), 1 + 2 * 11, "{table}");
+    // AIPerf's energy efficiency: a counter that never rose, so the energy is the power over the
+    // run; in the JSON, among the CSV's scalars and in the console.
+    let power = s["nvidia_total_gpu_power"]["avg"].as_f64().unwrap();
+    let gpu1 = t["endpoints"][host]["gpus"]["gpu_1"]["metrics"]["nvidia_power_usage"]["avg"].as_f64().unwrap();
+    assert!((power - (512.337 + gpu1)).abs() < 1e-9, "{power}");
+    assert_eq!(s["nvidia_average_gpu_power"], serde_json::json!({"unit": "W", "avg": power}));
+    assert_eq!(s["nvidia_total_gpu_energy"]["unit"], "J");
+    assert!(csv.contains(&format!("\r\nTotal GPU Power (W),{power:.2}\r\n")), "{csv}");
+    assert!(stdout.contains("GPU Power Efficiency (NVIDIA):\n  Energy Delay Product (J*s)"), "{stdout}");
 
     // report and compare read it back.
     let html = dir.path().join("r.html");
@@ -165,6 +175,18 @@ fn a_dcgm_exporter_is_scraped_into_aiperfs_gpu_records() {
     let row = |name: &str| j["rows"].as_array().unwrap().iter().find(|r| r["metric"] == name).cloned();
     assert_eq!(row("GPU 0 Power Usage avg").unwrap()["values"][0], 512.337, "{j}");
     assert_eq!(row("GPU 1 Energy Consumption rise").unwrap()["unit"], "MJ", "{j}");
+    assert_eq!(row("Total GPU Power (NVIDIA)").unwrap()["values"][0], power, "{j}");
+
+    // A page the same as the one before is dropped, as AIPerf drops it: an exporter that never
+    // changes gives the first scrape's two records, before time zero, and no statistics.
+    let same = serve(|_| DCGM_PAGE.to_owned());
+    let art = dir.path().join("same");
+    ok(&profile_streaming(&mock.url, &trace, &art, &["--gpu-telemetry", &same, "--ui-type", "none"], LIMIT));
+    assert_eq!(read_jsonl(&art.join("gpu_telemetry_export.jsonl")).len(), 2);
+    let s = summary(&art);
+    let g0 = &s["telemetry_data"]["endpoints"][same.trim_start_matches("http://")]["gpus"]["gpu_0"];
+    assert_eq!(g0["metrics"], serde_json::json!({}), "{g0}");
+    assert!(s.get("nvidia_total_gpu_power").is_none());
 
     // --no-gpu-telemetry, and no option: no GPU file.
     for (name, extra) in [("off", &["--no-gpu-telemetry"][..]), ("none", &[][..])] {
@@ -193,12 +215,23 @@ fn report_and_compare_show_the_gpus_of_aiperfs_run() {
     assert_eq!(row("GPU 0 Power Usage avg").unwrap()["values"][0], 510.5, "{j}");
     assert_eq!(row("GPU 0 Energy Consumption rise").unwrap()["values"][0], 14.0, "{j}");
     assert_eq!(row("GPU 1 Utilization avg").unwrap()["values"][0], 23.0, "{j}");
+    // Its energy efficiency, AIPerf's values.
+    let energy = row("Energy per Output Token (NVIDIA)").unwrap();
+    assert_eq!((&energy["unit"], &energy["values"][0]), (&"mJ/token".into(), &72916666.66666667.into()), "{j}");
+    assert_eq!(row("Total GPU Power (NVIDIA)").unwrap()["values"][0], 696.542, "{j}");
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("r.html");
     let r = cli(&["report", run.to_str().unwrap(), "--output", html.to_str().unwrap()]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<td>Power Usage (W)</td><td>510.50</td><td>504.00</td><td>517.00</td>"), "no GPU table");
+    assert!(
+        page.contains("<h3>GPU Power Efficiency (NVIDIA)</h3>")
+            && page.contains(
+                r#"<tr data-metric="nvidia_total_gpu_power"><td>Total GPU Power (W)</td><td>696.54</td></tr>"#
+            ),
+        "no energy table"
+    );
 }
 
 fn cli(args: &[&str]) -> std::process::Output {
@@ -282,4 +315,54 @@ print(checked)
         .as_f64()
         .unwrap();
     assert!(rise >= 1.0 && (rise - rise.round()).abs() < 1e-6, "{rise}");
+
+    // AIPerf's `EnergyEfficiencyAnalyzer` on the same telemetry, window and numbers gives our
+    // `nvidia_*` metrics: every key, unit and value (the window's ends read back to the
+    // microsecond from the summary, so the averages over it agree to 1e-5).
+    let code = r#"
+import asyncio, json, sys
+from datetime import datetime
+from types import SimpleNamespace
+from aiperf.common.accumulator_protocols import SummaryContext
+from aiperf.common.models.telemetry_models import TelemetryHierarchy, TelemetryRecord
+from aiperf.gpu_telemetry.accumulator import GPUTelemetryAccumulator
+from aiperf.metrics.energy_efficiency_analyzer import EnergyEfficiencyAnalyzer
+from aiperf.plugin.enums import AccumulatorType
+
+ours = json.load(open(sys.argv[1]))
+us = lambda t: int(round(datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp() * 1e6)) * 1000
+start = us(ours["start_time"])
+requests_end = us(ours["telemetry_data"]["summary"]["end_time"]) - 666_000_000
+acc = GPUTelemetryAccumulator.__new__(GPUTelemetryAccumulator)
+acc._hierarchy = TelemetryHierarchy()
+acc.debug = lambda *a, **k: None
+for line in open(sys.argv[2]):
+    acc._hierarchy.add_record(TelemetryRecord.model_validate_json(line))
+tags = ["total_osl", "total_isl", "request_count", "request_latency", "request_throughput",
+        "output_token_throughput", "goodput"]
+summary = SimpleNamespace(results={t: SimpleNamespace(avg=ours[t]["avg"]) for t in tags if t in ours})
+ctx = SummaryContext(accumulators={AccumulatorType.GPU_TELEMETRY: acc},
+                     accumulator_outputs={AccumulatorType.METRIC_RESULTS: summary},
+                     start_ns=start, end_ns=requests_end)
+phase = SimpleNamespace(concurrency=ours["input_config"]["phases"][-1].get("concurrency"))
+cfg = SimpleNamespace(get_profiling_phases=lambda: [phase], gpu_telemetry=SimpleNamespace(urls=["x"], collector="dcgm"))
+theirs = asyncio.run(EnergyEfficiencyAnalyzer(run=SimpleNamespace(cfg=cfg)).analyze(ctx))
+mine = {k: v for k, v in ours.items() if k.startswith("nvidia_")}
+assert [r.tag for r in theirs] == list(mine), ([r.tag for r in theirs], list(mine))
+for r in theirs:
+    assert mine[r.tag]["unit"] == str(r.unit), (r.tag, r.unit, mine[r.tag])
+    assert abs(mine[r.tag]["avg"] - r.avg) <= 1e-5 * abs(r.avg), (r.tag, r.avg, mine[r.tag])
+print(len(theirs))
+"#;
+    let out = python(
+        &venv,
+        code,
+        &[
+            art.join("profile_export_aiperf.json").to_str().unwrap(),
+            art.join("gpu_telemetry_export.jsonl").to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Every metric but goodput per watt (no SLOs) and energy per user (a rate run).
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "10", "{}", String::from_utf8_lossy(&out.stdout));
 }

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::replay::sharding::Sharding;
 use crate::results::aggregate::Report;
-use crate::server::gpu::TelemetryExport;
+use crate::server::gpu::{EnergyMetric, TelemetryExport};
 use crate::server::kinds::ServerView;
 
 /// Everything known at the end of a run. What a command has no part of stays at its default
@@ -46,6 +46,8 @@ pub struct RunSummary {
     pub server: Option<ServerView>,
     /// AIPerf's `telemetry_data`: the GPUs of the DCGM exporters scraped (`--gpu-telemetry`).
     pub gpu_telemetry: Option<TelemetryExport>,
+    /// AIPerf's GPU energy-efficiency metrics (`nvidia_*`), from the telemetry and the report.
+    pub gpu_energy: Vec<EnergyMetric>,
 }
 
 /// The words of a command line joined as a POSIX shell reads them back: a word with anything but

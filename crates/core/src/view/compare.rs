@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::csv;
 use crate::results::aggregate::Report;
 use crate::results::metrics::Metric;
-use crate::server::gpu::{DcgmField, TelemetryExport};
+use crate::server::gpu::{DcgmField, EnergyMetric, TelemetryExport};
 
 use super::Run;
 
@@ -95,6 +95,14 @@ fn gpu_rows(t: &TelemetryExport) -> Vec<(String, &'static str, Option<f64>)> {
     out
 }
 
+/// The GPU energy-efficiency rows of a run: each metric named by its header and vendor.
+fn energy_rows(metrics: &[EnergyMetric]) -> Vec<(String, &'static str, Option<f64>)> {
+    metrics
+        .iter()
+        .map(|e| (format!("{} ({})", e.metric.header, e.vendor.to_uppercase()), e.metric.unit, Some(e.value)))
+        .collect()
+}
+
 /// Compares runs against `runs[baseline]` (clamped into range).
 pub fn compare(runs: &[&Run], baseline: usize) -> Comparison {
     let baseline = baseline.min(runs.len().saturating_sub(1));
@@ -109,9 +117,11 @@ pub fn compare(runs: &[&Run], baseline: usize) -> Comparison {
             row.values.push(*v);
         }
     }
-    // The GPUs of each run, by name: runs that scraped other GPUs have no value there.
+    // The GPUs of each run and their energy efficiency, by name: runs that scraped other GPUs
+    // have no value there.
     for (i, run) in runs.iter().enumerate() {
-        for (name, unit, v) in run.gpus.as_ref().map(gpu_rows).unwrap_or_default() {
+        let gpus = run.gpus.as_ref().map(gpu_rows).unwrap_or_default();
+        for (name, unit, v) in gpus.into_iter().chain(energy_rows(&run.gpu_energy)) {
             let row = match rows.iter().position(|r| r.name == name && r.unit == unit) {
                 Some(at) => &mut rows[at],
                 None => {
@@ -341,5 +351,11 @@ mod tests {
         assert!(cmp.rows.iter().all(|r| !r.name.contains("AMD") && r.values.len() == 3));
         // Without GPUs, no GPU row.
         assert!(compare(&[&c], 0).rows.iter().all(|r| !r.name.starts_with("GPU")));
+        // The energy efficiency: a row per metric and vendor.
+        let (vendor, metric) = EnergyMetric::of_tag("nvidia_energy_per_output_token").unwrap();
+        b.gpu_energy = vec![EnergyMetric { vendor, metric, value: 12.5 }];
+        let cmp = compare(&[&a, &b], 0);
+        let row = cmp.rows.iter().find(|r| r.name == "Energy per Output Token (NVIDIA)").unwrap();
+        assert_eq!((row.unit, row.values.clone()), ("mJ/token", vec![None, Some(12.5)]));
     }
 }

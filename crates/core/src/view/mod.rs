@@ -25,7 +25,7 @@ use crate::results::aggregate::{Aggregate, Report};
 use crate::results::line;
 use crate::results::metrics::{Metric, Slo, parse_goodput};
 use crate::results::record::RequestRecord;
-use crate::server::gpu::TelemetryExport;
+use crate::server::gpu::{EnergyMetric, TelemetryExport};
 
 /// Longest line accepted in `profile_export.jsonl`.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
@@ -131,6 +131,14 @@ pub fn gpu_telemetry_of_summary(file: &str, text: &str) -> Result<Option<Telemet
     }
 }
 
+/// AIPerf's GPU energy-efficiency metrics (`nvidia_*`, `amd_*`) of a `profile_export_aiperf.json`
+/// text (ours or AIPerf's), in its order; none when it has none.
+pub fn gpu_energy_of_summary(file: &str, text: &str) -> Result<Vec<EnergyMetric>, RunError> {
+    let err = |reason: String| RunError::Config { file: file.into(), reason };
+    let v: Value = serde_json::from_str(text).map_err(|e| err(format!("not JSON: {e}")))?;
+    EnergyMetric::of_summary(&v).map_err(err)
+}
+
 /// No value (for the optional numbers of a [`Point`]).
 pub const NONE: u32 = u32::MAX;
 
@@ -197,6 +205,8 @@ pub struct Run {
     /// The GPUs of the DCGM exporters scraped during the run: its summary's `telemetry_data`
     /// ([`gpu_telemetry_of_summary`]).
     pub gpus: Option<TelemetryExport>,
+    /// AIPerf's GPU energy-efficiency metrics of its summary ([`gpu_energy_of_summary`]).
+    pub gpu_energy: Vec<EnergyMetric>,
 }
 
 impl Run {
@@ -417,6 +427,7 @@ impl RunLoader {
             failures: self.failures,
             server: None,
             gpus: None,
+            gpu_energy: Vec::new(),
         })
     }
 }

@@ -11,7 +11,8 @@ use aiperf_core::results::export::SummaryFormat;
 use aiperf_core::view::curve::Curve;
 use aiperf_core::view::server::ServerTimeline;
 use aiperf_core::view::{
-    MAX_RUNS, Run, RunLoader, RunSettings, compare, default_label, gpu_telemetry_of_summary, html,
+    MAX_RUNS, Run, RunLoader, RunSettings, compare, default_label, gpu_energy_of_summary, gpu_telemetry_of_summary,
+    html,
 };
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
@@ -87,6 +88,7 @@ fn files_of(path: &Path) -> (PathBuf, PathBuf, PathBuf) {
 pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
     let (records, config, server) = files_of(path);
     let mut gpus = None;
+    let mut gpu_energy = Vec::new();
     let settings = if config.is_file() {
         let text = std::fs::read_to_string(&config).with_context(|| format!("cannot read {}", config.display()))?;
         let settings =
@@ -95,6 +97,10 @@ pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
         match gpu_telemetry_of_summary(&config.display().to_string(), &text) {
             Ok(t) => gpus = t,
             Err(e) => say!("warning: {e}: the GPU telemetry is not shown"),
+        }
+        match gpu_energy_of_summary(&config.display().to_string(), &text) {
+            Ok(e) => gpu_energy = e,
+            Err(e) => say!("warning: {e}: the GPU energy efficiency is not shown"),
         }
         settings
     } else {
@@ -115,6 +121,7 @@ pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
     let label = label.map_or_else(|| default_label(&path.display().to_string()), str::to_string);
     let mut run = loader.finish(&label).map_err(|e| bad(e.to_string()))?;
     run.gpus = gpus;
+    run.gpu_energy = gpu_energy;
     // The server's metrics over the run, when they were scraped (a bad file is only a warning).
     if let Ok(text) = std::fs::read_to_string(&server) {
         match ServerTimeline::from_json(&server.display().to_string(), &text) {

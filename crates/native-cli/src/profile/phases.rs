@@ -439,6 +439,8 @@ fn export(
     let (gpu_lines, gpu_written, gpu_export) = gpu_telemetry(gpu.as_ref(), &plan.exports.names, (start_ns, end_ns));
     let with_goodput = !plan.exports.slos.is_empty();
     let report = collected.aggregate.report(with_goodput);
+    let requests_end_ns = collected.aggregate.last_end_ns.map(|e| start_ns.saturating_add(e));
+    let gpu_energy = gpu_efficiency(gpu.as_ref(), &report, &input_config, (start_ns, requests_end_ns, end_ns));
     let calibration = collected
         .mock_ttft_ms
         .and_then(|prog| report.get(Metric::TimeToFirstToken).and_then(|d| d.percentile(50.0)).map(|m| (prog, m)));
@@ -469,6 +471,7 @@ fn export(
             .as_ref()
             .map(|m| aiperf_core::server::kinds::ServerView::of(m, Some(collected.aggregate.total_input_tokens))),
         gpu_telemetry: gpu_export,
+        gpu_energy,
     };
     let written = write_summaries(plan, &summary, &collected, with_goodput);
     show!("{}", aiperf_core::results::export::console_table(&summary));
@@ -530,6 +533,41 @@ fn gpu_telemetry(
     let times = (iso8601(u128::from(start)), iso8601(end.map_or_else(unix_now_ns, u128::from)));
     let export = g.telemetry.export(Some(start), end, times);
     (lines, written, Some(export))
+}
+
+/// AIPerf's GPU energy-efficiency metrics: the GPUs' energy over `window` (Unix ns: time zero,
+/// the last request's end, and that end with the grace) and their power up to the last request's
+/// end, divided by the report's numbers and the profiling phase's concurrency.
+fn gpu_efficiency(
+    gpu: Option<&scraper::GpuShared>,
+    report: &aiperf_core::results::aggregate::Report,
+    input_config: &serde_json::Value,
+    window: (u64, Option<u64>, Option<u64>),
+) -> Vec<aiperf_core::server::gpu::EnergyMetric> {
+    use aiperf_core::server::gpu::{EfficiencyInputs, efficiency};
+    let Some(Ok(g)) = gpu.map(|g| g.lock()) else {
+        return Vec::new();
+    };
+    let (start, requests_end, energy_end) = window;
+    let vendors = g.telemetry.vendor_energy(Some(start), energy_end, requests_end);
+    let concurrency = input_config
+        .get("phases")
+        .and_then(serde_json::Value::as_array)
+        .and_then(|p| p.iter().find(|p| p.get("kind").is_some_and(|k| k == "profiling")))
+        .and_then(|p| p.get("concurrency"))
+        .and_then(serde_json::Value::as_u64);
+    let inputs = EfficiencyInputs {
+        duration_s: requests_end.map_or(0.0, |e| e.saturating_sub(start) as f64 / 1e9),
+        total_osl: Some(report.total_output_tokens as f64),
+        total_isl: Some(report.total_input_tokens as f64),
+        request_count: Some(report.request_count as f64),
+        request_latency_ms: report.get(Metric::RequestLatency).map(|d| d.avg),
+        request_throughput: Some(report.request_throughput),
+        output_token_throughput: Some(report.output_token_throughput),
+        goodput: report.goodput,
+        concurrency,
+    };
+    efficiency(&vendors, &inputs)
 }
 
 /// Writes the summary files, and the time slices of `--slice-duration`; each is attempted, the

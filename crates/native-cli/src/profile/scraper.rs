@@ -10,7 +10,8 @@
 //!
 //! DCGM exporters (`--gpu-telemetry`) are scraped in the same rounds; their pages are not server
 //! metrics: each GPU of each page is a line of `gpu_telemetry_export.jsonl`, written as it comes,
-//! and its values go to the run's per-GPU summary ([`Gpu`]).
+//! and its values go to the run's per-GPU summary ([`Gpu`]); a page the same as the exporter's
+//! previous one is dropped, as AIPerf drops it.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -131,6 +132,8 @@ struct Endpoint {
     target: Target,
     series: EndpointSeries,
     disabled: bool,
+    /// A DCGM exporter's last page: AIPerf keeps a GPU scrape only when the page changed.
+    last_gpu_page: Option<String>,
 }
 
 impl Scraper {
@@ -222,6 +225,7 @@ async fn run(
             series: EndpointSeries::new(t.shown.clone(), DEFAULT_SERIES_LIMITS),
             target: t,
             disabled: false,
+            last_gpu_page: None,
         })
         .collect();
     let mut tick = tokio::time::interval(interval);
@@ -295,9 +299,16 @@ async fn scrape_all(client: &ScrapeClient, endpoints: &mut [Endpoint], pinned: b
         let e = &mut endpoints[i];
         if e.target.gpu {
             let outcome = r.and_then(|(t_ns, _, text)| {
-                parse(&text, DEFAULT_LIMITS)
+                // A page the same as the exporter's previous one is no scrape: AIPerf's DCGM
+                // collector drops it (no record, not in the statistics).
+                if e.last_gpu_page.as_deref() == Some(text.as_str()) {
+                    return Ok(Vec::new());
+                }
+                let records = parse(&text, DEFAULT_LIMITS)
                     .map(|f| records_of(t_ns, &e.target.shown, &f))
-                    .map_err(|err| format!("not Prometheus text: {err}"))
+                    .map_err(|err| format!("not Prometheus text: {err}"));
+                e.last_gpu_page = Some(text);
+                records
             });
             match (outcome, &taps.gpu) {
                 (Ok(records), Some(gpu)) => {

@@ -8,6 +8,7 @@ use crate::replay::sharding::Sharding;
 use crate::results::aggregate::Report;
 use crate::results::metrics::Metric;
 use crate::results::summary::RunSummary;
+use crate::server::gpu::EnergyMetric;
 use crate::server::kinds::ServerView;
 use crate::stats::Distribution;
 
@@ -46,6 +47,12 @@ pub fn console_table(s: &RunSummary) -> String {
     distribution_table(&mut out, s.report.metrics.iter().filter(|(m, _)| m.on_console()));
     for (_, header, unit, v) in scalars(&s.report) {
         let _ = writeln!(out, "{:<52} {:>11.2}", format!("{header} ({unit})"), v);
+    }
+    for (title, metrics) in EnergyMetric::console_groups(&s.gpu_energy) {
+        let _ = writeln!(out, "{title}:");
+        for e in metrics {
+            let _ = writeln!(out, "  {:<50} {:>11.2}", format!("{} ({})", e.metric.header, e.metric.unit), e.value);
+        }
     }
     if !s.report.per_url.is_empty() {
         let _ = writeln!(out, "Per URL (sessions spread round robin, each on one URL):");

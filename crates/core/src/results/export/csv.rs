@@ -1,7 +1,8 @@
 //! `profile_export_aiperf.csv` in AIPerf's layout: the distributions (`Metric,avg,min,max,sum,
 //! p1…p99,std`), a blank line, the scalars (`Metric,Value`), each sorted by tag, numbers with two
-//! decimals, lines ending in CRLF (Python's `csv` module), and AIPerf's GPU telemetry table when
-//! DCGM exporters were scraped; then ours: the per-URL rows.
+//! decimals, lines ending in CRLF (Python's `csv` module; the GPU energy-efficiency metrics among
+//! the scalars), and AIPerf's GPU telemetry table when DCGM exporters were scraped; then ours:
+//! the per-URL rows.
 
 use std::fmt::Write as _;
 
@@ -56,9 +57,10 @@ pub fn summary_csv(s: &RunSummary) -> String {
         out.push_str("\r\n");
     }
     out.push_str("\r\nMetric,Value\r\n");
-    let mut scalar_rows = scalars(r);
-    scalar_rows.extend(replay_sched_lag(s));
-    scalar_rows.sort_by(|a, b| a.0.cmp(b.0));
+    let mut scalar_rows: Vec<(String, &str, &str, f64)> =
+        scalars(r).into_iter().chain(replay_sched_lag(s)).map(|(t, h, u, v)| (t.to_owned(), h, u, v)).collect();
+    scalar_rows.extend(s.gpu_energy.iter().map(|e| (e.tag(), e.metric.header, e.metric.unit, e.value)));
+    scalar_rows.sort_by(|a, b| a.0.cmp(&b.0));
     for (_, header, unit, v) in scalar_rows {
         let _ = write!(out, "{},{}\r\n", name(header, unit), num(v));
     }

@@ -13,7 +13,8 @@ use crate::results::record::RequestRecord;
 use crate::results::summary::RunSummary;
 
 /// AIPerf's metrics that need what its records do not carry: the HTTP client's own timings
-/// (`http_req_*`), the fixed-schedule lag (its send offsets are internal); and the rates, which
+/// (`http_req_*`), the fixed-schedule lag (its send offsets are internal), the GPU energy
+/// efficiency (`nvidia_*`: from its GPU telemetry, checked in `server::gpu`); and the rates, which
 /// AIPerf divides by its phase's wall-clock window (`start_time` to `end_time`, not in the
 /// records) where ours divide by the benchmark duration: checked apart.
 fn not_compared(tag: &str) -> bool {
@@ -26,6 +27,7 @@ fn not_compared(tag: &str) -> bool {
             | "goodput"
     ) || tag.starts_with("http_req_")
         || tag.starts_with("replay_sched_")
+        || tag.starts_with("nvidia_")
 }
 
 /// AIPerf's time-weighted metrics (`effective_*` but `effective_latency`, `active_*`,
@@ -235,6 +237,7 @@ fn every_metric_of_aiperfs_summaries_from_its_records() {
         ("fixed-schedule-streaming", "", 35),
         ("sessions", "", 35),
         ("server-metrics", "", 35),
+        ("gpu-telemetry", "", 35),
         ("raw-multi-turn", "", 35),
         ("timeslices-goodput", "time_to_first_token:30 request_latency:80", 35),
     ] {

@@ -67,6 +67,9 @@ pub fn summary_json(s: &RunSummary) -> String {
     for (tag, _, unit, v) in scalars(&s.report).into_iter().chain(replay_sched_lag(s)) {
         m.insert(tag.into(), json!({"unit": unit, "avg": v}));
     }
+    for e in &s.gpu_energy {
+        m.insert(e.tag(), json!({"unit": e.metric.unit, "avg": e.value}));
+    }
     for (metric, a) in &s.report.adjusted {
         m.insert(format!("adj_{}", metric.tag()), adjusted_json(metric.unit(), a));
     }

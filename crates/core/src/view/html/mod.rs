@@ -11,7 +11,7 @@ mod curve;
 mod tables;
 
 pub use curve::curve_section;
-pub use tables::{gpu_table, summary_table};
+pub use tables::{energy_table, gpu_table, summary_table};
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -49,6 +49,7 @@ pub fn run_section(run: &Run, k: usize) -> String {
     if let Some(t) = &run.gpus {
         out.push_str(&gpu_table(t));
     }
+    out.push_str(&energy_table(&run.gpu_energy));
     let s = Slices::of(run);
     out.push_str(r#"<h3>Over the run</h3>"#);
     let quantities: &[Quantity] = if run.report.request_count == 0 {

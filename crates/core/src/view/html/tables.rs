@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::results::aggregate::Report;
-use crate::server::gpu::{DcgmField, TelemetryExport};
+use crate::server::gpu::{DcgmField, EnergyMetric, TelemetryExport};
 use crate::view::svg::esc;
 
 /// The console's summary as a table (same numbers, 2 decimals) with the outcome counts.
@@ -127,5 +127,29 @@ pub fn gpu_table(t: &TelemetryExport) -> String {
         }
     }
     out.push_str("</tbody></table>");
+    out
+}
+
+/// AIPerf's GPU energy-efficiency metrics: a table per vendor, in AIPerf's console order.
+pub fn energy_table(metrics: &[EnergyMetric]) -> String {
+    let mut out = String::new();
+    for (title, ms) in EnergyMetric::console_groups(metrics) {
+        let _ = write!(
+            out,
+            r#"<h3>{}</h3><table class="summary energy"><thead><tr><th>Metric</th><th>avg</th></tr></thead><tbody>"#,
+            esc(title)
+        );
+        for e in ms {
+            let _ = write!(
+                out,
+                r#"<tr data-metric="{}"><td>{} ({})</td><td>{:.2}</td></tr>"#,
+                esc(&e.tag()),
+                esc(e.metric.header),
+                esc(e.metric.unit),
+                e.value
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
     out
 }
