@@ -1,0 +1,85 @@
+//! AIPerf's network latency calibration options (`--network-latency-automatic`,
+//! `--network-latency-mean`, `--network-latency-ping-interval`), checked with AIPerf's rules.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use serde_json::{Value, json};
+
+use super::super::options::Args;
+use super::limits::seconds;
+
+/// Seconds between two probes without `--network-latency-ping-interval` (AIPerf's default).
+pub const DEFAULT_PING_INTERVAL_S: f64 = 1.0;
+
+/// What the run does about the network's round trip.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum NetworkLatency {
+    /// Nothing (the default).
+    #[default]
+    Off,
+    /// `--network-latency-mean MS`: subtract this mean (ms), without probing.
+    Mean(f64),
+    /// `--network-latency-automatic`: probe every `interval` while the run measures and subtract
+    /// the probes' mean.
+    Probe { interval: Duration },
+}
+
+impl NetworkLatency {
+    /// The options, with AIPerf's rules: automatic and a mean exclude each other, the interval
+    /// belongs to automatic, the mean is at least 0 and the interval above 0.
+    pub fn of(a: &Args) -> Result<NetworkLatency> {
+        let interval = a.network_latency_ping_interval;
+        if let Some(ms) = a.network_latency_mean {
+            if a.network_latency_automatic {
+                bail!(
+                    "--network-latency-automatic and --network-latency-mean {ms}: give one of them (automatic measures the round trip; the mean sets it)"
+                );
+            }
+            if let Some(i) = interval {
+                bail!(
+                    "--network-latency-ping-interval {i}: applies to --network-latency-automatic only, not with --network-latency-mean"
+                );
+            }
+            if !(ms.is_finite() && ms >= 0.0) {
+                bail!("--network-latency-mean {ms}: accepted is a number of milliseconds, 0 or more");
+            }
+            return Ok(NetworkLatency::Mean(ms));
+        }
+        if !a.network_latency_automatic {
+            if let Some(i) = interval {
+                bail!(
+                    "--network-latency-ping-interval {i}: applies only with --network-latency-automatic (or give --network-latency-mean)"
+                );
+            }
+            return Ok(NetworkLatency::Off);
+        }
+        let s = interval.unwrap_or(DEFAULT_PING_INTERVAL_S);
+        let interval = seconds(s, "--network-latency-ping-interval", false)?;
+        Ok(NetworkLatency::Probe { interval })
+    }
+
+    /// AIPerf's `network_latency` section of `input_config` (`NetworkLatencyConfig`), when on.
+    pub fn input_config(self) -> Option<Value> {
+        match self {
+            NetworkLatency::Off => None,
+            NetworkLatency::Mean(ms) => {
+                Some(json!({"enabled": true, "ping_interval": DEFAULT_PING_INTERVAL_S, "mean_ms": ms}))
+            }
+            NetworkLatency::Probe { interval } => {
+                Some(json!({"enabled": true, "ping_interval": interval.as_secs_f64(), "mean_ms": null}))
+            }
+        }
+    }
+
+    /// Our options' record (`aiperf_cli_config`), when on.
+    pub fn cli_config(self) -> Option<(&'static str, Value)> {
+        match self {
+            NetworkLatency::Off => None,
+            NetworkLatency::Mean(ms) => Some(("network_latency_mean", json!(ms))),
+            NetworkLatency::Probe { interval } => {
+                Some(("network_latency_ping_interval", json!(interval.as_secs_f64())))
+            }
+        }
+    }
+}
