@@ -83,3 +83,60 @@ impl NetworkLatency {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::profile::plan::replay::tests::{err, plan};
+
+    #[test]
+    fn aiperfs_rules_resolve_the_three_options() {
+        let net = |extra: &[&str]| plan(extra).unwrap().server.network;
+        assert_eq!(net(&[]), NetworkLatency::Off);
+        assert_eq!(net(&["--network-latency-automatic"]), NetworkLatency::Probe { interval: Duration::from_secs(1) });
+        assert_eq!(
+            net(&["--network-latency-automatic", "--network-latency-ping-interval", "0.25"]),
+            NetworkLatency::Probe { interval: Duration::from_millis(250) }
+        );
+        assert_eq!(net(&["--network-latency-mean", "2.5"]), NetworkLatency::Mean(2.5));
+        assert_eq!(net(&["--network-latency-mean", "0"]), NetworkLatency::Mean(0.0));
+        assert_eq!(
+            err(&["--network-latency-automatic", "--network-latency-mean", "2"]),
+            "--network-latency-automatic and --network-latency-mean 2: give one of them (automatic measures the round trip; the mean sets it)"
+        );
+        assert_eq!(
+            err(&["--network-latency-mean", "2", "--network-latency-ping-interval", "1"]),
+            "--network-latency-ping-interval 1: applies to --network-latency-automatic only, not with --network-latency-mean"
+        );
+        assert_eq!(
+            err(&["--network-latency-ping-interval", "1"]),
+            "--network-latency-ping-interval 1: applies only with --network-latency-automatic (or give --network-latency-mean)"
+        );
+        assert!(err(&["--network-latency-mean=-1"]).starts_with("--network-latency-mean -1: accepted is"));
+        assert!(err(&["--network-latency-mean", "NaN"]).starts_with("--network-latency-mean NaN: accepted is"));
+        assert!(
+            err(&["--network-latency-automatic", "--network-latency-ping-interval", "0"])
+                .starts_with("--network-latency-ping-interval 0.0: ")
+        );
+    }
+
+    #[test]
+    fn the_run_records_the_options_in_both_shapes() {
+        let p = plan(&["--network-latency-automatic", "--network-latency-ping-interval", "0.5"]).unwrap();
+        assert_eq!(
+            p.aiperf_config()["network_latency"],
+            json!({"enabled": true, "ping_interval": 0.5, "mean_ms": null})
+        );
+        assert_eq!(p.cli_config()["network_latency_ping_interval"], json!(0.5));
+        let p = plan(&["--network-latency-mean", "3"]).unwrap();
+        assert_eq!(
+            p.aiperf_config()["network_latency"],
+            json!({"enabled": true, "ping_interval": 1.0, "mean_ms": 3.0})
+        );
+        assert_eq!(p.cli_config()["network_latency_mean"], json!(3.0));
+        let p = plan(&[]).unwrap();
+        assert!(p.aiperf_config().get("network_latency").is_none());
+        assert!(p.cli_config().get("network_latency_mean").is_none());
+    }
+}
