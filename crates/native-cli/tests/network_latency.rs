@@ -3,7 +3,7 @@
 //! subtracts the probes' mean from the latencies from the request's start
 //! (`network_adjusted_*`, `network_rtt` in the summary JSON, CSV and console);
 //! `--network-latency-ping-interval` sets how often it probes; `--network-latency-mean` gives the
-//! round trip without probing; the config file's `benchmark.networkLatency` does the same. A run
+//! round trip without probing (in the time slices too); the config file's `benchmark.networkLatency` does the same. A run
 //! without them records none of it. AIPerf's own models and analyzer judge the files
 //! (`--ignored`).
 #![allow(clippy::unwrap_used)]
@@ -106,8 +106,20 @@ fn each_network_option_changes_what_is_recorded() {
     let many = read_jsonl(&often.join(PROBES)).len();
     assert!(many >= 10 && many > probes.len(), "{many} probes at 50 ms, {} at 1 s", probes.len());
 
-    // The mean given by hand: no probes, exactly that round trip subtracted, in every summary.
-    let mean = run(&mock, dir.path(), "mean", &["--network-latency-mean", "2.5"]);
+    // The mean given by hand: no probes, exactly that round trip subtracted, in every summary
+    // and every time slice.
+    let mean = run(&mock, dir.path(), "mean", &["--network-latency-mean", "2.5", "--slice-duration", "0.5"]);
+    let slices: Value =
+        serde_json::from_str(&std::fs::read_to_string(mean.join("profile_export_aiperf_timeslices.json")).unwrap())
+            .unwrap();
+    let slices = slices["timeslices"].as_array().unwrap();
+    assert!(slices.len() >= 2);
+    for slice in slices {
+        assert_eq!(slice["network_rtt"]["avg"].as_f64(), Some(2.5), "{slice}");
+        let (raw, adjusted) = (&slice["time_to_first_token"], &slice["network_adjusted_time_to_first_token"]);
+        assert_eq!(raw["count"], adjusted["count"]);
+        assert!((raw["min"].as_f64().unwrap() - 2.5 - adjusted["min"].as_f64().unwrap()).abs() < 1e-6, "{slice}");
+    }
     assert!(!mean.join(PROBES).exists());
     let s = summary(&mean);
     assert_eq!(s["network_rtt"]["avg"].as_f64(), Some(2.5));

@@ -10,7 +10,7 @@ use aiperf_core::replay::dispatch::{Dispatch, Peek};
 use aiperf_core::replay::schedule::{Schedule, Starts};
 use aiperf_core::replay::sharding::{ClockOffset, ShardRun, Sharding};
 use aiperf_core::results::metrics::Metric;
-use aiperf_core::results::network::ProbeSample;
+use aiperf_core::results::network::{ProbeSample, adjusted_metrics};
 use aiperf_core::results::summary::{RunSummary, shell_command};
 use aiperf_core::trace::Trace;
 use anyhow::{Context, Result};
@@ -450,7 +450,10 @@ fn export(
     let (gpu_lines, gpu_written, gpu_export) = gpu_telemetry(gpu.as_ref(), &plan.exports.names, (start_ns, end_ns));
     let with_goodput = !plan.exports.slos.is_empty();
     let mut report = collected.aggregate.report(with_goodput);
-    report.metrics.extend(network_adjusted(plan.server.network, probes.as_deref(), &collected));
+    let rtt_ns = network_rtt_ns(plan.server.network, probes.as_deref());
+    if let Some(rtt) = rtt_ns {
+        report.metrics.extend(adjusted_metrics(&collected.aggregate, rtt));
+    }
     let calibration = collected
         .mock_ttft_ms
         .and_then(|prog| report.get(Metric::TimeToFirstToken).and_then(|d| d.percentile(50.0)).map(|m| (prog, m)));
@@ -482,7 +485,7 @@ fn export(
             .map(|m| aiperf_core::server::kinds::ServerView::of(m, Some(collected.aggregate.total_input_tokens))),
         gpu_telemetry: gpu_export,
     };
-    let written = write_summaries(plan, &summary, &collected, with_goodput);
+    let written = write_summaries(plan, &summary, &collected, with_goodput, rtt_ns);
     let probes_written = probes.as_ref().map_or(Ok(()), |p| {
         exports::write_file(
             &plan.exports.artifact_dir.join(plan.exports.names.network_latency()),
@@ -515,14 +518,10 @@ fn export(
     Ok(RunOutcome { status: exit_status(interrupted, &summary), summary, ceiling_note })
 }
 
-/// `network_rtt` and the `network_adjusted_*` metrics of the records: with the mean given, or
-/// the probes' mean (said on the console, or why nothing is subtracted).
-fn network_adjusted(
-    network: NetworkLatency,
-    probes: Option<&[ProbeSample]>,
-    collected: &Collected,
-) -> Vec<(Metric, aiperf_core::stats::Distribution)> {
-    let rtt_ns = match (network, probes) {
+/// The round trip (ns) subtracted from the latencies (`network_adjusted_*`): the mean given, or
+/// the probes' mean; said on the console, or why nothing is subtracted.
+fn network_rtt_ns(network: NetworkLatency, probes: Option<&[ProbeSample]>) -> Option<f64> {
+    match (network, probes) {
         (NetworkLatency::Mean(ms), _) => {
             let rtt_ns = ms * 1e6;
             if rtt_ns > 0.0 {
@@ -530,7 +529,7 @@ fn network_adjusted(
                     "Network latency: subtracting a fixed mean round trip of {ms:.3} ms from the latencies (network_adjusted_* metrics)"
                 );
             }
-            rtt_ns
+            Some(rtt_ns)
         }
         (NetworkLatency::Probe { .. }, Some(p)) => match aiperf_core::results::network::mean_rtt_ns(p) {
             Some(rtt_ns) => {
@@ -540,16 +539,15 @@ fn network_adjusted(
                     aiperf_core::results::network::successes(p),
                     p.len() - aiperf_core::results::network::successes(p)
                 );
-                rtt_ns
+                Some(rtt_ns)
             }
             None => {
                 say!("warning: no network latency probe succeeded ({} tried): no network_adjusted_* metrics", p.len());
-                return Vec::new();
+                None
             }
         },
-        _ => return Vec::new(),
-    };
-    aiperf_core::results::network::adjusted_metrics(&collected.aggregate, rtt_ns)
+        _ => None,
+    }
 }
 
 /// How long after the last request's end a GPU scrape still counts in the summary: AIPerf's
@@ -590,11 +588,22 @@ fn gpu_telemetry(
 
 /// Writes the summary files, and the time slices of `--slice-duration`; each is attempted, the
 /// first failure is returned.
-fn write_summaries(plan: &ReplayPlan, summary: &RunSummary, collected: &Collected, with_goodput: bool) -> Result<()> {
+fn write_summaries(
+    plan: &ReplayPlan,
+    summary: &RunSummary,
+    collected: &Collected,
+    with_goodput: bool,
+    rtt_ns: Option<f64>,
+) -> Result<()> {
     let mut written = exports::write_summaries(&plan.exports.artifact_dir, &plan.exports.names, summary);
     if let Some(slicer) = &collected.slices {
-        let slices =
+        let mut slices =
             slicer.finish(collected.aggregate.last_end_ns.unwrap_or(0), with_goodput, &collected.aggregate.timeline);
+        if let Some(rtt) = rtt_ns {
+            for (slice, agg) in slices.slices.iter_mut().zip(slicer.aggregates()) {
+                slice.report.metrics.extend(adjusted_metrics(agg, rtt));
+            }
+        }
         if slices.beyond > 0 {
             say!(
                 "warning: {} request(s) sent after the first {} time slices are left out of the time slices",
