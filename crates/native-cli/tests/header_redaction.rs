@@ -92,8 +92,8 @@ fn every_header_aiperf_hides_is_hidden_in_every_output() {
         texts.push((path.display().to_string(), std::fs::read_to_string(&path).unwrap()));
     }
     for (what, text) in &texts {
-        for i in 0..HIDDEN.len() {
-            assert!(!text.contains(&value(i)), "{}'s value is in {what}", HIDDEN[i]);
+        for (i, name) in HIDDEN.iter().enumerate() {
+            assert!(!text.contains(&value(i)), "{name}'s value is in {what}");
         }
     }
 }
