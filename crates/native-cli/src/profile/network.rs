@@ -194,15 +194,15 @@ impl Prober {
         prober
     }
 
-    /// Stops the probes, tops up the targets short of [`MIN_SUCCESSES`] and returns every
-    /// probe, in time order.
-    pub fn finish(self) -> Vec<ProbeSample> {
+    /// Stops the probes, tops up the targets short of [`MIN_SUCCESSES`] (unless the run was
+    /// stopped: AIPerf's cancel skips the top-up) and returns every probe, in time order.
+    pub fn finish(self, top_up: bool) -> Vec<ProbeSample> {
         let Prober { stops, threads, mut idle } = self;
         drop(stops);
         let mut collectors: Vec<Collector> = threads.into_iter().filter_map(|t| t.join().ok()).collect();
         collectors.append(&mut idle);
         let deadline = Instant::now() + TOP_UP_BUDGET;
-        for c in &mut collectors {
+        for c in collectors.iter_mut().filter(|_| top_up) {
             let mut attempts = 0;
             while c.successes < MIN_SUCCESSES && attempts < 2 * MIN_SUCCESSES && Instant::now() < deadline {
                 attempts += 1;
@@ -247,16 +247,18 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let target = Target { shown_url: format!("http://127.0.0.1:{port}"), host: "127.0.0.1".into(), port };
-        let samples = Prober::start(vec![target], Duration::from_millis(20)).finish();
+        let samples = Prober::start(vec![target], Duration::from_millis(20)).finish(true);
         assert!(samples.iter().filter(|s| s.success).count() >= MIN_SUCCESSES);
         assert!(samples.iter().all(|s| s.rtt_ns.is_some() && s.error.is_none() && s.probe_type == "tcp_connect"));
         assert!(samples.windows(2).all(|w| w[0].timestamp_ns <= w[1].timestamp_ns));
         drop(listener);
         // Nothing listens there any more: refused, a failed sample each, topped up 10 times.
         let gone = Target { shown_url: "x".into(), host: "127.0.0.1".into(), port };
-        let failed = Prober::start(vec![gone], Duration::from_secs(60)).finish();
+        let failed = Prober::start(vec![gone.clone()], Duration::from_secs(60)).finish(true);
         assert_eq!(failed.len(), 1 + 2 * MIN_SUCCESSES);
         let e = failed[0].error.as_ref().unwrap();
         assert_eq!((e.kind.as_str(), failed[0].success, failed[0].rtt_ns), ("ConnectionRefusedError", false, None));
+        // A stopped run is not topped up.
+        assert_eq!(Prober::start(vec![gone], Duration::from_secs(60)).finish(false).len(), 1);
     }
 }

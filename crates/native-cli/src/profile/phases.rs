@@ -421,7 +421,7 @@ fn export(
     scraper: Option<scraper::Scraper>,
 ) -> Result<RunOutcome> {
     let Ran { ready_ms, warmup, measured: mut m } = ran;
-    let probes = m.prober.take().map(network::Prober::finish);
+    let probes = m.prober.take().map(|p| p.finish(!control.interrupted()));
     let client_cpu_s = process_cpu_seconds().zip(m.cpu_before).map(|(b, a)| b - a);
     let gpu = scraper.as_ref().and_then(scraper::Scraper::gpu);
     let server_metrics = scraper.map(|s| {
