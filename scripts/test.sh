@@ -68,6 +68,11 @@ cargo test -p aiperf-cli --locked --test aiperf_outputs -- --ignored --nocapture
 # --gpu-telemetry's telemetry_data read by AIPerf's JsonExportData, its statistics recomputed by
 # AIPerf's own GPU time series from our gpu_telemetry_export.jsonl.
 cargo test -p aiperf-cli --locked --test gpu_telemetry -- --ignored --nocapture
+# --network-latency-automatic's probe lines read by AIPerf's NetworkLatencySample, their mean by its
+# accumulator, and network_rtt/network_adjusted_* recomputed by its analyzer from our records.
+cargo test -p aiperf-cli --locked --test network_latency -- --ignored --nocapture
+# Every request header AIPerf's is_sensitive_header_name hides is <redacted> in our raw export.
+cargo test -p aiperf-cli --locked --test header_redaction -- --ignored --nocapture
 
 say "AIPerf 0.13.0 against our generators: agentic-code sessions (10 seeds each, replayed by both), synthetic workloads (its inputs.json)"
 cargo test -p aiperf-cli --locked --test aiperf_agentic -- --ignored --nocapture

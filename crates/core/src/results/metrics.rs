@@ -62,6 +62,14 @@ pub enum Metric {
     HttpReqConnectionReused,
     HttpReqConnectionOverhead,
     HttpReqTotal,
+    /// AIPerf's `network_adjusted_*`: a latency less the run's mean network RTT
+    /// (`--network-latency-automatic`/`--network-latency-mean`), made at the end of the run by
+    /// [`crate::results::network`], not per request.
+    NetworkAdjustedRequestLatency,
+    NetworkAdjustedTimeToFirstToken,
+    NetworkAdjustedTimeToFirstOutputToken,
+    /// The mean network RTT subtracted: one value.
+    NetworkRtt,
 }
 
 impl Metric {
@@ -160,6 +168,10 @@ impl Metric {
             Metric::HttpReqConnectionReused => "http_req_connection_reused",
             Metric::HttpReqConnectionOverhead => "http_req_connection_overhead",
             Metric::HttpReqTotal => "http_req_total",
+            Metric::NetworkAdjustedRequestLatency => "network_adjusted_request_latency",
+            Metric::NetworkAdjustedTimeToFirstToken => "network_adjusted_time_to_first_token",
+            Metric::NetworkAdjustedTimeToFirstOutputToken => "network_adjusted_time_to_first_output_token",
+            Metric::NetworkRtt => "network_rtt",
         }
     }
 
@@ -210,6 +222,10 @@ impl Metric {
             Metric::HttpReqConnectionReused => "HTTP Connection Reused",
             Metric::HttpReqConnectionOverhead => "HTTP Connection Overhead",
             Metric::HttpReqTotal => "HTTP Total Time",
+            Metric::NetworkAdjustedRequestLatency => "Network-Adjusted Request Latency",
+            Metric::NetworkAdjustedTimeToFirstToken => "Network-Adjusted Time to First Token",
+            Metric::NetworkAdjustedTimeToFirstOutputToken => "Network-Adjusted Time to First Output Token",
+            Metric::NetworkRtt => "Network RTT",
         }
     }
 
@@ -272,6 +288,10 @@ impl Metric {
                 | Metric::TimeToFirstTokenFromScheduled
                 | Metric::RequestLatencyFromScheduled
                 | Metric::TimeToFirstTokenAllRequests
+                | Metric::NetworkAdjustedRequestLatency
+                | Metric::NetworkAdjustedTimeToFirstToken
+                | Metric::NetworkAdjustedTimeToFirstOutputToken
+                | Metric::NetworkRtt
         )
     }
 

@@ -9,6 +9,8 @@
 //! - [`names`]: the file names of a run written with `--profile-export-prefix`;
 //! - [`raw`]: a request's body, headers and responses beside its record (`--export-level raw`);
 //! - [`export`]: the summary as `profile_export_aiperf.json`/`.csv` and the console table;
+//! - [`network`]: AIPerf's network RTT probes (`*_network_latency.jsonl`) and the
+//!   `network_adjusted_*` metrics made with their mean;
 //! - [`timeslices`]: the run's metrics per slice of send time (`--slice-duration`);
 //! - [`timeline`]: AIPerf's time-weighted metrics (`effective_*`, `active_*`, `tokens_in_flight`).
 
@@ -19,6 +21,7 @@ pub mod line;
 pub mod live;
 pub mod metrics;
 pub mod names;
+pub mod network;
 pub mod raw;
 pub mod record;
 pub mod summary;

@@ -76,6 +76,11 @@ impl Slicer {
         self.slices[i].add(r, use_server_token_count, slos);
     }
 
+    /// Each slice's requests, in slice order (those of [`Slicer::finish`]'s slices).
+    pub fn aggregates(&self) -> &[Aggregate] {
+        &self.slices
+    }
+
     /// The slices of a run whose last response came at `run_end_ns` (from the benchmark start);
     /// `run`: the whole run's requests, whose time-weighted metrics each slice's window takes.
     pub fn finish(&self, run_end_ns: u64, with_goodput: bool, run: &Timeline) -> TimeSlices {

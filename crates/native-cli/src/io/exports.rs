@@ -120,6 +120,11 @@ impl ExportNames {
         self.named("_gpu_telemetry.jsonl", aiperf_core::server::gpu::JSONL_FILE)
     }
 
+    /// The network latency probes of `--network-latency-automatic`.
+    pub fn network_latency(&self) -> String {
+        self.named("_network_latency.jsonl", aiperf_core::results::network::JSONL_FILE)
+    }
+
     /// Whether `name` is one of these export files.
     pub fn is_export(&self, name: &str) -> bool {
         let Some(base) = &self.base else { return false };
@@ -127,6 +132,7 @@ impl ExportNames {
             [".json", ".csv", ".jsonl", "_console.txt", "_timeslices.json", "_timeslices.csv"]
                 .into_iter()
                 .chain(["_server_metrics.json", "_server_metrics.csv", "_gpu_telemetry.jsonl", "_raw.jsonl"])
+                .chain(["_network_latency.jsonl"])
                 .any(|s| s == rest)
         })
     }

@@ -119,10 +119,6 @@ const TOKENIZER: Refusal = Refusal {
     why: "not yet supported: only tokenizer.json tokenizers, without chat templates",
     instead: "pass a tokenizer.json path or folder with --tokenizer",
 };
-const NETWORK: Refusal = Refusal {
-    why: "not yet supported: AIPerf's network RTT probing during the run and its network_adjusted_* metrics",
-    instead: "the report's calibration line gives the client's own overhead (measure against mock-server)",
-};
 const SEEDS: Refusal = Refusal {
     why: "every run has a seed (--random-seed, default 0): unseeded runs are not supported",
     instead: "--vary-seed-per-trial gives each repeat its own seed",
@@ -421,9 +417,9 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--server-metrics", &["http://127.0.0.1:9/metrics"]),
     same("--no-server-metrics", &[]),
     same("--server-metrics-formats", &["json", "csv"]),
-    refused("--network-latency-automatic", &NETWORK),
-    refused("--network-latency-mean", &NETWORK),
-    refused("--network-latency-ping-interval", &NETWORK),
+    same("--network-latency-automatic", &[]),
+    same("--network-latency-mean", &["2.5"]),
+    same("--network-latency-ping-interval", &["0.5", "--network-latency-automatic"]),
     same("--gpu-telemetry", &["http://127.0.0.1:9/metrics"]),
     ours("--no-gpu-telemetry", "--no-gpu-telemetry", &[]),
     same("--ui-type", &["dashboard"]),

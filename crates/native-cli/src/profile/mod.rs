@@ -25,6 +25,7 @@ pub mod config_file;
 pub mod control;
 pub mod dashboard;
 pub mod dispatcher;
+pub mod network;
 pub mod options;
 pub mod phases;
 pub mod plan;

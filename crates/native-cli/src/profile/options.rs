@@ -392,6 +392,20 @@ pub struct Args {
     /// Do not collect GPU telemetry (the default without --gpu-telemetry).
     #[arg(help_heading = "Server", long, hide = true)]
     pub no_gpu_telemetry: bool,
+    /// Measure the network round trip to each --url's host and port while the run measures (a
+    /// fresh TCP connection timed to its handshake, every --network-latency-ping-interval
+    /// seconds; profile_export_network_latency.jsonl) and subtract its mean from the latencies
+    /// from the request's start: network_adjusted_request_latency, _time_to_first_token and
+    /// _time_to_first_output_token, beside the raw ones, and network_rtt.
+    #[arg(help_heading = "Network latency", long)]
+    pub network_latency_automatic: bool,
+    /// The mean network round trip to subtract, in milliseconds, instead of probing it (the
+    /// network_adjusted_* metrics without probes).
+    #[arg(help_heading = "Network latency", long, value_name = "MS")]
+    pub network_latency_mean: Option<f64>,
+    /// Seconds between two round-trip probes of --network-latency-automatic [default: 1].
+    #[arg(help_heading = "Network latency", long, value_name = "SECONDS")]
+    pub network_latency_ping_interval: Option<f64>,
 }
 
 /// AIPerf's options that shape the load beyond its rate or concurrency: request cancellation,

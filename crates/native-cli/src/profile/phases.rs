@@ -10,6 +10,7 @@ use aiperf_core::replay::dispatch::{Dispatch, Peek};
 use aiperf_core::replay::schedule::{Schedule, Starts};
 use aiperf_core::replay::sharding::{ClockOffset, ShardRun, Sharding};
 use aiperf_core::results::metrics::Metric;
+use aiperf_core::results::network::{ProbeSample, adjusted_metrics};
 use aiperf_core::results::summary::{RunSummary, shell_command};
 use aiperf_core::trace::Trace;
 use anyhow::{Context, Result};
@@ -19,13 +20,14 @@ use super::clock::{ZERO_LEAD, check_start_ahead, probe_clock, unix_now_ns, wait_
 use super::control::Control;
 use super::dispatcher::{Dispatched, Dispatcher};
 use super::plan::ReplayPlan;
+use super::plan::network::NetworkLatency;
 use super::plan::shaping::WarmupPlan;
 use super::preparer::{BodySource, Preparer};
 use super::prompt::PromptBuilder;
 use super::records::{Collected, RecordsStage};
 use super::request::{self, Finished, Shared};
 use super::transport::{self, Clock, Transport};
-use super::{progress, scraper};
+use super::{network, progress, scraper};
 use crate::exit::{self, BadInput};
 use crate::io::exports;
 
@@ -241,6 +243,8 @@ struct Measured {
     sharding: Option<Sharding>,
     /// Whether the trace's timestamps are replayed.
     fixed_schedule: bool,
+    /// The network round-trip probes of `--network-latency-automatic`, running.
+    prober: Option<network::Prober>,
 }
 
 /// Measure: the records stage and the dispatcher on their own threads, the duration timer; returns
@@ -263,6 +267,12 @@ fn measure<T: Transport + Clone>(
     if let Some(s) = scraper {
         s.periodic();
     }
+    let prober = match plan.server.network {
+        NetworkLatency::Probe { interval } => {
+            Some(network::Prober::start(network::targets(&plan.target.urls, &plan.shown_urls()), interval))
+        }
+        NetworkLatency::Off | NetworkLatency::Mean(_) => None,
+    };
     let sharding = (!coord.shard.is_whole() || coord.start_at_unix_ns.is_some()).then(|| {
         Sharding::Shard(ShardRun {
             index: coord.shard.index,
@@ -333,7 +343,7 @@ fn measure<T: Transport + Clone>(
         control.stop.cancel();
     }
     drop(shared);
-    Ok(Measured { collected, sent, start_unix_ns, cpu_before, sharding, fixed_schedule })
+    Ok(Measured { collected, sent, start_unix_ns, cpu_before, sharding, fixed_schedule, prober })
 }
 
 /// Starts the records stage on its own thread (the records file created, the progress shown);
@@ -410,7 +420,8 @@ fn export(
     collected: Collected,
     scraper: Option<scraper::Scraper>,
 ) -> Result<RunOutcome> {
-    let Ran { ready_ms, warmup, measured: m } = ran;
+    let Ran { ready_ms, warmup, measured: mut m } = ran;
+    let probes = m.prober.take().map(|p| p.finish(!control.interrupted()));
     let client_cpu_s = process_cpu_seconds().zip(m.cpu_before).map(|(b, a)| b - a);
     let gpu = scraper.as_ref().and_then(scraper::Scraper::gpu);
     let server_metrics = scraper.map(|s| {
@@ -438,7 +449,11 @@ fn export(
         collected.aggregate.last_end_ns.map(|e| start_ns.saturating_add(e).saturating_add(GPU_FINAL_SCRAPE_GRACE_NS));
     let (gpu_lines, gpu_written, gpu_export) = gpu_telemetry(gpu.as_ref(), &plan.exports.names, (start_ns, end_ns));
     let with_goodput = !plan.exports.slos.is_empty();
-    let report = collected.aggregate.report(with_goodput);
+    let mut report = collected.aggregate.report(with_goodput);
+    let rtt_ns = network_rtt_ns(plan.server.network, probes.as_deref());
+    if let Some(rtt) = rtt_ns {
+        report.metrics.extend(adjusted_metrics(&collected.aggregate, rtt));
+    }
     let requests_end_ns = collected.aggregate.last_end_ns.map(|e| start_ns.saturating_add(e));
     let gpu_energy = gpu_efficiency(gpu.as_ref(), &report, &input_config, (start_ns, requests_end_ns, end_ns));
     let calibration = collected
@@ -473,7 +488,13 @@ fn export(
         gpu_telemetry: gpu_export,
         gpu_energy,
     };
-    let written = write_summaries(plan, &summary, &collected, with_goodput);
+    let written = write_summaries(plan, &summary, &collected, with_goodput, rtt_ns);
+    let probes_written = probes.as_ref().map_or(Ok(()), |p| {
+        exports::write_file(
+            &plan.exports.artifact_dir.join(plan.exports.names.network_latency()),
+            &aiperf_core::results::network::samples_jsonl(p),
+        )
+    });
     show!("{}", aiperf_core::results::export::console_table(&summary));
     if plan.exports.show_trace_timing {
         show!("{}", aiperf_core::results::http_trace::timing_table(&summary));
@@ -488,15 +509,48 @@ fn export(
     for line in &gpu_lines {
         show!("{line}");
     }
-    if written.is_ok() && server_written.is_ok() && gpu_written.is_ok() {
+    if written.is_ok() && server_written.is_ok() && gpu_written.is_ok() && probes_written.is_ok() {
         exports::write_ready_marker(&plan.exports.artifact_dir, &summary)?;
     }
     show!("Exports written to {}", plan.exports.artifact_dir.display());
     written?;
     server_written?;
     gpu_written?;
+    probes_written?;
     m.sent?;
     Ok(RunOutcome { status: exit_status(interrupted, &summary), summary, ceiling_note })
+}
+
+/// The round trip (ns) subtracted from the latencies (`network_adjusted_*`): the mean given, or
+/// the probes' mean; said on the console, or why nothing is subtracted.
+fn network_rtt_ns(network: NetworkLatency, probes: Option<&[ProbeSample]>) -> Option<f64> {
+    match (network, probes) {
+        (NetworkLatency::Mean(ms), _) => {
+            let rtt_ns = ms * 1e6;
+            if rtt_ns > 0.0 {
+                say!(
+                    "Network latency: subtracting a fixed mean round trip of {ms:.3} ms from the latencies (network_adjusted_* metrics)"
+                );
+            }
+            Some(rtt_ns)
+        }
+        (NetworkLatency::Probe { .. }, Some(p)) => match aiperf_core::results::network::mean_rtt_ns(p) {
+            Some(rtt_ns) => {
+                say!(
+                    "Network latency: subtracting the measured mean round trip of {:.3} ms (over {} TCP-handshake probe(s), {} failed) from the latencies (network_adjusted_* metrics)",
+                    rtt_ns / 1e6,
+                    aiperf_core::results::network::successes(p),
+                    p.len() - aiperf_core::results::network::successes(p)
+                );
+                Some(rtt_ns)
+            }
+            None => {
+                say!("warning: no network latency probe succeeded ({} tried): no network_adjusted_* metrics", p.len());
+                None
+            }
+        },
+        _ => None,
+    }
 }
 
 /// How long after the last request's end a GPU scrape still counts in the summary: AIPerf's
@@ -572,11 +626,22 @@ fn gpu_efficiency(
 
 /// Writes the summary files, and the time slices of `--slice-duration`; each is attempted, the
 /// first failure is returned.
-fn write_summaries(plan: &ReplayPlan, summary: &RunSummary, collected: &Collected, with_goodput: bool) -> Result<()> {
+fn write_summaries(
+    plan: &ReplayPlan,
+    summary: &RunSummary,
+    collected: &Collected,
+    with_goodput: bool,
+    rtt_ns: Option<f64>,
+) -> Result<()> {
     let mut written = exports::write_summaries(&plan.exports.artifact_dir, &plan.exports.names, summary);
     if let Some(slicer) = &collected.slices {
-        let slices =
+        let mut slices =
             slicer.finish(collected.aggregate.last_end_ns.unwrap_or(0), with_goodput, &collected.aggregate.timeline);
+        if let Some(rtt) = rtt_ns {
+            for (slice, agg) in slices.slices.iter_mut().zip(slicer.aggregates()) {
+                slice.report.metrics.extend(adjusted_metrics(agg, rtt));
+            }
+        }
         if slices.beyond > 0 {
             say!(
                 "warning: {} request(s) sent after the first {} time slices are left out of the time slices",

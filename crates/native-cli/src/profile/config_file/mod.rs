@@ -273,6 +273,11 @@ fn lookup<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
 /// `--server-metrics`.
 fn family(arg: &str) -> String {
     let name = arg.split('=').next().unwrap_or(arg);
+    // One network latency option on the command line replaces the file's whole section, as
+    // AIPerf's command line replaces the section it builds.
+    if name.starts_with("--network-latency-") {
+        return "--network-latency".to_owned();
+    }
     let ours = canonical(name);
     ours.strip_prefix("--no-").map(|s| format!("--{s}")).unwrap_or(ours)
 }

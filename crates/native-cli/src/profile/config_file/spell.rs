@@ -250,6 +250,32 @@ fn seconds(key: &str, v: &Scalar) -> Result<String> {
     }
 }
 
+/// `benchmark.networkLatency`, as AIPerf reads it: off unless `enabled`; enabled with `meanMs`
+/// subtracts that mean without probing (`pingInterval` is then unused); enabled without it
+/// probes every `pingInterval` seconds.
+fn network_latency(out: &mut Out, n: &NetworkLatency) -> Result<()> {
+    let enabled = match &n.enabled {
+        None | Some(Scalar::Bool(false)) => false,
+        Some(Scalar::Bool(true)) => true,
+        Some(other) => {
+            bail_key!(
+                format!("benchmark.networkLatency.enabled"),
+                "key `benchmark.networkLatency.enabled` = {other}: accepted is true or false"
+            )
+        }
+    };
+    if !enabled {
+        return Ok(());
+    }
+    if n.mean_ms.is_some() {
+        out.opt("benchmark.networkLatency.meanMs", "--network-latency-mean", &n.mean_ms);
+    } else {
+        out.push("benchmark.networkLatency.enabled", "true".into(), vec!["--network-latency-automatic".into()]);
+        out.opt("benchmark.networkLatency.pingInterval", "--network-latency-ping-interval", &n.ping_interval);
+    }
+    Ok(())
+}
+
 fn multi_run(out: &mut Out, m: &MultiRun) -> Result<()> {
     out.opt("multiRun.numRuns", "--num-profile-runs", &m.num_runs);
     out.opt("multiRun.cooldownSeconds", "--profile-run-cooldown-seconds", &m.cooldown_seconds);
@@ -345,9 +371,7 @@ fn benchmark(out: &mut Out, b: &Benchmark) -> Result<()> {
         telemetry(out, "benchmark.gpuTelemetry", t, "--gpu-telemetry", "--no-gpu-telemetry")?;
     }
     if let Some(n) = &b.network_latency {
-        out.switch("benchmark.networkLatency.enabled", &n.enabled, "--network-latency-automatic", None)?;
-        out.opt("benchmark.networkLatency.pingInterval", "--network-latency-ping-interval", &n.ping_interval);
-        out.opt("benchmark.networkLatency.meanMs", "--network-latency-mean", &n.mean_ms);
+        network_latency(out, n)?;
     }
     for (key, v, flag) in [
         ("otel", &b.otel, "--otel-url"),

@@ -255,3 +255,36 @@ fn an_input_file_on_the_command_line_replaces_the_files_dataset() {
     let spellings: Vec<&str> = loaded.given.iter().map(Given::spelling).collect();
     assert_eq!(spellings, ["--model", "--url", "--request-count", "--concurrency"]);
 }
+
+/// `benchmark.networkLatency` as AIPerf reads it: enabled probes (every `pingInterval`), enabled
+/// with `meanMs` subtracts the mean, not enabled does nothing; one network option on the command
+/// line replaces the whole section.
+#[test]
+fn network_latency_keys_take_aiperfs_meaning() {
+    let file = |section: &str| {
+        format!(
+            "schemaVersion: \"2.0\"\nbenchmark:\n  model: m\n  endpoint:\n    url: http://127.0.0.1:1\n  networkLatency:\n{section}"
+        )
+    };
+    let opts = |section: &str| pairs(&read("n.yaml", &file(section), &no_env).unwrap());
+    let net = |p: Vec<(String, String)>| p.into_iter().filter(|(k, _)| k.contains("network")).collect::<Vec<_>>();
+    let owned = |v: &[(&str, &str)]| v.iter().map(|(k, a)| (k.to_string(), a.to_string())).collect::<Vec<_>>();
+    assert_eq!(
+        net(opts("    enabled: true\n    pingInterval: 0.5\n")),
+        owned(&[
+            ("benchmark.networkLatency.enabled", "--network-latency-automatic"),
+            ("benchmark.networkLatency.pingInterval", "--network-latency-ping-interval=0.5"),
+        ])
+    );
+    assert_eq!(
+        net(opts("    enabled: true\n    meanMs: 2.5\n    pingInterval: 0.5\n")),
+        owned(&[("benchmark.networkLatency.meanMs", "--network-latency-mean=2.5")])
+    );
+    assert!(net(opts("    enabled: false\n    meanMs: 2.5\n")).is_empty());
+    assert!(net(opts("    meanMs: 2.5\n")).is_empty());
+    let e = read("n.yaml", &file("    enabled: maybe\n"), &no_env).unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("benchmark.networkLatency.enabled"));
+    let given = read("n.yaml", &file("    enabled: true\n    meanMs: 2.5\n"), &no_env).unwrap();
+    let loaded = merge("n.yaml".into(), given, strings(&["--network-latency-automatic"])).unwrap();
+    assert!(loaded.given.iter().all(|g| !g.spelling().starts_with("--network-latency")), "{:?}", loaded.given);
+}

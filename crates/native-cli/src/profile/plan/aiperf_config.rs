@@ -176,6 +176,9 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
         [("json", json_file), ("csv", csv_file)].into_iter().filter(|f| f.1).map(|f| f.0).collect();
     config
         .insert("server_metrics".into(), json!({"enabled": !metrics.is_empty(), "urls": metrics, "formats": formats}));
+    if let Some(n) = plan.server.network.input_config() {
+        config.insert("network_latency".into(), n);
+    }
     match a.ui_type {
         UiType::Simple => {}
         UiType::Dashboard => {

@@ -12,6 +12,7 @@
 //! - [`limits`]: the options' bounds and the checks of one option;
 //! - [`shaping`]: AIPerf's load-shaping options (request cancellation, warm-up, ramps, gamma
 //!   arrivals, rate series);
+//! - [`network`]: the network latency calibration options (`--network-latency-*`);
 //! - [`secrets`]: credentials in URLs and headers, redacted and masked;
 //! - [`tls`]: the `--ssl-ca-cert` file.
 
@@ -19,6 +20,7 @@ pub mod aiperf_config;
 pub mod arrivals;
 pub mod campaign;
 pub mod limits;
+pub mod network;
 pub mod replay;
 pub mod secrets;
 pub mod shaping;

@@ -218,6 +218,8 @@ pub struct ServerPlan {
     pub go_on_unreachable: bool,
     /// `--server-kind`.
     pub kind: Option<aiperf_core::server::kinds::ServerKind>,
+    /// `--network-latency-*`.
+    pub network: super::network::NetworkLatency,
 }
 
 /// Everything a replay needs to know, validated.
@@ -750,6 +752,7 @@ impl ServerPlan {
             gpu_urls: gpu_urls(a.gpu_telemetry.as_deref())?,
             go_on_unreachable: a.go_on_unreachable,
             kind: a.server_kind,
+            network: super::network::NetworkLatency::of(a)?,
         })
     }
 }
@@ -918,6 +921,9 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         if let Some(v) = v {
             config[k] = v;
         }
+    }
+    if let Some((k, v)) = server.network.cli_config() {
+        config[k] = v;
     }
     if target.urls.len() > 1 {
         config["urls"] = json!(target.urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>());

@@ -49,15 +49,58 @@ pub fn basic_auth(userinfo: &str) -> String {
     format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(userinfo))
 }
 
-/// Whether a header carries a credential (its value is never shown or written).
+/// Whether a header carries a credential (its value is never shown or written): its name, in
+/// any case, contains one of these. Every name AIPerf 0.13 hides contains one (its list of
+/// provider headers and its fragments: `auth`, `session`, `signature`, `passwd`, …); `key`
+/// hides more than AIPerf's `api-key`, `sas-key`, `access-key` and `private-key`.
 pub fn is_credential_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    ["authorization", "cookie", "key", "token", "secret", "password", "credential"].iter().any(|w| n.contains(w))
+    ["auth", "cookie", "key", "token", "secret", "password", "passwd", "credential", "session", "signature"]
+        .iter()
+        .any(|w| n.contains(w))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_header_aiperf_hides_is_hidden() {
+        // AIPerf 0.13's provider names, then a name with each of its fragments.
+        for name in [
+            "Authorization",
+            "Proxy-Authorization",
+            "X-API-Key",
+            "api-key",
+            "Ocp-Apim-Subscription-Key",
+            "x-goog-api-key",
+            "x-functions-key",
+            "aeg-sas-key",
+            "X-Amz-Security-Token",
+            "Cookie",
+            "Set-Cookie",
+            "x-auth-token",
+            "x-access-token",
+            "X-Session-Token",
+            "x-csrf-token",
+            "x-xsrf-token",
+            "X-Auth-User",
+            "X-Tenant-Secret",
+            "X-Passwd",
+            "X-Client-Credentials",
+            "X-Apikey",
+            "x_api_key",
+            "X-Session-Affinity",
+            "X-Request-Signature",
+            "X-Access-Key-Id",
+            "X-Private-Key",
+        ] {
+            assert!(is_credential_header(name), "{name}");
+        }
+        for name in ["Content-Type", "X-Request-ID", "X-Correlation-ID", "Accept", "X-Tenant", "User-Agent"] {
+            assert!(!is_credential_header(name), "{name}");
+        }
+    }
 
     #[test]
     fn url_redaction_keeps_what_is_not_a_credential() {
