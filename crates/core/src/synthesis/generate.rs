@@ -152,6 +152,9 @@ impl PrefixModel {
         let mut index: FastMap<(u32, u64), u32> =
             FastMap::with_capacity_and_hasher(trace.total_hash_ids() / 2, Default::default());
         let mut parent: Vec<u32> = vec![0];
+        // Per node, the (id, node) of the child last walked into: rows sharing a prefix walk the
+        // same chain, which this finds without a lookup in `index`.
+        let mut last_child: Vec<(u64, u32)> = vec![(0, 0)];
         let mut visits: Vec<u64> = vec![0];
         let mut ends: Vec<u64> = vec![0];
         let mut last_fill = Vec::new();
@@ -175,13 +178,21 @@ impl PrefixModel {
             visits[0] += 1;
             let mut at = 0u32;
             for &id in ids {
-                let next = parent.len() as u32;
-                let node = *index.entry((at, id)).or_insert(next);
-                if node == next {
-                    parent.push(at);
-                    visits.push(0);
-                    ends.push(0);
-                }
+                let node = match last_child[at as usize] {
+                    (last, node) if node != 0 && last == id => node,
+                    _ => {
+                        let next = parent.len() as u32;
+                        let node = *index.entry((at, id)).or_insert(next);
+                        if node == next {
+                            parent.push(at);
+                            visits.push(0);
+                            ends.push(0);
+                            last_child.push((0, 0));
+                        }
+                        last_child[at as usize] = (id, node);
+                        node
+                    }
+                };
                 visits[node as usize] += 1;
                 at = node;
             }
@@ -191,6 +202,7 @@ impl PrefixModel {
             row_ends.push((at, fill));
         }
         drop(index);
+        drop(last_child);
         if rows == 0 && rows_without_ids > 0 {
             return Err(SynthesisError::NoHashIds { rows: rows_without_ids });
         }
@@ -358,6 +370,21 @@ impl PrefixModel {
             next_tree_id = next_tree_id.checked_add(len).ok_or(too_large.clone())?;
         }
         let next_fresh = next_tree_id.checked_mul(copies).ok_or(too_large)?;
+        let steps = self
+            .nodes
+            .iter()
+            .zip(first_id.iter().zip(&scaled_len))
+            .map(|(n, (&first_id, &len))| Step {
+                first_id,
+                len,
+                child_total: self.children[n.children.clone()].last().map_or(0, |&(_, cum)| cum),
+                append: n.append,
+                stop: n.stop,
+                children: (n.children.start as u32, n.children.end as u32),
+                prompts: n.prompts.start,
+                stop_fills: n.stop_fills.start,
+            })
+            .collect();
         // Every row has at least one id.
         room_for(0, params.num_requests as u64)?;
         let capacity = params.num_requests.min(1 << 20);
@@ -374,8 +401,7 @@ impl PrefixModel {
             model: self,
             params: params.clone(),
             copies,
-            first_id,
-            scaled_len,
+            steps,
             next_fresh,
             rng: PyRandom::new(params.seed),
             clock: self.arrivals.as_ref().map(|a| a.clock(params.seed, options)),
@@ -406,16 +432,16 @@ pub struct Sampler<'a> {
     model: &'a PrefixModel,
     params: GenerateParams,
     copies: u64,
-    /// Per contracted node: its first tree id and its length in blocks, both scaled.
-    first_id: Vec<u64>,
-    scaled_len: Vec<u64>,
+    /// Per contracted node, what the walk reads of it.
+    steps: Vec<Step>,
     /// The next id of a fresh (unique) block.
     next_fresh: u64,
     rng: PyRandom,
     clock: Option<Clock<'a>>,
     observer: Option<Observer>,
-    /// The tree nodes of the row being sampled (root excluded), and its ids.
-    path: Vec<u32>,
+    /// The tree nodes of the row being sampled (root excluded) with their scaled lengths, and its
+    /// ids.
+    path: Vec<(u32, u64)>,
     ids: Vec<u64>,
     /// Samples drawn and rejected by the ISL filter.
     attempts: usize,
@@ -425,6 +451,21 @@ pub struct Sampler<'a> {
     emitted_ids: usize,
     /// The arrival clock ran out of time (`duration_s`).
     ended: bool,
+}
+
+/// A contracted node as the walk reads it, in one place: its scaled tree ids, the weights of its
+/// choices, and where its children, unique prompts and stop fills are.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    first_id: u64,
+    len: u64,
+    /// The children's total weight (the last cumulative count).
+    child_total: u64,
+    append: u64,
+    stop: u64,
+    children: (u32, u32),
+    prompts: usize,
+    stop_fills: usize,
 }
 
 impl std::fmt::Debug for Sampler<'_> {
@@ -478,32 +519,30 @@ impl Sampler<'_> {
             let mut fill = None;
             let mut node = 0usize;
             loop {
-                let n = &model.nodes[node];
-                let start = self.first_id[node];
-                let len = self.scaled_len[node];
-                room_for(self.emitted_ids + ids.len(), len)?;
-                ids.extend((start..start + len).map(|t| t * copies + copy));
-                let kids = &model.children[n.children.clone()];
-                let child_total = kids.last().map_or(0, |&(_, cum)| cum);
+                let n = &self.steps[node];
+                room_for(self.emitted_ids + ids.len(), n.len)?;
+                ids.extend((n.first_id..n.first_id + n.len).map(|t| t * copies + copy));
+                let child_total = n.child_total;
                 let total = child_total + n.append + n.stop;
                 if total == 0 {
                     break;
                 }
                 let r = self.rng.below(total);
                 if r < child_total {
+                    let kids = &model.children[n.children.0 as usize..n.children.1 as usize];
                     let at = kids.partition_point(|&(_, cum)| cum <= r);
                     node = kids[at].0 as usize;
-                    path.push(node as u32);
+                    path.push((node as u32, self.steps[node].len));
                 } else {
                     // The draw picks one observed row's ending: a unique prompt of this node (its
                     // length and fill), or a row stopping here (its fill).
                     let pick = (r - child_total) as usize;
                     if r < child_total + n.append {
-                        let i = n.prompts.start + pick;
+                        let i = n.prompts + pick;
                         fresh_blocks = scale_blocks(model.prompt_blocks[i], params.prompt_len_multiplier);
                         fill = Some(model.prompt_fills[i]);
                     } else {
-                        fill = model.stop_fills.get(n.stop_fills.start + pick - n.append as usize).copied();
+                        fill = model.stop_fills.get(n.stop_fills + pick - n.append as usize).copied();
                     }
                     break;
                 }
@@ -561,7 +600,7 @@ impl Sampler<'_> {
                 }
             }
             if let Some(observer) = &mut self.observer {
-                observer.row(path, &self.scaled_len, copy, fresh_blocks, &row, session);
+                observer.row(path, copy, fresh_blocks, &row, session);
             }
             self.emitted += 1;
             self.emitted_ids += ids.len();

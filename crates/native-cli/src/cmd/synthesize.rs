@@ -95,22 +95,12 @@ pub fn run(args: Args) -> Result<()> {
     let settings = args.settings()?;
     let input = read_trace_any(file, &args.format, args.skip_invalid, args.max_line_bytes)?.trace;
     let (output, sampled) = match settings.mode {
+        Mode::Generate if replaces_file(&args.output_file) => {
+            return generate_into_file(&args, &settings.params, &input);
+        }
         Mode::Generate => {
-            let params = &settings.params;
-            let model = PrefixModel::learn(&input, params.block_size).map_err(explain)?;
-            let s = model.stats();
-            writeln!(
-                report_to(&args),
-                "Learned from {} rows: {} shared blocks in {} tree nodes, {} unique prompts\n",
-                s.rows,
-                s.shared_blocks,
-                s.contracted_nodes,
-                s.unique_prompts
-            )?;
-            if replaces_file(&args.output_file) {
-                return generate_into_file(&args, &model, params, &input);
-            }
-            let (output, facts) = model.sample_with_facts(params).map_err(explain)?;
+            let model = learn(&args, &input, &settings.params)?;
+            let (output, facts) = model.sample_with_facts(&settings.params).map_err(explain)?;
             (output, Some(facts))
         }
         Mode::Transform => (transform(&input, &settings.transform_params()).map_err(explain)?, None),
@@ -155,22 +145,50 @@ fn report_to(args: &Args) -> Box<dyn Write> {
     Box::new(report_stream(&[&args.output_file, args.fidelity_file.as_deref().unwrap_or(&args.output_file)]))
 }
 
+/// Learns the model of generative mode from `input`, and says what it learned.
+fn learn(args: &Args, input: &Trace, params: &GenerateParams) -> Result<PrefixModel> {
+    let model = PrefixModel::learn(input, params.block_size).map_err(explain)?;
+    let s = model.stats();
+    writeln!(
+        report_to(args),
+        "Learned from {} rows: {} shared blocks in {} tree nodes, {} unique prompts\n",
+        s.rows,
+        s.shared_blocks,
+        s.contracted_nodes,
+        s.unique_prompts
+    )?;
+    Ok(model)
+}
+
 /// Rows sampled, formatted and written at a time by [`generate_into_file`] (a few MB of text).
 const PART_ROWS: usize = 8 << 10;
 
-/// Generative mode into a regular file: each part of the rows is formatted and written while the
-/// next is sampled (the whole trace is never held), the source's side of the fidelity report is
-/// computed meanwhile, and the sample's side once the last row is drawn. The file, the report
-/// and the console are those of sampling the whole trace first and writing it then: a sampling
-/// error leaves the file as it was (the temporary file is removed) and is reported before an
-/// error of the writing.
-fn generate_into_file(args: &Args, model: &PrefixModel, params: &GenerateParams, input: &Trace) -> Result<()> {
-    let block_size = params.block_size;
+/// Generative mode into a regular file: the source's side of the fidelity report is computed
+/// while the model is learned and the rows are sampled; each part of the rows is formatted and
+/// written while the next is sampled (the whole trace is never held), and the sample's side of
+/// the report is computed once the last row is drawn. The file, the report and the console are
+/// those of sampling the whole trace first and writing it then: a sampling error leaves the file
+/// as it was (the temporary file is removed) and is reported before an error of the writing.
+fn generate_into_file(args: &Args, params: &GenerateParams, input: &Trace) -> Result<()> {
+    std::thread::scope(|scope| {
+        let source = scope.spawn(|| Source::of(input, params.block_size, true));
+        let model = learn(args, input, params)?;
+        sample_into_file(args, &model, params, source)
+    })
+}
+
+/// [`generate_into_file`]'s sampling and writing, with the source's side of the report from
+/// `source`.
+fn sample_into_file(
+    args: &Args,
+    model: &PrefixModel,
+    params: &GenerateParams,
+    source: std::thread::ScopedJoinHandle<'_, Source>,
+) -> Result<()> {
     let mut sampler = model.sampler(params, true).map_err(explain)?;
     let (rows, ids) = sampler.room(PART_ROWS);
     let mut sampling: Result<Option<FidelityReport>, SynthesisError> = Ok(None);
-    let written = std::thread::scope(|scope| {
-        let source = scope.spawn(|| Source::of(input, block_size, true));
+    let written = {
         let (sampler, sampling) = (&mut sampler, &mut sampling);
         let produce = move |parts: &mut PartSender<Trace>| -> io::Result<()> {
             loop {
@@ -194,7 +212,7 @@ fn generate_into_file(args: &Args, model: &PrefixModel, params: &GenerateParams,
         write_output_with(&args.output_file, |w| {
             write_produced(w, writers(), produce, |buf, part| write_rows(buf, part, 0..part.len()))
         })
-    });
+    };
     let report = match (written, sampling) {
         (_, Err(e)) => return Err(explain(e)),
         (Ok(()), Ok(Some(report))) => report,
