@@ -2,7 +2,7 @@
 
 use std::rc::Rc;
 
-use aiperf_core::analysis::{Analysis, RowMetrics, analyze_with_rows};
+use aiperf_core::analysis::{Analysis, RowMetrics, analyze_for_comparison, analyze_with_rows};
 use aiperf_core::synthesis::{Mode, Param, PrefixModel, SynthesisError, SynthesisSettings, transform};
 use aiperf_core::trace::Trace;
 
@@ -84,9 +84,10 @@ pub fn synth_file_name(input: &str, seed: &str) -> String {
     format!("{stem}.synth-seed{seed}.jsonl")
 }
 
-/// Before/after view of a synthesized trace.
+/// Before/after view of a synthesized trace (its analysis without the LRU curve, which the
+/// comparison does not show).
 pub fn synth_view(synthesized: &Trace, settings: &SynthesisSettings) -> SynthView {
-    let (a, m) = analyze_with_rows(synthesized, settings.params.block_size);
+    let (a, m) = analyze_for_comparison(synthesized, settings.params.block_size);
     SynthView {
         settings: settings.clone(),
         rows: synthesized.len() as u64,

@@ -128,11 +128,12 @@ pub enum FromWorker {
         name: String,
         text: String,
     },
-    /// The synthesized trace, with the file name to save it under.
+    /// The synthesized trace, with the file name to save it under: a blob URL of its JSONL made
+    /// by the worker, so that the text never crosses to the page.
     Export {
         settings: SynthesisSettings,
         name: String,
-        jsonl: String,
+        url: String,
     },
 }
 

@@ -22,17 +22,39 @@ pub fn download(name: &str, content: &str, mime: &str) -> Result<(), JsValue> {
     opts.set_type(mime);
     let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts)?;
     let url = web_sys::Url::create_object_url_with_blob(&blob)?;
+    download_url(name, &url)?;
+    revoke_later(url);
+    Ok(())
+}
+
+/// Saves the file behind the blob URL `url` as `name`.
+pub fn download_url(name: &str, url: &str) -> Result<(), JsValue> {
     let document = gloo_utils_document()?;
     let a: web_sys::HtmlAnchorElement = document.create_element("a")?.dyn_into()?;
-    a.set_href(&url);
+    a.set_href(url);
     a.set_download(name);
     a.click();
-    // Revoke once the browser has started the download.
+    Ok(())
+}
+
+/// A blob URL of the bytes `content`, made where it is called (a worker's URLs open in its page),
+/// and revoked 10 s later, once the browser has started its download.
+pub fn blob_url(content: &[u8], mime: &str) -> Result<String, JsValue> {
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(content));
+    let opts = web_sys::BlobPropertyBag::new();
+    opts.set_type(mime);
+    let blob = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts)?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob)?;
+    revoke_later(url.clone());
+    Ok(url)
+}
+
+/// Revokes a blob URL once the browser has started its download.
+fn revoke_later(url: String) {
     gloo_timers::callback::Timeout::new(10_000, move || {
         let _ = web_sys::Url::revoke_object_url(&url);
     })
     .forget();
-    Ok(())
 }
 
 fn gloo_utils_document() -> Result<web_sys::Document, JsValue> {

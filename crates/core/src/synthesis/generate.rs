@@ -21,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::arrivals::{ArrivalModel, ArrivalOptions, SessionStyle};
+use super::arrivals::{ArrivalModel, ArrivalOptions, Clock, SessionStyle};
 use super::rng::PyRandom;
 use super::sampled::{Observer, SampledFacts};
 use super::settings::Value;
@@ -152,6 +152,9 @@ impl PrefixModel {
         let mut index: FastMap<(u32, u64), u32> =
             FastMap::with_capacity_and_hasher(trace.total_hash_ids() / 2, Default::default());
         let mut parent: Vec<u32> = vec![0];
+        // Per node, the (id, node) of the child last walked into: rows sharing a prefix walk the
+        // same chain, which this finds without a lookup in `index`.
+        let mut last_child: Vec<(u64, u32)> = vec![(0, 0)];
         let mut visits: Vec<u64> = vec![0];
         let mut ends: Vec<u64> = vec![0];
         let mut last_fill = Vec::new();
@@ -175,13 +178,21 @@ impl PrefixModel {
             visits[0] += 1;
             let mut at = 0u32;
             for &id in ids {
-                let next = parent.len() as u32;
-                let node = *index.entry((at, id)).or_insert(next);
-                if node == next {
-                    parent.push(at);
-                    visits.push(0);
-                    ends.push(0);
-                }
+                let node = match last_child[at as usize] {
+                    (last, node) if node != 0 && last == id => node,
+                    _ => {
+                        let next = parent.len() as u32;
+                        let node = *index.entry((at, id)).or_insert(next);
+                        if node == next {
+                            parent.push(at);
+                            visits.push(0);
+                            ends.push(0);
+                            last_child.push((0, 0));
+                        }
+                        last_child[at as usize] = (id, node);
+                        node
+                    }
+                };
                 visits[node as usize] += 1;
                 at = node;
             }
@@ -191,6 +202,7 @@ impl PrefixModel {
             row_ends.push((at, fill));
         }
         drop(index);
+        drop(last_child);
         if rows == 0 && rows_without_ids > 0 {
             return Err(SynthesisError::NoHashIds { rows: rows_without_ids });
         }
@@ -333,8 +345,17 @@ impl PrefixModel {
         params: &GenerateParams,
         observe: bool,
     ) -> Result<(Trace, Option<SampledFacts>), SynthesisError> {
+        let mut sampler = self.sampler(params, observe)?;
+        let (rows, ids) = sampler.room(params.num_requests);
+        let mut trace = Trace::with_capacity(rows, ids);
+        sampler.sample_into(&mut trace, params.num_requests)?;
+        Ok((trace, sampler.take_facts()))
+    }
+
+    /// The rows of [`PrefixModel::sample`] a part at a time ([`Sampler::sample_into`]), and with
+    /// `observe` also [`PrefixModel::sample_with_facts`]'s facts ([`Sampler::take_facts`]).
+    pub fn sampler(&self, params: &GenerateParams, observe: bool) -> Result<Sampler<'_>, SynthesisError> {
         params.validate()?;
-        let bs = u64::from(self.block_size);
         let copies = u64::from(params.prefix_root_multiplier);
         // Every contracted node gets a stable range of tree ids, sized by the prefix multiplier.
         let mut first_id = Vec::with_capacity(self.nodes.len());
@@ -348,99 +369,205 @@ impl PrefixModel {
             scaled_len.push(len);
             next_tree_id = next_tree_id.checked_add(len).ok_or(too_large.clone())?;
         }
-        let mut next_fresh = next_tree_id.checked_mul(copies).ok_or(too_large.clone())?;
-
-        let mut rng = PyRandom::new(params.seed);
+        let next_fresh = next_tree_id.checked_mul(copies).ok_or(too_large)?;
+        let steps = self
+            .nodes
+            .iter()
+            .zip(first_id.iter().zip(&scaled_len))
+            .map(|(n, (&first_id, &len))| Step {
+                first_id,
+                len,
+                child_total: self.children[n.children.clone()].last().map_or(0, |&(_, cum)| cum),
+                append: n.append,
+                stop: n.stop,
+                children: (n.children.start as u32, n.children.end as u32),
+                prompts: n.prompts.start,
+                stop_fills: n.stop_fills.start,
+            })
+            .collect();
         // Every row has at least one id.
         room_for(0, params.num_requests as u64)?;
         let capacity = params.num_requests.min(1 << 20);
-        // Room for the rows' ids as the source's rows are long, scaled by the larger multiplier.
-        let scale = params.prefix_len_multiplier.max(params.prompt_len_multiplier).max(1.0);
-        let per_row = (self.mean_ids * scale * 1.1).ceil().clamp(16.0, super::MAX_OUTPUT_IDS as f64) as usize;
-        let id_room = capacity.saturating_mul(per_row).min(super::MAX_OUTPUT_IDS as usize);
-        let mut trace = Trace::with_capacity(capacity, id_room);
-        let mut observer = observe.then(|| {
+        let observer = observe.then(|| {
             let children = self.nodes.iter().map(|n| &self.children[n.children.clone()]);
             Observer::new(self.block_size, copies, &scaled_len, children, capacity)
         });
-        // The tree nodes of the row being sampled (root excluded).
-        let mut path: Vec<u32> = Vec::new();
-        let mut ids: Vec<u64> = Vec::new();
-        // The ISL filter gives up once 10,000 samples were drawn and fewer than 1% passed: fast
-        // when it rejects (almost) everything, and at most ~100 draws per row otherwise.
-        let (mut attempts, mut rejected) = (0usize, 0usize);
         let options = ArrivalOptions {
             speedup: params.speedup_ratio,
             intensity: params.intensity,
             duration_ms: params.duration_s.map(|s| s as f64 * 1000.0),
         };
-        let mut clock = self.arrivals.as_ref().map(|a| a.clock(params.seed, options));
-        while trace.len() < params.num_requests {
-            attempts += 1;
-            if attempts > 10_000 && trace.len().saturating_mul(100) < attempts {
+        Ok(Sampler {
+            model: self,
+            params: params.clone(),
+            copies,
+            steps,
+            next_fresh,
+            rng: PyRandom::new(params.seed),
+            clock: self.arrivals.as_ref().map(|a| a.clock(params.seed, options)),
+            observer,
+            path: Vec::new(),
+            ids: Vec::new(),
+            attempts: 0,
+            rejected: 0,
+            emitted: 0,
+            emitted_ids: 0,
+            ended: false,
+        })
+    }
+
+    fn sample_prompt_blocks(&self, rng: &mut PyRandom, multiplier: f64) -> u64 {
+        if self.prompt_blocks.is_empty() {
+            return 1;
+        }
+        let len = self.prompt_blocks[rng.below(self.prompt_blocks.len() as u64) as usize];
+        scale_blocks(len, multiplier)
+    }
+}
+
+/// Generative sampling in progress ([`PrefixModel::sampler`]): one seeded stream of rows, taken a
+/// part at a time, so that earlier parts can be written while later ones are sampled. The rows
+/// are those of [`PrefixModel::sample`], in its order, however they are split into parts.
+pub struct Sampler<'a> {
+    model: &'a PrefixModel,
+    params: GenerateParams,
+    copies: u64,
+    /// Per contracted node, what the walk reads of it.
+    steps: Vec<Step>,
+    /// The next id of a fresh (unique) block.
+    next_fresh: u64,
+    rng: PyRandom,
+    clock: Option<Clock<'a>>,
+    observer: Option<Observer>,
+    /// The tree nodes of the row being sampled (root excluded) with their scaled lengths, and its
+    /// ids.
+    path: Vec<(u32, u64)>,
+    ids: Vec<u64>,
+    /// Samples drawn and rejected by the ISL filter.
+    attempts: usize,
+    rejected: usize,
+    /// Rows and hash ids emitted so far, over every part.
+    emitted: usize,
+    emitted_ids: usize,
+    /// The arrival clock ran out of time (`duration_s`).
+    ended: bool,
+}
+
+/// A contracted node as the walk reads it, in one place: its scaled tree ids, the weights of its
+/// choices, and where its children, unique prompts and stop fills are.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    first_id: u64,
+    len: u64,
+    /// The children's total weight (the last cumulative count).
+    child_total: u64,
+    append: u64,
+    stop: u64,
+    children: (u32, u32),
+    prompts: usize,
+    stop_fills: usize,
+}
+
+impl std::fmt::Debug for Sampler<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sampler").field("emitted", &self.emitted).field("ended", &self.ended).finish_non_exhaustive()
+    }
+}
+
+impl Sampler<'_> {
+    /// Room for `rows` rows (capped at 2^20) and their hash ids, as the source's rows are long
+    /// and the multipliers scale them: what a trace of them is given up front.
+    pub fn room(&self, rows: usize) -> (usize, usize) {
+        let rows = rows.min(1 << 20);
+        let p = &self.params;
+        let scale = p.prefix_len_multiplier.max(p.prompt_len_multiplier).max(1.0);
+        let per_row = (self.model.mean_ids * scale * 1.1).ceil().clamp(16.0, super::MAX_OUTPUT_IDS as f64) as usize;
+        (rows, rows.saturating_mul(per_row).min(super::MAX_OUTPUT_IDS as usize))
+    }
+
+    /// Rows emitted so far.
+    pub fn emitted(&self) -> usize {
+        self.emitted
+    }
+
+    /// Appends up to `rows` more rows to `out`; returns how many (0 once every row was emitted or
+    /// the arrival clock ran out of time).
+    pub fn sample_into(&mut self, out: &mut Trace, rows: usize) -> Result<usize, SynthesisError> {
+        let model = self.model;
+        let params = &self.params;
+        let bs = u64::from(model.block_size);
+        let copies = self.copies;
+        let (path, ids) = (&mut self.path, &mut self.ids);
+        let until = self.emitted.saturating_add(rows).min(params.num_requests);
+        let first = self.emitted;
+        // The ISL filter gives up once 10,000 samples were drawn and fewer than 1% passed: fast
+        // when it rejects (almost) everything, and at most ~100 draws per row otherwise.
+        while !self.ended && self.emitted < until {
+            self.attempts += 1;
+            if self.attempts > 10_000 && self.emitted.saturating_mul(100) < self.attempts {
                 return Err(SynthesisError::FilterRejectsEverything {
                     min_isl: params.min_isl.unwrap_or(0),
                     max_isl: params.max_isl.map_or("∞".into(), |v| v.to_string()),
-                    accepted: trace.len(),
-                    rejected,
+                    accepted: self.emitted,
+                    rejected: self.rejected,
                 });
             }
             ids.clear();
             path.clear();
-            let copy = rng.below(copies);
+            let copy = self.rng.below(copies);
             let mut fresh_blocks = 0u64;
             let mut fill = None;
             let mut node = 0usize;
             loop {
-                let n = &self.nodes[node];
-                let start = first_id[node];
-                room_for(trace.total_hash_ids() + ids.len(), scaled_len[node])?;
-                ids.extend((start..start + scaled_len[node]).map(|t| t * copies + copy));
-                let kids = &self.children[n.children.clone()];
-                let child_total = kids.last().map_or(0, |&(_, cum)| cum);
+                let n = &self.steps[node];
+                room_for(self.emitted_ids + ids.len(), n.len)?;
+                ids.extend((n.first_id..n.first_id + n.len).map(|t| t * copies + copy));
+                let child_total = n.child_total;
                 let total = child_total + n.append + n.stop;
                 if total == 0 {
                     break;
                 }
-                let r = rng.below(total);
+                let r = self.rng.below(total);
                 if r < child_total {
+                    let kids = &model.children[n.children.0 as usize..n.children.1 as usize];
                     let at = kids.partition_point(|&(_, cum)| cum <= r);
                     node = kids[at].0 as usize;
-                    path.push(node as u32);
+                    path.push((node as u32, self.steps[node].len));
                 } else {
                     // The draw picks one observed row's ending: a unique prompt of this node (its
                     // length and fill), or a row stopping here (its fill).
                     let pick = (r - child_total) as usize;
                     if r < child_total + n.append {
-                        let i = n.prompts.start + pick;
-                        fresh_blocks = scale_blocks(self.prompt_blocks[i], params.prompt_len_multiplier);
-                        fill = Some(self.prompt_fills[i]);
+                        let i = n.prompts + pick;
+                        fresh_blocks = scale_blocks(model.prompt_blocks[i], params.prompt_len_multiplier);
+                        fill = Some(model.prompt_fills[i]);
                     } else {
-                        fill = self.stop_fills.get(n.stop_fills.start + pick - n.append as usize).copied();
+                        fill = model.stop_fills.get(n.stop_fills + pick - n.append as usize).copied();
                     }
                     break;
                 }
             }
             if ids.is_empty() && fresh_blocks == 0 {
-                fresh_blocks = self.sample_prompt_blocks(&mut rng, params.prompt_len_multiplier);
+                fresh_blocks = model.sample_prompt_blocks(&mut self.rng, params.prompt_len_multiplier);
             }
-            room_for(trace.total_hash_ids() + ids.len(), fresh_blocks)?;
+            room_for(self.emitted_ids + ids.len(), fresh_blocks)?;
             let blocks = ids.len() as u64 + fresh_blocks;
-            let fill =
-                u64::from(fill.unwrap_or_else(|| self.last_fill[rng.below(self.last_fill.len() as u64) as usize]));
+            let fill = u64::from(
+                fill.unwrap_or_else(|| model.last_fill[self.rng.below(model.last_fill.len() as u64) as usize]),
+            );
             let isl = (blocks - 1) * bs + fill;
             if params.min_isl.is_some_and(|m| isl < m) || params.max_isl.is_some_and(|m| isl > m) {
-                rejected += 1;
+                self.rejected += 1;
                 continue;
             }
-            if next_fresh.checked_add(fresh_blocks).is_none() {
-                return Err(too_large);
+            if self.next_fresh.checked_add(fresh_blocks).is_none() {
+                return Err(SynthesisError::TooLarge { limit: super::MAX_OUTPUT_IDS });
             }
-            ids.extend(next_fresh..next_fresh + fresh_blocks);
-            next_fresh += fresh_blocks;
+            ids.extend(self.next_fresh..self.next_fresh + fresh_blocks);
+            self.next_fresh += fresh_blocks;
             let mut row = Row::new(Input::Length(isl as i64));
-            if !self.output_lengths.is_empty() {
-                let o = self.output_lengths[rng.below(self.output_lengths.len() as u64) as usize];
+            if !model.output_lengths.is_empty() {
+                let o = model.output_lengths[self.rng.below(model.output_lengths.len() as u64) as usize];
                 let mut o = ((o as f64 * params.output_len_multiplier).round_ties_even() as u64).max(1);
                 if let Some(lo) = params.min_osl {
                     o = o.max(lo);
@@ -451,8 +578,11 @@ impl PrefixModel {
                 row.output_length = Some(o);
             }
             let mut session = None;
-            if let Some(clock) = &mut clock {
-                let Some(arrival) = clock.next_arrival() else { break };
+            if let Some(clock) = &mut self.clock {
+                let Some(arrival) = clock.next_arrival() else {
+                    self.ended = true;
+                    break;
+                };
                 row.timestamp = Some(arrival.time);
                 session = arrival.session;
                 if let Some(s) = arrival.session {
@@ -469,20 +599,20 @@ impl PrefixModel {
                     }
                 }
             }
-            if let Some(observer) = &mut observer {
-                observer.row(&path, &scaled_len, copy, fresh_blocks, &row, session);
+            if let Some(observer) = &mut self.observer {
+                observer.row(path, copy, fresh_blocks, &row, session);
             }
-            trace.push(row, ids.iter().copied());
+            self.emitted += 1;
+            self.emitted_ids += ids.len();
+            out.push(row, ids.iter().copied());
         }
-        Ok((trace, observer.map(Observer::finish)))
+        Ok(self.emitted - first)
     }
 
-    fn sample_prompt_blocks(&self, rng: &mut PyRandom, multiplier: f64) -> u64 {
-        if self.prompt_blocks.is_empty() {
-            return 1;
-        }
-        let len = self.prompt_blocks[rng.below(self.prompt_blocks.len() as u64) as usize];
-        scale_blocks(len, multiplier)
+    /// What the fidelity report reads of the rows emitted so far (`None` unless observed, and
+    /// once taken).
+    pub fn take_facts(&mut self) -> Option<SampledFacts> {
+        self.observer.take().map(Observer::finish)
     }
 }
 
@@ -542,6 +672,33 @@ mod tests {
             assert!((n - 1) * 4 < isl && isl <= n * 4);
             // Every walk starts at the root: [1,2] maps to tree ids 0,1, or a fresh prompt.
             assert!(ids[0] == 0 || ids[0] >= 3, "{ids:?}");
+        }
+    }
+
+    #[test]
+    fn parts_of_any_size_are_the_whole_sample() {
+        let path = format!("{}/../../tests/fixtures/traces/conversation_head500.jsonl", env!("CARGO_MANIFEST_DIR"));
+        let head = parse_str(&std::fs::read_to_string(path).unwrap(), ParseOptions::default()).unwrap().trace;
+        for (trace, p) in [
+            (small(), GenerateParams { num_requests: 300, block_size: 4, seed: 5, ..GenerateParams::default() }),
+            // The clock runs out of time before the rows are all drawn.
+            (head.clone(), GenerateParams { num_requests: 5000, duration_s: Some(60), seed: 2, ..Default::default() }),
+            (head, GenerateParams { num_requests: 700, prefix_root_multiplier: 3, seed: 1, ..Default::default() }),
+        ] {
+            let model = PrefixModel::learn(&trace, p.block_size).unwrap();
+            let (whole, facts) = model.sample_with_facts(&p).unwrap();
+            for part in [1, 7, 64, 100_000] {
+                let mut sampler = model.sampler(&p, true).unwrap();
+                let (mut text, mut rows) = (String::new(), Trace::new());
+                while sampler.sample_into(&mut rows, part).unwrap() > 0 {
+                    assert!(rows.len() <= part);
+                    text += &write_trace(&rows);
+                    rows.clear();
+                }
+                assert_eq!(sampler.emitted(), whole.len());
+                assert_eq!(text, write_trace(&whole), "parts of {part}");
+                assert_eq!(sampler.take_facts(), Some(facts.clone()));
+            }
         }
     }
 

@@ -28,7 +28,7 @@ pub use fidelity::{
     ArrivalCheck, ArrivalSeries, Compared, FidelityReport, MetricFidelity, arrival_checks, arrival_checks_of,
     compare_metric, fidelity_from_analyses, fidelity_from_analyses_with, fidelity_of_with, fidelity_report,
 };
-pub use generate::{GenerateParams, ModelStats, PrefixModel, generate};
+pub use generate::{GenerateParams, ModelStats, PrefixModel, Sampler, generate};
 pub use sampled::SampledFacts;
 pub use settings::{Mode, Param, SynthesisSettings};
 pub use transform::{TransformParams, synthesize_direct, transform};

@@ -156,18 +156,9 @@ impl Observer {
 
     /// Counts an emitted row: the tree nodes it walked (`path`, root excluded, with their scaled
     /// lengths), its copy, its fresh blocks, and the row itself with its session number.
-    pub(crate) fn row(
-        &mut self,
-        path: &[u32],
-        scaled_len: &[u64],
-        copy: u64,
-        fresh_blocks: u64,
-        row: &Row,
-        session: Option<u64>,
-    ) {
+    pub(crate) fn row(&mut self, path: &[(u32, u64)], copy: u64, fresh_blocks: u64, row: &Row, session: Option<u64>) {
         let (mut hits, mut leading, mut blocks) = (0u64, true, 0u64);
-        for &node in path {
-            let len = scaled_len[node as usize];
+        for &(node, len) in path {
             let before = self.visits.visit(u64::from(node) * self.copies + copy);
             if before == 0 {
                 self.unique_prefixes += len;
@@ -182,7 +173,11 @@ impl Observer {
         self.rows.isl.push(row.input_length().unwrap_or(0) as f64);
         self.rows.osl.push(row.output_length.unwrap_or(0) as f64);
         self.rows.hit_rate.push(hits as f64 / blocks as f64);
-        self.ends.push(End { node: path.last().copied().unwrap_or(0), copy: copy as u32, blocks: blocks as u32 });
+        self.ends.push(End {
+            node: path.last().map_or(0, |&(node, _)| node),
+            copy: copy as u32,
+            blocks: blocks as u32,
+        });
         let timestamp = row.timestamp.map(Number::as_f64);
         if let Some(t) = timestamp {
             self.timestamps.push(t);

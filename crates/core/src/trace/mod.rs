@@ -176,7 +176,7 @@ impl Trace {
     }
 
     /// Removes every row and id, keeping the allocations.
-    pub(crate) fn clear(&mut self) {
+    pub fn clear(&mut self) {
         self.rows.clear();
         self.ids.clear();
     }

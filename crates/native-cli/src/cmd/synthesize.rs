@@ -5,18 +5,21 @@
 //! Flags are turned into the core's validated [`SynthesisSettings`]; the output is written with the
 //! core's writer (so it is byte-identical to the browser app's) through a temp file and a rename.
 
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::PathBuf;
 
-use aiperf_core::analysis::{analyze_for_comparison, headline};
+use aiperf_core::analysis::{Analysis, RowMetrics, analyze_for_comparison, headline};
 use aiperf_core::synthesis::{
-    ArrivalSeries, Compared, FidelityReport, Mode, Param, PrefixModel, SampledFacts, SynthesisError, SynthesisSettings,
-    arrival_checks_of, compare_metric, fidelity_of_with, transform,
+    ArrivalSeries, Compared, FidelityReport, GenerateParams, Mode, Param, PrefixModel, SampledFacts, SynthesisError,
+    SynthesisSettings, arrival_checks_of, compare_metric, fidelity_of_with, transform,
 };
-use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace};
+use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, Trace, write_rows};
 use anyhow::{Context, Result};
 
-use crate::io::output::{refuse_same_files, report_stream, write_output, write_trace_file};
+use crate::io::output::{
+    PartSender, refuse_same_files, replaces_file, report_stream, write_output, write_output_with, write_produced,
+    write_trace_file,
+};
 use crate::io::trace_format::read_trace_any;
 use crate::synthesis_flags::option_name;
 use crate::synthesis_flags::{GenerateFlags, SynthesisFlags};
@@ -92,19 +95,12 @@ pub fn run(args: Args) -> Result<()> {
     let settings = args.settings()?;
     let input = read_trace_any(file, &args.format, args.skip_invalid, args.max_line_bytes)?.trace;
     let (output, sampled) = match settings.mode {
+        Mode::Generate if replaces_file(&args.output_file) => {
+            return generate_into_file(&args, &settings.params, &input);
+        }
         Mode::Generate => {
-            let params = &settings.params;
-            let model = PrefixModel::learn(&input, params.block_size).map_err(explain)?;
-            let s = model.stats();
-            writeln!(
-                report_to(&args),
-                "Learned from {} rows: {} shared blocks in {} tree nodes, {} unique prompts\n",
-                s.rows,
-                s.shared_blocks,
-                s.contracted_nodes,
-                s.unique_prompts
-            )?;
-            let (output, facts) = model.sample_with_facts(params).map_err(explain)?;
+            let model = learn(&args, &input, &settings.params)?;
+            let (output, facts) = model.sample_with_facts(&settings.params).map_err(explain)?;
             (output, Some(facts))
         }
         Mode::Transform => (transform(&input, &settings.transform_params()).map_err(explain)?, None),
@@ -149,6 +145,96 @@ fn report_to(args: &Args) -> Box<dyn Write> {
     Box::new(report_stream(&[&args.output_file, args.fidelity_file.as_deref().unwrap_or(&args.output_file)]))
 }
 
+/// Learns the model of generative mode from `input`, and says what it learned.
+fn learn(args: &Args, input: &Trace, params: &GenerateParams) -> Result<PrefixModel> {
+    let model = PrefixModel::learn(input, params.block_size).map_err(explain)?;
+    let s = model.stats();
+    writeln!(
+        report_to(args),
+        "Learned from {} rows: {} shared blocks in {} tree nodes, {} unique prompts\n",
+        s.rows,
+        s.shared_blocks,
+        s.contracted_nodes,
+        s.unique_prompts
+    )?;
+    Ok(model)
+}
+
+/// Rows sampled, formatted and written at a time by [`generate_into_file`] (a few MB of text).
+const PART_ROWS: usize = 8 << 10;
+
+/// Generative mode into a regular file: the source's side of the fidelity report is computed
+/// while the model is learned and the rows are sampled; each part of the rows is formatted and
+/// written while the next is sampled (the whole trace is never held), and the sample's side of
+/// the report is computed once the last row is drawn. The file, the report and the console are
+/// those of sampling the whole trace first and writing it then: a sampling error leaves the file
+/// as it was (the temporary file is removed) and is reported before an error of the writing.
+fn generate_into_file(args: &Args, params: &GenerateParams, input: &Trace) -> Result<()> {
+    std::thread::scope(|scope| {
+        let source = scope.spawn(|| Source::of(input, params.block_size, true));
+        let model = learn(args, input, params)?;
+        sample_into_file(args, &model, params, source)
+    })
+}
+
+/// [`generate_into_file`]'s sampling and writing, with the source's side of the report from
+/// `source`.
+fn sample_into_file(
+    args: &Args,
+    model: &PrefixModel,
+    params: &GenerateParams,
+    source: std::thread::ScopedJoinHandle<'_, Source>,
+) -> Result<()> {
+    let mut sampler = model.sampler(params, true).map_err(explain)?;
+    let (rows, ids) = sampler.room(PART_ROWS);
+    let mut sampling: Result<Option<FidelityReport>, SynthesisError> = Ok(None);
+    let written = {
+        let (sampler, sampling) = (&mut sampler, &mut sampling);
+        let produce = move |parts: &mut PartSender<Trace>| -> io::Result<()> {
+            loop {
+                let mut part = parts.reuse().unwrap_or_else(|| Trace::with_capacity(rows, ids));
+                part.clear();
+                match sampler.sample_into(&mut part, PART_ROWS) {
+                    Ok(0) => break,
+                    // The writing stopped: its error is the one reported.
+                    Ok(_) if !parts.send(part) => return Ok(()),
+                    Ok(_) => {}
+                    Err(e) => {
+                        *sampling = Err(e);
+                        return Err(io::Error::other("sampling stopped"));
+                    }
+                }
+            }
+            let facts = sampler.take_facts().unwrap_or_default();
+            *sampling = Ok(Some(compare(&join(source), &facts.compared(), Some(&facts))));
+            Ok(())
+        };
+        write_output_with(&args.output_file, |w| {
+            write_produced(w, writers(), produce, |buf, part| write_rows(buf, part, 0..part.len()))
+        })
+    };
+    let report = match (written, sampling) {
+        (_, Err(e)) => return Err(explain(e)),
+        (Ok(()), Ok(Some(report))) => report,
+        (written, Ok(_)) => {
+            // The writing failed first: a sampling error of the rows not sampled yet still
+            // comes first.
+            let mut rest = Trace::with_capacity(rows, ids);
+            while sampler.sample_into(&mut rest, PART_ROWS).map_err(explain)? > 0 {
+                rest.clear();
+            }
+            written?;
+            anyhow::bail!("the fidelity report was not computed")
+        }
+    };
+    print_report(args, &report, sampler.emitted())
+}
+
+/// Formatting threads of the output.
+fn writers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(4)
+}
+
 /// Writes the output atomically, then prints (and optionally saves) the before/after comparison.
 /// Generative mode (`sampled`: what the sampler gathered of the output) also compares arrivals
 /// over time.
@@ -159,54 +245,78 @@ fn finish(args: &Args, block_size: u32, input: &Trace, output: &Trace, sampled: 
         write_trace_file(&args.output_file, output)?;
         report.join().map_err(|_| anyhow::anyhow!("the fidelity analysis stopped unexpectedly"))
     })?;
+    print_report(args, &report, output.len())
+}
+
+/// Prints the report and the output's name, and saves the report with `--fidelity-file`.
+fn print_report(args: &Args, report: &FidelityReport, rows: usize) -> Result<()> {
     let mut out = report_to(args);
     out.write_all(report.to_table().as_bytes())?;
-    writeln!(out, "\nSynthesized {} rows to {}", output.len(), args.output_file.display())?;
+    writeln!(out, "\nSynthesized {rows} rows to {}", args.output_file.display())?;
     if let Some(path) = &args.fidelity_file {
-        let json = serde_json::to_string_pretty(&report).context("cannot serialize the fidelity report")?;
+        let json = serde_json::to_string_pretty(report).context("cannot serialize the fidelity report")?;
         write_output(path, format!("{json}\n").as_bytes())?;
         writeln!(out, "Fidelity report saved to {}", path.display())?;
     }
     Ok(())
 }
 
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
+/// The source's side of the report: its analysis, and its arrivals over time (generative mode).
+struct Source {
+    analysis: (Analysis, RowMetrics),
+    arrivals: Option<ArrivalSeries>,
+}
+
+impl Source {
+    fn of(input: &Trace, block_size: u32, arrivals: bool) -> Source {
+        Source {
+            analysis: analyze_for_comparison(input, block_size),
+            arrivals: arrivals.then(|| ArrivalSeries::of(input)),
+        }
+    }
+}
+
 /// The before/after comparison: the input's analysis, and the output's (unless the sampler
 /// gathered its numbers, `sampled`) on a thread beside it; then each metric's sorts and
 /// distributions on a thread of its own, and the arrival checks of generative mode meanwhile.
 fn fidelity(block_size: u32, input: &Trace, output: &Trace, sampled: Option<&SampledFacts>) -> FidelityReport {
-    fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
-        h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
-    }
     std::thread::scope(|scope| {
         let after = match sampled {
             Some(facts) => Err(facts),
             None => Ok(scope.spawn(|| analyze_for_comparison(output, block_size))),
         };
-        let before = analyze_for_comparison(input, block_size);
-        let arrivals = sampled.map(|_| ArrivalSeries::of(input));
-        let analysed;
-        let synthesized = match after {
+        let source = Source::of(input, block_size, sampled.is_some());
+        match after {
             Ok(after) => {
-                analysed = join(after);
-                Compared::of_analysis(&analysed.0, &analysed.1)
+                let (a, rows) = join(after);
+                compare(&source, &Compared::of_analysis(&a, &rows), None)
             }
-            Err(facts) => facts.compared(),
-        };
-        let original = Compared::of_analysis(&before.0, &before.1);
-        let mut checks = None;
-        let mut report = fidelity_of_with(&original, &synthesized, |metrics| {
-            std::thread::scope(|scope| {
-                let compared: Vec<_> =
-                    metrics.iter().map(|&(metric, x, y)| scope.spawn(move || compare_metric(metric, x, y))).collect();
-                checks = sampled
-                    .zip(arrivals.as_ref())
-                    .map(|(facts, original)| arrival_checks_of(original, &facts.arrivals));
-                compared.into_iter().map(join).collect()
-            })
-        });
-        if let Some(checks) = checks {
-            report.arrivals = checks;
+            Err(facts) => compare(&source, &facts.compared(), Some(facts)),
         }
-        report
     })
+}
+
+/// The report of `source` against `synthesized`: each metric's sorts and distributions on a
+/// thread of its own, and the arrival checks of generative mode (`sampled`) meanwhile.
+fn compare(source: &Source, synthesized: &Compared<'_>, sampled: Option<&SampledFacts>) -> FidelityReport {
+    let original = Compared::of_analysis(&source.analysis.0, &source.analysis.1);
+    let mut checks = None;
+    let mut report = fidelity_of_with(&original, synthesized, |metrics| {
+        std::thread::scope(|scope| {
+            let compared: Vec<_> =
+                metrics.iter().map(|&(metric, x, y)| scope.spawn(move || compare_metric(metric, x, y))).collect();
+            checks = sampled
+                .zip(source.arrivals.as_ref())
+                .map(|(facts, original)| arrival_checks_of(original, &facts.arrivals));
+            compared.into_iter().map(join).collect()
+        })
+    });
+    if let Some(checks) = checks {
+        report.arrivals = checks;
+    }
+    report
 }

@@ -271,6 +271,84 @@ fn write_parts(
     })
 }
 
+/// Whether writing `path` replaces a regular file (or creates one) through a temporary file that
+/// is removed on failure, so that a failed write leaves nothing behind: not standard output, a
+/// FIFO or a device.
+pub fn replaces_file(path: &Path) -> bool {
+    matches!(resolve(path), Ok(Target::Replace(_)))
+}
+
+/// The producer's end of [`write_produced`]: parts go to the formatting threads, and parts
+/// already written come back to be filled again.
+pub struct PartSender<P> {
+    to: Vec<mpsc::SyncSender<P>>,
+    back: mpsc::Receiver<P>,
+    sent: usize,
+}
+
+impl<P> PartSender<P> {
+    /// Hands the next part on; `false` once the writing stopped (an error), when producing
+    /// should stop too.
+    pub fn send(&mut self, part: P) -> bool {
+        let k = self.sent;
+        self.sent += 1;
+        self.to[k % self.to.len()].send(part).is_ok()
+    }
+
+    /// A part already written, to be filled again, if one came back.
+    pub fn reuse(&self) -> Option<P> {
+        self.back.try_recv().ok()
+    }
+}
+
+/// Writes to `w` the texts `format` appends for the parts `produce` hands to its [`PartSender`],
+/// in order: `produce` runs on a thread of its own, part `k` is formatted by worker `k mod
+/// workers`, and the parts are written as they come, so producing, formatting and writing
+/// overlap and a few parts at a time are held in memory. `produce` returns whether every part
+/// was produced; when it returns an error the writing stops with it.
+pub fn write_produced<P: Send>(
+    w: &mut dyn Write,
+    workers: usize,
+    produce: impl FnOnce(&mut PartSender<P>) -> io::Result<()> + Send,
+    format: impl Fn(&mut String, &P) + Sync,
+) -> io::Result<()> {
+    let workers = workers.max(1);
+    let format = &format;
+    std::thread::scope(|scope| {
+        let (recycle_tx, recycle_rx) = mpsc::channel::<P>();
+        let mut to = Vec::with_capacity(workers);
+        let mut links = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            let (part_tx, part_rx) = mpsc::sync_channel::<P>(1);
+            let (text_tx, text_rx) = mpsc::sync_channel::<(String, P)>(1);
+            let (back_tx, back_rx) = mpsc::channel::<String>();
+            scope.spawn(move || {
+                for part in part_rx {
+                    let mut buf = back_rx.try_recv().unwrap_or_default();
+                    buf.clear();
+                    format(&mut buf, &part);
+                    if text_tx.send((buf, part)).is_err() {
+                        return;
+                    }
+                }
+            });
+            to.push(part_tx);
+            links.push((text_rx, back_tx));
+        }
+        let producer = scope.spawn(move || produce(&mut PartSender { to, back: recycle_rx, sent: 0 }));
+        // The workers' channels close once the producer returned and they formatted what it sent;
+        // on an error here the receivers are dropped on return, which stops their next send.
+        let mut k = 0;
+        while let Ok((buf, part)) = links[k % workers].0.recv() {
+            w.write_all(buf.as_bytes())?;
+            let _ = links[k % workers].1.send(buf);
+            let _ = recycle_tx.send(part);
+            k += 1;
+        }
+        producer.join().map_err(|_| io::Error::other("the producing thread stopped"))?
+    })
+}
+
 /// Opens `path` for output written as it is produced (a JSONL stream): standard output, a FIFO or
 /// device written through, or a regular file created (truncated) at the links' target.
 pub fn create_stream(path: &Path) -> Result<Box<dyn Write + Send>> {

@@ -70,7 +70,12 @@ impl Io {
         match msg {
             FromWorker::Loaded(_) | FromWorker::LoadFailed { .. } => drop(self.trace_files.take()),
             FromWorker::Runs(_) | FromWorker::RunsFailed { .. } => drop(self.run_files.take()),
-            FromWorker::Export { name, jsonl, .. } | FromWorker::Converted { name, jsonl } => {
+            FromWorker::Export { name, url, .. } => {
+                if let Err(e) = web::download_url(name, url) {
+                    web::log(&format!("download failed: {e:?}"));
+                }
+            }
+            FromWorker::Converted { name, jsonl } => {
                 if let Err(e) = web::download(name, jsonl, "application/x-ndjson") {
                     web::log(&format!("download failed: {e:?}"));
                 }

@@ -281,7 +281,7 @@ fn downloads_leave_the_state_alone() {
     let s = loaded();
     unchanged(&s, Action::Worker(FromWorker::Converted { name: "t.mooncake.jsonl".into(), jsonl: "{}\n".into() }));
     let settings = s.form.synth().unwrap();
-    unchanged(&s, Action::Worker(FromWorker::Export { settings, name: "t.synth.jsonl".into(), jsonl: String::new() }));
+    unchanged(&s, Action::Worker(FromWorker::Export { settings, name: "t.synth.jsonl".into(), url: String::new() }));
 }
 
 #[test]

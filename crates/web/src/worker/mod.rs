@@ -116,7 +116,11 @@ impl Worker for TraceWorker {
                 let msg = match self.synthesized(&settings) {
                     Ok(trace) => {
                         let name = synth_file_name(&self.inner.borrow().name, &settings.params.seed.to_string());
-                        FromWorker::Export { settings, name, jsonl: aiperf_core::trace::write_trace(&trace) }
+                        let jsonl = aiperf_core::trace::write_trace(&trace);
+                        match crate::web::blob_url(jsonl.as_bytes(), "application/x-ndjson") {
+                            Ok(url) => FromWorker::Export { settings, name, url },
+                            Err(e) => FromWorker::SynthFailed { message: format!("cannot offer the download: {e:?}") },
+                        }
                     }
                     Err(message) => FromWorker::SynthFailed { message },
                 };
