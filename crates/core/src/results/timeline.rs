@@ -400,7 +400,7 @@ fn segments(a: &Steps, b: &Steps, from: u64, to: u64, mut each: impl FnMut(u64, 
 
 /// The (duration, value × `scale`) pairs `steps` holds over `[from, to)`: the value at `from`,
 /// then each step inside the window, each held until the next.
-fn window_pairs(steps: &[(u64, f64)], from: u64, to: u64, scale: f64, each: &mut dyn FnMut(u64, f64)) {
+fn window_pairs(steps: &[(u64, f64)], from: u64, to: u64, scale: f64, mut each: impl FnMut(u64, f64)) {
     let lo = steps.partition_point(|x| x.0 <= from);
     let hi = steps.partition_point(|x| x.0 < to).max(lo);
     let mut t = from;
@@ -418,7 +418,7 @@ fn over_window(steps: &Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
         return TimeWeighted::default();
     }
     let upto = steps.len() as u64 + 1;
-    Weighted::of_pairs(|each| window_pairs(steps, from, to, scale, each), Some((to - from) as f64), upto)
+    Weighted::of_pairs(|w| window_pairs(steps, from, to, scale, |d, v| w.add(d, v)), Some((to - from) as f64), upto)
 }
 
 /// Time-weighted statistics of `rate` over the time of `[from, to)` when `mask` is above 0.
@@ -427,10 +427,10 @@ fn while_active(rate: &Steps, mask: &Steps, from: u64, to: u64, scale: f64) -> T
         return TimeWeighted::default();
     }
     let upto = (rate.len() + mask.len()) as u64 + 1;
-    let pairs = |each: &mut dyn FnMut(u64, f64)| {
+    let pairs = |w: &mut Weighted| {
         segments(rate, mask, from, to, |d, v, m| {
             if m > 0.0 {
-                each(d, v * scale);
+                w.add(d, v * scale);
             }
         })
     };
@@ -1231,9 +1231,9 @@ mod tests {
         let total: u64 = held.iter().map(|h| h.0).sum();
         let want = sorted_copy(held.clone(), total as f64);
         let got = Weighted::of_pairs(
-            |each| {
+            |w| {
                 for &(d, v) in &held {
-                    each(d, v);
+                    w.add(d, v);
                 }
             },
             None,

@@ -281,11 +281,11 @@ impl Weighted {
         self.done = true;
     }
 
-    /// The statistics of `pairs` (duration, value), made by passes over the slice.
-    pub(super) fn of_pairs(pairs: impl Fn(&mut dyn FnMut(u64, f64)), total: Option<f64>, upto: u64) -> TimeWeighted {
+    /// The statistics of the pairs `pairs` gives to [`add`](Self::add), pass after pass.
+    pub(super) fn of_pairs(pairs: impl Fn(&mut Weighted), total: Option<f64>, upto: u64) -> TimeWeighted {
         let mut w = Weighted::new(total, upto);
         while !w.done() {
-            pairs(&mut |d, v| w.add(d, v));
+            pairs(&mut w);
             w.end_pass();
         }
         w.result()
