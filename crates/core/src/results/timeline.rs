@@ -28,6 +28,10 @@ use serde::{Deserialize, Serialize};
 use crate::results::metrics::{Metric, RequestMetrics};
 use crate::results::record::RequestRecord;
 
+mod weighted;
+
+use weighted::Weighted;
+
 /// No time (a request without a first token).
 const NO_TIME: u64 = u64::MAX;
 
@@ -344,7 +348,7 @@ impl Summer {
 }
 
 /// The value of `steps` at `t`.
-fn at(steps: &Steps, t: u64) -> f64 {
+fn at(steps: &[(u64, f64)], t: u64) -> f64 {
     match steps.partition_point(|s| s.0 <= t) {
         0 => 0.0,
         i => steps[i - 1].1,
@@ -394,41 +398,18 @@ fn segments(a: &Steps, b: &Steps, from: u64, to: u64, mut each: impl FnMut(u64, 
     each(to - t, va, vb);
 }
 
-/// Statistics of values held for durations, over `total` (ns).
-fn weighted(mut held: Vec<(u64, f64)>, total: f64) -> TimeWeighted {
-    held.retain(|h| h.0 > 0);
-    if held.is_empty() || total <= 0.0 {
-        return TimeWeighted::default();
+/// The (duration, value × `scale`) pairs `steps` holds over `[from, to)`: the value at `from`,
+/// then each step inside the window, each held until the next.
+fn window_pairs(steps: &[(u64, f64)], from: u64, to: u64, scale: f64, mut each: impl FnMut(u64, f64)) {
+    let lo = steps.partition_point(|x| x.0 <= from);
+    let hi = steps.partition_point(|x| x.0 < to).max(lo);
+    let mut t = from;
+    let mut v = at(steps, from);
+    for &(next, value) in &steps[lo..hi] {
+        each(next - t, v * scale);
+        (t, v) = (next, value);
     }
-    let avg = held.iter().map(|&(d, v)| v * d as f64).sum::<f64>() / total;
-    let var = held.iter().map(|&(d, v)| d as f64 * (v - avg) * (v - avg)).sum::<f64>() / total;
-    // Equal values are interchangeable: the order among them changes no statistic.
-    held.sort_unstable_by(|a, b| a.1.total_cmp(&b.1));
-    let whole: f64 = held.iter().map(|h| h.0 as f64).sum();
-    // The first value whose cumulated share reaches each fraction, in one pass.
-    let fractions = [0.50, 0.90, 0.95, 0.99];
-    let mut q = [held[held.len() - 1].1; 4];
-    let (mut next, mut c) = (0, 0.0);
-    for h in &held {
-        c += h.0 as f64;
-        while next < fractions.len() && c / whole >= fractions[next] {
-            q[next] = h.1;
-            next += 1;
-        }
-        if next == fractions.len() {
-            break;
-        }
-    }
-    TimeWeighted {
-        avg,
-        min: held[0].1,
-        max: held[held.len() - 1].1,
-        p50: q[0],
-        p90: q[1],
-        p95: q[2],
-        p99: q[3],
-        std: var.sqrt(),
-    }
+    each(to - t, v * scale);
 }
 
 /// Time-weighted statistics of `steps` over `[from, to)`.
@@ -436,38 +417,8 @@ fn over_window(steps: &Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
     if steps.is_empty() || to <= from {
         return TimeWeighted::default();
     }
-    // The value at `from`, then each step inside the window, each held until the next.
-    let lo = steps.partition_point(|x| x.0 <= from);
-    let hi = steps.partition_point(|x| x.0 < to).max(lo);
-    let mut held = Vec::with_capacity(hi - lo + 1);
-    let mut t = from;
-    let mut v = at(steps, from);
-    for &(next, value) in &steps[lo..hi] {
-        held.push((next - t, v * scale));
-        (t, v) = (next, value);
-    }
-    held.push((to - t, v * scale));
-    weighted(held, (to - from) as f64)
-}
-
-/// [`over_window`] of a curve no longer needed: the values held are written over its steps.
-fn over_window_owned(mut steps: Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
-    if steps.is_empty() || to <= from {
-        return TimeWeighted::default();
-    }
-    let lo = steps.partition_point(|x| x.0 <= from);
-    let hi = steps.partition_point(|x| x.0 < to).max(lo);
-    let (mut t, mut v) = (from, at(&steps, from));
-    // Entry k - lo is written after entry k is read, so every step is read before it is
-    // written over.
-    for k in lo..hi {
-        let (next, value) = steps[k];
-        steps[k - lo] = (next - t, v * scale);
-        (t, v) = (next, value);
-    }
-    steps.truncate(hi - lo);
-    steps.push((to - t, v * scale));
-    weighted(steps, (to - from) as f64)
+    let upto = steps.len() as u64 + 1;
+    Weighted::of_pairs(|w| window_pairs(steps, from, to, scale, |d, v| w.add(d, v)), Some((to - from) as f64), upto)
 }
 
 /// Time-weighted statistics of `rate` over the time of `[from, to)` when `mask` is above 0.
@@ -475,14 +426,15 @@ fn while_active(rate: &Steps, mask: &Steps, from: u64, to: u64, scale: f64) -> T
     if rate.is_empty() || mask.is_empty() || to <= from {
         return TimeWeighted::default();
     }
-    let mut held = Vec::new();
-    segments(rate, mask, from, to, |d, v, m| {
-        if m > 0.0 {
-            held.push((d, v * scale));
-        }
-    });
-    let active: u64 = held.iter().map(|h| h.0).sum();
-    weighted(held, active as f64)
+    let upto = (rate.len() + mask.len()) as u64 + 1;
+    let pairs = |w: &mut Weighted| {
+        segments(rate, mask, from, to, |d, v, m| {
+            if m > 0.0 {
+                w.add(d, v * scale);
+            }
+        })
+    };
+    Weighted::of_pairs(pairs, None, upto)
 }
 
 /// `num / den` where `den` is above 0, else 0.
@@ -496,6 +448,109 @@ fn divide(num: &Steps, den: &Steps) -> Steps {
 }
 
 const PER_SECOND: f64 = 1e9;
+
+/// Above this many chunks after the first in a run, the per-chunk curves' statistics over a
+/// single window are taken in passes over their sweep instead of over a kept curve.
+const STREAM_ABOVE: u64 = 1 << 24;
+
+/// The (duration, value) pairs a step function holds over `[from, to)` ([`window_pairs`]), from
+/// its steps given one at a time.
+struct Feed<V> {
+    from: u64,
+    to: u64,
+    /// The time of the value held.
+    t: u64,
+    v: V,
+    closed: bool,
+}
+
+impl<V: Copy> Feed<V> {
+    /// `v`: the value before the first step.
+    fn new(from: u64, to: u64, v: V) -> Feed<V> {
+        Feed { from, to, t: from, v, closed: false }
+    }
+
+    fn step(&mut self, t: u64, v: V, out: impl FnOnce(u64, V)) {
+        if self.closed {
+            return;
+        }
+        if t <= self.from {
+            self.v = v;
+        } else if t >= self.to {
+            self.finish(out);
+        } else {
+            out(t - self.t, self.v);
+            (self.t, self.v) = (t, v);
+        }
+    }
+
+    /// The last value, held to the window's end.
+    fn finish(&mut self, out: impl FnOnce(u64, V)) {
+        if !self.closed {
+            self.closed = true;
+            out(self.to - self.t, self.v);
+        }
+    }
+}
+
+/// One pass of [`Timeline::decode_streamed`]: the statistics and where each stands in the window.
+struct DecodePass {
+    /// The rate over the window (on its own steps).
+    rate: Weighted,
+    /// The rate while the concurrency is above 0.
+    active: Weighted,
+    /// The rate per request while the concurrency is above 0.
+    per_user: Weighted,
+    /// The rate per request over the window.
+    per_user_window: Weighted,
+    /// The rate's own steps.
+    own: Feed<f64>,
+    /// The steps of the rate and the concurrency merged: (rate, concurrency).
+    both: Feed<(f64, f64)>,
+    with_conc: bool,
+}
+
+impl DecodePass {
+    fn done(&self) -> bool {
+        self.rate.done()
+            && (!self.with_conc || (self.active.done() && self.per_user.done() && self.per_user_window.done()))
+    }
+
+    fn own(&mut self, t: u64, r: f64) {
+        let w = &mut self.rate;
+        self.own.step(t, r, |d, r| w.add(d, r * PER_SECOND));
+    }
+
+    fn both(&mut self, t: u64, r: f64, c: f64) {
+        if !self.with_conc {
+            return;
+        }
+        let (active, per_user, per_user_window) = (&mut self.active, &mut self.per_user, &mut self.per_user_window);
+        self.both.step(t, (r, c), |d, (r, c)| Self::held(active, per_user, per_user_window, d, r, c));
+    }
+
+    fn held(active: &mut Weighted, per_user: &mut Weighted, per_user_window: &mut Weighted, d: u64, r: f64, c: f64) {
+        let u = if c > 0.0 { r / c } else { 0.0 };
+        if c > 0.0 {
+            active.add(d, r * PER_SECOND);
+            per_user.add(d, u * PER_SECOND);
+        }
+        per_user_window.add(d, u * PER_SECOND);
+    }
+
+    fn end_pass(&mut self) {
+        let w = &mut self.rate;
+        self.own.finish(|d, r| w.add(d, r * PER_SECOND));
+        w.end_pass();
+        if self.with_conc {
+            let (active, per_user, per_user_window) = (&mut self.active, &mut self.per_user, &mut self.per_user_window);
+            self.both.finish(|d, (r, c)| Self::held(active, per_user, per_user_window, d, r, c));
+            active.end_pass();
+            per_user.end_pass();
+            per_user_window.end_pass();
+        }
+    }
+}
 
 impl Timeline {
     /// Adds one request (`m`: its metrics when it succeeded).
@@ -591,8 +646,17 @@ impl Timeline {
     /// [`metrics`](Self::metrics) over each of `windows`, in their order, from one sweep of the
     /// requests per curve: the time slices' windows cost a look-up and the steps inside each, not
     /// a pass over the run each. The curves are built a group at a time and dropped once every
-    /// window has taken its metrics, so at most three are held at once.
+    /// window has taken its metrics, so at most three are held at once; over a single window,
+    /// the curves with a step per chunk (decode rate, tokens in flight) are not kept at all when
+    /// the run has more than [`STREAM_ABOVE`] chunks: their statistics are taken in passes, the
+    /// curve swept again for each.
     pub fn metrics_over(&self, windows: &[(u64, u64)]) -> Vec<Vec<(TimelineMetric, TimeWeighted)>> {
+        self.metrics_over_with(windows, STREAM_ABOVE)
+    }
+
+    /// [`metrics_over`](Self::metrics_over), streaming the per-chunk curves when the run has
+    /// more than `stream_above` chunks after the first.
+    fn metrics_over_with(&self, windows: &[(u64, u64)], stream_above: u64) -> Vec<Vec<(TimelineMetric, TimeWeighted)>> {
         use TimelineMetric as T;
         if self.spans.is_empty() {
             return vec![Vec::new(); windows.len()];
@@ -603,25 +667,18 @@ impl Timeline {
                 o.push((m, each(from, to)));
             }
         }
-        fn put_all(out: &mut Out, m: TimelineMetric, values: Vec<TimeWeighted>) {
-            for (o, v) in out.iter_mut().zip(values) {
-                o.push((m, v));
-            }
-        }
         let mut out: Out = windows.iter().map(|_| Vec::with_capacity(14)).collect();
-        // A curve's last metric: over a single window its steps are reused in place.
-        let last = |steps: Steps, scale: f64| -> Vec<TimeWeighted> {
-            match windows {
-                [(from, to)] => vec![over_window_owned(steps, *from, *to, scale)],
-                _ => windows.iter().map(|&(from, to)| over_window(&steps, from, to, scale)).collect(),
-            }
-        };
         fn tw(s: &Steps, scale: f64) -> impl Fn(u64, u64) -> TimeWeighted + '_ {
             move |from, to| over_window(s, from, to, scale)
         }
         fn act<'a>(s: &'a Steps, mask: &'a Steps) -> impl Fn(u64, u64) -> TimeWeighted + 'a {
             move |from, to| while_active(s, mask, from, to, PER_SECOND)
         }
+        let chunks: u64 = self.spans.iter().map(|p| u64::from(p.later_chunks & !EVENLY)).sum();
+        let streamed = match windows {
+            [w] if chunks > stream_above => Some(*w),
+            _ => None,
+        };
         {
             let concurrency = self.sweep(|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]));
             put(&mut out, windows, T::EffectiveConcurrency, &tw(&concurrency, 1.0));
@@ -630,7 +687,7 @@ impl Timeline {
                 even_decode_rate(s, e);
             });
             put(&mut out, windows, T::ActiveTotalThroughput, &act(&total, &concurrency));
-            put_all(&mut out, T::EffectiveTotalThroughput, last(total, PER_SECOND));
+            put(&mut out, windows, T::EffectiveTotalThroughput, &tw(&total, PER_SECOND));
         }
         {
             let conc = self.sweep(|s, _, e| {
@@ -638,18 +695,26 @@ impl Timeline {
                     e.extend([(s.first, 1.0), (s.end, -1.0)]);
                 }
             });
-            let rate = if self.chunks.is_empty() {
-                self.sweep(|s, _, e| even_decode_rate(s, e))
-            } else {
-                self.sweep(chunk_decode)
+            let chunked = !self.chunks.is_empty();
+            let rate_of = |s: &Span, later: &[u64], e: &mut Vec<Event>| {
+                if chunked {
+                    chunk_decode(s, later, e);
+                } else {
+                    even_decode_rate(s, e);
+                }
             };
-            put(&mut out, windows, T::EffectiveDecodeThroughput, &tw(&rate, PER_SECOND));
             put(&mut out, windows, T::EffectiveDecodeConcurrency, &tw(&conc, 1.0));
-            put(&mut out, windows, T::ActiveDecodeThroughput, &act(&rate, &conc));
-            let per_user = divide(&rate, &conc);
-            drop(rate);
-            put(&mut out, windows, T::ActiveDecodeThroughputPerUser, &act(&per_user, &conc));
-            put_all(&mut out, T::EffectiveDecodeThroughputPerUser, last(per_user, PER_SECOND));
+            if let (Some((from, to)), [o]) = (streamed, &mut out[..]) {
+                o.extend(self.decode_streamed(rate_of, &conc, from, to));
+            } else {
+                let rate = self.sweep(rate_of);
+                put(&mut out, windows, T::EffectiveDecodeThroughput, &tw(&rate, PER_SECOND));
+                put(&mut out, windows, T::ActiveDecodeThroughput, &act(&rate, &conc));
+                let per_user = divide(&rate, &conc);
+                drop(rate);
+                put(&mut out, windows, T::ActiveDecodeThroughputPerUser, &act(&per_user, &conc));
+                put(&mut out, windows, T::EffectiveDecodeThroughputPerUser, &tw(&per_user, PER_SECOND));
+            }
         }
         {
             let conc = self.sweep(|s, _, e| {
@@ -664,11 +729,16 @@ impl Timeline {
             let per_user = divide(&rate, &conc);
             drop(rate);
             put(&mut out, windows, T::ActivePrefillThroughputPerUser, &act(&per_user, &conc));
-            put_all(&mut out, T::EffectivePrefillThroughputPerUser, last(per_user, PER_SECOND));
+            put(&mut out, windows, T::EffectivePrefillThroughputPerUser, &tw(&per_user, PER_SECOND));
         }
         let per_chunk = !self.chunks.is_empty();
-        let in_flight = self.sweep(|s, later, e| tokens_in_flight(s, later, per_chunk, e));
-        put_all(&mut out, T::TokensInFlight, last(in_flight, 1.0));
+        let in_flight = |s: &Span, later: &[u64], e: &mut Vec<Event>| tokens_in_flight(s, later, per_chunk, e);
+        if let (Some((from, to)), [o]) = (streamed, &mut out[..]) {
+            o.push((T::TokensInFlight, self.streamed(in_flight, from, to)));
+        } else {
+            let steps = self.sweep(in_flight);
+            put(&mut out, windows, T::TokensInFlight, &tw(&steps, 1.0));
+        }
         // AIPerf's order.
         let order = [
             T::EffectiveConcurrency,
@@ -692,11 +762,136 @@ impl Timeline {
         out
     }
 
+    /// The sweep's rounding floor and whether it has any step.
+    fn floor(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>)) -> (f64, bool) {
+        let mut any = false;
+        let largest = self.sweep_steps(each, 0.0, |_, _| any = true);
+        (1e-9 * largest, any)
+    }
+
+    /// [`over_window`] of the sweep of `each`, in passes over the sweep made again for each.
+    fn streamed(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>) + Copy, from: u64, to: u64) -> TimeWeighted {
+        let (floor, any) = self.floor(each);
+        if !any || to <= from {
+            return TimeWeighted::default();
+        }
+        let mut w = Weighted::new(Some((to - from) as f64), u64::MAX);
+        while !w.done() {
+            let mut feed = Feed::new(from, to, 0.0);
+            self.sweep_steps(each, floor, |t, v| feed.step(t, v, |d, v| w.add(d, v)));
+            feed.finish(|d, v| w.add(d, v));
+            w.end_pass();
+        }
+        w.result()
+    }
+
+    /// The four decode-rate metrics over `[from, to)` in passes over the decode rate's sweep
+    /// (made again for each) merged with the decode concurrency `conc`: the rate over the
+    /// window, while `conc` is above 0, and the rate per request (`divide`) both ways.
+    fn decode_streamed(
+        &self,
+        rate: impl Fn(&Span, &[u64], &mut Vec<Event>) + Copy,
+        conc: &Steps,
+        from: u64,
+        to: u64,
+    ) -> [(TimelineMetric, TimeWeighted); 4] {
+        use TimelineMetric as T;
+        let (floor, any) = self.floor(rate);
+        let tags = [
+            T::EffectiveDecodeThroughput,
+            T::ActiveDecodeThroughput,
+            T::ActiveDecodeThroughputPerUser,
+            T::EffectiveDecodeThroughputPerUser,
+        ];
+        if !any || to <= from {
+            return tags.map(|t| (t, TimeWeighted::default()));
+        }
+        let window = Some((to - from) as f64);
+        let mut pass = DecodePass {
+            rate: Weighted::new(window, u64::MAX),
+            active: Weighted::new(None, u64::MAX),
+            per_user: Weighted::new(None, u64::MAX),
+            per_user_window: Weighted::new(window, u64::MAX),
+            own: Feed::new(from, to, 0.0),
+            both: Feed::new(from, to, (0.0, 0.0)),
+            with_conc: !conc.is_empty(),
+        };
+        while !pass.done() {
+            pass.own = Feed::new(from, to, 0.0);
+            pass.both = Feed::new(from, to, (0.0, 0.0));
+            let (mut j, mut r, mut c) = (0, 0.0, 0.0);
+            self.sweep_steps(rate, floor, |t, v| {
+                while let Some(&(tc, vc)) = conc.get(j)
+                    && tc < t
+                {
+                    c = vc;
+                    j += 1;
+                    pass.both(tc, r, c);
+                }
+                if let Some(&(tc, vc)) = conc.get(j)
+                    && tc == t
+                {
+                    c = vc;
+                    j += 1;
+                }
+                r = v;
+                pass.own(t, r);
+                pass.both(t, r, c);
+            });
+            for &(tc, vc) in conc.get(j..).unwrap_or(&[]) {
+                c = vc;
+                pass.both(tc, r, c);
+            }
+            pass.end_pass();
+        }
+        let results = [&pass.rate, &pass.active, &pass.per_user, &pass.per_user_window];
+        let mut i = 0;
+        tags.map(|t| {
+            let r = results[i];
+            i += 1;
+            (t, if r.done() && (i == 1 || pass.with_conc) { r.result() } else { TimeWeighted::default() })
+        })
+    }
+
     /// The step function of the events `each` makes of every span (given its chunks after the
-    /// first), summed in [`event_order`]. Spans are taken up in the order of their earliest
-    /// event and their events merged through a heap holding the next event of each span under
-    /// way, so no list of every event is made or sorted.
+    /// first), summed in [`event_order`].
     fn sweep(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>)) -> Steps {
+        let mut sum = Summer::new();
+        self.sweep_events(each, |e| sum.add(e));
+        sum.finish()
+    }
+
+    /// The steps of [`sweep`](Self::sweep) given one at a time, in order, without keeping them:
+    /// `step(time, level)`, a level smaller than `floor` in magnitude given as 0. Returns the
+    /// largest magnitude the level reached (whose 1e-9 is the sweep's rounding floor).
+    fn sweep_steps(
+        &self,
+        each: impl Fn(&Span, &[u64], &mut Vec<Event>),
+        floor: f64,
+        mut step: impl FnMut(u64, f64),
+    ) -> f64 {
+        let floored = |v: f64| if v.abs() < floor { 0.0 } else { v };
+        let (mut at, mut level, mut largest) = (None, 0.0, 0.0f64);
+        self.sweep_events(each, |(t, d)| {
+            if let Some(a) = at
+                && a != t
+            {
+                step(a, floored(level));
+            }
+            level += d;
+            largest = largest.max(level.abs());
+            at = Some(t);
+        });
+        if let Some(a) = at {
+            step(a, floored(level));
+        }
+        largest
+    }
+
+    /// Gives `sink` the events `each` makes of every span, in [`event_order`]. Spans are taken
+    /// up in the order of their earliest event and their events merged through a heap holding
+    /// the next event of each span under way, so no list of every event is made or sorted.
+    fn sweep_events(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>), mut sink: impl FnMut(Event)) {
         // Where each span's later chunks start in `chunks`, when any span has some.
         let offsets: Vec<usize> = if self.chunks.is_empty() {
             Vec::new()
@@ -734,7 +929,6 @@ impl Timeline {
         let mut pending: Vec<Pending> = Vec::new();
         let mut free: Vec<usize> = Vec::new();
         let mut heap: BinaryHeap<Head> = BinaryHeap::new();
-        let mut sum = Summer::new();
         let mut taken = order.iter().peekable();
         loop {
             // Every span whose earliest event is not after the next event to sum joins the
@@ -756,7 +950,7 @@ impl Timeline {
                 heap.push(Head { event: p.events[0], slot });
             }
             let Some(mut head) = heap.peek_mut() else { break };
-            sum.add(head.event);
+            sink(head.event);
             let p = &mut pending[head.slot];
             match p.events.get(p.next) {
                 Some(&e) => {
@@ -769,7 +963,6 @@ impl Timeline {
                 }
             }
         }
-        sum.finish()
     }
 }
 
@@ -955,24 +1148,139 @@ mod tests {
         steps.iter().map(|&(t, v)| (t, v.to_bits())).collect()
     }
 
-    proptest::proptest! {
-        /// A curve's statistics written over its own steps are those of a copy.
-        #[test]
-        fn statistics_over_the_curve_itself_equal_those_of_a_copy(
-            steps in proptest::collection::vec((0u64..50, -5.0f64..5.0), 0..30),
-            from in 0u64..60,
-            len in 0u64..60,
-        ) {
-            let mut sum = Summer::new();
-            let mut steps = steps;
-            steps.sort_by_key(|s| s.0);
-            for e in steps {
-                sum.add(e);
+    /// The statistics of a copy of the pairs sorted by value: what the passes must give.
+    fn sorted_copy(mut held: Vec<(u64, f64)>, total: f64) -> TimeWeighted {
+        held.retain(|h| h.0 > 0);
+        if held.is_empty() || total <= 0.0 {
+            return TimeWeighted::default();
+        }
+        let avg = held.iter().map(|&(d, v)| v * d as f64).sum::<f64>() / total;
+        let var = held.iter().map(|&(d, v)| d as f64 * (v - avg) * (v - avg)).sum::<f64>() / total;
+        held.sort_unstable_by(|a, b| a.1.total_cmp(&b.1));
+        let whole: f64 = held.iter().map(|h| h.0 as f64).sum();
+        let fractions = [0.50, 0.90, 0.95, 0.99];
+        let mut q = [held[held.len() - 1].1; 4];
+        let (mut next, mut c) = (0, 0.0);
+        for h in &held {
+            c += h.0 as f64;
+            while next < fractions.len() && c / whole >= fractions[next] {
+                q[next] = h.1;
+                next += 1;
             }
-            let steps = sum.finish();
-            let bits = |w: TimeWeighted| w.stats().map(|(_, v)| v.to_bits());
-            let want = over_window(&steps, from, from + len, 3.0);
-            proptest::prop_assert_eq!(bits(over_window_owned(steps, from, from + len, 3.0)), bits(want));
+        }
+        TimeWeighted {
+            avg,
+            min: held[0].1,
+            max: held[held.len() - 1].1,
+            p50: q[0],
+            p90: q[1],
+            p95: q[2],
+            p99: q[3],
+            std: var.sqrt(),
+        }
+    }
+
+    fn stat_bits(w: TimeWeighted) -> [u64; 8] {
+        w.stats().map(|(_, v)| v.to_bits())
+    }
+
+    /// NaN-free values: small, huge, tiny, signed zeros and a few repeated ones (ties).
+    fn any_value() -> impl proptest::strategy::Strategy<Value = f64> {
+        use proptest::prelude::*;
+        prop_oneof![
+            -5.0f64..5.0,
+            proptest::num::f64::NORMAL
+                | proptest::num::f64::SUBNORMAL
+                | proptest::num::f64::ZERO
+                | proptest::num::f64::INFINITE,
+            prop::sample::select(vec![0.0, -0.0, 1.0, 2.5, -3.0, 1e300, f64::MIN_POSITIVE]),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Statistics taken in passes (histograms of the values' bits down to every level, or
+        /// the one bucket kept) equal those of a sorted copy, to the bit.
+        #[test]
+        fn passes_give_the_statistics_of_a_sorted_copy(
+            held in proptest::collection::vec((proptest::prop_oneof![0u64..4, 0u64..1_000_000, proptest::strategy::Just(1u64 << 52)], any_value()), 0..60),
+            window in proptest::option::of(1u64..3_000_000),
+            keep in proptest::sample::select(vec![0u64, 1, 3, 1 << 20]),
+        ) {
+            let active: u64 = held.iter().map(|h| h.0).sum();
+            let total = window.map(|w| w as f64);
+            let want = sorted_copy(held.clone(), total.unwrap_or(active as f64));
+            for upto in [held.len() as u64, u64::MAX] {
+                let mut w = weighted::Weighted::with_keep(total, upto, keep);
+                let mut passes = 0;
+                while !w.done() {
+                    for &(d, v) in &held {
+                        w.add(d, v);
+                    }
+                    w.end_pass();
+                    passes += 1;
+                    proptest::prop_assert!(passes <= 6);
+                }
+                proptest::prop_assert_eq!(stat_bits(w.result()), stat_bits(want), "upto {} keep {}", upto, keep);
+            }
+        }
+    }
+
+    #[test]
+    fn durations_past_2_pow_53_are_sorted_whole() {
+        let held = vec![(1u64 << 60, 1.0), (3, 2.0), ((1 << 60) + 1, 0.5), (7, -1.0), (1 << 54, 2.0)];
+        let total: u64 = held.iter().map(|h| h.0).sum();
+        let want = sorted_copy(held.clone(), total as f64);
+        let got = Weighted::of_pairs(
+            |w| {
+                for &(d, v) in &held {
+                    w.add(d, v);
+                }
+            },
+            None,
+            u64::MAX,
+        );
+        assert_eq!(stat_bits(got), stat_bits(want));
+    }
+
+    proptest::proptest! {
+        /// Over one window, the metrics with the per-chunk curves taken in passes over their
+        /// sweep equal those over the kept curves, to the bit, whatever the window.
+        #[test]
+        fn streamed_curves_give_the_kept_curves_metrics(
+            reqs in proptest::collection::vec(
+                (0u64..40, 0u64..30, proptest::collection::vec(0u64..40, 0..6), proptest::prop_oneof![0u64..20, proptest::strategy::Just(5_000_000_000u64)], 0u64..300, 0u64..9, proptest::bool::ANY, proptest::bool::ANY, proptest::bool::ANY),
+                1..30,
+            ),
+            from in 0u64..80,
+            len in 0u64..120,
+        ) {
+            let mut tl = Timeline::default();
+            for (start, ttft, mut gaps, tail, isl, osl, ok, even, streaming) in reqs {
+                let first = start + ttft;
+                if even && let Some(&g) = gaps.first() {
+                    gaps = (1..=gaps.len() as u64).map(|k| k * g).collect();
+                }
+                let mut chunks = vec![first];
+                chunks.extend(gaps.iter().map(|g| first + g));
+                let r = RequestRecord {
+                    sent_ns: start,
+                    chunk_ns: chunks,
+                    end_ns: first + gaps.iter().max().copied().unwrap_or(0) + tail,
+                    streaming,
+                    input_tokens: Some(isl),
+                    output_tokens: Some(osl),
+                    ..Default::default()
+                };
+                let m = RequestMetrics::of(&r, false);
+                tl.add(&r, ok.then_some(&m));
+            }
+            let w = [(from, from + len)];
+            let kept = tl.metrics_over_with(&w, u64::MAX);
+            let streamed = tl.metrics_over_with(&w, 0);
+            let bits = |m: &[Vec<(TimelineMetric, TimeWeighted)>]| -> Vec<(TimelineMetric, [u64; 8])> {
+                m[0].iter().map(|&(t, v)| (t, stat_bits(v))).collect()
+            };
+            proptest::prop_assert_eq!(bits(&streamed), bits(&kept));
         }
     }
 

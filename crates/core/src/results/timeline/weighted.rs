@@ -1,0 +1,309 @@
+//! Time-weighted statistics of values held for durations, taken in passes over the values in
+//! their time order, so that a curve too large to keep can be made again for each pass instead
+//! of copied and sorted.
+//!
+//! The figures are those of sorting a copy, to the bit: the mean and the variance add their
+//! terms in time order; a percentile is the first value, in [`f64::total_cmp`] order, whose
+//! cumulated duration reaches the fraction. The cumulated durations are whole numbers of
+//! nanoseconds, exact in `f64` up to 2^53 (104 days), so the order in which equal values are
+//! met changes no figure; the percentiles are found by a selection over the values' bits
+//! (a histogram of 16 bits per pass, then a sort of the one bucket left once it is small). A
+//! window of more than 2^53 ns keeps every value and sorts them.
+
+use super::TimeWeighted;
+
+/// The fractions of AIPerf's percentiles: p50, p90, p95, p99.
+const FRACTIONS: [f64; 4] = [0.50, 0.90, 0.95, 0.99];
+
+/// Bits of a value's key decided per histogram pass.
+const DIGIT: u32 = 16;
+
+/// A bucket of at most this many values is kept and sorted on the next pass.
+const KEEP: u64 = 1 << 20;
+
+/// The largest sum of durations whose partial sums are all exact in `f64`.
+const EXACT: u64 = 1 << 53;
+
+/// `v`'s place in [`f64::total_cmp`] order, as an unsigned number.
+fn key(v: f64) -> u64 {
+    let b = v.to_bits();
+    if b >> 63 == 1 { !b } else { b | 1 << 63 }
+}
+
+/// The value of a [`key`].
+fn value(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
+/// Where one percentile is looked for: the keys whose top `64 − shift` bits are `prefix`.
+#[derive(Clone, Copy, Debug)]
+struct Target {
+    /// Bits of the key not decided yet (64 at first).
+    shift: u32,
+    prefix: u64,
+    /// The duration of every value with a smaller key than the range.
+    below: u64,
+    /// Values inside the range.
+    count: u64,
+    /// The percentile's key, once found.
+    found: Option<u64>,
+}
+
+impl Target {}
+
+/// One range looked into during a pass, shared by the targets in it.
+#[derive(Debug)]
+struct Probe {
+    shift: u32,
+    prefix: u64,
+    /// Per digit: (duration, values); empty when the range's values are kept.
+    histogram: Vec<(u64, u64)>,
+    /// (key, duration) of the range's values when kept.
+    kept: Vec<(u64, u64)>,
+}
+
+/// Statistics of (duration, value) pairs given pass after pass, each pass the same pairs in the
+/// same order. `total`: the duration that the mean and variance divide by (the window), or, when
+/// `None`, the sum of the durations; `upto`: at most how many pairs there are (a few are kept and
+/// sorted at once, with no histogram).
+#[derive(Debug)]
+pub(super) struct Weighted {
+    total: Option<f64>,
+    pass: u32,
+    done: bool,
+    n: u64,
+    durations: u128,
+    sum: f64,
+    var: f64,
+    avg: f64,
+    min: u64,
+    max: u64,
+    targets: [Target; 4],
+    /// A bucket of at most this many values is kept and sorted ([`KEEP`]).
+    keep: u64,
+    probes: Vec<Probe>,
+    /// Every pair, when the durations are too long for exact cumulated sums.
+    all: Option<Vec<(u64, f64)>>,
+    result: TimeWeighted,
+}
+
+impl Weighted {
+    pub(super) fn new(total: Option<f64>, upto: u64) -> Weighted {
+        Weighted::with_keep(total, upto, KEEP)
+    }
+
+    /// [`new`](Self::new), keeping buckets of at most `keep` values.
+    pub(super) fn with_keep(total: Option<f64>, upto: u64, keep: u64) -> Weighted {
+        let t = Target { shift: 64, prefix: 0, below: 0, count: upto, found: None };
+        let mut w = Weighted {
+            total,
+            pass: 1,
+            done: false,
+            n: 0,
+            durations: 0,
+            sum: -0.0,
+            var: -0.0,
+            avg: 0.0,
+            min: u64::MAX,
+            max: 0,
+            targets: [t; 4],
+            keep,
+            probes: Vec::new(),
+            all: None,
+            result: TimeWeighted::default(),
+        };
+        w.plan();
+        w
+    }
+
+    /// Whether every figure is known.
+    pub(super) fn done(&self) -> bool {
+        self.done
+    }
+
+    /// The statistics, once [`done`](Self::done).
+    pub(super) fn result(&self) -> TimeWeighted {
+        self.result
+    }
+
+    /// The probes of the next pass, one per distinct range of the targets not found.
+    fn plan(&mut self) {
+        self.probes.clear();
+        for t in self.targets.iter().filter(|t| t.found.is_none()) {
+            if self.probes.iter().any(|p| p.shift == t.shift && p.prefix == t.prefix) {
+                continue;
+            }
+            let histogram = if t.count <= self.keep { Vec::new() } else { vec![(0, 0); 1 << DIGIT] };
+            self.probes.push(Probe { shift: t.shift, prefix: t.prefix, histogram, kept: Vec::new() });
+        }
+    }
+
+    /// One pair of the current pass.
+    #[inline]
+    pub(super) fn add(&mut self, d: u64, v: f64) {
+        if d == 0 || self.done {
+            return;
+        }
+        if self.pass == 1 {
+            self.n += 1;
+            self.durations += u128::from(d);
+            self.sum += v * d as f64;
+        } else if self.pass == 2 {
+            self.var += d as f64 * (v - self.avg) * (v - self.avg);
+        }
+        if let Some(all) = &mut self.all {
+            all.push((d, v));
+            return;
+        }
+        let k = key(v);
+        if self.pass == 1 {
+            self.min = self.min.min(k);
+            self.max = self.max.max(k);
+        }
+        for p in &mut self.probes {
+            if p.shift != 64 && k >> p.shift != p.prefix {
+                continue;
+            }
+            if p.histogram.is_empty() {
+                p.kept.push((k, d));
+            } else {
+                let digit =
+                    if p.shift == 64 { k >> (64 - DIGIT) } else { (k >> (p.shift - DIGIT)) & ((1 << DIGIT) - 1) };
+                let h = &mut p.histogram[digit as usize];
+                h.0 += d;
+                h.1 += 1;
+            }
+        }
+    }
+
+    /// Ends a pass; afterwards [`done`](Self::done) says whether another is needed.
+    pub(super) fn end_pass(&mut self) {
+        if self.done {
+            return;
+        }
+        if self.pass == 1 {
+            let total = self.total.unwrap_or(self.durations as f64);
+            if self.n == 0 || total <= 0.0 {
+                self.done = true;
+                return;
+            }
+            self.avg = self.sum / total;
+            if self.durations > u128::from(EXACT) {
+                self.probes.clear();
+                self.all = Some(Vec::new());
+                self.pass = 2;
+                return;
+            }
+        } else if self.pass == 2 {
+            let total = self.total.unwrap_or(self.durations as f64);
+            self.result.avg = self.avg;
+            self.result.std = (self.var / total).sqrt();
+            if let Some(mut all) = self.all.take() {
+                all.sort_unstable_by(|a, b| a.1.total_cmp(&b.1));
+                self.result.min = all[0].1;
+                self.result.max = all[all.len() - 1].1;
+                let whole: f64 = all.iter().map(|h| h.0 as f64).sum();
+                let mut q = [all[all.len() - 1].1; 4];
+                let (mut next, mut c) = (0, 0.0);
+                for h in &all {
+                    c += h.0 as f64;
+                    while next < FRACTIONS.len() && c / whole >= FRACTIONS[next] {
+                        q[next] = h.1;
+                        next += 1;
+                    }
+                }
+                [self.result.p50, self.result.p90, self.result.p95, self.result.p99] = q;
+                self.done = true;
+                return;
+            }
+        }
+        let whole = self.durations as f64;
+        let reaches = |c: u64, f: f64| c as f64 / whole >= f;
+        for probe in &mut self.probes {
+            if !probe.histogram.is_empty() {
+                continue;
+            }
+            probe.kept.sort_unstable_by_key(|e| e.0);
+        }
+        for (t, &f) in self.targets.iter_mut().zip(&FRACTIONS) {
+            if t.found.is_some() {
+                continue;
+            }
+            let Some(p) = self.probes.iter().find(|p| p.shift == t.shift && p.prefix == t.prefix) else {
+                continue;
+            };
+            let mut c = t.below;
+            if p.histogram.is_empty() {
+                t.found = Some(self.max);
+                for &(k, d) in &p.kept {
+                    c += d;
+                    if reaches(c, f) {
+                        t.found = Some(k);
+                        break;
+                    }
+                }
+                continue;
+            }
+            let mut chosen = None;
+            for (digit, &(d, n)) in p.histogram.iter().enumerate() {
+                if reaches(c + d, f) {
+                    chosen = Some((digit as u64, d, n));
+                    break;
+                }
+                c += d;
+            }
+            let Some((digit, _, n)) = chosen else {
+                t.found = Some(self.max);
+                continue;
+            };
+            t.shift -= DIGIT;
+            t.prefix = if p.shift == 64 { digit } else { p.prefix << DIGIT | digit };
+            t.below = c;
+            t.count = n;
+            if t.shift == 0 {
+                t.found = Some(t.prefix);
+            }
+        }
+        self.pass += 1;
+        if self.pass > 2 && self.targets.iter().all(|t| t.found.is_some()) {
+            self.finish();
+        } else {
+            self.plan();
+        }
+    }
+
+    fn finish(&mut self) {
+        let q = self.targets.map(|t| value(t.found.unwrap_or(self.max)));
+        [self.result.p50, self.result.p90, self.result.p95, self.result.p99] = q;
+        self.result.min = value(self.min);
+        self.result.max = value(self.max);
+        self.probes = Vec::new();
+        self.done = true;
+    }
+
+    /// The statistics of the pairs `pairs` gives to [`add`](Self::add), pass after pass.
+    pub(super) fn of_pairs(pairs: impl Fn(&mut Weighted), total: Option<f64>, upto: u64) -> TimeWeighted {
+        let mut w = Weighted::new(total, upto);
+        while !w.done() {
+            pairs(&mut w);
+            w.end_pass();
+        }
+        w.result()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_follow_total_order() {
+        let vals = [f64::NEG_INFINITY, -1e300, -1.0, -0.0, 0.0, 5e-324, 1.0, f64::MAX, f64::INFINITY];
+        for w in vals.windows(2) {
+            assert!(key(w[0]) < key(w[1]), "{w:?}");
+        }
+        for v in vals {
+            assert_eq!(value(key(v)).to_bits(), v.to_bits());
+        }
+    }
+}
