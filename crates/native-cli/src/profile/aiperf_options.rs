@@ -103,10 +103,6 @@ const BASETEN_ONLY: Refusal = Refusal {
     why: "AIPerf 0.13 applies it to baseten_trace datasets only (a Mooncake trace replays as without it), and aiperf-cli reads no baseten_trace",
     instead: "drop the option; --synthesis-speedup-ratio scales a trace's times, convert-trace --sample-fraction and --max-idle-gap-ms sample and compress it",
 };
-const WEKA_ONLY: Refusal = Refusal {
-    why: "AIPerf 0.13 applies it to weka_trace datasets only (it changes nothing on other formats), and on WEKA input it needs what the WEKA reader here does not keep yet (each request's think_time and api_time, AIPerf's re-timed turns and whole-trace selection)",
-    instead: "convert the WEKA trace first with convert-trace (--max-turn-gap-ms, --max-idle-gap-ms caps gaps)",
-};
 const PROFILER: Refusal = Refusal {
     why: "not yet supported: server profiler hooks",
     instead: "start the server's profiler around the run yourself",
@@ -195,9 +191,9 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--hf-weka-dataset", &DOWNLOADS),
     refused("--dataset-filter", &DOWNLOADS),
     same("--custom-dataset-type", &["mooncake_trace"]),
-    refused("--ignore-trace-delays", &WEKA_ONLY),
-    refused("--use-think-time-only", &WEKA_ONLY),
-    refused("--max-context-length", &WEKA_ONLY),
+    same("--ignore-trace-delays", &[]),
+    same("--use-think-time-only", &[]),
+    same("--max-context-length", &["4096"]),
     same("--dataset-sampling-strategy", &["shuffle"]),
     same("--allow-dataset-wrap", &[]),
     same("--no-allow-dataset-wrap", &[]),
@@ -272,7 +268,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--trajectory-start-min-ratio", &AGENTIC),
     refused("--trajectory-start-max-ratio", &AGENTIC),
     refused("--burst-phase-starts", &AGENTIC),
-    refused("--trace-idle-gap-cap-seconds", &WEKA_ONLY),
+    same("--trace-idle-gap-cap-seconds", &["60"]),
     refused("--system-idle-gap-cap-seconds", &AGENTIC),
     refused("--scenario", &SCENARIO),
     refused("--unsafe-override", &SCENARIO),

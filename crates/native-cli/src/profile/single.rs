@@ -190,8 +190,18 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
         });
         let t0 = Instant::now();
         let trace = match &src.input {
-            Input::File(f) => crate::io::trace_format::read_trace_any(f, &src.format, false, src.max_line_bytes)
-                .map(|o| (o.trace, t0.elapsed())),
+            Input::File(f) => {
+                let opts = aiperf_core::formats::ConvertOptions { weka: src.weka, ..Default::default() };
+                crate::io::trace_format::read_trace_with(f, &src.format, false, src.max_line_bytes, &opts).and_then(
+                    |o| {
+                        let trace = match &src.weka {
+                            Some(w) => super::plan::weka::apply(o.trace, o.format, w)?,
+                            None => o.trace,
+                        };
+                        Ok((trace, t0.elapsed()))
+                    },
+                )
+            }
             Input::Synthetic(w) => {
                 w.generate(src.seed).context("cannot generate the synthetic workload").map(|t| (t, t0.elapsed()))
             }

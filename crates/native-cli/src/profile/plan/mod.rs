@@ -13,7 +13,8 @@
 //! - [`shaping`]: AIPerf's load-shaping options (request cancellation, warm-up, ramps, gamma
 //!   arrivals, rate series);
 //! - [`secrets`]: credentials in URLs and headers, redacted and masked;
-//! - [`tls`]: the `--ssl-ca-cert` file.
+//! - [`tls`]: the `--ssl-ca-cert` file;
+//! - [`weka`]: AIPerf's `weka_trace` replay options, checked and applied to the trace read.
 
 pub mod aiperf_config;
 pub mod arrivals;
@@ -23,6 +24,7 @@ pub mod replay;
 pub mod secrets;
 pub mod shaping;
 pub mod tls;
+pub mod weka;
 
 pub use campaign::{Mode, ProfilePlan};
 pub use replay::ReplayPlan;

@@ -21,7 +21,7 @@ use super::limits::{
 use super::secrets::{basic_auth, is_credential_header, redact_url, split_credentials};
 use super::tls::TlsOptions;
 use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
-use crate::profile::body::{BodyTemplate, EndpointType};
+use crate::profile::body::{BodyTemplate, EndpointType, TurnHistory};
 use crate::profile::options::{Args, ConnectionReuse, UiType, WaitMode};
 use crate::profile::{artifacts, client, progress, scraper};
 
@@ -90,6 +90,8 @@ pub struct Source {
     pub arrivals: Arrivals,
     /// Which session each generated session run takes (`--dataset-sampling-strategy`).
     pub sampling: Sampling,
+    /// AIPerf's `weka_trace` replay options, when one is given.
+    pub weka: Option<aiperf_core::formats::WekaTiming>,
 }
 
 /// When sending stops and how much may be in flight.
@@ -261,6 +263,8 @@ impl ReplayPlan {
         let times = times(&a)?;
         let prefill = super::shaping::prefill(&a.shape, load.concurrency, a.streaming, load.coordination.shard)?;
         let synthesis = synthesis(&a, block_size)?;
+        let input = input(&a, block_size)?;
+        let weka = super::weka::timing(&a, &format, &input, synthesis.as_ref().and_then(|p| p.max_osl))?;
         let server = ServerPlan::of(&a, &urls)?;
         let sampling = a.dataset_sampling_strategy.unwrap_or_default();
         if a.fixed_schedule {
@@ -289,7 +293,8 @@ impl ReplayPlan {
                     model: a.model.clone(),
                     streaming: a.streaming,
                     legacy_max_tokens: a.use_legacy_max_tokens,
-                    turn_history: a.turn_history,
+                    // WEKA sessions' rows carry their conversation in `input_length`.
+                    turn_history: if weka.is_some() { TurnHistory::None } else { a.turn_history },
                     max_prompt_tokens: in_range(a.max_prompt_tokens, "--max-prompt-tokens", 1, 1 << 32)?,
                     extra_inputs,
                     continuous_usage: per_chunk_usage(&a)?,
@@ -297,8 +302,9 @@ impl ReplayPlan {
                 reuse_connections: a.connection_reuse_strategy != Some(ConnectionReuse::Never),
             },
             source: Source {
-                input: input(&a, block_size)?,
+                input,
                 format,
+                weka,
                 max_line_bytes: in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?,
                 block_size,
                 seed: a.random_seed,
