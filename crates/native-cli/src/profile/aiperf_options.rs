@@ -138,10 +138,6 @@ const CONSOLE: Refusal = Refusal {
     instead: "--progress-interval sets the seconds between progress lines",
 };
 const CONTENT_TYPE: Refusal = Refusal { why: "bodies are always JSON", instead: "drop the option" };
-const STICKY: Refusal = Refusal {
-    why: "connections are pooled or opened per request (never), not held one per session",
-    instead: "--connection-reuse-strategy pooled (the default) or never",
-};
 const BATCH: Refusal =
     Refusal { why: "batched prompts are not supported", instead: "one prompt per request, as the trace gives" };
 
@@ -498,12 +494,6 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--osl-steps", &GRID),
 ];
 
-/// The refusal of a value that is refused while its option is honoured
-/// (`--connection-reuse-strategy sticky-user-sessions`).
-pub fn refused_value(spelling: &str, value: &str) -> Option<&'static Refusal> {
-    (spelling == "--connection-reuse-strategy" && value.eq_ignore_ascii_case("sticky-user-sessions")).then_some(&STICKY)
-}
-
 /// The entry of an AIPerf spelling, if it is one.
 pub fn lookup(spelling: &str) -> Option<&'static AiperfOption> {
     OPTIONS.iter().find(|o| o.spelling == spelling)
@@ -526,20 +516,6 @@ pub fn refusal(args: &[String]) -> Option<String> {
             return Some(format!(
                 "the AIPerf option --stream {d} is not supported by `aiperf-cli profile`: {}; instead: {}",
                 TRACKING.why, TRACKING.instead
-            ));
-        }
-        // `--connection-reuse-strategy sticky-user-sessions`: one connection per session.
-        let reuse = match a.split_once('=') {
-            Some(("--connection-reuse-strategy", v)) => Some(v),
-            None if a == "--connection-reuse-strategy" => args.get(i + 1).map(String::as_str),
-            _ => None,
-        };
-        if let Some(v) = reuse
-            && let Some(r) = refused_value("--connection-reuse-strategy", v)
-        {
-            return Some(format!(
-                "the AIPerf option --connection-reuse-strategy {v} is not supported by `aiperf-cli profile`: {}; instead: {}",
-                r.why, r.instead
             ));
         }
         let name = if a.starts_with("--") { a.split('=').next().unwrap_or(a) } else { short_name(a) };

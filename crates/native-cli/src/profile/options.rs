@@ -386,8 +386,9 @@ pub struct Args {
     #[arg(help_heading = "Endpoint", long, alias = "transport-type", hide = true, value_enum)]
     pub transport: Option<Transport>,
     /// How connections are reused, as AIPerf's: pooled (kept alive and shared by every request;
-    /// the default) or never (a new connection for each request, closed after its response, so
-    /// every latency includes opening it).
+    /// the default), never (a new connection for each request, closed after its response, so
+    /// every latency includes opening it) or sticky-user-sessions (a connection per session, kept
+    /// for all its turns and closed after its last, for sticky load balancing).
     #[arg(help_heading = "Endpoint", long, value_enum, value_name = "STRATEGY")]
     pub connection_reuse_strategy: Option<ConnectionReuse>,
     /// Ask a streaming chat server for usage on every chunk (stream_options.continuous_usage_stats,
@@ -498,11 +499,12 @@ pub enum Transport {
     Http,
 }
 
-/// AIPerf's `--connection-reuse-strategy` (its `sticky-user-sessions` is refused before clap).
+/// AIPerf's `--connection-reuse-strategy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ConnectionReuse {
     Pooled,
     Never,
+    StickyUserSessions,
 }
 
 /// AIPerf's `--wait-for-model-mode`.

@@ -83,7 +83,9 @@ fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
     }
     let trust = trust(plan);
     let proxies = proxy::Proxies::from_env();
-    let client = http::http_client_reusing(&trust, proxies.clone(), t.reuse_connections).context(BadInput)?;
+    let connector = http::connector(&trust, proxies.clone()).context(BadInput)?;
+    let sticky = t.sticky.then(|| client::Sticky::new(connector.clone()));
+    let client = http::client_on(connector, t.reuse_connections);
     let shown = plan.shown_urls();
     let mut endpoints = Vec::with_capacity(t.urls.len());
     for (i, (url, headers)) in plan.request_targets().into_iter().enumerate() {
@@ -104,7 +106,7 @@ fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
         }
         endpoints.push(ep);
     }
-    Ok(client::HttpTransport { client, endpoints, raw: plan.exports.raw })
+    Ok(client::HttpTransport { client, endpoints, raw: plan.exports.raw, sticky })
 }
 
 /// Waits for the server (`--wait-for-server`), starts scraping its metrics with a baseline scrape,

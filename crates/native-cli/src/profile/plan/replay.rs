@@ -47,6 +47,8 @@ pub struct Target {
     /// Whether a connection is kept for later requests (`--connection-reuse-strategy never`
     /// opens one per request).
     pub reuse_connections: bool,
+    /// A connection per session (`--connection-reuse-strategy sticky-user-sessions`).
+    pub sticky: bool,
 }
 
 /// Where the replayed rows come from.
@@ -300,6 +302,7 @@ impl ReplayPlan {
                     continuous_usage: per_chunk_usage(&a)?,
                 },
                 reuse_connections: a.connection_reuse_strategy != Some(ConnectionReuse::Never),
+                sticky: a.connection_reuse_strategy == Some(ConnectionReuse::StickyUserSessions),
             },
             source: Source {
                 input,
@@ -519,6 +522,7 @@ pub fn connection_reuse_name(c: ConnectionReuse) -> &'static str {
     match c {
         ConnectionReuse::Pooled => "pooled",
         ConnectionReuse::Never => "never",
+        ConnectionReuse::StickyUserSessions => "sticky-user-sessions",
     }
 }
 
