@@ -361,17 +361,18 @@ fn connection_reuse_strategy_never_opens_a_connection_per_request() {
     }
 }
 
+/// What a client sent on each connection a relay accepted, in order.
+type Sent = std::sync::Arc<std::sync::Mutex<Vec<std::sync::Arc<std::sync::Mutex<Vec<u8>>>>>>;
+
 /// A TCP relay to `target` that keeps, per connection it accepts, the bytes the client sent.
-fn recording_relay(
-    target: &str,
-) -> (String, std::sync::Arc<std::sync::Mutex<Vec<std::sync::Arc<std::sync::Mutex<Vec<u8>>>>>>) {
+fn recording_relay(target: &str) -> (String, Sent) {
     use std::io::{Read, Write};
     use std::net::{Shutdown, TcpListener, TcpStream};
     use std::sync::{Arc, Mutex};
     let target = target.trim_start_matches("http://").trim_end_matches('/').to_owned();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let conns: Arc<Mutex<Vec<Arc<Mutex<Vec<u8>>>>>> = Arc::default();
+    let conns: Sent = Arc::default();
     let seen = conns.clone();
     std::thread::spawn(move || {
         for client in listener.incoming() {

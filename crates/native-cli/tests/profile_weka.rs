@@ -16,13 +16,14 @@ const LIMIT: Duration = Duration::from_secs(120);
 const MS: i64 = 1_000_000;
 
 /// A WEKA trace: the file's own requests at 0, 1, 1.5 and 40 s, and a sub-agent spawned at
-/// 0.2 s whose requests are 0 and 0.5 s after it (0.2 and 0.7 s on the trace's clock).
+/// 0.8 s whose requests are 0 and 0.45 s after it (0.8 and 1.25 s on the trace's clock; AIPerf
+/// reads a sub-agent's times as relative when they are before its spawn, as these are).
 const TRACE: &str = r#"{"id": "w", "block_size": 64, "hash_id_scope": "local", "models": ["m"], "requests": [
   {"t": 0.0, "type": "n", "model": "m", "in": 100, "out": 4, "hash_ids": [1], "api_time": 0.3, "think_time": null},
-  {"t": 0.2, "type": "subagent", "agent_id": "a1", "subagent_type": "Explore", "status": "completed",
+  {"t": 0.8, "type": "subagent", "agent_id": "a1", "subagent_type": "Explore", "status": "completed",
    "models": ["m"], "duration_ms": 700, "requests": [
     {"t": 0.0, "type": "s", "model": "m", "in": 70, "out": 4, "hash_ids": [9], "api_time": 0.1, "think_time": 0.0},
-    {"t": 0.5, "type": "s", "model": "m", "in": 140, "out": 4, "hash_ids": [9, 8], "api_time": 0.1, "think_time": 0.05}
+    {"t": 0.45, "type": "s", "model": "m", "in": 140, "out": 4, "hash_ids": [9, 8], "api_time": 0.1, "think_time": 0.05}
   ]},
   {"t": 1.0, "type": "n", "model": "m", "in": 200, "out": 4, "hash_ids": [1, 2, 3], "api_time": 0.2, "think_time": 0.25},
   {"t": 1.5, "type": "n", "model": "m", "in": 300, "out": 8, "hash_ids": [1, 2, 3, 4], "api_time": 0.1, "think_time": 0.1},
@@ -78,7 +79,7 @@ fn run(extra: &[&str]) -> (std::process::Output, BTreeMap<String, Vec<(i64, i64)
 
 /// `--use-think-time-only`: a later turn waits its recorded think_time after the previous turn
 /// of its conversation ended; each conversation's first turn keeps its time (the sub-agent's
-/// 200 ms after the file's).
+/// 800 ms after the file's).
 #[test]
 fn think_time_only_waits_the_recorded_think_time() {
     let (_, t) = run(&["--use-think-time-only"]);
@@ -86,7 +87,7 @@ fn think_time_only_waits_the_recorded_think_time() {
     assert_eq!(t["w"].len(), 4);
     assert_eq!(t["w/a1"].len(), 2);
     let first = t["w/a1"][0].0 - t["w"][0].0;
-    assert!((first - 200 * MS).abs() <= MS, "{first}");
+    assert!((first - 800 * MS).abs() <= MS, "{first}");
     assert_after(&t, "w", 1, 250);
     assert_after(&t, "w", 2, 100);
     assert_after(&t, "w", 3, 300);
@@ -102,7 +103,7 @@ fn idle_gaps_are_capped_and_turns_wait_the_idle_time() {
     assert_after(&t, "w", 1, 700); // 1.0 - 0 - 0.3
     assert_after(&t, "w", 2, 300); // 1.5 - 1.0 - 0.2
     assert_after(&t, "w", 3, 900); // (1.5 + 1) - 1.5 - 0.1
-    assert_after(&t, "w/a1", 1, 400); // 0.7 - 0.2 - 0.1
+    assert_after(&t, "w/a1", 1, 350); // 1.25 - 0.8 - 0.1
 }
 
 /// `--ignore-trace-delays`: no times and no delays, every turn right after the previous one
@@ -154,5 +155,109 @@ fn the_options_are_refused_on_other_input() {
         let out = profile_on("http://127.0.0.1:9", &trace, &art, args, LIMIT);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && err.contains(says), "{args:?}: {err}");
+    }
+}
+
+/// AIPerf 0.13.0's own `WekaTraceLoader` on the trace (driven from its virtual environment, with a
+/// stand-in prompt generator: the turns' text does not change their timing): each conversation's
+/// first-turn timestamp and every later turn's delay, as JSON.
+const AIPERF_TIMINGS: &str = r#"
+import json, sys
+from types import SimpleNamespace
+from unittest.mock import MagicMock
+from aiperf.dataset.loader.weka_trace import WekaTraceLoader
+
+class Rng:
+    def set_trace_id(self, t): pass
+    def reseed_for_hash_id(self, h): self.h = h
+    def randrange(self, n): return (getattr(self, 'h', 0) * 7919) % n
+
+class Tok:
+    resolved_name = "stand-in"
+    def decode(self, tokens, **k): return " ".join("w%d" % t for t in tokens)
+    def encode(self, text, **k): return [1] * len(text.split())
+
+def generator():
+    return SimpleNamespace(tokenizer=Tok(), _hash_id_corpus_rng=Rng(), _tokenized_corpus=list(range(5000)),
+        _corpus_size=5000, _cache={}, _bpe_stable_terminator_tokens=[])
+
+opts = json.loads(sys.argv[2])
+dataset = SimpleNamespace(ignore_trace_delays=opts.get("ignore", False), use_think_time_only=opts.get("think", False),
+    max_context_length=None, inter_turn_delay_cap_seconds=None, trace_idle_gap_cap_seconds=opts.get("cap"),
+    synthesis=None, prompts=None, entries=None, model_fields_set=set())
+cfg = MagicMock()
+cfg.get_default_dataset.return_value = dataset
+cfg.get_model_names.return_value = []
+cfg.tokenizer = None
+cfg.phases = []
+run = MagicMock()
+run.cfg = cfg
+loader = WekaTraceLoader(filename=sys.argv[1], run=run, prompt_generator=generator())
+conversations = loader.convert_to_conversations(loader.load_dataset())
+print(json.dumps([[c.turns[0].timestamp] + [t.delay for t in c.turns[1:]] for c in conversations]))
+"#;
+
+/// Ours: the same, from the core's WEKA reader with the options (conversations in order of their
+/// first turn, as AIPerf lists them here).
+fn our_timings(path: &Path, timing: aiperf_core::formats::WekaTiming) -> Vec<Vec<Option<f64>>> {
+    use aiperf_core::formats::{ConvertOptions, Converter, FileOptions, Format};
+    let mut c = Converter::new(ConvertOptions { weka: Some(timing), ..ConvertOptions::default() }).unwrap();
+    c.start_file(FileOptions {
+        source: path.display().to_string().into(),
+        format: Format::Weka,
+        start_offset_ms: 0,
+        conversation_prefix: String::new(),
+    })
+    .unwrap();
+    c.push_document(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut trace = c.finish().unwrap().trace;
+    aiperf_core::formats::time_turns(&mut trace, timing.ignore_delays);
+    let mut by: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+    for row in trace.rows() {
+        let sid = row.session_id.as_deref().unwrap().to_owned();
+        match by.iter_mut().find(|(s, _)| *s == sid) {
+            Some((_, turns)) => turns.push(row.delay.map(|d| d.as_f64())),
+            None => by.push((sid, vec![row.timestamp.map(|t| t.as_f64())])),
+        }
+    }
+    by.into_iter().map(|(_, t)| t).collect()
+}
+
+/// AIPerf's loader and ours give every conversation the same first-turn time and every later
+/// turn the same delay, for each option.
+#[test]
+#[ignore = "needs AIPerf 0.13.0's virtual environment (scripts/aiperf-venv.sh)"]
+fn aiperf_weka_loader_times_turns_as_ours() {
+    use aiperf_core::formats::WekaTiming;
+    let Some(venv) = aiperf_venv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let trace = weka_trace(dir.path());
+    for (opts, timing) in [
+        ("{}", WekaTiming::default()),
+        (r#"{"think": true}"#, WekaTiming { think_time_only: true, ..WekaTiming::default() }),
+        (r#"{"cap": 1.0}"#, WekaTiming { idle_gap_cap_s: Some(1.0), ..WekaTiming::default() }),
+        (
+            r#"{"cap": 1.0, "think": true}"#,
+            WekaTiming { idle_gap_cap_s: Some(1.0), think_time_only: true, ..WekaTiming::default() },
+        ),
+        (r#"{"ignore": true}"#, WekaTiming { ignore_delays: true, ..WekaTiming::default() }),
+    ] {
+        let out = python(&venv, AIPERF_TIMINGS, &[trace.to_str().unwrap(), opts]);
+        assert!(out.status.success(), "{opts}: {}", String::from_utf8_lossy(&out.stderr));
+        let theirs: Vec<Vec<Option<f64>>> = serde_json::from_slice(&out.stdout).unwrap();
+        let ours = our_timings(&trace, timing);
+        println!("{opts}: AIPerf {theirs:?}, ours {ours:?}");
+        assert_eq!(theirs.len(), ours.len(), "{opts}");
+        for (a, b) in theirs.iter().zip(&ours) {
+            assert_eq!(a.len(), b.len(), "{opts}: {theirs:?} {ours:?}");
+            for (x, y) in a.iter().zip(b) {
+                let same = match (x, y) {
+                    (Some(x), Some(y)) => (x - y).abs() < 1e-3,
+                    (None, None) => true,
+                    _ => false,
+                };
+                assert!(same, "{opts}: AIPerf {theirs:?}, ours {ours:?}");
+            }
+        }
     }
 }
