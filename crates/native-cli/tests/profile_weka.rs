@@ -66,7 +66,7 @@ fn assert_after(t: &BTreeMap<String, Vec<(i64, i64)>>, session: &str, k: usize, 
     );
 }
 
-fn run(extra: &[&str]) -> (std::process::Output, BTreeMap<String, Vec<(i64, i64)>>) {
+fn run(extra: &[&str]) -> (serde_json::Value, BTreeMap<String, Vec<(i64, i64)>>) {
     let mock = Mock::start(&["--ttft-ms", "10", "--itl-ms", "2"]);
     let dir = tempfile::tempdir().unwrap();
     let trace = weka_trace(dir.path());
@@ -74,7 +74,7 @@ fn run(extra: &[&str]) -> (std::process::Output, BTreeMap<String, Vec<(i64, i64)
     let out = profile_streaming(&mock.url, &trace, &art, extra, LIMIT);
     ok(&out);
     let t = turns(&art);
-    (out, t)
+    (summary(&art), t)
 }
 
 /// `--use-think-time-only`: a later turn waits its recorded think_time after the previous turn
@@ -82,7 +82,10 @@ fn run(extra: &[&str]) -> (std::process::Output, BTreeMap<String, Vec<(i64, i64)
 /// 800 ms after the file's).
 #[test]
 fn think_time_only_waits_the_recorded_think_time() {
-    let (_, t) = run(&["--use-think-time-only"]);
+    let (summary, t) = run(&["--use-think-time-only"]);
+    assert_eq!(summary["input_config"]["datasets"][0]["use_think_time_only"], true, "{summary}");
+    assert_eq!(summary["aiperf_cli_config"]["use_think_time_only"], true);
+    assert_eq!(summary["aiperf_cli_config"]["turn_history"], "none");
     assert_eq!(t.keys().collect::<Vec<_>>(), ["w", "w/a1"]);
     assert_eq!(t["w"].len(), 4);
     assert_eq!(t["w/a1"].len(), 2);

@@ -863,7 +863,7 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         "extra_inputs": target.body.extra_inputs,
         "request_timeout_seconds": a.request_timeout_seconds,
         "use_legacy_max_tokens": a.use_legacy_max_tokens,
-        "turn_history": a.turn_history.name(),
+        "turn_history": plan.target.body.turn_history.name(),
         "max_prompt_tokens": a.max_prompt_tokens,
         "use_server_token_count": a.use_server_token_count,
         // Whether ISL/OSL are the client's counts (the default), as the run resolved it.
@@ -924,6 +924,10 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         ("allow_dataset_wrap", a.allow_dataset_wrap.then_some(json!(true))),
         ("connection_reuse_strategy", a.connection_reuse_strategy.map(|c| json!(connection_reuse_name(c)))),
         ("per_chunk_usage", a.per_chunk_usage.then_some(json!(true))),
+        ("ignore_trace_delays", a.ignore_trace_delays.then_some(json!(true))),
+        ("use_think_time_only", a.use_think_time_only.then_some(json!(true))),
+        ("max_context_length", a.max_context_length.map(|n| json!(n))),
+        ("trace_idle_gap_cap_seconds", a.trace_idle_gap_cap_seconds.map(|s| json!(s))),
     ] {
         if let Some(v) = v {
             config[k] = v;
