@@ -80,6 +80,7 @@ cargo test -p aiperf-cli --locked --test aiperf_agentic -- --ignored --nocapture
 # the same requests, history, prompt sizes, max_tokens and delays (~1 min, mostly AIPerf's start-up).
 cargo test -p aiperf-cli --locked --test aiperf_agentic_replay -- --ignored --nocapture
 cargo test -p aiperf-cli --locked --test aiperf_synthetic -- --ignored --nocapture
+cargo test -p aiperf-cli --locked --test profile_weka -- --ignored --nocapture
 
 if [ -f scripts/test-real-server.sh ]; then
   say "replay against a real llama.cpp server"

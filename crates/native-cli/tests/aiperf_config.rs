@@ -197,7 +197,27 @@ const TEMPLATES: &[(&str, Expect)] = &[
         ),
     ),
     ("inline_dataset", Expect::Refused("benchmark.dataset.records", "inline records")),
-    ("multi_turn_conversation", Expect::Refused("benchmark.endpoint.connectionReuse", "--connection-reuse-strategy")),
+    (
+        "multi_turn_conversation",
+        Expect::Runs(
+            &[
+                "--benchmark-duration",
+                "2",
+                "--benchmark-grace-period",
+                "5",
+                "--conversation-turn-delay-mean",
+                "100",
+                "--conversation-turn-delay-stddev",
+                "10",
+                "--no-server-metrics",
+            ],
+            |r| {
+                assert_eq!(r.option("connection_reuse_strategy"), "sticky-user-sessions");
+                assert_eq!(r.option("concurrency"), 20);
+                assert!(r.records.len() >= 5, "{} records", r.records.len());
+            },
+        ),
+    ),
     ("public_dataset", Expect::Refused("benchmark.dataset.type", "--public-dataset")),
     ("trace_replay", Expect::BadValue("benchmark.serverMetrics.formats", "--server-metrics-formats parquet")),
     ("scenario_workload_profiles", Expect::Refused("sweep.type", "scenario, zip and sampled sweeps")),

@@ -321,7 +321,7 @@ fn counting_relay(target: &str) -> (String, std::sync::Arc<std::sync::atomic::At
 
 /// `--connection-reuse-strategy never` opens a connection for every request (counted by a relay
 /// in front of the mock, and none of the records' connections reused); `pooled`, the default,
-/// keeps one for all the requests of a run at concurrency 1. `sticky-user-sessions` is refused.
+/// keeps one for all the requests of a run at concurrency 1.
 #[test]
 fn connection_reuse_strategy_never_opens_a_connection_per_request() {
     use std::sync::atomic::Ordering;
@@ -359,20 +359,99 @@ fn connection_reuse_strategy_never_opens_a_connection_per_request() {
         let config = &common::summary(&art)["input_config"]["endpoint"];
         assert_eq!(config["connection_reuse"], strategy);
     }
-    let out = common::profile_on(
-        &mock.url,
-        &trace,
-        &dir.path().join("sticky"),
-        &["--connection-reuse-strategy", "sticky-user-sessions"],
-        LIMIT,
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.code() == Some(2)
-            && err
-                .contains("--connection-reuse-strategy sticky-user-sessions is not supported by `aiperf-cli profile`"),
-        "{err}"
-    );
+}
+
+/// What a client sent on each connection a relay accepted, in order.
+type Sent = std::sync::Arc<std::sync::Mutex<Vec<std::sync::Arc<std::sync::Mutex<Vec<u8>>>>>>;
+
+/// A TCP relay to `target` that keeps, per connection it accepts, the bytes the client sent.
+fn recording_relay(target: &str) -> (String, Sent) {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::{Arc, Mutex};
+    let target = target.trim_start_matches("http://").trim_end_matches('/').to_owned();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let conns: Sent = Arc::default();
+    let seen = conns.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { continue };
+            let sent: Arc<Mutex<Vec<u8>>> = Arc::default();
+            seen.lock().unwrap().push(sent.clone());
+            let Ok(mut server) = TcpStream::connect(&target) else { continue };
+            let (mut back_from, mut back_to) = (server.try_clone().unwrap(), client.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut back_from, &mut back_to);
+                let _ = back_to.shutdown(Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 16 << 10];
+                while let Ok(n) = client.read(&mut buf) {
+                    if n == 0 || server.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    sent.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+                let _ = server.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    (url, conns)
+}
+
+/// The values of header `name` in the requests of an HTTP/1.1 byte stream.
+fn header_values(bytes: &[u8], name: &str) -> Vec<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let prefix = format!("{}:", name.to_ascii_lowercase());
+    text.split("\r\n")
+        .filter(|l| l.to_ascii_lowercase().starts_with(&prefix))
+        .map(|l| l[prefix.len()..].trim().to_owned())
+        .collect()
+}
+
+/// `--connection-reuse-strategy sticky-user-sessions`: each session's turns go over one
+/// connection of its own, which no other session uses (seen by a relay in front of the mock):
+/// the connections are the sessions (and the one that found out that the server answers), and
+/// every later turn reuses its session's connection.
+#[test]
+fn sticky_user_sessions_keep_each_session_on_a_connection_of_its_own() {
+    const LIMIT: Duration = Duration::from_secs(120);
+    let mock = common::Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..4)
+        .flat_map(|s| {
+            (0..3).map(move |t| format!(r#"{{"session_id": "s{s}", "input_length": {}, "output_length": 2}}"#, 50 + t))
+        })
+        .collect();
+    let trace = common::write_trace(dir.path(), &lines);
+    let (url, conns) = recording_relay(&mock.url);
+    let art = dir.path().join("sticky");
+    let args = [
+        "--concurrency",
+        "2",
+        "--no-server-metrics",
+        "--export-http-trace",
+        "--connection-reuse-strategy",
+        "sticky-user-sessions",
+    ];
+    common::ok(&common::profile_on(&url, &trace, &art, &args, LIMIT));
+    let records = common::read_jsonl(&art.join("profile_export.jsonl"));
+    assert_eq!(records.len(), 12);
+    let reused = records.iter().filter(|l| l["trace_data"].get("connection_reused_ns").is_some()).count();
+    assert_eq!(reused, 8, "every later turn on its session's connection");
+    let conns = conns.lock().unwrap();
+    let per_conn: Vec<std::collections::BTreeSet<String>> = conns
+        .iter()
+        .map(|c| header_values(&c.lock().unwrap(), "x-correlation-id").into_iter().collect())
+        .filter(|ids: &std::collections::BTreeSet<String>| !ids.is_empty())
+        .collect();
+    assert_eq!(conns.len(), 5, "one connection per session and the server check: {per_conn:?}");
+    assert_eq!(per_conn.len(), 4, "{per_conn:?}");
+    assert!(per_conn.iter().all(|ids| ids.len() == 1), "a connection carried several sessions: {per_conn:?}");
+    let sessions: std::collections::BTreeSet<&String> = per_conn.iter().flatten().collect();
+    assert_eq!(sessions.len(), 4, "a session used several connections: {per_conn:?}");
+    assert_eq!(common::summary(&art)["input_config"]["endpoint"]["connection_reuse"], "sticky-user-sessions");
 }
 
 /// `--per-chunk-usage` asks for usage on every chunk, and inter-token latency leaves out the

@@ -42,7 +42,15 @@ impl State {
         self.rows += 1;
         self.with_offset += u64::from(at.has_offset);
         sink.count_record();
-        sink.push(Record { at_ns: at.unix_ns, input, output: Some(output), conversation: None, ids: None, line })
+        sink.push(Record {
+            at_ns: at.unix_ns,
+            input,
+            output: Some(output),
+            conversation: None,
+            ids: None,
+            line,
+            turn: None,
+        })
     }
 
     pub(super) fn end(self) -> Result<String, FormatError> {

@@ -145,6 +145,7 @@ impl State {
             conversation: Some(conversation.clone()),
             ids: Some(SourceIds { ids, block: BLOCK, complete }),
             line,
+            turn: None,
         })?;
         self.repeated |= self.conversation.insert(chat, conversation).is_some();
         self.links.push((chat, parent));

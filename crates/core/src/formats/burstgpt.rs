@@ -56,7 +56,7 @@ impl State {
             .map(|s| Arc::from(format!("{}{s}", sink.prefix())));
         self.rows += 1;
         self.in_sessions += u64::from(conversation.is_some());
-        sink.push(Record { at_ns, input, output: Some(output), conversation, ids: None, line })
+        sink.push(Record { at_ns, input, output: Some(output), conversation, ids: None, line, turn: None })
     }
 
     pub(super) fn end(self) -> Result<String, FormatError> {

@@ -36,6 +36,11 @@ pub struct ConvertStats {
     /// The models of the dropped rows and how many rows each had (the first
     /// [`MAX_MODELS_NAMED`] models met), to say what the filter could have kept.
     pub other_model_names: std::collections::BTreeMap<String, u64>,
+    /// With [`ConvertOptions::weka`]: WEKA documents read, those over `max_context_length`
+    /// (dropped), and the smallest peak context met.
+    pub weka_documents: u64,
+    pub weka_over_context: u64,
+    pub weka_smallest_peak: Option<u64>,
 }
 
 /// Distinct models of dropped rows counted by name in [`ConvertStats::other_model_names`].
@@ -366,6 +371,9 @@ pub(crate) struct Record<'a> {
     pub conversation: Option<Arc<str>>,
     pub ids: Option<SourceIds<'a>>,
     pub line: u64,
+    /// `Some`: the row is a turn of the session named by its conversation, sent this long after
+    /// the previous turn completed (`None` inside: as soon as it completed, or the first turn).
+    pub turn: Option<Option<f64>>,
 }
 
 /// What a format adapter writes into.
@@ -422,6 +430,10 @@ impl Sink<'_> {
         let mut row = Row::new(Input::Length(i64::try_from(rec.input).unwrap_or(i64::MAX)));
         row.output_length = rec.output;
         row.line = u32::try_from(rec.line).unwrap_or(u32::MAX);
+        if let Some(delay_ms) = rec.turn {
+            row.session_id = rec.conversation.as_deref().map(Box::from);
+            row.delay = delay_ms.map(Number::Float);
+        }
         row.conversation = rec.conversation;
         let start = self.out.trace.arena_mut().len();
         if let Some(src) = rec.ids {
@@ -433,6 +445,16 @@ impl Sink<'_> {
         self.out.trace.push_with_arena_tail(row, start);
         self.out.times.push(rec.at_ns);
         Ok(())
+    }
+
+    /// Counts a WEKA document of peak context `peak`, kept or dropped.
+    pub fn weka_peak(&mut self, peak: u64, kept: bool) {
+        let s = &mut self.out.stats;
+        s.weka_documents += 1;
+        s.weka_over_context += u64::from(!kept);
+        s.weka_smallest_peak = Some(s.weka_smallest_peak.map_or(peak, |p| p.min(peak)));
+        // A dropped document had its hash ids all the same.
+        self.out.has_prefix_info = true;
     }
 
     /// Reads ahead for rows about to be pushed with these source ids (`block` tokens each): see

@@ -36,6 +36,7 @@ pub(crate) use convert::{Record, Sink, SourceIds, seconds_to_ns};
 pub use detect::{Detection, detect};
 pub use error::{FormatError, Line};
 pub use reblock::Reblocker;
+pub use weka::{WekaTiming, fits_context, no_eligible_trace, time_turns};
 
 /// A trace format this crate reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -106,6 +107,9 @@ pub struct ConvertOptions {
     pub models: Vec<String>,
     /// Drop failed rows (BurstGPT: `Response tokens == 0`) instead of keeping them.
     pub drop_failed: bool,
+    /// WEKA documents re-timed and selected as AIPerf's `weka_trace` loader does (replay only).
+    #[serde(skip)]
+    pub weka: Option<WekaTiming>,
 }
 
 impl Default for ConvertOptions {
@@ -116,6 +120,7 @@ impl Default for ConvertOptions {
             output_length: None,
             models: Vec::new(),
             drop_failed: false,
+            weka: None,
         }
     }
 }

@@ -73,7 +73,7 @@ impl State {
         self.first_row.get_or_insert(sink.rows());
         sink.count_record();
         self.rows += 1;
-        sink.push(Record { at_ns: 0, input: raw.input_length, output, conversation: None, ids, line })
+        sink.push(Record { at_ns: 0, input: raw.input_length, output, conversation: None, ids, line, turn: None })
     }
 
     pub(super) fn end(self, sink: &mut Sink<'_>) -> Result<String, FormatError> {

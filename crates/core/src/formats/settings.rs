@@ -275,6 +275,7 @@ mod tests {
                 output_length: Some(128),
                 models: vec!["a".into(), "b".into()],
                 drop_failed: true,
+                weka: None,
             },
             transforms: Transforms {
                 window_start_ms: Some(1000.0),

@@ -47,8 +47,7 @@ fn parse_choice(s: &str) -> Result<FormatChoice, String> {
 #[derive(Debug)]
 pub struct Loaded {
     pub trace: Trace,
-    /// For `profile` (to be wired by its owner): what was read.
-    #[allow(dead_code)]
+    /// What was read.
     pub format: Format,
 }
 
@@ -83,12 +82,23 @@ pub fn read_trace_any(
     skip_invalid: bool,
     max_line_bytes: usize,
 ) -> Result<Loaded> {
+    read_trace_with(path, flags, skip_invalid, max_line_bytes, &ConvertOptions::default())
+}
+
+/// [`read_trace_any`] converting with `opts`.
+pub fn read_trace_with(
+    path: &Path,
+    flags: &TraceFormatArgs,
+    skip_invalid: bool,
+    max_line_bytes: usize,
+    opts: &ConvertOptions,
+) -> Result<Loaded> {
     let format = format_of(path, flags.trace_format)?;
     if format == Format::Mooncake {
-        return Ok(Loaded { trace: read_trace_limited(path, skip_invalid, max_line_bytes)?.trace, format });
+        let trace = read_trace_limited(path, skip_invalid, max_line_bytes)?.trace;
+        return Ok(Loaded { trace, format });
     }
-    let (converted, order) =
-        convert_files(&[path.to_path_buf()], format, &ConvertOptions::default(), max_line_bytes, |_| 0)?;
+    let (converted, order) = convert_files(&[path.to_path_buf()], format, opts, max_line_bytes, |_| 0)?;
     Ok(Loaded { trace: converted.trace.reordered(order.as_deref()), format })
 }
 
@@ -131,6 +141,9 @@ pub fn convert_files(
         }
         if s.failed_dropped > 0 {
             bail!("--drop-failed dropped all {} record(s) of {files}: every one of them failed", s.records);
+        }
+        if let Some(why) = aiperf_core::formats::no_eligible_trace(s, 0, opts.weka.and_then(|w| w.max_context_length)) {
+            bail!("{files}: {why}");
         }
         bail!("{files}: no request to convert ({} record(s) read)", s.records);
     }

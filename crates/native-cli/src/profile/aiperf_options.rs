@@ -103,10 +103,6 @@ const BASETEN_ONLY: Refusal = Refusal {
     why: "AIPerf 0.13 applies it to baseten_trace datasets only (a Mooncake trace replays as without it), and aiperf-cli reads no baseten_trace",
     instead: "drop the option; --synthesis-speedup-ratio scales a trace's times, convert-trace --sample-fraction and --max-idle-gap-ms sample and compress it",
 };
-const WEKA_ONLY: Refusal = Refusal {
-    why: "AIPerf 0.13 applies it to weka_trace datasets only (it changes nothing on other formats), and on WEKA input it needs what the WEKA reader here does not keep yet (each request's think_time and api_time, AIPerf's re-timed turns and whole-trace selection)",
-    instead: "convert the WEKA trace first with convert-trace (--max-turn-gap-ms, --max-idle-gap-ms caps gaps)",
-};
 const PROFILER: Refusal = Refusal {
     why: "not yet supported: server profiler hooks",
     instead: "start the server's profiler around the run yourself",
@@ -138,10 +134,6 @@ const CONSOLE: Refusal = Refusal {
     instead: "--progress-interval sets the seconds between progress lines",
 };
 const CONTENT_TYPE: Refusal = Refusal { why: "bodies are always JSON", instead: "drop the option" };
-const STICKY: Refusal = Refusal {
-    why: "connections are pooled or opened per request (never), not held one per session",
-    instead: "--connection-reuse-strategy pooled (the default) or never",
-};
 const BATCH: Refusal =
     Refusal { why: "batched prompts are not supported", instead: "one prompt per request, as the trace gives" };
 
@@ -191,9 +183,9 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--hf-weka-dataset", &DOWNLOADS),
     refused("--dataset-filter", &DOWNLOADS),
     same("--custom-dataset-type", &["mooncake_trace"]),
-    refused("--ignore-trace-delays", &WEKA_ONLY),
-    refused("--use-think-time-only", &WEKA_ONLY),
-    refused("--max-context-length", &WEKA_ONLY),
+    same("--ignore-trace-delays", &[]),
+    same("--use-think-time-only", &[]),
+    same("--max-context-length", &["4096"]),
     same("--dataset-sampling-strategy", &["shuffle"]),
     same("--allow-dataset-wrap", &[]),
     same("--no-allow-dataset-wrap", &[]),
@@ -268,7 +260,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--trajectory-start-min-ratio", &AGENTIC),
     refused("--trajectory-start-max-ratio", &AGENTIC),
     refused("--burst-phase-starts", &AGENTIC),
-    refused("--trace-idle-gap-cap-seconds", &WEKA_ONLY),
+    same("--trace-idle-gap-cap-seconds", &["60"]),
     refused("--system-idle-gap-cap-seconds", &AGENTIC),
     refused("--scenario", &SCENARIO),
     refused("--unsafe-override", &SCENARIO),
@@ -498,12 +490,6 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--osl-steps", &GRID),
 ];
 
-/// The refusal of a value that is refused while its option is honoured
-/// (`--connection-reuse-strategy sticky-user-sessions`).
-pub fn refused_value(spelling: &str, value: &str) -> Option<&'static Refusal> {
-    (spelling == "--connection-reuse-strategy" && value.eq_ignore_ascii_case("sticky-user-sessions")).then_some(&STICKY)
-}
-
 /// The entry of an AIPerf spelling, if it is one.
 pub fn lookup(spelling: &str) -> Option<&'static AiperfOption> {
     OPTIONS.iter().find(|o| o.spelling == spelling)
@@ -526,20 +512,6 @@ pub fn refusal(args: &[String]) -> Option<String> {
             return Some(format!(
                 "the AIPerf option --stream {d} is not supported by `aiperf-cli profile`: {}; instead: {}",
                 TRACKING.why, TRACKING.instead
-            ));
-        }
-        // `--connection-reuse-strategy sticky-user-sessions`: one connection per session.
-        let reuse = match a.split_once('=') {
-            Some(("--connection-reuse-strategy", v)) => Some(v),
-            None if a == "--connection-reuse-strategy" => args.get(i + 1).map(String::as_str),
-            _ => None,
-        };
-        if let Some(v) = reuse
-            && let Some(r) = refused_value("--connection-reuse-strategy", v)
-        {
-            return Some(format!(
-                "the AIPerf option --connection-reuse-strategy {v} is not supported by `aiperf-cli profile`: {}; instead: {}",
-                r.why, r.instead
             ));
         }
         let name = if a.starts_with("--") { a.split('=').next().unwrap_or(a) } else { short_name(a) };

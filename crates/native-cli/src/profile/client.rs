@@ -1,6 +1,8 @@
 //! The HTTP transport: one pooled HTTP/1.1 client (rustls for `https://`), sending a prepared
 //! body and timing every byte of the answer, streaming (SSE) or not.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aiperf_core::replay::sse::{ChunkError, SseEvent, SseParser, StreamItem, interpret_chunk, interpret_response};
@@ -15,7 +17,7 @@ use hyper::{Method, Request, Uri};
 use super::plan::secrets::is_credential_header;
 use super::transport::{Clock, Exchange, OnFirstToken, Outgoing, RawCapture, Transport};
 use crate::io::http::trace::ConnHandle;
-use crate::io::http::{HttpClient, chain, tls};
+use crate::io::http::{Connector, HttpClient, chain, client_on, tls};
 
 /// Where and how requests go.
 #[derive(Clone, Debug)]
@@ -110,13 +112,69 @@ pub struct HttpTransport {
     pub endpoints: Vec<Endpoint>,
     /// `--export-level raw`: each exchange keeps its body, headers and responses.
     pub raw: bool,
+    /// `--connection-reuse-strategy sticky-user-sessions`: a connection per session.
+    pub sticky: Option<Sticky>,
+}
+
+/// AIPerf's `sticky-user-sessions`: each session (its correlation id) sends through a client of
+/// its own, so all its turns go over one connection that no other session uses. The client is
+/// made at the session's first request and dropped, closing the connection, after its last
+/// turn, or after a turn that failed or was cancelled (the connection may be unusable).
+#[derive(Clone)]
+pub struct Sticky {
+    connector: Connector,
+    leases: Arc<Mutex<HashMap<String, HttpClient>>>,
+}
+
+impl std::fmt::Debug for Sticky {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sticky")
+    }
+}
+
+impl Sticky {
+    pub fn new(connector: Connector) -> Sticky {
+        Sticky { connector, leases: Arc::default() }
+    }
+
+    /// The session's client, made on its first request.
+    fn lease(&self, session: &str) -> HttpClient {
+        let mut leases = self.leases.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        leases.entry(session.to_owned()).or_insert_with(|| client_on(self.connector.clone(), true)).clone()
+    }
+}
+
+/// Gives a session's client back when dropped, unless the session goes on with it.
+struct Release {
+    leases: Arc<Mutex<HashMap<String, HttpClient>>>,
+    session: String,
+    keep: bool,
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if !self.keep {
+            self.leases.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.session);
+        }
+    }
 }
 
 impl Transport for HttpTransport {
     async fn send(&self, req: Outgoing, clock: Clock) -> Exchange {
         let n = self.endpoints.len().max(1);
         match self.endpoints.get(req.url_index as usize % n) {
-            Some(ep) => send(&self.client, ep, req, &clock, self.raw).await,
+            Some(ep) => match &self.sticky {
+                Some(sticky) => {
+                    let client = sticky.lease(&req.correlation_id);
+                    let mut release =
+                        Release { leases: sticky.leases.clone(), session: req.correlation_id.clone(), keep: false };
+                    let last = req.last_turn;
+                    let ex = send(&client, ep, req, &clock, self.raw).await;
+                    release.keep = !last && ex.error.is_none();
+                    ex
+                }
+                None => send(&self.client, ep, req, &clock, self.raw).await,
+            },
             None => Exchange {
                 error: err("invalid_request", "no endpoint to send to"),
                 sent_ns: clock.now_ns(),

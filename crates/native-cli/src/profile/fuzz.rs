@@ -343,6 +343,7 @@ fn client_case(seed: u64) -> String {
             request_id: "r".into(),
             correlation_id: "c".into(),
             url_index: 0,
+            last_turn: true,
             first_token: Default::default(),
         };
         let ex = tokio::time::timeout(Duration::from_secs(10), send(&client, &ep, out, &clock, false))

@@ -106,6 +106,21 @@ pub struct Args {
     /// format as --trace-format says), bailian_trace, burst_gpt_trace or weka_trace.
     #[arg(help_heading = "Input", long, default_value = "mooncake_trace")]
     pub custom_dataset_type: String,
+    /// WEKA traces: replay each conversation's turns back to back, without their recorded
+    /// times or delays (as AIPerf's weka_trace loader; needs --concurrency or --request-rate).
+    #[arg(help_heading = "Input", long)]
+    pub ignore_trace_delays: bool,
+    /// WEKA traces: a later turn waits its recorded think_time after the previous turn
+    /// completed, instead of the idle time between them (t - previous t - previous api_time).
+    #[arg(help_heading = "Input", long)]
+    pub use_think_time_only: bool,
+    /// WEKA traces: drop a whole trace whose peak prompt + output (tokens) exceeds this.
+    #[arg(help_heading = "Input", long)]
+    pub max_context_length: Option<u64>,
+    /// WEKA traces: cut every gap between two request starts of a trace (parent and
+    /// sub-agents) to at most these seconds, and time the turns on that compressed timeline.
+    #[arg(help_heading = "Input", long)]
+    pub trace_idle_gap_cap_seconds: Option<f64>,
     /// Seed of prompt text and Poisson arrivals.
     #[arg(help_heading = "Input", long, default_value_t = 0)]
     pub random_seed: u64,
@@ -371,8 +386,9 @@ pub struct Args {
     #[arg(help_heading = "Endpoint", long, alias = "transport-type", hide = true, value_enum)]
     pub transport: Option<Transport>,
     /// How connections are reused, as AIPerf's: pooled (kept alive and shared by every request;
-    /// the default) or never (a new connection for each request, closed after its response, so
-    /// every latency includes opening it).
+    /// the default), never (a new connection for each request, closed after its response, so
+    /// every latency includes opening it) or sticky-user-sessions (a connection per session, kept
+    /// for all its turns and closed after its last, for sticky load balancing).
     #[arg(help_heading = "Endpoint", long, value_enum, value_name = "STRATEGY")]
     pub connection_reuse_strategy: Option<ConnectionReuse>,
     /// Ask a streaming chat server for usage on every chunk (stream_options.continuous_usage_stats,
@@ -497,11 +513,12 @@ pub enum Transport {
     Http,
 }
 
-/// AIPerf's `--connection-reuse-strategy` (its `sticky-user-sessions` is refused before clap).
+/// AIPerf's `--connection-reuse-strategy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ConnectionReuse {
     Pooled,
     Never,
+    StickyUserSessions,
 }
 
 /// AIPerf's `--wait-for-model-mode`.

@@ -153,7 +153,7 @@ fn open_connections<T: Transport + Clone>(
     let connections = match connections_needed(&inputs.schedule, plan.limits.concurrency) {
         0 => 0,
         // No connection is kept for a request: one per URL only finds out whether it answers.
-        _ if !plan.target.reuse_connections => urls,
+        _ if !plan.target.reuse_connections || plan.target.sticky => urls,
         n => n.div_ceil(urls) * urls,
     };
     if connections == 0 || control.stop.is_cancelled() {
@@ -806,6 +806,7 @@ async fn send_warmup<T: Transport + Clone>(
                     request_id: format!("{run}-warmup-{sent}"),
                     correlation_id: format!("{run}-warmup-{sent}"),
                     url_index: u32::try_from((sent - 1) % urls).unwrap_or(0),
+                    last_turn: true,
                     first_token: if warmup.shape.prefill.is_some() {
                         let tx = first_tx.clone();
                         transport::OnFirstToken::new(move || {

@@ -222,6 +222,7 @@ pub async fn run<T: Transport>(
                     request_id,
                     correlation_id,
                     url_index: rec.url_index.unwrap_or(0),
+                    last_turn: job.turn.saturating_add(1) >= job.run_turns,
                     first_token,
                 }, clock) => Ok(ex),
                 () = timer => Err(format!(

@@ -83,7 +83,9 @@ fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
     }
     let trust = trust(plan);
     let proxies = proxy::Proxies::from_env();
-    let client = http::http_client_reusing(&trust, proxies.clone(), t.reuse_connections).context(BadInput)?;
+    let connector = http::connector(&trust, proxies.clone()).context(BadInput)?;
+    let sticky = t.sticky.then(|| client::Sticky::new(connector.clone()));
+    let client = http::client_on(connector, t.reuse_connections);
     let shown = plan.shown_urls();
     let mut endpoints = Vec::with_capacity(t.urls.len());
     for (i, (url, headers)) in plan.request_targets().into_iter().enumerate() {
@@ -104,7 +106,7 @@ fn http_transport(plan: &ReplayPlan) -> Result<client::HttpTransport> {
         }
         endpoints.push(ep);
     }
-    Ok(client::HttpTransport { client, endpoints, raw: plan.exports.raw })
+    Ok(client::HttpTransport { client, endpoints, raw: plan.exports.raw, sticky })
 }
 
 /// Waits for the server (`--wait-for-server`), starts scraping its metrics with a baseline scrape,
@@ -190,8 +192,18 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
         });
         let t0 = Instant::now();
         let trace = match &src.input {
-            Input::File(f) => crate::io::trace_format::read_trace_any(f, &src.format, false, src.max_line_bytes)
-                .map(|o| (o.trace, t0.elapsed())),
+            Input::File(f) => {
+                let opts = aiperf_core::formats::ConvertOptions { weka: src.weka, ..Default::default() };
+                crate::io::trace_format::read_trace_with(f, &src.format, false, src.max_line_bytes, &opts).and_then(
+                    |o| {
+                        let trace = match &src.weka {
+                            Some(w) => super::plan::weka::apply(o.trace, o.format, w)?,
+                            None => o.trace,
+                        };
+                        Ok((trace, t0.elapsed()))
+                    },
+                )
+            }
             Input::Synthetic(w) => {
                 w.generate(src.seed).context("cannot generate the synthetic workload").map(|t| (t, t0.elapsed()))
             }

@@ -83,6 +83,8 @@ pub struct Outgoing {
     pub correlation_id: String,
     /// Which `--url` it goes to (its session's: sessions are spread round robin).
     pub url_index: u32,
+    /// Whether it is the last turn its session run sends.
+    pub last_turn: bool,
     /// Told when the first generated text arrives (`--prefill-concurrency`).
     pub first_token: OnFirstToken,
 }

@@ -18,6 +18,9 @@
 
 pub(super) mod scan;
 mod serde_read;
+mod timing;
+
+pub use timing::{WekaTiming, fits_context, no_eligible_trace, time_turns};
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -46,6 +49,11 @@ struct Entry<'a> {
     agent_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     requests: Option<Vec<Entry<'a>>>,
+    /// Read when a number, else taken as absent (the converter only ever skipped it).
+    #[serde(default, deserialize_with = "timing::lenient_seconds")]
+    api_time: Option<f64>,
+    #[serde(default, deserialize_with = "timing::lenient_seconds")]
+    think_time: Option<f64>,
 }
 
 /// A part of a document read into its requests, ready for [`convert`]: what the converter
@@ -96,6 +104,9 @@ struct Req {
     ids_end: usize,
     conv: u32,
     model: u32,
+    /// The recorded `api_time` and `think_time` in seconds (AIPerf's re-timed turns).
+    api: Option<f64>,
+    think: Option<f64>,
 }
 
 /// Reads a whole document (the text as [`super::Converter::push_line`] would join its lines:
@@ -127,6 +138,8 @@ pub(super) struct Progress {
     convs: Vec<(Arc<str>, u32)>,
     models: Vec<Box<str>>,
     kept: u64,
+    /// With [`WekaTiming`]: the parts read so far, converted when the document ends.
+    held: Vec<Parsed>,
 }
 
 /// Requests read ahead at a time (see [`Sink::touch`]).
@@ -153,8 +166,11 @@ pub(super) fn convert(
     part: Parsed,
 ) -> Result<Option<String>, FormatError> {
     let prefix = sink.prefix().to_string();
-    progress.convs.extend(part.convs.into_iter().map(|c| (format!("{prefix}{}", c.name).into(), c.block)));
-    progress.models.extend(part.models);
+    progress.convs.extend(part.convs.iter().map(|c| (format!("{prefix}{}", c.name).into(), c.block)));
+    progress.models.extend(part.models.iter().cloned());
+    if let Some(timing) = sink.opts.weka {
+        return timing::convert_whole(sink, progress, part, &timing);
+    }
     let mut start = 0;
     for (k, r) in part.reqs.iter().enumerate() {
         if k % AHEAD == 0 {
@@ -177,9 +193,15 @@ pub(super) fn convert(
             conversation: Some(name.clone()),
             ids: Some(SourceIds { ids, block: *block, complete: ids.len() }),
             line: 0,
+            turn: None,
         })?;
     }
     let Some(end) = part.end else { return Ok(None) };
+    note(sink, progress, end)
+}
+
+/// The note of a document that ended (or its error).
+fn note(sink: &Sink<'_>, progress: &Progress, end: End) -> Result<Option<String>, FormatError> {
     if let Some(e) = end.stop {
         return Err(e);
     }
@@ -221,6 +243,8 @@ struct Request<'a> {
     input: Option<u64>,
     output: Option<u64>,
     model: &'a str,
+    api: Option<f64>,
+    think: Option<f64>,
 }
 
 /// Builds the parts of a document: the checks of each request, in document order.
@@ -309,7 +333,16 @@ impl Builder {
         }
         let model = self.model(r.model);
         let ids_end = self.part.ids.len();
-        self.part.reqs.push(Req { at_ns, input, output: r.output, ids_end, conv: list.conv, model });
+        self.part.reqs.push(Req {
+            at_ns,
+            input,
+            output: r.output,
+            ids_end,
+            conv: list.conv,
+            model,
+            api: r.api,
+            think: r.think,
+        });
         Ok(())
     }
 
@@ -329,7 +362,14 @@ impl Builder {
             return Ok(());
         }
         self.part.ids.extend_from_slice(e.hash_ids.as_deref().unwrap_or_default());
-        let r = Request { t: e.t, input: e.input, output: e.out, model: e.model.as_deref().unwrap_or("") };
+        let r = Request {
+            t: e.t,
+            input: e.input,
+            output: e.out,
+            model: e.model.as_deref().unwrap_or(""),
+            api: e.api_time,
+            think: e.think_time,
+        };
         self.request(at_ns, &r, i, list)
     }
 
@@ -559,14 +599,14 @@ mod tests {
             prop_oneof![6 * k => Just(Some("\"m\"")), 2 * k => Just(Some("\"other\"")), 2 * k => Just(None), 1 => Just(Some("\"m\\u0021\"")), 1 => Just(Some("null"))],
             (ids, 0u64..64, prop_oneof![16 * k => Just(None), 1 => odd_count().prop_map(Some)]),
             prop_oneof![4 * k => Just(None), 4 * k => (0u64..900).prop_map(|o| Some(o.to_string())), 1 => odd_count().prop_map(Some)],
-            prop::collection::vec(("[a-z_]{1,6}", other_value(k)), 0..3),
+            (prop::collection::vec(("[a-z_]{1,6}", other_value(k)), 0..3), prop::collection::vec(timing_field(k), 0..2)),
             (any::<bool>(), prop_oneof![
                 16 * k => Just(None), 1 => Just(Some("null")), 1 => Just(Some("[1, -2]")), 1 => Just(Some("[01]")),
                 1 => Just(Some("\"x\"")), 1 => Just(Some("[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]")),
             ]),
             (ws(), ws(), any::<prop::sample::Index>(), prop_oneof![20 * k => Just(false), 1 => Just(true)]),
         )
-            .prop_map(|(t, kind, model, (ids, rest, input), out, extra, (has_ids, odd_ids), (w1, w2, shuffle, dup))| {
+            .prop_map(|(t, kind, model, (ids, rest, input), out, (extra, timing), (has_ids, odd_ids), (w1, w2, shuffle, dup))| {
                 let input = input.unwrap_or_else(|| (ids.len() as u64 * 64 + rest).to_string());
                 let mut fields = vec![format!("\"t\":{w1}{t}"), format!("\"in\":{w2}{input}")];
                 if let Some(k) = kind {
@@ -586,6 +626,7 @@ mod tests {
                 for (k, v) in extra {
                     fields.push(format!("\"{k}\": {v}"));
                 }
+                fields.extend(timing);
                 if dup {
                     fields.push("\"in\": 3".into());
                 }
@@ -593,6 +634,19 @@ mod tests {
                 fields.swap(0, k);
                 format!("{{{w2}{}{w1}}}", fields.join(&format!(",{w2}")))
             })
+    }
+
+    /// An `api_time` or `think_time` field: seconds mostly, (weight 1 against `k` times the
+    /// others) what the fast path leaves to serde.
+    fn timing_field(k: u32) -> impl Strategy<Value = String> {
+        (
+            prop_oneof![Just("api_time"), Just("think_time")],
+            prop_oneof![
+                8 * k => (0u32..100_000).prop_map(|ms| format!("{}.{:03}", ms / 1000, ms % 1000)),
+                1 => prop_oneof![Just("null"), Just("\"x\""), Just("-1.5"), Just("1e2"), Just("[1]"), Just("{}")].prop_map(str::to_string),
+            ],
+        )
+            .prop_map(|(key, v)| format!("\"{key}\": {v}"))
     }
 
     /// A request or, sometimes, a sub-agent with requests of its own.
@@ -658,6 +712,19 @@ mod tests {
             let lines = convert_with(&doc, &opts, Push::Lines);
             prop_assert_eq!(&convert_with(&doc, &opts, Push::Document), &lines);
             prop_assert_eq!(&convert_with(&doc, &opts, Push::Parts(part)), &lines);
+            // Re-timed (held until the document ends), the same whichever way it is pushed.
+            let timed = ConvertOptions {
+                weka: Some(crate::formats::WekaTiming {
+                    think_time_only: part == 2,
+                    idle_gap_cap_s: (part == 3).then_some(5.0),
+                    max_context_length: Some(400),
+                    ..crate::formats::WekaTiming::default()
+                }),
+                ..opts
+            };
+            let lines = convert_with(&doc, &timed, Push::Lines);
+            prop_assert_eq!(&convert_with(&doc, &timed, Push::Document), &lines);
+            prop_assert_eq!(&convert_with(&doc, &timed, Push::Parts(part)), &lines);
         }
     }
 }

@@ -180,7 +180,8 @@ fn tail(text: &str, i: usize, mut seen: u8) -> Option<()> {
 }
 
 /// Keys a request's fast reading reads (`requests` and `agent_id` only to give way to serde).
-const READS: [&str; 8] = ["t", "type", "model", "in", "out", "hash_ids", "requests", "agent_id"];
+const READS: [&str; 10] =
+    ["t", "type", "model", "in", "out", "hash_ids", "requests", "agent_id", "api_time", "think_time"];
 
 /// Entry `k` of `list` at `text[i]`: a flat request read by the scanner, else the entry read by
 /// serde. The index after it.
@@ -202,6 +203,7 @@ fn entry(bld: &mut Builder, text: &str, i: usize, k: usize, list: &List<'_>) -> 
 /// escapes, nulls, repeated keys and unusual numbers give `None`); its ids appended to `ids`.
 fn flat_request<'a>(text: &'a str, i: usize, ids: &mut Vec<u64>) -> Option<(Request<'a>, usize)> {
     let (mut t, mut input, mut output, mut model, mut seen) = (None, None, None, "", 0u8);
+    let (mut api, mut think) = (None, None);
     let end = flat::object(
         text,
         Cursor::at(text.as_bytes(), i),
@@ -233,12 +235,19 @@ fn flat_request<'a>(text: &'a str, i: usize, ids: &mut Vec<u64>) -> Option<(Requ
                     if key == "in" { 8 } else { 16 }
                 }
                 "hash_ids" if val == Val::List => 32,
+                // Other values (null, strings, odd numbers) are serde's to read.
+                "api_time" | "think_time" => {
+                    let Val::Num(n) = val else { return None };
+                    let slot = if key == "api_time" { &mut api } else { &mut think };
+                    *slot = Some(plain_seconds(n)?);
+                    if key == "api_time" { 64 } else { 128 }
+                }
                 _ => return None,
             };
             first_time(&mut seen, bit)
         },
     )?;
-    Some((Request { t: t?, input, output, model }, end.i))
+    Some((Request { t: t?, input, output, model, api, think }, end.i))
 }
 
 /// Marks `bit` in `seen`; `None` when it was already (a repeated key).

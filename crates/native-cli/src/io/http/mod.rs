@@ -39,6 +39,15 @@ pub fn http_client_with(trust: &Trust, proxies: Proxies) -> Result<HttpClient> {
 /// [`http_client_with`], keeping connections for later requests only when `reuse` is set:
 /// without it every request opens a connection of its own, closed after its response.
 pub fn http_client_reusing(trust: &Trust, proxies: Proxies, reuse: bool) -> Result<HttpClient> {
+    Ok(client_on(connector(trust, proxies)?, reuse))
+}
+
+/// What opens the connections of a client: TLS trust and proxies as given, every connection
+/// timed ([`trace`]). Cheap to clone: clients built on clones share its TLS configuration.
+pub type Connector = Traced<hyper_rustls::HttpsConnector<ProxyConnector>>;
+
+/// The connector of [`http_client_reusing`].
+pub fn connector(trust: &Trust, proxies: Proxies) -> Result<Connector> {
     let mut http = HttpConnector::new_with_resolver(TimedResolver::default());
     http.set_nodelay(true);
     http.enforce_http(false);
@@ -47,12 +56,17 @@ pub fn http_client_reusing(trust: &Trust, proxies: Proxies, reuse: bool) -> Resu
         .https_or_http()
         .enable_http1()
         .wrap_connector(ProxyConnector { http, proxies });
+    Ok(Traced(https))
+}
+
+/// A client with a pool of its own over `connector`; `reuse` as in [`http_client_reusing`].
+pub fn client_on(connector: Connector, reuse: bool) -> HttpClient {
     let mut builder = Client::builder(TokioExecutor::new());
     builder.pool_idle_timeout(Duration::from_secs(90));
     if !reuse {
         builder.pool_max_idle_per_host(0);
     }
-    Ok(builder.build(Traced(https)))
+    builder.build(connector)
 }
 
 /// A blocking GET that follows up to five redirects (a tokenizer download).

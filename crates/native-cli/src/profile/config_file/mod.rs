@@ -183,17 +183,6 @@ fn merge(file: String, given: Vec<Given>, rest: Vec<String>) -> Result<Loaded> {
                 r.instead
             );
         }
-        if let Some(r) = aiperf_options::refused_value(g.spelling(), &g.value) {
-            bail!(
-                "{file}: key `{}` = {} (AIPerf option {} {}) is not supported by `aiperf-cli profile`: {}; instead: {}",
-                g.key,
-                g.value,
-                g.spelling(),
-                g.value,
-                r.why,
-                r.instead
-            );
-        }
     }
     let mut out: Vec<String> = given.iter().flat_map(|g| g.args.iter().cloned()).collect();
     out.extend(rest);

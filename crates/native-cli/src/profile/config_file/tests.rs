@@ -150,15 +150,10 @@ fn the_command_line_overrides_the_files_options() {
 
 #[test]
 fn a_refused_option_is_refused_at_its_key() {
-    let given = read("multi_turn_conversation.yaml", &template("multi_turn_conversation"), &no_env).unwrap();
+    let given = read("public_dataset.yaml", &template("public_dataset"), &no_env).unwrap();
     let e = merge("r.yaml".into(), given, Vec::new()).unwrap_err().to_string();
-    assert!(e.starts_with("r.yaml: key `benchmark.endpoint.connectionReuse` = "), "{e}");
-    assert!(
-        e.contains(
-            "(AIPerf option --connection-reuse-strategy sticky-user-sessions) is not supported by `aiperf-cli profile`: "
-        ),
-        "{e}"
-    );
+    assert!(e.starts_with("r.yaml: key `benchmark.dataset"), "{e}");
+    assert!(e.contains("(AIPerf option --public-dataset) is not supported by `aiperf-cli profile`: "), "{e}");
 }
 
 #[test]

@@ -268,6 +268,17 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
                 let syn = d.entry("synthesis").or_insert_with(|| json!({}));
                 syn["allow_dataset_wrap"] = json!(a.allow_dataset_wrap);
             }
+            // AIPerf's FileDataset keys of its weka_trace replay options.
+            if let Some(w) = &plan.source.weka {
+                if w.ignore_delays {
+                    d.insert("ignore_trace_delays".into(), json!(true));
+                }
+                if w.think_time_only {
+                    d.insert("use_think_time_only".into(), json!(true));
+                }
+                put(&mut d, "max_context_length", json!(w.max_context_length));
+                put(&mut d, "trace_idle_gap_cap_seconds", json!(w.idle_gap_cap_s));
+            }
         }
         Input::Synthetic(w) => {
             d.insert("type".into(), json!("synthetic"));

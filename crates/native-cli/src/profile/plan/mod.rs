@@ -14,7 +14,8 @@
 //!   arrivals, rate series);
 //! - [`network`]: the network latency calibration options (`--network-latency-*`);
 //! - [`secrets`]: credentials in URLs and headers, redacted and masked;
-//! - [`tls`]: the `--ssl-ca-cert` file.
+//! - [`tls`]: the `--ssl-ca-cert` file;
+//! - [`weka`]: AIPerf's `weka_trace` replay options, checked and applied to the trace read.
 
 pub mod aiperf_config;
 pub mod arrivals;
@@ -25,6 +26,7 @@ pub mod replay;
 pub mod secrets;
 pub mod shaping;
 pub mod tls;
+pub mod weka;
 
 pub use campaign::{Mode, ProfilePlan};
 pub use replay::ReplayPlan;

@@ -21,7 +21,7 @@ use super::limits::{
 use super::secrets::{basic_auth, is_credential_header, redact_url, split_credentials};
 use super::tls::TlsOptions;
 use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
-use crate::profile::body::{BodyTemplate, EndpointType};
+use crate::profile::body::{BodyTemplate, EndpointType, TurnHistory};
 use crate::profile::options::{Args, ConnectionReuse, UiType, WaitMode};
 use crate::profile::{artifacts, client, progress, scraper};
 
@@ -47,6 +47,8 @@ pub struct Target {
     /// Whether a connection is kept for later requests (`--connection-reuse-strategy never`
     /// opens one per request).
     pub reuse_connections: bool,
+    /// A connection per session (`--connection-reuse-strategy sticky-user-sessions`).
+    pub sticky: bool,
 }
 
 /// Where the replayed rows come from.
@@ -90,6 +92,8 @@ pub struct Source {
     pub arrivals: Arrivals,
     /// Which session each generated session run takes (`--dataset-sampling-strategy`).
     pub sampling: Sampling,
+    /// AIPerf's `weka_trace` replay options, when one is given.
+    pub weka: Option<aiperf_core::formats::WekaTiming>,
 }
 
 /// When sending stops and how much may be in flight.
@@ -263,6 +267,8 @@ impl ReplayPlan {
         let times = times(&a)?;
         let prefill = super::shaping::prefill(&a.shape, load.concurrency, a.streaming, load.coordination.shard)?;
         let synthesis = synthesis(&a, block_size)?;
+        let input = input(&a, block_size)?;
+        let weka = super::weka::timing(&a, &format, &input, synthesis.as_ref().and_then(|p| p.max_osl))?;
         let server = ServerPlan::of(&a, &urls)?;
         let sampling = a.dataset_sampling_strategy.unwrap_or_default();
         if a.fixed_schedule {
@@ -291,16 +297,19 @@ impl ReplayPlan {
                     model: a.model.clone(),
                     streaming: a.streaming,
                     legacy_max_tokens: a.use_legacy_max_tokens,
-                    turn_history: a.turn_history,
+                    // WEKA sessions' rows carry their conversation in `input_length`.
+                    turn_history: if weka.is_some() { TurnHistory::None } else { a.turn_history },
                     max_prompt_tokens: in_range(a.max_prompt_tokens, "--max-prompt-tokens", 1, 1 << 32)?,
                     extra_inputs,
                     continuous_usage: per_chunk_usage(&a)?,
                 },
                 reuse_connections: a.connection_reuse_strategy != Some(ConnectionReuse::Never),
+                sticky: a.connection_reuse_strategy == Some(ConnectionReuse::StickyUserSessions),
             },
             source: Source {
-                input: input(&a, block_size)?,
+                input,
                 format,
+                weka,
                 max_line_bytes: in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?,
                 block_size,
                 seed: a.random_seed,
@@ -515,6 +524,7 @@ pub fn connection_reuse_name(c: ConnectionReuse) -> &'static str {
     match c {
         ConnectionReuse::Pooled => "pooled",
         ConnectionReuse::Never => "never",
+        ConnectionReuse::StickyUserSessions => "sticky-user-sessions",
     }
 }
 
@@ -856,7 +866,7 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         "extra_inputs": target.body.extra_inputs,
         "request_timeout_seconds": a.request_timeout_seconds,
         "use_legacy_max_tokens": a.use_legacy_max_tokens,
-        "turn_history": a.turn_history.name(),
+        "turn_history": plan.target.body.turn_history.name(),
         "max_prompt_tokens": a.max_prompt_tokens,
         "use_server_token_count": a.use_server_token_count,
         // Whether ISL/OSL are the client's counts (the default), as the run resolved it.
@@ -917,6 +927,10 @@ fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         ("allow_dataset_wrap", a.allow_dataset_wrap.then_some(json!(true))),
         ("connection_reuse_strategy", a.connection_reuse_strategy.map(|c| json!(connection_reuse_name(c)))),
         ("per_chunk_usage", a.per_chunk_usage.then_some(json!(true))),
+        ("ignore_trace_delays", a.ignore_trace_delays.then_some(json!(true))),
+        ("use_think_time_only", a.use_think_time_only.then_some(json!(true))),
+        ("max_context_length", a.max_context_length.map(|n| json!(n))),
+        ("trace_idle_gap_cap_seconds", a.trace_idle_gap_cap_seconds.map(|s| json!(s))),
     ] {
         if let Some(v) = v {
             config[k] = v;
