@@ -6,45 +6,18 @@
 
 use std::hint::black_box;
 
-use aiperf_core::results::aggregate::Aggregate;
-use aiperf_core::results::line::{self, record_line};
-use aiperf_core::results::record::{RequestRecord, ServerUsage};
+#[path = "support/record_lines.rs"]
+mod record_lines;
+
+use aiperf_core::results::line;
+use aiperf_core::results::record::RequestRecord;
 use aiperf_core::view::{RunLoader, RunSettings};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 const N: u64 = 100_000;
 
 fn lines() -> Vec<u8> {
-    let mut agg = Aggregate::default();
-    let mut out = Vec::new();
-    for i in 0..N {
-        let sent = 1_000_000 + i * 1_000_000;
-        let first = sent + 20_000_000 + (i % 17) * 1_000_000;
-        let chunk_ns: Vec<u64> = (0..4).map(|k| first + k * 2_000_000).collect();
-        let r = RequestRecord {
-            session_id: Some(format!("session-{}", i % 1000)),
-            session_num: i as u32,
-            trace_line: i as u32 + 1,
-            scheduled_ns: sent - (i % 5) * 10_000,
-            sent_ns: sent,
-            end_ns: chunk_ns[3] + 1000,
-            chunk_ns,
-            streaming: true,
-            input_tokens: Some(200 + i % 300),
-            output_tokens: Some(4),
-            usage: ServerUsage {
-                prompt_tokens: Some(200 + i % 300),
-                completion_tokens: Some(4),
-                cached_tokens: Some((i % 3) * 64),
-                first_chunk_tokens: None,
-            },
-            expected_cached_tokens: Some((i % 4) * 64),
-            ..Default::default()
-        };
-        let m = agg.add(&r, true, &[]);
-        out.extend(record_line(&r, m.as_ref(), 1_795_627_514_000_000_000));
-    }
-    out
+    record_lines::record_lines(N)
 }
 
 fn run_lines(c: &mut Criterion) {

@@ -1,15 +1,17 @@
 //! The run's record parser in WebAssembly, apart from the rest of the worker: the browser
 //! benchmark `tests/e2e/parse_bench.mjs` (`BENCH=1`-style, not a test) loads this example's wasm
 //! into a Web Worker in Chromium and times `parse_fast_lines` and `run_loader_lines` on the
-//! 100,000 records of `crates/core/benches/run_lines.rs` (the same lines, made here by the same
-//! writer and kept in the module's memory, so that no copy from JavaScript is timed). Results:
-//! BENCHMARKS.md, beside the native `run_lines` numbers.
+//! 100,000 records of `crates/core/benches/run_lines.rs` (the same lines, made by the same code,
+//! `crates/core/benches/support/record_lines.rs`, and kept in the module's memory, so that no
+//! copy from JavaScript is timed). Results: BENCHMARKS.md, beside the native `run_lines` numbers.
 
 use std::cell::RefCell;
 
-use aiperf_core::results::aggregate::Aggregate;
-use aiperf_core::results::line::{self, record_line};
-use aiperf_core::results::record::{RequestRecord, ServerUsage};
+#[path = "../../core/benches/support/record_lines.rs"]
+mod record_lines;
+
+use aiperf_core::results::line;
+use aiperf_core::results::record::RequestRecord;
 use aiperf_core::view::{RunLoader, RunSettings};
 use wasm_bindgen::prelude::wasm_bindgen;
 
@@ -23,35 +25,7 @@ thread_local! {
 /// their bytes.
 #[wasm_bindgen]
 pub fn make_lines(n: u32) -> u32 {
-    let mut agg = Aggregate::default();
-    let mut out = Vec::new();
-    for i in 0..u64::from(n) {
-        let sent = 1_000_000 + i * 1_000_000;
-        let first = sent + 20_000_000 + (i % 17) * 1_000_000;
-        let chunk_ns: Vec<u64> = (0..4).map(|k| first + k * 2_000_000).collect();
-        let r = RequestRecord {
-            session_id: Some(format!("session-{}", i % 1000)),
-            session_num: i as u32,
-            trace_line: i as u32 + 1,
-            scheduled_ns: sent - (i % 5) * 10_000,
-            sent_ns: sent,
-            end_ns: chunk_ns[3] + 1000,
-            chunk_ns,
-            streaming: true,
-            input_tokens: Some(200 + i % 300),
-            output_tokens: Some(4),
-            usage: ServerUsage {
-                prompt_tokens: Some(200 + i % 300),
-                completion_tokens: Some(4),
-                cached_tokens: Some((i % 3) * 64),
-                first_chunk_tokens: None,
-            },
-            expected_cached_tokens: Some((i % 4) * 64),
-            ..Default::default()
-        };
-        let m = agg.add(&r, true, &[]);
-        out.extend(record_line(&r, m.as_ref(), 1_795_627_514_000_000_000));
-    }
+    let out = record_lines::record_lines(u64::from(n));
     let bytes = out.len() as u32;
     LINES.with(|l| *l.borrow_mut() = out);
     bytes
