@@ -429,8 +429,9 @@ struct Pending {
     /// Output blocks still to take, and whether the last of them stays partial.
     grows_left: u64,
     last_partial: bool,
-    /// Its time between tokens, once started.
+    /// Its time between tokens and its end, once started.
     itl_ns: u64,
+    end_ns: u64,
 }
 
 struct Sim<'a> {
@@ -594,7 +595,8 @@ impl Sim<'_> {
     fn arrive(&mut self, job: Job, now: u64) {
         let replica = self.route(&job);
         let held = self.spare.pop().unwrap_or_default();
-        let p = Pending { job, arrival_ns: now, replica, held, grows_left: 0, last_partial: false, itl_ns: 0 };
+        let p =
+            Pending { job, arrival_ns: now, replica, held, grows_left: 0, last_partial: false, itl_ns: 0, end_ns: 0 };
         let idx = match self.free_pending.pop() {
             Some(i) => {
                 self.pending[i as usize] = p;
@@ -658,6 +660,7 @@ impl Sim<'_> {
             let itl_ns = us_to_ns(itl_us);
             p.itl_ns = itl_ns;
             let end = first.saturating_add(itl_ns.saturating_mul(output - 1));
+            p.end_ns = end;
 
             let s = &mut r.stats;
             s.requests += 1;
@@ -699,15 +702,21 @@ impl Sim<'_> {
     /// A running request's decoding reaches a new block: it takes one ([`OutputBlocks`]), and
     /// the next one `block_size` tokens later.
     fn grow(&mut self, idx: u32, now: u64) {
+        let step = u64::from(self.cluster.block_size);
         let p = &mut self.pending[idx as usize];
-        p.grows_left -= 1;
-        let last = p.grows_left == 0;
-        self.blocks.extend(p.replica, &mut p.held, last && p.last_partial);
         let replica = p.replica;
-        if !last {
-            let at = now.saturating_add(p.itl_ns.saturating_mul(u64::from(self.cluster.block_size)));
-            self.seq += 1;
-            self.ends.push(Reverse((at, self.seq, idx, true)));
+        // Blocks due at the request's end or later (no time between tokens, or times at the
+        // clock's limit) are all taken now: the request's end comes next.
+        while p.grows_left > 0 {
+            p.grows_left -= 1;
+            let last = p.grows_left == 0;
+            self.blocks.extend(replica, &mut p.held, last && p.last_partial);
+            let at = now.saturating_add(p.itl_ns.saturating_mul(step));
+            if !last && at < p.end_ns {
+                self.seq += 1;
+                self.ends.push(Reverse((at, self.seq, idx, true)));
+                break;
+            }
         }
         let s = &mut self.replicas[replica as usize].stats;
         s.peak_blocks = s.peak_blocks.max(self.blocks.len(replica) as u64);

@@ -226,3 +226,29 @@ fn the_engine_computes_the_last_prompt_token_again() {
     assert_eq!((second.hit_blocks, second.cached_tokens), (3, 2 * u64::from(BS)));
     assert_eq!(sim.total().row_hit_rate(), 0.5);
 }
+
+#[test]
+fn output_blocks_without_time_between_tokens_are_taken_before_the_end() {
+    // No decoding time: every output block is due at the request's end, and is taken before the
+    // end frees the request's blocks and its place (2 prompt blocks of 16 tokens and 100 output
+    // tokens: 131 tokens fed, 9 blocks). Requests that do not overlap then hit and evict as with
+    // a nanosecond between tokens.
+    let rows: Trace = sequential(&[vec![1, 2], vec![3, 4], vec![1, 2], vec![3, 4]])
+        .iter()
+        .map(|(r, ids)| {
+            let mut r = r.clone();
+            r.output_length = Some(100);
+            (r, ids.to_vec())
+        })
+        .collect();
+    let at = |decode_fixed_us: f64| {
+        let engine = Engine { decode_fixed_us, decode_per_running_us: 0.0, ..Engine::default() };
+        run(&rows, &Cluster { engine, kv_blocks: Some(10), ..one(None) })
+    };
+    let (none, nanosecond) = (at(0.0), at(0.001));
+    assert!(none.requests.iter().all(|r| r.first_token_ns == r.end_ns));
+    let hits = |s: &Simulation| s.requests.iter().map(|r| r.hit_blocks).collect::<Vec<_>>();
+    assert_eq!(hits(&none), hits(&nanosecond));
+    assert_eq!(none.replicas[0].evictions, nanosecond.replicas[0].evictions);
+    assert_eq!(none.replicas[0].peak_blocks, 10);
+}
