@@ -63,7 +63,7 @@ proptest! {
     }
 
     #[test]
-    fn every_request_ends_once_and_capacity_holds(rows in rows(), replicas in 1u32..4, cap in 8u64..20, router in 0usize..5, lfu: bool) {
+    fn every_request_ends_once_and_capacity_holds(rows in rows(), replicas in 1u32..4, cap in 8u64..20, router in 0usize..5, lfu: bool, no_decode_time: bool) {
         // Overlapping arrivals: 10 ms apart.
         let mut trace = sequential(&rows);
         let mut t2 = Trace::new();
@@ -77,6 +77,10 @@ proptest! {
         let cluster = Cluster {
             replicas, kv_blocks: Some(cap), router: routers[router], max_running: Some(3),
             policy: if lfu { Policy::Lfu } else { Policy::Lru }, sample_every_ns: 5_000_000, ..one(None)
+        };
+        let cluster = match no_decode_time {
+            true => Cluster { engine: Engine { decode_fixed_us: 0.0, decode_per_running_us: 0.0, ..Engine::default() }, ..cluster },
+            false => cluster,
         };
         let sim = run(&trace, &cluster);
         prop_assert_eq!(sim.requests.len(), rows.len());
