@@ -263,6 +263,9 @@ fn aiperf_reads_our_gpu_telemetry_summary() {
     let trace = write_trace(dir.path(), &lines);
     let art = dir.path().join("gpu");
     ok(&profile_streaming(&mock.url, &trace, &art, &["--gpu-telemetry", &exporter, "--ui-type", "none"], LIMIT));
+    // A script of AIPerf's venv on the run's summary and GPU records.
+    let (summary_file, records_file) = (art.join("profile_export_aiperf.json"), art.join("gpu_telemetry_export.jsonl"));
+    let on_run = |code: &str| python(&venv, code, &[summary_file.to_str().unwrap(), records_file.to_str().unwrap()]);
     let code = r#"
 import json, sys
 from datetime import datetime, timezone
@@ -298,14 +301,7 @@ for url, gpus in tree.telemetry_source_endpoints.items():
             checked += 1
 print(checked)
 "#;
-    let out = python(
-        &venv,
-        code,
-        &[
-            art.join("profile_export_aiperf.json").to_str().unwrap(),
-            art.join("gpu_telemetry_export.jsonl").to_str().unwrap(),
-        ],
-    );
+    let out = on_run(code);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "22", "two GPUs, 11 fields each");
     // The counter moved: GPU 0's energy rose by whole megajoules, at least one a scrape.
@@ -354,14 +350,7 @@ for r in theirs:
     assert abs(mine[r.tag]["avg"] - r.avg) <= 1e-5 * abs(r.avg), (r.tag, r.avg, mine[r.tag])
 print(len(theirs))
 "#;
-    let out = python(
-        &venv,
-        code,
-        &[
-            art.join("profile_export_aiperf.json").to_str().unwrap(),
-            art.join("gpu_telemetry_export.jsonl").to_str().unwrap(),
-        ],
-    );
+    let out = on_run(code);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // Every metric but goodput per watt (no SLOs) and energy per user (a rate run).
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "10", "{}", String::from_utf8_lossy(&out.stdout));
