@@ -178,26 +178,40 @@ pub(super) fn convert(
         }
         let ids = part.ids.get(start..r.ids_end).unwrap_or_default();
         start = r.ids_end;
-        sink.count_record();
-        if !sink.keeps_model(progress.models.get(r.model as usize).map_or("", |m| m)) {
-            continue;
-        }
-        progress.kept += 1;
-        let Some((name, block)) = progress.convs.get(r.conv as usize) else {
-            return Err(FormatError::Options(format!("{}: a request without its conversation", sink.file())));
-        };
-        sink.push(Record {
-            at_ns: r.at_ns,
-            input: r.input,
-            output: r.output,
-            conversation: Some(name.clone()),
-            ids: Some(SourceIds { ids, block: *block, complete: ids.len() }),
-            line: 0,
-            turn: None,
-        })?;
+        push_request(sink, progress, r, ids, r.at_ns, None)?;
     }
     let Some(end) = part.end else { return Ok(None) };
     note(sink, progress, end)
+}
+
+/// One request into the converter, sent at `at_ns` (`turn`: as [`Record::turn`]), unless its
+/// model is filtered out.
+#[inline]
+fn push_request(
+    sink: &mut Sink<'_>,
+    progress: &mut Progress,
+    r: &Req,
+    ids: &[u64],
+    at_ns: i64,
+    turn: Option<Option<f64>>,
+) -> Result<(), FormatError> {
+    sink.count_record();
+    if !sink.keeps_model(progress.models.get(r.model as usize).map_or("", |m| m)) {
+        return Ok(());
+    }
+    progress.kept += 1;
+    let Some((name, block)) = progress.convs.get(r.conv as usize) else {
+        return Err(FormatError::Options(format!("{}: a request without its conversation", sink.file())));
+    };
+    sink.push(Record {
+        at_ns,
+        input: r.input,
+        output: r.output,
+        conversation: Some(name.clone()),
+        ids: Some(SourceIds { ids, block: *block, complete: ids.len() }),
+        line: 0,
+        turn,
+    })
 }
 
 /// The note of a document that ended (or its error).

@@ -19,8 +19,7 @@ use std::fmt;
 use serde::Deserializer;
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::{Parsed, Progress, Req, note};
-use crate::formats::convert::{Record, SourceIds};
+use super::{Parsed, Progress, Req, note, push_request};
 use crate::formats::{ConvertStats, FormatError, Sink};
 use crate::hashing::FastMap;
 use crate::trace::Trace;
@@ -172,23 +171,7 @@ pub(super) fn convert_whole(
             start = r.ids_end;
             let (at_ns, delay_ms) = times.get(k).copied().unwrap_or((r.at_ns, None));
             k += 1;
-            sink.count_record();
-            if !sink.keeps_model(progress.models.get(r.model as usize).map_or("", |m| m)) {
-                continue;
-            }
-            progress.kept += 1;
-            let Some((name, block)) = progress.convs.get(r.conv as usize) else {
-                return Err(FormatError::Options(format!("{}: a request without its conversation", sink.file())));
-            };
-            sink.push(Record {
-                at_ns,
-                input: r.input,
-                output: r.output,
-                conversation: Some(name.clone()),
-                ids: Some(SourceIds { ids, block: *block, complete: ids.len() }),
-                line: 0,
-                turn: Some(delay_ms),
-            })?;
+            push_request(sink, progress, r, ids, at_ns, Some(delay_ms))?;
         }
     }
     note(sink, progress, end)
