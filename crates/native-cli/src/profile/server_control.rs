@@ -12,7 +12,7 @@ use hyper::header::{AUTHORIZATION, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 
 use super::options::WaitMode;
-use super::plan::replay::{CacheReset, ServerWait};
+use super::plan::server::{CacheReset, ServerWait};
 use crate::io::http::{HttpClient, chain};
 
 /// Time limit of one probe call.

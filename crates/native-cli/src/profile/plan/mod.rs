@@ -7,6 +7,8 @@
 //!
 //! - [`campaign`]: what `profile` runs (one replay, repeats, a sweep, a search) — [`ProfilePlan`];
 //! - [`replay`]: one replay — [`ReplayPlan`], checked option group by option group;
+//! - [`server`]: the server's side of a replay (metrics scraped, readiness, cache reset, GPUs);
+//! - `cli_config`: the options as given, redacted, for the exports' `aiperf_cli_config`;
 //! - [`aiperf_config`]: the options in AIPerf's configuration shape (the exports' `input_config`);
 //! - [`arrivals`]: when sessions start, resolved against the trace;
 //! - [`limits`]: the options' bounds and the checks of one option;
@@ -20,10 +22,12 @@
 pub mod aiperf_config;
 pub mod arrivals;
 pub mod campaign;
+mod cli_config;
 pub mod limits;
 pub mod network;
 pub mod replay;
 pub mod secrets;
+pub mod server;
 pub mod shaping;
 pub mod tls;
 pub mod weka;
