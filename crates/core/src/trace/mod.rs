@@ -9,6 +9,7 @@ mod error;
 mod fast;
 mod parse;
 pub mod prompt_hash;
+mod raw;
 mod row;
 mod visit;
 mod write;
