@@ -117,6 +117,18 @@ try {
   await page.waitForFunction((p50) => document.querySelectorAll('.runs-panel section.run[data-run="0"] tr[data-metric="time_to_first_token"] td')[4]?.textContent === p50, theirP50, { timeout: 60000 });
   const aiperfRun = await checkNumbers(page, '.runs-panel', theirSummary);
   step(`a run AIPerf wrote: ${theirSummary.request_count.avg} requests, TTFT p50 ${aiperfRun.p50} ms as AIPerf's summary, ${aiperfRun.charts} charts`);
+  // AIPerf's --gpu-telemetry run: its GPUs and their energy efficiency, AIPerf's numbers.
+  const gpuRun = join(ROOT, 'tests/fixtures/aiperf-0.13.0-runs/gpu-telemetry');
+  const gpuSummary = JSON.parse(readFileSync(join(gpuRun, 'profile_export_aiperf.json'), 'utf8'));
+  await dropFiles(page, ['profile_export.jsonl', 'profile_export_aiperf.json', 'server_metrics_export.json'].map((f) => [f, readFileSync(join(gpuRun, f), 'utf8')]));
+  await page.waitForFunction(() => document.querySelector('.runs-panel table.gpus tr[data-metric="nvidia_power_usage"]'), null, { timeout: 60000 });
+  const gpu0 = Object.values(Object.values(gpuSummary.telemetry_data.endpoints)[0].gpus)[0];
+  const powerCells = await page.locator('.runs-panel table.gpus tr[data-metric="nvidia_power_usage"]').first().locator('td').allTextContents();
+  assert.equal(powerCells[2], gpu0.metrics.nvidia_power_usage.avg.toFixed(2), `GPU power avg: ${powerCells}`);
+  const perToken = await page.locator('.runs-panel table.energy tr[data-metric="nvidia_energy_per_output_token"] td').nth(1).textContent();
+  assert.equal(perToken, gpuSummary.nvidia_energy_per_output_token.avg.toFixed(2), 'energy per output token');
+  const energyRows = await page.locator('.runs-panel table.energy tbody tr').count();
+  step(`AIPerf's GPU run: power avg ${powerCells[2]} W as its telemetry_data, ${energyRows} energy-efficiency rows (per output token ${perToken})`);
   // Back to run A for the screenshot.
   await dropFiles(page, [
     ['profile_export.jsonl', readFileSync(join(runA, 'profile_export.jsonl'), 'utf8')],

@@ -234,10 +234,6 @@ fn report_and_compare_show_the_gpus_of_aiperfs_run() {
     );
 }
 
-fn cli(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(BIN).args(args).output().unwrap()
-}
-
 /// The recorded page with GPU 0's power and energy counter moving on every scrape: `n` W more
 /// and `n` MJ more at the `n`-th.
 fn moving_page(n: u64) -> String {

@@ -133,6 +133,26 @@ fn each_network_option_changes_what_is_recorded() {
     assert!(csv.contains("\r\nNetwork-Adjusted Time to First Token (ms),"), "{csv}");
     let console = std::fs::read_to_string(mean.join("profile_export_console.txt")).unwrap();
     assert!(console.contains("Network-Adjusted Request Latency (ms)") && console.contains("Network RTT (ms)"));
+    // `report` takes the adjusted metrics again from the records with the summary's round trip:
+    // the summary's numbers; `compare` lines them up against a run without them.
+    let html = dir.path().join("report.html");
+    let out = cli(&["report", mean.to_str().unwrap(), "--output", html.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    for tag in ["network_rtt", "network_adjusted_request_latency", "network_adjusted_time_to_first_token"] {
+        let row = page
+            .split(&format!(r#"<tr data-metric="{tag}">"#))
+            .nth(1)
+            .and_then(|r| r.split("</tr>").next())
+            .unwrap_or_else(|| panic!("no {tag} row"));
+        let cells: Vec<&str> = row.split("<td>").skip(1).map(|c| c.trim_end_matches("</td>")).collect();
+        assert_eq!(cells[1], format!("{:.2}", s[tag]["avg"].as_f64().unwrap()), "{tag} avg: {row}");
+        assert_eq!(cells[4], format!("{:.2}", s[tag]["p50"].as_f64().unwrap()), "{tag} p50: {row}");
+    }
+    let without = run(&mock, dir.path(), "without", &[]);
+    let out = cli(&["compare", without.to_str().unwrap(), mean.to_str().unwrap()]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && table.contains("Network-Adjusted Time to First Token"), "{table}");
 
     // A round trip longer than every latency clamps each at 0.
     let huge = run(&mock, dir.path(), "huge", &["--network-latency-mean", "100000"]);

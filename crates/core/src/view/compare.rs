@@ -95,6 +95,24 @@ fn gpu_rows(t: &TelemetryExport) -> Vec<(String, &'static str, Option<f64>)> {
     out
 }
 
+/// The network-adjusted rows of a run (`--network-latency-*`): the round trip subtracted and the
+/// adjusted latencies at p50, p90, p99 and avg, as the key metrics; none without them.
+fn network_rows(r: &Report) -> Vec<(String, &'static str, Option<f64>)> {
+    let mut out = Vec::new();
+    if let Some(d) = r.get(Metric::NetworkRtt) {
+        out.push((format!("{} avg", Metric::NetworkRtt.header()), Metric::NetworkRtt.unit(), Some(d.avg)));
+    }
+    for m in [Metric::NetworkAdjustedTimeToFirstToken, Metric::NetworkAdjustedRequestLatency] {
+        if let Some(d) = r.get(m) {
+            for (p, name) in [(50.0, "p50"), (90.0, "p90"), (99.0, "p99")] {
+                out.push((format!("{} {name}", m.header()), m.unit(), d.percentile(p)));
+            }
+            out.push((format!("{} avg", m.header()), m.unit(), Some(d.avg)));
+        }
+    }
+    out
+}
+
 /// The GPU energy-efficiency rows of a run: each metric named by its header and vendor.
 fn energy_rows(metrics: &[EnergyMetric]) -> Vec<(String, &'static str, Option<f64>)> {
     metrics
@@ -117,11 +135,12 @@ pub fn compare(runs: &[&Run], baseline: usize) -> Comparison {
             row.values.push(*v);
         }
     }
-    // The GPUs of each run and their energy efficiency, by name: runs that scraped other GPUs
-    // have no value there.
+    // The network-adjusted latencies, the GPUs of each run and their energy efficiency, by name:
+    // runs without them (or that scraped other GPUs) have no value there.
     for (i, run) in runs.iter().enumerate() {
         let gpus = run.gpus.as_ref().map(gpu_rows).unwrap_or_default();
-        for (name, unit, v) in gpus.into_iter().chain(energy_rows(&run.gpu_energy)) {
+        let extra = network_rows(&run.report).into_iter().chain(gpus).chain(energy_rows(&run.gpu_energy));
+        for (name, unit, v) in extra {
             let row = match rows.iter().position(|r| r.name == name && r.unit == unit) {
                 Some(at) => &mut rows[at],
                 None => {
@@ -357,5 +376,35 @@ mod tests {
         let cmp = compare(&[&a, &b], 0);
         let row = cmp.rows.iter().find(|r| r.name == "Energy per Output Token (NVIDIA)").unwrap();
         assert_eq!((row.unit, row.values.clone()), ("mJ/token", vec![None, Some(12.5)]));
+    }
+
+    #[test]
+    fn network_adjusted_rows_come_with_the_runs_that_have_them() {
+        let a = run_of(10, "a");
+        // The round trip read from a summary: the adjusted metrics taken again from the records.
+        let text = {
+            let records: Vec<_> = (0..10).map(|i| super::super::tests::record(i, i % 9 == 8)).collect();
+            super::super::tests::jsonl(&records, true, &[]).0
+        };
+        let settings = crate::view::RunSettings::from_summary_json(
+            "s.json",
+            r#"{"input_config": {}, "network_rtt": {"unit": "ms", "avg": 2.5}}"#,
+        )
+        .unwrap();
+        assert_eq!(settings.network_rtt_ms, Some(2.5));
+        let b = Run::from_jsonl("b", "profile_export.jsonl", &text, settings).unwrap();
+        let ttft = b.report.get(Metric::TimeToFirstToken).unwrap();
+        let adjusted = b.report.get(Metric::NetworkAdjustedTimeToFirstToken).unwrap();
+        assert!((ttft.min - 2.5 - adjusted.min).abs() < 1e-9, "{} {}", ttft.min, adjusted.min);
+        let cmp = compare(&[&a, &b], 0);
+        let row = |n: &str| cmp.rows.iter().find(|r| r.name == n).unwrap_or_else(|| panic!("no row {n}"));
+        assert_eq!(row("Network RTT avg").values, vec![None, Some(2.5)]);
+        assert_eq!(row("Network-Adjusted Time to First Token p50").values[0], None);
+        assert_eq!(
+            row("Network-Adjusted Request Latency avg").values[1],
+            Some(b.report.get(Metric::NetworkAdjustedRequestLatency).unwrap().avg)
+        );
+        // Without them, no such row.
+        assert!(compare(&[&a], 0).rows.iter().all(|r| !r.name.starts_with("Network")));
     }
 }

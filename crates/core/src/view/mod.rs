@@ -62,11 +62,20 @@ pub struct RunSettings {
     /// phase, over which its time-weighted metrics are weighed. Used for a run whose records it
     /// holds (AIPerf's wall-clock records; not ours, timed from the run's start).
     pub phase_window_ns: Option<(u64, u64)>,
+    /// The mean network round trip (ms) the run subtracted (`network_rtt` of the summary): the
+    /// `network_adjusted_*` metrics are taken again from the records with it.
+    pub network_rtt_ms: Option<f64>,
 }
 
 impl Default for RunSettings {
     fn default() -> Self {
-        RunSettings { server_token_count: true, slos: Vec::new(), input_config: Value::Null, phase_window_ns: None }
+        RunSettings {
+            server_token_count: true,
+            slos: Vec::new(),
+            input_config: Value::Null,
+            phase_window_ns: None,
+            network_rtt_ms: None,
+        }
     }
 }
 
@@ -104,7 +113,12 @@ impl RunSettings {
             u64::try_from(t.unix_ns).ok()
         };
         let phase_window_ns = at("start_time").zip(at("end_time")).filter(|(a, b)| b > a);
-        Ok(RunSettings { server_token_count, slos, input_config: config, phase_window_ns })
+        let network_rtt_ms = v
+            .get("network_rtt")
+            .and_then(|m| m.get("avg"))
+            .and_then(Value::as_f64)
+            .filter(|ms| ms.is_finite() && *ms > 0.0);
+        Ok(RunSettings { server_token_count, slos, input_config: config, phase_window_ns, network_rtt_ms })
     }
 
     /// The run's `--slice-duration` (s), when it had one (AIPerf keeps it under `artifacts`).
@@ -417,7 +431,13 @@ impl RunLoader {
             .settings
             .phase_window_ns
             .filter(|&(a, b)| self.aggregate.timeline.window().is_some_and(|(first, last)| a <= first && last <= b));
-        let report = std::mem::take(&mut self.aggregate).into_report_over(!self.settings.slos.is_empty(), window);
+        let adjusted = self
+            .settings
+            .network_rtt_ms
+            .map(|ms| crate::results::network::adjusted_metrics(&self.aggregate, ms * 1e6))
+            .unwrap_or_default();
+        let mut report = std::mem::take(&mut self.aggregate).into_report_over(!self.settings.slos.is_empty(), window);
+        report.metrics.extend(adjusted);
         Ok(Run {
             label: label.into(),
             settings: self.settings,

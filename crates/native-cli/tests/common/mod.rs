@@ -18,6 +18,11 @@ use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_aiperf-cli");
 
+/// `aiperf-cli ARGS…`, run to its end.
+pub fn cli(args: &[&str]) -> Output {
+    std::process::Command::new(BIN).args(args).output().unwrap()
+}
+
 /// The repository root.
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -4,7 +4,7 @@ use std::cell::RefCell;
 
 use aiperf_core::view::curve::Curve;
 use aiperf_core::view::server::ServerTimeline;
-use aiperf_core::view::{Run, RunLoader, RunSettings, html};
+use aiperf_core::view::{Run, RunLoader, RunSettings, gpu_energy_of_summary, gpu_telemetry_of_summary, html};
 
 use super::Inner;
 use super::fetch::{fetch_text, next_chunk, reader};
@@ -65,13 +65,18 @@ pub(super) fn view(curves: &[Curve], runs: &[Run], baseline: usize) -> RunsView 
     }
 }
 
-/// Reads one run: its summary file (for the settings), then its records, streamed.
+/// Reads one run: its summary file (for the settings, the GPUs and their energy efficiency), then
+/// its records, streamed.
 async fn read_run(files: &RunFiles) -> Result<Run, String> {
-    let settings = match &files.config {
+    let (settings, gpus, gpu_energy) = match &files.config {
         Some((url, name)) => {
-            RunSettings::from_summary_json(name, &fetch_text(url).await?).map_err(|e| e.to_string())?
+            let text = fetch_text(url).await?;
+            let settings = RunSettings::from_summary_json(name, &text).map_err(|e| e.to_string())?;
+            // As in `aiperf-cli report`, a bad GPU block leaves its table out, not the run.
+            let gpus = gpu_telemetry_of_summary(name, &text).ok().flatten();
+            (settings, gpus, gpu_energy_of_summary(name, &text).unwrap_or_default())
         }
-        None => RunSettings::default(),
+        None => (RunSettings::default(), None, Vec::new()),
     };
     let server = match &files.server {
         Some((url, name)) => ServerTimeline::from_json(name, &fetch_text(url).await?).map_err(|e| e.to_string())?,
@@ -85,5 +90,7 @@ async fn read_run(files: &RunFiles) -> Result<Run, String> {
     }
     let mut run = loader.finish(&files.label).map_err(|e| e.to_string())?;
     run.server = server;
+    run.gpus = gpus;
+    run.gpu_energy = gpu_energy;
     Ok(run)
 }
