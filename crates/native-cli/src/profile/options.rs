@@ -323,8 +323,9 @@ pub struct Args {
     )]
     pub parameter_sweep_cooldown_seconds: f64,
     /// Capacity search: find the highest value of this option whose runs meet the --goodput SLOs
-    /// for --search-goodput-fraction of their requests (bracket, then bisect).
-    #[arg(help_heading = "Sweeps, repeats and capacity search", long, value_enum, requires = "goodput")]
+    /// for --search-goodput-fraction of their requests (bracket, then bisect). AIPerf's
+    /// --ttft-sla-ms, --itl-sla-ms, --e2e-sla-ms and --error-rate-sla give targets too.
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, value_enum)]
     pub search_max: Option<Axis>,
     /// First (and lowest) value the search measures [default: 1].
     #[arg(help_heading = "Sweeps, repeats and capacity search", long, requires = "search_max")]
@@ -342,6 +343,29 @@ pub struct Args {
     /// Share of a run's requests (failed ones count as missing) that must meet every SLO.
     #[arg(help_heading = "Sweeps, repeats and capacity search", long, default_value_t = 0.95, requires = "search_max")]
     pub search_goodput_fraction: f64,
+    /// AIPerf's time-to-first-token SLA (ms): under --search-max, the --goodput SLO
+    /// time_to_first_token:MS (ignored without it, as AIPerf ignores it outside its search recipes).
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long)]
+    pub ttft_sla_ms: Option<f64>,
+    /// AIPerf's inter-token-latency SLA (ms): under --search-max, the --goodput SLO
+    /// inter_token_latency:MS (ignored without it).
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long)]
+    pub itl_sla_ms: Option<f64>,
+    /// AIPerf's time-per-output-token SLA (ms), the same target as --itl-sla-ms.
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long)]
+    pub tpot_sla_ms: Option<f64>,
+    /// AIPerf's end-to-end latency SLA (ms): under --search-max, the --goodput SLO
+    /// request_latency:MS (ignored without it).
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long)]
+    pub e2e_sla_ms: Option<f64>,
+    /// AIPerf's error-rate SLA, a fraction in (0, 1): under --search-max, a run whose share of
+    /// failed requests reaches it fails (ignored without it).
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long)]
+    pub error_rate_sla: Option<f64>,
+    /// AIPerf's name for --search-goodput-fraction [AIPerf's default: 0.95] (ignored without
+    /// --search-max).
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, conflicts_with = "search_goodput_fraction")]
+    pub slo_attainment_fraction: Option<f64>,
     /// Console UI: simple (a progress bar on a terminal, a progress line on stderr every
     /// --progress-interval seconds otherwise), dashboard (a full-screen view of the run on a
     /// terminal, simple otherwise) or none.
