@@ -231,7 +231,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--show-trace-timing", &[]),
     // Tokenizer
     same("--tokenizer", &["missing-tokenizer.json"]),
-    refused("--tokenizer-revision", &TOKENIZER),
+    same("--tokenizer-revision", &["v1"]),
     refused("--tokenizer-trust-remote-code", &TOKENIZER),
     refused("--apply-chat-template", &TOKENIZER),
     // Load

@@ -209,6 +209,10 @@ pub struct Args {
     /// Tokenizer: a tokenizer.json, a folder holding one, or a Hugging Face model name.
     #[arg(help_heading = "Tokenizer", long)]
     pub tokenizer: Option<String>,
+    /// Hugging Face revision (branch, tag or commit) of a tokenizer given by model name (AIPerf's);
+    /// a file or folder is read as it is.
+    #[arg(help_heading = "Tokenizer", long, default_value = crate::io::tokenizer::MAIN)]
+    pub tokenizer_revision: String,
 
     /// More Prometheus endpoints to scrape, besides `<--url>/metrics` (`/metrics` is appended
     /// unless the URL ends with it).

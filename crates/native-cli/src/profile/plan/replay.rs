@@ -89,6 +89,8 @@ pub struct Source {
     /// In-memory synthesis applied to the trace before replay, when an option asks for it.
     pub synthesis: Option<TransformParams>,
     pub tokenizer: Option<String>,
+    /// `--tokenizer-revision`.
+    pub tokenizer_revision: String,
     pub arrivals: Arrivals,
     /// Which session each generated session run takes (`--dataset-sampling-strategy`).
     pub sampling: Sampling,
@@ -268,6 +270,7 @@ impl ReplayPlan {
                 seed: a.random_seed,
                 synthesis,
                 tokenizer: a.tokenizer.clone(),
+                tokenizer_revision: a.tokenizer_revision.clone(),
                 arrivals: Arrivals {
                     fixed,
                     start_offset_ms: a.fixed_schedule_start_offset,
