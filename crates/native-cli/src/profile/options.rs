@@ -76,6 +76,17 @@ pub struct Args {
     /// A longer one is not built and gets an `invalid_request` record.
     #[arg(help_heading = "Input", long, default_value_t = DEFAULT_MAX_PROMPT_TOKENS)]
     pub max_prompt_tokens: u64,
+    /// A system message ahead of every turn of every conversation, verbatim (AIPerf's): merged
+    /// into a row's own leading system message (this text, a blank line, then the row's). Chat
+    /// only; its tokens add to each request's input tokens.
+    #[arg(help_heading = "Input", long, value_name = "TEXT")]
+    pub system_prompt: Option<String>,
+    /// --system-prompt's text read from a UTF-8 file, once, before the run.
+    #[arg(help_heading = "Input", long, value_name = "PATH")]
+    pub system_prompt_file: Option<std::path::PathBuf>,
+    /// The system prompt once read (by the plan of a campaign, so that its sub-runs share it).
+    #[arg(skip)]
+    pub system_prompt_text: Option<std::sync::Arc<str>>,
     /// Take token counts (ISL, OSL) from the server's `usage`, and count on the client only when
     /// the server reports none (the default counts on the client, as AIPerf does, with the
     /// server's `usage` beside it).

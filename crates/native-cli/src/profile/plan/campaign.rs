@@ -54,6 +54,7 @@ impl ProfilePlan {
     /// in advance (so that a bad value fails before anything runs).
     pub fn from_args(mut args: Args) -> Result<ProfilePlan> {
         let sla = sla::fold(&mut args)?;
+        args.system_prompt_text = super::system_prompt::resolve(&args)?;
         ensure!(
             args.search_max.is_none() || args.goodput.is_some() || sla.max_error_rate.is_some(),
             "--search-max needs targets: --goodput SLOS, or AIPerf's --ttft-sla-ms, --itl-sla-ms/--tpot-sla-ms, --e2e-sla-ms or --error-rate-sla"

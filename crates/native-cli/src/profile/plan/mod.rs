@@ -16,6 +16,7 @@
 //!   arrivals, rate series);
 //! - [`network`]: the network latency calibration options (`--network-latency-*`);
 //! - [`sla`]: AIPerf's SLA targets as the capacity search's goodput targets;
+//! - [`system_prompt`]: `--system-prompt`/`--system-prompt-file`, read and checked;
 //! - [`secrets`]: credentials in URLs and headers, redacted and masked;
 //! - [`tls`]: the `--ssl-ca-cert` file;
 //! - [`weka`]: AIPerf's `weka_trace` replay options, checked and applied to the trace read.
@@ -31,6 +32,7 @@ pub mod secrets;
 pub mod server;
 pub mod shaping;
 pub mod sla;
+pub mod system_prompt;
 pub mod tls;
 pub mod weka;
 

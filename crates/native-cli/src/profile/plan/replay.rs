@@ -21,7 +21,7 @@ use super::secrets::{basic_auth, is_credential_header, redact_url, split_credent
 pub use super::server::ServerPlan;
 use super::tls::TlsOptions;
 use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
-use crate::profile::body::{BodyTemplate, EndpointType, TurnHistory};
+use crate::profile::body::{BodyTemplate, EndpointType, SystemMessage, TurnHistory};
 use crate::profile::options::{Args, ConnectionReuse, UiType};
 use crate::profile::{artifacts, client, progress};
 
@@ -257,6 +257,11 @@ impl ReplayPlan {
                     max_prompt_tokens: in_range(a.max_prompt_tokens, "--max-prompt-tokens", 1, 1 << 32)?,
                     extra_inputs,
                     continuous_usage: per_chunk_usage(&a)?,
+                    system: match &a.system_prompt_text {
+                        Some(t) => Some(t.clone()),
+                        None => super::system_prompt::resolve(&a)?,
+                    }
+                    .map(SystemMessage::new),
                 },
                 reuse_connections: a.connection_reuse_strategy != Some(ConnectionReuse::Never),
                 sticky: a.connection_reuse_strategy == Some(ConnectionReuse::StickyUserSessions),
