@@ -261,7 +261,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused("--trajectory-start-max-ratio", &AGENTIC),
     refused("--burst-phase-starts", &AGENTIC),
     same("--trace-idle-gap-cap-seconds", &["60"]),
-    refused("--system-idle-gap-cap-seconds", &AGENTIC),
+    same("--system-idle-gap-cap-seconds", &["10"]),
     refused("--scenario", &SCENARIO),
     refused("--unsafe-override", &SCENARIO),
     // Warm-up

@@ -132,6 +132,11 @@ pub struct Args {
     /// sub-agents) to at most these seconds, and time the turns on that compressed timeline.
     #[arg(help_heading = "Input", long)]
     pub trace_idle_gap_cap_seconds: Option<f64>,
+    /// Keep the replay idle at most these seconds at a time (AIPerf's): when no request is in
+    /// flight, every pending time moves earlier by the same amount so that the next request
+    /// leaves within the cap. Replays of the trace's own times only (ignored with --request-rate).
+    #[arg(help_heading = "Input", long)]
+    pub system_idle_gap_cap_seconds: Option<f64>,
     /// Seed of prompt text and Poisson arrivals.
     #[arg(help_heading = "Input", long, default_value_t = 0)]
     pub random_seed: u64,

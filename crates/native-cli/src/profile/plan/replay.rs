@@ -121,6 +121,8 @@ pub struct Limits {
     pub smoothness: Option<f64>,
     /// The rate over time (`--request-rate-series`): (µs, rate) points.
     pub rate_series: Option<aiperf_core::replay::schedule::RateSeries>,
+    /// `--system-idle-gap-cap-seconds` on a replay of the trace's times.
+    pub system_idle_cap: Option<Duration>,
 }
 
 /// How this process takes part in a run split across processes.
@@ -314,6 +316,7 @@ impl ReplayPlan {
                 ramps,
                 smoothness,
                 rate_series,
+                system_idle_cap: system_idle_cap(&a, run_rate)?,
             },
             counting: if a.use_server_token_count { TokenCounting::ServerOnly } else { TokenCounting::Client },
             exports: Exports {
@@ -698,6 +701,14 @@ fn dataset_format(name: &str, given: &TraceFormatArgs) -> Result<TraceFormatArgs
         }
         _ => Ok(TraceFormatArgs { trace_format: FormatChoice::Is(format) }),
     }
+}
+
+/// `--system-idle-gap-cap-seconds` (≥ 0) where the trace's own times are replayed: AIPerf
+/// applies it to its trace replay only, and a rate run (`run_rate`) ignores it as AIPerf's does.
+fn system_idle_cap(a: &Args, run_rate: Option<f64>) -> Result<Option<Duration>> {
+    let Some(s) = a.system_idle_gap_cap_seconds else { return Ok(None) };
+    let cap = seconds(s, "--system-idle-gap-cap-seconds", true)?;
+    Ok(run_rate.is_none().then_some(cap))
 }
 
 #[cfg(test)]
