@@ -105,3 +105,30 @@ fn a_missing_file_or_a_conflict_stops_the_run_before_it_starts() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("mutually exclusive"));
     assert!(!art.exists(), "nothing written");
 }
+
+/// AIPerf 0.13.0's own `build_cache_bust_marker` renders the core's markers byte for byte, for
+/// every target (in AIPerf's venv: `scripts/test.sh` runs it).
+#[test]
+#[ignore = "needs AIPerf 0.13.0's venv (scripts/aiperf-venv.sh); scripts/test.sh runs it"]
+fn cache_bust_markers_are_aiperfs() {
+    use aiperf_core::replay::cache_bust::{Target, marker};
+    let Some(venv) = aiperf_venv() else { return };
+    let code = r#"
+import json
+from aiperf.timing.strategies.cache_bust import build_cache_bust_marker
+from aiperf.common.enums import CacheBustTarget
+out = []
+for bid, k, tid in [("bench", 0, "conv-1"), ("7008c36f6f22", 41, "session 9"), ("", 3, "")]:
+    for t in CacheBustTarget:
+        out.append([bid, k, tid, t.value, build_cache_bust_marker(bid, k, k, tid, target=t)])
+print(json.dumps(out))
+"#;
+    let out = python(&venv, code, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cases: Vec<(String, u64, String, String, Option<String>)> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cases.len(), 21);
+    for (bid, k, tid, target, want) in cases {
+        let t = Target::from_name(&target).unwrap();
+        assert_eq!(marker(&bid, k, k, &tid, t), want, "{bid} {k} {tid} {target}");
+    }
+}
