@@ -28,6 +28,8 @@ say "AIPerf 0.13.0's own client against the mock server (chat, completions; stre
 # on 2 busy cores, 1.2 GB; instant afterwards), then 4 AIPerf runs of 20 requests (~2 min in all on
 # 2 busy cores, mostly AIPerf's own start-up). Passes with a SKIP line when PyPI can't be reached.
 cargo test -p aiperf-cli --locked --test aiperf_client -- --ignored --nocapture
+say "AIPerf 0.13.0's cache-bust markers against the core's"
+cargo test -p aiperf-cli --locked --test aiperf_prompts -- --ignored
 
 say "--ui-type dashboard in a real terminal (tmux): panels, numbers, the terminal given back, files complete"
 # tmux 3.x gives capture-pane -p -S; installed with apt when missing.

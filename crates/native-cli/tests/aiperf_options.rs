@@ -92,6 +92,8 @@ fn every_aiperf_option_is_honoured_or_refused_by_name() {
         .to_string();
     let series =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/rate-series.json").display().to_string();
+    let system_prompt =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/system-prompt.txt").display().to_string();
     // One command line per spelling, with what its run must print: a path in the error that
     // stops an honoured run, or the whole refusal line.
     let mut runs: Vec<(Vec<String>, Expect)> = Vec::new();
@@ -112,6 +114,7 @@ fn every_aiperf_option_is_honoured_or_refused_by_name() {
                     e.replace("missing-tokenizer.json", &tokenizer)
                         .replace("minimal.yaml", &config)
                         .replace("rate-series.json", &series)
+                        .replace("system-prompt.txt", &system_prompt)
                 }));
                 runs.push((args, Expect::ReachesTheTrace));
             }

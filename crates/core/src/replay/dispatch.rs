@@ -15,6 +15,12 @@
 //! `--prefill-concurrency` is a second ceiling, on requests in prefill: a request holds a prefill
 //! slot from the moment it is taken until its first token arrives ([`Dispatch::first_token`]) or
 //! it ends without one ([`Dispatch::complete`]); every turn needs one, as in AIPerf.
+//!
+//! AIPerf's `--system-idle-gap-cap-seconds` bounds how long the replay stays idle: when no
+//! request is in flight and the next one is due more than the cap after the last one ended (or
+//! after time zero), every pending time — later turns queued and starts not yet taken — moves
+//! earlier by the same amount, so the next request leaves the cap after the idle began. Each
+//! session's own spacing and the order of everything pending are kept.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
@@ -88,6 +94,15 @@ pub struct Dispatch {
     prefilling: HashSet<(u64, u32)>,
     /// A user-centric run's gap between a user's turns ([`Schedule::user_turn_gap_ns`]).
     user_gap_ns: Option<u64>,
+    /// AIPerf's `--system-idle-gap-cap-seconds` (ns).
+    idle_cap_ns: Option<u64>,
+    /// How far every pending time has moved earlier: a start's offset and a queued turn's
+    /// deadline (kept as `deadline + shift` at queueing) are due this much sooner.
+    shift_ns: u64,
+    /// When the last request in flight ended (0 before any).
+    idle_since_ns: u64,
+    /// The idle cap's moves: how many, and the time they skipped.
+    idle_skips: (u64, u64),
 }
 
 /// The next job as [`Dispatch::take`] takes it.
@@ -136,7 +151,22 @@ impl Dispatch {
             concurrency_ramp_ns: None,
             prefill: None,
             prefilling: HashSet::new(),
+            idle_cap_ns: None,
+            shift_ns: 0,
+            idle_since_ns: 0,
+            idle_skips: (0, 0),
         }
+    }
+
+    /// The same dispatcher keeping the replay idle at most `cap_ns` at a time (AIPerf's
+    /// `--system-idle-gap-cap-seconds`; see the module's documentation).
+    pub fn with_system_idle_cap(self, cap_ns: Option<u64>) -> Dispatch {
+        Dispatch { idle_cap_ns: cap_ns, ..self }
+    }
+
+    /// How often the idle cap moved the pending times earlier, and the nanoseconds it skipped.
+    pub fn idle_skips(&self) -> (u64, u64) {
+        self.idle_skips
     }
 
     /// The same dispatcher with at most `limit` requests in prefill at once, the limit ramping
@@ -248,7 +278,7 @@ impl Dispatch {
     fn start_deadline(&self, now_ns: u64) -> Option<(u64, bool)> {
         let (_, s) = self.next_start?;
         Some(match s.offset_us {
-            Some(us) => (us.saturating_mul(1000), false),
+            Some(us) => (us.saturating_mul(1000).saturating_sub(self.shift_ns), false),
             None => (now_ns, true),
         })
     }
@@ -267,7 +297,7 @@ impl Dispatch {
         if self.stopped {
             return Err(Peek::Finished);
         }
-        let later = self.later.peek().map(|Reverse((d, _, j))| (*d, j.asap, true));
+        let later = self.later.peek().map(|Reverse((d, _, j))| (d.saturating_sub(self.shift_ns), j.asap, true));
         let start = if self.slot_free(now_ns) {
             self.start_deadline(now_ns).map(|(d, asap)| self.ramp_step(d, asap))
         } else {
@@ -282,13 +312,25 @@ impl Dispatch {
             (Some(l), Some(s)) => Some(if l.0 <= s.0 { l } else { s }),
             (l, s) => l.or(s),
         };
-        let Some((deadline_ns, asap, later)) = next else {
+        let Some((mut deadline_ns, asap, later)) = next else {
             if self.next_start.is_none() && self.active_runs == 0 {
                 self.stopped = true;
                 return Err(Peek::Finished);
             }
             return Err(Peek::AwaitCompletion);
         };
+        if let Some(cap) = self.idle_cap_ns
+            && self.in_flight == 0
+            && !asap
+        {
+            let latest = self.idle_since_ns.saturating_add(cap);
+            if deadline_ns > latest {
+                let by = deadline_ns - latest;
+                self.shift_ns = self.shift_ns.saturating_add(by);
+                self.idle_skips = (self.idle_skips.0 + 1, self.idle_skips.1.saturating_add(by));
+                deadline_ns = latest;
+            }
+        }
         if self.end_ns.is_some_and(|end| deadline_ns.max(now_ns) >= end) {
             self.stop();
             return Err(Peek::Finished);
@@ -340,6 +382,9 @@ impl Dispatch {
     /// prepared before it is due).
     pub fn complete(&mut self, job: &Job, end_ns: u64) -> Option<Job> {
         self.in_flight = self.in_flight.saturating_sub(1);
+        if self.in_flight == 0 {
+            self.idle_since_ns = end_ns;
+        }
         self.first_token(job);
         let next = job.turn + 1;
         let turn = (next < job.run_turns && !self.stopped)
@@ -355,13 +400,14 @@ impl Dispatch {
         let (deadline_ns, asap) = match (self.user_gap_ns, turn.timing) {
             // A user's next turn: one gap after its last one was due, or at once when late.
             (Some(gap), _) => (job.deadline_ns.saturating_add(gap).max(end_ns), false),
-            (None, TurnTiming::At(us)) => (us.saturating_mul(1000).max(end_ns), false),
+            (None, TurnTiming::At(us)) => (us.saturating_mul(1000).saturating_sub(self.shift_ns).max(end_ns), false),
             (None, TurnTiming::After(us)) => (end_ns.saturating_add(us.saturating_mul(1000)), false),
             (None, TurnTiming::Immediately) => (end_ns, job.asap),
         };
         let j = Job { turn: next, row: turn.row, deadline_ns, asap, ..*job };
         self.seq += 1;
-        self.later.push(Reverse((deadline_ns, self.seq, j)));
+        // Queued in the unmoved frame, so that a later move of the idle cap moves it too.
+        self.later.push(Reverse((deadline_ns.saturating_add(self.shift_ns), self.seq, j)));
         Some(j)
     }
 }
@@ -597,6 +643,33 @@ mod tests {
         sim.run(None);
         let at: Vec<u64> = sim.sent.iter().map(|(t, _)| *t / MS).collect();
         assert_eq!(at, vec![0, 10, 20, 30, 40]);
+    }
+
+    #[test]
+    fn the_idle_cap_moves_every_pending_time_earlier_by_the_same_amount() {
+        // A: turn 1 a second after turn 0 ends; B at 5 s, C at 5.1 s; every request takes 10 ms.
+        let schedule = Schedule {
+            sessions: vec![
+                session(&[(0, TurnTiming::Immediately), (1, TurnTiming::After(1_000_000))]),
+                session(&[(2, TurnTiming::Immediately)]),
+                session(&[(3, TurnTiming::Immediately)]),
+            ],
+            starts: Starts::Listed(vec![start(Some(0), 0, 2), start(Some(5_000), 1, 1), start(Some(5_100), 2, 1)]),
+            shard: Default::default(),
+        };
+        let mut sim = Sim::new(schedule.clone(), None, None, 10 * MS);
+        sim.run(None);
+        let at: Vec<u64> = sim.sent.iter().map(|(t, _)| *t / MS).collect();
+        assert_eq!(at, [0, 1010, 5000, 5100]);
+        assert_eq!(sim.d.idle_skips(), (0, 0));
+        // At most 100 ms idle: A's second turn 100 ms after its first ended, B 100 ms after
+        // that one ended, and C still 100 ms after B (nothing was in flight only 90 ms).
+        let mut sim = Sim::new(schedule.clone(), None, None, 10 * MS);
+        sim.d = Dispatch::new(Arc::new(schedule), None, None).with_system_idle_cap(Some(100 * MS));
+        sim.run(None);
+        let at: Vec<u64> = sim.sent.iter().map(|(t, _)| *t / MS).collect();
+        assert_eq!(at, [0, 110, 220, 320]);
+        assert_eq!(sim.d.idle_skips(), (2, (900 + 3880) * MS));
     }
 
     #[test]

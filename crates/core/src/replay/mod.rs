@@ -1,5 +1,6 @@
 //! Replaying a trace: the decisions of a run, without its clock or its sockets.
 //!
+//! - [`cache_bust`]: AIPerf's `--cache-bust` marker text (not yet applied by `profile`);
 //! - [`cancel`]: which requests the client cancels on purpose, and after how long;
 //! - [`sampling`]: which session a generated run starts next (AIPerf's dataset samplers);
 //! - [`schedule`]: sessions and their starts as data (lazily generated for rate runs; a shard of them);
@@ -9,6 +10,7 @@
 //! - [`warmup`]: the warm-up phase's schedule and dispatcher (its bounds, rate or concurrency);
 //! - [`sse`]: server-sent events and OpenAI streaming chunks.
 
+pub mod cache_bust;
 pub mod cancel;
 pub mod dispatch;
 pub mod sampling;

@@ -1,5 +1,7 @@
 //! Request bodies: a trace row turned into an OpenAI chat or completions request.
 
+use std::sync::{Arc, OnceLock};
+
 use aiperf_core::trace::{Input, Row};
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -127,6 +129,59 @@ pub struct BodyTemplate {
     pub max_prompt_tokens: u64,
     /// `--per-chunk-usage`: ask for usage on every streamed chunk (`continuous_usage_stats`).
     pub continuous_usage: bool,
+    /// `--system-prompt`/`--system-prompt-file` (chat only).
+    pub system: Option<SystemMessage>,
+}
+
+/// The system message every chat request starts with (`--system-prompt`), as AIPerf sends it: a
+/// message of its own ahead of the conversation, or merged into a row's leading system message.
+#[derive(Clone, Debug)]
+pub struct SystemMessage {
+    pub text: Arc<str>,
+    /// `{"role":"system","content":TEXT}`, serialized once.
+    json: Arc<[u8]>,
+    /// Its tokens by the client's tokenizer, counted for the first request.
+    tokens: Arc<OnceLock<u64>>,
+}
+
+impl SystemMessage {
+    pub fn new(text: Arc<str>) -> SystemMessage {
+        // Serializing two strings into a Vec cannot fail.
+        let json = serde_json::to_vec(&Message { role: "system", content: &text }).unwrap_or_default();
+        SystemMessage { text, json: json.into(), tokens: Arc::default() }
+    }
+
+    fn tokens(&self, prompts: &PromptBuilder) -> u64 {
+        *self.tokens.get_or_init(|| prompts.count(&self.text).unwrap_or(0))
+    }
+
+    /// `messages` with this text first: merged into a leading system message (this text, a blank
+    /// line, then its text; before its parts when its content is a list), else a message of its own.
+    fn merged_into(&self, messages: &[Value]) -> Vec<Value> {
+        let mut out = Vec::with_capacity(messages.len() + 1);
+        match messages.split_first() {
+            Some((first, rest)) if first.get("role").and_then(Value::as_str) == Some("system") => {
+                let mut merged = first.clone();
+                let content = match first.get("content") {
+                    Some(Value::Array(parts)) => {
+                        let mut p = vec![json!({"type": "text", "text": &*self.text})];
+                        p.extend(parts.iter().cloned());
+                        Value::Array(p)
+                    }
+                    Some(Value::String(c)) if !c.is_empty() => Value::String(format!("{}\n\n{c}", self.text)),
+                    _ => Value::String(self.text.to_string()),
+                };
+                merged["content"] = content;
+                out.push(merged);
+                out.extend(rest.iter().cloned());
+            }
+            _ => {
+                out.push(json!({"role": "system", "content": &*self.text}));
+                out.extend(messages.iter().cloned());
+            }
+        }
+        out
+    }
 }
 
 /// A body ready to send and what the client knows about it.
@@ -189,7 +244,8 @@ pub fn prepare(
                 );
             }
             let (text, tokens) = user_text(prompts, row, hash_ids, row_key, tpl.max_prompt_tokens).unwrap_or_default();
-            input_tokens = tokens.map(|t| t.saturating_add(earlier));
+            let system = tpl.system.as_ref().map_or(0, |m| m.tokens(prompts));
+            input_tokens = tokens.map(|t| t.saturating_add(earlier).saturating_add(system));
             match history.as_mut() {
                 Some((h, turn)) => {
                     messages = put_after(tpl, &mut body, h, &text);
@@ -200,6 +256,8 @@ pub fn prepare(
             }
         }
         Input::Messages(msgs) => {
+            let merged = tpl.system.as_ref().map(|m| m.merged_into(msgs));
+            let msgs = merged.as_deref().unwrap_or(msgs);
             let mut n = 0;
             let mut joined = String::new();
             for m in msgs.iter() {
@@ -275,7 +333,12 @@ fn put_prompt(tpl: &BodyTemplate, body: &mut Map<String, Value>, text: String) {
     body.insert("model".into(), Value::String(tpl.model.clone()));
     match tpl.endpoint {
         EndpointType::Chat => {
-            body.insert("messages".into(), json!([{"role": "user", "content": text}]));
+            let user = json!({"role": "user", "content": text});
+            let messages = match &tpl.system {
+                Some(m) => json!([{"role": "system", "content": &*m.text}, user]),
+                None => json!([user]),
+            };
+            body.insert("messages".into(), messages);
         }
         EndpointType::Completions => {
             body.insert("prompt".into(), Value::String(text));
@@ -290,8 +353,13 @@ fn put_after(tpl: &BodyTemplate, body: &mut Map<String, Value>, history: &Histor
     body.insert("model".into(), Value::String(tpl.model.clone()));
     match tpl.endpoint {
         EndpointType::Chat => {
-            let mut m = Vec::with_capacity(history.earlier.len() + text.len() + 64);
+            let system = tpl.system.as_ref().map_or(&[][..], |m| &m.json[..]);
+            let mut m = Vec::with_capacity(system.len() + history.earlier.len() + text.len() + 64);
             m.push(b'[');
+            if !system.is_empty() {
+                m.extend_from_slice(system);
+                m.push(b',');
+            }
             m.extend_from_slice(&history.earlier);
             if !history.is_empty() {
                 m.push(b',');
@@ -328,7 +396,46 @@ mod tests {
             turn_history: TurnHistory::Live,
             max_prompt_tokens: 1000,
             continuous_usage: false,
+            system: None,
         }
+    }
+
+    #[test]
+    fn the_system_prompt_leads_every_chat_request_and_merges_into_a_rows_own() {
+        let tok = tokenizers::Tokenizer::from_bytes(EMBEDDED_TOKENIZER).unwrap();
+        let prompts = PromptBuilder::new(tok, 512, 7).unwrap();
+        let tpl = BodyTemplate { system: Some(SystemMessage::new("Be terse.".into())), ..template(EndpointType::Chat) };
+        let system_tokens = prompts.count("Be terse.").unwrap();
+        let rows = [
+            r#"{"timestamp":0,"input_length":5,"output_length":2}"#,
+            r#"{"timestamp":0,"messages":[{"role":"system","content":"Own."},{"role":"user","content":"hi"}]}"#,
+            r#"{"timestamp":0,"messages":[{"role":"system","content":[{"type":"text","text":"Own."}]}]}"#,
+            r#"{"timestamp":0,"messages":[{"role":"user","content":"hi"}]}"#,
+        ];
+        let trace = read(rows.join("\n").as_bytes(), ParseOptions::new("t")).unwrap().trace;
+        let body = |i: usize, h: Option<(&mut History, u32)>| {
+            let p = prepare(&tpl, &prompts, &trace.rows()[i], &[], 0, h).unwrap();
+            (serde_json::from_slice::<Value>(&p.body).unwrap()["messages"].clone(), p.input_tokens)
+        };
+        let own = prompts.prompt(5, &[], 0);
+        let (m, tokens) = body(0, None);
+        assert_eq!(m, json!([{"role": "system", "content": "Be terse."}, {"role": "user", "content": own}]));
+        assert_eq!(tokens, Some(5 + system_tokens));
+        let mut h = History::default();
+        h.push(EndpointType::Chat, Role::User, "earlier", 1);
+        h.push(EndpointType::Chat, Role::Assistant, "reply", 1);
+        let (m, tokens) = body(0, Some((&mut h, 1)));
+        assert_eq!(m[0], json!({"role": "system", "content": "Be terse."}), "ahead of the conversation");
+        assert_eq!((m.as_array().unwrap().len(), tokens), (4, Some(2 + 5 + system_tokens)));
+        // A row's own system message follows the text after a blank line; a list of parts gets a part first.
+        assert_eq!(body(1, None).0[0], json!({"role": "system", "content": "Be terse.\n\nOwn."}));
+        assert_eq!(
+            body(2, None).0[0]["content"],
+            json!([{"type": "text", "text": "Be terse."}, {"type": "text", "text": "Own."}])
+        );
+        let (m, tokens) = body(3, None);
+        assert_eq!(m, json!([{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]));
+        assert_eq!(tokens, Some(system_tokens + prompts.count("hi").unwrap()));
     }
 
     #[test]

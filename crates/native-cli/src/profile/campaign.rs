@@ -18,7 +18,7 @@ use anyhow::{Context, Result};
 
 use super::control::Control;
 use super::phases::RunOutcome;
-use super::plan::{Mode, ProfilePlan};
+use super::plan::{Mode, ProfilePlan, sla};
 use super::single::run_one;
 use crate::exit;
 use crate::io::exports::write_file;
@@ -86,7 +86,7 @@ impl Runner<'_> {
             names.push(name);
             m.cancelled |= out.summary.was_cancelled;
             m.any_success |= out.summary.report.request_count > 0;
-            m.good_fractions.push(sweep::good_fraction(&out.summary.report).unwrap_or(0.0));
+            m.good_fractions.push(self.judged(&out.summary.report));
             m.runs.push(sweep::figures(&out.summary.report));
             if repeats > 1 {
                 let spreads = sweep::spread(&m.runs, self.plan.confidence);
@@ -101,6 +101,27 @@ impl Runner<'_> {
             }
         }
         Ok(m)
+    }
+
+    /// A run's good fraction as the search judges it: 0 when its share of failed requests reaches
+    /// `--error-rate-sla`; without per-request SLOs (an error-rate target alone), 1 for a run
+    /// with requests.
+    fn judged(&self, r: &aiperf_core::results::aggregate::Report) -> f64 {
+        if let Some(max) = self.plan.sla.max_error_rate {
+            let rate = sla::error_rate(r.request_count, r.error_request_count);
+            if rate >= max {
+                say!(
+                    "search: error rate {:.2}% reaches --error-rate-sla {:.2}%: the run fails",
+                    rate * 100.0,
+                    max * 100.0
+                );
+                return 0.0;
+            }
+        }
+        if self.plan.first.exports.slos.is_empty() {
+            return if r.request_count + r.error_request_count > 0 { 1.0 } else { 0.0 };
+        }
+        sweep::good_fraction(r).unwrap_or(0.0)
     }
 
     fn status(&self) -> u8 {
@@ -194,6 +215,23 @@ fn capacity_search(r: &mut Runner, axis: Axis, params: search::SearchParams) -> 
     let config = r.plan.first.cli_config().clone();
     let mut s = Search::new(params)?;
     let target = params.target;
+    let slos: Vec<String> = r
+        .plan
+        .first
+        .exports
+        .slos
+        .iter()
+        .map(|o| format!("{} {} {}", o.metric.tag(), if o.metric.higher_is_better() { "≥" } else { "≤" }, o.threshold))
+        .collect();
+    say!(
+        "search: a run passes when {}{}",
+        if slos.is_empty() {
+            "it has requests".to_owned()
+        } else {
+            format!("{:.0}% of its requests meet {}", target * 100.0, slos.join(", "))
+        },
+        r.plan.sla.max_error_rate.map_or(String::new(), |m| format!(" and under {:.2}% of them fail", m * 100.0))
+    );
     let confidence = params.confidence;
     let answer = loop {
         let v = match s.next() {

@@ -42,6 +42,8 @@ pub struct Dispatched {
     pub requests: u64,
     /// What the concurrency ceiling held back.
     pub ceiling: aiperf_core::replay::dispatch::Ceiling,
+    /// How often `--system-idle-gap-cap-seconds` moved the pending times, and the ns skipped.
+    pub idle_skips: (u64, u64),
 }
 
 /// Everything the dispatcher loop owns.
@@ -118,6 +120,7 @@ impl<T: Transport> Dispatcher<T> {
             self.sent.store(done.requests, std::sync::atomic::Ordering::Relaxed);
         }
         done.ceiling = self.dispatch.ceiling();
+        done.idle_skips = self.dispatch.idle_skips();
         Ok(done)
     }
 

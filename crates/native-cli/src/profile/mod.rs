@@ -57,6 +57,11 @@ pub use options::reject_unsupported;
 pub fn run(args: options::Args) -> Result<u8> {
     let started = Instant::now();
     let profile = plan::ProfilePlan::from_args(args).context(BadInput)?;
+    if profile.sla.ignored {
+        say!(
+            "note: the SLA targets (--ttft-sla-ms, --itl-sla-ms, --tpot-sla-ms, --e2e-sla-ms, --error-rate-sla, --slo-attainment-fraction) are read by --search-max only; this run ignores them, as AIPerf does outside its search recipes"
+        );
+    }
     let rt =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     // Signals are watched from the start: a job stopped while loading still ends with exports.

@@ -76,6 +76,17 @@ pub struct Args {
     /// A longer one is not built and gets an `invalid_request` record.
     #[arg(help_heading = "Input", long, default_value_t = DEFAULT_MAX_PROMPT_TOKENS)]
     pub max_prompt_tokens: u64,
+    /// A system message ahead of every turn of every conversation, verbatim (AIPerf's): merged
+    /// into a row's own leading system message (this text, a blank line, then the row's). Chat
+    /// only; its tokens add to each request's input tokens.
+    #[arg(help_heading = "Input", long, value_name = "TEXT")]
+    pub system_prompt: Option<String>,
+    /// --system-prompt's text read from a UTF-8 file, once, before the run.
+    #[arg(help_heading = "Input", long, value_name = "PATH")]
+    pub system_prompt_file: Option<std::path::PathBuf>,
+    /// The system prompt once read (by the plan of a campaign, so that its sub-runs share it).
+    #[arg(skip)]
+    pub system_prompt_text: Option<std::sync::Arc<str>>,
     /// Take token counts (ISL, OSL) from the server's `usage`, and count on the client only when
     /// the server reports none (the default counts on the client, as AIPerf does, with the
     /// server's `usage` beside it).
@@ -121,6 +132,11 @@ pub struct Args {
     /// sub-agents) to at most these seconds, and time the turns on that compressed timeline.
     #[arg(help_heading = "Input", long)]
     pub trace_idle_gap_cap_seconds: Option<f64>,
+    /// Keep the replay idle at most these seconds at a time (AIPerf's): when no request is in
+    /// flight, every pending time moves earlier by the same amount so that the next request
+    /// leaves within the cap. Replays of the trace's own times only (ignored with --request-rate).
+    #[arg(help_heading = "Input", long)]
+    pub system_idle_gap_cap_seconds: Option<f64>,
     /// Seed of prompt text and Poisson arrivals.
     #[arg(help_heading = "Input", long, default_value_t = 0)]
     pub random_seed: u64,
@@ -209,6 +225,10 @@ pub struct Args {
     /// Tokenizer: a tokenizer.json, a folder holding one, or a Hugging Face model name.
     #[arg(help_heading = "Tokenizer", long)]
     pub tokenizer: Option<String>,
+    /// Hugging Face revision (branch, tag or commit) of a tokenizer given by model name (AIPerf's);
+    /// a file or folder is read as it is.
+    #[arg(help_heading = "Tokenizer", long, default_value = crate::io::tokenizer::MAIN)]
+    pub tokenizer_revision: String,
 
     /// More Prometheus endpoints to scrape, besides `<--url>/metrics` (`/metrics` is appended
     /// unless the URL ends with it).
@@ -323,8 +343,9 @@ pub struct Args {
     )]
     pub parameter_sweep_cooldown_seconds: f64,
     /// Capacity search: find the highest value of this option whose runs meet the --goodput SLOs
-    /// for --search-goodput-fraction of their requests (bracket, then bisect).
-    #[arg(help_heading = "Sweeps, repeats and capacity search", long, value_enum, requires = "goodput")]
+    /// for --search-goodput-fraction of their requests (bracket, then bisect). AIPerf's
+    /// --ttft-sla-ms, --itl-sla-ms, --e2e-sla-ms and --error-rate-sla give targets too.
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, value_enum)]
     pub search_max: Option<Axis>,
     /// First (and lowest) value the search measures [default: 1].
     #[arg(help_heading = "Sweeps, repeats and capacity search", long, requires = "search_max")]
@@ -342,6 +363,29 @@ pub struct Args {
     /// Share of a run's requests (failed ones count as missing) that must meet every SLO.
     #[arg(help_heading = "Sweeps, repeats and capacity search", long, default_value_t = 0.95, requires = "search_max")]
     pub search_goodput_fraction: f64,
+    /// AIPerf's time-to-first-token SLA (ms): under --search-max, the --goodput SLO
+    /// time_to_first_token:MS (ignored without it, as AIPerf ignores it outside its search recipes).
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long)]
+    pub ttft_sla_ms: Option<f64>,
+    /// AIPerf's inter-token-latency SLA (ms): under --search-max, the --goodput SLO
+    /// inter_token_latency:MS (ignored without it).
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long)]
+    pub itl_sla_ms: Option<f64>,
+    /// AIPerf's time-per-output-token SLA (ms), the same target as --itl-sla-ms.
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long)]
+    pub tpot_sla_ms: Option<f64>,
+    /// AIPerf's end-to-end latency SLA (ms): under --search-max, the --goodput SLO
+    /// request_latency:MS (ignored without it).
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long)]
+    pub e2e_sla_ms: Option<f64>,
+    /// AIPerf's error-rate SLA, a fraction in (0, 1): under --search-max, a run whose share of
+    /// failed requests reaches it fails (ignored without it).
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long)]
+    pub error_rate_sla: Option<f64>,
+    /// AIPerf's name for --search-goodput-fraction [AIPerf's default: 0.95] (ignored without
+    /// --search-max).
+    #[arg(help_heading = "Sweeps, repeats and capacity search", long, conflicts_with = "search_goodput_fraction")]
+    pub slo_attainment_fraction: Option<f64>,
     /// Console UI: simple (a progress bar on a terminal, a progress line on stderr every
     /// --progress-interval seconds otherwise), dashboard (a full-screen view of the run on a
     /// terminal, simple otherwise) or none.

@@ -185,8 +185,11 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
     let (trace, tok) = std::thread::scope(|s| {
         let tok = s.spawn(|| -> Result<_> {
             let t0 = Instant::now();
-            let (tokenizer, source) =
-                crate::io::tokenizer::load_tokenizer(src.tokenizer.as_deref(), &plan.target.body.model)?;
+            let (tokenizer, source) = crate::io::tokenizer::load_tokenizer(
+                src.tokenizer.as_deref(),
+                &plan.target.body.model,
+                &src.tokenizer_revision,
+            )?;
             let prompts = PromptBuilder::new(tokenizer, src.block_size, src.seed)?;
             Ok((prompts, source, t0.elapsed()))
         });

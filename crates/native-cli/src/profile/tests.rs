@@ -91,7 +91,7 @@ struct Run {
 fn prompts() -> Arc<PromptBuilder> {
     static P: std::sync::OnceLock<Arc<PromptBuilder>> = std::sync::OnceLock::new();
     P.get_or_init(|| {
-        let (tok, _) = load_tokenizer(None, "tiny-random").unwrap();
+        let (tok, _) = load_tokenizer(None, "tiny-random", crate::io::tokenizer::MAIN).unwrap();
         Arc::new(PromptBuilder::new(tok, 512, 0).unwrap())
     })
     .clone()

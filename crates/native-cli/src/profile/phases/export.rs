@@ -103,6 +103,14 @@ pub(super) fn export(
     if let Some(n) = &ceiling_note {
         show!("note: {n}");
     }
+    if let (Ok(d), Some(cap)) = (&m.sent, plan.limits.system_idle_cap) {
+        show!(
+            "note: --system-idle-gap-cap-seconds {}: the replay skipped {:.3} s of idle time in {} move(s)",
+            cap.as_secs_f64(),
+            d.idle_skips.1 as f64 / 1e9,
+            d.idle_skips.0
+        );
+    }
     for line in &gpu_lines {
         show!("{line}");
     }

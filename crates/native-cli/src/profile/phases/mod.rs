@@ -324,7 +324,8 @@ fn measure<T: Transport + Clone>(
         )
         .with_cancellation(plan.limits.cancellation)
         .with_concurrency_ramp(plan.limits.ramps.concurrency_ns)
-        .with_prefill_limit(plan.limits.prefill, plan.limits.ramps.prefill_ns),
+        .with_prefill_limit(plan.limits.prefill, plan.limits.ramps.prefill_ns)
+        .with_system_idle_cap(plan.limits.system_idle_cap.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))),
         preparer: zero.preparer,
         shared: shared.clone(),
         handle: rt.handle().clone(),

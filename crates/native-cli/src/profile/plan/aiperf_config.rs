@@ -166,7 +166,11 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
         config.insert("slos".into(), Value::Object(slos));
     }
     if let Some(t) = &a.tokenizer {
-        config.insert("tokenizer".into(), json!({"name": t}));
+        let mut tokenizer = json!({"name": t});
+        if a.tokenizer_revision != crate::io::tokenizer::MAIN {
+            tokenizer["revision"] = json!(a.tokenizer_revision);
+        }
+        config.insert("tokenizer".into(), tokenizer);
     }
     let gpus: Vec<String> = plan.server.gpu_urls.iter().map(|u| redact_url(u)).collect();
     config.insert("gpu_telemetry".into(), json!({"enabled": !gpus.is_empty(), "urls": gpus}));

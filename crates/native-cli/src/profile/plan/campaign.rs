@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail, ensure};
 
 use super::limits::{MAX_PROFILE_RUNS, MAX_SWEEP_VALUES, in_range, seconds};
 use super::replay::ReplayPlan;
+use super::sla::{self, Targets};
 use crate::profile::artifacts;
 use crate::profile::options::Args;
 
@@ -33,6 +34,8 @@ pub struct ProfilePlan {
     pub artifact_dir: PathBuf,
     /// The first sub-run's plan (also the single run's).
     pub first: ReplayPlan,
+    /// AIPerf's SLA targets beyond the SLOs folded into `--goodput`.
+    pub sla: Targets,
 }
 
 /// How the runs of a `profile` relate.
@@ -49,7 +52,13 @@ pub enum Mode {
 impl ProfilePlan {
     /// Validates the flags: lists, repeats, search settings, and the sub-run of every value known
     /// in advance (so that a bad value fails before anything runs).
-    pub fn from_args(args: Args) -> Result<ProfilePlan> {
+    pub fn from_args(mut args: Args) -> Result<ProfilePlan> {
+        let sla = sla::fold(&mut args)?;
+        args.system_prompt_text = super::system_prompt::resolve(&args)?;
+        ensure!(
+            args.search_max.is_none() || args.goodput.is_some() || sla.max_error_rate.is_some(),
+            "--search-max needs targets: --goodput SLOS, or AIPerf's --ttft-sla-ms, --itl-sla-ms/--tpot-sla-ms, --e2e-sla-ms or --error-rate-sla"
+        );
         let mut lists: Vec<(Axis, Vec<f64>)> = Vec::new();
         if args.request_rate.len() > 1 {
             lists.push((Axis::RequestRate, args.request_rate.clone()));
@@ -149,6 +158,7 @@ impl ProfilePlan {
             confidence,
             cooldown,
             artifact_dir,
+            sla,
         };
         match plan.mode.clone() {
             Mode::Single => {}

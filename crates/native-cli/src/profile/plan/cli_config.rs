@@ -86,6 +86,15 @@ pub(super) fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         ("use_think_time_only", a.use_think_time_only.then_some(json!(true))),
         ("max_context_length", a.max_context_length.map(|n| json!(n))),
         ("trace_idle_gap_cap_seconds", a.trace_idle_gap_cap_seconds.map(|s| json!(s))),
+        ("ttft_sla_ms", a.ttft_sla_ms.map(|v| json!(v))),
+        ("itl_sla_ms", a.itl_sla_ms.map(|v| json!(v))),
+        ("tpot_sla_ms", a.tpot_sla_ms.map(|v| json!(v))),
+        ("e2e_sla_ms", a.e2e_sla_ms.map(|v| json!(v))),
+        ("error_rate_sla", a.error_rate_sla.map(|v| json!(v))),
+        ("slo_attainment_fraction", a.slo_attainment_fraction.map(|v| json!(v))),
+        ("system_prompt", a.system_prompt.as_ref().map(|v| json!(v))),
+        ("system_idle_gap_cap_seconds", a.system_idle_gap_cap_seconds.map(|v| json!(v))),
+        ("system_prompt_file", a.system_prompt_file.as_ref().map(|f| json!(f.display().to_string()))),
     ] {
         if let Some(v) = v {
             config[k] = v;

@@ -15,6 +15,8 @@
 //! - [`shaping`]: AIPerf's load-shaping options (request cancellation, warm-up, ramps, gamma
 //!   arrivals, rate series);
 //! - [`network`]: the network latency calibration options (`--network-latency-*`);
+//! - [`sla`]: AIPerf's SLA targets as the capacity search's goodput targets;
+//! - [`system_prompt`]: `--system-prompt`/`--system-prompt-file`, read and checked;
 //! - [`secrets`]: credentials in URLs and headers, redacted and masked;
 //! - [`tls`]: the `--ssl-ca-cert` file;
 //! - [`weka`]: AIPerf's `weka_trace` replay options, checked and applied to the trace read.
@@ -29,6 +31,8 @@ pub mod replay;
 pub mod secrets;
 pub mod server;
 pub mod shaping;
+pub mod sla;
+pub mod system_prompt;
 pub mod tls;
 pub mod weka;
 

@@ -21,7 +21,7 @@ use super::secrets::{basic_auth, is_credential_header, redact_url, split_credent
 pub use super::server::ServerPlan;
 use super::tls::TlsOptions;
 use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
-use crate::profile::body::{BodyTemplate, EndpointType, TurnHistory};
+use crate::profile::body::{BodyTemplate, EndpointType, SystemMessage, TurnHistory};
 use crate::profile::options::{Args, ConnectionReuse, UiType};
 use crate::profile::{artifacts, client, progress};
 
@@ -89,6 +89,8 @@ pub struct Source {
     /// In-memory synthesis applied to the trace before replay, when an option asks for it.
     pub synthesis: Option<TransformParams>,
     pub tokenizer: Option<String>,
+    /// `--tokenizer-revision`.
+    pub tokenizer_revision: String,
     pub arrivals: Arrivals,
     /// Which session each generated session run takes (`--dataset-sampling-strategy`).
     pub sampling: Sampling,
@@ -119,6 +121,8 @@ pub struct Limits {
     pub smoothness: Option<f64>,
     /// The rate over time (`--request-rate-series`): (µs, rate) points.
     pub rate_series: Option<aiperf_core::replay::schedule::RateSeries>,
+    /// `--system-idle-gap-cap-seconds` on a replay of the trace's times.
+    pub system_idle_cap: Option<Duration>,
 }
 
 /// How this process takes part in a run split across processes.
@@ -255,6 +259,11 @@ impl ReplayPlan {
                     max_prompt_tokens: in_range(a.max_prompt_tokens, "--max-prompt-tokens", 1, 1 << 32)?,
                     extra_inputs,
                     continuous_usage: per_chunk_usage(&a)?,
+                    system: match &a.system_prompt_text {
+                        Some(t) => Some(t.clone()),
+                        None => super::system_prompt::resolve(&a)?,
+                    }
+                    .map(SystemMessage::new),
                 },
                 reuse_connections: a.connection_reuse_strategy != Some(ConnectionReuse::Never),
                 sticky: a.connection_reuse_strategy == Some(ConnectionReuse::StickyUserSessions),
@@ -268,6 +277,7 @@ impl ReplayPlan {
                 seed: a.random_seed,
                 synthesis,
                 tokenizer: a.tokenizer.clone(),
+                tokenizer_revision: a.tokenizer_revision.clone(),
                 arrivals: Arrivals {
                     fixed,
                     start_offset_ms: a.fixed_schedule_start_offset,
@@ -306,6 +316,7 @@ impl ReplayPlan {
                 ramps,
                 smoothness,
                 rate_series,
+                system_idle_cap: system_idle_cap(&a, run_rate)?,
             },
             counting: if a.use_server_token_count { TokenCounting::ServerOnly } else { TokenCounting::Client },
             exports: Exports {
@@ -690,6 +701,14 @@ fn dataset_format(name: &str, given: &TraceFormatArgs) -> Result<TraceFormatArgs
         }
         _ => Ok(TraceFormatArgs { trace_format: FormatChoice::Is(format) }),
     }
+}
+
+/// `--system-idle-gap-cap-seconds` (≥ 0) where the trace's own times are replayed: AIPerf
+/// applies it to its trace replay only, and a rate run (`run_rate`) ignores it as AIPerf's does.
+fn system_idle_cap(a: &Args, run_rate: Option<f64>) -> Result<Option<Duration>> {
+    let Some(s) = a.system_idle_gap_cap_seconds else { return Ok(None) };
+    let cap = seconds(s, "--system-idle-gap-cap-seconds", true)?;
+    Ok(run_rate.is_none().then_some(cap))
 }
 
 #[cfg(test)]
