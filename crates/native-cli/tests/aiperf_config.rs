@@ -31,10 +31,12 @@ enum Expect {
     BadValue(&'static str, &'static str),
 }
 
-/// A finished run: its records and the options it ran with (`aiperf_cli_config` of the summary).
+/// A finished run: its records and the options it ran with (`aiperf_cli_config` of the summary);
+/// of several runs (`run_1`, `run_2`, … folders), every run's records and the first's options.
 struct Run {
     records: Vec<Value>,
     options: Value,
+    runs: usize,
 }
 
 impl Run {
@@ -224,7 +226,51 @@ const TEMPLATES: &[(&str, Expect)] = &[
     ("speed_bench_sweep", Expect::Refused("sweep.parameters.datasets.main.format", "only concurrency and rate")),
     ("sweep_distributions", Expect::Refused("sweep.parameters", "several parameters")),
     ("sweep_with_plot", Expect::Refused("plot", "--auto-plot")),
-    ("env_var_production", Expect::Refused("benchmark.dataset.prompts.isl.peaks", "multimodal (peaks)")),
+    (
+        "env_var_production",
+        Expect::Runs(
+            &[
+                "--benchmark-duration",
+                "1",
+                "--profile-run-cooldown-seconds",
+                "0",
+                "--request-rate-ramp-duration",
+                "0.5",
+                "--warmup-request-count",
+                "10",
+                "--no-server-metrics",
+            ],
+            |r| {
+                assert_eq!(r.runs, 3, "multiRun.numRuns");
+                assert_eq!(r.option("random_seed"), 42);
+                assert_eq!(r.option("request_rate"), 30.0);
+                assert_eq!(r.option("arrival_pattern"), "gamma");
+                assert_eq!(r.option("arrival_smoothness"), 1.5);
+                assert_eq!(r.option("concurrency"), 64);
+                assert_eq!(r.option("warmup_concurrency"), 8);
+                assert!(r.option("goodput").to_string().contains("time_to_first_token:1000"));
+                assert!(r.records.len() >= 3 * 5, "{} records", r.records.len());
+                // The first conversations' ISL (the peaks) and OSL (log-normal) are the draws of
+                // AIPerf's own samplers for seed 42 (`Distribution.sample_int` on
+                // `derive("dataset.prompt.length")` and `derive("composer.turn.max_tokens")`), in
+                // every run (setConsistentSeed).
+                const ISL: [f64; 8] = [147.0, 2256.0, 363.0, 174.0, 241.0, 542.0, 324.0, 444.0];
+                const OSL: [f64; 8] = [429.0, 97.0, 210.0, 444.0, 443.0, 362.0, 299.0, 231.0];
+                let mut seen = 0;
+                for rec in &r.records {
+                    let m = &rec["metadata"];
+                    let id = m["conversation_id"].as_str().unwrap();
+                    let k: usize = id.trim_start_matches("session_").parse().unwrap();
+                    if k < 8 {
+                        assert_eq!(m["input_tokens"].as_f64(), Some(ISL[k]), "{id}");
+                        assert_eq!(m["max_tokens"].as_f64(), Some(OSL[k]), "{id}");
+                        seen += 1;
+                    }
+                }
+                assert!(seen >= 3 * 5, "{seen} of the first conversations");
+            },
+        ),
+    ),
     (
         "gpu_telemetry",
         Expect::Runs(&["--request-count", "40", "--warmup-request-count", "4"], |r| {
@@ -293,7 +339,14 @@ fn profile_in(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
 }
 
 fn read_run(art: &Path) -> Run {
-    Run { records: read_jsonl(&art.join("profile_export.jsonl")), options: summary(art)["aiperf_cli_config"].clone() }
+    let folders: Vec<PathBuf> =
+        (1..).map(|k| art.join(format!("run_{k}"))).take_while(|d| d.join("profile_export.jsonl").is_file()).collect();
+    if folders.is_empty() {
+        let records = read_jsonl(&art.join("profile_export.jsonl"));
+        return Run { records, options: summary(art)["aiperf_cli_config"].clone(), runs: 1 };
+    }
+    let records = folders.iter().flat_map(|d| read_jsonl(&d.join("profile_export.jsonl"))).collect();
+    Run { records, options: summary(&folders[0])["aiperf_cli_config"].clone(), runs: folders.len() }
 }
 
 #[test]

@@ -300,6 +300,12 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
             if !osl.is_empty() {
                 prompts.insert("osl".into(), Value::Object(osl));
             }
+            // A config-file distribution as given (it was read from this JSON).
+            for (key, given) in [("isl", &a.synthetic.isl_dist), ("osl", &a.synthetic.osl_dist)] {
+                if let Some(v) = given.as_deref().and_then(|t| serde_json::from_str::<Value>(t).ok()) {
+                    prompts.insert(key.into(), v);
+                }
+            }
             if !prompts.is_empty() {
                 d.insert("prompts".into(), Value::Object(prompts));
             }
