@@ -198,7 +198,26 @@ const TEMPLATES: &[(&str, Expect)] = &[
             },
         ),
     ),
-    ("inline_dataset", Expect::Refused("benchmark.dataset.records", "inline records")),
+    (
+        "inline_dataset",
+        Expect::Runs(&[], |r| {
+            assert_eq!(r.option("concurrency"), 4);
+            assert_eq!(r.option("request_count"), 50);
+            assert_eq!(r.records.len(), 50);
+            // The five records in order (AIPerf's sequential sampling of single_turn), ten times:
+            // each its prompt's tokens, the second with its output_length.
+            let mut by_session: Vec<&Value> = r.records.iter().collect();
+            by_session.sort_by_key(|l| l["metadata"]["session_num"].as_u64());
+            let tokens = [5.0, 8.0, 7.0, 4.0, 4.0];
+            for (k, l) in by_session.iter().enumerate() {
+                let m = &l["metadata"];
+                assert_eq!(m["trace_line"].as_u64(), Some(k as u64 % 5 + 1), "request {k}");
+                assert_eq!(m["input_tokens"].as_f64(), Some(tokens[k % 5]), "request {k}");
+                let max_tokens = if k % 5 == 1 { Some(200.0) } else { None };
+                assert_eq!(m["max_tokens"].as_f64(), max_tokens, "request {k}");
+            }
+        }),
+    ),
     (
         "multi_turn_conversation",
         Expect::Runs(
@@ -536,6 +555,67 @@ fn errors_name_the_file_the_key_path_the_value_and_what_is_accepted() {
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).lines().next(),
         Some("error: cannot read the config file nowhere.yaml: No such file or directory (os error 2)")
+    );
+}
+
+#[test]
+fn inline_records_are_single_turn_lines_and_a_bad_one_is_named_by_its_key() {
+    let mock = Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let art = dir.path().join("art");
+    let (tok, art_s) = (tokenizer(), art.display().to_string());
+    let base = [
+        "--url",
+        mock.url.as_str(),
+        "--tokenizer",
+        tok.as_str(),
+        "--ui-type",
+        "none",
+        "--artifact-dir",
+        art_s.as_str(),
+    ];
+    // Sessions, a role, extra body fields, delays and texts as AIPerf's objects.
+    let config = write_config(
+        dir.path(),
+        "benchmark:\n  model: m\n  endpoint: {type: chat, streaming: true}\n  dataset:\n    type: file\n    records:\n      - {text: \"hello there\", session_id: a, output_length: 3}\n      - {texts: [{name: q, contents: [\"and then\"]}], session_id: a, delay: 50, output_length: 4}\n      - {text: \"42\", role: user, extra: {temperature: 0.5}, output_length: 5}\n  profiling: {type: concurrency, concurrency: 2, requests: 3}\n",
+    );
+    let out = profile_in(dir.path(), &[&["-f", config.as_str(), "--export-level", "raw"][..], &base].concat(), &[]);
+    ok(&out);
+    let run = read_run(&art);
+    assert_eq!(run.records.len(), 3);
+    let raw = read_jsonl(&art.join("profile_export_raw.jsonl"));
+    let bodies: Vec<&Value> = raw.iter().map(|l| &l["payload"]).collect();
+    let with = |max: u64| *bodies.iter().find(|b| b["max_completion_tokens"] == max).unwrap();
+    // The session's second turn follows the first, with its history.
+    let second = with(4);
+    let contents: Vec<&str> =
+        second["messages"].as_array().unwrap().iter().filter_map(|m| m["content"].as_str()).collect();
+    assert_eq!(contents.first(), Some(&"hello there"));
+    assert_eq!(contents.last(), Some(&"and then"));
+    let third = with(5);
+    assert_eq!(third["messages"], serde_json::json!([{"role": "user", "content": "42"}]));
+    assert_eq!(third["temperature"], 0.5);
+
+    // A bad record: the file, the key path of the record's field, the value and what is accepted.
+    let config = write_config(
+        dir.path(),
+        "benchmark:\n  model: m\n  dataset:\n    records:\n      - {text: a}\n      - {text: b}\n      - {text: c}\n      - {text: 7}\n",
+    );
+    let out = profile_in(dir.path(), &[&["-f", config.as_str()][..], &base].concat(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("error: {config}: key `benchmark.dataset.records[3].text` = 7: accepted is a string (the prompt)\n")
+    );
+    let config =
+        write_config(dir.path(), "benchmark:\n  model: m\n  dataset:\n    records:\n      - {text: a, image: x.png}\n");
+    let out = profile_in(dir.path(), &[&["-f", config.as_str()][..], &base].concat(), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "error: {config}: key `benchmark.dataset.records[0].image` = \"x.png\": accepted is no images"
+        )),
+        "{err}"
     );
 }
 

@@ -10,6 +10,7 @@ mod fast;
 mod parse;
 pub mod prompt_hash;
 mod row;
+pub mod single_turn;
 mod visit;
 mod write;
 

@@ -280,6 +280,12 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
                 put(&mut d, "trace_idle_gap_cap_seconds", json!(w.idle_gap_cap_s));
             }
         }
+        Input::Records(_) => {
+            d.insert("type".into(), json!("file"));
+            d.insert("format".into(), json!("single_turn"));
+            let records = a.inline_records.as_deref().and_then(|t| serde_json::from_str::<Value>(t).ok());
+            put(&mut d, "records", json!(records));
+        }
         Input::Synthetic(w) => {
             d.insert("type".into(), json!("synthetic"));
             d.insert("entries".into(), json!(w.entries));

@@ -77,7 +77,7 @@ fn dist_json(d: &Dist) -> serde_json::Value {
     }
     for (k, v) in [("peaks", &d.peaks), ("points", &d.points)] {
         if let Some(v) = v {
-            m.insert(k.into(), yaml_json(v));
+            m.insert(k.into(), yaml_json(v, true));
         }
     }
     serde_json::Value::Object(m)
@@ -95,19 +95,23 @@ fn scalar_json(v: &Scalar) -> serde_json::Value {
     }
 }
 
-fn yaml_json(v: &Value) -> serde_json::Value {
+/// A YAML value as JSON; with `numbers`, a string that reads as a number becomes one.
+fn yaml_json(v: &Value, numbers: bool) -> serde_json::Value {
     match v {
-        Value::Mapping(m) => serde_json::Value::Object(m.iter().map(|(k, v)| (show(k), yaml_json(v))).collect()),
-        Value::Sequence(items) => serde_json::Value::Array(items.iter().map(yaml_json).collect()),
+        Value::Mapping(m) => {
+            serde_json::Value::Object(m.iter().map(|(k, v)| (show(k), yaml_json(v, numbers))).collect())
+        }
+        Value::Sequence(items) => serde_json::Value::Array(items.iter().map(|v| yaml_json(v, numbers)).collect()),
         Value::Bool(b) => (*b).into(),
         Value::Number(n) => match (n.as_i64(), n.as_f64()) {
             (Some(i), _) => i.into(),
             (None, Some(x)) => serde_json::Number::from_f64(x).map_or(serde_json::Value::Null, Into::into),
             _ => serde_json::Value::Null,
         },
-        Value::String(s) => scalar_json(&Scalar::Str(s.clone())),
+        Value::String(s) if numbers => scalar_json(&Scalar::Str(s.clone())),
+        Value::String(s) => s.clone().into(),
         Value::Null => serde_json::Value::Null,
-        Value::Tagged(t) => yaml_json(&t.value),
+        Value::Tagged(t) => yaml_json(&t.value, numbers),
     }
 }
 
@@ -216,15 +220,10 @@ pub(super) fn dataset(out: &mut Out, key: &str, d: &Dataset) -> Result<()> {
         );
     }
     out.opt(&format!("{key}.path"), "--input-file", &d.path);
-    if let Some(records) = &d.records {
-        return Err(refused(
-            &format!("{key}.records"),
-            &format!("{} records", records.len()),
-            "not yet supported: inline records (AIPerf's single_turn and multi_turn text prompts)",
-            "put the rows in a Mooncake trace file and give its path",
-        ));
+    match &d.records {
+        Some(records) => inline_records(out, key, records, &d.format)?,
+        None => out.opt(&format!("{key}.format"), "--custom-dataset-type", &d.format),
     }
-    out.opt(&format!("{key}.format"), "--custom-dataset-type", &d.format);
     if let Some(s) = &d.synthesis {
         let k = format!("{key}.synthesis");
         out.opt(&format!("{k}.speedupRatio"), "--synthesis-speedup-ratio", &s.speedup_ratio);
@@ -274,6 +273,35 @@ pub(super) fn dataset(out: &mut Out, key: &str, d: &Dataset) -> Result<()> {
     out.opt(&format!("{key}.maxContextLength"), "--max-context-length", &d.max_context_length);
     out.opt(&format!("{key}.hfSubset"), "--hf-subset", &d.hf_subset);
     out.opt(&format!("{key}.hfWekaDataset"), "--hf-weka-dataset", &d.hf_weka_dataset);
+    Ok(())
+}
+
+/// Inline records (`records:`, AIPerf's single_turn by default), each checked as the same line of
+/// a single_turn file would be, as `--inline-records`.
+fn inline_records(out: &mut Out, key: &str, records: &[Value], format: &Option<Scalar>) -> Result<()> {
+    let k = format!("{key}.records");
+    if let Some(f) = format
+        && f.to_string() != "single_turn"
+    {
+        return Err(refused(
+            &format!("{key}.format"),
+            &f.to_string(),
+            "not yet supported: inline records other than single_turn (multi_turn conversations, random_pool pools)",
+            "give single_turn records (records of one session_id are the turns of one conversation)",
+        ));
+    }
+    if records.is_empty() {
+        bail_key!(k.clone(), "key `{k}` = []: accepted is at least one record");
+    }
+    let json: Vec<serde_json::Value> = records.iter().map(|r| yaml_json(r, false)).collect();
+    for (i, r) in json.iter().enumerate() {
+        if let Err(e) = aiperf_core::trace::single_turn::record_row(r, i as u64 + 1) {
+            let at = if e.field.is_empty() { format!("{k}[{i}]") } else { format!("{k}[{i}].{}", e.field) };
+            bail_key!(at.clone(), "key `{at}` = {}: accepted is {}", e.value, e.expected);
+        }
+    }
+    let n = json.len();
+    out.push(&k, format!("{n} records"), vec![kv("--inline-records", serde_json::Value::Array(json))]);
     Ok(())
 }
 
