@@ -80,6 +80,9 @@ cargo test -p aiperf-cli --locked --test aiperf_agentic -- --ignored --nocapture
 # the same requests, history, prompt sizes, max_tokens and delays (~1 min, mostly AIPerf's start-up).
 cargo test -p aiperf-cli --locked --test aiperf_agentic_replay -- --ignored --nocapture
 cargo test -p aiperf-cli --locked --test aiperf_synthetic -- --ignored --nocapture
+# A config file's inline single_turn records run by AIPerf's `profile --config` and by ours against
+# mocks logging the bodies: the same bodies, each record alone, a session's delay kept (~1 min).
+cargo test -p aiperf-cli --locked --test aiperf_config -- --ignored --nocapture
 cargo test -p aiperf-cli --locked --test profile_weka -- --ignored --nocapture
 
 if [ -f scripts/test-real-server.sh ]; then

@@ -586,12 +586,9 @@ fn inline_records_are_single_turn_lines_and_a_bad_one_is_named_by_its_key() {
     let raw = read_jsonl(&art.join("profile_export_raw.jsonl"));
     let bodies: Vec<&Value> = raw.iter().map(|l| &l["payload"]).collect();
     let with = |max: u64| *bodies.iter().find(|b| b["max_completion_tokens"] == max).unwrap();
-    // The session's second turn follows the first, with its history.
-    let second = with(4);
-    let contents: Vec<&str> =
-        second["messages"].as_array().unwrap().iter().filter_map(|m| m["content"].as_str()).collect();
-    assert_eq!(contents.first(), Some(&"hello there"));
-    assert_eq!(contents.last(), Some(&"and then"));
+    // The session's second turn follows the first, sent alone (AIPerf's records are self-contained).
+    assert_eq!(with(4)["messages"], serde_json::json!([{"role": "user", "content": "and then"}]));
+    assert_eq!(run.option("turn_history"), "none");
     let third = with(5);
     assert_eq!(third["messages"], serde_json::json!([{"role": "user", "content": "42"}]));
     assert_eq!(third["temperature"], 0.5);
@@ -641,4 +638,73 @@ fn trace_replay_runs_when_the_command_line_turns_server_metrics_off() {
     let ms: Vec<f64> = at.iter().map(|t| ((t - at[0]) / 1e6).round()).collect();
     assert_eq!(ms, [0.0, 25.0, 60.0, 100.0, 175.0, 250.0, 375.0, 450.0, 550.0, 750.0]);
     assert_times_consistent(&run.records);
+}
+
+/// `v` with every object's keys in order.
+fn sorted_keys(v: Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let sorted: std::collections::BTreeMap<String, Value> =
+                m.into_iter().map(|(k, v)| (k, sorted_keys(v))).collect();
+            Value::Object(sorted.into_iter().collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted_keys).collect()),
+        other => other,
+    }
+}
+
+/// The bodies a mock logged (`--log-bodies`) without the model, sorted, and the time from the
+/// first request to the one with `max_completion_tokens` 4 (ms).
+fn logged(lines: &[Value]) -> (Vec<String>, f64) {
+    let at = |l: &Value| l["arrival_ns"].as_str().unwrap().parse::<f64>().unwrap();
+    let first = lines.iter().map(at).fold(f64::INFINITY, f64::min);
+    let second_turn = lines.iter().find(|l| l["body"]["max_completion_tokens"] == 4).map(at).unwrap();
+    let mut bodies: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            let mut b = l["body"].clone();
+            b.as_object_mut().unwrap().remove("model");
+            serde_json::to_string(&sorted_keys(b)).unwrap()
+        })
+        .collect();
+    bodies.sort();
+    (bodies, (second_turn - first) / 1e6)
+}
+
+#[test]
+#[ignore = "needs AIPerf 0.13.0 from PyPI (1.2 GB venv): scripts/aiperf-venv.sh"]
+fn aiperf_sends_a_config_files_inline_records_as_we_do() {
+    let Some(venv) = aiperf_venv() else {
+        eprintln!("SKIP aiperf_sends_a_config_files_inline_records_as_we_do: PyPI unreachable, AIPerf not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let records = "      - {text: \"hello there\", session_id: a, output_length: 3}\n      - {texts: [{name: q, contents: [\"and then\"]}], session_id: a, delay: 50, output_length: 4}\n      - {text: \"42\", role: user, extra: {temperature: 0.5}, output_length: 5}\n      - {text: \"What is machine learning?\"}\n";
+    let run = |who: &str| -> (Vec<String>, f64) {
+        let mock = Mock::start(&["--log-bodies"]);
+        let config = dir.path().join(format!("{who}.yaml"));
+        let text = format!(
+            "schemaVersion: \"2.0\"\nbenchmark:\n  model: m\n  endpoint: {{url: \"{}\", type: chat, streaming: true}}\n  dataset:\n    type: file\n    records:\n{records}  phases: {{type: concurrency, concurrency: 1, requests: 4}}\n",
+            mock.url
+        );
+        std::fs::write(&config, text).unwrap();
+        let (config, art) = (config.display().to_string(), dir.path().join(format!("{who}-art")).display().to_string());
+        let args = ["profile", "--config", config.as_str(), "--ui-type", "none", "--artifact-dir", art.as_str()];
+        if who == "aiperf" {
+            let args = [&args[..], &["--tokenizer", "local/smollm2"]].concat();
+            let out = aiperf(&venv, dir.path(), dir.path(), &args, Duration::from_secs(300));
+            assert!(out.status.success(), "aiperf: {}", String::from_utf8_lossy(&out.stderr));
+        } else {
+            let tok = tokenizer();
+            let out = profile_in(dir.path(), &[&args[1..], &["--tokenizer", tok.as_str()]].concat(), &[]);
+            ok(&out);
+        }
+        logged(&mock.arrivals())
+    };
+    let (theirs, their_gap) = run("aiperf");
+    let (ours, our_gap) = run("ours");
+    // The same four bodies: each record alone (no history), its role, max tokens and extra fields.
+    assert_eq!(theirs, ours);
+    // The session's second record waits its 50 ms delay after the first ends, in both.
+    assert!(their_gap >= 50.0 && our_gap >= 50.0, "AIPerf {their_gap} ms, ours {our_gap} ms");
 }

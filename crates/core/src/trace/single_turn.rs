@@ -6,7 +6,8 @@
 //! `text_input`, sent as the user message, or a message of `role` when one is given;
 //! `output_length` its `output_length` (AIPerf's `max_tokens`); `timestamp` and `delay`
 //! (milliseconds) time it as in a trace; `session_id` makes records of one id the turns of one
-//! conversation, in order (a record without one is a conversation of its own); `extra` is merged
+//! conversation, in order (a record without one is a conversation of its own; AIPerf sends each
+//! record alone, without the earlier turns, and so does `profile`); `extra` is merged
 //! into the request body. AIPerf's image, audio and video fields, and several prompts in one request
 //! (`texts` with more than one), are refused by name; so is a key the model does not have (AIPerf
 //! ignores it), so that a misspelt key does not pass silently.

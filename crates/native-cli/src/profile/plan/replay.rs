@@ -253,8 +253,13 @@ impl ReplayPlan {
                     model: a.model.clone(),
                     streaming: a.streaming,
                     legacy_max_tokens: a.use_legacy_max_tokens,
-                    // WEKA sessions' rows carry their conversation in `input_length`.
-                    turn_history: if weka.is_some() { TurnHistory::None } else { a.turn_history },
+                    // WEKA sessions' rows carry their conversation in `input_length`; AIPerf sends
+                    // each single_turn record alone, a session's records in order.
+                    turn_history: if weka.is_some() || matches!(input, Input::Records(_)) {
+                        TurnHistory::None
+                    } else {
+                        a.turn_history
+                    },
                     max_prompt_tokens: in_range(a.max_prompt_tokens, "--max-prompt-tokens", 1, 1 << 32)?,
                     extra_inputs,
                     continuous_usage: per_chunk_usage(&a)?,
