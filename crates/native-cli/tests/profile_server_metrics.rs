@@ -221,3 +221,88 @@ fn extra_endpoints_are_scraped_beside_the_url_and_a_broken_one_is_warned_once() 
     assert_eq!(total(&extra[1]), Some(0.0));
     assert_eq!(total(&extra[2]), None);
 }
+
+/// A `/metrics` endpoint of llama.cpp's kind on a thread that answers 503 to its `fail` scrapes
+/// (1-based) and the page otherwise, its counter rising at every answer; keeps connections open.
+/// Returns its URL and the count of scrapes it saw.
+fn flaky_metrics(fail: std::ops::RangeInclusive<usize>) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            let (fail, count) = (fail.clone(), count.clone());
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut out = conn;
+                loop {
+                    // One request: lines up to the empty one.
+                    let mut line = String::new();
+                    let mut first = true;
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" && !first {
+                            break;
+                        }
+                        first = false;
+                    }
+                    let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+                    let answer = if fail.contains(&n) {
+                        "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n".to_string()
+                    } else {
+                        let body = format!(
+                            "# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.\n# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total {}\n",
+                            100 * n
+                        );
+                        format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        )
+                    };
+                    if out.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// A server busy for a while (its `/metrics` answering 503 to three scrapes in the run) is
+/// scraped on: one warning, the three failures counted, and the scrapes go on to the final one
+/// after the last request.
+#[test]
+fn failed_scrapes_of_an_endpoint_that_answered_are_counted_and_scraping_goes_on() {
+    let mock = Mock::start(&["--ttft-ms", "300"]);
+    let (flaky, seen) = flaky_metrics(3..=5);
+    let dir = tempfile::tempdir().unwrap();
+    let (t, art) = (trace(dir.path(), 8), dir.path().join("art"));
+    let args = [RUN, &["--server-metrics", &flaky, "--server-metrics-interval", "0.05"]].concat();
+    let out = profile_on(&mock.url, &t, &art, &args, LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches("warning: a scrape of server metrics from").count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("{flaky} failed: HTTP 503 Service Unavailable; scraping goes on")), "{stderr}");
+    assert!(!stderr.contains("are not collected"), "{stderr}");
+    let m = json(&art.join("server_metrics_export.json"));
+    let info = &m["summary"]["endpoint_info"][&flaky];
+    assert_eq!(info["failed_fetches"], 3, "{info}");
+    let scrapes = seen.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(info["total_fetches"].as_u64(), Some(scrapes as u64), "{info}");
+    assert!(scrapes > 8, "{scrapes} scrapes: the periodic ones went on after the failures");
+    // The final scrape comes after the last request's end.
+    let records = read_jsonl(&art.join("profile_export.jsonl"));
+    let last_end = records.iter().map(|r| r["metadata"]["request_end_ns"].as_u64().unwrap()).max().unwrap();
+    assert!(info["last_fetch_ns"].as_u64().unwrap() >= last_end, "{info}");
+    // The counter's total is its rise from the reference scrape (the second: the baseline, then
+    // the one just before time zero) to the final one.
+    assert_eq!(stat(&m, "llamacpp:prompt_tokens", "total"), 100.0 * (scrapes - 2) as f64);
+}

@@ -246,6 +246,13 @@ impl ServerMetrics {
         self.metrics.iter().find(|m| m.name == name)
     }
 
+    /// Whether the scrapes of every endpoint that answered reach `end_ns` (Unix ns): a counter's
+    /// total then holds everything the server did up to then (not so when scraping stopped
+    /// early).
+    pub fn covers(&self, end_ns: u64) -> bool {
+        self.endpoints.iter().filter(|e| e.fetches > 0).all(|e| e.last_fetch_ns.is_some_and(|l| l >= end_ns))
+    }
+
     /// The sum of a counter's totals over its series, when the server exposes it.
     pub fn counter_total(&self, name: &str) -> Option<f64> {
         let m = self.get(name)?;
@@ -281,7 +288,30 @@ impl ServerMetrics {
 mod tests {
     use super::*;
     use crate::server::kinds::ServerView;
-    use crate::server::tests::run;
+    use crate::server::tests::{S, run};
+
+    #[test]
+    fn the_scrapes_cover_the_run_up_to_the_last_one() {
+        let m = run();
+        // The last scrape is at 13 s: the run is covered up to then, not past it.
+        assert!(m.covers(13 * S) && m.covers(12 * S));
+        assert!(!m.covers(13 * S + 1));
+        // An endpoint that never answered holds nothing and is left out.
+        let mut with_dead = m.clone();
+        with_dead.endpoints.push(EndpointSummary {
+            url: "http://dead/metrics".into(),
+            fetches: 0,
+            failures: 3,
+            avg_fetch_latency_ms: None,
+            dropped_values: 0,
+            first_error: Some("no answer within 5 s".into()),
+            scrape_offsets_s: Vec::new(),
+            first_fetch_ns: None,
+            last_fetch_ns: None,
+            update_ns: Vec::new(),
+        });
+        assert!(with_dead.covers(13 * S));
+    }
 
     #[test]
     fn counters_are_deltas_and_rates_over_the_window() {

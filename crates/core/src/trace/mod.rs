@@ -9,6 +9,7 @@ mod error;
 mod fast;
 mod parse;
 pub mod prompt_hash;
+mod raw;
 mod row;
 pub mod single_turn;
 mod visit;

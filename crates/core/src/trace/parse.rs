@@ -330,7 +330,8 @@ pub fn read_line_capped(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize
 
 #[cfg(test)]
 mod tests {
-    use super::super::row::{FieldError, parse_row_serde};
+    use super::super::raw::FieldError;
+    use super::super::row::parse_row_serde;
     use super::super::{Input, Number};
     use super::*;
     use proptest::prelude::*;

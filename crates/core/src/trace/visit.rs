@@ -9,7 +9,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::{Map, Value};
 
 use super::Number;
-use super::row::{FieldError, RawRow};
+use super::raw::{FieldError, RawRow, describe};
 
 /// Where a field-level failure is recorded while serde unwinds.
 #[derive(Default)]
@@ -23,24 +23,6 @@ impl Ctx {
         let msg = format!("field '{field}': {reason}");
         self.failure.borrow_mut().get_or_insert((Some(field), reason));
         E::custom(msg)
-    }
-}
-
-/// A short description of a JSON value for error messages.
-pub(super) fn describe(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => {
-            let mut shown: String = s.chars().take(40).collect();
-            if shown.len() < s.len() {
-                shown.push('…');
-            }
-            format!("{:?}", shown)
-        }
-        Value::Array(_) => "a list".into(),
-        Value::Object(_) => "an object".into(),
     }
 }
 

@@ -33,8 +33,25 @@ use ratatui::style::{Color, Style, Stylize};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Cell, Gauge, Paragraph, Row, Table};
 
-use super::progress::{Bounds, clock};
 use super::scraper::Live as ServerLive;
+
+/// What bounds the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Bounds {
+    /// Requests the run sends, when known.
+    pub requests: Option<u64>,
+    /// `--benchmark-duration`.
+    pub duration: Option<Duration>,
+}
+
+/// `hh:mm:ss`, or seconds with a decimal below a minute (`4.2 s`).
+pub fn clock(d: Duration) -> String {
+    if d < Duration::from_secs(60) {
+        return format!("{:.1} s", d.as_secs_f64());
+    }
+    let s = d.as_secs();
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
 
 /// How often the records stage hands its records over, and the dashboard redraws.
 pub const REFRESH: Duration = Duration::from_millis(250);

@@ -16,7 +16,8 @@ use aiperf_core::results::record::RequestRecord;
 use aiperf_core::stats::Distribution;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::dashboard::Dashboard;
+pub use super::dashboard::Bounds;
+use super::dashboard::{Dashboard, clock};
 
 /// How a run shows its progress.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -34,15 +35,6 @@ impl Mode {
     pub fn is_dashboard(self) -> bool {
         matches!(self, Mode::Dashboard { .. })
     }
-}
-
-/// What bounds the run.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Bounds {
-    /// Requests the run sends, when known.
-    pub requests: Option<u64>,
-    /// `--benchmark-duration`.
-    pub duration: Option<Duration>,
 }
 
 /// The progress display of one run.
@@ -174,15 +166,6 @@ impl Progress {
             bar.finish_and_clear();
         }
     }
-}
-
-/// `hh:mm:ss`, or seconds with a decimal below a minute (`4.2 s`).
-pub fn clock(d: Duration) -> String {
-    if d < Duration::from_secs(60) {
-        return format!("{:.1} s", d.as_secs_f64());
-    }
-    let s = d.as_secs();
-    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
 /// The terminal bar: time against the duration, or requests against their count, or a counter.

@@ -5,8 +5,12 @@
 //! A baseline scrape before warm-up, a reference scrape just before time zero, one every
 //! `--server-metrics-interval` (333 ms, AIPerf's) while the run goes on, and a final one after the
 //! drain; the scrapes are kept as [`EndpointSeries`] in the core, which summarizes them. An
-//! endpoint whose scrape fails (no `/metrics`, an error status, a body that is not the format, a
-//! body over [`MAX_BODY_BYTES`]) gets one warning and is not scraped again.
+//! endpoint that has not answered yet and fails (no `/metrics`, an error status, a body that is not
+//! the format, a body over [`MAX_BODY_BYTES`]) gets one warning and is not scraped again, as is one
+//! whose body stops being the format; once an endpoint has answered, a scrape that times out, finds
+//! no connection or gets a 5xx or 429 is counted as failed and scraping goes on (one warning), as
+//! AIPerf's collectors go on: a server busy with a long prefill can leave `/metrics` unanswered for
+//! seconds, and every later scrape still counts.
 //!
 //! DCGM exporters (`--gpu-telemetry`) are scraped in the same rounds; their pages are not server
 //! metrics: each GPU of each page is a line of `gpu_telemetry_export.jsonl`, written as it comes,
@@ -132,6 +136,8 @@ struct Endpoint {
     target: Target,
     series: EndpointSeries,
     disabled: bool,
+    /// A scrape failed after the endpoint had answered (warned once; scraping goes on).
+    warned_transient: bool,
     /// A DCGM exporter's last page: AIPerf keeps a GPU scrape only when the page changed.
     last_gpu_page: Option<String>,
 }
@@ -225,6 +231,7 @@ async fn run(
             series: EndpointSeries::new(t.shown.clone(), DEFAULT_SERIES_LIMITS),
             target: t,
             disabled: false,
+            warned_transient: false,
             last_gpu_page: None,
         })
         .collect();
@@ -306,7 +313,7 @@ async fn scrape_all(client: &ScrapeClient, endpoints: &mut [Endpoint], pinned: b
                 }
                 let records = parse(&text, DEFAULT_LIMITS)
                     .map(|f| records_of(t_ns, &e.target.shown, &f))
-                    .map_err(|err| format!("not Prometheus text: {err}"));
+                    .map_err(|err| FetchError::permanent(format!("not Prometheus text: {err}")));
                 e.last_gpu_page = Some(text);
                 records
             });
@@ -317,7 +324,17 @@ async fn scrape_all(client: &ScrapeClient, endpoints: &mut [Endpoint], pinned: b
                     }
                 }
                 (Ok(_), None) => {}
+                (Err(why), _) if why.transient && e.last_gpu_page.is_some() => {
+                    if !std::mem::replace(&mut e.warned_transient, true) {
+                        say!(
+                            "warning: a GPU telemetry scrape of {} failed: {}; scraping goes on",
+                            e.target.shown,
+                            why.text
+                        );
+                    }
+                }
                 (Err(why), _) => {
+                    let why = why.text;
                     e.disabled = true;
                     // AIPerf's default endpoints are tried quietly: most hosts run no exporter there.
                     if !aiperf_core::server::gpu::DEFAULT_ENDPOINTS.contains(&e.target.shown.as_str()) {
@@ -327,24 +344,60 @@ async fn scrape_all(client: &ScrapeClient, endpoints: &mut [Endpoint], pinned: b
             }
             continue;
         }
-        let outcome = r.and_then(|(t_ns, latency, text)| {
-            e.series.add(t_ns, latency, &text, pinned).map_err(|err| format!("not Prometheus text: {err}"))
-        });
-        if let Err(why) = outcome {
-            if e.series.failures == 0 {
-                e.series.failed(why.clone());
+        let outcome = match r {
+            // A body that is not the format is counted by `add`.
+            Ok((t_ns, latency, text)) => e
+                .series
+                .add(t_ns, latency, &text, pinned)
+                .map_err(|err| FetchError::permanent(format!("not Prometheus text: {err}"))),
+            Err(why) => {
+                e.series.failed(why.text.clone());
+                Err(why)
             }
-            e.disabled = true;
-            say!(
-                "warning: server metrics from {} are not collected: {why} (--no-server-metrics turns scraping off)",
-                e.target.shown
-            );
+        };
+        match outcome {
+            Ok(()) => {}
+            Err(why) if why.transient && e.series.fetches > 0 => {
+                if !std::mem::replace(&mut e.warned_transient, true) {
+                    say!(
+                        "warning: a scrape of server metrics from {} failed: {}; scraping goes on (failed scrapes are counted in server_metrics_export)",
+                        e.target.shown,
+                        why.text
+                    );
+                }
+            }
+            Err(why) => {
+                e.disabled = true;
+                say!(
+                    "warning: server metrics from {} are not collected: {} (--no-server-metrics turns scraping off)",
+                    e.target.shown,
+                    why.text
+                );
+            }
         }
     }
 }
 
+/// Why a scrape failed, and whether the next one may succeed (a time-out, no connection, a 5xx or
+/// 429 status) or not (any other status, a body that is not the format or is too large).
+#[derive(Debug)]
+struct FetchError {
+    text: String,
+    transient: bool,
+}
+
+impl FetchError {
+    fn permanent(text: String) -> FetchError {
+        FetchError { text, transient: false }
+    }
+
+    fn transient(text: String) -> FetchError {
+        FetchError { text, transient: true }
+    }
+}
+
 /// One GET of `/metrics`: (Unix ns at the answer, latency ns, body) or why not.
-async fn fetch(client: &ScrapeClient, target: &Target) -> std::result::Result<(u64, u64, String), String> {
+async fn fetch(client: &ScrapeClient, target: &Target) -> std::result::Result<(u64, u64, String), FetchError> {
     let t0 = Instant::now();
     let mut req = hyper::Request::get(target.uri.clone());
     if let Some(a) = &target.authorization
@@ -356,23 +409,29 @@ async fn fetch(client: &ScrapeClient, target: &Target) -> std::result::Result<(u
     if let Some(v) = &target.proxy_authorization {
         req = req.header(hyper::header::PROXY_AUTHORIZATION, v.clone());
     }
-    let req = req.body(Empty::new()).map_err(|e| e.to_string())?;
+    let req = req.body(Empty::new()).map_err(|e| FetchError::permanent(e.to_string()))?;
     let work = async {
-        let resp = client.request(req).await.map_err(|e| format!("cannot fetch: {}", chain(&e)))?;
+        let resp =
+            client.request(req).await.map_err(|e| FetchError::transient(format!("cannot fetch: {}", chain(&e))))?;
         let status = resp.status();
         if !status.is_success() {
-            return Err(format!("HTTP {status}"));
+            let text = format!("HTTP {status}");
+            return Err(if status.is_server_error() || status == hyper::StatusCode::TOO_MANY_REQUESTS {
+                FetchError::transient(text)
+            } else {
+                FetchError::permanent(text)
+            });
         }
         let body = Limited::new(resp.into_body(), MAX_BODY_BYTES)
             .collect()
             .await
-            .map_err(|e| format!("cannot read the body (limit {MAX_BODY_BYTES} bytes): {e}"))?
+            .map_err(|e| FetchError::permanent(format!("cannot read the body (limit {MAX_BODY_BYTES} bytes): {e}")))?
             .to_bytes();
-        String::from_utf8(body.to_vec()).map_err(|_| "the body is not UTF-8 text".to_owned())
+        String::from_utf8(body.to_vec()).map_err(|_| FetchError::permanent("the body is not UTF-8 text".to_owned()))
     };
     let text = tokio::time::timeout(SCRAPE_TIMEOUT, work)
         .await
-        .map_err(|_| format!("no answer within {} s", SCRAPE_TIMEOUT.as_secs()))??;
+        .map_err(|_| FetchError::transient(format!("no answer within {} s", SCRAPE_TIMEOUT.as_secs())))??;
     let latency = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
     Ok((u64::try_from(super::clock::unix_now_ns()).unwrap_or(u64::MAX), latency, text))
 }

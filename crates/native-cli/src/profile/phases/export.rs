@@ -76,9 +76,12 @@ pub(super) fn export(
         startup_ms: ready_ms,
         urls: plan.shown_urls(),
         sharding: m.sharding,
-        server: server_metrics
-            .as_ref()
-            .map(|m| aiperf_core::server::kinds::ServerView::of(m, Some(collected.aggregate.total_input_tokens))),
+        // llama.cpp's hit rate compares its evaluated tokens with every token sent: only when
+        // the scrapes reach the last request's end.
+        server: server_metrics.as_ref().map(|m| {
+            let covered = requests_end_ns.is_some_and(|end| m.covers(end));
+            aiperf_core::server::kinds::ServerView::of(m, covered.then_some(collected.aggregate.total_input_tokens))
+        }),
         gpu_telemetry: gpu_export,
         gpu_energy,
     };
