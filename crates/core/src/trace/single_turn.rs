@@ -2,7 +2,7 @@
 //! config file's inline `benchmark.dataset.records`) as trace rows.
 //!
 //! A record's fields (AIPerf's `SingleTurn` model) map onto a Mooncake row and then go through the
-//! row's own rules ([`super::row`]): `text` (or `texts` holding one prompt) is the row's
+//! row's own rules ([`super::raw`]): `text` (or `texts` holding one prompt) is the row's
 //! `text_input`, sent as the user message, or a message of `role` when one is given;
 //! `output_length` its `output_length` (AIPerf's `max_tokens`); `timestamp` and `delay`
 //! (milliseconds) time it as in a trace; `session_id` makes records of one id the turns of one
@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use super::row::RawRow;
+use super::raw::RawRow;
 use super::{Number, Row};
 
 /// A record that is not one of AIPerf's `single_turn` records: the key path inside it (`text`,
