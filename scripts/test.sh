@@ -76,12 +76,15 @@ cargo test -p aiperf-cli --locked --test network_latency -- --ignored --nocaptur
 # Every request header AIPerf's is_sensitive_header_name hides is <redacted> in our raw export.
 cargo test -p aiperf-cli --locked --test header_redaction -- --ignored --nocapture
 
-say "AIPerf 0.13.0 against our generators: agentic-code sessions (10 seeds each, replayed by both), synthetic workloads (its inputs.json)"
+say "AIPerf 0.13.0 against our generators: agentic-code sessions (10 seeds each, replayed by both), synthetic workloads (its inputs.json) and config-file length distributions (its samplers)"
 cargo test -p aiperf-cli --locked --test aiperf_agentic -- --ignored --nocapture
 # An agentic-code trace replayed by AIPerf's `profile` and by ours against mocks logging the bodies:
 # the same requests, history, prompt sizes, max_tokens and delays (~1 min, mostly AIPerf's start-up).
 cargo test -p aiperf-cli --locked --test aiperf_agentic_replay -- --ignored --nocapture
 cargo test -p aiperf-cli --locked --test aiperf_synthetic -- --ignored --nocapture
+# A config file's inline single_turn records run by AIPerf's `profile --config` and by ours against
+# mocks logging the bodies: the same bodies, each record alone, a session's delay kept (~1 min).
+cargo test -p aiperf-cli --locked --test aiperf_config -- --ignored --nocapture
 cargo test -p aiperf-cli --locked --test profile_weka -- --ignored --nocapture
 
 if [ -f scripts/test-real-server.sh ]; then

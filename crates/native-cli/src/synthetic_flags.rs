@@ -6,8 +6,8 @@
 //! that takes these flags has its own; the caller sets [`SyntheticWorkload::block_size`] and passes
 //! the seed.
 
-use aiperf_core::synthesis::synthetic::{CorpusStyle, RangeRatio, SeqDist, SyntheticWorkload};
-use anyhow::Result;
+use aiperf_core::synthesis::synthetic::{CorpusStyle, LengthDist, RangeRatio, SeqDist, SyntheticWorkload};
+use anyhow::{Result, anyhow};
 
 /// `--random-corpus-style`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -124,6 +124,14 @@ pub struct SyntheticFlags {
     /// form `[(ISL,OSL):PROB,…]` or JSON `{"pairs": [...]}`.
     #[arg(long = "seq-dist", visible_alias = "sequence-distribution", value_name = "DIST")]
     pub seq_dist: Option<String>,
+    /// The ISL from one of AIPerf's config-file distributions, as JSON: `{"mean": M, "median": D}`
+    /// (log-normal), `{"peaks": [{…, "weight": W}, …]}` (a mixture), `{"points": [{"value": V,
+    /// "weight": W}, …]}`, `{"mean": M, "stddev": S}`, each with optional `min`/`max`.
+    #[arg(long = "isl-distribution", value_name = "JSON")]
+    pub isl_dist: Option<String>,
+    /// The OSL from one of AIPerf's config-file distributions, as JSON (as --isl-distribution).
+    #[arg(long = "osl-distribution", value_name = "JSON")]
+    pub osl_dist: Option<String>,
     /// Uniform ISL and OSL in a window around the means: a float, or `{"input": r, "output": r}`.
     #[arg(long = "random-range-ratio", value_name = "R")]
     pub range_ratio: Option<String>,
@@ -159,6 +167,13 @@ fn one_f64(text: &str) -> Result<f64, String> {
     if v.is_finite() { Ok(v) } else { Err("a finite number is accepted".into()) }
 }
 
+/// A distribution option's JSON value, read.
+fn length_dist(option: &str, text: &str) -> Result<LengthDist> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| anyhow!("{option} {text:?}: accepted is a JSON value ({e})"))?;
+    LengthDist::parse(&v, "").map_err(|e| anyhow!("{option} {text}: {e}"))
+}
+
 impl SyntheticFlags {
     /// Whether any option was given.
     pub fn any(&self) -> bool {
@@ -179,6 +194,8 @@ impl SyntheticFlags {
             shared_system_length,
             user_context_length,
             seq_dist,
+            isl_dist,
+            osl_dist,
             range_ratio,
             corpus_style,
             batch_size,
@@ -189,6 +206,8 @@ impl SyntheticFlags {
                 .any(|v| v.is_some())
             || [shared_system_length, user_context_length, batch_size].iter().any(|v| v.is_some())
             || seq_dist.is_some()
+            || isl_dist.is_some()
+            || osl_dist.is_some()
             || range_ratio.is_some()
             || corpus_style.is_some()
     }
@@ -225,6 +244,8 @@ impl SyntheticFlags {
             shared_system_length: self.shared_system_length,
             user_context_length: self.user_context_length,
             seq_dist: self.seq_dist.as_deref().map(SeqDist::parse).transpose()?,
+            isl_dist: self.isl_dist.as_deref().map(|t| length_dist("--isl-distribution", t)).transpose()?,
+            osl_dist: self.osl_dist.as_deref().map(|t| length_dist("--osl-distribution", t)).transpose()?,
             range_ratio: self.range_ratio.as_deref().map(|r| RangeRatio::parse(r, style)).transpose()?,
             batch_size: self.batch_size.unwrap_or(d.batch_size),
             block_size: d.block_size,
@@ -265,6 +286,9 @@ mod tests {
         assert_eq!(w.unwrap().unwrap().entries, 9, "--num-dataset-entries wins over --conversation-num");
         let w = parse(&["--isl", "100", "--osl", "10", "--random-range-ratio", "1", "--random-corpus-style", "sglang"]);
         assert!(w.unwrap().unwrap().range_ratio.is_some());
+        let w = parse(&["--isl-distribution", r#"{"mean": 9, "median": 8}"#, "--osl-distribution", "4"]);
+        let w = w.unwrap().unwrap();
+        assert_eq!((w.isl_dist.unwrap().mean(), w.osl_dist.unwrap().mean()), (9.0, 4.0));
     }
 
     #[test]
@@ -275,6 +299,12 @@ mod tests {
         assert_eq!(e, "--conversation-turn-mean must be at least 1, got 0");
         let e = parse(&["-b", "4"]).err().unwrap().to_string();
         assert!(e.starts_with("--prompt-batch-size must be 1 here"), "{e}");
+        let e = parse(&["--isl-distribution", r#"{"mean": 9, "median": 10}"#]).err().unwrap().to_string();
+        assert_eq!(e, r#"--isl-distribution {"mean": 9, "median": 10}: `median`: at most the mean (9), got 10"#);
+        let e = parse(&["--isl-distribution", "{mean: 9}"]).err().unwrap().to_string();
+        assert!(e.starts_with("--isl-distribution \"{mean: 9}\": accepted is a JSON value"), "{e}");
+        let e = parse(&["--isl", "5", "--isl-distribution", "9"]).err().unwrap().to_string();
+        assert!(e.starts_with("--isl-distribution and --isl are mutually exclusive"), "{e}");
         let e = parse(&["--random-range-ratio", "0.3"]).err().unwrap().to_string();
         assert!(e.starts_with("--random-range-ratio needs --isl"), "{e}");
     }

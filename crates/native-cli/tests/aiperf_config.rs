@@ -31,10 +31,12 @@ enum Expect {
     BadValue(&'static str, &'static str),
 }
 
-/// A finished run: its records and the options it ran with (`aiperf_cli_config` of the summary).
+/// A finished run: its records and the options it ran with (`aiperf_cli_config` of the summary);
+/// of several runs (`run_1`, `run_2`, … folders), every run's records and the first's options.
 struct Run {
     records: Vec<Value>,
     options: Value,
+    runs: usize,
 }
 
 impl Run {
@@ -196,7 +198,26 @@ const TEMPLATES: &[(&str, Expect)] = &[
             },
         ),
     ),
-    ("inline_dataset", Expect::Refused("benchmark.dataset.records", "inline records")),
+    (
+        "inline_dataset",
+        Expect::Runs(&[], |r| {
+            assert_eq!(r.option("concurrency"), 4);
+            assert_eq!(r.option("request_count"), 50);
+            assert_eq!(r.records.len(), 50);
+            // The five records in order (AIPerf's sequential sampling of single_turn), ten times:
+            // each its prompt's tokens, the second with its output_length.
+            let mut by_session: Vec<&Value> = r.records.iter().collect();
+            by_session.sort_by_key(|l| l["metadata"]["session_num"].as_u64());
+            let tokens = [5.0, 8.0, 7.0, 4.0, 4.0];
+            for (k, l) in by_session.iter().enumerate() {
+                let m = &l["metadata"];
+                assert_eq!(m["trace_line"].as_u64(), Some(k as u64 % 5 + 1), "request {k}");
+                assert_eq!(m["input_tokens"].as_f64(), Some(tokens[k % 5]), "request {k}");
+                let max_tokens = if k % 5 == 1 { Some(200.0) } else { None };
+                assert_eq!(m["max_tokens"].as_f64(), max_tokens, "request {k}");
+            }
+        }),
+    ),
     (
         "multi_turn_conversation",
         Expect::Runs(
@@ -224,7 +245,51 @@ const TEMPLATES: &[(&str, Expect)] = &[
     ("speed_bench_sweep", Expect::Refused("sweep.parameters.datasets.main.format", "only concurrency and rate")),
     ("sweep_distributions", Expect::Refused("sweep.parameters", "several parameters")),
     ("sweep_with_plot", Expect::Refused("plot", "--auto-plot")),
-    ("env_var_production", Expect::Refused("benchmark.dataset.prompts.isl.peaks", "multimodal (peaks)")),
+    (
+        "env_var_production",
+        Expect::Runs(
+            &[
+                "--benchmark-duration",
+                "1",
+                "--profile-run-cooldown-seconds",
+                "0",
+                "--request-rate-ramp-duration",
+                "0.5",
+                "--warmup-request-count",
+                "10",
+                "--no-server-metrics",
+            ],
+            |r| {
+                assert_eq!(r.runs, 3, "multiRun.numRuns");
+                assert_eq!(r.option("random_seed"), 42);
+                assert_eq!(r.option("request_rate"), 30.0);
+                assert_eq!(r.option("arrival_pattern"), "gamma");
+                assert_eq!(r.option("arrival_smoothness"), 1.5);
+                assert_eq!(r.option("concurrency"), 64);
+                assert_eq!(r.option("warmup_concurrency"), 8);
+                assert!(r.option("goodput").to_string().contains("time_to_first_token:1000"));
+                assert!(r.records.len() >= 3 * 5, "{} records", r.records.len());
+                // The first conversations' ISL (the peaks) and OSL (log-normal) are the draws of
+                // AIPerf's own samplers for seed 42 (`Distribution.sample_int` on
+                // `derive("dataset.prompt.length")` and `derive("composer.turn.max_tokens")`), in
+                // every run (setConsistentSeed).
+                const ISL: [f64; 8] = [147.0, 2256.0, 363.0, 174.0, 241.0, 542.0, 324.0, 444.0];
+                const OSL: [f64; 8] = [429.0, 97.0, 210.0, 444.0, 443.0, 362.0, 299.0, 231.0];
+                let mut seen = 0;
+                for rec in &r.records {
+                    let m = &rec["metadata"];
+                    let id = m["conversation_id"].as_str().unwrap();
+                    let k: usize = id.trim_start_matches("session_").parse().unwrap();
+                    if k < 8 {
+                        assert_eq!(m["input_tokens"].as_f64(), Some(ISL[k]), "{id}");
+                        assert_eq!(m["max_tokens"].as_f64(), Some(OSL[k]), "{id}");
+                        seen += 1;
+                    }
+                }
+                assert!(seen >= 3 * 5, "{seen} of the first conversations");
+            },
+        ),
+    ),
     (
         "gpu_telemetry",
         Expect::Runs(&["--request-count", "40", "--warmup-request-count", "4"], |r| {
@@ -293,7 +358,14 @@ fn profile_in(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
 }
 
 fn read_run(art: &Path) -> Run {
-    Run { records: read_jsonl(&art.join("profile_export.jsonl")), options: summary(art)["aiperf_cli_config"].clone() }
+    let folders: Vec<PathBuf> =
+        (1..).map(|k| art.join(format!("run_{k}"))).take_while(|d| d.join("profile_export.jsonl").is_file()).collect();
+    if folders.is_empty() {
+        let records = read_jsonl(&art.join("profile_export.jsonl"));
+        return Run { records, options: summary(art)["aiperf_cli_config"].clone(), runs: 1 };
+    }
+    let records = folders.iter().flat_map(|d| read_jsonl(&d.join("profile_export.jsonl"))).collect();
+    Run { records, options: summary(&folders[0])["aiperf_cli_config"].clone(), runs: folders.len() }
 }
 
 #[test]
@@ -487,6 +559,64 @@ fn errors_name_the_file_the_key_path_the_value_and_what_is_accepted() {
 }
 
 #[test]
+fn inline_records_are_single_turn_lines_and_a_bad_one_is_named_by_its_key() {
+    let mock = Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let art = dir.path().join("art");
+    let (tok, art_s) = (tokenizer(), art.display().to_string());
+    let base = [
+        "--url",
+        mock.url.as_str(),
+        "--tokenizer",
+        tok.as_str(),
+        "--ui-type",
+        "none",
+        "--artifact-dir",
+        art_s.as_str(),
+    ];
+    // Sessions, a role, extra body fields, delays and texts as AIPerf's objects.
+    let config = write_config(
+        dir.path(),
+        "benchmark:\n  model: m\n  endpoint: {type: chat, streaming: true}\n  dataset:\n    type: file\n    records:\n      - {text: \"hello there\", session_id: a, output_length: 3}\n      - {texts: [{name: q, contents: [\"and then\"]}], session_id: a, delay: 50, output_length: 4}\n      - {text: \"42\", role: user, extra: {temperature: 0.5}, output_length: 5}\n  profiling: {type: concurrency, concurrency: 2, requests: 3}\n",
+    );
+    let out = profile_in(dir.path(), &[&["-f", config.as_str(), "--export-level", "raw"][..], &base].concat(), &[]);
+    ok(&out);
+    let run = read_run(&art);
+    assert_eq!(run.records.len(), 3);
+    let raw = read_jsonl(&art.join("profile_export_raw.jsonl"));
+    let bodies: Vec<&Value> = raw.iter().map(|l| &l["payload"]).collect();
+    let with = |max: u64| *bodies.iter().find(|b| b["max_completion_tokens"] == max).unwrap();
+    // The session's second turn follows the first, sent alone (AIPerf's records are self-contained).
+    assert_eq!(with(4)["messages"], serde_json::json!([{"role": "user", "content": "and then"}]));
+    assert_eq!(run.option("turn_history"), "none");
+    let third = with(5);
+    assert_eq!(third["messages"], serde_json::json!([{"role": "user", "content": "42"}]));
+    assert_eq!(third["temperature"], 0.5);
+
+    // A bad record: the file, the key path of the record's field, the value and what is accepted.
+    let config = write_config(
+        dir.path(),
+        "benchmark:\n  model: m\n  dataset:\n    records:\n      - {text: a}\n      - {text: b}\n      - {text: c}\n      - {text: 7}\n",
+    );
+    let out = profile_in(dir.path(), &[&["-f", config.as_str()][..], &base].concat(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("error: {config}: key `benchmark.dataset.records[3].text` = 7: accepted is a string (the prompt)\n")
+    );
+    let config =
+        write_config(dir.path(), "benchmark:\n  model: m\n  dataset:\n    records:\n      - {text: a, image: x.png}\n");
+    let out = profile_in(dir.path(), &[&["-f", config.as_str()][..], &base].concat(), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "error: {config}: key `benchmark.dataset.records[0].image` = \"x.png\": accepted is no images"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
 fn trace_replay_runs_when_the_command_line_turns_server_metrics_off() {
     // The template's only refused key is serverMetrics.formats; --no-server-metrics drops it.
     let mock = Mock::start(&[]);
@@ -508,4 +638,73 @@ fn trace_replay_runs_when_the_command_line_turns_server_metrics_off() {
     let ms: Vec<f64> = at.iter().map(|t| ((t - at[0]) / 1e6).round()).collect();
     assert_eq!(ms, [0.0, 25.0, 60.0, 100.0, 175.0, 250.0, 375.0, 450.0, 550.0, 750.0]);
     assert_times_consistent(&run.records);
+}
+
+/// `v` with every object's keys in order.
+fn sorted_keys(v: Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let sorted: std::collections::BTreeMap<String, Value> =
+                m.into_iter().map(|(k, v)| (k, sorted_keys(v))).collect();
+            Value::Object(sorted.into_iter().collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted_keys).collect()),
+        other => other,
+    }
+}
+
+/// The bodies a mock logged (`--log-bodies`) without the model, sorted, and the time from the
+/// first request to the one with `max_completion_tokens` 4 (ms).
+fn logged(lines: &[Value]) -> (Vec<String>, f64) {
+    let at = |l: &Value| l["arrival_ns"].as_str().unwrap().parse::<f64>().unwrap();
+    let first = lines.iter().map(at).fold(f64::INFINITY, f64::min);
+    let second_turn = lines.iter().find(|l| l["body"]["max_completion_tokens"] == 4).map(at).unwrap();
+    let mut bodies: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            let mut b = l["body"].clone();
+            b.as_object_mut().unwrap().remove("model");
+            serde_json::to_string(&sorted_keys(b)).unwrap()
+        })
+        .collect();
+    bodies.sort();
+    (bodies, (second_turn - first) / 1e6)
+}
+
+#[test]
+#[ignore = "needs AIPerf 0.13.0 from PyPI (1.2 GB venv): scripts/aiperf-venv.sh"]
+fn aiperf_sends_a_config_files_inline_records_as_we_do() {
+    let Some(venv) = aiperf_venv() else {
+        eprintln!("SKIP aiperf_sends_a_config_files_inline_records_as_we_do: PyPI unreachable, AIPerf not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let records = "      - {text: \"hello there\", session_id: a, output_length: 3}\n      - {texts: [{name: q, contents: [\"and then\"]}], session_id: a, delay: 50, output_length: 4}\n      - {text: \"42\", role: user, extra: {temperature: 0.5}, output_length: 5}\n      - {text: \"What is machine learning?\"}\n";
+    let run = |who: &str| -> (Vec<String>, f64) {
+        let mock = Mock::start(&["--log-bodies"]);
+        let config = dir.path().join(format!("{who}.yaml"));
+        let text = format!(
+            "schemaVersion: \"2.0\"\nbenchmark:\n  model: m\n  endpoint: {{url: \"{}\", type: chat, streaming: true}}\n  dataset:\n    type: file\n    records:\n{records}  phases: {{type: concurrency, concurrency: 1, requests: 4}}\n",
+            mock.url
+        );
+        std::fs::write(&config, text).unwrap();
+        let (config, art) = (config.display().to_string(), dir.path().join(format!("{who}-art")).display().to_string());
+        let args = ["profile", "--config", config.as_str(), "--ui-type", "none", "--artifact-dir", art.as_str()];
+        if who == "aiperf" {
+            let args = [&args[..], &["--tokenizer", "local/smollm2"]].concat();
+            let out = aiperf(&venv, dir.path(), dir.path(), &args, Duration::from_secs(300));
+            assert!(out.status.success(), "aiperf: {}", String::from_utf8_lossy(&out.stderr));
+        } else {
+            let tok = tokenizer();
+            let out = profile_in(dir.path(), &[&args[1..], &["--tokenizer", tok.as_str()]].concat(), &[]);
+            ok(&out);
+        }
+        logged(&mock.arrivals())
+    };
+    let (theirs, their_gap) = run("aiperf");
+    let (ours, our_gap) = run("ours");
+    // The same four bodies: each record alone (no history), its role, max tokens and extra fields.
+    assert_eq!(theirs, ours);
+    // The session's second record waits its 50 ms delay after the first ends, in both.
+    assert!(their_gap >= 50.0 && our_gap >= 50.0, "AIPerf {their_gap} ms, ours {our_gap} ms");
 }

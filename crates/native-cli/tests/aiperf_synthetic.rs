@@ -1,6 +1,7 @@
 //! AIPerf 0.13.0's synthetic dataset against ours: AIPerf writes the dataset it sends to
 //! `inputs.json`; `synthesize-trace` with the same options and `--random-seed` must give the same
-//! conversations, turn counts, prompt lengths, output lengths and prefix choices.
+//! conversations, turn counts, prompt lengths, output lengths and prefix choices; and its config-file
+//! distributions' samplers draw the lengths of `--isl-distribution`/`--osl-distribution`.
 //!
 //! Needs AIPerf itself (`scripts/aiperf-venv.sh`, a 1.2 GB virtual environment), so it is
 //! `#[ignore]`d: `cargo test -p aiperf-cli --test aiperf_synthetic -- --ignored`.
@@ -103,4 +104,67 @@ fn aiperfs_synthetic_dataset_is_ours() {
     a.sort();
     b.sort();
     assert_eq!(a, b, "the same conversations share a prefix");
+}
+
+/// Draws of AIPerf's config-file distributions (`aiperf.config.distributions`) with the generators
+/// its synthetic composer derives: per case `[ISL draws, OSL draws]`, `sample_int` each.
+const DRAW_DISTRIBUTIONS: &str = r#"
+import json, sys
+from pydantic import TypeAdapter
+from aiperf.common import random_generator as rg
+from aiperf.config.distributions import SamplingDistribution
+adapter = TypeAdapter(SamplingDistribution)
+out = []
+for case in json.loads(sys.argv[1]):
+    rg.reset()
+    rg.init(case["seed"])
+    draws = []
+    for key, component in (("isl", "dataset.prompt.length"), ("osl", "composer.turn.max_tokens")):
+        d, r = adapter.validate_python(case[key]), rg.derive(component)
+        draws.append([d.sample_int(r) for _ in range(case["n"])])
+    out.append(draws)
+print(json.dumps(out))
+"#;
+
+#[test]
+#[ignore = "needs AIPerf 0.13.0 from PyPI (1.2 GB venv): scripts/aiperf-venv.sh"]
+fn aiperfs_distribution_samplers_draw_our_lengths() {
+    let Some(venv) = aiperf_venv() else {
+        eprintln!("SKIP aiperfs_distribution_samplers_draw_our_lengths: PyPI unreachable, AIPerf not installed");
+        return;
+    };
+    let n = 3000;
+    let cases = serde_json::json!([
+        // env_var_production's ISL peaks and OSL.
+        {"seed": 42, "n": n,
+         "isl": {"peaks": [{"mean": 256, "median": 214, "weight": 70}, {"mean": 2048, "median": 1891, "weight": 30}]},
+         "osl": {"mean": 256, "median": 226}},
+        // Equal weights (none given), a normal and a canonical-form peak; clamped points.
+        {"seed": 7, "n": n,
+         "isl": {"peaks": [{"mean": 100, "stddev": 30}, {"distribution": {"mean": 900, "median": 500}}, {"value": 40}], "max": 2000},
+         "osl": {"points": [{"value": 16, "weight": 1}, {"value": 64, "weight": 2.5}, {"value": 512}], "min": 20}},
+        // A normal with bounds and an explicit type.
+        {"seed": 1, "n": n,
+         "isl": {"type": "normal", "mean": 300, "stddev": 120, "min": 200, "max": 400},
+         "osl": {"mean": 80, "median": 20, "min": 5}},
+    ]);
+    let read = python(&venv, DRAW_DISTRIBUTIONS, &[&cases.to_string()]);
+    assert!(read.status.success(), "{}", String::from_utf8_lossy(&read.stderr));
+    let theirs: Vec<[Vec<u64>; 2]> = serde_json::from_slice(&read.stdout).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (case, their) in cases.as_array().unwrap().iter().zip(theirs) {
+        let trace = dir.path().join("ours.jsonl");
+        let ours = Command::new(BIN)
+            .args(["synthesize-trace", "--output-file", trace.to_str().unwrap()])
+            .args(["--isl-distribution", &case["isl"].to_string(), "--osl-distribution", &case["osl"].to_string()])
+            .args(["--num-dataset-entries", &n.to_string(), "--random-seed", &case["seed"].to_string()])
+            .output()
+            .unwrap();
+        assert!(ours.status.success(), "{}", String::from_utf8_lossy(&ours.stderr));
+        let rows = read_jsonl(&trace);
+        let isl: Vec<u64> = rows.iter().map(|r| r["input_length"].as_u64().unwrap()).collect();
+        let osl: Vec<u64> = rows.iter().map(|r| r["output_length"].as_u64().unwrap()).collect();
+        assert_eq!(isl, their[0], "ISL of {case}");
+        assert_eq!(osl, their[1], "OSL of {case}");
+    }
 }

@@ -11,6 +11,7 @@ mod parse;
 pub mod prompt_hash;
 mod raw;
 mod row;
+pub mod single_turn;
 mod visit;
 mod write;
 

@@ -101,6 +101,10 @@ pub struct Args {
     /// workload of the options below (`--isl`, `--num-dataset-entries`, …) is generated and replayed.
     #[arg(help_heading = "Input", long)]
     pub input_file: Option<PathBuf>,
+    /// AIPerf's single_turn records as a JSON list, replayed instead of a trace: a config file's
+    /// inline `benchmark.dataset.records` (the config reader gives it).
+    #[arg(help_heading = "Input", long, hide = true, value_name = "JSON", conflicts_with = "input_file")]
+    pub inline_records: Option<String>,
     #[command(flatten, next_help_heading = "Synthetic workload (without --input-file)")]
     pub synthetic: crate::synthetic_flags::SyntheticFlags,
     #[command(flatten, next_help_heading = "Input")]

@@ -38,8 +38,13 @@ impl Normal {
         if stddev <= 0.0 {
             return (mean.round_ties_even() as u64).max(1);
         }
-        let v = (0..10_000).map(|_| self.gauss(mean, stddev)).find(|&n| n >= 0.0).unwrap_or(mean.max(0.0));
-        (v.ceil() as u64).max(1)
+        (self.positive(mean, stddev).ceil() as u64).max(1)
+    }
+
+    /// AIPerf's `sample_positive_normal`: a normal draw rejected below 0 (10,000 tries, then the
+    /// mean, at least 0).
+    pub(super) fn positive(&mut self, mean: f64, stddev: f64) -> f64 {
+        (0..10_000).map(|_| self.gauss(mean, stddev)).find(|&n| n >= 0.0).unwrap_or(mean.max(0.0))
     }
 }
 
@@ -145,9 +150,13 @@ impl<'a> Generator<'a> {
             let osl = self.range.randint(ol, oh);
             return (isl.max(floor), Some(osl));
         }
-        let isl = self.lengths.positive_int(w.isl() as f64, w.isl_stddev.trunc());
-        let osl = match w.osl_mean {
-            Some(m) if m > 0 => Some(self.max_tokens.positive_int(m as f64, w.osl_stddev.trunc())),
+        let isl = match &w.isl_dist {
+            Some(d) => d.sample_int(&mut self.lengths),
+            None => self.lengths.positive_int(w.isl() as f64, w.isl_stddev.trunc()),
+        };
+        let osl = match (&w.osl_dist, w.osl_mean) {
+            (Some(d), _) => Some(d.sample_int(&mut self.max_tokens)),
+            (None, Some(m)) if m > 0 => Some(self.max_tokens.positive_int(m as f64, w.osl_stddev.trunc())),
             _ => None,
         };
         (isl, osl)

@@ -42,8 +42,10 @@
 //! draws from the OS; here the seed is always a parameter.
 //!
 //! `lengths` reads the length distributions' options (`--seq-dist`, `--random-range-ratio`),
-//! `generate` draws the rows.
+//! `dist` AIPerf's config-file distributions (`--isl-distribution`, `--osl-distribution`: log-normal,
+//! mixtures of peaks, weighted points), `generate` draws the rows.
 
+mod dist;
 mod generate;
 mod lengths;
 #[cfg(test)]
@@ -51,6 +53,7 @@ mod tests;
 
 use std::fmt;
 
+pub use dist::{DistError, LengthDist};
 pub use lengths::{CorpusStyle, RangeRatio, SeqBucket, SeqDist};
 
 use crate::trace::Trace;
@@ -85,6 +88,8 @@ pub mod option {
     pub const SHARED_SYSTEM: &str = "--shared-system-prompt-length";
     pub const USER_CONTEXT: &str = "--user-context-prompt-length";
     pub const SEQ_DIST: &str = "--seq-dist";
+    pub const ISL_DIST: &str = "--isl-distribution";
+    pub const OSL_DIST: &str = "--osl-distribution";
     pub const RANGE_RATIO: &str = "--random-range-ratio";
     pub const BATCH_SIZE: &str = "--prompt-batch-size";
     pub const BLOCK_SIZE: &str = "--isl-block-size";
@@ -158,6 +163,10 @@ pub struct SyntheticWorkload {
     pub user_context_length: Option<u64>,
     /// `--seq-dist`.
     pub seq_dist: Option<SeqDist>,
+    /// `--isl-distribution`: the ISL drawn from a config-file distribution instead of `--isl`.
+    pub isl_dist: Option<LengthDist>,
+    /// `--osl-distribution`: the OSL drawn from a config-file distribution instead of `--osl`.
+    pub osl_dist: Option<LengthDist>,
     /// `--random-range-ratio` (with `--random-corpus-style`).
     pub range_ratio: Option<RangeRatio>,
     /// `--prompt-batch-size` (only 1: AIPerf batches prompts for embeddings and rankings only).
@@ -184,6 +193,8 @@ impl Default for SyntheticWorkload {
             shared_system_length: None,
             user_context_length: None,
             seq_dist: None,
+            isl_dist: None,
+            osl_dist: None,
             range_ratio: None,
             batch_size: 1,
             block_size: DEFAULT_BLOCK_SIZE,
@@ -257,6 +268,23 @@ impl SyntheticWorkload {
                 why,
             });
         }
+        for (dist, o, mean, stddev, sd) in [
+            (&self.isl_dist, ISL_DIST, ISL, ISL_STDDEV, self.isl_stddev),
+            (&self.osl_dist, OSL_DIST, OSL, OSL_STDDEV, self.osl_stddev),
+        ] {
+            if dist.is_none() {
+                continue;
+            }
+            let why = "both give the length distribution";
+            let mean_given = if o == ISL_DIST { self.isl_mean.is_some() } else { self.osl_mean.is_some() };
+            let other = [(SEQ_DIST, self.seq_dist.is_some()), (RANGE_RATIO, self.range_ratio.is_some())]
+                .into_iter()
+                .chain([(mean, mean_given), (stddev, sd != 0.0)])
+                .find(|(_, given)| *given);
+            if let Some((second, _)) = other {
+                return Err(SyntheticError::Conflict { first: o, second, why });
+            }
+        }
         if self.seq_dist.is_some() && self.range_ratio.is_some() {
             let why = "both draw the ISL and OSL";
             return Err(SyntheticError::Conflict { first: RANGE_RATIO, second: SEQ_DIST, why });
@@ -284,6 +312,7 @@ impl SyntheticWorkload {
             }
         }
         let (isl_mean, _) = self.seq_dist.as_ref().map_or((self.isl() as f64, 0.0), SeqDist::means);
+        let isl_mean = self.isl_dist.as_ref().map_or(isl_mean, LengthDist::mean);
         let expected_rows = self.entries as f64 * self.turn_mean.trunc();
         if expected_rows > MAX_ROWS as f64 {
             return Err(SyntheticError::TooLarge { what: "rows", limit: MAX_ROWS });

@@ -262,6 +262,11 @@ fn lookup<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
 /// `--server-metrics`.
 fn family(arg: &str) -> String {
     let name = arg.split('=').next().unwrap_or(arg);
+    // A length's distribution stands for its mean and spread: `--isl` replaces it, and the other
+    // way round.
+    if let Some(length) = name.strip_suffix("-distribution") {
+        return family(length);
+    }
     // One network latency option on the command line replaces the file's whole section, as
     // AIPerf's command line replaces the section it builds.
     if name.starts_with("--network-latency-") {

@@ -107,6 +107,19 @@ fn jinja_and_env_templates_expand_before_the_keys_are_read() {
     let text = template("env_var_production").replace("peaks:", "peaks_:");
     let e = read("env_var_production.yaml", &text, &env).unwrap_err().to_string();
     assert!(e.contains("key `benchmark.dataset.prompts.isl.peaks_`"), "{e}");
+    // The template's peaks and log-normal OSL, as the distribution options.
+    let p = pairs(&read("env_var_production.yaml", &template("env_var_production"), &env).unwrap());
+    let isl = r#"--isl-distribution={"peaks":[{"mean":256,"median":214,"weight":70},{"mean":2048,"median":1891,"weight":30}]}"#;
+    assert!(p.contains(&("benchmark.dataset.prompts.isl".into(), isl.into())), "{p:?}");
+    let osl = r#"--osl-distribution={"mean":256,"median":226}"#;
+    assert!(p.contains(&("benchmark.dataset.prompts.osl".into(), osl.into())), "{p:?}");
+    let text =
+        template("env_var_production").replace("{mean: 2048, median: 1891, weight: 30}", "{mean: 2048, median: 2891}");
+    let e = read("env_var_production.yaml", &text, &env).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "env_var_production.yaml: key `benchmark.dataset.prompts.isl.peaks[1].median` = 2891: accepted is at most the mean (2048)"
+    );
     let text = template("env_var_production").replace(
         "        peaks:\n          - {mean: 256, median: 214, weight: 70}\n          - {mean: 2048, median: 1891, weight: 30}\n",
         "        mean: 256\n",

@@ -284,6 +284,12 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
                 put(&mut d, "trace_idle_gap_cap_seconds", json!(w.idle_gap_cap_s));
             }
         }
+        Input::Records(_) => {
+            d.insert("type".into(), json!("file"));
+            d.insert("format".into(), json!("single_turn"));
+            let records = a.inline_records.as_deref().and_then(|t| serde_json::from_str::<Value>(t).ok());
+            put(&mut d, "records", json!(records));
+        }
         Input::Synthetic(w) => {
             d.insert("type".into(), json!("synthetic"));
             d.insert("entries".into(), json!(w.entries));
@@ -303,6 +309,12 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
             let osl = dist(w.osl_mean, w.osl_stddev);
             if !osl.is_empty() {
                 prompts.insert("osl".into(), Value::Object(osl));
+            }
+            // A config-file distribution as given (it was read from this JSON).
+            for (key, given) in [("isl", &a.synthetic.isl_dist), ("osl", &a.synthetic.osl_dist)] {
+                if let Some(v) = given.as_deref().and_then(|t| serde_json::from_str::<Value>(t).ok()) {
+                    prompts.insert(key.into(), v);
+                }
             }
             if !prompts.is_empty() {
                 d.insert("prompts".into(), Value::Object(prompts));

@@ -58,6 +58,8 @@ pub enum Input {
     File(PathBuf),
     /// AIPerf's synthetic workload, generated with the run's seed.
     Synthetic(Box<aiperf_core::synthesis::synthetic::SyntheticWorkload>),
+    /// A config file's inline single_turn records (`benchmark.dataset.records`), as rows.
+    Records(Box<Trace>),
 }
 
 impl Input {
@@ -65,7 +67,7 @@ impl Input {
     pub fn file(&self) -> Option<&Path> {
         match self {
             Input::File(f) => Some(f),
-            Input::Synthetic(_) => None,
+            Input::Synthetic(_) | Input::Records(_) => None,
         }
     }
 
@@ -74,6 +76,7 @@ impl Input {
         match self {
             Input::File(f) => f.display().to_string(),
             Input::Synthetic(_) => "the synthetic workload".to_owned(),
+            Input::Records(_) => INLINE_RECORDS.to_owned(),
         }
     }
 }
@@ -254,8 +257,13 @@ impl ReplayPlan {
                     model: a.model.clone(),
                     streaming: a.streaming,
                     legacy_max_tokens: a.use_legacy_max_tokens,
-                    // WEKA sessions' rows carry their conversation in `input_length`.
-                    turn_history: if weka.is_some() { TurnHistory::None } else { a.turn_history },
+                    // WEKA sessions' rows carry their conversation in `input_length`; AIPerf sends
+                    // each single_turn record alone, a session's records in order.
+                    turn_history: if weka.is_some() || matches!(input, Input::Records(_)) {
+                        TurnHistory::None
+                    } else {
+                        a.turn_history
+                    },
                     max_prompt_tokens: in_range(a.max_prompt_tokens, "--max-prompt-tokens", 1, 1 << 32)?,
                     extra_inputs,
                     continuous_usage: per_chunk_usage(&a)?,
@@ -643,6 +651,14 @@ fn times(a: &Args) -> Result<Times> {
 /// The trace file, or AIPerf's synthetic workload when no file is given (as AIPerf: its
 /// `--request-count` sizes the dataset when no count of entries or conversations is given).
 fn input(a: &Args, block_size: u64) -> Result<Input> {
+    if let Some(json) = &a.inline_records {
+        ensure!(
+            !a.synthetic.any(),
+            "AIPerf's synthetic workload options (--isl, --osl, --num-dataset-entries, turns, prefix prompts, …) \
+             generate the rows: drop them or the config file's {INLINE_RECORDS}"
+        );
+        return inline_records(json).map(|t| Input::Records(Box::new(t)));
+    }
     match (&a.input_file, a.synthetic.workload()?) {
         (Some(f), Some(_)) => bail!(
             "AIPerf's synthetic workload options (--isl, --osl, --num-dataset-entries, turns, prefix prompts, …) \
@@ -663,6 +679,25 @@ fn input(a: &Args, block_size: u64) -> Result<Input> {
             Ok(Input::Synthetic(Box::new(w)))
         }
     }
+}
+
+/// Where inline records come from, as errors name it.
+pub const INLINE_RECORDS: &str = "benchmark.dataset.records";
+
+/// The rows of inline single_turn records (a JSON list), each checked as AIPerf's `SingleTurn`.
+fn inline_records(json: &str) -> Result<Trace> {
+    let records: Vec<Value> = serde_json::from_str(json)
+        .map_err(|e| anyhow!("--inline-records: accepted is a JSON list of records ({e})"))?;
+    ensure!(!records.is_empty(), "{INLINE_RECORDS}: accepted is at least one record, got none");
+    let mut trace = Trace::with_capacity(records.len(), 0);
+    for (i, r) in records.iter().enumerate() {
+        let row = aiperf_core::trace::single_turn::record_row(r, i as u64 + 1).map_err(|e| {
+            let at = if e.field.is_empty() { String::new() } else { format!(".{}", e.field) };
+            anyhow!("{INLINE_RECORDS}[{i}]{at}: accepted is {}, got {}", e.expected, e.value)
+        })?;
+        trace.push(row, []);
+    }
+    Ok(trace)
 }
 
 fn synthesis(a: &Args, block_size: u64) -> Result<Option<TransformParams>> {

@@ -1,12 +1,29 @@
 //! The dataset section (`benchmark.dataset`) as option spellings: prompts, lengths and their
 //! distributions, files and synthetic workloads.
 
+use aiperf_core::synthesis::synthetic::LengthDist;
+
 use super::*;
 
 fn dist(out: &mut Out, key: &str, v: &Option<ScalarOr<Dist>>, mean_flag: &str, stddev_flag: &str) -> Result<()> {
+    // The lengths take AIPerf's other shapes as a distribution option of ours.
+    let dist_flag = match mean_flag {
+        "--isl" => Some("--isl-distribution"),
+        "--osl" => Some("--osl-distribution"),
+        _ => None,
+    };
     match v {
         None => {}
         Some(ScalarOr::Scalar(s)) => out.opt(key, mean_flag, &Some(s.clone())),
+        Some(ScalarOr::Section(d)) if dist_flag.is_some() && !is_normal(d) => {
+            let json = dist_json(d);
+            if let Err(e) = LengthDist::parse(&json, key) {
+                let value = lookup_json(&json, e.at.strip_prefix(key).unwrap_or(&e.at));
+                bail_key!(e.at.clone(), "key `{}` = {value}: accepted is {}", e.at, e.expected);
+            }
+            let flag = dist_flag.unwrap_or(mean_flag);
+            out.push(key, json.to_string(), vec![kv(flag, json)]);
+        }
         Some(ScalarOr::Section(d)) => {
             let other = [
                 ("median", d.median.is_some()),
@@ -40,6 +57,78 @@ fn dist(out: &mut Out, key: &str, v: &Option<ScalarOr<Dist>>, mean_flag: &str, s
         }
     }
     Ok(())
+}
+
+/// Whether `d` is a normal (or fixed) distribution without bounds, which `--isl`/`--isl-stddev`
+/// give.
+fn is_normal(d: &Dist) -> bool {
+    let plain = [&d.median, &d.min, &d.max].iter().all(|v| v.is_none()) && d.peaks.is_none() && d.points.is_none();
+    plain && d.kind.as_ref().is_none_or(|t| matches!(t.to_string().as_str(), "normal" | "fixed"))
+}
+
+/// A distribution section as JSON (numbers written as strings, by `${VAR}` or Jinja2, as numbers).
+fn dist_json(d: &Dist) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    let scalars = [("mean", &d.mean), ("stddev", &d.stddev), ("median", &d.median), ("min", &d.min), ("max", &d.max)];
+    for (k, v) in scalars.into_iter().chain([("type", &d.kind)]) {
+        if let Some(v) = v {
+            m.insert(k.into(), scalar_json(v));
+        }
+    }
+    for (k, v) in [("peaks", &d.peaks), ("points", &d.points)] {
+        if let Some(v) = v {
+            m.insert(k.into(), yaml_json(v, true));
+        }
+    }
+    serde_json::Value::Object(m)
+}
+
+fn scalar_json(v: &Scalar) -> serde_json::Value {
+    match v {
+        Scalar::Bool(b) => (*b).into(),
+        Scalar::Int(i) => (*i).into(),
+        Scalar::Float(x) => serde_json::Number::from_f64(*x).map_or(serde_json::Value::Null, Into::into),
+        Scalar::Str(s) => match s.trim().parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+            Some(n) => n.into(),
+            None => s.clone().into(),
+        },
+    }
+}
+
+/// A YAML value as JSON; with `numbers`, a string that reads as a number becomes one.
+fn yaml_json(v: &Value, numbers: bool) -> serde_json::Value {
+    match v {
+        Value::Mapping(m) => {
+            serde_json::Value::Object(m.iter().map(|(k, v)| (show(k), yaml_json(v, numbers))).collect())
+        }
+        Value::Sequence(items) => serde_json::Value::Array(items.iter().map(|v| yaml_json(v, numbers)).collect()),
+        Value::Bool(b) => (*b).into(),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => i.into(),
+            (None, Some(x)) => serde_json::Number::from_f64(x).map_or(serde_json::Value::Null, Into::into),
+            _ => serde_json::Value::Null,
+        },
+        Value::String(s) if numbers => scalar_json(&Scalar::Str(s.clone())),
+        Value::String(s) => s.clone().into(),
+        Value::Null => serde_json::Value::Null,
+        Value::Tagged(t) => yaml_json(&t.value, numbers),
+    }
+}
+
+/// The value at `.a.b[2]` inside `v`, for messages.
+fn lookup_json(v: &serde_json::Value, path: &str) -> String {
+    let mut cur = Some(v);
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        let (name, index) = match part.split_once('[') {
+            Some((n, i)) => (n, i.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        cur = cur.and_then(|c| if name.is_empty() { Some(c) } else { c.get(name) });
+        if let Some(i) = index {
+            cur = cur.and_then(|c| c.get(i));
+        }
+    }
+    cur.map_or_else(|| "nothing".to_string(), serde_json::Value::to_string)
 }
 
 pub(super) fn dataset(out: &mut Out, key: &str, d: &Dataset) -> Result<()> {
@@ -131,15 +220,10 @@ pub(super) fn dataset(out: &mut Out, key: &str, d: &Dataset) -> Result<()> {
         );
     }
     out.opt(&format!("{key}.path"), "--input-file", &d.path);
-    if let Some(records) = &d.records {
-        return Err(refused(
-            &format!("{key}.records"),
-            &format!("{} records", records.len()),
-            "not yet supported: inline records (AIPerf's single_turn and multi_turn text prompts)",
-            "put the rows in a Mooncake trace file and give its path",
-        ));
+    match &d.records {
+        Some(records) => inline_records(out, key, records, &d.format)?,
+        None => out.opt(&format!("{key}.format"), "--custom-dataset-type", &d.format),
     }
-    out.opt(&format!("{key}.format"), "--custom-dataset-type", &d.format);
     if let Some(s) = &d.synthesis {
         let k = format!("{key}.synthesis");
         out.opt(&format!("{k}.speedupRatio"), "--synthesis-speedup-ratio", &s.speedup_ratio);
@@ -189,6 +273,35 @@ pub(super) fn dataset(out: &mut Out, key: &str, d: &Dataset) -> Result<()> {
     out.opt(&format!("{key}.maxContextLength"), "--max-context-length", &d.max_context_length);
     out.opt(&format!("{key}.hfSubset"), "--hf-subset", &d.hf_subset);
     out.opt(&format!("{key}.hfWekaDataset"), "--hf-weka-dataset", &d.hf_weka_dataset);
+    Ok(())
+}
+
+/// Inline records (`records:`, AIPerf's single_turn by default), each checked as the same line of
+/// a single_turn file would be, as `--inline-records`.
+fn inline_records(out: &mut Out, key: &str, records: &[Value], format: &Option<Scalar>) -> Result<()> {
+    let k = format!("{key}.records");
+    if let Some(f) = format
+        && f.to_string() != "single_turn"
+    {
+        return Err(refused(
+            &format!("{key}.format"),
+            &f.to_string(),
+            "not yet supported: inline records other than single_turn (multi_turn conversations, random_pool pools)",
+            "give single_turn records (records of one session_id are the turns of one conversation)",
+        ));
+    }
+    if records.is_empty() {
+        bail_key!(k.clone(), "key `{k}` = []: accepted is at least one record");
+    }
+    let json: Vec<serde_json::Value> = records.iter().map(|r| yaml_json(r, false)).collect();
+    for (i, r) in json.iter().enumerate() {
+        if let Err(e) = aiperf_core::trace::single_turn::record_row(r, i as u64 + 1) {
+            let at = if e.field.is_empty() { format!("{k}[{i}]") } else { format!("{k}[{i}].{}", e.field) };
+            bail_key!(at.clone(), "key `{at}` = {}: accepted is {}", e.value, e.expected);
+        }
+    }
+    let n = json.len();
+    out.push(&k, format!("{n} records"), vec![kv("--inline-records", serde_json::Value::Array(json))]);
     Ok(())
 }
 
