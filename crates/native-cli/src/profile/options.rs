@@ -484,6 +484,14 @@ pub struct LoadShape {
     /// How many users share --user-centric-rate.
     #[arg(help_heading = "Load", long)]
     pub num_users: Option<u32>,
+    /// A user-centric warm-up (an AIPerf config file's `type: user_centric` warm-up phase; AIPerf's
+    /// command line has no such option): --warmup-num-users users share this rate (QPS), each
+    /// sending whole sessions, as --user-centric-rate does for the run.
+    #[arg(help_heading = "Load", long)]
+    pub warmup_user_centric_rate: Option<f64>,
+    /// How many users share --warmup-user-centric-rate.
+    #[arg(help_heading = "Load", long)]
+    pub warmup_num_users: Option<u32>,
     /// The warm-up's --prefill-concurrency [default: the run's].
     #[arg(help_heading = "Load", long)]
     pub warmup_prefill_concurrency: Option<usize>,

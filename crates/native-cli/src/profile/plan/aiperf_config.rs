@@ -205,6 +205,7 @@ fn warmup_phase(w: &super::shaping::WarmupPlan) -> Map<String, Value> {
     phase.insert("kind".into(), json!("warmup"));
     phase.insert("exclude_from_results".into(), json!(true));
     let kind = match s.rate.map(|r| r.1) {
+        Some(_) if s.users.is_some() => "user_centric",
         None => "concurrency",
         Some(ArrivalPattern::Constant) => "constant",
         Some(ArrivalPattern::Poisson) => "poisson",
@@ -217,6 +218,7 @@ fn warmup_phase(w: &super::shaping::WarmupPlan) -> Map<String, Value> {
     put(&mut phase, "grace_period", json!(w.grace.map(|g| g.as_secs_f64())));
     put(&mut phase, "concurrency", json!(s.concurrency.or((kind == "concurrency").then_some(1))));
     put(&mut phase, "rate", json!(s.rate.map(|r| r.0)));
+    put(&mut phase, "users", json!(s.users));
     if kind == "gamma" {
         put(&mut phase, "smoothness", json!(s.smoothness.unwrap_or(1.0)));
     }
