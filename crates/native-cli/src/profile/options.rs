@@ -379,7 +379,8 @@ pub struct Args {
     #[arg(help_heading = "Server", long, value_name = "SECONDS", requires = "reset_prefix_cache")]
     pub reset_kv_cache_timeout_seconds: Option<f64>,
     /// Server-metrics files written: json (server_metrics_export.json), csv
-    /// (server_metrics_export.csv) [default: json csv].
+    /// (server_metrics_export.csv), parquet (server_metrics_export.parquet: every scrape in the
+    /// window, AIPerf's raw rows) [default: json csv].
     #[arg(help_heading = "Server", long, num_args = 1.., value_delimiter = ',', value_name = "FORMAT")]
     pub server_metrics_formats: Vec<String>,
     /// AIPerf's transport: HTTP, the only one (AIPerf 0.13 offers only http too).

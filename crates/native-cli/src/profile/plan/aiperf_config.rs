@@ -171,9 +171,12 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
     let gpus: Vec<String> = plan.server.gpu_urls.iter().map(|u| redact_url(u)).collect();
     config.insert("gpu_telemetry".into(), json!({"enabled": !gpus.is_empty(), "urls": gpus}));
     let metrics: Vec<String> = plan.server.metrics_urls.iter().map(|u| redact_url(u)).collect();
-    let (json_file, csv_file) = plan.server.metrics_formats;
-    let formats: Vec<&str> =
-        [("json", json_file), ("csv", csv_file)].into_iter().filter(|f| f.1).map(|f| f.0).collect();
+    let (json_file, csv_file, parquet_file) = plan.server.metrics_formats;
+    let formats: Vec<&str> = [("json", json_file), ("csv", csv_file), ("parquet", parquet_file)]
+        .into_iter()
+        .filter(|f| f.1)
+        .map(|f| f.0)
+        .collect();
     config
         .insert("server_metrics".into(), json!({"enabled": !metrics.is_empty(), "urls": metrics, "formats": formats}));
     if let Some(n) = plan.server.network.input_config() {
