@@ -22,9 +22,12 @@ pub const FILE: &str = "server_metrics_export.parquet";
 /// Rows per row group (AIPerf writes its table in batches of this many).
 const ROW_GROUP: usize = 10_000;
 
+/// How a text column reads its value off a row.
+type TextOf = Box<dyn Fn(&RawRow) -> Option<&str>>;
+
 /// A column's values: how to read it off a row.
 enum Column {
-    Text(Box<dyn Fn(&RawRow) -> Option<&str>>),
+    Text(TextOf),
     Int(fn(&RawRow) -> Option<i64>),
     Float(fn(&RawRow) -> Option<f64>),
 }
@@ -107,7 +110,7 @@ fn write_column(g: &mut SerializedRowGroupWriter<'_, &mut Vec<u8>>, col: &Column
     match col {
         Column::Text(get) => {
             let values: Vec<ByteArray> =
-                rows.iter().filter_map(|r| get(r)).map(|s| ByteArray::from(s.as_bytes().to_vec())).collect();
+                rows.iter().filter_map(get).map(|s| ByteArray::from(s.as_bytes().to_vec())).collect();
             c.typed::<ByteArrayType>().write_batch(&values, Some(&levels(&|r| get(r).is_some())), None)?;
         }
         Column::Int(get) => {
