@@ -191,3 +191,58 @@ fn aiperfs_readers_take_our_runs() {
         eprintln!("{name}: {lines} records valid for AIPerf; plots {got:?}; swim lane drawn");
     }
 }
+
+/// Reads a `server_metrics_export.parquet` (argv[1]) with pyarrow and pandas and checks it against
+/// AIPerf's own exporter: the schema its `_build_pyarrow_schema` makes for the file's label
+/// columns (names, types, order), the unit its `infer_unit` gives every row's metric, gauges and
+/// counters one value a row, histograms one bucket a row with their sum and count, counters and
+/// buckets never below zero; prints the row count.
+const CHECK_PARQUET: &str = r#"
+import sys, json
+import pyarrow.parquet as pq
+from aiperf.server_metrics.parquet_exporter import ServerMetricsParquetExporter
+from aiperf.server_metrics.units import infer_unit
+t = pq.read_table(sys.argv[1])
+meta = {k.decode(): v.decode() for k, v in (t.schema.metadata or {}).items()}
+labels = json.loads(meta["aiperf.label_columns"])
+expected = ServerMetricsParquetExporter._build_pyarrow_schema(None, set(labels))
+if not t.schema.remove_metadata().equals(expected):
+    sys.exit(f"schema differs:\n{t.schema.remove_metadata()}\nAIPerf's:\n{expected}")
+df = t.to_pandas()
+for (name, desc), unit in df.groupby(["metric_name", "description"], dropna=False)["unit"].first().items():
+    u = infer_unit(name, None if desc is None or desc != desc else desc)
+    want = u.display_name() if u else None
+    if (unit if unit == unit else None) != want:
+        sys.exit(f"{name}: unit {unit!r}, AIPerf infers {want!r}")
+scalar = df[df.metric_type != "histogram"]
+hist = df[df.metric_type == "histogram"]
+assert scalar.value.notna().all() and scalar.bucket_le.isna().all(), "scalar rows"
+assert hist.value.isna().all() and hist.bucket_le.notna().all() and hist["count"].notna().all(), "histogram rows"
+assert (df[df.metric_type == "counter"].value >= 0).all() and (hist.bucket_count >= 0).all(), "negative deltas"
+assert len(hist) > 0 and len(scalar) > 0, "both kinds of rows"
+print(len(df))
+"#;
+
+/// `--server-metrics-formats json csv parquet`: pyarrow reads the Parquet file and AIPerf's
+/// exporter would have made the same schema and units ([`CHECK_PARQUET`]).
+#[test]
+#[ignore = "needs AIPerf 0.13.0 from PyPI (1.2 GB venv): scripts/test.sh runs it"]
+fn pyarrow_reads_our_server_metrics_parquet_as_aiperf_writes_it() {
+    let Some(venv) = aiperf_venv() else {
+        eprintln!("SKIP pyarrow_reads_our_server_metrics_parquet_as_aiperf_writes_it: PyPI unreachable");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mock = Mock::start(&["--ttft-ms", "20", "--itl-ms", "5"]);
+    let rows: Vec<String> =
+        (0..20).map(|i| format!("{{\"input_length\": {}, \"output_length\": 12}}", 50 + i)).collect();
+    let trace = write_trace(dir.path(), &rows);
+    let art = dir.path().join("run");
+    let extra = ["--streaming", "--request-rate", "20", "--server-metrics-formats", "json", "csv", "parquet"];
+    ok(&profile_on(&mock.url, &trace, &art, &extra, LIMIT));
+    let file = art.join("server_metrics_export.parquet");
+    let out = python(&venv, CHECK_PARQUET, &[file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let n: usize = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert!(n > 0, "{n} rows");
+}

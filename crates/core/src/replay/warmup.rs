@@ -8,6 +8,12 @@
 //! bounds comes first: a number of requests, of sessions (the same here, a session being one
 //! request), or a duration. Its load is a rate (with its arrival pattern; a concurrency, when
 //! given, caps it) or, without a rate, a concurrency (1 unless given), as AIPerf's.
+//!
+//! A user-centric warm-up (AIPerf's `type: user_centric` warm-up phase of a config file) sends
+//! whole sessions instead: its users share its rate as the run's users do
+//! ([`user_centric`](crate::replay::schedule::user_centric)), each user's turns one turn gap
+//! apart, the sessions taken in the run's sampling order. Its users are its own: none carries
+//! on into the run, whose users start afresh at time zero, as AIPerf's phases do.
 
 use std::sync::Arc;
 
@@ -41,6 +47,8 @@ pub struct Warmup {
     /// At most this many requests in prefill ([`Dispatch::with_prefill_limit`]), and its ramp (ns).
     pub prefill: Option<usize>,
     pub prefill_ramp_ns: Option<u64>,
+    /// A user-centric warm-up: this many users share `rate` (its pattern is then unused).
+    pub users: Option<u32>,
 }
 
 impl Warmup {
@@ -61,6 +69,9 @@ impl Warmup {
     /// The warm-up's schedule over `main`'s session runs: their first turns, in start order,
     /// each a single-turn session (at most as many distinct ones as `main` has sessions).
     pub fn schedule(&self, main: &Schedule) -> Schedule {
+        if let (Some(users), Some((per_second, _))) = (self.users, self.rate) {
+            return self.users_schedule(main, users, per_second);
+        }
         let distinct = self
             .request_limit()
             .map_or(main.sessions.len(), |n| usize::try_from(n).unwrap_or(usize::MAX).min(main.sessions.len()));
@@ -85,6 +96,31 @@ impl Warmup {
                 users: None,
                 sampling: Default::default(),
                 sampling_seed: 0,
+            }),
+            shard: Default::default(),
+        }
+    }
+
+    /// A user-centric warm-up's schedule: `main`'s whole sessions, taken by `main`'s sampling,
+    /// shared by `users` users at `per_second`.
+    fn users_schedule(&self, main: &Schedule, users: u32, per_second: f64) -> Schedule {
+        let (sampling, sampling_seed) = match &main.starts {
+            Starts::Generated(g) => (g.sampling, g.sampling_seed),
+            Starts::Listed(_) => (Default::default(), 0),
+        };
+        Schedule {
+            sessions: main.sessions.clone(),
+            starts: Starts::Generated(Generator {
+                rate: Some((per_second, ArrivalPattern::Constant)),
+                seed: self.seed ^ STREAM,
+                request_limit: self.request_limit(),
+                once: false,
+                ramp_us: None,
+                smoothness: None,
+                series: None,
+                users: Some(users),
+                sampling,
+                sampling_seed,
             }),
             shard: Default::default(),
         }
@@ -185,6 +221,34 @@ mod tests {
         let closed = Warmup { duration_ns: Some(1_000_000_000), concurrency: Some(2), ..Warmup::default() };
         let (sent, peak) = drive(&closed, &main(5), 100_000_000);
         assert_eq!((sent.len(), peak), (20, 2));
+    }
+
+    /// `users` users at 10 per second on sessions of three turns (rows `3 i + j`), for 1.05 s:
+    /// AIPerf's steady state (a fresh user at 0, one with a turn left at 100 ms), each user's
+    /// turns 200 ms apart, users replaced on schedule: a request every 100 ms, whole sessions.
+    #[test]
+    fn a_user_centric_warmup_sends_whole_sessions_at_the_users_schedule() {
+        let sessions = (0..8)
+            .map(|i| Session {
+                id: None,
+                turns: (0..3).map(|j| Turn { row: 3 * i + j, timing: TurnTiming::After(5) }).collect(),
+            })
+            .collect();
+        let main = Schedule { sessions, starts: Starts::Listed(Vec::new()), shard: Default::default() };
+        let w = Warmup {
+            duration_ns: Some(1_050_000_000),
+            rate: Some((10.0, ArrivalPattern::Poisson)),
+            users: Some(2),
+            ..Warmup::default()
+        };
+        assert_eq!(w.schedule(&main).user_turn_gap_ns(), Some(200_000_000));
+        let (sent, _) = drive(&w, &main, 1_000_000);
+        let ms: Vec<(u64, u32)> = sent.iter().map(|&(t, row)| (t / 1_000_000, row)).collect();
+        let rows = [0, 3, 1, 6, 2, 7, 9, 8, 10, 12, 11];
+        assert_eq!(ms, (0..11).map(|k| (k * 100, rows[k as usize])).collect::<Vec<_>>());
+        // A request bound counts requests, not sessions.
+        let w = Warmup { requests: Some(4), duration_ns: None, ..w };
+        assert_eq!(drive(&w, &main, 1_000_000).0.len(), 4);
     }
 
     #[test]

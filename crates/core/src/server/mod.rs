@@ -8,7 +8,9 @@
 //!   view ([`kinds::ServerView`]: prefix-cache hit rate, KV-cache usage, queue depth);
 //! - [`live`]: the same numbers at the last scrape, while a run goes on (the dashboard's);
 //! - [`gpu`]: GPU telemetry from DCGM exporters, AIPerf's records and per-GPU summary;
-//! - [`export`]: `server_metrics_export.json` and `.csv`.
+//! - [`export`]: `server_metrics_export.json` and `.csv`;
+//! - [`raw`]: every in-window scrape as the rows of AIPerf's `server_metrics_export.parquet`, with
+//!   [`units`]: the unit AIPerf infers from a metric's name and help text.
 //!
 //! Times are data: every scrape carries the Unix time (ns) the caller read. Memory is bounded:
 //! at most [`series::SeriesLimits::max_columns`] values per scrape (a histogram bucket is one), and
@@ -21,7 +23,9 @@ pub mod gpu;
 pub mod kinds;
 pub mod live;
 pub mod prometheus;
+pub mod raw;
 pub mod series;
+pub mod units;
 pub mod window;
 
 #[cfg(test)]

@@ -80,7 +80,7 @@ fn files_of(path: &Path) -> (PathBuf, PathBuf, PathBuf) {
     } else {
         (path.parent().unwrap_or(Path::new(".")), ExportNames::of_records(path), path.to_path_buf())
     };
-    let [server, _] = names.server_metrics();
+    let [server, ..] = names.server_metrics();
     (records, dir.join(names.summary(SummaryFormat::Json)), dir.join(server))
 }
 

@@ -107,11 +107,12 @@ impl ExportNames {
         [self.named("_timeslices.json", TIMESLICES_JSON), self.named("_timeslices.csv", TIMESLICES_CSV)]
     }
 
-    /// The server metrics' JSON, then CSV.
-    pub fn server_metrics(&self) -> [String; 2] {
+    /// The server metrics' JSON, CSV, then Parquet.
+    pub fn server_metrics(&self) -> [String; 3] {
         [
             self.named("_server_metrics.json", server_export::JSON_FILE),
             self.named("_server_metrics.csv", server_export::CSV_FILE),
+            self.named("_server_metrics.parquet", crate::io::server_parquet::FILE),
         ]
     }
 
@@ -199,31 +200,55 @@ pub fn no_raw_file(dir: &Path, names: &ExportNames) -> Result<()> {
     Ok(())
 }
 
-/// Writes `server_metrics_export.json` and `.csv` into `dir` (those of `--server-metrics-formats`);
-/// each is attempted.
+/// Writes `server_metrics_export.json`, `.csv` and `.parquet` into `dir` (those of
+/// `--server-metrics-formats`; the Parquet file holds `raw`, the rows of every scrape in the
+/// window); each is attempted.
 pub fn write_server_metrics(
     dir: &Path,
     names: &ExportNames,
-    m: &ServerMetrics,
+    (m, raw): (&ServerMetrics, Option<&aiperf_core::server::raw::RawTable>),
     input_config: &serde_json::Value,
-    (json, csv): (bool, bool),
+    (json, csv, _): (bool, bool, bool),
 ) -> Result<()> {
     let mut first_error = None;
-    let [json_name, csv_name] = names.server_metrics();
+    let [json_name, csv_name, parquet_name] = names.server_metrics();
+    let parquet = raw.map(|t| crate::io::server_parquet::encode(t, parquet_metadata(m, t, input_config)));
     let files = [
-        json.then(|| (json_name, server_export::export_json(m, input_config))),
-        csv.then(|| (csv_name, server_export::export_csv(m))),
+        json.then(|| (json_name, Ok(server_export::export_json(m, input_config).into_bytes()))),
+        csv.then(|| (csv_name, Ok(server_export::export_csv(m).into_bytes()))),
+        parquet.map(|bytes| (parquet_name, bytes)),
     ];
-    for (name, text) in files.into_iter().flatten() {
+    for (name, bytes) in files.into_iter().flatten() {
         let path = dir.join(name);
-        if let Err(e) =
-            output::write_output(&path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
-        {
+        let written = bytes.and_then(|b| output::write_output(&path, &b));
+        if let Err(e) = written.with_context(|| format!("cannot write {}", path.display())) {
             say!("error: {}", crate::exit::describe(&e));
             first_error.get_or_insert(e);
         }
     }
     first_error.map_or(Ok(()), Err)
+}
+
+/// The Parquet file's key-value metadata: what it holds, under AIPerf's key names.
+fn parquet_metadata(
+    m: &ServerMetrics,
+    t: &aiperf_core::server::raw::RawTable,
+    input_config: &serde_json::Value,
+) -> Vec<(String, String)> {
+    let urls: Vec<&str> = m.endpoints.iter().map(|e| e.url.as_str()).collect();
+    [
+        ("aiperf.schema_version", "1.0".to_owned()),
+        ("aiperf.exporter", format!("aiperf-cli {}", env!("CARGO_PKG_VERSION"))),
+        ("aiperf.time_filter_start_ns", m.window_start_ns.to_string()),
+        ("aiperf.input_config", input_config.to_string()),
+        ("aiperf.endpoint_urls", serde_json::json!(urls).to_string()),
+        ("aiperf.endpoint_count", urls.len().to_string()),
+        ("aiperf.label_columns", serde_json::json!(t.label_keys).to_string()),
+        ("aiperf.label_count", t.label_keys.len().to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
 }
 
 /// Writes every summary file into `dir`; all are attempted, the first failure is returned.

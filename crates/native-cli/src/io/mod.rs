@@ -8,6 +8,7 @@ pub mod exports;
 pub mod http;
 pub mod input;
 pub mod output;
+pub mod server_parquet;
 pub mod token_count;
 pub mod tokenizer;
 pub mod trace_format;

@@ -427,7 +427,8 @@ pub struct Args {
     #[arg(help_heading = "Server", long, value_name = "SECONDS", requires = "reset_prefix_cache")]
     pub reset_kv_cache_timeout_seconds: Option<f64>,
     /// Server-metrics files written: json (server_metrics_export.json), csv
-    /// (server_metrics_export.csv) [default: json csv].
+    /// (server_metrics_export.csv), parquet (server_metrics_export.parquet: every scrape in the
+    /// window, AIPerf's raw rows) [default: json csv].
     #[arg(help_heading = "Server", long, num_args = 1.., value_delimiter = ',', value_name = "FORMAT")]
     pub server_metrics_formats: Vec<String>,
     /// AIPerf's transport: HTTP, the only one (AIPerf 0.13 offers only http too).
@@ -532,6 +533,14 @@ pub struct LoadShape {
     /// How many users share --user-centric-rate.
     #[arg(help_heading = "Load", long)]
     pub num_users: Option<u32>,
+    /// A user-centric warm-up (an AIPerf config file's `type: user_centric` warm-up phase; AIPerf's
+    /// command line has no such option): --warmup-num-users users share this rate (QPS), each
+    /// sending whole sessions, as --user-centric-rate does for the run.
+    #[arg(help_heading = "Load", long)]
+    pub warmup_user_centric_rate: Option<f64>,
+    /// How many users share --warmup-user-centric-rate.
+    #[arg(help_heading = "Load", long)]
+    pub warmup_num_users: Option<u32>,
     /// The warm-up's --prefill-concurrency [default: the run's].
     #[arg(help_heading = "Load", long)]
     pub warmup_prefill_concurrency: Option<usize>,

@@ -18,9 +18,11 @@ pub(super) fn export(
     let probes = m.prober.take().map(|p| p.finish(!control.interrupted()));
     let client_cpu_s = process_cpu_seconds().zip(m.cpu_before).map(|(b, a)| b - a);
     let gpu = scraper.as_ref().and_then(scraper::Scraper::gpu);
-    let server_metrics = scraper.map(|s| {
+    let start_unix_ns = u64::try_from(m.start_unix_ns).unwrap_or(u64::MAX);
+    let (server_metrics, raw) = scraper.map_or((None, None), |s| {
         let series = s.finish();
-        aiperf_core::server::window::ServerMetrics::of(&series, u64::try_from(m.start_unix_ns).unwrap_or(u64::MAX))
+        let raw = plan.server.metrics_formats.2.then(|| aiperf_core::server::raw::raw_rows(&series, start_unix_ns));
+        (Some(aiperf_core::server::window::ServerMetrics::of(&series, start_unix_ns)), raw)
     });
     let server_metrics = server_metrics.filter(|m| m.endpoints.iter().any(|e| e.fetches > 0));
     let input_config = crate::profile::plan::aiperf_config::with_requests(
@@ -32,7 +34,7 @@ pub(super) fn export(
         exports::write_server_metrics(
             &plan.exports.artifact_dir,
             &plan.exports.names,
-            m,
+            (m, raw.as_ref()),
             &input_config,
             plan.server.metrics_formats,
         )

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use aiperf_core::replay::dispatch::{Dispatch, Peek};
+use aiperf_core::replay::dispatch::{Dispatch, Job, Peek};
 use aiperf_core::replay::schedule::{Schedule, Starts};
 use aiperf_core::replay::sharding::{ClockOffset, ShardRun, Sharding};
 use aiperf_core::results::metrics::Metric;
@@ -465,8 +465,9 @@ fn drain(control: &Control, grace: Duration, collected: &mpsc::Receiver<Result<C
 /// The warm-up phase ([`aiperf_core::replay::warmup`]): its dispatcher paced on a clock of its
 /// own, each request sent as it is due (never measured, never cancelled on purpose); then the
 /// requests in flight are waited for, at most `--warmup-grace-period` after the warm-up's
-/// duration when one is given. Returns (sent, failed); requests still in flight at the end of
-/// the grace period are abandoned and count as failed.
+/// duration when one is given. A later turn of a session (a user-centric warm-up's) carries the
+/// session's history as the run's do. Returns (sent, failed); requests still in flight at the
+/// end of the grace period are abandoned and count as failed.
 async fn send_warmup<T: Transport + Clone>(
     transport: &T,
     inputs: &Inputs,
@@ -478,6 +479,7 @@ async fn send_warmup<T: Transport + Clone>(
     let source = body_source(plan, inputs);
     let mut dispatch = warmup.shape.dispatch(&inputs.schedule);
     let (mut sent, mut errors) = (0u64, 0u64);
+    let mut sessions = WarmupSessions::default();
     let mut in_flight = tokio::task::JoinSet::new();
     // First tokens free prefill slots (`--warmup-prefill-concurrency`).
     let (first_tx, mut first_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -497,7 +499,7 @@ async fn send_warmup<T: Transport + Clone>(
             let wake = tokio::time::sleep(clock.until(at).min(WARMUP_POLL));
             tokio::select! {
                 () = wake => {}
-                Some(r) = in_flight.join_next() => warmup_done(&mut dispatch, &mut errors, r, clock.now_ns()),
+                Some(r) = in_flight.join_next() => sessions.done(&mut dispatch, &mut errors, r, clock.now_ns()),
                 Some(job) = first_rx.recv() => dispatch.first_token(&job),
             }
             continue;
@@ -512,22 +514,34 @@ async fn send_warmup<T: Transport + Clone>(
                 () = tokio::time::sleep(WARMUP_POLL) => continue,
             };
             match r {
-                Some(r) => warmup_done(&mut dispatch, &mut errors, r, clock.now_ns()),
+                Some(r) => sessions.done(&mut dispatch, &mut errors, r, clock.now_ns()),
                 None => break,
             }
             continue;
         }
         let Some(job) = dispatch.take(now) else { continue };
         sent += 1;
-        match source.build(job.row) {
+        match sessions.body(&source, job) {
             Ok(p) => {
                 let t = transport.clone();
+                let keep_reply = inputs
+                    .trace
+                    .rows()
+                    .get(job.row as usize)
+                    .is_some_and(|r| plan.target.body.turn_history.wants_reply(r, job.turn, job.run_turns));
+                // A session of several turns (a user-centric warm-up's) is one conversation, on
+                // one URL.
+                let (correlation_id, url) = if job.run_turns > 1 {
+                    (format!("{run}-warmup-session-{}", job.run), job.run % urls)
+                } else {
+                    (format!("{run}-warmup-{sent}"), (sent - 1) % urls)
+                };
                 let out = transport::Outgoing {
                     body: p.body,
                     request_id: format!("{run}-warmup-{sent}"),
-                    correlation_id: format!("{run}-warmup-{sent}"),
-                    url_index: u32::try_from((sent - 1) % urls).unwrap_or(0),
-                    last_turn: true,
+                    correlation_id,
+                    url_index: u32::try_from(url).unwrap_or(0),
+                    last_turn: job.turn.saturating_add(1) >= job.run_turns,
                     first_token: if warmup.shape.prefill.is_some() {
                         let tx = first_tx.clone();
                         transport::OnFirstToken::new(move || {
@@ -537,17 +551,22 @@ async fn send_warmup<T: Transport + Clone>(
                         transport::OnFirstToken::default()
                     },
                 };
-                in_flight.spawn(async move { (job, t.send(out, clock).await.error.is_some()) });
+                in_flight.spawn(async move {
+                    let ex = t.send(out, clock).await;
+                    (job, ex.error.is_some(), keep_reply.then_some(ex.text))
+                });
             }
             Err(_) => {
                 errors += 1;
-                dispatch.complete(&job, now);
+                if let Some(next) = dispatch.complete(&job, now) {
+                    sessions.previous.insert((next.run, next.turn), (job.row, None));
+                }
             }
         }
     }
     let drained = async {
         while let Some(r) = in_flight.join_next().await {
-            errors += u64::from(r.map_or(true, |(_, failed)| failed));
+            errors += u64::from(r.map_or(true, |(_, failed, _)| failed));
         }
     };
     match (warmup.grace, warmup.shape.duration_ns) {
@@ -566,19 +585,42 @@ async fn send_warmup<T: Transport + Clone>(
 /// How often the warm-up looks at the stop token while it waits.
 const WARMUP_POLL: Duration = Duration::from_millis(20);
 
-/// A warm-up request ended: its slot is free again.
-fn warmup_done(
-    dispatch: &mut Dispatch,
-    errors: &mut u64,
-    r: Result<(aiperf_core::replay::dispatch::Job, bool), tokio::task::JoinError>,
-    now: u64,
-) {
-    match r {
-        Ok((job, failed)) => {
-            *errors += u64::from(failed);
-            dispatch.complete(&job, now);
+/// The warm-up's sessions of several turns: what each queued later turn follows (the previous
+/// turn's row and reply), and the conversations so far.
+#[derive(Default)]
+struct WarmupSessions {
+    previous: std::collections::HashMap<(u64, u32), (u32, Option<String>)>,
+    histories: std::collections::HashMap<u64, super::body::History>,
+}
+
+impl WarmupSessions {
+    /// The body of `job`: a later turn after its session's history, else its row alone.
+    fn body(&mut self, source: &BodySource, job: Job) -> super::preparer::Body {
+        match self.previous.remove(&(job.run, job.turn)) {
+            Some((prev_row, reply)) => {
+                source.build_later(super::preparer::Later { job, prev_row, reply }, &mut self.histories)
+            }
+            None => source.build(job.row),
         }
-        Err(_) => *errors += 1,
+    }
+
+    /// A warm-up request ended: its slot is free again, and its session's next turn queued.
+    fn done(
+        &mut self,
+        dispatch: &mut Dispatch,
+        errors: &mut u64,
+        r: Result<(Job, bool, Option<String>), tokio::task::JoinError>,
+        now: u64,
+    ) {
+        match r {
+            Ok((job, failed, reply)) => {
+                *errors += u64::from(failed);
+                if let Some(next) = dispatch.complete(&job, now) {
+                    self.previous.insert((next.run, next.turn), (job.row, reply));
+                }
+            }
+            Err(_) => *errors += 1,
+        }
     }
 }
 

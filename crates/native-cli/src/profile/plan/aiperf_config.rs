@@ -175,9 +175,12 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
     let gpus: Vec<String> = plan.server.gpu_urls.iter().map(|u| redact_url(u)).collect();
     config.insert("gpu_telemetry".into(), json!({"enabled": !gpus.is_empty(), "urls": gpus}));
     let metrics: Vec<String> = plan.server.metrics_urls.iter().map(|u| redact_url(u)).collect();
-    let (json_file, csv_file) = plan.server.metrics_formats;
-    let formats: Vec<&str> =
-        [("json", json_file), ("csv", csv_file)].into_iter().filter(|f| f.1).map(|f| f.0).collect();
+    let (json_file, csv_file, parquet_file) = plan.server.metrics_formats;
+    let formats: Vec<&str> = [("json", json_file), ("csv", csv_file), ("parquet", parquet_file)]
+        .into_iter()
+        .filter(|f| f.1)
+        .map(|f| f.0)
+        .collect();
     config
         .insert("server_metrics".into(), json!({"enabled": !metrics.is_empty(), "urls": metrics, "formats": formats}));
     if let Some(n) = plan.server.network.input_config() {
@@ -209,6 +212,7 @@ fn warmup_phase(w: &super::shaping::WarmupPlan) -> Map<String, Value> {
     phase.insert("kind".into(), json!("warmup"));
     phase.insert("exclude_from_results".into(), json!(true));
     let kind = match s.rate.map(|r| r.1) {
+        Some(_) if s.users.is_some() => "user_centric",
         None => "concurrency",
         Some(ArrivalPattern::Constant) => "constant",
         Some(ArrivalPattern::Poisson) => "poisson",
@@ -221,6 +225,7 @@ fn warmup_phase(w: &super::shaping::WarmupPlan) -> Map<String, Value> {
     put(&mut phase, "grace_period", json!(w.grace.map(|g| g.as_secs_f64())));
     put(&mut phase, "concurrency", json!(s.concurrency.or((kind == "concurrency").then_some(1))));
     put(&mut phase, "rate", json!(s.rate.map(|r| r.0)));
+    put(&mut phase, "users", json!(s.users));
     if kind == "gamma" {
         put(&mut phase, "smoothness", json!(s.smoothness.unwrap_or(1.0)));
     }

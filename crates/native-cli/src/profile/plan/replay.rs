@@ -558,8 +558,13 @@ struct Load {
 fn load(a: &Args) -> Result<Load> {
     let mut concurrency =
         a.concurrency.first().map(|&c| in_range(c, "--concurrency", 1, MAX_CONCURRENCY)).transpose()?;
-    // AIPerf's default load for its synthetic workload: one request at a time.
-    if a.input_file.is_none() && concurrency.is_none() && a.request_rate.is_empty() {
+    // AIPerf's default load for its synthetic workload: one request at a time (its users' own
+    // schedule for a user-centric rate, which no concurrency caps unless given).
+    if a.input_file.is_none()
+        && concurrency.is_none()
+        && a.request_rate.is_empty()
+        && a.shape.user_centric_rate.is_none()
+    {
         concurrency = Some(1);
     }
     let rate = a

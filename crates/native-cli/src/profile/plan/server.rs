@@ -44,8 +44,8 @@ pub struct ServerPlan {
     /// `--wait-for-server` (or AIPerf's `--wait-for-model-timeout`).
     pub wait: Option<ServerWait>,
     pub reset: Option<CacheReset>,
-    /// `--server-metrics-formats`: (json, csv) written.
-    pub metrics_formats: (bool, bool),
+    /// `--server-metrics-formats`: (json, csv, parquet) written.
+    pub metrics_formats: (bool, bool, bool),
     /// `--gpu-telemetry`: the DCGM exporters' `/metrics` URLs scraped; empty = off.
     pub gpu_urls: Vec<String>,
     /// `--go-on-unreachable`: replay even when a URL took no connection before time zero.
@@ -150,19 +150,20 @@ fn gpu_urls(given: Option<&[String]>) -> Result<Vec<String>> {
 }
 
 /// `--server-metrics-formats` (AIPerf's names): which of json and csv are written.
-fn metrics_formats(given: &[String]) -> Result<(bool, bool)> {
+fn metrics_formats(given: &[String]) -> Result<(bool, bool, bool)> {
     if given.is_empty() {
-        return Ok((true, true));
+        return Ok((true, true, false));
     }
-    let mut out = (false, false);
+    let mut out = (false, false, false);
     for f in given {
         match f.trim().to_ascii_lowercase().as_str() {
             "json" => out.0 = true,
             "csv" => out.1 = true,
-            "jsonl" | "parquet" => bail!(
-                "--server-metrics-formats {f}: the raw time series of every scrape is not exported; accepted is json, csv"
+            "parquet" => out.2 = true,
+            "jsonl" => bail!(
+                "--server-metrics-formats {f}: the scrapes are not exported as JSON lines; accepted is json, csv, parquet (the raw time series)"
             ),
-            _ => bail!("--server-metrics-formats {f}: accepted is json, csv"),
+            _ => bail!("--server-metrics-formats {f}: accepted is json, csv, parquet"),
         }
     }
     Ok(out)
@@ -202,7 +203,7 @@ mod tests {
             })
         );
         assert_eq!(p.server.reset, Some(CacheReset { path: None, timeout: DEFAULT_RESET_TIMEOUT }));
-        assert_eq!(p.server.metrics_formats, (true, true));
+        assert_eq!(p.server.metrics_formats, (true, true, false));
         assert_eq!(p.server.kind, Some(aiperf_core::server::kinds::ServerKind::Llamacpp));
         let p = plan(&[
             "--wait-for-model-timeout",
@@ -226,7 +227,7 @@ mod tests {
             p.server.reset,
             Some(CacheReset { path: Some("/flush_cache".into()), timeout: Duration::from_secs(2) })
         );
-        assert_eq!(p.server.metrics_formats, (false, true));
+        assert_eq!(p.server.metrics_formats, (false, true, false));
         assert!(p.server.gpu_urls.is_empty());
         let p = plan(&["--gpu-telemetry"]).unwrap();
         assert_eq!(p.server.gpu_urls, ["http://localhost:9400/metrics", "http://localhost:9401/metrics"]);
@@ -236,12 +237,16 @@ mod tests {
         assert!(err(&["--gpu-telemetry", "pynvml"]).contains("local GPU libraries are not read"));
         assert!(err(&["--gpu-telemetry", "amdsmi"]).contains("--gpu-telemetry amdsmi: local GPU libraries"));
         assert!(err(&["--gpu-telemetry", "gpu.csv"]).contains("from a CSV file is not supported"));
-        assert!(
-            err(&["--server-metrics-formats", "json,parquet"])
-                .contains("--server-metrics-formats parquet: the raw time series of every scrape is not exported; accepted is json, csv")
+        assert_eq!(
+            plan(&["--server-metrics-formats", "json,parquet"]).unwrap().server.metrics_formats,
+            (true, false, true)
         );
+        assert!(err(&["--server-metrics-formats", "json,jsonl"]).contains(
+            "--server-metrics-formats jsonl: the scrapes are not exported as JSON lines; accepted is json, csv, parquet"
+        ));
         assert!(
-            err(&["--server-metrics-formats", "xml"]).contains("--server-metrics-formats xml: accepted is json, csv")
+            err(&["--server-metrics-formats", "xml"])
+                .contains("--server-metrics-formats xml: accepted is json, csv, parquet")
         );
         assert!(err(&["--wait-for-model-interval", "0"]).contains("--wait-for-model-interval 0.0"));
         assert!(

@@ -252,6 +252,8 @@ pub fn warmup(a: &LoadShape, run: &RunLoad) -> Result<Option<WarmupPlan>> {
         })
         .transpose()?
         .or(run.rate);
+    let users = warmup_users(a, shard)?;
+    let rate = users.map(|u| u.0).or(rate);
     let grace = a.warmup_grace_period.map(|g| seconds(g, "--warmup-grace-period", true)).transpose()?;
     if let (Some(g), None) = (a.warmup_grace_period, duration) {
         bail!(
@@ -283,11 +285,49 @@ pub fn warmup(a: &LoadShape, run: &RunLoad) -> Result<Option<WarmupPlan>> {
         smoothness: run.smoothness,
         prefill: None,
         prefill_ramp_ns: None,
+        users: users.map(|u| u.1),
     };
     let shape = warmup_prefill(a, run, shape)?;
     // A shard whose part of the counts is nothing sends no warm-up.
     let nothing = shape.request_limit() == Some(0);
     Ok((shape.is_bounded() && !nothing).then_some(WarmupPlan { shape, grace }))
+}
+
+/// `--warmup-user-centric-rate` with `--warmup-num-users` (a config file's user-centric warm-up),
+/// checked as the run's pair: both or neither, instead of the warm-up's request rate and arrival
+/// pattern; (rate, users). It counts requests and time, not sessions of one request.
+fn warmup_users(a: &LoadShape, shard: Shard) -> Result<Option<(f64, u32)>> {
+    let (r, n) = match (a.warmup_user_centric_rate, a.warmup_num_users) {
+        (None, None) => return Ok(None),
+        (Some(r), Some(n)) => (r, n),
+        (Some(r), None) => {
+            bail!("--warmup-user-centric-rate {r:?} needs --warmup-num-users (the users who share the rate)")
+        }
+        (None, Some(n)) => bail!("--warmup-num-users {n} needs --warmup-user-centric-rate (the rate the users share)"),
+    };
+    ensure!(
+        r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1,
+        "--warmup-user-centric-rate {r:?}: accepted is {} to {} requests per second",
+        RATE_RANGE.0,
+        RATE_RANGE.1
+    );
+    let n = in_range(n, "--warmup-num-users", 1, MAX_CONCURRENCY as u32)?;
+    for (given, other) in [
+        (a.warmup_request_rate.is_some(), "--warmup-request-rate"),
+        (a.warmup_arrival_pattern.is_some(), "--warmup-arrival-pattern"),
+        (a.warmup_request_rate_ramp_duration.is_some(), "--warmup-request-rate-ramp-duration"),
+        (a.num_warmup_sessions.is_some(), "--num-warmup-sessions"),
+    ] {
+        ensure!(
+            !given,
+            "--warmup-user-centric-rate {r:?} times the warm-up's sessions itself: drop {other} (bound the warm-up by --warmup-duration or --warmup-request-count)"
+        );
+    }
+    ensure!(
+        shard.is_whole(),
+        "--warmup-user-centric-rate {r:?} cannot be split between shards: drop it, or warm up with --warmup-request-rate"
+    );
+    Ok(Some((r, n)))
 }
 
 /// `--request-cancellation-rate` (percent, above 0 to 100) and `--request-cancellation-delay`
@@ -333,6 +373,8 @@ pub fn input_config(a: &LoadShape) -> Vec<(&'static str, serde_json::Value)> {
     put("warmup_prefill_concurrency_ramp_duration", a.warmup_prefill_concurrency_ramp_duration.map(Into::into));
     put("user_centric_rate", a.user_centric_rate.map(Into::into));
     put("num_users", a.num_users.map(Into::into));
+    put("warmup_user_centric_rate", a.warmup_user_centric_rate.map(Into::into));
+    put("warmup_num_users", a.warmup_num_users.map(Into::into));
     put("prefill_concurrency_ramp_duration", a.prefill_concurrency_ramp_duration.map(Into::into));
     put("warmup_request_rate_ramp_duration", a.warmup_request_rate_ramp_duration.map(Into::into));
     put("warmup_concurrency_ramp_duration", a.warmup_concurrency_ramp_duration.map(Into::into));
@@ -435,6 +477,37 @@ mod warmup_tests {
             ),
         ] {
             let e = format!("{:#}", plan(args).unwrap_err());
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_user_centric_warmup_takes_its_rate_and_users_and_nothing_else_that_times_it() {
+        let w = plan(&["--warmup-duration", "2", "--warmup-user-centric-rate", "4", "--warmup-num-users", "3"])
+            .unwrap()
+            .limits
+            .warmup
+            .unwrap();
+        assert_eq!((w.shape.users, w.shape.rate.map(|r| r.0), w.shape.concurrency), (Some(3), Some(4.0), None));
+        let uc = ["--warmup-duration", "2", "--warmup-user-centric-rate", "4", "--warmup-num-users", "3"];
+        let with = |more: &[&'static str]| [&uc[..], more].concat();
+        for (args, says) in [
+            (vec!["--warmup-duration", "2", "--warmup-user-centric-rate", "4"], "needs --warmup-num-users"),
+            (vec!["--warmup-duration", "2", "--warmup-num-users", "4"], "needs --warmup-user-centric-rate"),
+            (
+                vec!["--warmup-duration", "2", "--warmup-user-centric-rate", "4", "--warmup-num-users", "0"],
+                "--warmup-num-users 0: accepted is 1 to",
+            ),
+            (
+                vec!["--warmup-duration", "2", "--warmup-user-centric-rate", "0", "--warmup-num-users", "3"],
+                "--warmup-user-centric-rate 0.0: accepted is",
+            ),
+            (with(&["--warmup-request-rate", "3"]), "drop --warmup-request-rate"),
+            (with(&["--warmup-arrival-pattern", "constant"]), "drop --warmup-arrival-pattern"),
+            (with(&["--num-warmup-sessions", "3"]), "drop --num-warmup-sessions"),
+            (with(&["--shard", "1/2"]), "cannot be split between shards"),
+        ] {
+            let e = format!("{:#}", plan(&args).unwrap_err());
             assert!(e.contains(says), "{args:?}: {e}");
         }
     }

@@ -159,16 +159,14 @@ fn phase(out: &mut Out, key: &str, p: &Phase, role: Role) -> Result<()> {
             out.opt(&k("rate"), flag("rate", role), &p.rate);
         }
         "user_centric" => {
-            if warm {
-                return Err(refused(
-                    &k("type"),
-                    "user_centric",
-                    "AIPerf's command line has no user-centric warm-up",
-                    "warm up with type concurrency",
-                ));
-            }
-            out.opt(&k("rate"), "--user-centric-rate", &p.rate);
-            out.opt(&k("users"), "--num-users", &p.users);
+            // AIPerf's command line has no user-centric warm-up: the file's is ours.
+            let (rate, users) = if warm {
+                ("--warmup-user-centric-rate", "--warmup-num-users")
+            } else {
+                ("--user-centric-rate", "--num-users")
+            };
+            out.opt(&k("rate"), rate, &p.rate);
+            out.opt(&k("users"), users, &p.users);
         }
         "fixed_schedule" => {
             if warm {
