@@ -209,7 +209,7 @@ fn radix_sorted(values: &[f64]) -> Vec<f64> {
     }
     let mut spare = vec![0u64; keys.len()];
     for (pass, count) in counts.iter_mut().enumerate() {
-        if count.iter().any(|&c| c == keys.len()) {
+        if count.contains(&keys.len()) {
             continue;
         }
         let mut at = 0;
