@@ -107,6 +107,9 @@ struct Node {
     stop_fills: std::ops::Range<usize>,
 }
 
+/// No parent yet: an id not seen so far, in [`PrefixModel::learn`]'s table of ids.
+const NO_PARENT: u32 = u32::MAX;
+
 /// What was learned from a trace: the contracted prefix tree and the empirical distributions.
 #[derive(Clone, Debug)]
 pub struct PrefixModel {
@@ -148,9 +151,18 @@ impl PrefixModel {
     pub fn learn(trace: &Trace, block_size: u32) -> Result<PrefixModel, SynthesisError> {
         Param::BlockSize.check(Value::Int(u64::from(block_size)))?;
         let bs = i64::from(block_size);
-        // Uncontracted tree: node 0 is the root; a node is (parent node, id).
-        let mut index: FastMap<(u32, u64), u32> =
-            FastMap::with_capacity_and_hasher(trace.total_hash_ids() / 2, Default::default());
+        // Uncontracted tree: node 0 is the root; a node is (parent node, id). Traces number their
+        // blocks from 0 up, and an id mostly has one parent: when the ids are that dense, the
+        // node of an id under its first parent is found in `dense` (by id: that parent, that
+        // node), and only the same id under another parent in `index`.
+        let max_id = trace.iter().flat_map(|(_, ids)| ids.iter().copied()).max().unwrap_or(0);
+        let dense_ids =
+            usize::try_from(max_id).ok().filter(|&m| m / 4 <= trace.total_hash_ids() + 1024).map_or(0, |m| m + 1);
+        let mut dense: Vec<(u32, u32)> = vec![(NO_PARENT, 0); dense_ids];
+        let mut index: FastMap<(u32, u64), u32> = FastMap::with_capacity_and_hasher(
+            if dense_ids > 0 { 0 } else { trace.total_hash_ids() / 2 },
+            Default::default(),
+        );
         let mut parent: Vec<u32> = vec![0];
         // Per node, the (id, node) of the child last walked into: rows sharing a prefix walk the
         // same chain, which this finds without a lookup in `index`.
@@ -182,7 +194,15 @@ impl PrefixModel {
                     (last, node) if node != 0 && last == id => node,
                     _ => {
                         let next = parent.len() as u32;
-                        let node = *index.entry((at, id)).or_insert(next);
+                        // Every id fits a usize when `dense` is not empty.
+                        let node = match dense.get_mut(id as usize) {
+                            Some(&mut (first_parent, node)) if first_parent == at => node,
+                            Some(slot) if slot.0 == NO_PARENT => {
+                                *slot = (at, next);
+                                next
+                            }
+                            _ => *index.entry((at, id)).or_insert(next),
+                        };
                         if node == next {
                             parent.push(at);
                             visits.push(0);
@@ -201,7 +221,7 @@ impl PrefixModel {
             last_fill.push(fill);
             row_ends.push((at, fill));
         }
-        drop(index);
+        drop((index, dense));
         drop(last_child);
         if rows == 0 && rows_without_ids > 0 {
             return Err(SynthesisError::NoHashIds { rows: rows_without_ids });
@@ -397,17 +417,25 @@ impl PrefixModel {
             intensity: params.intensity,
             duration_ms: params.duration_s.map(|s| s as f64 * 1000.0),
         };
+        let prompts = self
+            .prompt_blocks
+            .iter()
+            .zip(&self.prompt_fills)
+            .map(|(&len, &fill)| (scale_blocks(len, params.prompt_len_multiplier), fill))
+            .collect();
+        let outputs = self.output_lengths.iter().map(|&o| params.output_length(o)).collect();
         Ok(Sampler {
             model: self,
             params: params.clone(),
             copies,
             steps,
+            prompts,
+            outputs,
             next_fresh,
             rng: PyRandom::new(params.seed),
             clock: self.arrivals.as_ref().map(|a| a.clock(params.seed, options)),
             observer,
             path: Vec::new(),
-            ids: Vec::new(),
             attempts: 0,
             rejected: 0,
             emitted: 0,
@@ -415,13 +443,20 @@ impl PrefixModel {
             ended: false,
         })
     }
+}
 
-    fn sample_prompt_blocks(&self, rng: &mut PyRandom, multiplier: f64) -> u64 {
-        if self.prompt_blocks.is_empty() {
-            return 1;
+impl GenerateParams {
+    /// A source row's output length as the sampled row gets it: scaled, at least 1, bounded by
+    /// `min_osl` and `max_osl`.
+    fn output_length(&self, source: u64) -> u64 {
+        let mut o = ((source as f64 * self.output_len_multiplier).round_ties_even() as u64).max(1);
+        if let Some(lo) = self.min_osl {
+            o = o.max(lo);
         }
-        let len = self.prompt_blocks[rng.below(self.prompt_blocks.len() as u64) as usize];
-        scale_blocks(len, multiplier)
+        if let Some(hi) = self.max_osl {
+            o = o.min(hi);
+        }
+        o
     }
 }
 
@@ -434,15 +469,17 @@ pub struct Sampler<'a> {
     copies: u64,
     /// Per contracted node, what the walk reads of it.
     steps: Vec<Step>,
+    /// Per unique prompt: its length in blocks scaled by the prompt multiplier, and its fill.
+    prompts: Vec<(u64, u32)>,
+    /// The output lengths to draw from, scaled and bounded as the options say.
+    outputs: Vec<u64>,
     /// The next id of a fresh (unique) block.
     next_fresh: u64,
     rng: PyRandom,
     clock: Option<Clock<'a>>,
     observer: Option<Observer>,
-    /// The tree nodes of the row being sampled (root excluded) with their scaled lengths, and its
-    /// ids.
+    /// The tree nodes of the row being sampled (root excluded) with their scaled lengths.
     path: Vec<(u32, u64)>,
-    ids: Vec<u64>,
     /// Samples drawn and rejected by the ISL filter.
     attempts: usize,
     rejected: usize,
@@ -493,11 +530,24 @@ impl Sampler<'_> {
     /// Appends up to `rows` more rows to `out`; returns how many (0 once every row was emitted or
     /// the arrival clock ran out of time).
     pub fn sample_into(&mut self, out: &mut Trace, rows: usize) -> Result<usize, SynthesisError> {
+        let start = out.total_hash_ids();
+        let sampled = self.sample_rows(out, rows);
+        if sampled.is_err() {
+            // The ids of the row being drawn when the error came.
+            let rows_end = out.rows().last().map_or(0, |r| out.hash_ids_range(r).end);
+            out.arena_mut().truncate(start.max(rows_end));
+        }
+        sampled
+    }
+
+    /// [`Sampler::sample_into`]'s rows: each row's ids go straight into `out`'s arena, and are
+    /// taken back off it when the row is rejected.
+    fn sample_rows(&mut self, out: &mut Trace, rows: usize) -> Result<usize, SynthesisError> {
         let model = self.model;
         let params = &self.params;
         let bs = u64::from(model.block_size);
         let copies = self.copies;
-        let (path, ids) = (&mut self.path, &mut self.ids);
+        let path = &mut self.path;
         let until = self.emitted.saturating_add(rows).min(params.num_requests);
         let first = self.emitted;
         // The ISL filter gives up once 10,000 samples were drawn and fewer than 1% passed: fast
@@ -512,15 +562,16 @@ impl Sampler<'_> {
                     rejected: self.rejected,
                 });
             }
-            ids.clear();
             path.clear();
+            let ids_start = out.total_hash_ids();
+            let ids = out.arena_mut();
             let copy = self.rng.below(copies);
             let mut fresh_blocks = 0u64;
             let mut fill = None;
             let mut node = 0usize;
             loop {
                 let n = &self.steps[node];
-                room_for(self.emitted_ids + ids.len(), n.len)?;
+                room_for(self.emitted_ids + (ids.len() - ids_start), n.len)?;
                 ids.extend((n.first_id..n.first_id + n.len).map(|t| t * copies + copy));
                 let child_total = n.child_total;
                 let total = child_total + n.append + n.stop;
@@ -538,26 +589,31 @@ impl Sampler<'_> {
                     // length and fill), or a row stopping here (its fill).
                     let pick = (r - child_total) as usize;
                     if r < child_total + n.append {
-                        let i = n.prompts + pick;
-                        fresh_blocks = scale_blocks(model.prompt_blocks[i], params.prompt_len_multiplier);
-                        fill = Some(model.prompt_fills[i]);
+                        let (blocks, prompt_fill) = self.prompts[n.prompts + pick];
+                        fresh_blocks = blocks;
+                        fill = Some(prompt_fill);
                     } else {
                         fill = model.stop_fills.get(n.stop_fills + pick - n.append as usize).copied();
                     }
                     break;
                 }
             }
-            if ids.is_empty() && fresh_blocks == 0 {
-                fresh_blocks = model.sample_prompt_blocks(&mut self.rng, params.prompt_len_multiplier);
+            let tree_blocks = ids.len() - ids_start;
+            if tree_blocks == 0 && fresh_blocks == 0 {
+                fresh_blocks = match self.prompts.len() {
+                    0 => 1,
+                    n => self.prompts[self.rng.below(n as u64) as usize].0,
+                };
             }
-            room_for(self.emitted_ids + ids.len(), fresh_blocks)?;
-            let blocks = ids.len() as u64 + fresh_blocks;
+            room_for(self.emitted_ids + tree_blocks, fresh_blocks)?;
+            let blocks = tree_blocks as u64 + fresh_blocks;
             let fill = u64::from(
                 fill.unwrap_or_else(|| model.last_fill[self.rng.below(model.last_fill.len() as u64) as usize]),
             );
             let isl = (blocks - 1) * bs + fill;
             if params.min_isl.is_some_and(|m| isl < m) || params.max_isl.is_some_and(|m| isl > m) {
                 self.rejected += 1;
+                ids.truncate(ids_start);
                 continue;
             }
             if self.next_fresh.checked_add(fresh_blocks).is_none() {
@@ -566,21 +622,14 @@ impl Sampler<'_> {
             ids.extend(self.next_fresh..self.next_fresh + fresh_blocks);
             self.next_fresh += fresh_blocks;
             let mut row = Row::new(Input::Length(isl as i64));
-            if !model.output_lengths.is_empty() {
-                let o = model.output_lengths[self.rng.below(model.output_lengths.len() as u64) as usize];
-                let mut o = ((o as f64 * params.output_len_multiplier).round_ties_even() as u64).max(1);
-                if let Some(lo) = params.min_osl {
-                    o = o.max(lo);
-                }
-                if let Some(hi) = params.max_osl {
-                    o = o.min(hi);
-                }
-                row.output_length = Some(o);
+            if !self.outputs.is_empty() {
+                row.output_length = Some(self.outputs[self.rng.below(self.outputs.len() as u64) as usize]);
             }
             let mut session = None;
             if let Some(clock) = &mut self.clock {
                 let Some(arrival) = clock.next_arrival() else {
                     self.ended = true;
+                    out.arena_mut().truncate(ids_start);
                     break;
                 };
                 row.timestamp = Some(arrival.time);
@@ -603,8 +652,8 @@ impl Sampler<'_> {
                 observer.row(path, copy, fresh_blocks, &row, session);
             }
             self.emitted += 1;
-            self.emitted_ids += ids.len();
-            out.push(row, ids.iter().copied());
+            self.emitted_ids += out.total_hash_ids() - ids_start;
+            out.push_with_arena_tail(row, ids_start);
         }
         Ok(self.emitted - first)
     }

@@ -166,28 +166,36 @@ const PART_ROWS: usize = 8 << 10;
 /// Generative mode into a regular file: the source's side of the fidelity report is computed
 /// while the model is learned and the rows are sampled; each part of the rows is formatted and
 /// written while the next is sampled (the whole trace is never held), and the sample's side of
-/// the report is computed once the last row is drawn. The file, the report and the console are
-/// those of sampling the whole trace first and writing it then: a sampling error leaves the file
-/// as it was (the temporary file is removed) and is reported before an error of the writing.
+/// the report is computed once the last row is drawn, while the last parts are written and the
+/// file is flushed to disk. The file, the report and the console are those of sampling the whole
+/// trace first and writing it then: a sampling error leaves the file as it was (the temporary
+/// file is removed) and is reported before an error of the writing.
 fn generate_into_file(args: &Args, params: &GenerateParams, input: &Trace) -> Result<()> {
     std::thread::scope(|scope| {
         let source = scope.spawn(|| Source::of(input, params.block_size, true));
         let model = learn(args, input, params)?;
-        sample_into_file(args, &model, params, source)
+        let (facts_tx, facts_rx) = std::sync::mpsc::sync_channel::<SampledFacts>(1);
+        let report = scope.spawn(move || {
+            let facts = facts_rx.recv().ok()?;
+            Some(compare(&join(source), &facts.compared(), Some(&facts)))
+        });
+        sample_into_file(args, &model, params, facts_tx, report)
     })
 }
 
-/// [`generate_into_file`]'s sampling and writing, with the source's side of the report from
-/// `source`.
+/// [`generate_into_file`]'s sampling and writing: what the sampler gathered of the rows goes to
+/// `facts` once the last row is drawn, and `report` compares it with the source.
 fn sample_into_file(
     args: &Args,
     model: &PrefixModel,
     params: &GenerateParams,
-    source: std::thread::ScopedJoinHandle<'_, Source>,
+    facts: std::sync::mpsc::SyncSender<SampledFacts>,
+    report: std::thread::ScopedJoinHandle<'_, Option<FidelityReport>>,
 ) -> Result<()> {
     let mut sampler = model.sampler(params, true).map_err(explain)?;
     let (rows, ids) = sampler.room(PART_ROWS);
-    let mut sampling: Result<Option<FidelityReport>, SynthesisError> = Ok(None);
+    // Whether every row was drawn, or the sampling error.
+    let mut sampling: Result<bool, SynthesisError> = Ok(false);
     let written = {
         let (sampler, sampling) = (&mut sampler, &mut sampling);
         let produce = move |parts: &mut PartSender<Trace>| -> io::Result<()> {
@@ -205,8 +213,7 @@ fn sample_into_file(
                     }
                 }
             }
-            let facts = sampler.take_facts().unwrap_or_default();
-            *sampling = Ok(Some(compare(&join(source), &facts.compared(), Some(&facts))));
+            *sampling = Ok(facts.send(sampler.take_facts().unwrap_or_default()).is_ok());
             Ok(())
         };
         write_output_with(&args.output_file, |w| {
@@ -215,7 +222,7 @@ fn sample_into_file(
     };
     let report = match (written, sampling) {
         (_, Err(e)) => return Err(explain(e)),
-        (Ok(()), Ok(Some(report))) => report,
+        (Ok(()), Ok(true)) => join(report).ok_or_else(|| anyhow::anyhow!("the fidelity report was not computed"))?,
         (written, Ok(_)) => {
             // The writing failed first: a sampling error of the rows not sampled yet still
             // comes first.

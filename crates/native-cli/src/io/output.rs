@@ -4,6 +4,8 @@
 //! - A regular file (or a path that does not exist yet) is replaced atomically: the bytes go to a
 //!   temporary file in the same folder, which is flushed to disk and renamed over the path, so a
 //!   crash or a full disk never leaves half a file and the temporary file is removed on failure.
+//!   A large file is flushed to disk as it grows ([`Writeback`]), so the last flush waits for its
+//!   last bytes only.
 //! - A symbolic link is followed; its final target is what gets replaced (the link stays a link).
 //! - A FIFO, a character or block device, a socket and `/dev/stdout` (a link into `/proc/self/fd`)
 //!   are written through: opened for writing and never replaced, so `--output-file /dev/null`
@@ -376,7 +378,7 @@ fn open_through(path: &Path, at: &Path) -> Result<File> {
 fn replace_atomically(path: &Path, at: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
     let dir = folder_of(at);
     let name = at.file_name().with_context(|| format!("cannot write {}: not a file path", path.display()))?;
-    let (tmp, mut file) = create_temporary(dir, &name.to_string_lossy()).with_context(|| {
+    let (tmp, file) = create_temporary(dir, &name.to_string_lossy()).with_context(|| {
         format!("cannot write {}: cannot create a temporary file in {}", path.display(), dir.display())
     })?;
     let result = (|| -> io::Result<()> {
@@ -384,10 +386,9 @@ fn replace_atomically(path: &Path, at: &Path, write: impl FnOnce(&mut dyn Write)
         if let Ok(old) = fs::metadata(at) {
             file.set_permissions(old.permissions())?;
         }
-        let mut out = io::BufWriter::with_capacity(1 << 16, &mut file);
+        let mut out = io::BufWriter::with_capacity(1 << 16, Writeback::new(&file));
         write(&mut out)?;
-        out.flush()?;
-        drop(out);
+        out.into_inner().map_err(io::IntoInnerError::into_error)?.finish()?;
         file.sync_all()?;
         drop(file);
         fs::rename(&tmp, at)
@@ -396,6 +397,66 @@ fn replace_atomically(path: &Path, at: &Path, write: impl FnOnce(&mut dyn Write)
         let _ = fs::remove_file(&tmp);
         anyhow::Error::new(e).context(format!("cannot write {}", path.display()))
     })
+}
+
+/// Bytes written between two flushes to disk by [`Writeback`].
+const WRITEBACK_EVERY: u64 = 32 << 20;
+
+/// Writes to a file, and every [`WRITEBACK_EVERY`] bytes asks a thread of its own (started at the
+/// first such flush) to flush what was written to disk while the writing goes on: the disk works
+/// beside the command instead of after it.
+struct Writeback<'a> {
+    file: &'a File,
+    written: u64,
+    flusher: Option<(mpsc::SyncSender<()>, std::thread::JoinHandle<io::Result<()>>)>,
+}
+
+impl<'a> Writeback<'a> {
+    fn new(file: &'a File) -> Self {
+        Writeback { file, written: 0, flusher: None }
+    }
+
+    /// Waits for the flush under way; its error, if any (the flush that follows would not see it).
+    fn finish(mut self) -> io::Result<()> {
+        match self.flusher.take() {
+            None => Ok(()),
+            Some((asks, flusher)) => {
+                drop(asks);
+                flusher.join().map_err(|_| io::Error::other("the flushing thread stopped"))?
+            }
+        }
+    }
+
+    fn ask_flush(&mut self) -> io::Result<()> {
+        if self.flusher.is_none() {
+            let file = self.file.try_clone()?;
+            let (asks, asked) = mpsc::sync_channel::<()>(1);
+            let flusher = std::thread::spawn(move || asked.iter().try_for_each(|()| file.sync_data()));
+            self.flusher = Some((asks, flusher));
+        }
+        if let Some((asks, _)) = &self.flusher {
+            // A full channel: a flush is already asked for, which covers these bytes too. A
+            // closed one: the flush failed, which `finish` reports.
+            let _ = asks.try_send(());
+        }
+        Ok(())
+    }
+}
+
+impl Write for Writeback<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        let before = self.written;
+        self.written += n as u64;
+        if self.written / WRITEBACK_EVERY > before / WRITEBACK_EVERY {
+            self.ask_flush()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A new file `.NAME.PID.N.tmp` in `dir` (never an existing one: `create_new`).
