@@ -27,10 +27,6 @@ enum Expect {
     Runs(&'static [&'static str], fn(&Run)),
     /// It is refused at this key, naming this AIPerf option (or this reason).
     Refused(&'static str, &'static str),
-    /// The option a key stands for takes no such value: the option's error, then the key (no
-    /// template of AIPerf 0.13.0's list is one).
-    #[allow(dead_code)]
-    BadValue(&'static str, &'static str),
 }
 
 /// A finished run: its records and the options it ran with (`aiperf_cli_config` of the summary);
@@ -451,16 +447,6 @@ fn every_template_runs_against_the_mock_or_is_refused_by_key() {
                     && err.contains(what);
                 if !ok {
                     failures.push(format!("{name}: {:?}: expected `{key}` ({what}): {err}", out.status.code()));
-                }
-            }
-            Expect::BadValue(key, what) => {
-                let out = profile_in(&templates(), &args, &[]);
-                let err = String::from_utf8_lossy(&out.stderr);
-                let ok = out.status.code() == Some(2)
-                    && err.starts_with(&format!("error: {what}"))
-                    && err.contains(&format!("from {file}: `{key}` = "));
-                if !ok {
-                    failures.push(format!("{name}: {:?}: expected {what} at `{key}`: {err}", out.status.code()));
                 }
             }
         }
