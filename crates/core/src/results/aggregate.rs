@@ -74,13 +74,65 @@ pub struct Aggregate {
 /// The values of each metric, one list per metric, found by the metric's place in the enum. A
 /// metric with a twin (see [`twin`]) keeps no list of its own while its values are the first ones
 /// of its twin's, bit for bit (a server reporting the counts the client made): it only counts
-/// them.
+/// them. A list holds whole numbers as `u32` until a value that is not one comes (token counts
+/// stay so: half the memory).
 #[derive(Clone, Debug)]
 struct Columns {
-    lists: Vec<Vec<f64>>,
+    lists: Vec<List>,
     /// Per metric: its twin's place and how many of the twin's values are its own, while it
     /// has no list of its own.
     shadowed: Vec<Option<(usize, usize)>>,
+}
+
+/// One metric's values: whole numbers below 2^32 kept as such, else every value as `f64`.
+#[derive(Clone, Debug)]
+enum List {
+    Whole(Vec<u32>),
+    Real(Vec<f64>),
+}
+
+impl Default for List {
+    fn default() -> List {
+        List::Whole(Vec::new())
+    }
+}
+
+/// `v` as a `u32` when that is exactly `v` (not for -0.0 or NaN).
+fn whole(v: f64) -> Option<u32> {
+    let n = v as u32;
+    (f64::from(n).to_bits() == v.to_bits()).then_some(n)
+}
+
+impl List {
+    fn get(&self, i: usize) -> Option<f64> {
+        match self {
+            List::Whole(w) => w.get(i).map(|&n| f64::from(n)),
+            List::Real(r) => r.get(i).copied(),
+        }
+    }
+
+    /// The first `n` values.
+    fn prefix(&self, n: usize) -> Cow<'_, [f64]> {
+        match self {
+            List::Whole(w) => Cow::Owned(w[..n.min(w.len())].iter().map(|&n| f64::from(n)).collect()),
+            List::Real(r) => Cow::Borrowed(&r[..n.min(r.len())]),
+        }
+    }
+
+    fn push(&mut self, v: f64) {
+        match self {
+            List::Whole(w) => match whole(v) {
+                Some(n) => w.push(n),
+                None => {
+                    let mut r: Vec<f64> = Vec::with_capacity(w.len() + 1);
+                    r.extend(w.iter().map(|&n| f64::from(n)));
+                    r.push(v);
+                    *self = List::Real(r);
+                }
+            },
+            List::Real(r) => r.push(v),
+        }
+    }
 }
 
 /// The metric whose values a metric's often are (see [`Columns`]); its values are added first.
@@ -101,7 +153,7 @@ impl Default for Columns {
                 shadowed[m as usize] = Some((t as usize, 0));
             }
         }
-        Columns { lists: vec![Vec::new(); n], shadowed }
+        Columns { lists: vec![List::default(); n], shadowed }
     }
 }
 
@@ -112,14 +164,14 @@ impl PartialEq for Columns {
 }
 
 impl Columns {
-    fn get(&self, metric: Metric) -> &[f64] {
+    fn get(&self, metric: Metric) -> Cow<'_, [f64]> {
         self.at(metric as usize)
     }
 
-    fn at(&self, i: usize) -> &[f64] {
+    fn at(&self, i: usize) -> Cow<'_, [f64]> {
         match self.shadowed.get(i).copied().flatten() {
-            Some((t, n)) => &self.lists[t][..n],
-            None => self.lists.get(i).map_or(&[], Vec::as_slice),
+            Some((t, n)) => self.lists[t].prefix(n),
+            None => self.lists.get(i).map_or(Cow::Borrowed(&[]), |l| l.prefix(usize::MAX)),
         }
     }
 
@@ -129,7 +181,7 @@ impl Columns {
 
     fn push_at(&mut self, i: usize, value: f64) {
         if i >= self.lists.len() {
-            self.lists.resize_with(i + 1, Vec::new);
+            self.lists.resize_with(i + 1, List::default);
             self.shadowed.resize(i + 1, None);
         }
         if let Some((t, n)) = self.shadowed[i] {
@@ -137,20 +189,19 @@ impl Columns {
                 self.shadowed[i] = Some((t, n + 1));
                 return;
             }
-            self.lists[i] = self.lists[t][..n].to_vec();
+            let own = match &self.lists[t] {
+                List::Whole(w) => List::Whole(w[..n].to_vec()),
+                List::Real(r) => List::Real(r[..n].to_vec()),
+            };
+            self.lists[i] = own;
             self.shadowed[i] = None;
         }
         self.lists[i].push(value);
     }
 
     fn extend_at(&mut self, i: usize, values: &[f64]) {
-        if self.shadowed.get(i).copied().flatten().is_some() {
-            for &v in values {
-                self.push_at(i, v);
-            }
-        } else if !values.is_empty() {
-            self.push_at(i, values[0]);
-            self.lists[i].extend_from_slice(&values[1..]);
+        for &v in values {
+            self.push_at(i, v);
         }
     }
 }
@@ -302,7 +353,7 @@ impl Aggregate {
     pub fn merge(&mut self, other: &Aggregate) {
         // In the metrics' order, so that a twin's values are in before its shadow's.
         for i in 0..other.values.lists.len() {
-            self.values.extend_at(i, other.values.at(i));
+            self.values.extend_at(i, &other.values.at(i));
         }
         self.inter_chunk_ms.extend_runs(&other.inter_chunk_ms);
         self.ok += other.ok;
@@ -357,7 +408,7 @@ impl Aggregate {
 
     /// The values collected for a metric that is stored as such (see [`Aggregate::metric_values`]
     /// for every metric); the chunk gaps are kept as runs ([`Aggregate::inter_chunk_ms`]).
-    pub fn values(&self, metric: Metric) -> &[f64] {
+    pub fn values(&self, metric: Metric) -> Cow<'_, [f64]> {
         self.values.get(metric)
     }
 
@@ -403,11 +454,11 @@ impl Aggregate {
             return Cow::Owned(self.inter_chunk_ms_all_or_ok(metric).expanded());
         }
         if let Some(source) = self.served_by(metric) {
-            return Cow::Borrowed(self.values(source));
+            return self.values(source);
         }
         let join = |a: &[f64], b: &[f64]| Cow::Owned([a, b].concat());
         match metric {
-            Metric::TimeToFirstTokenAllRequests => join(self.values(Metric::TimeToFirstToken), &self.failed_ttft_ms),
+            Metric::TimeToFirstTokenAllRequests => join(&self.values(Metric::TimeToFirstToken), &self.failed_ttft_ms),
             Metric::OutputTokenCount => {
                 Cow::Owned(self.values(Metric::OutputSequenceLength).iter().copied().filter(|&n| n > 0.0).collect())
             }
@@ -419,7 +470,7 @@ impl Aggregate {
                     .map(|&itl| 1000.0 / itl)
                     .collect(),
             ),
-            m => Cow::Borrowed(self.values(m)),
+            m => self.values(m),
         }
     }
 
@@ -462,7 +513,7 @@ impl Aggregate {
                     if m == Metric::InterChunkLatencyAllRequests {
                         return Distribution::of_runs(&self.inter_chunk_ms_all_or_ok(m)).map(|d| (m, d));
                     }
-                    return Distribution::of(&self.metric_values(m)).map(|d| (m, d));
+                    return Distribution::of_cow(self.metric_values(m)).map(|d| (m, d));
                 };
                 if let Some((_, d)) = by_source.iter().find(|(s, _)| *s == source) {
                     return Some((m, d.clone()));
@@ -470,7 +521,7 @@ impl Aggregate {
                 let d = if source == Metric::InterChunkLatency {
                     Distribution::of_runs(&self.inter_chunk_ms)?
                 } else {
-                    Distribution::of(self.values(source))?
+                    Distribution::of_cow(self.values(source))?
                 };
                 by_source.push((source, d.clone()));
                 Some((m, d))

@@ -848,6 +848,7 @@ impl Timeline {
 
     /// The step function of the events `each` makes of every span (given its chunks after the
     /// first), summed in [`event_order`].
+    #[cfg(test)]
     fn sweep(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>)) -> Steps {
         let [steps] = self.sweep_group(&self.take_up(), [&each]);
         steps
@@ -996,7 +997,7 @@ type Tagged = (u64, f64, u8);
 /// [`event_order`] of tagged events (the curve left out: equal events of one curve are the same
 /// addition, whichever comes first).
 fn tagged_order(a: &Tagged, b: &Tagged) -> Ordering {
-    a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
+    event_order(&(a.0, a.1), &(b.0, b.1))
 }
 
 /// The order in which a sweep takes up the spans, shared by every sweep of a timeline.
