@@ -1,15 +1,22 @@
 //! [`Aggregate`]: the metrics of many requests collected, merged with another aggregate, errors
 //! counted by kind, goodput counted, and the final [`Report`] computed through [`crate::stats`].
+//!
+//! Here the collecting and the report's computation; `columns`: the metric values kept, one list
+//! per metric; `report`: the [`Report`] and its parts.
+
+mod columns;
+mod report;
+
+use columns::Columns;
+pub use report::{Adjusted, Outcomes, Report, TokenCountCheck, UrlReport};
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::results::metrics::{Metric, RequestMetrics, Slo, meets, osl_mismatch};
 use crate::results::record::RequestRecord;
 use crate::results::timeline::{TimeWeighted, Timeline, TimelineMetric};
-use crate::stats::{Distribution, REPORT_PERCENTILES, Runs, nearest_rank, sorted};
+use crate::stats::{Distribution, Runs};
 
 /// Longest error message kept as an example of its kind (characters).
 pub const MAX_ERROR_EXAMPLE_CHARS: usize = 300;
@@ -71,141 +78,6 @@ pub struct Aggregate {
     pub timeline: Timeline,
 }
 
-/// The values of each metric, one list per metric, found by the metric's place in the enum. A
-/// metric with a twin (see [`twin`]) keeps no list of its own while its values are the first ones
-/// of its twin's, bit for bit (a server reporting the counts the client made): it only counts
-/// them. A list holds whole numbers as `u32` until a value that is not one comes (token counts
-/// stay so: half the memory).
-#[derive(Clone, Debug)]
-struct Columns {
-    lists: Vec<List>,
-    /// Per metric: its twin's place and how many of the twin's values are its own, while it
-    /// has no list of its own.
-    shadowed: Vec<Option<(usize, usize)>>,
-}
-
-/// One metric's values: whole numbers below 2^32 kept as such, else every value as `f64`.
-#[derive(Clone, Debug)]
-enum List {
-    Whole(Vec<u32>),
-    Real(Vec<f64>),
-}
-
-impl Default for List {
-    fn default() -> List {
-        List::Whole(Vec::new())
-    }
-}
-
-/// `v` as a `u32` when that is exactly `v` (not for -0.0 or NaN).
-fn whole(v: f64) -> Option<u32> {
-    let n = v as u32;
-    (f64::from(n).to_bits() == v.to_bits()).then_some(n)
-}
-
-impl List {
-    fn get(&self, i: usize) -> Option<f64> {
-        match self {
-            List::Whole(w) => w.get(i).map(|&n| f64::from(n)),
-            List::Real(r) => r.get(i).copied(),
-        }
-    }
-
-    /// The first `n` values.
-    fn prefix(&self, n: usize) -> Cow<'_, [f64]> {
-        match self {
-            List::Whole(w) => Cow::Owned(w[..n.min(w.len())].iter().map(|&n| f64::from(n)).collect()),
-            List::Real(r) => Cow::Borrowed(&r[..n.min(r.len())]),
-        }
-    }
-
-    fn push(&mut self, v: f64) {
-        match self {
-            List::Whole(w) => match whole(v) {
-                Some(n) => w.push(n),
-                None => {
-                    let mut r: Vec<f64> = Vec::with_capacity(w.len() + 1);
-                    r.extend(w.iter().map(|&n| f64::from(n)));
-                    r.push(v);
-                    *self = List::Real(r);
-                }
-            },
-            List::Real(r) => r.push(v),
-        }
-    }
-}
-
-/// The metric whose values a metric's often are (see [`Columns`]); its values are added first.
-fn twin(metric: Metric) -> Option<Metric> {
-    match metric {
-        Metric::UsageCompletionTokens => Some(Metric::OutputSequenceLength),
-        Metric::ServerInputSequenceLength => Some(Metric::InputSequenceLength),
-        _ => None,
-    }
-}
-
-impl Default for Columns {
-    fn default() -> Columns {
-        let n = Metric::ALL.len();
-        let mut shadowed = vec![None; n];
-        for m in Metric::ALL {
-            if let Some(t) = twin(m) {
-                shadowed[m as usize] = Some((t as usize, 0));
-            }
-        }
-        Columns { lists: vec![List::default(); n], shadowed }
-    }
-}
-
-impl PartialEq for Columns {
-    fn eq(&self, other: &Columns) -> bool {
-        (0..self.lists.len().max(other.lists.len())).all(|i| self.at(i) == other.at(i))
-    }
-}
-
-impl Columns {
-    fn get(&self, metric: Metric) -> Cow<'_, [f64]> {
-        self.at(metric as usize)
-    }
-
-    fn at(&self, i: usize) -> Cow<'_, [f64]> {
-        match self.shadowed.get(i).copied().flatten() {
-            Some((t, n)) => self.lists[t].prefix(n),
-            None => self.lists.get(i).map_or(Cow::Borrowed(&[]), |l| l.prefix(usize::MAX)),
-        }
-    }
-
-    fn push(&mut self, metric: Metric, value: f64) {
-        self.push_at(metric as usize, value);
-    }
-
-    fn push_at(&mut self, i: usize, value: f64) {
-        if i >= self.lists.len() {
-            self.lists.resize_with(i + 1, List::default);
-            self.shadowed.resize(i + 1, None);
-        }
-        if let Some((t, n)) = self.shadowed[i] {
-            if self.lists[t].get(n).is_some_and(|v| v.to_bits() == value.to_bits()) {
-                self.shadowed[i] = Some((t, n + 1));
-                return;
-            }
-            let own = match &self.lists[t] {
-                List::Whole(w) => List::Whole(w[..n].to_vec()),
-                List::Real(r) => List::Real(r[..n].to_vec()),
-            };
-            self.lists[i] = own;
-            self.shadowed[i] = None;
-        }
-        self.lists[i].push(value);
-    }
-
-    fn extend_at(&mut self, i: usize, values: &[f64]) {
-        for &v in values {
-            self.push_at(i, v);
-        }
-    }
-}
-
 /// What one URL of several served: request counts and latencies (the rest is run-wide).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct UrlAggregate {
@@ -234,17 +106,6 @@ impl UrlAggregate {
         self.request_latency_ms.extend_from_slice(&other.request_latency_ms);
         self.ttft_ms.extend_from_slice(&other.ttft_ms);
     }
-}
-
-/// What one URL of several served, in the report.
-#[derive(Clone, Debug, PartialEq)]
-pub struct UrlReport {
-    /// The index of the URL among `--url`s.
-    pub index: u32,
-    pub request_count: u64,
-    pub error_request_count: u64,
-    pub request_latency: Option<Distribution>,
-    pub time_to_first_token: Option<Distribution>,
 }
 
 impl Aggregate {
@@ -620,123 +481,6 @@ fn stored(m: Metric) -> bool {
             | Metric::OutputTokenCount
             | Metric::OutputTokenThroughputPerUser
     )
-}
-
-/// AIPerf's error-adjusted distribution (`adj_<tag>`): the successful requests' values with every
-/// failed request counted as an infinitely large value; percentiles by the nearest rank (numpy's
-/// `method="nearest"`), and only the finite statistics kept.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Adjusted {
-    /// Values, failures included.
-    pub count: usize,
-    /// The smallest finite value.
-    pub min: Option<f64>,
-    /// At [`REPORT_PERCENTILES`], `None` where the rank falls on a failure.
-    pub percentiles: [Option<f64>; 9],
-}
-
-impl Adjusted {
-    fn of(values: &[f64], failures: u64) -> Adjusted {
-        let clean = sorted(values);
-        let count = clean.len() + failures as usize;
-        let mut percentiles = [None; 9];
-        for (slot, &p) in percentiles.iter_mut().zip(&REPORT_PERCENTILES) {
-            *slot = clean.get(nearest_rank(count, p)).copied();
-        }
-        Adjusted { count, min: clean.first().copied(), percentiles }
-    }
-}
-
-/// The result of a run: distributions of per-request metrics and run-level scalars.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Report {
-    pub metrics: Vec<(Metric, Distribution)>,
-    /// AIPerf's error-adjusted distributions, when requests failed.
-    pub adjusted: Vec<(Metric, Adjusted)>,
-    /// AIPerf's: from the first successful request's send to the last answer of a successful one.
-    pub benchmark_duration_s: f64,
-    /// Ours: from the first send to the last end of any request, failed ones included.
-    pub run_duration_s: f64,
-    pub request_count: u64,
-    pub error_request_count: u64,
-    /// Failed requests that were context-length overflows (AIPerf's `context_overflow_count`).
-    pub context_overflow_count: u64,
-    /// Successful requests per second of the benchmark duration.
-    pub request_throughput: f64,
-    /// Output tokens (OSL) per second.
-    pub output_token_throughput: f64,
-    /// Input tokens (ISL) per second.
-    pub input_token_throughput: f64,
-    pub total_token_throughput: f64,
-    /// ISL and OSL summed over successful requests.
-    pub total_input_tokens: u64,
-    pub total_output_tokens: u64,
-    /// ISL summed over failed requests (when any had one).
-    pub total_error_input_tokens: Option<u64>,
-    /// The server's usage counts summed over successful requests (when any reported them).
-    pub usage_prompt_tokens: Option<u64>,
-    pub usage_completion_tokens: Option<u64>,
-    pub usage_total_tokens: Option<u64>,
-    pub usage_cache_read_tokens: Option<u64>,
-    /// Requests whose usage counts differ from the client's by more than 10 %.
-    pub usage_discrepancy_count: Option<u64>,
-    /// Requests whose output length is off the `max_tokens` asked for.
-    pub osl_mismatch_count: Option<u64>,
-    /// Requests per second meeting every SLO.
-    pub goodput: Option<f64>,
-    pub good_request_count: Option<u64>,
-    /// Good requests among all (successful and failed).
-    pub good_request_fraction: Option<f64>,
-    /// Server-reported cached tokens / client-counted input tokens.
-    pub cache_hit_rate: Option<f64>,
-    /// What the trace's shared hash ids predict for the same ratio.
-    pub expected_cache_hit_rate: Option<f64>,
-    pub error_summary: BTreeMap<String, u64>,
-    /// The first message of each error kind of `error_summary`.
-    pub error_examples: BTreeMap<String, String>,
-    /// How the requests ended.
-    pub outcomes: Outcomes,
-    /// The client's output token count against the server's, where both were known.
-    pub token_count_check: Option<TokenCountCheck>,
-    /// Per URL when requests went to several (`--url` repeated), by index; empty otherwise.
-    pub per_url: Vec<UrlReport>,
-    /// AIPerf's time-weighted metrics over the run's window ([`Timeline::window`]).
-    pub timeline: Vec<(TimelineMetric, TimeWeighted)>,
-}
-
-/// Output tokens counted by the client (re-tokenized text) and by the server (`usage`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TokenCountCheck {
-    pub requests: u64,
-    pub client_output_tokens: u64,
-    pub server_output_tokens: u64,
-}
-
-impl TokenCountCheck {
-    /// (client − server) / server; 0 when the server counted nothing.
-    pub fn relative_difference(&self) -> f64 {
-        if self.server_output_tokens == 0 {
-            return 0.0;
-        }
-        (self.client_output_tokens as f64 - self.server_output_tokens as f64) / self.server_output_tokens as f64
-    }
-}
-
-/// How the requests of a run ended.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Outcomes {
-    pub completed: u64,
-    pub cancelled: u64,
-    pub timed_out: u64,
-    /// Every other error kind.
-    pub failed: u64,
-}
-
-impl Report {
-    /// The distribution of one metric, if any request had it.
-    pub fn get(&self, metric: Metric) -> Option<&Distribution> {
-        self.metrics.iter().find(|(m, _)| *m == metric).map(|(_, d)| d)
-    }
 }
 
 #[cfg(test)]
