@@ -21,6 +21,8 @@
 //! p50/p90/p95/p99 the first value whose cumulated duration reaches the fraction.
 
 use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::collections::binary_heap::PeekMut;
 
 use serde::{Deserialize, Serialize};
 
@@ -896,11 +898,6 @@ impl Timeline {
 
     /// The spans in the order a sweep takes them up, and where each one's later chunks start.
     fn take_up(&self) -> TakeUp {
-        self.take_up_by(BATCH)
-    }
-
-    /// [`take_up`](Self::take_up), `batch` spans at a time.
-    fn take_up_by(&self, batch: usize) -> TakeUp {
         // Where each span's later chunks start in `chunks`, when any span has some.
         let offsets: Vec<usize> = if self.chunks.is_empty() {
             Vec::new()
@@ -915,7 +912,7 @@ impl Timeline {
                 })
                 .collect()
         };
-        let mut take = TakeUp { order: Vec::with_capacity(self.spans.len()), offsets, batch: batch.max(1) };
+        let mut take = TakeUp { order: Vec::with_capacity(self.spans.len()), offsets };
         let mut buf = Vec::new();
         for i in 0..self.spans.len() {
             let s = self.span(i);
@@ -929,10 +926,9 @@ impl Timeline {
     }
 
     /// Gives `sink(k, event)` the events `curves[k]` makes of every span, each curve's in
-    /// [`event_order`]. Spans are taken up a batch at a time in the order of `take`; the batch's
-    /// events are sorted and merged with those held back from the batches before, and every
-    /// event before the next batch's earliest time is given (no later span has one before it),
-    /// the others held back. No list of every event is made or sorted.
+    /// [`event_order`]. Spans are taken up in the order of `take` (by a time no later than any
+    /// of their events) and their events merged through a heap holding the next event of each
+    /// span under way, so no list of every event is made or sorted.
     fn sweep_events<const N: usize>(
         &self,
         take: &TakeUp,
@@ -941,55 +937,88 @@ impl Timeline {
     ) {
         let mut buf = Vec::new();
         let mut one = Vec::new();
-        let mut fresh: Vec<Tagged> = Vec::new();
-        let mut held: Vec<Tagged> = Vec::new();
-        let mut next_held: Vec<Tagged> = Vec::new();
-        for (b, batch) in take.order.chunks(take.batch).enumerate() {
-            fresh.clear();
-            for &(_, i) in batch {
+        let mut pending: Vec<Pending> = Vec::new();
+        let mut free: Vec<usize> = Vec::new();
+        let mut heap: BinaryHeap<Head> = BinaryHeap::new();
+        let mut taken = take.order.iter().peekable();
+        loop {
+            // Every span taken up by a time not after the next event to sum joins the heap:
+            // the spans still waiting have no event before it.
+            while let Some(&&(t, i)) = taken.peek()
+                && heap.peek().is_none_or(|h| t <= h.event.0)
+            {
+                taken.next();
                 let s = self.span(i as usize);
                 let later = s.later(take.kept(self, i as usize), &mut buf);
+                let slot = free.pop().unwrap_or_else(|| {
+                    pending.push(Pending::default());
+                    pending.len() - 1
+                });
+                let p = &mut pending[slot];
+                p.events.clear();
                 for (k, each) in curves.iter().enumerate() {
                     one.clear();
                     each(&s, later, &mut one);
-                    fresh.extend(one.iter().map(|&(t, d)| (t, d, k as u8)));
+                    p.events.extend(one.iter().map(|&(t, d)| (t, d, k as u8)));
                 }
-            }
-            fresh.sort_unstable_by(tagged_order);
-            // The spans not taken up yet have no event before this time.
-            let next = take.order.get((b + 1) * take.batch).map(|o| o.0);
-            next_held.clear();
-            let (mut i, mut j) = (0, 0);
-            loop {
-                let e = match (held.get(i), fresh.get(j)) {
-                    (Some(a), Some(f)) if tagged_order(a, f) != Ordering::Greater => {
-                        i += 1;
-                        *a
-                    }
-                    (_, Some(f)) => {
-                        j += 1;
-                        *f
-                    }
-                    (Some(a), None) => {
-                        i += 1;
-                        *a
-                    }
-                    (None, None) => break,
+                let Some(&first) = p.events.iter().min_by(|a, b| tagged_order(a, b)) else {
+                    free.push(slot);
+                    continue;
                 };
-                if next.is_none_or(|n| e.0 < n) {
-                    sink(usize::from(e.2), (e.0, e.1));
-                } else {
-                    next_held.push(e);
+                p.events.sort_unstable_by(tagged_order);
+                p.next = 1;
+                heap.push(Head { event: first, slot });
+            }
+            let Some(mut head) = heap.peek_mut() else { break };
+            sink(usize::from(head.event.2), (head.event.0, head.event.1));
+            let p = &mut pending[head.slot];
+            match p.events.get(p.next) {
+                Some(&e) => {
+                    p.next += 1;
+                    head.event = e;
+                }
+                None => {
+                    free.push(head.slot);
+                    PeekMut::pop(head);
                 }
             }
-            std::mem::swap(&mut held, &mut next_held);
         }
     }
 }
 
-/// Spans taken up per batch by [`Timeline::sweep_events`]: enough for the sorts to outweigh
-/// the events held back from one batch to the next.
-const BATCH: usize = 4096;
+/// One span's events not summed yet: `events[next..]`, in [`event_order`].
+#[derive(Default)]
+struct Pending {
+    events: Vec<Tagged>,
+    next: usize,
+}
+
+/// The next event of the [`Pending`] list `slot`; the earliest event is the greatest, so that
+/// [`BinaryHeap`] yields them earliest first.
+struct Head {
+    event: Tagged,
+    slot: usize,
+}
+
+impl Ord for Head {
+    fn cmp(&self, other: &Head) -> Ordering {
+        tagged_order(&other.event, &self.event)
+    }
+}
+
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Head) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Head {
+    fn eq(&self, other: &Head) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Head {}
 
 /// An event of the curve numbered by its third field, in a sweep of several curves.
 type Tagged = (u64, f64, u8);
@@ -1006,8 +1035,6 @@ struct TakeUp {
     order: Vec<(u64, u32)>,
     /// Where each span's later chunks start in [`Timeline::chunks`] (empty without any).
     offsets: Vec<usize>,
-    /// Spans taken up at a time.
-    batch: usize,
 }
 
 impl TakeUp {
@@ -1398,14 +1425,11 @@ mod tests {
             for each in curves {
                 proptest::prop_assert_eq!(bits(&tl.sweep(each)), bits(&all(each)));
             }
-            // Taken up a few spans at a time, the curves swept together give the same steps.
-            for batch in [1, 2, 3, 7] {
-                let take = tl.take_up_by(batch);
-                let [a, b, c] = tl.sweep_group(&take, [curves[0], curves[2], curves[4]]);
-                proptest::prop_assert_eq!(bits(&a), bits(&all(curves[0])));
-                proptest::prop_assert_eq!(bits(&b), bits(&all(curves[2])));
-                proptest::prop_assert_eq!(bits(&c), bits(&all(curves[4])));
-            }
+            // Swept together in one merge, the curves give the same steps.
+            let [a, b, c] = tl.sweep_group(&tl.take_up(), [curves[0], curves[2], curves[4]]);
+            proptest::prop_assert_eq!(bits(&a), bits(&all(curves[0])));
+            proptest::prop_assert_eq!(bits(&b), bits(&all(curves[2])));
+            proptest::prop_assert_eq!(bits(&c), bits(&all(curves[4])));
         }
     }
 }
