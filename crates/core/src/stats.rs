@@ -246,8 +246,7 @@ pub struct Distribution {
 }
 
 impl Distribution {
-    pub fn of(values: impl AsRef<[f64]>) -> Option<Distribution> {
-        let values = values.as_ref();
+    pub fn of(values: &[f64]) -> Option<Distribution> {
         let (min, percentiles, max) = percentiles_selected(values, REPORT_PERCENTILES)?;
         let total = sum(values);
         let avg = mean_of_sum(values, total)?;

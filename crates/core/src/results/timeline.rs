@@ -287,6 +287,9 @@ type Steps = Vec<(u64, f64)>;
 /// From its time on, the curve's level changes by its delta.
 type Event = (u64, f64);
 
+/// What makes one span's events of a curve (given its chunks after the first).
+type Curve<'a> = &'a dyn Fn(&Span, &[u64], &mut Vec<Event>);
+
 /// The order in which events are summed: by time, then by delta.
 fn event_order(a: &Event, b: &Event) -> Ordering {
     a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
@@ -858,11 +861,7 @@ impl Timeline {
 
     /// The step functions of several curves from one merge of the spans' events: curve `k`'s
     /// events are made by `curves[k]`, each curve summed in [`event_order`].
-    fn sweep_group<const N: usize>(
-        &self,
-        take: &TakeUp,
-        curves: [&dyn Fn(&Span, &[u64], &mut Vec<Event>); N],
-    ) -> [Steps; N] {
+    fn sweep_group<const N: usize>(&self, take: &TakeUp, curves: [Curve<'_>; N]) -> [Steps; N] {
         let mut sums: [Summer; N] = std::array::from_fn(|_| Summer::new());
         self.sweep_events(take, &curves, |k, e| sums[k].add(e));
         sums.map(Summer::finish)
@@ -929,12 +928,7 @@ impl Timeline {
     /// [`event_order`]. Spans are taken up in the order of `take` (by a time no later than any
     /// of their events) and their events merged through a heap holding the next event of each
     /// span under way, so no list of every event is made or sorted.
-    fn sweep_events<const N: usize>(
-        &self,
-        take: &TakeUp,
-        curves: &[&dyn Fn(&Span, &[u64], &mut Vec<Event>); N],
-        mut sink: impl FnMut(usize, Event),
-    ) {
+    fn sweep_events<const N: usize>(&self, take: &TakeUp, curves: &[Curve<'_>; N], mut sink: impl FnMut(usize, Event)) {
         let mut buf = Vec::new();
         let mut one = Vec::new();
         let mut pending: Vec<Pending> = Vec::new();
@@ -1211,9 +1205,6 @@ mod tests {
         let (from, to) = whole.window().unwrap();
         assert_eq!(whole.metrics(from, to), a.metrics(from, to));
     }
-
-    /// What makes one span's events (given its later chunks).
-    type Curve<'a> = &'a dyn Fn(&Span, &[u64], &mut Vec<Event>);
 
     /// The sweep by sorting every event at once.
     fn sorted_sweep(mut events: Vec<Event>) -> Steps {

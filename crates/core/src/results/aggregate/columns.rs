@@ -2,6 +2,7 @@
 //! values counted instead of copied, whole numbers kept as `u32`.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use crate::results::metrics::Metric;
 
@@ -16,6 +17,9 @@ pub(super) struct Columns {
     /// Per metric: its twin's place and how many of the twin's values are its own, while it
     /// has no list of its own.
     shadowed: Vec<Option<(usize, usize)>>,
+    /// Per metric: its values as `f64`, made when asked for as a slice ([`Columns::slice`]) and
+    /// dropped when a value is added.
+    made: Vec<OnceLock<Vec<f64>>>,
 }
 
 /// One metric's values: whole numbers below 2^32 kept as such, else every value as `f64`.
@@ -87,7 +91,7 @@ impl Default for Columns {
                 shadowed[m as usize] = Some((t as usize, 0));
             }
         }
-        Columns { lists: vec![List::default(); n], shadowed }
+        Columns { lists: vec![List::default(); n], shadowed, made: (0..n).map(|_| OnceLock::new()).collect() }
     }
 }
 
@@ -100,6 +104,18 @@ impl PartialEq for Columns {
 impl Columns {
     pub(super) fn get(&self, metric: Metric) -> Cow<'_, [f64]> {
         self.at(metric as usize)
+    }
+
+    /// The values of `metric` as a slice (made once when kept as whole numbers).
+    pub(super) fn slice(&self, metric: Metric) -> &[f64] {
+        let i = metric as usize;
+        match self.at(i) {
+            Cow::Borrowed(v) => v,
+            Cow::Owned(v) => match self.made.get(i) {
+                Some(made) => made.get_or_init(|| v),
+                None => &[],
+            },
+        }
     }
 
     pub(super) fn at(&self, i: usize) -> Cow<'_, [f64]> {
@@ -117,7 +133,9 @@ impl Columns {
         if i >= self.lists.len() {
             self.lists.resize_with(i + 1, List::default);
             self.shadowed.resize(i + 1, None);
+            self.made.resize_with(i + 1, OnceLock::new);
         }
+        self.made[i] = OnceLock::new();
         if let Some((t, n)) = self.shadowed[i] {
             if self.lists[t].get(n).is_some_and(|v| v.to_bits() == value.to_bits()) {
                 self.shadowed[i] = Some((t, n + 1));

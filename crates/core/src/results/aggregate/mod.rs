@@ -269,8 +269,8 @@ impl Aggregate {
 
     /// The values collected for a metric that is stored as such (see [`Aggregate::metric_values`]
     /// for every metric); the chunk gaps are kept as runs ([`Aggregate::inter_chunk_ms`]).
-    pub fn values(&self, metric: Metric) -> Cow<'_, [f64]> {
-        self.values.get(metric)
+    pub fn values(&self, metric: Metric) -> &[f64] {
+        self.values.slice(metric)
     }
 
     /// The metric whose stored list is `metric`'s values unchanged (itself, or the twin AIPerf's
@@ -315,23 +315,26 @@ impl Aggregate {
             return Cow::Owned(self.inter_chunk_ms_all_or_ok(metric).expanded());
         }
         if let Some(source) = self.served_by(metric) {
-            return self.values(source);
+            return self.values.get(source);
         }
         let join = |a: &[f64], b: &[f64]| Cow::Owned([a, b].concat());
         match metric {
-            Metric::TimeToFirstTokenAllRequests => join(&self.values(Metric::TimeToFirstToken), &self.failed_ttft_ms),
+            Metric::TimeToFirstTokenAllRequests => {
+                join(&self.values.get(Metric::TimeToFirstToken), &self.failed_ttft_ms)
+            }
             Metric::OutputTokenCount => {
-                Cow::Owned(self.values(Metric::OutputSequenceLength).iter().copied().filter(|&n| n > 0.0).collect())
+                Cow::Owned(self.values.get(Metric::OutputSequenceLength).iter().copied().filter(|&n| n > 0.0).collect())
             }
             // `RequestMetrics::of`'s: one per inter-token latency above zero.
             Metric::OutputTokenThroughputPerUser => Cow::Owned(
-                self.values(Metric::InterTokenLatency)
+                self.values
+                    .get(Metric::InterTokenLatency)
                     .iter()
                     .filter(|&&itl| itl > 0.0)
                     .map(|&itl| 1000.0 / itl)
                     .collect(),
             ),
-            m => self.values(m),
+            m => self.values.get(m),
         }
     }
 
@@ -382,7 +385,7 @@ impl Aggregate {
                 let d = if source == Metric::InterChunkLatency {
                     Distribution::of_runs(&self.inter_chunk_ms)?
                 } else {
-                    Distribution::of_cow(self.values(source))?
+                    Distribution::of_cow(self.values.get(source))?
                 };
                 by_source.push((source, d.clone()));
                 Some((m, d))
@@ -405,7 +408,7 @@ impl Aggregate {
         let duration_s = seconds(self.ok_window_ns);
         let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
         let total = |i: usize| (self.usage_totals[i].0 > 0).then_some(self.usage_totals[i].1);
-        let error_isl = self.values(Metric::ErrorInputSequenceLength);
+        let error_isl = self.values.get(Metric::ErrorInputSequenceLength);
         let attempted = self.ok + errors;
         Report {
             metrics,
