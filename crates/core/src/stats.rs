@@ -137,11 +137,15 @@ pub fn nearest_rank(n: usize, p: f64) -> usize {
 /// in between stay unsorted; the ones at the ranks asked for are exactly those of the sorted
 /// copy (total order, NaN last).
 fn percentiles_selected<const N: usize>(values: &[f64], ps: [f64; N]) -> Option<(f64, [f64; N], f64)> {
-    let n = values.len();
+    percentiles_in_place(&mut values.to_vec(), ps)
+}
+
+/// [`percentiles_selected`] of `v`, selected in place (its order is lost).
+fn percentiles_in_place<const N: usize>(v: &mut [f64], ps: [f64; N]) -> Option<(f64, [f64; N], f64)> {
+    let n = v.len();
     if n == 0 {
         return None;
     }
-    let mut v = values.to_vec();
     let mut ranks: Vec<usize> = ps
         .iter()
         .flat_map(|&p| {
@@ -152,7 +156,7 @@ fn percentiles_selected<const N: usize>(values: &[f64], ps: [f64; N]) -> Option<
         .collect();
     ranks.sort_unstable();
     ranks.dedup();
-    select_ranks(&mut v, &ranks, 0);
+    select_ranks(v, &ranks, 0);
     let mut out = [0.0; N];
     for (slot, &p) in out.iter_mut().zip(&ps) {
         let (lo, hi, t) = percentile_ranks(n, p);
@@ -300,6 +304,24 @@ impl Distribution {
             max,
             percentiles,
         })
+    }
+
+    /// [`Distribution::of`] values no longer needed: the percentiles are selected in the list
+    /// itself, not in a copy.
+    pub fn of_owned(mut values: Vec<f64>) -> Option<Distribution> {
+        let total = sum(&values);
+        let avg = mean_of_sum(&values, total)?;
+        let std = std_dev_about(&values, avg)?;
+        let (min, percentiles, max) = percentiles_in_place(&mut values, REPORT_PERCENTILES)?;
+        Some(Distribution { count: values.len(), sum: total, avg, std, min, max, percentiles })
+    }
+
+    /// [`Distribution::of`] borrowed values, [`Distribution::of_owned`] owned ones.
+    pub fn of_cow(values: std::borrow::Cow<'_, [f64]>) -> Option<Distribution> {
+        match values {
+            std::borrow::Cow::Borrowed(v) => Distribution::of(v),
+            std::borrow::Cow::Owned(v) => Distribution::of_owned(v),
+        }
     }
 
     /// [`Distribution::of`] `values`, given them sorted ascending as well (`sorted`, by

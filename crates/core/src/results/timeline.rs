@@ -22,6 +22,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::collections::binary_heap::PeekMut;
 
 use serde::{Deserialize, Serialize};
 
@@ -63,6 +64,17 @@ impl Span {
     /// The entries a span with these `later_chunks` holds in [`Timeline::chunks`].
     fn kept_of(later_chunks: u32) -> usize {
         if later_chunks & EVENLY != 0 { 1 } else { (later_chunks & !EVENLY) as usize }
+    }
+
+    /// A time no later than any event a curve makes of the span (given its chunks after the
+    /// first): its send, first token, its end less 1 ns (where a late chunk is counted) and
+    /// its chunks.
+    fn earliest(&self, later: &[u64]) -> u64 {
+        let mut t = self.start.min(self.end.saturating_sub(1)).min(self.first);
+        for &c in later {
+            t = t.min(c);
+        }
+        t
     }
 
     /// The span's chunks after the first, from its `kept` entries of [`Timeline::chunks`]
@@ -275,44 +287,13 @@ type Steps = Vec<(u64, f64)>;
 /// From its time on, the curve's level changes by its delta.
 type Event = (u64, f64);
 
+/// What makes one span's events of a curve (given its chunks after the first).
+type Curve<'a> = &'a dyn Fn(&Span, &[u64], &mut Vec<Event>);
+
 /// The order in which events are summed: by time, then by delta.
 fn event_order(a: &Event, b: &Event) -> Ordering {
     a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
 }
-
-/// One span's events not summed yet: `events[next..]`, in [`event_order`].
-#[derive(Default)]
-struct Pending {
-    events: Vec<Event>,
-    next: usize,
-}
-
-/// The next event of the [`Pending`] list `slot`; the earliest event is the greatest, so that
-/// [`BinaryHeap`] yields them earliest first.
-struct Head {
-    event: Event,
-    slot: usize,
-}
-
-impl Ord for Head {
-    fn cmp(&self, other: &Head) -> Ordering {
-        event_order(&other.event, &self.event)
-    }
-}
-
-impl PartialOrd for Head {
-    fn partial_cmp(&self, other: &Head) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Head {
-    fn eq(&self, other: &Head) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Head {}
 
 /// Sums events in [`event_order`] into a step function (AIPerf's cumulated sweep: a value
 /// smaller than 1e-9 of the largest is rounding and counts as 0).
@@ -679,22 +660,25 @@ impl Timeline {
             [w] if chunks > stream_above => Some(*w),
             _ => None,
         };
+        let take = self.take_up();
         {
-            let concurrency = self.sweep(|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]));
+            let [concurrency, total] = self.sweep_group(
+                &take,
+                [&|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]), &|s, _, e| {
+                    prefill_rate(s, e);
+                    even_decode_rate(s, e);
+                }],
+            );
             put(&mut out, windows, T::EffectiveConcurrency, &tw(&concurrency, 1.0));
-            let total = self.sweep(|s, _, e| {
-                prefill_rate(s, e);
-                even_decode_rate(s, e);
-            });
             put(&mut out, windows, T::ActiveTotalThroughput, &act(&total, &concurrency));
             put(&mut out, windows, T::EffectiveTotalThroughput, &tw(&total, PER_SECOND));
         }
         {
-            let conc = self.sweep(|s, _, e| {
+            let conc_of = |s: &Span, _: &[u64], e: &mut Vec<Event>| {
                 if s.first != NO_TIME {
                     e.extend([(s.first, 1.0), (s.end, -1.0)]);
                 }
-            });
+            };
             let chunked = !self.chunks.is_empty();
             let rate_of = |s: &Span, later: &[u64], e: &mut Vec<Event>| {
                 if chunked {
@@ -703,11 +687,13 @@ impl Timeline {
                     even_decode_rate(s, e);
                 }
             };
-            put(&mut out, windows, T::EffectiveDecodeConcurrency, &tw(&conc, 1.0));
             if let (Some((from, to)), [o]) = (streamed, &mut out[..]) {
-                o.extend(self.decode_streamed(rate_of, &conc, from, to));
+                let [conc] = self.sweep_group(&take, [&conc_of]);
+                o.push((T::EffectiveDecodeConcurrency, over_window(&conc, from, to, 1.0)));
+                o.extend(self.decode_streamed(&take, rate_of, &conc, from, to));
             } else {
-                let rate = self.sweep(rate_of);
+                let [conc, rate] = self.sweep_group(&take, [&conc_of, &rate_of]);
+                put(&mut out, windows, T::EffectiveDecodeConcurrency, &tw(&conc, 1.0));
                 put(&mut out, windows, T::EffectiveDecodeThroughput, &tw(&rate, PER_SECOND));
                 put(&mut out, windows, T::ActiveDecodeThroughput, &act(&rate, &conc));
                 let per_user = divide(&rate, &conc);
@@ -717,12 +703,17 @@ impl Timeline {
             }
         }
         {
-            let conc = self.sweep(|s, _, e| {
-                if s.first != NO_TIME {
-                    e.extend([(s.start, 1.0), (s.first, -1.0)]);
-                }
-            });
-            let rate = self.sweep(|s, _, e| prefill_rate(s, e));
+            let [conc, rate] = self.sweep_group(
+                &take,
+                [
+                    &|s, _, e| {
+                        if s.first != NO_TIME {
+                            e.extend([(s.start, 1.0), (s.first, -1.0)]);
+                        }
+                    },
+                    &|s, _, e| prefill_rate(s, e),
+                ],
+            );
             put(&mut out, windows, T::EffectivePrefillThroughput, &tw(&rate, PER_SECOND));
             put(&mut out, windows, T::EffectivePrefillConcurrency, &tw(&conc, 1.0));
             put(&mut out, windows, T::ActivePrefillThroughput, &act(&rate, &conc));
@@ -734,9 +725,9 @@ impl Timeline {
         let per_chunk = !self.chunks.is_empty();
         let in_flight = |s: &Span, later: &[u64], e: &mut Vec<Event>| tokens_in_flight(s, later, per_chunk, e);
         if let (Some((from, to)), [o]) = (streamed, &mut out[..]) {
-            o.push((T::TokensInFlight, self.streamed(in_flight, from, to)));
+            o.push((T::TokensInFlight, self.streamed(&take, in_flight, from, to)));
         } else {
-            let steps = self.sweep(in_flight);
+            let [steps] = self.sweep_group(&take, [&in_flight]);
             put(&mut out, windows, T::TokensInFlight, &tw(&steps, 1.0));
         }
         // AIPerf's order.
@@ -763,22 +754,28 @@ impl Timeline {
     }
 
     /// The sweep's rounding floor and whether it has any step.
-    fn floor(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>)) -> (f64, bool) {
+    fn floor(&self, take: &TakeUp, each: impl Fn(&Span, &[u64], &mut Vec<Event>)) -> (f64, bool) {
         let mut any = false;
-        let largest = self.sweep_steps(each, 0.0, |_, _| any = true);
+        let largest = self.sweep_steps(take, each, 0.0, |_, _| any = true);
         (1e-9 * largest, any)
     }
 
     /// [`over_window`] of the sweep of `each`, in passes over the sweep made again for each.
-    fn streamed(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>) + Copy, from: u64, to: u64) -> TimeWeighted {
-        let (floor, any) = self.floor(each);
+    fn streamed(
+        &self,
+        take: &TakeUp,
+        each: impl Fn(&Span, &[u64], &mut Vec<Event>) + Copy,
+        from: u64,
+        to: u64,
+    ) -> TimeWeighted {
+        let (floor, any) = self.floor(take, each);
         if !any || to <= from {
             return TimeWeighted::default();
         }
         let mut w = Weighted::new(Some((to - from) as f64), u64::MAX);
         while !w.done() {
             let mut feed = Feed::new(from, to, 0.0);
-            self.sweep_steps(each, floor, |t, v| feed.step(t, v, |d, v| w.add(d, v)));
+            self.sweep_steps(take, each, floor, |t, v| feed.step(t, v, |d, v| w.add(d, v)));
             feed.finish(|d, v| w.add(d, v));
             w.end_pass();
         }
@@ -790,13 +787,14 @@ impl Timeline {
     /// window, while `conc` is above 0, and the rate per request (`divide`) both ways.
     fn decode_streamed(
         &self,
+        take: &TakeUp,
         rate: impl Fn(&Span, &[u64], &mut Vec<Event>) + Copy,
         conc: &Steps,
         from: u64,
         to: u64,
     ) -> [(TimelineMetric, TimeWeighted); 4] {
         use TimelineMetric as T;
-        let (floor, any) = self.floor(rate);
+        let (floor, any) = self.floor(take, rate);
         let tags = [
             T::EffectiveDecodeThroughput,
             T::ActiveDecodeThroughput,
@@ -820,7 +818,7 @@ impl Timeline {
             pass.own = Feed::new(from, to, 0.0);
             pass.both = Feed::new(from, to, (0.0, 0.0));
             let (mut j, mut r, mut c) = (0, 0.0, 0.0);
-            self.sweep_steps(rate, floor, |t, v| {
+            self.sweep_steps(take, rate, floor, |t, v| {
                 while let Some(&(tc, vc)) = conc.get(j)
                     && tc < t
                 {
@@ -855,10 +853,18 @@ impl Timeline {
 
     /// The step function of the events `each` makes of every span (given its chunks after the
     /// first), summed in [`event_order`].
+    #[cfg(test)]
     fn sweep(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>)) -> Steps {
-        let mut sum = Summer::new();
-        self.sweep_events(each, |e| sum.add(e));
-        sum.finish()
+        let [steps] = self.sweep_group(&self.take_up(), [&each]);
+        steps
+    }
+
+    /// The step functions of several curves from one merge of the spans' events: curve `k`'s
+    /// events are made by `curves[k]`, each curve summed in [`event_order`].
+    fn sweep_group<const N: usize>(&self, take: &TakeUp, curves: [Curve<'_>; N]) -> [Steps; N] {
+        let mut sums: [Summer; N] = std::array::from_fn(|_| Summer::new());
+        self.sweep_events(take, &curves, |k, e| sums[k].add(e));
+        sums.map(Summer::finish)
     }
 
     /// The steps of [`sweep`](Self::sweep) given one at a time, in order, without keeping them:
@@ -866,13 +872,14 @@ impl Timeline {
     /// largest magnitude the level reached (whose 1e-9 is the sweep's rounding floor).
     fn sweep_steps(
         &self,
+        take: &TakeUp,
         each: impl Fn(&Span, &[u64], &mut Vec<Event>),
         floor: f64,
         mut step: impl FnMut(u64, f64),
     ) -> f64 {
         let floored = |v: f64| if v.abs() < floor { 0.0 } else { v };
         let (mut at, mut level, mut largest) = (None, 0.0, 0.0f64);
-        self.sweep_events(each, |(t, d)| {
+        self.sweep_events(take, &[&each], |_, (t, d)| {
             if let Some(a) = at
                 && a != t
             {
@@ -888,10 +895,8 @@ impl Timeline {
         largest
     }
 
-    /// Gives `sink` the events `each` makes of every span, in [`event_order`]. Spans are taken
-    /// up in the order of their earliest event and their events merged through a heap holding
-    /// the next event of each span under way, so no list of every event is made or sorted.
-    fn sweep_events(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>), mut sink: impl FnMut(Event)) {
+    /// The spans in the order a sweep takes them up, and where each one's later chunks start.
+    fn take_up(&self) -> TakeUp {
         // Where each span's later chunks start in `chunks`, when any span has some.
         let offsets: Vec<usize> = if self.chunks.is_empty() {
             Vec::new()
@@ -906,51 +911,60 @@ impl Timeline {
                 })
                 .collect()
         };
-        let kept = |i: usize| match offsets.get(i) {
-            Some(&o) => self.chunks.get(o..o + Span::kept_of(self.spans[i].later_chunks)).unwrap_or(&[]),
-            None => &[],
-        };
+        let mut take = TakeUp { order: Vec::with_capacity(self.spans.len()), offsets };
         let mut buf = Vec::new();
-        // (earliest event, span) of every span with events, earliest first.
-        let mut scratch = Vec::new();
-        let mut order: Vec<(u64, u32)> = Vec::with_capacity(self.spans.len());
         for i in 0..self.spans.len() {
             let s = self.span(i);
-            scratch.clear();
-            each(&s, s.later(kept(i), &mut buf), &mut scratch);
-            if let Some(t) = scratch.iter().map(|e| e.0).min() {
-                order.push((t, i as u32));
-            }
+            let later = s.later(take.kept(self, i), &mut buf);
+            take.order.push((s.earliest(later), i as u32));
         }
-        if !order.is_sorted() {
-            order.sort_unstable();
+        if !take.order.is_sorted() {
+            take.order.sort_unstable();
         }
-        drop(scratch);
+        take
+    }
+
+    /// Gives `sink(k, event)` the events `curves[k]` makes of every span, each curve's in
+    /// [`event_order`]. Spans are taken up in the order of `take` (by a time no later than any
+    /// of their events) and their events merged through a heap holding the next event of each
+    /// span under way, so no list of every event is made or sorted.
+    fn sweep_events<const N: usize>(&self, take: &TakeUp, curves: &[Curve<'_>; N], mut sink: impl FnMut(usize, Event)) {
+        let mut buf = Vec::new();
+        let mut one = Vec::new();
         let mut pending: Vec<Pending> = Vec::new();
         let mut free: Vec<usize> = Vec::new();
         let mut heap: BinaryHeap<Head> = BinaryHeap::new();
-        let mut taken = order.iter().peekable();
+        let mut taken = take.order.iter().peekable();
         loop {
-            // Every span whose earliest event is not after the next event to sum joins the
-            // heap: the events of the spans still waiting are all later.
+            // Every span taken up by a time not after the next event to sum joins the heap:
+            // the spans still waiting have no event before it.
             while let Some(&&(t, i)) = taken.peek()
                 && heap.peek().is_none_or(|h| t <= h.event.0)
             {
                 taken.next();
+                let s = self.span(i as usize);
+                let later = s.later(take.kept(self, i as usize), &mut buf);
                 let slot = free.pop().unwrap_or_else(|| {
                     pending.push(Pending::default());
                     pending.len() - 1
                 });
                 let p = &mut pending[slot];
                 p.events.clear();
-                let s = self.span(i as usize);
-                each(&s, s.later(kept(i as usize), &mut buf), &mut p.events);
-                p.events.sort_unstable_by(event_order);
+                for (k, each) in curves.iter().enumerate() {
+                    one.clear();
+                    each(&s, later, &mut one);
+                    p.events.extend(one.iter().map(|&(t, d)| (t, d, k as u8)));
+                }
+                let Some(&first) = p.events.iter().min_by(|a, b| tagged_order(a, b)) else {
+                    free.push(slot);
+                    continue;
+                };
+                p.events.sort_unstable_by(tagged_order);
                 p.next = 1;
-                heap.push(Head { event: p.events[0], slot });
+                heap.push(Head { event: first, slot });
             }
             let Some(mut head) = heap.peek_mut() else { break };
-            sink(head.event);
+            sink(usize::from(head.event.2), (head.event.0, head.event.1));
             let p = &mut pending[head.slot];
             match p.events.get(p.next) {
                 Some(&e) => {
@@ -959,9 +973,70 @@ impl Timeline {
                 }
                 None => {
                     free.push(head.slot);
-                    std::collections::binary_heap::PeekMut::pop(head);
+                    PeekMut::pop(head);
                 }
             }
+        }
+    }
+}
+
+/// One span's events not summed yet: `events[next..]`, in [`event_order`].
+#[derive(Default)]
+struct Pending {
+    events: Vec<Tagged>,
+    next: usize,
+}
+
+/// The next event of the [`Pending`] list `slot`; the earliest event is the greatest, so that
+/// [`BinaryHeap`] yields them earliest first.
+struct Head {
+    event: Tagged,
+    slot: usize,
+}
+
+impl Ord for Head {
+    fn cmp(&self, other: &Head) -> Ordering {
+        tagged_order(&other.event, &self.event)
+    }
+}
+
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Head) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Head {
+    fn eq(&self, other: &Head) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Head {}
+
+/// An event of the curve numbered by its third field, in a sweep of several curves.
+type Tagged = (u64, f64, u8);
+
+/// [`event_order`] of tagged events (the curve left out: equal events of one curve are the same
+/// addition, whichever comes first).
+fn tagged_order(a: &Tagged, b: &Tagged) -> Ordering {
+    event_order(&(a.0, a.1), &(b.0, b.1))
+}
+
+/// The order in which a sweep takes up the spans, shared by every sweep of a timeline.
+struct TakeUp {
+    /// (a time no later than any event of the span, the span), sorted.
+    order: Vec<(u64, u32)>,
+    /// Where each span's later chunks start in [`Timeline::chunks`] (empty without any).
+    offsets: Vec<usize>,
+}
+
+impl TakeUp {
+    /// The entries of span `i` in `tl`'s chunks.
+    fn kept<'a>(&self, tl: &'a Timeline, i: usize) -> &'a [u64] {
+        match self.offsets.get(i) {
+            Some(&o) => tl.chunks.get(o..o + Span::kept_of(tl.spans[i].later_chunks)).unwrap_or(&[]),
+            None => &[],
         }
     }
 }
@@ -1130,9 +1205,6 @@ mod tests {
         let (from, to) = whole.window().unwrap();
         assert_eq!(whole.metrics(from, to), a.metrics(from, to));
     }
-
-    /// What makes one span's events (given its later chunks).
-    type Curve<'a> = &'a dyn Fn(&Span, &[u64], &mut Vec<Event>);
 
     /// The sweep by sorting every event at once.
     fn sorted_sweep(mut events: Vec<Event>) -> Steps {
@@ -1344,6 +1416,11 @@ mod tests {
             for each in curves {
                 proptest::prop_assert_eq!(bits(&tl.sweep(each)), bits(&all(each)));
             }
+            // Swept together in one merge, the curves give the same steps.
+            let [a, b, c] = tl.sweep_group(&tl.take_up(), [curves[0], curves[2], curves[4]]);
+            proptest::prop_assert_eq!(bits(&a), bits(&all(curves[0])));
+            proptest::prop_assert_eq!(bits(&b), bits(&all(curves[2])));
+            proptest::prop_assert_eq!(bits(&c), bits(&all(curves[4])));
         }
     }
 }

@@ -1,15 +1,22 @@
 //! [`Aggregate`]: the metrics of many requests collected, merged with another aggregate, errors
 //! counted by kind, goodput counted, and the final [`Report`] computed through [`crate::stats`].
+//!
+//! Here the collecting and the report's computation; `columns`: the metric values kept, one list
+//! per metric; `report`: the [`Report`] and its parts.
+
+mod columns;
+mod report;
+
+use columns::Columns;
+pub use report::{Adjusted, Outcomes, Report, TokenCountCheck, UrlReport};
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::results::metrics::{Metric, RequestMetrics, Slo, meets, osl_mismatch};
 use crate::results::record::RequestRecord;
 use crate::results::timeline::{TimeWeighted, Timeline, TimelineMetric};
-use crate::stats::{Distribution, REPORT_PERCENTILES, Runs, nearest_rank, sorted};
+use crate::stats::{Distribution, Runs};
 
 /// Longest error message kept as an example of its kind (characters).
 pub const MAX_ERROR_EXAMPLE_CHARS: usize = 300;
@@ -71,90 +78,6 @@ pub struct Aggregate {
     pub timeline: Timeline,
 }
 
-/// The values of each metric, one list per metric, found by the metric's place in the enum. A
-/// metric with a twin (see [`twin`]) keeps no list of its own while its values are the first ones
-/// of its twin's, bit for bit (a server reporting the counts the client made): it only counts
-/// them.
-#[derive(Clone, Debug)]
-struct Columns {
-    lists: Vec<Vec<f64>>,
-    /// Per metric: its twin's place and how many of the twin's values are its own, while it
-    /// has no list of its own.
-    shadowed: Vec<Option<(usize, usize)>>,
-}
-
-/// The metric whose values a metric's often are (see [`Columns`]); its values are added first.
-fn twin(metric: Metric) -> Option<Metric> {
-    match metric {
-        Metric::UsageCompletionTokens => Some(Metric::OutputSequenceLength),
-        Metric::ServerInputSequenceLength => Some(Metric::InputSequenceLength),
-        _ => None,
-    }
-}
-
-impl Default for Columns {
-    fn default() -> Columns {
-        let n = Metric::ALL.len();
-        let mut shadowed = vec![None; n];
-        for m in Metric::ALL {
-            if let Some(t) = twin(m) {
-                shadowed[m as usize] = Some((t as usize, 0));
-            }
-        }
-        Columns { lists: vec![Vec::new(); n], shadowed }
-    }
-}
-
-impl PartialEq for Columns {
-    fn eq(&self, other: &Columns) -> bool {
-        (0..self.lists.len().max(other.lists.len())).all(|i| self.at(i) == other.at(i))
-    }
-}
-
-impl Columns {
-    fn get(&self, metric: Metric) -> &[f64] {
-        self.at(metric as usize)
-    }
-
-    fn at(&self, i: usize) -> &[f64] {
-        match self.shadowed.get(i).copied().flatten() {
-            Some((t, n)) => &self.lists[t][..n],
-            None => self.lists.get(i).map_or(&[], Vec::as_slice),
-        }
-    }
-
-    fn push(&mut self, metric: Metric, value: f64) {
-        self.push_at(metric as usize, value);
-    }
-
-    fn push_at(&mut self, i: usize, value: f64) {
-        if i >= self.lists.len() {
-            self.lists.resize_with(i + 1, Vec::new);
-            self.shadowed.resize(i + 1, None);
-        }
-        if let Some((t, n)) = self.shadowed[i] {
-            if self.lists[t].get(n).is_some_and(|v| v.to_bits() == value.to_bits()) {
-                self.shadowed[i] = Some((t, n + 1));
-                return;
-            }
-            self.lists[i] = self.lists[t][..n].to_vec();
-            self.shadowed[i] = None;
-        }
-        self.lists[i].push(value);
-    }
-
-    fn extend_at(&mut self, i: usize, values: &[f64]) {
-        if self.shadowed.get(i).copied().flatten().is_some() {
-            for &v in values {
-                self.push_at(i, v);
-            }
-        } else if !values.is_empty() {
-            self.push_at(i, values[0]);
-            self.lists[i].extend_from_slice(&values[1..]);
-        }
-    }
-}
-
 /// What one URL of several served: request counts and latencies (the rest is run-wide).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct UrlAggregate {
@@ -183,17 +106,6 @@ impl UrlAggregate {
         self.request_latency_ms.extend_from_slice(&other.request_latency_ms);
         self.ttft_ms.extend_from_slice(&other.ttft_ms);
     }
-}
-
-/// What one URL of several served, in the report.
-#[derive(Clone, Debug, PartialEq)]
-pub struct UrlReport {
-    /// The index of the URL among `--url`s.
-    pub index: u32,
-    pub request_count: u64,
-    pub error_request_count: u64,
-    pub request_latency: Option<Distribution>,
-    pub time_to_first_token: Option<Distribution>,
 }
 
 impl Aggregate {
@@ -302,7 +214,7 @@ impl Aggregate {
     pub fn merge(&mut self, other: &Aggregate) {
         // In the metrics' order, so that a twin's values are in before its shadow's.
         for i in 0..other.values.lists.len() {
-            self.values.extend_at(i, other.values.at(i));
+            self.values.extend_at(i, &other.values.at(i));
         }
         self.inter_chunk_ms.extend_runs(&other.inter_chunk_ms);
         self.ok += other.ok;
@@ -358,7 +270,7 @@ impl Aggregate {
     /// The values collected for a metric that is stored as such (see [`Aggregate::metric_values`]
     /// for every metric); the chunk gaps are kept as runs ([`Aggregate::inter_chunk_ms`]).
     pub fn values(&self, metric: Metric) -> &[f64] {
-        self.values.get(metric)
+        self.values.slice(metric)
     }
 
     /// The metric whose stored list is `metric`'s values unchanged (itself, or the twin AIPerf's
@@ -403,23 +315,26 @@ impl Aggregate {
             return Cow::Owned(self.inter_chunk_ms_all_or_ok(metric).expanded());
         }
         if let Some(source) = self.served_by(metric) {
-            return Cow::Borrowed(self.values(source));
+            return self.values.get(source);
         }
         let join = |a: &[f64], b: &[f64]| Cow::Owned([a, b].concat());
         match metric {
-            Metric::TimeToFirstTokenAllRequests => join(self.values(Metric::TimeToFirstToken), &self.failed_ttft_ms),
+            Metric::TimeToFirstTokenAllRequests => {
+                join(&self.values.get(Metric::TimeToFirstToken), &self.failed_ttft_ms)
+            }
             Metric::OutputTokenCount => {
-                Cow::Owned(self.values(Metric::OutputSequenceLength).iter().copied().filter(|&n| n > 0.0).collect())
+                Cow::Owned(self.values.get(Metric::OutputSequenceLength).iter().copied().filter(|&n| n > 0.0).collect())
             }
             // `RequestMetrics::of`'s: one per inter-token latency above zero.
             Metric::OutputTokenThroughputPerUser => Cow::Owned(
-                self.values(Metric::InterTokenLatency)
+                self.values
+                    .get(Metric::InterTokenLatency)
                     .iter()
                     .filter(|&&itl| itl > 0.0)
                     .map(|&itl| 1000.0 / itl)
                     .collect(),
             ),
-            m => Cow::Borrowed(self.values(m)),
+            m => self.values.get(m),
         }
     }
 
@@ -462,7 +377,7 @@ impl Aggregate {
                     if m == Metric::InterChunkLatencyAllRequests {
                         return Distribution::of_runs(&self.inter_chunk_ms_all_or_ok(m)).map(|d| (m, d));
                     }
-                    return Distribution::of(&self.metric_values(m)).map(|d| (m, d));
+                    return Distribution::of_cow(self.metric_values(m)).map(|d| (m, d));
                 };
                 if let Some((_, d)) = by_source.iter().find(|(s, _)| *s == source) {
                     return Some((m, d.clone()));
@@ -470,7 +385,7 @@ impl Aggregate {
                 let d = if source == Metric::InterChunkLatency {
                     Distribution::of_runs(&self.inter_chunk_ms)?
                 } else {
-                    Distribution::of(self.values(source))?
+                    Distribution::of_cow(self.values.get(source))?
                 };
                 by_source.push((source, d.clone()));
                 Some((m, d))
@@ -493,7 +408,7 @@ impl Aggregate {
         let duration_s = seconds(self.ok_window_ns);
         let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
         let total = |i: usize| (self.usage_totals[i].0 > 0).then_some(self.usage_totals[i].1);
-        let error_isl = self.values(Metric::ErrorInputSequenceLength);
+        let error_isl = self.values.get(Metric::ErrorInputSequenceLength);
         let attempted = self.ok + errors;
         Report {
             metrics,
@@ -569,123 +484,6 @@ fn stored(m: Metric) -> bool {
             | Metric::OutputTokenCount
             | Metric::OutputTokenThroughputPerUser
     )
-}
-
-/// AIPerf's error-adjusted distribution (`adj_<tag>`): the successful requests' values with every
-/// failed request counted as an infinitely large value; percentiles by the nearest rank (numpy's
-/// `method="nearest"`), and only the finite statistics kept.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Adjusted {
-    /// Values, failures included.
-    pub count: usize,
-    /// The smallest finite value.
-    pub min: Option<f64>,
-    /// At [`REPORT_PERCENTILES`], `None` where the rank falls on a failure.
-    pub percentiles: [Option<f64>; 9],
-}
-
-impl Adjusted {
-    fn of(values: &[f64], failures: u64) -> Adjusted {
-        let clean = sorted(values);
-        let count = clean.len() + failures as usize;
-        let mut percentiles = [None; 9];
-        for (slot, &p) in percentiles.iter_mut().zip(&REPORT_PERCENTILES) {
-            *slot = clean.get(nearest_rank(count, p)).copied();
-        }
-        Adjusted { count, min: clean.first().copied(), percentiles }
-    }
-}
-
-/// The result of a run: distributions of per-request metrics and run-level scalars.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Report {
-    pub metrics: Vec<(Metric, Distribution)>,
-    /// AIPerf's error-adjusted distributions, when requests failed.
-    pub adjusted: Vec<(Metric, Adjusted)>,
-    /// AIPerf's: from the first successful request's send to the last answer of a successful one.
-    pub benchmark_duration_s: f64,
-    /// Ours: from the first send to the last end of any request, failed ones included.
-    pub run_duration_s: f64,
-    pub request_count: u64,
-    pub error_request_count: u64,
-    /// Failed requests that were context-length overflows (AIPerf's `context_overflow_count`).
-    pub context_overflow_count: u64,
-    /// Successful requests per second of the benchmark duration.
-    pub request_throughput: f64,
-    /// Output tokens (OSL) per second.
-    pub output_token_throughput: f64,
-    /// Input tokens (ISL) per second.
-    pub input_token_throughput: f64,
-    pub total_token_throughput: f64,
-    /// ISL and OSL summed over successful requests.
-    pub total_input_tokens: u64,
-    pub total_output_tokens: u64,
-    /// ISL summed over failed requests (when any had one).
-    pub total_error_input_tokens: Option<u64>,
-    /// The server's usage counts summed over successful requests (when any reported them).
-    pub usage_prompt_tokens: Option<u64>,
-    pub usage_completion_tokens: Option<u64>,
-    pub usage_total_tokens: Option<u64>,
-    pub usage_cache_read_tokens: Option<u64>,
-    /// Requests whose usage counts differ from the client's by more than 10 %.
-    pub usage_discrepancy_count: Option<u64>,
-    /// Requests whose output length is off the `max_tokens` asked for.
-    pub osl_mismatch_count: Option<u64>,
-    /// Requests per second meeting every SLO.
-    pub goodput: Option<f64>,
-    pub good_request_count: Option<u64>,
-    /// Good requests among all (successful and failed).
-    pub good_request_fraction: Option<f64>,
-    /// Server-reported cached tokens / client-counted input tokens.
-    pub cache_hit_rate: Option<f64>,
-    /// What the trace's shared hash ids predict for the same ratio.
-    pub expected_cache_hit_rate: Option<f64>,
-    pub error_summary: BTreeMap<String, u64>,
-    /// The first message of each error kind of `error_summary`.
-    pub error_examples: BTreeMap<String, String>,
-    /// How the requests ended.
-    pub outcomes: Outcomes,
-    /// The client's output token count against the server's, where both were known.
-    pub token_count_check: Option<TokenCountCheck>,
-    /// Per URL when requests went to several (`--url` repeated), by index; empty otherwise.
-    pub per_url: Vec<UrlReport>,
-    /// AIPerf's time-weighted metrics over the run's window ([`Timeline::window`]).
-    pub timeline: Vec<(TimelineMetric, TimeWeighted)>,
-}
-
-/// Output tokens counted by the client (re-tokenized text) and by the server (`usage`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TokenCountCheck {
-    pub requests: u64,
-    pub client_output_tokens: u64,
-    pub server_output_tokens: u64,
-}
-
-impl TokenCountCheck {
-    /// (client − server) / server; 0 when the server counted nothing.
-    pub fn relative_difference(&self) -> f64 {
-        if self.server_output_tokens == 0 {
-            return 0.0;
-        }
-        (self.client_output_tokens as f64 - self.server_output_tokens as f64) / self.server_output_tokens as f64
-    }
-}
-
-/// How the requests of a run ended.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Outcomes {
-    pub completed: u64,
-    pub cancelled: u64,
-    pub timed_out: u64,
-    /// Every other error kind.
-    pub failed: u64,
-}
-
-impl Report {
-    /// The distribution of one metric, if any request had it.
-    pub fn get(&self, metric: Metric) -> Option<&Distribution> {
-        self.metrics.iter().find(|(m, _)| *m == metric).map(|(_, d)| d)
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,191 @@
+//! The values of each metric an [`super::Aggregate`] keeps: one list per metric, a twin's
+//! values counted instead of copied, whole numbers kept as `u32`.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use crate::results::metrics::Metric;
+
+/// The values of each metric, one list per metric, found by the metric's place in the enum. A
+/// metric with a twin (see [`twin`]) keeps no list of its own while its values are the first ones
+/// of its twin's, bit for bit (a server reporting the counts the client made): it only counts
+/// them. A list holds whole numbers as `u32` until a value that is not one comes (token counts
+/// stay so: half the memory).
+#[derive(Clone, Debug)]
+pub(super) struct Columns {
+    pub(super) lists: Vec<List>,
+    /// Per metric: its twin's place and how many of the twin's values are its own, while it
+    /// has no list of its own.
+    shadowed: Vec<Option<(usize, usize)>>,
+    /// Per metric: its values as `f64`, made when asked for as a slice ([`Columns::slice`]) and
+    /// dropped when a value is added.
+    made: Vec<OnceLock<Vec<f64>>>,
+}
+
+/// One metric's values: whole numbers below 2^32 kept as such, else every value as `f64`.
+#[derive(Clone, Debug)]
+pub(super) enum List {
+    Whole(Vec<u32>),
+    Real(Vec<f64>),
+}
+
+impl Default for List {
+    fn default() -> List {
+        List::Whole(Vec::new())
+    }
+}
+
+/// `v` as a `u32` when that is exactly `v` (not for -0.0 or NaN).
+fn whole(v: f64) -> Option<u32> {
+    let n = v as u32;
+    (f64::from(n).to_bits() == v.to_bits()).then_some(n)
+}
+
+impl List {
+    fn get(&self, i: usize) -> Option<f64> {
+        match self {
+            List::Whole(w) => w.get(i).map(|&n| f64::from(n)),
+            List::Real(r) => r.get(i).copied(),
+        }
+    }
+
+    /// The first `n` values.
+    fn prefix(&self, n: usize) -> Cow<'_, [f64]> {
+        match self {
+            List::Whole(w) => Cow::Owned(w[..n.min(w.len())].iter().map(|&n| f64::from(n)).collect()),
+            List::Real(r) => Cow::Borrowed(&r[..n.min(r.len())]),
+        }
+    }
+
+    fn push(&mut self, v: f64) {
+        match self {
+            List::Whole(w) => match whole(v) {
+                Some(n) => w.push(n),
+                None => {
+                    let mut r: Vec<f64> = Vec::with_capacity(w.len() + 1);
+                    r.extend(w.iter().map(|&n| f64::from(n)));
+                    r.push(v);
+                    *self = List::Real(r);
+                }
+            },
+            List::Real(r) => r.push(v),
+        }
+    }
+}
+
+/// The metric whose values a metric's often are (see [`Columns`]); its values are added first.
+fn twin(metric: Metric) -> Option<Metric> {
+    match metric {
+        Metric::UsageCompletionTokens => Some(Metric::OutputSequenceLength),
+        Metric::ServerInputSequenceLength => Some(Metric::InputSequenceLength),
+        _ => None,
+    }
+}
+
+impl Default for Columns {
+    fn default() -> Columns {
+        let n = Metric::ALL.len();
+        let mut shadowed = vec![None; n];
+        for m in Metric::ALL {
+            if let Some(t) = twin(m) {
+                shadowed[m as usize] = Some((t as usize, 0));
+            }
+        }
+        Columns { lists: vec![List::default(); n], shadowed, made: (0..n).map(|_| OnceLock::new()).collect() }
+    }
+}
+
+impl PartialEq for Columns {
+    fn eq(&self, other: &Columns) -> bool {
+        (0..self.lists.len().max(other.lists.len())).all(|i| self.at(i) == other.at(i))
+    }
+}
+
+impl Columns {
+    pub(super) fn get(&self, metric: Metric) -> Cow<'_, [f64]> {
+        self.at(metric as usize)
+    }
+
+    /// The values of `metric` as a slice (made once when kept as whole numbers).
+    pub(super) fn slice(&self, metric: Metric) -> &[f64] {
+        let i = metric as usize;
+        match self.at(i) {
+            Cow::Borrowed(v) => v,
+            Cow::Owned(v) => match self.made.get(i) {
+                Some(made) => made.get_or_init(|| v),
+                None => &[],
+            },
+        }
+    }
+
+    pub(super) fn at(&self, i: usize) -> Cow<'_, [f64]> {
+        match self.shadowed.get(i).copied().flatten() {
+            Some((t, n)) => self.lists[t].prefix(n),
+            None => self.lists.get(i).map_or(Cow::Borrowed(&[]), |l| l.prefix(usize::MAX)),
+        }
+    }
+
+    pub(super) fn push(&mut self, metric: Metric, value: f64) {
+        self.push_at(metric as usize, value);
+    }
+
+    fn push_at(&mut self, i: usize, value: f64) {
+        if i >= self.lists.len() {
+            self.lists.resize_with(i + 1, List::default);
+            self.shadowed.resize(i + 1, None);
+            self.made.resize_with(i + 1, OnceLock::new);
+        }
+        self.made[i] = OnceLock::new();
+        if let Some((t, n)) = self.shadowed[i] {
+            if self.lists[t].get(n).is_some_and(|v| v.to_bits() == value.to_bits()) {
+                self.shadowed[i] = Some((t, n + 1));
+                return;
+            }
+            let own = match &self.lists[t] {
+                List::Whole(w) => List::Whole(w[..n].to_vec()),
+                List::Real(r) => List::Real(r[..n].to_vec()),
+            };
+            self.lists[i] = own;
+            self.shadowed[i] = None;
+        }
+        self.lists[i].push(value);
+    }
+
+    pub(super) fn extend_at(&mut self, i: usize, values: &[f64]) {
+        for &v in values {
+            self.push_at(i, v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers_stay_u32_until_a_value_is_not_one() {
+        let mut c = Columns::default();
+        for v in [3.0, 0.0, 4_294_967_295.0] {
+            c.push(Metric::InputSequenceLength, v);
+        }
+        assert!(matches!(c.lists[Metric::InputSequenceLength as usize], List::Whole(_)));
+        // A twin's equal values are counted, not kept.
+        for v in [3.0, 0.0] {
+            c.push(Metric::ServerInputSequenceLength, v);
+        }
+        assert_eq!(c.get(Metric::ServerInputSequenceLength).as_ref(), [3.0, 0.0]);
+        for (v, bits) in [(-0.0, (-0.0f64).to_bits()), (4_294_967_296.0, 4_294_967_296.0f64.to_bits())] {
+            let mut one = Columns::default();
+            one.push(Metric::CachedTokens, 1.0);
+            one.push(Metric::CachedTokens, v);
+            assert!(matches!(one.lists[Metric::CachedTokens as usize], List::Real(_)));
+            assert_eq!(one.get(Metric::CachedTokens)[1].to_bits(), bits);
+        }
+        c.push(Metric::InputSequenceLength, 2.5);
+        c.push(Metric::InputSequenceLength, f64::NAN);
+        let all = c.get(Metric::InputSequenceLength);
+        assert_eq!(all[..4], [3.0, 0.0, 4_294_967_295.0, 2.5]);
+        assert!(all[4].is_nan());
+        assert_eq!(c.get(Metric::ServerInputSequenceLength).as_ref(), [3.0, 0.0]);
+    }
+}
