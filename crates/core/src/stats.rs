@@ -531,8 +531,11 @@ impl Runs {
 
     /// `values` at the end, in order.
     pub fn extend_from_slice(&mut self, values: &[f64]) {
-        for &v in values {
-            self.push(v);
+        let mut rest = values;
+        while let Some(&v) = rest.first() {
+            let n = rest.iter().take_while(|x| x.to_bits() == v.to_bits()).count();
+            self.push_n(v, n as u64);
+            rest = &rest[n..];
         }
     }
 
@@ -868,6 +871,16 @@ mod tests {
             joined.extend_runs(&Runs::from(&out[out.len() / 2..]));
             prop_assert_eq!(joined.expanded().iter().map(|v| v.to_bits()).collect::<Vec<_>>(), out.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
             prop_assert_eq!(joined.runs().count(), kept.runs().count());
+            // Slices of equal values taken at once keep what one push at a time keeps.
+            let mut one_by_one = Runs::default();
+            for &v in &out {
+                one_by_one.push(v);
+            }
+            let mut sliced = Runs::default();
+            for part in out.chunks(7) {
+                sliced.extend_from_slice(part);
+            }
+            prop_assert_eq!(format!("{sliced:?}"), format!("{one_by_one:?}"));
         }
     }
 

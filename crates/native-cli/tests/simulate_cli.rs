@@ -66,6 +66,48 @@ fn a_sweep_writes_run_folders_that_report_and_compare_open() {
     assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
 }
 
+/// A simulated run folder read back as `report` and `compare` read it (its records through the
+/// run loader) gives the numbers the simulation wrote in its summary, to the bit: the records'
+/// chunk times come back exactly, so the time-weighted metrics are swept from the same requests.
+#[test]
+fn a_simulated_run_reads_back_to_the_numbers_it_wrote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sim");
+    let trace = fixture("traces/conversation_head500.jsonl");
+    let o = cli(&[
+        "simulate",
+        trace.to_str().unwrap(),
+        "--replicas",
+        "2",
+        "--kv-blocks",
+        "200",
+        "--max-running",
+        "16",
+        "--output-dir",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = out.join("r2_kv200_kv-aware_lru");
+    let text = std::fs::read_to_string(dir.join("profile_export_aiperf.json")).unwrap();
+    let settings = aiperf_core::view::RunSettings::from_summary_json("profile_export_aiperf.json", &text).unwrap();
+    let records = std::fs::read(dir.join("profile_export.jsonl")).unwrap();
+    let run = aiperf_core::view::Run::from_jsonl("sim", "profile_export.jsonl", &records, settings).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(run.report.timeline.len(), 14);
+    for (metric, weighted) in &run.report.timeline {
+        for (stat, value) in weighted.stats() {
+            assert_eq!(summary[metric.tag()][stat].as_f64(), Some(value), "{} {stat}", metric.tag());
+        }
+    }
+    use aiperf_core::results::metrics::Metric;
+    for metric in [Metric::TimeToFirstToken, Metric::InterTokenLatency, Metric::RequestLatency] {
+        let d = run.report.get(metric).unwrap();
+        assert_eq!(summary[metric.tag()]["avg"].as_f64(), Some(d.avg), "{}", metric.tag());
+        assert_eq!(summary[metric.tag()]["p99"].as_f64(), d.percentile(99.0), "{}", metric.tag());
+    }
+    assert_eq!(summary["request_count"]["avg"].as_f64(), Some(run.report.request_count as f64));
+}
+
 #[test]
 fn bad_capacity_names_the_value_and_what_is_accepted() {
     let trace = fixture("traces/conversation_head500.jsonl");

@@ -22,7 +22,6 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-use std::collections::binary_heap::PeekMut;
 
 use serde::{Deserialize, Serialize};
 
@@ -64,17 +63,6 @@ impl Span {
     /// The entries a span with these `later_chunks` holds in [`Timeline::chunks`].
     fn kept_of(later_chunks: u32) -> usize {
         if later_chunks & EVENLY != 0 { 1 } else { (later_chunks & !EVENLY) as usize }
-    }
-
-    /// A time no later than any event a curve makes of the span (given its chunks after the
-    /// first): its send, first token, its end less 1 ns (where a late chunk is counted) and
-    /// its chunks.
-    fn earliest(&self, later: &[u64]) -> u64 {
-        let mut t = self.start.min(self.end.saturating_sub(1)).min(self.first);
-        for &c in later {
-            t = t.min(c);
-        }
-        t
     }
 
     /// The span's chunks after the first, from its `kept` entries of [`Timeline::chunks`]
@@ -287,13 +275,44 @@ type Steps = Vec<(u64, f64)>;
 /// From its time on, the curve's level changes by its delta.
 type Event = (u64, f64);
 
-/// What makes one span's events of a curve (given its chunks after the first).
-type Curve<'a> = &'a dyn Fn(&Span, &[u64], &mut Vec<Event>);
-
 /// The order in which events are summed: by time, then by delta.
 fn event_order(a: &Event, b: &Event) -> Ordering {
     a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
 }
+
+/// One span's events not summed yet: `events[next..]`, in [`event_order`].
+#[derive(Default)]
+struct Pending {
+    events: Vec<Event>,
+    next: usize,
+}
+
+/// The next event of the [`Pending`] list `slot`; the earliest event is the greatest, so that
+/// [`BinaryHeap`] yields them earliest first.
+struct Head {
+    event: Event,
+    slot: usize,
+}
+
+impl Ord for Head {
+    fn cmp(&self, other: &Head) -> Ordering {
+        event_order(&other.event, &self.event)
+    }
+}
+
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Head) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Head {
+    fn eq(&self, other: &Head) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Head {}
 
 /// Sums events in [`event_order`] into a step function (AIPerf's cumulated sweep: a value
 /// smaller than 1e-9 of the largest is rounding and counts as 0).
@@ -433,6 +452,10 @@ const PER_SECOND: f64 = 1e9;
 /// Above this many chunks after the first in a run, the per-chunk curves' statistics over a
 /// single window are taken in passes over their sweep instead of over a kept curve.
 const STREAM_ABOVE: u64 = 1 << 24;
+
+/// Above this many chunks after the first in a run, evenly spaced chunks are taken in closed
+/// form ([`Timeline::metrics_over`]).
+const CLOSED_ABOVE: u64 = 1 << 24;
 
 /// The (duration, value) pairs a step function holds over `[from, to)` ([`window_pairs`]), from
 /// its steps given one at a time.
@@ -631,13 +654,25 @@ impl Timeline {
     /// the curves with a step per chunk (decode rate, tokens in flight) are not kept at all when
     /// the run has more than [`STREAM_ABOVE`] chunks: their statistics are taken in passes, the
     /// curve swept again for each.
+    ///
+    /// A run with more than [`CLOSED_ABOVE`] chunks after the first takes the chunks of each
+    /// request whose chunks follow its first evenly in closed form: its decode rate as the one
+    /// rate from its first token to its last chunk (the per-chunk curve's function, summed in
+    /// fewer additions), its output tokens in flight as a ramp through its chunks instead of a
+    /// step per chunk (within one chunk's tokens of the steps, per request decoding).
     pub fn metrics_over(&self, windows: &[(u64, u64)]) -> Vec<Vec<(TimelineMetric, TimeWeighted)>> {
-        self.metrics_over_with(windows, STREAM_ABOVE)
+        self.metrics_over_with(windows, STREAM_ABOVE, CLOSED_ABOVE)
     }
 
     /// [`metrics_over`](Self::metrics_over), streaming the per-chunk curves when the run has
-    /// more than `stream_above` chunks after the first.
-    fn metrics_over_with(&self, windows: &[(u64, u64)], stream_above: u64) -> Vec<Vec<(TimelineMetric, TimeWeighted)>> {
+    /// more than `stream_above` chunks after the first taken chunk by chunk, and taking evenly
+    /// spaced chunks in closed form when it has more than `closed_above`.
+    fn metrics_over_with(
+        &self,
+        windows: &[(u64, u64)],
+        stream_above: u64,
+        closed_above: u64,
+    ) -> Vec<Vec<(TimelineMetric, TimeWeighted)>> {
         use TimelineMetric as T;
         if self.spans.is_empty() {
             return vec![Vec::new(); windows.len()];
@@ -656,44 +691,49 @@ impl Timeline {
             move |from, to| while_active(s, mask, from, to, PER_SECOND)
         }
         let chunks: u64 = self.spans.iter().map(|p| u64::from(p.later_chunks & !EVENLY)).sum();
+        let closed = chunks > closed_above;
+        let even: u64 = self
+            .spans
+            .iter()
+            .filter(|p| p.later_chunks & EVENLY != 0)
+            .map(|p| u64::from(p.later_chunks & !EVENLY))
+            .sum();
+        let per_chunk_left = if closed { chunks - even } else { chunks };
         let streamed = match windows {
-            [w] if chunks > stream_above => Some(*w),
+            [w] if per_chunk_left > stream_above => Some(*w),
             _ => None,
         };
-        let take = self.take_up();
         {
-            let [concurrency, total] = self.sweep_group(
-                &take,
-                [&|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]), &|s, _, e| {
-                    prefill_rate(s, e);
-                    even_decode_rate(s, e);
-                }],
-            );
+            let concurrency = self.sweep(|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]));
             put(&mut out, windows, T::EffectiveConcurrency, &tw(&concurrency, 1.0));
+            let total = self.sweep(|s, _, e| {
+                prefill_rate(s, e);
+                even_decode_rate(s, e);
+            });
             put(&mut out, windows, T::ActiveTotalThroughput, &act(&total, &concurrency));
             put(&mut out, windows, T::EffectiveTotalThroughput, &tw(&total, PER_SECOND));
         }
         {
-            let conc_of = |s: &Span, _: &[u64], e: &mut Vec<Event>| {
+            let conc = self.sweep(|s, _, e| {
                 if s.first != NO_TIME {
                     e.extend([(s.first, 1.0), (s.end, -1.0)]);
                 }
-            };
+            });
             let chunked = !self.chunks.is_empty();
             let rate_of = |s: &Span, later: &[u64], e: &mut Vec<Event>| {
-                if chunked {
-                    chunk_decode(s, later, e);
-                } else {
+                if !chunked {
                     even_decode_rate(s, e);
+                } else if closed {
+                    closed_decode(s, later, e);
+                } else {
+                    chunk_decode(s, later, e);
                 }
             };
+            put(&mut out, windows, T::EffectiveDecodeConcurrency, &tw(&conc, 1.0));
             if let (Some((from, to)), [o]) = (streamed, &mut out[..]) {
-                let [conc] = self.sweep_group(&take, [&conc_of]);
-                o.push((T::EffectiveDecodeConcurrency, over_window(&conc, from, to, 1.0)));
-                o.extend(self.decode_streamed(&take, rate_of, &conc, from, to));
+                o.extend(self.decode_streamed(rate_of, closed, &conc, from, to));
             } else {
-                let [conc, rate] = self.sweep_group(&take, [&conc_of, &rate_of]);
-                put(&mut out, windows, T::EffectiveDecodeConcurrency, &tw(&conc, 1.0));
+                let rate = self.sweep_with(rate_of, closed);
                 put(&mut out, windows, T::EffectiveDecodeThroughput, &tw(&rate, PER_SECOND));
                 put(&mut out, windows, T::ActiveDecodeThroughput, &act(&rate, &conc));
                 let per_user = divide(&rate, &conc);
@@ -703,17 +743,12 @@ impl Timeline {
             }
         }
         {
-            let [conc, rate] = self.sweep_group(
-                &take,
-                [
-                    &|s, _, e| {
-                        if s.first != NO_TIME {
-                            e.extend([(s.start, 1.0), (s.first, -1.0)]);
-                        }
-                    },
-                    &|s, _, e| prefill_rate(s, e),
-                ],
-            );
+            let conc = self.sweep(|s, _, e| {
+                if s.first != NO_TIME {
+                    e.extend([(s.start, 1.0), (s.first, -1.0)]);
+                }
+            });
+            let rate = self.sweep(|s, _, e| prefill_rate(s, e));
             put(&mut out, windows, T::EffectivePrefillThroughput, &tw(&rate, PER_SECOND));
             put(&mut out, windows, T::EffectivePrefillConcurrency, &tw(&conc, 1.0));
             put(&mut out, windows, T::ActivePrefillThroughput, &act(&rate, &conc));
@@ -724,10 +759,13 @@ impl Timeline {
         }
         let per_chunk = !self.chunks.is_empty();
         let in_flight = |s: &Span, later: &[u64], e: &mut Vec<Event>| tokens_in_flight(s, later, per_chunk, e);
-        if let (Some((from, to)), [o]) = (streamed, &mut out[..]) {
-            o.push((T::TokensInFlight, self.streamed(&take, in_flight, from, to)));
+        if closed && even > 0 {
+            let ramps = self.in_flight_ramps();
+            put(&mut out, windows, T::TokensInFlight, &|from, to| ramps.over_window(from, to));
+        } else if let (Some((from, to)), [o]) = (streamed, &mut out[..]) {
+            o.push((T::TokensInFlight, self.streamed(in_flight, from, to)));
         } else {
-            let [steps] = self.sweep_group(&take, [&in_flight]);
+            let steps = self.sweep_with(in_flight, false);
             put(&mut out, windows, T::TokensInFlight, &tw(&steps, 1.0));
         }
         // AIPerf's order.
@@ -753,29 +791,53 @@ impl Timeline {
         out
     }
 
+    /// The tokens in flight with each evenly spaced span's output as a ramp ([`ramp_in_flight`]),
+    /// the other spans' steps as [`tokens_in_flight`] makes them.
+    fn in_flight_ramps(&self) -> Ramps {
+        let per_chunk = !self.chunks.is_empty();
+        let mut bends = Vec::with_capacity(4 * self.spans.len());
+        let mut steps = Vec::new();
+        let mut buf = Vec::new();
+        self.each_span(|s, kept| {
+            let stride = kept.first().copied().unwrap_or(0);
+            if s.later_chunks & EVENLY != 0 && ramp_in_flight(s, stride, &mut bends).is_some() {
+                return;
+            }
+            steps.clear();
+            tokens_in_flight(s, s.later(kept, &mut buf), per_chunk, &mut steps);
+            bends.extend(steps.iter().map(|&(t, d)| (t, d, 0.0)));
+        });
+        Ramps::of(bends)
+    }
+
+    /// Calls `f` with every span and its entries of [`Timeline::chunks`], in the order added.
+    fn each_span(&self, mut f: impl FnMut(&Span, &[u64])) {
+        let mut at = 0;
+        for i in 0..self.spans.len() {
+            let n = Span::kept_of(self.spans[i].later_chunks);
+            let kept = if self.chunks.is_empty() { &[][..] } else { self.chunks.get(at..at + n).unwrap_or(&[]) };
+            at += n;
+            f(&self.span(i), kept);
+        }
+    }
+
     /// The sweep's rounding floor and whether it has any step.
-    fn floor(&self, take: &TakeUp, each: impl Fn(&Span, &[u64], &mut Vec<Event>)) -> (f64, bool) {
+    fn floor(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>), raw: bool) -> (f64, bool) {
         let mut any = false;
-        let largest = self.sweep_steps(take, each, 0.0, |_, _| any = true);
+        let largest = self.sweep_steps(each, raw, 0.0, |_, _| any = true);
         (1e-9 * largest, any)
     }
 
     /// [`over_window`] of the sweep of `each`, in passes over the sweep made again for each.
-    fn streamed(
-        &self,
-        take: &TakeUp,
-        each: impl Fn(&Span, &[u64], &mut Vec<Event>) + Copy,
-        from: u64,
-        to: u64,
-    ) -> TimeWeighted {
-        let (floor, any) = self.floor(take, each);
+    fn streamed(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>) + Copy, from: u64, to: u64) -> TimeWeighted {
+        let (floor, any) = self.floor(each, false);
         if !any || to <= from {
             return TimeWeighted::default();
         }
         let mut w = Weighted::new(Some((to - from) as f64), u64::MAX);
         while !w.done() {
             let mut feed = Feed::new(from, to, 0.0);
-            self.sweep_steps(take, each, floor, |t, v| feed.step(t, v, |d, v| w.add(d, v)));
+            self.sweep_steps(each, false, floor, |t, v| feed.step(t, v, |d, v| w.add(d, v)));
             feed.finish(|d, v| w.add(d, v));
             w.end_pass();
         }
@@ -787,14 +849,14 @@ impl Timeline {
     /// window, while `conc` is above 0, and the rate per request (`divide`) both ways.
     fn decode_streamed(
         &self,
-        take: &TakeUp,
         rate: impl Fn(&Span, &[u64], &mut Vec<Event>) + Copy,
+        raw: bool,
         conc: &Steps,
         from: u64,
         to: u64,
     ) -> [(TimelineMetric, TimeWeighted); 4] {
         use TimelineMetric as T;
-        let (floor, any) = self.floor(take, rate);
+        let (floor, any) = self.floor(rate, raw);
         let tags = [
             T::EffectiveDecodeThroughput,
             T::ActiveDecodeThroughput,
@@ -818,7 +880,7 @@ impl Timeline {
             pass.own = Feed::new(from, to, 0.0);
             pass.both = Feed::new(from, to, (0.0, 0.0));
             let (mut j, mut r, mut c) = (0, 0.0, 0.0);
-            self.sweep_steps(take, rate, floor, |t, v| {
+            self.sweep_steps(rate, raw, floor, |t, v| {
                 while let Some(&(tc, vc)) = conc.get(j)
                     && tc < t
                 {
@@ -853,18 +915,18 @@ impl Timeline {
 
     /// The step function of the events `each` makes of every span (given its chunks after the
     /// first), summed in [`event_order`].
-    #[cfg(test)]
+    /// `each` reads no chunk: a span's later chunks are given as kept (a stride for evenly
+    /// spaced ones), not written out.
     fn sweep(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>)) -> Steps {
-        let [steps] = self.sweep_group(&self.take_up(), [&each]);
-        steps
+        self.sweep_with(each, true)
     }
 
-    /// The step functions of several curves from one merge of the spans' events: curve `k`'s
-    /// events are made by `curves[k]`, each curve summed in [`event_order`].
-    fn sweep_group<const N: usize>(&self, take: &TakeUp, curves: [Curve<'_>; N]) -> [Steps; N] {
-        let mut sums: [Summer; N] = std::array::from_fn(|_| Summer::new());
-        self.sweep_events(take, &curves, |k, e| sums[k].add(e));
-        sums.map(Summer::finish)
+    /// [`sweep`](Self::sweep) of an `each` that reads the chunks: given the stride of evenly
+    /// spaced chunks with `raw`, else every chunk.
+    fn sweep_with(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>), raw: bool) -> Steps {
+        let mut sum = Summer::new();
+        self.sweep_events(each, raw, |e| sum.add(e));
+        sum.finish()
     }
 
     /// The steps of [`sweep`](Self::sweep) given one at a time, in order, without keeping them:
@@ -872,14 +934,14 @@ impl Timeline {
     /// largest magnitude the level reached (whose 1e-9 is the sweep's rounding floor).
     fn sweep_steps(
         &self,
-        take: &TakeUp,
         each: impl Fn(&Span, &[u64], &mut Vec<Event>),
+        raw: bool,
         floor: f64,
         mut step: impl FnMut(u64, f64),
     ) -> f64 {
         let floored = |v: f64| if v.abs() < floor { 0.0 } else { v };
         let (mut at, mut level, mut largest) = (None, 0.0, 0.0f64);
-        self.sweep_events(take, &[&each], |_, (t, d)| {
+        self.sweep_events(each, raw, |(t, d)| {
             if let Some(a) = at
                 && a != t
             {
@@ -895,8 +957,11 @@ impl Timeline {
         largest
     }
 
-    /// The spans in the order a sweep takes them up, and where each one's later chunks start.
-    fn take_up(&self) -> TakeUp {
+    /// Gives `sink` the events `each` makes of every span, in [`event_order`] (with `raw`, a span
+    /// whose later chunks are kept as a stride is given that one stride). Spans are taken
+    /// up in the order of their earliest event and their events merged through a heap holding
+    /// the next event of each span under way, so no list of every event is made or sorted.
+    fn sweep_events(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>), raw: bool, mut sink: impl FnMut(Event)) {
         // Where each span's later chunks start in `chunks`, when any span has some.
         let offsets: Vec<usize> = if self.chunks.is_empty() {
             Vec::new()
@@ -911,60 +976,52 @@ impl Timeline {
                 })
                 .collect()
         };
-        let mut take = TakeUp { order: Vec::with_capacity(self.spans.len()), offsets };
+        let kept = |i: usize| match offsets.get(i) {
+            Some(&o) => self.chunks.get(o..o + Span::kept_of(self.spans[i].later_chunks)).unwrap_or(&[]),
+            None => &[],
+        };
         let mut buf = Vec::new();
+        // (earliest event, span) of every span with events, earliest first.
+        let mut scratch = Vec::new();
+        let mut order: Vec<(u64, u32)> = Vec::with_capacity(self.spans.len());
         for i in 0..self.spans.len() {
             let s = self.span(i);
-            let later = s.later(take.kept(self, i), &mut buf);
-            take.order.push((s.earliest(later), i as u32));
+            scratch.clear();
+            each(&s, if raw { kept(i) } else { s.later(kept(i), &mut buf) }, &mut scratch);
+            if let Some(t) = scratch.iter().map(|e| e.0).min() {
+                order.push((t, i as u32));
+            }
         }
-        if !take.order.is_sorted() {
-            take.order.sort_unstable();
+        if !order.is_sorted() {
+            order.sort_unstable();
         }
-        take
-    }
-
-    /// Gives `sink(k, event)` the events `curves[k]` makes of every span, each curve's in
-    /// [`event_order`]. Spans are taken up in the order of `take` (by a time no later than any
-    /// of their events) and their events merged through a heap holding the next event of each
-    /// span under way, so no list of every event is made or sorted.
-    fn sweep_events<const N: usize>(&self, take: &TakeUp, curves: &[Curve<'_>; N], mut sink: impl FnMut(usize, Event)) {
-        let mut buf = Vec::new();
-        let mut one = Vec::new();
+        drop(scratch);
         let mut pending: Vec<Pending> = Vec::new();
         let mut free: Vec<usize> = Vec::new();
         let mut heap: BinaryHeap<Head> = BinaryHeap::new();
-        let mut taken = take.order.iter().peekable();
+        let mut taken = order.iter().peekable();
         loop {
-            // Every span taken up by a time not after the next event to sum joins the heap:
-            // the spans still waiting have no event before it.
+            // Every span whose earliest event is not after the next event to sum joins the
+            // heap: the events of the spans still waiting are all later.
             while let Some(&&(t, i)) = taken.peek()
                 && heap.peek().is_none_or(|h| t <= h.event.0)
             {
                 taken.next();
-                let s = self.span(i as usize);
-                let later = s.later(take.kept(self, i as usize), &mut buf);
                 let slot = free.pop().unwrap_or_else(|| {
                     pending.push(Pending::default());
                     pending.len() - 1
                 });
                 let p = &mut pending[slot];
                 p.events.clear();
-                for (k, each) in curves.iter().enumerate() {
-                    one.clear();
-                    each(&s, later, &mut one);
-                    p.events.extend(one.iter().map(|&(t, d)| (t, d, k as u8)));
-                }
-                let Some(&first) = p.events.iter().min_by(|a, b| tagged_order(a, b)) else {
-                    free.push(slot);
-                    continue;
-                };
-                p.events.sort_unstable_by(tagged_order);
+                let i = i as usize;
+                let s = self.span(i);
+                each(&s, if raw { kept(i) } else { s.later(kept(i), &mut buf) }, &mut p.events);
+                p.events.sort_unstable_by(event_order);
                 p.next = 1;
-                heap.push(Head { event: first, slot });
+                heap.push(Head { event: p.events[0], slot });
             }
             let Some(mut head) = heap.peek_mut() else { break };
-            sink(usize::from(head.event.2), (head.event.0, head.event.1));
+            sink(head.event);
             let p = &mut pending[head.slot];
             match p.events.get(p.next) {
                 Some(&e) => {
@@ -973,70 +1030,9 @@ impl Timeline {
                 }
                 None => {
                     free.push(head.slot);
-                    PeekMut::pop(head);
+                    std::collections::binary_heap::PeekMut::pop(head);
                 }
             }
-        }
-    }
-}
-
-/// One span's events not summed yet: `events[next..]`, in [`event_order`].
-#[derive(Default)]
-struct Pending {
-    events: Vec<Tagged>,
-    next: usize,
-}
-
-/// The next event of the [`Pending`] list `slot`; the earliest event is the greatest, so that
-/// [`BinaryHeap`] yields them earliest first.
-struct Head {
-    event: Tagged,
-    slot: usize,
-}
-
-impl Ord for Head {
-    fn cmp(&self, other: &Head) -> Ordering {
-        tagged_order(&other.event, &self.event)
-    }
-}
-
-impl PartialOrd for Head {
-    fn partial_cmp(&self, other: &Head) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Head {
-    fn eq(&self, other: &Head) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Head {}
-
-/// An event of the curve numbered by its third field, in a sweep of several curves.
-type Tagged = (u64, f64, u8);
-
-/// [`event_order`] of tagged events (the curve left out: equal events of one curve are the same
-/// addition, whichever comes first).
-fn tagged_order(a: &Tagged, b: &Tagged) -> Ordering {
-    event_order(&(a.0, a.1), &(b.0, b.1))
-}
-
-/// The order in which a sweep takes up the spans, shared by every sweep of a timeline.
-struct TakeUp {
-    /// (a time no later than any event of the span, the span), sorted.
-    order: Vec<(u64, u32)>,
-    /// Where each span's later chunks start in [`Timeline::chunks`] (empty without any).
-    offsets: Vec<usize>,
-}
-
-impl TakeUp {
-    /// The entries of span `i` in `tl`'s chunks.
-    fn kept<'a>(&self, tl: &'a Timeline, i: usize) -> &'a [u64] {
-        match self.offsets.get(i) {
-            Some(&o) => tl.chunks.get(o..o + Span::kept_of(tl.spans[i].later_chunks)).unwrap_or(&[]),
-            None => &[],
         }
     }
 }
@@ -1083,6 +1079,177 @@ fn chunk_decode(s: &Span, later: &[u64], e: &mut Vec<Event>) {
         }
         prev = prev.max(t);
     }
+}
+
+/// [`chunk_decode`] with the stride of a span whose later chunks follow its first evenly: the
+/// one rate every gap carries, from its first token to its last chunk.
+fn closed_decode(s: &Span, later: &[u64], e: &mut Vec<Event>) {
+    if s.later_chunks & EVENLY == 0 {
+        return chunk_decode(s, later, e);
+    }
+    let (n, stride) = (s.later_count() as u64, later.first().copied().unwrap_or(0));
+    if n == 0 || stride == 0 || s.osl.is_nan() || s.osl < 1.0 {
+        return;
+    }
+    let rate = (s.osl - 1.0) / n as f64 / stride as f64;
+    e.extend([(s.first, rate), (s.first.saturating_add(n.saturating_mul(stride)), -rate)]);
+}
+
+/// A change of a piecewise-linear curve: at its time, the level changes by the first and the
+/// slope (per ns) by the second.
+type Bend = (u64, f64, f64);
+
+/// The tokens in flight of a span whose later chunks follow its first evenly, its output as a
+/// ramp: one token at the first chunk, then rising by a chunk's share each stride to the last
+/// chunk, all freed at the end. The steps of [`tokens_in_flight`] lie within one chunk's share
+/// below the ramp (above it only where chunks at or after the end are counted just before it,
+/// for the last nanosecond). `None` where the span is none such.
+fn ramp_in_flight(s: &Span, stride: u64, e: &mut Vec<Bend>) -> Option<()> {
+    let n = s.later_count() as u64;
+    let even = s.later_chunks & EVENLY != 0 && n > 0 && stride > 0 && s.first != NO_TIME && s.first < s.end;
+    if !even || s.osl.is_nan() || s.osl < 1.0 {
+        return None;
+    }
+    let prefilled = !s.isl.is_nan() && s.first > s.start;
+    let held = if prefilled {
+        e.push((s.start, s.isl, 0.0));
+        s.isl
+    } else {
+        0.0
+    };
+    let each = (s.osl - 1.0) / n as f64;
+    let slope = each / stride as f64;
+    e.push((s.first, 1.0, slope));
+    let last = s.first.saturating_add(n.saturating_mul(stride));
+    if last < s.end {
+        e.push((last, 0.0, -slope));
+        e.push((s.end, -(held + s.osl), 0.0));
+    } else {
+        e.push((s.end, -(held + 1.0 + slope * (s.end - s.first) as f64), -slope));
+    }
+    Some(())
+}
+
+/// A piecewise-linear curve: from each time on, the level there and its slope (per ns) until
+/// the next (sorted, distinct times; 0 before the first).
+struct Ramps {
+    bends: Vec<(u64, f64, f64)>,
+    /// Levels smaller than this in magnitude are rounding and count as 0.
+    floor: f64,
+}
+
+impl Ramps {
+    /// The curve of `bends` summed in time order.
+    fn of(mut bends: Vec<Bend>) -> Ramps {
+        bends.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.total_cmp(&b.2)));
+        let mut out: Vec<(u64, f64, f64)> = Vec::new();
+        let (mut level, mut slope, mut largest) = (0.0f64, 0.0f64, 0.0f64);
+        for (t, dl, ds) in bends {
+            match out.last_mut() {
+                Some(last) if last.0 == t => {
+                    level += dl;
+                    slope += ds;
+                    (last.1, last.2) = (level, slope);
+                }
+                last => {
+                    if let Some(&mut (at, _, _)) = last {
+                        level += slope * (t - at) as f64;
+                        largest = largest.max(level.abs());
+                    }
+                    level += dl;
+                    slope += ds;
+                    out.push((t, level, slope));
+                }
+            }
+            largest = largest.max(level.abs());
+        }
+        Ramps { bends: out, floor: 1e-9 * largest }
+    }
+
+    /// The level of the piece starting at `i` at time `t`, rounding counted as 0.
+    fn level(&self, i: usize, t: u64) -> f64 {
+        let (at, level, slope) = self.bends[i];
+        let v = level + slope * (t - at) as f64;
+        if v.abs() < self.floor { 0.0 } else { v }
+    }
+
+    /// Time-weighted statistics over `[from, to)`: the mean and variance of the pieces
+    /// integrated, a percentile the level below which the curve spends the fraction of the time.
+    fn over_window(&self, from: u64, to: u64) -> TimeWeighted {
+        if self.bends.is_empty() || to <= from {
+            return TimeWeighted::default();
+        }
+        // (duration, level at its start, level at its end) of each piece inside the window.
+        let mut pieces: Vec<(u64, f64, f64)> = Vec::new();
+        let mut i = self.bends.partition_point(|b| b.0 <= from);
+        let (mut t, mut piece) = (from, i.checked_sub(1));
+        let level = |piece: Option<usize>, t: u64| piece.map_or(0.0, |p| self.level(p, t));
+        loop {
+            let next = self.bends.get(i).map_or(to, |b| b.0.min(to));
+            if next > t {
+                pieces.push((next - t, level(piece, t), level(piece, next)));
+            }
+            if next >= to {
+                break;
+            }
+            (t, piece) = (next, Some(i));
+            i += 1;
+        }
+        let total = (to - from) as f64;
+        let avg = pieces.iter().fold(-0.0, |sum, &(d, a, b)| sum + d as f64 * (a + b) / 2.0) / total;
+        let var = pieces.iter().fold(-0.0, |sum, &(d, a, b)| {
+            let (a, b) = (a - avg, b - avg);
+            sum + d as f64 * (a * a + a * b + b * b) / 3.0
+        }) / total;
+        let min = pieces.iter().map(|p| p.1.min(p.2)).fold(f64::INFINITY, f64::min);
+        let max = pieces.iter().map(|p| p.1.max(p.2)).fold(f64::NEG_INFINITY, f64::max);
+        let [p50, p90, p95, p99] = spread_percentiles(&pieces, total);
+        TimeWeighted { avg, min, max, p50, p90, p95, p99, std: var.sqrt() }
+    }
+}
+
+/// The percentiles of the levels of pieces each going evenly from one level to another over its
+/// duration: the least level below which (or at which) the fraction of `total` is spent.
+fn spread_percentiles(pieces: &[(u64, f64, f64)], total: f64) -> [f64; 4] {
+    // (level, time held at exactly it, density of the time per level from it on (+) or up to it (−)).
+    let mut marks: Vec<(f64, f64, f64)> = Vec::with_capacity(2 * pieces.len());
+    for &(d, a, b) in pieces {
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        if hi > lo {
+            let density = d as f64 / (hi - lo);
+            marks.extend([(lo, 0.0, density), (hi, 0.0, -density)]);
+        } else {
+            marks.push((lo, d as f64, 0.0));
+        }
+    }
+    marks.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    let fractions = [0.50, 0.90, 0.95, 0.99];
+    let top = marks.last().map_or(0.0, |m| m.0);
+    let mut out = [top; 4];
+    let (mut next, mut below, mut density, mut x) = (0, 0.0f64, 0.0f64, marks.first().map_or(0.0, |m| m.0));
+    let mut i = 0;
+    while i < marks.len() && next < fractions.len() {
+        let v = marks[i].0;
+        // From `x` up to `v` the time below rises by the density.
+        let gain = density.max(0.0) * (v - x);
+        while next < fractions.len() && (below + gain) / total >= fractions[next] {
+            let want = fractions[next] * total - below;
+            out[next] = (x + want / density).clamp(x, v);
+            next += 1;
+        }
+        below += gain;
+        x = v;
+        while i < marks.len() && marks[i].0 == v {
+            below += marks[i].1;
+            density += marks[i].2;
+            i += 1;
+        }
+        while next < fractions.len() && below / total >= fractions[next] {
+            out[next] = v;
+            next += 1;
+        }
+    }
+    out
 }
 
 /// Tokens a span holds: its input from the send, its output from the first token (one token
@@ -1205,6 +1372,9 @@ mod tests {
         let (from, to) = whole.window().unwrap();
         assert_eq!(whole.metrics(from, to), a.metrics(from, to));
     }
+
+    /// What makes one span's events (given its later chunks).
+    type Curve<'a> = &'a dyn Fn(&Span, &[u64], &mut Vec<Event>);
 
     /// The sweep by sorting every event at once.
     fn sorted_sweep(mut events: Vec<Event>) -> Steps {
@@ -1347,8 +1517,8 @@ mod tests {
                 tl.add(&r, ok.then_some(&m));
             }
             let w = [(from, from + len)];
-            let kept = tl.metrics_over_with(&w, u64::MAX);
-            let streamed = tl.metrics_over_with(&w, 0);
+            let kept = tl.metrics_over_with(&w, u64::MAX, u64::MAX);
+            let streamed = tl.metrics_over_with(&w, 0, u64::MAX);
             let bits = |m: &[Vec<(TimelineMetric, TimeWeighted)>]| -> Vec<(TimelineMetric, [u64; 8])> {
                 m[0].iter().map(|&(t, v)| (t, stat_bits(v))).collect()
             };
@@ -1414,13 +1584,97 @@ mod tests {
                 &|s, later, e| tokens_in_flight(s, later, false, e),
             ];
             for each in curves {
-                proptest::prop_assert_eq!(bits(&tl.sweep(each)), bits(&all(each)));
+                proptest::prop_assert_eq!(bits(&tl.sweep_with(each, false)), bits(&all(each)));
             }
-            // Swept together in one merge, the curves give the same steps.
-            let [a, b, c] = tl.sweep_group(&tl.take_up(), [curves[0], curves[2], curves[4]]);
-            proptest::prop_assert_eq!(bits(&a), bits(&all(curves[0])));
-            proptest::prop_assert_eq!(bits(&b), bits(&all(curves[2])));
-            proptest::prop_assert_eq!(bits(&c), bits(&all(curves[4])));
+        }
+    }
+
+    #[test]
+    fn an_evenly_chunked_requests_tokens_in_flight_ramp_through_its_chunks() {
+        // Sent at 0, first token at 10 ns, 3 more chunks every 10 ns, the last at its end: 6
+        // input tokens from 0, then its 4 output tokens rising from 1 at 10 ns to 4 at 40 ns.
+        let r = RequestRecord {
+            sent_ns: 0,
+            chunk_ns: vec![10, 20, 30, 40],
+            end_ns: 40,
+            streaming: true,
+            input_tokens: Some(6),
+            output_tokens: Some(4),
+            ..Default::default()
+        };
+        let mut tl = Timeline::default();
+        tl.add(&r, Some(&RequestMetrics::of(&r, false)));
+        let closed = &tl.metrics_over_with(&[(0, 40)], u64::MAX, 0)[0];
+        let k = get(closed, TimelineMetric::TokensInFlight);
+        let avg: f64 = (10.0 * 6.0 + 30.0 * (7.0 + 10.0) / 2.0) / 40.0;
+        let (a, b) = (7.0 - avg, 10.0 - avg);
+        let var = (10.0 * (6.0 - avg) * (6.0 - avg) + 30.0 * (a * a + a * b + b * b) / 3.0) / 40.0;
+        // 10 ns at 6, then 10 ns per token from 7 to 10: half the time by 8, 90% by 9.6.
+        let want = [avg, 6.0, 10.0, 8.0, 9.6, 9.8, 9.96, var.sqrt()];
+        let got = [k.avg, k.min, k.max, k.p50, k.p90, k.p95, k.p99, k.std];
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-9, "{got:?} against {want:?}");
+        }
+        // One rate from the first token to the last chunk: 3 tokens in 30 ns.
+        let d = get(closed, TimelineMetric::EffectiveDecodeThroughput);
+        assert_eq!((d.max, d.p50), (0.1 * PER_SECOND, 0.1 * PER_SECOND));
+        // The steps: 7, 8, 9 for 10, 10, 9 ns, 10 for the last nanosecond.
+        let steps = get(&tl.metrics_over_with(&[(0, 40)], u64::MAX, u64::MAX)[0], TimelineMetric::TokensInFlight);
+        assert_eq!((steps.p50, steps.max, steps.avg), (7.0, 10.0, (60.0 + 70.0 + 80.0 + 81.0 + 10.0) / 40.0));
+    }
+
+    proptest::proptest! {
+        /// Evenly spaced chunks in closed form: the decode-rate metrics are those of the
+        /// per-chunk sweep (the same function, summed in other additions: within rounding);
+        /// the tokens in flight within the sum over evenly spaced requests of a chunk's share
+        /// times one more than its chunks at or after its end.
+        #[test]
+        fn closed_form_stays_within_a_chunk_of_the_steps(
+            reqs in proptest::collection::vec(
+                (0u64..4000, 0u64..300, 2u64..40, 0u64..200, 0u64..3, 0u64..5000, 1u64..600, proptest::bool::ANY, proptest::bool::ANY),
+                1..25,
+            ),
+            from in 0u64..2000,
+            len in 1u64..20000,
+        ) {
+            let mut tl = Timeline::default();
+            let mut bound = 0.0;
+            for (start, ttft, n, stride, before_end, isl, osl, ok, even) in reqs {
+                let first = start + ttft;
+                let mut chunks: Vec<u64> = (0..=n).map(|k| first + k * stride).collect();
+                if !even {
+                    chunks[1] += 1;
+                    chunks.sort_unstable();
+                }
+                let end = chunks[chunks.len() - 1].saturating_sub(before_end).max(first);
+                let r = RequestRecord {
+                    sent_ns: start,
+                    chunk_ns: chunks.clone(),
+                    end_ns: end,
+                    streaming: true,
+                    input_tokens: Some(isl),
+                    output_tokens: Some(osl),
+                    ..Default::default()
+                };
+                let m = RequestMetrics::of(&r, false);
+                tl.add(&r, ok.then_some(&m));
+                if ok && even {
+                    let clipped = chunks[1..].iter().filter(|&&t| t >= end).count();
+                    bound += (osl as f64 - 1.0) / n as f64 * (1 + clipped) as f64;
+                }
+            }
+            let w = [(from, from + len)];
+            let steps = &tl.metrics_over_with(&w, u64::MAX, u64::MAX)[0];
+            let closed = &tl.metrics_over_with(&w, u64::MAX, 0)[0];
+            for (&(t, a), &(u, b)) in steps.iter().zip(closed) {
+                proptest::prop_assert_eq!(t, u);
+                let (a, b) = (a.stats(), b.stats());
+                let scale = a.iter().chain(&b).map(|x| x.1.abs()).fold(1.0, f64::max);
+                let allowed = if t == TimelineMetric::TokensInFlight { bound + 1e-6 * scale } else { 1e-6 * scale };
+                for (x, y) in a.iter().zip(&b) {
+                    proptest::prop_assert!((x.1 - y.1).abs() <= allowed, "{:?} {}: {} against {} (bound {})", t, x.0, x.1, y.1, allowed);
+                }
+            }
         }
     }
 }
