@@ -16,7 +16,7 @@ use aiperf_core::results::record::RecordError;
 use aiperf_core::results::timeslices::Slicer;
 use anyhow::{Context, Result};
 
-use super::plan::replay::TokenCounting;
+use super::plan::model::TokenCounting;
 use super::prompt::PromptBuilder;
 use super::request::Finished;
 use super::transport::RawCapture;

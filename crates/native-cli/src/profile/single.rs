@@ -12,7 +12,7 @@ use super::clock::check_start_ahead;
 use super::control::Control;
 use super::phases::{self, Inputs, RunOutcome};
 use super::plan::ReplayPlan;
-use super::plan::replay::Input;
+use super::plan::model::Input;
 use super::plan::secrets::{basic_auth, redact_url, split_credentials};
 use super::prompt::PromptBuilder;
 use super::{client, scraper, server_control};

@@ -8,7 +8,7 @@ use aiperf_core::formats::Format;
 use aiperf_core::replay::schedule::ArrivalPattern;
 use serde_json::{Map, Value, json};
 
-use super::replay::{Input, ReplayPlan};
+use super::model::{Input, ReplayPlan};
 use super::secrets::redact_url;
 use crate::io::trace_format::FormatChoice;
 use crate::profile::options::{Args, UiType};
@@ -71,7 +71,7 @@ pub fn aiperf_input_config(a: &Args, plan: &ReplayPlan) -> Value {
         put(&mut endpoint, "per_chunk_usage", json!(true));
     }
     if let Some(c) = a.connection_reuse_strategy {
-        put(&mut endpoint, "connection_reuse", json!(super::replay::connection_reuse_name(c)));
+        put(&mut endpoint, "connection_reuse", json!(super::model::connection_reuse_name(c)));
     }
     if !target.headers.is_empty() {
         let headers: Map<String, Value> =

@@ -9,7 +9,7 @@ use aiperf_core::campaign::sweep::Axis;
 use anyhow::{Context, Result, bail, ensure};
 
 use super::limits::{MAX_PROFILE_RUNS, MAX_SWEEP_VALUES, in_range, seconds};
-use super::replay::ReplayPlan;
+use super::model::ReplayPlan;
 use super::sla::{self, Targets};
 use crate::profile::artifacts;
 use crate::profile::options::Args;

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::replay::{ReplayPlan, connection_reuse_name};
+use super::model::{ReplayPlan, connection_reuse_name};
 use super::secrets::redact_url;
 use crate::profile::options::Args;
 

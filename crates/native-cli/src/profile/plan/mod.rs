@@ -6,7 +6,8 @@
 //! only the plan.
 //!
 //! - [`campaign`]: what `profile` runs (one replay, repeats, a sweep, a search) — [`ProfilePlan`];
-//! - [`replay`]: one replay — [`ReplayPlan`], checked option group by option group;
+//! - [`model`]: the types of one replay's plan ([`ReplayPlan`] and its parts);
+//! - [`replay`]: one replay — [`ReplayPlan::from_args`], checked option group by option group;
 //! - [`server`]: the server's side of a replay (metrics scraped, readiness, cache reset, GPUs);
 //! - `cli_config`: the options as given, redacted, for the exports' `aiperf_cli_config`;
 //! - [`aiperf_config`]: the options in AIPerf's configuration shape (the exports' `input_config`);
@@ -26,6 +27,7 @@ pub mod arrivals;
 pub mod campaign;
 mod cli_config;
 pub mod limits;
+pub mod model;
 pub mod network;
 pub mod replay;
 pub mod secrets;
@@ -37,4 +39,4 @@ pub mod tls;
 pub mod weka;
 
 pub use campaign::{Mode, ProfilePlan};
-pub use replay::ReplayPlan;
+pub use model::ReplayPlan;

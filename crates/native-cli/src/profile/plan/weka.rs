@@ -9,7 +9,7 @@ use aiperf_core::formats::{Format, WekaTiming};
 use aiperf_core::trace::Trace;
 use anyhow::{Result, bail, ensure};
 
-use super::replay::Input;
+use super::model::Input;
 use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
 use crate::profile::options::Args;
 
