@@ -198,7 +198,6 @@ pub struct ReplayPlan {
     pub(super) aiperf_config: Value,
 }
 
-
 /// AIPerf's name of a connection reuse strategy.
 pub fn connection_reuse_name(c: ConnectionReuse) -> &'static str {
     match c {

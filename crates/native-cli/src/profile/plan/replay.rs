@@ -1,13 +1,13 @@
 //! The plan of one replay: where requests go, what is replayed, when sending stops, what is
 //! written, the server's side; [`ReplayPlan::from_args`] checks the options group by group.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use aiperf_core::formats::Format;
 use aiperf_core::replay::sampling::Sampling;
 use aiperf_core::replay::schedule::{self, Schedule, ScheduleError, Shard, Timing};
-use aiperf_core::results::metrics::{Slo, parse_goodput};
+use aiperf_core::results::metrics::parse_goodput;
 use aiperf_core::synthesis::TransformParams;
 use aiperf_core::trace::Trace;
 use anyhow::{Context, Result, anyhow, bail, ensure};
@@ -17,8 +17,8 @@ use super::arrivals::Arrivals;
 use super::limits::{
     MAX_CONCURRENCY, MAX_REQUESTS, MAX_URLS, MIN_SLICE, RATE_RANGE, in_range, key_value, parse_start_at, seconds,
 };
-use super::secrets::{basic_auth, is_credential_header, redact_url, split_credentials};
 use super::model::*;
+use super::secrets::{basic_auth, is_credential_header, redact_url, split_credentials};
 use super::server::ServerPlan;
 use super::tls::TlsOptions;
 use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
@@ -498,7 +498,6 @@ fn input(a: &Args, block_size: u64) -> Result<Input> {
         }
     }
 }
-
 
 /// The rows of inline single_turn records (a JSON list), each checked as AIPerf's `SingleTurn`.
 fn inline_records(json: &str) -> Result<Trace> {
