@@ -64,22 +64,35 @@ pub fn ramps(a: &LoadShape, rate: Option<f64>, concurrency: Option<usize>) -> Re
     })
 }
 
-/// `--user-centric-rate` with `--num-users` (AIPerf's user-centric timing), checked: both or
-/// neither, instead of a request rate, a rate series or the trace's timestamps; (rate, users).
-pub fn users(a: &LoadShape, request_rate_given: bool, fixed_schedule: bool) -> Result<Option<(f64, u32)>> {
-    let (r, n) = match (a.user_centric_rate, a.num_users) {
+/// A user-centric rate and its users (`rate_flag`, `users_flag`): both or neither, each in its
+/// range.
+fn rate_and_users(
+    rate: Option<f64>,
+    users: Option<u32>,
+    rate_flag: &str,
+    users_flag: &str,
+) -> Result<Option<(f64, u32)>> {
+    let (r, n) = match (rate, users) {
         (None, None) => return Ok(None),
         (Some(r), Some(n)) => (r, n),
-        (Some(r), None) => bail!("--user-centric-rate {r:?} needs --num-users (the users who share the rate)"),
-        (None, Some(n)) => bail!("--num-users {n} needs --user-centric-rate (the rate the users share)"),
+        (Some(r), None) => bail!("{rate_flag} {r:?} needs {users_flag} (the users who share the rate)"),
+        (None, Some(n)) => bail!("{users_flag} {n} needs {rate_flag} (the rate the users share)"),
     };
     ensure!(
         r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1,
-        "--user-centric-rate {r:?}: accepted is {} to {} requests per second",
+        "{rate_flag} {r:?}: accepted is {} to {} requests per second",
         RATE_RANGE.0,
         RATE_RANGE.1
     );
-    let n = in_range(n, "--num-users", 1, MAX_CONCURRENCY as u32)?;
+    Ok(Some((r, in_range(n, users_flag, 1, MAX_CONCURRENCY as u32)?)))
+}
+
+/// `--user-centric-rate` with `--num-users` (AIPerf's user-centric timing), checked: both or
+/// neither, instead of a request rate, a rate series or the trace's timestamps; (rate, users).
+pub fn users(a: &LoadShape, request_rate_given: bool, fixed_schedule: bool) -> Result<Option<(f64, u32)>> {
+    let Some((r, n)) = rate_and_users(a.user_centric_rate, a.num_users, "--user-centric-rate", "--num-users")? else {
+        return Ok(None);
+    };
     ensure!(!request_rate_given, "--user-centric-rate {r:?} is the run's rate: drop --request-rate");
     ensure!(a.request_rate_series.is_none(), "--user-centric-rate {r:?} is the run's rate: drop --request-rate-series");
     ensure!(
@@ -297,21 +310,15 @@ pub fn warmup(a: &LoadShape, run: &RunLoad) -> Result<Option<WarmupPlan>> {
 /// checked as the run's pair: both or neither, instead of the warm-up's request rate and arrival
 /// pattern; (rate, users). It counts requests and time, not sessions of one request.
 fn warmup_users(a: &LoadShape, shard: Shard) -> Result<Option<(f64, u32)>> {
-    let (r, n) = match (a.warmup_user_centric_rate, a.warmup_num_users) {
-        (None, None) => return Ok(None),
-        (Some(r), Some(n)) => (r, n),
-        (Some(r), None) => {
-            bail!("--warmup-user-centric-rate {r:?} needs --warmup-num-users (the users who share the rate)")
-        }
-        (None, Some(n)) => bail!("--warmup-num-users {n} needs --warmup-user-centric-rate (the rate the users share)"),
+    let Some((r, n)) = rate_and_users(
+        a.warmup_user_centric_rate,
+        a.warmup_num_users,
+        "--warmup-user-centric-rate",
+        "--warmup-num-users",
+    )?
+    else {
+        return Ok(None);
     };
-    ensure!(
-        r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1,
-        "--warmup-user-centric-rate {r:?}: accepted is {} to {} requests per second",
-        RATE_RANGE.0,
-        RATE_RANGE.1
-    );
-    let n = in_range(n, "--warmup-num-users", 1, MAX_CONCURRENCY as u32)?;
     for (given, other) in [
         (a.warmup_request_rate.is_some(), "--warmup-request-rate"),
         (a.warmup_arrival_pattern.is_some(), "--warmup-arrival-pattern"),
