@@ -2,28 +2,33 @@
 //!
 //! The reference counts prefixes with a dictionary of tuples, quadratic in row length. Here the
 //! prefix trie is built in two passes over the ids, its nodes numbered by the ids themselves
-//! (see [`TrieNodes`]), so work and memory are linear in the number of hash ids. Per-id state
-//! (pair counts, the `seen` set, trie nodes) lives in flat vectors over a dense id space.
+//! (see `prefix`'s `TrieNodes`), so work and memory are linear in the number of hash ids. Per-id
+//! state (pair counts, the `seen` set, trie nodes) lives in flat vectors over a dense id space.
+//!
+//! `mod.rs` runs the stages ([`analyze`]); `prefix` counts the shared prefixes, `cache` the LRU
+//! curve, `arrivals` the arrival statistics, `lint` the findings, `headline` the one-line summary.
 
 mod arrivals;
 mod cache;
+mod headline;
 mod ids;
 mod input;
 mod lint;
+mod prefix;
 pub mod report;
 
 pub use arrivals::{ArrivalStats, requests_per_second};
 pub use cache::CachePoint;
+pub use headline::{Headline, headline};
 pub use ids::Interner;
 pub use input::{AnalysisInput, InputBuilder, RowFacts};
 pub use lint::{Lint, LintFinding, SecondsLike};
-
-use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::stats::Summary;
 use crate::trace::Trace;
+use prefix::{PairCounts, PrefixTrie};
 
 /// Block size of the Mooncake traces (tokens per hash id).
 pub const DEFAULT_BLOCK_SIZE: u32 = 512;
@@ -211,269 +216,6 @@ fn leading_hits(row_ids: &[u32], seen: &mut u32) -> usize {
     k
 }
 
-/// The few numbers a one-line summary of a trace shows, as [`analyze`] computes them (the same
-/// values, bit for bit), in one pass over the rows without the rest of the analysis.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Headline {
-    pub rows: u64,
-    /// Mean input length over every row (0 for a row without one), as [`Analysis::avg_isl`].
-    pub avg_isl: f64,
-    /// Mean output length, as [`Analysis::avg_osl`].
-    pub avg_osl: f64,
-    /// The infinite-cache hit rate, as [`Analysis::cache_hit_rate`].
-    pub cache_hit_rate: f64,
-}
-
-/// [`Headline`] of a trace.
-pub fn headline(trace: &Trace) -> Headline {
-    let rows = trace.rows();
-    let isl: Vec<f64> = rows.iter().map(|r| r.input_length().unwrap_or(0) as f64).collect();
-    let osl: Vec<f64> = rows.iter().map(|r| r.output_length.unwrap_or(0) as f64).collect();
-    let mut interner = Interner::new();
-    let (mut numbered, mut seen, mut hit_rate) = (Vec::new(), 0u32, Vec::with_capacity(rows.len()));
-    for row in rows {
-        let ids = trace.hash_ids(row);
-        if ids.is_empty() {
-            continue;
-        }
-        numbered.clear();
-        numbered.extend(ids.iter().take(u32::MAX as usize).map(|&id| interner.intern(id)));
-        hit_rate.push(leading_hits(&numbered, &mut seen) as f64 / numbered.len() as f64);
-    }
-    let mean_or_zero = |v: &[f64]| crate::stats::mean(v).unwrap_or(0.0);
-    Headline {
-        rows: rows.len() as u64,
-        avg_isl: mean_or_zero(&isl),
-        avg_osl: mean_or_zero(&osl),
-        cache_hit_rate: mean_or_zero(&hit_rate),
-    }
-}
-
-/// How often each `(position, id)` pair occurs, saturated at 2 (all the reference asks is "≥ 2").
-struct PairCounts {
-    /// Per id: the position of its first occurrence (low 30 bits; [`UNSEEN`]: never seen,
-    /// [`FAR`]: in `far_first`) and the occurrences at that position, saturated at 2 (high two
-    /// bits). One word per id, so a lookup touches one cache line.
-    first: Vec<u32>,
-    /// First positions too large for the low bits (a row of over a billion ids).
-    far_first: HashMap<u32, u32>,
-    /// The rare pairs of an id at a second position.
-    other: HashMap<(u32, u32), u8>,
-    ids_at_several_positions: u64,
-}
-
-/// The low 30 bits of a packed table entry.
-const LOW: u32 = (1 << 30) - 1;
-/// One in the high two bits of a packed table entry (a count saturated at 2).
-const ONE: u32 = 1 << 30;
-const UNSEEN: u32 = LOW;
-const FAR: u32 = LOW - 1;
-
-impl PairCounts {
-    fn build(input: &AnalysisInput, tables: &mut Tables) -> Self {
-        let size = input.id_space();
-        let ids = input.ids();
-        let mut pc = PairCounts {
-            first: tables.words(size, UNSEEN),
-            far_first: HashMap::new(),
-            other: HashMap::new(),
-            ids_at_several_positions: 0,
-        };
-        let mut several = BitSet::new(0);
-        for (_, range) in input.iter() {
-            for (pos, &id) in ids[range].iter().enumerate() {
-                let pos = u32::try_from(pos).unwrap_or(u32::MAX);
-                let entry = pc.first[id as usize];
-                let (code, first) = match entry & LOW {
-                    UNSEEN if pos < FAR => (pos, pos),
-                    UNSEEN => {
-                        pc.far_first.insert(id, pos);
-                        (FAR, pos)
-                    }
-                    FAR => (FAR, pc.far_first.get(&id).copied().unwrap_or(u32::MAX)),
-                    p => (p, p),
-                };
-                if first == pos {
-                    pc.first[id as usize] = code | ((entry / ONE + 1).min(2) * ONE);
-                } else {
-                    let c = pc.other.entry((pos, id)).or_insert(0);
-                    *c = c.saturating_add(1).min(2);
-                    if several.words.is_empty() {
-                        several = BitSet::new(size);
-                    }
-                    if !several.contains(id as usize) {
-                        several.insert(id as usize);
-                        pc.ids_at_several_positions += 1;
-                    }
-                }
-            }
-        }
-        pc
-    }
-
-    #[inline]
-    fn is_repeated(&self, pos: usize, id: u32) -> bool {
-        let pos = u32::try_from(pos).unwrap_or(u32::MAX);
-        let entry = self.first[id as usize];
-        let first = match entry & LOW {
-            FAR => self.far_first.get(&id).copied().unwrap_or(u32::MAX),
-            p => p,
-        };
-        if first == pos { entry >= 2 * ONE } else { self.other.get(&(pos, id)).is_some_and(|&c| c >= 2) }
-    }
-}
-
-/// The prefix trie of all rows' id sequences, built in two linear passes.
-struct PrefixTrie {
-    unique_prefixes: u64,
-    /// Σ over rows of the prefix positions another row shares (leading slices seen ≥ 2 times).
-    shared_slices: u64,
-    /// Σ over rows of their length (all leading slices).
-    all_slices: u64,
-    groups: Vec<PrefixGroup>,
-}
-
-impl PrefixTrie {
-    fn build(input: &AnalysisInput, tables: &mut Tables) -> Self {
-        let ids = input.ids();
-        let mut nodes = TrieNodes::new(input.id_space(), tables);
-        let mut all_slices = 0u64;
-        for (_, range) in input.iter() {
-            all_slices += range.len() as u64;
-            let mut parent = ROOT;
-            for &id in &ids[range] {
-                parent = nodes.enter(parent, id as usize);
-            }
-        }
-        let mut group_of: HashMap<usize, usize> = HashMap::new();
-        let mut t = PrefixTrie { unique_prefixes: nodes.count, shared_slices: 0, all_slices, groups: Vec::new() };
-        for (_, range) in input.iter() {
-            let Some(&first) = ids.get(range.start).filter(|_| !range.is_empty()) else { continue };
-            let root_id = input.root_id(first);
-            // A child is never visited more often than its parent, so the nodes this row shares
-            // with another row are a leading run of its path.
-            let mut shared = 0u64;
-            let mut parent = ROOT;
-            for &id in &ids[range] {
-                match nodes.child(parent, id as usize) {
-                    Some(node) if nodes.visited_twice(node) => {
-                        shared += 1;
-                        parent = node;
-                    }
-                    _ => break,
-                }
-            }
-            t.shared_slices += shared;
-            let next = t.groups.len();
-            let g = *group_of.entry(first as usize).or_insert(next);
-            if g == next {
-                t.groups.push(PrefixGroup { root_id, requests: 0, mean_shared_blocks: 0.0, max_shared_blocks: 0 });
-            }
-            let group = &mut t.groups[g];
-            group.requests += 1;
-            // Sums of integers below 2^53: exact, whatever the order.
-            group.mean_shared_blocks += shared as f64;
-            group.max_shared_blocks = group.max_shared_blocks.max(shared);
-        }
-        for g in &mut t.groups {
-            g.mean_shared_blocks /= g.requests as f64;
-        }
-        tables.keep_words(nodes.home);
-        t
-    }
-
-    fn reuse_ratio(&self) -> f64 {
-        if self.all_slices == 0 { 0.0 } else { self.shared_slices as f64 / self.all_slices as f64 }
-    }
-
-    fn top_groups(&self, n: usize) -> Vec<PrefixGroup> {
-        let mut g: Vec<PrefixGroup> = self.groups.iter().filter(|g| g.requests >= 2).cloned().collect();
-        g.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.root_id.cmp(&b.root_id)));
-        g.truncate(n);
-        g
-    }
-}
-
-/// The parent of the trie's depth-1 nodes.
-const ROOT: usize = usize::MAX;
-
-/// Trie nodes keyed by (parent node, id). Nearly every id sits under one parent only (a block id
-/// names a prefix), so the first node made for an id is that id's "home" node, numbered by the
-/// id itself, with its parent and visits in a flat vector; only an id met again under another
-/// parent (or under a parent numbered past the low bits) costs a hash map entry. Work and memory
-/// are linear in the number of ids.
-struct TrieNodes {
-    /// Per id, its home node: the parent (low 30 bits; [`NO_HOME`]: none yet; [`ROOT_PARENT`]:
-    /// depth 1) and the visits, saturated at 2 (high two bits). One word, one cache line.
-    home: Vec<u32>,
-    /// Other nodes: (parent, id) → node number `size + k`.
-    other: HashMap<(usize, usize), usize>,
-    /// Visits of the other nodes, saturated at 2.
-    other_visits: Vec<u8>,
-    /// Nodes made so far.
-    count: u64,
-}
-
-const NO_HOME: u32 = LOW;
-const ROOT_PARENT: u32 = LOW - 1;
-
-impl TrieNodes {
-    fn new(size: usize, tables: &mut Tables) -> Self {
-        TrieNodes { home: tables.words(size, NO_HOME), other: HashMap::new(), other_visits: Vec::new(), count: 0 }
-    }
-
-    /// A parent as stored in a home entry, if it fits there.
-    fn packed(parent: usize) -> Option<u32> {
-        if parent == ROOT { Some(ROOT_PARENT) } else { u32::try_from(parent).ok().filter(|&p| p < ROOT_PARENT) }
-    }
-
-    /// The node for `id` under `parent`, if there is one.
-    #[inline]
-    fn child(&self, parent: usize, id: usize) -> Option<usize> {
-        if Self::packed(parent).is_some_and(|p| self.home[id] & LOW == p) {
-            Some(id)
-        } else {
-            self.other.get(&(parent, id)).copied()
-        }
-    }
-
-    /// Visits the node for `id` under `parent`, made if needed.
-    #[inline]
-    fn enter(&mut self, parent: usize, id: usize) -> usize {
-        let packed = Self::packed(parent);
-        let entry = self.home[id];
-        if let Some(p) = packed {
-            if entry & LOW == p {
-                if entry < 2 * ONE {
-                    self.home[id] = entry + ONE;
-                }
-                return id;
-            }
-            if entry & LOW == NO_HOME {
-                self.home[id] = p + ONE;
-                self.count += 1;
-                return id;
-            }
-        }
-        let size = self.home.len();
-        let next = size + self.other_visits.len();
-        let node = *self.other.entry((parent, id)).or_insert(next);
-        if node == next {
-            self.other_visits.push(0);
-            self.count += 1;
-        }
-        let v = &mut self.other_visits[node - size];
-        *v = (*v + 1).min(2);
-        node
-    }
-
-    #[inline]
-    fn visited_twice(&self, node: usize) -> bool {
-        let size = self.home.len();
-        if node < size { self.home[node] >= 2 * ONE } else { self.other_visits[node - size] >= 2 }
-    }
-}
-
 /// The per-id table of the analysis' stages (the cache simulation's, the trie's, the pair
 /// counts'), handed from one stage to the next: one is held at a time, and its memory is faulted
 /// in once instead of once per stage.
@@ -496,25 +238,6 @@ impl Tables {
         if v.capacity() > self.words.capacity() {
             self.words = v;
         }
-    }
-}
-
-/// A fixed-size set of small integers.
-pub(crate) struct BitSet {
-    words: Vec<u64>,
-}
-
-impl BitSet {
-    pub(crate) fn new(size: usize) -> Self {
-        BitSet { words: vec![0; size.div_ceil(64)] }
-    }
-    #[inline]
-    pub(crate) fn contains(&self, i: usize) -> bool {
-        self.words[i / 64] & (1 << (i % 64)) != 0
-    }
-    #[inline]
-    pub(crate) fn insert(&mut self, i: usize) {
-        self.words[i / 64] |= 1 << (i % 64);
     }
 }
 
