@@ -7,7 +7,7 @@
 //! cumulated duration reaches the fraction. The cumulated durations are whole numbers of
 //! nanoseconds, exact in `f64` up to 2^53 (104 days), so the order in which equal values are
 //! met changes no figure; the percentiles are found by a selection over the values' bits
-//! (a histogram of 16 bits per pass, then a selection in the one bucket left once it is small). A
+//! (a histogram of 16 bits per pass, then a sort of the one bucket left once it is small). A
 //! window of more than 2^53 ns keeps every value and sorts them.
 
 use super::TimeWeighted;
@@ -18,7 +18,7 @@ const FRACTIONS: [f64; 4] = [0.50, 0.90, 0.95, 0.99];
 /// Bits of a value's key decided per histogram pass.
 const DIGIT: u32 = 16;
 
-/// A bucket of at most this many values is kept on the next pass, and its percentiles selected.
+/// A bucket of at most this many values is kept and sorted on the next pass.
 const KEEP: u64 = 1 << 20;
 
 /// The largest sum of durations whose partial sums are all exact in `f64`.
@@ -79,7 +79,7 @@ pub(super) struct Weighted {
     min: u64,
     max: u64,
     targets: [Target; 4],
-    /// A bucket of at most this many values is kept ([`KEEP`]).
+    /// A bucket of at most this many values is kept and sorted ([`KEEP`]).
     keep: u64,
     probes: Vec<Probe>,
     /// Every pair, when the durations are too long for exact cumulated sums.
@@ -219,16 +219,29 @@ impl Weighted {
         }
         let whole = self.durations as f64;
         let reaches = |c: u64, f: f64| c as f64 / whole >= f;
+        for probe in &mut self.probes {
+            if !probe.histogram.is_empty() {
+                continue;
+            }
+            probe.kept.sort_unstable_by_key(|e| e.0);
+        }
         for (t, &f) in self.targets.iter_mut().zip(&FRACTIONS) {
             if t.found.is_some() {
                 continue;
             }
-            let Some(p) = self.probes.iter_mut().find(|p| p.shift == t.shift && p.prefix == t.prefix) else {
+            let Some(p) = self.probes.iter().find(|p| p.shift == t.shift && p.prefix == t.prefix) else {
                 continue;
             };
             let mut c = t.below;
             if p.histogram.is_empty() {
-                t.found = Some(first_reaching(&mut p.kept, c, |c| reaches(c, f)).unwrap_or(self.max));
+                t.found = Some(self.max);
+                for &(k, d) in &p.kept {
+                    c += d;
+                    if reaches(c, f) {
+                        t.found = Some(k);
+                        break;
+                    }
+                }
                 continue;
             }
             let mut chosen = None;
@@ -276,56 +289,6 @@ impl Weighted {
             w.end_pass();
         }
         w.result()
-    }
-}
-
-/// The least key of the (key, duration) pairs `kept` at which the durations cumulated in key
-/// order from `below` reach (`reaches`, monotone), as in a walk over them sorted: found by
-/// partitioning around a pivot (linear time expected; a part that does not shrink fast enough
-/// is sorted and walked). `kept` is left reordered.
-fn first_reaching(kept: &mut [(u64, u64)], mut below: u64, reaches: impl Fn(u64) -> bool) -> Option<u64> {
-    let mut part = kept;
-    let mut rounds = 2 * (usize::BITS - part.len().leading_zeros()) + 8;
-    loop {
-        if rounds == 0 {
-            part.sort_unstable_by_key(|e| e.0);
-            return part.iter().find_map(|&(k, d)| {
-                below += d;
-                reaches(below).then_some(k)
-            });
-        }
-        rounds -= 1;
-        let n = part.len();
-        // The median of the first, middle and last keys.
-        let (a, b, c) = (part.first()?.0, part[n / 2].0, part[n - 1].0);
-        let pivot = a.max(b).min(a.min(b).max(c));
-        // Keys below the pivot first, then equal to it, then above.
-        let (mut lt, mut i, mut gt) = (0, 0, n);
-        let (mut sum_lt, mut sum_eq) = (0u64, 0u64);
-        while i < gt {
-            let (k, d) = part[i];
-            if k < pivot {
-                part.swap(i, lt);
-                sum_lt += d;
-                lt += 1;
-                i += 1;
-            } else if k > pivot {
-                gt -= 1;
-                part.swap(i, gt);
-            } else {
-                sum_eq += d;
-                i += 1;
-            }
-        }
-        let whole = std::mem::take(&mut part);
-        if lt > 0 && reaches(below + sum_lt) {
-            part = &mut whole[..lt];
-        } else if reaches(below + sum_lt + sum_eq) {
-            return Some(pivot);
-        } else {
-            below += sum_lt + sum_eq;
-            part = &mut whole[gt..];
-        }
     }
 }
 
