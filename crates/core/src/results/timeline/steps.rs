@@ -1,0 +1,198 @@
+//! Step functions: events summed in time order into steps, two curves walked together, and the
+//! (duration, value) pairs a curve holds over a window with their statistics.
+
+use std::cmp::Ordering;
+
+use super::TimeWeighted;
+use super::weighted::Weighted;
+
+/// A step function: from each time on, the value until the next (sorted, distinct times; 0
+/// before the first).
+pub(super) type Steps = Vec<(u64, f64)>;
+
+/// From its time on, the curve's level changes by its delta.
+pub(super) type Event = (u64, f64);
+
+/// The order in which events are summed: by time, then by delta.
+pub(super) fn event_order(a: &Event, b: &Event) -> Ordering {
+    a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
+}
+
+/// Sums events in [`event_order`] into a step function (AIPerf's cumulated sweep: a value
+/// smaller than 1e-9 of the largest is rounding and counts as 0).
+pub(super) struct Summer {
+    steps: Steps,
+    level: f64,
+    largest: f64,
+}
+
+impl Summer {
+    pub(super) fn new() -> Summer {
+        Summer { steps: Steps::new(), level: 0.0, largest: 0.0 }
+    }
+
+    pub(super) fn add(&mut self, (t, d): Event) {
+        self.level += d;
+        self.largest = self.largest.max(self.level.abs());
+        match self.steps.last_mut() {
+            Some(last) if last.0 == t => last.1 = self.level,
+            _ => self.steps.push((t, self.level)),
+        }
+    }
+
+    pub(super) fn finish(mut self) -> Steps {
+        let floor = 1e-9 * self.largest;
+        for s in &mut self.steps {
+            if s.1.abs() < floor {
+                s.1 = 0.0;
+            }
+        }
+        self.steps
+    }
+}
+
+/// The value of `steps` at `t`.
+pub(super) fn at(steps: &[(u64, f64)], t: u64) -> f64 {
+    match steps.partition_point(|s| s.0 <= t) {
+        0 => 0.0,
+        i => steps[i - 1].1,
+    }
+}
+
+/// Calls `each(time, a, b)` at every time of `a` or `b` (each sorted, with distinct times), in
+/// order, with the values both hold from that time on (`va`, `vb` before their first).
+pub(super) fn merged(
+    a: &[(u64, f64)],
+    b: &[(u64, f64)],
+    mut va: f64,
+    mut vb: f64,
+    mut each: impl FnMut(u64, f64, f64),
+) {
+    let (mut i, mut j) = (0, 0);
+    loop {
+        let t = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) => x.0.min(y.0),
+            (Some(x), None) => x.0,
+            (None, Some(y)) => y.0,
+            (None, None) => return,
+        };
+        if let Some(x) = a.get(i)
+            && x.0 == t
+        {
+            va = x.1;
+            i += 1;
+        }
+        if let Some(y) = b.get(j)
+            && y.0 == t
+        {
+            vb = y.1;
+            j += 1;
+        }
+        each(t, va, vb);
+    }
+}
+
+/// Calls `each(duration, a, b)` for the segments of `[from, to)` on which both step functions
+/// hold, in order.
+pub(super) fn segments(a: &Steps, b: &Steps, from: u64, to: u64, mut each: impl FnMut(u64, f64, f64)) {
+    fn inside(s: &Steps, from: u64, to: u64) -> &[(u64, f64)] {
+        let lo = s.partition_point(|x| x.0 <= from);
+        let hi = s.partition_point(|x| x.0 < to);
+        &s[lo..hi.max(lo)]
+    }
+    let (mut t, mut va, mut vb) = (from, at(a, from), at(b, from));
+    merged(inside(a, from, to), inside(b, from, to), va, vb, |next, na, nb| {
+        each(next - t, va, vb);
+        (t, va, vb) = (next, na, nb);
+    });
+    each(to - t, va, vb);
+}
+
+/// The (duration, value × `scale`) pairs `steps` holds over `[from, to)`: the value at `from`,
+/// then each step inside the window, each held until the next.
+pub(super) fn window_pairs(steps: &[(u64, f64)], from: u64, to: u64, scale: f64, mut each: impl FnMut(u64, f64)) {
+    let lo = steps.partition_point(|x| x.0 <= from);
+    let hi = steps.partition_point(|x| x.0 < to).max(lo);
+    let mut t = from;
+    let mut v = at(steps, from);
+    for &(next, value) in &steps[lo..hi] {
+        each(next - t, v * scale);
+        (t, v) = (next, value);
+    }
+    each(to - t, v * scale);
+}
+
+/// Time-weighted statistics of `steps` over `[from, to)`.
+pub(super) fn over_window(steps: &Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
+    if steps.is_empty() || to <= from {
+        return TimeWeighted::default();
+    }
+    let upto = steps.len() as u64 + 1;
+    Weighted::of_pairs(|w| window_pairs(steps, from, to, scale, |d, v| w.add(d, v)), Some((to - from) as f64), upto)
+}
+
+/// Time-weighted statistics of `rate` over the time of `[from, to)` when `mask` is above 0.
+pub(super) fn while_active(rate: &Steps, mask: &Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
+    if rate.is_empty() || mask.is_empty() || to <= from {
+        return TimeWeighted::default();
+    }
+    let upto = (rate.len() + mask.len()) as u64 + 1;
+    let pairs = |w: &mut Weighted| {
+        segments(rate, mask, from, to, |d, v, m| {
+            if m > 0.0 {
+                w.add(d, v * scale);
+            }
+        })
+    };
+    Weighted::of_pairs(pairs, None, upto)
+}
+
+/// `num / den` where `den` is above 0, else 0.
+pub(super) fn divide(num: &Steps, den: &Steps) -> Steps {
+    if num.is_empty() || den.is_empty() {
+        return Steps::new();
+    }
+    let mut out = Steps::with_capacity(num.len().max(den.len()));
+    merged(num, den, 0.0, 0.0, |t, n, d| out.push((t, if d > 0.0 { n / d } else { 0.0 })));
+    out
+}
+
+/// The (duration, value) pairs a step function holds over `[from, to)` ([`window_pairs`]), from
+/// its steps given one at a time.
+pub(super) struct Feed<V> {
+    from: u64,
+    to: u64,
+    /// The time of the value held.
+    t: u64,
+    v: V,
+    closed: bool,
+}
+
+impl<V: Copy> Feed<V> {
+    /// `v`: the value before the first step.
+    pub(super) fn new(from: u64, to: u64, v: V) -> Feed<V> {
+        Feed { from, to, t: from, v, closed: false }
+    }
+
+    pub(super) fn step(&mut self, t: u64, v: V, out: impl FnOnce(u64, V)) {
+        if self.closed {
+            return;
+        }
+        if t <= self.from {
+            self.v = v;
+        } else if t >= self.to {
+            self.finish(out);
+        } else {
+            out(t - self.t, self.v);
+            (self.t, self.v) = (t, v);
+        }
+    }
+
+    /// The last value, held to the window's end.
+    pub(super) fn finish(&mut self, out: impl FnOnce(u64, V)) {
+        if !self.closed {
+            self.closed = true;
+            out(self.to - self.t, self.v);
+        }
+    }
+}

@@ -1,0 +1,463 @@
+use super::steps::{Summer, event_order};
+use super::weighted::Weighted;
+use super::*;
+
+fn get(m: &[(TimelineMetric, TimeWeighted)], t: TimelineMetric) -> TimeWeighted {
+    m.iter().find(|x| x.0 == t).unwrap().1
+}
+
+#[test]
+fn two_overlapping_requests_weigh_each_level_by_its_time() {
+    let mut tl = Timeline::default();
+    // 0–10 ms and 5–20 ms: one request, then two for 5 ms, then one.
+    for (start, first, end) in [(0, 4_000_000, 10_000_000), (5_000_000, 8_000_000, 20_000_000)] {
+        let r = RequestRecord {
+            sent_ns: start,
+            chunk_ns: vec![first, end],
+            end_ns: end,
+            streaming: true,
+            input_tokens: Some(40),
+            output_tokens: Some(3),
+            ..Default::default()
+        };
+        let m = RequestMetrics::of(&r, false);
+        tl.add(&r, Some(&m));
+    }
+    let m = tl.metrics(0, 20_000_000);
+    let c = get(&m, TimelineMetric::EffectiveConcurrency);
+    assert_eq!((c.avg, c.min, c.max, c.p50, c.p99), (1.25, 1.0, 2.0, 1.0, 2.0));
+    // Prefill: 40 tokens in 4 ms, then 40 in 3 ms.
+    let p = get(&m, TimelineMetric::ActivePrefillThroughput);
+    assert!((p.max - 40.0 / 0.003).abs() < 1e-6, "{p:?}");
+    // Just before the first request ends: its 40 + 3 tokens and the second's 40 + 1.
+    let k = get(&m, TimelineMetric::TokensInFlight);
+    assert_eq!(k.max, 40.0 + 3.0 + 40.0 + 1.0);
+    // Nothing in the run: no metric.
+    assert!(Timeline::default().metrics(0, 1).is_empty());
+}
+
+#[test]
+fn many_windows_at_once_weigh_as_each_alone() {
+    let mut tl = Timeline::default();
+    for i in 0..30u64 {
+        let start = i * 7_000_000 % 90_000_000;
+        let r = RequestRecord {
+            sent_ns: start,
+            chunk_ns: vec![start + 3_000_000, start + 5_000_000 + i * 100_000, start + 9_000_000],
+            end_ns: start + 9_500_000,
+            streaming: true,
+            input_tokens: Some(20 + i),
+            output_tokens: Some(1 + i % 4),
+            ..Default::default()
+        };
+        let m = RequestMetrics::of(&r, false);
+        tl.add(&r, (i % 11 != 5).then_some(&m));
+    }
+    let windows = [(0, 10_000_000), (50_000_000, 20_000_000), (5_000_000, 95_000_000), (40_000_000, 40_000_001)];
+    let together = tl.metrics_over(&windows);
+    assert_eq!(together.len(), windows.len());
+    for (w, m) in windows.iter().zip(&together) {
+        assert_eq!(*m, tl.metrics(w.0, w.1), "{w:?}");
+        assert_eq!(m.len(), 14);
+    }
+    assert_ne!(together[0], together[2]);
+    assert_eq!(Timeline::default().metrics_over(&windows), vec![Vec::new(); 4]);
+}
+
+#[test]
+fn merged_timelines_give_the_whole_runs_metrics() {
+    let recs: Vec<RequestRecord> = (0..6u64)
+        .map(|i| RequestRecord {
+            sent_ns: i * 3_000_000,
+            chunk_ns: vec![i * 3_000_000 + 2_000_000, i * 3_000_000 + 4_000_000, i * 3_000_000 + 7_000_000],
+            end_ns: i * 3_000_000 + 7_500_000,
+            streaming: true,
+            input_tokens: Some(10 + i),
+            output_tokens: Some(5),
+            ..Default::default()
+        })
+        .collect();
+    let (mut whole, mut a, mut b) = (Timeline::default(), Timeline::default(), Timeline::default());
+    for (i, r) in recs.iter().enumerate() {
+        let m = RequestMetrics::of(r, false);
+        whole.add(r, Some(&m));
+        if i < 2 { a.add(r, Some(&m)) } else { b.add(r, Some(&m)) }
+    }
+    a.merge(&b);
+    let (from, to) = whole.window().unwrap();
+    assert_eq!(whole.metrics(from, to), a.metrics(from, to));
+}
+
+/// What makes one span's events (given its later chunks).
+type Curve<'a> = &'a dyn Fn(&Span, &[u64], &mut Vec<Event>);
+
+/// The sweep by sorting every event at once.
+fn sorted_sweep(mut events: Vec<Event>) -> Steps {
+    events.sort_unstable_by(event_order);
+    let mut sum = Summer::new();
+    for e in events {
+        sum.add(e);
+    }
+    sum.finish()
+}
+
+fn bits(steps: &Steps) -> Vec<(u64, u64)> {
+    steps.iter().map(|&(t, v)| (t, v.to_bits())).collect()
+}
+
+/// The statistics of a copy of the pairs sorted by value: what the passes must give.
+fn sorted_copy(mut held: Vec<(u64, f64)>, total: f64) -> TimeWeighted {
+    held.retain(|h| h.0 > 0);
+    if held.is_empty() || total <= 0.0 {
+        return TimeWeighted::default();
+    }
+    let avg = held.iter().map(|&(d, v)| v * d as f64).sum::<f64>() / total;
+    let var = held.iter().map(|&(d, v)| d as f64 * (v - avg) * (v - avg)).sum::<f64>() / total;
+    held.sort_unstable_by(|a, b| a.1.total_cmp(&b.1));
+    let whole: f64 = held.iter().map(|h| h.0 as f64).sum();
+    let fractions = [0.50, 0.90, 0.95, 0.99];
+    let mut q = [held[held.len() - 1].1; 4];
+    let (mut next, mut c) = (0, 0.0);
+    for h in &held {
+        c += h.0 as f64;
+        while next < fractions.len() && c / whole >= fractions[next] {
+            q[next] = h.1;
+            next += 1;
+        }
+    }
+    TimeWeighted {
+        avg,
+        min: held[0].1,
+        max: held[held.len() - 1].1,
+        p50: q[0],
+        p90: q[1],
+        p95: q[2],
+        p99: q[3],
+        std: var.sqrt(),
+    }
+}
+
+fn stat_bits(w: TimeWeighted) -> [u64; 8] {
+    w.stats().map(|(_, v)| v.to_bits())
+}
+
+/// NaN-free values: small, huge, tiny, signed zeros and a few repeated ones (ties).
+fn any_value() -> impl proptest::strategy::Strategy<Value = f64> {
+    use proptest::prelude::*;
+    prop_oneof![
+        -5.0f64..5.0,
+        proptest::num::f64::NORMAL
+            | proptest::num::f64::SUBNORMAL
+            | proptest::num::f64::ZERO
+            | proptest::num::f64::INFINITE,
+        prop::sample::select(vec![0.0, -0.0, 1.0, 2.5, -3.0, 1e300, f64::MIN_POSITIVE]),
+    ]
+}
+
+proptest::proptest! {
+    /// Statistics taken in passes (histograms of the values' bits down to every level, or
+    /// the one bucket kept) equal those of a sorted copy, to the bit.
+    #[test]
+    fn passes_give_the_statistics_of_a_sorted_copy(
+        held in proptest::collection::vec((proptest::prop_oneof![0u64..4, 0u64..1_000_000, proptest::strategy::Just(1u64 << 52)], any_value()), 0..60),
+        window in proptest::option::of(1u64..3_000_000),
+        keep in proptest::sample::select(vec![0u64, 1, 3, 1 << 20]),
+    ) {
+        let active: u64 = held.iter().map(|h| h.0).sum();
+        let total = window.map(|w| w as f64);
+        let want = sorted_copy(held.clone(), total.unwrap_or(active as f64));
+        for upto in [held.len() as u64, u64::MAX] {
+            let mut w = weighted::Weighted::with_keep(total, upto, keep);
+            let mut passes = 0;
+            while !w.done() {
+                for &(d, v) in &held {
+                    w.add(d, v);
+                }
+                w.end_pass();
+                passes += 1;
+                proptest::prop_assert!(passes <= 6);
+            }
+            proptest::prop_assert_eq!(stat_bits(w.result()), stat_bits(want), "upto {} keep {}", upto, keep);
+        }
+    }
+}
+
+#[test]
+fn durations_past_2_pow_53_are_sorted_whole() {
+    let held = vec![(1u64 << 60, 1.0), (3, 2.0), ((1 << 60) + 1, 0.5), (7, -1.0), (1 << 54, 2.0)];
+    let total: u64 = held.iter().map(|h| h.0).sum();
+    let want = sorted_copy(held.clone(), total as f64);
+    let got = Weighted::of_pairs(
+        |w| {
+            for &(d, v) in &held {
+                w.add(d, v);
+            }
+        },
+        None,
+        u64::MAX,
+    );
+    assert_eq!(stat_bits(got), stat_bits(want));
+}
+
+proptest::proptest! {
+    /// Over one window, the metrics with the per-chunk curves taken in passes over their
+    /// sweep equal those over the kept curves, to the bit, whatever the window.
+    #[test]
+    fn streamed_curves_give_the_kept_curves_metrics(
+        reqs in proptest::collection::vec(
+            (0u64..40, 0u64..30, proptest::collection::vec(0u64..40, 0..6), proptest::prop_oneof![0u64..20, proptest::strategy::Just(5_000_000_000u64)], 0u64..300, 0u64..9, proptest::bool::ANY, proptest::bool::ANY, proptest::bool::ANY),
+            1..30,
+        ),
+        from in 0u64..80,
+        len in 0u64..120,
+    ) {
+        let mut tl = Timeline::default();
+        for (start, ttft, mut gaps, tail, isl, osl, ok, even, streaming) in reqs {
+            let first = start + ttft;
+            if even && let Some(&g) = gaps.first() {
+                gaps = (1..=gaps.len() as u64).map(|k| k * g).collect();
+            }
+            let mut chunks = vec![first];
+            chunks.extend(gaps.iter().map(|g| first + g));
+            let r = RequestRecord {
+                sent_ns: start,
+                chunk_ns: chunks,
+                end_ns: first + gaps.iter().max().copied().unwrap_or(0) + tail,
+                streaming,
+                input_tokens: Some(isl),
+                output_tokens: Some(osl),
+                ..Default::default()
+            };
+            let m = RequestMetrics::of(&r, false);
+            tl.add(&r, ok.then_some(&m));
+        }
+        let w = [(from, from + len)];
+        let kept = tl.metrics_over_with(&w, u64::MAX, u64::MAX);
+        let streamed = tl.metrics_over_with(&w, 0, u64::MAX);
+        let bits = |m: &[Vec<(TimelineMetric, TimeWeighted)>]| -> Vec<(TimelineMetric, [u64; 8])> {
+            m[0].iter().map(|&(t, v)| (t, stat_bits(v))).collect()
+        };
+        proptest::prop_assert_eq!(bits(&streamed), bits(&kept));
+    }
+}
+
+proptest::proptest! {
+    /// Requests in any order, overlapping, with chunks in any order (some at or after the
+    /// end) or evenly spaced (kept as a stride), some failed: every curve's merged sweep
+    /// equals the sort of all its events, made from the chunks as recorded.
+    #[test]
+    fn the_merged_sweep_equals_the_sorted_one(
+        reqs in proptest::collection::vec(
+            (0u64..40, 0u64..30, proptest::collection::vec(0u64..40, 0..5), proptest::prop_oneof![0u64..20, proptest::strategy::Just(5_000_000_000u64)], 0u64..300, 0u64..9, proptest::bool::ANY, proptest::bool::ANY),
+            1..40,
+        )
+    ) {
+        let mut tl = Timeline::default();
+        // Each request's span (from a timeline of its own) and its later chunks as recorded.
+        let mut recorded: Vec<(Span, Vec<u64>)> = Vec::new();
+        for (start, ttft, mut gaps, tail, isl, osl, ok, even) in reqs {
+            let first = start + ttft;
+            if even && let Some(&g) = gaps.first() {
+                gaps = (1..=gaps.len() as u64).map(|k| k * g).collect();
+            }
+            let mut chunks = vec![first];
+            chunks.extend(gaps.iter().map(|g| first + g));
+            let end = first + gaps.iter().max().copied().unwrap_or(0) + tail;
+            let r = RequestRecord {
+                sent_ns: start,
+                chunk_ns: chunks,
+                end_ns: end,
+                streaming: true,
+                input_tokens: Some(isl),
+                output_tokens: Some(osl),
+                ..Default::default()
+            };
+            let m = RequestMetrics::of(&r, false);
+            tl.add(&r, ok.then_some(&m));
+            let mut one = Timeline::default();
+            one.add(&r, ok.then_some(&m));
+            let span = one.span(0);
+            proptest::prop_assert_eq!((span.start, span.end, one.wide.len()), (start, end, usize::from(tail > u64::from(u32::MAX))));
+            recorded.push((span, if ok { gaps.iter().map(|g| first + g).collect() } else { Vec::new() }));
+        }
+        let all = |each: Curve| {
+            let mut e = Vec::new();
+            for (s, later) in &recorded {
+                each(s, later, &mut e);
+            }
+            sorted_sweep(e)
+        };
+        let curves: [Curve; 6] = [
+            &|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]),
+            &|s, _, e| {
+                prefill_rate(s, e);
+                even_decode_rate(s, e);
+            },
+            &chunk_decode,
+            &|s, _, e| prefill_rate(s, e),
+            &|s, later, e| tokens_in_flight(s, later, true, e),
+            &|s, later, e| tokens_in_flight(s, later, false, e),
+        ];
+        for each in curves {
+            proptest::prop_assert_eq!(bits(&tl.sweep_with(each, false)), bits(&all(each)));
+        }
+    }
+}
+
+/// Thousands of requests, out of order, mostly short, a few far longer than the buckets held
+/// ahead, some bursts at one time, many ending on the same nanoseconds: every curve's sweep
+/// equals the sort of all its events.
+#[test]
+fn the_bucketed_sweep_equals_the_sorted_one_over_many_buckets() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |n: u64| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % n
+    };
+    let mut tl = Timeline::default();
+    let mut recorded: Vec<(Span, Vec<u64>)> = Vec::new();
+    for i in 0..6_000u64 {
+        // Mostly spread over a second, one in ten in a burst at one instant.
+        let start = if next(10) == 0 { 400_000_000 } else { next(1_000_000_000) };
+        let first = start + next(4) * 1_000_000 + next(3);
+        let n = next(6);
+        let even = next(2) == 0;
+        let later: Vec<u64> = (1..=n).map(|k| first + if even { k * 2_000_000 } else { next(9_000_000) }).collect();
+        let last = later.iter().copied().max().unwrap_or(first);
+        let end = match next(50) {
+            0 => last + 20_000_000_000,
+            1 => last.saturating_sub(1_000_000),
+            _ => last + next(2) * 1_000,
+        };
+        let mut chunk_ns = vec![first];
+        chunk_ns.extend(&later);
+        let r = RequestRecord {
+            sent_ns: start,
+            chunk_ns,
+            end_ns: end,
+            streaming: true,
+            input_tokens: Some(100 + i % 300),
+            output_tokens: Some(1 + n),
+            ..Default::default()
+        };
+        let ok = i % 13 != 7;
+        let m = RequestMetrics::of(&r, false);
+        tl.add(&r, ok.then_some(&m));
+        let mut one = Timeline::default();
+        one.add(&r, ok.then_some(&m));
+        recorded.push((one.span(0), if ok { later } else { Vec::new() }));
+    }
+    let curves: [Curve; 6] = [
+        &|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]),
+        &|s, _, e| {
+            prefill_rate(s, e);
+            even_decode_rate(s, e);
+        },
+        &chunk_decode,
+        &|s, _, e| prefill_rate(s, e),
+        &|s, later, e| tokens_in_flight(s, later, true, e),
+        &|s, later, e| tokens_in_flight(s, later, false, e),
+    ];
+    for each in curves {
+        let mut e = Vec::new();
+        for (s, later) in &recorded {
+            each(s, later, &mut e);
+        }
+        assert_eq!(bits(&tl.sweep_with(each, false)), bits(&sorted_sweep(e)));
+    }
+    // Closed-form decode rates: the stride alone for evenly spaced chunks.
+    let mut e = Vec::new();
+    for (s, later) in &recorded {
+        closed_decode(s, later, &mut e);
+    }
+    assert_eq!(bits(&tl.sweep_with(closed_decode, true)), bits(&sorted_sweep(e)));
+}
+
+#[test]
+fn an_evenly_chunked_requests_tokens_in_flight_ramp_through_its_chunks() {
+    // Sent at 0, first token at 10 ns, 3 more chunks every 10 ns, the last at its end: 6
+    // input tokens from 0, then its 4 output tokens rising from 1 at 10 ns to 4 at 40 ns.
+    let r = RequestRecord {
+        sent_ns: 0,
+        chunk_ns: vec![10, 20, 30, 40],
+        end_ns: 40,
+        streaming: true,
+        input_tokens: Some(6),
+        output_tokens: Some(4),
+        ..Default::default()
+    };
+    let mut tl = Timeline::default();
+    tl.add(&r, Some(&RequestMetrics::of(&r, false)));
+    let closed = &tl.metrics_over_with(&[(0, 40)], u64::MAX, 0)[0];
+    let k = get(closed, TimelineMetric::TokensInFlight);
+    let avg: f64 = (10.0 * 6.0 + 30.0 * (7.0 + 10.0) / 2.0) / 40.0;
+    let (a, b) = (7.0 - avg, 10.0 - avg);
+    let var = (10.0 * (6.0 - avg) * (6.0 - avg) + 30.0 * (a * a + a * b + b * b) / 3.0) / 40.0;
+    // 10 ns at 6, then 10 ns per token from 7 to 10: half the time by 8, 90% by 9.6.
+    let want = [avg, 6.0, 10.0, 8.0, 9.6, 9.8, 9.96, var.sqrt()];
+    let got = [k.avg, k.min, k.max, k.p50, k.p90, k.p95, k.p99, k.std];
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() < 1e-9, "{got:?} against {want:?}");
+    }
+    // One rate from the first token to the last chunk: 3 tokens in 30 ns.
+    let d = get(closed, TimelineMetric::EffectiveDecodeThroughput);
+    assert_eq!((d.max, d.p50), (0.1 * PER_SECOND, 0.1 * PER_SECOND));
+    // The steps: 7, 8, 9 for 10, 10, 9 ns, 10 for the last nanosecond.
+    let steps = get(&tl.metrics_over_with(&[(0, 40)], u64::MAX, u64::MAX)[0], TimelineMetric::TokensInFlight);
+    assert_eq!((steps.p50, steps.max, steps.avg), (7.0, 10.0, (60.0 + 70.0 + 80.0 + 81.0 + 10.0) / 40.0));
+}
+
+proptest::proptest! {
+    /// Evenly spaced chunks in closed form: the decode-rate metrics are those of the
+    /// per-chunk sweep (the same function, summed in other additions: within rounding);
+    /// the tokens in flight within the sum over evenly spaced requests of a chunk's share
+    /// times one more than its chunks at or after its end.
+    #[test]
+    fn closed_form_stays_within_a_chunk_of_the_steps(
+        reqs in proptest::collection::vec(
+            (0u64..4000, 0u64..300, 2u64..40, 0u64..200, 0u64..3, 0u64..5000, 1u64..600, proptest::bool::ANY, proptest::bool::ANY),
+            1..25,
+        ),
+        from in 0u64..2000,
+        len in 1u64..20000,
+    ) {
+        let mut tl = Timeline::default();
+        let mut bound = 0.0;
+        for (start, ttft, n, stride, before_end, isl, osl, ok, even) in reqs {
+            let first = start + ttft;
+            let mut chunks: Vec<u64> = (0..=n).map(|k| first + k * stride).collect();
+            if !even {
+                chunks[1] += 1;
+                chunks.sort_unstable();
+            }
+            let end = chunks[chunks.len() - 1].saturating_sub(before_end).max(first);
+            let r = RequestRecord {
+                sent_ns: start,
+                chunk_ns: chunks.clone(),
+                end_ns: end,
+                streaming: true,
+                input_tokens: Some(isl),
+                output_tokens: Some(osl),
+                ..Default::default()
+            };
+            let m = RequestMetrics::of(&r, false);
+            tl.add(&r, ok.then_some(&m));
+            if ok && even {
+                let clipped = chunks[1..].iter().filter(|&&t| t >= end).count();
+                bound += (osl as f64 - 1.0) / n as f64 * (1 + clipped) as f64;
+            }
+        }
+        let w = [(from, from + len)];
+        let steps = &tl.metrics_over_with(&w, u64::MAX, u64::MAX)[0];
+        let closed = &tl.metrics_over_with(&w, u64::MAX, 0)[0];
+        for (&(t, a), &(u, b)) in steps.iter().zip(closed) {
+            proptest::prop_assert_eq!(t, u);
+            let (a, b) = (a.stats(), b.stats());
+            let scale = a.iter().chain(&b).map(|x| x.1.abs()).fold(1.0, f64::max);
+            let allowed = if t == TimelineMetric::TokensInFlight { bound + 1e-6 * scale } else { 1e-6 * scale };
+            for (x, y) in a.iter().zip(&b) {
+                proptest::prop_assert!((x.1 - y.1).abs() <= allowed, "{:?} {}: {} against {} (bound {})", t, x.0, x.1, y.1, allowed);
+            }
+        }
+    }
+}
