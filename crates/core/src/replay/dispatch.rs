@@ -26,7 +26,10 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 use std::sync::Arc;
 
+use crate::hashing::FastMap;
 use crate::replay::cancel::Cancellation;
+#[cfg(doc)]
+use crate::replay::schedule::Session;
 use crate::replay::schedule::{Schedule, Start, StartCursor, TurnTiming};
 
 /// One request to send.
@@ -103,6 +106,8 @@ pub struct Dispatch {
     idle_since_ns: u64,
     /// The idle cap's moves: how many, and the time they skipped.
     idle_skips: (u64, u64),
+    /// Session runs with sub-agents in progress, by run.
+    graphs: FastMap<u64, RunGraph>,
 }
 
 /// The next job as [`Dispatch::take`] takes it.
@@ -155,6 +160,7 @@ impl Dispatch {
             shift_ns: 0,
             idle_since_ns: 0,
             idle_skips: (0, 0),
+            graphs: FastMap::default(),
         }
     }
 
@@ -346,10 +352,20 @@ impl Dispatch {
         let Due { deadline_ns, asap, later, slot_ns } = self.next_due(now_ns).ok()?;
         let job = if later {
             // A turn held for a prefill slot is due when the slot opens.
-            self.later.pop().map(|Reverse((_, _, j))| Job { deadline_ns, asap, ..j })?
+            let job = self.later.pop().map(|Reverse((_, _, j))| Job { deadline_ns, asap, ..j })?;
+            if let Some(g) = self.graphs.get_mut(&job.run) {
+                g.open += 1;
+            }
+            job
         } else {
             let (index, s) = self.next_start?;
-            let first = self.schedule.sessions.get(s.session as usize)?.turns.first()?.row;
+            let session = self.schedule.sessions.get(s.session as usize)?;
+            let first = session.turns.first()?.row;
+            if session.graph.is_some() && s.turns > 1 {
+                let waiting = (0..s.turns).map(|t| session.waits_for(t)).collect();
+                let ends = vec![u64::MAX; s.turns as usize];
+                self.graphs.insert(index, RunGraph { waiting, ends, open: 1, left: s.turns });
+            }
             self.next_start = self.cursor.next(&self.schedule).map(|s| (self.cursor.index(), s));
             self.active_runs += 1;
             self.last_start_ns = deadline_ns;
@@ -378,38 +394,90 @@ impl Dispatch {
     }
 
     /// A request finished at `end_ns` (its prefill slot, if it still held one, is free);
-    /// returns the session run's next turn when one is now queued (so that its body can be
-    /// prepared before it is due).
-    pub fn complete(&mut self, job: &Job, end_ns: u64) -> Option<Job> {
+    /// returns the session run's turns now queued, those for which this was the last turn they
+    /// waited for (so that their bodies can be prepared before they are due).
+    ///
+    /// A turn is timed from the turn it follows ([`Session::timed_after`]) by its
+    /// [`TurnTiming`]; a turn whose joined sub-agents end after the turn it follows is due when
+    /// the last of them ends, without its delay, as AIPerf dispatches a join it held back.
+    pub fn complete(&mut self, job: &Job, end_ns: u64) -> Vec<Job> {
         self.in_flight = self.in_flight.saturating_sub(1);
         if self.in_flight == 0 {
             self.idle_since_ns = end_ns;
         }
         self.first_token(job);
-        let next = job.turn + 1;
-        let turn = (next < job.run_turns && !self.stopped)
-            .then(|| self.schedule.sessions.get(job.session as usize)?.turns.get(next as usize).copied())
-            .flatten();
-        let Some(turn) = turn else {
+        let schedule = Arc::clone(&self.schedule);
+        let mut queued = Vec::new();
+        if let Some(g) = self.graphs.get_mut(&job.run)
+            && let Some(e) = g.ends.get_mut(job.turn as usize)
+        {
+            *e = end_ns;
+        }
+        if let Some(session) = schedule.sessions.get(job.session as usize)
+            && !self.stopped
+        {
+            for next in session.next_turns(job.turn).filter(|&n| n < job.run_turns) {
+                // Whether a joined sub-agent ended after the turn this one follows.
+                let mut joined_later = false;
+                if let Some(g) = self.graphs.get_mut(&job.run)
+                    && let Some(w) = g.waiting.get_mut(next as usize)
+                {
+                    *w = w.saturating_sub(1);
+                    if *w > 0 {
+                        continue;
+                    }
+                    let after = session.timed_after(next).and_then(|a| g.ends.get(a as usize));
+                    joined_later = after.is_some_and(|&a| a < end_ns);
+                }
+                let Some(turn) = session.turns.get(next as usize) else { continue };
+                let (deadline_ns, asap) = match (self.user_gap_ns, turn.timing) {
+                    // It waited for its sub-agents after the turn it follows ended: due at once.
+                    _ if joined_later => (end_ns, job.asap),
+                    // A user's next turn: one gap after its last one was due, or at once when late.
+                    (Some(gap), _) => (job.deadline_ns.saturating_add(gap).max(end_ns), false),
+                    (None, TurnTiming::At(us)) => {
+                        (us.saturating_mul(1000).saturating_sub(self.shift_ns).max(end_ns), false)
+                    }
+                    (None, TurnTiming::After(us)) => (end_ns.saturating_add(us.saturating_mul(1000)), false),
+                    (None, TurnTiming::Immediately) => (end_ns, job.asap),
+                };
+                let j = Job { turn: next, row: turn.row, deadline_ns, asap, ..*job };
+                self.seq += 1;
+                // Queued in the unmoved frame, so that a later move of the idle cap moves it too.
+                self.later.push(Reverse((deadline_ns.saturating_add(self.shift_ns), self.seq, j)));
+                queued.push(j);
+            }
+        }
+        let run_ended = match self.graphs.get_mut(&job.run) {
+            Some(g) => {
+                g.open = g.open.saturating_sub(1);
+                g.left = g.left.saturating_sub(1);
+                g.left == 0 || (self.stopped && g.open == 0)
+            }
+            None => queued.is_empty(),
+        };
+        if run_ended {
+            self.graphs.remove(&job.run);
             if !self.slot_free(end_ns) {
                 self.slot_freed_ns = Some(self.slot_freed_ns.map_or(end_ns, |t| t.max(end_ns)));
             }
             self.active_runs = self.active_runs.saturating_sub(1);
-            return None;
-        };
-        let (deadline_ns, asap) = match (self.user_gap_ns, turn.timing) {
-            // A user's next turn: one gap after its last one was due, or at once when late.
-            (Some(gap), _) => (job.deadline_ns.saturating_add(gap).max(end_ns), false),
-            (None, TurnTiming::At(us)) => (us.saturating_mul(1000).saturating_sub(self.shift_ns).max(end_ns), false),
-            (None, TurnTiming::After(us)) => (end_ns.saturating_add(us.saturating_mul(1000)), false),
-            (None, TurnTiming::Immediately) => (end_ns, job.asap),
-        };
-        let j = Job { turn: next, row: turn.row, deadline_ns, asap, ..*job };
-        self.seq += 1;
-        // Queued in the unmoved frame, so that a later move of the idle cap moves it too.
-        self.later.push(Reverse((deadline_ns.saturating_add(self.shift_ns), self.seq, j)));
-        Some(j)
+        }
+        queued
     }
+}
+
+/// A session run with sub-agents in progress: what each of its turns still waits for.
+#[derive(Debug)]
+struct RunGraph {
+    /// For every turn of the run, how many of the turns it waits for have not ended.
+    waiting: Vec<u32>,
+    /// When each turn ended (`u64::MAX`: not yet).
+    ends: Vec<u64>,
+    /// Turns sent and not ended.
+    open: u32,
+    /// Turns of the run not ended.
+    left: u32,
 }
 
 /// The concurrency ceiling at `now_ns` of a run whose ceiling ramps to `target` over
@@ -453,8 +521,10 @@ impl PrefixCache {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
-    use crate::replay::schedule::{Session, Starts, Turn};
+    use crate::replay::schedule::{Graph, Node, Session, Starts, Turn};
 
     /// An in-memory server with a virtual clock: every request takes `service_ns`; the driver
     /// sends each job exactly at its deadline (or at once when late) and records the send times.
@@ -540,7 +610,7 @@ mod tests {
     }
 
     fn session(rows: &[(u32, TurnTiming)]) -> Session {
-        Session { id: None, turns: rows.iter().map(|&(row, timing)| Turn { row, timing }).collect() }
+        Session::chain(None, rows.iter().map(|&(row, timing)| Turn { row, timing }).collect())
     }
 
     fn start(offset_ms: Option<u64>, session: u32, turns: u32) -> Start {
@@ -789,7 +859,7 @@ mod tests {
             None,
         );
         let job = d.take(0).unwrap();
-        assert!(d.complete(&job, MS).is_some());
+        assert_eq!(d.complete(&job, MS).len(), 1);
         d.stop();
         assert_eq!(d.peek(2 * MS), Peek::Finished);
         assert_eq!(d.take(2 * MS), None);
@@ -812,9 +882,131 @@ mod tests {
             Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(None, 0, 2)]), shard: Default::default() };
         let mut d = Dispatch::new(Arc::new(schedule), None, Some(u64::MAX - 1));
         let job = d.take(0).unwrap();
-        let next = d.complete(&job, u64::MAX - 10).unwrap();
+        let next = d.complete(&job, u64::MAX - 10)[0];
         assert_eq!(next.deadline_ns, u64::MAX);
         assert_eq!(d.peek(0), Peek::Finished);
+    }
+
+    /// A session of turns (row, timing) waiting for each other as `nodes` say.
+    fn graph_session(turns: &[(u32, TurnTiming)], nodes: &[Node]) -> Session {
+        let mut s = session(turns);
+        s.graph = Some(Box::new(Graph::new(nodes).unwrap()));
+        s
+    }
+
+    fn node(after: Option<u32>, joins: &[u32]) -> Node {
+        Node { after, joins: joins.to_vec() }
+    }
+
+    /// When each (run, turn) was sent.
+    fn sent_at(sim: &Sim) -> HashMap<(u64, u32), u64> {
+        sim.sent.iter().map(|(t, j)| ((j.run, j.turn), *t)).collect()
+    }
+
+    #[test]
+    fn a_join_waits_for_both_branches_and_leaves_when_the_last_ends() {
+        // root0 starts a (two turns) and b (one); root1 joins both, 20 ms after root0 by its own
+        // timing. Every request takes 10 ms.
+        let s = graph_session(
+            &[
+                (0, TurnTiming::Immediately),
+                (1, TurnTiming::Immediately),
+                (2, TurnTiming::After(5_000)),
+                (3, TurnTiming::Immediately),
+                (4, TurnTiming::After(20_000)),
+            ],
+            &[node(None, &[]), node(Some(0), &[]), node(Some(1), &[]), node(Some(0), &[]), node(Some(0), &[2, 3])],
+        );
+        let schedule = Schedule {
+            sessions: vec![s],
+            starts: Starts::Listed(vec![start(Some(0), 0, 5)]),
+            shard: Default::default(),
+        };
+        let mut sim = Sim::new(schedule, Some(1), None, 10 * MS);
+        sim.run(None);
+        let at: Vec<(u32, u64)> = sim.sent.iter().map(|(t, j)| (j.turn, *t / MS)).collect();
+        // a0 and b0 at 10; b0 ends at 20, a1 leaves at 25 and ends at 35: the join waited for
+        // it and leaves at once (its 20 ms counted from root0 had passed at 30).
+        assert_eq!(at, [(0, 0), (1, 10), (3, 10), (2, 25), (4, 35)]);
+        // The run held one slot all along.
+        assert_eq!(sim.max_active, 1);
+        assert_eq!(sim.d.active_runs(), 0);
+    }
+
+    #[test]
+    fn a_join_whose_branches_ended_first_keeps_its_delay() {
+        // root0 starts x, joined by root2; root1 50 ms after root0, root2 5 ms after root1.
+        let s = graph_session(
+            &[
+                (0, TurnTiming::Immediately),
+                (1, TurnTiming::Immediately),
+                (2, TurnTiming::After(50_000)),
+                (3, TurnTiming::After(5_000)),
+            ],
+            &[node(None, &[]), node(Some(0), &[]), node(Some(0), &[]), node(Some(2), &[1])],
+        );
+        let schedule = Schedule {
+            sessions: vec![s],
+            starts: Starts::Listed(vec![start(Some(0), 0, 4)]),
+            shard: Default::default(),
+        };
+        let mut sim = Sim::new(schedule.clone(), None, None, 10 * MS);
+        sim.run(None);
+        let at: Vec<(u32, u64)> = sim.sent.iter().map(|(t, j)| (j.turn, *t / MS)).collect();
+        assert_eq!(at, [(0, 0), (1, 10), (2, 60), (3, 75)]);
+        // A request count that cuts the run after x: the first two turns only, and the run ends.
+        let cut = Schedule { starts: Starts::Listed(vec![start(Some(0), 0, 2)]), ..schedule };
+        let mut sim = Sim::new(cut, Some(1), None, 10 * MS);
+        sim.run(None);
+        assert_eq!(sim.sent.iter().map(|(_, j)| j.turn).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(sim.d.active_runs(), 0);
+    }
+
+    #[test]
+    fn stopping_a_run_with_branches_in_flight_frees_its_slot_when_they_end() {
+        let s = graph_session(
+            &[
+                (0, TurnTiming::Immediately),
+                (1, TurnTiming::Immediately),
+                (2, TurnTiming::Immediately),
+                (3, TurnTiming::Immediately),
+            ],
+            &[node(None, &[]), node(Some(0), &[]), node(Some(0), &[]), node(Some(0), &[1, 2])],
+        );
+        let schedule = Schedule {
+            sessions: vec![s],
+            starts: Starts::Listed(vec![start(Some(0), 0, 4)]),
+            shard: Default::default(),
+        };
+        let mut d = Dispatch::new(Arc::new(schedule), Some(1), None);
+        let root = d.take(0).unwrap();
+        let queued = d.complete(&root, 10 * MS);
+        assert_eq!(queued.iter().map(|j| j.turn).collect::<Vec<_>>(), [1, 2]);
+        let a = d.take(10 * MS).unwrap();
+        let b = d.take(10 * MS).unwrap();
+        d.stop();
+        assert!(d.complete(&a, 20 * MS).is_empty());
+        assert_eq!(d.active_runs(), 1);
+        assert!(d.complete(&b, 30 * MS).is_empty());
+        assert_eq!(d.active_runs(), 0);
+        assert_eq!(d.in_flight(), 0);
+    }
+
+    /// A random graph of `n` turns: each later turn follows an earlier one and joins some others,
+    /// with a delay or none.
+    fn random_graph(spec: &[(u32, u32, Option<u64>)]) -> Session {
+        let mut turns = vec![(0, TurnTiming::Immediately)];
+        let mut nodes = vec![node(None, &[])];
+        for (k, (after, joins, delay)) in spec.iter().enumerate() {
+            let k = k as u32 + 1;
+            let after = after % k;
+            let joins: Vec<u32> = (0..k)
+                .filter(|&p| p != after && joins & (1 << (p % 32)) != 0 && (p * 7 + k).is_multiple_of(3))
+                .collect();
+            turns.push((k, delay.map_or(TurnTiming::Immediately, |d| TurnTiming::After(d * 1000))));
+            nodes.push(node(Some(after), &joins));
+        }
+        graph_session(&turns, &nodes)
     }
 
     /// A schedule of sessions given as (turns, start offset in ms, delay between turns in ms).
@@ -866,6 +1058,56 @@ mod tests {
                     let prev = sim.sent.iter().find(|(_, p)| p.run == j.run && p.turn == j.turn - 1).unwrap();
                     proptest::prop_assert!(*t >= prev.0 + service * MS);
                 }
+            }
+        }
+
+        #[test]
+        fn no_turn_leaves_before_the_turns_it_waits_for_end(
+            specs in proptest::collection::vec(
+                proptest::collection::vec((0u32..64, proptest::num::u32::ANY, proptest::option::of(0u64..30)), 0..12),
+                1..6,
+            ),
+            cuts in proptest::collection::vec(proptest::option::of(1u32..13), 6),
+            conc in proptest::option::of(1usize..3),
+            service in 1u64..20,
+        ) {
+            let sessions: Vec<Session> = specs.iter().map(|s| random_graph(s)).collect();
+            let starts: Vec<Start> = sessions
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let n = s.turns.len() as u32;
+                    start(Some(i as u64 * 7), i as u32, cuts[i].map_or(n, |c| c.min(n)))
+                })
+                .collect();
+            let schedule = Schedule { sessions: sessions.clone(), starts: Starts::Listed(starts.clone()), shard: Default::default() };
+            let mut sim = Sim::new(schedule, conc, None, service * MS);
+            sim.run(None);
+            // Every turn of every run once, and nothing past a run's cut.
+            let total: u32 = starts.iter().map(|s| s.turns).sum();
+            proptest::prop_assert_eq!(sim.sent.len() as u32, total);
+            let at = sent_at(&sim);
+            proptest::prop_assert_eq!(at.len() as u32, total);
+            proptest::prop_assert_eq!(sim.d.active_runs(), 0);
+            if let Some(c) = conc {
+                proptest::prop_assert!(sim.max_active <= c);
+            }
+            let end = |run: u64, turn: u32| at[&(run, turn)] + service * MS;
+            for (t, j) in &sim.sent {
+                proptest::prop_assert!(j.turn < j.run_turns);
+                let s = &sessions[j.session as usize];
+                let Some(after) = s.timed_after(j.turn) else { continue };
+                let joins: Vec<u32> = (0..j.turn).filter(|&p| p != after && s.next_turns(p).any(|n| n == j.turn)).collect();
+                let after_end = end(j.run, after);
+                let joins_end = joins.iter().map(|&p| end(j.run, p)).max().unwrap_or(0);
+                proptest::prop_assert!(*t >= after_end && *t >= joins_end, "{:?} before its parents", j);
+                let delay = match s.turns[j.turn as usize].timing {
+                    TurnTiming::After(us) => us * 1000,
+                    _ => 0,
+                };
+                // AIPerf's rule: the delay after the turn it follows, unless it waited for a join.
+                let due = if joins_end <= after_end { after_end + delay } else { joins_end };
+                proptest::prop_assert_eq!(*t, due, "{:?}", j);
             }
         }
 

@@ -558,7 +558,7 @@ async fn send_warmup<T: Transport + Clone>(
             }
             Err(_) => {
                 errors += 1;
-                if let Some(next) = dispatch.complete(&job, now) {
+                for next in dispatch.complete(&job, now) {
                     sessions.previous.insert((next.run, next.turn), (job.row, None));
                 }
             }
@@ -615,8 +615,8 @@ impl WarmupSessions {
         match r {
             Ok((job, failed, reply)) => {
                 *errors += u64::from(failed);
-                if let Some(next) = dispatch.complete(&job, now) {
-                    self.previous.insert((next.run, next.turn), (job.row, reply));
+                for next in dispatch.complete(&job, now) {
+                    self.previous.insert((next.run, next.turn), (job.row, reply.clone()));
                 }
             }
             Err(_) => *errors += 1,

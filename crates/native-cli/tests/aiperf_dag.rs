@@ -1,0 +1,86 @@
+//! AIPerf 0.13.0's own `dag_jsonl` loader judges ours: the same fixture
+//! (`tests/fixtures/dag/agents.dag.jsonl`) read by both gives the same conversations, turns
+//! (delay, max_tokens, model, messages), branches (children, the turn that joins them) and roots.
+//! Needs AIPerf's venv (`scripts/aiperf-venv.sh`), so it is ignored by default.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// AIPerf's loader on the file `argv[1]`, printed as the graph the test compares.
+const READ: &str = r#"
+import json, sys
+from aiperf.dataset.loader.dag_jsonl import DagJsonlLoader
+loader = DagJsonlLoader(sys.argv[1])
+out = {}
+for c in loader.load():
+    join_of = {}
+    for i, t in enumerate(c.turns):
+        for p in t.prerequisites:
+            join_of[p.branch_id] = i
+    by_id = {b.branch_id: b for b in c.branches}
+    turns = []
+    for t in c.turns:
+        branches = [[list(by_id[b].child_conversation_ids), join_of.get(b)] for b in t.branch_ids]
+        turns.append({"delay": float(t.delay or 0.0), "max_tokens": t.max_tokens, "model": t.model,
+                      "messages": len(t.raw_messages or []), "branches": branches})
+    out[c.session_id] = turns
+print(json.dumps({"conversations": out, "roots": sorted(loader.root_session_ids())}))
+"#;
+
+/// Ours: the core's reader, and the roots the replay runs (sessions no turn starts).
+fn ours(text: &str) -> Value {
+    let trace = aiperf_core::formats::dag_jsonl::parse(text).unwrap();
+    let mut conversations: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for r in trace.rows() {
+        let branches: Vec<Value> = r.branches().iter().map(|b| json!([b.children, b.join_at])).collect();
+        let messages = match &r.input {
+            aiperf_core::trace::Input::Messages(m) => m.len(),
+            _ => 0,
+        };
+        conversations.entry(r.session_id.as_deref().unwrap().to_string()).or_default().push(json!({
+            "delay": r.delay.map_or(0.0, |d| d.as_f64()),
+            "max_tokens": r.output_length,
+            "model": r.extra().and_then(|e| e.get("model")).cloned(),
+            "messages": messages,
+            "branches": branches,
+        }));
+    }
+    let sessions = aiperf_core::replay::schedule::sessions(&trace).unwrap();
+    let mut roots: Vec<String> = sessions.iter().filter_map(|s| s.id.as_deref().map(String::from)).collect();
+    roots.sort();
+    json!({"conversations": conversations, "roots": roots})
+}
+
+#[test]
+#[ignore = "needs AIPerf 0.13.0's venv (scripts/aiperf-venv.sh)"]
+fn aiperfs_loader_reads_the_same_graph() {
+    let Some(venv) = aiperf_venv() else { return };
+    let path = root().join("tests/fixtures/dag/agents.dag.jsonl");
+    let out = python(&venv, READ, &[path.to_str().unwrap()]);
+    assert!(out.status.success(), "AIPerf's loader failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let theirs: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mine = ours(&std::fs::read_to_string(&path).unwrap());
+    assert_eq!(mine, theirs);
+    // The fixture exercises every kind of branch: bare spawns joined by the next turn, a spawn
+    // joined later, a background fork, a terminal fork, nesting, and a conversation without any.
+    assert_eq!(mine["roots"], json!(["lead", "other"]));
+}
+
+#[test]
+fn our_reading_of_the_fixture() {
+    let path = root().join("tests/fixtures/dag/agents.dag.jsonl");
+    let mine = ours(&std::fs::read_to_string(&path).unwrap());
+    let lead = &mine["conversations"]["lead"];
+    assert_eq!(lead[0]["branches"], json!([[["search", "read"], 1]]));
+    assert_eq!(lead[1]["branches"], json!([[["review"], 3]]));
+    assert_eq!(lead[3]["branches"], json!([[["wrapup"], null]]));
+    assert_eq!(mine["conversations"]["search"][0]["branches"], json!([[["log"], null]]));
+    assert_eq!(mine["conversations"]["search"][0]["model"], "small-model");
+    assert_eq!(lead[2]["delay"], 12.5);
+    assert_eq!(mine["roots"], json!(["lead", "other"]));
+}
