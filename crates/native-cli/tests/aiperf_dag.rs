@@ -71,6 +71,37 @@ fn aiperfs_loader_reads_the_same_graph() {
     assert_eq!(mine["roots"], json!(["lead", "other"]));
 }
 
+/// Files both loaders refuse: AIPerf's raises, ours names the line and the reason.
+#[test]
+#[ignore = "needs AIPerf 0.13.0's venv (scripts/aiperf-venv.sh)"]
+fn aiperf_refuses_what_we_refuse() {
+    let Some(venv) = aiperf_venv() else { return };
+    let turn = |extra: &str| format!(r#"{{"messages": [{{"role": "user", "content": "x"}}]{extra}}}"#);
+    let conv = |sid: &str, turns: &[String]| format!(r#"{{"session_id": "{sid}", "turns": [{}]}}"#, turns.join(", "));
+    let bad = [
+        conv("a", &[turn(r#", "spawns": ["b"]"#)]) + "\n" + &conv("b", &[turn(r#", "spawns": ["a"]"#)]),
+        conv("a", &[turn(r#", "forks": ["c"]"#), turn("")]) + "\n" + &conv("c", &[turn("")]),
+        conv("a", &[turn(r#", "spawns": [{"children": ["c"], "join_at": 5}]"#), turn("")])
+            + "\n"
+            + &conv("c", &[turn("")]),
+        conv("a", &[turn(r#", "max_tokens": 0"#)]),
+        conv("a", &[turn(r#", "delay": -1"#)]),
+        conv("a", &[turn(r#", "temperature": 1"#)]),
+        conv("a", &[turn(""), r#"{"messages": [{"role": "system", "content": "s"}]}"#.to_string()]),
+        conv("a", &[turn(r#", "spawns": ["nope"]"#)]),
+        r#"{"session_id": "a", "turns": []}"#.to_string(),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (i, text) in bad.iter().enumerate() {
+        let path = dir.path().join(format!("bad{i}.dag.jsonl"));
+        std::fs::write(&path, text).unwrap();
+        let out = python(&venv, READ, &[path.to_str().unwrap()]);
+        assert!(!out.status.success(), "AIPerf read {text}");
+        let ours = aiperf_core::formats::dag_jsonl::parse(text);
+        assert!(ours.is_err(), "we read {text}");
+    }
+}
+
 #[test]
 fn our_reading_of_the_fixture() {
     let path = root().join("tests/fixtures/dag/agents.dag.jsonl");
