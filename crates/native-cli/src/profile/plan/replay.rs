@@ -617,6 +617,20 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn dag_jsonl_reads_aiperfs_dag_conversations_sampled_at_random_by_default() {
+        let p = plan(&["--custom-dataset-type", "dag_jsonl"]).unwrap();
+        assert!(p.source.dag);
+        assert_eq!(p.source.sampling, Sampling::Random);
+        let p = plan(&["--custom-dataset-type", "dag_jsonl", "--dataset-sampling-strategy", "sequential"]).unwrap();
+        assert_eq!(p.source.sampling, Sampling::Sequential);
+        assert!(!plan(&[]).unwrap().source.dag);
+        assert_eq!(plan(&[]).unwrap().source.sampling, Sampling::default());
+        assert!(err(&["--custom-dataset-type", "dag_jsonl", "--trace-format", "weka"]).contains(
+            "--custom-dataset-type dag_jsonl reads AIPerf's DAG conversations, but --trace-format names weka"
+        ));
+    }
+
+    #[test]
     fn shards_divide_the_ceiling_and_the_warm_up_and_keep_the_request_count() {
         let p = plan(&["--shard", "1/3", "--concurrency", "10", "--warmup-request-count", "4", "--request-count", "7"])
             .unwrap();
