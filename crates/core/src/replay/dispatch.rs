@@ -41,7 +41,8 @@ pub struct Job {
     pub session: u32,
     /// 0-based turn within the session.
     pub turn: u32,
-    /// How many turns this session run sends.
+    /// How many requests this session run sends: a chain's first `run_turns` turns, or the
+    /// first `run_turns` turns taken of a run with sub-agents.
     pub run_turns: u32,
     /// Index of the trace row.
     pub row: u32,
@@ -355,6 +356,13 @@ impl Dispatch {
             let job = self.later.pop().map(|Reverse((_, _, j))| Job { deadline_ns, asap, ..j })?;
             if let Some(g) = self.graphs.get_mut(&job.run) {
                 g.open += 1;
+                g.queued = g.queued.saturating_sub(1);
+                g.budget = g.budget.saturating_sub(1);
+                // The run's last request: the turns it queued beside it are not sent.
+                if g.budget == 0 && g.queued > 0 {
+                    g.queued = 0;
+                    self.later.retain(|Reverse((_, _, j))| j.run != job.run);
+                }
             }
             job
         } else {
@@ -362,9 +370,10 @@ impl Dispatch {
             let session = self.schedule.sessions.get(s.session as usize)?;
             let first = session.turns.first()?.row;
             if session.graph.is_some() && s.turns > 1 {
-                let waiting = (0..s.turns).map(|t| session.waits_for(t)).collect();
-                let ends = vec![u64::MAX; s.turns as usize];
-                self.graphs.insert(index, RunGraph { waiting, ends, open: 1, left: s.turns });
+                let n = session.turns.len();
+                let waiting = (0..n as u32).map(|t| session.waits_for(t)).collect();
+                let ends = vec![u64::MAX; n];
+                self.graphs.insert(index, RunGraph { waiting, ends, open: 1, queued: 0, budget: s.turns - 1 });
             }
             self.next_start = self.cursor.next(&self.schedule).map(|s| (self.cursor.index(), s));
             self.active_runs += 1;
@@ -416,16 +425,21 @@ impl Dispatch {
         if let Some(session) = schedule.sessions.get(job.session as usize)
             && !self.stopped
         {
-            for next in session.next_turns(job.turn).filter(|&n| n < job.run_turns) {
+            // A chain run sends its first `run_turns` turns; a run with sub-agents sends its first
+            // `run_turns` requests in the order they are taken, as AIPerf stops after a request
+            // count.
+            let graph = self.graphs.contains_key(&job.run);
+            for next in session.next_turns(job.turn).filter(|&n| graph || n < job.run_turns) {
                 // Whether a joined sub-agent ended after the turn this one follows.
                 let mut joined_later = false;
                 if let Some(g) = self.graphs.get_mut(&job.run)
                     && let Some(w) = g.waiting.get_mut(next as usize)
                 {
                     *w = w.saturating_sub(1);
-                    if *w > 0 {
+                    if *w > 0 || g.budget == 0 {
                         continue;
                     }
+                    g.queued += 1;
                     let after = session.timed_after(next).and_then(|a| g.ends.get(a as usize));
                     joined_later = after.is_some_and(|&a| a < end_ns);
                 }
@@ -451,8 +465,8 @@ impl Dispatch {
         let run_ended = match self.graphs.get_mut(&job.run) {
             Some(g) => {
                 g.open = g.open.saturating_sub(1);
-                g.left = g.left.saturating_sub(1);
-                g.left == 0 || (self.stopped && g.open == 0)
+                // Stopping dropped every queued turn.
+                g.open == 0 && (g.queued == 0 || self.stopped)
             }
             None => queued.is_empty(),
         };
@@ -476,8 +490,10 @@ struct RunGraph {
     ends: Vec<u64>,
     /// Turns sent and not ended.
     open: u32,
-    /// Turns of the run not ended.
-    left: u32,
+    /// Turns queued and not sent.
+    queued: u32,
+    /// Requests the run may still send.
+    budget: u32,
 }
 
 /// The concurrency ceiling at `now_ns` of a run whose ceiling ramps to `target` over
@@ -954,7 +970,7 @@ mod tests {
         sim.run(None);
         let at: Vec<(u32, u64)> = sim.sent.iter().map(|(t, j)| (j.turn, *t / MS)).collect();
         assert_eq!(at, [(0, 0), (1, 10), (2, 60), (3, 75)]);
-        // A request count that cuts the run after x: the first two turns only, and the run ends.
+        // A request count that cuts the run after x: the first two taken only, and the run ends.
         let cut = Schedule { starts: Starts::Listed(vec![start(Some(0), 0, 2)]), ..schedule };
         let mut sim = Sim::new(cut, Some(1), None, 10 * MS);
         sim.run(None);
@@ -1083,7 +1099,8 @@ mod tests {
             let schedule = Schedule { sessions: sessions.clone(), starts: Starts::Listed(starts.clone()), shard: Default::default() };
             let mut sim = Sim::new(schedule, conc, None, service * MS);
             sim.run(None);
-            // Every turn of every run once, and nothing past a run's cut.
+            // Every run sends as many requests as its cut, each turn once, after every turn it
+            // waits for (so a cut run sends the first turns taken).
             let total: u32 = starts.iter().map(|s| s.turns).sum();
             proptest::prop_assert_eq!(sim.sent.len() as u32, total);
             let at = sent_at(&sim);
@@ -1092,9 +1109,12 @@ mod tests {
             if let Some(c) = conc {
                 proptest::prop_assert!(sim.max_active <= c);
             }
+            for st in &starts {
+                let sent = sim.sent.iter().filter(|(_, j)| j.session == st.session).count() as u32;
+                proptest::prop_assert_eq!(sent, st.turns);
+            }
             let end = |run: u64, turn: u32| at[&(run, turn)] + service * MS;
             for (t, j) in &sim.sent {
-                proptest::prop_assert!(j.turn < j.run_turns);
                 let s = &sessions[j.session as usize];
                 let Some(after) = s.timed_after(j.turn) else { continue };
                 let joins: Vec<u32> = (0..j.turn).filter(|&p| p != after && s.next_turns(p).any(|n| n == j.turn)).collect();

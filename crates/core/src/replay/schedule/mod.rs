@@ -47,7 +47,7 @@ pub struct Turn {
 /// Without a [`Graph`] the turns form a chain: each later turn waits for the one before. A
 /// session that starts sub-agents (AIPerf's DAG conversations) has one: its turns are those of
 /// the root and of every sub-agent it starts, in an order where every turn comes after the turns
-/// it waits for, so that the first `n` turns of a run are always a whole part of it.
+/// it waits for.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Session {
     /// The trace's `session_id`, `None` for a single-turn row without one.
