@@ -177,6 +177,70 @@ fn a_join_held_back_leaves_without_its_delay_in_aiperf_and_here() {
     assert_eq!(root1.0, b0.1);
 }
 
+/// `--request-count 3` on a root that starts a (two turns) and b: AIPerf sends the first three
+/// requests issued (root 0, a 0, b 0), and so do we.
+#[test]
+#[ignore = "needs AIPerf 0.13.0's venv (scripts/aiperf-venv.sh)"]
+fn a_request_count_stops_after_the_same_requests_in_aiperf_and_here() {
+    let Some(venv) = aiperf_venv() else { return };
+    const DAG: &str = r#"{"session_id": "root", "turns": [{"messages": [{"role": "user", "content": "plan"}], "max_tokens": 2, "spawns": ["a", "b"]}, {"messages": [{"role": "user", "content": "merge"}], "max_tokens": 2}]}
+{"session_id": "a", "turns": [{"messages": [{"role": "user", "content": "a0"}], "max_tokens": 2}, {"messages": [{"role": "user", "content": "a1"}], "max_tokens": 2}]}
+{"session_id": "b", "turns": [{"messages": [{"role": "user", "content": "b0"}], "max_tokens": 2}]}
+"#;
+    let limit = std::time::Duration::from_secs(300);
+    let mock = Mock::start(&["--ttft-ms", "10", "--itl-ms", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dag.jsonl");
+    std::fs::write(&file, DAG).unwrap();
+    let art = dir.path().join("theirs");
+    let args = [
+        "profile",
+        "-m",
+        "mock",
+        "-u",
+        &mock.url,
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--custom-dataset-type",
+        "dag_jsonl",
+        "--input-file",
+        file.to_str().unwrap(),
+        "--concurrency",
+        "1",
+        "--request-count",
+        "3",
+        "--tokenizer",
+        "local/smollm2",
+        "--ui-type",
+        "none",
+        "--artifact-dir",
+        art.to_str().unwrap(),
+        "--workers-max",
+        "2",
+        "--random-seed",
+        "1",
+    ];
+    let out = aiperf(&venv, dir.path(), dir.path(), &args, limit);
+    assert!(out.status.success(), "AIPerf failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let theirs: Vec<(String, u64)> = aiperf_times(&art).into_keys().collect();
+    // Ours: each session's turns numbered in the run; by their order within their session.
+    let ours = dir.path().join("ours");
+    let extra = ["--custom-dataset-type", "dag_jsonl", "--concurrency", "1", "--request-count", "3"];
+    ok(&profile_streaming(&mock.url, &file, &ours, &extra, limit));
+    let mut by: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for r in read_jsonl(&ours.join("profile_export.jsonl")).iter().map(record_of) {
+        by.entry(r.session_id.unwrap()).or_default().push(r.turn);
+    }
+    let mut mine: Vec<(String, u64)> = Vec::new();
+    for (sid, mut turns) in by {
+        turns.sort_unstable();
+        mine.extend((0..turns.len() as u64).map(|k| (sid.clone(), k)));
+    }
+    assert_eq!(mine, theirs);
+    assert_eq!(theirs, [("a".to_string(), 0), ("b".to_string(), 0), ("root".to_string(), 0)]);
+}
+
 #[test]
 fn our_reading_of_the_fixture() {
     let path = root().join("tests/fixtures/dag/agents.dag.jsonl");
