@@ -70,6 +70,7 @@ fn row() -> impl Strategy<Value = (Row, Vec<u64>)> {
                 tools: with_tools.then(|| vec![serde_json::json!({"type": "function", "function": {"name": "f"}})]),
                 extra: extra.map(|kv| kv.into_iter().collect()),
                 unknown,
+                branches: Vec::new(),
             };
             row.conversation = conversation.map(Into::into);
             if rare != RareFields::default() {

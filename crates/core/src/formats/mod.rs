@@ -20,6 +20,7 @@ mod bailian;
 mod burstgpt;
 mod columns;
 mod convert;
+pub mod dag_jsonl;
 mod detect;
 mod error;
 mod flat;

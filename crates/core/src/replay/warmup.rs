@@ -80,7 +80,7 @@ impl Warmup {
             .take(distinct)
             .filter_map(|s| {
                 let first = main.sessions.get(s.session as usize)?.turns.first()?;
-                Some(Session { id: None, turns: vec![Turn { row: first.row, timing: TurnTiming::Immediately }] })
+                Some(Session::chain(None, vec![Turn { row: first.row, timing: TurnTiming::Immediately }]))
             })
             .collect();
         Schedule {
@@ -150,6 +150,7 @@ mod tests {
                     Turn { row: 2 * i, timing: TurnTiming::Immediately },
                     Turn { row: 2 * i + 1, timing: TurnTiming::After(5) },
                 ],
+                graph: None,
             })
             .collect();
         let starts =
@@ -232,6 +233,7 @@ mod tests {
             .map(|i| Session {
                 id: None,
                 turns: (0..3).map(|j| Turn { row: 3 * i + j, timing: TurnTiming::After(5) }).collect(),
+                graph: None,
             })
             .collect();
         let main = Schedule { sessions, starts: Starts::Listed(Vec::new()), shard: Default::default() };

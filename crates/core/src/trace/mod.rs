@@ -66,6 +66,19 @@ pub struct RareFields {
     pub extra: Option<Map<String, Value>>,
     /// Fields this format does not know, in the order they appeared; written back unchanged.
     pub unknown: Vec<(String, Value)>,
+    /// Sub-agent sessions this turn starts when it completes (AIPerf's DAG `spawns`/`forks`).
+    pub branches: Vec<Branch>,
+}
+
+/// Sessions a turn starts when it completes (AIPerf's DAG branches), and the turn of its own
+/// session that waits for them to end (a join), if any.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Branch {
+    /// The children's `session_id`s, started in this order.
+    pub children: Vec<Box<str>>,
+    /// 0-based turn of the spawning session that waits until every child's last turn ended;
+    /// `None`: nothing waits for them.
+    pub join_at: Option<u32>,
 }
 
 /// One request of a trace. Its `hash_ids` live in the owning [`Trace`]'s arena.
@@ -127,6 +140,11 @@ impl Row {
 
     pub fn extra(&self) -> Option<&Map<String, Value>> {
         self.rare.as_ref().and_then(|r| r.extra.as_ref())
+    }
+
+    /// The sessions this turn starts when it completes ([`Branch`]).
+    pub fn branches(&self) -> &[Branch] {
+        self.rare.as_ref().map_or(&[], |r| r.branches.as_slice())
     }
 
     pub fn unknown_fields(&self) -> &[(String, Value)] {

@@ -125,8 +125,9 @@ impl RawRow {
         } else {
             unreachable!("one input mode is present")
         };
-        let rare = (self.tools.is_some() || self.extra.is_some() || !self.unknown.is_empty())
-            .then(|| Box::new(RareFields { tools: self.tools, extra: self.extra, unknown: self.unknown }));
+        let rare = (self.tools.is_some() || self.extra.is_some() || !self.unknown.is_empty()).then(|| {
+            Box::new(RareFields { tools: self.tools, extra: self.extra, unknown: self.unknown, branches: Vec::new() })
+        });
         Ok(Row {
             input,
             output_length: self.output_length,

@@ -102,6 +102,36 @@ pub fn read_trace_with(
     Ok(Loaded { trace: converted.trace.reordered(order.as_deref()), format })
 }
 
+/// Reads AIPerf's `dag_jsonl` file (`--custom-dataset-type dag_jsonl`) into rows whose turns
+/// start and join sub-agent sessions ([`aiperf_core::formats::dag_jsonl`]).
+pub fn read_dag_jsonl(path: &Path, max_line_bytes: usize) -> Result<Trace> {
+    let source = path.display().to_string();
+    let mut reader = open(path)?;
+    let mut dag = aiperf_core::formats::dag_jsonl::DagReader::new();
+    let mut buf = Vec::with_capacity(4096);
+    let mut line = 0u32;
+    loop {
+        buf.clear();
+        let read =
+            read_line_capped(&mut reader, &mut buf, max_line_bytes).with_context(|| format!("cannot read {source}"))?;
+        line = line.saturating_add(1);
+        match read {
+            LineRead::End => break,
+            LineRead::TooLong => {
+                bail!(
+                    "{source}:{line}: the line is longer than {max_line_bytes} bytes (--max-line-bytes raises the limit)"
+                )
+            }
+            LineRead::Line => {}
+        }
+        let Ok(text) = std::str::from_utf8(&buf) else {
+            bail!("{source}:{line}: not valid UTF-8");
+        };
+        dag.push_line(text, line).with_context(|| format!("{source}: not an AIPerf dag_jsonl file"))?;
+    }
+    dag.finish().with_context(|| format!("{source}: not an AIPerf dag_jsonl file"))
+}
+
 /// Converts files of one (non-Mooncake) format into one trace; file `k` starts at `offset_ms(k)`.
 /// Prints the conversion's notes and counts on stderr. The rows come in the order they were
 /// converted, with the positions that put them in time order (see `Converter::finish_unordered`).

@@ -128,8 +128,12 @@ impl<T: Transport> Dispatcher<T> {
         match r {
             Returned::FirstToken(job) => self.dispatch.first_token(&job),
             Returned::Completed(c) => {
-                if let Some(next) = self.dispatch.complete(&c.job, c.end_ns) {
-                    self.preparer.queued(&next, c.job.row, c.reply);
+                let queued = self.dispatch.complete(&c.job, c.end_ns);
+                let mut reply = c.reply;
+                for (i, next) in queued.iter().enumerate() {
+                    // Several turns follow a turn that starts sub-agents; the last takes the reply.
+                    let r = if i + 1 == queued.len() { reply.take() } else { reply.clone() };
+                    self.preparer.queued(next, c.job.row, r);
                 }
             }
         }

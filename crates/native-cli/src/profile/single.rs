@@ -195,6 +195,9 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
         });
         let t0 = Instant::now();
         let trace = match &src.input {
+            Input::File(f) if src.dag => {
+                crate::io::trace_format::read_dag_jsonl(f, src.max_line_bytes).map(|t| (t, t0.elapsed()))
+            }
             Input::File(f) => {
                 let opts = aiperf_core::formats::ConvertOptions { weka: src.weka, ..Default::default() };
                 crate::io::trace_format::read_trace_with(f, &src.format, false, src.max_line_bytes, &opts).and_then(

@@ -26,7 +26,10 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 use std::sync::Arc;
 
+use crate::hashing::FastMap;
 use crate::replay::cancel::Cancellation;
+#[cfg(doc)]
+use crate::replay::schedule::Session;
 use crate::replay::schedule::{Schedule, Start, StartCursor, TurnTiming};
 
 pub use crate::replay::expected_cache::PrefixCache;
@@ -40,7 +43,8 @@ pub struct Job {
     pub session: u32,
     /// 0-based turn within the session.
     pub turn: u32,
-    /// How many turns this session run sends.
+    /// How many requests this session run sends: a chain's first `run_turns` turns, or the
+    /// first `run_turns` turns taken of a run with sub-agents.
     pub run_turns: u32,
     /// Index of the trace row.
     pub row: u32,
@@ -105,6 +109,8 @@ pub struct Dispatch {
     idle_since_ns: u64,
     /// The idle cap's moves: how many, and the time they skipped.
     idle_skips: (u64, u64),
+    /// Session runs with sub-agents in progress, by run.
+    graphs: FastMap<u64, RunGraph>,
 }
 
 /// The next job as [`Dispatch::take`] takes it.
@@ -157,6 +163,7 @@ impl Dispatch {
             shift_ns: 0,
             idle_since_ns: 0,
             idle_skips: (0, 0),
+            graphs: FastMap::default(),
         }
     }
 
@@ -348,10 +355,28 @@ impl Dispatch {
         let Due { deadline_ns, asap, later, slot_ns } = self.next_due(now_ns).ok()?;
         let job = if later {
             // A turn held for a prefill slot is due when the slot opens.
-            self.later.pop().map(|Reverse((_, _, j))| Job { deadline_ns, asap, ..j })?
+            let job = self.later.pop().map(|Reverse((_, _, j))| Job { deadline_ns, asap, ..j })?;
+            if let Some(g) = self.graphs.get_mut(&job.run) {
+                g.open += 1;
+                g.queued = g.queued.saturating_sub(1);
+                g.budget = g.budget.saturating_sub(1);
+                // The run's last request: the turns it queued beside it are not sent.
+                if g.budget == 0 && g.queued > 0 {
+                    g.queued = 0;
+                    self.later.retain(|Reverse((_, _, j))| j.run != job.run);
+                }
+            }
+            job
         } else {
             let (index, s) = self.next_start?;
-            let first = self.schedule.sessions.get(s.session as usize)?.turns.first()?.row;
+            let session = self.schedule.sessions.get(s.session as usize)?;
+            let first = session.turns.first()?.row;
+            if session.graph.is_some() && s.turns > 1 {
+                let n = session.turns.len();
+                let waiting = (0..n as u32).map(|t| session.waits_for(t)).collect();
+                let ends = vec![u64::MAX; n];
+                self.graphs.insert(index, RunGraph { waiting, ends, open: 1, queued: 0, budget: s.turns - 1 });
+            }
             self.next_start = self.cursor.next(&self.schedule).map(|s| (self.cursor.index(), s));
             self.active_runs += 1;
             self.last_start_ns = deadline_ns;
@@ -380,38 +405,97 @@ impl Dispatch {
     }
 
     /// A request finished at `end_ns` (its prefill slot, if it still held one, is free);
-    /// returns the session run's next turn when one is now queued (so that its body can be
-    /// prepared before it is due).
-    pub fn complete(&mut self, job: &Job, end_ns: u64) -> Option<Job> {
+    /// returns the session run's turns now queued, those for which this was the last turn they
+    /// waited for (so that their bodies can be prepared before they are due).
+    ///
+    /// A turn is timed from the turn it follows ([`Session::timed_after`]) by its
+    /// [`TurnTiming`]; a turn whose joined sub-agents end after the turn it follows is due when
+    /// the last of them ends, without its delay, as AIPerf dispatches a join it held back.
+    pub fn complete(&mut self, job: &Job, end_ns: u64) -> Vec<Job> {
         self.in_flight = self.in_flight.saturating_sub(1);
         if self.in_flight == 0 {
             self.idle_since_ns = end_ns;
         }
         self.first_token(job);
-        let next = job.turn + 1;
-        let turn = (next < job.run_turns && !self.stopped)
-            .then(|| self.schedule.sessions.get(job.session as usize)?.turns.get(next as usize).copied())
-            .flatten();
-        let Some(turn) = turn else {
+        let schedule = Arc::clone(&self.schedule);
+        let mut queued = Vec::new();
+        if let Some(g) = self.graphs.get_mut(&job.run)
+            && let Some(e) = g.ends.get_mut(job.turn as usize)
+        {
+            *e = end_ns;
+        }
+        if let Some(session) = schedule.sessions.get(job.session as usize)
+            && !self.stopped
+        {
+            // A chain run sends its first `run_turns` turns; a run with sub-agents sends its first
+            // `run_turns` requests in the order they are taken, as AIPerf stops after a request
+            // count.
+            let graph = self.graphs.contains_key(&job.run);
+            for next in session.next_turns(job.turn).filter(|&n| graph || n < job.run_turns) {
+                // Whether a joined sub-agent ended after the turn this one follows.
+                let mut joined_later = false;
+                if let Some(g) = self.graphs.get_mut(&job.run)
+                    && let Some(w) = g.waiting.get_mut(next as usize)
+                {
+                    *w = w.saturating_sub(1);
+                    if *w > 0 || g.budget == 0 {
+                        continue;
+                    }
+                    g.queued += 1;
+                    let after = session.timed_after(next).and_then(|a| g.ends.get(a as usize));
+                    joined_later = after.is_some_and(|&a| a < end_ns);
+                }
+                let Some(turn) = session.turns.get(next as usize) else { continue };
+                let (deadline_ns, asap) = match (self.user_gap_ns, turn.timing) {
+                    // It waited for its sub-agents after the turn it follows ended: due at once.
+                    _ if joined_later => (end_ns, job.asap),
+                    // A user's next turn: one gap after its last one was due, or at once when late.
+                    (Some(gap), _) => (job.deadline_ns.saturating_add(gap).max(end_ns), false),
+                    (None, TurnTiming::At(us)) => {
+                        (us.saturating_mul(1000).saturating_sub(self.shift_ns).max(end_ns), false)
+                    }
+                    (None, TurnTiming::After(us)) => (end_ns.saturating_add(us.saturating_mul(1000)), false),
+                    (None, TurnTiming::Immediately) => (end_ns, job.asap),
+                };
+                let j = Job { turn: next, row: turn.row, deadline_ns, asap, ..*job };
+                self.seq += 1;
+                // Queued in the unmoved frame, so that a later move of the idle cap moves it too.
+                self.later.push(Reverse((deadline_ns.saturating_add(self.shift_ns), self.seq, j)));
+                queued.push(j);
+            }
+        }
+        let run_ended = match self.graphs.get_mut(&job.run) {
+            Some(g) => {
+                g.open = g.open.saturating_sub(1);
+                // Stopping dropped every queued turn.
+                g.open == 0 && (g.queued == 0 || self.stopped)
+            }
+            None => queued.is_empty(),
+        };
+        if run_ended {
+            self.graphs.remove(&job.run);
             if !self.slot_free(end_ns) {
                 self.slot_freed_ns = Some(self.slot_freed_ns.map_or(end_ns, |t| t.max(end_ns)));
             }
             self.active_runs = self.active_runs.saturating_sub(1);
-            return None;
-        };
-        let (deadline_ns, asap) = match (self.user_gap_ns, turn.timing) {
-            // A user's next turn: one gap after its last one was due, or at once when late.
-            (Some(gap), _) => (job.deadline_ns.saturating_add(gap).max(end_ns), false),
-            (None, TurnTiming::At(us)) => (us.saturating_mul(1000).saturating_sub(self.shift_ns).max(end_ns), false),
-            (None, TurnTiming::After(us)) => (end_ns.saturating_add(us.saturating_mul(1000)), false),
-            (None, TurnTiming::Immediately) => (end_ns, job.asap),
-        };
-        let j = Job { turn: next, row: turn.row, deadline_ns, asap, ..*job };
-        self.seq += 1;
-        // Queued in the unmoved frame, so that a later move of the idle cap moves it too.
-        self.later.push(Reverse((deadline_ns.saturating_add(self.shift_ns), self.seq, j)));
-        Some(j)
+        }
+        queued
     }
+}
+
+/// A session run with sub-agents in progress: what each of its turns still waits for.
+#[derive(Debug)]
+struct RunGraph {
+    /// For every turn of the run, how many of the turns it waits for have not ended.
+    waiting: Vec<u32>,
+    /// When each turn ended (`u64::MAX`: not yet).
+    ends: Vec<u64>,
+    /// Turns sent and not ended.
+    open: u32,
+    /// Turns queued and not sent.
+    queued: u32,
+    /// Requests the run may still send.
+    budget: u32,
 }
 
 /// The concurrency ceiling at `now_ns` of a run whose ceiling ramps to `target` over
@@ -433,7 +517,6 @@ fn ramp_reaches(target: usize, ramp_ns: u64, value: usize) -> u64 {
     let (num, den) = ((value - 1) as u128 * u128::from(ramp_ns), (target - 1) as u128);
     u64::try_from(num.div_ceil(den)).unwrap_or(u64::MAX)
 }
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests;

@@ -1,5 +1,7 @@
+use std::collections::HashMap;
+
 use super::*;
-use crate::replay::schedule::{Session, Starts, Turn};
+use crate::replay::schedule::{Graph, Node, Session, Starts, Turn};
 
 /// An in-memory server with a virtual clock: every request takes `service_ns`; the driver
 /// sends each job exactly at its deadline (or at once when late) and records the send times.
@@ -85,7 +87,7 @@ impl Sim {
 }
 
 fn session(rows: &[(u32, TurnTiming)]) -> Session {
-    Session { id: None, turns: rows.iter().map(|&(row, timing)| Turn { row, timing }).collect() }
+    Session::chain(None, rows.iter().map(|&(row, timing)| Turn { row, timing }).collect())
 }
 
 fn start(offset_ms: Option<u64>, session: u32, turns: u32) -> Start {
@@ -124,7 +126,8 @@ fn a_late_look_keeps_the_ramps_steps_as_the_starts_deadlines() {
     let first = d.take(0).unwrap();
     assert_eq!((first.deadline_ns, first.asap), (0, true));
     let late = 1_700 * MS;
-    let steps: Vec<(u64, bool)> = (0..3).map(|_| d.take(late).map(|j| (j.deadline_ns / MS, j.asap)).unwrap()).collect();
+    let steps: Vec<(u64, bool)> =
+        (0..3).map(|_| d.take(late).map(|j| (j.deadline_ns / MS, j.asap)).unwrap()).collect();
     assert_eq!(steps, [(500, false), (1000, false), (1500, false)]);
     // A slot freed by a run's end after the ramp: the next start is due when looked at.
     let sessions = (0..6).map(|i| session(&[(i, TurnTiming::Immediately)])).collect();
@@ -142,8 +145,9 @@ fn a_late_look_keeps_the_ramps_steps_as_the_starts_deadlines() {
 fn a_prefill_limit_keeps_prefills_apart_under_the_concurrency_ceiling() {
     // Eight closed-loop sessions of two turns, 4 slots, one request in prefill at a time:
     // a 10 ms prefill, a 100 ms answer.
-    let sessions =
-        (0..8).map(|i| session(&[(2 * i, TurnTiming::Immediately), (2 * i + 1, TurnTiming::Immediately)])).collect();
+    let sessions = (0..8)
+        .map(|i| session(&[(2 * i, TurnTiming::Immediately), (2 * i + 1, TurnTiming::Immediately)]))
+        .collect();
     let starts = (0..8).map(|i| start(None, i, 2)).collect();
     let schedule = Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() };
     let mut sim = Sim::new(schedule.clone(), Some(4), None, 100 * MS);
@@ -177,8 +181,12 @@ fn a_prefill_limit_keeps_prefills_apart_under_the_concurrency_ceiling() {
 fn starts_leave_at_their_offsets() {
     let sessions = (0..5).map(|i| session(&[(i, TurnTiming::Immediately)])).collect();
     let starts = (0..5).map(|i| start(Some(u64::from(i) * 10), i, 1)).collect();
-    let mut sim =
-        Sim::new(Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() }, None, None, 3 * MS);
+    let mut sim = Sim::new(
+        Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() },
+        None,
+        None,
+        3 * MS,
+    );
     sim.run(None);
     let at: Vec<u64> = sim.sent.iter().map(|(t, _)| *t / MS).collect();
     assert_eq!(at, vec![0, 10, 20, 30, 40]);
@@ -221,7 +229,11 @@ fn later_turns_follow_completion_delay_and_timestamp() {
         (3, TurnTiming::At(100_000)),
     ]);
     let mut sim = Sim::new(
-        Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(Some(7), 0, 4)]), shard: Default::default() },
+        Schedule {
+            sessions: vec![s],
+            starts: Starts::Listed(vec![start(Some(7), 0, 4)]),
+            shard: Default::default(),
+        },
         None,
         None,
         10 * MS,
@@ -235,7 +247,11 @@ fn later_turns_follow_completion_delay_and_timestamp() {
 fn a_passed_timestamp_sends_at_once() {
     let s = session(&[(0, TurnTiming::Immediately), (1, TurnTiming::At(1_000))]);
     let mut sim = Sim::new(
-        Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(Some(0), 0, 2)]), shard: Default::default() },
+        Schedule {
+            sessions: vec![s],
+            starts: Starts::Listed(vec![start(Some(0), 0, 2)]),
+            shard: Default::default(),
+        },
         None,
         None,
         20 * MS,
@@ -320,7 +336,7 @@ fn stopping_drops_queued_turns_and_frees_slots() {
         None,
     );
     let job = d.take(0).unwrap();
-    assert!(d.complete(&job, MS).is_some());
+    assert_eq!(d.complete(&job, MS).len(), 1);
     d.stop();
     assert_eq!(d.peek(2 * MS), Peek::Finished);
     assert_eq!(d.take(2 * MS), None);
@@ -333,9 +349,131 @@ fn huge_offsets_and_delays_saturate_instead_of_overflowing() {
         Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(None, 0, 2)]), shard: Default::default() };
     let mut d = Dispatch::new(Arc::new(schedule), None, Some(u64::MAX - 1));
     let job = d.take(0).unwrap();
-    let next = d.complete(&job, u64::MAX - 10).unwrap();
+    let next = d.complete(&job, u64::MAX - 10)[0];
     assert_eq!(next.deadline_ns, u64::MAX);
     assert_eq!(d.peek(0), Peek::Finished);
+}
+
+/// A session of turns (row, timing) waiting for each other as `nodes` say.
+fn graph_session(turns: &[(u32, TurnTiming)], nodes: &[Node]) -> Session {
+    let mut s = session(turns);
+    s.graph = Some(Box::new(Graph::new(nodes).unwrap()));
+    s
+}
+
+fn node(after: Option<u32>, joins: &[u32]) -> Node {
+    Node { after, joins: joins.to_vec() }
+}
+
+/// When each (run, turn) was sent.
+fn sent_at(sim: &Sim) -> HashMap<(u64, u32), u64> {
+    sim.sent.iter().map(|(t, j)| ((j.run, j.turn), *t)).collect()
+}
+
+#[test]
+fn a_join_waits_for_both_branches_and_leaves_when_the_last_ends() {
+    // root0 starts a (two turns) and b (one); root1 joins both, 20 ms after root0 by its own
+    // timing. Every request takes 10 ms.
+    let s = graph_session(
+        &[
+            (0, TurnTiming::Immediately),
+            (1, TurnTiming::Immediately),
+            (2, TurnTiming::After(5_000)),
+            (3, TurnTiming::Immediately),
+            (4, TurnTiming::After(20_000)),
+        ],
+        &[node(None, &[]), node(Some(0), &[]), node(Some(1), &[]), node(Some(0), &[]), node(Some(0), &[2, 3])],
+    );
+    let schedule = Schedule {
+        sessions: vec![s],
+        starts: Starts::Listed(vec![start(Some(0), 0, 5)]),
+        shard: Default::default(),
+    };
+    let mut sim = Sim::new(schedule, Some(1), None, 10 * MS);
+    sim.run(None);
+    let at: Vec<(u32, u64)> = sim.sent.iter().map(|(t, j)| (j.turn, *t / MS)).collect();
+    // a0 and b0 at 10; b0 ends at 20, a1 leaves at 25 and ends at 35: the join waited for
+    // it and leaves at once (its 20 ms counted from root0 had passed at 30).
+    assert_eq!(at, [(0, 0), (1, 10), (3, 10), (2, 25), (4, 35)]);
+    // The run held one slot all along.
+    assert_eq!(sim.max_active, 1);
+    assert_eq!(sim.d.active_runs(), 0);
+}
+
+#[test]
+fn a_join_whose_branches_ended_first_keeps_its_delay() {
+    // root0 starts x, joined by root2; root1 50 ms after root0, root2 5 ms after root1.
+    let s = graph_session(
+        &[
+            (0, TurnTiming::Immediately),
+            (1, TurnTiming::Immediately),
+            (2, TurnTiming::After(50_000)),
+            (3, TurnTiming::After(5_000)),
+        ],
+        &[node(None, &[]), node(Some(0), &[]), node(Some(0), &[]), node(Some(2), &[1])],
+    );
+    let schedule = Schedule {
+        sessions: vec![s],
+        starts: Starts::Listed(vec![start(Some(0), 0, 4)]),
+        shard: Default::default(),
+    };
+    let mut sim = Sim::new(schedule.clone(), None, None, 10 * MS);
+    sim.run(None);
+    let at: Vec<(u32, u64)> = sim.sent.iter().map(|(t, j)| (j.turn, *t / MS)).collect();
+    assert_eq!(at, [(0, 0), (1, 10), (2, 60), (3, 75)]);
+    // A request count that cuts the run after x: the first two taken only, and the run ends.
+    let cut = Schedule { starts: Starts::Listed(vec![start(Some(0), 0, 2)]), ..schedule };
+    let mut sim = Sim::new(cut, Some(1), None, 10 * MS);
+    sim.run(None);
+    assert_eq!(sim.sent.iter().map(|(_, j)| j.turn).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(sim.d.active_runs(), 0);
+}
+
+#[test]
+fn stopping_a_run_with_branches_in_flight_frees_its_slot_when_they_end() {
+    let s = graph_session(
+        &[
+            (0, TurnTiming::Immediately),
+            (1, TurnTiming::Immediately),
+            (2, TurnTiming::Immediately),
+            (3, TurnTiming::Immediately),
+        ],
+        &[node(None, &[]), node(Some(0), &[]), node(Some(0), &[]), node(Some(0), &[1, 2])],
+    );
+    let schedule = Schedule {
+        sessions: vec![s],
+        starts: Starts::Listed(vec![start(Some(0), 0, 4)]),
+        shard: Default::default(),
+    };
+    let mut d = Dispatch::new(Arc::new(schedule), Some(1), None);
+    let root = d.take(0).unwrap();
+    let queued = d.complete(&root, 10 * MS);
+    assert_eq!(queued.iter().map(|j| j.turn).collect::<Vec<_>>(), [1, 2]);
+    let a = d.take(10 * MS).unwrap();
+    let b = d.take(10 * MS).unwrap();
+    d.stop();
+    assert!(d.complete(&a, 20 * MS).is_empty());
+    assert_eq!(d.active_runs(), 1);
+    assert!(d.complete(&b, 30 * MS).is_empty());
+    assert_eq!(d.active_runs(), 0);
+    assert_eq!(d.in_flight(), 0);
+}
+
+/// A random graph of `n` turns: each later turn follows an earlier one and joins some others,
+/// with a delay or none.
+fn random_graph(spec: &[(u32, u32, Option<u64>)]) -> Session {
+    let mut turns = vec![(0, TurnTiming::Immediately)];
+    let mut nodes = vec![node(None, &[])];
+    for (k, (after, joins, delay)) in spec.iter().enumerate() {
+        let k = k as u32 + 1;
+        let after = after % k;
+        let joins: Vec<u32> = (0..k)
+            .filter(|&p| p != after && joins & (1 << (p % 32)) != 0 && (p * 7 + k).is_multiple_of(3))
+            .collect();
+        turns.push((k, delay.map_or(TurnTiming::Immediately, |d| TurnTiming::After(d * 1000))));
+        nodes.push(node(Some(after), &joins));
+    }
+    graph_session(&turns, &nodes)
 }
 
 /// A schedule of sessions given as (turns, start offset in ms, delay between turns in ms).
@@ -387,6 +525,60 @@ proptest::proptest! {
                 let prev = sim.sent.iter().find(|(_, p)| p.run == j.run && p.turn == j.turn - 1).unwrap();
                 proptest::prop_assert!(*t >= prev.0 + service * MS);
             }
+        }
+    }
+
+    #[test]
+    fn no_turn_leaves_before_the_turns_it_waits_for_end(
+        specs in proptest::collection::vec(
+            proptest::collection::vec((0u32..64, proptest::num::u32::ANY, proptest::option::of(0u64..30)), 0..12),
+            1..6,
+        ),
+        cuts in proptest::collection::vec(proptest::option::of(1u32..13), 6),
+        conc in proptest::option::of(1usize..3),
+        service in 1u64..20,
+    ) {
+        let sessions: Vec<Session> = specs.iter().map(|s| random_graph(s)).collect();
+        let starts: Vec<Start> = sessions
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let n = s.turns.len() as u32;
+                start(Some(i as u64 * 7), i as u32, cuts[i].map_or(n, |c| c.min(n)))
+            })
+            .collect();
+        let schedule = Schedule { sessions: sessions.clone(), starts: Starts::Listed(starts.clone()), shard: Default::default() };
+        let mut sim = Sim::new(schedule, conc, None, service * MS);
+        sim.run(None);
+        // Every run sends as many requests as its cut, each turn once, after every turn it
+        // waits for (so a cut run sends the first turns taken).
+        let total: u32 = starts.iter().map(|s| s.turns).sum();
+        proptest::prop_assert_eq!(sim.sent.len() as u32, total);
+        let at = sent_at(&sim);
+        proptest::prop_assert_eq!(at.len() as u32, total);
+        proptest::prop_assert_eq!(sim.d.active_runs(), 0);
+        if let Some(c) = conc {
+            proptest::prop_assert!(sim.max_active <= c);
+        }
+        for st in &starts {
+            let sent = sim.sent.iter().filter(|(_, j)| j.session == st.session).count() as u32;
+            proptest::prop_assert_eq!(sent, st.turns);
+        }
+        let end = |run: u64, turn: u32| at[&(run, turn)] + service * MS;
+        for (t, j) in &sim.sent {
+            let s = &sessions[j.session as usize];
+            let Some(after) = s.timed_after(j.turn) else { continue };
+            let joins: Vec<u32> = (0..j.turn).filter(|&p| p != after && s.next_turns(p).any(|n| n == j.turn)).collect();
+            let after_end = end(j.run, after);
+            let joins_end = joins.iter().map(|&p| end(j.run, p)).max().unwrap_or(0);
+            proptest::prop_assert!(*t >= after_end && *t >= joins_end, "{:?} before its parents", j);
+            let delay = match s.turns[j.turn as usize].timing {
+                TurnTiming::After(us) => us * 1000,
+                _ => 0,
+            };
+            // AIPerf's rule: the delay after the turn it follows, unless it waited for a join.
+            let due = if joins_end <= after_end { after_end + delay } else { joins_end };
+            proptest::prop_assert_eq!(*t, due, "{:?}", j);
         }
     }
 

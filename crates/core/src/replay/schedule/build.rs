@@ -1,7 +1,7 @@
 //! A trace's rows grouped into sessions and made a schedule: fixed at the trace's timestamps,
 //! at a rate, or as fast as allowed; every row's times checked against the longest wait.
 
-use super::{ArrivalPattern, Generator, Schedule, Session, Shard, Start, Starts, Turn, TurnTiming};
+use super::{ArrivalPattern, Generator, Graph, Node, Schedule, Session, Shard, Start, Starts, Turn, TurnTiming};
 use crate::duration;
 use crate::hashing::FastMap;
 use crate::replay::sampling::Sampling;
@@ -55,6 +55,19 @@ pub enum RowProblem {
         duration::MAX_WORDS
     )]
     TimestampTooLate { value: String, limit_ms: f64, zero_ms: f64 },
+    /// A branch names a session the trace does not have.
+    #[error("a branch starts session '{id}', which is not in the trace")]
+    UnknownBranch { id: String },
+    /// Sessions that start each other.
+    #[error("the sub-agent sessions form a cycle: {path}")]
+    BranchCycle { path: String },
+    /// A join on a turn that is not a later turn of the spawning session.
+    #[error(
+        "turn {turn} joins its sub-agents at turn {join_at}: accepted is a later turn of the same session (it has {turns})"
+    )]
+    BadJoin { join_at: u32, turn: u32, turns: u32 },
+    #[error("{what}")]
+    GraphTooLarge { what: String },
 }
 
 impl RowProblem {
@@ -87,13 +100,131 @@ pub fn sessions(trace: &Trace) -> Result<Vec<Session>, ScheduleError> {
                 Some(&s) => out[s].turns.push(turn),
                 None => {
                     by_id.insert(id, out.len());
-                    out.push(Session { id: Some(id.into()), turns: vec![turn] });
+                    out.push(Session::chain(Some(id.into()), vec![turn]));
                 }
             },
-            None => out.push(Session { id: None, turns: vec![turn] }),
+            None => out.push(Session::chain(None, vec![turn])),
         }
     }
+    if trace.rows().iter().any(|r| !r.branches().is_empty()) {
+        return branched(trace, &out, &by_id);
+    }
     Ok(out)
+}
+
+/// Most turns one session with its sub-agents may have.
+pub const MAX_GRAPH_TURNS: usize = 1 << 22;
+/// Deepest nesting of sub-agents.
+pub const MAX_GRAPH_DEPTH: usize = 64;
+
+/// The sessions of a trace whose turns start sub-agents ([`crate::trace::Branch`]): each session
+/// no turn starts (a root) becomes one session holding its sub-agents' turns too, timed by a
+/// [`Graph`]; the sub-agents' own sessions are not run on their own. A sub-agent's first turn is
+/// due as soon as the turn that starts it ends (AIPerf dispatches a child at once).
+fn branched(trace: &Trace, chains: &[Session], by_id: &FastMap<&str, usize>) -> Result<Vec<Session>, ScheduleError> {
+    let mut started = vec![false; chains.len()];
+    for s in chains {
+        for t in &s.turns {
+            let row = &trace.rows()[t.row as usize];
+            for b in row.branches() {
+                for child in &b.children {
+                    let Some(&c) = by_id.get(child.as_ref()) else {
+                        return Err(RowProblem::UnknownBranch { id: child.to_string() }.at(row.line));
+                    };
+                    started[c] = true;
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (i, s) in chains.iter().enumerate() {
+        if started[i] {
+            continue;
+        }
+        if s.turns.iter().all(|t| trace.rows()[t.row as usize].branches().is_empty()) {
+            out.push(s.clone());
+            continue;
+        }
+        let mut g = Expansion { trace, chains, by_id, nodes: Vec::new(), turns: Vec::new(), path: Vec::new() };
+        g.expand(i, None)?;
+        let graph = Graph::new(&g.nodes).ok_or(ScheduleError::Empty)?;
+        out.push(Session { id: s.id.clone(), turns: g.turns, graph: Some(Box::new(graph)) });
+    }
+    if out.is_empty() {
+        // Every session is started by another one: the branches form a cycle.
+        let line = chains.first().and_then(|s| s.turns.first()).map_or(0, |t| trace.rows()[t.row as usize].line);
+        return Err(RowProblem::BranchCycle { path: "every session is a sub-agent of another".into() }.at(line));
+    }
+    Ok(out)
+}
+
+/// A root session and its sub-agents unrolled into the turns of one [`Graph`].
+struct Expansion<'a> {
+    trace: &'a Trace,
+    chains: &'a [Session],
+    by_id: &'a FastMap<&'a str, usize>,
+    nodes: Vec<Node>,
+    turns: Vec<Turn>,
+    /// The sessions being unrolled, outermost first (a session met again is a cycle).
+    path: Vec<usize>,
+}
+
+impl Expansion<'_> {
+    /// Appends the turns of session `s`, its first one following turn `after`; returns its last turn.
+    fn expand(&mut self, s: usize, after: Option<u32>) -> Result<u32, ScheduleError> {
+        let session = &self.chains[s];
+        let line_of = |t: &Turn| self.trace.rows()[t.row as usize].line;
+        let first_line = session.turns.first().map_or(0, line_of);
+        if self.path.contains(&s) {
+            let mut names: Vec<&str> = self.path.iter().map(|&p| self.chains[p].id.as_deref().unwrap_or("?")).collect();
+            names.push(session.id.as_deref().unwrap_or("?"));
+            return Err(RowProblem::BranchCycle { path: names.join(" -> ") }.at(first_line));
+        }
+        if self.path.len() >= MAX_GRAPH_DEPTH {
+            return Err(RowProblem::GraphTooLarge { what: format!("sub-agents nested deeper than {MAX_GRAPH_DEPTH}") }
+                .at(first_line));
+        }
+        self.path.push(s);
+        let len = session.turns.len();
+        let mut joins: Vec<Vec<u32>> = vec![Vec::new(); len];
+        let mut prev = after;
+        let mut last = 0;
+        for (k, turn) in session.turns.iter().enumerate() {
+            if self.turns.len() >= MAX_GRAPH_TURNS {
+                return Err(RowProblem::GraphTooLarge {
+                    what: format!("more than {MAX_GRAPH_TURNS} turns in one session with its sub-agents"),
+                }
+                .at(line_of(turn)));
+            }
+            let node = self.turns.len() as u32;
+            // A sub-agent's first turn leaves as soon as the turn that started it ended.
+            let timing = if k == 0 && after.is_some() { TurnTiming::Immediately } else { turn.timing };
+            self.turns.push(Turn { row: turn.row, timing });
+            self.nodes.push(Node { after: prev, joins: std::mem::take(&mut joins[k]) });
+            prev = Some(node);
+            last = node;
+            let row = &self.trace.rows()[turn.row as usize];
+            for b in row.branches() {
+                if let Some(j) = b.join_at
+                    && (j as usize <= k || j as usize >= len)
+                {
+                    return Err(RowProblem::BadJoin { join_at: j, turn: k as u32, turns: len as u32 }.at(row.line));
+                }
+                for child in &b.children {
+                    let c = *self
+                        .by_id
+                        .get(child.as_ref())
+                        .ok_or_else(|| RowProblem::UnknownBranch { id: child.to_string() }.at(row.line))?;
+                    let end = self.expand(c, Some(node))?;
+                    if let Some(j) = b.join_at {
+                        joins[j as usize].push(end);
+                    }
+                }
+            }
+        }
+        self.path.pop();
+        Ok(last)
+    }
 }
 
 /// [`duration::MAX_MS`] in microseconds, the unit of offsets and delays here.

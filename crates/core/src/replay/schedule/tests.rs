@@ -19,7 +19,7 @@ fn user_centric_starts_in_aiperfs_steady_state() {
     // 100 ms; the user with one turn left is replaced 200 ms after it started, the fresh
     // one 600 ms after.
     let turns = (0..3).map(|row| Turn { row, timing: TurnTiming::Immediately }).collect();
-    let sessions = vec![Session { id: None, turns }];
+    let sessions = vec![Session::chain(None, turns)];
     let schedule =
         generated(sessions, Some((10.0, ArrivalPattern::Constant)), 0, Some(10)).unwrap().with_users(Some(2));
     assert_eq!(schedule.user_turn_gap_ns(), Some(200_000_000));
@@ -40,7 +40,7 @@ fn gamma_gaps_have_the_rates_mean_and_the_smoothness_spread() {
         assert!((mean - 1.0).abs() < 0.02, "k {k}: mean {mean}");
         assert!((var.sqrt() / mean - 1.0 / k.sqrt()).abs() < 0.05, "k {k}: cv {}", var.sqrt() / mean);
     }
-    let sessions = vec![Session { id: None, turns: vec![Turn { row: 0, timing: TurnTiming::Immediately }] }];
+    let sessions = vec![Session::chain(None, vec![Turn { row: 0, timing: TurnTiming::Immediately }])];
     let s = generated(sessions, Some((100.0, ArrivalPattern::Gamma)), 3, Some(20_000)).unwrap();
     let spread = |s: &Schedule| {
         let t: Vec<f64> = s.starts().map(|s| s.offset_us.unwrap() as f64).collect();
@@ -57,7 +57,7 @@ fn gamma_gaps_have_the_rates_mean_and_the_smoothness_spread() {
 #[test]
 fn generated_runs_take_their_sessions_by_the_sampling() {
     let sessions: Vec<Session> = (0..4)
-        .map(|row| Session { id: None, turns: vec![Turn { row, timing: TurnTiming::Immediately }; row as usize + 1] })
+        .map(|row| Session::chain(None, vec![Turn { row, timing: TurnTiming::Immediately }; row as usize + 1]))
         .collect();
     let s = generated(sessions, None, 0, None).unwrap();
     let order = |s: &Schedule| s.starts().map(|st| st.session).collect::<Vec<_>>();
@@ -85,7 +85,7 @@ fn a_rate_ramp_rises_every_tenth_of_a_second_to_its_target() {
     assert!((r(950.0) - 9.1).abs() < 1e-9);
     assert_eq!(r(1000.0), 10.0);
     // The schedule's gaps follow it: constant arrivals shrink from 1 s to 0.1 s.
-    let sessions = vec![Session { id: None, turns: vec![Turn { row: 0, timing: TurnTiming::Immediately }] }];
+    let sessions = vec![Session::chain(None, vec![Turn { row: 0, timing: TurnTiming::Immediately }])];
     let s = generated(sessions, Some((10.0, ArrivalPattern::Constant)), 0, Some(40))
         .unwrap()
         .with_rate_ramp(Some(1_000_000));
@@ -310,4 +310,79 @@ proptest! {
         rows.sort_unstable();
         prop_assert_eq!(rows, (0..ts.len() as u32).collect::<Vec<_>>());
     }
+}
+
+/// AIPerf's DAG conversations: root spawns a (two turns) and b, joined by its next turn; b forks
+/// c in the background.
+const DAG: &str = r#"{"session_id": "root", "turns": [{"messages": [{"role": "user", "content": "plan"}], "spawns": ["a", "b"]}, {"messages": [{"role": "user", "content": "merge"}], "delay": 20}]}
+{"session_id": "a", "turns": [{"messages": [{"role": "user", "content": "a0"}], "delay": 3}, {"messages": [{"role": "user", "content": "a1"}], "delay": 5.5}]}
+{"session_id": "b", "turns": [{"messages": [{"role": "user", "content": "b0"}], "forks": [{"child": "c", "background": true}]}, {"messages": [{"role": "user", "content": "b1"}]}]}
+{"session_id": "c", "turns": [{"messages": [{"role": "user", "content": "c0"}]}]}
+{"session_id": "solo", "turns": [{"messages": [{"role": "user", "content": "s0"}]}, {"messages": [{"role": "user", "content": "s1"}], "delay": 1}]}
+"#;
+
+#[test]
+fn a_root_and_its_sub_agents_are_one_session_in_an_order_that_keeps_parents_first() {
+    let trace = crate::formats::dag_jsonl::parse(DAG).unwrap();
+    let sessions = build::sessions(&trace).unwrap();
+    // The sub-agents run within their root only; a session without branches stays a chain.
+    assert_eq!(sessions.len(), 2);
+    let (root, solo) = (&sessions[0], &sessions[1]);
+    assert_eq!(root.id.as_deref(), Some("root"));
+    assert!(solo.graph.is_none());
+    assert_eq!(solo.turns.len(), 2);
+    // Rows: root 0-1, a 2-3, b 4-5, c 6.
+    let rows: Vec<u32> = root.turns.iter().map(|t| t.row).collect();
+    assert_eq!(rows, [0, 2, 3, 4, 6, 5, 1]);
+    let timings: Vec<TurnTiming> = root.turns.iter().map(|t| t.timing).collect();
+    // A sub-agent's first turn leaves when the turn that started it ends (a0's delay unused).
+    assert_eq!(
+        timings,
+        [
+            TurnTiming::Immediately,
+            TurnTiming::Immediately,
+            TurnTiming::After(5_500),
+            TurnTiming::Immediately,
+            TurnTiming::Immediately,
+            TurnTiming::Immediately,
+            TurnTiming::After(20_000)
+        ]
+    );
+    let after: Vec<Option<u32>> = (0..7).map(|t| root.timed_after(t)).collect();
+    assert_eq!(after, [None, Some(0), Some(1), Some(0), Some(3), Some(3), Some(0)]);
+    let next: Vec<Vec<u32>> = (0..7).map(|t| root.next_turns(t).collect()).collect();
+    assert_eq!(next, [vec![1, 3, 6], vec![2], vec![6], vec![4, 5], vec![], vec![6], vec![]]);
+    let waits: Vec<u32> = (0..7).map(|t| root.waits_for(t)).collect();
+    assert_eq!(waits, [0, 1, 1, 1, 1, 1, 3]);
+    // A run of the whole trace sends every turn of the root and its sub-agents.
+    let s = build(&trace, Timing::AsFastAsAllowed, None).unwrap();
+    assert_eq!(s.request_count(), Some(9));
+}
+
+#[test]
+fn branches_to_unknown_or_cyclic_sessions_are_refused_with_their_line() {
+    let mut trace = Trace::new();
+    let mut row = |sid: &str, children: &[&str], line: u32| {
+        let mut r = Row::new(Input::Length(10));
+        r.session_id = Some(sid.into());
+        r.line = line;
+        if !children.is_empty() {
+            r.rare_mut().branches =
+                vec![crate::trace::Branch { children: children.iter().map(|&c| c.into()).collect(), join_at: None }];
+        }
+        trace.push(r, []);
+    };
+    row("a", &["zz"], 1);
+    let err = build::sessions(&trace).unwrap_err();
+    assert_eq!(err.to_string(), "line 1: a branch starts session 'zz', which is not in the trace");
+    let mut trace = Trace::new();
+    for (sid, child, line) in [("r", "a", 1), ("a", "b", 2), ("b", "a", 3)] {
+        let mut r = Row::new(Input::Length(10));
+        r.session_id = Some(sid.into());
+        r.line = line;
+        r.rare_mut().branches = vec![crate::trace::Branch { children: vec![child.into()], join_at: None }];
+        trace.push(r, []);
+    }
+    let err = build::sessions(&trace).unwrap_err();
+    assert_eq!(err.to_string(), "line 2: the sub-agent sessions form a cycle: r -> a -> b -> a");
 }

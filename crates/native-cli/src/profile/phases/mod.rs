@@ -558,7 +558,7 @@ async fn send_warmup<T: Transport + Clone>(
             }
             Err(_) => {
                 errors += 1;
-                if let Some(next) = dispatch.complete(&job, now) {
+                for next in dispatch.complete(&job, now) {
                     sessions.previous.insert((next.run, next.turn), (job.row, None));
                 }
             }
@@ -615,8 +615,12 @@ impl WarmupSessions {
         match r {
             Ok((job, failed, reply)) => {
                 *errors += u64::from(failed);
-                if let Some(next) = dispatch.complete(&job, now) {
-                    self.previous.insert((next.run, next.turn), (job.row, reply));
+                let queued = dispatch.complete(&job, now);
+                let mut reply = reply;
+                for (i, next) in queued.iter().enumerate() {
+                    // Several turns follow a turn that starts sub-agents; the last takes the reply.
+                    let r = if i + 1 == queued.len() { reply.take() } else { reply.clone() };
+                    self.previous.insert((next.run, next.turn), (job.row, r));
                 }
             }
             Err(_) => *errors += 1,

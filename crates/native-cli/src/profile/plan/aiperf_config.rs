@@ -251,7 +251,9 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
         Input::File(path) => {
             d.insert("type".into(), json!("file"));
             d.insert("path".into(), json!(path.display().to_string()));
-            if let FormatChoice::Is(f) = plan.source.format.trace_format {
+            if plan.source.dag {
+                d.insert("format".into(), json!(super::replay::DAG_JSONL));
+            } else if let FormatChoice::Is(f) = plan.source.format.trace_format {
                 put(&mut d, "format", json!(aiperf_format(f)));
             }
             if let Some(s) = &plan.source.synthesis {

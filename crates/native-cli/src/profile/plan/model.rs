@@ -95,6 +95,8 @@ pub struct Source {
     pub sampling: Sampling,
     /// AIPerf's `weka_trace` replay options, when one is given.
     pub weka: Option<aiperf_core::formats::WekaTiming>,
+    /// `--custom-dataset-type dag_jsonl`: the file holds AIPerf's DAG conversations.
+    pub dag: bool,
 }
 
 /// When sending stops and how much may be in flight.

@@ -32,7 +32,9 @@ impl ReplayPlan {
     pub fn from_args(a: Args) -> Result<ReplayPlan> {
         let urls = urls(&a.url)?;
         let tls = TlsOptions::of(a.ssl_ca_cert.as_ref(), a.insecure_skip_tls_verify)?;
-        let format = dataset_format(&a.custom_dataset_type, &a.trace_format)?;
+        let dag = a.custom_dataset_type == DAG_JSONL;
+        let format =
+            if dag { dag_format(&a.trace_format)? } else { dataset_format(&a.custom_dataset_type, &a.trace_format)? };
         let block_size = in_range(a.isl_block_size, "--isl-block-size", 1, u64::from(u32::MAX))?;
         one_value_per_run(&a)?;
         let load = load(&a)?;
@@ -54,7 +56,8 @@ impl ReplayPlan {
         let input = input(&a, block_size)?;
         let weka = super::weka::timing(&a, &format, &input, synthesis.as_ref().and_then(|p| p.max_osl))?;
         let server = ServerPlan::of(&a, &urls)?;
-        let sampling = a.dataset_sampling_strategy.unwrap_or_default();
+        // AIPerf samples a dag_jsonl file's conversations at random unless told otherwise.
+        let sampling = a.dataset_sampling_strategy.unwrap_or(if dag { Sampling::Random } else { Sampling::default() });
         if a.fixed_schedule {
             sequential_for_fixed(sampling)?;
         }
@@ -104,6 +107,7 @@ impl ReplayPlan {
                 input,
                 format,
                 weka,
+                dag,
                 max_line_bytes: in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?,
                 block_size,
                 seed: a.random_seed,
@@ -534,6 +538,20 @@ fn synthesis(a: &Args, block_size: u64) -> Result<Option<TransformParams>> {
 const DATASET_TYPES: [(&str, Format); 3] =
     [("bailian_trace", Format::Bailian), ("burst_gpt_trace", Format::BurstGpt), ("weka_trace", Format::Weka)];
 
+/// AIPerf's dataset type of DAG conversations (sub-agents started and joined by turns).
+pub(super) const DAG_JSONL: &str = "dag_jsonl";
+
+/// `--custom-dataset-type dag_jsonl` reads the file as AIPerf's DAG conversations, no trace format.
+fn dag_format(given: &TraceFormatArgs) -> Result<TraceFormatArgs> {
+    if let FormatChoice::Is(f) = given.trace_format {
+        bail!(
+            "--custom-dataset-type {DAG_JSONL} reads AIPerf's DAG conversations, but --trace-format names {}",
+            f.name()
+        );
+    }
+    Ok(given.clone())
+}
+
 /// The trace format of `--custom-dataset-type` with `--trace-format`: AIPerf's name of a format
 /// reads the file as that format; naming another one with `--trace-format` is an error.
 fn dataset_format(name: &str, given: &TraceFormatArgs) -> Result<TraceFormatArgs> {
@@ -543,7 +561,7 @@ fn dataset_format(name: &str, given: &TraceFormatArgs) -> Result<TraceFormatArgs
     let Some(&(_, format)) = DATASET_TYPES.iter().find(|(n, _)| *n == name) else {
         let names: Vec<&str> = DATASET_TYPES.iter().map(|(n, _)| *n).collect();
         bail!(
-            "--custom-dataset-type {name}: accepted is mooncake_trace, {} (AIPerf's names of the trace formats read here; --trace-format also reads servegen and azure)",
+            "--custom-dataset-type {name}: accepted is mooncake_trace, {}, {DAG_JSONL} (AIPerf's names of the trace formats read here; --trace-format also reads servegen and azure)",
             names.join(", ")
         );
     };
@@ -596,6 +614,20 @@ pub(super) mod tests {
         assert!(p.source.synthesis.is_none());
         assert!(matches!(p.timing(true).unwrap(), Timing::Fixed { auto_offset: true, .. }));
         assert!(p.timing(false).is_err());
+    }
+
+    #[test]
+    fn dag_jsonl_reads_aiperfs_dag_conversations_sampled_at_random_by_default() {
+        let p = plan(&["--custom-dataset-type", "dag_jsonl"]).unwrap();
+        assert!(p.source.dag);
+        assert_eq!(p.source.sampling, Sampling::Random);
+        let p = plan(&["--custom-dataset-type", "dag_jsonl", "--dataset-sampling-strategy", "sequential"]).unwrap();
+        assert_eq!(p.source.sampling, Sampling::Sequential);
+        assert!(!plan(&[]).unwrap().source.dag);
+        assert_eq!(plan(&[]).unwrap().source.sampling, Sampling::default());
+        assert!(err(&["--custom-dataset-type", "dag_jsonl", "--trace-format", "weka"]).contains(
+            "--custom-dataset-type dag_jsonl reads AIPerf's DAG conversations, but --trace-format names weka"
+        ));
     }
 
     #[test]
