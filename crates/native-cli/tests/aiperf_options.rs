@@ -221,9 +221,11 @@ fn custom_dataset_type_reads_the_named_format() {
             "reads bailian traces, but --trace-format names weka",
         ),
         (
-            &["--custom-dataset-type", "single_turn"],
-            "--custom-dataset-type single_turn: accepted is mooncake_trace, bailian_trace, burst_gpt_trace, weka_trace",
+            &["--custom-dataset-type", "raw_payload"],
+            "--custom-dataset-type raw_payload: accepted is mooncake_trace, bailian_trace, burst_gpt_trace, weka_trace",
         ),
+        // AIPerf's own files are read as theirs: a Bailian line is no single_turn record.
+        (&["--custom-dataset-type", "single_turn"], ":1: `chat_id`: a key of AIPerf's single_turn record"),
     ] {
         let out = common::profile_on(&mock.url, &trace, &dir.path().join("d"), extra, LIMIT);
         let err = String::from_utf8_lossy(&out.stderr);

@@ -5,10 +5,13 @@
 //! [`TraceParser`] (line by line, for progress reporting in the browser), [`parse_str`] or
 //! [`read`] (any `BufRead`), and written back with [`write_row`] / [`write_trace`].
 
+pub mod dataset_file;
 mod error;
 mod fast;
+pub mod multi_turn;
 mod parse;
 pub mod prompt_hash;
+pub mod random_pool;
 mod raw;
 mod row;
 pub mod single_turn;

@@ -47,12 +47,12 @@ pub const KEYS: &[&str] = &[
     "extra",
 ];
 
-fn err(field: &str, expected: impl Into<String>, value: impl Into<String>) -> RecordError {
+pub(crate) fn err(field: &str, expected: impl Into<String>, value: impl Into<String>) -> RecordError {
     RecordError { field: field.to_string(), expected: expected.into(), value: value.into() }
 }
 
 /// A value as a message shows it.
-fn show(v: &Value) -> String {
+pub(crate) fn show(v: &Value) -> String {
     let text = v.to_string();
     match text.char_indices().nth(80) {
         Some((at, _)) => format!("{}…", &text[..at]),
@@ -140,6 +140,20 @@ pub fn record_row(record: &Value, line: u64) -> Result<Row, RecordError> {
 
 /// The one prompt of `text` or `texts` (strings, or AIPerf's `{name, contents: [..]}` objects).
 fn prompt(m: &Map<String, Value>) -> Result<String, RecordError> {
+    let mut all = texts(m)?;
+    if all.len() == 1 {
+        return Ok(all.remove(0));
+    }
+    Err(err(
+        "texts",
+        "one prompt (several in one request are AIPerf's batches, not sent here)",
+        format!("{} prompts", all.len()),
+    ))
+}
+
+/// Every prompt of `text` or `texts` (strings, or AIPerf's `{name, contents: [..]}` objects), in
+/// order; at least one.
+pub(crate) fn texts(m: &Map<String, Value>) -> Result<Vec<String>, RecordError> {
     let get = |k: &str| m.get(k).filter(|v| !v.is_null());
     let text = match get("text") {
         None => None,
@@ -188,13 +202,8 @@ fn prompt(m: &Map<String, Value>) -> Result<String, RecordError> {
         (Some(_), Some(_)) => {
             Err(err("texts", "`text` or `texts`, not both", get("texts").map(show).unwrap_or_default()))
         }
-        (Some(t), None) => Ok(t),
-        (None, Some(mut all)) if all.len() == 1 => Ok(all.remove(0)),
-        (None, Some(all)) => Err(err(
-            "texts",
-            "one prompt (several in one request are AIPerf's batches, not sent here)",
-            format!("{} prompts", all.len()),
-        )),
+        (Some(t), None) => Ok(vec![t]),
+        (None, Some(all)) => Ok(all),
         (None, None) => Err(err("text", "a prompt: `text` (a non-empty string) or `texts`", "nothing")),
     }
 }

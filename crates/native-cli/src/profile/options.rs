@@ -118,8 +118,10 @@ pub struct Args {
     #[arg(help_heading = "Endpoint", long, default_value_t = DEFAULT_MAX_RESPONSE_BYTES)]
     pub max_response_bytes: usize,
     /// Dataset type, by AIPerf's names of the trace formats read here: mooncake_trace (the
-    /// format as --trace-format says), bailian_trace, burst_gpt_trace or weka_trace; or
-    /// dag_jsonl, AIPerf's conversations whose turns start and join sub-agent conversations.
+    /// format as --trace-format says), bailian_trace, burst_gpt_trace or weka_trace; or AIPerf's
+    /// own files: single_turn (a record per line), multi_turn (a conversation per line),
+    /// random_pool (a file or folder of prompt pools, drawn with --random-seed); or dag_jsonl,
+    /// AIPerf's conversations whose turns start and join sub-agent conversations.
     #[arg(help_heading = "Input", long, default_value = "mooncake_trace")]
     pub custom_dataset_type: String,
     /// WEKA traces: replay each conversation's turns back to back, without their recorded

@@ -214,6 +214,7 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
                 w.generate(src.seed).context("cannot generate the synthetic workload").map(|t| (t, t0.elapsed()))
             }
             Input::Records(t) => Ok(((**t).clone(), t0.elapsed())),
+            Input::Dataset(d) => Ok((d.trace.clone(), t0.elapsed())),
         };
         (trace, tok.join())
     });

@@ -243,7 +243,7 @@ fn fixed_schedule_offsets(a: &Args, phase: &mut Map<String, Value>) {
     put(phase, "end_offset", json!(a.fixed_schedule_end_offset));
 }
 
-/// The dataset: the trace file, or AIPerf's synthetic workload.
+/// The dataset: the trace file, AIPerf's own dataset file, or AIPerf's synthetic workload.
 fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
     let mut d = Map::new();
     d.insert("name".into(), json!("main"));
@@ -289,6 +289,14 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
                 }
                 put(&mut d, "max_context_length", json!(w.max_context_length));
                 put(&mut d, "trace_idle_gap_cap_seconds", json!(w.idle_gap_cap_s));
+            }
+        }
+        Input::Dataset(f) => {
+            d.insert("type".into(), json!("file"));
+            d.insert("path".into(), json!(f.path.display().to_string()));
+            d.insert("format".into(), json!(f.kind.name()));
+            if f.kind == aiperf_core::trace::dataset_file::Kind::RandomPool {
+                d.insert("entries".into(), json!(f.trace.len()));
             }
         }
         Input::Records(_) => {

@@ -78,7 +78,12 @@ pub(super) fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         ("profile_export_prefix", a.profile_export_prefix.as_ref().map(|p| json!(p))),
         ("export_http_trace", a.export_http_trace.then_some(json!(true))),
         ("show_trace_timing", a.show_trace_timing.then_some(json!(true))),
-        ("dataset_sampling_strategy", a.dataset_sampling_strategy.map(|s| json!(s.name()))),
+        // As given, or a dataset's own default (random_pool's shuffle).
+        (
+            "dataset_sampling_strategy",
+            (a.dataset_sampling_strategy.is_some() || plan.source.sampling != Default::default())
+                .then(|| json!(plan.source.sampling.name())),
+        ),
         ("allow_dataset_wrap", a.allow_dataset_wrap.then_some(json!(true))),
         ("connection_reuse_strategy", a.connection_reuse_strategy.map(|c| json!(connection_reuse_name(c)))),
         ("per_chunk_usage", a.per_chunk_usage.then_some(json!(true))),

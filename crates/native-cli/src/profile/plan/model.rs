@@ -56,6 +56,20 @@ pub enum Input {
     Synthetic(Box<aiperf_core::synthesis::synthetic::SyntheticWorkload>),
     /// A config file's inline single_turn records (`benchmark.dataset.records`), as rows.
     Records(Box<Trace>),
+    /// One of AIPerf's own dataset files, read when the plan was made.
+    Dataset(Box<DatasetFile>),
+}
+
+/// One of AIPerf's own dataset files (`--custom-dataset-type single_turn|multi_turn|random_pool`).
+#[derive(Clone, Debug)]
+pub struct DatasetFile {
+    /// The file (a folder for random_pool's pools).
+    pub path: PathBuf,
+    pub kind: aiperf_core::trace::dataset_file::Kind,
+    /// Its rows (a random_pool's drawn conversations).
+    pub trace: Trace,
+    /// Its conversations' system prompt (a multi_turn file's leading system turns).
+    pub system: Option<String>,
 }
 
 impl Input {
@@ -63,6 +77,7 @@ impl Input {
     pub fn file(&self) -> Option<&Path> {
         match self {
             Input::File(f) => Some(f),
+            Input::Dataset(d) => Some(&d.path),
             Input::Synthetic(_) | Input::Records(_) => None,
         }
     }
@@ -71,6 +86,7 @@ impl Input {
     pub fn name(&self) -> String {
         match self {
             Input::File(f) => f.display().to_string(),
+            Input::Dataset(d) => d.path.display().to_string(),
             Input::Synthetic(_) => "the synthetic workload".to_owned(),
             Input::Records(_) => INLINE_RECORDS.to_owned(),
         }

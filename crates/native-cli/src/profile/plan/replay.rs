@@ -10,6 +10,7 @@ use aiperf_core::replay::schedule::{self, Schedule, ScheduleError, Shard, Timing
 use aiperf_core::results::metrics::parse_goodput;
 use aiperf_core::synthesis::TransformParams;
 use aiperf_core::trace::Trace;
+use aiperf_core::trace::dataset_file::Kind as DatasetKind;
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::{Map, Value};
 
@@ -54,16 +55,29 @@ impl ReplayPlan {
         let prefill = super::shaping::prefill(&a.shape, load.concurrency, a.streaming, load.coordination.shard)?;
         let synthesis = synthesis(&a, block_size)?;
         let input = input(&a, block_size)?;
+        let dataset = match &input {
+            Input::Dataset(d) => Some(d.kind),
+            _ => None,
+        };
+        if let Input::Dataset(d) = &input {
+            super::dataset_file::check_endpoint(d, a.endpoint_type)?;
+        }
         let weka = super::weka::timing(&a, &format, &input, synthesis.as_ref().and_then(|p| p.max_osl))?;
         let server = ServerPlan::of(&a, &urls)?;
-        // AIPerf samples a dag_jsonl file's conversations at random unless told otherwise.
-        let sampling = a.dataset_sampling_strategy.unwrap_or(if dag { Sampling::Random } else { Sampling::default() });
+        // AIPerf samples a dag_jsonl file's conversations at random, and a random_pool's in a
+        // new order every pass, unless told otherwise.
+        let sampling = a.dataset_sampling_strategy.unwrap_or(match dataset {
+            _ if dag => Sampling::Random,
+            Some(DatasetKind::RandomPool) if !a.fixed_schedule => Sampling::Shuffle,
+            _ => Sampling::default(),
+        });
         if a.fixed_schedule {
             sequential_for_fixed(sampling)?;
         }
+        // AIPerf replays the timestamps of its own dataset files only when asked.
         let fixed = if a.fixed_schedule {
             Some(true)
-        } else if a.no_fixed_schedule {
+        } else if a.no_fixed_schedule || dataset.is_some() {
             Some(false)
         } else {
             None
@@ -86,7 +100,10 @@ impl ReplayPlan {
                     legacy_max_tokens: a.use_legacy_max_tokens,
                     // WEKA sessions' rows carry their conversation in `input_length`; AIPerf sends
                     // each single_turn record alone, a session's records in order.
-                    turn_history: if weka.is_some() || matches!(input, Input::Records(_)) {
+                    turn_history: if weka.is_some()
+                        || matches!(input, Input::Records(_))
+                        || dataset == Some(DatasetKind::SingleTurn)
+                    {
                         TurnHistory::None
                     } else {
                         a.turn_history
@@ -94,10 +111,16 @@ impl ReplayPlan {
                     max_prompt_tokens: in_range(a.max_prompt_tokens, "--max-prompt-tokens", 1, 1 << 32)?,
                     extra_inputs,
                     continuous_usage: per_chunk_usage(&a)?,
-                    system: match &a.system_prompt_text {
-                        Some(t) => Some(t.clone()),
-                        None => super::system_prompt::resolve(&a)?,
-                    }
+                    system: super::dataset_file::system_prompt(
+                        match &a.system_prompt_text {
+                            Some(t) => Some(t.clone()),
+                            None => super::system_prompt::resolve(&a)?,
+                        },
+                        match &input {
+                            Input::Dataset(d) => Some(d),
+                            _ => None,
+                        },
+                    )
                     .map(SystemMessage::new),
                 },
                 reuse_connections: a.connection_reuse_strategy != Some(ConnectionReuse::Never),
@@ -377,9 +400,11 @@ struct Load {
 fn load(a: &Args) -> Result<Load> {
     let mut concurrency =
         a.concurrency.first().map(|&c| in_range(c, "--concurrency", 1, MAX_CONCURRENCY)).transpose()?;
-    // AIPerf's default load for its synthetic workload: one request at a time (its users' own
-    // schedule for a user-centric rate, which no concurrency caps unless given).
-    if a.input_file.is_none()
+    // AIPerf's default load for its synthetic workload and its own dataset files: one request at
+    // a time (its users' own schedule for a user-centric rate, which no concurrency caps unless
+    // given).
+    let dataset_file = dataset_kind(a).is_some() && !a.fixed_schedule;
+    if (a.input_file.is_none() || dataset_file)
         && concurrency.is_none()
         && a.request_rate.is_empty()
         && a.shape.user_centric_rate.is_none()
@@ -473,6 +498,12 @@ fn times(a: &Args) -> Result<Times> {
 /// The trace file, or AIPerf's synthetic workload when no file is given (as AIPerf: its
 /// `--request-count` sizes the dataset when no count of entries or conversations is given).
 fn input(a: &Args, block_size: u64) -> Result<Input> {
+    // A config file's inline records are single_turn records.
+    if let Some(kind) = dataset_kind(a)
+        && !(kind == DatasetKind::SingleTurn && a.input_file.is_none() && a.inline_records.is_some())
+    {
+        return dataset_file(a, kind).map(|d| Input::Dataset(Box::new(d)));
+    }
     if let Some(json) = &a.inline_records {
         ensure!(
             !a.synthetic.any(),
@@ -501,6 +532,81 @@ fn input(a: &Args, block_size: u64) -> Result<Input> {
             Ok(Input::Synthetic(Box::new(w)))
         }
     }
+}
+
+/// The kind of AIPerf's own dataset file the run reads: the one `--custom-dataset-type` names,
+/// or, with its default and `--trace-format auto`, the one the file's first line tells (as AIPerf
+/// infers it; said on stderr). A file that cannot be read is left to the trace reader.
+fn dataset_kind(a: &Args) -> Option<DatasetKind> {
+    if let Some(kind) = DatasetKind::from_name(&a.custom_dataset_type) {
+        return Some(kind);
+    }
+    let path = a.input_file.as_ref()?;
+    if a.custom_dataset_type != "mooncake_trace"
+        || a.trace_format.trace_format != FormatChoice::Auto
+        || a.inline_records.is_some()
+        || path.is_dir()
+    {
+        return None;
+    }
+    let head = crate::io::input::head(path, 64 << 10).ok()?;
+    aiperf_core::trace::dataset_file::infer(&head).map(|(kind, _)| kind)
+}
+
+/// One of AIPerf's own dataset files, read: `--input-file` of `kind`; a random_pool draws as many
+/// conversations as `--num-dataset-entries`, `--conversation-num` or `--request-count` give, in
+/// that order (AIPerf's), or 100.
+fn dataset_file(a: &Args, kind: DatasetKind) -> Result<DatasetFile> {
+    let Some(path) = &a.input_file else {
+        if a.inline_records.is_some() {
+            bail!(
+                "--custom-dataset-type {kind}: the config file's {INLINE_RECORDS} are single_turn records; a {kind} dataset is read from a file (--input-file)"
+            );
+        }
+        bail!("--custom-dataset-type {kind} reads one of AIPerf's {kind} files: give it with --input-file")
+    };
+    ensure!(
+        a.inline_records.is_none(),
+        "--custom-dataset-type {kind} reads --input-file {}: drop the config file's {INLINE_RECORDS}",
+        path.display()
+    );
+    ensure!(
+        !(kind == DatasetKind::RandomPool && a.fixed_schedule),
+        "--fixed-schedule with --custom-dataset-type random_pool: its entries carry no timestamps (AIPerf's random_pool has none); accepted is --request-rate or --concurrency"
+    );
+    let mut other = a.synthetic.clone();
+    if kind == DatasetKind::RandomPool {
+        other.num_dataset_entries = None;
+        other.conversation_num = None;
+    }
+    ensure!(
+        !other.any(),
+        "AIPerf's synthetic workload options (--isl, --osl, turns, prefix prompts, …{}) generate rows: drop them or --input-file {} (the {kind} file's rows are replayed as they are)",
+        if kind == DatasetKind::RandomPool { "" } else { ", --num-dataset-entries" },
+        path.display()
+    );
+    let s = &a.synthetic;
+    let (n, option) = [
+        (s.num_dataset_entries, "--num-dataset-entries"),
+        (s.conversation_num, "--conversation-num"),
+        (a.request_count, "--request-count"),
+    ]
+    .into_iter()
+    .find_map(|(n, o)| n.map(|n| (n, o)))
+    .unwrap_or((super::dataset_file::POOL_CONVERSATIONS, "the random_pool conversations"));
+    let conversations = if kind == DatasetKind::RandomPool {
+        in_range(n, option, 1, super::dataset_file::MAX_POOL_CONVERSATIONS).with_context(|| {
+            format!("{option} is the number of conversations a random_pool draws, as in AIPerf (--num-dataset-entries sets it apart)")
+        })? as usize
+    } else {
+        0
+    };
+    if DatasetKind::from_name(&a.custom_dataset_type).is_none() {
+        say!("detected format: AIPerf's {kind} file (its first line) in {}", path.display());
+    }
+    let max_line_bytes = in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?;
+    let (trace, system) = super::dataset_file::read(path, kind, conversations, a.random_seed, max_line_bytes)?;
+    Ok(DatasetFile { path: path.clone(), kind, trace, system })
 }
 
 /// The rows of inline single_turn records (a JSON list), each checked as AIPerf's `SingleTurn`.
@@ -558,11 +664,18 @@ fn dataset_format(name: &str, given: &TraceFormatArgs) -> Result<TraceFormatArgs
     if name == "mooncake_trace" {
         return Ok(given.clone());
     }
+    if let Some(kind) = DatasetKind::from_name(name) {
+        if let FormatChoice::Is(f) = given.trace_format {
+            bail!("--custom-dataset-type {kind} reads AIPerf's {kind} files, but --trace-format names {}", f.name());
+        }
+        return Ok(given.clone());
+    }
     let Some(&(_, format)) = DATASET_TYPES.iter().find(|(n, _)| *n == name) else {
         let names: Vec<&str> = DATASET_TYPES.iter().map(|(n, _)| *n).collect();
         bail!(
-            "--custom-dataset-type {name}: accepted is mooncake_trace, {}, {DAG_JSONL} (AIPerf's names of the trace formats read here; --trace-format also reads servegen and azure)",
-            names.join(", ")
+            "--custom-dataset-type {name}: accepted is mooncake_trace, {}, {DAG_JSONL}, or AIPerf's own files {} (AIPerf's names of the formats read here; --trace-format also reads servegen and azure)",
+            names.join(", "),
+            DatasetKind::ALL.map(DatasetKind::name).join(", ")
         );
     };
     match given.trace_format {

@@ -40,6 +40,7 @@ pub fn timing(a: &Args, format: &TraceFormatArgs, input: &Input, max_osl: Option
     let named = match (input, format.trace_format) {
         (Input::Synthetic(_), _) => Some("the synthetic workload (no --input-file)".to_owned()),
         (Input::Records(_), _) => Some("the config file's inline records".to_owned()),
+        (Input::Dataset(d), _) => Some(format!("a {} file", d.kind)),
         (Input::File(_), FormatChoice::Is(f)) if f != Format::Weka => Some(format!("a {} trace", f.name())),
         _ => None,
     };

@@ -1,0 +1,133 @@
+//! AIPerf 0.13.0 itself judges how its own dataset files are read: its `single_turn`,
+//! `multi_turn` and `random_pool` loader classes load the fixtures of
+//! `tests/fixtures/dataset-files`, and their conversations (turns, texts, roles, delays,
+//! timestamps, max tokens; a random_pool's draws for the seed) must be ours.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use aiperf_core::trace::dataset_file::{ConversationReader, PoolReader};
+use aiperf_core::trace::random_pool::sample;
+use aiperf_core::trace::{Input, Number, Trace};
+use serde_json::{Value, json};
+
+/// Loads `argv[2]` with AIPerf's loader of type `argv[1]` (`argv[3]` conversations for a
+/// random_pool, after `rng.init(0)`) and prints its conversations as JSON.
+const LOAD: &str = r#"
+import json, sys
+from aiperf.common import random_generator as rng
+rng.init(0)
+from aiperf.dataset.loader.single_turn import SingleTurnDatasetLoader
+from aiperf.dataset.loader.multi_turn import MultiTurnDatasetLoader
+from aiperf.dataset.loader.random_pool import RandomPoolDatasetLoader
+kind, path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if kind == "random_pool":
+    loader = RandomPoolDatasetLoader(filename=path, num_conversations=n)
+else:
+    loader = {"single_turn": SingleTurnDatasetLoader, "multi_turn": MultiTurnDatasetLoader}[kind](filename=path)
+convs = loader.convert_to_conversations(loader.load_dataset())
+print(json.dumps([
+    [{"texts": [c for t in turn.texts for c in t.contents], "role": turn.role, "delay": turn.delay,
+      "timestamp": turn.timestamp, "max_tokens": turn.max_tokens, "extra": turn.extra_body}
+     for turn in conv.turns]
+    for conv in convs
+]))
+"#;
+
+fn fixture(name: &str) -> PathBuf {
+    common::root().join("tests/fixtures/dataset-files").join(name)
+}
+
+fn number(n: Option<Number>) -> Value {
+    n.map_or(Value::Null, |n| json!(n.as_f64()))
+}
+
+/// Our conversations of `trace` in AIPerf's shape: sessions in the order of their first row.
+fn ours(trace: &Trace) -> Value {
+    let mut order: Vec<Option<&str>> = Vec::new();
+    let mut convs: Vec<Vec<Value>> = Vec::new();
+    for r in trace.rows() {
+        let (texts, role) = match &r.input {
+            Input::Text(t) => (vec![json!(t.to_string())], Value::Null),
+            Input::Messages(m) => match &m[0]["content"] {
+                Value::Array(parts) => (parts.iter().map(|p| p["text"].clone()).collect(), Value::Null),
+                text => (vec![text.clone()], m[0]["role"].clone()),
+            },
+            other => panic!("{other:?}"),
+        };
+        let turn = json!({
+            "texts": texts, "role": role, "delay": number(r.delay), "timestamp": number(r.timestamp),
+            "max_tokens": r.output_length, "extra": r.extra(),
+        });
+        let id = r.session_id.as_deref();
+        match order.iter().position(|o| id.is_some() && *o == id) {
+            Some(k) => convs[k].push(turn),
+            None => {
+                order.push(id);
+                convs.push(vec![turn]);
+            }
+        }
+    }
+    same(json!(convs))
+}
+
+/// AIPerf's conversations, in the shape of [`same`].
+fn theirs(venv: &Path, kind: &str, path: &Path, n: usize) -> Value {
+    let out = common::python(venv, LOAD, &[kind, path.to_str().unwrap(), &n.to_string()]);
+    assert!(out.status.success(), "AIPerf's {kind} loader: {}", String::from_utf8_lossy(&out.stderr));
+    same(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// Conversations compared: numbers as floats (AIPerf's ints and ours compare equal), the role
+/// `user` as no role (the role a turn without one is sent with).
+fn same(v: Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| match (k.as_str(), v) {
+                    ("max_tokens", v) => (k, v),
+                    ("role", Value::String(r)) if r == "user" => (k, Value::Null),
+                    (_, v) => (k, same(v)),
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(same).collect()),
+        Value::Number(n) => json!(n.as_f64().unwrap()),
+        other => other,
+    }
+}
+
+fn read_lines(path: &Path, mut push: impl FnMut(u64, &str)) {
+    for (i, l) in std::fs::read_to_string(path).unwrap().lines().enumerate() {
+        push(i as u64 + 1, l);
+    }
+}
+
+#[test]
+#[ignore = "needs AIPerf 0.13.0 from PyPI (1.2 GB venv): scripts/aiperf-venv.sh"]
+fn aiperfs_loaders_read_its_dataset_files_as_we_do() {
+    let Some(venv) = common::aiperf_venv() else {
+        eprintln!("SKIP aiperfs_loaders_read_its_dataset_files_as_we_do: PyPI unreachable, AIPerf not installed");
+        return;
+    };
+    for (kind, name) in [("single_turn", "single_turn.jsonl"), ("multi_turn", "multi_turn.jsonl")] {
+        let path = fixture(name);
+        let mut r =
+            if kind == "multi_turn" { ConversationReader::multi_turn() } else { ConversationReader::single_turn() };
+        read_lines(&path, |line, text| r.push_line(line, text).unwrap());
+        assert_eq!(ours(&r.finish()), theirs(&venv, kind, &path, 0), "{kind}");
+    }
+    // A pool file, and a folder of two pools (drawn in file-name order), at seed 0.
+    let pool = |path: &Path| {
+        let mut r = PoolReader::new();
+        read_lines(path, |line, text| r.push_line(line, text).unwrap());
+        r.finish(path.file_name().unwrap().to_string_lossy())
+    };
+    let file = fixture("random_pool.jsonl");
+    assert_eq!(ours(&sample(&[pool(&file)], 12, 0).unwrap()), theirs(&venv, "random_pool", &file, 12));
+    let folder = fixture("pools");
+    let pools = [pool(&folder.join("passages.jsonl")), pool(&folder.join("queries.jsonl"))];
+    assert_eq!(ours(&sample(&pools, 7, 0).unwrap()), theirs(&venv, "random_pool", &folder, 7));
+}
