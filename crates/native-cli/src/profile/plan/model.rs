@@ -95,6 +95,8 @@ pub struct Source {
     pub sampling: Sampling,
     /// AIPerf's `weka_trace` replay options, when one is given.
     pub weka: Option<aiperf_core::formats::WekaTiming>,
+    /// AIPerf's `baseten_trace` replay options.
+    pub baseten: super::baseten::BasetenPlan,
 }
 
 /// When sending stops and how much may be in flight.

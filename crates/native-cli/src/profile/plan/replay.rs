@@ -53,6 +53,12 @@ impl ReplayPlan {
         let synthesis = synthesis(&a, block_size)?;
         let input = input(&a, block_size)?;
         let weka = super::weka::timing(&a, &format, &input, synthesis.as_ref().and_then(|p| p.max_osl))?;
+        let baseten = super::baseten::plan(&a, &format, &input, synthesis.as_ref(), &extra_inputs)?;
+        let is_baseten = match (&input, format.trace_format) {
+            (Input::File(_), FormatChoice::Is(f)) => f == Format::Baseten,
+            (Input::File(f), FormatChoice::Auto) => super::baseten::looks_columnar(f),
+            _ => false,
+        };
         let server = ServerPlan::of(&a, &urls)?;
         let sampling = a.dataset_sampling_strategy.unwrap_or_default();
         if a.fixed_schedule {
@@ -82,8 +88,9 @@ impl ReplayPlan {
                     streaming: a.streaming,
                     legacy_max_tokens: a.use_legacy_max_tokens,
                     // WEKA sessions' rows carry their conversation in `input_length`; AIPerf sends
-                    // each single_turn record alone, a session's records in order.
-                    turn_history: if weka.is_some() || matches!(input, Input::Records(_)) {
+                    // each single_turn record alone, a session's records in order, and each
+                    // Baseten row's recorded prompt as it is.
+                    turn_history: if weka.is_some() || is_baseten || matches!(input, Input::Records(_)) {
                         TurnHistory::None
                     } else {
                         a.turn_history
@@ -104,6 +111,7 @@ impl ReplayPlan {
                 input,
                 format,
                 weka,
+                baseten,
                 max_line_bytes: in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?,
                 block_size,
                 seed: a.random_seed,
@@ -531,8 +539,12 @@ fn synthesis(a: &Args, block_size: u64) -> Result<Option<TransformParams>> {
 
 /// AIPerf's `--custom-dataset-type` names of the formats read here. `mooncake_trace`, AIPerf's
 /// default, leaves `--trace-format` as given (auto detects Mooncake, and the other formats too).
-const DATASET_TYPES: [(&str, Format); 3] =
-    [("bailian_trace", Format::Bailian), ("burst_gpt_trace", Format::BurstGpt), ("weka_trace", Format::Weka)];
+const DATASET_TYPES: [(&str, Format); 4] = [
+    ("bailian_trace", Format::Bailian),
+    ("burst_gpt_trace", Format::BurstGpt),
+    ("weka_trace", Format::Weka),
+    ("baseten_trace", Format::Baseten),
+];
 
 /// The trace format of `--custom-dataset-type` with `--trace-format`: AIPerf's name of a format
 /// reads the file as that format; naming another one with `--trace-format` is an error.
