@@ -96,7 +96,7 @@ fn next_of<'a>(sent: &'a [Sent], first: &Sent) -> &'a Sent {
 /// with max_tokens = the recorded output (at least 1), min_tokens the same, and the KV hints.
 #[test]
 fn open_loop_sends_the_recorded_prompts_and_hints_at_the_recorded_times() {
-    let (summary, sent) = run(&[]);
+    let (summary, sent) = run(&["--custom-dataset-type", "baseten_trace"]);
     assert_eq!(summary["input_config"]["datasets"][0]["format"], "baseten_trace", "{summary}");
     assert_eq!(summary["aiperf_cli_config"]["turn_history"], "none");
     assert_eq!(prompts(&sent), ["a one", "a two", "b one", "b two", "lone"]);
