@@ -494,7 +494,10 @@ mod tests {
         ]
     }
 
-    fn times(t: &Trace) -> Vec<(Option<f64>, Option<f64>, Option<String>, String)> {
+    /// A row: timestamp, delay, session and prompt.
+    type Seen = (Option<f64>, Option<f64>, Option<String>, String);
+
+    fn times(t: &Trace) -> Vec<Seen> {
         t.rows()
             .iter()
             .map(|r| {
