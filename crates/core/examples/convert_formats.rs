@@ -139,7 +139,7 @@ fn generate(format: Format, rows: u64, out: &mut String) {
                 ids_json(out, &ids);
                 out.push_str(", \"input_types\": [\"text\"], \"output_types\": [\"text\"], \"stop\": \"end_turn\"}");
             }
-            Format::Mooncake => {}
+            Format::Mooncake | Format::Baseten => {}
         }
     }
     if format == Format::Weka {

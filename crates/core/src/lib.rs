@@ -5,7 +5,7 @@
 //!
 //! Traces, before any request is sent:
 //! - [`trace`]: the Mooncake trace format (rows, validating reader, writer) and prompt hashing;
-//! - [`formats`]: other production trace formats (Bailian, ServeGen, Azure, BurstGPT, WEKA) → traces;
+//! - [`formats`]: other production trace formats (Bailian, ServeGen, Azure, BurstGPT, WEKA, Baseten) → traces;
 //! - [`analysis`]: the reference's trace statistics plus arrivals, cache curve, lint, and their report;
 //! - [`synthesis`]: transform and generative trace synthesis (AIPerf/Dynamo-compatible).
 //!

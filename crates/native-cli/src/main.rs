@@ -41,7 +41,7 @@ enum Command {
     SynthesizeAgenticCode(cmd::agentic::Args),
     /// Turn prompts (JSONL) into a Mooncake trace with AIPerf-compatible block hash ids.
     HashPrompts(cmd::hash_prompts::Args),
-    /// Convert production traces (Bailian, ServeGen, Azure, BurstGPT, WEKA) to Mooncake JSONL,
+    /// Convert production traces (Bailian, ServeGen, Azure, BurstGPT, WEKA, Baseten Parquet) to Mooncake JSONL,
     /// merging files and applying time window, gap caps, sampling, model and failure filters.
     ConvertTrace(cmd::convert::Args),
     /// Merge the shards of a run (`profile --shard K/N`) into one run: the same exports as a

@@ -148,7 +148,13 @@ fn every_aiperf_option_is_honoured_or_refused_by_name() {
 #[test]
 fn refusals_cover_attached_values_and_aiperf_stream_domains() {
     let dir = tempfile::tempdir().unwrap();
-    for args in [&["--replay-speedup=2"][..], &["-b4"], &["-b", "4"], &["--stream", "metrics"], &["--stream=timing"]] {
+    for args in [
+        &["--server-profiler-timeout-seconds=2"][..],
+        &["-b4"],
+        &["-b", "4"],
+        &["--stream", "metrics"],
+        &["--stream=timing"],
+    ] {
         let mut argv = vec!["-m", "m", "--input-file", MISSING];
         argv.extend_from_slice(args);
         let out = profile(dir.path(), &argv);

@@ -137,6 +137,12 @@ impl Converter {
             Format::Azure => State::Azure(azure::State::default()),
             Format::BurstGpt => State::BurstGpt(burstgpt::State::default()),
             Format::Weka => State::Weka(Weka::Lines(String::new())),
+            Format::Baseten => {
+                return Err(FormatError::Options(format!(
+                    "{}: a Baseten trace is a Parquet file, read by aiperf-cli (convert-trace turns it into Mooncake JSONL)",
+                    file.source
+                )));
+            }
         };
         if let Some(src) = file.format.source_block_size() {
             self.per_block(&file.source, src)?;

@@ -19,10 +19,19 @@ pub struct Detection {
 }
 
 const ACCEPTED: &str = "Mooncake JSONL, Bailian/Qwen JSONL, ServeGen offline JSONL, Azure LLM CSV, BurstGPT CSV, \
-                        WEKA kv-cache-tester JSON";
+                        WEKA kv-cache-tester JSON, Baseten Parquet";
 
 /// Detects the format of a trace from its first bytes.
 pub fn detect(first_bytes: &[u8]) -> Result<Detection, FormatError> {
+    if first_bytes.starts_with(b"PAR1") || first_bytes.starts_with(b"ARROW1") {
+        let what = if first_bytes.starts_with(b"PAR1") { "Parquet" } else { "Arrow IPC" };
+        return Ok(Detection {
+            format: Format::Baseten,
+            evidence: format!(
+                "a {what} file: the columnar trace read is Baseten's (its columns are checked as it is read)"
+            ),
+        });
+    }
     let text = String::from_utf8_lossy(first_bytes);
     let text = text.trim_start_matches('\u{feff}').trim_start();
     let found = |format, evidence: String| Ok(Detection { format, evidence });
@@ -124,6 +133,12 @@ mod tests {
 
     fn format_of(text: &str) -> Format {
         detect(text.as_bytes()).unwrap().format
+    }
+
+    #[test]
+    fn parquet_files_are_baseten_traces() {
+        assert_eq!(format_of("PAR1\u{15}\u{4}"), Format::Baseten);
+        assert_eq!(format_of("ARROW1\0\0"), Format::Baseten);
     }
 
     #[test]

@@ -17,6 +17,7 @@
 
 mod azure;
 mod bailian;
+pub mod baseten;
 mod burstgpt;
 mod columns;
 mod convert;
@@ -48,11 +49,20 @@ pub enum Format {
     Azure,
     BurstGpt,
     Weka,
+    /// Baseten completion traces: Parquet files, read by the CLI into [`baseten::Record`]s.
+    Baseten,
 }
 
 impl Format {
-    pub const ALL: [Format; 6] =
-        [Format::Mooncake, Format::Bailian, Format::ServeGen, Format::Azure, Format::BurstGpt, Format::Weka];
+    pub const ALL: [Format; 7] = [
+        Format::Mooncake,
+        Format::Bailian,
+        Format::ServeGen,
+        Format::Azure,
+        Format::BurstGpt,
+        Format::Weka,
+        Format::Baseten,
+    ];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -63,6 +73,7 @@ impl Format {
             Format::Azure => "azure",
             Format::BurstGpt => "burstgpt",
             Format::Weka => "weka",
+            Format::Baseten => "baseten",
         }
     }
 
@@ -111,6 +122,9 @@ pub struct ConvertOptions {
     /// WEKA documents re-timed and selected as AIPerf's `weka_trace` loader does (replay only).
     #[serde(skip)]
     pub weka: Option<WekaTiming>,
+    /// Baseten traces converted with AIPerf's `baseten_trace` replay options (defaults: `None`).
+    #[serde(skip)]
+    pub baseten: Option<baseten::BasetenReplay>,
 }
 
 impl Default for ConvertOptions {
@@ -122,6 +136,7 @@ impl Default for ConvertOptions {
             models: Vec::new(),
             drop_failed: false,
             weka: None,
+            baseten: None,
         }
     }
 }
@@ -181,6 +196,12 @@ impl Format {
     /// Whether the format is one document per file, read whole by [`parse_document`].
     pub fn is_document(self) -> bool {
         self == Format::Weka
+    }
+
+    /// Whether the format is a columnar binary file (Baseten's Parquet), read by its own reader
+    /// into records and converted by [`baseten::convert`], not by the [`Converter`].
+    pub fn is_columnar(self) -> bool {
+        self == Format::Baseten
     }
 }
 

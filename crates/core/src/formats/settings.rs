@@ -276,6 +276,7 @@ mod tests {
                 models: vec!["a".into(), "b".into()],
                 drop_failed: true,
                 weka: None,
+                baseten: None,
             },
             transforms: Transforms {
                 window_start_ms: Some(1000.0),

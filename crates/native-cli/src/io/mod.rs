@@ -3,6 +3,7 @@
 
 #[macro_use]
 pub mod console;
+pub mod baseten;
 pub mod document;
 pub mod exports;
 pub mod http;

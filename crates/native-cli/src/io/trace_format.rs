@@ -1,5 +1,5 @@
 //! `--trace-format`: reading a trace in any format the core knows (Mooncake, Bailian, ServeGen,
-//! Azure, BurstGPT, WEKA), detected by content or named, into the core's trace model.
+//! Azure, BurstGPT, WEKA, Baseten Parquet), detected by content or named, into the core's trace model.
 //!
 //! Every command that reads a trace flattens [`TraceFormatArgs`] and calls [`read_trace_any`];
 //! `convert-trace` calls [`convert_files`] to merge several files. The detected format is printed
@@ -21,7 +21,7 @@ use crate::io::input::{BLOCK_BYTES, open, parse_blocks_in_order, parse_workers, 
 /// The `--trace-format` flag.
 #[derive(Clone, Debug, clap::Args)]
 pub struct TraceFormatArgs {
-    /// Input format: auto (detect by content), mooncake, bailian, servegen, azure, burstgpt, weka.
+    /// Input format: auto (detect by content), mooncake, bailian, servegen, azure, burstgpt, weka, baseten.
     #[arg(long, default_value = "auto", value_parser = parse_choice)]
     pub trace_format: FormatChoice,
 }
@@ -142,6 +142,18 @@ pub fn convert_files(
     max_line_bytes: usize,
     offset_ms: impl Fn(usize) -> u64,
 ) -> Result<(Converted, Option<Vec<usize>>)> {
+    if format.is_columnar() {
+        let [path] = paths else {
+            bail!("Baseten traces: give one file (merging Baseten traces is not supported)");
+        };
+        let (trace, report) = crate::io::baseten::load(path, &opts.baseten.unwrap_or_default())?;
+        say!("{report}");
+        if trace.is_empty() {
+            bail!("{}: no request to replay ({} record(s) read): {report}", path.display(), report.records);
+        }
+        let stats = aiperf_core::formats::ConvertStats { records: report.records, ..Default::default() };
+        return Ok((Converted { trace, stats, notes: Vec::new(), has_prefix_info: false }, None));
+    }
     let (converted, order) = convert_quietly(paths, format, opts, max_line_bytes, offset_ms, parse_workers())?;
     for note in &converted.notes {
         say!("note: {note}");

@@ -81,7 +81,7 @@ const GRID: Refusal = Refusal {
 };
 const DOWNLOADS: Refusal = Refusal {
     why: "public datasets are downloaded, and aiperf-cli downloads no datasets",
-    instead: "give a trace file with --input-file (Mooncake, Bailian, ServeGen, Azure, BurstGPT, WEKA)",
+    instead: "give a trace file with --input-file (Mooncake, Bailian, ServeGen, Azure, BurstGPT, WEKA, Baseten Parquet)",
 };
 const PROMPT_TEXT: Refusal = Refusal {
     why: "not yet supported: prompt text comes from the trace's hash_ids (shared blocks share text)",
@@ -98,10 +98,6 @@ const SCENARIO: Refusal = Refusal {
 const PLOTS: Refusal = Refusal {
     why: "plots are not drawn after a run",
     instead: "aiperf-cli report RUN_DIR writes an HTML report with the charts",
-};
-const BASETEN_ONLY: Refusal = Refusal {
-    why: "AIPerf 0.13 applies it to baseten_trace datasets only (a Mooncake trace replays as without it), and aiperf-cli reads no baseten_trace",
-    instead: "drop the option; --synthesis-speedup-ratio scales a trace's times, convert-trace --sample-fraction and --max-idle-gap-ms sample and compress it",
 };
 const PROFILER: Refusal = Refusal {
     why: "not yet supported: server profiler hooks",
@@ -190,7 +186,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     same("--allow-dataset-wrap", &[]),
     same("--no-allow-dataset-wrap", &[]),
     same("--random-seed", &["3"]),
-    refused("--trace-session-sample-ratio", &BASETEN_ONLY),
+    same("--trace-session-sample-ratio", &["0.5", "--custom-dataset-type", "baseten_trace"]),
     // Read by `config_file` before clap: the file's options, then the command line's.
     same("--config", &["minimal.yaml"]),
     ours("-f", "--config", &["minimal.yaml"]),
@@ -309,14 +305,14 @@ pub const OPTIONS: &[AiperfOption] = &[
             instead: "cap a trace's turn delays with convert-trace --max-turn-gap-ms",
         },
     ),
-    refused("--max-idle-gap-cap-seconds", &BASETEN_ONLY),
-    refused("--replay-speedup", &BASETEN_ONLY),
-    refused("--open-loop-replay", &BASETEN_ONLY),
-    refused("--no-open-loop-replay", &BASETEN_ONLY),
-    refused("--open-loop-strict", &BASETEN_ONLY),
-    refused("--omit-kv-hints", &BASETEN_ONLY),
-    refused("--force-min-tokens", &BASETEN_ONLY),
-    refused("--no-force-min-tokens", &BASETEN_ONLY),
+    same("--max-idle-gap-cap-seconds", &["5"]),
+    same("--replay-speedup", &["2"]),
+    same("--open-loop-replay", &[]),
+    same("--no-open-loop-replay", &["--custom-dataset-type", "baseten_trace"]),
+    same("--open-loop-strict", &["--custom-dataset-type", "baseten_trace"]),
+    same("--omit-kv-hints", &["--custom-dataset-type", "baseten_trace"]),
+    same("--force-min-tokens", &[]),
+    same("--no-force-min-tokens", &["--custom-dataset-type", "baseten_trace"]),
     same("--prompt-input-tokens-mean", &["100"]),
     ours("--synthetic-input-tokens-mean", "--prompt-input-tokens-mean", &["100"]),
     ours("--isl", "--prompt-input-tokens-mean", &["100"]),

@@ -118,10 +118,11 @@ pub struct Args {
     #[arg(help_heading = "Endpoint", long, default_value_t = DEFAULT_MAX_RESPONSE_BYTES)]
     pub max_response_bytes: usize,
     /// Dataset type, by AIPerf's names of the trace formats read here: mooncake_trace (the
-    /// format as --trace-format says), bailian_trace, burst_gpt_trace or weka_trace; or AIPerf's
-    /// own files: single_turn (a record per line), multi_turn (a conversation per line),
-    /// random_pool (a file or folder of prompt pools, drawn with --random-seed); or dag_jsonl,
-    /// AIPerf's conversations whose turns start and join sub-agent conversations.
+    /// format as --trace-format says), bailian_trace, burst_gpt_trace, weka_trace or
+    /// baseten_trace; or AIPerf's own files: single_turn (a record per line), multi_turn (a
+    /// conversation per line), random_pool (a file or folder of prompt pools, drawn with
+    /// --random-seed); or dag_jsonl, AIPerf's conversations whose turns start and join sub-agent
+    /// conversations.
     #[arg(help_heading = "Input", long, default_value = "mooncake_trace")]
     pub custom_dataset_type: String,
     /// WEKA traces: replay each conversation's turns back to back, without their recorded
@@ -144,6 +145,39 @@ pub struct Args {
     /// leaves within the cap. Replays of the trace's own times only (ignored with --request-rate).
     #[arg(help_heading = "Input", long)]
     pub system_idle_gap_cap_seconds: Option<f64>,
+    /// Divide the trace's timestamps and delays by this (10 = ten times faster than recorded);
+    /// prompts and hash ids untouched. AIPerf's baseten_trace option, applied to any timed trace.
+    #[arg(help_heading = "Input", long)]
+    pub replay_speedup: Option<f64>,
+    /// Shorten every gap between consecutive requests of the trace (all sessions, after
+    /// --replay-speedup) to at most these seconds. AIPerf's baseten_trace option, applied to any
+    /// timed trace.
+    #[arg(help_heading = "Input", long)]
+    pub max_idle_gap_cap_seconds: Option<f64>,
+    /// Baseten traces: keep this fraction of the sessions (0 < r ≤ 1), each whole, drawn from
+    /// --random-seed as AIPerf draws them.
+    #[arg(help_heading = "Input", long)]
+    pub trace_session_sample_ratio: Option<f64>,
+    /// Baseten traces (the default): every row at its recorded time; a session's later turn at
+    /// the later of its time and the previous turn's completion.
+    #[arg(help_heading = "Input", long, overrides_with = "no_open_loop_replay")]
+    pub open_loop_replay: bool,
+    /// Baseten traces: a session's later turn waits its recorded think time (the start-to-start
+    /// gap less the previous turn's recorded duration) after the previous turn completes.
+    #[arg(help_heading = "Input", long, overrides_with = "open_loop_replay")]
+    pub no_open_loop_replay: bool,
+    /// Baseten traces: every row a session of its own, at its recorded time.
+    #[arg(help_heading = "Input", long)]
+    pub open_loop_strict: bool,
+    /// Baseten traces: do not send the recorded KV hints (hash_ids, block_size) in the body.
+    #[arg(help_heading = "Input", long)]
+    pub omit_kv_hints: bool,
+    /// Baseten traces (the default): send min_tokens = the recorded output length.
+    #[arg(help_heading = "Input", long, overrides_with = "no_force_min_tokens")]
+    pub force_min_tokens: bool,
+    /// Baseten traces: send no min_tokens (generations end at EOS or max_tokens).
+    #[arg(help_heading = "Input", long, overrides_with = "force_min_tokens")]
+    pub no_force_min_tokens: bool,
     /// Seed of prompt text and Poisson arrivals.
     #[arg(help_heading = "Input", long, default_value_t = 0)]
     pub random_seed: u64,

@@ -199,13 +199,18 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
                 crate::io::trace_format::read_dag_jsonl(f, src.max_line_bytes).map(|t| (t, t0.elapsed()))
             }
             Input::File(f) => {
-                let opts = aiperf_core::formats::ConvertOptions { weka: src.weka, ..Default::default() };
+                let opts = aiperf_core::formats::ConvertOptions {
+                    weka: src.weka,
+                    baseten: Some(src.baseten.replay),
+                    ..Default::default()
+                };
                 crate::io::trace_format::read_trace_with(f, &src.format, false, src.max_line_bytes, &opts).and_then(
                     |o| {
                         let trace = match &src.weka {
                             Some(w) => super::plan::weka::apply(o.trace, o.format, w)?,
                             None => o.trace,
                         };
+                        let trace = super::plan::baseten::apply(trace, o.format, &src.baseten)?;
                         Ok((trace, t0.elapsed()))
                     },
                 )

@@ -2,6 +2,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 mod aiperf;
+pub mod baseten;
 mod mock;
 #[allow(unused_imports)]
 pub use aiperf::{aiperf, aiperf_venv, python};

@@ -58,7 +58,7 @@ pub fn OpenBar(p: &OpenBarProps) -> Html {
             <button class="button" onclick={sample}>{ "Load sample" }</button>
             <select id="trace-format" aria-label="trace format of the next file" title="trace format of the next file (auto: detected from its content)" onchange={on_format}>
                 <option value="auto" selected=true>{ "format: auto" }</option>
-                { for Format::ALL.iter().map(|f| html! { <option value={f.name()}>{ f.name() }</option> }) }
+                { for Format::ALL.iter().filter(|f| !f.is_columnar()).map(|f| html! { <option value={f.name()}>{ f.name() }</option> }) }
             </select>
             <details class="conversion" id="conversion">
                 <summary>{ "conversion (as convert-trace)" }</summary>

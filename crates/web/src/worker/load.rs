@@ -209,5 +209,5 @@ impl Load {
 }
 
 fn format_names() -> String {
-    Format::ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
+    Format::ALL.iter().filter(|f| !f.is_columnar()).map(|f| f.name()).collect::<Vec<_>>().join(", ")
 }

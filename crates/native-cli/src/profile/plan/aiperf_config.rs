@@ -29,6 +29,7 @@ fn aiperf_format(f: Format) -> Option<&'static str> {
         Format::Bailian => Some("bailian_trace"),
         Format::BurstGpt => Some("burst_gpt_trace"),
         Format::Weka => Some("weka_trace"),
+        Format::Baseten => Some("baseten_trace"),
         Format::ServeGen | Format::Azure => None,
     }
 }
@@ -289,6 +290,25 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
                 }
                 put(&mut d, "max_context_length", json!(w.max_context_length));
                 put(&mut d, "trace_idle_gap_cap_seconds", json!(w.idle_gap_cap_s));
+            }
+            // AIPerf's FileDataset keys of its baseten_trace replay options, as given.
+            let b = &plan.source.baseten.replay;
+            put(&mut d, "trace_session_sample_ratio", json!(b.session_sample_ratio));
+            put(&mut d, "max_idle_gap_cap_seconds", json!(b.idle_gap_cap_s));
+            if a.replay_speedup.is_some() {
+                d.insert("replay_speedup".into(), json!(b.speedup));
+            }
+            if a.open_loop_replay || a.no_open_loop_replay {
+                d.insert("open_loop_replay".into(), json!(b.open_loop));
+            }
+            if b.strict {
+                d.insert("open_loop_strict".into(), json!(true));
+            }
+            if b.omit_kv_hints {
+                d.insert("omit_kv_hints".into(), json!(true));
+            }
+            if a.force_min_tokens || a.no_force_min_tokens {
+                d.insert("force_min_tokens".into(), json!(b.force_min_tokens));
             }
         }
         Input::Dataset(f) => {

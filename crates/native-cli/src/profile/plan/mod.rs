@@ -25,6 +25,7 @@
 
 pub mod aiperf_config;
 pub mod arrivals;
+pub mod baseten;
 pub mod campaign;
 mod cli_config;
 pub mod dataset_file;

@@ -113,6 +113,8 @@ pub struct Source {
     pub weka: Option<aiperf_core::formats::WekaTiming>,
     /// `--custom-dataset-type dag_jsonl`: the file holds AIPerf's DAG conversations.
     pub dag: bool,
+    /// AIPerf's `baseten_trace` replay options.
+    pub baseten: super::baseten::BasetenPlan,
 }
 
 /// When sending stops and how much may be in flight.

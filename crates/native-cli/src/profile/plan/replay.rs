@@ -63,6 +63,12 @@ impl ReplayPlan {
             super::dataset_file::check_endpoint(d, a.endpoint_type)?;
         }
         let weka = super::weka::timing(&a, &format, &input, synthesis.as_ref().and_then(|p| p.max_osl))?;
+        let baseten = super::baseten::plan(&a, &format, &input, synthesis.as_ref(), &extra_inputs)?;
+        let is_baseten = match (&input, format.trace_format) {
+            (Input::File(_), FormatChoice::Is(f)) => f == Format::Baseten,
+            (Input::File(f), FormatChoice::Auto) => super::baseten::looks_columnar(f),
+            _ => false,
+        };
         let server = ServerPlan::of(&a, &urls)?;
         // AIPerf samples a dag_jsonl file's conversations at random, and a random_pool's in a
         // new order every pass, unless told otherwise.
@@ -99,8 +105,10 @@ impl ReplayPlan {
                     streaming: a.streaming,
                     legacy_max_tokens: a.use_legacy_max_tokens,
                     // WEKA sessions' rows carry their conversation in `input_length`; AIPerf sends
-                    // each single_turn record alone, a session's records in order.
+                    // each single_turn record alone, a session's records in order, and each
+                    // Baseten row's recorded prompt as it is.
                     turn_history: if weka.is_some()
+                        || is_baseten
                         || matches!(input, Input::Records(_))
                         || dataset == Some(DatasetKind::SingleTurn)
                     {
@@ -131,6 +139,7 @@ impl ReplayPlan {
                 format,
                 weka,
                 dag,
+                baseten,
                 max_line_bytes: in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?,
                 block_size,
                 seed: a.random_seed,
@@ -641,8 +650,12 @@ fn synthesis(a: &Args, block_size: u64) -> Result<Option<TransformParams>> {
 
 /// AIPerf's `--custom-dataset-type` names of the formats read here. `mooncake_trace`, AIPerf's
 /// default, leaves `--trace-format` as given (auto detects Mooncake, and the other formats too).
-const DATASET_TYPES: [(&str, Format); 3] =
-    [("bailian_trace", Format::Bailian), ("burst_gpt_trace", Format::BurstGpt), ("weka_trace", Format::Weka)];
+const DATASET_TYPES: [(&str, Format); 4] = [
+    ("bailian_trace", Format::Bailian),
+    ("burst_gpt_trace", Format::BurstGpt),
+    ("weka_trace", Format::Weka),
+    ("baseten_trace", Format::Baseten),
+];
 
 /// AIPerf's dataset type of DAG conversations (sub-agents started and joined by turns).
 pub(super) const DAG_JSONL: &str = "dag_jsonl";
