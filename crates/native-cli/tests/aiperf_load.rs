@@ -6,6 +6,7 @@ mod common;
 
 use std::time::Duration;
 
+use aiperf_core::replay::sampling::{Sampler, Sampling};
 use common::*;
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -129,4 +130,45 @@ fn the_warmup_keeps_its_prefill_limit() {
     assert_eq!(warm.len(), 4);
     let at = arrival_ms(&warm);
     assert!(at.windows(2).all(|w| w[1] - w[0] >= 100.0), "{at:?}");
+}
+
+/// AIPerf's warm-up takes its sessions from the sampler that its profiling phase then continues:
+/// a warm-up of two requests sends sessions 0 and 1, and a rate or concurrency run begins at
+/// session 3 (AIPerf's warm-up drew session 2 ahead of a send that never came), and so on in
+/// any sampling's walk;
+/// a fixed schedule replays every session at its timestamp whatever the warm-up sent.
+#[test]
+fn the_warmup_consumes_its_sessions_and_the_run_takes_the_next_ones() {
+    let mock = Mock::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (0..8).map(|i| format!(r#"{{"input_length": {}, "output_length": 2}}"#, 100 + 20 * i)).collect();
+    let trace = write_trace(dir.path(), &lines);
+    let session = |a: &serde_json::Value| (a["prompt_tokens"].as_u64().unwrap() - 100) / 20;
+    let is_warmup =
+        |a: &serde_json::Value| a["headers"]["request_id"].as_str().is_some_and(|id| id.contains("-warmup-"));
+    let phases = |from: usize| -> (Vec<u64>, Vec<u64>) {
+        let arrivals = mock.arrivals();
+        let (warm, run): (Vec<_>, Vec<_>) = arrivals[from..].iter().partition(|a| is_warmup(a));
+        (warm.into_iter().map(session).collect(), run.into_iter().map(session).collect())
+    };
+    let warmup = ["--warmup-request-count", "2"];
+    for sampling in [Sampling::Sequential, Sampling::Shuffle, Sampling::Random] {
+        // The core's walk, AIPerf's own (`replay::sampling`'s tests), at `--random-seed 0`.
+        let mut walk = Sampler::new(sampling, 0);
+        let order: Vec<u64> = (0..8).map(|_| walk.next(8) as u64).collect();
+        let before = mock.arrivals().len();
+        let art = dir.path().join(sampling.name());
+        let args = ["--concurrency", "1", "--request-count", "5", "--dataset-sampling-strategy", sampling.name()];
+        ok(&profile_on(&mock.url, &trace, &art, &[&args[..], &warmup, &["--random-seed", "0"]].concat(), LIMIT));
+        assert_eq!(phases(before), (order[..2].to_vec(), order[3..].to_vec()), "{sampling:?}");
+        assert_eq!(summary(&art)["request_count"]["avg"], 5.0);
+    }
+    let timed: Vec<String> = (0..4)
+        .map(|i| format!(r#"{{"timestamp": {}, "input_length": {}, "output_length": 2}}"#, i * 10, 100 + 20 * i))
+        .collect();
+    let timed = write_trace(dir.path(), &timed);
+    let before = mock.arrivals().len();
+    ok(&profile_on(&mock.url, &timed, &dir.path().join("fixed"), &warmup, LIMIT));
+    assert_eq!(phases(before), (vec![0, 1], vec![0, 1, 2, 3]));
 }

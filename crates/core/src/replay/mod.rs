@@ -1,6 +1,6 @@
 //! Replaying a trace: the decisions of a run, without its clock or its sockets.
 //!
-//! - [`cache_bust`]: AIPerf's `--cache-bust` marker text (not yet applied by `profile`);
+//! - [`cache_bust`]: AIPerf's `--cache-bust` markers: their text, which session carries which, where they go;
 //! - [`cancel`]: which requests the client cancels on purpose, and after how long;
 //! - [`sampling`]: which session a generated run starts next (AIPerf's dataset samplers);
 //! - [`schedule`]: sessions and their starts as data (lazily generated for rate runs; a shard of them);

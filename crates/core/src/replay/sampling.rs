@@ -69,6 +69,22 @@ impl Sampler {
         Sampler { state }
     }
 
+    /// The same walk after `k` draws among `n` sessions: where a later phase continues one that
+    /// drew `k` sessions from it (AIPerf's phases share one sampler).
+    pub fn skip(&mut self, n: usize, k: u64) {
+        if n == 0 {
+            return;
+        }
+        if let State::Sequential { next } = &mut self.state {
+            // Only the position matters: `next == n` and `next == 0` draw the same session.
+            *next = usize::try_from(k % n as u64).unwrap_or(0);
+            return;
+        }
+        for _ in 0..k {
+            self.next(n);
+        }
+    }
+
     /// The index of the next session among `n` (`n` ≥ 1 and the same at every call).
     pub fn next(&mut self, n: usize) -> usize {
         match &mut self.state {
@@ -119,6 +135,18 @@ mod tests {
 
     const RANDOM_SEED0: [usize; 10] = [1, 0, 0, 1, 1, 1, 4, 1, 3, 1];
     const SHUFFLE_SEED0: [usize; 10] = [2, 1, 3, 4, 0, 1, 4, 3, 2, 0];
+
+    #[test]
+    fn a_skip_continues_the_walk_where_k_draws_left_it() {
+        for s in [Sampling::Sequential, Sampling::Random, Sampling::Shuffle] {
+            for k in [0, 1, 4, 5, 13] {
+                let mut skipped = Sampler::new(s, 9);
+                skipped.skip(5, k);
+                let after: Vec<usize> = (0..12).map(|_| skipped.next(5)).collect();
+                assert_eq!(after, walk(s, 9, 5, k as usize + 12)[k as usize..], "{s:?} after {k}");
+            }
+        }
+    }
 
     #[test]
     fn shuffle_sends_every_session_once_per_pass() {

@@ -3,8 +3,10 @@
 //! `--warmup-request-rate`, `--warmup-arrival-pattern`): requests that warm the server's
 //! connections and caches and are never measured.
 //!
-//! A warm-up sends the first turn of the run's session runs, in the run's start order (reused
-//! in order when it needs more), each as a session of its own. It stops at whichever of its
+//! A warm-up sends the first turn of the run's sessions, each as a session of its own, taken
+//! by the run's sampling (AIPerf's `--dataset-sampling-strategy`; a fixed schedule's in trace
+//! order) from the start of its walk, as AIPerf's warm-up takes them from the sampler its
+//! profiling phase then continues ([`Warmup::draws`], [`Schedule::after_warmup`]). It stops at whichever of its
 //! bounds comes first: a number of requests, of sessions (the same here, a session being one
 //! request), or a duration. Its load is a rate (with its arrival pattern; a concurrency, when
 //! given, caps it) or, without a rate, a concurrency (1 unless given), as AIPerf's.
@@ -66,23 +68,25 @@ impl Warmup {
         }
     }
 
-    /// The warm-up's schedule over `main`'s session runs: their first turns, in start order,
-    /// each a single-turn session (at most as many distinct ones as `main` has sessions).
+    /// The warm-up's schedule over `main`'s sessions: their first turns, each a single-turn
+    /// session at the index of its session in `main`, taken by `main`'s sampling from the start
+    /// of its walk (reused past the end as `main`'s runs are).
     pub fn schedule(&self, main: &Schedule) -> Schedule {
         if let (Some(users), Some((per_second, _))) = (self.users, self.rate) {
             return self.users_schedule(main, users, per_second);
         }
-        let distinct = self
-            .request_limit()
-            .map_or(main.sessions.len(), |n| usize::try_from(n).unwrap_or(usize::MAX).min(main.sessions.len()));
+        // Every session of a schedule has a first turn (`build` keeps no empty session).
         let sessions: Vec<Session> = main
-            .starts()
-            .take(distinct)
-            .filter_map(|s| {
-                let first = main.sessions.get(s.session as usize)?.turns.first()?;
-                Some(Session::chain(None, vec![Turn { row: first.row, timing: TurnTiming::Immediately }]))
+            .sessions
+            .iter()
+            .map(|s| {
+                Session::chain(
+                    None,
+                    s.turns.first().map(|t| Turn { row: t.row, timing: TurnTiming::Immediately }).into_iter().collect(),
+                )
             })
             .collect();
+        let (sampling, sampling_seed) = sampling_of(main);
         Schedule {
             sessions,
             starts: Starts::Generated(Generator {
@@ -94,20 +98,27 @@ impl Warmup {
                 smoothness: self.smoothness,
                 series: None,
                 users: None,
-                sampling: Default::default(),
-                sampling_seed: 0,
+                sampling,
+                sampling_seed,
+                sampling_skip: 0,
             }),
             shard: Default::default(),
         }
     }
 
+    /// The sessions a warm-up that started `started` session runs drew from the sampler it
+    /// shares with the run: AIPerf's request-rate warm-up (every warm-up but a user-centric one)
+    /// draws the session it sends next before that send is due, so when it ends one more was
+    /// drawn than sent and the run begins one session further on; a user-centric warm-up draws
+    /// a session as each user starts.
+    pub fn draws(&self, started: u64) -> u64 {
+        if self.users.is_some() && self.rate.is_some() { started } else { started.saturating_add(1) }
+    }
+
     /// A user-centric warm-up's schedule: `main`'s whole sessions, taken by `main`'s sampling,
     /// shared by `users` users at `per_second`.
     fn users_schedule(&self, main: &Schedule, users: u32, per_second: f64) -> Schedule {
-        let (sampling, sampling_seed) = match &main.starts {
-            Starts::Generated(g) => (g.sampling, g.sampling_seed),
-            Starts::Listed(_) => (Default::default(), 0),
-        };
+        let (sampling, sampling_seed) = sampling_of(main);
         Schedule {
             sessions: main.sessions.clone(),
             starts: Starts::Generated(Generator {
@@ -121,6 +132,7 @@ impl Warmup {
                 users: Some(users),
                 sampling,
                 sampling_seed,
+                sampling_skip: 0,
             }),
             shard: Default::default(),
         }
@@ -131,6 +143,14 @@ impl Warmup {
         Dispatch::new(Arc::new(self.schedule(main)), self.concurrency, self.duration_ns)
             .with_concurrency_ramp(self.concurrency_ramp_ns)
             .with_prefill_limit(self.prefill, self.prefill_ramp_ns)
+    }
+}
+
+/// How `main` takes its sessions: its generated runs' sampling, a fixed schedule's trace order.
+fn sampling_of(main: &Schedule) -> (crate::replay::sampling::Sampling, u64) {
+    match &main.starts {
+        Starts::Generated(g) => (g.sampling, g.sampling_seed),
+        Starts::Listed(_) => (Default::default(), 0),
     }
 }
 
@@ -187,11 +207,55 @@ mod tests {
     }
 
     #[test]
-    fn first_turns_in_start_order_reused_past_the_end() {
+    fn first_turns_in_trace_order_reused_past_the_end() {
+        // A fixed schedule's warm-up takes its sessions in trace order, not in start order.
         let w = Warmup { requests: Some(5), concurrency: Some(1), ..Warmup::default() };
         let (sent, peak) = drive(&w, &main(3), 1_000);
-        assert_eq!(sent.iter().map(|s| s.1).collect::<Vec<_>>(), [4, 2, 0, 4, 2]);
+        assert_eq!(sent.iter().map(|s| s.1).collect::<Vec<_>>(), [0, 2, 4, 0, 2]);
         assert_eq!(peak, 1);
+    }
+
+    /// The warm-up takes the run's first sessions by the run's sampling; the run continues the
+    /// same walk after the warm-up's draws (its sends and the one drawn ahead).
+    #[test]
+    fn the_run_continues_the_sampling_walk_after_the_warmups_sessions() {
+        use crate::replay::sampling::{Sampler, Sampling};
+        for sampling in [Sampling::Sequential, Sampling::Shuffle, Sampling::Random] {
+            let rows: Vec<u32> = (0..7).collect();
+            let sessions = rows
+                .iter()
+                .map(|&r| Session { id: None, turns: vec![Turn { row: r, timing: TurnTiming::Immediately }] })
+                .collect();
+            let run = Schedule {
+                sessions,
+                starts: Starts::Generated(Generator {
+                    rate: None,
+                    seed: 1,
+                    request_limit: Some(9),
+                    once: true,
+                    ramp_us: None,
+                    smoothness: None,
+                    series: None,
+                    users: None,
+                    sampling: Sampling::Sequential,
+                    sampling_seed: 0,
+                    sampling_skip: 0,
+                }),
+                shard: Default::default(),
+            }
+            .with_sampling(sampling, 5);
+            let w = Warmup { requests: Some(3), concurrency: Some(1), ..Warmup::default() };
+            let (sent, _) = drive(&w, &run, 1_000);
+            let mut walk = Sampler::new(sampling, 5);
+            let order: Vec<u32> = (0..13).map(|_| walk.next(7) as u32).collect();
+            assert_eq!(sent.iter().map(|s| s.1).collect::<Vec<_>>(), order[..3], "{sampling:?}");
+            assert_eq!(w.draws(3), 4);
+            let after = run.after_warmup(w.draws(3));
+            let measured: Vec<u32> = after.starts().map(|s| s.session).collect();
+            assert_eq!(measured, order[4..13], "{sampling:?}");
+        }
+        // A fixed schedule replays every session whatever the warm-up sent.
+        assert_eq!(main(3).after_warmup(4), main(3));
     }
 
     #[test]

@@ -346,7 +346,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     ours("--prefix-prompt-length", "--prompt-prefix-length", &["64", "--prompt-prefix-pool-size", "2"]),
     same("--shared-system-prompt-length", &["64"]),
     same("--user-context-prompt-length", &["64"]),
-    refused("--cache-bust", &PROMPT_TEXT),
+    same("--cache-bust", &["first_turn_prefix"]),
     refused("--rankings-passages-mean", &RANKINGS),
     refused("--rankings-passages-stddev", &RANKINGS),
     refused("--rankings-passages-prompt-token-mean", &RANKINGS),

@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use aiperf_core::replay::cache_bust::{self, Target};
 use aiperf_core::trace::{Input, Row};
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -131,6 +132,24 @@ pub struct BodyTemplate {
     pub continuous_usage: bool,
     /// `--system-prompt`/`--system-prompt-file` (chat only).
     pub system: Option<SystemMessage>,
+    /// `--cache-bust` (chat only).
+    pub cache_bust: Target,
+    /// A session's first generated prompt gives up its `--cache-bust` marker's tokens, as AIPerf
+    /// shortens a synthetic workload's first turn (a trace's markers add tokens).
+    pub cache_bust_shrinks: bool,
+}
+
+/// A session's `--cache-bust` marker in one request ([`cache_bust`]).
+#[derive(Clone, Debug)]
+pub struct Marker {
+    pub text: String,
+    pub target: Target,
+    /// Its tokens by the client's tokenizer.
+    pub tokens: u64,
+    /// Tokens the prompt of this turn gives up to the marker (a synthetic session's first).
+    pub shrink: u64,
+    /// It goes on the first user message (else on the `--system-prompt` message).
+    pub on_user: bool,
 }
 
 /// The system message every chat request starts with (`--system-prompt`), as AIPerf sends it: a
@@ -153,6 +172,13 @@ impl SystemMessage {
 
     fn tokens(&self, prompts: &PromptBuilder) -> u64 {
         *self.tokens.get_or_init(|| prompts.count(&self.text).unwrap_or(0))
+    }
+
+    /// This message with `marker` at its edge, its tokens the text's and the marker's.
+    fn marked(&self, prompts: &PromptBuilder, marker: &Marker) -> SystemMessage {
+        let m = SystemMessage::new(cache_bust::mark(&self.text, &marker.text, marker.target).into());
+        let _ = m.tokens.set(self.tokens(prompts).saturating_add(marker.tokens));
+        m
     }
 
     /// `messages` with this text first: merged into a leading system message (this text, a blank
@@ -195,26 +221,36 @@ pub struct Prepared {
 
 /// The prompt text of a generated-prompt row and its tokens by the client's tokenizer (`None` for
 /// `messages` and payload rows); a generated prompt is at most `max_tokens` long (longer ones are
-/// refused by [`prepare`] before they are built).
+/// refused by [`prepare`] before they are built). With `marker` (given for the conversation's
+/// first user message) a generated prompt is `marker.shrink` tokens shorter, and the text
+/// carries the marker when it goes on the user message.
 pub fn user_text(
     prompts: &PromptBuilder,
     row: &Row,
     hash_ids: &[u64],
     row_key: u64,
     max_tokens: u64,
+    marker: Option<&Marker>,
 ) -> Option<(String, Option<u64>)> {
-    match &row.input {
+    let (text, tokens) = match &row.input {
         Input::Length(n) => {
-            let n = (*n).max(0) as u64;
-            Some((prompts.prompt(n.min(max_tokens), hash_ids, row_key), Some(n)))
+            let n = ((*n).max(0) as u64).saturating_sub(marker.map_or(0, |m| m.shrink));
+            (prompts.prompt(n.min(max_tokens), hash_ids, row_key), Some(n))
         }
-        Input::Text(t) => Some((t.to_string(), prompts.count(t).ok())),
-        Input::Payload(_) | Input::Messages(_) => None,
-    }
+        Input::Text(t) => (t.to_string(), prompts.count(t).ok()),
+        Input::Payload(_) | Input::Messages(_) => return None,
+    };
+    Some(match marker.filter(|m| m.on_user) {
+        Some(m) => (cache_bust::mark(&text, &m.text, m.target), tokens.map(|t| t.saturating_add(m.tokens))),
+        None => (text, tokens),
+    })
 }
 
 /// Builds the body of a row; a generated prompt comes after `history` (earlier turns of its
-/// session) when there is one, and then joins it as turn `turn`'s prompt.
+/// session) when there is one, and then joins it as turn `turn`'s prompt. `marker`, the
+/// session's `--cache-bust` marker, goes on the system message (`--system-prompt`, or a
+/// `messages` row's own) for a system target, else on the conversation's first user message:
+/// a generated prompt without history before it, the first user message of a `messages` row.
 pub fn prepare(
     tpl: &BodyTemplate,
     prompts: &PromptBuilder,
@@ -222,7 +258,13 @@ pub fn prepare(
     hash_ids: &[u64],
     row_key: u64,
     mut history: Option<(&mut History, u32)>,
+    marker: Option<&Marker>,
 ) -> Result<Prepared> {
+    let marked_system = match (marker, &tpl.system) {
+        (Some(m), Some(system)) if !m.on_user => Some(system.marked(prompts, m)),
+        _ => None,
+    };
+    let system = marked_system.as_ref().or(tpl.system.as_ref());
     let mut body = Map::new();
     let input_tokens;
     // The conversation so far and the new prompt, serialized (chat with history).
@@ -243,24 +285,30 @@ pub fn prepare(
                     tpl.max_prompt_tokens
                 );
             }
-            let (text, tokens) = user_text(prompts, row, hash_ids, row_key, tpl.max_prompt_tokens).unwrap_or_default();
-            let system = tpl.system.as_ref().map_or(0, |m| m.tokens(prompts));
-            input_tokens = tokens.map(|t| t.saturating_add(earlier).saturating_add(system));
+            // The conversation's first user message carries the marker.
+            let first = history.as_ref().is_none_or(|(h, _)| h.is_empty());
+            let (text, tokens) =
+                user_text(prompts, row, hash_ids, row_key, tpl.max_prompt_tokens, marker.filter(|_| first))
+                    .unwrap_or_default();
+            let system_tokens = system.map_or(0, |m| m.tokens(prompts));
+            input_tokens = tokens.map(|t| t.saturating_add(earlier).saturating_add(system_tokens));
             match history.as_mut() {
                 Some((h, turn)) => {
-                    messages = put_after(tpl, &mut body, h, &text);
+                    messages = put_after(tpl, &mut body, h, &text, system);
                     h.push(tpl.endpoint, Role::User, &text, tokens.unwrap_or(0));
                     h.last_prompt_turn = Some(*turn);
                 }
-                None => put_prompt(tpl, &mut body, text),
+                None => put_prompt(tpl, &mut body, text, system),
             }
         }
         Input::Messages(msgs) => {
-            let merged = tpl.system.as_ref().map(|m| m.merged_into(msgs));
-            let msgs = merged.as_deref().unwrap_or(msgs);
+            let mut merged = system.map_or_else(|| msgs.to_vec(), |m| m.merged_into(msgs));
+            if let Some(m) = marker.filter(|m| m.on_user) {
+                cache_bust::mark_messages(&mut merged, &m.text, m.target);
+            }
             let mut n = 0;
             let mut joined = String::new();
-            for m in msgs.iter() {
+            for m in &merged {
                 if let Some(c) = m.get("content").and_then(Value::as_str) {
                     n += prompts.count(c).unwrap_or(0);
                     if !joined.is_empty() {
@@ -273,9 +321,9 @@ pub fn prepare(
             match tpl.endpoint {
                 EndpointType::Chat => {
                     body.insert("model".into(), Value::String(tpl.model.clone()));
-                    body.insert("messages".into(), Value::Array(msgs.to_vec()));
+                    body.insert("messages".into(), Value::Array(merged));
                 }
-                EndpointType::Completions => put_prompt(tpl, &mut body, joined),
+                EndpointType::Completions => put_prompt(tpl, &mut body, joined, None),
             }
             if let Some(tools) = row.tools() {
                 body.insert("tools".into(), Value::Array(tools.to_vec()));
@@ -328,13 +376,13 @@ fn with_messages(messages: &[u8], rest: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A prompt on its own: one user message, or the completions prompt.
-fn put_prompt(tpl: &BodyTemplate, body: &mut Map<String, Value>, text: String) {
+/// A prompt on its own: one user message (after `system`), or the completions prompt.
+fn put_prompt(tpl: &BodyTemplate, body: &mut Map<String, Value>, text: String, system: Option<&SystemMessage>) {
     body.insert("model".into(), Value::String(tpl.model.clone()));
     match tpl.endpoint {
         EndpointType::Chat => {
             let user = json!({"role": "user", "content": text});
-            let messages = match &tpl.system {
+            let messages = match system {
                 Some(m) => json!([{"role": "system", "content": &*m.text}, user]),
                 None => json!([user]),
             };
@@ -349,11 +397,17 @@ fn put_prompt(tpl: &BodyTemplate, body: &mut Map<String, Value>, text: String) {
 /// The prompt after the conversation so far: for chat, the serialized `messages` array (earlier
 /// messages in order, then this prompt), to be put into the body by [`with_messages`]; for
 /// completions one text (earlier prompts and replies run on into the new prompt), put here.
-fn put_after(tpl: &BodyTemplate, body: &mut Map<String, Value>, history: &History, text: &str) -> Option<Vec<u8>> {
+fn put_after(
+    tpl: &BodyTemplate,
+    body: &mut Map<String, Value>,
+    history: &History,
+    text: &str,
+    system: Option<&SystemMessage>,
+) -> Option<Vec<u8>> {
     body.insert("model".into(), Value::String(tpl.model.clone()));
     match tpl.endpoint {
         EndpointType::Chat => {
-            let system = tpl.system.as_ref().map_or(&[][..], |m| &m.json[..]);
+            let system = system.map_or(&[][..], |m| &m.json[..]);
             let mut m = Vec::with_capacity(system.len() + history.earlier.len() + text.len() + 64);
             m.push(b'[');
             if !system.is_empty() {
@@ -397,6 +451,8 @@ mod tests {
             max_prompt_tokens: 1000,
             continuous_usage: false,
             system: None,
+            cache_bust: Target::None,
+            cache_bust_shrinks: false,
         }
     }
 
@@ -414,7 +470,7 @@ mod tests {
         ];
         let trace = read(rows.join("\n").as_bytes(), ParseOptions::new("t")).unwrap().trace;
         let body = |i: usize, h: Option<(&mut History, u32)>| {
-            let p = prepare(&tpl, &prompts, &trace.rows()[i], &[], 0, h).unwrap();
+            let p = prepare(&tpl, &prompts, &trace.rows()[i], &[], 0, h, None).unwrap();
             (serde_json::from_slice::<Value>(&p.body).unwrap()["messages"].clone(), p.input_tokens)
         };
         let own = prompts.prompt(5, &[], 0);
@@ -454,7 +510,7 @@ mod tests {
         let own = prompts.prompt(5, &[], 0);
 
         let mut h = history(EndpointType::Chat);
-        let chat = prepare(&template(EndpointType::Chat), &prompts, row, &[], 0, Some((&mut h, 1))).unwrap();
+        let chat = prepare(&template(EndpointType::Chat), &prompts, row, &[], 0, Some((&mut h, 1)), None).unwrap();
         let v: Value = serde_json::from_slice(&chat.body).unwrap();
         assert_eq!(
             v["messages"],
@@ -469,17 +525,18 @@ mod tests {
         assert_eq!(chat.input_tokens, Some(11 + 2 + 5));
         // The prompt joined the conversation for the next turn.
         assert_eq!((h.messages, h.tokens, h.last_prompt_turn), (3, 18, Some(1)));
-        let next = prepare(&template(EndpointType::Chat), &prompts, row, &[], 0, Some((&mut h, 2))).unwrap();
+        let next = prepare(&template(EndpointType::Chat), &prompts, row, &[], 0, Some((&mut h, 2)), None).unwrap();
         let v: Value = serde_json::from_slice(&next.body).unwrap();
         assert_eq!(v["messages"].as_array().unwrap().len(), 4);
         assert_eq!(v["messages"][2], json!({"role": "user", "content": own}));
 
         let mut h = history(EndpointType::Completions);
-        let comp = prepare(&template(EndpointType::Completions), &prompts, row, &[], 0, Some((&mut h, 1))).unwrap();
+        let comp =
+            prepare(&template(EndpointType::Completions), &prompts, row, &[], 0, Some((&mut h, 1)), None).unwrap();
         let v: Value = serde_json::from_slice(&comp.body).unwrap();
         assert_eq!(v["prompt"], format!("earlier \"quoted\" reply{own}"));
 
-        let alone = prepare(&template(EndpointType::Chat), &prompts, row, &[], 0, None).unwrap();
+        let alone = prepare(&template(EndpointType::Chat), &prompts, row, &[], 0, None, None).unwrap();
         let v: Value = serde_json::from_slice(&alone.body).unwrap();
         assert_eq!(v["messages"], json!([{"role": "user", "content": own}]));
         assert_eq!(alone.input_tokens, Some(5));
@@ -491,7 +548,7 @@ mod tests {
         let prompts = PromptBuilder::new(tok, 512, 7).unwrap();
         let text = r#"{"timestamp":0,"input_length":9223372036854775807,"output_length":2}"#;
         let trace = read(text.as_bytes(), ParseOptions::new("t")).unwrap().trace;
-        let e = prepare(&template(EndpointType::Chat), &prompts, &trace.rows()[0], &[], 0, None).unwrap_err();
+        let e = prepare(&template(EndpointType::Chat), &prompts, &trace.rows()[0], &[], 0, None, None).unwrap_err();
         assert!(
             e.to_string().contains("input_length 9223372036854775807 is more than --max-prompt-tokens 1000"),
             "{e}"
@@ -501,8 +558,8 @@ mod tests {
         let trace = read(text.as_bytes(), ParseOptions::new("t")).unwrap().trace;
         let mut h = History::default();
         h.push(EndpointType::Chat, Role::User, "x", 500);
-        let e =
-            prepare(&template(EndpointType::Chat), &prompts, &trace.rows()[0], &[], 0, Some((&mut h, 1))).unwrap_err();
+        let e = prepare(&template(EndpointType::Chat), &prompts, &trace.rows()[0], &[], 0, Some((&mut h, 1)), None)
+            .unwrap_err();
         assert!(e.to_string().contains("after 500 tokens of conversation"), "{e}");
     }
 

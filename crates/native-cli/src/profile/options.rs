@@ -87,6 +87,15 @@ pub struct Args {
     /// The system prompt once read (by the plan of a campaign, so that its sub-runs share it).
     #[arg(skip)]
     pub system_prompt_text: Option<std::sync::Arc<str>>,
+    /// AIPerf's per-session marker that keeps a server's prefix cache from carrying work from one
+    /// conversation to another: `[rid:DIGEST]` (each session run its own, the same in all its
+    /// turns, warm-up and run alike) before (`system_prefix`, `first_turn_prefix`) or after
+    /// (`system_suffix`, `first_turn_suffix`) the system message (`--system-prompt`, or a row's
+    /// own; else the first user message) or the conversation's first user message; or `[warmup]`
+    /// on warm-up requests only (`warmup_isolation_system`, `warmup_isolation_first_turn`).
+    /// `none` (the default) sends prompts unmarked. Chat only.
+    #[arg(help_heading = "Input", long, value_name = "TARGET", default_value = "none", value_parser = cache_bust_target)]
+    pub cache_bust: aiperf_core::replay::cache_bust::Target,
     /// Take token counts (ISL, OSL) from the server's `usage`, and count on the client only when
     /// the server reports none (the default counts on the client, as AIPerf does, with the
     /// server's `usage` beside it).
@@ -672,4 +681,13 @@ where
         args: Args,
     }
     <Cli as clap::Parser>::try_parse_from(argv).map(|c| c.args)
+}
+
+/// A `--cache-bust` target by AIPerf's name, any case.
+fn cache_bust_target(name: &str) -> Result<aiperf_core::replay::cache_bust::Target, String> {
+    use aiperf_core::replay::cache_bust::Target;
+    Target::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
+        format!("accepted: {}", names.join(", "))
+    })
 }

@@ -6,12 +6,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 
+use aiperf_core::replay::cache_bust::{self, CacheBust, Phase};
 use aiperf_core::replay::dispatch::Job;
 use aiperf_core::replay::schedule::{Schedule, StartCursor};
-use aiperf_core::trace::Trace;
+use aiperf_core::trace::{Row, Trace};
 use anyhow::{Context, Result, bail};
 
-use super::body::{BodyTemplate, History, Prepared, Role, TurnHistory, prepare, threads_history, user_text};
+use super::body::{BodyTemplate, History, Marker, Prepared, Role, TurnHistory, prepare, threads_history, user_text};
 use super::prompt::PromptBuilder;
 
 /// A prepared body, or why it could not be built (recorded as that request's error).
@@ -25,6 +26,44 @@ pub struct BodySource {
     pub template: BodyTemplate,
     pub prompts: Arc<PromptBuilder>,
     pub trace: Arc<Trace>,
+    /// `--cache-bust` in this phase.
+    pub busting: Option<Busting>,
+}
+
+/// AIPerf's `--cache-bust` in one phase of a run: the marker each session run carries.
+#[derive(Clone, Debug)]
+pub struct Busting {
+    pub bust: CacheBust,
+    pub phase: Phase,
+    /// Sessions the warm-up drew (`Warmup::draws`); 0 in the warm-up itself.
+    pub warmup_draws: u64,
+    /// The run replays a fixed schedule (the trace's timestamps).
+    pub fixed: bool,
+    /// Tokens a session's first generated prompt gives up to its marker
+    /// ([`BodyTemplate::cache_bust_shrinks`]): AIPerf's estimate, the mean tokens of eight
+    /// markers, rounded.
+    pub shrink: u64,
+}
+
+impl Busting {
+    /// `bust` in `phase`, the shrink estimated with `prompts`' tokenizer when `template` asks for it.
+    pub fn new(
+        bust: CacheBust,
+        phase: Phase,
+        warmup_draws: u64,
+        fixed: bool,
+        template: &BodyTemplate,
+        prompts: &PromptBuilder,
+    ) -> Busting {
+        let shrink = if template.cache_bust_shrinks {
+            let samples = cache_bust::cost_samples(bust.target);
+            let total: u64 = samples.iter().map(|m| prompts.count(m).unwrap_or(0)).sum();
+            (total as f64 / samples.len().max(1) as f64).round() as u64
+        } else {
+            0
+        };
+        Busting { bust, phase, warmup_draws, fixed, shrink }
+    }
 }
 
 /// A later turn to build: its job, the row of the session's previous turn and what the server
@@ -37,10 +76,31 @@ pub struct Later {
 }
 
 impl BodySource {
-    /// The body of trace row `row` on its own.
-    pub fn build(&self, row: u32) -> Body {
+    /// The `--cache-bust` marker of turn `turn` of session run `run` (of session `session`,
+    /// whose turn is row `row`): the conversation is named by its rows' session id, or as
+    /// AIPerf names one without (`session_NNNNNN`, its index).
+    fn marker(&self, run: u64, session: u32, row: &Row, turn: u32) -> Option<Marker> {
+        let b = self.busting.as_ref()?;
+        let named = row.session_id.as_deref().or(row.conversation_id());
+        let trace_id = named.map_or_else(|| format!("session_{session:06}"), str::to_owned);
+        let pass = cache_bust::pass(b.phase, b.warmup_draws, b.fixed, run, session);
+        let text = b.bust.marker(b.phase, pass, &trace_id)?;
+        let tokens = self.prompts.count(&text).unwrap_or(0);
+        Some(Marker {
+            text,
+            target: b.bust.target,
+            tokens,
+            shrink: if turn == 0 { b.shrink } else { 0 },
+            on_user: !(b.bust.target.wants_system() && self.template.system.is_some()),
+        })
+    }
+
+    /// The body of turn `turn` of session run `run` (of session `session`): trace row `row` on
+    /// its own.
+    pub fn build(&self, row: u32, run: u64, session: u32, turn: u32) -> Body {
         let r = self.trace.rows().get(row as usize).ok_or_else(|| format!("no trace row {row}"))?;
-        prepare(&self.template, &self.prompts, r, self.trace.hash_ids(r), u64::from(row), None)
+        let marker = self.marker(run, session, r, turn);
+        prepare(&self.template, &self.prompts, r, self.trace.hash_ids(r), u64::from(row), None, marker.as_ref())
             .map_err(|e| format!("{e:#}"))
     }
 
@@ -54,12 +114,14 @@ impl BodySource {
         let r = rows.get(job.row as usize).ok_or_else(|| format!("no trace row {}", job.row))?;
         if self.template.turn_history != TurnHistory::Live || !threads_history(r) {
             histories.remove(&job.run);
-            return self.build(job.row);
+            return self.build(job.row, job.run, job.session, job.turn);
         }
+        let marker = self.marker(job.run, job.session, r, job.turn);
         let history = histories.entry(job.run).or_default();
         let endpoint = self.template.endpoint;
         // The previous turn's prompt joined the history when it was built here; the first turn's
         // (built without a history) or a refused one is built again.
+        // The conversation's first user message carries the session's marker.
         if history.last_prompt_turn != job.turn.checked_sub(1)
             && let Some(prev) = rows.get(later.prev_row as usize)
             && let Some((text, tokens)) = user_text(
@@ -68,6 +130,12 @@ impl BodySource {
                 self.trace.hash_ids(prev),
                 u64::from(later.prev_row),
                 self.template.max_prompt_tokens,
+                (if history.is_empty() {
+                    self.marker(job.run, job.session, prev, job.turn.saturating_sub(1))
+                } else {
+                    None
+                })
+                .as_ref(),
             )
         {
             history.push(endpoint, Role::User, &text, tokens.unwrap_or(0));
@@ -84,6 +152,7 @@ impl BodySource {
             self.trace.hash_ids(r),
             u64::from(job.row),
             Some((history, job.turn)),
+            marker.as_ref(),
         )
         .map_err(|e| format!("{e:#}"));
         if last {
@@ -177,7 +246,7 @@ fn prepare_starts(source: &BodySource, schedule: &Schedule, tx: &SyncSender<(u64
             let _ = p.send(());
         }
         let body = match schedule.sessions.get(s.session as usize).and_then(|x| x.turns.first()) {
-            Some(t) => source.build(t.row),
+            Some(t) => source.build(t.row, run, s.session, 0),
             None => Err(format!("session {} has no turns", s.session)),
         };
         if tx.send((run, body)).is_err() {

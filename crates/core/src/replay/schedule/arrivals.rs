@@ -32,6 +32,10 @@ pub struct Generator {
     pub sampling: Sampling,
     /// The run's `--random-seed`, from which the sampler's seed is derived.
     pub sampling_seed: u64,
+    /// Sessions the sampler drew before the first run (the warm-up's, see
+    /// [`Schedule::after_warmup`](super::Schedule::after_warmup)): the runs take the sessions
+    /// that follow them.
+    pub sampling_skip: u64,
 }
 
 impl Generator {
@@ -175,6 +179,7 @@ mod tests {
             users: None,
             sampling: Sampling::Sequential,
             sampling_seed: 0,
+            sampling_skip: 0,
         };
         assert_eq!(g.rate_at(10.0, 0.0), 1.0);
         assert_eq!(g.rate_at(10.0, 1_000_000.0), 10.0);

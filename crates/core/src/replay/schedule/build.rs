@@ -343,6 +343,7 @@ pub(super) fn generated(
             users: None,
             sampling: Sampling::Sequential,
             sampling_seed: 0,
+            sampling_skip: 0,
         }),
         shard: Shard::WHOLE,
     })

@@ -39,7 +39,11 @@ impl StartCursor {
     /// A cursor at the first run of `schedule`.
     pub fn new(schedule: &Schedule) -> StartCursor {
         let (seed, left, sampler) = match &schedule.starts {
-            Starts::Generated(g) => (g.seed, g.request_limit, Sampler::new(g.sampling, g.sampling_seed)),
+            Starts::Generated(g) => {
+                let mut sampler = Sampler::new(g.sampling, g.sampling_seed);
+                sampler.skip(schedule.sessions.len(), g.sampling_skip);
+                (g.seed, g.request_limit, sampler)
+            }
             Starts::Listed(_) => (0, None, Sampler::new(Sampling::Sequential, 0)),
         };
         StartCursor { next: 0, t_us: 0.0, rng: Rng::new(seed), left, users: None, sampler }

@@ -232,6 +232,15 @@ impl Schedule {
         })
     }
 
+    /// The same schedule after a warm-up that drew `draws` sessions from the same sampler
+    /// ([`warmup::draws`](crate::replay::warmup::draws)): generated runs take the sessions that
+    /// follow them, as AIPerf's profiling phase continues its warm-up's sampler. A fixed
+    /// schedule is returned as it is: AIPerf replays every conversation of a trace at its
+    /// timestamps whatever its warm-up sent.
+    pub fn after_warmup(self, draws: u64) -> Schedule {
+        self.with_generated(|g| g.sampling_skip = draws)
+    }
+
     /// The same schedule shared by `users` users ([`user_centric`]) when it has a generated
     /// rate; otherwise it is returned as it is.
     pub fn with_users(self, users: Option<u32>) -> Schedule {
@@ -293,6 +302,7 @@ impl Schedule {
                 (None, true) if g.sampling == Sampling::Random => {
                     let n = self.sessions.len();
                     let mut sampler = Sampler::new(g.sampling, g.sampling_seed);
+                    sampler.skip(n, g.sampling_skip);
                     Some((0..n).map(|_| self.sessions[sampler.next(n)].turns.len() as u64).sum())
                 }
                 (None, true) => Some(self.sessions.iter().map(|s| s.turns.len() as u64).sum()),

@@ -14,7 +14,7 @@ pub(super) fn export(
     collected: Collected,
     scraper: Option<scraper::Scraper>,
 ) -> Result<RunOutcome> {
-    let Ran { ready_ms, warmup, measured: mut m } = ran;
+    let Ran { ready_ms, warmup, measured: mut m, benchmark_id } = ran;
     let probes = m.prober.take().map(|p| p.finish(!control.interrupted()));
     let client_cpu_s = process_cpu_seconds().zip(m.cpu_before).map(|(b, a)| b - a);
     let gpu = scraper.as_ref().and_then(scraper::Scraper::gpu);
@@ -58,7 +58,7 @@ pub(super) fn export(
     let interrupted = control.interrupted();
     let summary = RunSummary {
         report,
-        benchmark_id: exports::benchmark_id(m.start_unix_ns),
+        benchmark_id,
         cli_command: crate::profile::records::mask(&shell_command(std::env::args()), &plan.secrets()),
         incomplete_reason: None,
         input_config,

@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
+use aiperf_core::replay::cache_bust::{CacheBust, Phase, Target};
 use aiperf_core::replay::dispatch::{Dispatch, Job, Peek};
 use aiperf_core::replay::schedule::{Schedule, Starts};
 use aiperf_core::replay::sharding::{ClockOffset, ShardRun, Sharding};
@@ -22,7 +23,7 @@ use super::dispatcher::{Dispatched, Dispatcher};
 use super::plan::ReplayPlan;
 use super::plan::network::NetworkLatency;
 use super::plan::shaping::WarmupPlan;
-use super::preparer::{BodySource, Preparer};
+use super::preparer::{BodySource, Busting, Preparer};
 use super::prompt::PromptBuilder;
 use super::records::{Collected, RecordsStage};
 use super::request::{self, Finished, Shared};
@@ -70,12 +71,33 @@ pub fn replay<T: Transport + Clone>(
 ) -> Result<RunOutcome> {
     let ready_ms = started.elapsed().as_secs_f64() * 1e3;
     announce(plan, &inputs, ready_ms);
-    let warmup =
-        plan.limits.warmup.as_ref().map(|w| rt.block_on(send_warmup(&transport, &inputs, plan, w, &control.stop)));
-    let zero = before_time_zero(rt, plan, &inputs, &transport, control, started, scraper.as_ref())?;
+    let benchmark_id = exports::benchmark_id(unix_now_ns());
+    let busting = |phase, warmup_draws| {
+        (plan.target.body.cache_bust != Target::None).then(|| {
+            let bust = CacheBust { target: plan.target.body.cache_bust, benchmark_id: benchmark_id.clone() };
+            let fixed = matches!(inputs.schedule.starts, Starts::Listed(_));
+            Busting::new(bust, phase, warmup_draws, fixed, &plan.target.body, &inputs.prompts)
+        })
+    };
+    let warmup = plan.limits.warmup.as_ref().map(|w| {
+        let source = BodySource { busting: busting(Phase::Warmup, 0), ..body_source(plan, &inputs) };
+        rt.block_on(send_warmup(&transport, &inputs, &source, plan, w, &control.stop))
+    });
+    let source =
+        BodySource { busting: busting(Phase::Profiling, warmup.map_or(0, |w| w.draws)), ..body_source(plan, &inputs) };
+    // The run takes the sessions after the warm-up's, as AIPerf's profiling phase continues the
+    // sampler its warm-up drew from.
+    let inputs = match warmup {
+        Some(w) if matches!(inputs.schedule.starts, Starts::Generated(_)) => {
+            Inputs { schedule: Arc::new(inputs.schedule.as_ref().clone().after_warmup(w.draws)), ..inputs }
+        }
+        _ => inputs,
+    };
+    let zero = before_time_zero(rt, plan, &inputs, source, &transport, control, started, scraper.as_ref())?;
     let measured = measure(rt, plan, &inputs, transport, control, zero, scraper.as_ref())?;
     let collected = drain(control, plan.limits.grace, &measured.collected)?;
-    export(plan, inputs, control, Ran { ready_ms, warmup, measured }, collected, scraper)
+    let warmup = warmup.map(|w| (w.sent, w.failed));
+    export(plan, inputs, control, Ran { ready_ms, warmup, measured, benchmark_id }, collected, scraper)
 }
 
 /// Says what is replayed to where, and how long getting ready took.
@@ -99,9 +121,15 @@ fn announce(plan: &ReplayPlan, inputs: &Inputs, ready_ms: f64) {
     );
 }
 
-/// Where request bodies come from: the plan's template over the inputs' trace and prompts.
+/// Where request bodies come from: the plan's template over the inputs' trace and prompts
+/// (without `--cache-bust` markers, which each phase sets).
 fn body_source(plan: &ReplayPlan, inputs: &Inputs) -> BodySource {
-    BodySource { template: plan.target.body.clone(), prompts: inputs.prompts.clone(), trace: inputs.trace.clone() }
+    BodySource {
+        template: plan.target.body.clone(),
+        prompts: inputs.prompts.clone(),
+        trace: inputs.trace.clone(),
+        busting: None,
+    }
 }
 
 /// What the run holds at time zero.
@@ -116,16 +144,18 @@ struct TimeZero {
 
 /// Before time zero: the first bodies built, connections open for the first burst, the target's
 /// clock probed (shards), the reference scrape of the server's counters, then time zero itself.
+#[allow(clippy::too_many_arguments)]
 fn before_time_zero<T: Transport + Clone>(
     rt: &tokio::runtime::Runtime,
     plan: &ReplayPlan,
     inputs: &Inputs,
+    source: BodySource,
     transport: &T,
     control: &Control,
     started: Instant,
     scraper: Option<&scraper::Scraper>,
 ) -> Result<TimeZero> {
-    let preparer = Preparer::start(Arc::new(body_source(plan, inputs)), inputs.schedule.clone())?;
+    let preparer = Preparer::start(Arc::new(source), inputs.schedule.clone())?;
     open_connections(rt, plan, inputs, transport, control)?;
     let clock_offset = clock_offset(rt, plan, transport, control);
     if let Some(s) = scraper {
@@ -413,6 +443,8 @@ struct Ran {
     /// Warm-up requests (sent, failed).
     warmup: Option<(u64, u64)>,
     measured: Measured,
+    /// The run's id (AIPerf's `benchmark_id`), in its `--cache-bust` markers too.
+    benchmark_id: String,
 }
 
 /// Most connections opened before time zero.
@@ -466,19 +498,19 @@ fn drain(control: &Control, grace: Duration, collected: &mpsc::Receiver<Result<C
 /// own, each request sent as it is due (never measured, never cancelled on purpose); then the
 /// requests in flight are waited for, at most `--warmup-grace-period` after the warm-up's
 /// duration when one is given. A later turn of a session (a user-centric warm-up's) carries the
-/// session's history as the run's do. Returns (sent, failed); requests still in flight at the
+/// session's history as the run's do. Returns what it sent; requests still in flight at the
 /// end of the grace period are abandoned and count as failed.
 async fn send_warmup<T: Transport + Clone>(
     transport: &T,
     inputs: &Inputs,
+    source: &BodySource,
     plan: &ReplayPlan,
     warmup: &WarmupPlan,
     stop: &CancellationToken,
-) -> (u64, u64) {
+) -> WarmedUp {
     let clock = Clock::start();
-    let source = body_source(plan, inputs);
     let mut dispatch = warmup.shape.dispatch(&inputs.schedule);
-    let (mut sent, mut errors) = (0u64, 0u64);
+    let (mut sent, mut errors, mut started) = (0u64, 0u64, 0u64);
     let mut sessions = WarmupSessions::default();
     let mut in_flight = tokio::task::JoinSet::new();
     // First tokens free prefill slots (`--warmup-prefill-concurrency`).
@@ -521,7 +553,8 @@ async fn send_warmup<T: Transport + Clone>(
         }
         let Some(job) = dispatch.take(now) else { continue };
         sent += 1;
-        match sessions.body(&source, job) {
+        started += u64::from(job.turn == 0);
+        match sessions.body(source, job) {
             Ok(p) => {
                 let t = transport.clone();
                 let keep_reply = inputs
@@ -579,7 +612,15 @@ async fn send_warmup<T: Transport + Clone>(
         }
         _ => drained.await,
     }
-    (sent, errors)
+    WarmedUp { sent, failed: errors, draws: warmup.shape.draws(started) }
+}
+
+/// A warm-up's requests (sent, failed) and the sessions it drew from the run's sampler.
+#[derive(Clone, Copy, Debug)]
+struct WarmedUp {
+    sent: u64,
+    failed: u64,
+    draws: u64,
 }
 
 /// How often the warm-up looks at the stop token while it waits.
@@ -600,7 +641,7 @@ impl WarmupSessions {
             Some((prev_row, reply)) => {
                 source.build_later(super::preparer::Later { job, prev_row, reply }, &mut self.histories)
             }
-            None => source.build(job.row),
+            None => source.build(job.row, job.run, job.session, job.turn),
         }
     }
 

@@ -359,6 +359,22 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
             }
         }
     }
+    // AIPerf's `cache_bust`: under a synthetic dataset's `prompts`, at a file dataset's top.
+    if a.cache_bust != aiperf_core::replay::cache_bust::Target::None {
+        let bust = json!({"target": a.cache_bust.name()});
+        let synthetic = d.get("type") == Some(&json!("synthetic"));
+        match d.get_mut("prompts") {
+            Some(Value::Object(p)) => {
+                p.insert("cache_bust".into(), bust);
+            }
+            _ if synthetic => {
+                d.insert("prompts".into(), json!({"cache_bust": bust}));
+            }
+            _ => {
+                d.insert("cache_bust".into(), bust);
+            }
+        }
+    }
     if let Some(s) = a.dataset_sampling_strategy {
         d.insert("sampling".into(), json!(s.name()));
     }

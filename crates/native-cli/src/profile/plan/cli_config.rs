@@ -98,6 +98,10 @@ pub(super) fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         ("error_rate_sla", a.error_rate_sla.map(|v| json!(v))),
         ("slo_attainment_fraction", a.slo_attainment_fraction.map(|v| json!(v))),
         ("system_prompt", a.system_prompt.as_ref().map(|v| json!(v))),
+        (
+            "cache_bust",
+            (a.cache_bust != aiperf_core::replay::cache_bust::Target::None).then(|| json!(a.cache_bust.name())),
+        ),
         ("system_idle_gap_cap_seconds", a.system_idle_gap_cap_seconds.map(|v| json!(v))),
         ("system_prompt_file", a.system_prompt_file.as_ref().map(|f| json!(f.display().to_string()))),
     ] {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use aiperf_core::formats::Format;
+use aiperf_core::replay::cache_bust::Target as BustTarget;
 use aiperf_core::replay::sampling::Sampling;
 use aiperf_core::replay::schedule::{self, Schedule, ScheduleError, Shard, Timing};
 use aiperf_core::results::metrics::parse_goodput;
@@ -62,6 +63,17 @@ impl ReplayPlan {
         if let Input::Dataset(d) = &input {
             super::dataset_file::check_endpoint(d, a.endpoint_type)?;
         }
+        let system = super::dataset_file::system_prompt(
+            match &a.system_prompt_text {
+                Some(t) => Some(t.clone()),
+                None => super::system_prompt::resolve(&a)?,
+            },
+            match &input {
+                Input::Dataset(d) => Some(d),
+                _ => None,
+            },
+        );
+        let cache_bust_shrinks = cache_bust(&a, &input, system.is_some())?;
         let weka = super::weka::timing(&a, &format, &input, synthesis.as_ref().and_then(|p| p.max_osl))?;
         let baseten = super::baseten::plan(&a, &format, &input, synthesis.as_ref(), &extra_inputs)?;
         let is_baseten = match (&input, format.trace_format) {
@@ -119,17 +131,9 @@ impl ReplayPlan {
                     max_prompt_tokens: in_range(a.max_prompt_tokens, "--max-prompt-tokens", 1, 1 << 32)?,
                     extra_inputs,
                     continuous_usage: per_chunk_usage(&a)?,
-                    system: super::dataset_file::system_prompt(
-                        match &a.system_prompt_text {
-                            Some(t) => Some(t.clone()),
-                            None => super::system_prompt::resolve(&a)?,
-                        },
-                        match &input {
-                            Input::Dataset(d) => Some(d),
-                            _ => None,
-                        },
-                    )
-                    .map(SystemMessage::new),
+                    system: system.map(SystemMessage::new),
+                    cache_bust: a.cache_bust,
+                    cache_bust_shrinks,
                 },
                 reuse_connections: a.connection_reuse_strategy != Some(ConnectionReuse::Never),
                 sticky: a.connection_reuse_strategy == Some(ConnectionReuse::StickyUserSessions),
@@ -502,6 +506,33 @@ fn times(a: &Args) -> Result<Times> {
         }
     }
     Ok(Times { timeout, grace, duration, slice })
+}
+
+/// `--cache-bust` checked as AIPerf checks it (chat only; `warmup_isolation_system` on a
+/// synthetic workload only with a system message to carry it); returns whether a session's
+/// first prompt gives up the marker's tokens, as AIPerf's synthetic workload's first turn does
+/// (unless the marker goes on a `--system-prompt` given verbatim with no
+/// `--shared-system-prompt-length` to shorten; a trace's markers add tokens).
+fn cache_bust(a: &Args, input: &Input, has_system_prompt: bool) -> Result<bool> {
+    let target = a.cache_bust;
+    if target == BustTarget::None {
+        return Ok(false);
+    }
+    ensure!(
+        a.endpoint_type == EndpointType::Chat,
+        "--cache-bust {}: not supported by --endpoint-type completions (AIPerf marks chat conversations \
+         only); accepted: --endpoint-type chat, or --cache-bust none",
+        target.name()
+    );
+    let Input::Synthetic(w) = input else { return Ok(false) };
+    ensure!(
+        target != BustTarget::WarmupIsolationSystem || has_system_prompt || w.shared_system_length.is_some(),
+        "--cache-bust warmup_isolation_system needs a system message on the synthetic workload: give \
+         --shared-system-prompt-length or --system-prompt/--system-prompt-file, or use --cache-bust \
+         warmup_isolation_first_turn"
+    );
+    let verbatim_system_only = target.wants_system() && has_system_prompt && w.shared_system_length.is_none();
+    Ok(!(target.isolates_warmup() || verbatim_system_only))
 }
 
 /// The trace file, or AIPerf's synthetic workload when no file is given (as AIPerf: its

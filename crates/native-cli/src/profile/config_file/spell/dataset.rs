@@ -5,6 +5,22 @@ use aiperf_core::synthesis::synthetic::LengthDist;
 
 use super::*;
 
+/// AIPerf's `cacheBust: {target: NAME}` as `--cache-bust NAME`.
+fn cache_bust(out: &mut Out, key: &str, v: &Value) -> Result<()> {
+    let Value::Mapping(m) = v else {
+        bail_key!(format!("{key}"), "key `{key}` = {}: accepted is {{target: NAME}}", show(v));
+    };
+    if let Some((k, _)) = m.iter().find(|(k, _)| show(k) != "target") {
+        bail_key!(format!("{key}.{}", show(k)), "key `{key}.{}`: accepted key is target", show(k));
+    }
+    let Some(target) = m.get("target") else {
+        bail_key!(format!("{key}.target"), "key `{key}.target` is missing: accepted is {{target: NAME}}");
+    };
+    let name = show(target);
+    out.push(&format!("{key}.target"), name.clone(), vec![kv("--cache-bust", name)]);
+    Ok(())
+}
+
 fn dist(out: &mut Out, key: &str, v: &Option<ScalarOr<Dist>>, mean_flag: &str, stddev_flag: &str) -> Result<()> {
     // The lengths take AIPerf's other shapes as a distribution option of ours.
     let dist_flag = match mean_flag {
@@ -173,7 +189,7 @@ pub(super) fn dataset(out: &mut Out, key: &str, d: &Dataset) -> Result<()> {
         out.opt(&format!("{k}.blockSize"), "--isl-block-size", &p.block_size);
         out.opt(&format!("{k}.batchSize"), "--prompt-batch-size", &p.batch_size);
         if let Some(v) = &p.cache_bust {
-            out.raw(&format!("{k}.cacheBust"), v, "--cache-bust");
+            cache_bust(out, &format!("{k}.cacheBust"), v)?;
         }
         if let Some(v) = &p.corpus {
             out.raw(&format!("{k}.corpus"), v, "--prompt-corpus");
@@ -205,12 +221,14 @@ pub(super) fn dataset(out: &mut Out, key: &str, d: &Dataset) -> Result<()> {
         ("audio", &d.audio, "--audio-length-mean"),
         ("video", &d.video, "--video-duration"),
         ("rankings", &d.rankings, "--rankings-passages-mean"),
-        ("cacheBust", &d.cache_bust, "--cache-bust"),
         ("filters", &d.filters, "--dataset-filter"),
     ] {
         if let Some(v) = v {
             out.raw(&format!("{key}.{name}"), v, flag);
         }
+    }
+    if let Some(v) = &d.cache_bust {
+        cache_bust(out, &format!("{key}.cacheBust"), v)?;
     }
     // File datasets.
     if d.path.is_some() && d.records.is_some() {
