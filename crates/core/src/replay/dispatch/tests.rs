@@ -126,8 +126,7 @@ fn a_late_look_keeps_the_ramps_steps_as_the_starts_deadlines() {
     let first = d.take(0).unwrap();
     assert_eq!((first.deadline_ns, first.asap), (0, true));
     let late = 1_700 * MS;
-    let steps: Vec<(u64, bool)> =
-        (0..3).map(|_| d.take(late).map(|j| (j.deadline_ns / MS, j.asap)).unwrap()).collect();
+    let steps: Vec<(u64, bool)> = (0..3).map(|_| d.take(late).map(|j| (j.deadline_ns / MS, j.asap)).unwrap()).collect();
     assert_eq!(steps, [(500, false), (1000, false), (1500, false)]);
     // A slot freed by a run's end after the ramp: the next start is due when looked at.
     let sessions = (0..6).map(|i| session(&[(i, TurnTiming::Immediately)])).collect();
@@ -145,9 +144,8 @@ fn a_late_look_keeps_the_ramps_steps_as_the_starts_deadlines() {
 fn a_prefill_limit_keeps_prefills_apart_under_the_concurrency_ceiling() {
     // Eight closed-loop sessions of two turns, 4 slots, one request in prefill at a time:
     // a 10 ms prefill, a 100 ms answer.
-    let sessions = (0..8)
-        .map(|i| session(&[(2 * i, TurnTiming::Immediately), (2 * i + 1, TurnTiming::Immediately)]))
-        .collect();
+    let sessions =
+        (0..8).map(|i| session(&[(2 * i, TurnTiming::Immediately), (2 * i + 1, TurnTiming::Immediately)])).collect();
     let starts = (0..8).map(|i| start(None, i, 2)).collect();
     let schedule = Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() };
     let mut sim = Sim::new(schedule.clone(), Some(4), None, 100 * MS);
@@ -181,12 +179,8 @@ fn a_prefill_limit_keeps_prefills_apart_under_the_concurrency_ceiling() {
 fn starts_leave_at_their_offsets() {
     let sessions = (0..5).map(|i| session(&[(i, TurnTiming::Immediately)])).collect();
     let starts = (0..5).map(|i| start(Some(u64::from(i) * 10), i, 1)).collect();
-    let mut sim = Sim::new(
-        Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() },
-        None,
-        None,
-        3 * MS,
-    );
+    let mut sim =
+        Sim::new(Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() }, None, None, 3 * MS);
     sim.run(None);
     let at: Vec<u64> = sim.sent.iter().map(|(t, _)| *t / MS).collect();
     assert_eq!(at, vec![0, 10, 20, 30, 40]);
@@ -229,11 +223,7 @@ fn later_turns_follow_completion_delay_and_timestamp() {
         (3, TurnTiming::At(100_000)),
     ]);
     let mut sim = Sim::new(
-        Schedule {
-            sessions: vec![s],
-            starts: Starts::Listed(vec![start(Some(7), 0, 4)]),
-            shard: Default::default(),
-        },
+        Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(Some(7), 0, 4)]), shard: Default::default() },
         None,
         None,
         10 * MS,
@@ -247,11 +237,7 @@ fn later_turns_follow_completion_delay_and_timestamp() {
 fn a_passed_timestamp_sends_at_once() {
     let s = session(&[(0, TurnTiming::Immediately), (1, TurnTiming::At(1_000))]);
     let mut sim = Sim::new(
-        Schedule {
-            sessions: vec![s],
-            starts: Starts::Listed(vec![start(Some(0), 0, 2)]),
-            shard: Default::default(),
-        },
+        Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(Some(0), 0, 2)]), shard: Default::default() },
         None,
         None,
         20 * MS,
@@ -384,11 +370,8 @@ fn a_join_waits_for_both_branches_and_leaves_when_the_last_ends() {
         ],
         &[node(None, &[]), node(Some(0), &[]), node(Some(1), &[]), node(Some(0), &[]), node(Some(0), &[2, 3])],
     );
-    let schedule = Schedule {
-        sessions: vec![s],
-        starts: Starts::Listed(vec![start(Some(0), 0, 5)]),
-        shard: Default::default(),
-    };
+    let schedule =
+        Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(Some(0), 0, 5)]), shard: Default::default() };
     let mut sim = Sim::new(schedule, Some(1), None, 10 * MS);
     sim.run(None);
     let at: Vec<(u32, u64)> = sim.sent.iter().map(|(t, j)| (j.turn, *t / MS)).collect();
@@ -412,11 +395,8 @@ fn a_join_whose_branches_ended_first_keeps_its_delay() {
         ],
         &[node(None, &[]), node(Some(0), &[]), node(Some(0), &[]), node(Some(2), &[1])],
     );
-    let schedule = Schedule {
-        sessions: vec![s],
-        starts: Starts::Listed(vec![start(Some(0), 0, 4)]),
-        shard: Default::default(),
-    };
+    let schedule =
+        Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(Some(0), 0, 4)]), shard: Default::default() };
     let mut sim = Sim::new(schedule.clone(), None, None, 10 * MS);
     sim.run(None);
     let at: Vec<(u32, u64)> = sim.sent.iter().map(|(t, j)| (j.turn, *t / MS)).collect();
@@ -440,11 +420,8 @@ fn stopping_a_run_with_branches_in_flight_frees_its_slot_when_they_end() {
         ],
         &[node(None, &[]), node(Some(0), &[]), node(Some(0), &[]), node(Some(0), &[1, 2])],
     );
-    let schedule = Schedule {
-        sessions: vec![s],
-        starts: Starts::Listed(vec![start(Some(0), 0, 4)]),
-        shard: Default::default(),
-    };
+    let schedule =
+        Schedule { sessions: vec![s], starts: Starts::Listed(vec![start(Some(0), 0, 4)]), shard: Default::default() };
     let mut d = Dispatch::new(Arc::new(schedule), Some(1), None);
     let root = d.take(0).unwrap();
     let queued = d.complete(&root, 10 * MS);
@@ -467,9 +444,8 @@ fn random_graph(spec: &[(u32, u32, Option<u64>)]) -> Session {
     for (k, (after, joins, delay)) in spec.iter().enumerate() {
         let k = k as u32 + 1;
         let after = after % k;
-        let joins: Vec<u32> = (0..k)
-            .filter(|&p| p != after && joins & (1 << (p % 32)) != 0 && (p * 7 + k).is_multiple_of(3))
-            .collect();
+        let joins: Vec<u32> =
+            (0..k).filter(|&p| p != after && joins & (1 << (p % 32)) != 0 && (p * 7 + k).is_multiple_of(3)).collect();
         turns.push((k, delay.map_or(TurnTiming::Immediately, |d| TurnTiming::After(d * 1000))));
         nodes.push(node(Some(after), &joins));
     }
