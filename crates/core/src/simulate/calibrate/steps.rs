@@ -49,7 +49,9 @@ pub fn calibrate_steps(
     }
     let starts = slot_starts(obs, slots);
     let running = running_at_start(obs, &starts);
-    let mut curves: BTreeMap<u32, (Vec<(u64, f64)>, Vec<(u64, f64)>)> = BTreeMap::new();
+    // Per URL: the changes of the prefill rate (tokens a ns) and of the requests decoding.
+    type Changes = Vec<(u64, f64)>;
+    let mut curves: BTreeMap<u32, (Changes, Changes)> = BTreeMap::new();
     for (o, start) in obs.iter().zip(&starts) {
         let (Some(first), Some(start)) = (o.first_token_ns, *start) else { continue };
         let (prefill, decode) = curves.entry(o.url).or_default();
@@ -218,8 +220,9 @@ fn least_squares(rows: impl Iterator<Item = ([f64; 3], f64)>, terms: &[usize]) -
         for r in 0..k {
             if r != col {
                 let f = m[r][col] / m[col][col];
-                for c in col..=k {
-                    m[r][c] -= f * m[col][c];
+                let pivot_row = m[col].clone();
+                for (v, p) in m[r].iter_mut().zip(&pivot_row).skip(col) {
+                    *v -= f * p;
                 }
             }
         }
