@@ -225,6 +225,8 @@ impl WhatIfForm {
             sample_every_ns: 0,
             // Output tokens take blocks as `simulate` has them by default (vLLM's).
             output_blocks: true,
+            // Each request timed on its own, `simulate`'s default engine.
+            steps: None,
         })
     }
 

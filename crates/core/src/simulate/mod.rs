@@ -19,6 +19,8 @@
 
 pub mod cache;
 pub mod calibrate;
+pub mod engine;
+mod preempt;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -28,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use cache::Blocks;
 pub use cache::Policy;
+pub use engine::Steps;
 
 use crate::analysis::Interner;
 use crate::replay::dispatch::{Dispatch, Job, Peek};
@@ -120,6 +123,10 @@ pub struct Cluster {
     /// counts).
     #[serde(default = "yes")]
     pub output_blocks: bool,
+    /// Time in engine steps with a token budget ([`Steps`]: chunked prefill, preemption); `None`:
+    /// each request timed on its own by [`Engine`].
+    #[serde(default)]
+    pub steps: Option<Steps>,
 }
 
 fn yes() -> bool {
@@ -140,6 +147,7 @@ impl Default for Cluster {
             seed: 0,
             sample_every_ns: 0,
             output_blocks: true,
+            steps: None,
         }
     }
 }
@@ -268,6 +276,9 @@ pub struct ReplicaStats {
     pub peak_waiting: u64,
     pub peak_running: u64,
     pub peak_blocks: u64,
+    /// Running requests preempted for a block another running request needed ([`Steps`] only).
+    #[serde(default)]
+    pub preemptions: u64,
 }
 
 impl ReplicaStats {
@@ -292,6 +303,7 @@ impl ReplicaStats {
         self.peak_waiting = self.peak_waiting.max(o.peak_waiting);
         self.peak_running = self.peak_running.max(o.peak_running);
         self.peak_blocks = self.peak_blocks.max(o.peak_blocks);
+        self.preemptions += o.preemptions;
     }
 }
 
@@ -380,6 +392,8 @@ pub enum SimulateError {
     ZeroRunning,
     #[error("the trace has more than {} distinct hash ids", u32::MAX)]
     TooManyBlocks,
+    #[error("the tokens of a step must be at least 1, got 0")]
+    ZeroBatchTokens,
 }
 
 impl Cluster {
@@ -405,6 +419,9 @@ impl Cluster {
                 return Err(SimulateError::BadEngine { field, value });
             }
         }
+        if let Some(steps) = &self.steps {
+            steps.check()?;
+        }
         Ok(())
     }
 }
@@ -417,6 +434,11 @@ struct Replica {
     /// Blocks of the running requests.
     running_blocks: u64,
     stats: ReplicaStats,
+    /// With [`Steps`]: the running requests in the order they started, whether a step is under
+    /// way, and its batch (request, prompt tokens it computes; 0: one decode token).
+    order: Vec<u32>,
+    stepping: bool,
+    batch: Vec<(u32, u64)>,
 }
 
 /// A request between its arrival and its end.
@@ -432,6 +454,37 @@ struct Pending {
     /// Its time between tokens and its end, once started.
     itl_ns: u64,
     end_ns: u64,
+    /// With [`Steps`]: its prompt and output tokens, the output tokens made so far, the tokens
+    /// still to compute before its next token (prompt, and the output made so far after a
+    /// preemption), the output token whose step takes the first output block and the output
+    /// blocks taken, and its request in [`Simulation::requests`] (`u32::MAX`: not started yet).
+    input: u64,
+    output: u64,
+    produced: u64,
+    prefill_left: u64,
+    first_grow: u64,
+    grown: u64,
+    out_idx: u32,
+}
+
+/// What a request's next event is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// It takes an output block.
+    Grow,
+    /// It ends.
+    End,
+    /// Its replica's step ends (the event's number is the replica's).
+    Step,
+}
+
+/// What starting a request pinned and counted.
+struct Started {
+    input: u64,
+    output: u64,
+    hit: usize,
+    cached: u64,
+    blocks: usize,
 }
 
 struct Sim<'a> {
@@ -446,9 +499,10 @@ struct Sim<'a> {
     pending: Vec<Pending>,
     free_pending: Vec<u32>,
     spare: Vec<Vec<u32>>,
-    /// Requests' next events (time, order, request, whether it takes an output block rather than
-    /// ending).
-    ends: BinaryHeap<Reverse<(u64, u64, u32, bool)>>,
+    /// Requests' and replicas' next events (time, order, request or replica, what).
+    ends: BinaryHeap<Reverse<(u64, u64, u32, Event)>>,
+    /// Requests a step ended, for the dispatcher.
+    done: Vec<Job>,
     seq: u64,
     rr: u64,
     rng: PyRandom,
@@ -476,6 +530,9 @@ pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Re
             running: 0,
             running_blocks: 0,
             stats: ReplicaStats::default(),
+            order: Vec::new(),
+            stepping: false,
+            batch: Vec::new(),
         })
         .collect();
     let mut sim = Sim {
@@ -489,6 +546,7 @@ pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Re
         free_pending: Vec::new(),
         spare: Vec::new(),
         ends: BinaryHeap::new(),
+        done: Vec::new(),
         seq: 0,
         rr: 0,
         rng: PyRandom::new(cluster.seed),
@@ -508,14 +566,21 @@ pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Re
                 }
             }
             _ => {
-                let Some(Reverse((t, _, p, grow))) = sim.ends.pop() else { break };
+                let Some(Reverse((t, _, p, event))) = sim.ends.pop() else { break };
                 now = now.max(t);
                 sim.sample_until(now);
-                if grow {
-                    sim.grow(p, now);
-                } else {
-                    let job = sim.finish(p, now);
-                    dispatch.complete(&job, now);
+                match event {
+                    Event::Grow => sim.grow(p, now),
+                    Event::End => {
+                        let job = sim.finish(p, now);
+                        dispatch.complete(&job, now);
+                    }
+                    Event::Step => {
+                        sim.step_end(p, now);
+                        for job in std::mem::take(&mut sim.done) {
+                            dispatch.complete(&job, now);
+                        }
+                    }
                 }
             }
         }
@@ -595,8 +660,23 @@ impl Sim<'_> {
     fn arrive(&mut self, job: Job, now: u64) {
         let replica = self.route(&job);
         let held = self.spare.pop().unwrap_or_default();
-        let p =
-            Pending { job, arrival_ns: now, replica, held, grows_left: 0, last_partial: false, itl_ns: 0, end_ns: 0 };
+        let p = Pending {
+            job,
+            arrival_ns: now,
+            replica,
+            held,
+            grows_left: 0,
+            last_partial: false,
+            itl_ns: 0,
+            end_ns: 0,
+            input: 0,
+            output: 0,
+            produced: 0,
+            prefill_left: 0,
+            first_grow: 0,
+            grown: 0,
+            out_idx: u32::MAX,
+        };
         let idx = match self.free_pending.pop() {
             Some(i) => {
                 self.pending[i as usize] = p;
@@ -612,67 +692,37 @@ impl Sim<'_> {
         r.waiting.push_back(idx);
         r.waiting_blocks += blocks;
         r.stats.peak_waiting = r.stats.peak_waiting.max(r.waiting.len() as u64);
-        self.admit(replica, now);
+        match self.cluster.steps {
+            Some(_) if !r.stepping => self.schedule_step(replica, now),
+            Some(_) => {}
+            None => self.admit(replica, now),
+        }
     }
 
     /// Starts the replica's waiting requests in order while a slot is free and their blocks fit.
     fn admit(&mut self, replica: u32, now: u64) {
-        let trace = self.trace;
         let cluster = self.cluster;
         loop {
-            let r = &mut self.replicas[replica as usize];
+            let r = &self.replicas[replica as usize];
             if cluster.max_running.is_some_and(|m| r.running >= m) {
                 return;
             }
             let Some(&idx) = r.waiting.front() else { return };
-            let p = &mut self.pending[idx as usize];
-            let row = trace.rows().get(p.job.row as usize);
-            let ids = row_ids(trace, &self.ids, p.job.row);
-            // A request larger than the whole capacity starts alone and keeps what fits.
-            let alone = r.running == 0;
-            // Counting the blocks it misses is needed only when they might not all fit.
-            if !alone
-                && !self.blocks.fits(replica, ids.len())
-                && !self.blocks.fits(replica, self.blocks.missing(replica, ids))
-            {
+            if !self.fits_next(replica, 0) {
                 return;
             }
-            r.waiting.pop_front();
-            r.waiting_blocks -= ids.len() as u64;
-            let bs = u64::from(cluster.block_size);
-            let input =
-                row.and_then(|row| row.input_length()).map_or(ids.len() as u64 * bs, |n| u64::try_from(n).unwrap_or(0));
-            let output = row.and_then(|row| row.output_length).unwrap_or(1).max(1);
-            let grows = match cluster.output_blocks && !ids.is_empty() {
-                true => OutputBlocks::new(input, ids.len() as u64, output, cluster.block_size),
-                false => OutputBlocks { count: 0, first_token: 0, last_partial: input < ids.len() as u64 * bs },
-            };
-            let partial_tail = grows.count == 0 && grows.last_partial;
-            let hit = self.blocks.admit_with_tail(replica, ids, &mut p.held, partial_tail);
-            (p.grows_left, p.last_partial) = (grows.count, grows.last_partial);
-            r.running += 1;
-            r.running_blocks += ids.len() as u64;
-            let cached = engine_cached_tokens(hit as u64, input, cluster.block_size);
+            let Started { input, output, hit, cached, blocks } = self.start(replica, true);
             let e = &cluster.engine;
+            let r = &self.replicas[replica as usize];
             let prefill_us = e.prefill_fixed_us + e.prefill_per_token_us * (input - cached) as f64;
             let itl_us = e.decode_fixed_us + e.decode_per_running_us * f64::from(r.running);
             let first = now.saturating_add(us_to_ns(prefill_us));
             let itl_ns = us_to_ns(itl_us);
+            let p = &mut self.pending[idx as usize];
             p.itl_ns = itl_ns;
             let end = first.saturating_add(itl_ns.saturating_mul(output - 1));
             p.end_ns = end;
-
-            let s = &mut r.stats;
-            s.requests += 1;
-            s.input_tokens += input;
-            s.cached_tokens += cached;
-            if !ids.is_empty() {
-                s.rows_with_blocks += 1;
-                s.hit_fraction_sum += hit as f64 / ids.len() as f64;
-            }
-            s.peak_running = s.peak_running.max(u64::from(r.running));
-            s.peak_blocks = s.peak_blocks.max(self.blocks.len(replica) as u64);
-
+            let (grows, first_grow) = (p.grows_left, p.first_grow);
             self.out.requests.push(SimRequest {
                 row: p.job.row,
                 replica,
@@ -686,17 +736,71 @@ impl Sim<'_> {
                 input_tokens: input,
                 output_tokens: output,
                 cached_tokens: cached,
-                blocks: ids.len() as u32,
+                blocks: blocks as u32,
                 hit_blocks: hit as u32,
             });
-            if grows.count > 0 {
-                let at = first.saturating_add(itl_ns.saturating_mul(grows.first_token - 1));
+            if grows > 0 {
+                let at = first.saturating_add(itl_ns.saturating_mul(first_grow - 1));
                 self.seq += 1;
-                self.ends.push(Reverse((at, self.seq, idx, true)));
+                self.ends.push(Reverse((at, self.seq, idx, Event::Grow)));
             }
             self.seq += 1;
-            self.ends.push(Reverse((end, self.seq, idx, false)));
+            self.ends.push(Reverse((end, self.seq, idx, Event::End)));
         }
+    }
+
+    /// Whether the replica's first waiting request fits beside the running ones, with `more`
+    /// blocks beside its prompt's: always when nothing runs (a request larger than the whole
+    /// capacity starts alone and keeps what fits).
+    fn fits_next(&self, replica: u32, more: usize) -> bool {
+        let r = &self.replicas[replica as usize];
+        let Some(&idx) = r.waiting.front() else { return false };
+        let ids = row_ids(self.trace, &self.ids, self.pending[idx as usize].job.row);
+        // Counting the blocks it misses is needed only when they might not all fit.
+        r.running == 0
+            || self.blocks.fits(replica, ids.len() + more)
+            || self.blocks.fits(replica, self.blocks.missing(replica, ids) + more)
+    }
+
+    /// Starts the replica's first waiting request: its prompt blocks matched and pinned, its
+    /// output blocks planned ([`OutputBlocks`]), and, when `first` (not a resumption after a
+    /// preemption), counted in the replica's stats.
+    fn start(&mut self, replica: u32, first: bool) -> Started {
+        let (trace, cluster) = (self.trace, self.cluster);
+        let r = &mut self.replicas[replica as usize];
+        let idx = r.waiting.pop_front().unwrap_or(0);
+        let p = &mut self.pending[idx as usize];
+        let row = trace.rows().get(p.job.row as usize);
+        let ids = row_ids(trace, &self.ids, p.job.row);
+        r.waiting_blocks -= ids.len() as u64;
+        let bs = u64::from(cluster.block_size);
+        let input =
+            row.and_then(|row| row.input_length()).map_or(ids.len() as u64 * bs, |n| u64::try_from(n).unwrap_or(0));
+        let output = row.and_then(|row| row.output_length).unwrap_or(1).max(1);
+        let grows = match cluster.output_blocks && !ids.is_empty() {
+            true => OutputBlocks::new(input, ids.len() as u64, output, cluster.block_size),
+            false => OutputBlocks { count: 0, first_token: 0, last_partial: input < ids.len() as u64 * bs },
+        };
+        let partial_tail = grows.count == 0 && grows.last_partial;
+        let hit = self.blocks.admit_with_tail(replica, ids, &mut p.held, partial_tail);
+        (p.grows_left, p.last_partial, p.first_grow) = (grows.count, grows.last_partial, grows.first_token);
+        (p.input, p.output) = (input, output);
+        r.running += 1;
+        r.running_blocks += ids.len() as u64;
+        let cached = engine_cached_tokens(hit as u64, input, cluster.block_size);
+        let s = &mut r.stats;
+        if first {
+            s.requests += 1;
+            s.input_tokens += input;
+            s.cached_tokens += cached;
+            if !ids.is_empty() {
+                s.rows_with_blocks += 1;
+                s.hit_fraction_sum += hit as f64 / ids.len() as f64;
+            }
+        }
+        s.peak_running = s.peak_running.max(u64::from(r.running));
+        s.peak_blocks = s.peak_blocks.max(self.blocks.len(replica) as u64);
+        Started { input, output, hit, cached, blocks: ids.len() }
     }
 
     /// A running request's decoding reaches a new block: it takes one ([`OutputBlocks`]), and
@@ -714,7 +818,7 @@ impl Sim<'_> {
             let at = now.saturating_add(p.itl_ns.saturating_mul(step));
             if !last && at < p.end_ns {
                 self.seq += 1;
-                self.ends.push(Reverse((at, self.seq, idx, true)));
+                self.ends.push(Reverse((at, self.seq, idx, Event::Grow)));
                 break;
             }
         }
@@ -724,20 +828,30 @@ impl Sim<'_> {
 
     /// A request ends: its blocks are released and its replica admits what now fits.
     fn finish(&mut self, idx: u32, now: u64) -> Job {
-        let (job, replica, mut held) = {
-            let p = &mut self.pending[idx as usize];
-            (p.job, p.replica, std::mem::take(&mut p.held))
-        };
-        let blocks = self.ids(job.row).len() as u64;
-        self.blocks.release(replica, &held);
+        let (job, replica) = self.release(idx);
+        self.free(idx);
+        self.admit(replica, now);
+        job
+    }
+
+    /// A running request's blocks are released and its place on its replica freed.
+    fn release(&mut self, idx: u32) -> (Job, u32) {
+        let p = &mut self.pending[idx as usize];
+        let (job, replica) = (p.job, p.replica);
+        self.blocks.release(replica, &p.held);
+        p.held.clear();
+        let blocks = row_ids(self.trace, &self.ids, job.row).len() as u64;
         let r = &mut self.replicas[replica as usize];
         r.running -= 1;
         r.running_blocks -= blocks;
-        held.clear();
+        (job, replica)
+    }
+
+    /// An ended request's place is free for the next one.
+    fn free(&mut self, idx: u32) {
+        let held = std::mem::take(&mut self.pending[idx as usize].held);
         self.spare.push(held);
         self.free_pending.push(idx);
-        self.admit(replica, now);
-        job
     }
 }
 

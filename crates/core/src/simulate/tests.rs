@@ -256,3 +256,119 @@ fn output_blocks_without_time_between_tokens_are_taken_before_the_end() {
     assert_eq!(none.replicas[0].evictions, nanosecond.replicas[0].evictions);
     assert_eq!(none.replicas[0].peak_blocks, 10);
 }
+
+/// A step engine of round numbers: 1 ms a step, 10 µs a prompt token, 100 µs a decode token.
+fn stepped(max_batch_tokens: u32) -> Cluster {
+    let steps = Steps { max_batch_tokens, fixed_us: 1000.0, per_prefill_token_us: 10.0, per_decode_token_us: 100.0 };
+    Cluster { steps: Some(steps), ..one(None) }
+}
+
+/// Rows arriving at `at_us` with their hash ids, prompt tokens and output tokens.
+fn arrivals(rows: &[(i64, Vec<u64>, i64, u64)]) -> Trace {
+    let mut trace = Trace::new();
+    for (at_us, ids, input, output) in rows {
+        let mut row = Row::new(Input::Length(*input));
+        row.timestamp = Some(Number::Float(*at_us as f64 / 1000.0));
+        row.output_length = Some(*output);
+        trace.push(row, ids.iter().copied());
+    }
+    trace
+}
+
+#[test]
+fn a_step_computes_the_prompt_then_one_token_a_step() {
+    let trace = arrivals(&[(0, vec![1, 2], 32, 3)]);
+    let sim = run(&trace, &stepped(2048));
+    let r = sim.requests[0];
+    // 1 ms + 32 × 10 µs to the first token, then two decode steps of 1.1 ms.
+    assert_eq!((r.start_ns, r.first_token_ns, r.end_ns, r.itl_ns), (0, 1_320_000, 3_520_000, 1_100_000));
+    // A budget of 16 tokens computes the prompt in two steps.
+    let sim = run(&trace, &stepped(16));
+    assert_eq!(sim.requests[0].first_token_ns, 2 * 1_160_000);
+}
+
+#[test]
+fn prefills_share_steps_with_decoding_requests() {
+    // The second arrives during the first's prefill step, waits for it, then computes its prompt
+    // in the step that decodes the first's second token.
+    let trace = arrivals(&[(0, vec![1, 2], 32, 3), (500, vec![3, 4], 32, 2)]);
+    let sim = run(&trace, &stepped(2048));
+    let [a, b] = sim.requests[..] else { panic!("two requests") };
+    assert_eq!(a.first_token_ns, 1_320_000);
+    assert_eq!((b.start_ns, b.first_token_ns), (1_320_000, 1_320_000 + 1_420_000));
+    // The first's second token comes out of the same step; its third beside the second's.
+    assert_eq!(a.end_ns, 2_740_000 + 1_200_000);
+    assert_eq!(b.end_ns, a.end_ns);
+    // A budget of 20 tokens: the first's prompt in two steps; the second starts in the first's
+    // second prefill step (8 tokens), then computes 19 and 5 beside the first's decode tokens.
+    let sim = run(&trace, &stepped(20));
+    let b = sim.requests[1];
+    assert_eq!((b.start_ns, b.first_token_ns), (1_200_000, 1_200_000 + 1_200_000 + 1_290_000 + 1_150_000));
+}
+
+#[test]
+fn a_decode_token_without_a_block_preempts_the_latest_started_request() {
+    // Room for 4 blocks. The first (24 tokens in 2 blocks) needs an output block at its 9th
+    // token; the second (2 whole blocks) at its first. The second starts beside the first and
+    // fills the room, so a decode token finds no block: the latest started is preempted, and
+    // the second ends after the first.
+    let trace = arrivals(&[(0, vec![1, 2], 24, 12), (100, vec![3, 4], 32, 8)]);
+    let sim = run(&trace, &Cluster { kv_blocks: Some(4), ..stepped(2048) });
+    let [a, b] = sim.requests[..] else { panic!("two requests") };
+    assert!(sim.replicas[0].preemptions >= 1, "{:?}", sim.replicas[0]);
+    assert!(b.end_ns > a.end_ns, "{a:?} {b:?}");
+    assert_eq!((a.output_tokens, b.output_tokens), (12, 8));
+    assert_eq!(sim.replicas[0].requests, 2);
+    assert!(sim.replicas[0].peak_blocks <= 4);
+    // With room for both, nothing is preempted.
+    let roomy = run(&trace, &Cluster { kv_blocks: Some(8), ..stepped(2048) });
+    assert_eq!(roomy.replicas[0].preemptions, 0);
+    // The request engine never preempts.
+    let by_request = run(&trace, &Cluster { kv_blocks: Some(4), ..one(None) });
+    assert_eq!(by_request.replicas[0].preemptions, 0);
+}
+
+#[test]
+fn a_step_budget_of_zero_is_refused() {
+    let trace = arrivals(&[(0, vec![1], 16, 1)]);
+    let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
+    let schedule = Arc::new(build(&trace, timing, None).unwrap());
+    let err = simulate(&trace, schedule, &stepped(0)).unwrap_err();
+    assert_eq!(err.to_string(), "the tokens of a step must be at least 1, got 0");
+}
+
+proptest! {
+    #[test]
+    fn steps_keep_the_hits_of_requests_that_do_not_overlap(rows in rows(), budget in 1u32..40) {
+        let trace = sequential(&rows);
+        let by_request = run(&trace, &one(Some(12)));
+        let by_step = run(&trace, &Cluster { kv_blocks: Some(12), ..stepped(budget) });
+        let hits = |s: &Simulation| s.requests.iter().map(|r| (r.row, r.hit_blocks)).collect::<Vec<_>>();
+        prop_assert_eq!(hits(&by_request), hits(&by_step));
+    }
+
+    #[test]
+    fn stepped_requests_end_once_and_capacity_holds(rows in rows(), replicas in 1u32..4, cap in 8u64..20, budget in 1u32..64, running in 1u32..5) {
+        let mut trace = Trace::new();
+        for (i, (row, ids)) in sequential(&rows).iter().enumerate() {
+            let mut r = row.clone();
+            r.timestamp = Some(Number::Int(i as i64));
+            r.output_length = Some(1 + (i as u64 * 7) % 40);
+            trace.push(r, ids.iter().copied());
+        }
+        let cluster = Cluster {
+            replicas, kv_blocks: Some(cap), max_running: Some(running), sample_every_ns: 100_000, ..stepped(budget)
+        };
+        let sim = run(&trace, &cluster);
+        prop_assert_eq!(sim.requests.len(), rows.len());
+        let mut seen: Vec<u32> = sim.requests.iter().map(|r| r.row).collect();
+        seen.sort_unstable();
+        prop_assert_eq!(seen, (0..rows.len() as u32).collect::<Vec<_>>());
+        for r in &sim.requests {
+            prop_assert!(r.arrival_ns <= r.start_ns && r.start_ns < r.first_token_ns && r.first_token_ns <= r.end_ns, "{:?}", r);
+        }
+        for s in &sim.samples {
+            prop_assert!(s.blocks <= cap && s.running <= running);
+        }
+    }
+}

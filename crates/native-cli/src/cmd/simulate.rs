@@ -19,9 +19,12 @@ use aiperf_core::results::export::SummaryFormat;
 use aiperf_core::results::line::{RECORDS_FILE, record_line};
 use aiperf_core::results::record::RequestRecord;
 use aiperf_core::results::summary::{RunSummary, shell_command};
+use aiperf_core::simulate::calibrate::steps::{StepCalibration, calibrate_steps};
 use aiperf_core::simulate::calibrate::{Calibration, Observation, calibrate};
+use aiperf_core::simulate::engine::DEFAULT_MAX_BATCH_TOKENS;
 use aiperf_core::simulate::{
-    Cluster, Engine, MAX_REPLICAS, Policy, Router, Simulation, blocks_for_gb, sample_every_ns, simulate, trace_schedule,
+    Cluster, Engine, MAX_REPLICAS, Policy, Router, Simulation, Steps, blocks_for_gb, sample_every_ns, simulate,
+    trace_schedule,
 };
 use aiperf_core::stats::percentile_sorted;
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, LineRead, Trace, read_line_capped};
@@ -77,6 +80,20 @@ pub struct Args {
     /// Time between output tokens added by each running request (ms).
     #[arg(long, default_value_t = Engine::default().decode_per_running_us / 1000.0)]
     pub decode_per_running_ms: f64,
+    /// How a replica's time advances. `request`: each request timed on its own (prefill from its
+    /// uncached tokens, then its tokens at the decode time). `step`: in engine steps of at most
+    /// --max-batch-tokens tokens, as vLLM v1's scheduler builds them (running requests' next
+    /// tokens first, in the order they started, then waiting requests' prompts, chunked to the
+    /// budget), each taking --decode-fixed-ms + --prefill-per-token-ms per prompt token +
+    /// --decode-per-running-ms per decode token in it; a decode token that needs a KV block when
+    /// every block is pinned preempts the latest started request, which computes its prompt and
+    /// output again later (counted per replica in simulation.json).
+    #[arg(long, value_enum, default_value = "request")]
+    pub engine: EngineMode,
+    /// Most tokens one engine step computes (--engine step): vLLM's max_num_batched_tokens,
+    /// llama.cpp's --batch-size.
+    #[arg(long, default_value_t = DEFAULT_MAX_BATCH_TOKENS, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_batch_tokens: u32,
     /// Fit the engine timing from a measured run folder's records (its profile_export.jsonl):
     /// time to first token against uncached prompt tokens, time between tokens against requests
     /// running; replaces the four timing options. With --max-running, the server is taken to
@@ -116,6 +133,13 @@ pub struct Args {
     pub max_line_bytes: usize,
 }
 
+/// How a replica's time advances (`--engine`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineMode {
+    Request,
+    Step,
+}
+
 fn parse_blocks(s: &str) -> Result<Option<u64>, String> {
     match s.trim() {
         "unbounded" | "inf" => Ok(None),
@@ -131,6 +155,7 @@ struct Row {
     name: String,
     cluster: Cluster,
     calibration: Option<Calibration>,
+    step_calibration: Option<StepCalibration>,
     sim: Simulation,
     ttft_ms: [f64; 2],
     latency_ms: [f64; 2],
@@ -170,10 +195,32 @@ pub fn run(args: Args) -> Result<()> {
         })
         .collect();
     refuse_earlier_outputs(&args, &combos)?;
-    let calibration =
-        args.calibrate.as_deref().map(|dir| calibrate_from(dir, args.max_line_bytes, args.max_running)).transpose()?;
+    let observations = args.calibrate.as_deref().map(|dir| observe(dir, args.max_line_bytes)).transpose()?;
+    let (mut calibration, mut step_calibration) = (None, None);
+    if let (Some(dir), Some(obs)) = (args.calibrate.as_deref(), observations.as_deref()) {
+        let records = dir.join(RECORDS_FILE);
+        let context = || format!("--calibrate {}", records.display());
+        match args.engine {
+            EngineMode::Request => calibration = Some(calibrate(obs, args.max_running).with_context(context)?),
+            EngineMode::Step => {
+                step_calibration =
+                    Some(calibrate_steps(obs, args.max_running, args.max_batch_tokens).with_context(context)?)
+            }
+        }
+        if args.max_running.is_none()
+            && let Some((max, source)) = server_running_max(dir)
+        {
+            show!(
+                "The server ran at most {max} requests at once ({source} in {}): --max-running {max} takes the wait for a slot out of the fitted prefill and queues in the simulation alike",
+                dir.display()
+            );
+        }
+    }
     if let Some(c) = &calibration {
         show!("{}", calibration_text(c));
+    }
+    if let Some(c) = &step_calibration {
+        show!("{}", step_calibration_text(c));
     }
     let loaded =
         crate::io::trace_format::read_trace_any(&args.file, &args.format, args.skip_invalid, args.max_line_bytes)?;
@@ -189,6 +236,18 @@ pub fn run(args: Args) -> Result<()> {
         },
         |c| c.engine,
     );
+    let steps = match args.engine {
+        EngineMode::Request => None,
+        EngineMode::Step => Some(step_calibration.map_or(
+            Steps {
+                max_batch_tokens: args.max_batch_tokens,
+                fixed_us: engine.decode_fixed_us,
+                per_prefill_token_us: engine.prefill_per_token_us,
+                per_decode_token_us: engine.decode_per_running_us,
+            },
+            |c| c.steps,
+        )),
+    };
     std::fs::create_dir_all(&args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
 
@@ -206,12 +265,14 @@ pub fn run(args: Args) -> Result<()> {
             seed: args.seed,
             sample_every_ns,
             output_blocks: !args.prompt_blocks_only,
+            steps,
         };
         let sim = simulate(&trace, Arc::clone(&schedule), &cluster).context("simulate")?;
-        write_run(&args.output_dir.join(&name), &trace, &sim, &cluster, calibration.as_ref(), &args)?;
+        let fits = Fits { calibration: calibration.as_ref(), steps: step_calibration.as_ref() };
+        write_run(&args.output_dir.join(&name), &trace, &sim, &cluster, fits, &args)?;
         let p50_p99 = |v: Vec<f64>| [50.0, 99.0].map(|p| percentile_sorted(&v, p).unwrap_or(0.0));
         let (ttft_ms, latency_ms) = (p50_p99(sim.ttft_ms()), p50_p99(sim.latency_ms()));
-        rows.push(Row { name, cluster, calibration, sim, ttft_ms, latency_ms });
+        rows.push(Row { name, cluster, calibration, step_calibration, sim, ttft_ms, latency_ms });
     }
     let (csv, table, json) = sweep_summary(&rows, &args);
     crate::io::exports::write_file(&args.output_dir.join(SUMMARY_CSV), &csv)?;
@@ -250,8 +311,8 @@ fn refuse_earlier_outputs(args: &Args, combos: &[(u32, Option<u64>, Router, Poli
     Ok(())
 }
 
-/// Fits the engine from `dir`'s records, with the waits for one of `slots` taken out.
-fn calibrate_from(dir: &Path, max_line_bytes: usize, slots: Option<u32>) -> Result<Calibration> {
+/// What `dir`'s records say about the engine ([`Observation`]), for `--calibrate`.
+fn observe(dir: &Path, max_line_bytes: usize) -> Result<Vec<Observation>> {
     let path = dir.join(RECORDS_FILE);
     let mut reader =
         crate::io::input::open(&path).with_context(|| format!("--calibrate: {} is no run folder", dir.display()))?;
@@ -277,16 +338,7 @@ fn calibrate_from(dir: &Path, max_line_bytes: usize, slots: Option<u32>) -> Resu
             obs.push(o);
         }
     }
-    let c = calibrate(&obs, slots).with_context(|| format!("--calibrate {}", path.display()))?;
-    if slots.is_none()
-        && let Some((max, source)) = server_running_max(dir)
-    {
-        show!(
-            "The server ran at most {max} requests at once ({source} in {}): --max-running {max} takes the wait for a slot out of the fitted prefill and queues in the simulation alike",
-            dir.display()
-        );
-    }
-    Ok(c)
+    Ok(obs)
 }
 
 /// The most requests the server ran at once and the metric that says it, from the run's summary.
@@ -307,6 +359,42 @@ fn calibration_json(c: &Calibration, args: &Args) -> serde_json::Value {
         "slots": c.slots,
         "mean_wait_for_a_slot_ms": c.mean_wait_us / 1000.0,
     })
+}
+
+fn step_calibration_json(c: &StepCalibration, args: &Args) -> serde_json::Value {
+    json!({
+        "run": args.calibrate.as_ref().map(|p| p.display().to_string()),
+        "step_time": {
+            "x": ["prompt tokens in the step", "decode tokens in the step"],
+            "points": c.decode_points + c.prefill_points,
+            "decode_windows": c.decode_points,
+            "prefill_windows": c.prefill_points,
+            "fixed_ms": c.steps.fixed_us / 1000.0,
+            "per_prefill_token_ms": c.steps.per_prefill_token_us / 1000.0,
+            "per_decode_token_ms": c.steps.per_decode_token_us / 1000.0,
+            "r2": c.r2,
+            "mae_ms": c.mae_us / 1000.0,
+        },
+        "max_batch_tokens": c.steps.max_batch_tokens,
+        "slots": c.slots,
+    })
+}
+
+fn step_calibration_text(c: &StepCalibration) -> String {
+    let s = &c.steps;
+    format!(
+        "Calibrated engine steps of at most {} tokens ({} decoding windows, {} prefills on an idle server; {}):\n  \
+         step {:.3} ms + {:.5} ms per prompt token + {:.4} ms per decode token (R² {:.3}, mean error {:.3} ms a step)",
+        s.max_batch_tokens,
+        c.decode_points,
+        c.prefill_points,
+        c.slots.map_or("each taken to start when sent".to_owned(), |n| format!("{n} slots per URL")),
+        s.fixed_us / 1000.0,
+        s.per_prefill_token_us / 1000.0,
+        s.per_decode_token_us / 1000.0,
+        c.r2,
+        c.mae_us / 1000.0
+    )
 }
 
 fn calibration_text(c: &Calibration) -> String {
@@ -332,7 +420,14 @@ fn calibration_text(c: &Calibration) -> String {
     )
 }
 
-fn cli_config(c: &Cluster, calibration: Option<&Calibration>, args: &Args) -> serde_json::Value {
+/// The fits a simulation was timed by.
+#[derive(Clone, Copy)]
+struct Fits<'a> {
+    calibration: Option<&'a Calibration>,
+    steps: Option<&'a StepCalibration>,
+}
+
+fn cli_config(c: &Cluster, fits: Fits<'_>, args: &Args) -> serde_json::Value {
     let mut config = json!({
         "simulated": true,
         "input_file": args.file.display().to_string(),
@@ -346,8 +441,14 @@ fn cli_config(c: &Cluster, calibration: Option<&Calibration>, args: &Args) -> se
         "engine": c.engine,
         "seed": c.seed,
     });
-    if let Some(cal) = calibration {
+    if let Some(cal) = fits.calibration {
         config["calibration"] = calibration_json(cal, args);
+    }
+    if let Some(steps) = &c.steps {
+        config["engine_steps"] = json!(steps);
+    }
+    if let Some(cal) = fits.steps {
+        config["step_calibration"] = step_calibration_json(cal, args);
     }
     config
 }
@@ -358,7 +459,7 @@ fn write_run(
     trace: &Trace,
     sim: &Simulation,
     cluster: &Cluster,
-    calibration: Option<&Calibration>,
+    fits: Fits<'_>,
     args: &Args,
 ) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -389,7 +490,7 @@ fn write_run(
         report: aggregate.into_report_over(false, None),
         // A simulation has no AIPerf configuration: its settings are ours only.
         input_config: serde_json::Value::Null,
-        cli_config: cli_config(cluster, calibration, args),
+        cli_config: cli_config(cluster, fits, args),
         was_cancelled: false,
         start_unix_ns: 0,
         end_unix_ns: u128::from(end),
@@ -402,7 +503,7 @@ fn write_run(
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            json!({
+            let mut replica = json!({
                 "replica": i,
                 "requests": r.requests,
                 "token_hit_rate": r.token_hit_rate(),
@@ -413,18 +514,25 @@ fn write_run(
                 "peak_blocks": r.peak_blocks,
                 "peak_waiting": r.peak_waiting,
                 "peak_running": r.peak_running,
-            })
+            });
+            if cluster.steps.is_some() {
+                replica["preemptions"] = json!(r.preemptions);
+            }
+            replica
         })
         .collect();
     let total = sim.total();
-    let doc = json!({
-        "cluster": cli_config(cluster, calibration, args),
+    let mut doc = json!({
+        "cluster": cli_config(cluster, fits, args),
         "token_hit_rate": total.token_hit_rate(),
         "row_hit_rate": total.row_hit_rate(),
         "imbalance": sim.imbalance(),
         "replicas": replicas,
         "samples": sim.samples,
     });
+    if cluster.steps.is_some() {
+        doc["preemptions"] = json!(total.preemptions);
+    }
     crate::io::exports::write_file(&dir.join(SIMULATION_JSON), &doc.to_string())?;
     crate::io::exports::write_ready_marker(dir, &summary)
 }
@@ -503,6 +611,12 @@ fn sweep_summary(rows: &[Row], args: &Args) -> (String, String, String) {
         });
         if let Some(c) = &r.calibration {
             row["calibration"] = calibration_json(c, args);
+        }
+        if let Some(c) = &r.step_calibration {
+            row["step_calibration"] = step_calibration_json(c, args);
+        }
+        if c.steps.is_some() {
+            row["preemptions"] = json!(t.preemptions);
         }
         json.push(row);
     }

@@ -22,6 +22,8 @@
 //! queueing that the model does not have) is replaced by the mean, a negative intercept by the
 //! line through the origin. Each fit reports its R² and mean absolute error so the user sees how
 //! far the model is from the run.
+//!
+//! [`steps`] fits the step engine ([`Steps`](super::Steps)) from the same slots and windows.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -30,6 +32,8 @@ use serde::{Deserialize, Serialize};
 
 use super::Engine;
 use crate::results::record::RequestRecord;
+
+pub mod steps;
 
 /// What one request says about the engine: when it was sent and ended (it held a slot in between
 /// unless it waited all along) and, for a successful streamed request, its first token.
