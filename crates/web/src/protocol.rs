@@ -27,7 +27,7 @@ pub enum ToWorker {
         size: u64,
         block_size: u32,
         format: Option<String>,
-        conversion: ConversionSettings,
+        conversion: Box<ConversionSettings>,
         more: Vec<(String, String)>,
     },
     /// Analyse the loaded trace again with another block size.

@@ -224,7 +224,7 @@ mod tests {
             let rows: Vec<u32> = (0..7).collect();
             let sessions = rows
                 .iter()
-                .map(|&r| Session { id: None, turns: vec![Turn { row: r, timing: TurnTiming::Immediately }] })
+                .map(|&r| Session::chain(None, vec![Turn { row: r, timing: TurnTiming::Immediately }]))
                 .collect();
             let run = Schedule {
                 sessions,

@@ -155,7 +155,7 @@ impl Opener {
             size: blob.size() as u64,
             block_size: self.block_size,
             format: self.reading.format.clone(),
-            conversion,
+            conversion: Box::new(conversion),
             more,
         };
         self.worker.send_reading(msg, urls);

@@ -87,7 +87,7 @@ impl Worker for TraceWorker {
                 wasm_bindgen_futures::spawn_local(async move {
                     let load = Load { inner, scope, id, generation };
                     let source = Source { url, name, size, more };
-                    load.run(source, block_size, format, conversion).await;
+                    load.run(source, block_size, format, *conversion).await;
                 });
             }
             ToWorker::Analyze { block_size } => {
