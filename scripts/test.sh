@@ -76,6 +76,9 @@ cargo test -p aiperf-cli --locked --test network_latency -- --ignored --nocaptur
 # Every request header AIPerf's is_sensitive_header_name hides is <redacted> in our raw export.
 cargo test -p aiperf-cli --locked --test header_redaction -- --ignored --nocapture
 
+say "AIPerf 0.13.0's loaders on its dataset files as we read them (single_turn, multi_turn, random_pool, baseten_trace, dag_jsonl), its replay of a DAG against our mock"
+cargo test -p aiperf-cli --locked --test aiperf_dataset_files --test aiperf_baseten --test aiperf_dag -- --ignored
+
 say "AIPerf 0.13.0 against our generators: agentic-code sessions (10 seeds each, replayed by both), synthetic workloads (its inputs.json) and config-file length distributions (its samplers)"
 cargo test -p aiperf-cli --locked --test aiperf_agentic -- --ignored --nocapture
 # An agentic-code trace replayed by AIPerf's `profile` and by ours against mocks logging the bodies:

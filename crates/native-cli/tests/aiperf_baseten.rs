@@ -33,7 +33,8 @@ cfg = BenchmarkConfig.model_validate({
     "runtime": {"ui": "simple"},
 })
 run = BenchmarkRun(benchmark_id="t", cfg=cfg, artifact_dir=cfg.artifacts.dir)
-loader = BasetenTraceDatasetLoader(filename=path, prompt_generator=None, run=run)
+# No prompts are generated for Baseten rows: the loader reads only the tokenizer name off it.
+loader = BasetenTraceDatasetLoader(filename=path, prompt_generator=type("G", (), {"tokenizer": None})(), run=run)
 out = []
 for c in loader.convert_to_conversations(loader.load_dataset()):
     for t in c.turns:
@@ -68,8 +69,23 @@ fn ours(t: &Trace) -> Vec<Value> {
 
 /// AIPerf's turns with numbers as floats (its int and float times compare as ours), and the
 /// strict sessions' `ID#k` names dropped.
+///
+/// AIPerf takes a seed of 0 for no seed (`dataset.random_seed or run.random_seed`) and then names
+/// rows without a session by random UUIDs; with any other seed, and here always, they are
+/// `session_000000`, `session_000001`, … in order: a UUID is renamed so in order of appearance.
 fn normalized(mut v: Vec<Value>, strict: bool) -> Vec<Value> {
+    let mut uuids: Vec<String> = Vec::new();
     for t in &mut v {
+        if let Some(name) = t["session"].as_str().filter(|n| n.len() == 36 && n.matches('-').count() == 4) {
+            let k = match uuids.iter().position(|u| u == name) {
+                Some(k) => k,
+                None => {
+                    uuids.push(name.to_string());
+                    uuids.len() - 1
+                }
+            };
+            t["session"] = json!(format!("session_{k:06}"));
+        }
         for k in ["timestamp", "delay"] {
             if let Some(x) = t[k].as_f64() {
                 t[k] = json!(x);

@@ -7,6 +7,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use common::*;
 use serde_json::{Value, json};
@@ -124,41 +125,7 @@ fn a_join_held_back_leaves_without_its_delay_in_aiperf_and_here() {
 {"session_id": "b", "turns": [{"messages": [{"role": "user", "content": "explore b"}], "max_tokens": 2}]}
 "#;
     let limit = std::time::Duration::from_secs(300);
-    let mock = Mock::start(&["--ttft-ms", "10", "--itl-ms", "2"]);
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("dag.jsonl");
-    std::fs::write(&file, DAG).unwrap();
-    let art = dir.path().join("theirs");
-    let args = [
-        "profile",
-        "-m",
-        "mock",
-        "-u",
-        &mock.url,
-        "--endpoint-type",
-        "chat",
-        "--streaming",
-        "--custom-dataset-type",
-        "dag_jsonl",
-        "--input-file",
-        file.to_str().unwrap(),
-        "--concurrency",
-        "1",
-        "--request-count",
-        "3",
-        "--tokenizer",
-        "local/smollm2",
-        "--ui-type",
-        "none",
-        "--artifact-dir",
-        art.to_str().unwrap(),
-        "--workers-max",
-        "2",
-        "--random-seed",
-        "1",
-    ];
-    let out = aiperf(&venv, dir.path(), dir.path(), &args, limit);
-    assert!(out.status.success(), "AIPerf failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let (mock, dir, file, art) = aiperf_run(&venv, DAG, limit);
     let t = aiperf_times(&art);
     let (root0, b0, root1) = (t[&("root".into(), 0)], t[&("b".into(), 0)], t[&("root".into(), 1)]);
     assert!(b0.0 >= root0.1 && root1.0 >= b0.1, "{t:?}");
@@ -188,41 +155,7 @@ fn a_request_count_stops_after_the_same_requests_in_aiperf_and_here() {
 {"session_id": "b", "turns": [{"messages": [{"role": "user", "content": "b0"}], "max_tokens": 2}]}
 "#;
     let limit = std::time::Duration::from_secs(300);
-    let mock = Mock::start(&["--ttft-ms", "10", "--itl-ms", "2"]);
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("dag.jsonl");
-    std::fs::write(&file, DAG).unwrap();
-    let art = dir.path().join("theirs");
-    let args = [
-        "profile",
-        "-m",
-        "mock",
-        "-u",
-        &mock.url,
-        "--endpoint-type",
-        "chat",
-        "--streaming",
-        "--custom-dataset-type",
-        "dag_jsonl",
-        "--input-file",
-        file.to_str().unwrap(),
-        "--concurrency",
-        "1",
-        "--request-count",
-        "3",
-        "--tokenizer",
-        "local/smollm2",
-        "--ui-type",
-        "none",
-        "--artifact-dir",
-        art.to_str().unwrap(),
-        "--workers-max",
-        "2",
-        "--random-seed",
-        "1",
-    ];
-    let out = aiperf(&venv, dir.path(), dir.path(), &args, limit);
-    assert!(out.status.success(), "AIPerf failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let (mock, dir, file, art) = aiperf_run(&venv, DAG, limit);
     let theirs: Vec<(String, u64)> = aiperf_times(&art).into_keys().collect();
     // Ours: each session's turns numbered in the run; by their order within their session.
     let ours = dir.path().join("ours");
@@ -253,4 +186,49 @@ fn our_reading_of_the_fixture() {
     assert_eq!(mine["conversations"]["search"][0]["model"], "small-model");
     assert_eq!(lead[2]["delay"], 12.5);
     assert_eq!(mine["roots"], json!(["lead", "other"]));
+}
+
+/// AIPerf's run of `dag` (a dag_jsonl file) against a new mock, at concurrency 1 and
+/// `--request-count 3`: the mock, the folder, the file and AIPerf's artifact folder.
+fn aiperf_run(
+    venv: &std::path::Path,
+    dag: &str,
+    limit: std::time::Duration,
+) -> (Mock, tempfile::TempDir, PathBuf, PathBuf) {
+    let mock = Mock::start(&["--ttft-ms", "10", "--itl-ms", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dag.jsonl");
+    std::fs::write(&file, dag).unwrap();
+    let art = dir.path().join("theirs");
+    let args = [
+        "profile",
+        "-m",
+        "mock",
+        "-u",
+        &mock.url,
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--custom-dataset-type",
+        "dag_jsonl",
+        "--input-file",
+        file.to_str().unwrap(),
+        "--concurrency",
+        "1",
+        "--request-count",
+        "3",
+        "--tokenizer",
+        "local/smollm2",
+        "--ui-type",
+        "none",
+        "--artifact-dir",
+        art.to_str().unwrap(),
+        "--workers-max",
+        "2",
+        "--random-seed",
+        "1",
+    ];
+    let out = aiperf(&venv, dir.path(), dir.path(), &args, limit);
+    assert!(out.status.success(), "AIPerf failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    (mock, dir, file, art)
 }

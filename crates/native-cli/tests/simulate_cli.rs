@@ -342,7 +342,41 @@ fn a_saturated_real_server_is_simulated_from_its_calibrated_run() {
 #[test]
 fn a_real_server_below_saturation_is_simulated_from_its_calibrated_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let run = real_run(tmp.path(), "llamacpp-cuda-h200-quarter");
+    let (measured, sim) = h200_quarter(tmp.path(), &[]);
+    assert_eq!((measured.len(), sim.len()), (156, 156));
+    for q in [50.0, 90.0, 99.0] {
+        let (m, s) = (ttft_percentile(&measured, q), ttft_percentile(&sim, q));
+        assert!(s < m && s / m > 0.65, "p{q}: measured {m} ms, simulated {s} ms");
+    }
+    let (hit_sim, hit_measured) = (token_hit_rate(&sim), token_hit_rate(&measured));
+    assert!((hit_sim - hit_measured).abs() < 0.005, "hit {hit_sim} vs {hit_measured}");
+}
+
+/// The same run in engine steps (`--engine step`: prefills share each step's 2048-token budget
+/// with the decoding requests, as vLLM v1 schedules them): the median time to first token, 21%
+/// low with a prefill per request, comes within 10% of the measured (2% on this run), closer
+/// than the per-request engine's; the tails stay within 35% below, the hit rate within half a point.
+#[test]
+fn engine_steps_bring_the_median_time_to_first_token_to_the_real_servers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (measured, per_request) = h200_quarter(&tmp.path().join("a"), &[]);
+    let (_, steps) = h200_quarter(&tmp.path().join("b"), &["--engine", "step"]);
+    assert_eq!(steps.len(), 156);
+    let m = ttft_percentile(&measured, 50.0);
+    let (r, s) = (ttft_percentile(&per_request, 50.0), ttft_percentile(&steps, 50.0));
+    assert!((s / m - 1.0).abs() < 0.10, "p50: measured {m} ms, steps {s} ms");
+    assert!((s - m).abs() < (r - m).abs(), "p50: measured {m} ms, steps {s} ms, per request {r} ms");
+    for q in [90.0, 99.0] {
+        let (m, s) = (ttft_percentile(&measured, q), ttft_percentile(&steps, q));
+        assert!(s < m && s / m > 0.65, "p{q}: measured {m} ms, steps {s} ms");
+    }
+    assert!((token_hit_rate(&steps) - token_hit_rate(&measured)).abs() < 0.005);
+}
+
+/// The H200 run's records and its simulation (calibrated from it, `extra` options added).
+fn h200_quarter(dir: &std::path::Path, extra: &[&str]) -> (Completed, Completed) {
+    std::fs::create_dir_all(dir).unwrap();
+    let run = real_run(dir, "llamacpp-cuda-h200-quarter");
     // The rows the run replayed, on the stretched clock it replayed them on.
     let text = std::fs::read_to_string(fixture("traces/conversation_head500.jsonl")).unwrap();
     let rows: Vec<String> = text
@@ -354,10 +388,10 @@ fn a_real_server_below_saturation_is_simulated_from_its_calibrated_run() {
             row.to_string()
         })
         .collect();
-    let trace = tmp.path().join("trace.jsonl");
+    let trace = dir.join("trace.jsonl");
     std::fs::write(&trace, rows.join("\n") + "\n").unwrap();
-    let out = tmp.path().join("sim");
-    let o = cli(&[
+    let out = dir.join("sim");
+    let args = [
         "simulate",
         trace.to_str().unwrap(),
         "--block-size",
@@ -370,17 +404,10 @@ fn a_real_server_below_saturation_is_simulated_from_its_calibrated_run() {
         run.to_str().unwrap(),
         "--output-dir",
         out.to_str().unwrap(),
-    ]);
+    ];
+    let o = cli(&[args.as_slice(), extra].concat());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let measured = completed(&run.join("profile_export.jsonl"));
-    let sim = completed(&out.join("r1_kv2048_kv-aware_lru/profile_export.jsonl"));
-    assert_eq!((measured.len(), sim.len()), (156, 156));
-    for q in [50.0, 90.0, 99.0] {
-        let (m, s) = (ttft_percentile(&measured, q), ttft_percentile(&sim, q));
-        assert!(s < m && s / m > 0.65, "p{q}: measured {m} ms, simulated {s} ms");
-    }
-    let (hit_sim, hit_measured) = (token_hit_rate(&sim), token_hit_rate(&measured));
-    assert!((hit_sim - hit_measured).abs() < 0.005, "hit {hit_sim} vs {hit_measured}");
+    (completed(&run.join("profile_export.jsonl")), completed(&out.join("r1_kv2048_kv-aware_lru/profile_export.jsonl")))
 }
 
 /// A replay on vLLM's CPU build with a small KV cache (v0.32.0 serving SmolLM2-135M, 49 blocks
