@@ -228,7 +228,7 @@ fn aiperf_run(
         "--random-seed",
         "1",
     ];
-    let out = aiperf(&venv, dir.path(), dir.path(), &args, limit);
+    let out = aiperf(venv, dir.path(), dir.path(), &args, limit);
     assert!(out.status.success(), "AIPerf failed:\n{}", String::from_utf8_lossy(&out.stderr));
     (mock, dir, file, art)
 }
