@@ -301,7 +301,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     refused(
         "--inter-turn-delay-cap-seconds",
         &Refusal {
-            why: "AIPerf 0.13 applies it to dag_jsonl and baseten_trace datasets only",
+            why: "not yet supported: capping the delays between turns as AIPerf 0.13 caps its dag_jsonl, baseten_trace, multi_turn and trace turns",
             instead: "cap a trace's turn delays with convert-trace --max-turn-gap-ms",
         },
     ),
