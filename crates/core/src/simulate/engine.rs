@@ -23,7 +23,7 @@ use std::cmp::Reverse;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Event, SimRequest, SimulateError, Started, us_to_ns};
+use super::{Event, SimulateError, us_to_ns};
 
 /// Engine steps with a token budget, and the time a step takes.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -158,7 +158,8 @@ impl super::Sim<'_> {
             if !self.fits_next(replica, usize::try_from(need).unwrap_or(usize::MAX)) {
                 return;
             }
-            let Started { input, output, hit, cached, blocks } = self.start(replica, !resumed);
+            let started = self.start(replica, !resumed);
+            let (input, cached) = (started.input, started.cached);
             let p = &mut self.pending[idx as usize];
             // Blocks that find no room are not kept, as for a request larger than the capacity.
             for k in 0..need {
@@ -170,22 +171,7 @@ impl super::Sim<'_> {
             p.prefill_left = input.saturating_add(p.produced).saturating_sub(cached).max(1);
             if !resumed {
                 p.out_idx = self.out.requests.len() as u32;
-                self.out.requests.push(SimRequest {
-                    row: p.job.row,
-                    replica,
-                    run: p.job.run.min(u64::from(u32::MAX)) as u32,
-                    turn: p.job.turn,
-                    arrival_ns: p.arrival_ns,
-                    start_ns: now,
-                    first_token_ns: now,
-                    end_ns: now,
-                    itl_ns: 0,
-                    input_tokens: input,
-                    output_tokens: output,
-                    cached_tokens: cached,
-                    blocks: blocks as u32,
-                    hit_blocks: hit as u32,
-                });
+                self.out.requests.push(started.record(p, replica, now, now, now, 0));
             }
             let take = p.prefill_left.min(*budget);
             *budget -= take;

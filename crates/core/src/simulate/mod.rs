@@ -487,6 +487,37 @@ struct Started {
     blocks: usize,
 }
 
+impl Started {
+    /// The record of `p` started on `replica` at `start_ns`, with its first token, end and
+    /// inter-token gap as given.
+    fn record(
+        &self,
+        p: &Pending,
+        replica: u32,
+        start_ns: u64,
+        first_token_ns: u64,
+        end_ns: u64,
+        itl_ns: u64,
+    ) -> SimRequest {
+        SimRequest {
+            row: p.job.row,
+            replica,
+            run: p.job.run.min(u64::from(u32::MAX)) as u32,
+            turn: p.job.turn,
+            arrival_ns: p.arrival_ns,
+            start_ns,
+            first_token_ns,
+            end_ns,
+            itl_ns,
+            input_tokens: self.input,
+            output_tokens: self.output,
+            cached_tokens: self.cached,
+            blocks: self.blocks as u32,
+            hit_blocks: self.hit as u32,
+        }
+    }
+}
+
 struct Sim<'a> {
     trace: &'a Trace,
     /// The trace's hash ids as dense block numbers, row by row as in the trace's arena.
@@ -711,7 +742,8 @@ impl Sim<'_> {
             if !self.fits_next(replica, 0) {
                 return;
             }
-            let Started { input, output, hit, cached, blocks } = self.start(replica, true);
+            let started = self.start(replica, true);
+            let (input, output, cached) = (started.input, started.output, started.cached);
             let e = &cluster.engine;
             let r = &self.replicas[replica as usize];
             let prefill_us = e.prefill_fixed_us + e.prefill_per_token_us * (input - cached) as f64;
@@ -723,22 +755,7 @@ impl Sim<'_> {
             let end = first.saturating_add(itl_ns.saturating_mul(output - 1));
             p.end_ns = end;
             let (grows, first_grow) = (p.grows_left, p.first_grow);
-            self.out.requests.push(SimRequest {
-                row: p.job.row,
-                replica,
-                run: p.job.run.min(u64::from(u32::MAX)) as u32,
-                turn: p.job.turn,
-                arrival_ns: p.arrival_ns,
-                start_ns: now,
-                first_token_ns: first,
-                end_ns: end,
-                itl_ns,
-                input_tokens: input,
-                output_tokens: output,
-                cached_tokens: cached,
-                blocks: blocks as u32,
-                hit_blocks: hit as u32,
-            });
+            self.out.requests.push(started.record(p, replica, now, first, end, itl_ns));
             if grows > 0 {
                 let at = first.saturating_add(itl_ns.saturating_mul(first_grow - 1));
                 self.seq += 1;
