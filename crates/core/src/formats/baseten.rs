@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::error::FormatError;
-use crate::synthesis::rng::{PyRandom, derive_seed};
+use crate::rng::{PyRandom, derive_seed};
 use crate::trace::{Input, Number, Row, Trace};
 
 /// The columns a Baseten trace must have.

@@ -91,6 +91,20 @@ fn merged_timelines_give_the_whole_runs_metrics() {
 /// What makes one span's events (given its later chunks).
 type Curve<'a> = &'a dyn Fn(&Span, &[u64], &mut Vec<Event>);
 
+/// Each curve's events of a span: requests in flight, prefill and even decode rates, decode rate
+/// by chunks, prefill rate alone, tokens in flight counted per chunk and all at the first token.
+const CURVES: [Curve<'static>; 6] = [
+    &|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]),
+    &|s, _, e| {
+        prefill_rate(s, e);
+        even_decode_rate(s, e);
+    },
+    &chunk_decode,
+    &|s, _, e| prefill_rate(s, e),
+    &|s, later, e| tokens_in_flight(s, later, true, e),
+    &|s, later, e| tokens_in_flight(s, later, false, e),
+];
+
 /// The sweep by sorting every event at once.
 fn sorted_sweep(mut events: Vec<Event>) -> Steps {
     events.sort_unstable_by(event_order);
@@ -287,18 +301,7 @@ proptest::proptest! {
             }
             sorted_sweep(e)
         };
-        let curves: [Curve; 6] = [
-            &|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]),
-            &|s, _, e| {
-                prefill_rate(s, e);
-                even_decode_rate(s, e);
-            },
-            &chunk_decode,
-            &|s, _, e| prefill_rate(s, e),
-            &|s, later, e| tokens_in_flight(s, later, true, e),
-            &|s, later, e| tokens_in_flight(s, later, false, e),
-        ];
-        for each in curves {
+        for each in CURVES {
             proptest::prop_assert_eq!(bits(&tl.sweep_with(each, false)), bits(&all(each)));
         }
     }
@@ -347,18 +350,7 @@ fn the_bucketed_sweep_equals_the_sorted_one_over_many_buckets() {
         one.add(&r, ok.then_some(&m));
         recorded.push((one.span(0), if ok { later } else { Vec::new() }));
     }
-    let curves: [Curve; 6] = [
-        &|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]),
-        &|s, _, e| {
-            prefill_rate(s, e);
-            even_decode_rate(s, e);
-        },
-        &chunk_decode,
-        &|s, _, e| prefill_rate(s, e),
-        &|s, later, e| tokens_in_flight(s, later, true, e),
-        &|s, later, e| tokens_in_flight(s, later, false, e),
-    ];
-    for each in curves {
+    for each in CURVES {
         let mut e = Vec::new();
         for (s, later) in &recorded {
             each(s, later, &mut e);
