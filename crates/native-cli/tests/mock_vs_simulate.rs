@@ -17,6 +17,9 @@
 //! (the mock sleeps exactly the simulated prefill, the network and the client only add), and the
 //! two order the requests alike: of the pairs whose simulated TTFTs differ by two blocks' prefill
 //! or more, at least 80% are in the same order when measured.
+//!
+//! In engine steps (`--engine step` on both sides, preemption included), the second test checks
+//! the queries, hits and preemptions per replica, exactly, under the condition it states.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -83,6 +86,43 @@ fn by_request(dir: &Path) -> HashMap<(u64, u64), (u64, f64)> {
         .collect()
 }
 
+/// `profile` replays `trace` over the two mocks (a session's URL by its run index), as the
+/// exactness conditions ask: the completions endpoint, no turn history, one-token words.
+fn replay(mocks: &[Mock; 2], trace: &Path, art: &Path) {
+    let block = BLOCK.to_string();
+    let extra = [
+        "--url",
+        &mocks[1].url,
+        "--endpoint-type",
+        "completions",
+        "--turn-history",
+        "none",
+        "--isl-block-size",
+        &block,
+        "--extra-inputs",
+        "ignore_eos:true",
+        "--ui-type",
+        "none",
+    ];
+    ok(&profile_streaming(&mocks[0].url, trace, art, &extra, Duration::from_secs(240)));
+}
+
+/// `aiperf-cli simulate` of `trace` on two replicas with session affinity and the options
+/// `args`, into `dir/sim`: the run folder and its `simulation.json`.
+fn simulate(dir: &Path, trace: &Path, args: &[&[&str]]) -> (std::path::PathBuf, Value) {
+    let sim = dir.join("sim");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["simulate", trace.to_str().unwrap(), "--replicas", "2", "--router", "session-affinity"]);
+    for a in args {
+        cmd.args(*a);
+    }
+    let o = cmd.args(["--output-dir", sim.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run = std::fs::read_dir(&sim).unwrap().map(|e| e.unwrap().path()).find(|p| p.is_dir()).unwrap();
+    let simulated = serde_json::from_slice(&std::fs::read(run.join("simulation.json")).unwrap()).unwrap();
+    (run, simulated)
+}
+
 #[test]
 fn replay_over_two_mocks_hits_what_the_simulation_hits_per_replica() {
     let dir = tempfile::tempdir().unwrap();
@@ -110,40 +150,18 @@ fn replay_over_two_mocks_hits_what_the_simulation_hits_per_replica() {
     let mocks = [Mock::start(&mock_args), Mock::start(&mock_args)];
 
     let art = dir.path().join("replay");
-    let out = profile_streaming(
-        &mocks[0].url,
-        &trace,
-        &art,
-        &[
-            "--url",
-            &mocks[1].url,
-            "--endpoint-type",
-            "completions",
-            "--turn-history",
-            "none",
-            "--isl-block-size",
-            &block,
-            "--extra-inputs",
-            "ignore_eos:true",
-            "--ui-type",
-            "none",
-        ],
-        Duration::from_secs(240),
-    );
-    ok(&out);
+    replay(&mocks, &trace, &art);
     assert_eq!(mocks.iter().map(|m| m.arrivals().len()).sum::<usize>(), rows);
 
-    let sim = dir.path().join("sim");
-    let o = Command::new(BIN)
-        .args(["simulate", trace.to_str().unwrap(), "--replicas", "2", "--router", "session-affinity"])
-        .args(["--kv-blocks", KV_BLOCKS, "--policy", "lru", "--block-size", &block])
-        .args(["--prefill-fixed-ms", &ttft, "--prefill-per-token-ms", &per_token])
-        .args(["--decode-fixed-ms", &itl, "--decode-per-running-ms", "0", "--output-dir", sim.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let run = sim.join(format!("r2_kv{KV_BLOCKS}_session-affinity_lru"));
-    let simulated: Value = serde_json::from_slice(&std::fs::read(run.join("simulation.json")).unwrap()).unwrap();
+    let (run, simulated) = simulate(
+        dir.path(),
+        &trace,
+        &[
+            &["--kv-blocks", KV_BLOCKS, "--policy", "lru", "--block-size", &block],
+            &["--prefill-fixed-ms", &ttft, "--prefill-per-token-ms", &per_token],
+            &["--decode-fixed-ms", &itl, "--decode-per-running-ms", "0"],
+        ],
+    );
 
     // Per replica: the mock's vLLM counters are the simulation's token counts, exactly.
     let mut hits = Vec::new();
@@ -198,4 +216,93 @@ fn replay_over_two_mocks_hits_what_the_simulation_hits_per_replica() {
     );
     assert!(apart > 50, "{apart} pairs");
     assert!(agree * 5 >= apart * 4, "{agree} of {apart} pairs in the simulated order: {pairs:?}");
+}
+
+/// A burst on each replica for the step engine: a first request (8 blocks, one output token)
+/// alone at time 0, then, while its prompt is computed, requests alike (7 blocks, 6 of them the
+/// first one's, and 40 output tokens), 4 on replica 0 and 3 on replica 1. Their output blocks
+/// overflow the 12-block capacity: running requests are preempted.
+fn burst_lines() -> Vec<String> {
+    let row = |t: u64, ids: &[u64], output: u64| {
+        format!(
+            r#"{{"timestamp": {t}, "input_length": {}, "output_length": {output}, "hash_ids": {ids:?}}}"#,
+            ids.len() as u64 * BLOCK
+        )
+    };
+    let first = |r: u64| (0..8).map(|j| 100 * (r + 1) + j).collect::<Vec<u64>>();
+    let mut lines = vec![row(0, &first(0), 1), row(10, &first(1), 1)];
+    // Runs 2, 4, 6, 8 go to replica 0 and runs 3, 5, 7 to replica 1 (session affinity).
+    for k in 0..7u64 {
+        let r = k % 2;
+        let mut ids = first(r)[..6].to_vec();
+        ids.push(10_000 + k);
+        lines.push(row(BURST_AT_MS + 10 * k, &ids, 40));
+    }
+    lines
+}
+
+/// When the burst is sent (ms), and the engine's step times: the first request's prompt of 128
+/// tokens takes 2 ms + 128 × 20 ms = 2.56 s, so the burst arrives during it.
+const BURST_AT_MS: u64 = 600;
+const STEP_MS: &str = "2";
+const STEP_PER_PROMPT_TOKEN_MS: &str = "20";
+
+/// Replay against simulation in engine steps with preemption: the same prefix-cache queries
+/// and hits and the same preemptions per replica, exactly.
+///
+/// The condition of exactness, beside the first test's (whole token blocks, the completions
+/// endpoint, `--turn-history none`): each replica's requests arrive between the same engine
+/// steps in both. Here each replica's first request arrives alone (the burst is sent 0.6 s
+/// later) and the burst arrives during its first step (2.56 s long); after that nothing arrives,
+/// and the steps are a function of the requests alone, whatever the machine's speed. The burst's
+/// requests are alike (lengths, shared prefix, one block of their own), so the order in which
+/// they reach the mock changes no count.
+#[test]
+fn replay_in_engine_steps_preempts_and_hits_what_the_simulation_does_per_replica() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = burst_lines();
+    let trace = common::write_trace(dir.path(), &lines);
+    let tok = tokenizer();
+    let block = BLOCK.to_string();
+    let common_args = ["--block-size", &block, "--kv-blocks", "12", "--policy", "lru"];
+    let engine = ["--engine", "step", "--max-batch-tokens", "2048", "--prefill-per-token-ms", STEP_PER_PROMPT_TOKEN_MS];
+    let mut mock_args = vec!["--tokenizer", &tok, "--itl-ms", STEP_MS];
+    mock_args.extend(common_args);
+    mock_args.extend(engine);
+    let mocks = [Mock::start(&mock_args), Mock::start(&mock_args)];
+
+    let art = dir.path().join("replay");
+    replay(&mocks, &trace, &art);
+    let arrived: Vec<usize> = mocks.iter().map(|m| m.arrivals().len()).collect();
+    assert_eq!(arrived, [5, 4]);
+
+    let (_, simulated) = simulate(
+        dir.path(),
+        &trace,
+        &[&common_args, &engine, &["--decode-fixed-ms", STEP_MS, "--decode-per-running-ms", "0"]],
+    );
+
+    let mut preempted = Vec::new();
+    for (i, m) in mocks.iter().enumerate() {
+        let r = &simulated["replicas"][i];
+        let measured = [
+            metric(&m.url, "vllm:prefix_cache_queries_total"),
+            metric(&m.url, "vllm:prefix_cache_hits_total"),
+            metric(&m.url, "vllm:num_preemptions_total"),
+        ];
+        let expected = [r["input_tokens"].as_f64(), r["cached_tokens"].as_f64(), r["preemptions"].as_f64()];
+        assert_eq!(measured.map(Some), expected, "replica {i} (queries, hits, preemptions): {r}");
+        assert_eq!(metric(&m.url, "vllm:kv_cache_usage_perc"), 0.0, "nothing runs: nothing is pinned");
+        preempted.push(measured[2]);
+    }
+    // The burst is built so that both replicas preempt, differently.
+    assert!(preempted[0] > 0.0 && preempted[1] > 0.0 && preempted[0] != preempted[1], "{preempted:?}");
+    // Every request was answered in full.
+    let records = read_jsonl(&art.join("profile_export.jsonl"));
+    assert_eq!(records.len(), lines.len());
+    for r in &records {
+        let rec = common::record_of(r);
+        assert!(rec.error.is_none(), "{r}");
+        assert_eq!(rec.usage.completion_tokens, rec.max_tokens, "{r}");
+    }
 }

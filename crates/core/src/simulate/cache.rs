@@ -218,6 +218,19 @@ impl Blocks {
         ids.iter().filter(|&&id| self.find(r, id) == NONE).count()
     }
 
+    /// Blocks of `ids` that admitting the request on replica `r` would add to its pinned ones:
+    /// those it does not hold and those it holds unpinned (a cached block a request uses is
+    /// pinned as well; vLLM counts its evictable hits among the blocks to allocate too).
+    pub fn to_pin(&self, r: u32, ids: &[u32]) -> usize {
+        ids.iter().filter(|&&id| !self.pinned_on(r, id)).count()
+    }
+
+    /// Whether replica `r` holds `block` pinned.
+    fn pinned_on(&self, r: u32, block: u32) -> bool {
+        let e = self.find(r, block);
+        e != NONE && self.entries[e as usize].pins > 0
+    }
+
     /// Whether `missing` new blocks fit beside replica `r`'s pinned ones.
     pub fn fits(&self, r: u32, missing: usize) -> bool {
         self.capacity.is_none_or(|c| self.shelves[r as usize].pinned + missing <= c)
@@ -524,6 +537,12 @@ impl BlockCache {
     /// Hashes not held (what admitting them would add).
     pub fn missing(&self, hashes: &[u64]) -> usize {
         hashes.iter().filter(|h| !self.numbers.contains_key(h)).count()
+    }
+
+    /// Hashes not held or held unpinned: the blocks admitting them would add to the pinned ones
+    /// ([`Blocks::to_pin`]).
+    pub fn to_pin(&self, hashes: &[u64]) -> usize {
+        hashes.iter().filter(|h| self.numbers.get(h).is_none_or(|&n| !self.blocks.pinned_on(0, n))).count()
     }
 
     /// Whether `missing` new blocks fit beside the pinned ones.

@@ -15,15 +15,20 @@
 //! The step takes `fixed + per_prefill_token × prompt tokens + per_decode_token × decode tokens`;
 //! at its end each request whose prompt is done makes a token (the first token when its prompt
 //! was computed in this step), and the next step is scheduled at once; a replica with nothing
-//! to run waits for the next arrival. llama.cpp's server (`tools/server/server.cpp`,
+//! to run waits for the next arrival.
+//!
+//! The steps are built over a [`StepHost`]: one replica's requests, running order, waiting line
+//! and KV blocks. The simulator is one host (its replicas over the cluster's block table, in
+//! virtual time), the mock server's KV model another (one replica over its hash-keyed
+//! [`BlockCache`](super::cache::BlockCache), on its own clock): both run these steps.
+//!
+//! llama.cpp's server (`tools/server/server.cpp`,
 //! `update_slots`) builds its batch the same way from its slots, but puts every decoding slot's
 //! token first and has no preemption (a slot holds its whole context).
 
-use std::cmp::Reverse;
-
 use serde::{Deserialize, Serialize};
 
-use super::{Event, SimulateError, us_to_ns};
+use super::{OutputBlocks, SimulateError};
 
 /// Engine steps with a token budget, and the time a step takes.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -108,153 +113,179 @@ impl Steps {
     }
 }
 
-impl super::Sim<'_> {
-    /// Builds the replica's next step at `now` (see the module's comment) and schedules its end;
-    /// with nothing to run, the replica waits for an arrival.
-    pub(super) fn schedule_step(&mut self, replica: u32, now: u64) {
-        let Some(steps) = self.cluster.steps else { return };
-        let mut budget = u64::from(steps.max_batch_tokens);
-        let mut batch = std::mem::take(&mut self.replicas[replica as usize].batch);
+/// A request's progress through engine steps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Prompt and output tokens.
+    pub input: u64,
+    pub output: u64,
+    /// Output tokens made so far.
+    pub produced: u64,
+    /// Tokens still to compute before its next token: its prompt, and after a preemption its
+    /// output so far too.
+    pub prefill_left: u64,
+    /// Output blocks ([`OutputBlocks`]): the output token whose step takes the first, those
+    /// taken and those still to take, and whether the last stays partial.
+    pub first_grow: u64,
+    pub grown: u64,
+    pub grows_left: u64,
+    pub last_partial: bool,
+    /// Whether it started before (a start after a preemption resumes it).
+    pub started: bool,
+}
+
+impl Progress {
+    /// A start's plan: `input` prompt and `output` output tokens, output blocks as `grows` says.
+    pub fn plan(&mut self, input: u64, output: u64, grows: OutputBlocks) {
+        (self.input, self.output) = (input, output);
+        (self.grows_left, self.last_partial, self.first_grow) = (grows.count, grows.last_partial, grows.first_token);
+    }
+}
+
+/// One replica as the steps see it: its requests' [`Progress`], the running ones in the order
+/// they started, the waiting line and the KV blocks.
+pub trait StepHost {
+    /// A request of the replica.
+    type Id: Copy + PartialEq;
+    fn progress(&mut self, id: Self::Id) -> &mut Progress;
+    /// The running requests in the order they started.
+    fn order(&mut self) -> &mut Vec<Self::Id>;
+    /// The first waiting request, when a running slot is free for it.
+    fn next_waiting(&self) -> Option<Self::Id>;
+    /// Whether the first waiting request's prompt blocks fit beside the pinned ones with `more`
+    /// blocks besides (always when nothing runs).
+    fn fits_next(&self, more: u64) -> bool;
+    /// Starts the first waiting request: out of the line, its prompt blocks matched and pinned,
+    /// its progress planned ([`Progress::plan`]), counted unless it resumes
+    /// ([`Progress::started`]). Returns its prompt tokens served from the cache.
+    fn start_next(&mut self) -> u64;
+    /// The running request takes one more output block (`partial`: still partial when it
+    /// ends); false when no block is free.
+    fn extend(&mut self, id: Self::Id, partial: bool) -> bool;
+    /// The running request, already out of the running order, gives its blocks back and waits
+    /// first in line; counted as a preemption.
+    fn preempt(&mut self, id: Self::Id);
+    /// The request made its `produced`-th output token at the end of a step.
+    fn token(&mut self, id: Self::Id, produced: u64);
+    /// The request made its last token and is out of the running order: its blocks go back.
+    fn finish(&mut self, id: Self::Id);
+}
+
+impl Steps {
+    /// Builds the host's next step into `batch` (each request with the prompt tokens it computes;
+    /// 0: one decode token), as the module's comment says, for blocks of `block_size` tokens.
+    /// Returns the step's time (µs), `None` when there is nothing to run.
+    pub fn plan<H: StepHost>(&self, host: &mut H, block_size: u32, batch: &mut Vec<(H::Id, u64)>) -> Option<f64> {
         batch.clear();
+        let mut budget = u64::from(self.max_batch_tokens);
         let mut preempted = false;
         let mut i = 0;
         while budget > 0 {
-            let Some(&idx) = self.replicas[replica as usize].order.get(i) else { break };
-            let p = &self.pending[idx as usize];
+            let Some(&id) = host.order().get(i) else { break };
+            let p = *host.progress(id);
             if p.prefill_left > 0 {
                 let take = p.prefill_left.min(budget);
-                batch.push((idx, take));
+                batch.push((id, take));
                 budget -= take;
                 i += 1;
                 continue;
             }
             let block_due = p.grows_left > 0
-                && p.first_grow.saturating_add(p.grown.saturating_mul(u64::from(self.cluster.block_size)))
-                    <= p.produced;
-            if block_due && !self.take_output_block(idx, &mut preempted) {
+                && p.first_grow.saturating_add(p.grown.saturating_mul(u64::from(block_size))) <= p.produced;
+            if block_due && !take_output_block(host, id, &mut preempted) {
                 break;
             }
-            batch.push((idx, 0));
+            batch.push((id, 0));
             budget -= 1;
             i += 1;
         }
         if !preempted {
-            self.start_waiting(replica, now, &mut budget, &mut batch);
+            start_waiting(host, block_size, &mut budget, batch);
         }
-        let r = &mut self.replicas[replica as usize];
         if batch.is_empty() {
-            r.stepping = false;
-            r.batch = batch;
-            return;
+            return None;
         }
         let prefill: u64 = batch.iter().map(|b| b.1).sum();
         let decode = batch.iter().filter(|b| b.1 == 0).count() as u64;
-        r.stepping = true;
-        r.batch = batch;
-        let end = now.saturating_add(us_to_ns(steps.step_us(prefill, decode)));
-        self.seq += 1;
-        self.ends.push(Reverse((end, self.seq, replica, Event::Step)));
+        Some(self.step_us(prefill, decode))
     }
 
-    /// The running request `idx` takes its next output block, preempting the latest started
-    /// running requests of its replica while none is free. Returns false when it preempted
-    /// itself. Alone on its replica, it runs without the block (what fits of a request larger
-    /// than the capacity).
-    fn take_output_block(&mut self, idx: u32, preempted: &mut bool) -> bool {
-        let replica = self.pending[idx as usize].replica;
-        loop {
-            let p = &mut self.pending[idx as usize];
-            let last = p.grows_left == 1;
-            let kept = self.blocks.extend(replica, &mut p.held, last && p.last_partial);
-            let r = &mut self.replicas[replica as usize];
-            if kept || r.order.len() <= 1 {
-                p.grows_left -= 1;
-                p.grown += 1;
-                r.stats.peak_blocks = r.stats.peak_blocks.max(self.blocks.len(replica) as u64);
-                return true;
-            }
-            let Some(victim) = r.order.pop() else { return true };
-            self.preempt(victim);
-            *preempted = true;
-            if victim == idx {
-                return false;
-            }
-        }
-    }
-
-    /// Starts the replica's waiting requests into `batch` while the budget lasts, a slot is free
-    /// and their blocks fit.
-    fn start_waiting(&mut self, replica: u32, now: u64, budget: &mut u64, batch: &mut Vec<(u32, u64)>) {
-        let cluster = self.cluster;
-        while *budget > 0 {
-            let r = &self.replicas[replica as usize];
-            if cluster.max_running.is_some_and(|m| r.running >= m) {
-                return;
-            }
-            let Some(&idx) = r.waiting.front() else { return };
-            let p = &self.pending[idx as usize];
-            // A resumed request computes its output so far again: the blocks those tokens fill.
-            let resumed = p.out_idx != u32::MAX;
-            let bs = u64::from(cluster.block_size);
-            let need = match p.produced >= p.first_grow && p.first_grow > 0 {
-                true => ((p.produced - p.first_grow) / bs + 1).min(p.grows_left.saturating_add(p.grown)),
-                false => 0,
-            };
-            if !self.fits_next(replica, usize::try_from(need).unwrap_or(usize::MAX)) {
-                return;
-            }
-            let started = self.start(replica, !resumed);
-            let (input, cached) = (started.input, started.cached);
-            let p = &mut self.pending[idx as usize];
-            // Blocks that find no room are not kept, as for a request larger than the capacity.
-            for k in 0..need {
-                let partial = k + 1 == p.grows_left && p.last_partial;
-                self.blocks.extend(replica, &mut p.held, partial);
-            }
-            p.grows_left = p.grows_left.saturating_sub(need);
-            p.grown = need;
-            p.prefill_left = input.saturating_add(p.produced).saturating_sub(cached).max(1);
-            if !resumed {
-                p.out_idx = self.out.requests.len() as u32;
-                self.out.requests.push(started.record(p, replica, now, now, now, 0));
-            }
-            let take = p.prefill_left.min(*budget);
-            *budget -= take;
-            batch.push((idx, take));
-            let r = &mut self.replicas[replica as usize];
-            r.order.push(idx);
-            r.stats.peak_blocks = r.stats.peak_blocks.max(self.blocks.len(replica) as u64);
-        }
-    }
-
-    /// The replica's step ends at `now`: its requests make their tokens, those done end (their
-    /// jobs into `self.done`), and the next step starts.
-    pub(super) fn step_end(&mut self, replica: u32, now: u64) {
-        let batch = std::mem::take(&mut self.replicas[replica as usize].batch);
-        for &(idx, take) in &batch {
-            let p = &mut self.pending[idx as usize];
+    /// The step of `batch` ended: its requests make their tokens ([`StepHost::token`]), and
+    /// those done leave the running order and end ([`StepHost::finish`]).
+    pub fn end<H: StepHost>(host: &mut H, batch: &[(H::Id, u64)]) {
+        for &(id, take) in batch {
+            let p = host.progress(id);
             if take > 0 {
-                p.prefill_left -= take;
+                p.prefill_left = p.prefill_left.saturating_sub(take);
                 if p.prefill_left > 0 {
                     continue;
                 }
             }
             p.produced += 1;
-            let Some(out) = self.out.requests.get_mut(p.out_idx as usize) else { continue };
-            if p.produced == 1 {
-                out.first_token_ns = now;
-            }
-            if p.produced < p.output {
+            let (produced, output) = (p.produced, p.output);
+            host.token(id, produced);
+            if produced < output {
                 continue;
             }
-            out.end_ns = now;
-            out.itl_ns = (now - out.first_token_ns) / (p.output - 1).max(1);
-            let (job, _) = self.release(idx);
-            self.replicas[replica as usize].order.retain(|&o| o != idx);
-            self.free(idx);
-            self.done.push(job);
+            host.order().retain(|&o| o != id);
+            host.finish(id);
         }
-        self.replicas[replica as usize].batch = batch;
-        self.schedule_step(replica, now);
+    }
+}
+
+/// The running request `id` takes its next output block, preempting the latest started running
+/// requests of its replica while none is free. Returns false when it preempted itself. Alone on
+/// its replica, it runs without the block (what fits of a request larger than the capacity).
+fn take_output_block<H: StepHost>(host: &mut H, id: H::Id, preempted: &mut bool) -> bool {
+    loop {
+        let p = *host.progress(id);
+        let last = p.grows_left == 1;
+        let kept = host.extend(id, last && p.last_partial);
+        if kept || host.order().len() <= 1 {
+            let p = host.progress(id);
+            p.grows_left -= 1;
+            p.grown += 1;
+            return true;
+        }
+        let Some(victim) = host.order().pop() else { return true };
+        host.progress(victim).prefill_left = 0;
+        host.preempt(victim);
+        *preempted = true;
+        if victim == id {
+            return false;
+        }
+    }
+}
+
+/// Starts the host's waiting requests into `batch` while the budget lasts, a slot is free and
+/// their blocks fit.
+fn start_waiting<H: StepHost>(host: &mut H, block_size: u32, budget: &mut u64, batch: &mut Vec<(H::Id, u64)>) {
+    let bs = u64::from(block_size);
+    while *budget > 0 {
+        let Some(id) = host.next_waiting() else { return };
+        let p = *host.progress(id);
+        // A resumed request computes its output so far again: the blocks those tokens fill.
+        let need = match p.produced >= p.first_grow && p.first_grow > 0 {
+            true => ((p.produced - p.first_grow) / bs + 1).min(p.grows_left.saturating_add(p.grown)),
+            false => 0,
+        };
+        if !host.fits_next(need) {
+            return;
+        }
+        let cached = host.start_next();
+        // Blocks that find no room are not kept, as for a request larger than the capacity.
+        for k in 0..need {
+            let p = *host.progress(id);
+            host.extend(id, k + 1 == p.grows_left && p.last_partial);
+        }
+        let p = host.progress(id);
+        p.grows_left = p.grows_left.saturating_sub(need);
+        p.grown = need;
+        p.prefill_left = p.input.saturating_add(p.produced).saturating_sub(cached).max(1);
+        p.started = true;
+        let take = p.prefill_left.min(*budget);
+        *budget -= take;
+        batch.push((id, take));
+        host.order().push(id);
     }
 }

@@ -21,6 +21,7 @@ pub mod cache;
 pub mod calibrate;
 pub mod engine;
 mod preempt;
+mod stepped;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -30,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use cache::Blocks;
 pub use cache::Policy;
-pub use engine::Steps;
+pub use engine::{Progress, StepHost, Steps};
 
 use crate::analysis::Interner;
 use crate::replay::dispatch::{Dispatch, Job, Peek};
@@ -448,22 +449,13 @@ struct Pending {
     replica: u32,
     /// The blocks it pinned (reused buffers).
     held: Vec<u32>,
-    /// Output blocks still to take, and whether the last of them stays partial.
-    grows_left: u64,
-    last_partial: bool,
+    /// Its tokens and output blocks (the request engine reads the output blocks still to take
+    /// and whether the last stays partial; [`Steps`] all of it).
+    progress: Progress,
     /// Its time between tokens and its end, once started.
     itl_ns: u64,
     end_ns: u64,
-    /// With [`Steps`]: its prompt and output tokens, the output tokens made so far, the tokens
-    /// still to compute before its next token (prompt, and the output made so far after a
-    /// preemption), the output token whose step takes the first output block and the output
-    /// blocks taken, and its request in [`Simulation::requests`] (`u32::MAX`: not started yet).
-    input: u64,
-    output: u64,
-    produced: u64,
-    prefill_left: u64,
-    first_grow: u64,
-    grown: u64,
+    /// With [`Steps`]: its request in [`Simulation::requests`] (`u32::MAX`: not started yet).
     out_idx: u32,
 }
 
@@ -696,16 +688,9 @@ impl Sim<'_> {
             arrival_ns: now,
             replica,
             held,
-            grows_left: 0,
-            last_partial: false,
+            progress: Progress::default(),
             itl_ns: 0,
             end_ns: 0,
-            input: 0,
-            output: 0,
-            produced: 0,
-            prefill_left: 0,
-            first_grow: 0,
-            grown: 0,
             out_idx: u32::MAX,
         };
         let idx = match self.free_pending.pop() {
@@ -754,7 +739,7 @@ impl Sim<'_> {
             p.itl_ns = itl_ns;
             let end = first.saturating_add(itl_ns.saturating_mul(output - 1));
             p.end_ns = end;
-            let (grows, first_grow) = (p.grows_left, p.first_grow);
+            let (grows, first_grow) = (p.progress.grows_left, p.progress.first_grow);
             self.out.requests.push(started.record(p, replica, now, first, end, itl_ns));
             if grows > 0 {
                 let at = first.saturating_add(itl_ns.saturating_mul(first_grow - 1));
@@ -767,16 +752,17 @@ impl Sim<'_> {
     }
 
     /// Whether the replica's first waiting request fits beside the running ones, with `more`
-    /// blocks beside its prompt's: always when nothing runs (a request larger than the whole
+    /// blocks beside its prompt's (its cached blocks no request pins count too: it pins them):
+    /// always when nothing runs (a request larger than the whole
     /// capacity starts alone and keeps what fits).
     fn fits_next(&self, replica: u32, more: usize) -> bool {
         let r = &self.replicas[replica as usize];
         let Some(&idx) = r.waiting.front() else { return false };
         let ids = row_ids(self.trace, &self.ids, self.pending[idx as usize].job.row);
-        // Counting the blocks it misses is needed only when they might not all fit.
+        // Counting the blocks it would pin is needed only when they might not all fit.
         r.running == 0
             || self.blocks.fits(replica, ids.len() + more)
-            || self.blocks.fits(replica, self.blocks.missing(replica, ids) + more)
+            || self.blocks.fits(replica, self.blocks.to_pin(replica, ids) + more)
     }
 
     /// Starts the replica's first waiting request: its prompt blocks matched and pinned, its
@@ -800,8 +786,7 @@ impl Sim<'_> {
         };
         let partial_tail = grows.count == 0 && grows.last_partial;
         let hit = self.blocks.admit_with_tail(replica, ids, &mut p.held, partial_tail);
-        (p.grows_left, p.last_partial, p.first_grow) = (grows.count, grows.last_partial, grows.first_token);
-        (p.input, p.output) = (input, output);
+        p.progress.plan(input, output, grows);
         r.running += 1;
         r.running_blocks += ids.len() as u64;
         let cached = engine_cached_tokens(hit as u64, input, cluster.block_size);
@@ -828,10 +813,10 @@ impl Sim<'_> {
         let replica = p.replica;
         // Blocks due at the request's end or later (no time between tokens, or times at the
         // clock's limit) are all taken now: the request's end comes next.
-        while p.grows_left > 0 {
-            p.grows_left -= 1;
-            let last = p.grows_left == 0;
-            self.blocks.extend(replica, &mut p.held, last && p.last_partial);
+        while p.progress.grows_left > 0 {
+            p.progress.grows_left -= 1;
+            let last = p.progress.grows_left == 0;
+            self.blocks.extend(replica, &mut p.held, last && p.progress.last_partial);
             let at = now.saturating_add(p.itl_ns.saturating_mul(step));
             if !last && at < p.end_ns {
                 self.seq += 1;

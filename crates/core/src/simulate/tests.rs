@@ -339,6 +339,29 @@ fn a_decode_token_without_a_block_preempts_the_latest_started_request() {
 }
 
 #[test]
+fn cached_blocks_a_request_would_pin_count_against_the_room() {
+    // Room for 4 blocks: [3, 4] cached and unpinned, [1, 2] pinned by a long request. [3, 4, 5]
+    // misses one block only, but pinning its two hits as well needs 5: it waits for the room.
+    let trace = arrivals(&[(0, vec![3, 4], 32, 1), (100_000, vec![1, 2], 32, 100), (200_000, vec![3, 4, 5], 48, 1)]);
+    let cluster = |kv| Cluster { kv_blocks: Some(kv), output_blocks: false, ..one(None) };
+    let by_row = |s: &Simulation| {
+        let mut r = s.requests.clone();
+        r.sort_by_key(|r| r.row);
+        r
+    };
+    let tight = by_row(&run(&trace, &cluster(4)));
+    assert!(tight[2].start_ns >= tight[1].end_ns, "{:?}", tight);
+    assert_eq!(tight[2].hit_blocks, 2);
+    // With room for 5, it starts on arrival beside the long one, hitting the same blocks.
+    let roomy = by_row(&run(&trace, &cluster(5)));
+    assert_eq!((roomy[2].start_ns, roomy[2].hit_blocks), (200_000_000, 2));
+    assert!(roomy[2].start_ns < roomy[1].end_ns);
+    // The step engine admits by the same rule.
+    let stepped = by_row(&run(&trace, &Cluster { kv_blocks: Some(4), output_blocks: false, ..stepped(2048) }));
+    assert!(stepped[2].start_ns >= stepped[1].end_ns, "{:?}", stepped);
+}
+
+#[test]
 fn a_step_budget_of_zero_is_refused() {
     let trace = arrivals(&[(0, vec![1], 16, 1)]);
     let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };

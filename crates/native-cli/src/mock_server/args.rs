@@ -3,6 +3,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use aiperf_core::simulate::Steps;
+use aiperf_core::simulate::engine::DEFAULT_MAX_BATCH_TOKENS;
+
+use crate::cmd::simulate::EngineMode;
+
 /// Options of the mock server.
 #[derive(Clone, Debug, clap::Args)]
 pub struct Args {
@@ -92,6 +97,25 @@ pub struct Args {
     /// after the request starts.
     #[arg(long, default_value_t = 0.0, value_parser = millis)]
     pub prefill_per_token_ms: f64,
+    /// KV model: how its time advances (`step` turns the KV model on). `request`: each request
+    /// on its own, its first token `--ttft-ms` + `--prefill-per-token-ms` × uncached prompt
+    /// tokens after it starts, then one every `--itl-ms`. `step`: in engine steps of at most
+    /// `--max-batch-tokens` tokens, `aiperf-cli simulate --engine step`'s own engine (vLLM v1's
+    /// scheduler with chunked prefill: the running requests' next tokens first, in the order they
+    /// started, then the waiting requests' prompts), each step taking `--itl-ms` +
+    /// `--prefill-per-token-ms` per prompt token + `--decode-per-running-ms` per decode token in
+    /// it; a decode token that needs a KV block when every block is pinned preempts the latest
+    /// started request, which computes its prompt and output again later (vLLM's
+    /// `vllm:num_preemptions_total` in `/metrics`). `--ttft-ms` is for `request` only.
+    #[arg(long, value_enum, default_value = "request")]
+    pub engine: EngineMode,
+    /// Most tokens one engine step computes (`--engine step`): vLLM's max_num_batched_tokens.
+    #[arg(long, default_value_t = DEFAULT_MAX_BATCH_TOKENS, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_batch_tokens: u32,
+    /// Time a step takes per decode token in it (ms, at most a day; `--engine step`), as
+    /// `aiperf-cli simulate --decode-per-running-ms`.
+    #[arg(long, default_value_t = 0.0, value_parser = millis)]
+    pub decode_per_running_ms: f64,
     /// Serve HTTPS with this certificate chain (PEM, the server's certificate first); needs
     /// `--tls-key`.
     #[arg(long, value_name = "PEM", requires = "tls_key")]
@@ -116,7 +140,33 @@ pub struct Args {
 impl Args {
     /// Whether the KV model (`--block-size`, `--tokenizer`, `--kv-blocks`) replaces the word cache.
     pub fn kv_model(&self) -> bool {
-        self.block_size.is_some() || self.tokenizer.is_some() || self.kv_blocks.is_some()
+        self.block_size.is_some() || self.tokenizer.is_some() || self.kv_blocks.is_some() || self.steps().is_some()
+    }
+
+    /// The engine steps of `--engine step`, `None` for `request`.
+    pub fn steps(&self) -> Option<Steps> {
+        (self.engine == EngineMode::Step).then_some(Steps {
+            max_batch_tokens: self.max_batch_tokens,
+            fixed_us: self.itl_ms * 1000.0,
+            per_prefill_token_us: self.prefill_per_token_ms * 1000.0,
+            per_decode_token_us: self.decode_per_running_ms * 1000.0,
+        })
+    }
+
+    /// Refuses the options that the chosen engine does not use.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        match self.engine {
+            EngineMode::Step if self.ttft_ms > 0.0 => Err(format!(
+                "--ttft-ms {}: not accepted with --engine step, where the first token comes at the end of the \
+                 step that computes the prompt's last token (--itl-ms + --prefill-per-token-ms per prompt token \
+                 + --decode-per-running-ms per decode token in it)",
+                self.ttft_ms
+            )),
+            EngineMode::Request if self.decode_per_running_ms > 0.0 => {
+                Err(format!("--decode-per-running-ms {}: accepted with --engine step only", self.decode_per_running_ms))
+            }
+            _ => Ok(()),
+        }
     }
 }
 

@@ -21,8 +21,9 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 use super::State;
 use super::answer::{WORDS, answer_word, words_in, words_of};
-use super::kv::{Prompt, Tokens};
+use super::kv::{Model, Prompt, Tokens};
 use super::metrics::InLine;
+use super::steps::Stepping;
 
 /// A stream's bytes are handed to the connection in pieces of about this size.
 pub const STREAM_PIECE_BYTES: usize = 64 << 10;
@@ -311,16 +312,27 @@ fn plan(state: &Arc<State>, ask: &Ask, body: &Value) -> Planned {
 }
 
 /// What a started request holds until its last token: a `--slots` slot, or its place in the KV
-/// model (a running slot and its pinned blocks).
+/// model (a running slot and its pinned blocks), or in its engine steps (which make its tokens).
 enum Slot {
     Permit(#[allow(dead_code)] OwnedSemaphorePermit),
     Kv(#[allow(dead_code)] super::kv::Running),
+    Steps(Stepping),
 }
 
 /// The load model: waits in line for a slot, held until the last token. With the KV model the
 /// request's cache hit is known once it starts.
 async fn take_slot(state: &State, planned: &mut Planned, hashes: Option<Vec<u64>>) -> Option<Slot> {
-    if let Some(kv) = &state.kv {
+    if let Some(Model::Step(kv)) = &state.kv {
+        let mut stepping = kv.start(hashes.unwrap_or_default(), planned.prompt_tokens, planned.tokens);
+        let hit = {
+            let _in_line = InLine::new(&state.metrics);
+            stepping.started().await?
+        };
+        planned.cached = aiperf_core::simulate::engine_cached_tokens(hit, planned.prompt_tokens, kv.block_size());
+        state.metrics.hits.fetch_add(planned.cached, Ordering::Relaxed);
+        return Some(Slot::Steps(stepping));
+    }
+    if let Some(Model::Request(kv)) = &state.kv {
         let hashes = hashes.unwrap_or_default();
         let running = {
             let _in_line = InLine::new(&state.metrics);
@@ -349,14 +361,78 @@ fn pacing(state: &State, ttft_ms: f64) -> (Duration, Duration) {
     (Duration::from_secs_f64(ttft_ms.max(0.0) / 1e3), Duration::from_secs_f64(a.itl_ms.max(0.0) / 1e3))
 }
 
+/// When a request's tokens come: on the clock (the first after `ttft`, then one every `itl`),
+/// or as its engine steps make them.
+enum Pace {
+    Clock { ttft: Duration, itl: Duration, first: Option<tokio::time::Instant> },
+    Steps(Stepping),
+}
+
+impl Pace {
+    /// The request's pace, and what it holds until its last token (`None` when its steps hold
+    /// its place).
+    fn of(state: &State, ttft_ms: f64, slot: Option<Slot>) -> (Pace, Option<Slot>) {
+        match slot {
+            Some(Slot::Steps(s)) => (Pace::Steps(s), None),
+            slot => {
+                let (ttft, itl) = pacing(state, ttft_ms);
+                (Pace::Clock { ttft, itl, first: None }, slot)
+            }
+        }
+    }
+
+    /// Waits until content chunk `chunk` (from 0), which carries the output tokens up to
+    /// `token` (from 0), is due; false when it never will be.
+    async fn until(&mut self, chunk: u64, token: u64) -> bool {
+        match self {
+            Pace::Clock { ttft, itl, first } => {
+                match first {
+                    None => {
+                        tokio::time::sleep(*ttft).await;
+                        *first = Some(tokio::time::Instant::now());
+                    }
+                    // Deadlines from the first token, so timer rounding does not add up.
+                    Some(f) if !itl.is_zero() => {
+                        tokio::time::sleep_until(*f + *itl * u32::try_from(chunk).unwrap_or(u32::MAX)).await;
+                    }
+                    Some(_) => {}
+                }
+                true
+            }
+            Pace::Steps(s) => s.made(token.saturating_add(1)).await,
+        }
+    }
+
+    /// Whether the chunks leave one by one as they are due (otherwise all at once).
+    fn spaced(&self) -> bool {
+        match self {
+            Pace::Clock { itl, .. } => !itl.is_zero(),
+            Pace::Steps(_) => true,
+        }
+    }
+
+    /// Waits until all `tokens` are made.
+    async fn finished(&mut self, tokens: u64) {
+        match self {
+            Pace::Clock { ttft, itl, .. } => {
+                tokio::time::sleep(*ttft + *itl * (tokens.saturating_sub(1) as u32)).await;
+            }
+            Pace::Steps(s) => {
+                s.made(tokens.max(1)).await;
+            }
+        }
+    }
+}
+
 /// The whole answer, after the time its tokens take.
 async fn whole(state: &State, ask: &Ask, planned: Planned, slot: Option<Slot>) -> Response<Body> {
-    let (ttft, itl) = pacing(state, planned.ttft_ms);
+    let (mut pace, slot) = Pace::of(state, planned.ttft_ms, slot);
     let usage = planned.usage();
     let Planned { tokens, finish, ttft_ms, done: _done, .. } = planned;
     let chat = ask.chat;
-    tokio::time::sleep(ttft + itl * (tokens.saturating_sub(1) as u32)).await;
+    pace.finished(tokens).await;
     drop(slot);
+    drop(pace);
     let text: String = (0..tokens).map(|i| WORDS[i as usize % WORDS.len()]).collect();
     let choice = if chat {
         json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish})
@@ -367,7 +443,10 @@ async fn whole(state: &State, ask: &Ask, planned: Planned, slot: Option<Slot>) -
     let object = if chat { "chat.completion" } else { "text_completion" };
     let id = format!("mock-{}", ask.n);
     let mut r = full(StatusCode::OK, json!({"id": id, "object": object, "choices": [choice], "usage": usage}));
-    r.headers_mut().insert("x-aiperf-mock-ttft-ms", hyper::header::HeaderValue::from(ttft_ms.round() as u64));
+    // Engine steps have no programmed TTFT.
+    if state.args.steps().is_none() {
+        r.headers_mut().insert("x-aiperf-mock-ttft-ms", hyper::header::HeaderValue::from(ttft_ms.round() as u64));
+    }
     r
 }
 
@@ -375,7 +454,7 @@ async fn whole(state: &State, ask: &Ask, planned: Planned, slot: Option<Slot>) -
 fn stream(state: &State, ask: &Ask, planned: Planned, slot: Option<Slot>) -> Response<Body> {
     let a = &state.args;
     let n = ask.n;
-    let (ttft, itl) = pacing(state, planned.ttft_ms);
+    let (pace, slot) = Pace::of(state, planned.ttft_ms, slot);
     let ttft_ms = planned.ttft_ms;
     let (tx, rx) = mpsc::channel(16);
     let s = Streamed {
@@ -388,8 +467,7 @@ fn stream(state: &State, ask: &Ask, planned: Planned, slot: Option<Slot>) -> Res
         include_usage: ask.include_usage,
         continuous_usage: ask.chat && ask.continuous_usage,
         first_chunk_tokens: a.first_chunk_tokens,
-        ttft,
-        itl,
+        pace,
         varied: a.varied_text,
         disconnect: hits(n, a.disconnect_rate, 7919),
         malformed: hits(n, a.malformed_rate, 2 * 7919),
@@ -405,11 +483,14 @@ fn stream(state: &State, ask: &Ask, planned: Planned, slot: Option<Slot>) -> Res
     let h = r.headers_mut();
     h.insert("content-type", hyper::header::HeaderValue::from_static("text/event-stream"));
     h.insert("cache-control", hyper::header::HeaderValue::from_static("no-cache"));
-    h.insert(
-        "x-aiperf-mock-ttft-ms",
-        hyper::header::HeaderValue::from_str(&ttft_ms.to_string())
-            .unwrap_or(hyper::header::HeaderValue::from_static("0")),
-    );
+    // Engine steps have no programmed TTFT.
+    if state.args.steps().is_none() {
+        h.insert(
+            "x-aiperf-mock-ttft-ms",
+            hyper::header::HeaderValue::from_str(&ttft_ms.to_string())
+                .unwrap_or(hyper::header::HeaderValue::from_static("0")),
+        );
+    }
     r
 }
 
@@ -426,8 +507,7 @@ struct Streamed {
     continuous_usage: bool,
     /// Tokens of the first content chunk.
     first_chunk_tokens: u64,
-    ttft: Duration,
-    itl: Duration,
+    pace: Pace,
     varied: bool,
     /// The faults picked for it: cut halfway, a malformed chunk halfway, a stall after the first
     /// token.
@@ -436,8 +516,7 @@ struct Streamed {
     stall: bool,
 }
 
-/// Writes the stream's chunks into `tx`: the first after the TTFT, the others on deadlines
-/// `itl` apart; stops when the client goes away.
+/// Writes the stream's chunks into `tx` as their pace says; stops when the client goes away.
 async fn write_stream(tx: mpsc::Sender<std::result::Result<Bytes, std::io::Error>>, s: Streamed) {
     let Streamed {
         id,
@@ -449,8 +528,7 @@ async fn write_stream(tx: mpsc::Sender<std::result::Result<Bytes, std::io::Error
         include_usage,
         continuous_usage,
         first_chunk_tokens,
-        ttft,
-        itl,
+        mut pace,
         varied,
         disconnect,
         malformed,
@@ -481,17 +559,17 @@ async fn write_stream(tx: mpsc::Sender<std::result::Result<Bytes, std::io::Error
     if chat && !send(ev(chunk(json!({"role": "assistant", "content": null}), Value::Null))).await {
         return;
     }
-    tokio::time::sleep(ttft).await;
-    // Token i leaves at first + i·itl: deadlines, so timer rounding does not add up.
-    let first = tokio::time::Instant::now();
+    if !pace.until(0, bundled).await {
+        return;
+    }
     let mut batch = String::new();
     for i in 0..chunks {
-        if i > 0 && (!itl.is_zero() || batch.len() >= STREAM_PIECE_BYTES) {
+        if i > 0 && (pace.spaced() || batch.len() >= STREAM_PIECE_BYTES) {
             if !send(std::mem::take(&mut batch)).await {
                 return;
             }
-            if !itl.is_zero() {
-                tokio::time::sleep_until(first + itl * u32::try_from(i).unwrap_or(u32::MAX)).await;
+            if !pace.until(i, i + bundled).await {
+                return;
             }
         }
         if i == chunks / 2 && i > 0 {
@@ -571,10 +649,10 @@ fn admin(state: &State, method: &hyper::Method, path: &str, query: Option<&str>)
                 "<html><body><h1>Not metrics</h1></body></html>".to_owned()
             } else {
                 match &state.kv {
-                    Some(kv) => state.metrics.exposition(kv.usage(), "prompt tokens"),
+                    Some(kv) => state.metrics.exposition(kv.usage(), kv.preemptions(), "prompt tokens"),
                     None => {
                         let usage = state.cache.lock().map(|c| c.usage()).unwrap_or(0.0);
-                        state.metrics.exposition(usage, "prompt words")
+                        state.metrics.exposition(usage, 0, "prompt words")
                     }
                 }
             };

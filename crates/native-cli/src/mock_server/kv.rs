@@ -19,6 +19,8 @@ use std::time::Duration;
 use aiperf_core::simulate::cache::{BlockCache, Tail};
 use aiperf_core::simulate::{OutputBlocks, Policy};
 use tokenizers::Tokenizer;
+
+use super::steps::StepKv;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
@@ -35,6 +37,20 @@ pub fn block_hashes<T: Hash>(tokens: &[T], block_size: usize) -> Vec<u64> {
             parent
         })
         .collect()
+}
+
+/// The output blocks and the partial last block of a prompt of `prompt_tokens` tokens whose
+/// whole blocks have `hashes` hashes, for `output_tokens` output tokens.
+pub fn blocks_of(hashes: usize, prompt_tokens: u64, output_tokens: u64, block_size: u32) -> (OutputBlocks, Tail) {
+    let bs = u64::from(block_size.max(1));
+    let blocks = prompt_tokens.div_ceil(bs).max(hashes as u64);
+    let output = OutputBlocks::new(prompt_tokens, blocks, output_tokens, block_size);
+    let tail = match (blocks > hashes as u64, output.count == 0 && output.last_partial) {
+        (false, _) => Tail::None,
+        (true, true) => Tail::Partial,
+        (true, false) => Tail::Filled,
+    };
+    (output, tail)
 }
 
 /// How a prompt becomes tokens: a tokenizer's ids, or its words.
@@ -84,7 +100,47 @@ fn texts_of<'a>(v: &'a serde_json::Value, out: &mut Vec<&'a str>) {
     }
 }
 
-/// The KV model shared by every connection.
+/// The KV model: requests timed on their own ([`Kv`], `--engine request`) or in engine steps
+/// ([`StepKv`], `--engine step`).
+pub enum Model {
+    Request(Kv),
+    Step(StepKv),
+}
+
+impl Model {
+    pub fn block_size(&self) -> u32 {
+        match self {
+            Model::Request(kv) => kv.block_size(),
+            Model::Step(kv) => kv.block_size(),
+        }
+    }
+
+    /// Empties the cache (`/reset_prefix_cache`).
+    pub fn reset(&self) {
+        match self {
+            Model::Request(kv) => kv.reset(),
+            Model::Step(kv) => kv.reset(),
+        }
+    }
+
+    /// Fraction of the capacity pinned by running requests.
+    pub fn usage(&self) -> f64 {
+        match self {
+            Model::Request(kv) => kv.usage(),
+            Model::Step(kv) => kv.usage(),
+        }
+    }
+
+    /// Running requests preempted so far (only engine steps preempt).
+    pub fn preemptions(&self) -> u64 {
+        match self {
+            Model::Request(_) => 0,
+            Model::Step(kv) => kv.preemptions(),
+        }
+    }
+}
+
+/// The KV model of requests timed on their own, shared by every connection.
 #[derive(Clone)]
 pub struct Kv(Arc<Shared>);
 
@@ -177,14 +233,7 @@ impl Kv {
     /// then `output_tokens`) starts: `None` only if the model is broken (a poisoned lock), in
     /// which case the request runs without the cache.
     pub async fn start(&self, hashes: Vec<u64>, prompt_tokens: u64, output_tokens: u64) -> Option<Running> {
-        let bs = u64::from(self.0.block_size.max(1));
-        let blocks = prompt_tokens.div_ceil(bs).max(hashes.len() as u64);
-        let output = OutputBlocks::new(prompt_tokens, blocks, output_tokens, self.0.block_size);
-        let tail = match (blocks > hashes.len() as u64, output.count == 0 && output.last_partial) {
-            (false, _) => Tail::None,
-            (true, true) => Tail::Partial,
-            (true, false) => Tail::Filled,
-        };
+        let (output, tail) = blocks_of(hashes.len(), prompt_tokens, output_tokens, self.0.block_size);
         let (tx, rx) = oneshot::channel();
         let refused = {
             let mut inner = self.0.inner.lock().ok()?;
@@ -212,7 +261,7 @@ impl Kv {
             let tail = usize::from(front.tail != Tail::None);
             if !alone
                 && !inner.cache.fits(front.hashes.len() + tail)
-                && !inner.cache.fits(inner.cache.missing(&front.hashes) + tail)
+                && !inner.cache.fits(inner.cache.to_pin(&front.hashes) + tail)
             {
                 break;
             }

@@ -35,8 +35,9 @@ impl Counters {
         self.requests.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The metrics; `unit` names what the prefix cache counts ("prompt words", "prompt tokens").
-    pub fn exposition(&self, usage: f64, unit: &str) -> String {
+    /// The metrics, with the KV usage and the preemptions so far; `unit` names what the prefix
+    /// cache counts ("prompt words", "prompt tokens").
+    pub fn exposition(&self, usage: f64, preemptions: u64, unit: &str) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut out = String::new();
         let mut metric = |name: &str, kind: &str, help: &str, value: String| {
@@ -63,6 +64,12 @@ impl Counters {
             "counter",
             &format!("Prefix cache hits, in {unit}."),
             g(&self.hits).to_string(),
+        );
+        metric(
+            "vllm:num_preemptions_total",
+            "counter",
+            "Cumulative number of preemption from the engine.",
+            preemptions.to_string(),
         );
         metric(
             "mock_accept_errors_total",
@@ -117,7 +124,7 @@ mod tests {
         m.finished(Duration::from_millis(30));
         m.hits.fetch_add(16, Ordering::Relaxed);
         let families = aiperf_core::server::prometheus::parse(
-            &m.exposition(0.5, "prompt words"),
+            &m.exposition(0.5, 3, "prompt words"),
             aiperf_core::server::prometheus::DEFAULT_LIMITS,
         )
         .unwrap();
@@ -127,11 +134,12 @@ mod tests {
         assert_eq!(get("vllm:num_requests_running").samples[0].value, 0.0);
         assert_eq!(get("vllm:kv_cache_usage_perc").samples[0].value, 0.5);
         assert_eq!(get("mock_accept_errors").samples[0].value, 0.0);
+        assert_eq!(get("vllm:num_preemptions").samples[0].value, 3.0);
         // Two requests in, one of them in line for a slot: one running, one waiting.
         m.running.fetch_add(2, Ordering::Relaxed);
         let in_line = InLine::new(&m);
         let families = aiperf_core::server::prometheus::parse(
-            &m.exposition(0.5, "prompt words"),
+            &m.exposition(0.5, 3, "prompt words"),
             aiperf_core::server::prometheus::DEFAULT_LIMITS,
         )
         .unwrap();

@@ -22,7 +22,9 @@
 //! blocks chain-hashed into the simulator's own cache and admission (finite capacity, blocks pinned
 //! while their request runs, `--policy` eviction), so a replay over mocks and `aiperf-cli
 //! simulate` of the same trace hit alike; `--prefill-per-token-ms` adds prefill time per uncached
-//! prompt token to the TTFT (with either cache).
+//! prompt token to the TTFT (with either cache). With `--engine step` the KV model runs in engine
+//! steps ([`steps`]: the simulator's step engine, chunked prefill and preemption, on the mock's
+//! clock), and `/metrics` counts preemptions as vLLM does (`vllm:num_preemptions_total`).
 //!
 //! Its load model (`--slots N`) makes its capacity known: at most N requests are served at once,
 //! each holding its slot from the start of its TTFT to its last token; the others wait in a FIFO
@@ -31,7 +33,7 @@
 //! N slots serve [`capacity`](load::capacity) requests per second.
 //!
 //! [`run`] binds and accepts (plain or [`tls`]); [`handle`] answers each request in phases, from
-//! its [`args`], with the text of [`answer`], the [`load`] model, the [`cache`] or [`kv`] and the counters
+//! its [`args`], with the text of [`answer`], the [`load`] model, the [`cache`] or [`kv`] (or [`steps`]) and the counters
 //! of [`metrics`].
 
 mod answer;
@@ -41,6 +43,7 @@ mod handle;
 mod kv;
 mod load;
 mod metrics;
+mod steps;
 mod tls;
 
 use std::io::{BufWriter, Write};
@@ -56,9 +59,10 @@ use tokio::net::TcpListener;
 
 pub use args::Args;
 use cache::PrefixCache;
-use kv::{Kv, Tokens};
+use kv::{Kv, Model, Tokens};
 use load::{Slots, capacity};
 use metrics::Counters;
+use steps::StepKv;
 
 /// What every connection shares: the options, the request counter, the arrivals log, the load
 /// model, the counters and the cache.
@@ -70,7 +74,7 @@ struct State {
     metrics: Counters,
     cache: Mutex<PrefixCache>,
     /// The KV model, which replaces `cache` and `slots` when on ([`Args::kv_model`]).
-    kv: Option<Kv>,
+    kv: Option<Model>,
     tokens: Tokens,
 }
 
@@ -93,13 +97,11 @@ pub fn run(args: Args) -> Result<()> {
         }
         None => Tokens::Words,
     };
-    let kv = args.kv_model().then(|| {
-        Kv::new(
-            args.block_size.unwrap_or(aiperf_core::analysis::DEFAULT_BLOCK_SIZE),
-            args.kv_blocks,
-            args.policy,
-            args.slots,
-        )
+    args.check().map_err(|e| anyhow::anyhow!("mock-server {e}"))?;
+    let block_size = args.block_size.unwrap_or(aiperf_core::analysis::DEFAULT_BLOCK_SIZE);
+    let kv = args.kv_model().then(|| match args.steps() {
+        Some(steps) => Model::Step(StepKv::new(steps, block_size, args.kv_blocks, args.policy, args.slots)),
+        None => Model::Request(Kv::new(block_size, args.kv_blocks, args.policy, args.slots)),
     });
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
@@ -135,6 +137,16 @@ pub fn run(args: Args) -> Result<()> {
                 args.policy.name(),
                 args.prefill_per_token_ms
             );
+        }
+        if let Some(Model::Step(steps)) = &kv {
+            say!(
+                "engine steps of at most {} tokens: {} ms + {} ms per prompt token + {} ms per decode token",
+                args.max_batch_tokens,
+                args.itl_ms,
+                args.prefill_per_token_ms,
+                args.decode_per_running_ms
+            );
+            tokio::spawn(steps.clone().drive());
         }
         // The KV model admits requests itself, with `--slots` as its cap on running requests.
         let slots = if kv.is_some() { None } else { args.slots.map(Slots::new) };
