@@ -6,7 +6,7 @@ use std::time::Duration;
 use aiperf_core::simulate::Steps;
 use aiperf_core::simulate::engine::DEFAULT_MAX_BATCH_TOKENS;
 
-use crate::cmd::simulate::EngineMode;
+use aiperf_core::simulate::engine::EngineMode;
 
 /// Options of the mock server.
 #[derive(Clone, Debug, clap::Args)]
