@@ -291,7 +291,6 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
                 put(&mut d, "max_context_length", json!(w.max_context_length));
                 put(&mut d, "trace_idle_gap_cap_seconds", json!(w.idle_gap_cap_s));
             }
-            put(&mut d, "inter_turn_delay_cap_seconds", json!(plan.source.delay_cap_s));
             // AIPerf's FileDataset keys of its baseten_trace replay options, as given.
             let b = &plan.source.baseten.replay;
             put(&mut d, "trace_session_sample_ratio", json!(b.session_sample_ratio));
@@ -379,6 +378,8 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
     if let Some(s) = a.dataset_sampling_strategy {
         d.insert("sampling".into(), json!(s.name()));
     }
+    // A file dataset's key (the synthetic workload refuses the option).
+    put(&mut d, "inter_turn_delay_cap_seconds", json!(plan.source.delay_cap_s));
     d.insert("random_seed".into(), json!(a.random_seed));
     if a.isl_block_size != DEFAULT_BLOCK_SIZE {
         d.insert("block_size".into(), json!(a.isl_block_size));
