@@ -15,8 +15,8 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use aiperf_options::{OPTIONS, Verdict};
+use common::BIN;
 
-const BIN: &str = env!("CARGO_BIN_EXE_aiperf-cli");
 const HELP: &str = "tests/fixtures/aiperf-0.13.0-profile-help.txt";
 /// The trace of every honoured run: missing, so that the run stops once the options are valid.
 const MISSING: &str = "missing.jsonl";
@@ -25,7 +25,7 @@ const MISSING: &str = "missing.jsonl";
 /// box starting `│ -`, or `│   -` for names wrapped onto the next row), up to the first double
 /// space.
 fn help_spellings() -> Vec<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(HELP);
+    let path = common::root().join(HELP);
     let text = std::fs::read_to_string(&path).unwrap();
     let mut out = Vec::new();
     for line in text.lines() {
@@ -82,18 +82,10 @@ fn every_aiperf_option_is_honoured_or_refused_by_name() {
     assert!(extra.is_empty(), "table spellings not in AIPerf's help: {extra:?}");
 
     let dir = tempfile::tempdir().unwrap();
-    let tokenizer = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/tokenizers/smollm2-135m/tokenizer.json")
-        .display()
-        .to_string();
-    let config = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/aiperf-0.13.0-templates/minimal.yaml")
-        .display()
-        .to_string();
-    let series =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/rate-series.json").display().to_string();
-    let system_prompt =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/system-prompt.txt").display().to_string();
+    let tokenizer = common::tokenizer();
+    let config = common::fixture("aiperf-0.13.0-templates/minimal.yaml").display().to_string();
+    let series = common::fixture("rate-series.json").display().to_string();
+    let system_prompt = common::fixture("system-prompt.txt").display().to_string();
     // One command line per spelling, with what its run must print: a path in the error that
     // stops an honoured run, or the whole refusal line.
     let mut runs: Vec<(Vec<String>, Expect)> = Vec::new();

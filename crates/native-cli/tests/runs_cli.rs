@@ -118,7 +118,7 @@ fn report_and_compare_show_the_clis_numbers() {
 #[test]
 fn aiperfs_session_run_is_reported_with_its_swim_lane() {
     let dir = tempfile::tempdir().unwrap();
-    let run = format!("{}/../../tests/fixtures/aiperf-0.13.0-runs/sessions", env!("CARGO_MANIFEST_DIR"));
+    let run = fixture("aiperf-0.13.0-runs/sessions").display().to_string();
     let html = dir.path().join("report.html");
     ok(&cli(&["report", &run, "--output", html.to_str().unwrap()]));
     let page = std::fs::read_to_string(&html).unwrap();

@@ -17,15 +17,7 @@ fn two_overlapping_requests_weigh_each_level_by_its_time() {
     let mut tl = Timeline::default();
     // 0–10 ms and 5–20 ms: one request, then two for 5 ms, then one.
     for (start, first, end) in [(0, 4_000_000, 10_000_000), (5_000_000, 8_000_000, 20_000_000)] {
-        let r = RequestRecord {
-            sent_ns: start,
-            chunk_ns: vec![first, end],
-            end_ns: end,
-            streaming: true,
-            input_tokens: Some(40),
-            output_tokens: Some(3),
-            ..Default::default()
-        };
+        let r = streamed(start, vec![first, end], end, 40, 3);
         let m = RequestMetrics::of(&r, false);
         tl.add(&r, Some(&m));
     }
@@ -47,15 +39,13 @@ fn many_windows_at_once_weigh_as_each_alone() {
     let mut tl = Timeline::default();
     for i in 0..30u64 {
         let start = i * 7_000_000 % 90_000_000;
-        let r = RequestRecord {
-            sent_ns: start,
-            chunk_ns: vec![start + 3_000_000, start + 5_000_000 + i * 100_000, start + 9_000_000],
-            end_ns: start + 9_500_000,
-            streaming: true,
-            input_tokens: Some(20 + i),
-            output_tokens: Some(1 + i % 4),
-            ..Default::default()
-        };
+        let r = streamed(
+            start,
+            vec![start + 3_000_000, start + 5_000_000 + i * 100_000, start + 9_000_000],
+            start + 9_500_000,
+            20 + i,
+            1 + i % 4,
+        );
         let m = RequestMetrics::of(&r, false);
         tl.add(&r, (i % 11 != 5).then_some(&m));
     }
@@ -73,14 +63,14 @@ fn many_windows_at_once_weigh_as_each_alone() {
 #[test]
 fn merged_timelines_give_the_whole_runs_metrics() {
     let recs: Vec<RequestRecord> = (0..6u64)
-        .map(|i| RequestRecord {
-            sent_ns: i * 3_000_000,
-            chunk_ns: vec![i * 3_000_000 + 2_000_000, i * 3_000_000 + 4_000_000, i * 3_000_000 + 7_000_000],
-            end_ns: i * 3_000_000 + 7_500_000,
-            streaming: true,
-            input_tokens: Some(10 + i),
-            output_tokens: Some(5),
-            ..Default::default()
+        .map(|i| {
+            streamed(
+                i * 3_000_000,
+                vec![i * 3_000_000 + 2_000_000, i * 3_000_000 + 4_000_000, i * 3_000_000 + 7_000_000],
+                i * 3_000_000 + 7_500_000,
+                10 + i,
+                5,
+            )
         })
         .collect();
     let (mut whole, mut a, mut b) = (Timeline::default(), Timeline::default(), Timeline::default());
@@ -92,6 +82,20 @@ fn merged_timelines_give_the_whole_runs_metrics() {
     a.merge(&b);
     let (from, to) = whole.window().unwrap();
     assert_eq!(whole.metrics(from, to), a.metrics(from, to));
+}
+
+/// A streamed request's record: sent at `sent_ns`, its chunks, its end, `isl` prompt and `osl`
+/// output tokens.
+fn streamed(sent_ns: u64, chunk_ns: Vec<u64>, end_ns: u64, isl: u64, osl: u64) -> RequestRecord {
+    RequestRecord {
+        sent_ns,
+        chunk_ns,
+        end_ns,
+        streaming: true,
+        input_tokens: Some(isl),
+        output_tokens: Some(osl),
+        ..Default::default()
+    }
 }
 
 /// Each curve's events of a span: requests in flight, prefill and even decode rates, decode rate
@@ -274,15 +278,7 @@ proptest::proptest! {
             let mut chunks = vec![first];
             chunks.extend(gaps.iter().map(|g| first + g));
             let end = first + gaps.iter().max().copied().unwrap_or(0) + tail;
-            let r = RequestRecord {
-                sent_ns: start,
-                chunk_ns: chunks,
-                end_ns: end,
-                streaming: true,
-                input_tokens: Some(isl),
-                output_tokens: Some(osl),
-                ..Default::default()
-            };
+            let r = streamed(start, chunks, end, isl, osl);
             let m = RequestMetrics::of(&r, false);
             tl.add(&r, ok.then_some(&m));
             let mut one = Timeline::default();
@@ -336,15 +332,7 @@ fn the_bucketed_sweep_equals_the_sorted_one_over_many_buckets() {
         };
         let mut chunk_ns = vec![first];
         chunk_ns.extend(&later);
-        let r = RequestRecord {
-            sent_ns: start,
-            chunk_ns,
-            end_ns: end,
-            streaming: true,
-            input_tokens: Some(100 + i % 300),
-            output_tokens: Some(1 + n),
-            ..Default::default()
-        };
+        let r = streamed(start, chunk_ns, end, 100 + i % 300, 1 + n);
         let ok = i % 13 != 7;
         let m = RequestMetrics::of(&r, false);
         tl.add(&r, ok.then_some(&m));
@@ -376,15 +364,7 @@ fn the_bucketed_sweep_equals_the_sorted_one_over_many_buckets() {
 fn an_evenly_chunked_requests_tokens_in_flight_ramp_through_its_chunks() {
     // Sent at 0, first token at 10 ns, 3 more chunks every 10 ns, the last at its end: 6
     // input tokens from 0, then its 4 output tokens rising from 1 at 10 ns to 4 at 40 ns.
-    let r = RequestRecord {
-        sent_ns: 0,
-        chunk_ns: vec![10, 20, 30, 40],
-        end_ns: 40,
-        streaming: true,
-        input_tokens: Some(6),
-        output_tokens: Some(4),
-        ..Default::default()
-    };
+    let r = streamed(0, vec![10, 20, 30, 40], 40, 6, 4);
     let mut tl = Timeline::default();
     tl.add(&r, Some(&RequestMetrics::of(&r, false)));
     let closed = &tl.metrics_over_with(&[(0, 40)], u64::MAX, 0)[0];
@@ -430,15 +410,7 @@ proptest::proptest! {
                 chunks.sort_unstable();
             }
             let end = chunks[chunks.len() - 1].saturating_sub(before_end).max(first);
-            let r = RequestRecord {
-                sent_ns: start,
-                chunk_ns: chunks.clone(),
-                end_ns: end,
-                streaming: true,
-                input_tokens: Some(isl),
-                output_tokens: Some(osl),
-                ..Default::default()
-            };
+            let r = streamed(start, chunks.clone(), end, isl, osl);
             let m = RequestMetrics::of(&r, false);
             tl.add(&r, ok.then_some(&m));
             if ok && even {

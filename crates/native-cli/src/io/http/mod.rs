@@ -1,6 +1,6 @@
 //! The HTTP client every command that reaches the network builds: pooled HTTP/1.1 with rustls
-//! for `https://`, the TLS trust of [`tls`] and the environment's proxies ([`proxy`]); and a
-//! blocking GET that follows redirects.
+//! for `https://`, the TLS trust of [`tls`] and the environment's proxies ([`proxy`]); a
+//! blocking GET that follows redirects; and which headers carry credentials.
 
 pub mod proxy;
 pub mod tls;
@@ -115,4 +115,34 @@ pub fn chain(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
+}
+
+/// Whether a header carries a credential (its value is never shown or written): its name, in
+/// any case, contains one of these. Every name AIPerf 0.13 hides contains one (its list of
+/// provider headers and its fragments: `auth`, `session`, `signature`, `passwd`, …); `key`
+/// hides more than AIPerf's `api-key`, `sas-key`, `access-key` and `private-key`.
+pub fn is_credential_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    ["auth", "cookie", "key", "token", "secret", "password", "passwd", "credential", "session", "signature"]
+        .iter()
+        .any(|w| n.contains(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_header_aiperf_hides_is_hidden() {
+        // AIPerf 0.13's provider names, then names with each of its fragments (the list the
+        // integration test `header_redaction` sends), and the session-affinity header the client
+        // sends itself.
+        let listed = include_str!("../../../../../tests/fixtures/aiperf-hidden-headers.txt").lines();
+        for name in listed.chain(["X-Session-Affinity"]) {
+            assert!(is_credential_header(name), "{name}");
+        }
+        for name in ["Content-Type", "X-Request-ID", "X-Correlation-ID", "Accept", "X-Tenant", "User-Agent"] {
+            assert!(!is_credential_header(name), "{name}");
+        }
+    }
 }

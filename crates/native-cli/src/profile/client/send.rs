@@ -10,9 +10,9 @@ use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request};
 
 use super::{Endpoint, describe, err, too_large};
+use crate::io::http::is_credential_header;
 use crate::io::http::trace::ConnHandle;
 use crate::io::http::{HttpClient, chain, tls};
-use crate::profile::plan::secrets::is_credential_header;
 use crate::profile::transport::{Clock, Exchange, OnFirstToken, Outgoing, RawCapture};
 
 /// Sends one request and measures the answer; never fails, errors land in [`Exchange::error`].

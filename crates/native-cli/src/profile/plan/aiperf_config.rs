@@ -253,7 +253,7 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
             d.insert("type".into(), json!("file"));
             d.insert("path".into(), json!(path.display().to_string()));
             if plan.source.dag {
-                d.insert("format".into(), json!(super::replay::DAG_JSONL));
+                d.insert("format".into(), json!(super::model::DAG_JSONL));
             } else if let FormatChoice::Is(f) = plan.source.format.trace_format {
                 put(&mut d, "format", json!(aiperf_format(f)));
             }

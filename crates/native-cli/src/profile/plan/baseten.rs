@@ -19,19 +19,9 @@ use aiperf_core::trace::Trace;
 use anyhow::{Result, bail, ensure};
 use serde_json::{Map, Value};
 
-use super::model::Input;
+use super::model::{BasetenPlan, Input};
 use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
 use crate::profile::options::Args;
-
-/// The Baseten replay options of a run: the values, and the spellings given that only a Baseten
-/// trace honours.
-#[derive(Clone, Debug, Default)]
-pub struct BasetenPlan {
-    pub replay: BasetenReplay,
-    pub baseten_only: Vec<&'static str>,
-    /// `--replay-speedup` or `--max-idle-gap-cap-seconds` given.
-    pub retimes: bool,
-}
 
 /// The options checked against the input (`format`: the trace format as named, after
 /// `--custom-dataset-type`).

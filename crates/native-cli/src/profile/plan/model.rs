@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use aiperf_core::formats::baseten::BasetenReplay;
 use aiperf_core::replay::sampling::Sampling;
 use aiperf_core::replay::schedule::Shard;
 use aiperf_core::results::metrics::Slo;
@@ -20,6 +21,9 @@ use crate::profile::options::ConnectionReuse;
 
 /// Where inline records come from, as errors name it.
 pub const INLINE_RECORDS: &str = "benchmark.dataset.records";
+
+/// AIPerf's dataset type of DAG conversations (sub-agents started and joined by turns).
+pub(super) const DAG_JSONL: &str = "dag_jsonl";
 
 /// Where requests go and what they look like.
 #[derive(Clone, Debug)]
@@ -114,9 +118,19 @@ pub struct Source {
     /// `--custom-dataset-type dag_jsonl`: the file holds AIPerf's DAG conversations.
     pub dag: bool,
     /// AIPerf's `baseten_trace` replay options.
-    pub baseten: super::baseten::BasetenPlan,
+    pub baseten: BasetenPlan,
     /// `--inter-turn-delay-cap-seconds`: every turn's delay at most this (seconds).
     pub delay_cap_s: Option<f64>,
+}
+
+/// The Baseten replay options of a run: the values, and the spellings given that only a Baseten
+/// trace honours.
+#[derive(Clone, Debug, Default)]
+pub struct BasetenPlan {
+    pub replay: BasetenReplay,
+    pub baseten_only: Vec<&'static str>,
+    /// `--replay-speedup` or `--max-idle-gap-cap-seconds` given.
+    pub retimes: bool,
 }
 
 /// When sending stops and how much may be in flight.

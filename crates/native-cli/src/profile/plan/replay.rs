@@ -20,9 +20,10 @@ use super::limits::{
     MAX_CONCURRENCY, MAX_REQUESTS, MAX_URLS, MIN_SLICE, RATE_RANGE, in_range, key_value, parse_start_at, seconds,
 };
 use super::model::*;
-use super::secrets::{basic_auth, is_credential_header, redact_url, split_credentials};
+use super::secrets::{basic_auth, redact_url, split_credentials};
 use super::server::ServerPlan;
 use super::tls::TlsOptions;
+use crate::io::http::is_credential_header;
 use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
 use crate::profile::body::{BodyTemplate, EndpointType, SystemMessage, TurnHistory};
 use crate::profile::options::{Args, ConnectionReuse, UiType};
@@ -689,9 +690,6 @@ const DATASET_TYPES: [(&str, Format); 4] = [
     ("weka_trace", Format::Weka),
     ("baseten_trace", Format::Baseten),
 ];
-
-/// AIPerf's dataset type of DAG conversations (sub-agents started and joined by turns).
-pub(super) const DAG_JSONL: &str = "dag_jsonl";
 
 /// `--custom-dataset-type dag_jsonl` reads the file as AIPerf's DAG conversations, no trace format.
 fn dag_format(given: &TraceFormatArgs) -> Result<TraceFormatArgs> {
