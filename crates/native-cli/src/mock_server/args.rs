@@ -207,3 +207,38 @@ fn millis(s: &str) -> std::result::Result<f64, String> {
 fn rate(s: &str) -> std::result::Result<f64, String> {
     number_in(s, 0.0, 1.0, false, "a fraction")
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(a: &[&str]) -> Args {
+        Cli::try_parse_from(std::iter::once("mock-server").chain(a.iter().copied())).unwrap().args
+    }
+
+    #[test]
+    fn engine_steps_take_their_times_from_the_mock_options_and_refuse_a_ttft() {
+        let a = parse(&["--engine", "step", "--itl-ms", "2", "--prefill-per-token-ms", "0.5"]);
+        let a = Args { decode_per_running_ms: 0.25, max_batch_tokens: 64, ..a };
+        assert!(a.kv_model());
+        let steps =
+            Steps { max_batch_tokens: 64, fixed_us: 2000.0, per_prefill_token_us: 500.0, per_decode_token_us: 250.0 };
+        assert_eq!(a.steps(), Some(steps));
+        assert_eq!(a.check(), Ok(()));
+        let e = parse(&["--engine", "step", "--ttft-ms", "5"]).check().unwrap_err();
+        assert!(e.starts_with("--ttft-ms 5: not accepted with --engine step"), "{e}");
+        let e = parse(&["--decode-per-running-ms", "1"]).check().unwrap_err();
+        assert_eq!(e, "--decode-per-running-ms 1: accepted with --engine step only");
+        let plain = parse(&[]);
+        assert!(plain.steps().is_none() && !plain.kv_model() && plain.check().is_ok());
+        assert!(Cli::try_parse_from(["mock-server", "--max-batch-tokens", "0"]).is_err());
+    }
+}
