@@ -56,7 +56,9 @@ async function equalsCli(page, trace, label) {
   const cmd = await page.locator('#what-if .sim-cmd').textContent();
   const cli = cliSummary(page, cmd, trace, label);
   const ours = await shown(page);
-  for (const k of ['requests', 'token_hit_rate', 'row_hit_rate', 'ttft_p50_ms', 'ttft_p99_ms', 'latency_p50_ms', 'latency_p99_ms', 'imbalance', 'evictions']) {
+  const keys = ['requests', 'token_hit_rate', 'row_hit_rate', 'ttft_p50_ms', 'ttft_p99_ms', 'latency_p50_ms', 'latency_p99_ms', 'imbalance', 'evictions'];
+  if ('preemptions' in cli) keys.push('preemptions');
+  for (const k of keys) {
     assert.ok(close(ours[k], cli[k]), `${label}: ${k} page ${ours[k]}, ${cmd} ${cli[k]}`);
   }
   step(`${label}: the page's numbers = ${cmd} (token hit ${(cli.token_hit_rate * 100).toFixed(2)} %, row hit ${(cli.row_hit_rate * 100).toFixed(2)} %, TTFT p50 ${cli.ttft_p50_ms.toFixed(1)} ms, imbalance ${cli.imbalance.toFixed(3)})`);
@@ -96,6 +98,19 @@ try {
   await waitSim(page, 2, 'session-affinity');
   await page.waitForFunction(() => document.querySelector('#what-if .sim-cmd').textContent.includes('--prefill-per-token-ms 0.08') && !document.querySelector('#sim-busy'));
   await equalsCli(page, trace, 'session-affinity-lfu');
+
+  // 3b. The step engine (token-budget steps, chunked prefill, preemption) on a small cache.
+  await page.selectOption('#w-engine', 'step');
+  await page.fill('#w-max-batch-tokens', '512');
+  await page.fill('#w-kv-blocks', '60');
+  await page.waitForFunction(() => document.querySelector('#what-if .sim-results[data-engine="step"]') && document.querySelector('#what-if .sim-cmd').textContent.includes('--kv-blocks 60') && !document.querySelector('#sim-busy'), null, { timeout: 60000 });
+  const stepped = await equalsCli(page, trace, 'step-engine');
+  assert.ok(stepped.preemptions > 0, 'a 60-block cache preempts running requests');
+  step(`step engine: ${stepped.preemptions} preemptions, as the CLI's`);
+  await page.selectOption('#w-engine', 'request');
+  await page.fill('#w-max-batch-tokens', '2048');
+  await page.fill('#w-kv-blocks', '3000');
+  await page.waitForFunction(() => document.querySelector('#what-if .sim-results[data-engine="request"]') && document.querySelector('#what-if .sim-cmd').textContent.includes('--kv-blocks 3000') && !document.querySelector('#sim-busy'), null, { timeout: 60000 });
 
   // 4. An invalid control says what is accepted and keeps the last result.
   await page.fill('#w-replicas', '0');

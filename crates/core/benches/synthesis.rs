@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::path::PathBuf;
 
-use aiperf_core::synthesis::rng::PyRandom;
+use aiperf_core::rng::PyRandom;
 use aiperf_core::synthesis::{GenerateParams, PrefixModel, TransformParams, generate, transform};
 use aiperf_core::trace::prompt_hash::BlockHasher;
 use aiperf_core::trace::{ParseOptions, Trace, parse_str, write_trace};

@@ -1,8 +1,10 @@
 //! The one CSV dialect of the project, read and written: fields separated by commas, one record
 //! per line, a field holding a comma, a quote or a line break written inside `"…"` with its quotes
-//! doubled. [`split`] reads the trace formats' lines; [`field`] and [`quoted`] write the exports.
+//! doubled. [`split`] reads the trace formats' lines; [`field`], [`quoted`] and [`push_cell`] write
+//! the exports.
 
 use std::borrow::Cow;
+use std::fmt::{Display, Write as _};
 
 /// Splits one line into fields (`"…"` quoting, `""` inside for a quote); `None` for an
 /// unterminated quote.
@@ -62,6 +64,14 @@ pub fn quoted(v: &str) -> String {
     format!("\"{}\"", v.replace('"', "\"\""))
 }
 
+/// Appends a comma and the value: a cell left empty where there is no value.
+pub fn push_cell(out: &mut String, v: Option<impl Display>) {
+    out.push(',');
+    if let Some(v) = v {
+        let _ = write!(out, "{v}");
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -78,5 +88,10 @@ mod tests {
         }
         assert_eq!(field("x"), "x");
         assert_eq!(quoted("x"), "\"x\"");
+        let mut row = String::from("a");
+        push_cell(&mut row, Some(1.5));
+        push_cell(&mut row, None::<f64>);
+        push_cell(&mut row, Some(2));
+        assert_eq!(row, "a,1.5,,2");
     }
 }

@@ -20,8 +20,9 @@
 //!
 //! Shared by all: [`stats`] (the one statistics module), [`datetime`] (date-times read and
 //! written over one calendar), [`duration`] (the longest time span a run accepts, and the check
-//! of one given in seconds), [`hashing`] (the maps keyed by session ids and other strings), [`csv`] (the one CSV dialect, read and written) and [`json_scan`]
-//! (the one hand-written JSON cursor of the fast paths, with one SWAR digit reader).
+//! of one given in seconds), [`hashing`] (the maps keyed by session ids and other strings), [`csv`] (the one CSV dialect, read and written), [`json_scan`]
+//! (the one hand-written JSON cursor of the fast paths, with one SWAR digit reader) and [`rng`]
+//! (CPython's MT19937, NumPy's PCG64 and AIPerf's seed derivation: the draws AIPerf makes).
 
 pub mod analysis;
 pub mod campaign;
@@ -33,6 +34,7 @@ pub mod hashing;
 pub mod json_scan;
 pub mod replay;
 pub mod results;
+pub mod rng;
 pub mod server;
 pub mod simulate;
 pub mod stats;

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use aiperf_core::synthesis::rng::{PyRandom, SYNTHESIZER_COMPONENT, derive_seed};
+use aiperf_core::rng::{PyRandom, SYNTHESIZER_COMPONENT, derive_seed};
 use aiperf_core::synthesis::{TransformParams, synthesize_direct, transform};
 use aiperf_core::trace::prompt_hash::{BlockHasher, stable_hash_bytes};
 use aiperf_core::trace::{ParseOptions, Trace, parse_str, write_trace};

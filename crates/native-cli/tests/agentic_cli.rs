@@ -3,14 +3,12 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed test
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
+use common::cli;
 use serde_json::Value;
-
-fn cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_aiperf-cli")).args(args).output().unwrap()
-}
 
 const FILES: [&str; 4] = ["dataset.jsonl", "manifest.json", "quality.json", "comparison.txt"];
 

@@ -116,6 +116,16 @@ fn aiperf_builds_the_same_conversations() {
             json!({"open_loop_replay": false, "replay_speedup": 2.0, "max_idle_gap_cap_seconds": 0.1}),
             BasetenReplay { open_loop: false, speedup: 2.0, idle_gap_cap_s: Some(0.1), ..BasetenReplay::default() },
         ),
+        // The closed loop's think times (a: 200 ms, b: 150 ms) capped at 175 ms; the open loop's
+        // recorded times are no delays.
+        (
+            json!({"open_loop_replay": false, "inter_turn_delay_cap_seconds": 0.175}),
+            BasetenReplay { open_loop: false, inter_turn_delay_cap_s: Some(0.175), ..BasetenReplay::default() },
+        ),
+        (
+            json!({"inter_turn_delay_cap_seconds": 0.0}),
+            BasetenReplay { inter_turn_delay_cap_s: Some(0.0), ..BasetenReplay::default() },
+        ),
         (
             json!({"open_loop_strict": true, "omit_kv_hints": true, "force_min_tokens": false}),
             BasetenReplay { strict: true, omit_kv_hints: true, force_min_tokens: false, ..BasetenReplay::default() },

@@ -12,11 +12,15 @@ use std::path::PathBuf;
 use common::*;
 use serde_json::{Value, json};
 
-/// AIPerf's loader on the file `argv[1]`, printed as the graph the test compares.
+/// AIPerf's loader on the file `argv[1]` (`argv[2]`, if given, the `--inter-turn-delay-cap-seconds`
+/// its `DelayCapTracker` clamps with), printed as the graph the test compares.
 const READ: &str = r#"
 import json, sys
 from aiperf.dataset.loader.dag_jsonl import DagJsonlLoader
 loader = DagJsonlLoader(sys.argv[1])
+if len(sys.argv) > 2:
+    from aiperf.dataset.loader._delay_cap import DelayCapTracker
+    loader._delay_cap_tracker = DelayCapTracker(cap_seconds=float(sys.argv[2]))
 out = {}
 for c in loader.load():
     join_of = {}
@@ -35,7 +39,15 @@ print(json.dumps({"conversations": out, "roots": sorted(loader.root_session_ids(
 
 /// Ours: the core's reader, and the roots the replay runs (sessions no turn starts).
 fn ours(text: &str) -> Value {
-    let trace = aiperf_core::formats::dag_jsonl::parse(text).unwrap();
+    ours_capped(text, None)
+}
+
+/// [`ours`] with the delays capped at `cap` seconds.
+fn ours_capped(text: &str, cap: Option<f64>) -> Value {
+    let mut trace = aiperf_core::formats::dag_jsonl::parse(text).unwrap();
+    if let Some(cap) = cap {
+        aiperf_core::trace::delay_cap::cap_delays(&mut trace, cap);
+    }
     let mut conversations: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for r in trace.rows() {
         let branches: Vec<Value> = r.branches().iter().map(|b| json!([b.children, b.join_at])).collect();
@@ -70,6 +82,28 @@ fn aiperfs_loader_reads_the_same_graph() {
     // The fixture exercises every kind of branch: bare spawns joined by the next turn, a spawn
     // joined later, a background fork, a terminal fork, nesting, and a conversation without any.
     assert_eq!(mine["roots"], json!(["lead", "other"]));
+}
+
+/// `--inter-turn-delay-cap-seconds 0.03`: AIPerf's loader caps the turns' delays (250, 40 and
+/// 100 ms to 30; 12.5 and 5 kept) as ours does.
+#[test]
+#[ignore = "needs AIPerf 0.13.0's venv (scripts/aiperf-venv.sh)"]
+fn aiperfs_loader_caps_the_delays_as_we_do() {
+    let Some(venv) = aiperf_venv() else { return };
+    let path = root().join("tests/fixtures/dag/agents.dag.jsonl");
+    let out = python(&venv, READ, &[path.to_str().unwrap(), "0.03"]);
+    assert!(out.status.success(), "AIPerf's loader failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let theirs: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mine = ours_capped(&std::fs::read_to_string(&path).unwrap(), Some(0.03));
+    assert_eq!(mine, theirs);
+    let delays: Vec<f64> = mine["conversations"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|turns| turns.as_array().unwrap().iter().map(|t| t["delay"].as_f64().unwrap()))
+        .filter(|d| *d > 0.0)
+        .collect();
+    assert!(delays.iter().all(|d| *d <= 30.0) && delays.contains(&30.0) && delays.contains(&12.5), "{delays:?}");
 }
 
 /// Files both loaders refuse: AIPerf's raises, ours names the line and the reason.

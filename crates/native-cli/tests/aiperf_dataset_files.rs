@@ -14,7 +14,8 @@ use aiperf_core::trace::{Input, Number, Trace};
 use serde_json::{Value, json};
 
 /// Loads `argv[2]` with AIPerf's loader of type `argv[1]` (`argv[3]` conversations for a
-/// random_pool, after `rng.init(0)`) and prints its conversations as JSON.
+/// random_pool, after `rng.init(0)`; `argv[4]`, if given, the `--inter-turn-delay-cap-seconds`
+/// its loader's `DelayCapTracker` clamps with) and prints its conversations as JSON.
 const LOAD: &str = r#"
 import json, sys
 from aiperf.common import random_generator as rng
@@ -27,6 +28,9 @@ if kind == "random_pool":
     loader = RandomPoolDatasetLoader(filename=path, num_conversations=n)
 else:
     loader = {"single_turn": SingleTurnDatasetLoader, "multi_turn": MultiTurnDatasetLoader}[kind](filename=path)
+if len(sys.argv) > 4:
+    from aiperf.dataset.loader._delay_cap import DelayCapTracker
+    loader._delay_cap_tracker = DelayCapTracker(cap_seconds=float(sys.argv[4]))
 convs = loader.convert_to_conversations(loader.load_dataset())
 print(json.dumps([
     [{"texts": [c for t in turn.texts for c in t.contents], "role": turn.role, "delay": turn.delay,
@@ -75,7 +79,13 @@ fn ours(trace: &Trace) -> Value {
 
 /// AIPerf's conversations, in the shape of [`same`].
 fn theirs(venv: &Path, kind: &str, path: &Path, n: usize) -> Value {
-    let out = common::python(venv, LOAD, &[kind, path.to_str().unwrap(), &n.to_string()]);
+    theirs_with(venv, kind, path, n, &[])
+}
+
+/// [`theirs`] with the extra arguments of [`LOAD`].
+fn theirs_with(venv: &Path, kind: &str, path: &Path, n: usize, extra: &[&str]) -> Value {
+    let n = n.to_string();
+    let out = common::python(venv, LOAD, &[&[kind, path.to_str().unwrap(), n.as_str()][..], extra].concat());
     assert!(out.status.success(), "AIPerf's {kind} loader: {}", String::from_utf8_lossy(&out.stderr));
     same(serde_json::from_slice(&out.stdout).unwrap())
 }
@@ -130,4 +140,25 @@ fn aiperfs_loaders_read_its_dataset_files_as_we_do() {
     let folder = fixture("pools");
     let pools = [pool(&folder.join("passages.jsonl")), pool(&folder.join("queries.jsonl"))];
     assert_eq!(ours(&sample(&pools, 7, 0).unwrap()), theirs(&venv, "random_pool", &folder, 7));
+}
+
+/// `--inter-turn-delay-cap-seconds 0.5` on the multi_turn fixture: AIPerf's loader clamps its
+/// turns' delays (1000 ms → 500, 250 kept) as ours does.
+#[test]
+#[ignore = "needs AIPerf 0.13.0 from PyPI (1.2 GB venv): scripts/aiperf-venv.sh"]
+fn aiperfs_multi_turn_loader_caps_the_delays_as_we_do() {
+    let Some(venv) = common::aiperf_venv() else {
+        eprintln!("SKIP aiperfs_multi_turn_loader_caps_the_delays_as_we_do: AIPerf not installed");
+        return;
+    };
+    let path = fixture("multi_turn.jsonl");
+    let mut r = ConversationReader::multi_turn();
+    read_lines(&path, |line, text| r.push_line(line, text).unwrap());
+    let mut trace = r.finish();
+    let report = aiperf_core::trace::delay_cap::cap_delays(&mut trace, 0.5);
+    assert_eq!(report.capped, 1);
+    let mine = ours(&trace);
+    assert_eq!(mine, theirs_with(&venv, "multi_turn", &path, 0, &["0.5"]));
+    assert_eq!(mine[0][1]["delay"], json!(500.0));
+    assert_eq!(mine[0][2]["delay"], json!(250.0));
 }

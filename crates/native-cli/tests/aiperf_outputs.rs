@@ -269,7 +269,3 @@ print(n)
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "8");
 }
-
-fn cli(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(BIN).args(args).output().unwrap()
-}

@@ -2,18 +2,14 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
+mod common;
+
 use std::ffi::OsStr;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn fixture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(rel)
-}
-
-fn cli(args: &[&OsStr]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_aiperf-cli")).args(args).output().unwrap()
-}
+use common::{cli, fixture};
 
 fn analyze(trace: &Path, out: &Path, extra: &[&str]) -> Output {
     let mut args: Vec<&OsStr> =
@@ -101,7 +97,7 @@ fn skip_invalid_analyzes_the_good_rows_and_reports_the_rest() {
 
 #[test]
 fn missing_file_and_bad_flags_are_clear_errors() {
-    let run = cli(&["analyze-trace".as_ref(), "/nonexistent/trace.jsonl".as_ref()]);
+    let run = cli(&["analyze-trace", "/nonexistent/trace.jsonl"]);
     assert!(!run.status.success());
     let stderr = String::from_utf8(run.stderr).unwrap();
     assert!(stderr.contains("cannot open /nonexistent/trace.jsonl"), "{stderr}");
@@ -126,7 +122,7 @@ fn piped_traces_are_detected_and_read_whole() {
     let want = std::fs::read(&want_path).unwrap();
     for (name, bytes) in [("plain", &text), ("gzip", &gz)] {
         let out = tmp.path().join(format!("{name}.json"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_aiperf-cli"))
+        let mut child = Command::new(common::BIN)
             .args(["analyze-trace".as_ref(), OsStr::new("-"), "--output-file".as_ref(), out.as_os_str()])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())

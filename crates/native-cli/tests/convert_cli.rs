@@ -4,17 +4,16 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::cli;
 use serde_json::Value;
 
 fn fixture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/traces/formats").join(rel)
-}
-
-fn cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_aiperf-cli")).args(args).output().unwrap()
+    common::fixture("traces/formats").join(rel)
 }
 
 /// A temporary folder, removed when the returned guard is dropped (at the end of the test).

@@ -68,27 +68,9 @@ fn screen(sock: &Path) -> String {
 }
 
 fn argv(mock: &Mock, trace: &Path, art: &Path, extra: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = [
-        BIN,
-        "profile",
-        "-m",
-        "m",
-        "-u",
-        &mock.url,
-        "--tokenizer",
-        &tokenizer(),
-        "--input-file",
-        trace.to_str().unwrap(),
-        "--artifact-dir",
-        art.to_str().unwrap(),
-        "--streaming",
-        "--ui-type",
-        "dashboard",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    v.extend(extra.iter().map(|s| s.to_string()));
+    let mut v = vec![BIN.to_owned(), "profile".to_owned()];
+    v.extend(profile_args(&mock.url, trace, art));
+    v.extend(["--streaming", "--ui-type", "dashboard"].iter().chain(extra).map(|s| s.to_string()));
     v
 }
 

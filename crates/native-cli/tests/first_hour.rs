@@ -67,24 +67,11 @@ fn a_closed_pipe_stops_no_run_and_loses_no_export() {
     let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
     let dir = tempfile::tempdir().unwrap();
     let trace = timed_trace(dir.path(), 30, 20);
-    let tok = tokenizer();
-    let (t, a) = (trace.to_str().unwrap(), dir.path().join("a"));
-    let args = [
-        "profile",
-        "-m",
-        "m",
-        "-u",
-        &mock.url,
-        "--tokenizer",
-        &tok,
-        "--input-file",
-        t,
-        "--streaming",
-        "--artifact-dir",
-        a.to_str().unwrap(),
-        "--progress-interval",
-        "0.05",
-    ];
+    let a = dir.path().join("a");
+    let mut args = vec!["profile".to_owned()];
+    args.extend(profile_args(&mock.url, &trace, &a));
+    args.extend(["--streaming", "--progress-interval", "0.05"].map(str::to_owned));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (status, first) = through_head_1(dir.path(), &args);
     assert!(status.success(), "profile | head -1 ended with {status:?} (first line {first:?})");
     assert_eq!(read_jsonl(&a.join("profile_export.jsonl")).len(), 30, "every record written");

@@ -2,19 +2,13 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed test
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::Command;
 
 use aiperf_core::trace::prompt_hash::BlockHasher;
+use common::tokenizer_path;
 use serde_json::{Value, json};
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
-}
-
-fn tokenizer_path() -> PathBuf {
-    fixtures().join("tokenizers/smollm2-135m/tokenizer.json")
-}
 
 /// Deterministic filler text of `words` words.
 fn text(seed: usize, words: usize) -> String {
@@ -37,7 +31,7 @@ fn prompts_become_chained_block_ids() {
     let input = dir.join("prompts.jsonl");
     std::fs::write(&input, rows.iter().map(|r| format!("{r}\n")).collect::<String>()).unwrap();
     let out = dir.join("trace.jsonl");
-    let res = Command::new(env!("CARGO_BIN_EXE_aiperf-cli"))
+    let res = Command::new(common::BIN)
         .args(["hash-prompts", input.to_str().unwrap(), "--output-file", out.to_str().unwrap()])
         .args(["--block-size", "64", "--tokenizer", tokenizer_path().to_str().unwrap()])
         .output()
@@ -87,7 +81,7 @@ fn a_hugging_face_model_name_is_read_from_the_local_cache() {
     std::fs::write(&input, format!("{}\n", json!({"prompt": text(4, 200)}))).unwrap();
     let hash = |tokenizer: &str, out: &str| {
         let out = dir.join(out);
-        let res = Command::new(env!("CARGO_BIN_EXE_aiperf-cli"))
+        let res = Command::new(common::BIN)
             .env("HF_HUB_CACHE", dir.join("hub"))
             .args(["hash-prompts", input.to_str().unwrap(), "--output-file", out.to_str().unwrap()])
             .args(["--block-size", "16", "--tokenizer", tokenizer])
@@ -106,7 +100,7 @@ fn a_row_without_a_prompt_is_an_error_with_its_line() {
     let input = dir.join("prompts.jsonl");
     std::fs::write(&input, "{\"prompt\": \"hi\"}\n{\"output_length\": 3}\n").unwrap();
     let out = dir.join("trace.jsonl");
-    let res = Command::new(env!("CARGO_BIN_EXE_aiperf-cli"))
+    let res = Command::new(common::BIN)
         .args(["hash-prompts", input.to_str().unwrap(), "--output-file", out.to_str().unwrap()])
         .args(["--tokenizer", tokenizer_path().to_str().unwrap()])
         .output()

@@ -193,28 +193,12 @@ fn refused_probes_are_recorded_and_nothing_is_subtracted() {
     };
     let dir = tempfile::tempdir().unwrap();
     let art = dir.path().join("dead");
-    let tok = tokenizer();
     let trace = trace(dir.path());
-    let out = profile(
-        &[
-            "-m",
-            "m",
-            "-u",
-            &mock.url,
-            "-u",
-            &dead,
-            "--tokenizer",
-            &tok,
-            "--input-file",
-            trace.to_str().unwrap(),
-            "--artifact-dir",
-            art.to_str().unwrap(),
-            "--streaming",
-            "--ui-type",
-            "none",
-            "--go-on-unreachable",
-            "--network-latency-automatic",
-        ],
+    let out = profile_streaming(
+        &mock.url,
+        &trace,
+        &art,
+        &["-u", &dead, "--ui-type", "none", "--go-on-unreachable", "--network-latency-automatic"],
         LIMIT,
     );
     let err = String::from_utf8_lossy(&out.stderr);

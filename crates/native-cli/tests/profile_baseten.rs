@@ -146,6 +146,24 @@ fn closed_loop_waits_the_recorded_think_time() {
     }
 }
 
+/// `--inter-turn-delay-cap-seconds 0.175`: the closed loop's think times at most 175 ms (a's 200
+/// capped, b's 150 kept); the open loop keeps its recorded times, which are no delays.
+#[test]
+fn the_inter_turn_delay_cap_shortens_the_closed_loops_think_times() {
+    let (summary, sent) = run(&["--no-open-loop-replay", "--inter-turn-delay-cap-seconds", "0.175"]);
+    assert_eq!(first_turns_ms(&sent), [0.0, 100.0, 2600.0]);
+    for (session, think_ms) in [("a", 175), ("b", 150)] {
+        let first = sent.iter().find(|s| s.session == session && s.turn == 0).unwrap();
+        assert_eq!(next_of(&sent, first).scheduled - first.end, think_ms * MS, "{session}");
+    }
+    assert_eq!(summary["input_config"]["datasets"][0]["inter_turn_delay_cap_seconds"], 0.175, "{summary}");
+    let (_, open) = run(&["--inter-turn-delay-cap-seconds", "0"]);
+    let zero = open.iter().map(|s| s.scheduled).min().unwrap();
+    let a_two = by_prompt(&open, "a two");
+    let a_one = by_prompt(&open, "a one");
+    assert_eq!(a_two.scheduled, (zero + 300 * MS).max(a_one.end));
+}
+
 /// `--open-loop-strict --omit-kv-hints --no-force-min-tokens`: every row a session of its own at
 /// its recorded time, and the bodies without the hints and min_tokens.
 #[test]

@@ -76,6 +76,27 @@ fn a_join_waits_for_both_sub_agents_and_sub_agents_follow_the_turn_that_starts_t
 }
 
 #[test]
+fn the_inter_turn_delay_cap_shortens_the_turns_delays() {
+    // DAG's delays of a minute and more (the run would wait them uncapped), capped at 30 ms; the
+    // 10 ms one of a's second turn stays.
+    let long = DAG.replace(r#""delay": 20}"#, r#""delay": 45000}"#).replace(r#""delay": 5}"#, r#""delay": 70000}"#);
+    assert_ne!(long, DAG);
+    let (out, times) =
+        run(&long, &["--request-rate", "1000", "--concurrency", "1", "--inter-turn-delay-cap-seconds", "0.03"]);
+    ok(&out);
+    let times = times.unwrap();
+    let at = |s: &str, t: u32| times[&(s.to_string(), t)];
+    let (root0, a0, a1, b0, root1) = (at("root", 0), at("a", 1), at("a", 2), at("b", 3), at("root", 4));
+    assert_eq!(a1.0, a0.2 + 10 * MS);
+    let last = a1.2.max(b0.2);
+    let due = if last <= root0.2 { root0.2 + 30 * MS } else { last };
+    assert_eq!(root1.0, due, "{times:?}");
+    assert_eq!(at("solo", 1).0, at("solo", 0).2 + 30 * MS, "{times:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Capped 2 inter-turn delays exceeding 0.03s (max observed: 70000.0 ms)"), "{err}");
+}
+
+#[test]
 fn a_request_count_stops_after_the_first_requests_sent() {
     // Three requests, the first three sent, as AIPerf stops after a request count: root 0, then
     // a 0 and b 0 when it ends; a's second turn and the join are not sent, and the run ends.

@@ -1,5 +1,6 @@
 //! AIPerf's own dataset files (`--custom-dataset-type single_turn | multi_turn | random_pool`)
-//! replayed against the mock server: what is sent, in which order, with which text.
+//! replayed against the mock server: what is sent, in which order, with which text, and their
+//! delays (a trace's too) under `--inter-turn-delay-cap-seconds`.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -298,4 +299,74 @@ fn a_config_files_dataset_path_and_format_read_the_file() {
     assert_eq!(arrivals.len(), 2);
     let last = arrivals.iter().map(|a| a["body"]["messages"].as_array().unwrap().len()).max();
     assert_eq!(last, Some(3), "the second turn follows the first and its reply");
+}
+
+/// (session, turn) → (scheduled, end) in ns of a run's records.
+fn turn_times(art: &Path) -> std::collections::BTreeMap<(String, u32), (u64, u64)> {
+    let records = common::read_jsonl(&art.join("profile_export.jsonl"));
+    common::assert_times_consistent(&records);
+    records
+        .iter()
+        .map(common::record_of)
+        .map(|r| ((r.session_id.unwrap_or_default(), r.turn), (r.scheduled_ns, r.end_ns)))
+        .collect()
+}
+
+#[test]
+fn the_inter_turn_delay_cap_shortens_the_delays_of_every_file_and_keeps_the_shorter_ones() {
+    const MS: u64 = 1_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    // Delays of a minute or more (the run would wait them uncapped) and short ones.
+    let multi = write(
+        dir.path(),
+        "mt.jsonl",
+        &[
+            r#"{"session_id": "c", "turns": [{"text": "one", "output_length": 2}, {"text": "two", "delay": 60000, "output_length": 2}, {"text": "three", "delay": 20, "output_length": 2}]}"#,
+        ],
+    );
+    let single = write(
+        dir.path(),
+        "st.jsonl",
+        &[
+            r#"{"text": "one", "session_id": "s", "output_length": 2}"#,
+            r#"{"text": "two", "session_id": "s", "delay": 90000.5, "output_length": 2}"#,
+        ],
+    );
+    let trace = write(
+        dir.path(),
+        "trace.jsonl",
+        &[
+            r#"{"session_id": "m", "timestamp": 0, "input_length": 10, "output_length": 2}"#,
+            r#"{"session_id": "m", "delay": 120000, "input_length": 20, "output_length": 2}"#,
+            r#"{"session_id": "m", "delay": 30, "input_length": 30, "output_length": 2}"#,
+        ],
+    );
+    let cases: [(&Path, &[&str], &str, Vec<u64>); 4] = [
+        (&multi, &[], "c", vec![50, 20]),
+        (&single, &[], "s", vec![50]),
+        (&trace, &[], "m", vec![50, 30]),
+        // 0: each later turn leaves as the previous one ends.
+        (&multi, &["--inter-turn-delay-cap-seconds", "0"], "c", vec![0, 0]),
+    ];
+    for (i, (file, extra, session, delays_ms)) in cases.into_iter().enumerate() {
+        let art = dir.path().join(format!("run{i}"));
+        let cap: &[&str] = if extra.is_empty() { &["--inter-turn-delay-cap-seconds", "0.05"] } else { extra };
+        let (out, _) = run(file, &art, &[cap, &["--streaming"][..]].concat());
+        common::ok(&out);
+        let times = turn_times(&art);
+        let t = |k: u32| times[&(session.to_string(), k)];
+        assert_eq!(times.len(), delays_ms.len() + 1, "{times:?}");
+        for (k, d) in delays_ms.iter().enumerate() {
+            let k = k as u32;
+            // Each later turn is due its (capped) delay after the previous one ended.
+            assert_eq!(t(k + 1).0, t(k).1 + d * MS, "{file:?} turn {}: {times:?}", k + 1);
+        }
+        let summary = common::summary(&art);
+        let want: f64 = cap[1].parse().unwrap();
+        assert_eq!(summary["input_config"]["datasets"][0]["inter_turn_delay_cap_seconds"], want, "{summary}");
+        assert_eq!(summary["aiperf_cli_config"]["inter_turn_delay_cap_seconds"], want);
+        if cap[1] == "0.05" {
+            assert!(stderr(&out).contains("Capped 1 inter-turn delays exceeding 0.05s"), "{}", stderr(&out));
+        }
+    }
 }

@@ -98,21 +98,8 @@ fn replay_and_check(lines: &[String], extra: &[&str]) -> Vec<(f64, u64, u64)> {
     let dir = tempfile::tempdir().unwrap();
     let trace = write_trace(dir.path(), lines);
     let art = dir.path().join("art");
-    let mut args = vec![
-        "-m",
-        &model,
-        "-u",
-        &url,
-        "--streaming",
-        "--extra-inputs",
-        "ignore_eos:true",
-        "--request-timeout-seconds",
-        "120",
-    ];
-    let (tok, tr, ar) = (tokenizer(), trace.to_str().unwrap().to_owned(), art.to_str().unwrap().to_owned());
-    args.extend(["--tokenizer", &tok, "--input-file", &tr, "--artifact-dir", &ar]);
-    args.extend(extra);
-    let out = profile(&args, Duration::from_secs(600));
+    let args = [&["--streaming", "--request-timeout-seconds", "120"], extra].concat();
+    let out = profile_real(&url, &model, &trace, &art, &args, Duration::from_secs(600));
     ok(&out);
     println!("{}", String::from_utf8_lossy(&out.stdout));
     let s = summary(&art);
@@ -239,26 +226,12 @@ fn completions_endpoint_against_llama_cpp() {
     let trace = write_trace(dir.path(), &lines);
     for streaming in [true, false] {
         let art = dir.path().join(format!("art-{streaming}"));
-        let mut args = vec![
-            "-m",
-            &model,
-            "-u",
-            &url,
-            "--endpoint-type",
-            "completions",
-            "--extra-inputs",
-            "ignore_eos:true",
-            "--request-rate",
-            "4",
-            "--request-timeout-seconds",
-            "120",
-        ];
+        let mut args =
+            vec!["--endpoint-type", "completions", "--request-rate", "4", "--request-timeout-seconds", "120"];
         if streaming {
             args.push("--streaming");
         }
-        let (tok, tr, ar) = (tokenizer(), trace.to_str().unwrap().to_owned(), art.to_str().unwrap().to_owned());
-        args.extend(["--tokenizer", &tok, "--input-file", &tr, "--artifact-dir", &ar]);
-        let out = profile(&args, Duration::from_secs(300));
+        let out = profile_real(&url, &model, &trace, &art, &args, Duration::from_secs(300));
         ok(&out);
         let s = summary(&art);
         assert_eq!(s["error_request_count"]["avg"].as_f64().unwrap_or(0.0), 0.0, "errors: {}", s["error_summary"]);

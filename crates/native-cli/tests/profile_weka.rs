@@ -108,6 +108,31 @@ fn idle_gaps_are_capped_and_turns_wait_the_idle_time() {
     assert_after(&t, "w/a1", 1, 350); // 1.25 - 0.8 - 0.1
 }
 
+/// `--inter-turn-delay-cap-seconds 0.5` alone (the trace detected as WEKA): each conversation
+/// replayed as a session, its idle-time delays at most 500 ms (the 38.4 s one too); with
+/// `--use-think-time-only` the think times capped; under `--trace-idle-gap-cap-seconds` the
+/// delays are not capped (AIPerf's idle-gap cap takes precedence).
+#[test]
+fn the_inter_turn_delay_cap_shortens_the_delays_unless_idle_gaps_are_capped() {
+    let (summary, t) = run(&["--inter-turn-delay-cap-seconds", "0.5"]);
+    assert_eq!(summary["input_config"]["datasets"][0]["inter_turn_delay_cap_seconds"], 0.5, "{summary}");
+    assert_eq!(summary["aiperf_cli_config"]["turn_history"], "none");
+    assert_eq!(t.keys().collect::<Vec<_>>(), ["w", "w/a1"]);
+    assert_after(&t, "w", 1, 500); // 700 capped
+    assert_after(&t, "w", 2, 300);
+    assert_after(&t, "w", 3, 500); // 38400 capped
+    assert_after(&t, "w/a1", 1, 350);
+    let (_, t) = run(&["--inter-turn-delay-cap-seconds", "0.2", "--use-think-time-only"]);
+    assert_after(&t, "w", 1, 200); // 250 capped
+    assert_after(&t, "w", 2, 100);
+    assert_after(&t, "w", 3, 200); // 300 capped
+    assert_after(&t, "w/a1", 1, 50);
+    let (_, t) = run(&["--inter-turn-delay-cap-seconds", "0.2", "--trace-idle-gap-cap-seconds", "1"]);
+    assert_after(&t, "w", 1, 700);
+    assert_after(&t, "w", 3, 900);
+    assert_after(&t, "w/a1", 1, 350);
+}
+
 /// `--ignore-trace-delays`: no times and no delays, every turn right after the previous one
 /// (AIPerf needs a concurrency for this too).
 #[test]
@@ -189,7 +214,7 @@ def generator():
 
 opts = json.loads(sys.argv[2])
 dataset = SimpleNamespace(ignore_trace_delays=opts.get("ignore", False), use_think_time_only=opts.get("think", False),
-    max_context_length=None, inter_turn_delay_cap_seconds=None, trace_idle_gap_cap_seconds=opts.get("cap"),
+    max_context_length=None, inter_turn_delay_cap_seconds=opts.get("turn_cap"), trace_idle_gap_cap_seconds=opts.get("cap"),
     synthesis=None, prompts=None, entries=None, model_fields_set=set())
 cfg = MagicMock()
 cfg.get_default_dataset.return_value = dataset
@@ -247,6 +272,15 @@ fn aiperf_weka_loader_times_turns_as_ours() {
             WekaTiming { idle_gap_cap_s: Some(1.0), think_time_only: true, ..WekaTiming::default() },
         ),
         (r#"{"ignore": true}"#, WekaTiming { ignore_delays: true, ..WekaTiming::default() }),
+        (r#"{"turn_cap": 0.5}"#, WekaTiming { inter_turn_delay_cap_s: Some(0.5), ..WekaTiming::default() }),
+        (
+            r#"{"turn_cap": 0.2, "think": true}"#,
+            WekaTiming { inter_turn_delay_cap_s: Some(0.2), think_time_only: true, ..WekaTiming::default() },
+        ),
+        (
+            r#"{"turn_cap": 0.2, "cap": 1.0}"#,
+            WekaTiming { inter_turn_delay_cap_s: Some(0.2), idle_gap_cap_s: Some(1.0), ..WekaTiming::default() },
+        ),
     ] {
         let out = python(&venv, AIPERF_TIMINGS, &[trace.to_str().unwrap(), opts]);
         assert!(out.status.success(), "{opts}: {}", String::from_utf8_lossy(&out.stderr));

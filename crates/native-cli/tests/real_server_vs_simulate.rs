@@ -28,7 +28,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{BIN, ok, profile, read_jsonl, real_server, root, summary, tokenizer};
+use common::{BIN, ok, profile_real, read_jsonl, real_server, root, summary};
 
 const HIT_TOLERANCE_POINTS: f64 = 5.0;
 const ORDER_AGREEMENT: f64 = 0.75;
@@ -63,30 +63,22 @@ fn llama_cpp_hits_and_orders_requests_as_the_simulation_does() {
     let trace = root().join("tests/fixtures/traces/conversation_prefix_groups_b16.jsonl");
     let dir = tempfile::tempdir().unwrap();
     let (run, sim) = (dir.path().join("measured"), dir.path().join("simulated"));
-    let (tok, tr, ar) = (tokenizer(), trace.to_str().unwrap().to_owned(), run.to_str().unwrap().to_owned());
-    let out = profile(
+    let (tr, ar) = (trace.to_str().unwrap().to_owned(), run.to_str().unwrap().to_owned());
+    let out = profile_real(
+        &url,
+        &model,
+        &trace,
+        &run,
         &[
-            "-m",
-            &model,
-            "-u",
-            &url,
             "--endpoint-type",
             "completions",
             "--streaming",
-            "--extra-inputs",
-            "ignore_eos:true",
             "--request-timeout-seconds",
             "600",
             "--fixed-schedule",
             "--isl-block-size",
             "16",
             "--reset-prefix-cache",
-            "--tokenizer",
-            &tok,
-            "--input-file",
-            &tr,
-            "--artifact-dir",
-            &ar,
         ],
         Duration::from_secs(1200),
     );

@@ -3,38 +3,46 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn fixture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(rel)
-}
+use std::path::{Path, PathBuf};
 
-fn cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_aiperf-cli")).args(args).output().unwrap()
+use common::{cli, fixture};
+
+/// The 500-row conversation trace.
+const HEAD500: &str = "traces/conversation_head500.jsonl";
+
+/// Simulates the 500-row conversation trace into `dir/sim` with `extra`; asserts that it
+/// succeeded and returns the output folder and what the command printed.
+fn simulate_head500(dir: &Path, extra: &[&str]) -> (PathBuf, String) {
+    let out = dir.join("sim");
+    let trace = fixture(HEAD500);
+    let mut args = vec!["simulate", trace.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend(["--output-dir", out.to_str().unwrap()]);
+    let o = cli(&args);
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}{stdout}", String::from_utf8_lossy(&o.stderr));
+    (out, stdout)
 }
 
 #[test]
 fn a_sweep_writes_run_folders_that_report_and_compare_open() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("sim");
-    let trace = fixture("traces/conversation_head500.jsonl");
-    let o = cli(&[
-        "simulate",
-        trace.to_str().unwrap(),
-        "--replicas",
-        "1,2",
-        "--kv-blocks",
-        "200,unbounded",
-        "--router",
-        "kv-aware,round-robin",
-        "--max-running",
-        "16",
-        "--output-dir",
-        out.to_str().unwrap(),
-    ]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}{stdout}", String::from_utf8_lossy(&o.stderr));
+    let trace = fixture(HEAD500);
+    let (out, stdout) = simulate_head500(
+        tmp.path(),
+        &[
+            "--replicas",
+            "1,2",
+            "--kv-blocks",
+            "200,unbounded",
+            "--router",
+            "kv-aware,round-robin",
+            "--max-running",
+            "16",
+        ],
+    );
     assert!(stdout.contains("r2_kv200_kv-aware_lru"), "{stdout}");
 
     let summary: serde_json::Value =
@@ -72,21 +80,7 @@ fn a_sweep_writes_run_folders_that_report_and_compare_open() {
 #[test]
 fn a_simulated_run_reads_back_to_the_numbers_it_wrote() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("sim");
-    let trace = fixture("traces/conversation_head500.jsonl");
-    let o = cli(&[
-        "simulate",
-        trace.to_str().unwrap(),
-        "--replicas",
-        "2",
-        "--kv-blocks",
-        "200",
-        "--max-running",
-        "16",
-        "--output-dir",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (out, _) = simulate_head500(tmp.path(), &["--replicas", "2", "--kv-blocks", "200", "--max-running", "16"]);
     let dir = out.join("r2_kv200_kv-aware_lru");
     let text = std::fs::read_to_string(dir.join("profile_export_aiperf.json")).unwrap();
     let settings = aiperf_core::view::RunSettings::from_summary_json("profile_export_aiperf.json", &text).unwrap();

@@ -2,18 +2,13 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed test
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::Path;
+use std::process::Output;
+
+use common::{cli, fixtures};
 use serde_json::Value;
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
-}
-
-fn cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_aiperf-cli")).args(args).output().unwrap()
-}
 
 fn json_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()

@@ -7,6 +7,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use aiperf_core::replay::schedule::Schedule;
+use aiperf_core::simulate::engine::{DEFAULT_MAX_BATCH_TOKENS, EngineMode};
 use aiperf_core::simulate::{
     Cluster, Engine, MAX_REPLICAS, Policy, ReplicaStats, Router, sample_every_ns, simulate, trace_schedule,
 };
@@ -38,6 +39,8 @@ pub enum Field {
     Policy,
     OverlapWeight,
     MaxRunning,
+    Engine,
+    MaxBatchTokens,
     PrefillFixedMs,
     PrefillPerTokenMs,
     DecodeFixedMs,
@@ -46,7 +49,7 @@ pub enum Field {
 }
 
 impl Field {
-    pub const ALL: [Field; 12] = [
+    pub const ALL: [Field; 14] = [
         Field::Replicas,
         Field::KvBlocks,
         Field::BlockSize,
@@ -54,6 +57,8 @@ impl Field {
         Field::Policy,
         Field::OverlapWeight,
         Field::MaxRunning,
+        Field::Engine,
+        Field::MaxBatchTokens,
         Field::PrefillFixedMs,
         Field::PrefillPerTokenMs,
         Field::DecodeFixedMs,
@@ -71,6 +76,8 @@ impl Field {
             Field::Policy => "policy",
             Field::OverlapWeight => "overlap-weight",
             Field::MaxRunning => "max-running",
+            Field::Engine => "engine",
+            Field::MaxBatchTokens => "max-batch-tokens",
             Field::PrefillFixedMs => "prefill-fixed-ms",
             Field::PrefillPerTokenMs => "prefill-per-token-ms",
             Field::DecodeFixedMs => "decode-fixed-ms",
@@ -88,6 +95,8 @@ impl Field {
             Field::Policy => "Eviction policy",
             Field::OverlapWeight => "KV-aware overlap weight",
             Field::MaxRunning => "Max running per replica",
+            Field::Engine => "Engine",
+            Field::MaxBatchTokens => "Tokens per engine step",
             Field::PrefillFixedMs => "Prefill, fixed (ms)",
             Field::PrefillPerTokenMs => "Prefill per uncached token (ms)",
             Field::DecodeFixedMs => "Decode per token, fixed (ms)",
@@ -106,6 +115,12 @@ impl Field {
             Field::Policy => "which cached block goes first when the cache is full",
             Field::OverlapWeight => "weight of the blocks to prefill in the kv-aware cost",
             Field::MaxRunning => "a whole number ≥ 1, or empty: no cap",
+            Field::Engine => {
+                "request: each request timed on its own; step: vLLM's token-budget steps (chunked prefill, \
+                 preemption), a step taking the decode fixed time + the prefill time per prompt token + the decode \
+                 time per running request per decode token"
+            }
+            Field::MaxBatchTokens => "a whole number ≥ 1 (step engine): vLLM's max_num_batched_tokens",
             Field::PrefillFixedMs | Field::PrefillPerTokenMs | Field::DecodeFixedMs | Field::DecodePerRunningMs => {
                 "a number ≥ 0"
             }
@@ -124,6 +139,8 @@ impl Field {
             Field::Policy => Policy::Lru.name().into(),
             Field::OverlapWeight => "1".into(),
             Field::MaxRunning => String::new(),
+            Field::Engine => EngineMode::default().name().into(),
+            Field::MaxBatchTokens => DEFAULT_MAX_BATCH_TOKENS.to_string(),
             Field::PrefillFixedMs => (e.prefill_fixed_us / 1000.0).to_string(),
             Field::PrefillPerTokenMs => (e.prefill_per_token_us / 1000.0).to_string(),
             Field::DecodeFixedMs => (e.decode_fixed_us / 1000.0).to_string(),
@@ -182,6 +199,9 @@ impl WhatIfForm {
             Field::BlockSize => whole(1, u64::from(MAX_BLOCK_SIZE)),
             Field::Router => (!ROUTERS.iter().any(|r| r.name() == t)).then(|| format!("'{v}' is not a router")),
             Field::Policy => (!POLICIES.iter().any(|p| p.name() == t)).then(|| format!("'{v}' is not a policy")),
+            Field::Engine => (!EngineMode::ALL.iter().any(|m| m.name() == t))
+                .then(|| format!("'{v}' is not an engine: request or step")),
+            Field::MaxBatchTokens => whole(1, u64::from(u32::MAX)),
             Field::MaxRunning if t.is_empty() => None,
             Field::MaxRunning => {
                 whole(1, u64::from(u32::MAX)).map(|_| format!("'{v}' is not accepted: a whole number ≥ 1, or empty"))
@@ -203,6 +223,13 @@ impl WhatIfForm {
         }
         let t = |f: Field| self.get(f).trim();
         let kv = t(Field::KvBlocks);
+        // Milliseconds to microseconds as `simulate` converts them.
+        let engine = Engine {
+            prefill_fixed_us: t(Field::PrefillFixedMs).parse::<f64>().ok()? * 1000.0,
+            prefill_per_token_us: t(Field::PrefillPerTokenMs).parse::<f64>().ok()? * 1000.0,
+            decode_fixed_us: t(Field::DecodeFixedMs).parse::<f64>().ok()? * 1000.0,
+            decode_per_running_us: t(Field::DecodePerRunningMs).parse::<f64>().ok()? * 1000.0,
+        };
         Some(Cluster {
             replicas: t(Field::Replicas).parse().ok()?,
             kv_blocks: if kv == "unbounded" || kv == "inf" { None } else { Some(kv.parse().ok()?) },
@@ -214,19 +241,15 @@ impl WhatIfForm {
                 "" => None,
                 m => Some(m.parse().ok()?),
             },
-            // Milliseconds to microseconds as `simulate` converts them.
-            engine: Engine {
-                prefill_fixed_us: t(Field::PrefillFixedMs).parse::<f64>().ok()? * 1000.0,
-                prefill_per_token_us: t(Field::PrefillPerTokenMs).parse::<f64>().ok()? * 1000.0,
-                decode_fixed_us: t(Field::DecodeFixedMs).parse::<f64>().ok()? * 1000.0,
-                decode_per_running_us: t(Field::DecodePerRunningMs).parse::<f64>().ok()? * 1000.0,
-            },
+            engine,
             seed: t(Field::Seed).parse().ok()?,
             sample_every_ns: 0,
             // Output tokens take blocks as `simulate` has them by default (vLLM's).
             output_blocks: true,
-            // Each request timed on its own, `simulate`'s default engine.
-            steps: None,
+            steps: EngineMode::ALL
+                .into_iter()
+                .find(|m| m.name() == t(Field::Engine))?
+                .steps(&engine, t(Field::MaxBatchTokens).parse().ok()?),
         })
     }
 
@@ -260,6 +283,8 @@ pub struct SimView {
     /// Busiest replica's requests over the mean.
     pub imbalance: f64,
     pub evictions: u64,
+    /// Running requests preempted (the step engine only).
+    pub preemptions: u64,
     /// p50 and p99, in ms.
     pub ttft_ms: [f64; 2],
     pub latency_ms: [f64; 2],
@@ -308,6 +333,7 @@ pub fn simulate_view(trace: &Trace, schedule: &Arc<Schedule>, cluster: &Cluster)
         row_hit_rate: total.row_hit_rate(),
         imbalance: sim.imbalance(),
         evictions: total.evictions,
+        preemptions: total.preemptions,
         ttft_ms: p(&ttft),
         latency_ms: p(&latency),
         ttft: Rc::new(Dist::lengths(&ttft)),
@@ -351,6 +377,38 @@ mod tests {
             form.command("t.jsonl"),
             "aiperf-cli simulate t.jsonl --replicas 4 --kv-blocks 2000 --router round-robin"
         );
+    }
+
+    #[test]
+    fn the_step_engine_simulates_with_the_clis_reading_of_the_timing_options() {
+        let trace = fixture("conversation_head500.jsonl");
+        let mut form = WhatIfForm::default();
+        form.set(Field::Engine, "step".into());
+        form.set(Field::MaxBatchTokens, "512".into());
+        form.set(Field::KvBlocks, "40".into());
+        form.set(Field::DecodeFixedMs, "3".into());
+        let cluster = form.cluster().unwrap();
+        let steps = cluster.steps.unwrap();
+        assert_eq!(steps, aiperf_core::simulate::Steps::from_engine(&cluster.engine, 512));
+        assert_eq!(steps.fixed_us, 3000.0);
+        let sched = schedule(&trace).unwrap();
+        let view = simulate_view(&trace, &sched, &cluster).unwrap();
+        let run = Cluster { sample_every_ns: sample_every_ns(&sched, SAMPLES), ..cluster };
+        let sim = simulate(&trace, sched.clone(), &run).unwrap();
+        assert_eq!(view.preemptions, sim.total().preemptions);
+        assert_eq!(view.ttft_ms[0], percentile_sorted(&sim.ttft_ms(), 50.0).unwrap());
+        assert_eq!(
+            form.command("t.jsonl"),
+            "aiperf-cli simulate t.jsonl --replicas 4 --kv-blocks 40 --engine step --max-batch-tokens 512 --decode-fixed-ms 3"
+        );
+        // The per-request engine ignores the step budget.
+        form.set(Field::Engine, "request".into());
+        assert_eq!(form.cluster().unwrap().steps, None);
+        form.set(Field::Engine, "steps".into());
+        assert_eq!(form.error(Field::Engine).unwrap(), "'steps' is not an engine: request or step");
+        form.set(Field::Engine, "step".into());
+        form.set(Field::MaxBatchTokens, "0".into());
+        assert!(form.cluster().is_none());
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
+use crate::csv;
 use crate::results::aggregate::Report;
 use crate::stats::{mean, sample_std_dev, t_interval_half_width};
 
@@ -307,12 +308,7 @@ pub fn sweep_csv(axis: Axis, points: &[SweepPoint]) -> String {
     for p in points {
         let _ = write!(out, "{},{},{},{}", axis.format(p.value), p.artifact_dir, p.runs, p.was_cancelled);
         for (m, s) in SWEEP_COLUMNS {
-            match p.get(m, s) {
-                Some(v) => {
-                    let _ = write!(out, ",{v}");
-                }
-                None => out.push(','),
-            }
+            csv::push_cell(&mut out, p.get(m, s));
         }
         out.push('\n');
     }

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::error::FormatError;
-use crate::synthesis::rng::{PyRandom, derive_seed};
+use crate::rng::{PyRandom, derive_seed};
 use crate::trace::{Input, Number, Row, Trace};
 
 /// The columns a Baseten trace must have.
@@ -397,9 +397,7 @@ fn back_pressure(
         if let Some((prev_ts, prev_e2e)) = prev {
             let gap = (ts - prev_ts).max(0) as f64;
             let mut delay = (gap - prev_e2e).max(0.0);
-            if let Some(cap) = opts.inter_turn_delay_cap_s.map(|s| s * 1000.0)
-                && delay > cap
-            {
+            if let Some(cap) = opts.inter_turn_delay_cap_s.and_then(|s| crate::trace::delay_cap::clamp_ms(delay, s)) {
                 delay = cap;
                 report.delays_capped += 1;
             }

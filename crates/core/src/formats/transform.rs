@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use super::error::FormatError;
-use crate::synthesis::rng::derive_seed;
+use crate::rng::derive_seed;
 use crate::trace::{Number, Trace};
 
 /// Which transforms to apply (each `None` = off). Applied in this order: window, sampling,

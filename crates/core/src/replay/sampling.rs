@@ -6,7 +6,7 @@
 //! `dataset.sampler.shuffle`: `random` with CPython's `random.Random` (`choice`), `shuffle` with
 //! NumPy's `default_rng` (AIPerf's `RandomGenerator.shuffle`).
 
-use crate::synthesis::rng::{NumpyRandom, PyRandom, derive_seed};
+use crate::rng::{NumpyRandom, PyRandom, derive_seed};
 
 /// AIPerf's dataset sampling strategies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

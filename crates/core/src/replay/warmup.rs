@@ -159,7 +159,7 @@ fn sampling_of(main: &Schedule) -> (crate::replay::sampling::Sampling, u64) {
 mod tests {
     use super::*;
     use crate::replay::dispatch::Peek;
-    use crate::replay::schedule::{Start, Starts};
+    use crate::replay::schedule::{Start, Starts, generated};
 
     /// A fixed schedule of `n` two-turn sessions whose starts run in reverse session order.
     fn main(n: u32) -> Schedule {
@@ -226,24 +226,7 @@ mod tests {
                 .iter()
                 .map(|&r| Session::chain(None, vec![Turn { row: r, timing: TurnTiming::Immediately }]))
                 .collect();
-            let run = Schedule {
-                sessions,
-                starts: Starts::Generated(Generator {
-                    rate: None,
-                    seed: 1,
-                    request_limit: Some(9),
-                    once: true,
-                    ramp_us: None,
-                    smoothness: None,
-                    series: None,
-                    users: None,
-                    sampling: Sampling::Sequential,
-                    sampling_seed: 0,
-                    sampling_skip: 0,
-                }),
-                shard: Default::default(),
-            }
-            .with_sampling(sampling, 5);
+            let run = generated(sessions, None, 1, Some(9)).unwrap().with_sampling(sampling, 5);
             let w = Warmup { requests: Some(3), concurrency: Some(1), ..Warmup::default() };
             let (sent, _) = drive(&w, &run, 1_000);
             let mut walk = Sampler::new(sampling, 5);

@@ -45,7 +45,52 @@ pub struct Steps {
 /// llama.cpp's default `--batch-size`.
 pub const DEFAULT_MAX_BATCH_TOKENS: u32 = 2048;
 
+/// How a replica's time advances: each request timed on its own ([`super::Engine`]), or in engine
+/// steps with a token budget ([`Steps`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineMode {
+    #[default]
+    Request,
+    Step,
+}
+
+impl EngineMode {
+    pub const ALL: [EngineMode; 2] = [EngineMode::Request, EngineMode::Step];
+
+    /// The name on the command line (`--engine`).
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineMode::Request => "request",
+            EngineMode::Step => "step",
+        }
+    }
+
+    /// The steps this mode runs with `engine`'s timing ([`Steps::from_engine`]); `None` for
+    /// [`EngineMode::Request`].
+    pub fn steps(self, engine: &super::Engine, max_batch_tokens: u32) -> Option<Steps> {
+        match self {
+            EngineMode::Request => None,
+            EngineMode::Step => Some(Steps::from_engine(engine, max_batch_tokens)),
+        }
+    }
+}
+
 impl Steps {
+    /// Steps of at most `max_batch_tokens` tokens timed by the per-request engine's figures: a
+    /// step takes `decode_fixed_us`, plus `prefill_per_token_us` per prompt token and
+    /// `decode_per_running_us` per decode token in it (`simulate --engine step`'s reading of the
+    /// four timing options).
+    pub fn from_engine(engine: &super::Engine, max_batch_tokens: u32) -> Steps {
+        Steps {
+            max_batch_tokens,
+            fixed_us: engine.decode_fixed_us,
+            per_prefill_token_us: engine.prefill_per_token_us,
+            per_decode_token_us: engine.decode_per_running_us,
+        }
+    }
+
     /// The time of a step of `prefill` prompt tokens and `decode` decode tokens (µs).
     pub fn step_us(&self, prefill: u64, decode: u64) -> f64 {
         self.fixed_us + self.per_prefill_token_us * prefill as f64 + self.per_decode_token_us * decode as f64

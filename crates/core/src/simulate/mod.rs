@@ -37,7 +37,7 @@ use crate::analysis::Interner;
 use crate::replay::dispatch::{Dispatch, Job, Peek};
 use crate::replay::schedule::{Schedule, ScheduleError, Starts, Timing};
 use crate::results::record::{RequestRecord, ServerUsage};
-use crate::synthesis::rng::PyRandom;
+use crate::rng::PyRandom;
 use crate::trace::Trace;
 
 /// Where a request goes.

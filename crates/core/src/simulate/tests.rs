@@ -35,6 +35,22 @@ fn rows() -> impl Strategy<Value = Vec<Vec<u64>>> {
     proptest::collection::vec(proptest::collection::vec(0u64..12, 1..8), 1..60)
 }
 
+/// Each of the trace's `rows` rows is one request, and every request's times are in order.
+fn each_row_once_in_order(sim: &Simulation, rows: usize) -> Result<(), TestCaseError> {
+    prop_assert_eq!(sim.requests.len(), rows);
+    let mut seen: Vec<u32> = sim.requests.iter().map(|r| r.row).collect();
+    seen.sort_unstable();
+    prop_assert_eq!(seen, (0..rows as u32).collect::<Vec<_>>());
+    for r in &sim.requests {
+        prop_assert!(
+            r.arrival_ns <= r.start_ns && r.start_ns < r.first_token_ns && r.first_token_ns <= r.end_ns,
+            "{:?}",
+            r
+        );
+    }
+    Ok(())
+}
+
 proptest! {
     #[test]
     fn unbounded_single_replica_matches_the_theoretical_hit_rate(rows in rows()) {
@@ -83,13 +99,7 @@ proptest! {
             false => cluster,
         };
         let sim = run(&trace, &cluster);
-        prop_assert_eq!(sim.requests.len(), rows.len());
-        let mut seen: Vec<u32> = sim.requests.iter().map(|r| r.row).collect();
-        seen.sort_unstable();
-        prop_assert_eq!(seen, (0..rows.len() as u32).collect::<Vec<_>>());
-        for r in &sim.requests {
-            prop_assert!(r.arrival_ns <= r.start_ns && r.start_ns < r.first_token_ns && r.first_token_ns <= r.end_ns);
-        }
+        each_row_once_in_order(&sim, rows.len())?;
         for s in &sim.samples {
             prop_assert!(s.blocks <= cap && s.running <= 3);
         }
@@ -383,13 +393,7 @@ proptest! {
             replicas, kv_blocks: Some(cap), max_running: Some(running), sample_every_ns: 100_000, ..stepped(budget)
         };
         let sim = run(&trace, &cluster);
-        prop_assert_eq!(sim.requests.len(), rows.len());
-        let mut seen: Vec<u32> = sim.requests.iter().map(|r| r.row).collect();
-        seen.sort_unstable();
-        prop_assert_eq!(seen, (0..rows.len() as u32).collect::<Vec<_>>());
-        for r in &sim.requests {
-            prop_assert!(r.arrival_ns <= r.start_ns && r.start_ns < r.first_token_ns && r.first_token_ns <= r.end_ns, "{:?}", r);
-        }
+        each_row_once_in_order(&sim, rows.len())?;
         for s in &sim.samples {
             prop_assert!(s.blocks <= cap && s.running <= running);
         }

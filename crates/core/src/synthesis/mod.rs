@@ -7,18 +7,17 @@
 //! - [`arrivals`]: the request rate over time that generation learns and reproduces;
 //! - [`fidelity`]: how close a synthesized trace's distributions are to the original's;
 //! - [`sampled`]: the fidelity report's numbers of a generated trace, gathered while sampling;
-//! - [`rng`]: CPython-compatible MT19937 and AIPerf's seed derivation;
 //! - [`synthetic`]: AIPerf's synthetic workloads (`--isl`, `--num-dataset-entries`, turns, prefix
 //!   prompts, `--seq-dist`) generated as a trace;
 //! - [`settings`]: the parameters as users set them (names, ranges, defaults) for every surface.
 //!
-//! All functions are pure and deterministic: the seed is a parameter.
+//! All functions are pure and deterministic: the seed is a parameter; the draws come from
+//! [`crate::rng`].
 
 pub mod agentic;
 pub mod arrivals;
 pub mod fidelity;
 pub mod generate;
-pub mod rng;
 pub mod sampled;
 pub mod settings;
 pub mod synthetic;

@@ -9,9 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::rng::{PyRandom, SYNTHESIZER_COMPONENT, derive_seed};
 use super::{SynthesisError, SynthesisSettings, room_for, to_i64, to_u64};
 use crate::analysis::{DEFAULT_BLOCK_SIZE, Interner};
+use crate::rng::{PyRandom, SYNTHESIZER_COMPONENT, derive_seed};
 use crate::trace::{Input, Number, Row, Trace};
 
 /// The parameters of transform synthesis (AIPerf's `--synthesis-*` options, block size, seed).

@@ -6,6 +6,7 @@
 //! [`read`] (any `BufRead`), and written back with [`write_row`] / [`write_trace`].
 
 pub mod dataset_file;
+pub mod delay_cap;
 mod error;
 mod fast;
 pub mod multi_turn;

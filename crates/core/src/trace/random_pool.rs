@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::single_turn::{RecordError, err, show, texts};
 use super::{Input, Row, Trace};
-use crate::synthesis::rng::{PyRandom, derive_seed};
+use crate::rng::{PyRandom, derive_seed};
 
 /// The keys of AIPerf's `RandomPool` model.
 pub const KEYS: &[&str] = &["type", "text", "texts", "image", "images", "audio", "audios", "video", "videos"];

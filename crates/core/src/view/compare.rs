@@ -277,16 +277,12 @@ impl Comparison {
         for r in &self.rows {
             let _ = write!(out, "{},{}", q(&r.name), r.unit);
             for v in &r.values {
-                let _ = write!(out, ",{}", v.map_or(String::new(), |v| v.to_string()));
+                csv::push_cell(&mut out, *v);
             }
             for i in (0..r.values.len()).filter(|&i| i != self.baseline) {
                 let (d, p) = r.change(i, self.baseline).map_or((None, None), |(d, p)| (Some(d), p));
-                let _ = write!(
-                    out,
-                    ",{},{}",
-                    d.map_or(String::new(), |d| d.to_string()),
-                    p.map_or(String::new(), |p| p.to_string())
-                );
+                csv::push_cell(&mut out, d);
+                csv::push_cell(&mut out, p);
             }
             out.push('\n');
         }

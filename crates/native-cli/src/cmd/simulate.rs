@@ -21,10 +21,9 @@ use aiperf_core::results::record::RequestRecord;
 use aiperf_core::results::summary::{RunSummary, shell_command};
 use aiperf_core::simulate::calibrate::steps::{StepCalibration, calibrate_steps};
 use aiperf_core::simulate::calibrate::{Calibration, Observation, calibrate};
-use aiperf_core::simulate::engine::DEFAULT_MAX_BATCH_TOKENS;
+use aiperf_core::simulate::engine::{DEFAULT_MAX_BATCH_TOKENS, EngineMode};
 use aiperf_core::simulate::{
-    Cluster, Engine, MAX_REPLICAS, Policy, Router, Simulation, Steps, blocks_for_gb, sample_every_ns, simulate,
-    trace_schedule,
+    Cluster, Engine, MAX_REPLICAS, Policy, Router, Simulation, blocks_for_gb, sample_every_ns, simulate, trace_schedule,
 };
 use aiperf_core::stats::percentile_sorted;
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, LineRead, Trace, read_line_capped};
@@ -133,13 +132,6 @@ pub struct Args {
     pub max_line_bytes: usize,
 }
 
-/// How a replica's time advances (`--engine`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum EngineMode {
-    Request,
-    Step,
-}
-
 fn parse_blocks(s: &str) -> Result<Option<u64>, String> {
     match s.trim() {
         "unbounded" | "inf" => Ok(None),
@@ -236,18 +228,7 @@ pub fn run(args: Args) -> Result<()> {
         },
         |c| c.engine,
     );
-    let steps = match args.engine {
-        EngineMode::Request => None,
-        EngineMode::Step => Some(step_calibration.map_or(
-            Steps {
-                max_batch_tokens: args.max_batch_tokens,
-                fixed_us: engine.decode_fixed_us,
-                per_prefill_token_us: engine.prefill_per_token_us,
-                per_decode_token_us: engine.decode_per_running_us,
-            },
-            |c| c.steps,
-        )),
-    };
+    let steps = step_calibration.map(|c| c.steps).or_else(|| args.engine.steps(&engine, args.max_batch_tokens));
     std::fs::create_dir_all(&args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
 

@@ -298,13 +298,7 @@ pub const OPTIONS: &[AiperfOption] = &[
     ours("--session-turn-delay-stddev", "--conversation-turn-delay-stddev", &["10"]),
     same("--conversation-turn-delay-ratio", &["0.5"]),
     ours("--session-delay-ratio", "--conversation-turn-delay-ratio", &["0.5"]),
-    refused(
-        "--inter-turn-delay-cap-seconds",
-        &Refusal {
-            why: "not yet supported: capping the delays between turns as AIPerf 0.13 caps its dag_jsonl, baseten_trace, multi_turn and trace turns",
-            instead: "cap a trace's turn delays with convert-trace --max-turn-gap-ms",
-        },
-    ),
+    same("--inter-turn-delay-cap-seconds", &["5"]),
     same("--max-idle-gap-cap-seconds", &["5"]),
     same("--replay-speedup", &["2"]),
     same("--open-loop-replay", &[]),

@@ -149,6 +149,12 @@ pub struct Args {
     /// sub-agents) to at most these seconds, and time the turns on that compressed timeline.
     #[arg(help_heading = "Input", long)]
     pub trace_idle_gap_cap_seconds: Option<f64>,
+    /// Wait at most these seconds before a later turn of a session (AIPerf's): every turn's
+    /// delay after the previous turn completed is capped at load, in traces (`delay`),
+    /// single_turn/multi_turn and dag_jsonl files, WEKA conversations (not with
+    /// --trace-idle-gap-cap-seconds) and closed-loop Baseten sessions; timestamps are untouched.
+    #[arg(help_heading = "Input", long)]
+    pub inter_turn_delay_cap_seconds: Option<f64>,
     /// Keep the replay idle at most these seconds at a time (AIPerf's): when no request is in
     /// flight, every pending time moves earlier by the same amount so that the next request
     /// leaves within the cap. Replays of the trace's own times only (ignored with --request-rate).

@@ -195,9 +195,10 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
         });
         let t0 = Instant::now();
         let trace = match &src.input {
-            Input::File(f) if src.dag => {
-                crate::io::trace_format::read_dag_jsonl(f, src.max_line_bytes).map(|t| (t, t0.elapsed()))
-            }
+            Input::File(f) if src.dag => crate::io::trace_format::read_dag_jsonl(f, src.max_line_bytes).map(|mut t| {
+                super::plan::delay_cap::apply(&mut t, src.delay_cap_s, None);
+                (t, t0.elapsed())
+            }),
             Input::File(f) => {
                 let opts = aiperf_core::formats::ConvertOptions {
                     weka: src.weka,
@@ -210,7 +211,8 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
                             Some(w) => super::plan::weka::apply(o.trace, o.format, w)?,
                             None => o.trace,
                         };
-                        let trace = super::plan::baseten::apply(trace, o.format, &src.baseten)?;
+                        let mut trace = super::plan::baseten::apply(trace, o.format, &src.baseten)?;
+                        super::plan::delay_cap::apply(&mut trace, src.delay_cap_s, Some(o.format));
                         Ok((trace, t0.elapsed()))
                     },
                 )
@@ -218,8 +220,16 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
             Input::Synthetic(w) => {
                 w.generate(src.seed).context("cannot generate the synthetic workload").map(|t| (t, t0.elapsed()))
             }
-            Input::Records(t) => Ok(((**t).clone(), t0.elapsed())),
-            Input::Dataset(d) => Ok((d.trace.clone(), t0.elapsed())),
+            Input::Records(t) => {
+                let mut t = (**t).clone();
+                super::plan::delay_cap::apply(&mut t, src.delay_cap_s, None);
+                Ok((t, t0.elapsed()))
+            }
+            Input::Dataset(d) => {
+                let mut t = d.trace.clone();
+                super::plan::delay_cap::apply(&mut t, src.delay_cap_s, None);
+                Ok((t, t0.elapsed()))
+            }
         };
         (trace, tok.join())
     });

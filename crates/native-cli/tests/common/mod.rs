@@ -9,6 +9,7 @@ pub use aiperf::{aiperf, aiperf_venv, python};
 #[allow(unused_imports)]
 pub use mock::{Mock, read_jsonl};
 
+use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -20,13 +21,23 @@ use serde_json::Value;
 pub const BIN: &str = env!("CARGO_BIN_EXE_aiperf-cli");
 
 /// `aiperf-cli ARGS…`, run to its end.
-pub fn cli(args: &[&str]) -> Output {
-    std::process::Command::new(BIN).args(args).output().unwrap()
+pub fn cli<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
 }
 
 /// The repository root.
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The repository's test fixtures folder.
+pub fn fixtures() -> PathBuf {
+    root().join("tests/fixtures")
+}
+
+/// A file or folder under the test fixtures.
+pub fn fixture(rel: &str) -> PathBuf {
+    fixtures().join(rel)
 }
 
 /// The real server of the opt-in tests: `AIPERF_REAL_SERVER_URL` (`how` says how to start one)
@@ -37,8 +48,13 @@ pub fn real_server(how: &str, default_model: &str) -> (String, String) {
     (url, std::env::var("AIPERF_REAL_SERVER_MODEL").unwrap_or_else(|_| default_model.into()))
 }
 
+/// The test tokenizer (SmolLM2-135M's `tokenizer.json`).
+pub fn tokenizer_path() -> PathBuf {
+    fixture("tokenizers/smollm2-135m/tokenizer.json")
+}
+
 pub fn tokenizer() -> String {
-    root().join("tests/fixtures/tokenizers/smollm2-135m/tokenizer.json").display().to_string()
+    tokenizer_path().display().to_string()
 }
 
 impl Mock {
@@ -86,11 +102,29 @@ pub fn profile(args: &[&str], limit: Duration) -> Output {
     wait_limited(child, limit)
 }
 
+/// The arguments of `profile` (after the command's name) against `url` with model `m`, the test
+/// tokenizer, `trace` and `art`.
+pub fn profile_args(url: &str, trace: &Path, art: &Path) -> Vec<String> {
+    let (trace, art) = (trace.to_str().unwrap(), art.to_str().unwrap());
+    let tok = tokenizer();
+    ["-m", "m", "-u", url, "--tokenizer", &tok, "--input-file", trace, "--artifact-dir", art]
+        .map(str::to_owned)
+        .to_vec()
+}
+
 /// `profile` against `url` with the test tokenizer, `trace` and `art`, then `extra`.
 pub fn profile_on(url: &str, trace: &Path, art: &Path, extra: &[&str], limit: Duration) -> Output {
-    let tok = tokenizer();
-    let (trace, art) = (trace.to_str().unwrap(), art.to_str().unwrap());
-    let mut args = vec!["-m", "m", "-u", url, "--tokenizer", &tok, "--input-file", trace, "--artifact-dir", art];
+    let mut args = profile_args(url, trace, art);
+    args.extend(extra.iter().map(|a| a.to_string()));
+    profile(&args.iter().map(String::as_str).collect::<Vec<_>>(), limit)
+}
+
+/// `profile` against the real server `url` serving `model` (see [`real_server`]), each answer as
+/// long as its row asks (`ignore_eos`), with the test tokenizer, `trace` and `art`, then `extra`.
+pub fn profile_real(url: &str, model: &str, trace: &Path, art: &Path, extra: &[&str], limit: Duration) -> Output {
+    let (trace, art, tok) = (trace.to_str().unwrap(), art.to_str().unwrap(), tokenizer());
+    let mut args = vec!["-m", model, "-u", url, "--extra-inputs", "ignore_eos:true", "--tokenizer", &tok];
+    args.extend(["--input-file", trace, "--artifact-dir", art]);
     args.extend_from_slice(extra);
     profile(&args, limit)
 }

@@ -3,6 +3,7 @@
 
 use std::rc::Rc;
 
+use aiperf_core::simulate::engine::EngineMode;
 use yew::prelude::*;
 
 use super::charts::{balance_svg, dist_svg, kv_svg, markup};
@@ -38,6 +39,7 @@ pub fn WhatIfPanel(p: &WhatIfProps) -> Html {
         let choices: Option<Vec<&'static str>> = match f {
             Field::Router => Some(ROUTERS.iter().map(|r| r.name()).collect()),
             Field::Policy => Some(POLICIES.iter().map(|p| p.name()).collect()),
+            Field::Engine => Some(EngineMode::ALL.iter().map(|m| m.name()).collect()),
             _ => None,
         };
         let on_set = on_set.clone();
@@ -116,7 +118,7 @@ fn SimResults(p: &ResultsProps) -> Html {
     let shown = v.replicas.len().min(SHOWN_REPLICAS);
     let requests: Vec<u64> = v.replicas.iter().map(|r| r.requests).collect();
     html! {
-        <div class="sim-results" data-replicas={v.replicas.len().to_string()} data-router={v.cluster.router.name()}>
+        <div class="sim-results" data-replicas={v.replicas.len().to_string()} data-router={v.cluster.router.name()} data-engine={if v.cluster.steps.is_some() { "step" } else { "request" }}>
             <div class="stat-grid">
                 { card("Hit rate (token-weighted)", metric("sim.token_hit_rate", v.token_hit_rate, pct(v.token_hit_rate)), Some("cached prompt tokens / prompt tokens".into())) }
                 { card("Hit rate (per-row mean)", metric("sim.row_hit_rate", v.row_hit_rate, pct(v.row_hit_rate)), Some("as analyze-trace reports it".into())) }
@@ -126,6 +128,9 @@ fn SimResults(p: &ResultsProps) -> Html {
                 { card("Latency p99", ms("sim.latency_p99_ms", v.latency_ms[1]), None) }
                 { card("Routing imbalance", metric("sim.imbalance", v.imbalance, num(v.imbalance, 3)), Some("busiest replica / mean (1 = even)".into())) }
                 { card("Evictions", metric("sim.evictions", v.evictions as f64, int(v.evictions as f64)), None) }
+                { if v.cluster.steps.is_some() {
+                    card("Preemptions", metric("sim.preemptions", v.preemptions as f64, int(v.preemptions as f64)), Some("running requests put back to wait for KV blocks".into()))
+                } else { html! {} } }
                 { card("Requests", metric("sim.requests", v.requests as f64, int(v.requests as f64)), Some(format!("simulated in {}", millis(v.compute_ms)))) }
             </div>
             <span hidden=true data-metric="sim.compute_ms" data-value={v.compute_ms.to_string()}></span>

@@ -10,7 +10,8 @@
 //! recorded `think_time` where it has one. With `--trace-idle-gap-cap-seconds S`, the request
 //! starts of the whole document (parent and sub-agents) are sorted and every gap between two
 //! consecutive starts longer than `S` is cut to `S`; the times and the delays are taken on that
-//! compressed timeline, and `think_time` is not used. `--max-context-length N` drops a whole
+//! compressed timeline, and `think_time` is not used. Without it, `--inter-turn-delay-cap-seconds`
+//! caps each delay (AIPerf's idle-gap cap takes precedence over it). `--max-context-length N` drops a whole
 //! document whose peak `in + out` (an `out` of 0 counted as 1, the file's own requests' `out`
 //! capped by `--synthesis-max-osl`) exceeds `N`.
 
@@ -33,6 +34,9 @@ pub struct WekaTiming {
     pub ignore_delays: bool,
     /// `--trace-idle-gap-cap-seconds`: the longest gap kept between two request starts.
     pub idle_gap_cap_s: Option<f64>,
+    /// `--inter-turn-delay-cap-seconds`: the longest delay of a later turn (unused with
+    /// `idle_gap_cap_s`, which takes precedence in AIPerf).
+    pub inter_turn_delay_cap_s: Option<f64>,
     /// `--max-context-length`: the largest peak `in + out` of a document kept.
     pub max_context_length: Option<u64>,
     /// `--synthesis-max-osl`: the cap on `out` of the file's own requests, in the peak.
@@ -219,6 +223,10 @@ pub(super) fn replay_times(reqs: &[&Req], timing: &WekaTiming) -> Vec<(i64, Opti
                 Some(think) if timing.think_time_only && warp.is_none() => think * 1000.0,
                 _ => end_to_start_ms((t - prev_t) * 1000.0, prev_api),
             };
+            let ms = match timing.inter_turn_delay_cap_s {
+                Some(cap) if warp.is_none() => crate::trace::delay_cap::clamp_ms(ms, cap).unwrap_or(ms),
+                _ => ms,
+            };
             ms.is_finite().then_some(ms.max(0.0))
         });
         prev[conv] = Some((t, r.api));
@@ -334,6 +342,28 @@ mod tests {
         assert_eq!(w.map(50.0), 50.0);
         assert_eq!(w.map(150.0), 80.0);
         assert_eq!(w.map(230.0), 90.0);
+    }
+
+    #[test]
+    fn the_inter_turn_delay_cap_shortens_delays_unless_the_idle_gap_cap_is_given() {
+        let reqs = [
+            req(0.0, 0, Some(2.0), None),
+            req(10.0, 0, Some(1.5), Some(7.0)),
+            req(5.0, 1, None, None),
+            req(11.0, 1, None, Some(3.0)),
+        ];
+        let refs: Vec<&Req> = reqs.iter().collect();
+        let cap = |t: WekaTiming| replay_times(&refs, &t).iter().map(|t| t.1).collect::<Vec<_>>();
+        // Idle times 8 s and 6 s, think times 7 s and 3 s: each at most 4 s.
+        let capped = WekaTiming { inter_turn_delay_cap_s: Some(4.0), ..WekaTiming::default() };
+        assert_eq!(cap(capped), vec![None, Some(4000.0), None, Some(4000.0)]);
+        assert_eq!(cap(WekaTiming { think_time_only: true, ..capped }), vec![None, Some(4000.0), None, Some(3000.0)]);
+        // Under the idle-gap cap (no gap longer than 60 s here) the delays are not capped.
+        assert_eq!(
+            cap(WekaTiming { idle_gap_cap_s: Some(60.0), ..capped }),
+            vec![None, Some(8000.0), None, Some(6000.0)]
+        );
+        assert!(cap(WekaTiming { ignore_delays: true, ..capped }).iter().all(Option::is_none));
     }
 
     #[test]

@@ -321,7 +321,7 @@ pub fn build(trace: &Trace, timing: Timing, request_count: Option<u64>) -> Resul
 }
 
 /// Rate and as-fast-as-allowed schedules: each session once, or `request_count` requests.
-pub(super) fn generated(
+pub(crate) fn generated(
     sessions: Vec<Session>,
     rate: Option<(f64, ArrivalPattern)>,
     seed: u64,

@@ -17,6 +17,8 @@ mod shard;
 mod tests;
 
 pub use arrivals::{ArrivalPattern, Generator, RATE_RAMP_UPDATE_US, RateSeries, Rng, ramped_rate, series_rate};
+#[cfg(test)]
+pub(crate) use build::generated;
 pub use build::{RowProblem, ScheduleError, Timing, build, endless, sessions};
 pub use cursor::{StartCursor, StartIter, turn_gap_us, user_centric};
 pub use shard::{Shard, ShardError};

@@ -1,6 +1,12 @@
 use super::steps::{Summer, event_order};
+use super::sweep::{Curve, TakeUp};
 use super::weighted::Weighted;
 use super::*;
+
+/// The sweep of one curve over `tl`'s spans.
+fn swept(tl: &Timeline, each: impl Fn(&Span, &[u64], &mut Vec<Event>), raw: bool) -> Steps {
+    tl.sweep_with(&TakeUp::of(tl).unwrap(), each, raw)
+}
 
 fn get(m: &[(TimelineMetric, TimeWeighted)], t: TimelineMetric) -> TimeWeighted {
     m.iter().find(|x| x.0 == t).unwrap().1
@@ -88,8 +94,19 @@ fn merged_timelines_give_the_whole_runs_metrics() {
     assert_eq!(whole.metrics(from, to), a.metrics(from, to));
 }
 
-/// What makes one span's events (given its later chunks).
-type Curve<'a> = &'a dyn Fn(&Span, &[u64], &mut Vec<Event>);
+/// Each curve's events of a span: requests in flight, prefill and even decode rates, decode rate
+/// by chunks, prefill rate alone, tokens in flight counted per chunk and all at the first token.
+const CURVES: [Curve<'static>; 6] = [
+    &|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]),
+    &|s, _, e| {
+        prefill_rate(s, e);
+        even_decode_rate(s, e);
+    },
+    &chunk_decode,
+    &|s, _, e| prefill_rate(s, e),
+    &|s, later, e| tokens_in_flight(s, later, true, e),
+    &|s, later, e| tokens_in_flight(s, later, false, e),
+];
 
 /// The sweep by sorting every event at once.
 fn sorted_sweep(mut events: Vec<Event>) -> Steps {
@@ -161,7 +178,7 @@ proptest::proptest! {
     fn passes_give_the_statistics_of_a_sorted_copy(
         held in proptest::collection::vec((proptest::prop_oneof![0u64..4, 0u64..1_000_000, proptest::strategy::Just(1u64 << 52)], any_value()), 0..60),
         window in proptest::option::of(1u64..3_000_000),
-        keep in proptest::sample::select(vec![0u64, 1, 3, 1 << 20]),
+        keep in proptest::sample::select(vec![0u64, 1, 3, 8, 20, 1 << 20]),
     ) {
         let active: u64 = held.iter().map(|h| h.0).sum();
         let total = window.map(|w| w as f64);
@@ -178,6 +195,8 @@ proptest::proptest! {
                 proptest::prop_assert!(passes <= 6);
             }
             proptest::prop_assert_eq!(stat_bits(w.result()), stat_bits(want), "upto {} keep {}", upto, keep);
+            let batch = Weighted::of_keeping(&held[..], total, upto, keep);
+            proptest::prop_assert_eq!(stat_bits(batch), stat_bits(want), "in one loop a pass: upto {} keep {}", upto, keep);
         }
     }
 }
@@ -187,15 +206,7 @@ fn durations_past_2_pow_53_are_sorted_whole() {
     let held = vec![(1u64 << 60, 1.0), (3, 2.0), ((1 << 60) + 1, 0.5), (7, -1.0), (1 << 54, 2.0)];
     let total: u64 = held.iter().map(|h| h.0).sum();
     let want = sorted_copy(held.clone(), total as f64);
-    let got = Weighted::of_pairs(
-        |w| {
-            for &(d, v) in &held {
-                w.add(d, v);
-            }
-        },
-        None,
-        u64::MAX,
-    );
+    let got = Weighted::of(&held[..], None, u64::MAX);
     assert_eq!(stat_bits(got), stat_bits(want));
 }
 
@@ -287,19 +298,13 @@ proptest::proptest! {
             }
             sorted_sweep(e)
         };
-        let curves: [Curve; 6] = [
-            &|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]),
-            &|s, _, e| {
-                prefill_rate(s, e);
-                even_decode_rate(s, e);
-            },
-            &chunk_decode,
-            &|s, _, e| prefill_rate(s, e),
-            &|s, later, e| tokens_in_flight(s, later, true, e),
-            &|s, later, e| tokens_in_flight(s, later, false, e),
-        ];
-        for each in curves {
-            proptest::prop_assert_eq!(bits(&tl.sweep_with(each, false)), bits(&all(each)));
+        for each in CURVES {
+            proptest::prop_assert_eq!(bits(&swept(&tl, each, false)), bits(&all(each)));
+        }
+        // Swept together, each curve's steps are those of its own sweep.
+        let together = tl.sweep_curves(&TakeUp::of(&tl).unwrap(), CURVES, false);
+        for (each, steps) in CURVES.into_iter().zip(&together) {
+            proptest::prop_assert_eq!(bits(steps), bits(&all(each)));
         }
     }
 }
@@ -347,30 +352,24 @@ fn the_bucketed_sweep_equals_the_sorted_one_over_many_buckets() {
         one.add(&r, ok.then_some(&m));
         recorded.push((one.span(0), if ok { later } else { Vec::new() }));
     }
-    let curves: [Curve; 6] = [
-        &|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]),
-        &|s, _, e| {
-            prefill_rate(s, e);
-            even_decode_rate(s, e);
-        },
-        &chunk_decode,
-        &|s, _, e| prefill_rate(s, e),
-        &|s, later, e| tokens_in_flight(s, later, true, e),
-        &|s, later, e| tokens_in_flight(s, later, false, e),
-    ];
-    for each in curves {
+    for each in CURVES {
         let mut e = Vec::new();
         for (s, later) in &recorded {
             each(s, later, &mut e);
         }
-        assert_eq!(bits(&tl.sweep_with(each, false)), bits(&sorted_sweep(e)));
+        assert_eq!(bits(&swept(&tl, each, false)), bits(&sorted_sweep(e)));
+    }
+    // Swept together, far events among them, each curve's steps are those of its own sweep.
+    let together = tl.sweep_curves(&TakeUp::of(&tl).unwrap(), curves, false);
+    for (each, steps) in curves.into_iter().zip(&together) {
+        assert_eq!(bits(steps), bits(&swept(&tl, each, false)));
     }
     // Closed-form decode rates: the stride alone for evenly spaced chunks.
     let mut e = Vec::new();
     for (s, later) in &recorded {
         closed_decode(s, later, &mut e);
     }
-    assert_eq!(bits(&tl.sweep_with(closed_decode, true)), bits(&sorted_sweep(e)));
+    assert_eq!(bits(&swept(&tl, closed_decode, true)), bits(&sorted_sweep(e)));
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //!   new blocks, an incremental `input_length` and their `delay`;
 //! - [`report`]: `manifest.json`, `quality.json` and `comparison.txt`.
 //!
-//! Numbers are drawn from the core's [`PyRandom`](crate::synthesis::rng::PyRandom), so the same
+//! Numbers are drawn from the core's [`PyRandom`](crate::rng::PyRandom), so the same
 //! seed gives the same bytes on every platform (but not AIPerf's numpy draws: the two agree in
 //! distribution, not sample for sample).
 

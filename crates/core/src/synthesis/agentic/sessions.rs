@@ -4,7 +4,7 @@
 //! retirement), by a reset whose chance grows with the context, or at an explicit turn count.
 
 use super::config::{AgenticConfig, Lognormal, MAX_SESSION_BLOCKS};
-use crate::synthesis::rng::PyRandom;
+use crate::rng::PyRandom;
 
 /// Smallest generation length (or the configured maximum when that is smaller).
 const OUTPUT_MIN: u64 = 30;

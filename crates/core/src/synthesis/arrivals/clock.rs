@@ -1,7 +1,7 @@
 //! [`Clock`]: arrival times drawn from a learned [`ArrivalModel`], window by window.
 
 use super::{ARRIVALS_COMPONENT, Arrival, ArrivalModel, ArrivalOptions, SessionStyle, micro_ms};
-use crate::synthesis::rng::{PyRandom, derive_seed};
+use crate::rng::{PyRandom, derive_seed};
 use crate::trace::Number;
 
 impl ArrivalModel {

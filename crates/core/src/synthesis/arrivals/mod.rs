@@ -372,7 +372,7 @@ pub fn lag1_autocorrelation(counts: &[f64]) -> Option<f64> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::synthesis::rng::PyRandom;
+    use crate::rng::PyRandom;
     use crate::trace::{Input, ParseOptions, Row, parse_str};
 
     const PLAIN: ArrivalOptions = ArrivalOptions { speedup: 1.0, intensity: 1.0, duration_ms: None };

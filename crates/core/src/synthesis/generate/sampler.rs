@@ -2,8 +2,8 @@
 //! walk of its contracted tree.
 
 use super::{GenerateParams, PrefixModel};
+use crate::rng::PyRandom;
 use crate::synthesis::arrivals::{ArrivalOptions, Clock, SessionStyle};
-use crate::synthesis::rng::PyRandom;
 use crate::synthesis::sampled::Observer;
 use crate::synthesis::sampled::SampledFacts;
 use crate::synthesis::{SynthesisError, room_for};

@@ -4,7 +4,7 @@
 use std::f64::consts::TAU;
 
 use super::{MAX_IDS, MAX_ROWS, SyntheticError, SyntheticWorkload};
-use crate::synthesis::rng::{PyRandom, derive_seed};
+use crate::rng::{PyRandom, derive_seed};
 use crate::trace::{Input, Number, Row, Trace};
 
 /// CPython's `random.Random` with its `gauss` (and the pair it keeps for the next call).

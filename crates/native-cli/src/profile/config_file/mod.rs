@@ -15,6 +15,7 @@ macro_rules! bail_key {
 
 pub mod expand;
 pub mod model;
+mod scalar;
 pub mod spell;
 
 use anyhow::{Context, Result, anyhow, bail};

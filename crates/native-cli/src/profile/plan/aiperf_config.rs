@@ -291,6 +291,7 @@ fn dataset(a: &Args, plan: &ReplayPlan) -> Value {
                 put(&mut d, "max_context_length", json!(w.max_context_length));
                 put(&mut d, "trace_idle_gap_cap_seconds", json!(w.idle_gap_cap_s));
             }
+            put(&mut d, "inter_turn_delay_cap_seconds", json!(plan.source.delay_cap_s));
             // AIPerf's FileDataset keys of its baseten_trace replay options, as given.
             let b = &plan.source.baseten.replay;
             put(&mut d, "trace_session_sample_ratio", json!(b.session_sample_ratio));

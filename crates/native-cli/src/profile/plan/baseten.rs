@@ -83,7 +83,7 @@ pub fn plan(
         speedup: a.replay_speedup.unwrap_or(1.0),
         idle_gap_cap_s: a.max_idle_gap_cap_seconds,
         session_sample_ratio: a.trace_session_sample_ratio,
-        inter_turn_delay_cap_s: None,
+        inter_turn_delay_cap_s: a.inter_turn_delay_cap_seconds,
         omit_kv_hints: a.omit_kv_hints,
         force_min_tokens: !a.no_force_min_tokens,
         seed: a.random_seed,

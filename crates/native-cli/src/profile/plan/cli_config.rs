@@ -91,6 +91,7 @@ pub(super) fn cli_config(a: &Args, plan: &ReplayPlan) -> Value {
         ("use_think_time_only", a.use_think_time_only.then_some(json!(true))),
         ("max_context_length", a.max_context_length.map(|n| json!(n))),
         ("trace_idle_gap_cap_seconds", a.trace_idle_gap_cap_seconds.map(|s| json!(s))),
+        ("inter_turn_delay_cap_seconds", a.inter_turn_delay_cap_seconds.map(|s| json!(s))),
         ("ttft_sla_ms", a.ttft_sla_ms.map(|v| json!(v))),
         ("itl_sla_ms", a.itl_sla_ms.map(|v| json!(v))),
         ("tpot_sla_ms", a.tpot_sla_ms.map(|v| json!(v))),

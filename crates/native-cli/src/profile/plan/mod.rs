@@ -12,6 +12,7 @@
 //! - `cli_config`: the options as given, redacted, for the exports' `aiperf_cli_config`;
 //! - [`aiperf_config`]: the options in AIPerf's configuration shape (the exports' `input_config`);
 //! - [`arrivals`]: when sessions start, resolved against the trace;
+//! - [`delay_cap`]: `--inter-turn-delay-cap-seconds`, checked and applied to the rows read;
 //! - [`dataset_file`]: AIPerf's own dataset files (single_turn, multi_turn, random_pool), read;
 //! - [`limits`]: the options' bounds and the checks of one option;
 //! - [`shaping`]: AIPerf's load-shaping options (request cancellation, warm-up, ramps, gamma
@@ -29,6 +30,7 @@ pub mod baseten;
 pub mod campaign;
 mod cli_config;
 pub mod dataset_file;
+pub mod delay_cap;
 pub mod limits;
 pub mod model;
 pub mod network;

@@ -115,6 +115,8 @@ pub struct Source {
     pub dag: bool,
     /// AIPerf's `baseten_trace` replay options.
     pub baseten: super::baseten::BasetenPlan,
+    /// `--inter-turn-delay-cap-seconds`: every turn's delay at most this (seconds).
+    pub delay_cap_s: Option<f64>,
 }
 
 /// When sending stops and how much may be in flight.

@@ -74,6 +74,7 @@ impl ReplayPlan {
             },
         );
         let cache_bust_shrinks = cache_bust(&a, &input, system.is_some())?;
+        let delay_cap_s = super::delay_cap::check(&a, &input)?;
         let weka = super::weka::timing(&a, &format, &input, synthesis.as_ref().and_then(|p| p.max_osl))?;
         let baseten = super::baseten::plan(&a, &format, &input, synthesis.as_ref(), &extra_inputs)?;
         let is_baseten = match (&input, format.trace_format) {
@@ -144,6 +145,7 @@ impl ReplayPlan {
                 weka,
                 dag,
                 baseten,
+                delay_cap_s,
                 max_line_bytes: in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?,
                 block_size,
                 seed: a.random_seed,

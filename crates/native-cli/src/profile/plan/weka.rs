@@ -18,10 +18,19 @@ const NOT_WEKA_MAX_CONTEXT: &str = "--max-context-length only applies to Weka tr
      weka_trace or a weka --public-dataset). It filters by recorded peak prompt+output length at load time; other \
      formats do not implement this filter. Drop --max-context-length or switch to a Weka dataset.";
 
-/// The options given, checked (`None` when none is).
+/// The options given, checked (`None` when none is). `--inter-turn-delay-cap-seconds` alone
+/// (checked by [`super::delay_cap`]) replays a WEKA trace's conversations as sessions too, their
+/// delays capped, as AIPerf's `weka_trace` loader replays every WEKA trace.
 pub fn timing(a: &Args, format: &TraceFormatArgs, input: &Input, max_osl: Option<u64>) -> Result<Option<WekaTiming>> {
     let given = given(a);
-    let Some(first) = given.first() else { return Ok(None) };
+    let Some(first) = given.first() else {
+        let weka = matches!(input, Input::File(f) if super::delay_cap::reads_as(f, format.trace_format, Format::Weka));
+        return Ok((a.inter_turn_delay_cap_seconds.is_some() && weka).then(|| WekaTiming {
+            inter_turn_delay_cap_s: a.inter_turn_delay_cap_seconds,
+            max_osl,
+            ..WekaTiming::default()
+        }));
+    };
     ensure!(
         !(a.ignore_trace_delays && a.use_think_time_only),
         "--ignore-trace-delays and --use-think-time-only are mutually exclusive (each sets Turn.delay differently)."
@@ -51,6 +60,7 @@ pub fn timing(a: &Args, format: &TraceFormatArgs, input: &Input, max_osl: Option
         think_time_only: a.use_think_time_only,
         ignore_delays: a.ignore_trace_delays,
         idle_gap_cap_s: a.trace_idle_gap_cap_seconds,
+        inter_turn_delay_cap_s: a.inter_turn_delay_cap_seconds,
         max_context_length: a.max_context_length,
         max_osl,
     }))
@@ -89,6 +99,14 @@ fn refuse_on(option: &str, what: &str, max_context: bool) -> Result<()> {
 /// each session's first turn does (the later ones follow their delays).
 pub fn apply(trace: Trace, format: Format, timing: &WekaTiming) -> Result<Trace> {
     if format != Format::Weka {
+        let only_the_delay_cap = WekaTiming {
+            inter_turn_delay_cap_s: timing.inter_turn_delay_cap_s,
+            max_osl: timing.max_osl,
+            ..WekaTiming::default()
+        } == *timing;
+        if only_the_delay_cap {
+            return Ok(trace);
+        }
         let option = if timing.ignore_delays {
             "--ignore-trace-delays"
         } else if timing.think_time_only {
