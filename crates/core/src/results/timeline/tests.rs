@@ -360,8 +360,8 @@ fn the_bucketed_sweep_equals_the_sorted_one_over_many_buckets() {
         assert_eq!(bits(&swept(&tl, each, false)), bits(&sorted_sweep(e)));
     }
     // Swept together, far events among them, each curve's steps are those of its own sweep.
-    let together = tl.sweep_curves(&TakeUp::of(&tl).unwrap(), curves, false);
-    for (each, steps) in curves.into_iter().zip(&together) {
+    let together = tl.sweep_curves(&TakeUp::of(&tl).unwrap(), CURVES, false);
+    for (each, steps) in CURVES.into_iter().zip(&together) {
         assert_eq!(bits(steps), bits(&swept(&tl, each, false)));
     }
     // Closed-form decode rates: the stride alone for evenly spaced chunks.
