@@ -5,7 +5,8 @@
 //! virtual clock, so row timestamps, sessions whose next turn waits for the previous one's end
 //! plus its `delay`, and everything else the replay decides, are the same implementation. Each
 //! request is routed ([`Router`]) to a replica, waits in that replica's FIFO queue until a
-//! running slot is free (`max_running`) and its new blocks fit beside the pinned ones, then
+//! running slot is free (`max_running`) and the blocks it would pin (new ones, and cached ones
+//! no running request holds) fit beside the pinned ones, then
 //! runs: its prompt blocks are matched as a chained prefix ([`cache`]), pinned until it ends,
 //! and its timing follows [`Engine`]. Blocks are the trace's hash ids (a row's prompt); decode
 //! tokens are not cached and take no capacity. As in vLLM, a request's blocks are released tail

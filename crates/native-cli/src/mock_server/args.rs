@@ -3,10 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use aiperf_core::simulate::Steps;
-use aiperf_core::simulate::engine::DEFAULT_MAX_BATCH_TOKENS;
-
-use aiperf_core::simulate::engine::EngineMode;
+use aiperf_core::simulate::engine::{DEFAULT_MAX_BATCH_TOKENS, EngineMode};
+use aiperf_core::simulate::{Engine, Steps};
 
 /// Options of the mock server.
 #[derive(Clone, Debug, clap::Args)]
@@ -85,8 +83,9 @@ pub struct Args {
     #[arg(long)]
     pub tokenizer: Option<String>,
     /// KV model: blocks the prefix cache holds; blocks of running requests are pinned, the others
-    /// evicted by `--policy`, and a request waits in line until its new blocks fit beside the
-    /// pinned ones (unbounded when absent).
+    /// evicted by `--policy`, and a request waits in line until the blocks it would pin (new
+    /// ones, and cached ones no running request holds) fit beside the pinned ones (unbounded when
+    /// absent).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub kv_blocks: Option<u64>,
     /// KV model: which unpinned block is evicted when `--kv-blocks` are full.
@@ -145,12 +144,15 @@ impl Args {
 
     /// The engine steps of `--engine step`, `None` for `request`.
     pub fn steps(&self) -> Option<Steps> {
-        (self.engine == EngineMode::Step).then_some(Steps {
-            max_batch_tokens: self.max_batch_tokens,
-            fixed_us: self.itl_ms * 1000.0,
-            per_prefill_token_us: self.prefill_per_token_ms * 1000.0,
-            per_decode_token_us: self.decode_per_running_ms * 1000.0,
-        })
+        // `simulate --engine step`'s reading of its timing options, with `--itl-ms` as its
+        // `--decode-fixed-ms`.
+        let engine = Engine {
+            prefill_fixed_us: 0.0,
+            prefill_per_token_us: self.prefill_per_token_ms * 1000.0,
+            decode_fixed_us: self.itl_ms * 1000.0,
+            decode_per_running_us: self.decode_per_running_ms * 1000.0,
+        };
+        self.engine.steps(&engine, self.max_batch_tokens)
     }
 
     /// Refuses the options that the chosen engine does not use.
@@ -206,4 +208,39 @@ fn millis(s: &str) -> std::result::Result<f64, String> {
 /// A fraction of requests.
 fn rate(s: &str) -> std::result::Result<f64, String> {
     number_in(s, 0.0, 1.0, false, "a fraction")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(a: &[&str]) -> Args {
+        Cli::try_parse_from(std::iter::once("mock-server").chain(a.iter().copied())).unwrap().args
+    }
+
+    #[test]
+    fn engine_steps_take_their_times_from_the_mock_options_and_refuse_a_ttft() {
+        let a = parse(&["--engine", "step", "--itl-ms", "2", "--prefill-per-token-ms", "0.5"]);
+        let a = Args { decode_per_running_ms: 0.25, max_batch_tokens: 64, ..a };
+        assert!(a.kv_model());
+        let steps =
+            Steps { max_batch_tokens: 64, fixed_us: 2000.0, per_prefill_token_us: 500.0, per_decode_token_us: 250.0 };
+        assert_eq!(a.steps(), Some(steps));
+        assert_eq!(a.check(), Ok(()));
+        let e = parse(&["--engine", "step", "--ttft-ms", "5"]).check().unwrap_err();
+        assert!(e.starts_with("--ttft-ms 5: not accepted with --engine step"), "{e}");
+        let e = parse(&["--decode-per-running-ms", "1"]).check().unwrap_err();
+        assert_eq!(e, "--decode-per-running-ms 1: accepted with --engine step only");
+        let plain = parse(&[]);
+        assert!(plain.steps().is_none() && !plain.kv_model() && plain.check().is_ok());
+        assert!(Cli::try_parse_from(["mock-server", "--max-batch-tokens", "0"]).is_err());
+    }
 }

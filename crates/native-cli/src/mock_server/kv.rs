@@ -2,8 +2,8 @@
 //! whole blocks, chain-hashed over their token ids as vLLM's automatic prefix caching does, held
 //! in the simulator's own prefix cache ([`BlockCache`]: blocks pinned while their request runs,
 //! evicted by a [`Policy`] when `--kv-blocks` is reached), behind the simulator's admission: a FIFO
-//! queue whose first request starts when a running slot is free (`--slots`) and its new blocks fit
-//! beside the pinned ones (or nothing runs). A prompt's partial last block takes room unhashed,
+//! queue whose first request starts when a running slot is free (`--slots`) and the blocks it
+//! would pin fit beside the pinned ones (or nothing runs). A prompt's partial last block takes room unhashed,
 //! and the output tokens take blocks as decoding reaches them ([`OutputBlocks`]), as in the
 //! simulator.
 //!
