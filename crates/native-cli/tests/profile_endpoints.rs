@@ -136,18 +136,19 @@ fn two_urls_share_the_sessions_and_no_session_crosses() {
     let console = String::from_utf8_lossy(&out.stdout);
     assert!(console.contains("Per URL") && console.contains(&m1.url), "{console}");
 
-    // A rate schedule (sessions generated, no trace timestamps) with warm-up requests: spread
-    // the same way, warm-up included; AIPerf's spelling of several URLs after one flag works.
+    // A rate schedule (sessions generated, no trace timestamps) with a warm-up of two sessions
+    // (three turns each): spread the same way, warm-up included; AIPerf's spelling of several
+    // URLs after one flag works.
     let (m2, m3) = (Mock::start(&[]), Mock::start(&[]));
     let art2 = dir.path().join("art2");
     let out = run(
         &trace,
         &art2,
-        &["--url", &m2.url, &m3.url, "--request-rate", "200", "--no-fixed-schedule", "--warmup-request-count", "4"],
+        &["--url", &m2.url, &m3.url, "--request-rate", "200", "--no-fixed-schedule", "--num-warmup-sessions", "2"],
         &[],
     );
     ok(&out);
-    assert_eq!((m2.arrivals().len(), m3.arrivals().len()), (17, 17), "15 + 2 warm-up each");
+    assert_eq!((m2.arrivals().len(), m3.arrivals().len()), (18, 18), "15 + a warm-up session each");
     let (s2, s3) = (sessions_of(&m2), sessions_of(&m3));
     assert!(s2.is_disjoint(&s3), "a session crossed: {s2:?} {s3:?}");
 

@@ -754,6 +754,93 @@ fn warmup_runs_at_its_own_rate_and_bounds_and_is_not_measured() {
     assert_eq!(warmup_of(before), (4, 6));
 }
 
+/// The warm-up sends whole conversations, as AIPerf 0.13.0's: each later turn carries the
+/// conversation so far (the server's reply included) on the session's correlation id, a request
+/// count ends the sessions in progress, and none of it is recorded; the run then takes the
+/// sessions after those the warm-up drew. Against AIPerf itself on sessions of three turns:
+/// `--concurrency 2 --warmup-request-count 4` sends two turns of s0 and s1 and its run begins at
+/// s3; `--concurrency 1` sends s0's three turns and s1's first, and its run begins at s2
+/// (`aiperf_load.rs` compares the two clients).
+#[test]
+fn the_warmup_sends_whole_conversations_with_their_history_unrecorded() {
+    let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1", "--log-bodies"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..6)
+        .map(|s| {
+            let turns: Vec<String> =
+                (0..3).map(|t| format!(r#"{{"text": "s{s} t{t}", "output_length": 3}}"#)).collect();
+            format!(r#"{{"session_id": "s{s}", "turns": [{}]}}"#, turns.join(", "))
+        })
+        .collect();
+    let file = write_trace(dir.path(), &lines);
+    for (concurrency, warm_turns, run_sessions) in
+        [("2", &[("s0", 2), ("s1", 2)][..], ["s3", "s4"]), ("1", &[("s0", 3), ("s1", 1)][..], ["s2", "s3"])]
+    {
+        let before = mock.arrivals().len();
+        let art = dir.path().join(format!("c{concurrency}"));
+        let extra = [
+            "--custom-dataset-type",
+            "multi_turn",
+            "--concurrency",
+            concurrency,
+            "--warmup-request-count",
+            "4",
+            "--request-count",
+            "4",
+        ];
+        ok(&profile_streaming(&mock.url, &file, &art, &extra, LIMIT));
+        let arrivals = mock.arrivals();
+        let is_warmup =
+            |a: &serde_json::Value| a["headers"]["request_id"].as_str().is_some_and(|id| id.contains("-warmup-"));
+        let (warm, run): (Vec<_>, Vec<_>) = arrivals[before..].iter().partition(|a| is_warmup(a));
+        assert_eq!((warm.len(), run.len()), (4, 4));
+        assert!(arrivals[before..before + 4].iter().all(is_warmup), "the warm-up comes first");
+        // (session, turn) of a request: its last message's text; the turns before it as the
+        // conversation, each followed by the server's non-empty reply.
+        let turn_of = |a: &serde_json::Value| -> (String, u32) {
+            let messages = a["body"]["messages"].as_array().unwrap();
+            let text = messages.last().unwrap()["content"].as_str().unwrap();
+            let (session, turn) = text.split_once(" t").unwrap();
+            let turn: u32 = turn.parse().unwrap();
+            assert_eq!(messages.len(), 2 * turn as usize + 1, "{messages:?}");
+            for (k, m) in messages.iter().enumerate() {
+                if k % 2 == 0 {
+                    assert_eq!(m["content"], format!("{session} t{}", k / 2), "{messages:?}");
+                } else {
+                    assert_eq!(m["role"], "assistant");
+                    assert!(!m["content"].as_str().unwrap().is_empty(), "{messages:?}");
+                }
+            }
+            (session.to_owned(), turn)
+        };
+        let mut per_session: BTreeMap<String, (Vec<u32>, Vec<String>)> = BTreeMap::new();
+        for a in &warm {
+            let (session, turn) = turn_of(a);
+            let e = per_session.entry(session).or_default();
+            e.0.push(turn);
+            e.1.push(a["headers"]["correlation_id"].as_str().unwrap().to_owned());
+        }
+        let counts: Vec<(&str, usize)> = per_session.iter().map(|(s, (t, _))| (s.as_str(), t.len())).collect();
+        assert_eq!(counts, warm_turns, "concurrency {concurrency}");
+        for (turns, ids) in per_session.values() {
+            assert_eq!(*turns, (0..turns.len() as u32).collect::<Vec<_>>(), "turns in order");
+            assert!(ids.iter().all(|id| id == &ids[0]), "one correlation id a session: {ids:?}");
+        }
+        // Recorded: the run's four requests only, of the sessions after the warm-up's draws.
+        let records = read_jsonl(&art.join("profile_export.jsonl"));
+        assert_eq!(records.len(), 4);
+        let mut sessions: Vec<&str> =
+            records.iter().map(|r| r["metadata"]["conversation_id"].as_str().unwrap()).collect();
+        sessions.sort_unstable();
+        sessions.dedup();
+        assert_eq!(sessions, run_sessions, "concurrency {concurrency}");
+        for a in &run {
+            turn_of(a);
+        }
+        assert_eq!(summary(&art)["request_count"]["avg"], 4.0);
+    }
+}
+
 /// The scheduled times (ms from time zero) of a run's records, in order.
 fn scheduled_ms(art: &std::path::Path) -> Vec<f64> {
     let mut t: Vec<f64> =

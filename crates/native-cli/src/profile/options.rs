@@ -252,7 +252,8 @@ pub struct Args {
     /// Number of requests to send (sessions are reused in order past the trace's end).
     #[arg(help_heading = "Load", long, alias = "num-requests")]
     pub request_count: Option<u64>,
-    /// Requests sent before the benchmark, not measured.
+    /// Requests (turns) sent before the benchmark, not measured: whole conversations, the one in
+    /// progress when it is reached ending there.
     #[arg(help_heading = "Load", long, alias = "num-warmup-requests", default_value_t = 0)]
     pub warmup_request_count: u64,
     /// Stop sending after this many seconds.
@@ -542,10 +543,10 @@ pub struct LoadShape {
     /// --warmup-request-count, --num-warmup-sessions).
     #[arg(help_heading = "Load", long)]
     pub warmup_duration: Option<f64>,
-    /// Most sessions the warm-up sends (each sends its first turn).
+    /// Most sessions the warm-up starts (each sends all its turns).
     #[arg(help_heading = "Load", long)]
     pub num_warmup_sessions: Option<u64>,
-    /// Warm-up requests in flight at most [default: --concurrency; 1 without a rate].
+    /// Warm-up sessions in progress at most [default: --concurrency; 1 without a rate].
     #[arg(help_heading = "Load", long)]
     pub warmup_concurrency: Option<usize>,
     /// Warm-up sessions per second [default: --request-rate].

@@ -111,6 +111,25 @@ pub struct Dispatch {
     idle_skips: (u64, u64),
     /// Session runs with sub-agents in progress, by run.
     graphs: FastMap<u64, RunGraph>,
+    /// AIPerf's phase counts ([`Dispatch::with_counts`]) and what they count.
+    counts: Counts,
+}
+
+/// A phase's request and session counts, as AIPerf's stop conditions apply them while it sends.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    /// Nothing is taken once this many requests were.
+    requests: Option<u64>,
+    /// No session run starts once this many did.
+    sessions: Option<u64>,
+    /// Requests taken.
+    taken: u64,
+    /// Session runs started.
+    started: u64,
+    /// The turns of the runs started.
+    planned: u64,
+    /// The request that reached a count was a run's first turn.
+    ended_by_a_start: bool,
 }
 
 /// The next job as [`Dispatch::take`] takes it.
@@ -164,7 +183,32 @@ impl Dispatch {
             idle_since_ns: 0,
             idle_skips: (0, 0),
             graphs: FastMap::default(),
+            counts: Counts::default(),
         }
+    }
+
+    /// The same dispatcher bounded as AIPerf bounds a phase by counts while it sends: nothing
+    /// is taken once `requests` requests were (a session run in progress sends no more turns),
+    /// and no session run starts once `sessions` did (those started send all their turns).
+    pub fn with_counts(self, requests: Option<u64>, sessions: Option<u64>) -> Dispatch {
+        let mut d = Dispatch { counts: Counts { requests, sessions, ..Counts::default() }, ..self };
+        if requests == Some(0) || sessions == Some(0) {
+            d.next_start = None;
+            d.stop();
+        }
+        d
+    }
+
+    /// Session runs started so far.
+    pub fn runs_started(&self) -> u64 {
+        self.counts.started
+    }
+
+    /// Whether a count of [`Dispatch::with_counts`] ended the sending and the request that
+    /// reached it was a session run's first turn (AIPerf's final credit a session start: the
+    /// session its sampler drew after the previous start is the last it drew).
+    pub fn ended_by_a_start(&self) -> bool {
+        self.counts.ended_by_a_start
     }
 
     /// The same dispatcher keeping the replay idle at most `cap_ns` at a time (AIPerf's
@@ -400,8 +444,30 @@ impl Dispatch {
         if self.prefill.is_some() {
             self.prefilling.insert((job.run, job.turn));
         }
+        self.count(&job, !later);
         let cancel_after_ns = self.cancellation.and_then(|c| c.delay_for(job.run, job.turn));
         Some(Job { cancel_after_ns, ..job })
+    }
+
+    /// Counts a request taken (`start`: a session run's first turn) and ends the sending when
+    /// it reaches a count: the request count, or the session count once every turn of the runs
+    /// started was taken (AIPerf's final credit).
+    fn count(&mut self, job: &Job, start: bool) {
+        let c = &mut self.counts;
+        c.taken = c.taken.saturating_add(1);
+        if start {
+            c.started = c.started.saturating_add(1);
+            c.planned = c.planned.saturating_add(u64::from(job.run_turns));
+        }
+        let sessions_reached = c.sessions.is_some_and(|n| c.started >= n);
+        if sessions_reached {
+            self.next_start = None;
+        }
+        if c.requests.is_some_and(|n| c.taken >= n) || (sessions_reached && c.taken >= c.planned) {
+            c.ended_by_a_start = start;
+            self.next_start = None;
+            self.stop();
+        }
     }
 
     /// A request finished at `end_ns` (its prefill slot, if it still held one, is free);

@@ -360,7 +360,7 @@ pub fn endless(mut schedule: Schedule) -> Schedule {
 }
 
 /// Without a fixed schedule, later turns keep their `delay` but not their absolute timestamp.
-fn strip_absolute_times(sessions: &mut [Session]) {
+pub(crate) fn strip_absolute_times(sessions: &mut [Session]) {
     for s in sessions {
         for t in &mut s.turns {
             if let TurnTiming::At(_) = t.timing {

@@ -5,8 +5,8 @@ use super::*;
 /// The warm-up phase ([`aiperf_core::replay::warmup`]): its dispatcher paced on a clock of its
 /// own, each request sent as it is due (never measured, never cancelled on purpose); then the
 /// requests in flight are waited for, at most `--warmup-grace-period` after the warm-up's
-/// duration when one is given. A later turn of a session (a user-centric warm-up's) carries the
-/// session's history as the run's do. Returns what it sent; requests still in flight at the
+/// duration when one is given. A later turn of a session carries the session's history as the
+/// run's do. Returns what it sent; requests still in flight at the
 /// end of the grace period are abandoned and count as failed.
 pub(super) async fn send_warmup<T: Transport + Clone>(
     transport: &T,
@@ -18,7 +18,7 @@ pub(super) async fn send_warmup<T: Transport + Clone>(
 ) -> WarmedUp {
     let clock = Clock::start();
     let mut dispatch = warmup.shape.dispatch(&inputs.schedule);
-    let (mut sent, mut errors, mut started) = (0u64, 0u64, 0u64);
+    let (mut sent, mut errors) = (0u64, 0u64);
     let mut sessions = WarmupSessions::default();
     let mut in_flight = tokio::task::JoinSet::new();
     // First tokens free prefill slots (`--warmup-prefill-concurrency`).
@@ -61,7 +61,6 @@ pub(super) async fn send_warmup<T: Transport + Clone>(
         }
         let Some(job) = dispatch.take(now) else { continue };
         sent += 1;
-        started += u64::from(job.turn == 0);
         match sessions.body(source, job) {
             Ok(p) => {
                 let t = transport.clone();
@@ -70,8 +69,7 @@ pub(super) async fn send_warmup<T: Transport + Clone>(
                     .rows()
                     .get(job.row as usize)
                     .is_some_and(|r| plan.target.body.turn_history.wants_reply(r, job.turn, job.run_turns));
-                // A session of several turns (a user-centric warm-up's) is one conversation, on
-                // one URL.
+                // A session of several turns is one conversation, on one URL.
                 let (correlation_id, url) = if job.run_turns > 1 {
                     (format!("{run}-warmup-session-{}", job.run), job.run % urls)
                 } else {
@@ -120,7 +118,7 @@ pub(super) async fn send_warmup<T: Transport + Clone>(
         }
         _ => drained.await,
     }
-    WarmedUp { sent, failed: errors, draws: warmup.shape.draws(started) }
+    WarmedUp { sent, failed: errors, draws: warmup.shape.draws(&dispatch) }
 }
 
 /// A warm-up's requests (sent, failed) and the sessions it drew from the run's sampler.

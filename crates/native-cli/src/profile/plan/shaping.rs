@@ -302,7 +302,7 @@ pub fn warmup(a: &LoadShape, run: &RunLoad) -> Result<Option<WarmupPlan>> {
     };
     let shape = warmup_prefill(a, run, shape)?;
     // A shard whose part of the counts is nothing sends no warm-up.
-    let nothing = shape.request_limit() == Some(0);
+    let nothing = shape.sends_nothing();
     Ok((shape.is_bounded() && !nothing).then_some(WarmupPlan { shape, grace }))
 }
 
