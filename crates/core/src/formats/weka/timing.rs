@@ -19,7 +19,8 @@ use std::fmt;
 use serde::Deserializer;
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::{Parsed, Progress, Req, note, push_request};
+use super::convert::{note, push_request};
+use super::{Parsed, Progress, Req};
 use crate::formats::{ConvertStats, FormatError, Sink};
 use crate::hashing::FastMap;
 use crate::trace::Trace;
