@@ -3,9 +3,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Conv, End, Entry, Parsed, Req};
+use super::{Conv, End, Entry, Parsed, Req, Spawn};
 use crate::formats::error::{FormatError, Line};
 use crate::formats::{check_id_count, seconds_to_ns};
+
+/// AIPerf's `_JOIN_EPSILON_SECONDS`, the slack of "before the sub-agent's entry".
+const SUB_AGENT_SLACK_S: f64 = 1e-6;
 
 pub(super) fn field_error(file: &Arc<str>, field: &str, value: &str, expected: &str) -> FormatError {
     FormatError::Field {
@@ -27,6 +30,9 @@ pub(super) fn block_of(file: &Arc<str>, block: Option<u32>) -> Result<u32, Forma
 /// Where a list of entries sits: its conversation, its clock's start, its path in the document.
 pub(super) struct List<'p> {
     pub(super) base_ns: i64,
+    /// That start in seconds: a sub-agent's request time before it is read from it (AIPerf's
+    /// rule: older captures recorded them from the entry), any other from the document's start.
+    pub(super) base_s: f64,
     pub(super) conv: u32,
     pub(super) path: &'p str,
     pub(super) block: u32,
@@ -73,7 +79,7 @@ impl Builder {
     }
 
     pub(super) fn conv(&mut self, name: String, block: u32) -> u32 {
-        self.convs.push(Conv { name, block });
+        self.convs.push(Conv { name, block, spawn: None });
         (self.convs.len() - 1) as u32
     }
 
@@ -98,7 +104,8 @@ impl Builder {
 
     /// The time of entry `i` of `list`, checked.
     pub(super) fn at(&self, t: f64, i: usize, list: &List<'_>) -> Result<i64, FormatError> {
-        seconds_to_ns(Some(t)).and_then(|ns| ns.checked_add(list.base_ns)).ok_or_else(|| {
+        let base = if t + SUB_AGENT_SLACK_S < list.base_s { list.base_ns } else { 0 };
+        seconds_to_ns(Some(t)).and_then(|ns| ns.checked_add(base)).ok_or_else(|| {
             field_error(
                 &self.file,
                 &format!("{}[{i}].t", list.path),
@@ -136,6 +143,7 @@ impl Builder {
         let ids_end = self.part.ids.len();
         self.part.reqs.push(Req {
             at_ns,
+            outer: i as u32,
             input,
             output: r.output,
             ids_end,
@@ -155,8 +163,11 @@ impl Builder {
             let agent = e.agent_id.as_deref().map_or_else(|| format!("agent{i}"), str::to_string);
             let name = format!("{}/{agent}", self.convs.get(list.conv as usize).map_or("", |c| &c.name));
             let conv = self.conv(name, list.block);
+            if let Some(c) = self.convs.last_mut() {
+                c.spawn = Some(Spawn { parent: list.conv, outer: i as u32, at_ns, duration_ms: e.duration_ms });
+            }
             let path = format!("{}[{i}].requests", list.path);
-            let sub = List { base_ns: at_ns, conv, path: &path, block: list.block };
+            let sub = List { base_ns: at_ns, base_s: at_ns as f64 / 1e9, conv, path: &path, block: list.block };
             for (k, e) in e.requests.as_deref().unwrap_or_default().iter().enumerate() {
                 self.entry(e, k, &sub)?;
             }

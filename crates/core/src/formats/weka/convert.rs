@@ -3,18 +3,20 @@
 
 use std::sync::Arc;
 
-use super::{End, Parsed, Req, timing};
+use super::{End, Parsed, Req, Spawn, timing};
 use crate::formats::{FormatError, Record, Sink, SourceIds};
 
 /// What the converter keeps of a document's parts: their conversations (with the file's
 /// prefix) and models, and the requests kept so far.
 #[derive(Debug, Default)]
 pub(in crate::formats) struct Progress {
-    convs: Vec<(Arc<str>, u32)>,
+    pub(super) convs: Vec<(Arc<str>, u32)>,
     models: Vec<Box<str>>,
     kept: u64,
     /// With [`WekaTiming`]: the parts read so far, converted when the document ends.
     pub(super) held: Vec<Parsed>,
+    /// Each conversation's sub-agent entry (`None` for the file's own).
+    pub(super) spawns: Vec<Option<Spawn>>,
 }
 
 /// Requests read ahead at a time (see [`Sink::touch`]).
@@ -43,6 +45,7 @@ pub(in crate::formats) fn convert(
     let prefix = sink.prefix().to_string();
     progress.convs.extend(part.convs.iter().map(|c| (format!("{prefix}{}", c.name).into(), c.block)));
     progress.models.extend(part.models.iter().cloned());
+    progress.spawns.extend(part.convs.iter().map(|c| c.spawn.clone()));
     if let Some(timing) = sink.opts.weka {
         return timing::convert_whole(sink, progress, part, &timing);
     }

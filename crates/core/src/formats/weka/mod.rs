@@ -1,9 +1,12 @@
 //! WEKA kv-cache-tester traces (Claude Code sessions): one JSON object per file, one conversation
 //! per file. Requests have `t` (seconds from the conversation start), `model`, `in`, `out` and
 //! 64-token `hash_ids` with `len == floor(in / 64)` (the partial tail is unhashed); ids are local
-//! to the file. A `"subagent"` entry nests requests on its own clock starting at the entry's `t`;
-//! its requests share the parent's id space but form their own conversation
-//! (`<conversation>/<agent_id>`).
+//! to the file. A `"subagent"` entry nests requests whose `t` is read from the entry's `t` when it
+//! is before it (older captures) and from the file's start otherwise (AIPerf's rule); its
+//! requests share the parent's id space but form their own conversation
+//! (`<conversation>/<agent_id>`). With AIPerf's replay options ([`WekaTiming`]) the conversations
+//! are AIPerf's sessions ([`agents`]): the file's own requests split into agent chains
+//! ([`chains`]), whose main chain starts and joins the sub-agents and the other chains.
 //!
 //! A document is read in two steps: [`parse`] turns its text into a compact [`Parsed`] form (the
 //! requests, checked, with their hash ids in one buffer), which needs nothing from the converter
@@ -16,7 +19,9 @@
 //! A big document is read in parts ([`scan::Reader::next_part`]), converted one after the other,
 //! so that its first requests can be converted while the rest is read.
 
+mod agents;
 mod build;
+mod chains;
 mod convert;
 pub(super) mod scan;
 mod serde_read;
@@ -57,6 +62,9 @@ struct Entry<'a> {
     api_time: Option<f64>,
     #[serde(default, deserialize_with = "timing::lenient_seconds")]
     think_time: Option<f64>,
+    /// A sub-agent's recorded run time (AIPerf joins it by this).
+    #[serde(default, deserialize_with = "timing::lenient_seconds")]
+    duration_ms: Option<f64>,
 }
 
 /// A part of a document read into its requests, ready for [`convert`]: what the converter
@@ -96,11 +104,25 @@ struct End {
 struct Conv {
     name: String,
     block: u32,
+    /// A sub-agent's: where it was started.
+    spawn: Option<Spawn>,
 }
 
-#[derive(Debug, PartialEq)]
+/// Where a sub-agent entry sits: the conversation holding it, its place in that conversation's
+/// list, its start and its recorded `duration_ms`.
+#[derive(Clone, Debug, PartialEq)]
+struct Spawn {
+    parent: u32,
+    outer: u32,
+    at_ns: i64,
+    duration_ms: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
 struct Req {
     at_ns: i64,
+    /// Its place in its conversation's list (sub-agent entries counted).
+    outer: u32,
     input: u64,
     output: Option<u64>,
     /// The end of its ids in [`Parsed::ids`] (they start where the previous request's end).

@@ -121,6 +121,19 @@ fn real_files_take_the_fast_path_and_convert_as_line_by_line() {
 }
 
 #[test]
+fn sub_agent_times_before_the_entry_are_read_from_it() {
+    let doc = r#"{"id": "c", "block_size": 64, "requests": [
+        {"t": 0.0, "in": 10, "out": 1, "hash_ids": []},
+        {"t": 5.0, "type": "subagent", "agent_id": "a", "duration_ms": 2000, "requests": [
+            {"t": 0.5, "in": 10, "out": 1, "hash_ids": []}, {"t": 6.0, "in": 10, "out": 1, "hash_ids": []}]}]}"#;
+    let (parts, _) = parts(doc, usize::MAX);
+    let at: Vec<i64> = parts[0].reqs.iter().map(|r| r.at_ns).collect();
+    assert_eq!(at, vec![0, 5_500_000_000, 6_000_000_000]);
+    let spawn = parts[0].convs[1].spawn.clone().unwrap();
+    assert_eq!((spawn.parent, spawn.outer, spawn.at_ns, spawn.duration_ms), (0, 1, 5_000_000_000, Some(2000.0)));
+}
+
+#[test]
 fn a_document_pushed_twice_or_after_lines_is_refused_or_joined() {
     let doc = format!("{{\"id\": \"c\", \"block_size\": 64, {REQUESTS}}}\n");
     let (head, tail) = doc.split_once('\n').unwrap();

@@ -18,10 +18,30 @@ const NOT_WEKA_MAX_CONTEXT: &str = "--max-context-length only applies to Weka tr
      weka_trace or a weka --public-dataset). It filters by recorded peak prompt+output length at load time; other \
      formats do not implement this filter. Drop --max-context-length or switch to a Weka dataset.";
 
+/// AIPerf's environment settings of its WEKA agent-chain detection and naming.
+const CHAIN_SETTINGS: &[&str] = &[
+    "AIPERF_DATASET_WEKA_SPLIT_FLATTENED_AGENTS",
+    "AIPERF_DATASET_WEKA_SEAM_MAX_GAP_SECONDS",
+    "AIPERF_DATASET_WEKA_SEAM_MIN_OVERLAP_RATIO",
+    "AIPERF_DATASET_WEKA_AUX_MAX_REQUESTS",
+    "AIPERF_DATASET_WEKA_AUX_ISL_RATIO",
+    "AIPERF_DATASET_WEKA_AUX_ISL_FLOOR",
+    "AIPERF_DATASET_WEKA_AUX_CROSS_MODEL",
+    "AIPERF_DATASET_WEKA_AUX_REDUCTION_OSL_MAX",
+    "AIPERF_DATASET_WEKA_AUX_REDUCTION_RATIO",
+    "AIPERF_DATASET_WEKA_WORKER_GROUP_MIN",
+];
+
 /// The options given, checked (`None` when none is).
 pub fn timing(a: &Args, format: &TraceFormatArgs, input: &Input, max_osl: Option<u64>) -> Result<Option<WekaTiming>> {
     let given = given(a);
     let Some(first) = given.first() else { return Ok(None) };
+    if let Some(name) = CHAIN_SETTINGS.iter().find(|n| std::env::var_os(n).is_some()) {
+        bail!(
+            "{name} is set: AIPerf's settings of its WEKA agent-chain detection are not read here (the chains are \
+             split with AIPerf 0.13's defaults); unset it"
+        );
+    }
     ensure!(
         !(a.ignore_trace_delays && a.use_think_time_only),
         "--ignore-trace-delays and --use-think-time-only are mutually exclusive (each sets Turn.delay differently)."
