@@ -203,9 +203,8 @@ conversations = loader.convert_to_conversations(loader.load_dataset())
 print(json.dumps([[c.turns[0].timestamp] + [t.delay for t in c.turns[1:]] for c in conversations]))
 "#;
 
-/// Ours: the same, from the core's WEKA reader with the options (conversations in order of their
-/// first turn, as AIPerf lists them here).
-fn our_timings(path: &Path, timing: aiperf_core::formats::WekaTiming) -> Vec<Vec<Option<f64>>> {
+/// The core's WEKA reader's trace of the file at `path`, under `timing`.
+fn read_weka(path: &Path, timing: aiperf_core::formats::WekaTiming) -> aiperf_core::trace::Trace {
     use aiperf_core::formats::{ConvertOptions, Converter, FileOptions, Format};
     let mut c = Converter::new(ConvertOptions { weka: Some(timing), ..ConvertOptions::default() }).unwrap();
     c.start_file(FileOptions {
@@ -216,7 +215,13 @@ fn our_timings(path: &Path, timing: aiperf_core::formats::WekaTiming) -> Vec<Vec
     })
     .unwrap();
     c.push_document(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let mut trace = c.finish().unwrap().trace;
+    c.finish().unwrap().trace
+}
+
+/// Ours: the same, from the core's WEKA reader with the options (conversations in order of their
+/// first turn, as AIPerf lists them here).
+fn our_timings(path: &Path, timing: aiperf_core::formats::WekaTiming) -> Vec<Vec<Option<f64>>> {
+    let mut trace = read_weka(path, timing);
     aiperf_core::formats::time_turns(&mut trace, timing.ignore_delays);
     let mut by: Vec<(String, Vec<Option<f64>>)> = Vec::new();
     for row in trace.rows() {
@@ -339,17 +344,7 @@ fn our_name(aiperf: &str) -> String {
 
 /// Ours: the core's WEKA reader's rows (before the replay drops later turns' times).
 fn our_sessions(path: &Path, timing: aiperf_core::formats::WekaTiming) -> Sessions {
-    use aiperf_core::formats::{ConvertOptions, Converter, FileOptions, Format};
-    let mut c = Converter::new(ConvertOptions { weka: Some(timing), ..ConvertOptions::default() }).unwrap();
-    c.start_file(FileOptions {
-        source: path.display().to_string().into(),
-        format: Format::Weka,
-        start_offset_ms: 0,
-        conversation_prefix: String::new(),
-    })
-    .unwrap();
-    c.push_document(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let trace = c.finish().unwrap().trace;
+    let trace = read_weka(path, timing);
     let mut out = Sessions::new();
     for row in trace.rows() {
         let (turns, branches) = out.entry(row.session_id.as_deref().unwrap().to_owned()).or_default();
