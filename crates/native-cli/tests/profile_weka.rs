@@ -77,8 +77,8 @@ fn run(extra: &[&str]) -> (serde_json::Value, BTreeMap<String, Vec<(i64, i64)>>)
 }
 
 /// `--use-think-time-only`: a later turn waits its recorded think_time after the previous turn
-/// of its conversation ended; each conversation's first turn keeps its time (the sub-agent's
-/// 800 ms after the file's).
+/// of its conversation ended. The sub-agent starts, as AIPerf starts it, when the turn before its
+/// entry (turn 0) returns, and turn 2 (at 1.5 s, when the sub-agent's 700 ms ended) waits for it.
 #[test]
 fn think_time_only_waits_the_recorded_think_time() {
     let (summary, t) = run(&["--use-think-time-only"]);
@@ -88,10 +88,10 @@ fn think_time_only_waits_the_recorded_think_time() {
     assert_eq!(t.keys().collect::<Vec<_>>(), ["w", "w/a1"]);
     assert_eq!(t["w"].len(), 4);
     assert_eq!(t["w/a1"].len(), 2);
-    let first = t["w/a1"][0].0 - t["w"][0].0;
-    assert!((first - 800 * MS).abs() <= MS, "{first}");
+    assert_eq!(t["w/a1"][0].0, t["w"][0].1, "{t:?}");
     assert_after(&t, "w", 1, 250);
-    assert_after(&t, "w", 2, 100);
+    // Due 100 ms after turn 1 ended, or when the sub-agent ended if later.
+    assert_eq!(t["w"][2].0, (t["w"][1].1 + 100 * MS).max(t["w/a1"][1].1), "{t:?}");
     assert_after(&t, "w", 3, 300);
     assert_after(&t, "w/a1", 1, 50);
 }
@@ -140,15 +140,15 @@ fn ignored_delays_send_turns_back_to_back() {
     let (_, t) = run(&["--ignore-trace-delays", "--concurrency", "2"]);
     assert_eq!(t.values().map(Vec::len).sum::<usize>(), 6);
     // Each later turn goes when the previous one ended, never before, and without the recorded
-    // idle time it would wait otherwise (300 ms at the least on this trace); the sub-agent does
-    // not wait for its recorded 800 ms.
+    // idle time it would wait otherwise (300 ms at the least on this trace).
     for (session, k) in [("w", 1), ("w", 2), ("w", 3), ("w/a1", 1)] {
         let s = &t[session];
         let wait = s[k].0 - s[k - 1].1;
         assert!((0..300 * MS).contains(&wait), "{session} turn {k} waited {wait} ns after the previous end: {t:?}");
     }
-    let starts = (t["w/a1"][0].0 - t["w"][0].0).abs();
-    assert!(starts < 800 * MS, "both conversations start at once: {t:?}");
+    // The sub-agent goes when turn 0 ended (as soon as a slot allows: it is sent, not scheduled).
+    let wait = t["w/a1"][0].0 - t["w"][0].1;
+    assert!((0..300 * MS).contains(&wait), "the sub-agent starts when turn 0 ends: {t:?}");
 }
 
 /// `--max-context-length`: the trace's peak prompt + output is 404 tokens (the last request);
@@ -228,9 +228,8 @@ conversations = loader.convert_to_conversations(loader.load_dataset())
 print(json.dumps([[c.turns[0].timestamp] + [t.delay for t in c.turns[1:]] for c in conversations]))
 "#;
 
-/// Ours: the same, from the core's WEKA reader with the options (conversations in order of their
-/// first turn, as AIPerf lists them here).
-fn our_timings(path: &Path, timing: aiperf_core::formats::WekaTiming) -> Vec<Vec<Option<f64>>> {
+/// The core's WEKA reader's trace of the file at `path`, under `timing`.
+fn read_weka(path: &Path, timing: aiperf_core::formats::WekaTiming) -> aiperf_core::trace::Trace {
     use aiperf_core::formats::{ConvertOptions, Converter, FileOptions, Format};
     let mut c = Converter::new(ConvertOptions { weka: Some(timing), ..ConvertOptions::default() }).unwrap();
     c.start_file(FileOptions {
@@ -241,7 +240,13 @@ fn our_timings(path: &Path, timing: aiperf_core::formats::WekaTiming) -> Vec<Vec
     })
     .unwrap();
     c.push_document(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let mut trace = c.finish().unwrap().trace;
+    c.finish().unwrap().trace
+}
+
+/// Ours: the same, from the core's WEKA reader with the options (conversations in order of their
+/// first turn, as AIPerf lists them here).
+fn our_timings(path: &Path, timing: aiperf_core::formats::WekaTiming) -> Vec<Vec<Option<f64>>> {
+    let mut trace = read_weka(path, timing);
     aiperf_core::formats::time_turns(&mut trace, timing.ignore_delays);
     let mut by: Vec<(String, Vec<Option<f64>>)> = Vec::new();
     for row in trace.rows() {
@@ -300,4 +305,196 @@ fn aiperf_weka_loader_times_turns_as_ours() {
             }
         }
     }
+}
+
+/// A WEKA trace whose file records several agents flat, and a sub-agent that did the same: the
+/// main agent (`[1, 2]` → `[1, 2, 3]` → `[1, 2, 3, 10]`) fans out three agents at 4.0, 4.2 and
+/// 4.4 s that run at once (each extends its own fork of `[1, 2, 3]`), a one-shot on another model
+/// at 4.6 s, carries on at 9 s and, at 11 s, after a compaction (`[1, 2, 5]`, sharing only
+/// `[1, 2]`), continues as the same agent. The sub-agent `s1` (10.5 s, 3 s long) forks a one-shot
+/// off its own context at 1.2 s.
+const CHAINS: &str = r#"{"id": "c", "block_size": 64, "hash_id_scope": "local", "models": ["m", "h"], "requests": [
+  {"t": 0.0, "type": "n", "model": "m", "in": 133, "out": 20, "hash_ids": [1, 2], "api_time": 1.0},
+  {"t": 2.0, "type": "n", "model": "m", "in": 197, "out": 20, "hash_ids": [1, 2, 3], "api_time": 1.0},
+  {"t": 3.5, "type": "n", "model": "m", "in": 261, "out": 20, "hash_ids": [1, 2, 3, 10], "api_time": 4.0},
+  {"t": 4.0, "type": "n", "model": "m", "in": 261, "out": 20, "hash_ids": [1, 2, 3, 20], "api_time": 2.0},
+  {"t": 4.2, "type": "n", "model": "m", "in": 261, "out": 20, "hash_ids": [1, 2, 3, 30], "api_time": 2.0},
+  {"t": 4.4, "type": "n", "model": "m", "in": 261, "out": 20, "hash_ids": [1, 2, 3, 40], "api_time": 2.0},
+  {"t": 4.6, "type": "n", "model": "h", "in": 69, "out": 20, "hash_ids": [90], "api_time": 0.5},
+  {"t": 6.5, "type": "n", "model": "m", "in": 325, "out": 20, "hash_ids": [1, 2, 3, 20, 21], "api_time": 1.0},
+  {"t": 6.7, "type": "n", "model": "m", "in": 325, "out": 20, "hash_ids": [1, 2, 3, 30, 31], "api_time": 1.0},
+  {"t": 6.9, "type": "n", "model": "m", "in": 325, "out": 20, "hash_ids": [1, 2, 3, 40, 41], "api_time": 1.0},
+  {"t": 9.0, "type": "n", "model": "m", "in": 325, "out": 20, "hash_ids": [1, 2, 3, 10, 11], "api_time": 1.0},
+  {"t": 10.5, "type": "subagent", "agent_id": "s1", "subagent_type": "Explore", "status": "completed", "models": ["m"], "duration_ms": 3000, "requests": [
+    {"t": 0.0, "type": "s", "model": "m", "in": 133, "out": 20, "hash_ids": [100, 101], "api_time": 0.5},
+    {"t": 1.0, "type": "s", "model": "m", "in": 197, "out": 20, "hash_ids": [100, 101, 102], "api_time": 0.5},
+    {"t": 1.2, "type": "s", "model": "m", "in": 133, "out": 20, "hash_ids": [100, 105], "api_time": 0.5}
+  ]},
+  {"t": 11.0, "type": "n", "model": "m", "in": 197, "out": 20, "hash_ids": [1, 2, 5], "api_time": 1.0},
+  {"t": 12.0, "type": "n", "model": "m", "in": 261, "out": 20, "hash_ids": [1, 2, 5, 6], "api_time": 1.0},
+  {"t": 14.0, "type": "n", "model": "m", "in": 325, "out": 20, "hash_ids": [1, 2, 5, 6, 7], "api_time": 1.0},
+  {"t": 30.0, "type": "n", "model": "m", "in": 389, "out": 20, "hash_ids": [1, 2, 5, 6, 7, 8], "api_time": 1.0}
+]}
+"#;
+
+/// AIPerf 0.13.0's `WekaTraceLoader` on a file (the stand-ins of [`AIPERF_TIMINGS`]): every
+/// conversation's id, its turns' timestamps and delays, and its branches (the turn that starts
+/// each, its children, the turn that joins them).
+const AIPERF_SESSIONS: &str = r#"
+import json, sys
+exec(open(sys.argv[3]).read().split("conversations = loader")[0])
+conversations = loader.convert_to_conversations(loader.load_dataset())
+first = {c.session_id: c.turns[0].timestamp for c in conversations if c.turns}
+out = {}
+for c in conversations:
+    joins = {p.branch_id: k for k, t in enumerate(c.turns) for p in t.prerequisites}
+    branches = {b.branch_id: b for b in c.branches}
+    spawned = []
+    for k, t in enumerate(c.turns):
+        for i in t.branch_ids:
+            b = branches[i]
+            # BranchOrchestrator: a branch that starts before the turn's recorded end starts from
+            # the turn's send (on_credit_issued), any other from its return; each child at its
+            # first turn's time after that origin.
+            start, api = b.start_timestamp_ms, t.api_time_ms
+            from_send = None not in (start, t.timestamp, api) and api > 0 and start < t.timestamp + api
+            origin = t.timestamp if from_send else start
+            offsets = [max(0.0, first[ch] - origin) if None not in (origin, first[ch]) else 0.0
+                for ch in b.child_conversation_ids]
+            spawned.append([k, b.child_conversation_ids, joins.get(i), from_send, offsets])
+    out[c.session_id] = [[[t.timestamp, t.delay] for t in c.turns], spawned]
+print(json.dumps(out))
+"#;
+
+/// A conversation as both loaders give it: each turn's (timestamp, delay) in ms and its branches
+/// (turn, children, join turn, each child's dispatch offset in ms).
+type Sessions = BTreeMap<String, (Vec<(Option<f64>, Option<f64>)>, Vec<Branch>)>;
+type Branch = (u32, Vec<String>, Option<u32>, Vec<f64>);
+
+/// AIPerf's session ids as ours: `c::sa:s1` is `c/s1`, `c::wg:000_000` is `c/wg:000_000`.
+fn our_name(aiperf: &str) -> String {
+    aiperf.replace("::sa:", "/").replace("::", "/")
+}
+
+/// Ours: the core's WEKA reader's rows (before the replay drops later turns' times).
+fn our_sessions(path: &Path, timing: aiperf_core::formats::WekaTiming) -> Sessions {
+    let trace = read_weka(path, timing);
+    let mut out = Sessions::new();
+    for row in trace.rows() {
+        let (turns, branches) = out.entry(row.session_id.as_deref().unwrap().to_owned()).or_default();
+        for b in row.branches() {
+            let children = b.children.iter().map(|c| c.to_string()).collect();
+            branches.push((turns.len() as u32, children, b.join_at, b.offsets_ms.clone()));
+        }
+        turns.push((row.timestamp.map(|t| t.as_f64()), row.delay.map(|d| d.as_f64())));
+    }
+    out
+}
+
+/// AIPerf's loader and ours split the trace into the same agents, each a session with the same
+/// turns, times and delays, started and joined by the same turns of the main agent.
+#[test]
+#[ignore = "needs AIPerf 0.13.0's virtual environment (scripts/aiperf-venv.sh)"]
+fn aiperf_weka_loader_finds_the_same_agent_chains() {
+    use aiperf_core::formats::WekaTiming;
+    let Some(venv) = aiperf_venv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace_c.json");
+    std::fs::write(&trace, CHAINS).unwrap();
+    let helper = dir.path().join("timings.py");
+    std::fs::write(&helper, AIPERF_TIMINGS).unwrap();
+    for (opts, timing) in [
+        ("{}", WekaTiming::default()),
+        (r#"{"think": true}"#, WekaTiming { think_time_only: true, ..WekaTiming::default() }),
+        (r#"{"cap": 1.0}"#, WekaTiming { idle_gap_cap_s: Some(1.0), ..WekaTiming::default() }),
+    ] {
+        let out = python(&venv, AIPERF_SESSIONS, &[trace.to_str().unwrap(), opts, helper.to_str().unwrap()]);
+        assert!(out.status.success(), "{opts}: {}", String::from_utf8_lossy(&out.stderr));
+        type Their = (u32, Vec<String>, Option<u32>, bool, Vec<f64>);
+        type Theirs = BTreeMap<String, (Vec<(Option<f64>, Option<f64>)>, Vec<Their>)>;
+        let theirs: Theirs = serde_json::from_slice(&out.stdout).unwrap();
+        // AIPerf starts a branch that overlapped its turn from the turn's send; the replay here
+        // starts it when the turn ends, at once.
+        let theirs: Sessions = theirs
+            .into_iter()
+            .map(|(id, (turns, branches))| {
+                let branches = branches
+                    .into_iter()
+                    .map(|(k, c, j, from_send, offsets)| {
+                        let offsets = if from_send { vec![0.0; offsets.len()] } else { offsets };
+                        (k, c.iter().map(|c| our_name(c)).collect(), j, offsets)
+                    })
+                    .collect();
+                (our_name(&id), (turns, branches))
+            })
+            .collect();
+        let ours = our_sessions(&trace, timing);
+        println!("{opts}: AIPerf {theirs:?}\nours {ours:?}");
+        assert_eq!(theirs.keys().collect::<Vec<_>>(), ours.keys().collect::<Vec<_>>(), "{opts}");
+        assert_eq!(theirs.len(), 7, "{opts}: the main agent, 4 chains, the sub-agent and its chain");
+        for (id, (turns, branches)) in &theirs {
+            let (our_turns, our_branches) = &ours[id];
+            assert_eq!(branches.len(), our_branches.len(), "{opts}: {id}'s branches");
+            for (a, b) in branches.iter().zip(our_branches) {
+                assert_eq!((a.0, &a.1, a.2), (b.0, &b.1, b.2), "{opts}: {id}'s branches");
+                assert!(a.3.iter().zip(&b.3).all(|(x, y)| (x - y).abs() < 1e-3), "{opts}: {id}: offsets {a:?} {b:?}");
+                assert_eq!(a.3.len(), b.3.len(), "{opts}: {id}: offsets {a:?} {b:?}");
+            }
+            assert_eq!(turns.len(), our_turns.len(), "{opts}: {id}");
+            for (a, b) in turns.iter().zip(our_turns) {
+                let close = |x: Option<f64>, y: Option<f64>| match (x, y) {
+                    (Some(x), Some(y)) => (x - y).abs() < 1e-3,
+                    (x, y) => x.is_none() && y.is_none(),
+                };
+                assert!(close(a.0, b.0) && close(a.1, b.1), "{opts}: {id}: AIPerf {turns:?}, ours {our_turns:?}");
+            }
+        }
+    }
+}
+
+/// The agents of [`CHAINS`] replayed against the mock (idle gaps cut to 1 s, where AIPerf's delays
+/// on the main agent are 0 but for 500 ms before its turn 4): the chains start when the main
+/// agent's turn 2 ends and its turn 3 waits for all of them; the sub-agent and its one-shot start
+/// after turn 3 and turn 6 waits for them.
+#[test]
+fn agent_chains_start_after_their_turn_and_are_joined() {
+    let mock = Mock::start(&["--ttft-ms", "10", "--itl-ms", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace_c.json");
+    std::fs::write(&trace, CHAINS).unwrap();
+    let art = dir.path().join("art");
+    ok(&profile_streaming(&mock.url, &trace, &art, &["--trace-idle-gap-cap-seconds", "1"], LIMIT));
+    let t = turns(&art);
+    let sizes: Vec<(&str, usize)> = t.iter().map(|(k, v)| (k.as_str(), v.len())).collect();
+    assert_eq!(
+        sizes,
+        [
+            ("c", 8),
+            ("c/aux:003", 1),
+            ("c/s1", 2),
+            ("c/s1:aux:000", 1),
+            ("c/wg:000_000", 2),
+            ("c/wg:000_001", 2),
+            ("c/wg:000_002", 2)
+        ]
+    );
+    let main = &t["c"];
+    let chains = ["c/wg:000_000", "c/wg:000_001", "c/wg:000_002", "c/aux:003"];
+    for c in chains {
+        assert_eq!(t[c][0].0, main[2].1, "{c} starts when the main agent's turn 2 ends: {t:?}");
+    }
+    let last_end = |names: &[&str]| names.iter().map(|c| t[*c].last().unwrap().1).max().unwrap();
+    // Turn 3 waits for every chain (each ended after turn 2, which it follows with no delay).
+    assert_eq!(main[3].0, last_end(&chains), "{t:?}");
+    // AIPerf dispatches each child at its recorded offset from the branch's start (the sub-agent's
+    // entry, 6.5 s on the capped timeline): its one-shot, recorded 1.2 s later, 1.2 s after turn 3
+    // ended. The chains above started while turn 2 ran: AIPerf starts them from turn 2's send,
+    // here they start when it ends.
+    assert_eq!(t["c/s1"][0].0, main[3].1, "{t:?}");
+    assert_eq!(t["c/s1:aux:000"][0].0, main[3].1 + 1200 * MS, "{t:?}");
+    assert_after(&t, "c/s1", 1, 500);
+    assert_after(&t, "c", 4, 500);
+    // Turn 6 follows turn 5 with no delay and waits for the sub-agent and its one-shot.
+    assert_eq!(main[6].0, main[5].1.max(last_end(&["c/s1", "c/s1:aux:000"])), "{t:?}");
+    assert_after(&t, "c", 7, 0);
 }

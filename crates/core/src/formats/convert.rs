@@ -476,6 +476,13 @@ impl Sink<'_> {
         self.out.trace.len()
     }
 
+    /// Adds a branch (the sessions it starts, the turn that joins them) to an already pushed row.
+    pub fn add_branch(&mut self, row: usize, branch: crate::trace::Branch) {
+        if let Some(r) = self.out.trace.rows_mut().get_mut(row) {
+            r.rare_mut().branches.push(branch);
+        }
+    }
+
     /// Sets the conversation id of an already pushed row.
     pub fn set_conversation(&mut self, row: usize, id: Arc<str>) {
         if let Some(r) = self.out.trace.rows_mut().get_mut(row) {

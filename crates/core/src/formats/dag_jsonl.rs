@@ -239,14 +239,21 @@ impl DagReader {
                 let (fg, bg): (Vec<_>, Vec<_>) = t.forks.into_iter().partition(|f| !f.1);
                 for forks in [fg, bg] {
                     if !forks.is_empty() {
-                        branches
-                            .push(Branch { children: forks.into_iter().map(|f| f.0.into()).collect(), join_at: None });
+                        branches.push(Branch {
+                            children: forks.into_iter().map(|f| f.0.into()).collect(),
+                            join_at: None,
+                            offsets_ms: Vec::new(),
+                        });
                     }
                 }
                 for (children, join_at) in t.spawns {
                     // A bare group joins on the next turn, or on none after the last turn.
                     let join_at = join_at.or_else(|| u32::try_from(k + 1).ok().filter(|&j| (j as usize) < n));
-                    branches.push(Branch { children: children.into_iter().map(Into::into).collect(), join_at });
+                    branches.push(Branch {
+                        children: children.into_iter().map(Into::into).collect(),
+                        join_at,
+                        offsets_ms: Vec::new(),
+                    });
                 }
                 if !branches.is_empty() {
                     row.rare_mut().branches = branches;
@@ -591,11 +598,14 @@ mod tests {
         let rows = t.rows();
         let ids: Vec<&str> = rows.iter().map(|r| r.session_id.as_deref().unwrap()).collect();
         assert_eq!(ids, ["root", "root", "a", "a", "b", "b", "c"]);
-        assert_eq!(rows[0].branches(), [Branch { children: vec!["a".into(), "b".into()], join_at: Some(1) }]);
+        assert_eq!(
+            rows[0].branches(),
+            [Branch { children: vec!["a".into(), "b".into()], join_at: Some(1), offsets_ms: Vec::new() }]
+        );
         assert_eq!(rows[0].output_length, Some(5));
         assert_eq!(rows[1].delay, Some(Number::Int(20)));
         assert_eq!(rows[3].delay, Some(Number::Float(5.5)));
-        assert_eq!(rows[4].branches(), [Branch { children: vec!["c".into()], join_at: None }]);
+        assert_eq!(rows[4].branches(), [Branch { children: vec!["c".into()], join_at: None, offsets_ms: Vec::new() }]);
         let extra = rows[4].extra().unwrap();
         assert_eq!(extra["model"], "small");
         assert_eq!(extra["temperature"], 0);
@@ -613,12 +623,15 @@ mod tests {
         assert_eq!(
             t.rows()[0].branches(),
             [
-                Branch { children: vec!["x".into()], join_at: Some(2) },
-                Branch { children: vec!["y".into()], join_at: Some(1) }
+                Branch { children: vec!["x".into()], join_at: Some(2), offsets_ms: Vec::new() },
+                Branch { children: vec!["y".into()], join_at: Some(1), offsets_ms: Vec::new() }
             ]
         );
         // A bare spawn on the last turn: nothing joins it.
-        assert_eq!(t.rows()[2].branches(), [Branch { children: vec!["z".into()], join_at: None }]);
+        assert_eq!(
+            t.rows()[2].branches(),
+            [Branch { children: vec!["z".into()], join_at: None, offsets_ms: Vec::new() }]
+        );
     }
 
     #[test]

@@ -83,6 +83,9 @@ pub struct Branch {
     /// 0-based turn of the spawning session that waits until every child's last turn ended;
     /// `None`: nothing waits for them.
     pub join_at: Option<u32>,
+    /// How long after the turn ended each child's first turn is due, in milliseconds (AIPerf's
+    /// recorded dispatch offsets of a WEKA sub-agent); empty: every child at once.
+    pub offsets_ms: Vec<f64>,
 }
 
 /// One request of a trace. Its `hash_ids` live in the owning [`Trace`]'s arena.

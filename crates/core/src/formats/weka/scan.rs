@@ -52,7 +52,7 @@ impl<'t> Reader<'t> {
             }
         }
         let Step::List { mut i, mut k, conv, block, id, seen } = self.step else { return None };
-        let list = List { base_ns: 0, conv, path: "requests", block };
+        let list = List { base_ns: 0, base_s: 0.0, conv, path: "requests", block };
         let Some(ended) = entries(self.text, &mut self.bld, (&mut i, &mut k), &list, max) else {
             return Some(self.serde());
         };

@@ -59,7 +59,7 @@ fn finish_serde(doc: &mut Doc<'_>) -> Result<(), FormatError> {
     let block = block_of(&doc.b.file, doc.block)?;
     if let Some(early) = doc.early.take() {
         let conv = doc.b.conv(doc.conversation(), block);
-        let list = List { base_ns: 0, conv, path: "requests", block };
+        let list = List { base_ns: 0, base_s: 0.0, conv, path: "requests", block };
         for (i, e) in early.iter().enumerate() {
             doc.b.entry(e, i, &list)?;
         }
@@ -132,7 +132,7 @@ impl<'de> Visitor<'de> for Requests<'_, '_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut i = 0;
-        let list = List { base_ns: 0, conv: self.conv, path: "requests", block: self.block };
+        let list = List { base_ns: 0, base_s: 0.0, conv: self.conv, path: "requests", block: self.block };
         while let Some(e) = seq.next_element::<Entry<'de>>()? {
             let doc = &mut *self.doc;
             doc.b.entry(&e, i, &list).map_err(|err| stop(doc, err))?;

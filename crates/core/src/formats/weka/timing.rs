@@ -2,9 +2,12 @@
 //! (`--max-context-length`) and when each request is sent (`--trace-idle-gap-cap-seconds`,
 //! `--use-think-time-only`, `--ignore-trace-delays`).
 //!
-//! With these options every conversation of a document (the file's own requests, each sub-agent's)
-//! becomes a session replayed as AIPerf replays its turns: the first at its recorded time, each
-//! later one a delay after the previous one completed. That delay is AIPerf's: the idle time
+//! With these options a document becomes AIPerf's sessions ([`super::agents`]: the file's main
+//! agent, its other agent chains and its sub-agents, each started by a turn of the main agent and
+//! joined by a later one), each replayed as AIPerf replays its turns: the first at its recorded
+//! time (a sub-agent's when the turn that starts it ended), each later one a delay after the
+//! previous one completed. With a model filter (the conversion option `model`), which drops the turns the
+//! branches name, each conversation is a session of its own. That delay is AIPerf's: the idle time
 //! between the previous request's end and this one's start, `t[k] - (t[k-1] + api_time[k-1])`
 //! (a missing `api_time` counting 0), floored at 0; with `--use-think-time-only` the request's
 //! recorded `think_time` where it has one. With `--trace-idle-gap-cap-seconds S`, the request
@@ -20,7 +23,8 @@ use std::fmt;
 use serde::Deserializer;
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::{Parsed, Progress, Req, note, push_request};
+use super::convert::{note, push_request};
+use super::{End, Parsed, Progress, Req, agents};
 use crate::formats::{ConvertStats, FormatError, Sink};
 use crate::hashing::FastMap;
 use crate::trace::Trace;
@@ -166,6 +170,10 @@ pub(super) fn convert_whole(
             end.name
         )));
     }
+    if sink.opts.models.is_empty() {
+        return convert_agents(sink, progress, &parts, end, timing);
+    }
+    // A model filter drops turns the branches would name: each conversation replays on its own.
     let times = replay_times(&reqs, timing);
     let mut k = 0;
     for p in &parts {
@@ -177,6 +185,93 @@ pub(super) fn convert_whole(
             k += 1;
             push_request(sink, progress, r, ids, at_ns, Some(delay_ms))?;
         }
+    }
+    note(sink, progress, end)
+}
+
+/// The document's requests as AIPerf's sessions ([`agents::plan`]): the root's turns start and
+/// join its sub-agents and agent chains.
+fn convert_agents(
+    sink: &mut Sink<'_>,
+    progress: &mut Progress,
+    parts: &[Parsed],
+    end: End,
+    timing: &WekaTiming,
+) -> Result<Option<String>, FormatError> {
+    let mut reqs: Vec<&Req> = Vec::new();
+    let mut ids: Vec<&[u64]> = Vec::new();
+    for p in parts {
+        let mut start = 0;
+        for r in &p.reqs {
+            reqs.push(r);
+            ids.push(p.ids.get(start..r.ids_end).unwrap_or_default());
+            start = r.ids_end;
+        }
+    }
+    let spawns = progress.spawns.clone();
+    if spawns.iter().flatten().any(|s| s.parent != 0) {
+        return Err(FormatError::Options(format!(
+            "{}: a sub-agent inside a sub-agent; AIPerf's WEKA loader reads sub-agents of the file's own requests only",
+            sink.file()
+        )));
+    }
+    // The sessions on the recorded timeline, then, with the idle-gap cap, on the capped one made
+    // of the requests they replay (a sub-agent AIPerf drops is not among them).
+    let timed = !timing.ignore_delays;
+    let mut sessions = agents::plan(&reqs, &ids, &spawns, &|t| t, timed);
+    if let Some(cap) = timing.idle_gap_cap_s {
+        let starts: Vec<f64> = sessions.iter().flat_map(|s| &s.reqs).map(|&i| reqs[i].at_ns as f64 / 1e9).collect();
+        let warp = Warp::new(&starts, cap);
+        sessions = agents::plan(&reqs, &ids, &spawns, &|t| warp.map(t), timed);
+    }
+    // Each session's conversation: its own, or one named after it.
+    let mut conv_of = Vec::with_capacity(sessions.len());
+    for s in &sessions {
+        if s.suffix.is_empty() {
+            conv_of.push(s.conv);
+            continue;
+        }
+        let Some((name, block)) = progress.convs.get(s.conv as usize).cloned() else {
+            return Err(FormatError::Options(format!("{}: a request without its conversation", sink.file())));
+        };
+        conv_of.push(progress.convs.len() as u32);
+        progress.convs.push((format!("{name}{}", s.suffix).into(), block));
+    }
+    let all = &reqs;
+    let ordered: Vec<Req> = sessions
+        .iter()
+        .zip(&conv_of)
+        .flat_map(|(s, &conv)| s.reqs.iter().map(move |&i| Req { conv, ..all[i].clone() }))
+        .collect();
+    let refs: Vec<&Req> = ordered.iter().collect();
+    let times = replay_times(&refs, timing);
+    let mut k = 0;
+    // The rows of each session's turns, for its branches.
+    let mut rows: Vec<Vec<usize>> = Vec::with_capacity(sessions.len());
+    for s in &sessions {
+        let mut these = Vec::with_capacity(s.reqs.len());
+        for &i in &s.reqs {
+            let (at_ns, delay_ms) = times.get(k).copied().unwrap_or((reqs[i].at_ns, None));
+            let r = &ordered[k];
+            k += 1;
+            these.push(sink.rows());
+            push_request(sink, progress, r, ids[i], at_ns, Some(delay_ms))?;
+        }
+        rows.push(these);
+    }
+    for (s, these) in sessions.iter().zip(&rows) {
+        let name_of = |c: usize| -> Box<str> {
+            conv_of.get(c).and_then(|&v| progress.convs.get(v as usize)).map_or_else(Box::default, |c| Box::from(&*c.0))
+        };
+        for (turn, branch) in agents::branches(s, name_of) {
+            if let Some(&row) = these.get(turn as usize) {
+                sink.add_branch(row, branch);
+            }
+        }
+    }
+    // Requests of dropped sub-agents, counted as read.
+    for _ in ordered.len()..reqs.len() {
+        sink.count_record();
     }
     note(sink, progress, end)
 }
@@ -254,13 +349,13 @@ struct Gap {
 
 /// AIPerf's per-trace idle-gap time warp: every gap between consecutive (sorted) request starts
 /// longer than `cap` seconds keeps its first `cap` seconds; later times shift left by the rest.
-struct Warp {
+pub(super) struct Warp {
     gaps: Vec<Gap>,
     cap: f64,
 }
 
 impl Warp {
-    fn new(starts: &[f64], cap: f64) -> Warp {
+    pub(super) fn new(starts: &[f64], cap: f64) -> Warp {
         let mut sorted = starts.to_vec();
         sorted.sort_by(f64::total_cmp);
         let mut gaps = Vec::new();
@@ -276,7 +371,7 @@ impl Warp {
         Warp { gaps, cap }
     }
 
-    fn map(&self, t: f64) -> f64 {
+    pub(super) fn map(&self, t: f64) -> f64 {
         let mut shift = 0.0;
         for g in &self.gaps {
             if t < g.start {
@@ -300,7 +395,17 @@ mod tests {
     use super::*;
 
     fn req(at_s: f64, conv: u32, api: Option<f64>, think: Option<f64>) -> Req {
-        Req { at_ns: (at_s * 1e9).round() as i64, input: 100, output: Some(10), ids_end: 0, conv, model: 0, api, think }
+        Req {
+            at_ns: (at_s * 1e9).round() as i64,
+            outer: 0,
+            input: 100,
+            output: Some(10),
+            ids_end: 0,
+            conv,
+            model: 0,
+            api,
+            think,
+        }
     }
 
     #[test]

@@ -146,7 +146,7 @@ fn branched(trace: &Trace, chains: &[Session], by_id: &FastMap<&str, usize>) -> 
             continue;
         }
         let mut g = Expansion { trace, chains, by_id, nodes: Vec::new(), turns: Vec::new(), path: Vec::new() };
-        g.expand(i, None)?;
+        g.expand(i, None, None)?;
         let graph = Graph::new(&g.nodes).ok_or(ScheduleError::Empty)?;
         out.push(Session { id: s.id.clone(), turns: g.turns, graph: Some(Box::new(graph)) });
     }
@@ -170,8 +170,9 @@ struct Expansion<'a> {
 }
 
 impl Expansion<'_> {
-    /// Appends the turns of session `s`, its first one following turn `after`; returns its last turn.
-    fn expand(&mut self, s: usize, after: Option<u32>) -> Result<u32, ScheduleError> {
+    /// Appends the turns of session `s`, its first one following turn `after` (`offset_us` after
+    /// it ended, or at once); returns its last turn.
+    fn expand(&mut self, s: usize, after: Option<u32>, offset_us: Option<u64>) -> Result<u32, ScheduleError> {
         let session = &self.chains[s];
         let line_of = |t: &Turn| self.trace.rows()[t.row as usize].line;
         let first_line = session.turns.first().map_or(0, line_of);
@@ -197,8 +198,13 @@ impl Expansion<'_> {
                 .at(line_of(turn)));
             }
             let node = self.turns.len() as u32;
-            // A sub-agent's first turn leaves as soon as the turn that started it ended.
-            let timing = if k == 0 && after.is_some() { TurnTiming::Immediately } else { turn.timing };
+            // A sub-agent's first turn leaves as soon as the turn that started it ended, or its
+            // offset after.
+            let timing = match offset_us {
+                _ if k > 0 || after.is_none() => turn.timing,
+                Some(us) if us > 0 => TurnTiming::After(us),
+                _ => TurnTiming::Immediately,
+            };
             self.turns.push(Turn { row: turn.row, timing });
             self.nodes.push(Node { after: prev, joins: std::mem::take(&mut joins[k]) });
             prev = Some(node);
@@ -210,12 +216,14 @@ impl Expansion<'_> {
                 {
                     return Err(RowProblem::BadJoin { join_at: j, turn: k as u32, turns: len as u32 }.at(row.line));
                 }
-                for child in &b.children {
+                for (ci, child) in b.children.iter().enumerate() {
+                    let offset =
+                        b.offsets_ms.get(ci).map(|&ms| (ms.max(0.0) * 1000.0).round().min(MAX_US as f64) as u64);
                     let c = *self
                         .by_id
                         .get(child.as_ref())
                         .ok_or_else(|| RowProblem::UnknownBranch { id: child.to_string() }.at(row.line))?;
-                    let end = self.expand(c, Some(node))?;
+                    let end = self.expand(c, Some(node), offset)?;
                     if let Some(j) = b.join_at {
                         joins[j as usize].push(end);
                     }

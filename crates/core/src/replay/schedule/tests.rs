@@ -367,8 +367,11 @@ fn branches_to_unknown_or_cyclic_sessions_are_refused_with_their_line() {
         r.session_id = Some(sid.into());
         r.line = line;
         if !children.is_empty() {
-            r.rare_mut().branches =
-                vec![crate::trace::Branch { children: children.iter().map(|&c| c.into()).collect(), join_at: None }];
+            r.rare_mut().branches = vec![crate::trace::Branch {
+                children: children.iter().map(|&c| c.into()).collect(),
+                join_at: None,
+                offsets_ms: Vec::new(),
+            }];
         }
         trace.push(r, []);
     };
@@ -380,7 +383,8 @@ fn branches_to_unknown_or_cyclic_sessions_are_refused_with_their_line() {
         let mut r = Row::new(Input::Length(10));
         r.session_id = Some(sid.into());
         r.line = line;
-        r.rare_mut().branches = vec![crate::trace::Branch { children: vec![child.into()], join_at: None }];
+        r.rare_mut().branches =
+            vec![crate::trace::Branch { children: vec![child.into()], join_at: None, offsets_ms: Vec::new() }];
         trace.push(r, []);
     }
     let err = build::sessions(&trace).unwrap_err();

@@ -18,6 +18,31 @@ const NOT_WEKA_MAX_CONTEXT: &str = "--max-context-length only applies to Weka tr
      weka_trace or a weka --public-dataset). It filters by recorded peak prompt+output length at load time; other \
      formats do not implement this filter. Drop --max-context-length or switch to a Weka dataset.";
 
+/// AIPerf's environment settings of its WEKA agent-chain detection and naming.
+const CHAIN_SETTINGS: &[&str] = &[
+    "AIPERF_DATASET_WEKA_SPLIT_FLATTENED_AGENTS",
+    "AIPERF_DATASET_WEKA_SEAM_MAX_GAP_SECONDS",
+    "AIPERF_DATASET_WEKA_SEAM_MIN_OVERLAP_RATIO",
+    "AIPERF_DATASET_WEKA_AUX_MAX_REQUESTS",
+    "AIPERF_DATASET_WEKA_AUX_ISL_RATIO",
+    "AIPERF_DATASET_WEKA_AUX_ISL_FLOOR",
+    "AIPERF_DATASET_WEKA_AUX_CROSS_MODEL",
+    "AIPERF_DATASET_WEKA_AUX_REDUCTION_OSL_MAX",
+    "AIPERF_DATASET_WEKA_AUX_REDUCTION_RATIO",
+    "AIPERF_DATASET_WEKA_WORKER_GROUP_MIN",
+];
+
+/// Refuses AIPerf's chain settings: the chains are split with AIPerf 0.13's defaults.
+fn refuse_chain_settings() -> Result<()> {
+    if let Some(name) = CHAIN_SETTINGS.iter().find(|n| std::env::var_os(n).is_some()) {
+        bail!(
+            "{name} is set: AIPerf's settings of its WEKA agent-chain detection are not read here (the chains are \
+             split with AIPerf 0.13's defaults); unset it"
+        );
+    }
+    Ok(())
+}
+
 /// The options given, checked (`None` when none is). `--inter-turn-delay-cap-seconds` alone
 /// (checked by [`super::delay_cap`]) replays a WEKA trace's conversations as sessions too, their
 /// delays capped, as AIPerf's `weka_trace` loader replays every WEKA trace.
@@ -25,12 +50,17 @@ pub fn timing(a: &Args, format: &TraceFormatArgs, input: &Input, max_osl: Option
     let given = given(a);
     let Some(first) = given.first() else {
         let weka = matches!(input, Input::File(f) if super::delay_cap::reads_as(f, format.trace_format, Format::Weka));
-        return Ok((a.inter_turn_delay_cap_seconds.is_some() && weka).then(|| WekaTiming {
+        if !(a.inter_turn_delay_cap_seconds.is_some() && weka) {
+            return Ok(None);
+        }
+        refuse_chain_settings()?;
+        return Ok(Some(WekaTiming {
             inter_turn_delay_cap_s: a.inter_turn_delay_cap_seconds,
             max_osl,
             ..WekaTiming::default()
         }));
     };
+    refuse_chain_settings()?;
     ensure!(
         !(a.ignore_trace_delays && a.use_think_time_only),
         "--ignore-trace-delays and --use-think-time-only are mutually exclusive (each sets Turn.delay differently)."
