@@ -38,7 +38,6 @@ use events::{chunk_decode, closed_decode, even_decode_rate, prefill_rate, ramp_i
 pub use metric::{TimeWeighted, TimelineMetric};
 use ramps::Ramps;
 use steps::{Event, Steps, divide, over_window, while_active};
-use sweep::TakeUp;
 
 /// No time (a request without a first token).
 const NO_TIME: u64 = u64::MAX;
@@ -336,28 +335,22 @@ impl Timeline {
             [w] if per_chunk_left > stream_above => Some(*w),
             _ => None,
         };
-        let Some(take) = TakeUp::of(self) else {
-            return vec![Vec::new(); windows.len()];
-        };
         {
-            let [concurrency, total] = self.sweep_curves(
-                &take,
-                [&|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]), &|s, _, e| {
-                    prefill_rate(s, e);
-                    even_decode_rate(s, e);
-                }],
-                true,
-            );
+            let concurrency = self.sweep(|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]));
             put(&mut out, windows, T::EffectiveConcurrency, &tw(&concurrency, 1.0));
+            let total = self.sweep(|s, _, e| {
+                prefill_rate(s, e);
+                even_decode_rate(s, e);
+            });
             put(&mut out, windows, T::ActiveTotalThroughput, &act(&total, &concurrency));
             put(&mut out, windows, T::EffectiveTotalThroughput, &tw(&total, PER_SECOND));
         }
         {
-            let decoding = |s: &Span, _: &[u64], e: &mut Vec<Event>| {
+            let conc = self.sweep(|s, _, e| {
                 if s.first != NO_TIME {
                     e.extend([(s.first, 1.0), (s.end, -1.0)]);
                 }
-            };
+            });
             let chunked = chunks > 0;
             let rate_of = |s: &Span, later: &[u64], e: &mut Vec<Event>| {
                 if !chunked {
@@ -368,13 +361,11 @@ impl Timeline {
                     chunk_decode(s, later, e);
                 }
             };
+            put(&mut out, windows, T::EffectiveDecodeConcurrency, &tw(&conc, 1.0));
             if let (Some((from, to)), [o]) = (streamed, &mut out[..]) {
-                let conc = self.sweep(&take, decoding);
-                o.push((T::EffectiveDecodeConcurrency, over_window(&conc, from, to, 1.0)));
-                o.extend(self.decode_streamed(&take, rate_of, closed, &conc, from, to));
+                o.extend(self.decode_streamed(rate_of, closed, &conc, from, to));
             } else {
-                let [conc, rate] = self.sweep_curves(&take, [&decoding, &rate_of], closed);
-                put(&mut out, windows, T::EffectiveDecodeConcurrency, &tw(&conc, 1.0));
+                let rate = self.sweep_with(rate_of, closed);
                 put(&mut out, windows, T::EffectiveDecodeThroughput, &tw(&rate, PER_SECOND));
                 put(&mut out, windows, T::ActiveDecodeThroughput, &act(&rate, &conc));
                 let per_user = divide(&rate, &conc);
@@ -384,18 +375,12 @@ impl Timeline {
             }
         }
         {
-            let [conc, rate] = self.sweep_curves(
-                &take,
-                [
-                    &|s, _, e| {
-                        if s.first != NO_TIME {
-                            e.extend([(s.start, 1.0), (s.first, -1.0)]);
-                        }
-                    },
-                    &|s, _, e| prefill_rate(s, e),
-                ],
-                true,
-            );
+            let conc = self.sweep(|s, _, e| {
+                if s.first != NO_TIME {
+                    e.extend([(s.start, 1.0), (s.first, -1.0)]);
+                }
+            });
+            let rate = self.sweep(|s, _, e| prefill_rate(s, e));
             put(&mut out, windows, T::EffectivePrefillThroughput, &tw(&rate, PER_SECOND));
             put(&mut out, windows, T::EffectivePrefillConcurrency, &tw(&conc, 1.0));
             put(&mut out, windows, T::ActivePrefillThroughput, &act(&rate, &conc));
@@ -410,9 +395,9 @@ impl Timeline {
             let ramps = self.in_flight_ramps(per_chunk);
             put(&mut out, windows, T::TokensInFlight, &|from, to| ramps.over_window(from, to));
         } else if let (Some((from, to)), [o]) = (streamed, &mut out[..]) {
-            o.push((T::TokensInFlight, self.streamed(&take, in_flight, from, to)));
+            o.push((T::TokensInFlight, self.streamed(in_flight, from, to)));
         } else {
-            let steps = self.sweep_with(&take, in_flight, false);
+            let steps = self.sweep_with(in_flight, false);
             put(&mut out, windows, T::TokensInFlight, &tw(&steps, 1.0));
         }
         // AIPerf's order.

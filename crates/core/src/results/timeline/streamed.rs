@@ -2,8 +2,7 @@
 //! for each pass, instead of over a kept curve.
 
 use super::steps::{Event, Feed, Steps};
-use super::sweep::TakeUp;
-use super::weighted::{Pairs, Weighted};
+use super::weighted::Weighted;
 use super::{PER_SECOND, Span, TimeWeighted, Timeline, TimelineMetric};
 
 /// One pass of [`Timeline::decode_streamed`]: the statistics and where each stands in the window.
@@ -65,46 +64,33 @@ impl DecodePass {
     }
 }
 
-/// The steps of a curve's sweep held over a window ([`Feed`]), swept again for each pass.
-struct Swept<'a, F> {
-    tl: &'a Timeline,
-    take: &'a TakeUp,
-    each: F,
-    floor: f64,
-    from: u64,
-    to: u64,
-}
-
-impl<F: Fn(&Span, &[u64], &mut Vec<Event>) + Copy> Pairs for Swept<'_, F> {
-    fn each(&self, mut f: impl FnMut(u64, f64)) {
-        let mut feed = Feed::new(self.from, self.to, 0.0);
-        self.tl.sweep_steps(self.take, self.each, false, self.floor, |t, v| feed.step(t, v, &mut f));
-        feed.finish(&mut f);
-    }
-}
-
 impl Timeline {
     /// The sweep's rounding floor and whether it has any step.
-    pub(super) fn floor(&self, take: &TakeUp, each: impl Fn(&Span, &[u64], &mut Vec<Event>), raw: bool) -> (f64, bool) {
+    pub(super) fn floor(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>), raw: bool) -> (f64, bool) {
         let mut any = false;
-        let largest = self.sweep_steps(take, each, raw, 0.0, |_, _| any = true);
+        let largest = self.sweep_steps(each, raw, 0.0, |_, _| any = true);
         (1e-9 * largest, any)
     }
 
     /// [`over_window`] of the sweep of `each`, in passes over the sweep made again for each.
     pub(super) fn streamed(
         &self,
-        take: &TakeUp,
         each: impl Fn(&Span, &[u64], &mut Vec<Event>) + Copy,
         from: u64,
         to: u64,
     ) -> TimeWeighted {
-        let (floor, any) = self.floor(take, each, false);
+        let (floor, any) = self.floor(each, false);
         if !any || to <= from {
             return TimeWeighted::default();
         }
-        let swept = Swept { tl: self, take, each, floor, from, to };
-        Weighted::of(&swept, Some((to - from) as f64), u64::MAX)
+        let mut w = Weighted::new(Some((to - from) as f64), u64::MAX);
+        while !w.done() {
+            let mut feed = Feed::new(from, to, 0.0);
+            self.sweep_steps(each, false, floor, |t, v| feed.step(t, v, |d, v| w.add(d, v)));
+            feed.finish(|d, v| w.add(d, v));
+            w.end_pass();
+        }
+        w.result()
     }
 
     /// The four decode-rate metrics over `[from, to)` in passes over the decode rate's sweep
@@ -112,7 +98,6 @@ impl Timeline {
     /// window, while `conc` is above 0, and the rate per request (`divide`) both ways.
     pub(super) fn decode_streamed(
         &self,
-        take: &TakeUp,
         rate: impl Fn(&Span, &[u64], &mut Vec<Event>) + Copy,
         raw: bool,
         conc: &Steps,
@@ -120,7 +105,7 @@ impl Timeline {
         to: u64,
     ) -> [(TimelineMetric, TimeWeighted); 4] {
         use TimelineMetric as T;
-        let (floor, any) = self.floor(take, rate, raw);
+        let (floor, any) = self.floor(rate, raw);
         let tags = [
             T::EffectiveDecodeThroughput,
             T::ActiveDecodeThroughput,
@@ -144,7 +129,7 @@ impl Timeline {
             pass.own = Feed::new(from, to, 0.0);
             pass.both = Feed::new(from, to, (0.0, 0.0));
             let (mut j, mut r, mut c) = (0, 0.0, 0.0);
-            self.sweep_steps(take, rate, raw, floor, |t, v| {
+            self.sweep_steps(rate, raw, floor, |t, v| {
                 while let Some(&(tc, vc)) = conc.get(j)
                     && tc < t
                 {

@@ -1,9 +1,7 @@
 //! The sweep: the events every span makes, merged in time order and summed into a step
-//! function. Spans are taken up in the order of a time no later than any of their events (made
-//! once for every sweep of a timeline: [`TakeUp`]), and their events sorted a bucket of time at a
-//! time ([`Calendar`]): a bucket is given once the spans still waiting can have no event in it,
-//! so no list of every event is made or sorted. Curves swept together share the pass over the
-//! spans and the buckets, their events tagged with their curve.
+//! function. Spans are taken up in the order of a time no later than any of their events, and
+//! their events sorted a bucket of time at a time ([`Calendar`]): a bucket is given once the
+//! spans still waiting can have no event in it, so no list of every event is made or sorted.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -11,41 +9,21 @@ use std::collections::BinaryHeap;
 use super::steps::{Event, Steps, Summer, event_order};
 use super::{EVENLY, NO_TIME, Span, Timeline};
 
-/// A curve's event tagged with the curve's place in a sweep of several: (time, curve, delta).
-type Tagged = (u64, u32, f64);
-
-/// The order in which a sweep of several curves gives their events: [`event_order`], then by
-/// curve, so each curve's events come in [`event_order`].
-fn tagged_order(a: &Tagged, b: &Tagged) -> std::cmp::Ordering {
-    event_order(&(a.0, a.2), &(b.0, b.2)).then(a.1.cmp(&b.1))
-}
-
-/// The events one curve makes of a span, given its chunks after the first.
-pub(super) type Curve<'a> = &'a dyn Fn(&Span, &[u64], &mut Vec<Event>);
-
 impl Timeline {
     /// The step function of the events `each` makes of every span (given its chunks after the
     /// first), summed in [`event_order`].
     /// `each` reads no chunk: a span's later chunks are given as kept (none for evenly spaced
     /// ones, whose stride the span holds), not written out.
-    pub(super) fn sweep(&self, take: &TakeUp, each: impl Fn(&Span, &[u64], &mut Vec<Event>)) -> Steps {
-        self.sweep_with(take, each, true)
+    pub(super) fn sweep(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>)) -> Steps {
+        self.sweep_with(each, true)
     }
 
     /// [`sweep`](Self::sweep) of an `each` that reads the chunks: evenly spaced chunks given as
     /// the span's stride alone with `raw`, else every chunk.
-    pub(super) fn sweep_with(&self, take: &TakeUp, each: impl Fn(&Span, &[u64], &mut Vec<Event>), raw: bool) -> Steps {
-        let [steps] = self.sweep_curves(take, [&each], raw);
-        steps
-    }
-
-    /// The step functions of several curves from one pass over the spans, their events sorted
-    /// together (each curve's sums those of its own sweep): `raw` as in
-    /// [`sweep_with`](Self::sweep_with), for every curve.
-    pub(super) fn sweep_curves<const N: usize>(&self, take: &TakeUp, curves: [Curve; N], raw: bool) -> [Steps; N] {
-        let mut sums: [Summer; N] = std::array::from_fn(|_| Summer::new());
-        self.sweep_events(take, &curves, raw, |c, e| sums[c as usize].add(e));
-        sums.map(Summer::finish)
+    pub(super) fn sweep_with(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>), raw: bool) -> Steps {
+        let mut sum = Summer::new();
+        self.sweep_events(each, raw, |e| sum.add(e));
+        sum.finish()
     }
 
     /// The steps of [`sweep`](Self::sweep) given one at a time, in order, without keeping them:
@@ -53,7 +31,6 @@ impl Timeline {
     /// largest magnitude the level reached (whose 1e-9 is the sweep's rounding floor).
     pub(super) fn sweep_steps(
         &self,
-        take: &TakeUp,
         each: impl Fn(&Span, &[u64], &mut Vec<Event>),
         raw: bool,
         floor: f64,
@@ -61,7 +38,7 @@ impl Timeline {
     ) -> f64 {
         let floored = |v: f64| if v.abs() < floor { 0.0 } else { v };
         let (mut at, mut level, mut largest) = (None, 0.0, 0.0f64);
-        self.sweep_events(take, &[&each], raw, |_, (t, d)| {
+        self.sweep_events(each, raw, |(t, d)| {
             if let Some(a) = at
                 && a != t
             {
@@ -77,26 +54,27 @@ impl Timeline {
         largest
     }
 
-    /// Gives `sink(curve, event)` the events each of `curves` makes of every span, each curve's
-    /// in [`event_order`] (with `raw`, a span whose later chunks are kept as a stride is given
-    /// none).
-    fn sweep_events(&self, take: &TakeUp, curves: &[Curve], raw: bool, mut sink: impl FnMut(u32, Event)) {
-        let mut calendar = Calendar::new(take);
+    /// Gives `sink` the events `each` makes of every span, in [`event_order`] (with `raw`, a span
+    /// whose later chunks are kept as a stride is given none).
+    pub(super) fn sweep_events(
+        &self,
+        each: impl Fn(&Span, &[u64], &mut Vec<Event>),
+        raw: bool,
+        mut sink: impl FnMut(Event),
+    ) {
+        let Some(take) = TakeUp::of(self) else { return };
+        let mut calendar = Calendar::new(&take);
         let mut buf = Vec::new();
         let mut events = Vec::new();
-        let mut give = |(t, c, d): Tagged| sink(c, (t, d));
         take.each(self, |s, kept, earliest| {
-            calendar.give_before(earliest, &mut give);
-            let later = if raw { kept } else { s.later(kept, &mut buf) };
-            for (c, each) in curves.iter().enumerate() {
-                events.clear();
-                each(s, later, &mut events);
-                for &(t, d) in &events {
-                    calendar.put((t, c as u32, d));
-                }
+            calendar.give_before(earliest, &mut sink);
+            events.clear();
+            each(s, if raw { kept } else { s.later(kept, &mut buf) }, &mut events);
+            for &e in &events {
+                calendar.put(e);
             }
         });
-        calendar.give_rest(&mut give);
+        calendar.give_rest(&mut sink);
     }
 }
 
@@ -114,9 +92,8 @@ fn earliest(s: &Span, kept: &[u64]) -> u64 {
     t
 }
 
-/// The order in which a sweep takes up the spans, by [`earliest`]: made once for every sweep
-/// of a timeline.
-pub(super) struct TakeUp {
+/// The order in which a sweep takes up the spans, by [`earliest`].
+struct TakeUp {
     /// (earliest, span) in that order, when the spans as added are not.
     order: Option<Vec<(u64, u32)>>,
     /// Where each span's kept chunks start in [`Timeline::chunks`], with `order`.
@@ -134,7 +111,7 @@ pub(super) struct TakeUp {
 const MAX_RING: u32 = 12;
 
 impl TakeUp {
-    pub(super) fn of(tl: &Timeline) -> Option<TakeUp> {
+    fn of(tl: &Timeline) -> Option<TakeUp> {
         let n = tl.spans.len();
         // The bulk of the take-ups (nine in ten) spread over their time: about one span's
         // take-up a bucket, whatever a few outliers far ahead.
@@ -209,11 +186,11 @@ struct Calendar {
     mask: u64,
     /// The next bucket to be given; every event held is in it or after it.
     next: u64,
-    ring: Vec<Vec<Tagged>>,
+    ring: Vec<Vec<Event>>,
     /// Which slots of the ring hold events, a bit each.
     full: Vec<u64>,
-    /// Events beyond the ring: (time, curve, delta's bits), earliest first.
-    far: BinaryHeap<Reverse<(u64, u32, u64)>>,
+    /// Events beyond the ring: (time, delta's bits), earliest first.
+    far: BinaryHeap<Reverse<(u64, u64)>>,
 }
 
 impl Calendar {
@@ -235,7 +212,7 @@ impl Calendar {
     }
 
     /// Holds an event at or after the next bucket's start.
-    fn put(&mut self, e: Tagged) {
+    fn put(&mut self, e: Event) {
         debug_assert!(e.0 >= self.origin && self.bucket(e.0) >= self.next, "an event before the taken-up span's time");
         let b = self.bucket(e.0).max(self.next);
         if b - self.next <= self.mask {
@@ -243,7 +220,7 @@ impl Calendar {
             self.ring[slot].push(e);
             self.full[slot / 64] |= 1 << (slot % 64);
         } else {
-            self.far.push(Reverse((e.0, e.1, e.2.to_bits())));
+            self.far.push(Reverse((e.0, e.1.to_bits())));
         }
     }
 
@@ -270,9 +247,9 @@ impl Calendar {
         None
     }
 
-    /// Gives every event of the buckets before `t`'s, in [`tagged_order`]: no span taken up
+    /// Gives every event of the buckets before `t`'s, in [`event_order`]: no span taken up
     /// later has an event before `t`.
-    fn give_before(&mut self, t: u64, sink: &mut impl FnMut(Tagged)) {
+    fn give_before(&mut self, t: u64, sink: &mut impl FnMut(Event)) {
         let until = self.bucket(t);
         loop {
             let far = self.far.peek().map(|Reverse(e)| self.bucket(e.0));
@@ -291,17 +268,17 @@ impl Calendar {
     }
 
     /// Gives bucket `b`, the first holding events, and moves past it.
-    fn give(&mut self, b: u64, sink: &mut impl FnMut(Tagged)) {
+    fn give(&mut self, b: u64, sink: &mut impl FnMut(Event)) {
         self.next = b;
         let slot = (b & self.mask) as usize;
         let mut events = std::mem::take(&mut self.ring[slot]);
-        while let Some(&Reverse((t, c, d))) = self.far.peek()
+        while let Some(&Reverse((t, d))) = self.far.peek()
             && self.bucket(t) <= b
         {
             self.far.pop();
-            events.push((t, c, f64::from_bits(d)));
+            events.push((t, f64::from_bits(d)));
         }
-        events.sort_unstable_by(tagged_order);
+        events.sort_unstable_by(event_order);
         for &e in &events {
             sink(e);
         }
@@ -311,8 +288,8 @@ impl Calendar {
         self.next = b + 1;
     }
 
-    /// Gives every event still held, in [`tagged_order`].
-    fn give_rest(&mut self, sink: &mut impl FnMut(Tagged)) {
+    /// Gives every event still held, in [`event_order`].
+    fn give_rest(&mut self, sink: &mut impl FnMut(Event)) {
         while let Some(b) = match (self.next_in_ring(), self.far.peek().map(|Reverse(e)| self.bucket(e.0))) {
             (Some(a), Some(f)) => Some(a.min(f)),
             (a, f) => a.or(f),
