@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::stats::Runs;
+
 /// Token usage as the server reported it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerUsage {
@@ -141,7 +143,106 @@ pub struct RequestRecord {
     pub http: Option<HttpTiming>,
 }
 
+/// The content chunks' arrival times of a record: each one listed, or evenly spaced (a simulated
+/// request's) and kept as one gap, so that its metrics and aggregate cost the same whatever the
+/// chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChunkTimes<'a> {
+    /// Every chunk's time, in order.
+    Listed(&'a [u64]),
+    /// `count` chunks: chunk k (from 0) at `first + k × gap`, held at `u64::MAX` past it.
+    Even { first: u64, gap: u64, count: u64 },
+}
+
+impl ChunkTimes<'_> {
+    /// Number of chunks.
+    pub fn len(&self) -> u64 {
+        match *self {
+            ChunkTimes::Listed(t) => t.len() as u64,
+            ChunkTimes::Even { count, .. } => count,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The time of chunk `k` (from 0).
+    pub fn get(&self, k: u64) -> Option<u64> {
+        match *self {
+            ChunkTimes::Listed(t) => usize::try_from(k).ok().and_then(|k| t.get(k).copied()),
+            ChunkTimes::Even { first, gap, count } => (k < count).then(|| first.saturating_add(k.saturating_mul(gap))),
+        }
+    }
+
+    pub fn first(&self) -> Option<u64> {
+        self.get(0)
+    }
+
+    pub fn last(&self) -> Option<u64> {
+        self.len().checked_sub(1).and_then(|k| self.get(k))
+    }
+
+    /// The gap between every two chunks in a row when it is one exact gap (evenly spaced chunks
+    /// none of which is held at `u64::MAX`); `None` for a listed record.
+    pub fn even_gap(&self) -> Option<u64> {
+        match *self {
+            ChunkTimes::Listed(_) => None,
+            ChunkTimes::Even { first, gap, count } => {
+                gap.checked_mul(count.saturating_sub(1)).and_then(|span| first.checked_add(span)).map(|_| gap)
+            }
+        }
+    }
+
+    /// The chunks' times written out.
+    pub fn to_vec(&self) -> Vec<u64> {
+        match *self {
+            ChunkTimes::Listed(t) => t.to_vec(),
+            ChunkTimes::Even { count, .. } => (0..count).filter_map(|k| self.get(k)).collect(),
+        }
+    }
+
+    /// The gap (ms) between every two chunks in a row, in order, as runs of equal gaps.
+    pub fn gaps_ms(&self) -> Runs {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let mut runs = Runs::default();
+        match *self {
+            ChunkTimes::Listed(t) => {
+                let mut rest = t;
+                while let [a, b, ..] = *rest {
+                    let gap = b.saturating_sub(a);
+                    let n = 1 + rest[1..].windows(2).take_while(|w| w[1].saturating_sub(w[0]) == gap).count();
+                    runs.push_n(ms(gap), n as u64);
+                    rest = &rest[n..];
+                }
+            }
+            ChunkTimes::Even { first, gap, count } => {
+                if count < 2 {
+                    return runs;
+                }
+                // Chunks 1..=whole are exact; the next is held at the maximum, and so are the rest.
+                let whole = match gap {
+                    0 => count - 1,
+                    g => ((u64::MAX - first) / g).min(count - 1),
+                };
+                runs.push_n(ms(gap), whole);
+                if whole < count - 1 {
+                    let before = first + whole * gap;
+                    runs.push_n(ms(u64::MAX - before), 1);
+                    runs.push_n(0.0, count - 2 - whole);
+                }
+            }
+        }
+        runs
+    }
+}
+
 impl RequestRecord {
+    /// The record's chunk times, as listed.
+    pub fn chunks(&self) -> ChunkTimes<'_> {
+        ChunkTimes::Listed(&self.chunk_ns)
+    }
+
     /// Moves every time later by `shift_ns` (a shard's records onto the merged run's zero).
     pub fn rebase(&mut self, shift_ns: u64) {
         let s = |t: u64| t.saturating_add(shift_ns);

@@ -37,7 +37,7 @@ pub use engine::{Progress, StepHost, Steps};
 use crate::analysis::Interner;
 use crate::replay::dispatch::{Dispatch, Job, Peek};
 use crate::replay::schedule::{Schedule, ScheduleError, Starts, Timing};
-use crate::results::record::{RequestRecord, ServerUsage};
+use crate::results::record::{ChunkTimes, RequestRecord, ServerUsage};
 use crate::rng::PyRandom;
 use crate::trace::Trace;
 
@@ -232,8 +232,18 @@ impl SimRequest {
     /// The request as a run's record: sent at its arrival, a chunk per output token, the server's
     /// usage with the cached tokens, the replica as its URL index.
     pub fn record(&self, trace: &Trace) -> RequestRecord {
+        RequestRecord { chunk_ns: self.chunks().to_vec(), ..self.record_without_chunks(trace) }
+    }
+
+    /// Its chunks: one an output token, the first at its first token, then one every `itl_ns`.
+    pub fn chunks(&self) -> ChunkTimes<'static> {
+        ChunkTimes::Even { first: self.first_token_ns, gap: self.itl_ns, count: self.output_tokens }
+    }
+
+    /// [`SimRequest::record`] without its chunks listed (they are [`SimRequest::chunks`]), for
+    /// [`crate::results::aggregate::Aggregate::add_chunks`].
+    pub fn record_without_chunks(&self, trace: &Trace) -> RequestRecord {
         let row = trace.rows().get(self.row as usize);
-        let chunks = (0..self.output_tokens).map(|k| self.first_token_ns + k * self.itl_ns).collect();
         RequestRecord {
             session_id: row.and_then(|r| r.session_id.as_deref().or(r.conversation_id())).map(str::to_string),
             request_id: None,
@@ -245,7 +255,7 @@ impl SimRequest {
             dispatched_ns: None,
             sent_ns: self.arrival_ns,
             first_byte_ns: Some(self.first_token_ns),
-            chunk_ns: chunks,
+            chunk_ns: Vec::new(),
             end_ns: self.end_ns,
             streaming: true,
             input_tokens: Some(self.input_tokens),

@@ -91,7 +91,35 @@ impl Runs {
 
     /// The list written out.
     pub fn expanded(&self) -> Vec<f64> {
-        self.runs().flat_map(|(v, n)| std::iter::repeat_n(v, n as usize)).collect()
+        self.values().collect()
+    }
+
+    /// The values written out, in order.
+    pub fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.runs().flat_map(|(v, n)| std::iter::repeat_n(v, n as usize))
+    }
+
+    /// [`mean`](super::mean) of the list written out, bit for bit; `None` when empty.
+    pub fn mean(&self) -> Option<f64> {
+        if let Some(values) = self.as_slice() {
+            return super::mean(values);
+        }
+        let n = self.len;
+        if n == 0 {
+            return None;
+        }
+        let m = sum_runs_by(self, |v| v) / n as f64;
+        if m.is_finite() || !self.values.iter().all(|v| v.is_finite()) {
+            return Some(m);
+        }
+        Some(sum_runs_by(self, |v| v * OVERFLOW_SCALE) / n as f64 / OVERFLOW_SCALE)
+    }
+}
+
+impl serde::Serialize for Runs {
+    /// As the list written out.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.values())
     }
 }
 
@@ -320,6 +348,7 @@ mod tests {
             prop_assert_eq!(kept.len(), out.len() as u64);
             prop_assert_eq!(kept.expanded().iter().map(|v| v.to_bits()).collect::<Vec<_>>(), out.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
             prop_assert_eq!(distribution_bits(Distribution::of_runs(&kept)), distribution_bits(Distribution::of(&out)));
+            prop_assert_eq!(kept.mean().map(f64::to_bits), crate::stats::mean(&out).map(f64::to_bits));
             let mut joined = Runs::from(&out[..out.len() / 2]);
             joined.extend_runs(&Runs::from(&out[out.len() / 2..]));
             prop_assert_eq!(joined.expanded().iter().map(|v| v.to_bits()).collect::<Vec<_>>(), out.iter().map(|v| v.to_bits()).collect::<Vec<_>>());

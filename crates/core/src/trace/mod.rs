@@ -202,6 +202,16 @@ impl Trace {
         self.rows.push(row);
     }
 
+    /// Moves `other`'s rows, with their ids, after this trace's (`other` is left empty).
+    pub fn append(&mut self, other: &mut Trace) {
+        let shift = self.ids.len() as u64;
+        self.ids.append(&mut other.ids);
+        self.rows.extend(other.rows.drain(..).map(|mut row| {
+            row.ids_start += shift;
+            row
+        }));
+    }
+
     /// Removes every row and id, keeping the allocations.
     pub fn clear(&mut self) {
         self.rows.clear();

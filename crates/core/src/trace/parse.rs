@@ -172,6 +172,13 @@ impl TraceParser {
         self.line = block.line;
     }
 
+    /// [`TraceParser::absorb`] taking the block's rows too, after this parser's: the blocks of a
+    /// file parsed apart give the trace one parser reading it whole gives.
+    pub fn absorb_rows(&mut self, block: &mut TraceParser) {
+        self.trace.append(&mut block.trace);
+        self.absorb(block);
+    }
+
     /// Lines seen so far.
     pub fn lines(&self) -> u64 {
         self.line

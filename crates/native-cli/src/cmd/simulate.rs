@@ -444,17 +444,20 @@ fn write_run(
     args: &Args,
 ) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut order: Vec<usize> = (0..sim.requests.len()).collect();
-    order.sort_by_key(|&i| (sim.requests[i].end_ns, i));
+    // In the order the requests ended (the order they started on ties).
+    let mut order: Vec<(u64, usize)> = sim.requests.iter().enumerate().map(|(i, r)| (r.end_ns, i)).collect();
+    order.sort_unstable();
     let mut aggregate = Aggregate::default();
     let mut out = (!args.no_records)
         .then(|| crate::io::exports::records_file(dir, &crate::io::exports::ExportNames::default()))
         .transpose()?;
     let records_path = dir.join(RECORDS_FILE);
-    for &i in &order {
-        let rec = sim.requests[i].record(trace);
-        let metrics = aggregate.add(&rec, true, &[]);
+    for &(_, i) in &order {
+        // The aggregate takes a request's evenly spaced chunks as one gap; its line lists them.
+        let (mut rec, chunks) = (sim.requests[i].record_without_chunks(trace), sim.requests[i].chunks());
+        let metrics = aggregate.add_chunks(&rec, chunks, true, &[]);
         if let Some(out) = out.as_mut() {
+            rec.chunk_ns = chunks.to_vec();
             out.write_all(&record_line(&rec, metrics.as_ref(), 0))
                 .with_context(|| format!("cannot write {}", records_path.display()))?;
         }
@@ -463,12 +466,21 @@ fn write_run(
         out.flush().with_context(|| format!("cannot write {}", records_path.display()))?;
     }
     let end = sim.requests.iter().map(|r| r.end_ns).max().unwrap_or(0);
+    // The time-weighted metrics are swept on a thread of their own while the lists' statistics
+    // are taken: the report is the aggregate's `into_report_over(false, None)`.
+    let timeline = std::mem::take(&mut aggregate.timeline);
+    let (mut report, curves) = std::thread::scope(|s| {
+        let sweep = s.spawn(|| timeline.window_metrics(None));
+        let report = aggregate.into_report_over(false, None);
+        (report, sweep.join())
+    });
+    report.timeline = curves.map_err(|_| anyhow::anyhow!("the time-weighted metrics' sweep failed"))?;
     let summary = RunSummary {
         benchmark_id: format!("{:012x}", 0),
         cli_command: shell_command(std::env::args()),
         incomplete_reason: None,
         urls: (0..cluster.replicas).map(|i| format!("replica-{i}")).collect(),
-        report: aggregate.into_report_over(false, None),
+        report,
         // A simulation has no AIPerf configuration: its settings are ours only.
         input_config: serde_json::Value::Null,
         cli_config: cli_config(cluster, fits, args),

@@ -107,7 +107,8 @@ pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>> {
 /// Reads and validates a whole trace file, stopping at a line longer than `max_line_bytes`.
 pub fn read_trace_limited(path: &Path, skip_invalid: bool, max_line_bytes: usize) -> Result<ParseOutcome> {
     let opts = ParseOptions::new(path.display().to_string()).skip_invalid(skip_invalid).max_line_bytes(max_line_bytes);
-    let outcome = read(open(path)?, opts).with_context(|| format!("cannot read trace {}", path.display()))?;
+    let outcome = read_parallel(open(path)?, opts, parse_workers())
+        .with_context(|| format!("cannot read trace {}", path.display()))?;
     warn_skipped(path, &outcome);
     Ok(outcome)
 }
@@ -155,6 +156,29 @@ pub fn read_each_parallel(
     read_in_blocks(reader, opts, workers, BLOCK_BYTES, f)
 }
 
+/// [`read`] with the parsing spread over `workers` threads ([`parse_blocks_in_order`]): the same
+/// trace, line numbers, errors and limits. With no workers, [`read`].
+pub fn read_parallel(
+    reader: Box<dyn BufRead + Send>,
+    opts: ParseOptions,
+    workers: usize,
+) -> Result<ParseOutcome, TraceError> {
+    read_kept_in_blocks(reader, opts, workers, BLOCK_BYTES)
+}
+
+/// [`read_parallel`] with blocks of `block_bytes`.
+fn read_kept_in_blocks(
+    reader: Box<dyn BufRead + Send>,
+    opts: ParseOptions,
+    workers: usize,
+    block_bytes: usize,
+) -> Result<ParseOutcome, TraceError> {
+    if workers == 0 {
+        return read(reader, opts);
+    }
+    parse_in_blocks(reader, opts, (workers, block_bytes), |all, block| all.absorb_rows(block))
+}
+
 /// [`read_each_parallel`] with blocks of `block_bytes` (small in tests, to make many blocks).
 fn read_in_blocks(
     reader: Box<dyn BufRead + Send>,
@@ -166,6 +190,20 @@ fn read_in_blocks(
     if workers == 0 {
         return read_each(reader, opts, f);
     }
+    parse_in_blocks(reader, opts, (workers, block_bytes), |all, block| {
+        block.drain_rows(&mut f);
+        all.absorb(block);
+    })
+}
+
+/// Parses `reader` in blocks on `workers` threads, handing each block's parser to `take` in file
+/// order with the parser of the whole file.
+fn parse_in_blocks(
+    reader: Box<dyn BufRead + Send>,
+    opts: ParseOptions,
+    (workers, block_bytes): (usize, usize),
+    mut take: impl FnMut(&mut TraceParser, &mut TraceParser),
+) -> Result<ParseOutcome, TraceError> {
     let (source, max) = (opts.source.clone(), opts.max_line_bytes);
     let block_opts = opts.clone();
     let parse = move |block: Result<(u64, &[u8]), TraceError>| {
@@ -177,8 +215,7 @@ fn read_in_blocks(
     let mut failed = None;
     parse_blocks_in_order(reader, &source, max, (workers, block_bytes), parse, |parsed| match parsed {
         Ok(mut block) => {
-            block.drain_rows(&mut f);
-            all.absorb(&mut block);
+            take(&mut all, &mut block);
             true
         }
         Err(e) => {
@@ -400,6 +437,13 @@ mod tests {
             if one.1.is_ok() {
                 prop_assert_eq!(one.0, many.0);
             }
+            // The trace kept from blocks is the one read whole, ids and all.
+            let kept = |parallel: bool| {
+                let reader: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(text.clone().into_bytes()));
+                let outcome = if parallel { read_kept_in_blocks(reader, opts.clone(), workers, block) } else { read(reader, opts.clone()) };
+                outcome.map(|o| (o.trace, o.lines, o.skipped_total)).map_err(|e| e.to_string())
+            };
+            prop_assert_eq!(kept(false), kept(true));
         }
     }
 

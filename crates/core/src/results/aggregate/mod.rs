@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::results::metrics::{Metric, RequestMetrics, Slo, meets, osl_mismatch};
-use crate::results::record::RequestRecord;
+use crate::results::record::{ChunkTimes, RequestRecord};
 use crate::results::timeline::{TimeWeighted, Timeline, TimelineMetric};
 use crate::stats::{Distribution, Runs};
 
@@ -111,8 +111,19 @@ impl UrlAggregate {
 impl Aggregate {
     /// Adds one record; returns its metrics when it succeeded.
     pub fn add(&mut self, r: &RequestRecord, use_server_token_count: bool, slos: &[Slo]) -> Option<RequestMetrics> {
-        let m = self.add_run_wide(r, use_server_token_count, slos);
-        self.timeline.add(r, m.as_ref());
+        self.add_chunks(r, r.chunks(), use_server_token_count, slos)
+    }
+
+    /// [`Aggregate::add`] of a record whose chunks are `chunks` (its `chunk_ns` not read).
+    pub fn add_chunks(
+        &mut self,
+        r: &RequestRecord,
+        chunks: ChunkTimes<'_>,
+        use_server_token_count: bool,
+        slos: &[Slo],
+    ) -> Option<RequestMetrics> {
+        let m = self.add_run_wide(r, chunks, use_server_token_count, slos);
+        self.timeline.add_chunks(r, chunks, m.as_ref());
         if let Some(i) = r.url_index {
             self.per_url.entry(i).or_default().add(m.as_ref());
         }
@@ -122,6 +133,7 @@ impl Aggregate {
     fn add_run_wide(
         &mut self,
         r: &RequestRecord,
+        chunks: ChunkTimes<'_>,
         use_server_token_count: bool,
         slos: &[Slo],
     ) -> Option<RequestMetrics> {
@@ -147,15 +159,15 @@ impl Aggregate {
             // understate TTFT exactly when the server is overloaded (our `*_all_requests`; AIPerf's
             // keys count successful requests only).
             if r.streaming
-                && let Some(&first) = r.chunk_ns.first()
+                && let Some(first) = chunks.first()
             {
                 self.failed_ttft_ms.push(ms(first.saturating_sub(r.sent_ns)));
                 self.values.push(Metric::TimeToFirstTokenFromScheduled, ms(first.saturating_sub(r.scheduled_ns)));
-                self.failed_icl_ms.extend(r.chunk_ns.windows(2).map(|w| ms(w[1].saturating_sub(w[0]))));
+                self.failed_icl_ms.extend(chunks.gaps_ms().values());
             }
             return None;
         }
-        let m = RequestMetrics::of(r, use_server_token_count);
+        let m = RequestMetrics::of_chunks(r, chunks, use_server_token_count);
         self.ok += 1;
         for &(k, v) in m.values() {
             if stored(k) {
@@ -163,7 +175,7 @@ impl Aggregate {
             }
         }
         self.values.push(Metric::EffectiveLatency, r.end_ns.saturating_sub(r.scheduled_ns) as f64 / 1e6);
-        self.inter_chunk_ms.extend_from_slice(&m.inter_chunk_ms);
+        self.inter_chunk_ms.extend_runs(&m.inter_chunk_ms);
         if let Some(l) = m.get(Metric::RequestLatency) {
             let end = r.sent_ns.saturating_add((l * 1e6).round() as u64);
             self.ok_window_ns =
@@ -592,7 +604,7 @@ mod tests {
                 chunks.push(chunks[chunks.len() - 1] + 77_777);
             }
             let r = rec(&chunks, chunks.len() as u64);
-            gaps.extend(RequestMetrics::of(&r, false).inter_chunk_ms);
+            gaps.extend(RequestMetrics::of(&r, false).inter_chunk_ms.values());
             agg.add(&r, false, &[]);
         }
         let mut failed = rec(&[90_000_000, 91_000_000, 92_000_000], 3);
@@ -610,6 +622,42 @@ mod tests {
         assert_eq!(bits(all), bits(&Distribution::of(&gaps).unwrap()));
         assert!(agg.inter_chunk_ms().runs().count() < gaps.len() / 2);
         assert_eq!(agg.clone().into_report_over(false, None), report);
+    }
+
+    proptest::proptest! {
+        /// Evenly spaced chunks kept as one gap give the metrics, aggregate and report of the
+        /// same chunks listed, at a time's limit too (chunks held at `u64::MAX`).
+        #[test]
+        fn evenly_spaced_chunks_kept_as_one_gap_aggregate_as_listed(
+            requests in proptest::collection::vec(
+                (0u64..50_000_000, proptest::prop_oneof![4 => 0u64..3_000_000, 1 => proptest::strategy::Just(u64::MAX / 3)], 0u64..40, proptest::bool::ANY),
+                1..12,
+            ),
+        ) {
+            let (mut listed, mut even) = (Aggregate::default(), Aggregate::default());
+            for (i, &(first, gap, count, failed)) in requests.iter().enumerate() {
+                let chunks = ChunkTimes::Even { first: first + 3_000_000, gap, count };
+                let mut r = rec(&[], count.max(1));
+                r.chunk_ns = chunks.to_vec();
+                r.end_ns = chunks.last().unwrap_or(r.sent_ns).max(r.sent_ns + i as u64);
+                if failed {
+                    r.error = Some(RecordError { kind: "timeout".into(), message: "x".into() });
+                }
+                let a = listed.add(&r, false, &[]);
+                let chunk_ns = std::mem::take(&mut r.chunk_ns);
+                let b = even.add_chunks(&r, chunks, false, &[]);
+                proptest::prop_assert_eq!(a.as_ref().map(|m| m.inter_chunk_ms.expanded()), b.as_ref().map(|m| m.inter_chunk_ms.expanded()));
+                proptest::prop_assert_eq!(&a, &b);
+                r.chunk_ns = chunk_ns;
+                proptest::prop_assert_eq!(
+                    a.map(|m| crate::results::line::record_line(&r, Some(&m), 7)),
+                    b.map(|m| crate::results::line::record_line(&r, Some(&m), 7))
+                );
+            }
+            // As text: a failed request's counts are NaN, never equal to themselves.
+            proptest::prop_assert_eq!(format!("{listed:?}"), format!("{even:?}"));
+            proptest::prop_assert_eq!(format!("{:?}", listed.report(false)), format!("{:?}", even.report(false)));
+        }
     }
 
     #[test]

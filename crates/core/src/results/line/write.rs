@@ -35,7 +35,7 @@ pub(in crate::results) fn metadata<'a>(
 ) -> Meta<'a> {
     let wall = |t: u64| t0_unix_ns.saturating_add(t);
     let chunks_in_metrics = match metrics {
-        Some(m) => chunks_from_metrics(rec.sent_ns, m.get(Metric::TimeToFirstToken), m.inter_chunk_ms.iter().copied())
+        Some(m) => chunks_from_metrics(rec.sent_ns, m.get(Metric::TimeToFirstToken), m.inter_chunk_ms.values())
             .is_some_and(|c| c == rec.chunk_ns),
         None => rec.chunk_ns.is_empty(),
     };

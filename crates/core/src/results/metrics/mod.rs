@@ -13,7 +13,8 @@ mod metric;
 pub use goodput::{GoodputError, Slo, meets, parse_goodput};
 pub use metric::Metric;
 
-use crate::results::record::{HttpTiming, RequestRecord};
+use crate::results::record::{ChunkTimes, HttpTiming, RequestRecord};
+use crate::stats::Runs;
 
 /// AIPerf's `http_req_*` of one exchange (its definitions: sending counts from the request's
 /// start, so it includes opening a connection, as `http_req_total` then counts that twice).
@@ -56,22 +57,27 @@ pub const OSL_MISMATCH_MAX_TOKENS: f64 = 50.0;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RequestMetrics {
     values: Vec<(Metric, f64)>,
-    /// Inter-chunk gaps (ms); a list per request, aggregated over all gaps.
-    pub inter_chunk_ms: Vec<f64>,
+    /// Inter-chunk gaps (ms), as runs of equal gaps; aggregated over all gaps.
+    pub inter_chunk_ms: Runs,
 }
 
 impl RequestMetrics {
     /// Metrics of a record (AIPerf's definitions); `use_server_token_count` takes OSL/ISL from
     /// the server's usage.
     pub fn of(r: &RequestRecord, use_server_token_count: bool) -> RequestMetrics {
+        RequestMetrics::of_chunks(r, r.chunks(), use_server_token_count)
+    }
+
+    /// [`RequestMetrics::of`] a record whose chunks are `chunks` (its `chunk_ns` not read).
+    pub fn of_chunks(r: &RequestRecord, chunks: ChunkTimes<'_>, use_server_token_count: bool) -> RequestMetrics {
         let ms = |ns: u64| ns as f64 / 1e6;
         // Room for every metric up front: one allocation a request.
-        let mut m = RequestMetrics { values: Vec::with_capacity(Metric::ALL.len()), inter_chunk_ms: Vec::new() };
+        let mut m = RequestMetrics { values: Vec::with_capacity(Metric::ALL.len()), inter_chunk_ms: Runs::default() };
         let mut put = |k: Metric, v: f64| m.values.push((k, v));
         put(Metric::SendLateness, ms(r.sent_ns.saturating_sub(r.scheduled_ns)));
         let osl = if use_server_token_count { r.usage.completion_tokens.or(r.output_tokens) } else { r.output_tokens };
         let isl = if use_server_token_count { r.usage.prompt_tokens.or(r.input_tokens) } else { r.input_tokens };
-        let last = if r.streaming { r.chunk_ns.last().copied() } else { Some(r.end_ns) };
+        let last = if r.streaming { chunks.last() } else { Some(r.end_ns) };
         let latency = last.map(|t| t.saturating_sub(r.sent_ns));
         if let Some(l) = latency {
             put(Metric::RequestLatency, ms(l));
@@ -80,13 +86,13 @@ impl RequestMetrics {
             put(Metric::RequestLatencyFromScheduled, ms(t.saturating_sub(r.scheduled_ns)));
         }
         if r.streaming
-            && let Some(&first) = r.chunk_ns.first()
+            && let Some(first) = chunks.first()
         {
             let ttft = first.saturating_sub(r.sent_ns);
             put(Metric::TimeToFirstToken, ms(ttft));
             put(Metric::TimeToFirstOutputToken, ms(ttft));
             put(Metric::TimeToFirstTokenFromScheduled, ms(first.saturating_sub(r.scheduled_ns)));
-            if let Some(&second) = r.chunk_ns.get(1) {
+            if let Some(second) = chunks.get(1) {
                 put(Metric::TimeToSecondToken, ms(second - first.min(second)));
             }
             if let Some(l) = latency {
@@ -156,15 +162,14 @@ impl RequestMetrics {
         if let Some(h) = &r.http {
             http_metrics(h, r.sent_ns, &mut put);
         }
-        m.inter_chunk_ms = r.chunk_ns.windows(2).map(|w| ms(w[1].saturating_sub(w[0]))).collect();
+        m.inter_chunk_ms = chunks.gaps_ms();
         m
     }
 
     /// The value of a metric, when this request has it.
     pub fn get(&self, metric: Metric) -> Option<f64> {
         if metric == Metric::InterChunkLatency {
-            return (!self.inter_chunk_ms.is_empty())
-                .then(|| crate::stats::mean(&self.inter_chunk_ms).unwrap_or_default());
+            return (!self.inter_chunk_ms.is_empty()).then(|| self.inter_chunk_ms.mean().unwrap_or_default());
         }
         self.values.iter().find(|(k, _)| *k == metric).map(|(_, v)| *v)
     }
@@ -273,7 +278,7 @@ pub(crate) mod tests {
         assert_eq!(m.get(Metric::RequestLatencyFromScheduled), Some(22.0));
         assert_eq!(m.get(Metric::InterTokenLatency), Some(10.0 / 3.0));
         assert_eq!(m.get(Metric::OutputTokenThroughputPerUser), Some(300.0));
-        assert_eq!(m.inter_chunk_ms, vec![2.0, 2.0, 6.0]);
+        assert_eq!(m.inter_chunk_ms.expanded(), vec![2.0, 2.0, 6.0]);
     }
 
     #[test]

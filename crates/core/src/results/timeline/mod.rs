@@ -21,7 +21,7 @@
 //! p50/p90/p95/p99 the first value whose cumulated duration reaches the fraction.
 
 use crate::results::metrics::{Metric, RequestMetrics};
-use crate::results::record::RequestRecord;
+use crate::results::record::{ChunkTimes, RequestRecord};
 
 mod events;
 mod metric;
@@ -188,6 +188,11 @@ const CLOSED_ABOVE: u64 = 1 << 24;
 impl Timeline {
     /// Adds one request (`m`: its metrics when it succeeded).
     pub fn add(&mut self, r: &RequestRecord, m: Option<&RequestMetrics>) {
+        self.add_chunks(r, r.chunks(), m);
+    }
+
+    /// [`Timeline::add`] of a record whose chunks are `chunks` (its `chunk_ns` not read).
+    pub fn add_chunks(&mut self, r: &RequestRecord, chunks: ChunkTimes<'_>, m: Option<&RequestMetrics>) {
         let get = |k: Metric| m.and_then(|m| m.get(k)).unwrap_or(f64::NAN);
         let mut span = Span {
             start: r.sent_ns,
@@ -200,9 +205,33 @@ impl Timeline {
         };
         if m.is_some()
             && r.streaming
-            && let Some((&first, later)) = r.chunk_ns.split_first()
+            && let Some(first) = chunks.first()
         {
             span.first = first;
+            let later_count = chunks.len() - 1;
+            if let Some(gap) = chunks.even_gap() {
+                if (2..u64::from(EVENLY)).contains(&later_count) {
+                    span.later_chunks = later_count as u32 | EVENLY;
+                    span.stride = gap;
+                } else {
+                    span.later_chunks = later_count as u32;
+                    self.chunks.extend((1..=later_count).filter_map(|k| chunks.get(k)));
+                }
+            } else if let ChunkTimes::Listed(listed) = chunks {
+                self.add_listed(&mut span, listed);
+            } else {
+                self.add_listed(&mut span, &chunks.to_vec());
+            }
+        }
+        self.push(span);
+        let origin = r.scheduled_ns.min(r.sent_ns);
+        self.origin = Some(self.origin.map_or(origin, |o| o.min(origin)));
+    }
+
+    /// Keeps the later chunks of `listed` (all the chunks, the first one's time in `span`) for
+    /// `span`: as a stride when they follow the first evenly.
+    fn add_listed(&mut self, span: &mut Span, listed: &[u64]) {
+        if let Some((&first, later)) = listed.split_first() {
             if let Some(stride) = even_stride(first, later) {
                 span.later_chunks = later.len() as u32 | EVENLY;
                 span.stride = stride;
@@ -211,9 +240,6 @@ impl Timeline {
                 self.chunks.extend_from_slice(later);
             }
         }
-        self.push(span);
-        let origin = r.scheduled_ns.min(r.sent_ns);
-        self.origin = Some(self.origin.map_or(origin, |o| o.min(origin)));
     }
 
     fn push(&mut self, span: Span) {
