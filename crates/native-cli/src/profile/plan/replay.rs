@@ -580,27 +580,26 @@ fn input(a: &Args, block_size: u64) -> Result<Input> {
             "--osl with --custom-dataset-type {DAG_JSONL}: not supported (its turns are sent with their own output lengths); drop --osl"
         );
     }
-    match (&a.input_file, given.workload()?) {
-        (Some(f), Some(_)) => bail!(
+    if let Some(f) = &a.input_file {
+        ensure!(
+            !given.any(),
             "AIPerf's synthetic workload options (--isl, --num-dataset-entries, turns, prefix prompts, …) \
              generate the rows: drop --input-file {} or those options (--osl/--osl-stddev set the output \
              length of the rows without one)",
             f.display()
-        ),
-        (Some(f), None) => Ok(Input::File(f.clone())),
-        (None, w) => {
-            let mut w = w.unwrap_or_default();
-            w.block_size = u32::try_from(block_size).context("--isl-block-size is too large")?;
-            if a.synthetic.num_dataset_entries.is_none()
-                && a.synthetic.conversation_num.is_none()
-                && let Some(n) = a.request_count
-            {
-                w.entries = n;
-            }
-            w.validate().context("invalid synthetic workload")?;
-            Ok(Input::Synthetic(Box::new(w)))
-        }
+        );
+        return Ok(Input::File(f.clone()));
     }
+    let mut w = given.workload()?.unwrap_or_default();
+    w.block_size = u32::try_from(block_size).context("--isl-block-size is too large")?;
+    if a.synthetic.num_dataset_entries.is_none()
+        && a.synthetic.conversation_num.is_none()
+        && let Some(n) = a.request_count
+    {
+        w.entries = n;
+    }
+    w.validate().context("invalid synthetic workload")?;
+    Ok(Input::Synthetic(Box::new(w)))
 }
 
 /// The kind of AIPerf's own dataset file the run reads: the one `--custom-dataset-type` names,
