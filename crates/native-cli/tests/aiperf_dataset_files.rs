@@ -14,8 +14,11 @@ use aiperf_core::trace::{Input, Number, Trace};
 use serde_json::{Value, json};
 
 /// Loads `argv[2]` with AIPerf's loader of type `argv[1]` (`argv[3]` conversations for a
-/// random_pool, after `rng.init(0)`; `argv[4]`, if given, the `--inter-turn-delay-cap-seconds`
-/// its loader's `DelayCapTracker` clamps with) and prints its conversations as JSON.
+/// random_pool, after `rng.init(0)`) and prints its conversations as JSON. Later arguments:
+/// `cap=S`, the `--inter-turn-delay-cap-seconds` its loader's `DelayCapTracker` clamps with;
+/// `osl=MEAN,STDDEV`, each turn's max tokens then set by AIPerf's composer
+/// (`BaseDatasetComposer._set_max_tokens` with the dataset's `osl` normal, as `--osl` and
+/// `--osl-stddev` give it) in its order, conversation by conversation.
 const LOAD: &str = r#"
 import json, sys
 from aiperf.common import random_generator as rng
@@ -28,10 +31,27 @@ if kind == "random_pool":
     loader = RandomPoolDatasetLoader(filename=path, num_conversations=n)
 else:
     loader = {"single_turn": SingleTurnDatasetLoader, "multi_turn": MultiTurnDatasetLoader}[kind](filename=path)
-if len(sys.argv) > 4:
+opts = dict(a.split("=", 1) for a in sys.argv[4:])
+if "cap" in opts:
     from aiperf.dataset.loader._delay_cap import DelayCapTracker
-    loader._delay_cap_tracker = DelayCapTracker(cap_seconds=float(sys.argv[4]))
+    loader._delay_cap_tracker = DelayCapTracker(cap_seconds=float(opts["cap"]))
 convs = loader.convert_to_conversations(loader.load_dataset())
+if "osl" in opts:
+    from aiperf.dataset.composer.base import BaseDatasetComposer
+    mean, stddev = map(float, opts["osl"].split(","))
+    class Osl:
+        expected_value = mean
+    Osl.stddev = stddev
+    class Composer:
+        _seq_distribution = None
+        _max_tokens_rng = rng.derive("composer.turn.max_tokens")
+        def _osl_distribution(self):
+            return Osl()
+        def warning(self, message):
+            pass
+    for conv in convs:
+        for turn in conv.turns:
+            BaseDatasetComposer._set_max_tokens(Composer(), turn)
 print(json.dumps([
     [{"texts": [c for t in turn.texts for c in t.contents], "role": turn.role, "delay": turn.delay,
       "timestamp": turn.timestamp, "max_tokens": turn.max_tokens, "extra": turn.extra_body}
@@ -115,6 +135,13 @@ fn read_lines(path: &Path, mut push: impl FnMut(u64, &str)) {
     }
 }
 
+/// Our trace of the single_turn or multi_turn file `path`.
+fn read_conversations(kind: &str, path: &Path) -> Trace {
+    let mut r = if kind == "multi_turn" { ConversationReader::multi_turn() } else { ConversationReader::single_turn() };
+    read_lines(path, |line, text| r.push_line(line, text).unwrap());
+    r.finish()
+}
+
 #[test]
 #[ignore = "needs AIPerf 0.13.0 from PyPI (1.2 GB venv): scripts/aiperf-venv.sh"]
 fn aiperfs_loaders_read_its_dataset_files_as_we_do() {
@@ -124,10 +151,7 @@ fn aiperfs_loaders_read_its_dataset_files_as_we_do() {
     };
     for (kind, name) in [("single_turn", "single_turn.jsonl"), ("multi_turn", "multi_turn.jsonl")] {
         let path = fixture(name);
-        let mut r =
-            if kind == "multi_turn" { ConversationReader::multi_turn() } else { ConversationReader::single_turn() };
-        read_lines(&path, |line, text| r.push_line(line, text).unwrap());
-        assert_eq!(ours(&r.finish()), theirs(&venv, kind, &path, 0), "{kind}");
+        assert_eq!(ours(&read_conversations(kind, &path)), theirs(&venv, kind, &path, 0), "{kind}");
     }
     // A pool file, and a folder of two pools (drawn in file-name order), at seed 0.
     let pool = |path: &Path| {
@@ -152,13 +176,31 @@ fn aiperfs_multi_turn_loader_caps_the_delays_as_we_do() {
         return;
     };
     let path = fixture("multi_turn.jsonl");
-    let mut r = ConversationReader::multi_turn();
-    read_lines(&path, |line, text| r.push_line(line, text).unwrap());
-    let mut trace = r.finish();
+    let mut trace = read_conversations("multi_turn", &path);
     let report = aiperf_core::trace::delay_cap::cap_delays(&mut trace, 0.5);
     assert_eq!(report.capped, 1);
     let mine = ours(&trace);
-    assert_eq!(mine, theirs_with(&venv, "multi_turn", &path, 0, &["0.5"]));
+    assert_eq!(mine, theirs_with(&venv, "multi_turn", &path, 0, &["cap=0.5"]));
     assert_eq!(mine[0][1]["delay"], json!(500.0));
     assert_eq!(mine[0][2]["delay"], json!(250.0));
+}
+
+/// `--osl 200 --osl-stddev 40.7 --random-seed 0` on the single_turn and multi_turn fixtures:
+/// AIPerf's composer gives the turns without an output length the max tokens ours draws, and
+/// keeps the others'.
+#[test]
+#[ignore = "needs AIPerf 0.13.0 from PyPI (1.2 GB venv): scripts/aiperf-venv.sh"]
+fn aiperfs_composer_draws_the_osl_of_turns_without_one_as_we_do() {
+    let Some(venv) = common::aiperf_venv() else {
+        eprintln!("SKIP aiperfs_composer_draws_the_osl_of_turns_without_one_as_we_do: AIPerf not installed");
+        return;
+    };
+    for (kind, name) in [("single_turn", "single_turn.jsonl"), ("multi_turn", "multi_turn.jsonl")] {
+        let path = fixture(name);
+        let mut trace = read_conversations(kind, &path);
+        let kept = trace.rows().iter().filter(|r| r.output_length.is_some()).count();
+        assert!(kept > 0 && kept < trace.len(), "{kind}: the fixture has turns with and without an output length");
+        aiperf_core::synthesis::synthetic::fill_output_lengths(&mut trace, 0, 200, 40.7);
+        assert_eq!(ours(&trace), theirs_with(&venv, kind, &path, 0, &["osl=200,40.7"]), "{kind}");
+    }
 }

@@ -48,12 +48,17 @@ fn single_turn_records_are_sent_alone_a_sessions_in_order() {
             r#"{"text": "a system turn", "role": "system"}"#,
         ],
     );
-    // AIPerf's default load for its dataset files: one request at a time, sessions in file order.
+    // AIPerf's default load for its dataset files: one request at a time, sessions in file order,
+    // and its default bound: 10 requests, the file's sessions again from the first.
     let (out, bodies) = run(&file, &dir.path().join("a"), &[]);
     common::ok(&out);
     let messages: Vec<&Value> = bodies.iter().map(|b| &b["messages"]).collect();
+    assert_eq!(messages.len(), 10);
+    for (i, m) in messages.iter().enumerate() {
+        assert_eq!(m, &messages[i % 4], "request {i}");
+    }
     assert_eq!(
-        messages,
+        messages[..4],
         [
             &json!([{"role": "user", "content": "first of a"}]),
             &json!([{"role": "user", "content": "second of a"}]),
@@ -89,11 +94,13 @@ fn single_turn_timestamps_are_replayed_only_with_fixed_schedule() {
         "ts.jsonl",
         &[r#"{"text": "late", "timestamp": 400}"#, r#"{"text": "early", "timestamp": 0}"#],
     );
-    // As AIPerf: without --fixed-schedule the records go in file order, one at a time.
+    // As AIPerf: without --fixed-schedule the records go in file order, one at a time, and
+    // again in turn up to its default bound of 10 requests (a single_turn file is never promoted
+    // to a fixed schedule).
     let (out, bodies) = run(&file, &dir.path().join("a"), &[]);
     common::ok(&out);
     let texts: Vec<&Value> = bodies.iter().map(|b| &b["messages"][0]["content"]).collect();
-    assert_eq!(texts, ["late", "early"]);
+    assert_eq!(texts, ["late", "early"].repeat(5));
     // With it, at their timestamps: the later one 400 ms after the first.
     let mock = common::Mock::start(&["--log-bodies"]);
     let out =
@@ -120,7 +127,7 @@ fn multi_turn_conversations_send_their_history_and_the_servers_replies() {
             r#"{"turns": [{"text": "Alone", "output_length": 2}]}"#,
         ],
     );
-    let (out, bodies) = run(&file, &dir.path().join("a"), &["--streaming"]);
+    let (out, bodies) = run(&file, &dir.path().join("a"), &["--streaming", "--request-count", "3"]);
     common::ok(&out);
     assert_eq!(bodies.len(), 3);
     assert_eq!(bodies[0]["messages"], json!([{"role": "user", "content": "Hello"}]));
@@ -166,7 +173,8 @@ fn a_leading_system_turn_is_every_requests_system_message() {
         ],
     );
     // AIPerf hoists it into the conversation's system prompt, after --system-prompt's text.
-    let (out, bodies) = run(&file, &dir.path().join("a"), &["--system-prompt", "You are a test."]);
+    let (out, bodies) =
+        run(&file, &dir.path().join("a"), &["--system-prompt", "You are a test.", "--request-count", "3"]);
     common::ok(&out);
     assert_eq!(bodies.len(), 3);
     for b in &bodies {
@@ -243,7 +251,8 @@ fn random_pool_draws_with_the_seed_and_sends_in_aiperfs_shuffled_order() {
         ],
     );
     common::ok(&out);
-    assert_eq!(bodies.len(), 3);
+    // Three conversations, and AIPerf's default bound of 10 requests: they are sent again in turn.
+    assert_eq!(bodies.len(), 10);
     for b in &bodies {
         let parts = b["messages"][0]["content"].as_array().unwrap();
         assert_eq!(parts[0], json!({"type": "text", "text": "Who are you?"}));
@@ -273,7 +282,7 @@ fn a_config_files_dataset_path_and_format_read_the_file() {
     std::fs::write(
         &config,
         format!(
-            "benchmark:\n  model: m\n  endpoint: {{url: \"{}\", type: chat}}\n  dataset:\n    type: file\n    path: {}\n    format: multi_turn\n",
+            "benchmark:\n  model: m\n  endpoint: {{url: \"{}\", type: chat}}\n  dataset:\n    type: file\n    path: {}\n    format: multi_turn\n  profiling: {{type: concurrency, concurrency: 1, requests: 2}}\n",
             mock.url,
             dir.path().join("mt.jsonl").display()
         ),
@@ -351,7 +360,8 @@ fn the_inter_turn_delay_cap_shortens_the_delays_of_every_file_and_keeps_the_shor
     for (i, (file, extra, session, delays_ms)) in cases.into_iter().enumerate() {
         let art = dir.path().join(format!("run{i}"));
         let cap: &[&str] = if extra.is_empty() { &["--inter-turn-delay-cap-seconds", "0.05"] } else { extra };
-        let (out, _) = run(file, &art, &[cap, &["--streaming"][..]].concat());
+        let requests = (delays_ms.len() + 1).to_string();
+        let (out, _) = run(file, &art, &[cap, &["--streaming", "--request-count", &requests][..]].concat());
         common::ok(&out);
         let times = turn_times(&art);
         let t = |k: u32| times[&(session.to_string(), k)];
@@ -369,4 +379,60 @@ fn the_inter_turn_delay_cap_shortens_the_delays_of_every_file_and_keeps_the_shor
             assert!(stderr(&out).contains("Capped 1 inter-turn delays exceeding 0.05s"), "{}", stderr(&out));
         }
     }
+}
+
+/// `--osl`/`--osl-stddev` on a dataset file: turns without an `output_length` get AIPerf's
+/// max-tokens draws for the seed, conversation by conversation (seed 42, mean 100, stddev 20:
+/// 126, 66, … from `rng.init(42); rng.derive("composer.turn.max_tokens")
+/// .sample_positive_normal_integer(100, 20)` in AIPerf 0.13.0's venv); a turn with one keeps it.
+#[test]
+fn osl_sets_the_output_length_of_turns_without_one_with_aiperfs_draws() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "st.jsonl",
+        &[
+            r#"{"text": "first of a", "session_id": "a"}"#,
+            r#"{"text": "alone"}"#,
+            r#"{"text": "second of a", "session_id": "a", "output_length": 4}"#,
+        ],
+    );
+    let osl = ["--osl", "100", "--osl-stddev", "20.5", "--random-seed", "42", "--request-count", "3"];
+    let (out, bodies) = run(&file, &dir.path().join("a"), &osl);
+    common::ok(&out);
+    let sent: Vec<(&Value, &Value)> =
+        bodies.iter().map(|b| (&b["messages"][0]["content"], &b["max_completion_tokens"])).collect();
+    assert_eq!(
+        sent,
+        [(&json!("first of a"), &json!(126)), (&json!("second of a"), &json!(4)), (&json!("alone"), &json!(66)),]
+    );
+    // A multi_turn conversation's turns draw in turn order.
+    let mt = write(
+        dir.path(),
+        "mt.jsonl",
+        &[r#"{"session_id": "c", "turns": [{"text": "one"}, {"text": "two", "output_length": 9}, {"text": "three"}]}"#],
+    );
+    let (out, bodies) = run(&mt, &dir.path().join("b"), &osl);
+    common::ok(&out);
+    let tokens: Vec<&Value> = bodies.iter().map(|b| &b["max_completion_tokens"]).collect();
+    assert_eq!(tokens, [&json!(126), &json!(9), &json!(66)]);
+    // A Mooncake trace's rows: those without an output length, each alone or by session.
+    let trace = write(
+        dir.path(),
+        "trace.jsonl",
+        &[
+            r#"{"input_length": 10}"#,
+            r#"{"input_length": 10, "output_length": 5}"#,
+            r#"{"session_id": "x", "input_length": 10}"#,
+        ],
+    );
+    let (out, bodies) = run(&trace, &dir.path().join("t"), &[&osl[..], &["--concurrency", "1"]].concat());
+    common::ok(&out);
+    let tokens: Vec<&Value> = bodies.iter().map(|b| &b["max_completion_tokens"]).collect();
+    assert_eq!(tokens, [&json!(126), &json!(5), &json!(66)]);
+    // A negative stddev is refused by name.
+    let (out, bodies) = run(&file, &dir.path().join("c"), &["--osl", "10", "--osl-stddev=-1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(bodies.is_empty());
+    assert!(stderr(&out).contains("--osl-stddev -1"), "{}", stderr(&out));
 }

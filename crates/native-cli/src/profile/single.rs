@@ -213,6 +213,9 @@ fn load(plan: &ReplayPlan) -> Result<Inputs> {
                         };
                         let mut trace = super::plan::baseten::apply(trace, o.format, &src.baseten)?;
                         super::plan::delay_cap::apply(&mut trace, src.delay_cap_s, Some(o.format));
+                        if let Some((mean, stddev)) = src.osl {
+                            aiperf_core::synthesis::synthetic::fill_output_lengths(&mut trace, src.seed, mean, stddev);
+                        }
                         Ok((trace, t0.elapsed()))
                     },
                 )

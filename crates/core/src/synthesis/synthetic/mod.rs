@@ -334,3 +334,35 @@ impl SyntheticWorkload {
         Ok(trace)
     }
 }
+
+/// AIPerf's `--osl`/`--osl-stddev` on a dataset file (its composer's `_set_max_tokens`): every
+/// row without an `output_length` gets one drawn with AIPerf's max-tokens generator for `seed`
+/// (a normal draw of mean `mean` and the whole part of `stddev`, truncated at 0, rounded up, at
+/// least 1). Draws follow AIPerf's order: conversation by conversation (a `session_id`'s rows
+/// in the order of its first row; a row without one is a conversation of its own), turn by turn.
+/// Rows with an `output_length` keep it; a `mean` of 0 draws nothing, as AIPerf's does.
+pub fn fill_output_lengths(trace: &mut Trace, seed: u64, mean: u64, stddev: f64) {
+    if mean == 0 {
+        return;
+    }
+    let rows = trace.rows_mut();
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let conversation: Vec<usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match &r.session_id {
+            Some(s) => *first.entry(s).or_insert(i),
+            None => i,
+        })
+        .collect();
+    drop(first);
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by_key(|&i| conversation[i]);
+    let mut draws = generate::Normal::new(seed, "composer.turn.max_tokens");
+    let stddev = if stddev.is_finite() && stddev > 0.0 { stddev.trunc() } else { 0.0 };
+    for i in order {
+        if rows[i].output_length.is_none() {
+            rows[i].output_length = Some(draws.positive_int(mean as f64, stddev));
+        }
+    }
+}

@@ -224,3 +224,29 @@ proptest! {
         }
     }
 }
+
+/// `--osl 100 --osl-stddev 20.9` on a dataset file: AIPerf's draws for seed 42, made by
+/// `rng.init(42); r = rng.derive("composer.turn.max_tokens")` and
+/// `[r.sample_positive_normal_integer(100, 20) for _ in range(4)]` in AIPerf 0.13.0's venv
+/// (`[126, 66, 97, 128]`), go to the rows without an output length conversation by conversation.
+#[test]
+fn fill_output_lengths_draws_as_aiperf_in_conversation_order() {
+    use crate::trace::{Input, Row};
+    let row = |session: Option<&str>, output: Option<u64>| {
+        let mut r = Row::new(Input::Length(10));
+        r.session_id = session.map(Into::into);
+        r.output_length = output;
+        r
+    };
+    let mut t = Trace::new();
+    for (s, o) in [(Some("a"), None), (Some("b"), Some(7)), (None, None), (Some("a"), None), (Some("b"), None)] {
+        t.push(row(s, o), []);
+    }
+    super::fill_output_lengths(&mut t, 42, 100, 20.9);
+    let got: Vec<_> = t.rows().iter().map(|r| r.output_length).collect();
+    assert_eq!(got, [Some(126), Some(7), Some(128), Some(66), Some(97)]);
+    let mut none = Trace::new();
+    none.push(row(None, None), []);
+    super::fill_output_lengths(&mut none, 42, 0, 5.0);
+    assert_eq!(none.rows()[0].output_length, None);
+}

@@ -121,6 +121,9 @@ pub struct Source {
     pub baseten: BasetenPlan,
     /// `--inter-turn-delay-cap-seconds`: every turn's delay at most this (seconds).
     pub delay_cap_s: Option<f64>,
+    /// `--osl`/`--osl-stddev` on a trace file: the mean and standard deviation of AIPerf's draws
+    /// for the rows without an output length.
+    pub osl: Option<(u64, f64)>,
 }
 
 /// The Baseten replay options of a run: the values, and the spellings given that only a Baseten

@@ -57,6 +57,7 @@ impl ReplayPlan {
         let prefill = super::shaping::prefill(&a.shape, load.concurrency, a.streaming, load.coordination.shard)?;
         let synthesis = synthesis(&a, block_size)?;
         let input = input(&a, block_size)?;
+        let osl = if matches!(input, Input::File(_)) { file_osl(&a)? } else { None };
         let dataset = match &input {
             Input::Dataset(d) => Some(d.kind),
             _ => None,
@@ -147,6 +148,7 @@ impl ReplayPlan {
                 dag,
                 baseten,
                 delay_cap_s,
+                osl,
                 max_line_bytes: in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?,
                 block_size,
                 seed: a.random_seed,
@@ -441,7 +443,16 @@ fn load(a: &Args) -> Result<Load> {
             Ok(r)
         })
         .transpose()?;
-    let request_count = a.request_count.map(|n| in_range(n, "--request-count", 1, MAX_REQUESTS)).transpose()?;
+    let mut request_count = a.request_count.map(|n| in_range(n, "--request-count", 1, MAX_REQUESTS)).transpose()?;
+    // AIPerf's bound of a run on its single_turn, multi_turn and random_pool files given none
+    // (no request count, duration or session count): 10 requests, the file's sessions in turn.
+    if dataset_file
+        && request_count.is_none()
+        && a.benchmark_duration.is_none()
+        && a.synthetic.conversation_num.is_none()
+    {
+        request_count = Some(DATASET_FILE_REQUESTS);
+    }
     let warmup_requests = in_range(a.warmup_request_count, "--warmup-request-count", 0, MAX_REQUESTS)?;
     // A shard sends the whole run's sessions K, K+N, K+2N…, at the whole run's times:
     // `--request-count` stays the whole run's (the shards together send exactly it), while
@@ -547,34 +558,49 @@ fn input(a: &Args, block_size: u64) -> Result<Input> {
     {
         return dataset_file(a, kind).map(|d| Input::Dataset(Box::new(d)));
     }
+    let mut given = a.synthetic.clone();
+    if a.input_file.is_some() || a.inline_records.is_some() {
+        given.osl = None;
+        given.osl_stddev = None;
+    }
     if let Some(json) = &a.inline_records {
         ensure!(
-            !a.synthetic.any(),
-            "AIPerf's synthetic workload options (--isl, --osl, --num-dataset-entries, turns, prefix prompts, …) \
+            !given.any(),
+            "AIPerf's synthetic workload options (--isl, --num-dataset-entries, turns, prefix prompts, …) \
              generate the rows: drop them or the config file's {INLINE_RECORDS}"
         );
-        return inline_records(json).map(|t| Input::Records(Box::new(t)));
-    }
-    match (&a.input_file, a.synthetic.workload()?) {
-        (Some(f), Some(_)) => bail!(
-            "AIPerf's synthetic workload options (--isl, --osl, --num-dataset-entries, turns, prefix prompts, …) \
-             generate the rows: drop --input-file {} or those options",
-            f.display()
-        ),
-        (Some(f), None) => Ok(Input::File(f.clone())),
-        (None, w) => {
-            let mut w = w.unwrap_or_default();
-            w.block_size = u32::try_from(block_size).context("--isl-block-size is too large")?;
-            if a.synthetic.num_dataset_entries.is_none()
-                && a.synthetic.conversation_num.is_none()
-                && let Some(n) = a.request_count
-            {
-                w.entries = n;
-            }
-            w.validate().context("invalid synthetic workload")?;
-            Ok(Input::Synthetic(Box::new(w)))
+        let mut trace = inline_records(json)?;
+        if let Some((mean, stddev)) = file_osl(a)? {
+            aiperf_core::synthesis::synthetic::fill_output_lengths(&mut trace, a.random_seed, mean, stddev);
         }
+        return Ok(Input::Records(Box::new(trace)));
     }
+    if a.input_file.is_some() {
+        ensure!(
+            a.custom_dataset_type != DAG_JSONL || a.synthetic.osl.is_none(),
+            "--osl with --custom-dataset-type {DAG_JSONL}: not supported (its turns are sent with their own output lengths); drop --osl"
+        );
+    }
+    if let Some(f) = &a.input_file {
+        ensure!(
+            !given.any(),
+            "AIPerf's synthetic workload options (--isl, --num-dataset-entries, turns, prefix prompts, …) \
+             generate the rows: drop --input-file {} or those options (--osl/--osl-stddev set the output \
+             length of the rows without one)",
+            f.display()
+        );
+        return Ok(Input::File(f.clone()));
+    }
+    let mut w = given.workload()?.unwrap_or_default();
+    w.block_size = u32::try_from(block_size).context("--isl-block-size is too large")?;
+    if a.synthetic.num_dataset_entries.is_none()
+        && a.synthetic.conversation_num.is_none()
+        && let Some(n) = a.request_count
+    {
+        w.entries = n;
+    }
+    w.validate().context("invalid synthetic workload")?;
+    Ok(Input::Synthetic(Box::new(w)))
 }
 
 /// The kind of AIPerf's own dataset file the run reads: the one `--custom-dataset-type` names,
@@ -618,13 +644,15 @@ fn dataset_file(a: &Args, kind: DatasetKind) -> Result<DatasetFile> {
         "--fixed-schedule with --custom-dataset-type random_pool: its entries carry no timestamps (AIPerf's random_pool has none); accepted is --request-rate or --concurrency"
     );
     let mut other = a.synthetic.clone();
+    other.osl = None;
+    other.osl_stddev = None;
     if kind == DatasetKind::RandomPool {
         other.num_dataset_entries = None;
         other.conversation_num = None;
     }
     ensure!(
         !other.any(),
-        "AIPerf's synthetic workload options (--isl, --osl, turns, prefix prompts, …{}) generate rows: drop them or --input-file {} (the {kind} file's rows are replayed as they are)",
+        "AIPerf's synthetic workload options (--isl, turns, prefix prompts, …{}) generate rows: drop them or --input-file {} (the {kind} file's rows are replayed as they are; --osl/--osl-stddev set the output length of turns without one)",
         if kind == DatasetKind::RandomPool { "" } else { ", --num-dataset-entries" },
         path.display()
     );
@@ -648,8 +676,20 @@ fn dataset_file(a: &Args, kind: DatasetKind) -> Result<DatasetFile> {
         say!("detected format: AIPerf's {kind} file (its first line) in {}", path.display());
     }
     let max_line_bytes = in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?;
-    let (trace, system) = super::dataset_file::read(path, kind, conversations, a.random_seed, max_line_bytes)?;
+    let (mut trace, system) = super::dataset_file::read(path, kind, conversations, a.random_seed, max_line_bytes)?;
+    if let Some((mean, stddev)) = file_osl(a)? {
+        aiperf_core::synthesis::synthetic::fill_output_lengths(&mut trace, a.random_seed, mean, stddev);
+    }
     Ok(DatasetFile { path: path.clone(), kind, trace, system })
+}
+
+/// `--osl`/`--osl-stddev` with an input file (AIPerf's dataset `osl`): the mean and standard
+/// deviation the output length of a turn without one is drawn from.
+fn file_osl(a: &Args) -> Result<Option<(u64, f64)>> {
+    let Some(mean) = a.synthetic.osl else { return Ok(None) };
+    let stddev = a.synthetic.osl_stddev.unwrap_or(0.0);
+    ensure!(stddev.is_finite() && stddev >= 0.0, "--osl-stddev {stddev}: accepted is a number of tokens, 0 or more");
+    Ok(Some((mean, stddev)))
 }
 
 /// The rows of inline single_turn records (a JSON list), each checked as AIPerf's `SingleTurn`.
@@ -690,6 +730,10 @@ const DATASET_TYPES: [(&str, Format); 4] = [
     ("weka_trace", Format::Weka),
     ("baseten_trace", Format::Baseten),
 ];
+
+/// The requests of a run on one of AIPerf's own dataset files when no request count, duration
+/// or session count is given (AIPerf's default bound of such a run).
+const DATASET_FILE_REQUESTS: u64 = 10;
 
 /// `--custom-dataset-type dag_jsonl` reads the file as AIPerf's DAG conversations, no trace format.
 fn dag_format(given: &TraceFormatArgs) -> Result<TraceFormatArgs> {
