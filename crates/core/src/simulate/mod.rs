@@ -184,6 +184,26 @@ impl OutputBlocks {
             last_partial: fed < room.saturating_add(count.saturating_mul(bs)),
         }
     }
+
+    /// The output blocks and the partial last block of a prompt of `prompt_tokens` tokens whose
+    /// whole blocks have `hashes` hashes, for `output_tokens` output tokens (the mock server's KV
+    /// model, which hashes a prompt's whole token blocks itself).
+    pub fn with_tail(
+        hashes: usize,
+        prompt_tokens: u64,
+        output_tokens: u64,
+        block_size: u32,
+    ) -> (OutputBlocks, cache::Tail) {
+        let bs = u64::from(block_size.max(1));
+        let blocks = prompt_tokens.div_ceil(bs).max(hashes as u64);
+        let output = OutputBlocks::new(prompt_tokens, blocks, output_tokens, block_size);
+        let tail = match (blocks > hashes as u64, output.count == 0 && output.last_partial) {
+            (false, _) => cache::Tail::None,
+            (true, true) => cache::Tail::Partial,
+            (true, false) => cache::Tail::Filled,
+        };
+        (output, tail)
+    }
 }
 
 /// KV blocks for `gb` gigabytes (10^9 bytes) of KV cache at `bytes_per_token`, `block_size`

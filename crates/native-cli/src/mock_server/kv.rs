@@ -39,20 +39,6 @@ pub fn block_hashes<T: Hash>(tokens: &[T], block_size: usize) -> Vec<u64> {
         .collect()
 }
 
-/// The output blocks and the partial last block of a prompt of `prompt_tokens` tokens whose
-/// whole blocks have `hashes` hashes, for `output_tokens` output tokens.
-pub fn blocks_of(hashes: usize, prompt_tokens: u64, output_tokens: u64, block_size: u32) -> (OutputBlocks, Tail) {
-    let bs = u64::from(block_size.max(1));
-    let blocks = prompt_tokens.div_ceil(bs).max(hashes as u64);
-    let output = OutputBlocks::new(prompt_tokens, blocks, output_tokens, block_size);
-    let tail = match (blocks > hashes as u64, output.count == 0 && output.last_partial) {
-        (false, _) => Tail::None,
-        (true, true) => Tail::Partial,
-        (true, false) => Tail::Filled,
-    };
-    (output, tail)
-}
-
 /// How a prompt becomes tokens: a tokenizer's ids, or its words.
 pub enum Tokens {
     Words,
@@ -233,7 +219,7 @@ impl Kv {
     /// then `output_tokens`) starts: `None` only if the model is broken (a poisoned lock), in
     /// which case the request runs without the cache.
     pub async fn start(&self, hashes: Vec<u64>, prompt_tokens: u64, output_tokens: u64) -> Option<Running> {
-        let (output, tail) = blocks_of(hashes.len(), prompt_tokens, output_tokens, self.0.block_size);
+        let (output, tail) = OutputBlocks::with_tail(hashes.len(), prompt_tokens, output_tokens, self.0.block_size);
         let (tx, rx) = oneshot::channel();
         let refused = {
             let mut inner = self.0.inner.lock().ok()?;

@@ -18,8 +18,6 @@ use aiperf_core::simulate::{OutputBlocks, Policy, Progress, StepHost, Steps, eng
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
-use super::kv::blocks_of;
-
 /// The step engine shared by every connection.
 #[derive(Clone)]
 pub struct StepKv(Arc<Shared>);
@@ -220,7 +218,7 @@ impl StepKv {
     /// `output_tokens` (at least one is made).
     pub fn start(&self, hashes: Vec<u64>, prompt_tokens: u64, output_tokens: u64) -> Stepping {
         let output_tokens = output_tokens.max(1);
-        let (output, tail) = blocks_of(hashes.len(), prompt_tokens, output_tokens, self.0.block_size);
+        let (output, tail) = OutputBlocks::with_tail(hashes.len(), prompt_tokens, output_tokens, self.0.block_size);
         let (tx, rx) = mpsc::unbounded_channel();
         let id = match self.0.engine.lock() {
             Ok(mut engine) => {

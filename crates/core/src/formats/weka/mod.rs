@@ -23,13 +23,15 @@ mod agents;
 mod build;
 mod chains;
 mod convert;
+mod progress;
 pub(super) mod scan;
 mod serde_read;
 mod timing;
 
 pub use timing::{WekaTiming, fits_context, no_eligible_trace, time_turns};
 
-pub(super) use convert::{Progress, convert};
+pub(super) use convert::convert;
+pub(super) use progress::Progress;
 
 use std::borrow::Cow;
 use std::sync::Arc;

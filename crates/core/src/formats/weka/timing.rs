@@ -23,8 +23,8 @@ use std::fmt;
 use serde::Deserializer;
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::convert::{note, push_request};
-use super::{End, Parsed, Progress, Req, agents};
+use super::progress::{Progress, note, push_request};
+use super::{End, Parsed, Req, agents};
 use crate::formats::{ConvertStats, FormatError, Sink};
 use crate::hashing::FastMap;
 use crate::trace::Trace;
