@@ -78,6 +78,9 @@ cargo test -p aiperf-cli --locked --test header_redaction -- --ignored --nocaptu
 
 say "AIPerf 0.13.0's loaders on its dataset files as we read them (single_turn, multi_turn, random_pool, baseten_trace, dag_jsonl), its replay of a DAG against our mock"
 cargo test -p aiperf-cli --locked --test aiperf_dataset_files --test aiperf_baseten --test aiperf_dag -- --ignored
+# AIPerf's warm-up of multi-turn sessions against our mock: the same (conversation, turn) pairs as
+# ours, then the same sessions in the run.
+cargo test -p aiperf-cli --locked --test aiperf_load -- --ignored --nocapture
 
 say "AIPerf 0.13.0 against our generators: agentic-code sessions (10 seeds each, replayed by both), synthetic workloads (its inputs.json) and config-file length distributions (its samplers)"
 cargo test -p aiperf-cli --locked --test aiperf_agentic -- --ignored --nocapture
