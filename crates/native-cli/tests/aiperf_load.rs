@@ -186,14 +186,7 @@ fn the_warmup_sends_aiperfs_turns_of_aiperfs_conversations() {
     };
     let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1", "--log-bodies"]);
     let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = (0..6)
-        .map(|s| {
-            let turns: Vec<String> =
-                (0..3).map(|t| format!(r#"{{"text": "s{s} t{t}", "output_length": 3}}"#)).collect();
-            format!(r#"{{"session_id": "s{s}", "turns": [{}]}}"#, turns.join(", "))
-        })
-        .collect();
-    let file = write_trace(dir.path(), &lines);
+    let file = write_trace(dir.path(), &multi_turn_lines(6, 3));
     // (conversation, turn) of every record of `phase` (AIPerf's `benchmark_phase`), sorted.
     let turns = |art: &std::path::Path, phase: &str| -> Vec<(String, u64)> {
         let mut t: Vec<(String, u64)> = read_jsonl(&art.join("profile_export.jsonl"))

@@ -765,14 +765,7 @@ fn warmup_runs_at_its_own_rate_and_bounds_and_is_not_measured() {
 fn the_warmup_sends_whole_conversations_with_their_history_unrecorded() {
     let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1", "--log-bodies"]);
     let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = (0..6)
-        .map(|s| {
-            let turns: Vec<String> =
-                (0..3).map(|t| format!(r#"{{"text": "s{s} t{t}", "output_length": 3}}"#)).collect();
-            format!(r#"{{"session_id": "s{s}", "turns": [{}]}}"#, turns.join(", "))
-        })
-        .collect();
-    let file = write_trace(dir.path(), &lines);
+    let file = write_trace(dir.path(), &multi_turn_lines(6, 3));
     for (concurrency, warm_turns, run_sessions) in
         [("2", &[("s0", 2), ("s1", 2)][..], ["s3", "s4"]), ("1", &[("s0", 3), ("s1", 1)][..], ["s2", "s3"])]
     {

@@ -163,7 +163,7 @@ mod tests {
     use super::*;
     use crate::replay::dispatch::Peek;
     use crate::replay::sampling::{Sampler, Sampling};
-    use crate::replay::schedule::{Session, Start, Starts, Turn, TurnTiming};
+    use crate::replay::schedule::{Session, Start, Starts, Turn, TurnTiming, generated};
 
     /// A fixed schedule of `n` sessions of `turns` turns (rows `turns × i + j`; a later turn
     /// 5 µs after the previous one's answer, and at the timestamp `1 s × j`, which a warm-up
@@ -180,28 +180,6 @@ mod tests {
             .collect();
         let starts = (0..n).map(|k| Start { offset_us: Some(u64::from(k) * 10), session: n - 1 - k, turns }).collect();
         Schedule { sessions, starts: Starts::Listed(starts), shard: Default::default() }
-    }
-
-    /// A rate run over `n` sessions of `turns` turns taken by `sampling` (rows as [`main`]'s).
-    fn generated(n: u32, turns: u32, sampling: Sampling) -> Schedule {
-        Schedule {
-            sessions: main(n, turns).sessions,
-            starts: Starts::Generated(Generator {
-                rate: None,
-                seed: 1,
-                request_limit: Some(40),
-                once: true,
-                ramp_us: None,
-                smoothness: None,
-                series: None,
-                users: None,
-                sampling: Sampling::Sequential,
-                sampling_seed: 0,
-                sampling_skip: 0,
-            }),
-            shard: Default::default(),
-        }
-        .with_sampling(sampling, 5)
     }
 
     /// What a warm-up sent: (send time, row) in send order, the most in flight, and its
@@ -326,7 +304,8 @@ mod tests {
     #[test]
     fn the_run_continues_the_sampling_walk_after_the_warmups_sessions() {
         for sampling in [Sampling::Sequential, Sampling::Shuffle, Sampling::Random] {
-            let run = generated(7, 2, sampling);
+            // A run over those sessions as fast as allowed, taken by `sampling`.
+            let run = generated(main(7, 2).sessions, None, 1, Some(40)).unwrap().with_sampling(sampling, 5);
             let w = Warmup { requests: Some(5), concurrency: Some(1), ..Warmup::default() };
             let out = drive(&w, &run, 1_000);
             let mut walk = Sampler::new(sampling, 5);

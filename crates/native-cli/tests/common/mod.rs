@@ -80,6 +80,18 @@ pub fn scratch(lines: &[String]) -> (tempfile::TempDir, PathBuf, PathBuf) {
 }
 
 /// Writes trace lines to a file in `dir`.
+/// An AIPerf multi_turn file of `sessions` conversations `s0`, `s1`, … of `turns` turns each
+/// (texts `"sS tT"`, 3 output tokens a turn).
+pub fn multi_turn_lines(sessions: u32, turns: u32) -> Vec<String> {
+    (0..sessions)
+        .map(|s| {
+            let turns: Vec<String> =
+                (0..turns).map(|t| format!(r#"{{"text": "s{s} t{t}", "output_length": 3}}"#)).collect();
+            format!(r#"{{"session_id": "s{s}", "turns": [{}]}}"#, turns.join(", "))
+        })
+        .collect()
+}
+
 pub fn write_trace(dir: &Path, lines: &[String]) -> PathBuf {
     let p = dir.join("trace.jsonl");
     let mut f = std::fs::File::create(&p).unwrap();

@@ -17,6 +17,8 @@ mod shard;
 mod tests;
 
 pub use arrivals::{ArrivalPattern, Generator, RATE_RAMP_UPDATE_US, RateSeries, Rng, ramped_rate, series_rate};
+#[cfg(test)]
+pub(crate) use build::generated;
 pub(crate) use build::strip_absolute_times;
 pub use build::{RowProblem, ScheduleError, Timing, build, endless, sessions};
 pub use cursor::{StartCursor, StartIter, turn_gap_us, user_centric};
