@@ -8,7 +8,7 @@
 //!
 //! It is bounded like a real server: a request may ask for at most `--max-output-tokens` tokens
 //! (HTTP 400 beyond) and send at most `--max-request-bytes` (HTTP 413 beyond); a stream is produced
-//! in pieces of at most [`STREAM_PIECE_BYTES`](handle::STREAM_PIECE_BYTES) as the client reads it; keep-alive connections idle
+//! in pieces of at most [`STREAM_PIECE_BYTES`](handle::reply::STREAM_PIECE_BYTES) as the client reads it; keep-alive connections idle
 //! for `--idle-timeout-seconds` are closed; when the process runs out of file descriptors, accepting
 //! backs off instead of spinning. With `--tls-cert`/`--tls-key` it serves HTTPS (rustls).
 //!
@@ -43,10 +43,11 @@ mod handle;
 mod kv;
 mod load;
 mod metrics;
+mod state;
 mod steps;
 mod tls;
 
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -54,7 +55,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use serde_json::Value;
 use tokio::net::TcpListener;
 
 pub use args::Args;
@@ -62,32 +62,8 @@ use cache::PrefixCache;
 use kv::{Kv, Model, Tokens};
 use load::{Slots, capacity};
 use metrics::Counters;
+use state::State;
 use steps::StepKv;
-
-/// What every connection shares: the options, the request counter, the arrivals log, the load
-/// model, the counters and the cache.
-struct State {
-    args: Args,
-    counter: AtomicU64,
-    arrivals: Option<Mutex<BufWriter<Box<dyn Write + Send>>>>,
-    slots: Option<Slots>,
-    metrics: Counters,
-    cache: Mutex<PrefixCache>,
-    /// The KV model, which replaces `cache` and `slots` when on ([`Args::kv_model`]).
-    kv: Option<Model>,
-    tokens: Tokens,
-}
-
-impl State {
-    fn log(&self, line: &Value) {
-        if let Some(log) = &self.arrivals
-            && let Ok(mut w) = log.lock()
-        {
-            let _ = writeln!(w, "{line}");
-            let _ = w.flush();
-        }
-    }
-}
 
 /// Runs the server until Ctrl-C (or `--exit-after-seconds`).
 pub fn run(args: Args) -> Result<()> {

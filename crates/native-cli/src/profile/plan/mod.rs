@@ -8,6 +8,10 @@
 //! - [`campaign`]: what `profile` runs (one replay, repeats, a sweep, a search) — [`ProfilePlan`];
 //! - [`model`]: the types of one replay's plan ([`ReplayPlan`] and its parts);
 //! - [`replay`]: one replay — [`ReplayPlan::from_args`], checked option group by option group;
+//! - [`input`]: what a replay reads (a trace, AIPerf's dataset files, inline records, the synthetic
+//!   workload), its format and the in-memory synthesis;
+//! - [`target`]: where requests go — the `--url`s, their credentials, the run's secrets;
+//! - [`schedule`]: the plan applied to a trace — timing, offsets kept, the schedule sent;
 //! - [`server`]: the server's side of a replay (metrics scraped, readiness, cache reset, GPUs);
 //! - `cli_config`: the options as given, redacted, for the exports' `aiperf_cli_config`;
 //! - [`aiperf_config`]: the options in AIPerf's configuration shape (the exports' `input_config`);
@@ -31,15 +35,18 @@ pub mod campaign;
 mod cli_config;
 pub mod dataset_file;
 pub mod delay_cap;
+mod input;
 pub mod limits;
 pub mod model;
 pub mod network;
 pub mod replay;
+mod schedule;
 pub mod secrets;
 pub mod server;
 pub mod shaping;
 pub mod sla;
 pub mod system_prompt;
+mod target;
 pub mod tls;
 pub mod weka;
 

@@ -1,33 +1,34 @@
 //! The plan of one replay: where requests go, what is replayed, when sending stops, what is
-//! written, the server's side; [`ReplayPlan::from_args`] checks the options group by group.
+//! written, the server's side; [`ReplayPlan::from_args`] checks the options group by group (the
+//! input read in [`input`](super::input), the URLs in [`target`](super::target)).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use aiperf_core::formats::Format;
-use aiperf_core::replay::cache_bust::Target as BustTarget;
 use aiperf_core::replay::sampling::Sampling;
-use aiperf_core::replay::schedule::{self, Schedule, ScheduleError, Shard, Timing};
+use aiperf_core::replay::schedule::{self, Shard};
 use aiperf_core::results::metrics::parse_goodput;
-use aiperf_core::synthesis::TransformParams;
-use aiperf_core::trace::Trace;
 use aiperf_core::trace::dataset_file::Kind as DatasetKind;
-use anyhow::{Context, Result, anyhow, bail, ensure};
+use anyhow::{Result, anyhow, bail, ensure};
 use serde_json::{Map, Value};
 
 use super::arrivals::Arrivals;
+use super::input::{
+    DATASET_FILE_REQUESTS, cache_bust, dag_format, dataset_format, dataset_kind, file_osl, input, synthesis,
+};
 use super::limits::{
-    MAX_CONCURRENCY, MAX_REQUESTS, MAX_URLS, MIN_SLICE, RATE_RANGE, in_range, key_value, parse_start_at, seconds,
+    MAX_CONCURRENCY, MAX_REQUESTS, MIN_SLICE, RATE_RANGE, in_range, key_value, parse_start_at, seconds,
 };
 use super::model::*;
-use super::secrets::{basic_auth, redact_url, split_credentials};
+use super::schedule::sequential_for_fixed;
 use super::server::ServerPlan;
+use super::target::urls;
 use super::tls::TlsOptions;
-use crate::io::http::is_credential_header;
-use crate::io::trace_format::{FormatChoice, TraceFormatArgs};
+use crate::io::trace_format::FormatChoice;
 use crate::profile::body::{BodyTemplate, EndpointType, SystemMessage, TurnHistory};
 use crate::profile::options::{Args, ConnectionReuse, UiType};
-use crate::profile::{artifacts, client, progress};
+use crate::profile::{artifacts, progress};
 
 impl ReplayPlan {
     /// Validates the flags into a plan. The groups are checked in this order, so that of several
@@ -237,21 +238,6 @@ impl ReplayPlan {
         self
     }
 
-    /// The timing mode: the trace's timestamps when asked, or when the trace has them and no
-    /// request rate was chosen ([`Arrivals::timing`]).
-    pub fn timing(&self, trace_has_timestamps: bool) -> Result<Timing> {
-        let speedup = self.source.synthesis.as_ref().map_or(1.0, |p| p.speedup_ratio);
-        let concurrency = self.limits.concurrency.is_some();
-        self.source.arrivals.timing(trace_has_timestamps, speedup, self.source.seed, concurrency)
-    }
-
-    /// Before synthesis: the sessions that `--fixed-schedule-start/end-offset` keep on the raw
-    /// timestamps ([`Arrivals::filter_offsets`]).
-    pub fn filter_offsets(&self, trace: Trace) -> Trace {
-        let sped_up = self.source.synthesis.as_ref().is_some_and(|p| p.speedup_ratio != 1.0);
-        self.source.arrivals.filter_offsets(trace, sped_up)
-    }
-
     /// The options as written to the exports' `aiperf_cli_config` (secrets redacted).
     pub fn cli_config(&self) -> &Value {
         &self.cli_config
@@ -260,83 +246,6 @@ impl ReplayPlan {
     /// The options in AIPerf's configuration shape, the exports' `input_config` (secrets redacted).
     pub fn aiperf_config(&self) -> &Value {
         &self.aiperf_config
-    }
-
-    /// The URL requests go to (credentials removed) and the headers they carry: the user's,
-    /// plus HTTP Basic authentication from URL credentials when no API key is given.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn request_target(&self) -> (String, Vec<(String, String)>) {
-        self.target_of(&self.target.url)
-    }
-
-    /// [`Self::request_target`] of every `--url`, in order.
-    pub fn request_targets(&self) -> Vec<(String, Vec<(String, String)>)> {
-        self.target.urls.iter().map(|u| self.target_of(u)).collect()
-    }
-
-    fn target_of(&self, url: &str) -> (String, Vec<(String, String)>) {
-        let (url, userinfo) = split_credentials(url);
-        let mut headers = self.target.headers.clone();
-        if let (Some(u), None) = (userinfo, &self.target.api_key) {
-            headers.insert(0, ("Authorization".to_owned(), basic_auth(&u)));
-        }
-        (url, headers)
-    }
-
-    /// Every `--url` as it may be shown (credentials redacted), in order.
-    pub fn shown_urls(&self) -> Vec<String> {
-        self.target.urls.iter().map(|u| redact_url(u.trim_end_matches('/'))).collect()
-    }
-
-    /// The URL as it may be shown (credentials redacted).
-    pub fn shown_url(&self) -> String {
-        client::join_url(&redact_url(&self.target.url), &self.target.path)
-    }
-
-    /// Every secret of the run (API key, credential header values, URL password): masked in
-    /// whatever a server echoes back before it is written.
-    pub fn secrets(&self) -> Vec<String> {
-        let mut s: Vec<String> = self.target.api_key.iter().cloned().collect();
-        s.extend(self.target.headers.iter().filter(|(k, _)| is_credential_header(k)).map(|(_, v)| v.trim().to_owned()));
-        for url in &self.target.urls {
-            if let (_, Some(userinfo)) = split_credentials(url) {
-                s.push(userinfo.split_once(':').map_or(userinfo.as_str(), |(_, p)| p).to_owned());
-                // What a server echoing the Authorization header would show.
-                s.push(basic_auth(&userinfo).trim_start_matches("Basic ").to_owned());
-                s.push(userinfo);
-            }
-        }
-        s.retain(|v| v.len() >= 4);
-        s
-    }
-
-    /// The schedule of `trace`: with a benchmark duration and no request count, rate and
-    /// concurrency runs reuse the trace until time is up (as AIPerf does), generated lazily.
-    pub fn schedule(&self, trace: &Trace) -> Result<Schedule> {
-        let has_timestamps = trace.rows().first().is_some_and(|r| r.timestamp.is_some());
-        let timing = self.timing(has_timestamps)?;
-        if let Timing::Fixed { .. } = timing {
-            sequential_for_fixed(self.source.sampling)?;
-        }
-        let s = schedule::build(trace, timing, self.limits.request_count).map_err(|e| match e {
-            ScheduleError::Row { line, problem } => anyhow!("{}:{line}: {problem}", self.source.input.name()),
-            e => anyhow!(e).context("cannot schedule the trace"),
-        })?;
-        let shard = self.coordination.shard;
-        ensure!(
-            (shard.count as usize) <= s.sessions.len(),
-            "--shard {shard}: the trace has {} session(s) and whole sessions are dealt to shards, so at most {} shards can each get one",
-            s.sessions.len(),
-            s.sessions.len()
-        );
-        let s = s
-            .sharded(shard)
-            .with_rate_ramp(self.limits.ramps.rate_us)
-            .with_smoothness(self.limits.smoothness)
-            .with_rate_series(self.limits.rate_series.clone())
-            .with_users(self.limits.users)
-            .with_sampling(self.source.sampling, self.source.seed);
-        Ok(if self.limits.duration.is_some() && self.limits.request_count.is_none() { schedule::endless(s) } else { s })
     }
 }
 
@@ -358,41 +267,6 @@ fn per_chunk_usage(a: &Args) -> Result<bool> {
         );
     }
     Ok(a.per_chunk_usage)
-}
-
-/// A fixed schedule sends every session at its timestamp, in timestamp order: AIPerf's fixed
-/// schedule takes only sequential sampling, and so does ours.
-fn sequential_for_fixed(sampling: Sampling) -> Result<()> {
-    ensure!(
-        sampling == Sampling::Sequential,
-        "--dataset-sampling-strategy {}: a fixed schedule (the trace's timestamps) sends each session at its timestamp, so it takes only sequential; add --no-fixed-schedule with --request-rate or --concurrency to sample sessions",
-        sampling.name()
-    );
-    Ok(())
-}
-
-/// Every `--url`, with `http://` added where it has no scheme (AIPerf accepts `localhost:8000`).
-fn urls(given: &[String]) -> Result<Vec<String>> {
-    ensure!(
-        !given.is_empty() && given.len() <= MAX_URLS,
-        "--url given {} times: accepted is 1 to {MAX_URLS} URLs",
-        given.len()
-    );
-    given
-        .iter()
-        .map(|u| {
-            let mut url = u.trim().to_owned();
-            if !url.contains("://") {
-                url = format!("http://{url}");
-            }
-            ensure!(
-                url.starts_with("http://") || url.starts_with("https://"),
-                "--url {}: accepted is an http:// or https:// URL",
-                redact_url(&url)
-            );
-            Ok(url)
-        })
-        .collect()
 }
 
 /// A run takes one value of each load option: a list is a sweep of sub-runs ([`super::ProfilePlan`]).
@@ -522,258 +396,6 @@ fn times(a: &Args) -> Result<Times> {
     Ok(Times { timeout, grace, duration, slice })
 }
 
-/// `--cache-bust` checked as AIPerf checks it (chat only; `warmup_isolation_system` on a
-/// synthetic workload only with a system message to carry it); returns whether a session's
-/// first prompt gives up the marker's tokens, as AIPerf's synthetic workload's first turn does
-/// (unless the marker goes on a `--system-prompt` given verbatim with no
-/// `--shared-system-prompt-length` to shorten; a trace's markers add tokens).
-fn cache_bust(a: &Args, input: &Input, has_system_prompt: bool) -> Result<bool> {
-    let target = a.cache_bust;
-    if target == BustTarget::None {
-        return Ok(false);
-    }
-    ensure!(
-        a.endpoint_type == EndpointType::Chat,
-        "--cache-bust {}: not supported by --endpoint-type completions (AIPerf marks chat conversations \
-         only); accepted: --endpoint-type chat, or --cache-bust none",
-        target.name()
-    );
-    let Input::Synthetic(w) = input else { return Ok(false) };
-    ensure!(
-        target != BustTarget::WarmupIsolationSystem || has_system_prompt || w.shared_system_length.is_some(),
-        "--cache-bust warmup_isolation_system needs a system message on the synthetic workload: give \
-         --shared-system-prompt-length or --system-prompt/--system-prompt-file, or use --cache-bust \
-         warmup_isolation_first_turn"
-    );
-    let verbatim_system_only = target.wants_system() && has_system_prompt && w.shared_system_length.is_none();
-    Ok(!(target.isolates_warmup() || verbatim_system_only))
-}
-
-/// The trace file, or AIPerf's synthetic workload when no file is given (as AIPerf: its
-/// `--request-count` sizes the dataset when no count of entries or conversations is given).
-fn input(a: &Args, block_size: u64) -> Result<Input> {
-    // A config file's inline records are single_turn records.
-    if let Some(kind) = dataset_kind(a)
-        && !(kind == DatasetKind::SingleTurn && a.input_file.is_none() && a.inline_records.is_some())
-    {
-        return dataset_file(a, kind).map(|d| Input::Dataset(Box::new(d)));
-    }
-    let mut given = a.synthetic.clone();
-    if a.input_file.is_some() || a.inline_records.is_some() {
-        given.osl = None;
-        given.osl_stddev = None;
-    }
-    if let Some(json) = &a.inline_records {
-        ensure!(
-            !given.any(),
-            "AIPerf's synthetic workload options (--isl, --num-dataset-entries, turns, prefix prompts, …) \
-             generate the rows: drop them or the config file's {INLINE_RECORDS}"
-        );
-        let mut trace = inline_records(json)?;
-        if let Some((mean, stddev)) = file_osl(a)? {
-            aiperf_core::synthesis::synthetic::fill_output_lengths(&mut trace, a.random_seed, mean, stddev);
-        }
-        return Ok(Input::Records(Box::new(trace)));
-    }
-    if a.input_file.is_some() {
-        ensure!(
-            a.custom_dataset_type != DAG_JSONL || a.synthetic.osl.is_none(),
-            "--osl with --custom-dataset-type {DAG_JSONL}: not supported (its turns are sent with their own output lengths); drop --osl"
-        );
-    }
-    if let Some(f) = &a.input_file {
-        ensure!(
-            !given.any(),
-            "AIPerf's synthetic workload options (--isl, --num-dataset-entries, turns, prefix prompts, …) \
-             generate the rows: drop --input-file {} or those options (--osl/--osl-stddev set the output \
-             length of the rows without one)",
-            f.display()
-        );
-        return Ok(Input::File(f.clone()));
-    }
-    let mut w = given.workload()?.unwrap_or_default();
-    w.block_size = u32::try_from(block_size).context("--isl-block-size is too large")?;
-    if a.synthetic.num_dataset_entries.is_none()
-        && a.synthetic.conversation_num.is_none()
-        && let Some(n) = a.request_count
-    {
-        w.entries = n;
-    }
-    w.validate().context("invalid synthetic workload")?;
-    Ok(Input::Synthetic(Box::new(w)))
-}
-
-/// The kind of AIPerf's own dataset file the run reads: the one `--custom-dataset-type` names,
-/// or, with its default and `--trace-format auto`, the one the file's first line tells (as AIPerf
-/// infers it; said on stderr). A file that cannot be read is left to the trace reader.
-fn dataset_kind(a: &Args) -> Option<DatasetKind> {
-    if let Some(kind) = DatasetKind::from_name(&a.custom_dataset_type) {
-        return Some(kind);
-    }
-    let path = a.input_file.as_ref()?;
-    if a.custom_dataset_type != "mooncake_trace"
-        || a.trace_format.trace_format != FormatChoice::Auto
-        || a.inline_records.is_some()
-        || path.is_dir()
-    {
-        return None;
-    }
-    let head = crate::io::input::head(path, 64 << 10).ok()?;
-    aiperf_core::trace::dataset_file::infer(&head).map(|(kind, _)| kind)
-}
-
-/// One of AIPerf's own dataset files, read: `--input-file` of `kind`; a random_pool draws as many
-/// conversations as `--num-dataset-entries`, `--conversation-num` or `--request-count` give, in
-/// that order (AIPerf's), or 100.
-fn dataset_file(a: &Args, kind: DatasetKind) -> Result<DatasetFile> {
-    let Some(path) = &a.input_file else {
-        if a.inline_records.is_some() {
-            bail!(
-                "--custom-dataset-type {kind}: the config file's {INLINE_RECORDS} are single_turn records; a {kind} dataset is read from a file (--input-file)"
-            );
-        }
-        bail!("--custom-dataset-type {kind} reads one of AIPerf's {kind} files: give it with --input-file")
-    };
-    ensure!(
-        a.inline_records.is_none(),
-        "--custom-dataset-type {kind} reads --input-file {}: drop the config file's {INLINE_RECORDS}",
-        path.display()
-    );
-    ensure!(
-        !(kind == DatasetKind::RandomPool && a.fixed_schedule),
-        "--fixed-schedule with --custom-dataset-type random_pool: its entries carry no timestamps (AIPerf's random_pool has none); accepted is --request-rate or --concurrency"
-    );
-    let mut other = a.synthetic.clone();
-    other.osl = None;
-    other.osl_stddev = None;
-    if kind == DatasetKind::RandomPool {
-        other.num_dataset_entries = None;
-        other.conversation_num = None;
-    }
-    ensure!(
-        !other.any(),
-        "AIPerf's synthetic workload options (--isl, turns, prefix prompts, …{}) generate rows: drop them or --input-file {} (the {kind} file's rows are replayed as they are; --osl/--osl-stddev set the output length of turns without one)",
-        if kind == DatasetKind::RandomPool { "" } else { ", --num-dataset-entries" },
-        path.display()
-    );
-    let s = &a.synthetic;
-    let (n, option) = [
-        (s.num_dataset_entries, "--num-dataset-entries"),
-        (s.conversation_num, "--conversation-num"),
-        (a.request_count, "--request-count"),
-    ]
-    .into_iter()
-    .find_map(|(n, o)| n.map(|n| (n, o)))
-    .unwrap_or((super::dataset_file::POOL_CONVERSATIONS, "the random_pool conversations"));
-    let conversations = if kind == DatasetKind::RandomPool {
-        in_range(n, option, 1, super::dataset_file::MAX_POOL_CONVERSATIONS).with_context(|| {
-            format!("{option} is the number of conversations a random_pool draws, as in AIPerf (--num-dataset-entries sets it apart)")
-        })? as usize
-    } else {
-        0
-    };
-    if DatasetKind::from_name(&a.custom_dataset_type).is_none() {
-        say!("detected format: AIPerf's {kind} file (its first line) in {}", path.display());
-    }
-    let max_line_bytes = in_range(a.max_line_bytes, "--max-line-bytes", 1, 1 << 40)?;
-    let (mut trace, system) = super::dataset_file::read(path, kind, conversations, a.random_seed, max_line_bytes)?;
-    if let Some((mean, stddev)) = file_osl(a)? {
-        aiperf_core::synthesis::synthetic::fill_output_lengths(&mut trace, a.random_seed, mean, stddev);
-    }
-    Ok(DatasetFile { path: path.clone(), kind, trace, system })
-}
-
-/// `--osl`/`--osl-stddev` with an input file (AIPerf's dataset `osl`): the mean and standard
-/// deviation the output length of a turn without one is drawn from.
-fn file_osl(a: &Args) -> Result<Option<(u64, f64)>> {
-    let Some(mean) = a.synthetic.osl else { return Ok(None) };
-    let stddev = a.synthetic.osl_stddev.unwrap_or(0.0);
-    ensure!(stddev.is_finite() && stddev >= 0.0, "--osl-stddev {stddev}: accepted is a number of tokens, 0 or more");
-    Ok(Some((mean, stddev)))
-}
-
-/// The rows of inline single_turn records (a JSON list), each checked as AIPerf's `SingleTurn`.
-fn inline_records(json: &str) -> Result<Trace> {
-    let records: Vec<Value> = serde_json::from_str(json)
-        .map_err(|e| anyhow!("--inline-records: accepted is a JSON list of records ({e})"))?;
-    ensure!(!records.is_empty(), "{INLINE_RECORDS}: accepted is at least one record, got none");
-    let mut trace = Trace::with_capacity(records.len(), 0);
-    for (i, r) in records.iter().enumerate() {
-        let row = aiperf_core::trace::single_turn::record_row(r, i as u64 + 1).map_err(|e| {
-            let at = if e.field.is_empty() { String::new() } else { format!(".{}", e.field) };
-            anyhow!("{INLINE_RECORDS}[{i}]{at}: accepted is {}, got {}", e.expected, e.value)
-        })?;
-        trace.push(row, []);
-    }
-    Ok(trace)
-}
-
-/// The in-memory synthesis the `--synthesis-*` options ask for, checked; `None` when they ask
-/// for none.
-fn synthesis(a: &Args, block_size: u64) -> Result<Option<TransformParams>> {
-    let block_u32 = u32::try_from(block_size).context("--isl-block-size is too large")?;
-    let params = a.synthesis.transform_params(block_u32, a.random_seed);
-    if let Err(e) = params.validate() {
-        match e.param() {
-            Some(p) => bail!("invalid {}: {e}", crate::synthesis_flags::option_name(p)),
-            None => return Err(e.into()),
-        }
-    }
-    Ok((params.synthesizes() || params.max_isl.is_some() || params.max_osl.is_some()).then_some(params))
-}
-
-/// AIPerf's `--custom-dataset-type` names of the formats read here. `mooncake_trace`, AIPerf's
-/// default, leaves `--trace-format` as given (auto detects Mooncake, and the other formats too).
-const DATASET_TYPES: [(&str, Format); 4] = [
-    ("bailian_trace", Format::Bailian),
-    ("burst_gpt_trace", Format::BurstGpt),
-    ("weka_trace", Format::Weka),
-    ("baseten_trace", Format::Baseten),
-];
-
-/// The requests of a run on one of AIPerf's own dataset files when no request count, duration
-/// or session count is given (AIPerf's default bound of such a run).
-const DATASET_FILE_REQUESTS: u64 = 10;
-
-/// `--custom-dataset-type dag_jsonl` reads the file as AIPerf's DAG conversations, no trace format.
-fn dag_format(given: &TraceFormatArgs) -> Result<TraceFormatArgs> {
-    if let FormatChoice::Is(f) = given.trace_format {
-        bail!(
-            "--custom-dataset-type {DAG_JSONL} reads AIPerf's DAG conversations, but --trace-format names {}",
-            f.name()
-        );
-    }
-    Ok(given.clone())
-}
-
-/// The trace format of `--custom-dataset-type` with `--trace-format`: AIPerf's name of a format
-/// reads the file as that format; naming another one with `--trace-format` is an error.
-fn dataset_format(name: &str, given: &TraceFormatArgs) -> Result<TraceFormatArgs> {
-    if name == "mooncake_trace" {
-        return Ok(given.clone());
-    }
-    if let Some(kind) = DatasetKind::from_name(name) {
-        if let FormatChoice::Is(f) = given.trace_format {
-            bail!("--custom-dataset-type {kind} reads AIPerf's {kind} files, but --trace-format names {}", f.name());
-        }
-        return Ok(given.clone());
-    }
-    let Some(&(_, format)) = DATASET_TYPES.iter().find(|(n, _)| *n == name) else {
-        let names: Vec<&str> = DATASET_TYPES.iter().map(|(n, _)| *n).collect();
-        bail!(
-            "--custom-dataset-type {name}: accepted is mooncake_trace, {}, {DAG_JSONL}, or AIPerf's own files {} (AIPerf's names of the formats read here; --trace-format also reads servegen and azure)",
-            names.join(", "),
-            DatasetKind::ALL.map(DatasetKind::name).join(", ")
-        );
-    };
-    match given.trace_format {
-        FormatChoice::Is(f) if f != format => {
-            bail!("--custom-dataset-type {name} reads {format} traces, but --trace-format names {}", f.name())
-        }
-        _ => Ok(TraceFormatArgs { trace_format: FormatChoice::Is(format) }),
-    }
-}
-
 /// `--system-idle-gap-cap-seconds` (≥ 0) where the trace's own times are replayed: AIPerf
 /// applies it to its trace replay only, and a rate run (`run_rate`) ignores it as AIPerf's does.
 fn system_idle_cap(a: &Args, run_rate: Option<f64>) -> Result<Option<Duration>> {
@@ -788,6 +410,7 @@ pub(super) mod tests {
     use super::*;
     use crate::profile::options;
     use crate::profile::plan::limits::parse_start_at;
+    use aiperf_core::replay::schedule::Timing;
 
     /// The plan of `profile -m m --input-file t.jsonl EXTRA…` (shared by the plan's tests).
     pub(crate) fn plan(extra: &[&str]) -> Result<ReplayPlan> {
@@ -892,104 +515,6 @@ pub(super) mod tests {
             let e = err(args);
             assert!(e.contains(needle), "{args:?}: {e}");
         }
-    }
-
-    #[test]
-    fn timing_follows_aiperf() {
-        let p = plan(&["--concurrency", "4"]).unwrap();
-        assert!(matches!(p.timing(true).unwrap(), Timing::Fixed { .. }));
-        assert_eq!(p.timing(false).unwrap(), Timing::AsFastAsAllowed);
-        let p = plan(&["--concurrency", "4", "--no-fixed-schedule"]).unwrap();
-        assert_eq!(p.timing(true).unwrap(), Timing::AsFastAsAllowed);
-        let p = plan(&["--request-rate", "5", "--arrival-pattern", "constant"]).unwrap();
-        assert!(matches!(p.timing(true).unwrap(), Timing::Rate { per_second: 5.0, .. }));
-        let p = plan(&["--fixed-schedule", "--request-rate", "5"]).unwrap();
-        assert!(p.timing(true).is_err());
-        let p = plan(&["--fixed-schedule-start-offset", "10", "--no-fixed-schedule"]).unwrap();
-        assert!(p.timing(true).is_err());
-    }
-
-    #[test]
-    fn secrets_are_redacted_in_the_config_and_listed_for_masking() {
-        let p = plan(&[
-            "-u",
-            "https://alice:hunter22@example.test:9/x",
-            "--api-key",
-            "sk-secret-1",
-            "-H",
-            "X-Api-Key:abcd-1234",
-            "-H",
-            "X-Trace:visible",
-        ])
-        .unwrap();
-        let cfg = p.cli_config().to_string();
-        for s in ["hunter22", "alice", "sk-secret-1", "abcd-1234", "visible"] {
-            assert!(!cfg.contains(s), "{s} leaked into {cfg}");
-        }
-        assert_eq!(p.shown_url(), "https://<redacted>@example.test:9/x/v1/chat/completions");
-        let secrets = p.secrets();
-        assert!(secrets.contains(&"sk-secret-1".to_owned()));
-        assert!(secrets.contains(&"abcd-1234".to_owned()));
-        assert!(secrets.contains(&"hunter22".to_owned()));
-        assert!(!secrets.contains(&"visible".to_owned()));
-    }
-
-    #[test]
-    fn offsets_are_raw_trace_ms_before_the_speed_up() {
-        use aiperf_core::trace::{ParseOptions, read};
-        let text: String = (0..7)
-            .map(|i| format!("{{\"timestamp\": {}, \"input_length\": 5, \"output_length\": 1}}\n", 1000 * i + 1))
-            .collect();
-        let raw = read(text.as_bytes(), ParseOptions::new("t")).unwrap().trace;
-        let p = plan(&[
-            "--fixed-schedule",
-            "--fixed-schedule-start-offset",
-            "2001",
-            "--fixed-schedule-end-offset",
-            "4001",
-            "--synthesis-speedup-ratio",
-            "2",
-        ])
-        .unwrap();
-        let kept = p.filter_offsets(raw);
-        let ts: Vec<f64> = kept.rows().iter().map(|r| r.timestamp.unwrap().as_f64()).collect();
-        assert_eq!(ts, vec![2001.0, 3001.0, 4001.0]);
-        let synthesized = aiperf_core::synthesis::transform(&kept, p.source.synthesis.as_ref().unwrap()).unwrap();
-        let s = p.schedule(&synthesized).unwrap();
-        // Sped up: 1000, 1500, 2000 ms; zero at the sped-up start offset (1000 ms).
-        let offsets: Vec<u64> = s.starts().map(|x| x.offset_us.unwrap() / 1000).collect();
-        assert_eq!(offsets, vec![0, 500, 1000]);
-    }
-
-    #[test]
-    fn url_credentials_become_basic_authentication() {
-        let p = plan(&["-u", "http://alice:p%40ss@h:9"]).unwrap();
-        let (url, headers) = p.request_target();
-        assert_eq!(url, "http://h:9");
-        assert_eq!(headers, vec![("Authorization".to_owned(), "Basic YWxpY2U6cEBzcw==".to_owned())]);
-        let secrets = p.secrets();
-        assert!(secrets.contains(&"p@ss".to_owned()) && secrets.contains(&"YWxpY2U6cEBzcw==".to_owned()));
-        // An API key wins over URL credentials.
-        let p = plan(&["-u", "http://alice:p%40ss@h:9", "--api-key", "sk-123456"]).unwrap();
-        assert!(p.request_target().1.is_empty());
-        assert_eq!(split_credentials("http://h/a@b"), ("http://h/a@b".to_owned(), None));
-    }
-
-    #[test]
-    fn several_urls_each_normalized_with_their_own_credentials() {
-        let p = plan(&["-u", "h1:9", "--url", "https://bob:s3cret-pw@h2", "http://h3/v1"]).unwrap();
-        assert_eq!(p.target.urls, ["http://h1:9", "https://bob:s3cret-pw@h2", "http://h3/v1"]);
-        assert_eq!(p.target.url, "http://h1:9");
-        let targets = p.request_targets();
-        assert_eq!(targets[1].0, "https://h2");
-        assert_eq!(targets[1].1[0].0, "Authorization");
-        assert!(targets[0].1.is_empty() && targets[2].1.is_empty());
-        assert_eq!(p.shown_urls(), ["http://h1:9", "https://<redacted>@h2", "http://h3/v1"]);
-        assert!(p.secrets().contains(&"s3cret-pw".to_owned()));
-        let cfg = p.cli_config().to_string();
-        assert!(cfg.contains("\"urls\"") && !cfg.contains("s3cret"), "{cfg}");
-        assert_eq!(plan(&[]).unwrap().target.urls, ["http://localhost:8000"]);
-        assert!(err(&["-u", "ftp://h"]).contains("--url ftp://h: accepted is an http:// or https:// URL"));
     }
 
     #[test]

@@ -11,27 +11,27 @@
 //! twice) are always refused. Records are streamed: memory holds one line per shard plus the
 //! metric values, never the records.
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufWriter, Read, Write};
+mod records;
+mod shards;
+
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use aiperf_core::datetime::parse_datetime;
-use aiperf_core::replay::sharding::{MergedRun, ShardRun, Sharding};
+use aiperf_core::replay::sharding::{MergedRun, Sharding};
 use aiperf_core::results::aggregate::Aggregate;
 use aiperf_core::results::export::SummaryFormat;
 use aiperf_core::results::line::{RECORDS_FILE, record_line};
 use aiperf_core::results::metrics::{Slo, parse_goodput};
 use aiperf_core::results::record::RequestRecord;
 use aiperf_core::results::summary::{RunSummary, shell_command};
-use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, LineRead, read_line_capped};
-use anyhow::{Context, Result, bail, ensure};
+use aiperf_core::trace::DEFAULT_MAX_LINE_BYTES;
+use anyhow::{Context, Result};
 use serde_json::Value;
 
 use crate::exit::BadInput;
 use crate::io::exports::ExportNames;
-
-/// Largest summary file read (`profile_export_aiperf.json` is a few kB).
-const MAX_SUMMARY_BYTES: u64 = 64 << 20;
+use records::{Records, scan_records};
+use shards::{check_shards, read_shard};
 
 /// Merge the shards of a run (`profile --shard K/N`) into one run.
 #[derive(Debug, clap::Args)]
@@ -50,26 +50,6 @@ pub struct Args {
     /// Longest record line accepted (bytes); a longer one stops with a `file:line` error.
     #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: usize,
-}
-
-/// What a shard's summary says about it.
-#[derive(Clone, Debug)]
-struct ShardDir {
-    dir: PathBuf,
-    /// Its files' names: AIPerf's, or those of `--profile-export-prefix`.
-    names: ExportNames,
-    run: ShardRun,
-    /// Its options under our names (`aiperf_cli_config`; `input_config` in runs written before it).
-    cli_config: Value,
-    /// Its options in AIPerf's shape (`input_config` beside `aiperf_cli_config`; else null).
-    input_config: Value,
-    was_cancelled: bool,
-    /// Requests its summary counts (completed + failed).
-    counted: u64,
-    tokenizer: String,
-    client_cpu_s: Option<f64>,
-    startup_ms: f64,
-    end_unix_ns: u64,
 }
 
 /// Runs `aiperf-cli merge`.
@@ -205,89 +185,6 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Reads a shard's summary (AIPerf's file names, or those of `--profile-export-prefix`).
-fn read_shard(dir: &Path) -> Result<ShardDir> {
-    let names = ExportNames::of_folder(dir);
-    let path = dir.join(names.summary(SummaryFormat::Json));
-    let mut text = Vec::new();
-    std::fs::File::open(&path)
-        .with_context(|| {
-            format!("cannot open {}: a shard that ended before writing its summary cannot be merged", path.display())
-        })?
-        .take(MAX_SUMMARY_BYTES)
-        .read_to_end(&mut text)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let v: Value = serde_json::from_slice(&text).with_context(|| format!("{}: invalid JSON", path.display()))?;
-    let run = match v.get("sharding").map(|s| serde_json::from_value::<Sharding>(s.clone())) {
-        Some(Ok(Sharding::Shard(run))) => run,
-        Some(Ok(Sharding::Merged(_))) => bail!("{}: this is a merged run, not a shard", path.display()),
-        Some(Err(e)) => bail!("{}: field 'sharding': {e}", path.display()),
-        None => bail!("{}: no 'sharding' field: the run was not made with profile --shard K/N", path.display()),
-    };
-    let count = |key: &str| v.get(key).and_then(|m| m.get("avg")).and_then(Value::as_f64).unwrap_or(0.0) as u64;
-    let end_unix_ns = v
-        .get("end_time")
-        .and_then(Value::as_str)
-        .and_then(parse_datetime)
-        .filter(|t| t.has_offset)
-        .and_then(|t| u64::try_from(t.unix_ns).ok())
-        .unwrap_or(run.start_unix_ns);
-    Ok(ShardDir {
-        dir: dir.to_owned(),
-        names,
-        cli_config: v.get("aiperf_cli_config").or_else(|| v.get("input_config")).cloned().unwrap_or(Value::Null),
-        input_config: match v.get("aiperf_cli_config") {
-            Some(_) => v.get("input_config").cloned().unwrap_or(Value::Null),
-            None => Value::Null,
-        },
-        was_cancelled: v.get("was_cancelled").and_then(Value::as_bool).unwrap_or(false),
-        counted: count("request_count") + count("error_request_count"),
-        tokenizer: v.get("tokenizer").and_then(Value::as_str).unwrap_or_default().to_owned(),
-        client_cpu_s: v.get("client_cpu").and_then(|c| c.get("seconds")).and_then(Value::as_f64),
-        startup_ms: v.get("startup_ms").and_then(Value::as_f64).unwrap_or(0.0),
-        end_unix_ns,
-        run,
-    })
-}
-
-/// Refuses shards of different runs; returns what is missing or interrupted.
-fn check_shards(shards: &[ShardDir]) -> Result<Vec<String>> {
-    let first = shards.first().context("no shard folder given")?;
-    let n = first.run.count;
-    let name = |s: &ShardDir| format!("{} (shard {}/{})", s.dir.display(), s.run.index, s.run.count);
-    let mut seen: BTreeMap<u32, &ShardDir> = BTreeMap::new();
-    for s in shards {
-        ensure!(
-            s.run.count == n,
-            "{} and {} are shards of runs split differently (N = {} and {})",
-            name(first),
-            name(s),
-            n,
-            s.run.count
-        );
-        if let Some(other) = seen.insert(s.run.index, s) {
-            bail!("{} and {} are the same shard K = {}", name(other), name(s), s.run.index);
-        }
-        let differing = differing_options(&first.cli_config, &s.cli_config);
-        ensure!(
-            differing.is_empty(),
-            "{} and {} are shards of different runs: their options differ ({})",
-            name(first),
-            name(s),
-            differing.join(", ")
-        );
-    }
-    let mut problems = Vec::new();
-    let missing: Vec<String> = (0..n).filter(|k| !seen.contains_key(k)).map(|k| k.to_string()).collect();
-    if !missing.is_empty() {
-        problems.push(format!("shard(s) K = {} of N = {n} missing", missing.join(", ")));
-    }
-    for s in shards.iter().filter(|s| s.was_cancelled) {
-        problems.push(format!("{} was interrupted (was_cancelled: a signal stopped it before its end)", name(s)));
-    }
-    Ok(problems)
-}
-
 /// The merged run's `input_config` (AIPerf's shape): the first shard's, its profiling phase
 /// counting the merged run's requests when no count or duration bounded it.
 fn merged_input_config(first: &Value, cli_config: &Value, requests: u64) -> Value {
@@ -307,136 +204,11 @@ fn merged_input_config(first: &Value, cli_config: &Value, requests: u64) -> Valu
     config
 }
 
-/// The options (keys of `aiperf_cli_config`) in which two shards differ, apart from the shard
-/// itself and the names of its files (`--profile-export-prefix`), which are no part of the run.
-fn differing_options(a: &Value, b: &Value) -> Vec<String> {
-    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
-        return if a == b { Vec::new() } else { vec!["input_config".to_owned()] };
-    };
-    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    keys.into_iter()
-        .filter(|k| !matches!(k.as_str(), "shard" | "profile_export_prefix") && a.get(*k) != b.get(*k))
-        .map(|k| k.to_string())
-        .collect()
-}
-
-/// What a first pass over a shard's records found.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct Scan {
-    /// Valid records.
-    records: u64,
-    /// Lines to read in the second pass (a truncated last line excluded).
-    complete_lines: u64,
-    truncated_last_line: bool,
-}
-
-/// Checks every line of a shard's records: invalid JSON is a `file:line` error, except on a last
-/// line without its newline (a write the process did not finish), which is reported.
-fn scan_records(path: &Path, max_line_bytes: usize) -> Result<Scan> {
-    let mut reader = crate::io::input::open(path)?;
-    let mut buf = Vec::new();
-    let mut scan = Scan::default();
-    let mut line = 0u64;
-    loop {
-        buf.clear();
-        let read = read_line_capped(&mut reader, &mut buf, max_line_bytes)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let at_end = reader.fill_buf().map(<[u8]>::is_empty).unwrap_or(true);
-        match read {
-            LineRead::End => break,
-            LineRead::TooLong => bail!(
-                "{}:{}: the line is longer than {max_line_bytes} bytes (merge --max-line-bytes raises the limit)",
-                path.display(),
-                line + 1
-            ),
-            LineRead::Line => {}
-        }
-        line += 1;
-        let unterminated = at_end && !ends_with_newline(path)?;
-        match parse_record(&buf) {
-            _ if unterminated => {
-                scan.truncated_last_line = true;
-                break;
-            }
-            Ok(None) => {}
-            Ok(Some(_)) => scan.records += 1,
-            Err(e) => bail!("{}:{line}: {e}", path.display()),
-        }
-        scan.complete_lines = line;
-    }
-    Ok(scan)
-}
-
-/// Whether a file's last byte is a newline (an empty file counts as ended).
-fn ends_with_newline(path: &Path) -> Result<bool> {
-    use std::io::{Seek, SeekFrom};
-    let mut f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    if len == 0 {
-        return Ok(true);
-    }
-    let mut last = [0u8];
-    f.seek(SeekFrom::Start(len - 1))
-        .and_then(|_| f.read_exact(&mut last))
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(last[0] == b'\n')
-}
-
-/// One line of `profile_export.jsonl`: its `metadata` record (`None` for a blank line).
-fn parse_record(line: &[u8]) -> Result<Option<RequestRecord>> {
-    let mut rec = RequestRecord::default();
-    let read = aiperf_core::results::line::read_line(line, &mut rec)
-        .context("not a record of profile_export.jsonl (field 'metadata')")?;
-    Ok(read.then_some(rec))
-}
-
-/// A shard's records, rebased, read one at a time.
-struct Records {
-    path: PathBuf,
-    reader: Box<dyn BufRead>,
-    buf: Vec<u8>,
-    max_line_bytes: usize,
-    line: u64,
-    lines: u64,
-    shift_ns: u64,
-}
-
-impl Records {
-    fn open(path: &Path, max_line_bytes: usize, lines: u64, shift_ns: u64) -> Result<Records> {
-        Ok(Records {
-            path: path.to_owned(),
-            reader: crate::io::input::open(path)?,
-            buf: Vec::new(),
-            max_line_bytes,
-            line: 0,
-            lines,
-            shift_ns,
-        })
-    }
-
-    /// The next record with its times moved to the merged run's zero.
-    fn next(&mut self) -> Result<Option<RequestRecord>> {
-        while self.line < self.lines {
-            self.buf.clear();
-            let read = read_line_capped(&mut self.reader, &mut self.buf, self.max_line_bytes)
-                .with_context(|| format!("cannot read {}", self.path.display()))?;
-            self.line += 1;
-            ensure!(read == LineRead::Line, "{}:{}: changed while merging", self.path.display(), self.line);
-            if let Some(mut r) =
-                parse_record(&self.buf).with_context(|| format!("{}:{}", self.path.display(), self.line))?
-            {
-                r.rebase(self.shift_ns);
-                return Ok(Some(r));
-            }
-        }
-        Ok(None)
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use aiperf_core::replay::sharding::ShardRun;
     use serde_json::json;
 
     /// A shard folder with `records` lines and a summary counting `counted` requests.
