@@ -32,9 +32,9 @@
 //! `ttft + (t − 1)·itl` (tokens are paced on absolute deadlines, so the time does not drift), and
 //! N slots serve [`capacity`](load::capacity) requests per second.
 //!
-//! [`run`] binds and accepts (plain or [`tls`]); [`handle`] answers each request in phases, from
-//! its [`args`], with the text of [`answer`], the [`load`] model, the [`cache`] or [`kv`] (or [`steps`]) and the counters
-//! of [`metrics`].
+//! [`run`] binds and accepts (plain or [`tls`]); [`handle`] answers each request in phases, over
+//! the [`state`] every connection shares, from its [`args`], with the text of [`answer`], the
+//! [`load`] model, the [`cache`] or [`kv`] (or [`steps`]) and the counters of [`metrics`].
 
 mod answer;
 mod args;

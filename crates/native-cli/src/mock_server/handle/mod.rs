@@ -3,6 +3,10 @@
 //! `--arrivals-file`, refused over `--max-output-tokens` or `--max-model-len`, failed on purpose
 //! by `--error-rate`), its answer planned (tokens, cache hit, usage), a slot waited for
 //! (`--slots`), then answered whole or streamed.
+//!
+//! [`answer`] calls the phases in order. The request is routed and its body read here; the other
+//! phases are a file each: [`admit`], [`plan`], [`slot`] (the slot waited for and the pace of the
+//! tokens), [`reply`]. The admin endpoints are in [`admin`], the answers' types in [`response`].
 
 mod admin;
 mod admit;
