@@ -247,6 +247,11 @@ mod tests {
         assert_eq!(a.check(), Ok(()));
         let e = parse(&["--engine", "step", "--ttft-ms", "5"]).check().unwrap_err();
         assert!(e.starts_with("--ttft-ms 5: not accepted with --engine step"), "{e}");
+        let llama = parse(&["--engine", "step-llamacpp", "--itl-ms", "2", "--prefill-per-token-ms", "0.5"]);
+        let llama = Args { decode_per_running_ms: 0.25, max_batch_tokens: 64, ..llama };
+        assert_eq!(llama.steps(), Some(Steps { order: StepOrder::LlamaCpp, ..steps }));
+        let e = parse(&["--engine", "step-llamacpp", "--ttft-ms", "5"]).check().unwrap_err();
+        assert!(e.starts_with("--ttft-ms 5: not accepted with --engine step-llamacpp"), "{e}");
         let e = parse(&["--decode-per-running-ms", "1"]).check().unwrap_err();
         assert_eq!(e, "--decode-per-running-ms 1: accepted with --engine step only");
         let plain = parse(&[]);
