@@ -87,9 +87,10 @@ pub struct Args {
     /// --decode-per-running-ms per decode token in it; a decode token that needs a KV block when
     /// every block is pinned preempts the latest started request, which computes its prompt and
     /// output again later (counted per replica in simulation.json). `step-llamacpp`: the same
-    /// steps in llama.cpp's server's order (every decoding request's next token first, then
-    /// running requests' prompt tokens up to --max-batch-tokens, then waiting requests'; no
-    /// preemption).
+    /// steps in llama.cpp's server's order: every waiting request that finds a free slot
+    /// (--max-running slots, the least recently used first) starts, then each step takes every
+    /// decoding request's next token and the running requests' prompt tokens in slot order up to
+    /// --max-batch-tokens; no preemption.
     #[arg(long, value_enum, default_value = "request")]
     pub engine: EngineMode,
     /// Most tokens one engine step computes (--engine step, step-llamacpp): vLLM's max_num_batched_tokens,

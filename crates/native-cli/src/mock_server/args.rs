@@ -106,8 +106,9 @@ pub struct Args {
     /// it; a decode token that needs a KV block when every block is pinned preempts the latest
     /// started request, which computes its prompt and output again later (vLLM's
     /// `vllm:num_preemptions_total` in `/metrics`). `step-llamacpp`: the same steps in
-    /// llama.cpp's server's order (every decoding request's next token first, then prompt
-    /// tokens; no preemption). `--ttft-ms` is for `request` only.
+    /// llama.cpp's server's order (every request a slot is free for starts; every decoding
+    /// request's next token first, then prompt tokens in slot order; no preemption). `--ttft-ms`
+    /// is for `request` only.
     #[arg(long, value_enum, default_value = "request")]
     pub engine: EngineMode,
     /// Most tokens one engine step computes (`--engine step`, `step-llamacpp`): vLLM's
