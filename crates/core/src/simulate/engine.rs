@@ -83,9 +83,9 @@ pub const DEFAULT_MAX_BATCH_TOKENS: u32 = 2048;
 pub enum EngineMode {
     #[default]
     Request,
-    /// Steps in vLLM v1's order ([`StepOrder::Vllm`]).
+    /// Engine steps in vLLM v1's order.
     Step,
-    /// Steps in llama.cpp's order ([`StepOrder::LlamaCpp`]).
+    /// Engine steps in llama.cpp's order.
     StepLlamacpp,
 }
 
