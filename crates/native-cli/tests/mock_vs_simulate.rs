@@ -18,8 +18,9 @@
 //! two order the requests alike: of the pairs whose simulated TTFTs differ by two blocks' prefill
 //! or more, at least 80% are in the same order when measured.
 //!
-//! In engine steps (`--engine step` on both sides, preemption included), the second test checks
-//! the queries, hits and preemptions per replica, exactly, under the condition it states.
+//! In engine steps (`--engine step` on both sides, preemption included, and `--engine
+//! step-llamacpp`), two more tests check the queries, hits and preemptions per replica, exactly,
+//! under the condition they state.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -259,13 +260,30 @@ const STEP_PER_PROMPT_TOKEN_MS: &str = "20";
 /// they reach the mock changes no count.
 #[test]
 fn replay_in_engine_steps_preempts_and_hits_what_the_simulation_does_per_replica() {
+    let preempted = replay_and_simulate_in_steps("step");
+    // The burst is built so that both replicas preempt, differently.
+    assert!(preempted[0] > 0.0 && preempted[1] > 0.0 && preempted[0] != preempted[1], "{preempted:?}");
+}
+
+/// The same in llama.cpp's step order (`--engine step-llamacpp` on both sides): the same
+/// queries and hits per replica, exactly, and nothing preempted (a decode token without a block
+/// goes on uncached).
+#[test]
+fn replay_in_llamacpp_steps_hits_what_the_simulation_does_per_replica() {
+    assert_eq!(replay_and_simulate_in_steps("step-llamacpp"), [0.0, 0.0]);
+}
+
+/// Replays the burst over two mocks in engine steps of `engine` and simulates it: each replica's
+/// prefix-cache queries, hits and preemptions equal, every request answered in full. Returns
+/// the preemptions per replica.
+fn replay_and_simulate_in_steps(engine: &str) -> Vec<f64> {
     let dir = tempfile::tempdir().unwrap();
     let lines = burst_lines();
     let trace = common::write_trace(dir.path(), &lines);
     let tok = tokenizer();
     let block = BLOCK.to_string();
     let common_args = ["--block-size", &block, "--kv-blocks", "12", "--policy", "lru"];
-    let engine = ["--engine", "step", "--max-batch-tokens", "2048", "--prefill-per-token-ms", STEP_PER_PROMPT_TOKEN_MS];
+    let engine = ["--engine", engine, "--max-batch-tokens", "2048", "--prefill-per-token-ms", STEP_PER_PROMPT_TOKEN_MS];
     let mut mock_args = vec!["--tokenizer", &tok, "--itl-ms", STEP_MS];
     mock_args.extend(common_args);
     mock_args.extend(engine);
@@ -295,8 +313,6 @@ fn replay_in_engine_steps_preempts_and_hits_what_the_simulation_does_per_replica
         assert_eq!(metric(&m.url, "vllm:kv_cache_usage_perc"), 0.0, "nothing runs: nothing is pinned");
         preempted.push(measured[2]);
     }
-    // The burst is built so that both replicas preempt, differently.
-    assert!(preempted[0] > 0.0 && preempted[1] > 0.0 && preempted[0] != preempted[1], "{preempted:?}");
     // Every request was answered in full.
     let records = read_jsonl(&art.join("profile_export.jsonl"));
     assert_eq!(records.len(), lines.len());
@@ -305,4 +321,5 @@ fn replay_in_engine_steps_preempts_and_hits_what_the_simulation_does_per_replica
         assert!(rec.error.is_none(), "{r}");
         assert_eq!(rec.usage.completion_tokens, rec.max_tokens, "{r}");
     }
+    preempted
 }

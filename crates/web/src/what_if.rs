@@ -118,9 +118,12 @@ impl Field {
             Field::Engine => {
                 "request: each request timed on its own; step: vLLM's token-budget steps (chunked prefill, \
                  preemption), a step taking the decode fixed time + the prefill time per prompt token + the decode \
-                 time per running request per decode token"
+                 time per running request per decode token; step-llamacpp: the same steps in llama.cpp's order \
+                 (decode tokens first, then prompt tokens; no preemption)"
             }
-            Field::MaxBatchTokens => "a whole number ≥ 1 (step engine): vLLM's max_num_batched_tokens",
+            Field::MaxBatchTokens => {
+                "a whole number ≥ 1 (step engines): vLLM's max_num_batched_tokens, llama.cpp's --batch-size"
+            }
             Field::PrefillFixedMs | Field::PrefillPerTokenMs | Field::DecodeFixedMs | Field::DecodePerRunningMs => {
                 "a number ≥ 0"
             }
@@ -199,8 +202,10 @@ impl WhatIfForm {
             Field::BlockSize => whole(1, u64::from(MAX_BLOCK_SIZE)),
             Field::Router => (!ROUTERS.iter().any(|r| r.name() == t)).then(|| format!("'{v}' is not a router")),
             Field::Policy => (!POLICIES.iter().any(|p| p.name() == t)).then(|| format!("'{v}' is not a policy")),
-            Field::Engine => (!EngineMode::ALL.iter().any(|m| m.name() == t))
-                .then(|| format!("'{v}' is not an engine: request or step")),
+            Field::Engine => (!EngineMode::ALL.iter().any(|m| m.name() == t)).then(|| {
+                let names: Vec<&str> = EngineMode::ALL.iter().map(|m| m.name()).collect();
+                format!("'{v}' is not an engine: {}", names.join(", "))
+            }),
             Field::MaxBatchTokens => whole(1, u64::from(u32::MAX)),
             Field::MaxRunning if t.is_empty() => None,
             Field::MaxRunning => {
@@ -347,6 +352,7 @@ pub fn simulate_view(trace: &Trace, schedule: &Arc<Schedule>, cluster: &Cluster)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aiperf_core::simulate::{StepOrder, Steps};
     use aiperf_core::trace::{ParseOptions, parse_str};
 
     fn fixture(name: &str) -> Trace {
@@ -389,7 +395,7 @@ mod tests {
         form.set(Field::DecodeFixedMs, "3".into());
         let cluster = form.cluster().unwrap();
         let steps = cluster.steps.unwrap();
-        assert_eq!(steps, aiperf_core::simulate::Steps::from_engine(&cluster.engine, 512));
+        assert_eq!(steps, Steps::from_engine(&cluster.engine, 512));
         assert_eq!(steps.fixed_us, 3000.0);
         let sched = schedule(&trace).unwrap();
         let view = simulate_view(&trace, &sched, &cluster).unwrap();
@@ -405,7 +411,13 @@ mod tests {
         form.set(Field::Engine, "request".into());
         assert_eq!(form.cluster().unwrap().steps, None);
         form.set(Field::Engine, "steps".into());
-        assert_eq!(form.error(Field::Engine).unwrap(), "'steps' is not an engine: request or step");
+        assert_eq!(form.error(Field::Engine).unwrap(), "'steps' is not an engine: request, step, step-llamacpp");
+        // llama.cpp's order: the same steps, taken in its order.
+        form.set(Field::Engine, "step-llamacpp".into());
+        let llama = form.cluster().unwrap().steps.unwrap();
+        assert_eq!(llama, Steps { order: StepOrder::LlamaCpp, ..steps });
+        assert_eq!(EngineMode::of(Some(llama)), EngineMode::StepLlamacpp);
+        assert!(form.command("t.jsonl").contains(" --engine step-llamacpp "), "{}", form.command("t.jsonl"));
         form.set(Field::Engine, "step".into());
         form.set(Field::MaxBatchTokens, "0".into());
         assert!(form.cluster().is_none());

@@ -22,9 +22,23 @@
 //! virtual time), the mock server's KV model another (one replica over its hash-keyed
 //! [`BlockCache`](super::cache::BlockCache), on its own clock): both run these steps.
 //!
-//! llama.cpp's server (`tools/server/server.cpp`,
-//! `update_slots`) builds its batch the same way from its slots, but puts every decoding slot's
-//! token first and has no preemption (a slot holds its whole context).
+//! In llama.cpp's order ([`StepOrder::LlamaCpp`]) a step is built as llama.cpp's server builds
+//! its batch (`tools/server/server-context.cpp`): every waiting request that finds a free slot
+//! starts (`get_available_slot`, `launch_slot_with_task`: a slot takes a task whatever the batch
+//! holds; its blocks must fit, as above), then `server_context::update_slots` puts in every
+//! decoding request's next token ("first, add sampled tokens from any ongoing sequences"; its
+//! batch holds `max(n_batch, n_parallel)` tokens, so every slot's fits), then the running
+//! requests' prompt tokens in slot order ([`Slots`]) while the batch holds fewer than
+//! `max_batch_tokens` ("next, batch any pending prompts without exceeding n_batch"). Nothing is
+//! preempted: a slot holds its whole context, so a decode token whose output block finds no room
+//! goes on without caching it. A step is timed as one pass (llama.cpp splits it into passes of
+//! `--ubatch-size` tokens).
+//!
+//! The decode tokens go first in both orders: in vLLM's a request gets prompt tokens only when
+//! those started before it have all of theirs, so every decoding request comes before every
+//! prefilling one, and at most one request is part way through its prompt when a step begins.
+//! llama.cpp starts every request a slot is free for, so several prompts are under way at once,
+//! the lowest slot's first: a request sent later can overtake one sent earlier.
 
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +54,22 @@ pub struct Steps {
     pub fixed_us: f64,
     pub per_prefill_token_us: f64,
     pub per_decode_token_us: f64,
+    /// The order a step takes its tokens in.
+    #[serde(default)]
+    pub order: StepOrder,
+}
+
+/// The order a step takes the requests' tokens in (the module's comment).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepOrder {
+    /// vLLM v1's: the running requests in the order they started, each its next decode token or
+    /// prompt chunk while the budget lasts (preempting for a block), then the waiting ones.
+    #[default]
+    Vllm,
+    /// llama.cpp's: every waiting request a slot is free for starts, then every decode token
+    /// goes in, then the running requests' prompt tokens in slot order; no preemption.
+    LlamaCpp,
 }
 
 /// llama.cpp's default `--batch-size`.
@@ -53,27 +83,46 @@ pub const DEFAULT_MAX_BATCH_TOKENS: u32 = 2048;
 pub enum EngineMode {
     #[default]
     Request,
+    /// Engine steps in vLLM v1's order.
     Step,
+    /// Engine steps in llama.cpp's order.
+    StepLlamacpp,
 }
 
 impl EngineMode {
-    pub const ALL: [EngineMode; 2] = [EngineMode::Request, EngineMode::Step];
+    pub const ALL: [EngineMode; 3] = [EngineMode::Request, EngineMode::Step, EngineMode::StepLlamacpp];
 
     /// The name on the command line (`--engine`).
     pub fn name(self) -> &'static str {
         match self {
             EngineMode::Request => "request",
             EngineMode::Step => "step",
+            EngineMode::StepLlamacpp => "step-llamacpp",
+        }
+    }
+
+    /// The order of this mode's steps; `None` for [`EngineMode::Request`].
+    pub fn step_order(self) -> Option<StepOrder> {
+        match self {
+            EngineMode::Request => None,
+            EngineMode::Step => Some(StepOrder::Vllm),
+            EngineMode::StepLlamacpp => Some(StepOrder::LlamaCpp),
+        }
+    }
+
+    /// The mode that runs `steps` (`None`: [`EngineMode::Request`]).
+    pub fn of(steps: Option<Steps>) -> EngineMode {
+        match steps.map(|s| s.order) {
+            None => EngineMode::Request,
+            Some(StepOrder::Vllm) => EngineMode::Step,
+            Some(StepOrder::LlamaCpp) => EngineMode::StepLlamacpp,
         }
     }
 
     /// The steps this mode runs with `engine`'s timing ([`Steps::from_engine`]); `None` for
     /// [`EngineMode::Request`].
     pub fn steps(self, engine: &super::Engine, max_batch_tokens: u32) -> Option<Steps> {
-        match self {
-            EngineMode::Request => None,
-            EngineMode::Step => Some(Steps::from_engine(engine, max_batch_tokens)),
-        }
+        self.step_order().map(|order| Steps { order, ..Steps::from_engine(engine, max_batch_tokens) })
     }
 }
 
@@ -88,6 +137,7 @@ impl Steps {
             fixed_us: engine.decode_fixed_us,
             per_prefill_token_us: engine.prefill_per_token_us,
             per_decode_token_us: engine.decode_per_running_us,
+            order: StepOrder::Vllm,
         }
     }
 
@@ -132,6 +182,8 @@ pub struct Progress {
     pub last_partial: bool,
     /// Whether it started before (a start after a preemption resumes it).
     pub started: bool,
+    /// Its llama.cpp slot ([`Slots`]) while it runs in llama.cpp's order.
+    pub slot: Option<u32>,
 }
 
 impl Progress {
@@ -148,7 +200,7 @@ pub trait StepHost {
     /// A request of the replica.
     type Id: Copy + PartialEq;
     fn progress(&mut self, id: Self::Id) -> &mut Progress;
-    /// The running requests in the order they started.
+    /// The running requests in the order they started (in llama.cpp's order, by slot).
     fn order(&mut self) -> &mut Vec<Self::Id>;
     /// The first waiting request, when a running slot is free for it.
     fn next_waiting(&self) -> Option<Self::Id>;
@@ -169,6 +221,53 @@ pub trait StepHost {
     fn token(&mut self, id: Self::Id, produced: u64);
     /// The request made its last token and is out of the running order: its blocks go back.
     fn finish(&mut self, id: Self::Id);
+    /// The replica's llama.cpp slots ([`StepOrder::LlamaCpp`]).
+    fn slots(&mut self) -> &mut Slots;
+}
+
+/// llama.cpp's slots on one replica (`--parallel`, `max_running` of them): a starting request
+/// takes the idle slot used least recently, one never used first and the highest numbered of
+/// those (`server_context::get_available_slot`: `slot.t_last_used <= t_last`, every slot starting
+/// at -1; its choice by prompt similarity is not modelled), and the running requests' prompts are
+/// computed in slot order. Without `max_running` a slot is added when none is idle.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Slots {
+    /// The slots made so far: number, last release (0: never released), whether one runs.
+    slots: Vec<(u32, u64, bool)>,
+    cap: Option<u32>,
+    releases: u64,
+}
+
+impl Slots {
+    pub fn new(max_running: Option<u32>) -> Slots {
+        Slots { slots: Vec::new(), cap: max_running, releases: 0 }
+    }
+
+    /// A starting request's slot: its number.
+    pub fn take(&mut self) -> u32 {
+        let made = self.slots.len() as u32;
+        let never_used = self.cap.is_some_and(|n| made < n);
+        let idle = self.slots.iter_mut().filter(|s| !s.2).min_by_key(|s| (s.1, std::cmp::Reverse(s.0)));
+        match idle {
+            Some(slot) if !never_used => {
+                slot.2 = true;
+                slot.0
+            }
+            _ => {
+                let number = self.cap.map_or(made, |n| n.saturating_sub(made + 1));
+                self.slots.push((number, 0, true));
+                number
+            }
+        }
+    }
+
+    /// Slot `number` is idle again.
+    pub fn release(&mut self, number: u32) {
+        self.releases += 1;
+        if let Some(slot) = self.slots.iter_mut().find(|s| s.0 == number) {
+            (slot.1, slot.2) = (self.releases, false);
+        }
+    }
 }
 
 impl Steps {
@@ -179,28 +278,17 @@ impl Steps {
         batch.clear();
         let mut budget = u64::from(self.max_batch_tokens);
         let mut preempted = false;
-        let mut i = 0;
-        while budget > 0 {
-            let Some(&id) = host.order().get(i) else { break };
-            let p = *host.progress(id);
-            if p.prefill_left > 0 {
-                let take = p.prefill_left.min(budget);
-                batch.push((id, take));
-                budget -= take;
-                i += 1;
-                continue;
+        match self.order {
+            StepOrder::Vllm => {
+                running_in_order(host, block_size, &mut budget, &mut preempted, batch);
+                if !preempted {
+                    start_waiting(host, block_size, &mut budget, batch);
+                }
             }
-            let block_due = p.grows_left > 0
-                && p.first_grow.saturating_add(p.grown.saturating_mul(u64::from(block_size))) <= p.produced;
-            if block_due && !take_output_block(host, id, &mut preempted) {
-                break;
+            StepOrder::LlamaCpp => {
+                while start_next(host, StepOrder::LlamaCpp, block_size).is_some() {}
+                decodes_first(host, block_size, &mut budget, batch);
             }
-            batch.push((id, 0));
-            budget -= 1;
-            i += 1;
-        }
-        if !preempted {
-            start_waiting(host, block_size, &mut budget, batch);
         }
         if batch.is_empty() {
             return None;
@@ -228,9 +316,81 @@ impl Steps {
                 continue;
             }
             host.order().retain(|&o| o != id);
+            if let Some(slot) = host.progress(id).slot.take() {
+                host.slots().release(slot);
+            }
             host.finish(id);
         }
     }
+}
+
+/// vLLM's order: the running requests in the order they started, each its next decode token
+/// (taking its output block when one is due, preempting for it) or the prompt tokens the budget
+/// has left, until the budget or the requests run out, or a request preempted itself.
+fn running_in_order<H: StepHost>(
+    host: &mut H,
+    block_size: u32,
+    budget: &mut u64,
+    preempted: &mut bool,
+    batch: &mut Vec<(H::Id, u64)>,
+) {
+    let mut i = 0;
+    while *budget > 0 {
+        let Some(&id) = host.order().get(i) else { break };
+        let p = *host.progress(id);
+        if p.prefill_left > 0 {
+            let take = p.prefill_left.min(*budget);
+            batch.push((id, take));
+            *budget -= take;
+            i += 1;
+            continue;
+        }
+        if block_due(&p, block_size) && !take_output_block(host, id, preempted) {
+            break;
+        }
+        batch.push((id, 0));
+        *budget -= 1;
+        i += 1;
+    }
+}
+
+/// llama.cpp's order: every decoding request's next token (its output block taken when due and
+/// one is free, else the token goes on uncached), then the running requests' prompt tokens in
+/// order while the batch holds fewer than the budget's tokens; `budget` keeps what is left.
+fn decodes_first<H: StepHost>(host: &mut H, block_size: u32, budget: &mut u64, batch: &mut Vec<(H::Id, u64)>) {
+    let running = host.order().len();
+    for i in 0..running {
+        let Some(&id) = host.order().get(i) else { break };
+        let p = *host.progress(id);
+        if p.prefill_left > 0 {
+            continue;
+        }
+        if block_due(&p, block_size) {
+            host.extend(id, p.grows_left == 1 && p.last_partial);
+            let p = host.progress(id);
+            p.grows_left -= 1;
+            p.grown += 1;
+        }
+        batch.push((id, 0));
+        *budget = budget.saturating_sub(1);
+    }
+    for i in 0..running {
+        if *budget == 0 {
+            break;
+        }
+        let Some(&id) = host.order().get(i) else { break };
+        let left = host.progress(id).prefill_left;
+        if left > 0 {
+            let take = left.min(*budget);
+            batch.push((id, take));
+            *budget -= take;
+        }
+    }
+}
+
+/// Whether the decoding request's next token needs a new output block ([`OutputBlocks`]).
+fn block_due(p: &Progress, block_size: u32) -> bool {
+    p.grows_left > 0 && p.first_grow.saturating_add(p.grown.saturating_mul(u64::from(block_size))) <= p.produced
 }
 
 /// The running request `id` takes its next output block, preempting the latest started running
@@ -258,34 +418,56 @@ fn take_output_block<H: StepHost>(host: &mut H, id: H::Id, preempted: &mut bool)
 }
 
 /// Starts the host's waiting requests into `batch` while the budget lasts, a slot is free and
-/// their blocks fit.
+/// their blocks fit, each with the prompt tokens the budget has left (vLLM's order).
 fn start_waiting<H: StepHost>(host: &mut H, block_size: u32, budget: &mut u64, batch: &mut Vec<(H::Id, u64)>) {
-    let bs = u64::from(block_size);
     while *budget > 0 {
-        let Some(id) = host.next_waiting() else { return };
-        let p = *host.progress(id);
-        // A resumed request computes its output so far again: the blocks those tokens fill.
-        let need = match p.produced >= p.first_grow && p.first_grow > 0 {
-            true => ((p.produced - p.first_grow) / bs + 1).min(p.grows_left.saturating_add(p.grown)),
-            false => 0,
-        };
-        if !host.fits_next(need) {
-            return;
-        }
-        let cached = host.start_next();
-        // Blocks that find no room are not kept, as for a request larger than the capacity.
-        for k in 0..need {
-            let p = *host.progress(id);
-            host.extend(id, k + 1 == p.grows_left && p.last_partial);
-        }
-        let p = host.progress(id);
-        p.grows_left = p.grows_left.saturating_sub(need);
-        p.grown = need;
-        p.prefill_left = p.input.saturating_add(p.produced).saturating_sub(cached).max(1);
-        p.started = true;
-        let take = p.prefill_left.min(*budget);
+        let Some(id) = start_next(host, StepOrder::Vllm, block_size) else { return };
+        let take = host.progress(id).prefill_left.min(*budget);
         *budget -= take;
         batch.push((id, take));
-        host.order().push(id);
     }
+}
+
+/// Starts the host's first waiting request when a slot is free and its blocks fit: its prompt
+/// (and after a preemption its output so far) to compute, its place in the running order (last;
+/// in llama.cpp's order at its slot's place). Returns it, `None` when it does not start.
+fn start_next<H: StepHost>(host: &mut H, order: StepOrder, block_size: u32) -> Option<H::Id> {
+    let bs = u64::from(block_size);
+    let id = host.next_waiting()?;
+    let p = *host.progress(id);
+    // A resumed request computes its output so far again: the blocks those tokens fill.
+    let need = match p.produced >= p.first_grow && p.first_grow > 0 {
+        true => ((p.produced - p.first_grow) / bs + 1).min(p.grows_left.saturating_add(p.grown)),
+        false => 0,
+    };
+    if !host.fits_next(need) {
+        return None;
+    }
+    let cached = host.start_next();
+    // Blocks that find no room are not kept, as for a request larger than the capacity.
+    for k in 0..need {
+        let p = *host.progress(id);
+        host.extend(id, k + 1 == p.grows_left && p.last_partial);
+    }
+    let p = host.progress(id);
+    p.grows_left = p.grows_left.saturating_sub(need);
+    p.grown = need;
+    p.prefill_left = p.input.saturating_add(p.produced).saturating_sub(cached).max(1);
+    p.started = true;
+    match order {
+        StepOrder::Vllm => host.order().push(id),
+        StepOrder::LlamaCpp => {
+            let slot = host.slots().take();
+            host.progress(id).slot = Some(slot);
+            let mut at = host.order().len();
+            while let Some(before) = at.checked_sub(1).and_then(|b| host.order().get(b).copied()) {
+                if host.progress(before).slot.is_none_or(|s| s < slot) {
+                    break;
+                }
+                at -= 1;
+            }
+            host.order().insert(at, id);
+        }
+    }
+    Some(id)
 }

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use cache::Blocks;
 pub use cache::Policy;
-pub use engine::{Progress, StepHost, Steps};
+pub use engine::{Progress, StepHost, StepOrder, Steps};
 
 use crate::analysis::Interner;
 use crate::replay::dispatch::{Dispatch, Job, Peek};
@@ -471,6 +471,7 @@ struct Replica {
     order: Vec<u32>,
     stepping: bool,
     batch: Vec<(u32, u64)>,
+    slots: engine::Slots,
 }
 
 /// A request between its arrival and its end.
@@ -587,6 +588,7 @@ pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Re
             order: Vec::new(),
             stepping: false,
             batch: Vec::new(),
+            slots: engine::Slots::new(cluster.max_running),
         })
         .collect();
     let mut sim = Sim {

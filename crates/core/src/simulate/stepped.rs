@@ -3,7 +3,7 @@
 
 use std::cmp::Reverse;
 
-use super::engine::{Progress, StepHost, Steps};
+use super::engine::{Progress, Slots, StepHost, Steps};
 use super::{Event, Sim, us_to_ns};
 
 /// Replica `replica` of the simulation at `now`.
@@ -69,6 +69,10 @@ impl StepHost for OnReplica<'_, '_> {
         {
             out.first_token_ns = self.now;
         }
+    }
+
+    fn slots(&mut self) -> &mut Slots {
+        &mut self.sim.replicas[self.replica as usize].slots
     }
 
     fn finish(&mut self, id: u32) {

@@ -1,3 +1,4 @@
+use super::engine::Slots;
 use super::*;
 use crate::analysis::analyze;
 use crate::replay::schedule::{Timing, build};
@@ -269,7 +270,13 @@ fn output_blocks_without_time_between_tokens_are_taken_before_the_end() {
 
 /// A step engine of round numbers: 1 ms a step, 10 µs a prompt token, 100 µs a decode token.
 fn stepped(max_batch_tokens: u32) -> Cluster {
-    let steps = Steps { max_batch_tokens, fixed_us: 1000.0, per_prefill_token_us: 10.0, per_decode_token_us: 100.0 };
+    let steps = Steps {
+        max_batch_tokens,
+        fixed_us: 1000.0,
+        per_prefill_token_us: 10.0,
+        per_decode_token_us: 100.0,
+        order: StepOrder::Vllm,
+    };
     Cluster { steps: Some(steps), ..one(None) }
 }
 
@@ -361,6 +368,88 @@ fn cached_blocks_a_request_would_pin_count_against_the_room() {
     assert!(stepped[2].start_ns >= stepped[1].end_ns, "{:?}", stepped);
 }
 
+/// The same steps in llama.cpp's order.
+fn llama(max_batch_tokens: u32) -> Cluster {
+    let steps = stepped(max_batch_tokens).steps.map(|s| Steps { order: StepOrder::LlamaCpp, ..s });
+    Cluster { steps, ..stepped(max_batch_tokens) }
+}
+
+/// The simulated requests in row order.
+fn by_row(sim: &Simulation) -> Vec<SimRequest> {
+    let mut r = sim.requests.clone();
+    r.sort_by_key(|r| r.row);
+    r
+}
+
+#[test]
+fn llamacpp_starts_every_request_a_slot_is_free_for_and_computes_prompts_in_slot_order() {
+    // A (slot 2 of 3) computes its prompt alone; B and C arrive meanwhile and take slots 1 and 0.
+    // Step 2 (at 1.1 ms): A's decode token first, then C's whole prompt (slot 0) and 4 of B's:
+    // 1 + 0.19 + 0.1 ms. Steps 3 to 5: A's last decode token beside 19 of B's, then B's 20 and
+    // 7 last: C, sent last, has its first token before B.
+    let trace = arrivals(&[(0, vec![1], 10, 3), (100, vec![2, 3, 4, 5], 50, 1), (200, vec![6], 15, 1)]);
+    let cluster = Cluster { max_running: Some(3), ..llama(20) };
+    let [a, b, c] = by_row(&run(&trace, &cluster))[..] else { panic!("three requests") };
+    assert_eq!((a.start_ns, a.first_token_ns, a.end_ns), (0, 1_100_000, 3_680_000));
+    assert_eq!((b.start_ns, b.first_token_ns), (1_100_000, 5_950_000));
+    assert_eq!((c.start_ns, c.first_token_ns), (1_100_000, 2_390_000));
+    // vLLM's order: B takes the budget's rest in step 2 and C starts only when B's prompt is
+    // done (step 4, beside B's last 12 tokens), so they come first in, first out.
+    let [a2, b2, c2] = by_row(&run(&trace, &Cluster { max_running: Some(3), ..stepped(20) }))[..] else {
+        panic!("three requests")
+    };
+    assert_eq!((a2.first_token_ns, a2.end_ns), (a.first_token_ns, a.end_ns));
+    assert_eq!((b2.start_ns, b2.first_token_ns), (1_100_000, 4_880_000));
+    assert_eq!((c2.start_ns, c2.first_token_ns), (3_680_000, 5_950_000));
+}
+
+#[test]
+fn llamacpp_never_preempts_a_decode_token_without_a_block_goes_on_uncached() {
+    // The case vLLM's order preempts (a_decode_token_without_a_block_preempts_the_latest_started
+    // _request): in llama.cpp's order the first's decode token that finds no block goes on, and
+    // the second, with fewer tokens, ends first.
+    let trace = arrivals(&[(0, vec![1, 2], 24, 12), (100, vec![3, 4], 32, 8)]);
+    let sim = run(&trace, &Cluster { kv_blocks: Some(4), ..llama(2048) });
+    let [a, b] = by_row(&sim)[..] else { panic!("two requests") };
+    assert_eq!(sim.replicas[0].preemptions, 0);
+    assert_eq!((a.output_tokens, b.output_tokens), (12, 8));
+    assert!(b.end_ns < a.end_ns, "{a:?} {b:?}");
+    assert!(sim.replicas[0].peak_blocks <= 4);
+}
+
+#[test]
+fn a_request_alone_larger_than_the_capacity_runs_to_its_end_in_either_order() {
+    // 4 prompt blocks and output blocks past them, 2 blocks of room: alone on its replica it
+    // keeps what fits and is never preempted. 1 ms + 64 × 10 µs to the first token, then two
+    // decode steps of 1.1 ms; with 16 tokens a step, the prompt takes 4 steps of 1.16 ms.
+    let trace = arrivals(&[(0, vec![1, 2, 3, 4], 64, 3)]);
+    for (cluster, first) in [(stepped(2048), 1_640_000), (llama(2048), 1_640_000), (llama(16), 4_640_000)] {
+        let sim = run(&trace, &Cluster { kv_blocks: Some(2), ..cluster });
+        let r = sim.requests[0];
+        assert_eq!((r.first_token_ns, r.end_ns, r.output_tokens), (first, first + 2_200_000, 3));
+        assert_eq!(sim.replicas[0].preemptions, 0);
+        assert!(sim.replicas[0].peak_blocks <= 2, "{:?}", sim.replicas[0]);
+    }
+}
+
+#[test]
+fn llamacpp_slots_go_least_recently_used_first() {
+    let mut slots = Slots::new(Some(3));
+    // Never used first, the highest numbered first.
+    assert_eq!((slots.take(), slots.take()), (2, 1));
+    slots.release(2);
+    assert_eq!(slots.take(), 0);
+    slots.release(0);
+    slots.release(1);
+    // Then the one released longest ago.
+    assert_eq!((slots.take(), slots.take(), slots.take()), (2, 0, 1));
+    // Without a cap, a slot is added when none is idle.
+    let mut open = Slots::new(None);
+    assert_eq!((open.take(), open.take()), (0, 1));
+    open.release(0);
+    assert_eq!((open.take(), open.take()), (0, 2));
+}
+
 #[test]
 fn a_step_budget_of_zero_is_refused() {
     let trace = arrivals(&[(0, vec![1], 16, 1)]);
@@ -381,7 +470,7 @@ proptest! {
     }
 
     #[test]
-    fn stepped_requests_end_once_and_capacity_holds(rows in rows(), replicas in 1u32..4, cap in 8u64..20, budget in 1u32..64, running in 1u32..5) {
+    fn stepped_requests_end_once_and_capacity_holds(rows in rows(), replicas in 1u32..4, cap in 8u64..20, budget in 1u32..64, running in 1u32..5, llamacpp in any::<bool>()) {
         let mut trace = Trace::new();
         for (i, (row, ids)) in sequential(&rows).iter().enumerate() {
             let mut r = row.clone();
@@ -390,7 +479,8 @@ proptest! {
             trace.push(r, ids.iter().copied());
         }
         let cluster = Cluster {
-            replicas, kv_blocks: Some(cap), max_running: Some(running), sample_every_ns: 100_000, ..stepped(budget)
+            replicas, kv_blocks: Some(cap), max_running: Some(running), sample_every_ns: 100_000,
+            ..if llamacpp { llama(budget) } else { stepped(budget) }
         };
         let sim = run(&trace, &cluster);
         each_row_once_in_order(&sim, rows.len())?;

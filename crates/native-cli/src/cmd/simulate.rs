@@ -86,10 +86,14 @@ pub struct Args {
     /// budget), each taking --decode-fixed-ms + --prefill-per-token-ms per prompt token +
     /// --decode-per-running-ms per decode token in it; a decode token that needs a KV block when
     /// every block is pinned preempts the latest started request, which computes its prompt and
-    /// output again later (counted per replica in simulation.json).
+    /// output again later (counted per replica in simulation.json). `step-llamacpp`: the same
+    /// steps in llama.cpp's server's order: every waiting request that finds a free slot
+    /// (--max-running slots, the least recently used first) starts, then each step takes every
+    /// decoding request's next token and the running requests' prompt tokens in slot order up to
+    /// --max-batch-tokens; no preemption.
     #[arg(long, value_enum, default_value = "request")]
     pub engine: EngineMode,
-    /// Most tokens one engine step computes (--engine step): vLLM's max_num_batched_tokens,
+    /// Most tokens one engine step computes (--engine step, step-llamacpp): vLLM's max_num_batched_tokens,
     /// llama.cpp's --batch-size.
     #[arg(long, default_value_t = DEFAULT_MAX_BATCH_TOKENS, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_batch_tokens: u32,
@@ -192,11 +196,12 @@ pub fn run(args: Args) -> Result<()> {
     if let (Some(dir), Some(obs)) = (args.calibrate.as_deref(), observations.as_deref()) {
         let records = dir.join(RECORDS_FILE);
         let context = || format!("--calibrate {}", records.display());
-        match args.engine {
-            EngineMode::Request => calibration = Some(calibrate(obs, args.max_running).with_context(context)?),
-            EngineMode::Step => {
-                step_calibration =
-                    Some(calibrate_steps(obs, args.max_running, args.max_batch_tokens).with_context(context)?)
+        match args.engine.step_order() {
+            None => calibration = Some(calibrate(obs, args.max_running).with_context(context)?),
+            Some(order) => {
+                let mut c = calibrate_steps(obs, args.max_running, args.max_batch_tokens).with_context(context)?;
+                c.steps.order = order;
+                step_calibration = Some(c);
             }
         }
         if args.max_running.is_none()

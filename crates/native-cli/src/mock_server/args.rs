@@ -105,10 +105,14 @@ pub struct Args {
     /// `--prefill-per-token-ms` per prompt token + `--decode-per-running-ms` per decode token in
     /// it; a decode token that needs a KV block when every block is pinned preempts the latest
     /// started request, which computes its prompt and output again later (vLLM's
-    /// `vllm:num_preemptions_total` in `/metrics`). `--ttft-ms` is for `request` only.
+    /// `vllm:num_preemptions_total` in `/metrics`). `step-llamacpp`: the same steps in
+    /// llama.cpp's server's order (every request a slot is free for starts; every decoding
+    /// request's next token first, then prompt tokens in slot order; no preemption). `--ttft-ms`
+    /// is for `request` only.
     #[arg(long, value_enum, default_value = "request")]
     pub engine: EngineMode,
-    /// Most tokens one engine step computes (`--engine step`): vLLM's max_num_batched_tokens.
+    /// Most tokens one engine step computes (`--engine step`, `step-llamacpp`): vLLM's
+    /// max_num_batched_tokens, llama.cpp's --batch-size.
     #[arg(long, default_value_t = DEFAULT_MAX_BATCH_TOKENS, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_batch_tokens: u32,
     /// Time a step takes per decode token in it (ms, at most a day; `--engine step`), as
@@ -158,11 +162,12 @@ impl Args {
     /// Refuses the options that the chosen engine does not use.
     pub fn check(&self) -> std::result::Result<(), String> {
         match self.engine {
-            EngineMode::Step if self.ttft_ms > 0.0 => Err(format!(
-                "--ttft-ms {}: not accepted with --engine step, where the first token comes at the end of the \
+            EngineMode::Step | EngineMode::StepLlamacpp if self.ttft_ms > 0.0 => Err(format!(
+                "--ttft-ms {}: not accepted with --engine {}, where the first token comes at the end of the \
                  step that computes the prompt's last token (--itl-ms + --prefill-per-token-ms per prompt token \
                  + --decode-per-running-ms per decode token in it)",
-                self.ttft_ms
+                self.ttft_ms,
+                self.engine.name()
             )),
             EngineMode::Request if self.decode_per_running_ms > 0.0 => {
                 Err(format!("--decode-per-running-ms {}: accepted with --engine step only", self.decode_per_running_ms))
@@ -214,6 +219,7 @@ fn rate(s: &str) -> std::result::Result<f64, String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use aiperf_core::simulate::StepOrder;
     use clap::Parser;
 
     #[derive(clap::Parser)]
@@ -231,12 +237,22 @@ mod tests {
         let a = parse(&["--engine", "step", "--itl-ms", "2", "--prefill-per-token-ms", "0.5"]);
         let a = Args { decode_per_running_ms: 0.25, max_batch_tokens: 64, ..a };
         assert!(a.kv_model());
-        let steps =
-            Steps { max_batch_tokens: 64, fixed_us: 2000.0, per_prefill_token_us: 500.0, per_decode_token_us: 250.0 };
+        let steps = Steps {
+            max_batch_tokens: 64,
+            fixed_us: 2000.0,
+            per_prefill_token_us: 500.0,
+            per_decode_token_us: 250.0,
+            order: StepOrder::Vllm,
+        };
         assert_eq!(a.steps(), Some(steps));
         assert_eq!(a.check(), Ok(()));
         let e = parse(&["--engine", "step", "--ttft-ms", "5"]).check().unwrap_err();
         assert!(e.starts_with("--ttft-ms 5: not accepted with --engine step"), "{e}");
+        let llama = parse(&["--engine", "step-llamacpp", "--itl-ms", "2", "--prefill-per-token-ms", "0.5"]);
+        let llama = Args { decode_per_running_ms: 0.25, max_batch_tokens: 64, ..llama };
+        assert_eq!(llama.steps(), Some(Steps { order: StepOrder::LlamaCpp, ..steps }));
+        let e = parse(&["--engine", "step-llamacpp", "--ttft-ms", "5"]).check().unwrap_err();
+        assert!(e.starts_with("--ttft-ms 5: not accepted with --engine step-llamacpp"), "{e}");
         let e = parse(&["--decode-per-running-ms", "1"]).check().unwrap_err();
         assert_eq!(e, "--decode-per-running-ms 1: accepted with --engine step only");
         let plain = parse(&[]);

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aiperf_core::simulate::cache::{BlockCache, Tail};
+use aiperf_core::simulate::engine::Slots;
 use aiperf_core::simulate::{OutputBlocks, Policy, Progress, StepHost, Steps, engine_cached_tokens};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
@@ -43,6 +44,8 @@ struct Engine {
     running: u32,
     next_id: u64,
     preemptions: u64,
+    /// llama.cpp's slots (`--engine step-llamacpp`).
+    slots: Slots,
     /// What [`StepHost::progress`] gives for a request that is not there (none is asked for).
     absent: Progress,
 }
@@ -139,6 +142,10 @@ impl StepHost for Engine {
         }
         self.running = self.running.saturating_sub(1);
     }
+
+    fn slots(&mut self) -> &mut Slots {
+        &mut self.slots
+    }
 }
 
 impl Engine {
@@ -154,6 +161,9 @@ impl Engine {
             }
             if let Some(r) = self.requests.remove(&id) {
                 self.cache.release(&r.held);
+                if let Some(slot) = r.progress.slot {
+                    self.slots.release(slot);
+                }
             }
         }
     }
@@ -182,6 +192,7 @@ impl StepKv {
                 running: 0,
                 next_id: 0,
                 preemptions: 0,
+                slots: Slots::new(max_running),
                 absent: Progress::default(),
             }),
             wake: Notify::new(),
@@ -312,9 +323,16 @@ impl Drop for Stepping {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use aiperf_core::simulate::StepOrder;
 
     fn steps(max_batch_tokens: u32) -> Steps {
-        Steps { max_batch_tokens, fixed_us: 100.0, per_prefill_token_us: 0.0, per_decode_token_us: 0.0 }
+        Steps {
+            max_batch_tokens,
+            fixed_us: 100.0,
+            per_prefill_token_us: 0.0,
+            per_decode_token_us: 0.0,
+            order: StepOrder::Vllm,
+        }
     }
 
     #[tokio::test]

@@ -118,7 +118,7 @@ fn SimResults(p: &ResultsProps) -> Html {
     let shown = v.replicas.len().min(SHOWN_REPLICAS);
     let requests: Vec<u64> = v.replicas.iter().map(|r| r.requests).collect();
     html! {
-        <div class="sim-results" data-replicas={v.replicas.len().to_string()} data-router={v.cluster.router.name()} data-engine={if v.cluster.steps.is_some() { "step" } else { "request" }}>
+        <div class="sim-results" data-replicas={v.replicas.len().to_string()} data-router={v.cluster.router.name()} data-engine={EngineMode::of(v.cluster.steps).name()}>
             <div class="stat-grid">
                 { card("Hit rate (token-weighted)", metric("sim.token_hit_rate", v.token_hit_rate, pct(v.token_hit_rate)), Some("cached prompt tokens / prompt tokens".into())) }
                 { card("Hit rate (per-row mean)", metric("sim.row_hit_rate", v.row_hit_rate, pct(v.row_hit_rate)), Some("as analyze-trace reports it".into())) }

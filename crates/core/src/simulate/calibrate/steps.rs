@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{CalibrateError, Observation, running_at_start, slot_starts};
-use crate::simulate::Steps;
+use crate::simulate::{StepOrder, Steps};
 
 /// The step engine fitted from a run, and how well its plane fits (µs a step).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -99,6 +99,7 @@ pub fn calibrate_steps(
             fixed_us: plane.coef[0],
             per_prefill_token_us: plane.coef[1],
             per_decode_token_us: plane.coef[2],
+            order: StepOrder::Vllm,
         },
         r2: plane.r2,
         mae_us: plane.mae,
@@ -271,8 +272,13 @@ mod tests {
 
     #[test]
     fn a_run_timed_by_steps_gives_the_steps_back() {
-        let steps =
-            Steps { max_batch_tokens: 256, fixed_us: 4000.0, per_prefill_token_us: 20.0, per_decode_token_us: 300.0 };
+        let steps = Steps {
+            max_batch_tokens: 256,
+            fixed_us: 4000.0,
+            per_prefill_token_us: 20.0,
+            per_decode_token_us: 300.0,
+            order: StepOrder::Vllm,
+        };
         let obs = run(&steps, 4);
         let c = calibrate_steps(&obs, None, 256).unwrap();
         let close = |a: f64, b: f64| (a - b).abs() < 1e-3 * b.max(1.0);
