@@ -2,7 +2,7 @@
 //!
 //! Bailian/Qwen JSONL, ServeGen offline JSONL, Azure LLM 2023/2024 CSV, BurstGPT v1/v2 CSV and
 //! WEKA kv-cache-tester JSON are read record by record by a [`Converter`] (lines are pushed, as
-//! with [`crate::trace::TraceParser`], so the browser can feed chunks) into one [`Trace`]:
+//! with [`crate::trace::TraceParser`], so the browser can feed chunks) into one [`Trace`](crate::trace::Trace):
 //!
 //! - timestamps become integer milliseconds from the first kept row, ties kept, rows in time order
 //!   (a stable sort, so each conversation keeps its source order);
