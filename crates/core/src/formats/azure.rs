@@ -4,7 +4,7 @@
 
 use super::columns::{Header, Record as CsvRecord};
 use super::error::FormatError;
-use super::{Record, Sink};
+use super::sink::{Record, Sink};
 use crate::datetime::{DATETIME_SYNTAX, parse_datetime};
 
 const NEEDED: &str = "TIMESTAMP, ContextTokens, GeneratedTokens";

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::error::{FormatError, Line};
 use super::flat::{Val, scan};
 use super::json::{Kind, flat_record};
-use super::{Record, Sink, SourceIds, check_id_count, seconds_to_ns};
+use super::sink::{Record, Sink, SourceIds, check_id_count, seconds_to_ns};
 
 const BLOCK: u32 = 16;
 

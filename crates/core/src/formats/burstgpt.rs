@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::columns::{Header, Record as CsvRecord};
 use super::error::FormatError;
-use super::{Record, Sink};
+use super::sink::{Record, Sink};
 
 const NEEDED: &str = "Timestamp, Model, Request tokens, Response tokens (Session ID optional)";
 

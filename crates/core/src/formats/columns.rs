@@ -94,7 +94,7 @@ impl<'a> Record<'a> {
 
     /// Seconds (integer or decimal text) as nanoseconds.
     pub(crate) fn seconds_ns(&self, col: usize) -> Result<i64, FormatError> {
-        super::seconds_to_ns(self.text(col).parse::<f64>().ok())
+        super::sink::seconds_to_ns(self.text(col).parse::<f64>().ok())
             .ok_or_else(|| self.error(col, "a non-negative number of seconds"))
     }
 }

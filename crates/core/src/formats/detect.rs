@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Value};
 
-use super::Format;
 use super::error::FormatError;
+use super::format::Format;
 
 /// The detected format and why.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,7 +11,8 @@ use serde::Deserialize;
 use super::error::{FormatError, Line};
 use super::flat::{Val, scan};
 use super::json::{Kind, flat_record};
-use super::{Arrivals, Record, Sink, SourceIds, check_id_count};
+use super::options::Arrivals;
+use super::sink::{Record, Sink, SourceIds, check_id_count};
 
 const BLOCK: u32 = 16;
 

@@ -6,8 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::FormatError;
+use super::options::{Arrivals, ConvertOptions};
 use super::transform::Transforms;
-use super::{Arrivals, ConvertOptions, FormatError};
 
 /// What a flag accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

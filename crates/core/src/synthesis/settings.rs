@@ -9,7 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{GenerateParams, SynthesisError, TransformParams};
+use super::error::{MAX_OUTPUT_IDS, SynthesisError};
+use super::params::{GenerateParams, TransformParams};
 
 /// Transform every row, or generate new rows from the learned distributions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,7 +93,7 @@ const MAX_BLOCK_SIZE: u64 = 1 << 24;
 /// Longest generated timeline (30 days, in seconds).
 const MAX_DURATION_S: u64 = 30 * 24 * 3600;
 /// Largest number of generated rows: every row holds at least one hash id.
-const MAX_NUM_REQUESTS: u64 = super::MAX_OUTPUT_IDS;
+const MAX_NUM_REQUESTS: u64 = MAX_OUTPUT_IDS;
 const MULTIPLIER: Range = Range::Float { min: 0.0, above_min: true, max: MAX_MULTIPLIER };
 const TOKENS: Range = Range::OptInt { min: 1, max: u64::MAX };
 

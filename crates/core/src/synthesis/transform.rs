@@ -7,52 +7,12 @@
 //! scaled. [`transform`] wraps this the way `aiperf profile` loads a trace; [`synthesize_direct`]
 //! is the synthesizer alone.
 
-use serde::{Deserialize, Serialize};
-
-use super::{SynthesisError, SynthesisSettings, room_for, to_i64, to_u64};
-use crate::analysis::{DEFAULT_BLOCK_SIZE, Interner};
+use super::error::{SynthesisError, room_for, to_i64, to_u64};
+use super::params::TransformParams;
+use super::settings::SynthesisSettings;
+use crate::analysis::Interner;
 use crate::rng::{PyRandom, SYNTHESIZER_COMPONENT, derive_seed};
 use crate::trace::{Input, Number, Row, Trace};
-
-/// The parameters of transform synthesis (AIPerf's `--synthesis-*` options, block size, seed).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TransformParams {
-    /// Timestamps are divided by this (> 0).
-    pub speedup_ratio: f64,
-    /// Scales the shared prefix of every row (> 0).
-    pub prefix_len_multiplier: f64,
-    /// Number of disjoint copies of the prefix trees rows are spread over (≥ 1).
-    pub prefix_root_multiplier: u32,
-    /// Scales the non-shared part of every prompt (> 0).
-    pub prompt_len_multiplier: f64,
-    /// Scales output lengths (≥ 0; results are at least 1).
-    pub output_len_multiplier: f64,
-    /// Rows longer than this are dropped before synthesis; synthesized rows are capped to it.
-    pub max_isl: Option<u64>,
-    /// Output lengths are capped to this.
-    pub max_osl: Option<u64>,
-    /// Tokens per hash id block.
-    pub block_size: u32,
-    /// AIPerf's `--random-seed`.
-    pub seed: u64,
-}
-
-impl Default for TransformParams {
-    fn default() -> Self {
-        TransformParams {
-            speedup_ratio: 1.0,
-            prefix_len_multiplier: 1.0,
-            prefix_root_multiplier: 1,
-            prompt_len_multiplier: 1.0,
-            output_len_multiplier: 1.0,
-            max_isl: None,
-            max_osl: None,
-            block_size: DEFAULT_BLOCK_SIZE,
-            seed: 0,
-        }
-    }
-}
 
 impl TransformParams {
     /// Rejects parameters outside their range ([`super::Param`]), naming the first one at fault.

@@ -101,3 +101,64 @@ fn json_error_text(e: &serde_json::Error) -> String {
     let msg = full.split(" at line ").next().unwrap_or(&full);
     format!("{msg} at column {}", e.column())
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn via(text: &str, fast: bool) -> Result<Trace, FieldError> {
+        let mut t = Trace::new();
+        if fast { parse_row(text, 1, &mut t) } else { parse_row_serde(text, 1, &mut t) }.map(|()| t)
+    }
+
+    fn mooncake_value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            (0u64..1 << 40).prop_map(|v| v.to_string()),
+            (-1000i64..1000).prop_map(|v| v.to_string()),
+            Just("-0".to_string()),
+            Just("007".to_string()),
+            Just("1.5".to_string()),
+            Just("2e3".to_string()),
+            Just("null".to_string()),
+            Just("99999999999999999999".to_string()),
+            Just("\"s-1\"".to_string()),
+            Just("\"a\\\"b\"".to_string()),
+            prop::collection::vec(0u64..1 << 62, 0..6).prop_map(|v| format!("{v:?}")),
+            Just("[1, -2]".to_string()),
+            Just("[1.0]".to_string()),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the fast path accepts, the serde path parses to the same row.
+        #[test]
+        fn fast_path_agrees_with_serde(
+            fields in prop::collection::vec((prop::sample::select(vec!["timestamp", "input_length", "output_length", "hash_ids", "delay", "session_id", "conversation_id", "other"]), mooncake_value()), 0..6),
+            ws in prop::sample::select(vec!["", " ", "  ", "\t"]),
+        ) {
+            let body: Vec<String> = fields.iter().map(|(k, v)| format!("{ws}\"{k}\"{ws}:{ws}{v}{ws}")).collect();
+            let text = format!("{ws}{{{}}}{ws}", body.join(","));
+            let mut fast = Trace::new();
+            if let Some(row) = super::super::fast::parse(&text, fast.arena_mut(), 1) {
+                fast.push_with_arena_tail(row, 0);
+                prop_assert_eq!(Ok(fast), via(&text, false), "{}", text);
+            }
+            // And the combined path always equals the serde path.
+            prop_assert_eq!(via(&text, true), via(&text, false), "{}", text);
+        }
+    }
+
+    #[test]
+    fn fast_path_takes_plain_mooncake_rows() {
+        let mut t = Trace::new();
+        let row = super::super::fast::parse(
+            r#"{"timestamp": 27, "input_length": 6755, "output_length": 500, "hash_ids": [0, 1, 2]}"#,
+            t.arena_mut(),
+            3,
+        );
+        assert!(row.is_some());
+        assert_eq!(t.all_hash_ids(), &[0, 1, 2]);
+    }
+}

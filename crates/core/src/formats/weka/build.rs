@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{Conv, End, Entry, Parsed, Req, Spawn};
 use crate::formats::error::{FormatError, Line};
-use crate::formats::{check_id_count, seconds_to_ns};
+use crate::formats::sink::{check_id_count, seconds_to_ns};
 
 /// AIPerf's `_JOIN_EPSILON_SECONDS`, the slack of "before the sub-agent's entry".
 const SUB_AGENT_SLACK_S: f64 = 1e-6;

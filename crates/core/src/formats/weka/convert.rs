@@ -3,7 +3,8 @@
 
 use super::progress::{Progress, note, push_request};
 use super::{Parsed, Req, timing};
-use crate::formats::{FormatError, Sink};
+use crate::formats::error::FormatError;
+use crate::formats::sink::Sink;
 
 /// Requests read ahead at a time (see [`Sink::touch`]).
 const AHEAD: usize = 64;

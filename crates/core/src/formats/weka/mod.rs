@@ -4,7 +4,7 @@
 //! to the file. A `"subagent"` entry nests requests whose `t` is read from the entry's `t` when it
 //! is before it (older captures) and from the file's start otherwise (AIPerf's rule); its
 //! requests share the parent's id space but form their own conversation
-//! (`<conversation>/<agent_id>`). With AIPerf's replay options ([`WekaTiming`]) the conversations
+//! (`<conversation>/<agent_id>`). With AIPerf's replay options ([`WekaTiming`](crate::formats::WekaTiming)) the conversations
 //! are AIPerf's sessions ([`agents`]): the file's own requests split into agent chains
 //! ([`chains`]), whose main chain starts and joins the sub-agents and the other chains.
 //!
@@ -28,7 +28,7 @@ pub(super) mod scan;
 mod serde_read;
 mod timing;
 
-pub use timing::{WekaTiming, fits_context, no_eligible_trace, time_turns};
+pub use timing::{fits_context, no_eligible_trace, time_turns};
 
 pub(super) use convert::convert;
 pub(super) use progress::Progress;

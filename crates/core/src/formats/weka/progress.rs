@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use super::{End, Parsed, Req, Spawn};
-use crate::formats::{FormatError, Record, Sink, SourceIds};
+use crate::formats::error::FormatError;
+use crate::formats::sink::{Record, Sink, SourceIds};
 
 /// What the converter keeps of a document's parts: their conversations (with the file's
 /// prefix) and models, and the requests kept so far.
@@ -14,7 +15,7 @@ pub(in crate::formats) struct Progress {
     pub(super) convs: Vec<(Arc<str>, u32)>,
     pub(super) models: Vec<Box<str>>,
     pub(super) kept: u64,
-    /// With [`WekaTiming`]: the parts read so far, converted when the document ends.
+    /// With [`WekaTiming`](crate::formats::WekaTiming): the parts read so far, converted when the document ends.
     pub(super) held: Vec<Parsed>,
     /// Each conversation's sub-agent entry (`None` for the file's own).
     pub(super) spawns: Vec<Option<Spawn>>,

@@ -25,27 +25,11 @@ use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::progress::{Progress, note, push_request};
 use super::{End, Parsed, Req, agents};
-use crate::formats::{ConvertStats, FormatError, Sink};
+use crate::formats::error::FormatError;
+use crate::formats::options::WekaTiming;
+use crate::formats::sink::{ConvertStats, Sink};
 use crate::hashing::FastMap;
 use crate::trace::Trace;
-
-/// AIPerf's `weka_trace` replay options.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct WekaTiming {
-    /// `--use-think-time-only`: a later turn's delay is its recorded `think_time`.
-    pub think_time_only: bool,
-    /// `--ignore-trace-delays`: no delay between turns (the replay drops the times too).
-    pub ignore_delays: bool,
-    /// `--trace-idle-gap-cap-seconds`: the longest gap kept between two request starts.
-    pub idle_gap_cap_s: Option<f64>,
-    /// `--inter-turn-delay-cap-seconds`: the longest delay of a later turn (unused with
-    /// `idle_gap_cap_s`, which takes precedence in AIPerf).
-    pub inter_turn_delay_cap_s: Option<f64>,
-    /// `--max-context-length`: the largest peak `in + out` of a document kept.
-    pub max_context_length: Option<u64>,
-    /// `--synthesis-max-osl`: the cap on `out` of the file's own requests, in the peak.
-    pub max_osl: Option<u64>,
-}
 
 /// Whether a document whose peak context is `peak` tokens is kept under `max_context_length`.
 pub fn fits_context(peak: u64, max_context_length: Option<u64>) -> bool {

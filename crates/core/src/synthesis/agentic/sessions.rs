@@ -347,7 +347,7 @@ pub fn generate(cfg: &AgenticConfig, num_sessions: usize, seed: u64) -> Result<S
         next_index: 0,
         out: Sessions::default(),
     };
-    let limit = crate::synthesis::MAX_OUTPUT_ROWS;
+    let limit = crate::synthesis::error::MAX_OUTPUT_ROWS;
     // Every session has a turn: more sessions than rows can never fit.
     if num_sessions as u64 > limit {
         return Err(GenerateError::TooLarge { limit });
@@ -421,7 +421,7 @@ mod tests {
 
     #[test]
     fn more_sessions_than_rows_allowed_are_refused_before_any_work() {
-        let limit = crate::synthesis::MAX_OUTPUT_ROWS;
+        let limit = crate::synthesis::error::MAX_OUTPUT_ROWS;
         let err = generate(&AgenticConfig::default(), limit as usize + 1, 1).unwrap_err();
         assert_eq!(err, GenerateError::TooLarge { limit });
         assert!(err.to_string().contains("67108864 rows"), "{err}");

@@ -1,12 +1,13 @@
 //! [`Sampler`]: the rows of a learned [`PrefixModel`], sampled a part at a time by one seeded
 //! walk of its contracted tree.
 
-use super::{GenerateParams, PrefixModel};
+use super::PrefixModel;
 use crate::rng::PyRandom;
 use crate::synthesis::arrivals::{ArrivalOptions, Clock, SessionStyle};
+use crate::synthesis::error::{MAX_OUTPUT_IDS, SynthesisError, room_for};
+use crate::synthesis::params::GenerateParams;
 use crate::synthesis::sampled::Observer;
 use crate::synthesis::sampled::SampledFacts;
-use crate::synthesis::{SynthesisError, room_for};
 use crate::trace::{Input, Row, Trace};
 
 impl PrefixModel {
@@ -19,7 +20,7 @@ impl PrefixModel {
         let mut first_id = Vec::with_capacity(self.nodes.len());
         let mut scaled_len = Vec::with_capacity(self.nodes.len());
         let mut next_tree_id = 0u64;
-        let too_large = SynthesisError::TooLarge { limit: crate::synthesis::MAX_OUTPUT_IDS };
+        let too_large = SynthesisError::TooLarge { limit: MAX_OUTPUT_IDS };
         for node in &self.nodes {
             let len = if node.len == 0 { 0 } else { scale_blocks(node.len, params.prefix_len_multiplier) };
             room_for(0, len)?;
@@ -156,9 +157,8 @@ impl Sampler<'_> {
         let rows = rows.min(1 << 20);
         let p = &self.params;
         let scale = p.prefix_len_multiplier.max(p.prompt_len_multiplier).max(1.0);
-        let per_row =
-            (self.model.mean_ids * scale * 1.1).ceil().clamp(16.0, crate::synthesis::MAX_OUTPUT_IDS as f64) as usize;
-        (rows, rows.saturating_mul(per_row).min(crate::synthesis::MAX_OUTPUT_IDS as usize))
+        let per_row = (self.model.mean_ids * scale * 1.1).ceil().clamp(16.0, MAX_OUTPUT_IDS as f64) as usize;
+        (rows, rows.saturating_mul(per_row).min(MAX_OUTPUT_IDS as usize))
     }
 
     /// Rows emitted so far.
@@ -256,7 +256,7 @@ impl Sampler<'_> {
                 continue;
             }
             if self.next_fresh.checked_add(fresh_blocks).is_none() {
-                return Err(SynthesisError::TooLarge { limit: crate::synthesis::MAX_OUTPUT_IDS });
+                return Err(SynthesisError::TooLarge { limit: MAX_OUTPUT_IDS });
             }
             ids.extend(self.next_fresh..self.next_fresh + fresh_blocks);
             self.next_fresh += fresh_blocks;

@@ -67,9 +67,9 @@ pub const DEFAULT_ENTRIES: u64 = 100;
 pub const DEFAULT_BLOCK_SIZE: u32 = 512;
 /// Most rows a synthetic trace may hold (a million-row trace costs about 100 MB; this is 64 times
 /// that).
-pub const MAX_ROWS: u64 = super::MAX_OUTPUT_ROWS;
+pub const MAX_ROWS: u64 = super::error::MAX_OUTPUT_ROWS;
 /// Most hash ids a synthetic trace may hold (as every synthesis).
-pub const MAX_IDS: u64 = super::MAX_OUTPUT_IDS;
+pub const MAX_IDS: u64 = super::error::MAX_OUTPUT_IDS;
 
 /// The option names errors use (AIPerf's short spellings).
 pub mod option {
