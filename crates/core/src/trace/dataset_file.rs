@@ -12,9 +12,9 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use super::model::{Row, Trace};
 use super::random_pool::{self, Pool};
 use super::single_turn::{RecordError, err, record_row};
-use super::{Row, Trace};
 
 /// AIPerf's dataset file types read here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! the delays its loaders read (Mooncake `delay`, `multi_turn` turns, `dag_jsonl` turns, WEKA
 //! and closed-loop Baseten delays). A turn's `timestamp` is not touched.
 
-use super::{Number, Trace};
+use super::model::{Number, Trace};
 
 /// What capping a trace's delays did: AIPerf's summary line of its loaders.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -66,7 +66,7 @@ fn number(ms: f64) -> Number {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Input, Row};
+    use crate::trace::model::{Input, Row};
 
     fn trace(delays: &[Option<Number>]) -> Trace {
         let mut t = Trace::new();

@@ -10,7 +10,7 @@
 //! also writes the error messages. A property test checks that both paths agree on every row the
 //! fast path accepts.
 
-use super::{Input, Number, Row};
+use super::model::{Input, Number, Row};
 use crate::json_scan::Cursor;
 
 /// Parses `text` as a plain Mooncake row, pushing its ids onto `ids`. On `None`, `ids` may hold

@@ -14,8 +14,8 @@
 
 use serde_json::Value;
 
+use super::model::{Input, Row};
 use super::single_turn::{RecordError, err, record_row, show};
-use super::{Input, Row};
 
 /// The keys of AIPerf's `MultiTurn` model.
 pub const KEYS: &[&str] = &["type", "session_id", "turns"];

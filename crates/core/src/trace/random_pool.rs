@@ -11,8 +11,8 @@
 
 use serde_json::{Value, json};
 
+use super::model::{Input, Row, Trace};
 use super::single_turn::{RecordError, err, show, texts};
-use super::{Input, Row, Trace};
 use crate::rng::{PyRandom, derive_seed};
 
 /// The keys of AIPerf's `RandomPool` model.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{Input, Number, RareFields, Row};
+use super::model::{Input, Number, RareFields, Row};
 
 /// The field a row's error is about (when one), and the message.
 pub(super) type FieldError = (Option<String>, String);

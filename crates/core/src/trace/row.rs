@@ -4,7 +4,7 @@
 
 use serde::de::Deserializer;
 
-use super::Trace;
+use super::model::Trace;
 use super::raw::FieldError;
 use super::visit::{Ctx, RowVisitor};
 

@@ -14,8 +14,8 @@
 
 use serde_json::{Map, Value};
 
+use super::model::{Number, Row};
 use super::raw::RawRow;
-use super::{Number, Row};
 
 /// A record that is not one of AIPerf's `single_turn` records: the key path inside it (`text`,
 /// `texts[1]`; empty for the record as a whole), what is accepted and the value given.

@@ -8,7 +8,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::Number;
+use super::model::Number;
 use super::raw::{FieldError, RawRow, describe};
 
 /// Where a field-level failure is recorded while serde unwinds.

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{Input, Number, Row, Trace};
+use super::model::{Input, Number, Row, Trace};
 
 /// Appends one row as a JSON object (no newline) to `out`.
 pub fn write_row(out: &mut String, row: &Row, hash_ids: &[u64]) {

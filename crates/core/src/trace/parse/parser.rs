@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
+use crate::trace::error::{RowError, TraceError};
+use crate::trace::model::{Row, Trace};
 use crate::trace::row::parse_row;
-use crate::trace::{Row, RowError, Trace, TraceError};
 
 /// How to read a trace.
 #[derive(Clone, Debug)]

@@ -4,7 +4,8 @@
 use std::io::BufRead;
 
 use super::parser::{ParseOptions, ParseOutcome, TraceParser};
-use crate::trace::{Row, TraceError};
+use crate::trace::error::TraceError;
+use crate::trace::model::Row;
 
 /// Parses a trace from any buffered reader, holding at most
 /// [`ParseOptions::max_line_bytes`] of a line in memory.
@@ -111,7 +112,7 @@ pub fn read_line_capped(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize
 mod tests {
     use super::super::parser::parse_str;
     use super::*;
-    use crate::trace::Trace;
+    use crate::trace::model::Trace;
 
     #[test]
     fn read_each_hands_over_the_rows_that_read_keeps() {

@@ -1,5 +1,6 @@
 use super::*;
-use crate::trace::{Input, Number, TraceError};
+use crate::trace::error::TraceError;
+use crate::trace::model::{Input, Number};
 
 fn parse(text: &str) -> Result<ParseOutcome, TraceError> {
     parse_str(text, ParseOptions::new("t.jsonl"))
