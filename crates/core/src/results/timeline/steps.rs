@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 
 use super::TimeWeighted;
-use super::weighted::Weighted;
+use super::weighted::{Pairs, Weighted};
 
 /// A step function: from each time on, the value until the next (sorted, distinct times; 0
 /// before the first).
@@ -122,13 +122,46 @@ pub(super) fn window_pairs(steps: &[(u64, f64)], from: u64, to: u64, scale: f64,
     each(to - t, v * scale);
 }
 
+/// The pairs `steps` holds over a window ([`window_pairs`]).
+struct Window<'a> {
+    steps: &'a [(u64, f64)],
+    from: u64,
+    to: u64,
+    scale: f64,
+}
+
+impl Pairs for Window<'_> {
+    fn each(&self, f: impl FnMut(u64, f64)) {
+        window_pairs(self.steps, self.from, self.to, self.scale, f);
+    }
+}
+
+/// The pairs of a rate over the segments of a window when its mask is above 0 ([`segments`]).
+struct Active<'a> {
+    rate: &'a Steps,
+    mask: &'a Steps,
+    from: u64,
+    to: u64,
+    scale: f64,
+}
+
+impl Pairs for Active<'_> {
+    fn each(&self, mut f: impl FnMut(u64, f64)) {
+        segments(self.rate, self.mask, self.from, self.to, |d, v, m| {
+            if m > 0.0 {
+                f(d, v * self.scale);
+            }
+        });
+    }
+}
+
 /// Time-weighted statistics of `steps` over `[from, to)`.
 pub(super) fn over_window(steps: &Steps, from: u64, to: u64, scale: f64) -> TimeWeighted {
     if steps.is_empty() || to <= from {
         return TimeWeighted::default();
     }
     let upto = steps.len() as u64 + 1;
-    Weighted::of_pairs(|w| window_pairs(steps, from, to, scale, |d, v| w.add(d, v)), Some((to - from) as f64), upto)
+    Weighted::of_pairs(&Window { steps, from, to, scale }, Some((to - from) as f64), upto)
 }
 
 /// Time-weighted statistics of `rate` over the time of `[from, to)` when `mask` is above 0.
@@ -137,14 +170,7 @@ pub(super) fn while_active(rate: &Steps, mask: &Steps, from: u64, to: u64, scale
         return TimeWeighted::default();
     }
     let upto = (rate.len() + mask.len()) as u64 + 1;
-    let pairs = |w: &mut Weighted| {
-        segments(rate, mask, from, to, |d, v, m| {
-            if m > 0.0 {
-                w.add(d, v * scale);
-            }
-        })
-    };
-    Weighted::of_pairs(pairs, None, upto)
+    Weighted::of_pairs(&Active { rate, mask, from, to, scale }, None, upto)
 }
 
 /// `num / den` where `den` is above 0, else 0.
