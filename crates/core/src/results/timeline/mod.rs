@@ -367,10 +367,13 @@ impl Timeline {
         {
             let concurrency = self.sweep_split::<2>(|s, _, e| in_flight(s, e));
             put(&mut out, windows, T::EffectiveConcurrency, &tw(&concurrency, 1.0));
-            let total = self.sweep_split::<4>(|s, _, e| {
-                prefill_rate(s, e);
-                even_decode_rate(s, e);
-            });
+            let total = self.sweep_with(
+                |s, _, e| {
+                    prefill_rate(s, e);
+                    even_decode_rate(s, e);
+                },
+                true,
+            );
             put(&mut out, windows, T::ActiveTotalThroughput, &act(&total, &concurrency));
             put(&mut out, windows, T::EffectiveTotalThroughput, &tw(&total, PER_SECOND));
         }

@@ -7,9 +7,9 @@
 //! cumulated duration reaches the fraction. The cumulated durations are whole numbers of
 //! nanoseconds, exact in `f64` up to 2^53 (104 days), so the order in which equal values are
 //! met changes no figure; the percentiles are found by a selection over the values' bits
-//! (a histogram of 16 bits per pass, then, once a bucket is small, a selection by its bits in
-//! memory; a bucket of one key is its percentile). A window of more than 2^53 ns keeps every
-//! value and sorts them.
+//! (a histogram of 16 bits per pass, then a sort of the one bucket left once it is small; a
+//! bucket of one key is its percentile). A window of more than 2^53 ns keeps every value and
+//! sorts them.
 //!
 //! Pairs given as [`Pairs`] are taken in one loop per pass with the sums in registers;
 //! [`Weighted::add`] takes them one at a time, for curves swept again for each pass.
@@ -22,7 +22,7 @@ const FRACTIONS: [f64; 4] = [0.50, 0.90, 0.95, 0.99];
 /// Bits of a value's key decided per histogram pass.
 const DIGIT: u32 = 16;
 
-/// A bucket of at most this many values is kept and selected in memory on the next pass.
+/// A bucket of at most this many values is kept and sorted on the next pass.
 const KEEP: u64 = 1 << 20;
 
 /// The largest sum of durations whose partial sums are all exact in `f64`.
@@ -41,15 +41,13 @@ fn value(k: u64) -> f64 {
 
 /// (duration, value) pairs that can be given again, the same pairs in the same order each time.
 pub(super) trait Pairs {
-    /// Calls `f(duration, value)` for every pair, in time order.
-    fn each(&self, f: impl FnMut(u64, f64));
+    /// Every pair, in time order.
+    fn pairs(&self) -> impl Iterator<Item = (u64, f64)> + '_;
 }
 
 impl Pairs for [(u64, f64)] {
-    fn each(&self, mut f: impl FnMut(u64, f64)) {
-        for &(d, v) in self {
-            f(d, v);
-        }
+    fn pairs(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
+        self.iter().copied()
     }
 }
 
@@ -105,7 +103,7 @@ impl Probe {
 /// Statistics of (duration, value) pairs given pass after pass, each pass the same pairs in the
 /// same order. `total`: the duration that the mean and variance divide by (the window), or, when
 /// `None`, the sum of the durations; `upto`: at most how many pairs there are (a few are kept and
-/// selected at once, with no histogram).
+/// sorted at once, with no histogram).
 #[derive(Debug)]
 pub(super) struct Weighted {
     total: Option<f64>,
@@ -119,7 +117,7 @@ pub(super) struct Weighted {
     min: u64,
     max: u64,
     targets: [Target; 4],
-    /// A bucket of at most this many values is kept and selected ([`KEEP`]).
+    /// A bucket of at most this many values is kept and sorted ([`KEEP`]).
     keep: u64,
     probes: Vec<Probe>,
     /// Every pair, when the durations are too long for exact cumulated sums.
@@ -218,15 +216,19 @@ impl Weighted {
         if self.done {
             return;
         }
-        let probes = &mut self.probes;
         if self.all.is_some() {
-            pairs.each(|d, v| self.add(d, v));
-        } else if self.pass == 1 {
+            for (d, v) in pairs.pairs() {
+                self.add(d, v);
+            }
+            return;
+        }
+        let probes = &mut self.probes;
+        if self.pass == 1 {
             let (mut n, mut durations, mut sum, mut min, mut max) =
                 (self.n, self.durations, self.sum, self.min, self.max);
-            pairs.each(|d, v| {
+            for (d, v) in pairs.pairs() {
                 if d == 0 {
-                    return;
+                    continue;
                 }
                 n += 1;
                 durations += u128::from(d);
@@ -237,31 +239,23 @@ impl Weighted {
                 for p in probes.iter_mut() {
                     p.take(k, d);
                 }
-            });
+            }
             (self.n, self.durations, self.sum, self.min, self.max) = (n, durations, sum, min, max);
-        } else if self.pass == 2 {
-            let (avg, mut var) = (self.avg, self.var);
-            pairs.each(|d, v| {
-                if d == 0 {
-                    return;
-                }
-                var += d as f64 * (v - avg) * (v - avg);
-                let k = key(v);
-                for p in probes.iter_mut() {
-                    p.take(k, d);
-                }
-            });
-            self.var = var;
         } else {
-            pairs.each(|d, v| {
+            let (avg, mut var, second) = (self.avg, self.var, self.pass == 2);
+            for (d, v) in pairs.pairs() {
                 if d == 0 {
-                    return;
+                    continue;
+                }
+                if second {
+                    var += d as f64 * (v - avg) * (v - avg);
                 }
                 let k = key(v);
                 for p in probes.iter_mut() {
                     p.take(k, d);
                 }
-            });
+            }
+            self.var = var;
         }
     }
 
@@ -308,18 +302,31 @@ impl Weighted {
         }
         let whole = self.durations as f64;
         let reaches = |c: u64, f: f64| c as f64 / whole >= f;
+        for probe in &mut self.probes {
+            if !probe.histogram.is_empty() {
+                continue;
+            }
+            probe.kept.sort_unstable_by_key(|e| e.0);
+        }
         for (t, &f) in self.targets.iter_mut().zip(&FRACTIONS) {
             if t.found.is_some() {
                 continue;
             }
-            let Some(p) = self.probes.iter_mut().find(|p| p.shift == t.shift && p.prefix == t.prefix) else {
+            let Some(p) = self.probes.iter().find(|p| p.shift == t.shift && p.prefix == t.prefix) else {
                 continue;
             };
+            let mut c = t.below;
             if p.histogram.is_empty() {
-                t.found = Some(select(&mut p.kept, t.below, |c| reaches(c, f)).unwrap_or(self.max));
+                t.found = Some(self.max);
+                for &(k, d) in &p.kept {
+                    c += d;
+                    if reaches(c, f) {
+                        t.found = Some(k);
+                        break;
+                    }
+                }
                 continue;
             }
-            let mut c = t.below;
             let mut chosen = None;
             for (digit, &(d, n)) in p.histogram.iter().enumerate() {
                 if reaches(c + d, f) {
@@ -370,58 +377,6 @@ impl Weighted {
             w.end_pass();
         }
         w.result()
-    }
-}
-
-/// Bits of a key decided per step of [`select`].
-const SELECT_BITS: u32 = 11;
-
-/// The first key, in key order, at which the duration cumulated from `below` over `kept`
-/// reaches (`reaches`); `None` when it never does. Each step keeps the pairs of the one digit
-/// (the next [`SELECT_BITS`] bits where the keys left differ) in which it is reached; `kept` is
-/// reordered.
-fn select(kept: &mut [(u64, u64)], mut below: u64, reaches: impl Fn(u64) -> bool) -> Option<u64> {
-    let mut part = kept;
-    loop {
-        let (mut lo, mut hi, mut sum) = (u64::MAX, 0, 0u64);
-        for &(k, d) in part.iter() {
-            lo = lo.min(k);
-            hi = hi.max(k);
-            sum += d;
-        }
-        if part.is_empty() || !reaches(below + sum) {
-            return None;
-        }
-        if lo == hi {
-            return Some(lo);
-        }
-        // The keys between `lo` and `hi` share every bit above the highest at which these differ.
-        let varying = 64 - (lo ^ hi).leading_zeros();
-        let width = varying.min(SELECT_BITS);
-        let shift = varying - width;
-        let mask = (1u64 << width) - 1;
-        let digit = |k: u64| ((k >> shift) & mask) as usize;
-        let mut histogram = [0u64; 1 << SELECT_BITS];
-        for &(k, d) in part.iter() {
-            histogram[digit(k)] += d;
-        }
-        let mut chosen = None;
-        for (i, &d) in histogram.iter().enumerate().take(1 << width) {
-            if reaches(below + d) {
-                chosen = Some(i);
-                break;
-            }
-            below += d;
-        }
-        let chosen = chosen?;
-        let mut n = 0;
-        for j in 0..part.len() {
-            if digit(part[j].0) == chosen {
-                part.swap(n, j);
-                n += 1;
-            }
-        }
-        part = &mut part[..n];
     }
 }
 
