@@ -3,6 +3,25 @@
 use super::steps::Event;
 use super::{EVENLY, NO_TIME, Span};
 
+/// A span's request in flight, from its send to its end.
+pub(super) fn in_flight(s: &Span, e: &mut Vec<Event>) {
+    e.extend([(s.start, 1.0), (s.end, -1.0)]);
+}
+
+/// A span's request decoding, from its first token to its end.
+pub(super) fn decoding(s: &Span, e: &mut Vec<Event>) {
+    if s.first != NO_TIME {
+        e.extend([(s.first, 1.0), (s.end, -1.0)]);
+    }
+}
+
+/// A span's request in prefill, from its send to its first token.
+pub(super) fn prefilling(s: &Span, e: &mut Vec<Event>) {
+    if s.first != NO_TIME {
+        e.extend([(s.start, 1.0), (s.first, -1.0)]);
+    }
+}
+
 /// A span's input tokens spread evenly from its send to its first token.
 pub(super) fn prefill_rate(s: &Span, e: &mut Vec<Event>) {
     if s.first != NO_TIME && !s.isl.is_nan() && s.first > s.start {

@@ -34,7 +34,10 @@ mod sweep;
 mod tests;
 mod weighted;
 
-use events::{chunk_decode, closed_decode, even_decode_rate, prefill_rate, ramp_in_flight, tokens_in_flight};
+use events::{
+    chunk_decode, closed_decode, decoding, even_decode_rate, in_flight, prefill_rate, prefilling, ramp_in_flight,
+    tokens_in_flight,
+};
 pub use metric::{TimeWeighted, TimelineMetric};
 use ramps::Ramps;
 use steps::{Event, Steps, divide, over_window, while_active};
@@ -362,21 +365,20 @@ impl Timeline {
             _ => None,
         };
         {
-            let concurrency = self.sweep(|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]));
+            let concurrency = self.sweep_split::<2>(|s, _, e| in_flight(s, e));
             put(&mut out, windows, T::EffectiveConcurrency, &tw(&concurrency, 1.0));
-            let total = self.sweep(|s, _, e| {
-                prefill_rate(s, e);
-                even_decode_rate(s, e);
-            });
+            let total = self.sweep_with(
+                |s, _, e| {
+                    prefill_rate(s, e);
+                    even_decode_rate(s, e);
+                },
+                true,
+            );
             put(&mut out, windows, T::ActiveTotalThroughput, &act(&total, &concurrency));
             put(&mut out, windows, T::EffectiveTotalThroughput, &tw(&total, PER_SECOND));
         }
         {
-            let conc = self.sweep(|s, _, e| {
-                if s.first != NO_TIME {
-                    e.extend([(s.first, 1.0), (s.end, -1.0)]);
-                }
-            });
+            let conc = self.sweep_split::<2>(|s, _, e| decoding(s, e));
             let chunked = chunks > 0;
             let rate_of = |s: &Span, later: &[u64], e: &mut Vec<Event>| {
                 if !chunked {
@@ -401,12 +403,8 @@ impl Timeline {
             }
         }
         {
-            let conc = self.sweep(|s, _, e| {
-                if s.first != NO_TIME {
-                    e.extend([(s.start, 1.0), (s.first, -1.0)]);
-                }
-            });
-            let rate = self.sweep(|s, _, e| prefill_rate(s, e));
+            let conc = self.sweep_split::<2>(|s, _, e| prefilling(s, e));
+            let rate = self.sweep_split::<2>(|s, _, e| prefill_rate(s, e));
             put(&mut out, windows, T::EffectivePrefillThroughput, &tw(&rate, PER_SECOND));
             put(&mut out, windows, T::EffectivePrefillConcurrency, &tw(&conc, 1.0));
             put(&mut out, windows, T::ActivePrefillThroughput, &act(&rate, &conc));

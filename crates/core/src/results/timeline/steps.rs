@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 
 use super::TimeWeighted;
-use super::weighted::Weighted;
+use super::weighted::{Pairs, Weighted};
 
 /// A step function: from each time on, the value until the next (sorted, distinct times; 0
 /// before the first).
@@ -92,34 +92,100 @@ pub(super) fn merged(
     }
 }
 
-/// Calls `each(duration, a, b)` for the segments of `[from, to)` on which both step functions
-/// hold, in order.
-pub(super) fn segments(a: &Steps, b: &Steps, from: u64, to: u64, mut each: impl FnMut(u64, f64, f64)) {
-    fn inside(s: &Steps, from: u64, to: u64) -> &[(u64, f64)] {
-        let lo = s.partition_point(|x| x.0 <= from);
-        let hi = s.partition_point(|x| x.0 < to);
-        &s[lo..hi.max(lo)]
-    }
-    let (mut t, mut va, mut vb) = (from, at(a, from), at(b, from));
-    merged(inside(a, from, to), inside(b, from, to), va, vb, |next, na, nb| {
-        each(next - t, va, vb);
-        (t, va, vb) = (next, na, nb);
-    });
-    each(to - t, va, vb);
+/// The steps of `s` inside `[from, to)`: after `from`, before `to`.
+fn inside(s: &[(u64, f64)], from: u64, to: u64) -> &[(u64, f64)] {
+    let lo = s.partition_point(|x| x.0 <= from);
+    let hi = s.partition_point(|x| x.0 < to);
+    &s[lo..hi.max(lo)]
 }
 
-/// The (duration, value × `scale`) pairs `steps` holds over `[from, to)`: the value at `from`,
-/// then each step inside the window, each held until the next.
-pub(super) fn window_pairs(steps: &[(u64, f64)], from: u64, to: u64, scale: f64, mut each: impl FnMut(u64, f64)) {
-    let lo = steps.partition_point(|x| x.0 <= from);
-    let hi = steps.partition_point(|x| x.0 < to).max(lo);
-    let mut t = from;
-    let mut v = at(steps, from);
-    for &(next, value) in &steps[lo..hi] {
-        each(next - t, v * scale);
-        (t, v) = (next, value);
+/// The segments of `[from, to)` on which two step functions hold, in order: (duration, a's
+/// value, b's value); b with no steps is 0 throughout.
+struct Segments<'a> {
+    a: &'a [(u64, f64)],
+    b: &'a [(u64, f64)],
+    /// The time of the values held.
+    t: u64,
+    va: f64,
+    vb: f64,
+    to: u64,
+    done: bool,
+}
+
+impl<'a> Segments<'a> {
+    fn new(a: &'a [(u64, f64)], b: &'a [(u64, f64)], from: u64, to: u64) -> Segments<'a> {
+        let (va, vb) = (at(a, from), at(b, from));
+        Segments { a: inside(a, from, to), b: inside(b, from, to), t: from, va, vb, to, done: false }
     }
-    each(to - t, v * scale);
+}
+
+impl Iterator for Segments<'_> {
+    type Item = (u64, f64, f64);
+
+    #[inline]
+    fn next(&mut self) -> Option<(u64, f64, f64)> {
+        let next = match (self.a.first(), self.b.first()) {
+            (Some(x), Some(y)) => x.0.min(y.0),
+            (Some(x), None) => x.0,
+            (None, Some(y)) => y.0,
+            (None, None) if self.done => return None,
+            (None, None) => {
+                self.done = true;
+                return Some((self.to - self.t, self.va, self.vb));
+            }
+        };
+        let held = (next - self.t, self.va, self.vb);
+        if let Some((x, rest)) = self.a.split_first()
+            && x.0 == next
+        {
+            self.va = x.1;
+            self.a = rest;
+        }
+        if let Some((y, rest)) = self.b.split_first()
+            && y.0 == next
+        {
+            self.vb = y.1;
+            self.b = rest;
+        }
+        self.t = next;
+        Some(held)
+    }
+}
+
+/// The (duration, value × `scale`) pairs a step function holds over a window: the value at its
+/// start, then each step inside it, each held until the next.
+struct Window<'a> {
+    steps: &'a [(u64, f64)],
+    from: u64,
+    to: u64,
+    scale: f64,
+}
+
+impl Pairs for Window<'_> {
+    #[inline]
+    fn pairs(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
+        let scale = self.scale;
+        Segments::new(self.steps, &[], self.from, self.to).map(move |(d, v, _)| (d, v * scale))
+    }
+}
+
+/// The pairs of a rate over the segments of a window when its mask is above 0.
+struct Active<'a> {
+    rate: &'a [(u64, f64)],
+    mask: &'a [(u64, f64)],
+    from: u64,
+    to: u64,
+    scale: f64,
+}
+
+impl Pairs for Active<'_> {
+    #[inline]
+    fn pairs(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
+        let scale = self.scale;
+        Segments::new(self.rate, self.mask, self.from, self.to)
+            .filter(|s| s.2 > 0.0)
+            .map(move |(d, v, _)| (d, v * scale))
+    }
 }
 
 /// Time-weighted statistics of `steps` over `[from, to)`.
@@ -128,7 +194,7 @@ pub(super) fn over_window(steps: &Steps, from: u64, to: u64, scale: f64) -> Time
         return TimeWeighted::default();
     }
     let upto = steps.len() as u64 + 1;
-    Weighted::of_pairs(|w| window_pairs(steps, from, to, scale, |d, v| w.add(d, v)), Some((to - from) as f64), upto)
+    Weighted::of_pairs(&Window { steps, from, to, scale }, Some((to - from) as f64), upto)
 }
 
 /// Time-weighted statistics of `rate` over the time of `[from, to)` when `mask` is above 0.
@@ -137,14 +203,7 @@ pub(super) fn while_active(rate: &Steps, mask: &Steps, from: u64, to: u64, scale
         return TimeWeighted::default();
     }
     let upto = (rate.len() + mask.len()) as u64 + 1;
-    let pairs = |w: &mut Weighted| {
-        segments(rate, mask, from, to, |d, v, m| {
-            if m > 0.0 {
-                w.add(d, v * scale);
-            }
-        })
-    };
-    Weighted::of_pairs(pairs, None, upto)
+    Weighted::of_pairs(&Active { rate, mask, from, to, scale }, None, upto)
 }
 
 /// `num / den` where `den` is above 0, else 0.

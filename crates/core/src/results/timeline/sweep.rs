@@ -2,8 +2,10 @@
 //! function. Spans are taken up in the order of a time no later than any of their events, and
 //! their events sorted a bucket of time at a time ([`Calendar`]): a bucket is given once the
 //! spans still waiting can have no event in it, so no list of every event is made or sorted.
+//! A curve of a few events a span that reads no chunk (the concurrencies, the prefill and even
+//! decode rates) is summed from a list per event of a span instead ([`Timeline::sweep_split`]).
 
-use std::cmp::Reverse;
+use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
 use super::steps::{Event, Steps, Summer, event_order};
@@ -11,22 +13,50 @@ use super::{EVENLY, NO_TIME, Span, Timeline};
 
 impl Timeline {
     /// The step function of the events `each` makes of every span (given its chunks after the
-    /// first), summed in [`event_order`].
-    /// `each` reads no chunk: a span's later chunks are given as kept (none for evenly spaced
-    /// ones, whose stride the span holds), not written out.
-    pub(super) fn sweep(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>)) -> Steps {
-        self.sweep_with(each, true)
-    }
-
-    /// [`sweep`](Self::sweep) of an `each` that reads the chunks: evenly spaced chunks given as
-    /// the span's stride alone with `raw`, else every chunk.
+    /// first: with `raw`, a span's chunks as kept, none for evenly spaced ones, whose stride the
+    /// span holds; else every chunk), summed in [`event_order`].
     pub(super) fn sweep_with(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>), raw: bool) -> Steps {
         let mut sum = Summer::new();
         self.sweep_events(each, raw, |e| sum.add(e));
         sum.finish()
     }
 
-    /// The steps of [`sweep`](Self::sweep) given one at a time, in order, without keeping them:
+    /// [`sweep_with`](Self::sweep_with) of an `each` that makes at most `K` events of a span and
+    /// reads no chunk: a span's j-th event goes to list j, each list (about in the spans' order: little
+    /// to move) is sorted on its own, and the lists are merged in [`event_order`], the order
+    /// of sorting them all at once. Holds every event, so only for a few events a span.
+    pub(super) fn sweep_split<const K: usize>(&self, each: impl Fn(&Span, &[u64], &mut Vec<Event>)) -> Steps {
+        let mut lists: [Vec<Event>; K] = std::array::from_fn(|_| Vec::with_capacity(self.spans.len()));
+        let mut events = Vec::with_capacity(K);
+        for i in 0..self.spans.len() {
+            events.clear();
+            each(&self.span(i), &[], &mut events);
+            for (j, &e) in events.iter().enumerate() {
+                lists[j.min(K - 1)].push(e);
+            }
+        }
+        for list in &mut lists {
+            sort_events(list);
+        }
+        let mut sum = Summer::new();
+        let mut at = [0usize; K];
+        loop {
+            let mut first: Option<(usize, Event)> = None;
+            for (j, list) in lists.iter().enumerate() {
+                if let Some(e) = list.get(at[j])
+                    && first.is_none_or(|(_, f)| event_order(e, &f) == Ordering::Less)
+                {
+                    first = Some((j, *e));
+                }
+            }
+            let Some((j, e)) = first else { break };
+            sum.add(e);
+            at[j] += 1;
+        }
+        sum.finish()
+    }
+
+    /// The steps of [`sweep_with`](Self::sweep_with) given one at a time, in order, without keeping them:
     /// `step(time, level)`, a level smaller than `floor` in magnitude given as 0. Returns the
     /// largest magnitude the level reached (whose 1e-9 is the sweep's rounding floor).
     pub(super) fn sweep_steps(
@@ -75,6 +105,27 @@ impl Timeline {
             }
         });
         calendar.give_rest(&mut sink);
+    }
+}
+
+/// Sorts `events` in [`event_order`]: by insertion while the events moved stay few (a list
+/// about in order), else by `sort_unstable_by`.
+fn sort_events(events: &mut [Event]) {
+    let budget = 8 * events.len();
+    let mut moved = 0;
+    for i in 1..events.len() {
+        let e = events[i];
+        let mut j = i;
+        while j > 0 && event_order(&e, &events[j - 1]) == Ordering::Less {
+            events[j] = events[j - 1];
+            j -= 1;
+        }
+        events[j] = e;
+        moved += i - j;
+        if moved > budget {
+            events.sort_unstable_by(event_order);
+            return;
+        }
     }
 }
 

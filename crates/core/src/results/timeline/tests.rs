@@ -98,7 +98,7 @@ type Curve<'a> = &'a dyn Fn(&Span, &[u64], &mut Vec<Event>);
 /// Each curve's events of a span: requests in flight, prefill and even decode rates, decode rate
 /// by chunks, prefill rate alone, tokens in flight counted per chunk and all at the first token.
 const CURVES: [Curve<'static>; 6] = [
-    &|s, _, e| e.extend([(s.start, 1.0), (s.end, -1.0)]),
+    &|s, _, e| in_flight(s, e),
     &|s, _, e| {
         prefill_rate(s, e);
         even_decode_rate(s, e);
@@ -108,6 +108,11 @@ const CURVES: [Curve<'static>; 6] = [
     &|s, later, e| tokens_in_flight(s, later, true, e),
     &|s, later, e| tokens_in_flight(s, later, false, e),
 ];
+
+/// The curves of at most four events a span, which read no chunk: requests in flight, decode
+/// and prefill concurrency, prefill and even decode rates, prefill rate alone.
+const SPLIT: [Curve<'static>; 5] =
+    [&|s, _, e| in_flight(s, e), &|s, _, e| decoding(s, e), &|s, _, e| prefilling(s, e), CURVES[1], CURVES[3]];
 
 /// The sweep by sorting every event at once.
 fn sorted_sweep(mut events: Vec<Event>) -> Steps {
@@ -196,6 +201,13 @@ proptest::proptest! {
                 proptest::prop_assert!(passes <= 6);
             }
             proptest::prop_assert_eq!(stat_bits(w.result()), stat_bits(want), "upto {} keep {}", upto, keep);
+            // The same passes, each pair taken in one loop over the list.
+            let mut w = weighted::Weighted::with_keep(total, upto, keep);
+            while !w.done() {
+                w.pass_over(&held[..]);
+                w.end_pass();
+            }
+            proptest::prop_assert_eq!(stat_bits(w.result()), stat_bits(want), "one loop: upto {} keep {}", upto, keep);
         }
     }
 }
@@ -205,15 +217,7 @@ fn durations_past_2_pow_53_are_sorted_whole() {
     let held = vec![(1u64 << 60, 1.0), (3, 2.0), ((1 << 60) + 1, 0.5), (7, -1.0), (1 << 54, 2.0)];
     let total: u64 = held.iter().map(|h| h.0).sum();
     let want = sorted_copy(held.clone(), total as f64);
-    let got = Weighted::of_pairs(
-        |w| {
-            for &(d, v) in &held {
-                w.add(d, v);
-            }
-        },
-        None,
-        u64::MAX,
-    );
+    let got = Weighted::of_pairs(&held[..], None, u64::MAX);
     assert_eq!(stat_bits(got), stat_bits(want));
 }
 
@@ -300,6 +304,13 @@ proptest::proptest! {
         for each in CURVES {
             proptest::prop_assert_eq!(bits(&tl.sweep_with(each, false)), bits(&all(each)));
         }
+        // The curves of a few events a span, their events split into lists: one list for all
+        // (the whole sort), two (the last holding more than one event of a span), four.
+        for each in SPLIT {
+            proptest::prop_assert_eq!(bits(&tl.sweep_split::<1>(each)), bits(&all(each)));
+            proptest::prop_assert_eq!(bits(&tl.sweep_split::<2>(each)), bits(&all(each)));
+            proptest::prop_assert_eq!(bits(&tl.sweep_split::<4>(each)), bits(&all(each)));
+        }
     }
 }
 
@@ -344,6 +355,13 @@ fn the_bucketed_sweep_equals_the_sorted_one_over_many_buckets() {
             each(s, later, &mut e);
         }
         assert_eq!(bits(&tl.sweep_with(each, false)), bits(&sorted_sweep(e)));
+    }
+    for each in SPLIT {
+        let mut e = Vec::new();
+        for (s, later) in &recorded {
+            each(s, later, &mut e);
+        }
+        assert_eq!(bits(&tl.sweep_split::<2>(each)), bits(&sorted_sweep(e)));
     }
     // Closed-form decode rates: the stride alone for evenly spaced chunks.
     let mut e = Vec::new();

@@ -7,8 +7,12 @@
 //! cumulated duration reaches the fraction. The cumulated durations are whole numbers of
 //! nanoseconds, exact in `f64` up to 2^53 (104 days), so the order in which equal values are
 //! met changes no figure; the percentiles are found by a selection over the values' bits
-//! (a histogram of 16 bits per pass, then a sort of the one bucket left once it is small). A
-//! window of more than 2^53 ns keeps every value and sorts them.
+//! (a histogram of 16 bits per pass, then a sort of the one bucket left once it is small; a
+//! bucket of one key is its percentile). A window of more than 2^53 ns keeps every value and
+//! sorts them.
+//!
+//! Pairs given as [`Pairs`] are taken in one loop per pass with the sums in registers;
+//! [`Weighted::add`] takes them one at a time, for curves swept again for each pass.
 
 use super::TimeWeighted;
 
@@ -35,6 +39,18 @@ fn value(k: u64) -> f64 {
     f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
 }
 
+/// (duration, value) pairs that can be given again, the same pairs in the same order each time.
+pub(super) trait Pairs {
+    /// Every pair, in time order.
+    fn pairs(&self) -> impl Iterator<Item = (u64, f64)> + '_;
+}
+
+impl Pairs for [(u64, f64)] {
+    fn pairs(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
+        self.iter().copied()
+    }
+}
+
 /// Where one percentile is looked for: the keys whose top `64 − shift` bits are `prefix`.
 #[derive(Clone, Copy, Debug)]
 struct Target {
@@ -49,8 +65,6 @@ struct Target {
     found: Option<u64>,
 }
 
-impl Target {}
-
 /// One range looked into during a pass, shared by the targets in it.
 #[derive(Debug)]
 struct Probe {
@@ -60,6 +74,30 @@ struct Probe {
     histogram: Vec<(u64, u64)>,
     /// (key, duration) of the range's values when kept.
     kept: Vec<(u64, u64)>,
+    /// The smallest and the largest key met in the range.
+    lo: u64,
+    hi: u64,
+}
+
+impl Probe {
+    /// Takes a pair whose key is `k` when it is in the range.
+    #[inline(always)]
+    fn take(&mut self, k: u64, d: u64) {
+        if self.shift != 64 && k >> self.shift != self.prefix {
+            return;
+        }
+        self.lo = self.lo.min(k);
+        self.hi = self.hi.max(k);
+        if self.histogram.is_empty() {
+            self.kept.push((k, d));
+        } else {
+            let digit =
+                if self.shift == 64 { k >> (64 - DIGIT) } else { (k >> (self.shift - DIGIT)) & ((1 << DIGIT) - 1) };
+            let h = &mut self.histogram[digit as usize];
+            h.0 += d;
+            h.1 += 1;
+        }
+    }
 }
 
 /// Statistics of (duration, value) pairs given pass after pass, each pass the same pairs in the
@@ -134,7 +172,14 @@ impl Weighted {
                 continue;
             }
             let histogram = if t.count <= self.keep { Vec::new() } else { vec![(0, 0); 1 << DIGIT] };
-            self.probes.push(Probe { shift: t.shift, prefix: t.prefix, histogram, kept: Vec::new() });
+            self.probes.push(Probe {
+                shift: t.shift,
+                prefix: t.prefix,
+                histogram,
+                kept: Vec::new(),
+                lo: u64::MAX,
+                hi: 0,
+            });
         }
     }
 
@@ -161,18 +206,56 @@ impl Weighted {
             self.max = self.max.max(k);
         }
         for p in &mut self.probes {
-            if p.shift != 64 && k >> p.shift != p.prefix {
-                continue;
+            p.take(k, d);
+        }
+    }
+
+    /// One pass over `pairs`: [`add`](Self::add) of each, in one loop with the sums held in
+    /// registers.
+    pub(super) fn pass_over(&mut self, pairs: &(impl Pairs + ?Sized)) {
+        if self.done {
+            return;
+        }
+        if self.all.is_some() {
+            for (d, v) in pairs.pairs() {
+                self.add(d, v);
             }
-            if p.histogram.is_empty() {
-                p.kept.push((k, d));
-            } else {
-                let digit =
-                    if p.shift == 64 { k >> (64 - DIGIT) } else { (k >> (p.shift - DIGIT)) & ((1 << DIGIT) - 1) };
-                let h = &mut p.histogram[digit as usize];
-                h.0 += d;
-                h.1 += 1;
+            return;
+        }
+        let probes = &mut self.probes;
+        if self.pass == 1 {
+            let (mut n, mut durations, mut sum, mut min, mut max) =
+                (self.n, self.durations, self.sum, self.min, self.max);
+            for (d, v) in pairs.pairs() {
+                if d == 0 {
+                    continue;
+                }
+                n += 1;
+                durations += u128::from(d);
+                sum += v * d as f64;
+                let k = key(v);
+                min = min.min(k);
+                max = max.max(k);
+                for p in probes.iter_mut() {
+                    p.take(k, d);
+                }
             }
+            (self.n, self.durations, self.sum, self.min, self.max) = (n, durations, sum, min, max);
+        } else {
+            let (avg, mut var, second) = (self.avg, self.var, self.pass == 2);
+            for (d, v) in pairs.pairs() {
+                if d == 0 {
+                    continue;
+                }
+                if second {
+                    var += d as f64 * (v - avg) * (v - avg);
+                }
+                let k = key(v);
+                for p in probes.iter_mut() {
+                    p.take(k, d);
+                }
+            }
+            self.var = var;
         }
     }
 
@@ -256,6 +339,11 @@ impl Weighted {
                 t.found = Some(self.max);
                 continue;
             };
+            if p.lo == p.hi {
+                // The range holds one key: the chosen digit is its.
+                t.found = Some(p.lo);
+                continue;
+            }
             t.shift -= DIGIT;
             t.prefix = if p.shift == 64 { digit } else { p.prefix << DIGIT | digit };
             t.below = c;
@@ -281,11 +369,11 @@ impl Weighted {
         self.done = true;
     }
 
-    /// The statistics of the pairs `pairs` gives to [`add`](Self::add), pass after pass.
-    pub(super) fn of_pairs(pairs: impl Fn(&mut Weighted), total: Option<f64>, upto: u64) -> TimeWeighted {
+    /// The statistics of `pairs`, taken in passes over them.
+    pub(super) fn of_pairs(pairs: &(impl Pairs + ?Sized), total: Option<f64>, upto: u64) -> TimeWeighted {
         let mut w = Weighted::new(total, upto);
         while !w.done() {
-            pairs(&mut w);
+            w.pass_over(pairs);
             w.end_pass();
         }
         w.result()
