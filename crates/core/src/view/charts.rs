@@ -4,7 +4,7 @@
 
 use crate::stats::{percentile_sorted, sorted};
 
-use super::{NONE, Point, Run};
+use super::run::{NONE, Point, Run};
 
 /// Most points drawn in a scatter plot (a deterministic, evenly spaced sample).
 pub const MAX_SCATTER: usize = 1500;

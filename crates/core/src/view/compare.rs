@@ -12,7 +12,7 @@ use crate::results::aggregate::Report;
 use crate::results::metrics::Metric;
 use crate::server::gpu::{DcgmField, EnergyMetric, TelemetryExport};
 
-use super::Run;
+use super::run::Run;
 
 /// One row: a number of every run.
 #[derive(Clone, Debug, PartialEq)]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::RunError;
+use super::error::RunError;
 use crate::campaign::search::SEARCH_JSON;
 use crate::campaign::sweep::SWEEP_JSON;
 

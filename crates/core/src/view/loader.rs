@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use super::{MAX_LINE_BYTES, NONE, Point, Run, RunError, RunSettings, opt, opt_ms};
+use super::error::RunError;
+use super::run::{MAX_LINE_BYTES, NONE, Point, Run, opt, opt_ms};
+use super::summary::RunSettings;
 use crate::hashing::FastMap;
 use crate::results::aggregate::Aggregate;
 use crate::results::line;
@@ -178,5 +180,14 @@ impl RunLoader {
             gpus: None,
             gpu_energy: Vec::new(),
         })
+    }
+}
+
+impl Run {
+    /// Reads a whole `profile_export.jsonl` text (see [`RunLoader`] for streaming).
+    pub fn from_jsonl(label: &str, file: &str, text: &[u8], settings: RunSettings) -> Result<Run, RunError> {
+        let mut l = RunLoader::new(file, settings);
+        l.push(text)?;
+        l.finish(label)
     }
 }

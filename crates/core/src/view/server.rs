@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::RunError;
+use super::error::RunError;
 use crate::server::kinds::Measure;
 
 /// The file beside the records.

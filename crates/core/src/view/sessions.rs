@@ -9,7 +9,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
 
-use super::{NONE, Run};
+use super::run::{NONE, Run};
 
 /// Most slots drawn (the first ones).
 pub const MAX_SLOTS: usize = 40;

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::RunError;
+use super::error::RunError;
 use crate::results::metrics::{Metric, Slo, parse_goodput};
 use crate::server::gpu::{EnergyMetric, TelemetryExport};
 

@@ -16,10 +16,10 @@ pub use tables::{energy_table, gpu_table, summary_table};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::Run;
 use super::charts::{Quantity, Slices, band, cdf, hist, rates, scatters};
 use super::compare::{Comparison, compare, num};
 use super::curve::Curve;
+use super::run::Run;
 use super::sessions::{LaneBarKind, SwimLane, has_multi_turn_sessions, swim_lane};
 use super::svg::{
     Axis, COLOURS, Lanes, Line, Plot, RowBar, bar_chart, esc, lanes_chart, line_chart, plot, scatter_chart, tick,
