@@ -19,10 +19,21 @@ fn sequential(rows: &[Vec<u64>]) -> Trace {
         .collect()
 }
 
+/// The simulation of `trace` on `cluster`, checking the requests it hands over as they end:
+/// each one once, as its final record, in the order of their ends, then of their starts.
 fn run(trace: &Trace, cluster: &Cluster) -> Simulation {
     let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
     let schedule = Arc::new(build(trace, timing, None).unwrap());
-    simulate(trace, schedule, cluster).unwrap()
+    let mut handed = Vec::new();
+    let sim = simulate_observed(trace, schedule, cluster, &mut |i, r| handed.push((i, *r))).unwrap();
+    let mut by_end: Vec<(u64, usize)> = sim.requests.iter().enumerate().map(|(i, r)| (r.end_ns, i)).collect();
+    by_end.sort_unstable();
+    let order: Vec<usize> = handed.iter().map(|&(i, _)| i).collect();
+    assert_eq!(order, by_end.iter().map(|&(_, i)| i).collect::<Vec<_>>());
+    for (i, r) in &handed {
+        assert_eq!(r, &sim.requests[*i]);
+    }
+    sim
 }
 
 fn one(kv_blocks: Option<u64>) -> Cluster {
@@ -397,5 +408,20 @@ proptest! {
         for s in &sim.samples {
             prop_assert!(s.blocks <= cap && s.running <= running);
         }
+    }
+}
+
+#[test]
+fn requests_ending_together_are_handed_over_in_the_order_they_started() {
+    // Three prompts of distinct blocks arriving together: the same prefill and decoding (its
+    // time not growing with the requests running), so requests end together (in steps, the two
+    // that wait for the first request's step); `run` checks the order they are handed over in.
+    let trace = arrivals(&[(0, vec![1], 16, 3), (0, vec![2], 16, 3), (0, vec![3], 16, 3)]);
+    let flat = Cluster { engine: Engine { decode_per_running_us: 0.0, ..Engine::default() }, ..one(None) };
+    for (cluster, ends) in [(flat, 1), (stepped(2048), 2)] {
+        let sim = run(&trace, &cluster);
+        let mut at: Vec<u64> = sim.requests.iter().map(|r| r.end_ns).collect();
+        at.dedup();
+        assert_eq!((sim.requests.len(), at.len()), (3, ends), "{:?}", sim.requests);
     }
 }
