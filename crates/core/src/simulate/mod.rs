@@ -266,11 +266,21 @@ impl SimRequest {
         let row = trace.rows().get(self.row as usize);
         RequestRecord {
             session_id: row.and_then(|r| r.session_id.as_deref().or(r.conversation_id())).map(str::to_string),
+            trace_line: row.map_or(self.row + 1, |r| if r.line == 0 { self.row + 1 } else { r.line }),
+            ..self.record_for_metrics()
+        }
+    }
+
+    /// [`SimRequest::record_without_chunks`] without what the trace's row adds, which no metric
+    /// reads: no session, and the row's index as its line.
+    pub fn record_for_metrics(&self) -> RequestRecord {
+        RequestRecord {
+            session_id: None,
             request_id: None,
             correlation_id: None,
             session_num: self.run,
             turn: self.turn,
-            trace_line: row.map_or(self.row + 1, |r| if r.line == 0 { self.row + 1 } else { r.line }),
+            trace_line: self.row + 1,
             scheduled_ns: self.arrival_ns,
             dispatched_ns: None,
             sent_ns: self.arrival_ns,

@@ -412,6 +412,29 @@ proptest! {
 }
 
 #[test]
+fn the_record_metrics_read_leaves_out_the_rows_session_and_line() {
+    use crate::results::aggregate::Aggregate;
+    let mut trace = Trace::new();
+    for (i, (row, ids)) in sequential(&[vec![1, 2], vec![1, 3], vec![4]]).iter().enumerate() {
+        let mut r = row.clone();
+        r.session_id = Some(format!("s{i}").into());
+        r.line = 10 + i as u32;
+        trace.push(r, ids.iter().copied());
+    }
+    let sim = run(&trace, &one(None));
+    let (mut full, mut bare) = (Aggregate::default(), Aggregate::default());
+    for r in &sim.requests {
+        let (a, b) = (r.record_without_chunks(&trace), r.record_for_metrics());
+        assert_eq!(a.session_id, Some(format!("s{}", r.row)));
+        assert_eq!((a.trace_line, b.trace_line), (10 + r.row, 1 + r.row));
+        assert_eq!(RequestRecord { session_id: a.session_id.clone(), trace_line: a.trace_line, ..b.clone() }, a);
+        full.add_chunks(&a, r.chunks(), true, &[]);
+        bare.add_chunks(&b, r.chunks(), true, &[]);
+    }
+    assert_eq!(format!("{:?}", full.report(false)), format!("{:?}", bare.report(false)));
+}
+
+#[test]
 fn requests_ending_together_are_handed_over_in_the_order_they_started() {
     // Three prompts of distinct blocks arriving together: the same prefill and decoding (its
     // time not growing with the requests running), so requests end together (in steps, the two

@@ -484,14 +484,16 @@ fn simulate_run(
         .transpose()?;
     let records_path = dir.join(RECORDS_FILE);
     let (to, from) = std::sync::mpsc::sync_channel(HANDOVER_BATCHES);
-    let (sim, aggregate) = std::thread::scope(|s| {
-        let aggregating = s.spawn(|| aggregate_ended(from, trace, out, &records_path));
+    let (sim, aggregate) = std::thread::scope(|s| -> Result<_> {
+        let aggregating = std::thread::Builder::new()
+            .spawn_scoped(s, || aggregate_ended(from, trace, out, &records_path))
+            .context("cannot start the thread aggregating the simulated requests")?;
         let mut handover = Handover { to: Some(to), batch: Vec::with_capacity(HANDOVER_BATCH) };
         let sim = simulate_observed(trace, Arc::clone(schedule), cluster, &mut |i, r| handover.push(i, r));
         handover.send();
         drop(handover);
-        (sim, aggregating.join())
-    });
+        Ok((sim, aggregating.join()))
+    })?;
     let sim = sim.context("simulate")?;
     let mut aggregate =
         aggregate.map_err(|_| anyhow::anyhow!("the aggregation of the simulated requests failed"))??;
@@ -572,8 +574,10 @@ fn aggregate_ended(
     let mut aggregate = Aggregate::default();
     for batch in from {
         for (_, r) in batch {
-            // The aggregate takes a request's evenly spaced chunks as one gap; its line lists them.
-            let (mut rec, chunks) = (r.record_without_chunks(trace), r.chunks());
+            // The aggregate takes a request's evenly spaced chunks as one gap; its line lists them
+            // (and the row's session and line, which the metrics do not read).
+            let chunks = r.chunks();
+            let mut rec = if out.is_some() { r.record_without_chunks(trace) } else { r.record_for_metrics() };
             let metrics = aggregate.add_chunks(&rec, chunks, true, &[]);
             if let Some(out) = out.as_mut() {
                 rec.chunk_ns = chunks.to_vec();
