@@ -266,11 +266,21 @@ impl SimRequest {
         let row = trace.rows().get(self.row as usize);
         RequestRecord {
             session_id: row.and_then(|r| r.session_id.as_deref().or(r.conversation_id())).map(str::to_string),
+            trace_line: row.map_or(self.row + 1, |r| if r.line == 0 { self.row + 1 } else { r.line }),
+            ..self.record_for_metrics()
+        }
+    }
+
+    /// [`SimRequest::record_without_chunks`] without what the trace's row adds, which no metric
+    /// reads: no session, and the row's index as its line.
+    pub fn record_for_metrics(&self) -> RequestRecord {
+        RequestRecord {
+            session_id: None,
             request_id: None,
             correlation_id: None,
             session_num: self.run,
             turn: self.turn,
-            trace_line: row.map_or(self.row + 1, |r| if r.line == 0 { self.row + 1 } else { r.line }),
+            trace_line: self.row + 1,
             scheduled_ns: self.arrival_ns,
             dispatched_ns: None,
             sent_ns: self.arrival_ns,
@@ -487,7 +497,7 @@ struct Pending {
     /// Its time between tokens and its end, once started.
     itl_ns: u64,
     end_ns: u64,
-    /// With [`Steps`]: its request in [`Simulation::requests`] (`u32::MAX`: not started yet).
+    /// Its request in [`Simulation::requests`] (`u32::MAX`: not started yet).
     out_idx: u32,
 }
 
@@ -558,6 +568,8 @@ struct Sim<'a> {
     ends: BinaryHeap<Reverse<(u64, u64, u32, Event)>>,
     /// Requests a step ended, for the dispatcher.
     done: Vec<Job>,
+    /// Requests ended and not handed over yet: their end and index in `out.requests`.
+    ended: Vec<(u64, u32)>,
     seq: u64,
     rr: u64,
     rng: PyRandom,
@@ -567,6 +579,19 @@ struct Sim<'a> {
 
 /// Simulates `schedule` (built from `trace`) on `cluster`.
 pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Result<Simulation, SimulateError> {
+    simulate_observed(trace, schedule, cluster, &mut |_, _| {})
+}
+
+/// [`simulate`], handing each request to `on_end` once it has ended, with its index in
+/// [`Simulation::requests`]: in the order the requests ended, those ending at the same time in
+/// the order they started (their indices), as the simulation goes on. A request's record is
+/// final when it is handed over.
+pub fn simulate_observed(
+    trace: &Trace,
+    schedule: Arc<Schedule>,
+    cluster: &Cluster,
+    on_end: &mut dyn FnMut(usize, &SimRequest),
+) -> Result<Simulation, SimulateError> {
     cluster.check()?;
     let mut interner = Interner::new();
     let mut ids: Vec<u32> = trace.all_hash_ids().iter().map(|&id| interner.intern(id)).collect();
@@ -603,6 +628,7 @@ pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Re
         spare: Vec::new(),
         ends: BinaryHeap::new(),
         done: Vec::new(),
+        ended: Vec::new(),
         seq: 0,
         rr: 0,
         rng: PyRandom::new(cluster.seed),
@@ -615,6 +641,9 @@ pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Re
         let next_end = sim.ends.peek().map(|Reverse((t, _, _, _))| *t);
         match dispatch.peek(now) {
             Peek::Due { deadline_ns, .. } if next_end.is_none_or(|e| deadline_ns < e) => {
+                if deadline_ns > now {
+                    sim.hand_over_ended(on_end);
+                }
                 now = now.max(deadline_ns);
                 sim.sample_until(now);
                 if let Some(job) = dispatch.take(now) {
@@ -623,6 +652,9 @@ pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Re
             }
             _ => {
                 let Some(Reverse((t, _, p, event))) = sim.ends.pop() else { break };
+                if t > now {
+                    sim.hand_over_ended(on_end);
+                }
                 now = now.max(t);
                 sim.sample_until(now);
                 match event {
@@ -641,6 +673,7 @@ pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Re
             }
         }
     }
+    sim.hand_over_ended(on_end);
     for (i, r) in sim.replicas.iter_mut().enumerate() {
         r.stats.evictions = sim.blocks.evictions(i as u32);
     }
@@ -649,6 +682,19 @@ pub fn simulate(trace: &Trace, schedule: Arc<Schedule>, cluster: &Cluster) -> Re
 }
 
 impl Sim<'_> {
+    /// Hands the requests ended so far to `on_end`, by end time then start. Called when the
+    /// clock is about to move on: every request ended so far ended at or before the present time,
+    /// and every request ending later ends at a later time (an end is the time of its event).
+    fn hand_over_ended(&mut self, on_end: &mut dyn FnMut(usize, &SimRequest)) {
+        self.ended.sort_unstable();
+        for &(_, i) in &self.ended {
+            if let Some(r) = self.out.requests.get(i as usize) {
+                on_end(i as usize, r);
+            }
+        }
+        self.ended.clear();
+    }
+
     fn ids(&self, row: u32) -> &[u32] {
         row_ids(self.trace, &self.ids, row)
     }
@@ -772,6 +818,7 @@ impl Sim<'_> {
             p.itl_ns = itl_ns;
             let end = first.saturating_add(itl_ns.saturating_mul(output - 1));
             p.end_ns = end;
+            p.out_idx = self.out.requests.len() as u32;
             let (grows, first_grow) = (p.progress.grows_left, p.progress.first_grow);
             self.out.requests.push(started.record(p, replica, now, first, end, itl_ns));
             if grows > 0 {
@@ -882,8 +929,12 @@ impl Sim<'_> {
         (job, replica)
     }
 
-    /// An ended request's place is free for the next one.
+    /// An ended request's place is free for the next one; its record waits to be handed over.
     fn free(&mut self, idx: u32) {
+        let out_idx = self.pending[idx as usize].out_idx;
+        if let Some(r) = self.out.requests.get(out_idx as usize) {
+            self.ended.push((r.end_ns, out_idx));
+        }
         let held = std::mem::take(&mut self.pending[idx as usize].held);
         self.spare.push(held);
         self.free_pending.push(idx);

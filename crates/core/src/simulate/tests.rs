@@ -20,10 +20,21 @@ fn sequential(rows: &[Vec<u64>]) -> Trace {
         .collect()
 }
 
+/// The simulation of `trace` on `cluster`, checking the requests it hands over as they end:
+/// each one once, as its final record, in the order of their ends, then of their starts.
 fn run(trace: &Trace, cluster: &Cluster) -> Simulation {
     let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
     let schedule = Arc::new(build(trace, timing, None).unwrap());
-    simulate(trace, schedule, cluster).unwrap()
+    let mut handed = Vec::new();
+    let sim = simulate_observed(trace, schedule, cluster, &mut |i, r| handed.push((i, *r))).unwrap();
+    let mut by_end: Vec<(u64, usize)> = sim.requests.iter().enumerate().map(|(i, r)| (r.end_ns, i)).collect();
+    by_end.sort_unstable();
+    let order: Vec<usize> = handed.iter().map(|&(i, _)| i).collect();
+    assert_eq!(order, by_end.iter().map(|&(_, i)| i).collect::<Vec<_>>());
+    for (i, r) in &handed {
+        assert_eq!(r, &sim.requests[*i]);
+    }
+    sim
 }
 
 fn one(kv_blocks: Option<u64>) -> Cluster {
@@ -487,5 +498,43 @@ proptest! {
         for s in &sim.samples {
             prop_assert!(s.blocks <= cap && s.running <= running);
         }
+    }
+}
+
+#[test]
+fn the_record_metrics_read_leaves_out_the_rows_session_and_line() {
+    use crate::results::aggregate::Aggregate;
+    let mut trace = Trace::new();
+    for (i, (row, ids)) in sequential(&[vec![1, 2], vec![1, 3], vec![4]]).iter().enumerate() {
+        let mut r = row.clone();
+        r.session_id = Some(format!("s{i}").into());
+        r.line = 10 + i as u32;
+        trace.push(r, ids.iter().copied());
+    }
+    let sim = run(&trace, &one(None));
+    let (mut full, mut bare) = (Aggregate::default(), Aggregate::default());
+    for r in &sim.requests {
+        let (a, b) = (r.record_without_chunks(&trace), r.record_for_metrics());
+        assert_eq!(a.session_id, Some(format!("s{}", r.row)));
+        assert_eq!((a.trace_line, b.trace_line), (10 + r.row, 1 + r.row));
+        assert_eq!(RequestRecord { session_id: a.session_id.clone(), trace_line: a.trace_line, ..b.clone() }, a);
+        full.add_chunks(&a, r.chunks(), true, &[]);
+        bare.add_chunks(&b, r.chunks(), true, &[]);
+    }
+    assert_eq!(format!("{:?}", full.report(false)), format!("{:?}", bare.report(false)));
+}
+
+#[test]
+fn requests_ending_together_are_handed_over_in_the_order_they_started() {
+    // Three prompts of distinct blocks arriving together: the same prefill and decoding (its
+    // time not growing with the requests running), so requests end together (in steps, the two
+    // that wait for the first request's step); `run` checks the order they are handed over in.
+    let trace = arrivals(&[(0, vec![1], 16, 3), (0, vec![2], 16, 3), (0, vec![3], 16, 3)]);
+    let flat = Cluster { engine: Engine { decode_per_running_us: 0.0, ..Engine::default() }, ..one(None) };
+    for (cluster, ends) in [(flat, 1), (stepped(2048), 2)] {
+        let sim = run(&trace, &cluster);
+        let mut at: Vec<u64> = sim.requests.iter().map(|r| r.end_ns).collect();
+        at.dedup();
+        assert_eq!((sim.requests.len(), at.len()), (3, ends), "{:?}", sim.requests);
     }
 }

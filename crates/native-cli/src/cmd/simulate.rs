@@ -12,20 +12,23 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender};
 
 use aiperf_core::analysis::DEFAULT_BLOCK_SIZE;
-use aiperf_core::results::aggregate::Aggregate;
+use aiperf_core::replay::schedule::Schedule;
+use aiperf_core::results::aggregate::{Aggregate, Report};
 use aiperf_core::results::export::SummaryFormat;
 use aiperf_core::results::line::{RECORDS_FILE, record_line};
+use aiperf_core::results::metrics::Metric;
 use aiperf_core::results::record::RequestRecord;
 use aiperf_core::results::summary::{RunSummary, shell_command};
 use aiperf_core::simulate::calibrate::steps::{StepCalibration, calibrate_steps};
 use aiperf_core::simulate::calibrate::{Calibration, Observation, calibrate};
 use aiperf_core::simulate::engine::{DEFAULT_MAX_BATCH_TOKENS, EngineMode};
 use aiperf_core::simulate::{
-    Cluster, Engine, MAX_REPLICAS, Policy, Router, Simulation, blocks_for_gb, sample_every_ns, simulate, trace_schedule,
+    Cluster, Engine, MAX_REPLICAS, Policy, Router, SimRequest, Simulation, blocks_for_gb, sample_every_ns,
+    simulate_observed, trace_schedule,
 };
-use aiperf_core::stats::percentile_sorted;
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, LineRead, Trace, read_line_capped};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
@@ -253,11 +256,12 @@ pub fn run(args: Args) -> Result<()> {
             output_blocks: !args.prompt_blocks_only,
             steps,
         };
-        let sim = simulate(&trace, Arc::clone(&schedule), &cluster).context("simulate")?;
         let fits = Fits { calibration: calibration.as_ref(), steps: step_calibration.as_ref() };
-        write_run(&args.output_dir.join(&name), &trace, &sim, &cluster, fits, &args)?;
-        let p50_p99 = |v: Vec<f64>| [50.0, 99.0].map(|p| percentile_sorted(&v, p).unwrap_or(0.0));
-        let (ttft_ms, latency_ms) = (p50_p99(sim.ttft_ms()), p50_p99(sim.latency_ms()));
+        let (sim, report) = simulate_run(&args.output_dir.join(&name), &trace, &schedule, &cluster, fits, &args)?;
+        // Every simulated request succeeds: its time to first token and its latency from its
+        // arrival (sent when it arrived) are the report's TTFT and effective latency.
+        let p50_p99 = |m: Metric| [50.0, 99.0].map(|p| report.get(m).and_then(|d| d.percentile(p)).unwrap_or(0.0));
+        let (ttft_ms, latency_ms) = (p50_p99(Metric::TimeToFirstToken), p50_p99(Metric::EffectiveLatency));
         rows.push(Row { name, cluster, calibration, step_calibration, sim, ttft_ms, latency_ms });
     }
     let (csv, table, json) = sweep_summary(&rows, &args);
@@ -439,38 +443,66 @@ fn cli_config(c: &Cluster, fits: Fits<'_>, args: &Args) -> serde_json::Value {
     config
 }
 
-/// One combination's folder: records and summaries like a real run's, and `simulation.json`.
-fn write_run(
+/// Requests handed from the simulation to the aggregating thread at once.
+const HANDOVER_BATCH: usize = 4096;
+/// Batches on their way at most (the simulation waits for the aggregating thread beyond).
+const HANDOVER_BATCHES: usize = 16;
+
+/// The simulation's ended requests on their way to the aggregating thread, a batch at a time.
+struct Handover {
+    to: Option<SyncSender<Vec<(usize, SimRequest)>>>,
+    batch: Vec<(usize, SimRequest)>,
+}
+
+impl Handover {
+    fn push(&mut self, i: usize, r: &SimRequest) {
+        self.batch.push((i, *r));
+        if self.batch.len() == HANDOVER_BATCH {
+            self.send();
+        }
+    }
+
+    /// Sends the batch; once the aggregating thread has stopped (on an error, which its join
+    /// gives), nothing more is sent.
+    fn send(&mut self) {
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(HANDOVER_BATCH));
+        if self.to.as_ref().is_some_and(|to| to.send(batch).is_err()) {
+            self.to = None;
+        }
+    }
+}
+
+/// One combination simulated into its folder: records and summaries like a real run's, and
+/// `simulation.json`. The requests are aggregated, and their records written, on a thread of
+/// their own as they end, while the simulation goes on.
+fn simulate_run(
     dir: &Path,
     trace: &Trace,
-    sim: &Simulation,
+    schedule: &Arc<Schedule>,
     cluster: &Cluster,
     fits: Fits<'_>,
     args: &Args,
-) -> Result<()> {
+) -> Result<(Simulation, Report)> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    // In the order the requests ended (the order they started on ties).
-    let mut order: Vec<(u64, usize)> = sim.requests.iter().enumerate().map(|(i, r)| (r.end_ns, i)).collect();
-    order.sort_unstable();
-    let mut aggregate = Aggregate::default();
-    let mut out = (!args.no_records)
+    let out = (!args.no_records)
         .then(|| crate::io::exports::records_file(dir, &crate::io::exports::ExportNames::default()))
         .transpose()?;
     let records_path = dir.join(RECORDS_FILE);
-    for &(_, i) in &order {
-        // The aggregate takes a request's evenly spaced chunks as one gap; its line lists them.
-        let (mut rec, chunks) = (sim.requests[i].record_without_chunks(trace), sim.requests[i].chunks());
-        let metrics = aggregate.add_chunks(&rec, chunks, true, &[]);
-        if let Some(out) = out.as_mut() {
-            rec.chunk_ns = chunks.to_vec();
-            out.write_all(&record_line(&rec, metrics.as_ref(), 0))
-                .with_context(|| format!("cannot write {}", records_path.display()))?;
-        }
-    }
-    if let Some(mut out) = out {
-        out.flush().with_context(|| format!("cannot write {}", records_path.display()))?;
-    }
-    let end = sim.requests.iter().map(|r| r.end_ns).max().unwrap_or(0);
+    let (to, from) = std::sync::mpsc::sync_channel(HANDOVER_BATCHES);
+    let (sim, aggregate) = std::thread::scope(|s| -> Result<_> {
+        let aggregating = std::thread::Builder::new()
+            .spawn_scoped(s, || aggregate_ended(from, trace, out, &records_path))
+            .context("cannot start the thread aggregating the simulated requests")?;
+        let mut handover = Handover { to: Some(to), batch: Vec::with_capacity(HANDOVER_BATCH) };
+        let sim = simulate_observed(trace, Arc::clone(schedule), cluster, &mut |i, r| handover.push(i, r));
+        handover.send();
+        drop(handover);
+        Ok((sim, aggregating.join()))
+    })?;
+    let sim = sim.context("simulate")?;
+    let mut aggregate =
+        aggregate.map_err(|_| anyhow::anyhow!("the aggregation of the simulated requests failed"))??;
+    let end = aggregate.last_end_ns.unwrap_or(0);
     // The time-weighted metrics are swept on a thread of their own while the lists' statistics
     // are taken: the report is the aggregate's `into_report_over(false, None)`.
     let timeline = std::mem::take(&mut aggregate.timeline);
@@ -532,7 +564,37 @@ fn write_run(
         doc["preemptions"] = json!(total.preemptions);
     }
     crate::io::exports::write_file(&dir.join(SIMULATION_JSON), &doc.to_string())?;
-    crate::io::exports::write_ready_marker(dir, &summary)
+    crate::io::exports::write_ready_marker(dir, &summary)?;
+    Ok((sim, summary.report))
+}
+
+/// The simulated requests aggregated as they come (in the order they ended, ties in the order
+/// they started), each one's record line written to `out` when given.
+fn aggregate_ended(
+    from: Receiver<Vec<(usize, SimRequest)>>,
+    trace: &Trace,
+    mut out: Option<Box<dyn Write + Send>>,
+    records_path: &Path,
+) -> Result<Aggregate> {
+    let mut aggregate = Aggregate::default();
+    for batch in from {
+        for (_, r) in batch {
+            // The aggregate takes a request's evenly spaced chunks as one gap; its line lists them
+            // (and the row's session and line, which the metrics do not read).
+            let chunks = r.chunks();
+            let mut rec = if out.is_some() { r.record_without_chunks(trace) } else { r.record_for_metrics() };
+            let metrics = aggregate.add_chunks(&rec, chunks, true, &[]);
+            if let Some(out) = out.as_mut() {
+                rec.chunk_ns = chunks.to_vec();
+                out.write_all(&record_line(&rec, metrics.as_ref(), 0))
+                    .with_context(|| format!("cannot write {}", records_path.display()))?;
+            }
+        }
+    }
+    if let Some(mut out) = out {
+        out.flush().with_context(|| format!("cannot write {}", records_path.display()))?;
+    }
+    Ok(aggregate)
 }
 
 /// The sweep's table: CSV, console text and JSON.

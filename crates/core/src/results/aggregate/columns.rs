@@ -42,6 +42,13 @@ fn whole(v: f64) -> Option<u32> {
 }
 
 impl List {
+    fn len(&self) -> usize {
+        match self {
+            List::Whole(w) => w.len(),
+            List::Real(r) => r.len(),
+        }
+    }
+
     fn get(&self, i: usize) -> Option<f64> {
         match self {
             List::Whole(w) => w.get(i).map(|&n| f64::from(n)),
@@ -125,6 +132,32 @@ impl Columns {
         }
     }
 
+    /// Whether `a` and `b` hold the same values, bit for bit, where that is cheap to tell: the
+    /// same list (a twin counted, not copied), or two lists kept alike compared; `false` else.
+    pub(super) fn same(&self, a: Metric, b: Metric) -> bool {
+        let place = |m: Metric| {
+            let i = m as usize;
+            match self.shadowed.get(i).copied().flatten() {
+                Some((t, n)) => (t, n),
+                None => (i, self.lists.get(i).map_or(0, List::len)),
+            }
+        };
+        let ((a, n), (b, m)) = (place(a), place(b));
+        if n != m {
+            return false;
+        }
+        if a == b {
+            return true;
+        }
+        match (self.lists.get(a), self.lists.get(b)) {
+            (Some(List::Whole(x)), Some(List::Whole(y))) => x[..n] == y[..n],
+            (Some(List::Real(x)), Some(List::Real(y))) => {
+                x[..n].iter().zip(&y[..n]).all(|(p, q)| p.to_bits() == q.to_bits())
+            }
+            _ => false,
+        }
+    }
+
     pub(super) fn push(&mut self, metric: Metric, value: f64) {
         self.push_at(metric as usize, value);
     }
@@ -135,7 +168,7 @@ impl Columns {
             self.shadowed.resize(i + 1, None);
             self.made.resize_with(i + 1, OnceLock::new);
         }
-        self.made[i] = OnceLock::new();
+        self.made[i].take();
         if let Some((t, n)) = self.shadowed[i] {
             if self.lists[t].get(n).is_some_and(|v| v.to_bits() == value.to_bits()) {
                 self.shadowed[i] = Some((t, n + 1));
@@ -161,6 +194,35 @@ impl Columns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lists_of_the_same_values_are_told_apart_from_others() {
+        let mut c = Columns::default();
+        for v in [1.0, 2.0, 3.0] {
+            c.push(Metric::SendLateness, v);
+            c.push(Metric::TimeToFirstToken, v);
+        }
+        c.push(Metric::TimeToFirstToken, 4.0);
+        // Lengths differ.
+        assert!(!c.same(Metric::SendLateness, Metric::TimeToFirstToken));
+        c.push(Metric::SendLateness, 4.0);
+        assert!(c.same(Metric::SendLateness, Metric::TimeToFirstToken));
+        // Real lists compare bit for bit: 0.0 and -0.0 differ.
+        for (m, v) in [(Metric::RequestLatency, 0.5), (Metric::EffectiveLatency, 0.5), (Metric::RequestLatency, 0.0)] {
+            c.push(m, v);
+        }
+        c.push(Metric::EffectiveLatency, -0.0);
+        assert!(!c.same(Metric::RequestLatency, Metric::EffectiveLatency));
+        assert!(c.same(Metric::DecodeDuration, Metric::InterTokenLatency));
+        // A twin counted, not copied, is its twin's list while it has all its values.
+        for v in [3.0, 0.0] {
+            c.push(Metric::InputSequenceLength, v);
+        }
+        c.push(Metric::ServerInputSequenceLength, 3.0);
+        assert!(!c.same(Metric::ServerInputSequenceLength, Metric::InputSequenceLength));
+        c.push(Metric::ServerInputSequenceLength, 0.0);
+        assert!(c.same(Metric::ServerInputSequenceLength, Metric::InputSequenceLength));
+    }
 
     #[test]
     fn whole_numbers_stay_u32_until_a_value_is_not_one() {

@@ -380,7 +380,8 @@ impl Aggregate {
 
     /// The report but its time-weighted metrics.
     fn report_of_lists(&self, with_goodput: bool) -> Report {
-        // Metrics served by the same stored list share its distribution: computed once.
+        // Metrics served by the same stored list, or by lists of the same values, share its
+        // distribution: computed once.
         let mut by_source: Vec<(Metric, Distribution)> = Vec::new();
         let metrics: Vec<(Metric, Distribution)> = Metric::ALL
             .into_iter()
@@ -396,6 +397,10 @@ impl Aggregate {
                 }
                 let d = if source == Metric::InterChunkLatency {
                     Distribution::of_runs(&self.inter_chunk_ms)?
+                } else if let Some((_, d)) =
+                    by_source.iter().find(|(s, _)| *s != Metric::InterChunkLatency && self.values.same(*s, source))
+                {
+                    d.clone()
                 } else {
                     Distribution::of_cow(self.values.get(source))?
                 };
