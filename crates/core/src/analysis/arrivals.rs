@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::AnalysisInput;
+use super::input::AnalysisInput;
 use crate::stats::Summary;
 
 /// When requests arrive (rows with a `timestamp`) and how sessions are shaped.

@@ -12,7 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{AnalysisInput, Tables};
+use super::ids::Tables;
+use super::input::AnalysisInput;
 
 /// One point of the curve.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

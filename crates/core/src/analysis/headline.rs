@@ -1,7 +1,7 @@
 //! [`Headline`]: the few numbers of a one-line summary of a trace, without the rest of the
 //! analysis.
 
-use super::{Interner, leading_hits};
+use super::ids::{Interner, leading_hits};
 use crate::trace::Trace;
 
 /// The few numbers a one-line summary of a trace shows, as [`analyze`] computes them (the same

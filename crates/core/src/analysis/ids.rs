@@ -146,6 +146,42 @@ impl Hasher for IdHasher {
     }
 }
 
+/// How many of a row's leading ids an infinite cache holds: those seen in earlier rows, given ids
+/// numbered in first-seen order (an [`Interner`]) and `seen`, the count numbered before this row,
+/// which it then advances past the row's ids.
+pub(crate) fn leading_hits(row_ids: &[u32], seen: &mut u32) -> usize {
+    let k = row_ids.iter().position(|&id| id >= *seen).unwrap_or(row_ids.len());
+    for &id in &row_ids[k..] {
+        *seen = (*seen).max(id.saturating_add(1));
+    }
+    k
+}
+
+/// The per-id table of the analysis' stages (the cache simulation's, the trie's, the pair
+/// counts'), handed from one stage to the next: one is held at a time, and its memory is faulted
+/// in once instead of once per stage.
+#[derive(Default)]
+pub(crate) struct Tables {
+    words: Vec<u32>,
+}
+
+impl Tables {
+    /// A table of `n` words, each `fill`.
+    pub(crate) fn words(&mut self, n: usize, fill: u32) -> Vec<u32> {
+        let mut v = std::mem::take(&mut self.words);
+        v.clear();
+        v.resize(n, fill);
+        v
+    }
+
+    /// Takes a table back for the next stage.
+    pub(crate) fn keep_words(&mut self, v: Vec<u32>) {
+        if v.capacity() > self.words.capacity() {
+            self.words = v;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

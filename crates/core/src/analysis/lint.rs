@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::AnalysisInput;
+use super::input::AnalysisInput;
 
 /// How many offending line numbers each finding keeps.
 const EXAMPLES: usize = 10;
@@ -90,7 +90,7 @@ impl std::fmt::Display for SecondsLike {
                 "{} rows within {} ms would be {} requests/s sustained",
                 self.timed_rows,
                 self.span,
-                crate::analysis::report::group_thousands(self.implied_rate_per_s, 0)
+                super::text::group_thousands(self.implied_rate_per_s, 0)
             ));
         }
         write!(f, "{}; fix: {}", evidence.join("; "), Self::FIX)

@@ -14,8 +14,10 @@ mod headline;
 mod ids;
 mod input;
 mod lint;
+mod model;
 mod prefix;
 pub mod report;
+mod text;
 
 pub use arrivals::{ArrivalStats, requests_per_second};
 pub use cache::CachePoint;
@@ -23,64 +25,16 @@ pub use headline::{Headline, headline};
 pub use ids::Interner;
 pub use input::{AnalysisInput, InputBuilder, RowFacts};
 pub use lint::{Lint, LintFinding, SecondsLike};
-
-use serde::{Deserialize, Serialize};
+pub use model::Analysis;
+pub use prefix::PrefixGroup;
 
 use crate::stats::Summary;
 use crate::trace::Trace;
+use ids::{Tables, leading_hits};
 use prefix::{PairCounts, PrefixTrie};
 
 /// Block size of the Mooncake traces (tokens per hash id).
 pub const DEFAULT_BLOCK_SIZE: u32 = 512;
-
-/// The full analysis of a trace. Serializes with the reference's keys first, in its order.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Analysis {
-    pub total_requests: u64,
-    pub unique_prefixes: u64,
-    pub num_prefix_groups: u64,
-    pub cache_hit_rate: f64,
-    pub min_isl: i64,
-    pub max_isl: i64,
-    pub avg_isl: f64,
-    pub min_osl: u64,
-    pub max_osl: u64,
-    pub avg_osl: f64,
-    pub prefix_reuse_ratio: f64,
-    pub isl_stats: Option<Summary>,
-    pub osl_stats: Option<Summary>,
-    pub context_length_stats: Option<Summary>,
-    pub unique_prompt_length_stats: Option<Summary>,
-    pub hit_rate_stats: Option<Summary>,
-    // Beyond the reference.
-    pub block_size: u32,
-    pub total_hash_ids: u64,
-    pub distinct_hash_ids: u64,
-    pub arrivals: Option<ArrivalStats>,
-    /// Hit rate of a finite LRU prefix cache by capacity; the last point is the infinite cache.
-    pub lru_hit_rate_curve: Vec<CachePoint>,
-    /// The largest prefix groups: rows sharing a first block.
-    pub top_prefix_groups: Vec<PrefixGroup>,
-    pub lint: Lint,
-    /// False when no row has hash ids (e.g. converted from a source without prefix hashes): the
-    /// hit rates and prefix counts above are then not measurements but absent information.
-    #[serde(default = "prefix_information_default")]
-    pub prefix_information: bool,
-}
-
-fn prefix_information_default() -> bool {
-    true
-}
-
-/// Rows that start with the same block, and how deep they share.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PrefixGroup {
-    pub root_id: u64,
-    pub requests: u64,
-    /// Mean over the group's rows of the blocks shared with at least one other row of the trace.
-    pub mean_shared_blocks: f64,
-    pub max_shared_blocks: u64,
-}
 
 /// Per-row values the statistics are made of (kept for charts: histograms and CDFs).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -203,42 +157,6 @@ fn analyze_parts(input: &AnalysisInput, block_size: u32, curve: bool) -> (Analys
         prefix_information: !ids.is_empty(),
     };
     (analysis, m)
-}
-
-/// How many of a row's leading ids an infinite cache holds: those seen in earlier rows, given ids
-/// numbered in first-seen order (an [`Interner`]) and `seen`, the count numbered before this row,
-/// which it then advances past the row's ids.
-fn leading_hits(row_ids: &[u32], seen: &mut u32) -> usize {
-    let k = row_ids.iter().position(|&id| id >= *seen).unwrap_or(row_ids.len());
-    for &id in &row_ids[k..] {
-        *seen = (*seen).max(id.saturating_add(1));
-    }
-    k
-}
-
-/// The per-id table of the analysis' stages (the cache simulation's, the trie's, the pair
-/// counts'), handed from one stage to the next: one is held at a time, and its memory is faulted
-/// in once instead of once per stage.
-#[derive(Default)]
-pub(crate) struct Tables {
-    words: Vec<u32>,
-}
-
-impl Tables {
-    /// A table of `n` words, each `fill`.
-    pub(crate) fn words(&mut self, n: usize, fill: u32) -> Vec<u32> {
-        let mut v = std::mem::take(&mut self.words);
-        v.clear();
-        v.resize(n, fill);
-        v
-    }
-
-    /// Takes a table back for the next stage.
-    pub(crate) fn keep_words(&mut self, v: Vec<u32>) {
-        if v.capacity() > self.words.capacity() {
-            self.words = v;
-        }
-    }
 }
 
 #[cfg(test)]

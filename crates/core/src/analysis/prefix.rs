@@ -3,7 +3,10 @@
 
 use std::collections::HashMap;
 
-use super::{AnalysisInput, PrefixGroup, Tables};
+use serde::{Deserialize, Serialize};
+
+use super::ids::Tables;
+use super::input::AnalysisInput;
 
 /// How often each `(position, id)` pair occurs, saturated at 2 (all the reference asks is "≥ 2").
 pub(super) struct PairCounts {
@@ -247,4 +250,14 @@ impl BitSet {
     pub(crate) fn insert(&mut self, i: usize) {
         self.words[i / 64] |= 1 << (i % 64);
     }
+}
+
+/// Rows that start with the same block, and how deep they share.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrefixGroup {
+    pub root_id: u64,
+    pub requests: u64,
+    /// Mean over the group's rows of the blocks shared with at least one other row of the trace.
+    pub mean_shared_blocks: f64,
+    pub max_shared_blocks: u64,
 }

@@ -16,6 +16,8 @@
 
 pub mod aggregate;
 pub mod export;
+#[cfg(test)]
+mod golden;
 pub mod http_trace;
 pub mod line;
 pub mod live;

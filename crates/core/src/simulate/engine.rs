@@ -42,7 +42,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{OutputBlocks, SimulateError};
+use super::blocks::OutputBlocks;
+use super::error::SimulateError;
+use super::timing::Engine;
 
 /// Engine steps with a token budget, and the time a step takes.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -121,7 +123,7 @@ impl EngineMode {
 
     /// The steps this mode runs with `engine`'s timing ([`Steps::from_engine`]); `None` for
     /// [`EngineMode::Request`].
-    pub fn steps(self, engine: &super::Engine, max_batch_tokens: u32) -> Option<Steps> {
+    pub fn steps(self, engine: &Engine, max_batch_tokens: u32) -> Option<Steps> {
         self.step_order().map(|order| Steps { order, ..Steps::from_engine(engine, max_batch_tokens) })
     }
 }
@@ -131,7 +133,7 @@ impl Steps {
     /// step takes `decode_fixed_us`, plus `prefill_per_token_us` per prompt token and
     /// `decode_per_running_us` per decode token in it (`simulate --engine step`'s reading of the
     /// four timing options).
-    pub fn from_engine(engine: &super::Engine, max_batch_tokens: u32) -> Steps {
+    pub fn from_engine(engine: &Engine, max_batch_tokens: u32) -> Steps {
         Steps {
             max_batch_tokens,
             fixed_us: engine.decode_fixed_us,

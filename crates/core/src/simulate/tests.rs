@@ -2,6 +2,7 @@ use super::engine::Slots;
 use super::*;
 use crate::analysis::analyze;
 use crate::replay::schedule::{Timing, build};
+use crate::results::record::RequestRecord;
 use crate::trace::{Input, Number, Row, Trace};
 use proptest::prelude::*;
 

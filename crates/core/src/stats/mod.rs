@@ -9,124 +9,22 @@
 //! [`sum`]), and the standard deviation is `sqrt(mean((x − mean)²))`.
 //!
 //! One file a job: `moments` (sum, mean, standard deviation), `percentile` (percentiles and the
-//! Kolmogorov–Smirnov distance), `sort`, `student_t` (confidence intervals of repeated runs) and
-//! `runs` ([`Runs`]).
+//! Kolmogorov–Smirnov distance), `sort`, `student_t` (confidence intervals of repeated runs), `summary`
+//! ([`Summary`], [`Distribution`]) and `runs` ([`Runs`]).
 
 mod moments;
 mod percentile;
 mod runs;
 mod sort;
 mod student_t;
+mod summary;
 
 pub use moments::{mean, std_dev, sum};
 pub use percentile::{ks_distance_sorted, nearest_rank, percentile_sorted};
 pub use runs::Runs;
 pub use sort::sorted;
 pub use student_t::{sample_std_dev, t_interval_half_width, t_quantile};
-
-use moments::{mean_of_sum, std_dev_about};
-use percentile::{lerp, percentile_ranks, percentiles_in_place, percentiles_selected};
-use serde::{Deserialize, Serialize};
-
-/// The seven-number summary of the reference's trace report.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    pub mean: f64,
-    pub std_dev: f64,
-    pub min: f64,
-    pub p25: f64,
-    pub median: f64,
-    pub p75: f64,
-    pub max: f64,
-}
-
-impl Summary {
-    /// Summary of a list, `None` when it is empty.
-    pub fn of(values: &[f64]) -> Option<Summary> {
-        let (min, [p25, median, p75], max) = percentiles_selected(values, [25.0, 50.0, 75.0])?;
-        Some(Summary { mean: mean(values)?, std_dev: std_dev(values)?, min, p25, median, p75, max })
-    }
-}
-
-/// The percentiles a latency report shows.
-pub const REPORT_PERCENTILES: [f64; 9] = [1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0];
-
-/// Mean, std, min, max and the [`REPORT_PERCENTILES`] of a list (AIPerf's metric aggregation).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Distribution {
-    pub count: usize,
-    /// The values added up (in [`sum`]'s order).
-    pub sum: f64,
-    pub avg: f64,
-    pub std: f64,
-    pub min: f64,
-    pub max: f64,
-    /// Values at [`REPORT_PERCENTILES`], in order.
-    pub percentiles: [f64; 9],
-}
-
-impl Distribution {
-    pub fn of(values: &[f64]) -> Option<Distribution> {
-        let (min, percentiles, max) = percentiles_selected(values, REPORT_PERCENTILES)?;
-        let total = sum(values);
-        let avg = mean_of_sum(values, total)?;
-        Some(Distribution {
-            count: values.len(),
-            sum: total,
-            avg,
-            std: std_dev_about(values, avg)?,
-            min,
-            max,
-            percentiles,
-        })
-    }
-
-    /// [`Distribution::of`] values no longer needed: the percentiles are selected in the list
-    /// itself, not in a copy.
-    pub fn of_owned(mut values: Vec<f64>) -> Option<Distribution> {
-        let total = sum(&values);
-        let avg = mean_of_sum(&values, total)?;
-        let std = std_dev_about(&values, avg)?;
-        let (min, percentiles, max) = percentiles_in_place(&mut values, REPORT_PERCENTILES)?;
-        Some(Distribution { count: values.len(), sum: total, avg, std, min, max, percentiles })
-    }
-
-    /// [`Distribution::of`] borrowed values, [`Distribution::of_owned`] owned ones.
-    pub fn of_cow(values: std::borrow::Cow<'_, [f64]>) -> Option<Distribution> {
-        match values {
-            std::borrow::Cow::Borrowed(v) => Distribution::of(v),
-            std::borrow::Cow::Owned(v) => Distribution::of_owned(v),
-        }
-    }
-
-    /// [`Distribution::of`] `values`, given them sorted ascending as well (`sorted`, by
-    /// `f64::total_cmp`): the same numbers, bit for bit, without selecting the percentiles again.
-    pub fn of_sorted(values: &[f64], sorted: &[f64]) -> Option<Distribution> {
-        debug_assert_eq!(values.len(), sorted.len());
-        let n = sorted.len();
-        if n == 0 {
-            return None;
-        }
-        let percentiles = REPORT_PERCENTILES.map(|p| {
-            let (lo, hi, t) = percentile_ranks(n, p);
-            lerp(sorted[lo], sorted[hi], t)
-        });
-        Some(Distribution {
-            count: n,
-            sum: sum(values),
-            avg: mean(values)?,
-            std: std_dev(values)?,
-            min: sorted[0],
-            max: sorted[n - 1],
-            percentiles,
-        })
-    }
-
-    /// The value at percentile `p` if it is one of [`REPORT_PERCENTILES`].
-    pub fn percentile(&self, p: f64) -> Option<f64> {
-        REPORT_PERCENTILES.iter().position(|&q| q == p).map(|i| self.percentiles[i])
-    }
-}
+pub use summary::{Distribution, REPORT_PERCENTILES, Summary};
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,9 @@
 //! [`Runs`]: a list kept as runs of equal values, and its [`Distribution`], bit for bit that of
 //! the list written out.
 
-use super::moments::OVERFLOW_SCALE;
+use super::moments::{OVERFLOW_SCALE, sum};
 use super::percentile::{lerp, percentile_ranks};
-use super::{Distribution, REPORT_PERCENTILES, sum};
+use super::summary::{Distribution, REPORT_PERCENTILES};
 
 /// A list of values kept as runs: each value once, with how many times it occurs in a row (bit
 /// for bit). [`Distribution::of_runs`] gives the statistics of the list written out, bit for
@@ -99,10 +99,10 @@ impl Runs {
         self.runs().flat_map(|(v, n)| std::iter::repeat_n(v, n as usize))
     }
 
-    /// [`mean`](super::mean) of the list written out, bit for bit; `None` when empty.
+    /// [`mean`](super::moments::mean) of the list written out, bit for bit; `None` when empty.
     pub fn mean(&self) -> Option<f64> {
         if let Some(values) = self.as_slice() {
-            return super::mean(values);
+            return super::moments::mean(values);
         }
         let n = self.len;
         if n == 0 {

@@ -1,7 +1,7 @@
 //! Student's t distribution: the sample standard deviation, quantiles and the confidence interval
 //! of a mean.
 
-use super::{mean, sum};
+use super::moments::{mean, sum};
 
 /// Sample standard deviation (divide by n − 1), `None` for fewer than two values: the spread of
 /// repeated runs, from which their confidence interval is drawn.

@@ -12,7 +12,7 @@
 //! background branches).
 
 use super::chains::{self, Item};
-use super::{Req, Spawn};
+use super::model::{Req, Spawn};
 use crate::trace::Branch;
 
 /// AIPerf's `_JOIN_EPSILON_SECONDS` (and its sub-agent time slack).

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Conv, End, Entry, Parsed, Req, Spawn};
+use super::model::{Conv, End, Entry, Parsed, Req, Spawn};
 use crate::formats::error::{FormatError, Line};
 use crate::formats::sink::{check_id_count, seconds_to_ns};
 

@@ -1,8 +1,9 @@
 //! A document's parts into the converter as they come: their conversations and models, then the
 //! requests (read ahead in batches); a timed replay's parts go to [`timing`] whole.
 
+use super::model::{Parsed, Req};
 use super::progress::{Progress, note, push_request};
-use super::{Parsed, Req, timing};
+use super::timing;
 use crate::formats::error::FormatError;
 use crate::formats::sink::Sink;
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{End, Parsed, Req, Spawn};
+use super::model::{End, Parsed, Req, Spawn};
 use crate::formats::error::FormatError;
 use crate::formats::sink::{Record, Sink, SourceIds};
 

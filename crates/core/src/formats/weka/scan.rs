@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
+use super::build::{Builder, List, Request, block_of};
+use super::model::{Entry, Parsed, as_lines};
 use super::serde_read::parse_serde;
-use super::{Builder, Entry, List, Parsed, Request, as_lines, block_of};
 use crate::formats::flat::{self, Val};
 use crate::json_scan::Cursor;
 

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::{Builder, Entry, List, Parsed, block_of};
+use super::build::{Builder, List, block_of};
+use super::model::{Entry, Parsed};
 use crate::formats::error::{FormatError, Line};
 
 /// The state of a document while serde reads it.

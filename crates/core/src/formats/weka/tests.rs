@@ -108,7 +108,7 @@ fn real_files_take_the_fast_path_and_convert_as_line_by_line() {
         // trace_0291 has sub-agents: read by serde, each within the fast reading.
         let (whole, serde_read) = parts(text, usize::MAX);
         assert!(!serde_read, "read by the fast path");
-        assert_eq!(whole, vec![super::serde_read::parse_serde(&source, &super::as_lines(text))]);
+        assert_eq!(whole, vec![super::serde_read::parse_serde(&source, &super::model::as_lines(text))]);
         let (some, _) = parts(text, 3);
         let (last, before) = some.split_last().unwrap();
         assert!(last.is_last() && before.iter().all(|p| p.reqs.len() >= 3 && !p.is_last()));
@@ -323,7 +323,7 @@ proptest! {
         part in 1usize..4,
     ) {
         let source: std::sync::Arc<str> = "w.json".into();
-        let serde = super::serde_read::parse_serde(&source, &super::as_lines(&doc));
+        let serde = super::serde_read::parse_serde(&source, &super::model::as_lines(&doc));
         let (whole, serde_read) = parts(&doc, usize::MAX);
         if !serde_read {
             prop_assert!(whole[0].end.as_ref().is_some_and(|e| e.stop.is_none()));

@@ -18,13 +18,9 @@
 //! document whose peak `in + out` (an `out` of 0 counted as 1, the file's own requests' `out`
 //! capped by `--synthesis-max-osl`) exceeds `N`.
 
-use std::fmt;
-
-use serde::Deserializer;
-use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
-
+use super::agents;
+use super::model::{End, Parsed, Req};
 use super::progress::{Progress, note, push_request};
-use super::{End, Parsed, Req, agents};
 use crate::formats::error::FormatError;
 use crate::formats::options::WekaTiming;
 use crate::formats::sink::{ConvertStats, Sink};
@@ -67,54 +63,6 @@ pub fn time_turns(trace: &mut Trace, ignore_delays: bool) {
         if ignore_delays || !first {
             row.timestamp = None;
         }
-    }
-}
-
-/// Reads a number as seconds; anything else (a string, a list, null) as absent, since the
-/// converter reads these fields only for the replay options and never refused a document for them.
-pub(super) fn lenient_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    d.deserialize_any(Lenient)
-}
-
-struct Lenient;
-
-impl<'de> Visitor<'de> for Lenient {
-    type Value = Option<f64>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any value")
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(Some(v))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(Some(v as f64))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(Some(v as f64))
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(Lenient)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(None)
     }
 }
 

@@ -6,8 +6,6 @@
 
 mod console;
 mod csv;
-#[cfg(test)]
-mod golden;
 mod json;
 
 pub use console::{console_table, distribution_table};

@@ -30,7 +30,7 @@ use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 
-use super::Engine;
+use super::timing::Engine;
 use crate::results::record::RequestRecord;
 
 pub mod steps;

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{CalibrateError, Observation, running_at_start, slot_starts};
-use crate::simulate::{StepOrder, Steps};
+use crate::simulate::engine::{StepOrder, Steps};
 
 /// The step engine fitted from a run, and how well its plane fits (µs a step).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
