@@ -3,12 +3,12 @@
 //! run's window ROUNDS times, printing each round's CPU time (on Linux; wall time otherwise) and
 //! a digest of the metrics' bits, so two builds' figures can be compared exactly.
 
-use std::io::BufRead;
 use std::time::Instant;
 
 use aiperf_core::results::aggregate::Aggregate;
-use aiperf_core::results::line::read_line;
-use aiperf_core::results::record::RequestRecord;
+
+#[path = "support/records.rs"]
+mod records;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -17,20 +17,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let rounds: u32 = rounds.parse().map_err(|e| format!("ROUNDS {rounds}: {e}; accepted is a whole number"))?;
     let mut agg = Aggregate::default();
-    let mut rec = RequestRecord::default();
-    let mut reader = std::io::BufReader::new(std::fs::File::open(input)?);
-    let mut line = Vec::new();
-    let mut n = 0u64;
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        n += 1;
-        if read_line(&line, &mut rec).map_err(|e| format!("{input}:{n}: {e}"))? {
-            agg.add(&rec, false, &[]);
-        }
-    }
+    let n = records::each_record(input, |rec| {
+        agg.add(rec, false, &[]);
+    })?;
     for round in 1..=rounds {
         let (t, cpu) = (Instant::now(), cpu_ns());
         let metrics = agg.timeline.window_metrics(None);

@@ -5,14 +5,14 @@
 //! `input_config`), so two builds' files can be compared byte for byte. Prints the read time and
 //! the slicing time (and, on Linux, its CPU time: on a loaded machine it is the steadier figure).
 
-use std::io::BufRead;
 use std::path::Path;
 use std::time::Instant;
 
 use aiperf_core::results::aggregate::Aggregate;
-use aiperf_core::results::line::read_line;
-use aiperf_core::results::record::RequestRecord;
 use aiperf_core::results::timeslices::{Slicer, TIMESLICES_CSV, TIMESLICES_JSON, timeslices_csv, timeslices_json};
+
+#[path = "support/records.rs"]
+mod records;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -26,21 +26,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     let mut agg = Aggregate::default();
     let mut slicer = Slicer::new((slice_s * 1e9).round() as u64)?;
-    let mut rec = RequestRecord::default();
-    let mut reader = std::io::BufReader::new(std::fs::File::open(input)?);
-    let mut line = Vec::new();
-    let mut n = 0u64;
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        n += 1;
-        if read_line(&line, &mut rec).map_err(|e| format!("{input}:{n}: {e}"))? {
-            agg.add(&rec, false, &[]);
-            slicer.add(&rec, false, &[]);
-        }
-    }
+    let n = records::each_record(input, |rec| {
+        agg.add(rec, false, &[]);
+        slicer.add(rec, false, &[]);
+    })?;
     let read = t.elapsed();
     let t = Instant::now();
     let cpu = cpu_ns();
