@@ -2,7 +2,31 @@
 //! telemetry and network latency, every file written (each attempted), the console table and the
 //! exit status.
 
-use super::*;
+use aiperf_core::results::metrics::Metric;
+use aiperf_core::results::network::{ProbeSample, adjusted_metrics};
+use aiperf_core::results::summary::{RunSummary, shell_command};
+use anyhow::Result;
+
+use super::measure::{Measured, process_cpu_seconds};
+use super::model::{Inputs, RunOutcome};
+use crate::exit;
+use crate::io::exports;
+use crate::profile::clock::unix_now_ns;
+use crate::profile::control::Control;
+use crate::profile::plan::ReplayPlan;
+use crate::profile::plan::network::NetworkLatency;
+use crate::profile::records::Collected;
+use crate::profile::scraper;
+
+/// What the phases before the export found.
+pub(super) struct Ran {
+    pub(super) ready_ms: f64,
+    /// Warm-up requests (sent, failed).
+    pub(super) warmup: Option<(u64, u64)>,
+    pub(super) measured: Measured,
+    /// The run's id (AIPerf's `benchmark_id`), in its `--cache-bust` markers too.
+    pub(super) benchmark_id: String,
+}
 
 /// Export: the summary of the collected records and the server's metrics, every file written
 /// (each attempted), the console table; returns the exit status and the summary.

@@ -1,6 +1,26 @@
 //! Measure: the records stage and the dispatcher on their own threads, the duration timer.
 
-use super::*;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, mpsc};
+use std::time::Instant;
+
+use aiperf_core::replay::dispatch::Dispatch;
+use aiperf_core::replay::schedule::Starts;
+use aiperf_core::replay::sharding::{ShardRun, Sharding};
+use anyhow::{Context, Result};
+
+use super::model::Inputs;
+use super::time_zero::TimeZero;
+use crate::io::exports;
+use crate::profile::clock::unix_now_ns;
+use crate::profile::control::Control;
+use crate::profile::dispatcher::{Dispatched, Dispatcher};
+use crate::profile::plan::ReplayPlan;
+use crate::profile::plan::network::NetworkLatency;
+use crate::profile::records::{Collected, RecordsStage};
+use crate::profile::request::{self, Finished, Shared};
+use crate::profile::transport::{Clock, Transport};
+use crate::profile::{network, progress, scraper};
 
 /// What measuring leaves for the drain and the export.
 pub(super) struct Measured {

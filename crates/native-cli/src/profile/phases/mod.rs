@@ -1,66 +1,35 @@
 //! The phases of one replay, in order: warm-up → before time zero (first bodies, connections,
 //! the target's clock, the reference scrape) → measure (the records stage and the dispatcher on
 //! their own threads) → drain (the grace period) → export. [`replay`] reads as that list.
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use aiperf_core::replay::cache_bust::{CacheBust, Phase, Target};
-use aiperf_core::replay::dispatch::{Dispatch, Job, Peek};
-use aiperf_core::replay::schedule::{Schedule, Starts};
-use aiperf_core::replay::sharding::{ClockOffset, ShardRun, Sharding};
-use aiperf_core::results::metrics::Metric;
-use aiperf_core::results::network::{ProbeSample, adjusted_metrics};
-use aiperf_core::results::summary::{RunSummary, shell_command};
-use aiperf_core::trace::Trace;
-use anyhow::{Context, Result};
-use tokio_util::sync::CancellationToken;
+use aiperf_core::replay::schedule::Starts;
+use anyhow::Result;
 
-use super::clock::{ZERO_LEAD, check_start_ahead, probe_clock, unix_now_ns, wait_until};
+use super::clock::unix_now_ns;
 use super::control::Control;
-use super::dispatcher::{Dispatched, Dispatcher};
 use super::plan::ReplayPlan;
-use super::plan::network::NetworkLatency;
-use super::plan::shaping::WarmupPlan;
-use super::preparer::{BodySource, Busting, Preparer};
-use super::prompt::PromptBuilder;
-use super::records::{Collected, RecordsStage};
-use super::request::{self, Finished, Shared};
-use super::transport::{self, Clock, Transport};
-use super::{network, progress, scraper};
-use crate::exit::{self, BadInput};
+use super::preparer::{BodySource, Busting};
+use super::records::Collected;
+use super::scraper;
+use super::transport::Transport;
 use crate::io::exports;
 
 mod export;
 mod measure;
+mod model;
 mod time_zero;
 mod warmup;
 
-use export::export;
-use measure::{Measured, measure, process_cpu_seconds};
+use export::{Ran, export};
+use measure::measure;
+pub use model::{Inputs, RunOutcome};
+use time_zero::before_time_zero;
 #[cfg(test)]
 pub(super) use time_zero::connections_needed;
-use time_zero::{TimeZero, before_time_zero};
 use warmup::send_warmup;
-
-/// What a replay reads before it starts.
-pub struct Inputs {
-    pub trace: Arc<Trace>,
-    pub schedule: Arc<Schedule>,
-    pub prompts: Arc<PromptBuilder>,
-    /// Where the tokenizer came from.
-    pub tokenizer: String,
-}
-
-/// How one run ended.
-#[derive(Debug)]
-pub struct RunOutcome {
-    /// The exit status a single run has.
-    pub status: u8,
-    pub summary: RunSummary,
-    /// What `--concurrency` did to a fixed schedule, when it was given with one.
-    pub ceiling_note: Option<String>,
-}
 
 /// How often the drain phase looks at the clock and the tokens.
 const DRAIN_POLL: Duration = Duration::from_millis(10);
@@ -137,16 +106,6 @@ fn body_source(plan: &ReplayPlan, inputs: &Inputs) -> BodySource {
         trace: inputs.trace.clone(),
         busting: None,
     }
-}
-
-/// What the phases before the export found.
-struct Ran {
-    ready_ms: f64,
-    /// Warm-up requests (sent, failed).
-    warmup: Option<(u64, u64)>,
-    measured: Measured,
-    /// The run's id (AIPerf's `benchmark_id`), in its `--cache-bust` markers too.
-    benchmark_id: String,
 }
 
 /// Waits for the records stage to see every request end. Once sending was stopped, in-flight

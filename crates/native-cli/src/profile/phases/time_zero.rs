@@ -1,7 +1,21 @@
 //! Before time zero: the first bodies built, the connections of the first burst opened, the
 //! target's clock probed, the reference scrape, then time zero itself.
 
-use super::*;
+use std::sync::Arc;
+use std::time::Instant;
+
+use aiperf_core::replay::schedule::Schedule;
+use aiperf_core::replay::sharding::ClockOffset;
+use anyhow::{Context, Result};
+
+use super::model::Inputs;
+use crate::exit::BadInput;
+use crate::profile::clock::{ZERO_LEAD, check_start_ahead, probe_clock, wait_until};
+use crate::profile::control::Control;
+use crate::profile::plan::ReplayPlan;
+use crate::profile::preparer::{BodySource, Preparer};
+use crate::profile::scraper;
+use crate::profile::transport::Transport;
 
 /// What the run holds at time zero.
 pub(super) struct TimeZero {

@@ -1,6 +1,17 @@
 //! The warm-up phase: its own dispatcher, paced on the runtime's timer, never recorded.
 
-use super::*;
+use std::time::Duration;
+
+use aiperf_core::replay::dispatch::{Dispatch, Job, Peek};
+use anyhow::Result;
+use tokio_util::sync::CancellationToken;
+
+use super::model::Inputs;
+use crate::profile::plan::ReplayPlan;
+use crate::profile::plan::shaping::WarmupPlan;
+use crate::profile::preparer::BodySource;
+use crate::profile::request;
+use crate::profile::transport::{self, Clock, Transport};
 
 /// The warm-up phase ([`aiperf_core::replay::warmup`]): its dispatcher paced on a clock of its
 /// own, each request sent as it is due (never measured, never cancelled on purpose); then the
