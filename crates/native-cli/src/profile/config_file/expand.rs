@@ -225,7 +225,7 @@ fn render(env: &Environment<'_>, v: &mut Value, path: &str, ctx: &minijinja::Val
                 return Ok(());
             }
             let rendered = env.render_str(s, ctx).map_err(|e| {
-                super::KeyError::error(
+                super::key_error::KeyError::error(
                     path,
                     format!("key `{path}`: the Jinja2 template `{s}` fails: {}", jinja_reason(&e)),
                 )

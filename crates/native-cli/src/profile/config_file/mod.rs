@@ -9,11 +9,12 @@
 /// message, formatted.
 macro_rules! bail_key {
     ($key:expr, $($msg:tt)+) => {
-        return Err($crate::profile::config_file::KeyError::error($key, format!($($msg)+)))
+        return Err($crate::profile::config_file::key_error::KeyError::error($key, format!($($msg)+)))
     };
 }
 
 pub mod expand;
+mod key_error;
 pub mod model;
 mod scalar;
 pub mod spell;
@@ -22,30 +23,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_yaml_ng::Value;
 
 use super::aiperf_options::{self, AiperfOption, Verdict};
+pub use key_error::KeyError;
 use spell::Given;
-
-/// A key of the file that the reader refuses or cannot read: its key path
-/// (`benchmark.datasets[0].type`) beside the message that names it.
-#[derive(Debug)]
-pub struct KeyError {
-    pub key: String,
-    message: String,
-}
-
-impl KeyError {
-    /// The error of key `key` with `message`.
-    pub fn error(key: impl Into<String>, message: String) -> anyhow::Error {
-        anyhow::Error::new(KeyError { key: key.into(), message })
-    }
-}
-
-impl std::fmt::Display for KeyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for KeyError {}
 
 /// Why a config file was not read: the message (naming the file) and the key path it stopped
 /// at, when the refusal is of one key.

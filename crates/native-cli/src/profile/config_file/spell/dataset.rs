@@ -2,8 +2,11 @@
 //! distributions, files and synthetic workloads.
 
 use aiperf_core::synthesis::synthetic::LengthDist;
+use anyhow::Result;
+use serde_yaml_ng::Value;
 
-use super::*;
+use super::super::model::*;
+use super::out::{Out, kv, refused, show};
 
 /// AIPerf's `cacheBust: {target: NAME}` as `--cache-bust NAME`.
 fn cache_bust(out: &mut Out, key: &str, v: &Value) -> Result<()> {

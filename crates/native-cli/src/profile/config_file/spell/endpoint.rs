@@ -1,7 +1,11 @@
 //! The model and endpoint sections (`benchmark.models`, `benchmark.endpoint`) as option
 //! spellings.
 
-use super::*;
+use anyhow::Result;
+use serde_yaml_ng::Value;
+
+use super::super::model::*;
+use super::out::{Out, kv, refused, show};
 
 pub(super) fn models(out: &mut Out, key: &str, v: &Value) -> Result<()> {
     match v {

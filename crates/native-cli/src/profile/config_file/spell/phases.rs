@@ -1,7 +1,10 @@
 //! The phase sections (`benchmark.phases`, `warmup`, `profiling`) as option spellings: each
 //! phase's role and its load, duration and ramps.
 
-use super::*;
+use anyhow::Result;
+
+use super::super::model::*;
+use super::out::{Out, kv, refused};
 
 /// The role of a phase, as AIPerf infers it.
 #[derive(Clone, Copy, PartialEq, Eq)]
