@@ -9,7 +9,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request};
 
-use super::{Endpoint, describe, err, too_large};
+use super::endpoint::Endpoint;
+use super::errors::{describe, err, too_large};
 use crate::io::http::is_credential_header;
 use crate::io::http::trace::ConnHandle;
 use crate::io::http::{HttpClient, chain, tls};
