@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use aiperf_core::trace::{Trace, write_rows};
 use anyhow::Result;
 
-use super::write_output_with;
+use super::write::write_output_with;
 
 /// Writes `trace` to `path` as Mooncake JSONL (as [`write_output`] writes bytes). Parts of rows
 /// are formatted on worker threads and written in order as they come, so formatting overlaps the
