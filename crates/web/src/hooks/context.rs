@@ -3,7 +3,7 @@
 use aiperf_core::synthesis::Param;
 use yew::prelude::*;
 
-use super::WorkerLink;
+use super::worker::WorkerLink;
 use crate::state::{Action, AppState};
 
 /// Provided once by the page; both parts are stable, so consumers never re-render for it.

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::WorkerLink;
+use super::worker::WorkerLink;
 use crate::protocol::ToWorker;
 use crate::state::{Action, AppState};
 use crate::web;

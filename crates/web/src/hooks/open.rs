@@ -11,7 +11,7 @@ use crate::runs::{is_run_file, labels, looks_like_records, pick_files};
 use crate::state::{Action, AppState, Reading};
 use crate::web::{self, BlobUrls};
 
-use super::WorkerLink;
+use super::worker::WorkerLink;
 
 /// Where the bundled sample trace is served.
 const SAMPLE_URL: &str = "sample/conversation_trace.jsonl";
