@@ -6,12 +6,12 @@ use std::rc::Rc;
 
 use aiperf_core::formats::settings::ConversionSettings;
 use aiperf_core::formats::{FileOptions, Format};
-use aiperf_core::trace::ParseOptions;
+use aiperf_core::trace::{ParseOptions, Trace};
 use yew_agent::worker::{HandlerId, WorkerScope};
 
 use super::fetch::{next_chunk, reader};
-use super::{Inner, TraceWorker, analyze};
-use crate::engine::bad_rows;
+use super::model::{Inner, TraceWorker};
+use crate::engine::{analysis_view, bad_rows};
 use crate::ingest::{Ingest, Read};
 use crate::protocol::{FileSummary, FromWorker, Progress};
 use crate::web::now_ms;
@@ -210,4 +210,12 @@ impl Load {
 
 fn format_names() -> String {
     Format::ALL.iter().filter(|f| !f.is_columnar()).map(|f| f.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// The analysis of `trace`, timed.
+pub(super) fn analyze(trace: &Trace, block_size: u32) -> FromWorker {
+    let t0 = now_ms();
+    let mut view = analysis_view(trace, block_size);
+    view.compute_ms = now_ms() - t0;
+    FromWorker::Analysis(Box::new(view))
 }

@@ -4,59 +4,22 @@
 
 mod fetch;
 mod load;
+mod model;
 mod runs;
 
-use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::Arc;
 
-use aiperf_core::replay::schedule::Schedule;
 use aiperf_core::simulate::Cluster;
 use aiperf_core::synthesis::SynthesisSettings;
 use aiperf_core::trace::Trace;
-use aiperf_core::view::Run;
-use aiperf_core::view::curve::Curve;
-use serde::{Deserialize, Serialize};
 use yew_agent::worker::{HandlerId, Worker, WorkerScope};
 
-use crate::engine::{ModelCache, analysis_view, synth_file_name, synth_view, synthesize};
+use crate::engine::{ModelCache, synth_file_name, synth_view, synthesize};
 use crate::protocol::{FromWorker, ToWorker};
 use crate::web::now_ms;
-use load::{Load, Source};
-
-/// What the worker holds between messages.
-#[derive(Default)]
-struct Inner {
-    trace: Option<Rc<Trace>>,
-    name: String,
-    /// True when the loaded trace was converted from another format (it can be downloaded).
-    converted: bool,
-    model: ModelCache,
-    /// The last synthesis, kept for the download.
-    last: Option<(SynthesisSettings, Rc<Trace>)>,
-    /// Bumped by every load, so that an older load still streaming stops.
-    load_generation: u64,
-    /// Finished runs (`profile_export.jsonl`), shown by the run view.
-    runs: Vec<Run>,
-    /// Sweeps and capacity searches dropped with them (or alone).
-    curves: Vec<Curve>,
-    runs_generation: u64,
-    /// The loaded trace's replay schedule, built by the first simulation.
-    schedule: Option<Arc<Schedule>>,
-    /// Bumped by every simulation request: only the latest one runs.
-    sim_generation: u64,
-    /// The last agentic-code dataset, kept for its downloads.
-    agentic: Option<crate::agentic::Generated>,
-}
-
-/// The worker agent (registered by the `worker` binary).
-pub struct TraceWorker {
-    inner: Rc<RefCell<Inner>>,
-}
-
-/// Messages the worker sends itself (none).
-#[derive(Serialize, Deserialize)]
-pub enum Never {}
+use load::{Load, Source, analyze};
+use model::Inner;
+pub use model::{Never, TraceWorker};
 
 impl Worker for TraceWorker {
     type Message = Never;
@@ -240,13 +203,6 @@ fn simulated(inner: &mut Inner, cluster: &Cluster) -> Option<FromWorker> {
         }
         Err(message) => FromWorker::SimFailed { cluster: *cluster, message },
     })
-}
-
-fn analyze(trace: &Trace, block_size: u32) -> FromWorker {
-    let t0 = now_ms();
-    let mut view = analysis_view(trace, block_size);
-    view.compute_ms = now_ms() - t0;
-    FromWorker::Analysis(Box::new(view))
 }
 
 /// `trace.csv` → `trace.mooncake.jsonl` (the name `convert-trace`'s users would pick).

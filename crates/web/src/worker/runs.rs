@@ -6,8 +6,8 @@ use aiperf_core::view::curve::Curve;
 use aiperf_core::view::server::ServerTimeline;
 use aiperf_core::view::{Run, RunLoader, RunSettings, gpu_energy_of_summary, gpu_telemetry_of_summary, html};
 
-use super::Inner;
 use super::fetch::{fetch_text, next_chunk, reader};
+use super::model::Inner;
 use crate::protocol::{FromWorker, RunFiles, RunsView};
 use crate::web::now_ms;
 
