@@ -5,6 +5,7 @@
 pub mod proxy;
 pub mod tls;
 pub mod trace;
+pub mod watched;
 
 use std::time::Duration;
 

@@ -14,13 +14,14 @@ use std::task::{Context, Poll};
 
 use hyper::Uri;
 use hyper::header::HeaderValue;
-use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::proxy::Tunnel;
-use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::client::legacy::connect::{Connected, HttpConnector};
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tower_service::Service;
+
+use super::watched::{Watch, Watched};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -99,10 +100,16 @@ pub struct ProxyConnector {
 
 /// A connection made by [`ProxyConnector`]; tells the client when requests must carry the
 /// absolute URL (a forwarding proxy).
+pub type ProxyStream = Watched<TokioIo<TcpStream>, Forwarded>;
+
+/// Whether a connection goes to a forwarding proxy.
 #[derive(Debug)]
-pub struct ProxyStream {
-    io: TokioIo<TcpStream>,
-    forwarded: bool,
+pub struct Forwarded(bool);
+
+impl Watch for Forwarded {
+    fn connected(&self, under: Connected) -> Connected {
+        under.proxy(self.0)
+    }
 }
 
 impl Service<Uri> for ProxyConnector {
@@ -120,7 +127,7 @@ impl Service<Uri> for ProxyConnector {
         let auth = self.proxies.intercept(&dst).and_then(|(i, _)| i.basic_auth().cloned());
         Box::pin(async move {
             match route {
-                Route::Direct => Ok(ProxyStream { io: http.call(dst).await?, forwarded: false }),
+                Route::Direct => Ok(Watched::new(http.call(dst).await?, Forwarded(false))),
                 Route::Tunnel(proxy) => {
                     let shown = proxy.to_string();
                     let mut tunnel = Tunnel::new(proxy, http);
@@ -128,53 +135,15 @@ impl Service<Uri> for ProxyConnector {
                         tunnel = tunnel.with_auth(a);
                     }
                     let io = tunnel.call(dst).await.map_err(|e| format!("proxy {shown} (HTTPS_PROXY): {e}"))?;
-                    Ok(ProxyStream { io, forwarded: false })
+                    Ok(Watched::new(io, Forwarded(false)))
                 }
                 Route::Forward(proxy) => {
                     let shown = proxy.to_string();
                     let io = http.call(proxy).await.map_err(|e| format!("proxy {shown} (HTTP_PROXY): {e}"))?;
-                    Ok(ProxyStream { io, forwarded: true })
+                    Ok(Watched::new(io, Forwarded(true)))
                 }
             }
         })
-    }
-}
-
-impl Connection for ProxyStream {
-    fn connected(&self) -> Connected {
-        self.io.connected().proxy(self.forwarded)
-    }
-}
-
-impl Read for ProxyStream {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: ReadBufCursor<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
-    }
-}
-
-impl Write for ProxyStream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
     }
 }
 

@@ -12,10 +12,11 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use hyper::Uri;
-use hyper::rt::{Read, ReadBufCursor, Write};
+use hyper_util::client::legacy::connect::Connected;
 use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
-use hyper_util::client::legacy::connect::{Connected, Connection};
 use tower_service::Service;
+
+use super::watched::{Watch, Watched};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -101,72 +102,24 @@ where
                 lookup_ns: lookup.load(Ordering::Relaxed),
                 state: Mutex::new(State::default()),
             };
-            Ok(TracedStream { io, trace: Arc::new(trace) })
+            Ok(Watched::new(io, ConnHandle(Arc::new(trace))))
         })
     }
 }
 
 /// A connection made by [`Traced`]: notes when bytes are written to it.
-#[derive(Debug)]
-pub struct TracedStream<T> {
-    io: T,
-    trace: Arc<ConnTrace>,
-}
+pub type TracedStream<T> = Watched<T, ConnHandle>;
 
-impl<T> TracedStream<T> {
+impl Watch for ConnHandle {
+    fn connected(&self, under: Connected) -> Connected {
+        under.extra(self.clone())
+    }
+
     fn wrote(&self, n: usize) {
         if n > 0 {
-            let mut s = self.trace.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut s = self.0.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             s.last_write = Some(Instant::now());
         }
-    }
-}
-
-impl<T: Connection> Connection for TracedStream<T> {
-    fn connected(&self) -> Connected {
-        self.io.connected().extra(ConnHandle(self.trace.clone()))
-    }
-}
-
-impl<T: Read + Unpin> Read for TracedStream<T> {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: ReadBufCursor<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
-    }
-}
-
-impl<T: Write + Unpin> Write for TracedStream<T> {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        let this = self.get_mut();
-        let r = Pin::new(&mut this.io).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = r {
-            this.wrote(n);
-        }
-        r
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        let this = self.get_mut();
-        let r = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
-        if let Poll::Ready(Ok(n)) = r {
-            this.wrote(n);
-        }
-        r
     }
 }
 
