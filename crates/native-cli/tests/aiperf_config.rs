@@ -692,10 +692,7 @@ fn logged(lines: &[Value]) -> (Vec<String>, f64) {
 #[test]
 #[ignore = "needs AIPerf 0.13.0 from PyPI (1.2 GB venv): scripts/aiperf-venv.sh"]
 fn aiperf_sends_a_config_files_inline_records_as_we_do() {
-    let Some(venv) = aiperf_venv() else {
-        eprintln!("SKIP aiperf_sends_a_config_files_inline_records_as_we_do: PyPI unreachable, AIPerf not installed");
-        return;
-    };
+    let Some(venv) = aiperf_venv() else { return };
     let dir = tempfile::tempdir().unwrap();
     let records = "      - {text: \"hello there\", session_id: a, output_length: 3}\n      - {texts: [{name: q, contents: [\"and then\"]}], session_id: a, delay: 50, output_length: 4}\n      - {text: \"42\", role: user, extra: {temperature: 0.5}, output_length: 5}\n      - {text: \"What is machine learning?\"}\n";
     let run = |who: &str| -> (Vec<String>, f64) {

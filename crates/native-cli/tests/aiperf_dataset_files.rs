@@ -145,10 +145,7 @@ fn read_conversations(kind: &str, path: &Path) -> Trace {
 #[test]
 #[ignore = "needs AIPerf 0.13.0 from PyPI (1.2 GB venv): scripts/aiperf-venv.sh"]
 fn aiperfs_loaders_read_its_dataset_files_as_we_do() {
-    let Some(venv) = common::aiperf_venv() else {
-        eprintln!("SKIP aiperfs_loaders_read_its_dataset_files_as_we_do: PyPI unreachable, AIPerf not installed");
-        return;
-    };
+    let Some(venv) = common::aiperf_venv() else { return };
     for (kind, name) in [("single_turn", "single_turn.jsonl"), ("multi_turn", "multi_turn.jsonl")] {
         let path = fixture(name);
         assert_eq!(ours(&read_conversations(kind, &path)), theirs(&venv, kind, &path, 0), "{kind}");
@@ -171,10 +168,7 @@ fn aiperfs_loaders_read_its_dataset_files_as_we_do() {
 #[test]
 #[ignore = "needs AIPerf 0.13.0 from PyPI (1.2 GB venv): scripts/aiperf-venv.sh"]
 fn aiperfs_multi_turn_loader_caps_the_delays_as_we_do() {
-    let Some(venv) = common::aiperf_venv() else {
-        eprintln!("SKIP aiperfs_multi_turn_loader_caps_the_delays_as_we_do: AIPerf not installed");
-        return;
-    };
+    let Some(venv) = common::aiperf_venv() else { return };
     let path = fixture("multi_turn.jsonl");
     let mut trace = read_conversations("multi_turn", &path);
     let report = aiperf_core::trace::delay_cap::cap_delays(&mut trace, 0.5);
@@ -191,10 +185,7 @@ fn aiperfs_multi_turn_loader_caps_the_delays_as_we_do() {
 #[test]
 #[ignore = "needs AIPerf 0.13.0 from PyPI (1.2 GB venv): scripts/aiperf-venv.sh"]
 fn aiperfs_composer_draws_the_osl_of_turns_without_one_as_we_do() {
-    let Some(venv) = common::aiperf_venv() else {
-        eprintln!("SKIP aiperfs_composer_draws_the_osl_of_turns_without_one_as_we_do: AIPerf not installed");
-        return;
-    };
+    let Some(venv) = common::aiperf_venv() else { return };
     for (kind, name) in [("single_turn", "single_turn.jsonl"), ("multi_turn", "multi_turn.jsonl")] {
         let path = fixture(name);
         let mut trace = read_conversations(kind, &path);

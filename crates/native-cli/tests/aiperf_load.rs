@@ -34,10 +34,7 @@ fn most_in_flight(p: &[(u64, u64, u64)]) -> usize {
 #[test]
 fn prefill_concurrency_keeps_prefills_apart_under_the_concurrency() {
     let mock = Mock::start(&["--ttft-ms", "100", "--itl-ms", "40"]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = rows(8, 20, 10);
-    let trace = write_trace(dir.path(), &lines);
-    let art = dir.path().join("one");
+    let (dir, trace, art) = scratch_named(&rows(8, 20, 10), "one");
     let out = profile_streaming(&mock.url, &trace, &art, &["--concurrency", "3", "--prefill-concurrency", "1"], LIMIT);
     ok(&out);
     let p = prefills(&art);
@@ -84,12 +81,10 @@ fn prefill_concurrency_keeps_prefills_apart_under_the_concurrency() {
 #[test]
 fn user_centric_rate_spaces_each_users_turns_and_replaces_users_on_schedule() {
     let mock = Mock::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
-    let dir = tempfile::tempdir().unwrap();
     let lines: Vec<String> = (0..12)
         .map(|i| format!(r#"{{"session_id": "s{}", "input_length": {}, "output_length": 2}}"#, i / 3, 20 + i))
         .collect();
-    let trace = write_trace(dir.path(), &lines);
-    let art = dir.path().join("users");
+    let (_dir, trace, art) = scratch_named(&lines, "users");
     let extra = ["--user-centric-rate", "10", "--num-users", "2", "--request-count", "12"];
     let out = profile_streaming(&mock.url, &trace, &art, &extra, LIMIT);
     ok(&out);
@@ -116,10 +111,7 @@ fn user_centric_rate_spaces_each_users_turns_and_replaces_users_on_schedule() {
 #[test]
 fn the_warmup_keeps_its_prefill_limit() {
     let mock = Mock::start(&["--ttft-ms", "100", "--itl-ms", "20"]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = rows(4, 20, 10);
-    let trace = write_trace(dir.path(), &lines);
-    let art = dir.path().join("warm");
+    let (_dir, trace, art) = scratch_named(&rows(4, 20, 10), "warm");
     let extra = ["--concurrency", "4", "--warmup-request-count", "4", "--warmup-prefill-concurrency", "1"];
     ok(&profile_streaming(&mock.url, &trace, &art, &extra, LIMIT));
     let warm: Vec<_> = mock
@@ -180,10 +172,7 @@ fn the_warmup_consumes_its_sessions_and_the_run_takes_the_next_ones() {
 #[test]
 #[ignore = "needs AIPerf 0.13.0's venv (scripts/aiperf-venv.sh); scripts/test.sh runs it"]
 fn the_warmup_sends_aiperfs_turns_of_aiperfs_conversations() {
-    let Some(venv) = aiperf_venv() else {
-        eprintln!("SKIP the_warmup_sends_aiperfs_turns_of_aiperfs_conversations: AIPerf not installed");
-        return;
-    };
+    let Some(venv) = aiperf_venv() else { return };
     let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1", "--log-bodies"]);
     let dir = tempfile::tempdir().unwrap();
     let file = write_trace(dir.path(), &multi_turn_lines(6, 3));

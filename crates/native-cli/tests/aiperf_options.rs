@@ -294,40 +294,11 @@ fn dataset_sampling_strategy_sends_sessions_in_aiperfs_order() {
     assert_eq!(mock.arrivals().len(), sent);
 }
 
-/// A TCP relay to `target` that counts the connections it accepts.
-fn counting_relay(target: &str) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    use std::net::{Shutdown, TcpListener, TcpStream};
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let target = target.trim_start_matches("http://").trim_end_matches('/').to_owned();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let count = std::sync::Arc::new(AtomicUsize::new(0));
-    let seen = count.clone();
-    std::thread::spawn(move || {
-        for client in listener.incoming() {
-            let Ok(client) = client else { continue };
-            seen.fetch_add(1, Ordering::SeqCst);
-            let Ok(server) = TcpStream::connect(&target) else { continue };
-            for (mut from, mut to) in [
-                (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                (server.try_clone().unwrap(), client.try_clone().unwrap()),
-            ] {
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut from, &mut to);
-                    let _ = to.shutdown(Shutdown::Write);
-                });
-            }
-        }
-    });
-    (url, count)
-}
-
 /// `--connection-reuse-strategy never` opens a connection for every request (counted by a relay
 /// in front of the mock, and none of the records' connections reused); `pooled`, the default,
 /// keeps one for all the requests of a run at concurrency 1.
 #[test]
 fn connection_reuse_strategy_never_opens_a_connection_per_request() {
-    use std::sync::atomic::Ordering;
     const LIMIT: Duration = Duration::from_secs(120);
     let mock = common::Mock::start(&[]);
     let dir = tempfile::tempdir().unwrap();
@@ -335,7 +306,7 @@ fn connection_reuse_strategy_never_opens_a_connection_per_request() {
         (0..3).map(|i| format!(r#"{{"input_length": {}, "output_length": 2}}"#, 100 + i)).collect();
     let trace = common::write_trace(dir.path(), &lines);
     for strategy in ["pooled", "never"] {
-        let (url, connections) = counting_relay(&mock.url);
+        let (url, connections) = recording_relay(&mock.url);
         let art = dir.path().join(strategy);
         let args = [
             "--concurrency",
@@ -352,7 +323,7 @@ fn connection_reuse_strategy_never_opens_a_connection_per_request() {
         let lines = common::read_jsonl(&art.join("profile_export.jsonl"));
         assert_eq!(lines.len(), 6);
         let reused = lines.iter().filter(|l| l["trace_data"].get("connection_reused_ns").is_some()).count();
-        let opened = connections.load(Ordering::SeqCst);
+        let opened = connections.lock().unwrap().len();
         if strategy == "never" {
             // One connection to find out that the server answers, then one per request.
             assert_eq!((reused, opened), (0, 7), "{strategy}");

@@ -5,17 +5,11 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
 use common::*;
-use serde_json::Value;
 
 const LIMIT: Duration = Duration::from_secs(120);
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
-}
 
 /// A concurrency search from 1 to 2, ten requests a point.
 const SEARCH: [&str; 10] = [
@@ -44,7 +38,7 @@ fn the_latency_targets_are_the_searchs_per_request_slos_and_the_attainment_its_t
         LIMIT,
     );
     ok(&out);
-    let s = json(&art.join("profile_export_aiperf_search.json"));
+    let s = read_json(&art.join("profile_export_aiperf_search.json"));
     assert_eq!(s["stop"], "start_failed", "{s}");
     assert_eq!(s["input_config"]["goodput"], "time_to_first_token:5 request_latency:5000", "{s}");
     assert_eq!(s["input_config"]["ttft_sla_ms"], 5.0);
@@ -64,7 +58,7 @@ fn the_latency_targets_are_the_searchs_per_request_slos_and_the_attainment_its_t
         ["--ttft-sla-ms", "1000", "--tpot-sla-ms", "100", "--e2e-sla-ms", "5000", "--slo-attainment-fraction", "0.9"];
     let out = profile_streaming(&mock.url, &trace, &art, &[&SEARCH[..], &targets[..]].concat(), LIMIT);
     ok(&out);
-    let s = json(&art.join("profile_export_aiperf_search.json"));
+    let s = read_json(&art.join("profile_export_aiperf_search.json"));
     assert_eq!((s["stop"].clone(), s["capacity"].clone()), ("limit_passed".into(), 2.0.into()), "{s}");
     assert_eq!(s["settings"]["target_good_fraction"], 0.9);
     assert_eq!(
@@ -84,7 +78,7 @@ fn a_run_whose_error_rate_reaches_the_error_rate_sla_fails() {
     let (dir, trace, art) = scratch(&rows(10, 20, 4));
     let out = profile_streaming(&mock.url, &trace, &art, &[&SEARCH[..], &["--error-rate-sla", "0.05"]].concat(), LIMIT);
     ok(&out);
-    let s = json(&art.join("profile_export_aiperf_search.json"));
+    let s = read_json(&art.join("profile_export_aiperf_search.json"));
     assert_eq!(s["stop"], "start_failed", "{s}");
     assert_eq!(s["points"][0]["good_fractions"], serde_json::json!([0.0]));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -92,7 +86,7 @@ fn a_run_whose_error_rate_reaches_the_error_rate_sla_fails() {
     let art = dir.path().join("art2");
     let out = profile_streaming(&mock.url, &trace, &art, &[&SEARCH[..], &["--error-rate-sla", "0.99"]].concat(), LIMIT);
     ok(&out);
-    let s = json(&art.join("profile_export_aiperf_search.json"));
+    let s = read_json(&art.join("profile_export_aiperf_search.json"));
     assert_eq!((s["stop"].clone(), s["capacity"].clone()), ("limit_passed".into(), 2.0.into()), "{s}");
     assert!(s["input_config"]["goodput"].is_null(), "no per-request SLO: {s}");
 }

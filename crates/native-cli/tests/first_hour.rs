@@ -26,14 +26,6 @@ fn timed_trace(dir: &Path, n: usize, gap_ms: u64) -> PathBuf {
     write_trace(dir, &lines)
 }
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// Runs `aiperf-cli ARGS` in `cwd` with stdout and stderr on one pipe, reads its first line and
 /// closes the pipe, as `aiperf-cli … 2>&1 | head -1` does; returns the exit status and the line.
 fn through_head_1(cwd: &Path, args: &[&str]) -> (std::process::ExitStatus, String) {

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{BIN, Mock};
+use common::{BIN, Mock, stderr};
 
 /// Two rows in the writer's compact form (what `synthesize-trace` with no options writes back).
 const TRACE: &str = "{\"timestamp\":0,\"input_length\":1024,\"output_length\":8,\"hash_ids\":[0,1]}\n\
@@ -30,10 +30,6 @@ fn cli(args: &[&std::ffi::OsStr]) -> Output {
 
 fn os(s: &str) -> &std::ffi::OsStr {
     s.as_ref()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn trace_in(dir: &Path) -> PathBuf {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use aiperf_core::replay::sampling::{Sampler, Sampling};
 use aiperf_core::trace::Input;
 use aiperf_core::trace::random_pool::{Pool, sample};
+use common::stderr;
 use serde_json::{Value, json};
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -28,10 +29,6 @@ fn write(dir: &Path, name: &str, lines: &[&str]) -> std::path::PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, lines.join("\n") + "\n").unwrap();
     p
-}
-
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]

@@ -78,10 +78,6 @@ fn run(trace: &std::path::Path, art: &std::path::Path, extra: &[&str], env: &[(&
     profile_env(&args, env)
 }
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 /// Correlation ids a mock saw.
 fn sessions_of(mock: &Mock) -> BTreeSet<String> {
     mock.arrivals().iter().map(|a| a["headers"]["correlation_id"].as_str().unwrap().to_owned()).collect()

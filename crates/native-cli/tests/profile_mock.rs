@@ -641,9 +641,7 @@ fn export_level_summary_writes_the_summaries_without_the_records() {
 fn request_cancellation_cancels_a_seeded_share_after_the_delay() {
     // Every answer takes 400 ms to its first token, far longer than the 30 ms delay.
     let mock = Mock::start(&["--ttft-ms", "400", "--itl-ms", "1"]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = rows(40, 20, 3);
-    let trace = write_trace(dir.path(), &lines);
+    let (dir, trace, _) = scratch(&rows(40, 20, 3));
     let run = |name: &str, seed: &str| {
         let art = dir.path().join(name);
         let extra = [
@@ -705,9 +703,7 @@ fn request_cancellation_cancels_a_seeded_share_after_the_delay() {
 #[test]
 fn warmup_runs_at_its_own_rate_and_bounds_and_is_not_measured() {
     let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = rows(6, 20, 2);
-    let trace = write_trace(dir.path(), &lines);
+    let (dir, trace, _) = scratch(&rows(6, 20, 2));
     let warmup_of = |from: usize| -> (usize, usize) {
         let arrivals = mock.arrivals();
         let arrivals = &arrivals[from..];
@@ -850,9 +846,7 @@ fn scheduled_ms(art: &std::path::Path) -> Vec<f64> {
 #[test]
 fn ramps_raise_the_concurrency_and_the_rate_on_aiperfs_steps() {
     let mock = Mock::start(&["--ttft-ms", "2000", "--itl-ms", "1"]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = rows(4, 20, 1);
-    let trace = write_trace(dir.path(), &lines);
+    let (dir, trace, _) = scratch(&rows(4, 20, 1));
     // 1 → 4 over 1.5 s: 2 at 0.5 s, 3 at 1 s, 4 at 1.5 s; no answer comes before 2 s.
     let art = dir.path().join("concurrency");
     let out = profile_streaming(
@@ -898,9 +892,7 @@ fn ramps_raise_the_concurrency_and_the_rate_on_aiperfs_steps() {
 #[test]
 fn gamma_arrivals_follow_the_smoothness() {
     let mock = Mock::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = rows(10, 20, 1);
-    let trace = write_trace(dir.path(), &lines);
+    let (dir, trace, _) = scratch(&rows(10, 20, 1));
     let cv = |name: &str, flag: &str, k: &str| {
         let art = dir.path().join(name);
         let extra = [
@@ -935,9 +927,7 @@ fn gamma_arrivals_follow_the_smoothness() {
 #[test]
 fn a_rate_series_shapes_the_arrivals() {
     let mock = Mock::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = rows(5, 20, 1);
-    let trace = write_trace(dir.path(), &lines);
+    let (dir, trace, _) = scratch(&rows(5, 20, 1));
     let series = dir.path().join("series.json");
     std::fs::write(&series, r#"[{"time_s": 0, "qps": 10}, {"time_s": 1, "qps": 40}]"#).unwrap();
     let art = dir.path().join("art");

@@ -95,9 +95,7 @@ fn slice(scale: u64, time_scale: u64) -> Vec<String> {
 fn replay_and_check(lines: &[String], extra: &[&str]) -> Vec<(f64, u64, u64)> {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (url, model) = server();
-    let dir = tempfile::tempdir().unwrap();
-    let trace = write_trace(dir.path(), lines);
-    let art = dir.path().join("art");
+    let (_dir, trace, art) = scratch(lines);
     let args = [&["--streaming", "--request-timeout-seconds", "120"], extra].concat();
     let out = profile_real(&url, &model, &trace, &art, &args, Duration::from_secs(600));
     ok(&out);

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{BIN, Mock, profile_on, read_jsonl, tokenizer};
+use common::{BIN, Mock, profile_on, read_json, read_jsonl, tokenizer};
 use serde_json::Value;
 
 const LIMIT: Duration = Duration::from_secs(240);
@@ -19,10 +19,6 @@ fn trace(dir: &Path, n: usize) -> std::path::PathBuf {
     let text = std::fs::read_to_string(common::root().join("tests/fixtures/traces/conversation_trace.jsonl")).unwrap();
     let lines: Vec<String> = text.lines().take(n).map(str::to_owned).collect();
     common::write_trace(dir, &lines)
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn stat(m: &Value, name: &str, key: &str) -> f64 {
@@ -44,7 +40,7 @@ fn exported_counter_deltas_equal_what_the_mock_served_and_the_three_hit_rates_ar
     let records = read_jsonl(&art.join("profile_export.jsonl"));
     assert_eq!(records.len(), 30);
     let sum = |f: &str| records.iter().map(|r| r["metadata"]["usage"][f].as_f64().unwrap()).sum::<f64>();
-    let m = json(&art.join("server_metrics_export.json"));
+    let m = read_json(&art.join("server_metrics_export.json"));
     assert_eq!(stat(&m, "vllm:request_success", "total"), 30.0);
     assert_eq!(stat(&m, "vllm:prompt_tokens", "total"), sum("prompt_tokens"));
     assert_eq!(stat(&m, "vllm:generation_tokens", "total"), sum("completion_tokens"));
@@ -74,7 +70,7 @@ fn exported_counter_deltas_equal_what_the_mock_served_and_the_three_hit_rates_ar
     );
     assert!(line.contains("(vllm:prefix_cache_hits / vllm:prefix_cache_queries)"), "{line}");
     assert!(stdout.contains("Server: KV-cache usage avg"), "{stdout}");
-    let c = &json(&art.join("profile_export_aiperf.json"))["prefix_cache_comparison"];
+    let c = &read_json(&art.join("profile_export_aiperf.json"))["prefix_cache_comparison"];
     let (trace_rate, server, usage) =
         (c["trace_theoretical"].as_f64(), c["server_metrics"].as_f64(), c["usage_cached_tokens"].as_f64());
     assert!(trace_rate.is_some() && server.is_some(), "{c}");
@@ -210,7 +206,7 @@ fn extra_endpoints_are_scraped_beside_the_url_and_a_broken_one_is_warned_once() 
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(stderr.matches("warning: server metrics from").count(), 1, "{stderr}");
     assert!(stderr.contains(&extra[2]), "{stderr}");
-    let m = json(&art.join("server_metrics_export.json"));
+    let m = read_json(&art.join("server_metrics_export.json"));
     // `--url`'s own /metrics is the first extra one: de-duplicated.
     assert_eq!(m["summary"]["endpoints_configured"].as_array().map(Vec::len), Some(3));
     assert_eq!(m["summary"]["endpoints_successful"].as_array().map(Vec::len), Some(2));
@@ -292,7 +288,7 @@ fn failed_scrapes_of_an_endpoint_that_answered_are_counted_and_scraping_goes_on(
     assert_eq!(stderr.matches("warning: a scrape of server metrics from").count(), 1, "{stderr}");
     assert!(stderr.contains(&format!("{flaky} failed: HTTP 503 Service Unavailable; scraping goes on")), "{stderr}");
     assert!(!stderr.contains("are not collected"), "{stderr}");
-    let m = json(&art.join("server_metrics_export.json"));
+    let m = read_json(&art.join("server_metrics_export.json"));
     let info = &m["summary"]["endpoint_info"][&flaky];
     assert_eq!(info["failed_fetches"], 3, "{info}");
     let scrapes = seen.load(std::sync::atomic::Ordering::SeqCst);

@@ -20,10 +20,6 @@ fn rows(dir: &Path, n: usize, osl: u64) -> std::path::PathBuf {
     write_trace(dir, &lines)
 }
 
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
-}
-
 #[test]
 fn time_slices_hold_every_request_once_by_its_send_time() {
     let mock = Mock::start(&["--ttft-ms", "10", "--itl-ms", "2"]);
@@ -33,7 +29,7 @@ fn time_slices_hold_every_request_once_by_its_send_time() {
     let flags = ["--request-rate", "40", "--arrival-pattern", "constant", "--request-count", "30"];
     let out = profile_streaming(&mock.url, &trace, &art, &[&flags[..], &["--slice-duration", "0.3"]].concat(), LIMIT);
     ok(&out);
-    let t = json(&art.join("profile_export_aiperf_timeslices.json"));
+    let t = read_json(&art.join("profile_export_aiperf_timeslices.json"));
     let slices = t["timeslices"].as_array().unwrap();
     let records = read_jsonl(&art.join("profile_export.jsonl"));
     let sent: Vec<u64> = records.iter().map(|r| r["metadata"]["sent_ns"].as_u64().unwrap()).collect();
@@ -94,7 +90,7 @@ fn a_sweep_with_repeats_writes_every_sub_run_the_aggregates_and_the_summary() {
             assert_eq!(s["request_count"]["avg"], 6.0);
             assert_eq!(s["aiperf_cli_config"]["concurrency"].as_u64().unwrap().to_string(), v);
         }
-        let agg = json(&art.join(v).join("profile_export_aiperf_aggregate.json"));
+        let agg = read_json(&art.join(v).join("profile_export_aiperf_aggregate.json"));
         assert_eq!(agg["num_profile_runs"], 2);
         let ttft = &agg["metrics"]["time_to_first_token"]["p50"];
         assert_eq!(ttft["count"], 2);
@@ -103,7 +99,7 @@ fn a_sweep_with_repeats_writes_every_sub_run_the_aggregates_and_the_summary() {
         assert!(lo <= mean && mean <= hi && mean >= 5.0, "{ttft}");
         assert!(art.join(v).join("profile_export_aiperf_aggregate.csv").is_file());
     }
-    let sweep = json(&art.join("profile_export_aiperf_sweep.json"));
+    let sweep = read_json(&art.join("profile_export_aiperf_sweep.json"));
     assert_eq!(sweep["sweep_parameter"], "concurrency");
     assert_eq!(sweep["input_config"]["concurrency"], serde_json::json!([1.0, 3.0]));
     let values: Vec<f64> = sweep["points"].as_array().unwrap().iter().map(|p| p["value"].as_f64().unwrap()).collect();
@@ -141,7 +137,7 @@ fn sigterm_during_a_sweep_keeps_the_finished_sub_runs_and_their_summary() {
     assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
     let out = wait_limited(child, Duration::from_secs(60));
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
-    let sweep = json(&art.join("profile_export_aiperf_sweep.json"));
+    let sweep = read_json(&art.join("profile_export_aiperf_sweep.json"));
     let points = sweep["points"].as_array().unwrap();
     assert_eq!(points.len(), 2, "{sweep}");
     assert_eq!((points[0]["was_cancelled"].clone(), points[1]["was_cancelled"].clone()), (false.into(), true.into()));
@@ -192,7 +188,7 @@ fn the_capacity_search_resolves_and_each_point_is_its_sub_runs_good_fraction() {
         LIMIT,
     );
     ok(&out);
-    let s = json(&art.join("profile_export_aiperf_search.json"));
+    let s = read_json(&art.join("profile_export_aiperf_search.json"));
     let points = s["points"].as_array().unwrap();
     // A machine too busy to keep even 16 req/s within the SLO fails the start, and the search
     // rightly ends there; what follows holds either way.
@@ -271,7 +267,7 @@ fn a_speed_up_list_replays_the_trace_once_per_ratio() {
             .collect();
         assert_eq!(sent.iter().max().copied(), Some((1000.0 / ratio) as u64), "{v}: {sent:?}");
     }
-    let sweep = json(&art.join("profile_export_aiperf_sweep.json"));
+    let sweep = read_json(&art.join("profile_export_aiperf_sweep.json"));
     assert_eq!(sweep["sweep_parameter"], "synthesis_speedup_ratio");
     // synthesize-trace takes one ratio.
     let out = Command::new(BIN)
@@ -298,7 +294,7 @@ fn repeated_runs_without_a_sweep_are_aggregated_in_the_artifact_folder() {
     for k in 1..=3 {
         assert_eq!(summary(&art.join(format!("run_{k}")))["request_count"]["avg"], 4.0);
     }
-    let agg = json(&art.join("profile_export_aiperf_aggregate.json"));
+    let agg = read_json(&art.join("profile_export_aiperf_aggregate.json"));
     assert_eq!((agg["num_profile_runs"].clone(), agg["confidence_level"].clone()), (3.into(), 0.9.into()));
     assert_eq!(agg["runs"], serde_json::json!(["run_1", "run_2", "run_3"]));
     let count = &agg["metrics"]["request_count"]["avg"];
@@ -326,7 +322,7 @@ fn repeats_after_the_first_skip_the_warm_up_unless_asked() {
     ok(&profile_streaming(&mock.url, &trace, &art, &flags, LIMIT));
     assert_eq!(mock.arrivals().len(), 2 + 3 * 4);
     for (k, warmed) in [(1, true), (2, false), (3, false)] {
-        let s = json(&art.join(format!("run_{k}/profile_export_aiperf.json")));
+        let s = read_json(&art.join(format!("run_{k}/profile_export_aiperf.json")));
         let phases = s["input_config"]["phases"].as_array().unwrap();
         assert_eq!(phases.len(), if warmed { 2 } else { 1 }, "run_{k}: {phases:?}");
         assert_eq!(s["aiperf_cli_config"].get("warmup_skipped").is_some(), !warmed, "run_{k}");
@@ -336,7 +332,7 @@ fn repeats_after_the_first_skip_the_warm_up_unless_asked() {
     let every = [&flags[..], &["--no-profile-run-disable-warmup-after-first"]].concat();
     ok(&profile_streaming(&mock.url, &trace, &art, &every, LIMIT));
     assert_eq!(mock.arrivals().len(), 14 + 3 * (2 + 4));
-    let s = json(&art.join("run_3/profile_export_aiperf.json"));
+    let s = read_json(&art.join("run_3/profile_export_aiperf.json"));
     assert_eq!(s["input_config"]["phases"].as_array().unwrap().len(), 2);
 }
 
@@ -355,7 +351,8 @@ fn runs_take_aiperfs_seeds() {
         s.sort_unstable();
         s
     };
-    let seed = |run: &Path| json(&run.join("profile_export_aiperf.json"))["aiperf_cli_config"]["random_seed"].clone();
+    let seed =
+        |run: &Path| read_json(&run.join("profile_export_aiperf.json"))["aiperf_cli_config"]["random_seed"].clone();
     let flags =
         ["--request-rate", "50", "--arrival-pattern", "poisson", "--request-count", "6", "--num-profile-runs", "2"];
     let flags = [&flags[..], &["--random-seed", "5", "--ui-type", "none"]].concat();

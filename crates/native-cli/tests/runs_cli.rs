@@ -36,10 +36,6 @@ fn cli(args: &[&str]) -> Output {
     wait_limited(child, LIMIT)
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 /// Two runs of the same trace: one with a goodput SLO, one with --use-server-token-count.
 fn two_runs(dir: &Path) -> (String, String) {
     let mock = Mock::start(&["--ttft-ms", "15", "--itl-ms", "2"]);
@@ -155,10 +151,7 @@ fn bad_runs_are_refused_with_where_and_why() {
 #[test]
 fn a_sweep_folder_is_drawn_as_a_curve_and_its_sub_runs_compared() {
     let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
-    let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = rows(8, 20, 4);
-    let trace = write_trace(dir.path(), &lines);
-    let art = dir.path().join("sweep");
+    let (dir, trace, art) = scratch_named(&rows(8, 20, 4), "sweep");
     let flags = ["--concurrency", "1,2,4", "--request-count", "8", "--goodput", "time_to_first_token:1000"];
     ok(&profile_streaming(&mock.url, &trace, &art, &flags, LIMIT));
     let html_path = dir.path().join("sweep.html");
@@ -236,12 +229,10 @@ fn context_overflows_are_counted_and_shown_in_report_and_compare() {
     // The mock answers a prompt and max_tokens over its context as vLLM does (HTTP 400, "This
     // model's maximum context length is …"); a mock token is a word of the prompt.
     let mock = Mock::start(&["--max-model-len", "100"]);
-    let dir = tempfile::tempdir().unwrap();
     let lines: Vec<String> = (0..8)
         .map(|i| format!(r#"{{"input_length": {}, "output_length": 4}}"#, if i % 4 == 3 { 400 } else { 10 }))
         .collect();
-    let trace = write_trace(dir.path(), &lines);
-    let art = dir.path().join("art");
+    let (dir, trace, art) = scratch(&lines);
     ok(&profile_on(&mock.url, &trace, &art, &["--concurrency", "2"], LIMIT));
     let s = summary(&art);
     assert_eq!(

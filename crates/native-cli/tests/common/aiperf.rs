@@ -7,13 +7,17 @@ use std::time::Duration;
 use super::{root, wait_limited};
 
 /// The AIPerf virtual environment (`scripts/aiperf-venv.sh`), or `None` (after the script printed
-/// its "aiperf-venv: SKIP:" line) when PyPI can't be reached.
+/// its "aiperf-venv: SKIP:" line, and a `SKIP` line naming the calling test) when PyPI can't be
+/// reached: a test without it returns.
 pub fn aiperf_venv() -> Option<PathBuf> {
     let out =
         Command::new("bash").arg(root().join("scripts/aiperf-venv.sh")).stderr(Stdio::inherit()).output().unwrap();
     match out.status.code() {
         Some(0) => Some(PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())),
-        Some(77) => None,
+        Some(77) => {
+            eprintln!("SKIP {}: AIPerf 0.13.0 not installed", std::thread::current().name().unwrap_or("a test"));
+            None
+        }
         _ => panic!("scripts/aiperf-venv.sh failed: {:?}", out.status),
     }
 }

@@ -73,9 +73,14 @@ pub fn rows(n: u64, first_input: u64, output: u64) -> Vec<String> {
 /// A temporary folder holding a trace of `lines` (`trace.jsonl`), and the path of an artifact
 /// folder in it (`art`, not created).
 pub fn scratch(lines: &[String]) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    scratch_named(lines, "art")
+}
+
+/// [`scratch`] with the artifact folder named `art`.
+pub fn scratch_named(lines: &[String], art: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let trace = write_trace(dir.path(), lines);
-    let art = dir.path().join("art");
+    let art = dir.path().join(art);
     (dir, trace, art)
 }
 
@@ -185,9 +190,24 @@ pub fn ok(out: &Output) {
     );
 }
 
+/// A command's standard error, as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A command's standard output, as text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The JSON document at `path`.
+pub fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
+}
+
 /// The summary export of an artifact folder.
 pub fn summary(dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("profile_export_aiperf.json")).unwrap()).unwrap()
+    read_json(&dir.join("profile_export_aiperf.json"))
 }
 
 /// A line of `profile_export.jsonl` read as the tool reads it (the core's reader).
