@@ -10,20 +10,16 @@ use crate::server::prometheus::{self, Kind, Labels};
 use crate::server::series::{EndpointSeries, Part};
 use crate::server::units::infer_unit;
 
-/// AIPerf's column names, which a label of the same name does not take.
-const RESERVED: [&str; 11] = [
-    "endpoint_url",
-    "metric_name",
-    "metric_type",
-    "unit",
-    "description",
-    "timestamp_ns",
-    "value",
-    "sum",
-    "count",
-    "bucket_le",
-    "bucket_count",
-];
+/// AIPerf's columns ahead of the label columns, in its order: the series and the scrape's time.
+pub const HEAD_COLUMNS: [&str; 6] =
+    ["endpoint_url", "metric_name", "metric_type", "unit", "description", "timestamp_ns"];
+/// AIPerf's columns after the label columns, in its order: the values.
+pub const VALUE_COLUMNS: [&str; 5] = ["value", "sum", "count", "bucket_le", "bucket_count"];
+
+/// Whether `name` is one of AIPerf's own columns, which a label of the same name does not take.
+fn reserved(name: &str) -> bool {
+    HEAD_COLUMNS.contains(&name) || VALUE_COLUMNS.contains(&name)
+}
 
 /// One row of the raw export.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,7 +55,7 @@ pub fn raw_rows(endpoints: &[EndpointSeries], start_ns: u64) -> RawTable {
     let label_keys: Vec<String> = endpoints
         .iter()
         .flat_map(|ep| ep.columns.iter().flat_map(|c| c.labels.iter().map(|(k, _)| k.clone())))
-        .filter(|k| !RESERVED.contains(&k.as_str()))
+        .filter(|k| !reserved(k))
         .collect::<BTreeSet<String>>()
         .into_iter()
         .collect();

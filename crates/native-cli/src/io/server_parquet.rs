@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use aiperf_core::server::raw::{RawRow, RawTable};
+use aiperf_core::server::raw::{HEAD_COLUMNS, RawRow, RawTable, VALUE_COLUMNS};
 use anyhow::{Context, Result};
 use parquet::basic::{Compression, LogicalType, Repetition, Type as Physical};
 use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
@@ -62,21 +62,16 @@ fn field(name: &str, physical: Physical) -> Result<Arc<Type>> {
 
 fn schema(t: &RawTable) -> Result<Arc<Type>> {
     let text = Physical::BYTE_ARRAY;
+    let head = [text, text, text, text, text, Physical::INT64];
+    let values = [Physical::DOUBLE, Physical::DOUBLE, Physical::DOUBLE, text, Physical::DOUBLE];
     let mut fields = Vec::new();
-    for name in ["endpoint_url", "metric_name", "metric_type", "unit", "description"] {
-        fields.push(field(name, text)?);
+    for (name, p) in HEAD_COLUMNS.into_iter().zip(head) {
+        fields.push(field(name, p)?);
     }
-    fields.push(field("timestamp_ns", Physical::INT64)?);
     for k in &t.label_keys {
         fields.push(field(k, text)?);
     }
-    for (name, p) in [
-        ("value", Physical::DOUBLE),
-        ("sum", Physical::DOUBLE),
-        ("count", Physical::DOUBLE),
-        ("bucket_le", text),
-        ("bucket_count", Physical::DOUBLE),
-    ] {
+    for (name, p) in VALUE_COLUMNS.into_iter().zip(values) {
         fields.push(field(name, p)?);
     }
     Ok(Arc::new(Type::group_type_builder("schema").with_fields(fields).build()?))

@@ -1,7 +1,9 @@
 //! A trace's rows grouped into sessions and made a schedule: fixed at the trace's timestamps,
 //! at a rate, or as fast as allowed; every row's times checked against the longest wait.
 
-use super::{ArrivalPattern, Generator, Graph, Node, Schedule, Session, Shard, Start, Starts, Turn, TurnTiming};
+use super::arrivals::{ArrivalPattern, Generator};
+use super::model::{Graph, Node, Schedule, Session, Start, Starts, Turn, TurnTiming};
+use super::shard::Shard;
 use crate::duration;
 use crate::hashing::FastMap;
 use crate::replay::sampling::Sampling;

@@ -3,7 +3,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{ArrivalPattern, Rng, Schedule, Session, Start, Starts};
+use super::arrivals::{ArrivalPattern, Rng};
+use super::model::{Schedule, Session, Start, Starts};
 use crate::replay::sampling::{Sampler, Sampling};
 
 /// Iterator over a schedule's session runs (see [`Schedule::starts`]).

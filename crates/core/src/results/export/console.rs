@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{cpu_per_request_us, scalars, url_name};
+use super::fields::{cpu_per_request_us, scalars, url_name};
 use crate::datetime::iso8601;
 use crate::replay::sharding::Sharding;
 use crate::results::aggregate::Report;

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::{replay_sched_lag, scalars, stat_keys, url_name};
+use super::fields::{replay_sched_lag, scalars, stat_keys, url_name};
 use crate::csv;
 use crate::results::metrics::Metric;
 use crate::results::summary::RunSummary;

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{cpu_per_request_us, replay_sched_lag, scalars, url_name};
+use super::fields::{cpu_per_request_us, replay_sched_lag, scalars, url_name};
 use crate::datetime::iso8601;
 use crate::results::aggregate::{Adjusted, Report, UrlReport};
 use crate::results::metrics::Metric;

@@ -3,6 +3,9 @@
 
 use crate::results::record::{CANCELLED, HttpTiming, RecordError, RequestRecord, ServerUsage};
 
+/// The error kind of an error that AIPerf wrote without a `type`.
+pub(super) const UNTYPED: &str = "error";
+
 /// Milliseconds (a metric's value) as whole nanoseconds; `None` unless finite, not negative and
 /// within `u64`.
 pub(super) fn ms_to_ns(ms: f64) -> Option<u64> {

@@ -1,8 +1,7 @@
 //! The fast reader: the common form of a line (strings without escapes) read with
 //! [`crate::json_scan`] into a reused record, `None` on anything it does not fully understand.
 
-use super::UNTYPED;
-use super::assemble::{HTTP_KEYS, Said, assemble, ms_to_ns};
+use super::assemble::{HTTP_KEYS, Said, UNTYPED, assemble, ms_to_ns};
 use crate::json_scan::Cursor;
 use crate::results::record::{RecordError, RequestRecord, ServerUsage};
 

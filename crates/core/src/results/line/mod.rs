@@ -29,20 +29,13 @@ mod write;
 
 pub use fast::parse_fast;
 pub use reference::parse_serde;
-pub use write::record_line;
 pub(super) use write::{ErrorOut, Meta, error_out, metadata};
+pub use write::{RECORD_PROCESSOR_ID, WORKER_ID, record_line};
 
 use crate::results::record::RequestRecord;
 
-/// The error kind of an error that AIPerf wrote without a `type`.
-const UNTYPED: &str = "error";
-
 /// The name of the per-request export.
 pub const RECORDS_FILE: &str = "profile_export.jsonl";
-
-/// AIPerf's `worker_id` and `record_processor_id` in every line (one process sends and records).
-pub const WORKER_ID: &str = "worker_0";
-pub const RECORD_PROCESSOR_ID: &str = "record_processor_0";
 
 /// Reads one line of `profile_export.jsonl` (ours, AIPerf's, or one written by an earlier
 /// version of this tool) into `rec`: `Ok(false)` for a blank line or a warm-up request, else

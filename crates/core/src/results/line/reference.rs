@@ -3,8 +3,7 @@
 
 use serde::Deserialize;
 
-use super::UNTYPED;
-use super::assemble::{Said, assemble, ms_to_ns};
+use super::assemble::{Said, UNTYPED, assemble, ms_to_ns};
 use super::write::Valued;
 use crate::results::record::{RecordError, RequestRecord, ServerUsage};
 

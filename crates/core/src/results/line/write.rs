@@ -4,9 +4,12 @@
 use serde::Serialize;
 
 use super::assemble::{chunks_from_metrics, token_count};
-use super::{RECORD_PROCESSOR_ID, WORKER_ID};
 use crate::results::metrics::{Metric, RequestMetrics};
 use crate::results::record::{RequestRecord, ServerUsage};
+
+/// AIPerf's `worker_id` and `record_processor_id` in every line (one process sends and records).
+pub const WORKER_ID: &str = "worker_0";
+pub const RECORD_PROCESSOR_ID: &str = "record_processor_0";
 
 /// One line of `profile_export.jsonl` (with its newline): AIPerf's `MetricRecordInfo` — its
 /// metadata with wall-clock times (`t0_unix_ns` is the run's time zero on the wall clock), the

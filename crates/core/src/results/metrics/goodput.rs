@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Metric, RequestMetrics};
+use super::metric::Metric;
+use super::request::RequestMetrics;
 
 /// One service-level objective of `--goodput`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

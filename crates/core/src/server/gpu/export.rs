@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::DCGM_FIELDS;
+use super::dcgm::DCGM_FIELDS;
 use crate::csv;
 use crate::stats::REPORT_PERCENTILES;
 

@@ -4,27 +4,24 @@
 //! ([`DCGM_FIELDS`]) are renamed and scaled to its units, and each scrape of each GPU is one
 //! line of `gpu_telemetry_export.jsonl` (AIPerf's `TelemetryRecord`, absent values left out).
 //! [`GpuTelemetry`] keeps every GPU's values for the run's per-GPU summary.
-
 //!
-//! Here the DCGM fields and one scrape's records; `telemetry`: every GPU's values over the run and
-//! their summaries; `export`: AIPerf's `telemetry_data` block, written and read back; `energy`:
-//! AIPerf's GPU energy-efficiency metrics.
+//! `dcgm`: the DCGM fields; `record`: one scrape's records and their lines; `telemetry`: every
+//! GPU's values over the run and their summaries; `export`: AIPerf's `telemetry_data` block,
+//! written and read back; `energy`: AIPerf's GPU energy-efficiency metrics.
 
+mod dcgm;
 mod energy;
 mod export;
+mod record;
 mod telemetry;
 
+pub use dcgm::{DCGM_FIELDS, DcgmField};
 pub use energy::{
     EFFICIENCY_METRICS, EFFICIENCY_VENDORS, EfficiencyInputs, EfficiencyMetric, EnergyMetric, VendorEnergy, efficiency,
 };
 pub use export::{GpuExport, GpuStats, TelemetryExport};
+pub use record::{GpuId, GpuRecord, records_of};
 pub use telemetry::{GpuSummary, GpuTelemetry, endpoint_display};
-
-use std::collections::BTreeMap;
-
-use serde_json::{Map, Value, json};
-
-use crate::server::prometheus::Family;
 
 /// AIPerf's file of GPU telemetry records.
 pub const JSONL_FILE: &str = "gpu_telemetry_export.jsonl";
@@ -32,204 +29,11 @@ pub const JSONL_FILE: &str = "gpu_telemetry_export.jsonl";
 /// AIPerf's default DCGM exporter endpoints.
 pub const DEFAULT_ENDPOINTS: [&str; 2] = ["http://localhost:9400/metrics", "http://localhost:9401/metrics"];
 
-/// One DCGM field AIPerf reads: the exporter's name, AIPerf's field, the factor to AIPerf's unit,
-/// the unit and the name AIPerf shows.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DcgmField {
-    pub dcgm: &'static str,
-    pub field: &'static str,
-    pub scale: f64,
-    pub unit: &'static str,
-    pub display: &'static str,
-}
-
-const fn f(
-    dcgm: &'static str,
-    field: &'static str,
-    scale: f64,
-    unit: &'static str,
-    display: &'static str,
-) -> DcgmField {
-    DcgmField { dcgm, field, scale, unit, display }
-}
-
-/// The DCGM fields, in the order of AIPerf's `TelemetryMetrics`.
-pub const DCGM_FIELDS: [DcgmField; 11] = [
-    f("DCGM_FI_DEV_POWER_USAGE", "nvidia_power_usage", 1.0, "W", "NVIDIA GPU Power Usage"),
-    // mJ → MJ
-    f("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "nvidia_energy_consumption", 1e-9, "MJ", "NVIDIA Energy Consumption"),
-    f("DCGM_FI_DEV_GPU_UTIL", "nvidia_gpu_utilization", 1.0, "%", "NVIDIA GPU Utilization"),
-    f("DCGM_FI_DEV_MEM_COPY_UTIL", "nvidia_memory_utilization", 1.0, "%", "NVIDIA Memory Utilization"),
-    // MiB → GB
-    f("DCGM_FI_DEV_FB_USED", "nvidia_memory_used", 1.048576e-3, "GB", "NVIDIA GPU Memory Used"),
-    f("DCGM_FI_DEV_GPU_TEMP", "nvidia_temperature", 1.0, "°C", "NVIDIA GPU Temperature"),
-    // ratio → percent
-    f("DCGM_FI_PROF_SM_ACTIVE", "nvidia_sm_utilization", 100.0, "%", "NVIDIA SM Utilization"),
-    f("DCGM_FI_DEV_DEC_UTIL", "nvidia_decoder_utilization", 1.0, "%", "NVIDIA Decoder Utilization"),
-    f("DCGM_FI_DEV_ENC_UTIL", "nvidia_encoder_utilization", 1.0, "%", "NVIDIA Encoder Utilization"),
-    f("DCGM_FI_DEV_XID_ERRORS", "nvidia_xid_errors", 1.0, "count", "NVIDIA XID Errors"),
-    // ns → µs
-    f("DCGM_FI_DEV_POWER_VIOLATION", "nvidia_power_violation", 1e-3, "us", "NVIDIA Power Violation"),
-];
-
-/// Who a GPU is (its DCGM labels).
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct GpuId {
-    pub index: u32,
-    pub uuid: Option<String>,
-    pub model_name: Option<String>,
-    pub pci_bus_id: Option<String>,
-    pub device: Option<String>,
-    pub hostname: Option<String>,
-    pub namespace: Option<String>,
-    pub pod_name: Option<String>,
-}
-
-/// One GPU at one scrape.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GpuRecord {
-    pub timestamp_ns: u64,
-    /// The exporter's URL (as shown: credentials redacted).
-    pub url: String,
-    pub gpu: GpuId,
-    /// Values of [`DCGM_FIELDS`] (by position) in AIPerf's units.
-    pub values: [Option<f64>; 11],
-}
-
-/// The GPUs of one exporter page, in GPU index order; samples without a numeric `gpu` label and
-/// values that are not finite are left out, as AIPerf does.
-pub fn records_of(timestamp_ns: u64, url: &str, families: &[Family]) -> Vec<GpuRecord> {
-    let mut gpus: BTreeMap<u32, GpuRecord> = BTreeMap::new();
-    for fam in families {
-        let Some(i) = DCGM_FIELDS.iter().position(|d| d.dcgm == fam.name.trim_end_matches("_total")) else {
-            continue;
-        };
-        for s in &fam.samples {
-            let label = |k: &str| s.labels.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-            let Some(index) = label("gpu").and_then(|g| g.parse::<u32>().ok()) else {
-                continue;
-            };
-            if !s.value.is_finite() {
-                continue;
-            }
-            let rec = gpus.entry(index).or_insert_with(|| GpuRecord {
-                timestamp_ns,
-                url: url.to_owned(),
-                gpu: GpuId {
-                    index,
-                    uuid: label("UUID"),
-                    model_name: label("modelName"),
-                    pci_bus_id: label("pci_bus_id"),
-                    device: label("device"),
-                    hostname: label("Hostname"),
-                    namespace: label("namespace"),
-                    pod_name: label("pod"),
-                },
-                values: [None; 11],
-            });
-            rec.values[i] = Some(s.value * DCGM_FIELDS[i].scale);
-        }
-    }
-    gpus.into_values().collect()
-}
-
-impl GpuRecord {
-    /// Its line of `gpu_telemetry_export.jsonl` (AIPerf's `TelemetryRecord`; absent values left
-    /// out), without the newline.
-    pub fn jsonl_line(&self) -> String {
-        let mut m = Map::new();
-        let g = &self.gpu;
-        m.insert("gpu_index".into(), json!(g.index));
-        for (k, v) in [
-            ("gpu_uuid", &g.uuid),
-            ("gpu_model_name", &g.model_name),
-            ("pci_bus_id", &g.pci_bus_id),
-            ("device", &g.device),
-            ("hostname", &g.hostname),
-            ("namespace", &g.namespace),
-            ("pod_name", &g.pod_name),
-        ] {
-            if let Some(v) = v {
-                m.insert(k.into(), json!(v));
-            }
-        }
-        m.insert("platform".into(), json!("nvidia"));
-        m.insert("timestamp_ns".into(), json!(self.timestamp_ns));
-        m.insert("telemetry_source_url".into(), json!(self.url));
-        let data: Map<String, Value> = DCGM_FIELDS
-            .iter()
-            .zip(self.values)
-            .filter_map(|(d, v)| v.map(|v| (d.field.to_owned(), json!(v))))
-            .collect();
-        m.insert("telemetry_data".into(), Value::Object(data));
-        Value::Object(m).to_string()
-    }
-}
-
-impl GpuRecord {
-    /// Reads a line of `gpu_telemetry_export.jsonl` (AIPerf's `TelemetryRecord`, ours or
-    /// AIPerf's); fields other than the DCGM ones are left out. An error names the field.
-    pub fn from_jsonl_line(line: &str) -> Result<GpuRecord, String> {
-        let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
-        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-        let index = v.get("gpu_index").and_then(Value::as_u64).and_then(|i| u32::try_from(i).ok());
-        let index = index.ok_or_else(|| format!("gpu_index: expected a GPU index, found {}", v["gpu_index"]))?;
-        let timestamp_ns = v.get("timestamp_ns").and_then(Value::as_u64);
-        let timestamp_ns = timestamp_ns
-            .ok_or_else(|| format!("timestamp_ns: expected Unix nanoseconds, found {}", v["timestamp_ns"]))?;
-        let data = v.get("telemetry_data").and_then(Value::as_object);
-        let data = data.ok_or_else(|| format!("telemetry_data: expected an object, found {}", v["telemetry_data"]))?;
-        let mut values = [None; 11];
-        for (slot, d) in values.iter_mut().zip(&DCGM_FIELDS) {
-            *slot = match data.get(d.field) {
-                None | Some(Value::Null) => None,
-                Some(x) => Some(
-                    x.as_f64().ok_or_else(|| format!("telemetry_data.{}: expected a number, found {x}", d.field))?,
-                ),
-            };
-        }
-        Ok(GpuRecord {
-            timestamp_ns,
-            url: s("telemetry_source_url").unwrap_or_default(),
-            gpu: GpuId {
-                index,
-                uuid: s("gpu_uuid"),
-                model_name: s("gpu_model_name"),
-                pci_bus_id: s("pci_bus_id"),
-                device: s("device"),
-                hostname: s("hostname"),
-                namespace: s("namespace"),
-                pod_name: s("pod_name"),
-            },
-            values,
-        })
-    }
-}
-
-/// AIPerf's GPU telemetry counters: cumulative since the GPU started, summarised by their rise
-/// over the window rather than by statistics.
-const COUNTERS: [&str; 3] = ["nvidia_energy_consumption", "nvidia_xid_errors", "nvidia_power_violation"];
-
-impl DcgmField {
-    /// Its name without the vendor and a leading "GPU" (`Power Usage`, `Energy Consumption`).
-    pub fn short(&self) -> &'static str {
-        self.display.trim_start_matches("NVIDIA ").trim_start_matches("GPU ")
-    }
-
-    /// Whether AIPerf summarises it as a counter: its rise over the run (the `avg` key alone).
-    pub fn is_counter(&self) -> bool {
-        COUNTERS.contains(&self.field)
-    }
-
-    /// The DCGM field AIPerf writes under `field`.
-    pub fn of_field(field: &str) -> Option<&'static DcgmField> {
-        DCGM_FIELDS.iter().find(|d| d.field == field)
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
     use crate::server::prometheus::{DEFAULT_LIMITS, parse};
 

@@ -4,11 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{
-    DCGM_FIELDS, DcgmField, GpuId, GpuRecord,
-    energy::VendorEnergy,
-    export::{GpuExport, GpuStats, TelemetryExport},
-};
+use super::dcgm::{DCGM_FIELDS, DcgmField};
+use super::energy::VendorEnergy;
+use super::export::{GpuExport, GpuStats, TelemetryExport};
+use super::record::{GpuId, GpuRecord};
 use crate::stats::Distribution;
 
 /// One scrape of one GPU: when (Unix ns) and the values of [`DCGM_FIELDS`] (by position).

@@ -1,6 +1,6 @@
 //! [`Clock`]: arrival times drawn from a learned [`ArrivalModel`], window by window.
 
-use super::{ARRIVALS_COMPONENT, Arrival, ArrivalModel, ArrivalOptions, SessionStyle, micro_ms};
+use super::model::{ARRIVALS_COMPONENT, Arrival, ArrivalModel, ArrivalOptions, SessionStyle, micro_ms};
 use crate::rng::{PyRandom, derive_seed};
 use crate::trace::Number;
 

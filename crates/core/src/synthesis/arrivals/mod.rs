@@ -31,8 +31,10 @@
 //! turns a `delay` instead of a timestamp when the source's did.
 
 mod clock;
+mod model;
 
 pub use clock::Clock;
+pub use model::{Arrival, ArrivalModel, ArrivalOptions, SessionStyle};
 
 use crate::trace::{Number, Trace};
 
@@ -40,74 +42,6 @@ use crate::trace::{Number, Trace};
 pub const BURSTS_PER_WINDOW: f64 = 20.0;
 /// Most model windows.
 pub const MAX_WINDOWS: usize = 100_000;
-/// The component name of the arrival generator's seed.
-const ARRIVALS_COMPONENT: &str = "synthesis.generate.arrivals";
-
-/// What was learned about when requests arrive.
-#[derive(Clone, Debug)]
-pub struct ArrivalModel {
-    start_ms: f64,
-    /// Width of a model window (ms).
-    window_ms: f64,
-    /// Requests per window of the smoothed curve, one per source window.
-    curve: Vec<f64>,
-    /// Variance of the lognormal residual's logarithm, and its lag-1 correlation.
-    log_var: f64,
-    log_phi: f64,
-    /// Requests per distinct timestamp.
-    burst_sizes: Vec<u32>,
-    mean_burst: f64,
-    /// Gaps between distinct timestamps in operational time (a window holds as many units as it
-    /// holds distinct timestamps).
-    unit_gaps: Vec<f64>,
-    /// Turns per session and gaps between a session's turns (ms), when the source has
-    /// conversations (empty otherwise).
-    turns: Vec<u32>,
-    turn_gaps: Vec<f64>,
-    /// How the source marks its sessions (and so the generated rows).
-    sessions: SessionStyle,
-}
-
-/// How a trace marks the turns of a session.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SessionStyle {
-    /// `conversation_id` on every turn, each with its timestamp.
-    #[default]
-    Conversation,
-    /// Mooncake's `session_id`, each turn with its timestamp.
-    SessionTimestamps,
-    /// Mooncake's `session_id`, later turns with a `delay` (ms after the previous turn).
-    SessionDelays,
-}
-
-/// One generated arrival.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Arrival {
-    /// Milliseconds, rounded to 1 µs.
-    pub time: Number,
-    /// The session (numbered from 0 in order of their starts), when the model has sessions.
-    pub session: Option<u64>,
-    /// For a later turn of a session: the gap after the previous turn (ms, rounded to 1 µs).
-    pub gap: Option<Number>,
-}
-
-/// Milliseconds rounded to 1 µs, whole ones as an integer.
-fn micro_ms(ms: f64) -> Number {
-    let ms = (ms * 1000.0).round() / 1000.0;
-    if ms.fract() == 0.0 && ms.abs() < 9e15 { Number::Int(ms as i64) } else { Number::Float(ms) }
-}
-
-/// Options of arrival generation.
-#[derive(Clone, Copy, Debug)]
-pub struct ArrivalOptions {
-    /// Divides every time (the whole timeline runs this much faster).
-    pub speedup: f64,
-    /// Multiplies the rate (more requests per window, same timeline).
-    pub intensity: f64,
-    /// The generated timeline stops here (ms after the start), if set.
-    pub duration_ms: Option<f64>,
-}
-
 impl ArrivalModel {
     /// Learns from the rows of `trace` that have a timestamp; `None` when none has.
     pub fn learn(trace: &Trace) -> Option<ArrivalModel> {

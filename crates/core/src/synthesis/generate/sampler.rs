@@ -1,7 +1,7 @@
 //! [`Sampler`]: the rows of a learned [`PrefixModel`], sampled a part at a time by one seeded
 //! walk of its contracted tree.
 
-use super::PrefixModel;
+use super::model::PrefixModel;
 use crate::rng::PyRandom;
 use crate::synthesis::arrivals::{ArrivalOptions, Clock, SessionStyle};
 use crate::synthesis::error::{MAX_OUTPUT_IDS, SynthesisError, room_for};

@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use super::generate::Normal;
+use super::normal::Normal;
 
 /// A length distribution of AIPerf's config file.
 #[derive(Clone, Debug, PartialEq)]

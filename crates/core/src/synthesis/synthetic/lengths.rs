@@ -2,8 +2,9 @@
 
 use serde_json::Value;
 
-use super::generate::Normal;
-use super::{SyntheticError, invalid, option};
+use super::error::{SyntheticError, invalid};
+use super::normal::Normal;
+use super::option;
 
 /// AIPerf's `--random-corpus-style`: which window `--random-range-ratio` draws from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -3,23 +3,11 @@
 
 use std::fmt::Write as _;
 
-use super::{
-    Axis, COLOURS, Frame, H, MB, ML, MR, MR_AXIS, MT, Range, Scale, W, close_with_tip, corner, esc, legend, open, tick,
+use super::frame::{
+    Axis, COLOURS, Frame, H, Line, MB, ML, MR, MR_AXIS, MT, Range, Scale, W, close_with_tip, corner, esc, legend, open,
+    tick,
 };
 use crate::view::charts::{Hist, Scatter};
-
-/// One line of a line chart.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Line<'a> {
-    pub name: String,
-    pub colour: &'a str,
-    pub dashed: bool,
-    pub points: Vec<(f64, f64)>,
-    /// Shown on hover over the line (empty: none).
-    pub tip: String,
-    /// One text per point, or none: with them every point is a marker showing its text on hover.
-    pub point_tips: Vec<String>,
-}
 
 /// Lines over a shared x axis; NaN values break a line.
 pub fn line_chart(id: &str, title: &str, x_label: &str, y_label: &str, lines: &[Line<'_>]) -> String {
@@ -337,7 +325,7 @@ pub fn lanes_chart(id: &str, title: &str, l: &Lanes<'_>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::TITLE_W;
+    use super::super::frame::TITLE_W;
     use super::*;
 
     #[test]
