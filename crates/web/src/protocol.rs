@@ -75,6 +75,23 @@ pub struct RunsView {
     pub records: Vec<u64>,
     pub html: String,
     pub compute_ms: f64,
+    /// Where `compute_ms` went.
+    pub stages: RunStages,
+}
+
+/// The worker's time (ms) per stage of a run view, summed over its runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunStages {
+    /// Waiting for the files' bytes and copying them into the worker's memory.
+    pub read_ms: f64,
+    /// Records parsed and added to the aggregate and the points.
+    pub parse_ms: f64,
+    /// The summary of the aggregate (percentiles and time-weighted metrics).
+    pub summary_ms: f64,
+    /// The run view's HTML (chart data and SVG).
+    pub html_ms: f64,
+    /// Chunks the records' bytes arrived in.
+    pub chunks: u64,
 }
 
 /// Worker → page.

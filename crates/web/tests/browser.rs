@@ -171,6 +171,7 @@ fn RunsHarness(_: &Harness) -> Html {
         records: vec![3, 4],
         html: r#"<svg><circle class="pt" data-run="1" data-i="2"></circle></svg>"#.into(),
         compute_ms: 1.0,
+        stages: Default::default(),
     };
     let shown =
         ShownRuns { view: Rc::new(view), generation: 1, record: Some("rec".into()), shown_ms: None, started: None };

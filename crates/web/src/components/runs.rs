@@ -102,7 +102,10 @@ fn RunsPanel(p: &RunsProps) -> Html {
         <section class="card runs-panel" aria-labelledby="runs-h">
             <div class="section-head">
                 <h2 id="runs-h">{ if v.labels.len() > 1 { "Runs compared" } else { "Run results" } }</h2>
-                <p class="muted small runs-timing" data-shown-ms={timing} data-compute-ms={format!("{:.1}", v.compute_ms)}>
+                <p class="muted small runs-timing" data-shown-ms={timing} data-compute-ms={format!("{:.1}", v.compute_ms)}
+                    data-read-ms={format!("{:.1}", v.stages.read_ms)} data-parse-ms={format!("{:.1}", v.stages.parse_ms)}
+                    data-summary-ms={format!("{:.1}", v.stages.summary_ms)} data-html-ms={format!("{:.1}", v.stages.html_ms)}
+                    data-chunks={v.stages.chunks.to_string()}>
                     { format!("computed in the worker in {}", millis(v.compute_ms)) }
                     { shown_ms.map(|ms| format!(" · on screen {} after the drop", millis(ms))).unwrap_or_default() }
                 </p>

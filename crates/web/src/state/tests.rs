@@ -52,7 +52,14 @@ fn loaded() -> Rc<AppState> {
 }
 
 fn runs_view(html: &str) -> Box<RunsView> {
-    Box::new(RunsView { labels: vec!["a".into()], baseline: 0, records: vec![3], html: html.into(), compute_ms: 1.0 })
+    Box::new(RunsView {
+        labels: vec!["a".into()],
+        baseline: 0,
+        records: vec![3],
+        html: html.into(),
+        compute_ms: 1.0,
+        stages: Default::default(),
+    })
 }
 
 #[test]

@@ -120,6 +120,7 @@ impl Worker for TraceWorker {
                 }
                 let mut view = runs::view(&inner.curves, &inner.runs, baseline);
                 view.compute_ms = now_ms() - t0;
+                view.stages.html_ms = view.compute_ms;
                 scope.respond(id, FromWorker::Runs(Box::new(view)));
             }
             ToWorker::Simulate { cluster } => {

@@ -8,7 +8,7 @@ use aiperf_core::view::{Run, RunLoader, RunSettings, gpu_energy_of_summary, gpu_
 
 use super::fetch::{fetch_text, next_chunk, reader};
 use super::model::Inner;
-use crate::protocol::{FromWorker, RunFiles, RunsView};
+use crate::protocol::{FromWorker, RunFiles, RunStages, RunsView};
 use crate::web::now_ms;
 
 /// Reads the runs and summaries of load `generation` into `inner`; the answer to send, or `None`
@@ -20,7 +20,8 @@ pub(super) async fn read(
     curves: &[(String, String)],
 ) -> Option<FromWorker> {
     let t0 = now_ms();
-    let loaded = match read_all(runs, curves).await {
+    let mut stages = RunStages::default();
+    let loaded = match read_all(runs, curves, &mut stages).await {
         Ok(loaded) => loaded,
         Err(message) => return Some(FromWorker::RunsFailed { message }),
     };
@@ -29,19 +30,27 @@ pub(super) async fn read(
         return None;
     }
     (inner.runs, inner.curves) = loaded;
+    let t1 = now_ms();
     let mut view = view(&inner.curves, &inner.runs, 0);
-    view.compute_ms = now_ms() - t0;
+    let t2 = now_ms();
+    stages.html_ms = t2 - t1;
+    view.stages = stages;
+    view.compute_ms = t2 - t0;
     Some(FromWorker::Runs(Box::new(view)))
 }
 
-async fn read_all(runs: &[RunFiles], curves: &[(String, String)]) -> Result<(Vec<Run>, Vec<Curve>), String> {
+async fn read_all(
+    runs: &[RunFiles],
+    curves: &[(String, String)],
+    stages: &mut RunStages,
+) -> Result<(Vec<Run>, Vec<Curve>), String> {
     let mut loaded_curves = Vec::new();
     for (url, name) in curves {
         loaded_curves.push(Curve::from_json(name, &fetch_text(url).await?).map_err(|e| e.to_string())?);
     }
     let mut loaded = Vec::new();
     for files in runs {
-        loaded.push(read_run(files).await?);
+        loaded.push(read_run(files, stages).await?);
     }
     Ok((loaded, loaded_curves))
 }
@@ -62,12 +71,14 @@ pub(super) fn view(curves: &[Curve], runs: &[Run], baseline: usize) -> RunsView 
         records: runs.iter().map(|r| r.points.len() as u64).collect(),
         html,
         compute_ms: 0.0,
+        stages: RunStages::default(),
     }
 }
 
 /// Reads one run: its summary file (for the settings, the GPUs and their energy efficiency), then
-/// its records, streamed.
-async fn read_run(files: &RunFiles) -> Result<Run, String> {
+/// its records, streamed; the time of each stage added to `stages`.
+async fn read_run(files: &RunFiles, stages: &mut RunStages) -> Result<Run, String> {
+    let t0 = now_ms();
     let (settings, gpus, gpu_energy) = match &files.config {
         Some((url, name)) => {
             let text = fetch_text(url).await?;
@@ -85,10 +96,20 @@ async fn read_run(files: &RunFiles) -> Result<Run, String> {
     let reader = reader(&files.records_url).await?;
     let mut loader = RunLoader::new(&files.records_name, settings);
     let mut buf = Vec::new();
+    let mut t = now_ms();
+    stages.read_ms += t - t0;
     while next_chunk(&reader, &mut buf).await? {
+        let got = now_ms();
+        stages.read_ms += got - t;
+        stages.chunks += 1;
         loader.push(&buf).map_err(|e| e.to_string())?;
+        t = now_ms();
+        stages.parse_ms += t - got;
     }
+    stages.read_ms += now_ms() - t;
+    let t = now_ms();
     let mut run = loader.finish(&files.label).map_err(|e| e.to_string())?;
+    stages.summary_ms += now_ms() - t;
     run.server = server;
     run.gpus = gpus;
     run.gpu_energy = gpu_energy;
