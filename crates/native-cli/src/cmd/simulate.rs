@@ -26,8 +26,8 @@ use aiperf_core::simulate::calibrate::steps::{StepCalibration, calibrate_steps};
 use aiperf_core::simulate::calibrate::{Calibration, Observation, calibrate};
 use aiperf_core::simulate::engine::{DEFAULT_MAX_BATCH_TOKENS, EngineMode};
 use aiperf_core::simulate::{
-    Cluster, Engine, MAX_REPLICAS, Policy, Router, SimRequest, Simulation, blocks_for_gb, sample_every_ns,
-    simulate_observed, trace_schedule,
+    BlockIds, Cluster, Engine, MAX_REPLICAS, Policy, Router, SimRequest, Simulation, blocks_for_gb, sample_every_ns,
+    simulate_numbered, trace_schedule,
 };
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, LineRead, Trace, read_line_capped};
 use anyhow::{Context, Result, bail};
@@ -225,7 +225,17 @@ pub fn run(args: Args) -> Result<()> {
     let loaded =
         crate::io::trace_format::read_trace_any(&args.file, &args.format, args.skip_invalid, args.max_line_bytes)?;
     let trace = loaded.trace;
-    let schedule = Arc::new(trace_schedule(&trace).with_context(|| format!("{}", args.file.display()))?);
+    // The trace's blocks are numbered on a thread of their own while its schedule is built.
+    let (schedule, ids) = std::thread::scope(|s| {
+        let numbering = s.spawn(|| BlockIds::of(&trace));
+        let schedule = trace_schedule(&trace);
+        (schedule, numbering.join())
+    });
+    let schedule = Arc::new(schedule.with_context(|| format!("{}", args.file.display()))?);
+    let mut ids = ids
+        .map_err(|_| anyhow::anyhow!("the numbering of the trace's blocks failed"))?
+        .with_context(|| format!("simulate {}", args.file.display()))?;
+    ids.mark_once(&trace, &schedule);
     let sample_every_ns = sample_every_ns(&schedule, args.samples);
     let engine = calibration.map_or(
         Engine {
@@ -257,7 +267,8 @@ pub fn run(args: Args) -> Result<()> {
             steps,
         };
         let fits = Fits { calibration: calibration.as_ref(), steps: step_calibration.as_ref() };
-        let (sim, report) = simulate_run(&args.output_dir.join(&name), &trace, &schedule, &cluster, fits, &args)?;
+        let input = Input { trace: &trace, schedule: &schedule, ids: &ids };
+        let (sim, report) = simulate_run(&args.output_dir.join(&name), input, &cluster, fits, &args)?;
         // Every simulated request succeeds: its time to first token and its latency from its
         // arrival (sent when it arrived) are the report's TTFT and effective latency.
         let p50_p99 = |m: Metric| [50.0, 99.0].map(|p| report.get(m).and_then(|d| d.percentile(p)).unwrap_or(0.0));
@@ -472,13 +483,20 @@ impl Handover {
     }
 }
 
+/// What every combination simulates: the trace, its schedule and its blocks numbered.
+#[derive(Clone, Copy)]
+struct Input<'a> {
+    trace: &'a Trace,
+    schedule: &'a Arc<Schedule>,
+    ids: &'a BlockIds,
+}
+
 /// One combination simulated into its folder: records and summaries like a real run's, and
 /// `simulation.json`. The requests are aggregated, and their records written, on a thread of
 /// their own as they end, while the simulation goes on.
 fn simulate_run(
     dir: &Path,
-    trace: &Trace,
-    schedule: &Arc<Schedule>,
+    Input { trace, schedule, ids }: Input<'_>,
     cluster: &Cluster,
     fits: Fits<'_>,
     args: &Args,
@@ -494,7 +512,7 @@ fn simulate_run(
             .spawn_scoped(s, || aggregate_ended(from, trace, out, &records_path))
             .context("cannot start the thread aggregating the simulated requests")?;
         let mut handover = Handover { to: Some(to), batch: Vec::with_capacity(HANDOVER_BATCH) };
-        let sim = simulate_observed(trace, Arc::clone(schedule), cluster, &mut |i, r| handover.push(i, r));
+        let sim = simulate_numbered(trace, Arc::clone(schedule), ids, cluster, &mut |i, r| handover.push(i, r));
         handover.send();
         drop(handover);
         Ok((sim, aggregating.join()))
@@ -576,7 +594,7 @@ fn aggregate_ended(
     mut out: Option<Box<dyn Write + Send>>,
     records_path: &Path,
 ) -> Result<Aggregate> {
-    let mut aggregate = Aggregate::default();
+    let mut aggregate = Aggregate::expecting(trace.len());
     for batch in from {
         for (_, r) in batch {
             // The aggregate takes a request's evenly spaced chunks as one gap; its line lists them
