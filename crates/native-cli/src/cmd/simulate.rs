@@ -232,10 +232,11 @@ pub fn run(args: Args) -> Result<()> {
         (schedule, numbering.join())
     });
     let schedule = Arc::new(schedule.with_context(|| format!("{}", args.file.display()))?);
-    let mut ids = ids
+    let mut numbered = ids
         .map_err(|_| anyhow::anyhow!("the numbering of the trace's blocks failed"))?
         .with_context(|| format!("simulate {}", args.file.display()))?;
-    ids.mark_once(&trace, &schedule);
+    numbered.mark_once(&trace, &schedule);
+    let mut ids = Some(numbered);
     let sample_every_ns = sample_every_ns(&schedule, args.samples);
     let engine = calibration.map_or(
         Engine {
@@ -251,7 +252,8 @@ pub fn run(args: Args) -> Result<()> {
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
 
     let mut rows = Vec::new();
-    for (replicas, kv_blocks, router, policy, name) in combos {
+    let last = combos.len().saturating_sub(1);
+    for (k, (replicas, kv_blocks, router, policy, name)) in combos.into_iter().enumerate() {
         let cluster = Cluster {
             replicas,
             kv_blocks,
@@ -267,7 +269,7 @@ pub fn run(args: Args) -> Result<()> {
             steps,
         };
         let fits = Fits { calibration: calibration.as_ref(), steps: step_calibration.as_ref() };
-        let input = Input { trace: &trace, schedule: &schedule, ids: &ids };
+        let input = Input { trace: &trace, schedule: &schedule, ids: &mut ids, last: k == last };
         let (sim, report) = simulate_run(&args.output_dir.join(&name), input, &cluster, fits, &args)?;
         // Every simulated request succeeds: its time to first token and its latency from its
         // arrival (sent when it arrived) are the report's TTFT and effective latency.
@@ -483,12 +485,13 @@ impl Handover {
     }
 }
 
-/// What every combination simulates: the trace, its schedule and its blocks numbered.
-#[derive(Clone, Copy)]
+/// What every combination simulates: the trace, its schedule and its blocks numbered (dropped
+/// once the last combination's simulation has run, before its report takes memory).
 struct Input<'a> {
     trace: &'a Trace,
     schedule: &'a Arc<Schedule>,
-    ids: &'a BlockIds,
+    ids: &'a mut Option<BlockIds>,
+    last: bool,
 }
 
 /// One combination simulated into its folder: records and summaries like a real run's, and
@@ -496,7 +499,7 @@ struct Input<'a> {
 /// their own as they end, while the simulation goes on.
 fn simulate_run(
     dir: &Path,
-    Input { trace, schedule, ids }: Input<'_>,
+    Input { trace, schedule, ids, last }: Input<'_>,
     cluster: &Cluster,
     fits: Fits<'_>,
     args: &Args,
@@ -506,17 +509,21 @@ fn simulate_run(
         .then(|| crate::io::exports::records_file(dir, &crate::io::exports::ExportNames::default()))
         .transpose()?;
     let records_path = dir.join(RECORDS_FILE);
+    let numbered = ids.as_ref().context("the trace's blocks were numbered for the combinations before")?;
     let (to, from) = std::sync::mpsc::sync_channel(HANDOVER_BATCHES);
     let (sim, aggregate) = std::thread::scope(|s| -> Result<_> {
         let aggregating = std::thread::Builder::new()
             .spawn_scoped(s, || aggregate_ended(from, trace, out, &records_path))
             .context("cannot start the thread aggregating the simulated requests")?;
         let mut handover = Handover { to: Some(to), batch: Vec::with_capacity(HANDOVER_BATCH) };
-        let sim = simulate_numbered(trace, Arc::clone(schedule), ids, cluster, &mut |i, r| handover.push(i, r));
+        let sim = simulate_numbered(trace, Arc::clone(schedule), numbered, cluster, &mut |i, r| handover.push(i, r));
         handover.send();
         drop(handover);
         Ok((sim, aggregating.join()))
     })?;
+    if last {
+        *ids = None;
+    }
     let sim = sim.context("simulate")?;
     let mut aggregate =
         aggregate.map_err(|_| anyhow::anyhow!("the aggregation of the simulated requests failed"))??;
