@@ -149,7 +149,7 @@ impl Started {
 struct Sim<'a> {
     trace: &'a Trace,
     /// The trace's hash ids as dense block numbers, row by row as in the trace's arena.
-    ids: Vec<u32>,
+    ids: &'a [u32],
     blocks: Blocks,
     /// Each replica's cached prefix of the request being routed.
     overlaps: Vec<u32>,
@@ -187,16 +187,59 @@ pub fn simulate_observed(
     on_end: &mut dyn FnMut(usize, &SimRequest),
 ) -> Result<Simulation, SimulateError> {
     cluster.check()?;
-    let mut interner = Interner::new();
-    let mut ids: Vec<u32> = trace.all_hash_ids().iter().map(|&id| interner.intern(id)).collect();
-    if interner.overflowed() {
-        return Err(SimulateError::TooManyBlocks);
+    let mut ids = BlockIds::of(trace)?;
+    ids.mark_once(trace, &schedule);
+    simulate_numbered(trace, schedule, &ids, cluster, on_end)
+}
+
+/// The trace's hash ids numbered densely from 0 (the block table's numbers), row by row as in
+/// the trace's arena: made once for every simulation of the trace, and apart from its schedule
+/// (so beside [`trace_schedule`]).
+#[derive(Clone, Debug)]
+pub struct BlockIds {
+    ids: Vec<u32>,
+    /// The distinct hash ids.
+    blocks: usize,
+}
+
+impl BlockIds {
+    /// Numbers the trace's hash ids in the order they first occur.
+    pub fn of(trace: &Trace) -> Result<BlockIds, SimulateError> {
+        let mut interner = Interner::new();
+        let ids: Vec<u32> = trace.all_hash_ids().iter().map(|&id| interner.intern(id)).collect();
+        if interner.overflowed() {
+            return Err(SimulateError::TooManyBlocks);
+        }
+        Ok(BlockIds { ids, blocks: interner.size() })
     }
-    if rows_sent_once(trace, &schedule) {
-        mark_once(&mut ids, interner.size());
+
+    /// Gives the blocks that occur once the number [`cache::ONCE`] when `schedule` sends every
+    /// row at most once (see [`mark_once`]); the simulations of `schedule` give the same results
+    /// with or without it, faster with it.
+    pub fn mark_once(&mut self, trace: &Trace, schedule: &Schedule) {
+        if rows_sent_once(trace, schedule) {
+            mark_once(&mut self.ids, self.blocks);
+        }
     }
-    let blocks = Blocks::new(cluster.replicas as usize, interner.size(), cluster.kv_blocks, cluster.policy);
-    drop(interner);
+}
+
+/// [`simulate_observed`] of the trace's blocks numbered beforehand ([`BlockIds::of`] of `trace`).
+pub fn simulate_numbered(
+    trace: &Trace,
+    schedule: Arc<Schedule>,
+    ids: &BlockIds,
+    cluster: &Cluster,
+    on_end: &mut dyn FnMut(usize, &SimRequest),
+) -> Result<Simulation, SimulateError> {
+    cluster.check()?;
+    if ids.ids.len() != trace.all_hash_ids().len() {
+        return Err(SimulateError::BlockIdsOfAnotherTrace {
+            numbered: ids.ids.len(),
+            hash_ids: trace.all_hash_ids().len(),
+        });
+    }
+    let blocks = Blocks::new(cluster.replicas as usize, ids.blocks, cluster.kv_blocks, cluster.policy);
+    let ids = &ids.ids[..];
     let replicas = (0..cluster.replicas)
         .map(|_| Replica {
             waiting: VecDeque::new(),
@@ -290,7 +333,7 @@ impl Sim<'_> {
     }
 
     fn ids(&self, row: u32) -> &[u32] {
-        row_ids(self.trace, &self.ids, row)
+        row_ids(self.trace, self.ids, row)
     }
 
     fn sample_until(&mut self, now: u64) {
@@ -334,7 +377,7 @@ impl Sim<'_> {
                 })
                 .unwrap_or(0),
             Router::KvAware => {
-                let ids = row_ids(self.trace, &self.ids, job.row);
+                let ids = row_ids(self.trace, self.ids, job.row);
                 self.blocks.overlaps(ids, &mut self.overlaps);
                 let blocks = ids.len() as f64;
                 let w = self.cluster.overlap_weight;
@@ -432,7 +475,7 @@ impl Sim<'_> {
     fn fits_next(&self, replica: u32, more: usize) -> bool {
         let r = &self.replicas[replica as usize];
         let Some(&idx) = r.waiting.front() else { return false };
-        let ids = row_ids(self.trace, &self.ids, self.pending[idx as usize].job.row);
+        let ids = row_ids(self.trace, self.ids, self.pending[idx as usize].job.row);
         // Counting the blocks it would pin is needed only when they might not all fit.
         r.running == 0
             || self.blocks.fits(replica, ids.len() + more)
@@ -448,7 +491,7 @@ impl Sim<'_> {
         let idx = r.waiting.pop_front().unwrap_or(0);
         let p = &mut self.pending[idx as usize];
         let row = trace.rows().get(p.job.row as usize);
-        let ids = row_ids(trace, &self.ids, p.job.row);
+        let ids = row_ids(trace, self.ids, p.job.row);
         r.waiting_blocks -= ids.len() as u64;
         let bs = u64::from(cluster.block_size);
         let input =
@@ -516,7 +559,7 @@ impl Sim<'_> {
         let (job, replica) = (p.job, p.replica);
         self.blocks.release(replica, &p.held);
         p.held.clear();
-        let blocks = row_ids(self.trace, &self.ids, job.row).len() as u64;
+        let blocks = row_ids(self.trace, self.ids, job.row).len() as u64;
         let r = &mut self.replicas[replica as usize];
         r.running -= 1;
         r.running_blocks -= blocks;

@@ -539,3 +539,25 @@ fn requests_ending_together_are_handed_over_in_the_order_they_started() {
         assert_eq!((sim.requests.len(), at.len()), (3, ends), "{:?}", sim.requests);
     }
 }
+
+/// The blocks numbered beforehand (as `simulate` numbers them beside the schedule) give the
+/// simulation of the trace numbering its own, marked for the schedule or not; another trace's
+/// numbers are refused.
+#[test]
+fn blocks_numbered_beforehand_simulate_alike() {
+    let rows: Vec<Vec<u64>> = (0..40u64).map(|i| (0..1 + i % 5).map(|k| (i % 3) * 100 + k + i / 7).collect()).collect();
+    let trace = sequential(&rows);
+    let cluster = Cluster { replicas: 2, router: Router::KvAware, ..one(Some(6)) };
+    let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
+    let schedule = Arc::new(build(&trace, timing, None).unwrap());
+    let whole = run(&trace, &cluster);
+    let mut ids = BlockIds::of(&trace).unwrap();
+    let unmarked = simulate_numbered(&trace, Arc::clone(&schedule), &ids, &cluster, &mut |_, _| {}).unwrap();
+    ids.mark_once(&trace, &schedule);
+    let marked = simulate_numbered(&trace, Arc::clone(&schedule), &ids, &cluster, &mut |_, _| {}).unwrap();
+    assert_eq!(unmarked, whole);
+    assert_eq!(marked, whole);
+    let other = sequential(&rows[..10]);
+    let err = simulate_numbered(&other, Arc::clone(&schedule), &ids, &cluster, &mut |_, _| {}).unwrap_err();
+    assert!(matches!(err, SimulateError::BlockIdsOfAnotherTrace { .. }), "{err}");
+}

@@ -1,7 +1,7 @@
 //! [`Runs`]: a list kept as runs of equal values, and its [`Distribution`], bit for bit that of
 //! the list written out.
 
-use super::moments::{OVERFLOW_SCALE, sum};
+use super::moments::OVERFLOW_SCALE;
 use super::percentile::{lerp, percentile_ranks};
 use super::summary::{Distribution, REPORT_PERCENTILES};
 
@@ -170,17 +170,12 @@ impl<'a> RunCursor<'a> {
             self.enter();
         }
     }
-
-    fn next_value(&mut self) -> f64 {
-        let v = self.peek().0;
-        self.advance(1);
-        v
-    }
 }
 
 /// [`sum_by`](super::moments::sum_by) of the next `n` values under the cursor, as if they were
 /// written out: the same additions in the same order. A stretch inside one run adds copies of one
-/// value, whose sum depends only on their number (kept in `memo` per value).
+/// value, whose sum depends only on their number ([`sum_copies`]); a block that crosses runs
+/// adds each run's stretch of it in a row.
 fn sum_runs(c: &mut RunCursor, n: u64, f: impl Fn(f64) -> f64 + Copy) -> f64 {
     let (v, left) = c.peek();
     if left >= n {
@@ -188,40 +183,59 @@ fn sum_runs(c: &mut RunCursor, n: u64, f: impl Fn(f64) -> f64 + Copy) -> f64 {
         return sum_copies(f(v), n, &mut Vec::new());
     }
     const BLOCK: u64 = 128;
-    if n < 8 {
-        let mut s = -0.0;
-        for _ in 0..n {
-            s += f(c.next_value());
-        }
-        return s;
+    if n > BLOCK {
+        let half = (n / 2) / 8 * 8;
+        return sum_runs(c, half, f) + sum_runs(c, n - half, f);
     }
-    if n <= BLOCK {
-        let mut r = [0.0f64; 8];
-        for acc in r.iter_mut() {
-            *acc = f(c.next_value());
-        }
-        let mut i = 8;
-        while i + 8 <= n {
-            for acc in r.iter_mut() {
-                *acc += f(c.next_value());
+    // `sum_by`'s base cases: below 8 values one by one from -0.0; else 8 sums, value k going to
+    // sum k mod 8 (the first 8 set, not added), the sums combined, then the last n mod 8 values
+    // one by one.
+    let (main, mut res) = if n < 8 { (0, -0.0) } else { (n / 8 * 8, 0.0) };
+    let mut r = [0.0f64; 8];
+    let mut k = 0u64;
+    while k < n {
+        let (v, left) = c.peek();
+        let take = left.min(if k < main { main - k } else { n - k });
+        let x = f(v);
+        if k < main {
+            for i in k..k + take {
+                let acc = &mut r[(i % 8) as usize];
+                *acc = if i < 8 { x } else { *acc + x };
             }
-            i += 8;
+            if k + take == main {
+                res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+            }
+        } else {
+            for _ in 0..take {
+                res += x;
+            }
         }
-        let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        while i < n {
-            res += f(c.next_value());
-            i += 1;
-        }
-        return res;
+        c.advance(take);
+        k += take;
     }
-    let half = (n / 2) / 8 * 8;
-    sum_runs(c, half, f) + sum_runs(c, n - half, f)
+    res
 }
 
 /// [`sum_by`](super::moments::sum_by) of `n` copies of `x`.
 fn sum_copies(x: f64, n: u64, memo: &mut Vec<(u64, f64)>) -> f64 {
+    if n < 8 {
+        let mut s = -0.0;
+        for _ in 0..n {
+            s += x;
+        }
+        return s;
+    }
     if n <= 128 {
-        return sum(&[x; 128][..n as usize]);
+        // Each of the 8 sums holds n / 8 copies, added one by one.
+        let mut a = x;
+        for _ in 1..n / 8 {
+            a += x;
+        }
+        let mut res = ((a + a) + (a + a)) + ((a + a) + (a + a));
+        for _ in 0..n % 8 {
+            res += x;
+        }
+        return res;
     }
     if let Some(&(_, s)) = memo.iter().find(|m| m.0 == n) {
         return s;
@@ -363,6 +377,17 @@ mod tests {
                 sliced.extend_from_slice(part);
             }
             prop_assert_eq!(format!("{sliced:?}"), format!("{one_by_one:?}"));
+        }
+    }
+
+    #[test]
+    fn copies_sum_as_written_out() {
+        for x in [0.1, -0.0, 0.0, 1e-3, 0.30000000000000004, 1e308, -7.25, f64::NAN] {
+            let mut memo = Vec::new();
+            for n in 0..1100u64 {
+                let out = vec![x; n as usize];
+                assert_eq!(sum_copies(x, n, &mut memo).to_bits(), crate::stats::sum(&out).to_bits(), "{x} × {n}");
+            }
         }
     }
 

@@ -26,8 +26,8 @@ use aiperf_core::simulate::calibrate::steps::{StepCalibration, calibrate_steps};
 use aiperf_core::simulate::calibrate::{Calibration, Observation, calibrate};
 use aiperf_core::simulate::engine::{DEFAULT_MAX_BATCH_TOKENS, EngineMode};
 use aiperf_core::simulate::{
-    Cluster, Engine, MAX_REPLICAS, Policy, Router, SimRequest, Simulation, blocks_for_gb, sample_every_ns,
-    simulate_observed, trace_schedule,
+    BlockIds, Cluster, Engine, MAX_REPLICAS, Policy, Router, SimRequest, Simulation, blocks_for_gb, sample_every_ns,
+    simulate_numbered, trace_schedule,
 };
 use aiperf_core::trace::{DEFAULT_MAX_LINE_BYTES, LineRead, Trace, read_line_capped};
 use anyhow::{Context, Result, bail};
@@ -225,7 +225,18 @@ pub fn run(args: Args) -> Result<()> {
     let loaded =
         crate::io::trace_format::read_trace_any(&args.file, &args.format, args.skip_invalid, args.max_line_bytes)?;
     let trace = loaded.trace;
-    let schedule = Arc::new(trace_schedule(&trace).with_context(|| format!("{}", args.file.display()))?);
+    // The trace's blocks are numbered on a thread of their own while its schedule is built.
+    let (schedule, ids) = std::thread::scope(|s| {
+        let numbering = s.spawn(|| BlockIds::of(&trace));
+        let schedule = trace_schedule(&trace);
+        (schedule, numbering.join())
+    });
+    let schedule = Arc::new(schedule.with_context(|| format!("{}", args.file.display()))?);
+    let mut numbered = ids
+        .map_err(|_| anyhow::anyhow!("the numbering of the trace's blocks failed"))?
+        .with_context(|| format!("simulate {}", args.file.display()))?;
+    numbered.mark_once(&trace, &schedule);
+    let mut ids = Some(numbered);
     let sample_every_ns = sample_every_ns(&schedule, args.samples);
     let engine = calibration.map_or(
         Engine {
@@ -241,7 +252,8 @@ pub fn run(args: Args) -> Result<()> {
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
 
     let mut rows = Vec::new();
-    for (replicas, kv_blocks, router, policy, name) in combos {
+    let last = combos.len().saturating_sub(1);
+    for (k, (replicas, kv_blocks, router, policy, name)) in combos.into_iter().enumerate() {
         let cluster = Cluster {
             replicas,
             kv_blocks,
@@ -257,7 +269,8 @@ pub fn run(args: Args) -> Result<()> {
             steps,
         };
         let fits = Fits { calibration: calibration.as_ref(), steps: step_calibration.as_ref() };
-        let (sim, report) = simulate_run(&args.output_dir.join(&name), &trace, &schedule, &cluster, fits, &args)?;
+        let input = Input { trace: &trace, schedule: &schedule, ids: &mut ids, last: k == last };
+        let (sim, report) = simulate_run(&args.output_dir.join(&name), input, &cluster, fits, &args)?;
         // Every simulated request succeeds: its time to first token and its latency from its
         // arrival (sent when it arrived) are the report's TTFT and effective latency.
         let p50_p99 = |m: Metric| [50.0, 99.0].map(|p| report.get(m).and_then(|d| d.percentile(p)).unwrap_or(0.0));
@@ -472,13 +485,21 @@ impl Handover {
     }
 }
 
+/// What every combination simulates: the trace, its schedule and its blocks numbered (dropped
+/// once the last combination's simulation has run, before its report takes memory).
+struct Input<'a> {
+    trace: &'a Trace,
+    schedule: &'a Arc<Schedule>,
+    ids: &'a mut Option<BlockIds>,
+    last: bool,
+}
+
 /// One combination simulated into its folder: records and summaries like a real run's, and
 /// `simulation.json`. The requests are aggregated, and their records written, on a thread of
 /// their own as they end, while the simulation goes on.
 fn simulate_run(
     dir: &Path,
-    trace: &Trace,
-    schedule: &Arc<Schedule>,
+    Input { trace, schedule, ids, last }: Input<'_>,
     cluster: &Cluster,
     fits: Fits<'_>,
     args: &Args,
@@ -488,17 +509,21 @@ fn simulate_run(
         .then(|| crate::io::exports::records_file(dir, &crate::io::exports::ExportNames::default()))
         .transpose()?;
     let records_path = dir.join(RECORDS_FILE);
+    let numbered = ids.as_ref().context("the trace's blocks were numbered for the combinations before")?;
     let (to, from) = std::sync::mpsc::sync_channel(HANDOVER_BATCHES);
     let (sim, aggregate) = std::thread::scope(|s| -> Result<_> {
         let aggregating = std::thread::Builder::new()
             .spawn_scoped(s, || aggregate_ended(from, trace, out, &records_path))
             .context("cannot start the thread aggregating the simulated requests")?;
         let mut handover = Handover { to: Some(to), batch: Vec::with_capacity(HANDOVER_BATCH) };
-        let sim = simulate_observed(trace, Arc::clone(schedule), cluster, &mut |i, r| handover.push(i, r));
+        let sim = simulate_numbered(trace, Arc::clone(schedule), numbered, cluster, &mut |i, r| handover.push(i, r));
         handover.send();
         drop(handover);
         Ok((sim, aggregating.join()))
     })?;
+    if last {
+        *ids = None;
+    }
     let sim = sim.context("simulate")?;
     let mut aggregate =
         aggregate.map_err(|_| anyhow::anyhow!("the aggregation of the simulated requests failed"))??;
@@ -576,7 +601,7 @@ fn aggregate_ended(
     mut out: Option<Box<dyn Write + Send>>,
     records_path: &Path,
 ) -> Result<Aggregate> {
-    let mut aggregate = Aggregate::default();
+    let mut aggregate = Aggregate::expecting(trace.len());
     for batch in from {
         for (_, r) in batch {
             // The aggregate takes a request's evenly spaced chunks as one gap; its line lists them

@@ -20,6 +20,8 @@ pub(super) struct Columns {
     /// Per metric: its values as `f64`, made when asked for as a slice ([`Columns::slice`]) and
     /// dropped when a value is added.
     made: Vec<OnceLock<Vec<f64>>>,
+    /// Values a list is made room for when it takes its first ([`Columns::expect`]).
+    expected: usize,
 }
 
 /// One metric's values: whole numbers below 2^32 kept as such, else every value as `f64`.
@@ -64,12 +66,17 @@ impl List {
         }
     }
 
-    fn push(&mut self, v: f64) {
+    fn push(&mut self, v: f64, expected: usize) {
         match self {
             List::Whole(w) => match whole(v) {
-                Some(n) => w.push(n),
+                Some(n) => {
+                    if w.capacity() == 0 {
+                        w.reserve(expected);
+                    }
+                    w.push(n);
+                }
                 None => {
-                    let mut r: Vec<f64> = Vec::with_capacity(w.len() + 1);
+                    let mut r: Vec<f64> = Vec::with_capacity(expected.max(w.len() + 1));
                     r.extend(w.iter().map(|&n| f64::from(n)));
                     r.push(v);
                     *self = List::Real(r);
@@ -98,7 +105,12 @@ impl Default for Columns {
                 shadowed[m as usize] = Some((t as usize, 0));
             }
         }
-        Columns { lists: vec![List::default(); n], shadowed, made: (0..n).map(|_| OnceLock::new()).collect() }
+        Columns {
+            lists: vec![List::default(); n],
+            shadowed,
+            made: (0..n).map(|_| OnceLock::new()).collect(),
+            expected: 0,
+        }
     }
 }
 
@@ -181,7 +193,13 @@ impl Columns {
             self.lists[i] = own;
             self.shadowed[i] = None;
         }
-        self.lists[i].push(value);
+        self.lists[i].push(value, self.expected);
+    }
+
+    /// Makes each list room for `values` when it takes its first value (a list of a value per
+    /// request grows once, not by doubling).
+    pub(super) fn expect(&mut self, values: usize) {
+        self.expected = values;
     }
 
     pub(super) fn extend_at(&mut self, i: usize, values: &[f64]) {

@@ -189,6 +189,11 @@ const STREAM_ABOVE: u64 = 1 << 24;
 const CLOSED_ABOVE: u64 = 1 << 24;
 
 impl Timeline {
+    /// Makes room for `requests` more requests' spans.
+    pub fn reserve(&mut self, requests: usize) {
+        self.spans.reserve(requests);
+    }
+
     /// Adds one request (`m`: its metrics when it succeeded).
     pub fn add(&mut self, r: &RequestRecord, m: Option<&RequestMetrics>) {
         self.add_chunks(r, r.chunks(), m);

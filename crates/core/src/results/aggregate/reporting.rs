@@ -1,0 +1,222 @@
+//! How an [`Aggregate`] gives its [`Report`]: each metric's values (its own list, a twin's, or
+//! made from others' lists) and their distributions, computed once per list of the same values,
+//! the run's scalars and the per-URL figures.
+
+use std::borrow::Cow;
+
+use super::{Adjusted, Aggregate, Outcomes, Report, TokenCountCheck, UrlReport};
+use crate::results::metrics::Metric;
+use crate::results::timeline::{TimeWeighted, TimelineMetric};
+use crate::stats::{Distribution, Runs};
+
+impl Aggregate {
+    /// The values collected for a metric that is stored as such (see [`Aggregate::metric_values`]
+    /// for every metric); the chunk gaps are kept as runs ([`Aggregate::inter_chunk_ms`]).
+    pub fn values(&self, metric: Metric) -> &[f64] {
+        self.values.slice(metric)
+    }
+
+    /// The metric whose stored list is `metric`'s values unchanged (itself, or the twin AIPerf's
+    /// copy of our metric equals: copies are not stored twice); `None` when its values are made
+    /// from others'.
+    fn served_by(&self, metric: Metric) -> Option<Metric> {
+        match metric {
+            Metric::TimeToFirstOutputToken => Some(Metric::TimeToFirstToken),
+            Metric::UsagePromptTokens => Some(Metric::ServerInputSequenceLength),
+            Metric::UsagePromptCacheReadTokens => Some(Metric::CachedTokens),
+            Metric::CreditToStartLatency => Some(Metric::SendLateness),
+            Metric::OutputTokenCount | Metric::OutputTokenThroughputPerUser => None,
+            // Without failed requests the "all requests" metric is the successful ones' list.
+            Metric::TimeToFirstTokenAllRequests => self.failed_ttft_ms.is_empty().then_some(Metric::TimeToFirstToken),
+            Metric::InterChunkLatencyAllRequests => self.failed_icl_ms.is_empty().then_some(Metric::InterChunkLatency),
+            m => Some(m),
+        }
+    }
+
+    /// The chunk gaps (ms) of the successful requests, in order.
+    pub fn inter_chunk_ms(&self) -> &Runs {
+        &self.inter_chunk_ms
+    }
+
+    /// The chunk gaps of `metric`: the successful requests' ([`Metric::InterChunkLatency`]), or
+    /// theirs then the failed ones' ([`Metric::InterChunkLatencyAllRequests`]).
+    fn inter_chunk_ms_all_or_ok(&self, metric: Metric) -> Cow<'_, Runs> {
+        if metric == Metric::InterChunkLatency {
+            return Cow::Borrowed(&self.inter_chunk_ms);
+        }
+        if self.failed_icl_ms.is_empty() {
+            return Cow::Borrowed(&self.inter_chunk_ms);
+        }
+        let mut all = self.inter_chunk_ms.clone();
+        all.extend_from_slice(&self.failed_icl_ms);
+        Cow::Owned(all)
+    }
+
+    /// The values of any metric: a stored list (see `served_by`), or one made from others.
+    pub fn metric_values(&self, metric: Metric) -> Cow<'_, [f64]> {
+        if matches!(metric, Metric::InterChunkLatency | Metric::InterChunkLatencyAllRequests) {
+            return Cow::Owned(self.inter_chunk_ms_all_or_ok(metric).expanded());
+        }
+        if let Some(source) = self.served_by(metric) {
+            return self.values.get(source);
+        }
+        let join = |a: &[f64], b: &[f64]| Cow::Owned([a, b].concat());
+        match metric {
+            Metric::TimeToFirstTokenAllRequests => {
+                join(&self.values.get(Metric::TimeToFirstToken), &self.failed_ttft_ms)
+            }
+            Metric::OutputTokenCount => {
+                Cow::Owned(self.values.get(Metric::OutputSequenceLength).iter().copied().filter(|&n| n > 0.0).collect())
+            }
+            // `RequestMetrics::of`'s: one per inter-token latency above zero.
+            Metric::OutputTokenThroughputPerUser => Cow::Owned(
+                self.values
+                    .get(Metric::InterTokenLatency)
+                    .iter()
+                    .filter(|&&itl| itl > 0.0)
+                    .map(|&itl| 1000.0 / itl)
+                    .collect(),
+            ),
+            m => self.values.get(m),
+        }
+    }
+
+    /// The final report; `with_goodput` adds the goodput scalars.
+    pub fn report(&self, with_goodput: bool) -> Report {
+        self.report_over(with_goodput, None)
+    }
+
+    /// The final report with the time-weighted metrics weighed over `window` (ns on the
+    /// records' clock) instead of the records' own window.
+    pub fn report_over(&self, with_goodput: bool, window: Option<(u64, u64)>) -> Report {
+        let mut report = self.report_of_lists(with_goodput);
+        report.timeline = self.timeline_metrics(window);
+        report
+    }
+
+    /// [`Aggregate::report_over`] of an aggregate no longer needed: its lists are dropped once
+    /// their statistics are taken, before the time-weighted metrics are swept.
+    pub fn into_report_over(mut self, with_goodput: bool, window: Option<(u64, u64)>) -> Report {
+        let timeline = std::mem::take(&mut self.timeline);
+        let mut report = self.report_of_lists(with_goodput);
+        drop(self);
+        report.timeline = timeline.window_metrics(window);
+        report
+    }
+
+    /// The time-weighted metrics over `window`, else the records' own window.
+    fn timeline_metrics(&self, window: Option<(u64, u64)>) -> Vec<(TimelineMetric, TimeWeighted)> {
+        self.timeline.window_metrics(window)
+    }
+
+    /// The report but its time-weighted metrics.
+    fn report_of_lists(&self, with_goodput: bool) -> Report {
+        // Metrics served by the same stored list, or by lists of the same values, share its
+        // distribution: computed once.
+        let mut by_source: Vec<(Metric, Distribution)> = Vec::new();
+        let metrics: Vec<(Metric, Distribution)> = Metric::ALL
+            .into_iter()
+            .filter_map(|m| {
+                let Some(source) = self.served_by(m) else {
+                    if m == Metric::InterChunkLatencyAllRequests {
+                        return Distribution::of_runs(&self.inter_chunk_ms_all_or_ok(m)).map(|d| (m, d));
+                    }
+                    return Distribution::of_cow(self.metric_values(m)).map(|d| (m, d));
+                };
+                if let Some((_, d)) = by_source.iter().find(|(s, _)| *s == source) {
+                    return Some((m, d.clone()));
+                }
+                let d = if source == Metric::InterChunkLatency {
+                    Distribution::of_runs(&self.inter_chunk_ms)?
+                } else if let Some((_, d)) =
+                    by_source.iter().find(|(s, _)| *s != Metric::InterChunkLatency && self.values.same(*s, source))
+                {
+                    d.clone()
+                } else {
+                    Distribution::of_cow(self.values.get(source))?
+                };
+                by_source.push((source, d.clone()));
+                Some((m, d))
+            })
+            .collect();
+        let errors = self.error_count();
+        let adjusted = if errors == 0 {
+            Vec::new()
+        } else {
+            metrics
+                .iter()
+                .filter(|(m, _)| m.adjusted_for_failures())
+                .map(|(m, _)| (*m, Adjusted::of(&self.metric_values(*m), errors)))
+                .collect()
+        };
+        let seconds = |w: Option<(u64, u64)>| match w {
+            Some((a, b)) if b > a => (b - a) as f64 / 1e9,
+            _ => 0.0,
+        };
+        let duration_s = seconds(self.ok_window_ns);
+        let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
+        let total = |i: usize| (self.usage_totals[i].0 > 0).then_some(self.usage_totals[i].1);
+        let error_isl = self.values.get(Metric::ErrorInputSequenceLength);
+        let attempted = self.ok + errors;
+        Report {
+            metrics,
+            adjusted,
+            benchmark_duration_s: duration_s,
+            run_duration_s: seconds(self.first_sent_ns.zip(self.last_end_ns)),
+            request_count: self.ok,
+            error_request_count: errors,
+            context_overflow_count: self.context_overflows,
+            request_throughput: per_s(self.ok as f64),
+            output_token_throughput: per_s(self.total_output_tokens as f64),
+            input_token_throughput: per_s(self.total_input_tokens as f64),
+            total_token_throughput: per_s((self.total_input_tokens + self.total_output_tokens) as f64),
+            total_input_tokens: self.total_input_tokens,
+            total_output_tokens: self.total_output_tokens,
+            total_error_input_tokens: (!error_isl.is_empty()).then(|| error_isl.iter().sum::<f64>() as u64),
+            usage_prompt_tokens: total(0),
+            usage_completion_tokens: total(1),
+            usage_total_tokens: total(2),
+            usage_cache_read_tokens: total(3),
+            usage_discrepancy_count: (self.usage_discrepancies.0 > 0).then_some(self.usage_discrepancies.1),
+            osl_mismatch_count: (self.osl_mismatches.0 > 0).then_some(self.osl_mismatches.1),
+            goodput: with_goodput.then(|| per_s(self.good as f64)),
+            good_request_count: with_goodput.then_some(self.good),
+            good_request_fraction: with_goodput
+                .then(|| if attempted > 0 { self.good as f64 / attempted as f64 } else { 0.0 }),
+            cache_hit_rate: (self.cached_reported > 0 && self.total_input_tokens > 0)
+                .then(|| self.total_cached_tokens as f64 / self.total_input_tokens as f64),
+            expected_cache_hit_rate: (self.total_input_tokens > 0)
+                .then(|| self.total_expected_cached_tokens as f64 / self.total_input_tokens as f64),
+            error_summary: self.errors.clone(),
+            error_examples: self.error_examples.clone(),
+            token_count_check: (self.counted_both.0 > 0).then_some(TokenCountCheck {
+                requests: self.counted_both.0,
+                client_output_tokens: self.counted_both.1,
+                server_output_tokens: self.counted_both.2,
+            }),
+            per_url: self
+                .per_url
+                .iter()
+                .map(|(&index, u)| UrlReport {
+                    index,
+                    request_count: u.ok,
+                    error_request_count: u.errors,
+                    request_latency: Distribution::of(&u.request_latency_ms),
+                    time_to_first_token: Distribution::of(&u.ttft_ms),
+                })
+                .collect(),
+            timeline: Vec::new(),
+            outcomes: Outcomes {
+                completed: self.ok,
+                cancelled: self.errors.get("cancelled").copied().unwrap_or(0),
+                timed_out: self.errors.get("timeout").copied().unwrap_or(0),
+                failed: self
+                    .errors
+                    .iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "cancelled" | "timeout"))
+                    .map(|(_, n)| n)
+                    .sum(),
+            },
+        }
+    }
+}
