@@ -1,0 +1,221 @@
+//! One combination simulated into its run folder: the simulation hands ended requests to a thread
+//! that aggregates them and writes their records.
+
+use super::args::Args;
+use super::calibration::{calibration_json, step_calibration_json};
+use aiperf_core::replay::schedule::Schedule;
+use aiperf_core::results::aggregate::{Aggregate, Report};
+use aiperf_core::results::line::{RECORDS_FILE, record_line};
+use aiperf_core::results::summary::{RunSummary, shell_command};
+use aiperf_core::simulate::calibrate::Calibration;
+use aiperf_core::simulate::calibrate::steps::StepCalibration;
+use aiperf_core::simulate::{BlockIds, Cluster, SimRequest, Simulation, simulate_numbered};
+use aiperf_core::trace::Trace;
+use anyhow::{Context, Result};
+use serde_json::json;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender};
+
+/// Each combination's simulation details in its run folder.
+pub(super) const SIMULATION_JSON: &str = "simulation.json";
+
+/// The fits a simulation was timed by.
+#[derive(Clone, Copy)]
+pub(super) struct Fits<'a> {
+    pub(super) calibration: Option<&'a Calibration>,
+    pub(super) steps: Option<&'a StepCalibration>,
+}
+
+pub(super) fn cli_config(c: &Cluster, fits: Fits<'_>, args: &Args) -> serde_json::Value {
+    let mut config = json!({
+        "simulated": true,
+        "input_file": args.file.display().to_string(),
+        "replicas": c.replicas,
+        "kv_blocks": c.kv_blocks,
+        "block_size": c.block_size,
+        "router": c.router.name(),
+        "policy": c.policy.name(),
+        "overlap_weight": c.overlap_weight,
+        "max_running": c.max_running,
+        "engine": c.engine,
+        "seed": c.seed,
+    });
+    if let Some(cal) = fits.calibration {
+        config["calibration"] = calibration_json(cal, args);
+    }
+    if let Some(steps) = &c.steps {
+        config["engine_steps"] = json!(steps);
+    }
+    if let Some(cal) = fits.steps {
+        config["step_calibration"] = step_calibration_json(cal, args);
+    }
+    config
+}
+
+/// Requests handed from the simulation to the aggregating thread at once.
+const HANDOVER_BATCH: usize = 4096;
+/// Batches on their way at most (the simulation waits for the aggregating thread beyond).
+const HANDOVER_BATCHES: usize = 16;
+
+/// The simulation's ended requests on their way to the aggregating thread, a batch at a time.
+pub(super) struct Handover {
+    pub(super) to: Option<SyncSender<Vec<(usize, SimRequest)>>>,
+    pub(super) batch: Vec<(usize, SimRequest)>,
+}
+
+impl Handover {
+    fn push(&mut self, i: usize, r: &SimRequest) {
+        self.batch.push((i, *r));
+        if self.batch.len() == HANDOVER_BATCH {
+            self.send();
+        }
+    }
+
+    /// Sends the batch; once the aggregating thread has stopped (on an error, which its join
+    /// gives), nothing more is sent.
+    fn send(&mut self) {
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(HANDOVER_BATCH));
+        if self.to.as_ref().is_some_and(|to| to.send(batch).is_err()) {
+            self.to = None;
+        }
+    }
+}
+
+/// What every combination simulates: the trace, its schedule and its blocks numbered (dropped
+/// once the last combination's simulation has run, before its report takes memory).
+pub(super) struct Input<'a> {
+    pub(super) trace: &'a Trace,
+    pub(super) schedule: &'a Arc<Schedule>,
+    pub(super) ids: &'a mut Option<BlockIds>,
+    pub(super) last: bool,
+}
+
+/// One combination simulated into its folder: records and summaries like a real run's, and
+/// `simulation.json`. The requests are aggregated, and their records written, on a thread of
+/// their own as they end, while the simulation goes on.
+pub(super) fn simulate_run(
+    dir: &Path,
+    Input { trace, schedule, ids, last }: Input<'_>,
+    cluster: &Cluster,
+    fits: Fits<'_>,
+    args: &Args,
+) -> Result<(Simulation, Report)> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let out = (!args.no_records)
+        .then(|| crate::io::exports::records_file(dir, &crate::io::exports::ExportNames::default()))
+        .transpose()?;
+    let records_path = dir.join(RECORDS_FILE);
+    let numbered = ids.as_ref().context("the trace's blocks were numbered for the combinations before")?;
+    let (to, from) = std::sync::mpsc::sync_channel(HANDOVER_BATCHES);
+    let (sim, aggregate) = std::thread::scope(|s| -> Result<_> {
+        let aggregating = std::thread::Builder::new()
+            .spawn_scoped(s, || aggregate_ended(from, trace, out, &records_path))
+            .context("cannot start the thread aggregating the simulated requests")?;
+        let mut handover = Handover { to: Some(to), batch: Vec::with_capacity(HANDOVER_BATCH) };
+        let sim = simulate_numbered(trace, Arc::clone(schedule), numbered, cluster, &mut |i, r| handover.push(i, r));
+        handover.send();
+        drop(handover);
+        Ok((sim, aggregating.join()))
+    })?;
+    if last {
+        *ids = None;
+    }
+    let sim = sim.context("simulate")?;
+    let mut aggregate =
+        aggregate.map_err(|_| anyhow::anyhow!("the aggregation of the simulated requests failed"))??;
+    let end = aggregate.last_end_ns.unwrap_or(0);
+    // The time-weighted metrics are swept on a thread of their own while the lists' statistics
+    // are taken: the report is the aggregate's `into_report_over(false, None)`.
+    let timeline = std::mem::take(&mut aggregate.timeline);
+    let (mut report, curves) = std::thread::scope(|s| {
+        let sweep = s.spawn(|| timeline.window_metrics(None));
+        let report = aggregate.into_report_over(false, None);
+        (report, sweep.join())
+    });
+    report.timeline = curves.map_err(|_| anyhow::anyhow!("the time-weighted metrics' sweep failed"))?;
+    let summary = RunSummary {
+        benchmark_id: format!("{:012x}", 0),
+        cli_command: shell_command(std::env::args()),
+        incomplete_reason: None,
+        urls: (0..cluster.replicas).map(|i| format!("replica-{i}")).collect(),
+        report,
+        // A simulation has no AIPerf configuration: its settings are ours only.
+        input_config: serde_json::Value::Null,
+        cli_config: cli_config(cluster, fits, args),
+        was_cancelled: false,
+        start_unix_ns: 0,
+        end_unix_ns: u128::from(end),
+        tokenizer: "trace lengths (simulated)".to_owned(),
+        ..RunSummary::default()
+    };
+    crate::io::exports::write_summaries(dir, &crate::io::exports::ExportNames::default(), &summary)?;
+    let replicas: Vec<_> = sim
+        .replicas
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut replica = json!({
+                "replica": i,
+                "requests": r.requests,
+                "token_hit_rate": r.token_hit_rate(),
+                "row_hit_rate": r.row_hit_rate(),
+                "input_tokens": r.input_tokens,
+                "cached_tokens": r.cached_tokens,
+                "evictions": r.evictions,
+                "peak_blocks": r.peak_blocks,
+                "peak_waiting": r.peak_waiting,
+                "peak_running": r.peak_running,
+            });
+            if cluster.steps.is_some() {
+                replica["preemptions"] = json!(r.preemptions);
+            }
+            replica
+        })
+        .collect();
+    let total = sim.total();
+    let mut doc = json!({
+        "cluster": cli_config(cluster, fits, args),
+        "token_hit_rate": total.token_hit_rate(),
+        "row_hit_rate": total.row_hit_rate(),
+        "imbalance": sim.imbalance(),
+        "replicas": replicas,
+        "samples": sim.samples,
+    });
+    if cluster.steps.is_some() {
+        doc["preemptions"] = json!(total.preemptions);
+    }
+    crate::io::exports::write_file(&dir.join(SIMULATION_JSON), &doc.to_string())?;
+    crate::io::exports::write_ready_marker(dir, &summary)?;
+    Ok((sim, summary.report))
+}
+
+/// The simulated requests aggregated as they come (in the order they ended, ties in the order
+/// they started), each one's record line written to `out` when given.
+pub(super) fn aggregate_ended(
+    from: Receiver<Vec<(usize, SimRequest)>>,
+    trace: &Trace,
+    mut out: Option<Box<dyn Write + Send>>,
+    records_path: &Path,
+) -> Result<Aggregate> {
+    let mut aggregate = Aggregate::expecting(trace.len());
+    for batch in from {
+        for (_, r) in batch {
+            // The aggregate takes a request's evenly spaced chunks as one gap; its line lists them
+            // (and the row's session and line, which the metrics do not read).
+            let chunks = r.chunks();
+            let mut rec = if out.is_some() { r.record_without_chunks(trace) } else { r.record_for_metrics() };
+            let metrics = aggregate.add_chunks(&rec, chunks, true, &[]);
+            if let Some(out) = out.as_mut() {
+                rec.chunk_ns = chunks.to_vec();
+                out.write_all(&record_line(&rec, metrics.as_ref(), 0))
+                    .with_context(|| format!("cannot write {}", records_path.display()))?;
+            }
+        }
+    }
+    if let Some(mut out) = out {
+        out.flush().with_context(|| format!("cannot write {}", records_path.display()))?;
+    }
+    Ok(aggregate)
+}
