@@ -3,7 +3,7 @@
 
 use std::cmp::Ordering;
 
-use super::TimeWeighted;
+use super::metric::TimeWeighted;
 use super::weighted::{Pairs, Weighted};
 
 /// A step function: from each time on, the value until the next (sorted, distinct times; 0

@@ -1,9 +1,10 @@
 //! The per-chunk curves' statistics over one window taken in passes over their sweep, made again
 //! for each pass, instead of over a kept curve.
 
+use super::metric::{PER_SECOND, TimeWeighted, TimelineMetric};
+use super::spans::{Span, Timeline};
 use super::steps::{Event, Feed, Steps};
 use super::weighted::Weighted;
-use super::{PER_SECOND, Span, TimeWeighted, Timeline, TimelineMetric};
 
 /// One pass of [`Timeline::decode_streamed`]: the statistics and where each stands in the window.
 struct DecodePass {

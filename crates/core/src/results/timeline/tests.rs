@@ -1,6 +1,8 @@
 use super::steps::{Summer, event_order};
 use super::weighted::Weighted;
 use super::*;
+use crate::results::metrics::RequestMetrics;
+use crate::results::record::RequestRecord;
 
 fn get(m: &[(TimelineMetric, TimeWeighted)], t: TimelineMetric) -> TimeWeighted {
     m.iter().find(|x| x.0 == t).unwrap().1
