@@ -148,22 +148,7 @@ impl RunLoader {
     }
 
     /// The run, once every byte was pushed.
-    pub fn finish(self, label: &str) -> Result<Run, RunError> {
-        // The lists' statistics first: their lists are dropped before the sweep.
-        self.finish_joined(label, |sweep, rest| {
-            rest();
-            sweep();
-        })
-    }
-
-    /// [`finish`](Self::finish) with the time-weighted metrics' sweep and the other statistics
-    /// given to `join` as two jobs (the sweep first), which runs both before it returns, in
-    /// any order or at once (the sweep on a thread of its own where there are threads).
-    pub fn finish_joined(
-        mut self,
-        label: &str,
-        join: impl FnOnce(&mut (dyn FnMut() + Send), &mut dyn FnMut()),
-    ) -> Result<Run, RunError> {
+    pub fn finish(mut self, label: &str) -> Result<Run, RunError> {
         if !self.partial.is_empty() {
             let last = std::mem::take(&mut self.partial);
             self.line(&last)?;
@@ -182,15 +167,7 @@ impl RunLoader {
             .network_rtt_ms
             .map(|ms| crate::results::network::adjusted_metrics(&self.aggregate, ms * 1e6))
             .unwrap_or_default();
-        let mut aggregate = std::mem::take(&mut self.aggregate);
-        let timeline = std::mem::take(&mut aggregate.timeline);
-        let with_goodput = !self.settings.slos.is_empty();
-        let (mut curves, mut report) = (None, None);
-        join(&mut || curves = Some(timeline.window_metrics(window)), &mut || {
-            report = Some(std::mem::take(&mut aggregate).into_report_over(with_goodput, window));
-        });
-        let mut report = report.unwrap_or_else(|| aggregate.into_report_over(with_goodput, window));
-        report.timeline = curves.unwrap_or_else(|| timeline.window_metrics(window));
+        let mut report = std::mem::take(&mut self.aggregate).into_report_over(!self.settings.slos.is_empty(), window);
         report.metrics.extend(adjusted);
         Ok(Run {
             label: label.into(),

@@ -119,27 +119,7 @@ pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
         loader.push(&buf[..n]).map_err(|e| bad(e.to_string()))?;
     }
     let label = label.map_or_else(|| default_label(&path.display().to_string()), str::to_string);
-    // The time-weighted metrics are swept on a thread of their own while the other statistics
-    // are taken.
-    let mut run = loader
-        .finish_joined(&label, |sweep, rest| {
-            let spawned = std::thread::scope(|s| {
-                let Ok(swept) = std::thread::Builder::new().spawn_scoped(s, &mut *sweep) else {
-                    return false;
-                };
-                rest();
-                if let Err(panic) = swept.join() {
-                    std::panic::resume_unwind(panic);
-                }
-                true
-            });
-            // Without a second thread, one after the other.
-            if !spawned {
-                rest();
-                sweep();
-            }
-        })
-        .map_err(|e| bad(e.to_string()))?;
+    let mut run = loader.finish(&label).map_err(|e| bad(e.to_string()))?;
     run.gpus = gpus;
     run.gpu_energy = gpu_energy;
     // The server's metrics over the run, when they were scraped (a bad file is only a warning).

@@ -41,7 +41,7 @@ pub use metric::{TimeWeighted, TimelineMetric};
 use ramps::Ramps;
 pub use spans::Timeline;
 use spans::{EVENLY, Span};
-use steps::{Event, Steps, divide, over_window, while_active};
+use steps::{Event, Steps, over_window, per_user, while_active};
 
 /// Above this many chunks after the first in a run, the per-chunk curves' statistics over a
 /// single window are taken in passes over their sweep instead of over a kept curve.
@@ -67,7 +67,7 @@ impl Timeline {
     /// [`metrics`](Self::metrics) over each of `windows`, in their order, from one sweep of the
     /// requests per curve: the time slices' windows cost a look-up and the steps inside each, not
     /// a pass over the run each. The curves are built a group at a time and dropped once every
-    /// window has taken its metrics, so at most three are held at once; over a single window,
+    /// window has taken its metrics, so at most two are held at once; over a single window,
     /// the curves with a step per chunk (decode rate, tokens in flight) are not kept at all when
     /// the run has more than [`STREAM_ABOVE`] chunks: their statistics are taken in passes, the
     /// curve swept again for each.
@@ -106,6 +106,12 @@ impl Timeline {
         }
         fn act<'a>(s: &'a Steps, mask: &'a Steps) -> impl Fn(u64, u64) -> TimeWeighted + 'a {
             move |from, to| while_active(s, mask, from, to, PER_SECOND)
+        }
+        // A rate while its phase is active, and per request while active and over the window.
+        fn put_per_user(out: &mut Out, windows: &[(u64, u64)], rate: &Steps, conc: &Steps, tags: [TimelineMetric; 3]) {
+            for (o, &(from, to)) in out.iter_mut().zip(windows) {
+                o.extend(tags.into_iter().zip(per_user(rate, conc, from, to, PER_SECOND)));
+            }
         }
         let chunks: u64 = self.spans.iter().map(|p| u64::from(p.later_chunks & !EVENLY)).sum();
         let closed = chunks > closed_above;
@@ -151,11 +157,13 @@ impl Timeline {
             } else {
                 let rate = self.sweep_with(rate_of, closed);
                 put(&mut out, windows, T::EffectiveDecodeThroughput, &tw(&rate, PER_SECOND));
-                put(&mut out, windows, T::ActiveDecodeThroughput, &act(&rate, &conc));
-                let per_user = divide(&rate, &conc);
-                drop(rate);
-                put(&mut out, windows, T::ActiveDecodeThroughputPerUser, &act(&per_user, &conc));
-                put(&mut out, windows, T::EffectiveDecodeThroughputPerUser, &tw(&per_user, PER_SECOND));
+                put_per_user(
+                    &mut out,
+                    windows,
+                    &rate,
+                    &conc,
+                    [T::ActiveDecodeThroughput, T::ActiveDecodeThroughputPerUser, T::EffectiveDecodeThroughputPerUser],
+                );
             }
         }
         {
@@ -163,11 +171,13 @@ impl Timeline {
             let rate = self.sweep_split::<2>(|s, _, e| prefill_rate(s, e));
             put(&mut out, windows, T::EffectivePrefillThroughput, &tw(&rate, PER_SECOND));
             put(&mut out, windows, T::EffectivePrefillConcurrency, &tw(&conc, 1.0));
-            put(&mut out, windows, T::ActivePrefillThroughput, &act(&rate, &conc));
-            let per_user = divide(&rate, &conc);
-            drop(rate);
-            put(&mut out, windows, T::ActivePrefillThroughputPerUser, &act(&per_user, &conc));
-            put(&mut out, windows, T::EffectivePrefillThroughputPerUser, &tw(&per_user, PER_SECOND));
+            put_per_user(
+                &mut out,
+                windows,
+                &rate,
+                &conc,
+                [T::ActivePrefillThroughput, T::ActivePrefillThroughputPerUser, T::EffectivePrefillThroughputPerUser],
+            );
         }
         let per_chunk = chunks > 0;
         let in_flight = |s: &Span, later: &[u64], e: &mut Vec<Event>| tokens_in_flight(s, later, per_chunk, e);

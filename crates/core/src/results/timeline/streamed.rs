@@ -96,7 +96,7 @@ impl Timeline {
 
     /// The four decode-rate metrics over `[from, to)` in passes over the decode rate's sweep
     /// (made again for each) merged with the decode concurrency `conc`: the rate over the
-    /// window, while `conc` is above 0, and the rate per request (`divide`) both ways.
+    /// window, while `conc` is above 0, and the rate per request (divided by `conc`) both ways.
     pub(super) fn decode_streamed(
         &self,
         rate: impl Fn(&Span, &[u64], &mut Vec<Event>) + Copy,
