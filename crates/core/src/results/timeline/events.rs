@@ -1,7 +1,7 @@
 //! The events one request makes on each curve.
 
+use super::spans::{EVENLY, NO_TIME, Span};
 use super::steps::Event;
-use super::{EVENLY, NO_TIME, Span};
 
 /// A span's request in flight, from its send to its end.
 pub(super) fn in_flight(s: &Span, e: &mut Vec<Event>) {

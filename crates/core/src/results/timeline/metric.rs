@@ -2,6 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Nanoseconds in a second: a rate per ns times this is per second.
+pub(super) const PER_SECOND: f64 = 1e9;
+
 /// A time-weighted metric of the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TimelineMetric {

@@ -20,12 +20,10 @@
 //! Statistics: avg and std weighted by duration over the window, min and max of the values held,
 //! p50/p90/p95/p99 the first value whose cumulated duration reaches the fraction.
 
-use crate::results::metrics::{Metric, RequestMetrics};
-use crate::results::record::{ChunkTimes, RequestRecord};
-
 mod events;
 mod metric;
 mod ramps;
+mod spans;
 mod steps;
 mod streamed;
 mod sweep;
@@ -38,147 +36,12 @@ use events::{
     chunk_decode, closed_decode, decoding, even_decode_rate, in_flight, prefill_rate, prefilling, ramp_in_flight,
     tokens_in_flight,
 };
+use metric::PER_SECOND;
 pub use metric::{TimeWeighted, TimelineMetric};
 use ramps::Ramps;
-use steps::{Event, Steps, divide, over_window, while_active};
-
-/// No time (a request without a first token).
-const NO_TIME: u64 = u64::MAX;
-
-/// One request's phases and token counts.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Span {
-    start: u64,
-    /// First token ([`NO_TIME`] without one).
-    first: u64,
-    end: u64,
-    /// NaN when the request has no such count (failed requests have neither).
-    isl: f64,
-    osl: f64,
-    /// Chunks after the first, kept in [`Timeline::chunks`] in order of the spans, each time,
-    /// unless (with [`EVENLY`]) they follow the first evenly: then kept as `stride`.
-    later_chunks: u32,
-    /// With [`EVENLY`], the time between two chunks (0 otherwise).
-    stride: u64,
-}
-
-/// The flag of [`Span::later_chunks`] saying that the span's later chunks are `first + k ×
-/// stride` for k = 1, 2, …, kept as [`Span::stride`] with no entry in [`Timeline::chunks`].
-const EVENLY: u32 = 1 << 31;
-
-impl Span {
-    /// The number of chunks after the first.
-    fn later_count(&self) -> usize {
-        (self.later_chunks & !EVENLY) as usize
-    }
-
-    /// The entries a span with these `later_chunks` holds in [`Timeline::chunks`].
-    fn kept_of(later_chunks: u32) -> usize {
-        if later_chunks & EVENLY != 0 { 0 } else { (later_chunks & !EVENLY) as usize }
-    }
-
-    /// The span's chunks after the first, from its `kept` entries of [`Timeline::chunks`]
-    /// (written into `buf` when kept as a stride).
-    fn later<'a>(&self, kept: &'a [u64], buf: &'a mut Vec<u64>) -> &'a [u64] {
-        if self.later_chunks & EVENLY == 0 {
-            return kept;
-        }
-        let stride = self.stride;
-        buf.clear();
-        let mut t = self.first;
-        buf.extend((0..self.later_count()).map(|_| {
-            t += stride;
-            t
-        }));
-        buf
-    }
-}
-
-/// The stride of `later` when they follow `first` evenly (two or more of them), their time
-/// made exact by adding it.
-fn even_stride(first: u64, later: &[u64]) -> Option<u64> {
-    if later.len() < 2 || later.len() >= EVENLY as usize {
-        return None;
-    }
-    let stride = later[0].checked_sub(first)?;
-    let mut t = first;
-    later
-        .iter()
-        .all(|&c| {
-            t.checked_add(stride).is_some_and(|next| {
-                t = next;
-                next == c
-            })
-        })
-        .then_some(stride)
-}
-
-/// A [`Span`] in 32 bytes: its first token and end as offsets from its send, its counts and
-/// stride as whole numbers; a span that does not fit is kept whole in [`Timeline::wide`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Packed {
-    /// The send, or (with `first` = [`WIDE`]) the index in [`Timeline::wide`].
-    start: u64,
-    /// After the send (ns); [`NO_FIRST`] without a first token.
-    first: u32,
-    end: u32,
-    /// [`NO_COUNT`] for NaN.
-    isl: u32,
-    osl: u32,
-    later_chunks: u32,
-    stride: u32,
-}
-
-const NO_FIRST: u32 = u32::MAX;
-const WIDE: u32 = u32::MAX - 1;
-const NO_COUNT: u32 = u32::MAX;
-
-/// A count as kept in a [`Packed`] span, when it is one exactly.
-fn pack_count(x: f64) -> Option<u32> {
-    if x.is_nan() {
-        return Some(NO_COUNT);
-    }
-    let n = x as u32;
-    (n != NO_COUNT && f64::from(n).to_bits() == x.to_bits()).then_some(n)
-}
-
-fn unpack_count(n: u32) -> f64 {
-    if n == NO_COUNT { f64::NAN } else { f64::from(n) }
-}
-
-impl Packed {
-    fn of(s: &Span) -> Option<Packed> {
-        let first = if s.first == NO_TIME {
-            NO_FIRST
-        } else {
-            u32::try_from(s.first.checked_sub(s.start)?).ok().filter(|&f| f < WIDE)?
-        };
-        Some(Packed {
-            start: s.start,
-            first,
-            end: u32::try_from(s.end.checked_sub(s.start)?).ok()?,
-            isl: pack_count(s.isl)?,
-            osl: pack_count(s.osl)?,
-            later_chunks: s.later_chunks,
-            stride: u32::try_from(s.stride).ok()?,
-        })
-    }
-}
-
-/// The phases of every request, collected as they end; mergeable.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Timeline {
-    /// Every request's span in the order added.
-    spans: Vec<Packed>,
-    /// The spans that do not fit in 32 bytes.
-    wide: Vec<Span>,
-    /// Arrival of every chunk after the first, span after span, but those kept as a stride.
-    chunks: Vec<u64>,
-    /// The earliest scheduled (or sent) time: where the run's window starts.
-    origin: Option<u64>,
-}
-
-const PER_SECOND: f64 = 1e9;
+pub use spans::Timeline;
+use spans::{EVENLY, Span};
+use steps::{Event, Steps, over_window, per_user, while_active};
 
 /// Above this many chunks after the first in a run, the per-chunk curves' statistics over a
 /// single window are taken in passes over their sweep instead of over a kept curve.
@@ -189,118 +52,6 @@ const STREAM_ABOVE: u64 = 1 << 24;
 const CLOSED_ABOVE: u64 = 1 << 24;
 
 impl Timeline {
-    /// Makes room for `requests` more requests' spans.
-    pub fn reserve(&mut self, requests: usize) {
-        self.spans.reserve(requests);
-    }
-
-    /// Adds one request (`m`: its metrics when it succeeded).
-    pub fn add(&mut self, r: &RequestRecord, m: Option<&RequestMetrics>) {
-        self.add_chunks(r, r.chunks(), m);
-    }
-
-    /// [`Timeline::add`] of a record whose chunks are `chunks` (its `chunk_ns` not read).
-    pub fn add_chunks(&mut self, r: &RequestRecord, chunks: ChunkTimes<'_>, m: Option<&RequestMetrics>) {
-        let get = |k: Metric| m.and_then(|m| m.get(k)).unwrap_or(f64::NAN);
-        let mut span = Span {
-            start: r.sent_ns,
-            first: NO_TIME,
-            end: r.end_ns,
-            isl: get(Metric::InputSequenceLength),
-            osl: get(Metric::OutputSequenceLength),
-            later_chunks: 0,
-            stride: 0,
-        };
-        if m.is_some()
-            && r.streaming
-            && let Some(first) = chunks.first()
-        {
-            span.first = first;
-            let later_count = chunks.len() - 1;
-            if let Some(gap) = chunks.even_gap() {
-                if (2..u64::from(EVENLY)).contains(&later_count) {
-                    span.later_chunks = later_count as u32 | EVENLY;
-                    span.stride = gap;
-                } else {
-                    span.later_chunks = later_count as u32;
-                    self.chunks.extend((1..=later_count).filter_map(|k| chunks.get(k)));
-                }
-            } else if let ChunkTimes::Listed(listed) = chunks {
-                self.add_listed(&mut span, listed);
-            } else {
-                self.add_listed(&mut span, &chunks.to_vec());
-            }
-        }
-        self.push(span);
-        let origin = r.scheduled_ns.min(r.sent_ns);
-        self.origin = Some(self.origin.map_or(origin, |o| o.min(origin)));
-    }
-
-    /// Keeps the later chunks of `listed` (all the chunks, the first one's time in `span`) for
-    /// `span`: as a stride when they follow the first evenly.
-    fn add_listed(&mut self, span: &mut Span, listed: &[u64]) {
-        if let Some((&first, later)) = listed.split_first() {
-            if let Some(stride) = even_stride(first, later) {
-                span.later_chunks = later.len() as u32 | EVENLY;
-                span.stride = stride;
-            } else {
-                span.later_chunks = later.len() as u32;
-                self.chunks.extend_from_slice(later);
-            }
-        }
-    }
-
-    fn push(&mut self, span: Span) {
-        let packed = Packed::of(&span).unwrap_or_else(|| {
-            self.wide.push(span);
-            Packed {
-                start: (self.wide.len() - 1) as u64,
-                first: WIDE,
-                end: 0,
-                isl: 0,
-                osl: 0,
-                later_chunks: span.later_chunks,
-                stride: 0,
-            }
-        });
-        self.spans.push(packed);
-    }
-
-    /// The span at `i` (in the order added).
-    fn span(&self, i: usize) -> Span {
-        let p = self.spans[i];
-        if p.first == WIDE {
-            return self.wide[p.start as usize];
-        }
-        Span {
-            start: p.start,
-            first: if p.first == NO_FIRST { NO_TIME } else { p.start + u64::from(p.first) },
-            end: p.start + u64::from(p.end),
-            isl: unpack_count(p.isl),
-            osl: unpack_count(p.osl),
-            later_chunks: p.later_chunks,
-            stride: u64::from(p.stride),
-        }
-    }
-
-    /// Adds another timeline's requests.
-    pub fn merge(&mut self, other: &Timeline) {
-        for i in 0..other.spans.len() {
-            self.push(other.span(i));
-        }
-        self.chunks.extend_from_slice(&other.chunks);
-        self.origin = match (self.origin, other.origin) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-    }
-
-    /// The run's window as its records tell it: from the earliest scheduled (or sent) time, the
-    /// start of the run's schedule, to the latest end.
-    pub fn window(&self) -> Option<(u64, u64)> {
-        Some((self.origin?, (0..self.spans.len()).map(|i| self.span(i).end).max()?))
-    }
-
     /// [`Timeline::metrics`] over `window`, else over [`Timeline::window`]; empty without
     /// requests.
     pub fn window_metrics(&self, window: Option<(u64, u64)>) -> Vec<(TimelineMetric, TimeWeighted)> {
@@ -316,7 +67,7 @@ impl Timeline {
     /// [`metrics`](Self::metrics) over each of `windows`, in their order, from one sweep of the
     /// requests per curve: the time slices' windows cost a look-up and the steps inside each, not
     /// a pass over the run each. The curves are built a group at a time and dropped once every
-    /// window has taken its metrics, so at most three are held at once; over a single window,
+    /// window has taken its metrics, so at most two are held at once; over a single window,
     /// the curves with a step per chunk (decode rate, tokens in flight) are not kept at all when
     /// the run has more than [`STREAM_ABOVE`] chunks: their statistics are taken in passes, the
     /// curve swept again for each.
@@ -355,6 +106,12 @@ impl Timeline {
         }
         fn act<'a>(s: &'a Steps, mask: &'a Steps) -> impl Fn(u64, u64) -> TimeWeighted + 'a {
             move |from, to| while_active(s, mask, from, to, PER_SECOND)
+        }
+        // A rate while its phase is active, and per request while active and over the window.
+        fn put_per_user(out: &mut Out, windows: &[(u64, u64)], rate: &Steps, conc: &Steps, tags: [TimelineMetric; 3]) {
+            for (o, &(from, to)) in out.iter_mut().zip(windows) {
+                o.extend(tags.into_iter().zip(per_user(rate, conc, from, to, PER_SECOND)));
+            }
         }
         let chunks: u64 = self.spans.iter().map(|p| u64::from(p.later_chunks & !EVENLY)).sum();
         let closed = chunks > closed_above;
@@ -400,11 +157,13 @@ impl Timeline {
             } else {
                 let rate = self.sweep_with(rate_of, closed);
                 put(&mut out, windows, T::EffectiveDecodeThroughput, &tw(&rate, PER_SECOND));
-                put(&mut out, windows, T::ActiveDecodeThroughput, &act(&rate, &conc));
-                let per_user = divide(&rate, &conc);
-                drop(rate);
-                put(&mut out, windows, T::ActiveDecodeThroughputPerUser, &act(&per_user, &conc));
-                put(&mut out, windows, T::EffectiveDecodeThroughputPerUser, &tw(&per_user, PER_SECOND));
+                put_per_user(
+                    &mut out,
+                    windows,
+                    &rate,
+                    &conc,
+                    [T::ActiveDecodeThroughput, T::ActiveDecodeThroughputPerUser, T::EffectiveDecodeThroughputPerUser],
+                );
             }
         }
         {
@@ -412,11 +171,13 @@ impl Timeline {
             let rate = self.sweep_split::<2>(|s, _, e| prefill_rate(s, e));
             put(&mut out, windows, T::EffectivePrefillThroughput, &tw(&rate, PER_SECOND));
             put(&mut out, windows, T::EffectivePrefillConcurrency, &tw(&conc, 1.0));
-            put(&mut out, windows, T::ActivePrefillThroughput, &act(&rate, &conc));
-            let per_user = divide(&rate, &conc);
-            drop(rate);
-            put(&mut out, windows, T::ActivePrefillThroughputPerUser, &act(&per_user, &conc));
-            put(&mut out, windows, T::EffectivePrefillThroughputPerUser, &tw(&per_user, PER_SECOND));
+            put_per_user(
+                &mut out,
+                windows,
+                &rate,
+                &conc,
+                [T::ActivePrefillThroughput, T::ActivePrefillThroughputPerUser, T::EffectivePrefillThroughputPerUser],
+            );
         }
         let per_chunk = chunks > 0;
         let in_flight = |s: &Span, later: &[u64], e: &mut Vec<Event>| tokens_in_flight(s, later, per_chunk, e);
@@ -467,16 +228,5 @@ impl Timeline {
             bends.extend(steps.iter().map(|&(t, d)| (t, d, 0.0)));
         });
         Ramps::of(bends)
-    }
-
-    /// Calls `f` with every span and its entries of [`Timeline::chunks`], in the order added.
-    fn each_span(&self, mut f: impl FnMut(&Span, &[u64])) {
-        let mut at = 0;
-        for i in 0..self.spans.len() {
-            let n = Span::kept_of(self.spans[i].later_chunks);
-            let kept = if self.chunks.is_empty() { &[][..] } else { self.chunks.get(at..at + n).unwrap_or(&[]) };
-            at += n;
-            f(&self.span(i), kept);
-        }
     }
 }

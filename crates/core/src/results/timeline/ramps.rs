@@ -1,7 +1,7 @@
 //! Tokens in flight in closed form: a piecewise-linear curve of ramps and its statistics.
 
-use super::TimeWeighted;
 use super::events::Bend;
+use super::metric::TimeWeighted;
 
 /// A piecewise-linear curve: from each time on, the level there and its slope (per ns) until
 /// the next (sorted, distinct times; 0 before the first).

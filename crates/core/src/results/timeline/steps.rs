@@ -3,7 +3,7 @@
 
 use std::cmp::Ordering;
 
-use super::TimeWeighted;
+use super::metric::TimeWeighted;
 use super::weighted::{Pairs, Weighted};
 
 /// A step function: from each time on, the value until the next (sorted, distinct times; 0
@@ -56,39 +56,6 @@ pub(super) fn at(steps: &[(u64, f64)], t: u64) -> f64 {
     match steps.partition_point(|s| s.0 <= t) {
         0 => 0.0,
         i => steps[i - 1].1,
-    }
-}
-
-/// Calls `each(time, a, b)` at every time of `a` or `b` (each sorted, with distinct times), in
-/// order, with the values both hold from that time on (`va`, `vb` before their first).
-pub(super) fn merged(
-    a: &[(u64, f64)],
-    b: &[(u64, f64)],
-    mut va: f64,
-    mut vb: f64,
-    mut each: impl FnMut(u64, f64, f64),
-) {
-    let (mut i, mut j) = (0, 0);
-    loop {
-        let t = match (a.get(i), b.get(j)) {
-            (Some(x), Some(y)) => x.0.min(y.0),
-            (Some(x), None) => x.0,
-            (None, Some(y)) => y.0,
-            (None, None) => return,
-        };
-        if let Some(x) = a.get(i)
-            && x.0 == t
-        {
-            va = x.1;
-            i += 1;
-        }
-        if let Some(y) = b.get(j)
-            && y.0 == t
-        {
-            vb = y.1;
-            j += 1;
-        }
-        each(t, va, vb);
     }
 }
 
@@ -206,14 +173,34 @@ pub(super) fn while_active(rate: &Steps, mask: &Steps, from: u64, to: u64, scale
     Weighted::of_pairs(&Active { rate, mask, from, to, scale }, None, upto)
 }
 
-/// `num / den` where `den` is above 0, else 0.
-pub(super) fn divide(num: &Steps, den: &Steps) -> Steps {
-    if num.is_empty() || den.is_empty() {
-        return Steps::new();
+/// The statistics of a rate over `[from, to)` with the concurrency of its phase, `conc`, in one
+/// loop over their segments a pass: the rate while `conc` is above 0, and the rate per request
+/// (the rate divided by `conc` where `conc` is above 0, else 0) while `conc` is above 0 and over
+/// the window. Each figure is that of the curve of the rate per request made on its own (a step
+/// at every time of either curve) and weighed alone: the segments of the two curves are its
+/// steps.
+pub(super) fn per_user(rate: &Steps, conc: &Steps, from: u64, to: u64, scale: f64) -> [TimeWeighted; 3] {
+    if rate.is_empty() || conc.is_empty() || to <= from {
+        return [TimeWeighted::default(); 3];
     }
-    let mut out = Steps::with_capacity(num.len().max(den.len()));
-    merged(num, den, 0.0, 0.0, |t, n, d| out.push((t, if d > 0.0 { n / d } else { 0.0 })));
-    out
+    let upto = (rate.len() + conc.len()) as u64 + 1;
+    let mut active = Weighted::new(None, upto);
+    let mut active_per_user = Weighted::new(None, upto);
+    let mut window_per_user = Weighted::new(Some((to - from) as f64), upto);
+    while !(active.done() && active_per_user.done() && window_per_user.done()) {
+        for (d, r, c) in Segments::new(rate, conc, from, to) {
+            let u = if c > 0.0 { r / c } else { 0.0 };
+            if c > 0.0 {
+                active.add(d, r * scale);
+                active_per_user.add(d, u * scale);
+            }
+            window_per_user.add(d, u * scale);
+        }
+        for w in [&mut active, &mut active_per_user, &mut window_per_user] {
+            w.end_pass();
+        }
+    }
+    [active.result(), active_per_user.result(), window_per_user.result()]
 }
 
 /// The (duration, value) pairs a step function holds over `[from, to)` ([`window_pairs`]), from

@@ -1,9 +1,10 @@
 //! The per-chunk curves' statistics over one window taken in passes over their sweep, made again
 //! for each pass, instead of over a kept curve.
 
+use super::metric::{PER_SECOND, TimeWeighted, TimelineMetric};
+use super::spans::{Span, Timeline};
 use super::steps::{Event, Feed, Steps};
 use super::weighted::Weighted;
-use super::{PER_SECOND, Span, TimeWeighted, Timeline, TimelineMetric};
 
 /// One pass of [`Timeline::decode_streamed`]: the statistics and where each stands in the window.
 struct DecodePass {
@@ -95,7 +96,7 @@ impl Timeline {
 
     /// The four decode-rate metrics over `[from, to)` in passes over the decode rate's sweep
     /// (made again for each) merged with the decode concurrency `conc`: the rate over the
-    /// window, while `conc` is above 0, and the rate per request (`divide`) both ways.
+    /// window, while `conc` is above 0, and the rate per request (divided by `conc`) both ways.
     pub(super) fn decode_streamed(
         &self,
         rate: impl Fn(&Span, &[u64], &mut Vec<Event>) + Copy,

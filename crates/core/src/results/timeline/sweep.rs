@@ -8,8 +8,8 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
+use super::spans::{EVENLY, NO_TIME, Span, Timeline};
 use super::steps::{Event, Steps, Summer, event_order};
-use super::{EVENLY, NO_TIME, Span, Timeline};
 
 impl Timeline {
     /// The step function of the events `each` makes of every span (given its chunks after the

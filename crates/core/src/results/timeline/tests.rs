@@ -1,6 +1,8 @@
 use super::steps::{Summer, event_order};
 use super::weighted::Weighted;
 use super::*;
+use crate::results::metrics::RequestMetrics;
+use crate::results::record::RequestRecord;
 
 fn get(m: &[(TimelineMetric, TimeWeighted)], t: TimelineMetric) -> TimeWeighted {
     m.iter().find(|x| x.0 == t).unwrap().1
@@ -441,5 +443,55 @@ proptest::proptest! {
                 proptest::prop_assert!((x.1 - y.1).abs() <= allowed, "{:?} {}: {} against {} (bound {})", t, x.0, x.1, y.1, allowed);
             }
         }
+    }
+}
+
+proptest::proptest! {
+    /// A rate while its concurrency is above 0, and the rate per request while it is and over
+    /// the window, taken together over the segments of the two curves, equal the curves made on
+    /// their own (a step at every time of either) and each weighed alone.
+    #[test]
+    fn per_user_statistics_equal_the_divided_curve_weighed_alone(
+        rate in proptest::collection::vec((0u64..50, -5.0f64..5.0), 0..20),
+        conc in proptest::collection::vec((0u64..50, 0u32..4), 0..20),
+        from in 0u64..30,
+        len in 0u64..60,
+    ) {
+        let curve = |mut s: Vec<(u64, f64)>| {
+            s.sort_by_key(|x| x.0);
+            s.dedup_by_key(|x| x.0);
+            s
+        };
+        let rate = curve(rate);
+        let conc = curve(conc.into_iter().map(|(t, c)| (t, f64::from(c))).collect());
+        let to = from + len;
+        let got = steps::per_user(&rate, &conc, from, to, PER_SECOND);
+        let value = |s: &[(u64, f64)], t: u64| s.iter().take_while(|x| x.0 <= t).last().map_or(0.0, |x| x.1);
+        let mut cuts: Vec<u64> = rate.iter().chain(&conc).map(|x| x.0).filter(|&t| t > from && t < to).collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        let (mut active, mut active_per_user, mut window_per_user) = (Vec::new(), Vec::new(), Vec::new());
+        let mut t = from;
+        for next in cuts.into_iter().chain([to]) {
+            let (r, c) = (value(&rate, t), value(&conc, t));
+            let u = if c > 0.0 { r / c } else { 0.0 };
+            if c > 0.0 {
+                active.push((next - t, r * PER_SECOND));
+                active_per_user.push((next - t, u * PER_SECOND));
+            }
+            window_per_user.push((next - t, u * PER_SECOND));
+            t = next;
+        }
+        let held = |h: &[(u64, f64)]| h.iter().map(|x| x.0).sum::<u64>() as f64;
+        let want = if rate.is_empty() || conc.is_empty() || to <= from {
+            [TimeWeighted::default(); 3]
+        } else {
+            [
+                sorted_copy(active.clone(), held(&active)),
+                sorted_copy(active_per_user.clone(), held(&active_per_user)),
+                sorted_copy(window_per_user, len as f64),
+            ]
+        };
+        proptest::prop_assert_eq!(got.map(stat_bits), want.map(stat_bits));
     }
 }
