@@ -76,7 +76,7 @@ pub fn scratch(lines: &[String]) -> (tempfile::TempDir, PathBuf, PathBuf) {
     scratch_named(lines, "art")
 }
 
-/// [`scratch`] with the artifact folder named `art`.
+/// [`scratch`] with the artifact folder's name given (`art`).
 pub fn scratch_named(lines: &[String], art: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let trace = write_trace(dir.path(), lines);
