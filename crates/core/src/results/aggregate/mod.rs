@@ -109,8 +109,8 @@ impl UrlAggregate {
 }
 
 impl Aggregate {
-    /// An empty aggregate that makes room for `requests` in each list as it takes the first value
-    /// of it (memory is taken as values come, not at once).
+    /// An empty aggregate for `requests` requests: each list makes room for them when it takes its
+    /// first value (a list no request fills takes no memory); the timeline's spans at once.
     pub fn expecting(requests: usize) -> Aggregate {
         let mut a = Aggregate::default();
         a.values.expect(requests);
