@@ -29,6 +29,7 @@ pub mod campaign;
 pub mod csv;
 pub mod datetime;
 pub mod duration;
+pub mod fork;
 pub mod formats;
 pub mod hashing;
 pub mod json_scan;

@@ -9,6 +9,7 @@ mod mock_server;
 mod profile;
 mod synthesis_flags;
 mod synthetic_flags;
+mod threads;
 
 use std::process::ExitCode;
 

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use super::error::RunError;
 use super::run::{MAX_LINE_BYTES, NONE, Point, Run, opt, opt_ms};
 use super::summary::RunSettings;
+use crate::fork::{Fork, InTurn};
 use crate::hashing::FastMap;
 use crate::results::aggregate::Aggregate;
 use crate::results::line;
@@ -148,7 +149,13 @@ impl RunLoader {
     }
 
     /// The run, once every byte was pushed.
-    pub fn finish(mut self, label: &str) -> Result<Run, RunError> {
+    pub fn finish(self, label: &str) -> Result<Run, RunError> {
+        self.finish_on(label, &InTurn)
+    }
+
+    /// [`finish`](Self::finish) with the report's parts given to `fork`
+    /// ([`Aggregate::into_report_over_on`]).
+    pub fn finish_on(mut self, label: &str, fork: &impl Fork) -> Result<Run, RunError> {
         if !self.partial.is_empty() {
             let last = std::mem::take(&mut self.partial);
             self.line(&last)?;
@@ -167,7 +174,8 @@ impl RunLoader {
             .network_rtt_ms
             .map(|ms| crate::results::network::adjusted_metrics(&self.aggregate, ms * 1e6))
             .unwrap_or_default();
-        let mut report = std::mem::take(&mut self.aggregate).into_report_over(!self.settings.slos.is_empty(), window);
+        let mut report =
+            std::mem::take(&mut self.aggregate).into_report_over_on(!self.settings.slos.is_empty(), window, fork);
         report.metrics.extend(adjusted);
         Ok(Run {
             label: label.into(),

@@ -119,7 +119,7 @@ pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
         loader.push(&buf[..n]).map_err(|e| bad(e.to_string()))?;
     }
     let label = label.map_or_else(|| default_label(&path.display().to_string()), str::to_string);
-    let mut run = loader.finish(&label).map_err(|e| bad(e.to_string()))?;
+    let mut run = loader.finish_on(&label, &crate::threads::Threads).map_err(|e| bad(e.to_string()))?;
     run.gpus = gpus;
     run.gpu_energy = gpu_energy;
     // The server's metrics over the run, when they were scraped (a bad file is only a warning).

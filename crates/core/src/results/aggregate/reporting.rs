@@ -5,8 +5,9 @@
 use std::borrow::Cow;
 
 use super::{Adjusted, Aggregate, Outcomes, Report, TokenCountCheck, UrlReport};
+use crate::fork::{Fork, InTurn, Part};
 use crate::results::metrics::Metric;
-use crate::results::timeline::{TimeWeighted, TimelineMetric};
+use crate::results::timeline::{Metrics, TimeWeighted, Timeline, TimelineMetric};
 use crate::stats::{Distribution, Runs};
 
 impl Aggregate {
@@ -96,11 +97,37 @@ impl Aggregate {
 
     /// [`Aggregate::report_over`] of an aggregate no longer needed: its lists are dropped once
     /// their statistics are taken, before the time-weighted metrics are swept.
-    pub fn into_report_over(mut self, with_goodput: bool, window: Option<(u64, u64)>) -> Report {
+    pub fn into_report_over(self, with_goodput: bool, window: Option<(u64, u64)>) -> Report {
+        self.into_report_over_on(with_goodput, window, &InTurn)
+    }
+
+    /// [`Aggregate::into_report_over`] with the lists' statistics and each group of
+    /// time-weighted curves given to `fork` as parts (the same report; the lists are dropped once
+    /// their statistics are taken).
+    pub fn into_report_over_on(mut self, with_goodput: bool, window: Option<(u64, u64)>, fork: &impl Fork) -> Report {
+        enum Done {
+            Lists(Box<Report>),
+            Curves(Metrics),
+        }
         let timeline = std::mem::take(&mut self.timeline);
-        let mut report = self.report_of_lists(with_goodput);
-        drop(self);
-        report.timeline = timeline.window_metrics(window);
+        // The lists first: given in turn, they are dropped before any curve is made.
+        let windows: Vec<(u64, u64)> = window.or_else(|| timeline.window()).into_iter().collect();
+        let mut parts: Vec<Part<'_, Done>> = timeline
+            .parts_over(&windows)
+            .into_iter()
+            .map(|p| Box::new(move || Done::Curves(p())) as Part<'_, Done>)
+            .collect();
+        parts.insert(0, Box::new(move || Done::Lists(Box::new(self.report_of_lists(with_goodput)))));
+        let mut report = None;
+        let mut groups = Vec::new();
+        for done in fork.run(parts) {
+            match done {
+                Done::Lists(r) => report = Some(*r),
+                Done::Curves(c) => groups.push(c),
+            }
+        }
+        let mut report = report.unwrap_or_default();
+        report.timeline = Timeline::in_order(&windows, groups).pop().unwrap_or_default();
         report
     }
 

@@ -43,6 +43,8 @@ pub use spans::Timeline;
 use spans::{EVENLY, Span};
 use steps::{Event, Steps, over_window, per_user, while_active};
 
+use crate::fork::{Fork, InTurn, Part};
+
 /// Above this many chunks after the first in a run, the per-chunk curves' statistics over a
 /// single window are taken in passes over their sweep instead of over a kept curve.
 const STREAM_ABOVE: u64 = 1 << 24;
@@ -78,40 +80,62 @@ impl Timeline {
     /// fewer additions), its output tokens in flight as a ramp through its chunks instead of a
     /// step per chunk (within one chunk's tokens of the steps, per request decoding).
     pub fn metrics_over(&self, windows: &[(u64, u64)]) -> Vec<Vec<(TimelineMetric, TimeWeighted)>> {
-        self.metrics_over_with(windows, STREAM_ABOVE, CLOSED_ABOVE)
+        self.metrics_over_on(windows, &InTurn)
+    }
+
+    /// [`metrics_over`](Self::metrics_over) with its curves' groups given to `fork` as parts:
+    /// the same figures, the groups' curves held at once where `fork` runs them at once.
+    pub fn metrics_over_on(
+        &self,
+        windows: &[(u64, u64)],
+        fork: &impl Fork,
+    ) -> Vec<Vec<(TimelineMetric, TimeWeighted)>> {
+        Self::in_order(windows, fork.run(self.parts_over(windows)))
+    }
+
+    /// The parts computing [`metrics_over`](Self::metrics_over) (a group of curves each, its
+    /// figures over every window), to be put in order by [`Timeline::in_order`].
+    pub(crate) fn parts_over<'a>(&'a self, windows: &'a [(u64, u64)]) -> Vec<Part<'a, Metrics>> {
+        self.metric_parts(windows, STREAM_ABOVE, CLOSED_ABOVE)
     }
 
     /// [`metrics_over`](Self::metrics_over), streaming the per-chunk curves when the run has
     /// more than `stream_above` chunks after the first taken chunk by chunk, and taking evenly
     /// spaced chunks in closed form when it has more than `closed_above`.
+    #[cfg(test)]
     fn metrics_over_with(
         &self,
         windows: &[(u64, u64)],
         stream_above: u64,
         closed_above: u64,
     ) -> Vec<Vec<(TimelineMetric, TimeWeighted)>> {
-        use TimelineMetric as T;
+        Self::in_order(windows, InTurn.run(self.metric_parts(windows, stream_above, closed_above)))
+    }
+
+    /// The metrics of every window from the groups' figures, in AIPerf's order.
+    pub(crate) fn in_order(windows: &[(u64, u64)], groups: Vec<Metrics>) -> Metrics {
+        let mut out: Metrics = windows.iter().map(|_| Vec::with_capacity(14)).collect();
+        for group in groups {
+            for (o, g) in out.iter_mut().zip(group) {
+                o.extend(g);
+            }
+        }
+        for o in &mut out {
+            o.sort_by_key(|(m, _)| ORDER.iter().position(|x| x == m));
+        }
+        out
+    }
+
+    /// The groups of curves swept and weighed together, each a part computing its metrics over
+    /// every window; the groups of a curve per chunk first. None without requests.
+    fn metric_parts<'a>(
+        &'a self,
+        windows: &'a [(u64, u64)],
+        stream_above: u64,
+        closed_above: u64,
+    ) -> Vec<Part<'a, Metrics>> {
         if self.spans.is_empty() {
-            return vec![Vec::new(); windows.len()];
-        }
-        type Out = Vec<Vec<(TimelineMetric, TimeWeighted)>>;
-        fn put(out: &mut Out, windows: &[(u64, u64)], m: TimelineMetric, each: &dyn Fn(u64, u64) -> TimeWeighted) {
-            for (o, &(from, to)) in out.iter_mut().zip(windows) {
-                o.push((m, each(from, to)));
-            }
-        }
-        let mut out: Out = windows.iter().map(|_| Vec::with_capacity(14)).collect();
-        fn tw(s: &Steps, scale: f64) -> impl Fn(u64, u64) -> TimeWeighted + '_ {
-            move |from, to| over_window(s, from, to, scale)
-        }
-        fn act<'a>(s: &'a Steps, mask: &'a Steps) -> impl Fn(u64, u64) -> TimeWeighted + 'a {
-            move |from, to| while_active(s, mask, from, to, PER_SECOND)
-        }
-        // A rate while its phase is active, and per request while active and over the window.
-        fn put_per_user(out: &mut Out, windows: &[(u64, u64)], rate: &Steps, conc: &Steps, tags: [TimelineMetric; 3]) {
-            for (o, &(from, to)) in out.iter_mut().zip(windows) {
-                o.extend(tags.into_iter().zip(per_user(rate, conc, from, to, PER_SECOND)));
-            }
+            return Vec::new();
         }
         let chunks: u64 = self.spans.iter().map(|p| u64::from(p.later_chunks & !EVENLY)).sum();
         let closed = chunks > closed_above;
@@ -126,89 +150,101 @@ impl Timeline {
             [w] if per_chunk_left > stream_above => Some(*w),
             _ => None,
         };
-        {
-            let concurrency = self.sweep_split::<2>(|s, _, e| in_flight(s, e));
-            put(&mut out, windows, T::EffectiveConcurrency, &tw(&concurrency, 1.0));
-            let total = self.sweep_with(
-                |s, _, e| {
-                    prefill_rate(s, e);
-                    even_decode_rate(s, e);
-                },
-                true,
-            );
-            put(&mut out, windows, T::ActiveTotalThroughput, &act(&total, &concurrency));
-            put(&mut out, windows, T::EffectiveTotalThroughput, &tw(&total, PER_SECOND));
-        }
-        {
-            let conc = self.sweep_split::<2>(|s, _, e| decoding(s, e));
-            let chunked = chunks > 0;
-            let rate_of = |s: &Span, later: &[u64], e: &mut Vec<Event>| {
-                if !chunked {
-                    even_decode_rate(s, e);
-                } else if closed {
-                    closed_decode(s, later, e);
-                } else {
-                    chunk_decode(s, later, e);
-                }
-            };
-            put(&mut out, windows, T::EffectiveDecodeConcurrency, &tw(&conc, 1.0));
-            if let (Some((from, to)), [o]) = (streamed, &mut out[..]) {
-                o.extend(self.decode_streamed(rate_of, closed, &conc, from, to));
+        let plan = Plan { windows, chunks, closed, even, streamed };
+        vec![
+            Box::new(move || self.decode_group(&plan)),
+            Box::new(move || self.in_flight_group(&plan)),
+            Box::new(move || self.total_group(&plan)),
+            Box::new(move || self.prefill_group(&plan)),
+        ]
+    }
+
+    /// The concurrency and the total throughput.
+    fn total_group(&self, plan: &Plan<'_>) -> Metrics {
+        use TimelineMetric as T;
+        let windows = plan.windows;
+        let mut out = plan.out();
+        let concurrency = self.sweep_split::<2>(|s, _, e| in_flight(s, e));
+        put(&mut out, windows, T::EffectiveConcurrency, &tw(&concurrency, 1.0));
+        let total = self.sweep_with(
+            |s, _, e| {
+                prefill_rate(s, e);
+                even_decode_rate(s, e);
+            },
+            true,
+        );
+        put(&mut out, windows, T::ActiveTotalThroughput, &act(&total, &concurrency));
+        put(&mut out, windows, T::EffectiveTotalThroughput, &tw(&total, PER_SECOND));
+        out
+    }
+
+    /// The decode concurrency, the decode rate and its rates per request.
+    fn decode_group(&self, plan: &Plan<'_>) -> Metrics {
+        use TimelineMetric as T;
+        let windows = plan.windows;
+        let mut out = plan.out();
+        let conc = self.sweep_split::<2>(|s, _, e| decoding(s, e));
+        let (chunked, closed) = (plan.chunks > 0, plan.closed);
+        let rate_of = |s: &Span, later: &[u64], e: &mut Vec<Event>| {
+            if !chunked {
+                even_decode_rate(s, e);
+            } else if closed {
+                closed_decode(s, later, e);
             } else {
-                let rate = self.sweep_with(rate_of, closed);
-                put(&mut out, windows, T::EffectiveDecodeThroughput, &tw(&rate, PER_SECOND));
-                put_per_user(
-                    &mut out,
-                    windows,
-                    &rate,
-                    &conc,
-                    [T::ActiveDecodeThroughput, T::ActiveDecodeThroughputPerUser, T::EffectiveDecodeThroughputPerUser],
-                );
+                chunk_decode(s, later, e);
             }
-        }
-        {
-            let conc = self.sweep_split::<2>(|s, _, e| prefilling(s, e));
-            let rate = self.sweep_split::<2>(|s, _, e| prefill_rate(s, e));
-            put(&mut out, windows, T::EffectivePrefillThroughput, &tw(&rate, PER_SECOND));
-            put(&mut out, windows, T::EffectivePrefillConcurrency, &tw(&conc, 1.0));
+        };
+        put(&mut out, windows, T::EffectiveDecodeConcurrency, &tw(&conc, 1.0));
+        if let (Some((from, to)), [o]) = (plan.streamed, &mut out[..]) {
+            o.extend(self.decode_streamed(rate_of, closed, &conc, from, to));
+        } else {
+            let rate = self.sweep_with(rate_of, closed);
+            put(&mut out, windows, T::EffectiveDecodeThroughput, &tw(&rate, PER_SECOND));
             put_per_user(
                 &mut out,
                 windows,
                 &rate,
                 &conc,
-                [T::ActivePrefillThroughput, T::ActivePrefillThroughputPerUser, T::EffectivePrefillThroughputPerUser],
+                [T::ActiveDecodeThroughput, T::ActiveDecodeThroughputPerUser, T::EffectiveDecodeThroughputPerUser],
             );
         }
-        let per_chunk = chunks > 0;
+        out
+    }
+
+    /// The prefill concurrency, the prefill rate and its rates per request.
+    fn prefill_group(&self, plan: &Plan<'_>) -> Metrics {
+        use TimelineMetric as T;
+        let windows = plan.windows;
+        let mut out = plan.out();
+        let conc = self.sweep_split::<2>(|s, _, e| prefilling(s, e));
+        let rate = self.sweep_split::<2>(|s, _, e| prefill_rate(s, e));
+        put(&mut out, windows, T::EffectivePrefillThroughput, &tw(&rate, PER_SECOND));
+        put(&mut out, windows, T::EffectivePrefillConcurrency, &tw(&conc, 1.0));
+        put_per_user(
+            &mut out,
+            windows,
+            &rate,
+            &conc,
+            [T::ActivePrefillThroughput, T::ActivePrefillThroughputPerUser, T::EffectivePrefillThroughputPerUser],
+        );
+        out
+    }
+
+    /// The tokens in flight.
+    fn in_flight_group(&self, plan: &Plan<'_>) -> Metrics {
+        use TimelineMetric as T;
+        let windows = plan.windows;
+        let mut out = plan.out();
+        let per_chunk = plan.chunks > 0;
         let in_flight = |s: &Span, later: &[u64], e: &mut Vec<Event>| tokens_in_flight(s, later, per_chunk, e);
-        if closed && even > 0 {
+        if plan.closed && plan.even > 0 {
             let ramps = self.in_flight_ramps(per_chunk);
             put(&mut out, windows, T::TokensInFlight, &|from, to| ramps.over_window(from, to));
-        } else if let (Some((from, to)), [o]) = (streamed, &mut out[..]) {
+        } else if let (Some((from, to)), [o]) = (plan.streamed, &mut out[..]) {
             o.push((T::TokensInFlight, self.streamed(in_flight, from, to)));
         } else {
             let steps = self.sweep_with(in_flight, false);
             put(&mut out, windows, T::TokensInFlight, &tw(&steps, 1.0));
-        }
-        // AIPerf's order.
-        let order = [
-            T::EffectiveConcurrency,
-            T::EffectiveDecodeThroughput,
-            T::EffectivePrefillThroughput,
-            T::EffectiveDecodeConcurrency,
-            T::EffectivePrefillConcurrency,
-            T::EffectiveTotalThroughput,
-            T::EffectiveDecodeThroughputPerUser,
-            T::EffectivePrefillThroughputPerUser,
-            T::TokensInFlight,
-            T::ActiveDecodeThroughput,
-            T::ActivePrefillThroughput,
-            T::ActiveDecodeThroughputPerUser,
-            T::ActivePrefillThroughputPerUser,
-            T::ActiveTotalThroughput,
-        ];
-        for o in &mut out {
-            o.sort_by_key(|(m, _)| order.iter().position(|x| x == m));
         }
         out
     }
@@ -228,5 +264,71 @@ impl Timeline {
             bends.extend(steps.iter().map(|&(t, d)| (t, d, 0.0)));
         });
         Ramps::of(bends)
+    }
+}
+
+/// Each window's metrics.
+pub(crate) type Metrics = Vec<Vec<(TimelineMetric, TimeWeighted)>>;
+
+/// AIPerf's order of the time-weighted metrics.
+const ORDER: [TimelineMetric; 14] = {
+    use TimelineMetric as T;
+    [
+        T::EffectiveConcurrency,
+        T::EffectiveDecodeThroughput,
+        T::EffectivePrefillThroughput,
+        T::EffectiveDecodeConcurrency,
+        T::EffectivePrefillConcurrency,
+        T::EffectiveTotalThroughput,
+        T::EffectiveDecodeThroughputPerUser,
+        T::EffectivePrefillThroughputPerUser,
+        T::TokensInFlight,
+        T::ActiveDecodeThroughput,
+        T::ActivePrefillThroughput,
+        T::ActiveDecodeThroughputPerUser,
+        T::ActivePrefillThroughputPerUser,
+        T::ActiveTotalThroughput,
+    ]
+};
+
+/// What every group of curves reads of the run: the windows, the chunks after the first, whether
+/// evenly spaced chunks are taken in closed form and how many of them there are, and the window
+/// whose per-chunk curves are streamed instead of kept.
+#[derive(Clone, Copy)]
+struct Plan<'a> {
+    windows: &'a [(u64, u64)],
+    chunks: u64,
+    closed: bool,
+    even: u64,
+    streamed: Option<(u64, u64)>,
+}
+
+impl Plan<'_> {
+    fn out(&self) -> Metrics {
+        self.windows.iter().map(|_| Vec::with_capacity(4)).collect()
+    }
+}
+
+/// Each window's figure of `m`.
+fn put(out: &mut Metrics, windows: &[(u64, u64)], m: TimelineMetric, each: &dyn Fn(u64, u64) -> TimeWeighted) {
+    for (o, &(from, to)) in out.iter_mut().zip(windows) {
+        o.push((m, each(from, to)));
+    }
+}
+
+/// The statistics of `s` (× `scale`) over a window.
+fn tw(s: &Steps, scale: f64) -> impl Fn(u64, u64) -> TimeWeighted + '_ {
+    move |from, to| over_window(s, from, to, scale)
+}
+
+/// The statistics of `s` a second while `mask` is above 0 in a window.
+fn act<'a>(s: &'a Steps, mask: &'a Steps) -> impl Fn(u64, u64) -> TimeWeighted + 'a {
+    move |from, to| while_active(s, mask, from, to, PER_SECOND)
+}
+
+/// A rate while its phase is active, and per request while active and over the window.
+fn put_per_user(out: &mut Metrics, windows: &[(u64, u64)], rate: &Steps, conc: &Steps, tags: [TimelineMetric; 3]) {
+    for (o, &(from, to)) in out.iter_mut().zip(windows) {
+        o.extend(tags.into_iter().zip(per_user(rate, conc, from, to, PER_SECOND)));
     }
 }

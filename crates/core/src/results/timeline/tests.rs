@@ -56,6 +56,35 @@ fn many_windows_at_once_weigh_as_each_alone() {
     assert_eq!(Timeline::default().metrics_over(&windows), vec![Vec::new(); 4]);
 }
 
+/// Runs the parts last first, as threads might finish them.
+struct LastFirst;
+
+impl crate::fork::Fork for LastFirst {
+    fn run<'a, T: Send + 'a>(&self, parts: Vec<crate::fork::Part<'a, T>>) -> Vec<T> {
+        let mut done: Vec<T> = parts.into_iter().rev().map(|p| p()).collect();
+        done.reverse();
+        done
+    }
+}
+
+#[test]
+fn parts_run_in_any_order_give_the_same_metrics_in_aiperfs_order() {
+    let mut tl = Timeline::default();
+    for i in 0..40u64 {
+        let start = i * 3_000_000;
+        let r = streamed(start, vec![start + 2_000_000, start + 4_000_000 + i * 50_000], start + 6_000_000, 30 + i, 2);
+        let m = RequestMetrics::of(&r, false);
+        tl.add(&r, Some(&m));
+    }
+    let windows = [(0, 60_000_000), (10_000_000, 130_000_000)];
+    let in_turn = tl.metrics_over(&windows);
+    assert_eq!(tl.metrics_over_on(&windows, &LastFirst), in_turn);
+    let names: Vec<TimelineMetric> = in_turn[0].iter().map(|(m, _)| *m).collect();
+    assert_eq!(names[0], TimelineMetric::EffectiveConcurrency);
+    assert_eq!(names[13], TimelineMetric::ActiveTotalThroughput);
+    assert_eq!(names.len(), 14);
+}
+
 #[test]
 fn merged_timelines_give_the_whole_runs_metrics() {
     let recs: Vec<RequestRecord> = (0..6u64)

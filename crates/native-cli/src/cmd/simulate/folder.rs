@@ -123,18 +123,9 @@ pub(super) fn simulate_run(
         *ids = None;
     }
     let sim = sim.context("simulate")?;
-    let mut aggregate =
-        aggregate.map_err(|_| anyhow::anyhow!("the aggregation of the simulated requests failed"))??;
+    let aggregate = aggregate.map_err(|_| anyhow::anyhow!("the aggregation of the simulated requests failed"))??;
     let end = aggregate.last_end_ns.unwrap_or(0);
-    // The time-weighted metrics are swept on a thread of their own while the lists' statistics
-    // are taken: the report is the aggregate's `into_report_over(false, None)`.
-    let timeline = std::mem::take(&mut aggregate.timeline);
-    let (mut report, curves) = std::thread::scope(|s| {
-        let sweep = s.spawn(|| timeline.window_metrics(None));
-        let report = aggregate.into_report_over(false, None);
-        (report, sweep.join())
-    });
-    report.timeline = curves.map_err(|_| anyhow::anyhow!("the time-weighted metrics' sweep failed"))?;
+    let report = aggregate.into_report_over_on(false, None, &crate::threads::Threads);
     let summary = RunSummary {
         benchmark_id: format!("{:012x}", 0),
         cli_command: shell_command(std::env::args()),
