@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use super::{Adjusted, Aggregate, Outcomes, Report, TokenCountCheck, UrlReport};
 use crate::fork::{Fork, InTurn, Part};
 use crate::results::metrics::Metric;
-use crate::results::timeline::{Metrics, TimeWeighted, Timeline, TimelineMetric};
+use crate::results::timeline::{Metrics, Timeline};
 use crate::stats::{Distribution, Runs};
 
 impl Aggregate {
@@ -90,9 +90,13 @@ impl Aggregate {
     /// The final report with the time-weighted metrics weighed over `window` (ns on the
     /// records' clock) instead of the records' own window.
     pub fn report_over(&self, with_goodput: bool, window: Option<(u64, u64)>) -> Report {
-        let mut report = self.report_of_lists(with_goodput);
-        report.timeline = self.timeline_metrics(window);
-        report
+        self.report_over_on(with_goodput, window, &InTurn)
+    }
+
+    /// [`Aggregate::report_over`] with the lists' statistics and each group of time-weighted
+    /// curves given to `fork` as parts: the same report.
+    pub fn report_over_on(&self, with_goodput: bool, window: Option<(u64, u64)>, fork: &impl Fork) -> Report {
+        with_timeline(Box::new(|| self.report_of_lists(with_goodput)), &self.timeline, window, fork)
     }
 
     /// [`Aggregate::report_over`] of an aggregate no longer needed: its lists are dropped once
@@ -101,39 +105,11 @@ impl Aggregate {
         self.into_report_over_on(with_goodput, window, &InTurn)
     }
 
-    /// [`Aggregate::into_report_over`] with the lists' statistics and each group of
-    /// time-weighted curves given to `fork` as parts (the same report; the lists are dropped once
-    /// their statistics are taken).
+    /// [`Aggregate::into_report_over`] with its parts given to `fork`
+    /// ([`Aggregate::report_over_on`]); the lists are dropped once their statistics are taken.
     pub fn into_report_over_on(mut self, with_goodput: bool, window: Option<(u64, u64)>, fork: &impl Fork) -> Report {
-        enum Done {
-            Lists(Box<Report>),
-            Curves(Metrics),
-        }
         let timeline = std::mem::take(&mut self.timeline);
-        // The lists first: given in turn, they are dropped before any curve is made.
-        let windows: Vec<(u64, u64)> = window.or_else(|| timeline.window()).into_iter().collect();
-        let mut parts: Vec<Part<'_, Done>> = timeline
-            .parts_over(&windows)
-            .into_iter()
-            .map(|p| Box::new(move || Done::Curves(p())) as Part<'_, Done>)
-            .collect();
-        parts.insert(0, Box::new(move || Done::Lists(Box::new(self.report_of_lists(with_goodput)))));
-        let mut report = None;
-        let mut groups = Vec::new();
-        for done in fork.run(parts) {
-            match done {
-                Done::Lists(r) => report = Some(*r),
-                Done::Curves(c) => groups.push(c),
-            }
-        }
-        let mut report = report.unwrap_or_default();
-        report.timeline = Timeline::in_order(&windows, groups).pop().unwrap_or_default();
-        report
-    }
-
-    /// The time-weighted metrics over `window`, else the records' own window.
-    fn timeline_metrics(&self, window: Option<(u64, u64)>) -> Vec<(TimelineMetric, TimeWeighted)> {
-        self.timeline.window_metrics(window)
+        with_timeline(Box::new(move || self.report_of_lists(with_goodput)), &timeline, window, fork)
     }
 
     /// The report but its time-weighted metrics.
@@ -246,4 +222,34 @@ impl Aggregate {
             },
         }
     }
+}
+
+/// The report of `lists` with `timeline`'s metrics over `window` (else its own), the lists'
+/// statistics and each group of curves a part given to `fork`. The lists come first: given in
+/// turn, what they hold is dropped before any curve is made.
+fn with_timeline<'a>(
+    lists: Part<'a, Report>,
+    timeline: &'a Timeline,
+    window: Option<(u64, u64)>,
+    fork: &impl Fork,
+) -> Report {
+    enum Done {
+        Lists(Box<Report>),
+        Curves(Metrics),
+    }
+    let windows: Vec<(u64, u64)> = window.or_else(|| timeline.window()).into_iter().collect();
+    let mut parts: Vec<Part<'_, Done>> = vec![Box::new(move || Done::Lists(Box::new(lists())))];
+    parts.extend(
+        timeline.parts_over(&windows).into_iter().map(|p| Box::new(move || Done::Curves(p())) as Part<'_, Done>),
+    );
+    let (mut report, mut groups) = (None, Vec::new());
+    for done in fork.run(parts) {
+        match done {
+            Done::Lists(r) => report = Some(*r),
+            Done::Curves(c) => groups.push(c),
+        }
+    }
+    let mut report = report.unwrap_or_default();
+    report.timeline = Timeline::in_order(&windows, groups).pop().unwrap_or_default();
+    report
 }

@@ -69,7 +69,7 @@ pub(super) fn export(
         collected.aggregate.last_end_ns.map(|e| start_ns.saturating_add(e).saturating_add(GPU_FINAL_SCRAPE_GRACE_NS));
     let (gpu_lines, gpu_written, gpu_export) = gpu_telemetry(gpu.as_ref(), &plan.exports.names, (start_ns, end_ns));
     let with_goodput = !plan.exports.slos.is_empty();
-    let mut report = collected.aggregate.report(with_goodput);
+    let mut report = collected.aggregate.report_over_on(with_goodput, None, &crate::threads::Threads);
     let rtt_ns = network_rtt_ns(plan.server.network, probes.as_deref());
     if let Some(rtt) = rtt_ns {
         report.metrics.extend(adjusted_metrics(&collected.aggregate, rtt));
