@@ -20,6 +20,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
+use crate::fork::{Fork, InTurn};
 use crate::results::aggregate::{Aggregate, Report};
 use crate::results::export::{dist_json, scalars, stat_keys};
 use crate::results::metrics::Slo;
@@ -84,6 +85,11 @@ impl Slicer {
     /// The slices of a run whose last response came at `run_end_ns` (from the benchmark start);
     /// `run`: the whole run's requests, whose time-weighted metrics each slice's window takes.
     pub fn finish(&self, run_end_ns: u64, with_goodput: bool, run: &Timeline) -> TimeSlices {
+        self.finish_on(run_end_ns, with_goodput, run, &InTurn)
+    }
+
+    /// [`finish`](Self::finish) with the run's groups of curves given to `fork` as parts.
+    pub fn finish_on(&self, run_end_ns: u64, with_goodput: bool, run: &Timeline, fork: &impl Fork) -> TimeSlices {
         // (start, end, complete) of each slice.
         let bounds: Vec<(u64, u64, bool)> = (0..self.slices.len())
             .map(|i| {
@@ -94,7 +100,7 @@ impl Slicer {
             .collect();
         // The run's curves, built once, weighed over the window of every slice that lasted.
         let windows: Vec<(u64, u64)> = bounds.iter().filter(|b| b.1 > b.0).map(|b| (b.0, b.1)).collect();
-        let mut weighed = run.metrics_over(&windows).into_iter();
+        let mut weighed = run.metrics_over_on(&windows, fork).into_iter();
         let slices = self
             .slices
             .iter()
@@ -102,7 +108,7 @@ impl Slicer {
             .map(|(agg, (start_ns, end_ns, is_complete))| {
                 let elapsed_s = (end_ns - start_ns) as f64 / 1e9;
                 let per_s = |x: f64| if elapsed_s > 0.0 { x / elapsed_s } else { 0.0 };
-                let mut report = agg.report(with_goodput);
+                let mut report = agg.report_of_lists(with_goodput);
                 report.request_throughput = per_s(report.request_count as f64);
                 report.output_token_throughput = per_s(report.total_output_tokens as f64);
                 report.input_token_throughput = per_s(report.total_input_tokens as f64);

@@ -112,8 +112,9 @@ impl Aggregate {
         with_timeline(Box::new(move || self.report_of_lists(with_goodput)), &timeline, window, fork)
     }
 
-    /// The report but its time-weighted metrics.
-    fn report_of_lists(&self, with_goodput: bool) -> Report {
+    /// The report but its time-weighted metrics (left empty): for a part of a run whose
+    /// time-weighted metrics are the run's curves over its window ([`crate::results::timeslices`]).
+    pub fn report_of_lists(&self, with_goodput: bool) -> Report {
         // Metrics served by the same stored list, or by lists of the same values, share its
         // distribution: computed once.
         let mut by_source: Vec<(Metric, Distribution)> = Vec::new();

@@ -266,8 +266,12 @@ fn write_summaries(
 ) -> Result<()> {
     let mut written = exports::write_summaries(&plan.exports.artifact_dir, &plan.exports.names, summary);
     if let Some(slicer) = &collected.slices {
-        let mut slices =
-            slicer.finish(collected.aggregate.last_end_ns.unwrap_or(0), with_goodput, &collected.aggregate.timeline);
+        let mut slices = slicer.finish_on(
+            collected.aggregate.last_end_ns.unwrap_or(0),
+            with_goodput,
+            &collected.aggregate.timeline,
+            &crate::threads::Threads,
+        );
         if let Some(rtt) = rtt_ns {
             for (slice, agg) in slices.slices.iter_mut().zip(slicer.aggregates()) {
                 slice.report.metrics.extend(adjusted_metrics(agg, rtt));
