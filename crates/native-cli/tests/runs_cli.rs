@@ -146,6 +146,47 @@ fn bad_runs_are_refused_with_where_and_why() {
     assert_ne!(out.status.code(), Some(0));
 }
 
+/// A records file of many reads: its records are all counted, its last line without a newline
+/// too, gzipped or not, and a bad line far into it is named by its number.
+#[test]
+fn a_big_records_file_is_read_whole_and_a_bad_line_in_it_named() {
+    let one =
+        std::fs::read_to_string(fixture("aiperf-0.13.0-runs/completions-streaming/profile_export.jsonl")).unwrap();
+    let lines: Vec<&str> = one.lines().collect();
+    // About 10 MB: more reads than record batches in flight.
+    let copies = 200;
+    let big: Vec<&str> = (0..copies).flat_map(|_| lines.iter().copied()).collect();
+    assert!(big.iter().map(|l| l.len()).sum::<usize>() > 8 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    let count = |text: &[u8]| {
+        let file = dir.path().join("profile_export.jsonl");
+        std::fs::write(&file, text).unwrap();
+        let out = cli(&["compare", file.to_str().unwrap(), "--format", "json"]);
+        ok(&out);
+        let j: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let row = j["rows"].as_array().unwrap().iter().find(|r| r["metric"] == "Request count").cloned();
+        row.and_then(|r| r["values"][0].as_f64()).unwrap()
+    };
+    let each = count(one.as_bytes());
+    assert!(each > 0.0);
+    let text = big.join("\n");
+    assert_eq!(count(text.as_bytes()), each * f64::from(copies));
+    // Gzipped, its reads come out of the decompressor in other sizes.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, text.as_bytes()).unwrap();
+    assert_eq!(count(&gz.finish().unwrap()), each * f64::from(copies));
+
+    let mut bad = big.clone();
+    bad.insert(3000, r#"{"metadata": {"turn": 1}}"#);
+    let file = dir.path().join("profile_export.jsonl");
+    std::fs::write(&file, bad.join("\n") + "\n").unwrap();
+    let out = cli(&["report", file.to_str().unwrap(), "--output", dir.path().join("r.html").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("profile_export.jsonl:3001: ") && err.contains("missing field"), "{err}");
+    assert!(!dir.path().join("r.html").exists());
+}
+
 /// A sweep's folder: `report` draws its curve (latency and throughput against the load) before its
 /// sub-runs, and `compare` sets the sub-runs side by side; the numbers are the sub-runs' own.
 #[test]

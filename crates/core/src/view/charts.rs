@@ -269,23 +269,34 @@ pub struct Scatter {
     pub total: usize,
 }
 
-/// The requests with both values, evenly sampled down to [`MAX_SCATTER`].
-pub fn scatter(run: &Run, f: impl Fn(&Point) -> Option<(f64, f64)>) -> Scatter {
-    let total = run.points.iter().filter(|p| f(p).is_some()).count();
-    let every = total.div_ceil(MAX_SCATTER).max(1);
-    let mut s = Scatter { total, ..Default::default() };
-    let mut k = 0usize;
-    for (i, p) in run.points.iter().enumerate() {
-        if let Some((x, y)) = f(p) {
-            if k.is_multiple_of(every) {
-                s.x.push(x);
-                s.y.push(y);
-                s.index.push(i as u32);
+/// A [`Scatter`] being filled: the requests with both values evenly sampled down to
+/// [`MAX_SCATTER`]; of the `total` such requests, the 0th, the `every`-th, the 2 × `every`-th, … (a countdown, not a division per request).
+struct Sampler {
+    every: usize,
+    /// Requests with both values to pass over before the next one kept.
+    left: usize,
+    scatter: Scatter,
+}
+
+impl Sampler {
+    fn new(total: usize) -> Sampler {
+        let every = total.div_ceil(MAX_SCATTER).max(1);
+        Sampler { every, left: 0, scatter: Scatter { total, ..Default::default() } }
+    }
+
+    /// The request at `i` in [`Run::points`], with its values if it has both.
+    #[inline]
+    fn offer(&mut self, i: usize, v: Option<(f64, f64)>) {
+        if let Some((x, y)) = v {
+            if self.left == 0 {
+                self.scatter.x.push(x);
+                self.scatter.y.push(y);
+                self.scatter.index.push(i as u32);
+                self.left = self.every;
             }
-            k += 1;
+            self.left -= 1;
         }
     }
-    s
 }
 
 /// A named scatter plot.
@@ -299,42 +310,70 @@ pub struct ScatterChart {
 }
 
 /// The scatter plots of a run: TTFT and ITL over time, lateness, and the trace-aware ones.
+/// Two passes over the points for all of them: one counts each plot's requests, one samples.
 pub fn scatters(run: &Run) -> Vec<ScatterChart> {
     let t0 = run.t0_ns();
     let secs = |ns: u64| ns.saturating_sub(t0) as f64 / 1e9;
     let f = |v: f32| (!v.is_nan()).then_some(f64::from(v));
     let n = |v: u32| (v != NONE).then_some(f64::from(v));
+    let ttft_time = |p: &Point| Some((secs(p.sent_ns), f(p.ttft_ms)?));
+    let itl_time = |p: &Point| Some((secs(p.sent_ns), f(p.itl_ms)?));
+    let lateness = |p: &Point| Some((secs(p.scheduled_ns.max(t0)), p.lateness_ms()));
+    let ttft_isl = |p: &Point| Some((n(p.isl)?, f(p.ttft_ms)?));
+    let ttft_cached = |p: &Point| Some((n(p.expected_cached)?, f(p.ttft_ms)?));
+    let hit = |p: &Point| {
+        let isl = n(p.isl).filter(|&i| i > 0.0)?;
+        Some((n(p.expected_cached)? / isl, n(p.cached)? / isl))
+    };
+    let mut totals = [0usize; 6];
+    for p in &run.points {
+        totals[0] += usize::from(ttft_time(p).is_some());
+        totals[1] += usize::from(itl_time(p).is_some());
+        totals[2] += usize::from(lateness(p).is_some());
+        totals[3] += usize::from(ttft_isl(p).is_some());
+        totals[4] += usize::from(ttft_cached(p).is_some());
+        totals[5] += usize::from(hit(p).is_some());
+    }
+    let mut s = totals.map(Sampler::new);
+    for (i, p) in run.points.iter().enumerate() {
+        s[0].offer(i, ttft_time(p));
+        s[1].offer(i, itl_time(p));
+        s[2].offer(i, lateness(p));
+        s[3].offer(i, ttft_isl(p));
+        s[4].offer(i, ttft_cached(p));
+        s[5].offer(i, hit(p));
+    }
+    let [ttft_time, itl_time, lateness, ttft_isl, expected, hits] = s.map(|s| s.scatter);
     let mut out = vec![
         ScatterChart {
             id: "ttft-time",
             title: "TTFT of every request over the run",
             x_label: "sent (s)",
             y_label: "TTFT (ms)",
-            data: scatter(run, |p| Some((secs(p.sent_ns), f(p.ttft_ms)?))),
+            data: ttft_time,
         },
         ScatterChart {
             id: "itl-time",
             title: "ITL of every request over the run",
             x_label: "sent (s)",
             y_label: "ITL (ms)",
-            data: scatter(run, |p| Some((secs(p.sent_ns), f(p.itl_ms)?))),
+            data: itl_time,
         },
         ScatterChart {
             id: "lateness",
             title: "Scheduled vs actual send time",
             x_label: "scheduled (s)",
             y_label: "lateness: sent − scheduled (ms)",
-            data: scatter(run, |p| Some((secs(p.scheduled_ns.max(t0)), p.lateness_ms()))),
+            data: lateness,
         },
         ScatterChart {
             id: "ttft-isl",
             title: "TTFT against input length",
             x_label: "ISL (tokens)",
             y_label: "TTFT (ms)",
-            data: scatter(run, |p| Some((n(p.isl)?, f(p.ttft_ms)?))),
+            data: ttft_isl,
         },
     ];
-    let expected = scatter(run, |p| Some((n(p.expected_cached)?, f(p.ttft_ms)?)));
     if expected.total > 0 {
         out.push(ScatterChart {
             id: "ttft-cached",
@@ -344,11 +383,6 @@ pub fn scatters(run: &Run) -> Vec<ScatterChart> {
             data: expected,
         });
     }
-    let hit = |p: &Point| {
-        let isl = n(p.isl).filter(|&i| i > 0.0)?;
-        Some((n(p.expected_cached)? / isl, n(p.cached)? / isl))
-    };
-    let hits = scatter(run, hit);
     if hits.total > 0 {
         out.push(ScatterChart {
             id: "cache-hit",
@@ -451,6 +485,57 @@ mod tests {
         let sc = scatters(&run);
         assert!(sc[0].data.x.len() <= MAX_SCATTER && sc[0].data.x.len() > MAX_SCATTER / 2);
         assert_eq!(sc[0].data.total, 4000);
+    }
+
+    /// Each plot: the requests with both values, every `ceil(total / MAX_SCATTER)`-th of them
+    /// from the first, at their index in the run.
+    #[test]
+    fn scatters_keep_every_nth_request_with_both_values() {
+        let mut run = run_of(4000, "a");
+        for (i, p) in run.points.iter_mut().enumerate() {
+            if i % 7 == 3 {
+                p.itl_ms = f32::NAN;
+            }
+            if i % 5 == 1 {
+                p.expected_cached = NONE;
+            }
+        }
+        let t0 = run.t0_ns();
+        let secs = |ns: u64| ns.saturating_sub(t0) as f64 / 1e9;
+        let sc = scatters(&run);
+        assert_eq!(sc.len(), 6);
+        for c in &sc {
+            let all: Vec<(usize, f64, f64)> = run
+                .points
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| {
+                    let f = |v: f32| (!v.is_nan()).then_some(f64::from(v));
+                    let n = |v: u32| (v != NONE).then_some(f64::from(v));
+                    let (x, y) = match c.id {
+                        "ttft-time" => (secs(p.sent_ns), f(p.ttft_ms)?),
+                        "itl-time" => (secs(p.sent_ns), f(p.itl_ms)?),
+                        "lateness" => (secs(p.scheduled_ns.max(t0)), p.lateness_ms()),
+                        "ttft-isl" => (n(p.isl)?, f(p.ttft_ms)?),
+                        "ttft-cached" => (n(p.expected_cached)?, f(p.ttft_ms)?),
+                        _ => {
+                            let isl = n(p.isl).filter(|&i| i > 0.0)?;
+                            (n(p.expected_cached)? / isl, n(p.cached)? / isl)
+                        }
+                    };
+                    Some((i, x, y))
+                })
+                .collect();
+            let every = all.len().div_ceil(MAX_SCATTER).max(1);
+            let kept: Vec<_> = all.iter().step_by(every).collect();
+            assert_eq!(c.data.total, all.len(), "{}", c.id);
+            assert_eq!(c.data.index, kept.iter().map(|k| k.0 as u32).collect::<Vec<_>>(), "{}", c.id);
+            assert_eq!(c.data.x, kept.iter().map(|k| k.1).collect::<Vec<_>>(), "{}", c.id);
+            assert_eq!(c.data.y, kept.iter().map(|k| k.2).collect::<Vec<_>>(), "{}", c.id);
+        }
+        // Plots with gaps, each sampled.
+        assert!(sc[1].data.total < 4000 && sc[4].data.total < 4000);
+        assert!(sc.iter().all(|c| c.data.total > 2 * MAX_SCATTER && c.data.x.len() <= MAX_SCATTER));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! [`RunLoader`]: `profile_export.jsonl` read as its bytes arrive, each record added to the
-//! run's aggregate and kept as a [`Point`].
+//! run's aggregate and kept as a [`Point`]. The lines can instead be parsed apart (on another
+//! thread) by a [`RecordReader`], whose [`RecordBatch`]es the loader [adds](RunLoader::add).
 
 use std::collections::HashMap;
 
@@ -53,44 +54,29 @@ impl RunLoader {
     }
 
     /// Feeds the next bytes of the file.
-    pub fn push(&mut self, mut bytes: &[u8]) -> Result<(), RunError> {
-        while let Some(nl) = memchr::memchr(b'\n', bytes) {
-            if self.partial.is_empty() {
-                self.line(&bytes[..nl])?;
-            } else {
-                self.check_len(nl)?;
-                let mut line = std::mem::take(&mut self.partial);
-                line.extend_from_slice(&bytes[..nl]);
-                self.line(&line)?;
-            }
-            bytes = &bytes[nl + 1..];
-        }
-        self.check_len(bytes.len())?;
-        self.partial.extend_from_slice(bytes);
-        Ok(())
-    }
-
-    fn check_len(&self, more: usize) -> Result<(), RunError> {
-        if self.partial.len() + more > MAX_LINE_BYTES {
-            return Err(RunError::LineTooLong { file: self.file.clone(), line: self.line + 1, limit: MAX_LINE_BYTES });
-        }
-        Ok(())
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), RunError> {
+        let mut partial = std::mem::take(&mut self.partial);
+        let read = whole_lines(&mut partial, bytes, |raw| self.line(raw));
+        self.partial = partial;
+        read.map_err(|stop| stop.or_too_long(&self.file, self.line + 1))
     }
 
     fn line(&mut self, raw: &[u8]) -> Result<(), RunError> {
         self.line += 1;
         let mut scratch = std::mem::take(&mut self.scratch);
-        let read = line::read_line(raw, &mut scratch).map_err(|e| {
-            let reason = e.to_string();
-            // serde names the field in its message ("missing field `sent_ns`"); point at it.
-            let field = reason.split('`').nth(1).map_or("metadata", |f| f).to_string();
-            RunError::Line { file: self.file.clone(), line: self.line, field, reason }
-        });
+        let read = parse_line(&self.file, self.line, raw, &mut scratch);
         if let Ok(true) = read {
             self.record(&scratch);
         }
         self.scratch = scratch;
         read.map(|_| ())
+    }
+
+    /// Adds the records a [`RecordReader`] parsed, in the file's order.
+    pub fn add(&mut self, batch: &RecordBatch) {
+        for r in batch.records() {
+            self.record(r);
+        }
     }
 
     fn record(&mut self, r: &RequestRecord) {
@@ -197,5 +183,242 @@ impl Run {
         let mut l = RunLoader::new(file, settings);
         l.push(text)?;
         l.finish(label)
+    }
+}
+
+/// The records of `profile_export.jsonl` parsed from its bytes as they arrive, in batches that a
+/// [`RunLoader`] [adds](RunLoader::add): the same lines, records and errors as
+/// [`RunLoader::push`], the parse apart from the run's aggregate.
+#[derive(Debug, Default)]
+pub struct RecordReader {
+    file: String,
+    partial: Vec<u8>,
+    line: u64,
+}
+
+impl RecordReader {
+    pub fn new(file: &str) -> RecordReader {
+        RecordReader { file: file.into(), ..RecordReader::default() }
+    }
+
+    /// Parses every whole line of the next bytes into `batch` (after the records it holds).
+    pub fn push(&mut self, bytes: &[u8], batch: &mut RecordBatch) -> Result<(), RunError> {
+        let (file, line) = (&self.file, &mut self.line);
+        let read = whole_lines(&mut self.partial, bytes, |raw| {
+            *line += 1;
+            batch.parse(file, *line, raw)
+        });
+        read.map_err(|stop| stop.or_too_long(&self.file, self.line + 1))
+    }
+
+    /// Parses the last line when the file does not end with a newline.
+    pub fn finish(&mut self, batch: &mut RecordBatch) -> Result<(), RunError> {
+        if self.partial.is_empty() {
+            return Ok(());
+        }
+        let last = std::mem::take(&mut self.partial);
+        self.line += 1;
+        batch.parse(&self.file, self.line, &last)
+    }
+}
+
+/// Records parsed in the file's order; cleared, a batch keeps their allocations for the next.
+#[derive(Debug, Default)]
+pub struct RecordBatch {
+    /// The first `len` are this batch's records; the others are allocations kept for reuse.
+    records: Vec<RequestRecord>,
+    len: usize,
+}
+
+impl RecordBatch {
+    pub fn records(&self) -> &[RequestRecord] {
+        &self.records[..self.len]
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Empties the batch, its records' allocations kept.
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Parses line `line` into the next record (none for a blank line or a warm-up request).
+    fn parse(&mut self, file: &str, line: u64, raw: &[u8]) -> Result<(), RunError> {
+        if self.len == self.records.len() {
+            self.records.push(RequestRecord::default());
+        }
+        if parse_line(file, line, raw, &mut self.records[self.len])? {
+            self.len += 1;
+        }
+        Ok(())
+    }
+}
+
+/// One line of `profile_export.jsonl` (line `line` of `file`) read into `into` (its allocations
+/// reused): `Ok(false)` for a blank line or a warm-up request, else the record, or an error naming
+/// the line and field.
+fn parse_line(file: &str, line: u64, raw: &[u8], into: &mut RequestRecord) -> Result<bool, RunError> {
+    line::read_line(raw, into).map_err(|e| {
+        let reason = e.to_string();
+        // serde names the field in its message ("missing field `sent_ns`"); point at it.
+        let field = reason.split('`').nth(1).map_or("metadata", |f| f).to_string();
+        RunError::Line { file: file.into(), line, field, reason }
+    })
+}
+
+/// Why [`whole_lines`] stopped.
+enum Stop {
+    /// The error of a line.
+    Line(RunError),
+    /// The next line is longer than [`MAX_LINE_BYTES`].
+    TooLong,
+}
+
+impl Stop {
+    /// The error, where a line too long is line `next` of `file`.
+    fn or_too_long(self, file: &str, next: u64) -> RunError {
+        match self {
+            Stop::Line(e) => e,
+            Stop::TooLong => RunError::LineTooLong { file: file.into(), line: next, limit: MAX_LINE_BYTES },
+        }
+    }
+}
+
+/// Calls `each` with every whole line of `bytes` (without its newline), in order: `partial` holds
+/// the start of a line from the bytes before and keeps the end of these, at most
+/// [`MAX_LINE_BYTES`] in all.
+fn whole_lines(
+    partial: &mut Vec<u8>,
+    mut bytes: &[u8],
+    mut each: impl FnMut(&[u8]) -> Result<(), RunError>,
+) -> Result<(), Stop> {
+    while let Some(nl) = memchr::memchr(b'\n', bytes) {
+        if partial.is_empty() {
+            each(&bytes[..nl]).map_err(Stop::Line)?;
+        } else {
+            if partial.len() + nl > MAX_LINE_BYTES {
+                return Err(Stop::TooLong);
+            }
+            let mut line = std::mem::take(partial);
+            line.extend_from_slice(&bytes[..nl]);
+            each(&line).map_err(Stop::Line)?;
+        }
+        bytes = &bytes[nl + 1..];
+    }
+    if partial.len() + bytes.len() > MAX_LINE_BYTES {
+        return Err(Stop::TooLong);
+    }
+    partial.extend_from_slice(bytes);
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::RunSettings;
+    use super::super::tests::{jsonl, record};
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A file of `n` records with a blank line and, at `bad`, a line without `sent_ns`; its
+    /// last newline kept or not; the bad line's number.
+    fn file(n: u64, bad: Option<usize>, last_newline: bool) -> (Vec<u8>, Option<u64>) {
+        let records: Vec<_> = (0..n).map(|i| record(i, i % 4 == 1)).collect();
+        let (text, _) = jsonl(&records, true, &[]);
+        let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+        lines.insert(lines.len() / 2, b"  ");
+        let bad = bad.map(|k| {
+            let at = k % (lines.len() + 1);
+            lines.insert(at, br#"{"metadata": {"turn": 1}}"#);
+            at as u64 + 1
+        });
+        let mut out = lines.join(&b'\n');
+        if last_newline {
+            out.push(b'\n');
+        }
+        (out, bad)
+    }
+
+    /// The file pushed at the cuts into a [`RunLoader`].
+    fn pushed(text: &[u8], cuts: &[usize]) -> Result<Run, RunError> {
+        let mut l = RunLoader::new("f", RunSettings::default());
+        let mut at = 0;
+        for &c in cuts.iter().chain([&text.len()]) {
+            l.push(&text[at..c])?;
+            at = c;
+        }
+        l.finish("x")
+    }
+
+    /// The file parsed at the cuts by a [`RecordReader`], a batch per piece (one batch reused),
+    /// its batches added to a [`RunLoader`].
+    fn batched(text: &[u8], cuts: &[usize]) -> Result<Run, RunError> {
+        let mut reader = RecordReader::new("f");
+        let mut l = RunLoader::new("f", RunSettings::default());
+        let mut batch = RecordBatch::default();
+        let mut at = 0;
+        for &c in cuts.iter().chain([&text.len()]) {
+            reader.push(&text[at..c], &mut batch)?;
+            l.add(&batch);
+            batch.clear();
+            at = c;
+        }
+        reader.finish(&mut batch)?;
+        l.add(&batch);
+        l.finish("x")
+    }
+
+    proptest! {
+        /// Parsed apart and added, the records make the run (or the error) that pushing makes.
+        #[test]
+        fn batches_make_the_run_that_pushes_make(
+            n in 1u64..40,
+            bad in proptest::option::of(0usize..50),
+            last_newline: bool,
+            cuts in proptest::collection::vec(0usize..6000, 0..8),
+        ) {
+            let (text, bad) = file(n, bad, last_newline);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (text.len() + 1)).collect();
+            cuts.sort_unstable();
+            match (pushed(&text, &cuts), batched(&text, &cuts)) {
+                (Ok(a), Ok(b)) => {
+                    prop_assert!(bad.is_none());
+                    prop_assert_eq!(a.points.len() as u64, n);
+                    prop_assert_eq!(&a.report, &b.report);
+                    // Debug, where NaN (no such metric) equals NaN.
+                    prop_assert_eq!(format!("{:?}", a.points), format!("{:?}", b.points));
+                    prop_assert_eq!(&a.sessions, &b.sessions);
+                    prop_assert_eq!(&a.failures, &b.failures);
+                }
+                (Err(a), Err(b)) => {
+                    prop_assert!(matches!(&a, RunError::Line { line, .. } if Some(*line) == bad), "{}", a);
+                    prop_assert_eq!(a, b);
+                }
+                (a, b) => prop_assert!(false, "{:?} / {:?}", a.map(|r| r.points.len()), b.map(|r| r.points.len())),
+            }
+        }
+    }
+
+    #[test]
+    fn a_line_too_long_is_named_by_both() {
+        let (mut text, _) = file(3, None, true);
+        let line = text.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+        text.extend(std::iter::repeat_n(b' ', MAX_LINE_BYTES / 2));
+        let mut l = RunLoader::new("f", RunSettings::default());
+        let mut reader = RecordReader::new("f");
+        let mut batch = RecordBatch::default();
+        let half = vec![b' '; MAX_LINE_BYTES / 2 + 1];
+        let want = RunError::LineTooLong { file: "f".into(), line, limit: MAX_LINE_BYTES };
+        l.push(&text).unwrap();
+        assert_eq!(l.push(&half), Err(want.clone()));
+        reader.push(&text, &mut batch).unwrap();
+        assert_eq!(batch.len(), 3);
+        assert_eq!(reader.push(&half, &mut batch), Err(want));
     }
 }

@@ -2,8 +2,9 @@
 //! folders (`profile_export.jsonl`, with `profile_export_aiperf.json` for the settings) through
 //! [`aiperf_core::view`], which recomputes the summary exactly as `profile` did.
 
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::sync_channel;
 
 use aiperf_core::campaign::search::SEARCH_JSON;
 use aiperf_core::campaign::sweep::SWEEP_JSON;
@@ -11,8 +12,8 @@ use aiperf_core::results::export::SummaryFormat;
 use aiperf_core::view::curve::Curve;
 use aiperf_core::view::server::ServerTimeline;
 use aiperf_core::view::{
-    MAX_RUNS, Run, RunLoader, RunSettings, compare, default_label, gpu_energy_of_summary, gpu_telemetry_of_summary,
-    html,
+    MAX_RUNS, RecordBatch, RecordReader, Run, RunLoader, RunSettings, compare, default_label, gpu_energy_of_summary,
+    gpu_telemetry_of_summary, html,
 };
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
@@ -108,16 +109,9 @@ pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
         RunSettings::default()
     };
     let name = records.display().to_string();
-    let mut reader = input::open(&records)?;
+    let reader = input::open(&records)?;
     let mut loader = RunLoader::new(&name, settings);
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = reader.read(&mut buf).with_context(|| format!("cannot read {name}"))?;
-        if n == 0 {
-            break;
-        }
-        loader.push(&buf[..n]).map_err(|e| bad(e.to_string()))?;
-    }
+    read_records(reader, &name, &mut loader)?;
     let label = label.map_or_else(|| default_label(&path.display().to_string()), str::to_string);
     let mut run = loader.finish_on(&label, &crate::threads::Threads).map_err(|e| bad(e.to_string()))?;
     run.gpus = gpus;
@@ -130,6 +124,48 @@ pub fn load(path: &Path, label: Option<&str>) -> Result<Run> {
         }
     }
     Ok(run)
+}
+
+/// Record batches in flight between the reading thread and the loader.
+const BATCHES: usize = 4;
+/// Bytes read at once: a batch holds one read's records (a few thousand).
+const READ_BYTES: usize = 1 << 20;
+
+/// Reads the records file `name` into `loader`: a thread reads its bytes and parses its lines
+/// into batches, this one adds them in the file's order; added batches go back to be refilled,
+/// so at most [`BATCHES`] batches and one read are held.
+fn read_records(mut reader: Box<dyn BufRead + Send>, name: &str, loader: &mut RunLoader) -> Result<()> {
+    std::thread::scope(|scope| {
+        // Both channels end with this closure, so a reading thread waiting on either ends too.
+        let (full_tx, full_rx) = sync_channel::<Result<RecordBatch>>(BATCHES);
+        let (empty_tx, empty_rx) = sync_channel::<RecordBatch>(BATCHES);
+        for _ in 0..BATCHES {
+            empty_tx.send(RecordBatch::default()).context("the record batches' channel closed")?;
+        }
+        scope.spawn(move || {
+            let mut records = RecordReader::new(name);
+            let mut buf = vec![0u8; READ_BYTES];
+            while let Ok(mut batch) = empty_rx.recv() {
+                let step = match reader.read(&mut buf).with_context(|| format!("cannot read {name}")) {
+                    Ok(0) => records.finish(&mut batch).map(|()| false).map_err(|e| bad(e.to_string())),
+                    Ok(n) => records.push(&buf[..n], &mut batch).map(|()| true).map_err(|e| bad(e.to_string())),
+                    Err(e) => Err(e),
+                };
+                let more = matches!(step, Ok(true));
+                if full_tx.send(step.map(|_| batch)).is_err() || !more {
+                    return;
+                }
+            }
+        });
+        for batch in full_rx {
+            let mut batch = batch?;
+            loader.add(&batch);
+            batch.clear();
+            // The reading thread has ended when this fails: the batch is not needed.
+            let _ = empty_tx.send(batch);
+        }
+        Ok(())
+    })
 }
 
 /// A sub-run of a campaign: its folder and its label.
