@@ -101,11 +101,15 @@ fn spread_percentiles(pieces: &[(u64, f64, f64)], total: f64) -> [f64; 4] {
     let mut out = [top; 4];
     let (mut next, mut below, mut density, mut x) = (0, 0.0f64, 0.0f64, marks.first().map_or(0.0, |m| m.0));
     let mut i = 0;
+    // The time below a level is a sum of products in floating point: a fraction reached exactly
+    // (a level where the time below is the fraction to the nanosecond) must not be missed by the
+    // rounding of that sum, so it counts as reached within a billionth of the window.
+    let reached = |time: f64, f: f64| time >= (f - 1e-9) * total;
     while i < marks.len() && next < fractions.len() {
         let v = marks[i].0;
         // From `x` up to `v` the time below rises by the density.
         let gain = density.max(0.0) * (v - x);
-        while next < fractions.len() && (below + gain) / total >= fractions[next] {
+        while next < fractions.len() && reached(below + gain, fractions[next]) {
             let want = fractions[next] * total - below;
             out[next] = (x + want / density).clamp(x, v);
             next += 1;
@@ -117,7 +121,7 @@ fn spread_percentiles(pieces: &[(u64, f64, f64)], total: f64) -> [f64; 4] {
             density += marks[i].2;
             i += 1;
         }
-        while next < fractions.len() && below / total >= fractions[next] {
+        while next < fractions.len() && reached(below, fractions[next]) {
             out[next] = v;
             next += 1;
         }

@@ -524,3 +524,38 @@ proptest::proptest! {
         proptest::prop_assert_eq!(got.map(stat_bits), want.map(stat_bits));
     }
 }
+
+/// Nine requests (two evenly chunked) whose tokens in flight in closed form spend exactly 90 %
+/// of the window at or below 5,666.60 tokens, at the end of a one-nanosecond ramp, then jump
+/// to a level of 5,790.38: p90 is the first level (a bisection over the curve's pieces gives
+/// 5,666.5955), not the next one that the rounding of the time below would reach.
+#[test]
+fn a_fraction_reached_exactly_at_a_ramps_end_is_its_percentile() {
+    let reqs = [
+        (3683, 45, 31, 16, 0, 4061, 1, false),
+        (3342, 154, 3, 26, 0, 532, 1, false),
+        (3827, 280, 2, 58, 1, 1260, 1, false),
+        (1490, 116, 12, 101, 0, 810, 316, true),
+        (280, 287, 19, 105, 0, 2993, 437, true),
+        (3151, 56, 5, 73, 0, 2182, 365, false),
+        (1506, 31, 21, 110, 0, 1233, 453, false),
+        (933, 298, 4, 152, 0, 185, 61, false),
+        (2181, 1, 15, 136, 0, 1228, 367, false),
+    ];
+    let mut tl = Timeline::default();
+    for (start, ttft, n, stride, before_end, isl, osl, even) in reqs {
+        let first = start + ttft;
+        let mut chunks: Vec<u64> = (0..=n).map(|k| first + k * stride).collect();
+        if !even {
+            chunks[1] += 1;
+            chunks.sort_unstable();
+        }
+        let end = chunks[chunks.len() - 1].saturating_sub(before_end).max(first);
+        let r = streamed(start, chunks, end, isl, osl);
+        tl.add(&r, Some(&RequestMetrics::of(&r, false)));
+    }
+    let closed = get(&tl.metrics_over_with(&[(0, 11_500)], u64::MAX, 0)[0], TimelineMetric::TokensInFlight);
+    assert!((closed.p90 - 5_666.595_527_184_297).abs() < 1e-6, "{closed:?}");
+    let steps = get(&tl.metrics_over_with(&[(0, 11_500)], u64::MAX, u64::MAX)[0], TimelineMetric::TokensInFlight);
+    assert!((closed.p90 - steps.p90).abs() < 98.5, "{closed:?} against {steps:?}");
+}
