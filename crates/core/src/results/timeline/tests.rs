@@ -445,14 +445,8 @@ proptest::proptest! {
         let mut tl = Timeline::default();
         let mut bound = 0.0;
         for (start, ttft, n, stride, before_end, isl, osl, ok, even) in reqs {
-            let first = start + ttft;
-            let mut chunks: Vec<u64> = (0..=n).map(|k| first + k * stride).collect();
-            if !even {
-                chunks[1] += 1;
-                chunks.sort_unstable();
-            }
-            let end = chunks[chunks.len() - 1].saturating_sub(before_end).max(first);
-            let r = streamed(start, chunks.clone(), end, isl, osl);
+            let r = chunked(start, ttft, n, stride, before_end, isl, osl, even);
+            let (chunks, end) = (&r.chunk_ns, r.end_ns);
             let m = RequestMetrics::of(&r, false);
             tl.add(&r, ok.then_some(&m));
             if ok && even {
@@ -544,18 +538,35 @@ fn a_fraction_reached_exactly_at_a_ramps_end_is_its_percentile() {
     ];
     let mut tl = Timeline::default();
     for (start, ttft, n, stride, before_end, isl, osl, even) in reqs {
-        let first = start + ttft;
-        let mut chunks: Vec<u64> = (0..=n).map(|k| first + k * stride).collect();
-        if !even {
-            chunks[1] += 1;
-            chunks.sort_unstable();
-        }
-        let end = chunks[chunks.len() - 1].saturating_sub(before_end).max(first);
-        let r = streamed(start, chunks, end, isl, osl);
+        let r = chunked(start, ttft, n, stride, before_end, isl, osl, even);
         tl.add(&r, Some(&RequestMetrics::of(&r, false)));
     }
     let closed = get(&tl.metrics_over_with(&[(0, 11_500)], u64::MAX, 0)[0], TimelineMetric::TokensInFlight);
     assert!((closed.p90 - 5_666.595_527_184_297).abs() < 1e-6, "{closed:?}");
     let steps = get(&tl.metrics_over_with(&[(0, 11_500)], u64::MAX, u64::MAX)[0], TimelineMetric::TokensInFlight);
     assert!((closed.p90 - steps.p90).abs() < 98.5, "{closed:?} against {steps:?}");
+}
+
+/// A streamed request sent at `start`, its first token `ttft` later, then `n` chunks `stride`
+/// apart (the second one nanosecond late unless `even`), ending `before_end` before its last
+/// chunk (not before its first token).
+#[allow(clippy::too_many_arguments)]
+fn chunked(
+    start: u64,
+    ttft: u64,
+    n: u64,
+    stride: u64,
+    before_end: u64,
+    isl: u64,
+    osl: u64,
+    even: bool,
+) -> RequestRecord {
+    let first = start + ttft;
+    let mut chunks: Vec<u64> = (0..=n).map(|k| first + k * stride).collect();
+    if !even {
+        chunks[1] += 1;
+        chunks.sort_unstable();
+    }
+    let end = chunks[chunks.len() - 1].saturating_sub(before_end).max(first);
+    streamed(start, chunks, end, isl, osl)
 }
