@@ -8,6 +8,7 @@
 
 pub mod agentic;
 pub mod chart_data;
+pub mod codec;
 pub mod components;
 pub mod engine;
 pub mod format;

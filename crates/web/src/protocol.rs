@@ -1,6 +1,7 @@
-//! Messages between the page and the worker. They cross as bincode, so they hold only plain
-//! data (no `serde_json::Value`, no skipped fields); analyses travel as the core's typed
-//! [`Analysis`], behind `Rc` so the page shares them instead of copying them.
+//! Messages between the page and the worker. They cross as bincode ([`crate::codec`]: files
+//! beside it), so they hold only plain data (no `serde_json::Value`, no skipped fields);
+//! analyses travel as the core's typed [`Analysis`], behind `Rc` so the page shares them instead
+//! of copying them.
 
 use std::rc::Rc;
 
@@ -8,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::agentic::{AgenticRequest, AgenticView};
 use crate::chart_data::{Dist, Series};
+pub use crate::codec::FileRef;
 use crate::what_if::SimView;
 use aiperf_core::analysis::Analysis;
 use aiperf_core::formats::settings::ConversionSettings;
@@ -18,17 +20,17 @@ use aiperf_core::synthesis::fidelity::ArrivalCheck;
 /// Page → worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ToWorker {
-    /// Read the file behind a blob URL (made by the page), then analyse it.
+    /// Read the file, then analyse it.
     /// `format`: a `Format` name chosen by the user; `None` detects it from the content.
-    /// `more`: `(url, name)` of files merged after this one (several WEKA files).
+    /// `more`: `(file, name)` of files merged after this one (several WEKA files).
     Load {
-        url: String,
+        file: FileRef,
         name: String,
         size: u64,
         block_size: u32,
         format: Option<String>,
         conversion: Box<ConversionSettings>,
-        more: Vec<(String, String)>,
+        more: Vec<(FileRef, String)>,
     },
     /// Analyse the loaded trace again with another block size.
     Analyze { block_size: u32 },
@@ -37,8 +39,8 @@ pub enum ToWorker {
     /// Send back the synthesized trace as JSONL.
     Export { settings: SynthesisSettings },
     /// Read finished runs (`profile_export.jsonl`, optionally with `profile_export_aiperf.json`
-    /// and `server_metrics_export.json`) and sweep or search summaries (`(url, name)`).
-    LoadRuns { runs: Vec<RunFiles>, curves: Vec<(String, String)> },
+    /// and `server_metrics_export.json`) and sweep or search summaries (`(file, name)`).
+    LoadRuns { runs: Vec<RunFiles>, curves: Vec<(FileRef, String)> },
     /// Show the loaded runs again with these labels and this baseline (0-based).
     ShowRuns { labels: Vec<String>, baseline: usize },
     /// The record of request `index` of run `run`.
@@ -54,16 +56,16 @@ pub enum ToWorker {
     AgenticFile { name: String },
 }
 
-/// The files of one run, behind blob URLs made by the page.
+/// The files of one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunFiles {
     pub label: String,
-    pub records_url: String,
+    pub records: FileRef,
     pub records_name: String,
-    /// `(url, name)` of the summary file, when one was dropped with it.
-    pub config: Option<(String, String)>,
-    /// `(url, name)` of its `server_metrics_export.json`, when one was dropped with it.
-    pub server: Option<(String, String)>,
+    /// `(file, name)` of the summary file, when one was dropped with it.
+    pub config: Option<(FileRef, String)>,
+    /// `(file, name)` of its `server_metrics_export.json`, when one was dropped with it.
+    pub server: Option<(FileRef, String)>,
 }
 
 /// Runs ready to show: the HTML of the run view (the CLI report's, from the same core code).

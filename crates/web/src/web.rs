@@ -98,28 +98,6 @@ pub fn copy_text(text: &str) {
     }
 }
 
-/// `blob:` URLs of files the user picked or dropped, readable by the worker; revoked when dropped.
-#[derive(Debug, Default)]
-pub struct BlobUrls(Vec<String>);
-
-impl BlobUrls {
-    /// A new URL for `blob`, held until these are dropped.
-    pub fn add(&mut self, blob: &web_sys::Blob) -> Result<String, String> {
-        let url = web_sys::Url::create_object_url_with_blob(blob)
-            .map_err(|_| "the browser refused to open the file".to_string())?;
-        self.0.push(url.clone());
-        Ok(url)
-    }
-}
-
-impl Drop for BlobUrls {
-    fn drop(&mut self) {
-        for url in &self.0 {
-            let _ = web_sys::Url::revoke_object_url(url);
-        }
-    }
-}
-
 /// Logs to the console (not an error: the e2e test fails on console errors).
 pub fn log(msg: &str) {
     web_sys::console::log_1(&JsValue::from_str(msg));

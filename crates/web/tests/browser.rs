@@ -207,3 +207,42 @@ async fn the_run_view_asks_the_worker_through_the_context() {
         ]
     );
 }
+
+/// A run's files cross to the worker as the browser's blobs beside the bincode bytes: the message
+/// decodes to the same blobs, in their places, readable as they were.
+#[wasm_bindgen_test]
+async fn files_cross_the_worker_codec_as_the_blobs_themselves() {
+    use aiperf_web::codec::{FileRef, WithFiles};
+    use aiperf_web::protocol::RunFiles;
+    use yew_agent::Codec;
+
+    let blob = |text: &str| {
+        let parts = js_sys::Array::of1(&js_sys::JsString::from(text));
+        web_sys::Blob::new_with_str_sequence(&parts).expect("a blob")
+    };
+    let (records, summary) = (blob("{\"records\":1}\n"), blob("{\"summary\":2}"));
+    let msg = ToWorker::LoadRuns {
+        runs: vec![RunFiles {
+            label: "a".into(),
+            records: FileRef::new(records.clone()),
+            records_name: "profile_export.jsonl".into(),
+            config: Some((FileRef::new(summary.clone()), "profile_export_aiperf.json".into())),
+            server: None,
+        }],
+        curves: Vec::new(),
+    };
+    let crossed = WithFiles::encode(&msg);
+    let parts: js_sys::Array = crossed.clone().dyn_into().expect("bytes and files");
+    assert_eq!(parts.length(), 3, "the bytes, then the two files");
+    let back: ToWorker = WithFiles::decode(crossed);
+    assert_eq!(back, msg, "the same blobs in the same places");
+    let ToWorker::LoadRuns { runs, .. } = back else { panic!("another message") };
+    let text = |f: &FileRef| wasm_bindgen_futures::JsFuture::from(f.blob().expect("a blob").text());
+    assert_eq!(text(&runs[0].records).await.expect("text").as_string().as_deref(), Some("{\"records\":1}\n"));
+    let (summary, _) = runs[0].config.as_ref().expect("summary");
+    assert_eq!(text(summary).await.expect("text").as_string().as_deref(), Some("{\"summary\":2}"));
+    // A message without files crosses as gloo-worker's own bincode bytes.
+    let plain = WithFiles::encode(&ToWorker::ExportConverted);
+    assert!(plain.is_instance_of::<js_sys::Uint8Array>());
+    assert_eq!(WithFiles::decode::<ToWorker>(plain), ToWorker::ExportConverted);
+}

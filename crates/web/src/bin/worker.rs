@@ -4,6 +4,6 @@ fn main() {
     #[cfg(target_arch = "wasm32")]
     {
         use yew_agent::Registrable;
-        aiperf_web::worker::TraceWorker::registrar().register();
+        aiperf_web::worker::TraceWorker::registrar().encoding::<aiperf_web::codec::WithFiles>().register();
     }
 }

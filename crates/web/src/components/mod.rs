@@ -28,6 +28,7 @@ pub use what_if::WhatIfPanel;
 use yew::prelude::*;
 use yew_agent::worker::WorkerProvider;
 
+use crate::codec::WithFiles;
 use crate::hooks::{AppContext, use_address_bar, use_open, use_requests, use_shown_timing, use_simulation, use_worker};
 use crate::params::Form;
 use crate::state::AppState;
@@ -40,9 +41,9 @@ use open_bar::OpenBar;
 #[component]
 pub fn App() -> Html {
     html! {
-        <WorkerProvider<TraceWorker> path="worker.js" module=true>
+        <WorkerProvider<TraceWorker, WithFiles> path="worker.js" module=true>
             <Main />
-        </WorkerProvider<TraceWorker>>
+        </WorkerProvider<TraceWorker, WithFiles>>
     }
 }
 

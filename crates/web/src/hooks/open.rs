@@ -1,15 +1,15 @@
 //! Opening files: a trace (dropped, picked, the bundled sample, or the open one read again with
-//! new conversion settings) or finished runs, handed to the worker behind `blob:` URLs.
+//! new conversion settings) or finished runs, handed to the worker as the browser's files ([`FileRef`]).
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::protocol::{RunFiles, ToWorker};
+use crate::protocol::{FileRef, RunFiles, ToWorker};
 use crate::runs::{is_run_file, labels, looks_like_records, pick_files};
 use crate::state::{Action, AppState, Reading};
-use crate::web::{self, BlobUrls};
+use crate::web;
 
 use super::worker::WorkerLink;
 
@@ -137,20 +137,9 @@ impl Opener {
             Ok(c) => c,
             Err(message) => return fail(message),
         };
-        let mut urls = BlobUrls::default();
-        let url = match urls.add(&blob) {
-            Ok(u) => u,
-            Err(message) => return fail(message),
-        };
-        let mut more = Vec::new();
-        for f in &merge {
-            match urls.add(f) {
-                Ok(u) => more.push((u, f.name())),
-                Err(message) => return fail(message),
-            }
-        }
+        let more = merge.iter().map(|f| (FileRef::new(f.clone().into()), f.name())).collect();
         let msg = ToWorker::Load {
-            url,
+            file: FileRef::new(blob.clone()),
             name: name.clone(),
             size: blob.size() as u64,
             block_size: self.block_size,
@@ -158,37 +147,36 @@ impl Opener {
             conversion: Box::new(conversion),
             more,
         };
-        self.worker.send_reading(msg, urls);
+        self.worker.send(msg);
     }
 
     /// Finished runs: pairs the files, hands them to the worker.
     fn runs(&self, files: Vec<web_sys::File>) {
         let names: Vec<String> = files.iter().map(web_sys::File::name).collect();
         match run_files(&files, &names) {
-            Ok((msg, urls)) => {
+            Ok(msg) => {
                 self.dispatch.dispatch(Action::RunsOpened { names, now: web::now_ms() });
-                self.worker.send_reading(msg, urls);
+                self.worker.send(msg);
             }
             Err(message) => self.dispatch.dispatch(Action::RunsRefused(message)),
         }
     }
 }
 
-/// The [`ToWorker::LoadRuns`] of the dropped files, with the URLs it reads.
-fn run_files(files: &[web_sys::File], names: &[String]) -> Result<(ToWorker, BlobUrls), String> {
+/// The [`ToWorker::LoadRuns`] of the dropped files.
+fn run_files(files: &[web_sys::File], names: &[String]) -> Result<ToWorker, String> {
     let picked = pick_files(names)?;
     let run_labels = labels(&picked.runs.iter().map(|r| names[r.records].as_str()).collect::<Vec<_>>());
-    let mut urls = BlobUrls::default();
-    let mut named = |i: usize| urls.add(&files[i]).map(|u| (u, names[i].clone()));
+    let named = |i: usize| (FileRef::new(files[i].clone().into()), names[i].clone());
     let mut runs = Vec::new();
     for (pick, label) in picked.runs.iter().zip(run_labels) {
-        let (records_url, records_name) = named(pick.records)?;
-        let config = pick.config.map(&mut named).transpose()?;
-        let server = pick.server.map(&mut named).transpose()?;
-        runs.push(RunFiles { label, records_url, records_name, config, server });
+        let (records, records_name) = named(pick.records);
+        let config = pick.config.map(named);
+        let server = pick.server.map(named);
+        runs.push(RunFiles { label, records, records_name, config, server });
     }
-    let curves = picked.curves.iter().map(|&c| named(c)).collect::<Result<_, _>>()?;
-    Ok((ToWorker::LoadRuns { runs, curves }, urls))
+    let curves = picked.curves.iter().map(|&c| named(c)).collect();
+    Ok(ToWorker::LoadRuns { runs, curves })
 }
 
 async fn fetch_sample() -> Result<web_sys::Blob, String> {

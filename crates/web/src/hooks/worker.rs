@@ -1,7 +1,7 @@
-//! The page's end of the worker: one bridge, the blob URLs the worker is reading, when it was last
-//! heard from, and the files it sends back to save.
+//! The page's end of the worker: one bridge, when it was last heard from, and the files it sends
+//! back to save.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 
 use yew::prelude::*;
@@ -9,7 +9,7 @@ use yew_agent::worker::use_worker_bridge;
 
 use crate::protocol::{FromWorker, ToWorker};
 use crate::state::{Action, AppState};
-use crate::web::{self, BlobUrls};
+use crate::web;
 use crate::worker::TraceWorker;
 
 /// How often the page checks that the worker is still alive.
@@ -32,9 +32,6 @@ impl PartialEq for WorkerLink {
 struct Io {
     /// `performance.now()` of the last message either way.
     contact: Cell<f64>,
-    /// The files of the trace being read, and of the runs being read.
-    trace_files: RefCell<BlobUrls>,
-    run_files: RefCell<BlobUrls>,
 }
 
 impl WorkerLink {
@@ -47,29 +44,17 @@ impl WorkerLink {
         self.io.contact.set(web::now_ms());
         self.to_worker.emit(msg);
     }
-
-    /// Sends a [`ToWorker::Load`] or [`ToWorker::LoadRuns`] of the files behind `urls`, which
-    /// stay valid until the worker has read them or a newer load of the same kind replaces them.
-    pub fn send_reading(&self, msg: ToWorker, urls: BlobUrls) {
-        match &msg {
-            ToWorker::LoadRuns { .. } => *self.io.run_files.borrow_mut() = urls,
-            _ => *self.io.trace_files.borrow_mut() = urls,
-        }
-        self.send(msg);
-    }
 }
 
 impl Io {
     fn new() -> Self {
-        Io { contact: Cell::new(web::now_ms()), trace_files: RefCell::default(), run_files: RefCell::default() }
+        Io { contact: Cell::new(web::now_ms()) }
     }
 
-    /// Side effects of a message from the worker: read files let go, produced files saved.
+    /// Side effects of a message from the worker: produced files saved.
     fn heard(&self, msg: &FromWorker) {
         self.contact.set(web::now_ms());
         match msg {
-            FromWorker::Loaded(_) | FromWorker::LoadFailed { .. } => drop(self.trace_files.take()),
-            FromWorker::Runs(_) | FromWorker::RunsFailed { .. } => drop(self.run_files.take()),
             FromWorker::Export { name, url, .. } => {
                 if let Err(e) = web::download_url(name, url) {
                     web::log(&format!("download failed: {e:?}"));

@@ -1,4 +1,4 @@
-//! Reading a trace in the worker: streamed from its `blob:` URL(s) with progress, converted from
+//! Reading a trace in the worker: streamed from the page's file(s) with progress, converted from
 //! its format, transformed, kept, then analysed.
 
 use std::cell::RefCell;
@@ -9,11 +9,11 @@ use aiperf_core::formats::{FileOptions, Format};
 use aiperf_core::trace::{ParseOptions, Trace};
 use yew_agent::worker::{HandlerId, WorkerScope};
 
-use super::fetch::{next_chunk, reader};
+use super::files::{next_chunk, reader};
 use super::model::{Inner, TraceWorker};
 use crate::engine::{analysis_view, bad_rows};
 use crate::ingest::{Ingest, Read};
-use crate::protocol::{FileSummary, FromWorker, Progress};
+use crate::protocol::{FileRef, FileSummary, FromWorker, Progress};
 use crate::web::now_ms;
 
 /// Progress is reported at most every this many bytes.
@@ -21,10 +21,10 @@ const PROGRESS_EVERY: u64 = 2 << 20;
 
 /// The file(s) to read: `more` are merged after the first.
 pub(super) struct Source {
-    pub url: String,
+    pub file: FileRef,
     pub name: String,
     pub size: u64,
-    pub more: Vec<(String, String)>,
+    pub more: Vec<(FileRef, String)>,
 }
 
 pub(super) struct Load {
@@ -46,14 +46,14 @@ impl Load {
         format: Option<String>,
         conversion: ConversionSettings,
     ) {
-        let Source { url, name, size, more } = source;
-        let url = url.as_str();
+        let Source { file, name, size, more } = source;
+        let file = &file;
         let t0 = now_ms();
         let transforms = conversion.transforms.clone();
         let result = match format.as_deref().map(|f| (f, Format::from_name(f))) {
             Some((f, None)) => Err(format!("unknown trace format {f:?} (accepted: {})", format_names())),
-            Some((_, Some(f))) => self.read(url, &name, size, Some(f), &conversion, &more).await,
-            None => self.read(url, &name, size, None, &conversion, &more).await,
+            Some((_, Some(f))) => self.read(file, &name, size, Some(f), &conversion, &more).await,
+            None => self.read(file, &name, size, None, &conversion, &more).await,
         };
         if !self.current() {
             return;
@@ -145,15 +145,15 @@ impl Load {
         self.scope.respond(self.id, analyze(&trace, block_size));
     }
 
-    /// Reads the file at `url` (and the `more` files merged after it) into one trace.
+    /// Reads `file` (and the `more` files merged after it) into one trace.
     async fn read(
         &self,
-        url: &str,
+        file: &FileRef,
         name: &str,
         size: u64,
         format: Option<Format>,
         conversion: &ConversionSettings,
-        more: &[(String, String)],
+        more: &[(FileRef, String)],
     ) -> Result<Read, String> {
         let convert = conversion.options.clone();
         let mut ingest = Ingest::new(ParseOptions::new(name).skip_invalid(true), format).convert_options(convert);
@@ -167,8 +167,8 @@ impl Load {
             ingest = ingest.first_file(place);
         }
         let mut reported = 0;
-        self.stream(url, &mut ingest, size, &mut reported).await?;
-        for (k, (url, name)) in more.iter().enumerate() {
+        self.stream(file, &mut ingest, size, &mut reported).await?;
+        for (k, (file, name)) in more.iter().enumerate() {
             let k = k + 1;
             let place = FileOptions {
                 source: name.as_str().into(),
@@ -180,13 +180,13 @@ impl Load {
                 .next_file(ParseOptions::new(name.as_str()), place)
                 .map_err(|e| e.0)?
                 .map_err(|e| e.to_string())?;
-            self.stream(url, &mut ingest, size, &mut reported).await?;
+            self.stream(file, &mut ingest, size, &mut reported).await?;
         }
         ingest.finish().map_err(|e| e.0)?.map_err(|e| e.to_string())
     }
 
-    async fn stream(&self, url: &str, ingest: &mut Ingest, size: u64, reported: &mut u64) -> Result<(), String> {
-        let reader = reader(url).await?;
+    async fn stream(&self, file: &FileRef, ingest: &mut Ingest, size: u64, reported: &mut u64) -> Result<(), String> {
+        let reader = reader(file)?;
         let mut buf = Vec::new();
         loop {
             let more = next_chunk(&reader, &mut buf).await?;

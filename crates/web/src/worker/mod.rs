@@ -1,8 +1,8 @@
-//! The web worker: reads the file (streamed from a `blob:` URL), parses it with progress, keeps
+//! The web worker: reads the file (streamed from the page's `Blob`), parses it with progress, keeps
 //! the trace, and answers analysis and synthesis requests; reads and draws finished runs. All
 //! computing happens here.
 
-mod fetch;
+mod files;
 mod load;
 mod model;
 mod runs;
@@ -36,7 +36,7 @@ impl Worker for TraceWorker {
 
     fn received(&mut self, scope: &WorkerScope<Self>, msg: ToWorker, id: HandlerId) {
         match msg {
-            ToWorker::Load { url, name, size, block_size, format, conversion, more } => {
+            ToWorker::Load { file, name, size, block_size, format, conversion, more } => {
                 let generation = {
                     let mut inner = self.inner.borrow_mut();
                     inner.load_generation += 1;
@@ -49,7 +49,7 @@ impl Worker for TraceWorker {
                 let (inner, scope) = (self.inner.clone(), scope.clone());
                 wasm_bindgen_futures::spawn_local(async move {
                     let load = Load { inner, scope, id, generation };
-                    let source = Source { url, name, size, more };
+                    let source = Source { file, name, size, more };
                     load.run(source, block_size, format, *conversion).await;
                 });
             }

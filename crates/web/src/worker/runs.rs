@@ -6,9 +6,9 @@ use aiperf_core::view::curve::Curve;
 use aiperf_core::view::server::ServerTimeline;
 use aiperf_core::view::{Run, RunLoader, RunSettings, gpu_energy_of_summary, gpu_telemetry_of_summary, html};
 
-use super::fetch::{fetch_text, next_chunk, reader};
+use super::files::{next_chunk, reader, text};
 use super::model::Inner;
-use crate::protocol::{FromWorker, RunFiles, RunStages, RunsView};
+use crate::protocol::{FileRef, FromWorker, RunFiles, RunStages, RunsView};
 use crate::web::now_ms;
 
 /// Reads the runs and summaries of load `generation` into `inner`; the answer to send, or `None`
@@ -17,7 +17,7 @@ pub(super) async fn read(
     inner: &RefCell<Inner>,
     generation: u64,
     runs: &[RunFiles],
-    curves: &[(String, String)],
+    curves: &[(FileRef, String)],
 ) -> Option<FromWorker> {
     let t0 = now_ms();
     let mut stages = RunStages::default();
@@ -41,12 +41,12 @@ pub(super) async fn read(
 
 async fn read_all(
     runs: &[RunFiles],
-    curves: &[(String, String)],
+    curves: &[(FileRef, String)],
     stages: &mut RunStages,
 ) -> Result<(Vec<Run>, Vec<Curve>), String> {
     let mut loaded_curves = Vec::new();
-    for (url, name) in curves {
-        loaded_curves.push(Curve::from_json(name, &fetch_text(url).await?).map_err(|e| e.to_string())?);
+    for (file, name) in curves {
+        loaded_curves.push(Curve::from_json(name, &text(file).await?).map_err(|e| e.to_string())?);
     }
     let mut loaded = Vec::new();
     for files in runs {
@@ -80,8 +80,8 @@ pub(super) fn view(curves: &[Curve], runs: &[Run], baseline: usize) -> RunsView 
 async fn read_run(files: &RunFiles, stages: &mut RunStages) -> Result<Run, String> {
     let t0 = now_ms();
     let (settings, gpus, gpu_energy) = match &files.config {
-        Some((url, name)) => {
-            let text = fetch_text(url).await?;
+        Some((file, name)) => {
+            let text = text(file).await?;
             let settings = RunSettings::from_summary_json(name, &text).map_err(|e| e.to_string())?;
             // As in `aiperf-cli report`, a bad GPU block leaves its table out, not the run.
             let gpus = gpu_telemetry_of_summary(name, &text).ok().flatten();
@@ -90,10 +90,10 @@ async fn read_run(files: &RunFiles, stages: &mut RunStages) -> Result<Run, Strin
         None => (RunSettings::default(), None, Vec::new()),
     };
     let server = match &files.server {
-        Some((url, name)) => ServerTimeline::from_json(name, &fetch_text(url).await?).map_err(|e| e.to_string())?,
+        Some((file, name)) => ServerTimeline::from_json(name, &text(file).await?).map_err(|e| e.to_string())?,
         None => None,
     };
-    let reader = reader(&files.records_url).await?;
+    let reader = reader(&files.records)?;
     let mut loader = RunLoader::new(&files.records_name, settings);
     let mut buf = Vec::new();
     let mut t = now_ms();
