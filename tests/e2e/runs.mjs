@@ -7,7 +7,7 @@
 //      BENCH=1 (also time a synthetic profile_export.jsonl of BENCH_RECORDS records, 1,000,000 by default).
 // Writes docs/images/run-view.png and docs/images/run-compare.png (shown by README.md).
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync, mkdtempSync, createWriteStream, existsSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync, mkdtempSync, createWriteStream, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -80,6 +80,34 @@ async function checkNumbers(page, where, summary = summaryA) {
   assert.ok(charts >= 3, `${charts} charts`);
   return { charts, p50: cells[4] };
 }
+
+// A plausible streaming record repeated `n` times with varying times and lengths, as
+// `profile_export.jsonl` (368 bytes a record).
+async function writeRecords(path, n) {
+  const out = createWriteStream(path);
+  for (let i = 0; i < n; i++) {
+    const sent = 1_000_000 + i * 1_000_000;
+    const first = sent + 20_000_000 + (i % 17) * 1_000_000;
+    const chunks = [first, first + 2_000_000, first + 4_000_000, first + 6_000_000];
+    const md = { session_run: i, turn: 0, trace_line: i + 1, scheduled_ns: sent - (i % 5) * 10_000, sent_ns: sent, chunk_ns: chunks, end_ns: chunks[3] + 1000, streaming: true, input_tokens: 200 + (i % 300), output_tokens: 4, usage: { prompt_tokens: 200 + (i % 300), completion_tokens: 4, cached_tokens: (i % 3) * 64 }, expected_cached_tokens: (i % 4) * 64 };
+    if (!out.write(JSON.stringify({ metadata: md, metrics: {} }) + '\n')) await new Promise((ok) => out.once('drain', ok));
+  }
+  await new Promise((ok) => out.end(ok));
+}
+
+// Drops `file`, served beside the app, as a run's `profile_export.jsonl` (no huge evaluate() argument).
+async function dropServed(page, file) {
+  await page.evaluate(async (file) => {
+    const blob = await (await fetch(file)).blob();
+    const dt = new DataTransfer();
+    dt.items.add(new File([blob], 'profile_export.jsonl'));
+    document.querySelector('.page').dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
+  }, file);
+}
+
+// Every summary row of the first run shown in `page`: metric → its cells' text.
+const summaryRows = (page) => page.evaluate(() => Object.fromEntries([...document.querySelectorAll('section.run[data-run="0"] tr[data-metric]')]
+  .map((tr) => [tr.dataset.metric, [...tr.querySelectorAll('td')].map((td) => td.textContent)])));
 
 const timings = {};
 const { server, url } = await serve(DIST, 0);
@@ -175,6 +203,32 @@ try {
   await page.setViewportSize({ width: 1280, height: 900 });
   step(`sweep: ${curveCharts} charts against the load, ${sweepRows} points, TTFT p99 at concurrency 4 ${cellText} ms as the sweep summary`);
 
+  // A run big enough (100,000 records, 37 MB) for the worker to hand half of its time-weighted
+  // curves to its curves helper: the same summary, every row and digit, as the CLI's report.
+  const bigName = `test-100000-records-${process.pid}.jsonl`;
+  const bigRun = join(TMP, 'big-run');
+  mkdirSync(bigRun);
+  await writeRecords(join(bigRun, 'profile_export.jsonl'), 100_000);
+  copyFileSync(join(bigRun, 'profile_export.jsonl'), join(DIST, bigName));
+  try {
+    await dropServed(page, bigName);
+    await page.waitForFunction(() => document.querySelector('.run-label-edit span.small')?.textContent === '100,000 requests' && document.querySelector('.runs-timing')?.dataset.shownMs, null, { timeout: 120000, polling: 200 });
+  } finally {
+    rmSync(join(DIST, bigName), { force: true });
+  }
+  assert.equal(await page.locator('.runs-timing').getAttribute('data-curves-apart'), '1', 'the curves helper computed part of the curves');
+  const shownRows = await summaryRows(page);
+  const bigReport = join(TMP, 'big.html');
+  cli(['report', bigRun, '--output', bigReport]);
+  const bpage = await page.context().newPage();
+  await bpage.goto(pathToFileURL(bigReport).href);
+  const cliRows = await summaryRows(bpage);
+  await bpage.close();
+  assert.ok(Object.keys(cliRows).length >= 40, `${Object.keys(cliRows).length} summary rows in the CLI's report`);
+  assert.ok('effective_decode_throughput' in cliRows && 'tokens_in_flight' in cliRows, 'time-weighted rows in the report');
+  assert.deepEqual(shownRows, cliRows, "the run view shows the CLI report's summary");
+  step(`100,000 records: half the time-weighted curves on the curves helper, ${Object.keys(shownRows).length} summary rows equal to the CLI's report`);
+
   if (process.env.BENCH === '1') {
     // BENCH_RECORDS (default 1,000,000) records: a plausible streaming request repeated with
     // varying times and lengths.
@@ -182,29 +236,13 @@ try {
     const count = n.toLocaleString('en-US');
     const file = `bench-${n}-records.jsonl`;
     const big = join(DIST, file);
-    if (!existsSync(big)) {
-      const out = createWriteStream(big);
-      for (let i = 0; i < n; i++) {
-        const sent = 1_000_000 + i * 1_000_000;
-        const first = sent + 20_000_000 + (i % 17) * 1_000_000;
-        const chunks = [first, first + 2_000_000, first + 4_000_000, first + 6_000_000];
-        const md = { session_run: i, turn: 0, trace_line: i + 1, scheduled_ns: sent - (i % 5) * 10_000, sent_ns: sent, chunk_ns: chunks, end_ns: chunks[3] + 1000, streaming: true, input_tokens: 200 + (i % 300), output_tokens: 4, usage: { prompt_tokens: 200 + (i % 300), completion_tokens: 4, cached_tokens: (i % 3) * 64 }, expected_cached_tokens: (i % 4) * 64 };
-        if (!out.write(JSON.stringify({ metadata: md, metrics: {} }) + '\n')) await new Promise((ok) => out.once('drain', ok));
-      }
-      await new Promise((ok) => out.end(ok));
-    }
+    if (!existsSync(big)) await writeRecords(big, n);
     const size = statSync(big).size;
     await page.evaluate(() => {
       window.__longTasks = [];
       new PerformanceObserver((l) => window.__longTasks.push(...l.getEntries().map((e) => e.duration))).observe({ type: 'longtask' });
     });
-    await page.evaluate(async (file) => {
-      const blob = await (await fetch(file)).blob();
-      const dt = new DataTransfer();
-      dt.items.add(new File([blob], 'profile_export.jsonl'));
-      const target = document.querySelector('.page');
-      target.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
-    }, file);
+    await dropServed(page, file);
     await page.waitForFunction((count) => document.querySelector('.run-label-edit span.small')?.textContent === `${count} requests` && document.querySelector('.runs-timing')?.dataset.shownMs, count, { timeout: 600000, polling: 200 });
     const shown = +(await page.locator('.runs-timing').getAttribute('data-shown-ms'));
     const compute = +(await page.locator('.runs-timing').getAttribute('data-compute-ms'));

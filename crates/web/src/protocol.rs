@@ -94,6 +94,8 @@ pub struct RunStages {
     pub html_ms: f64,
     /// Chunks the records' bytes arrived in.
     pub chunks: u64,
+    /// Runs whose time-weighted curves were computed in part by the curves helper.
+    pub curves_apart: u64,
 }
 
 /// Worker → page.

@@ -2,17 +2,22 @@
 //! run's aggregate and kept as a [`Point`]. The lines can instead be parsed apart (on another
 //! thread) by a [`RecordReader`], whose [`RecordBatch`]es the loader [adds](RunLoader::add).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
 
 use super::error::RunError;
 use super::run::{MAX_LINE_BYTES, NONE, Point, Run, opt, opt_ms};
 use super::summary::RunSettings;
 use crate::fork::{Fork, InTurn};
 use crate::hashing::FastMap;
-use crate::results::aggregate::Aggregate;
+use crate::results::aggregate::{Aggregate, Pending, Report};
 use crate::results::line;
 use crate::results::metrics::Metric;
 use crate::results::record::RequestRecord;
+use crate::results::timeline::{Metrics, Timeline};
+use crate::stats::Distribution;
 
 /// Streaming reader of `profile_export.jsonl`: push bytes as they arrive, then [`finish`](Self::finish).
 pub struct RunLoader {
@@ -141,7 +146,14 @@ impl RunLoader {
 
     /// [`finish`](Self::finish) with the report's parts given to `fork`
     /// ([`Aggregate::into_report_over_on`]).
-    pub fn finish_on(mut self, label: &str, fork: &impl Fork) -> Result<Run, RunError> {
+    pub fn finish_on(self, label: &str, fork: &impl Fork) -> Result<Run, RunError> {
+        Ok(self.finish_apart(label, fork, &[])?.complete(None))
+    }
+
+    /// [`finish_on`](Self::finish_on) but for the groups of the summary's time-weighted curves
+    /// `apart`, which another worker computes meanwhile from [`PendingRun::curves_apart`]
+    /// ([`Aggregate::into_report_apart`]); [`PendingRun::complete`] takes their figures.
+    pub fn finish_apart(mut self, label: &str, fork: &impl Fork, apart: &[usize]) -> Result<PendingRun, RunError> {
         if !self.partial.is_empty() {
             let last = std::mem::take(&mut self.partial);
             self.line(&last)?;
@@ -149,31 +161,84 @@ impl RunLoader {
         if self.points.is_empty() {
             return Err(RunError::Empty { file: self.file });
         }
-        // AIPerf's phase window, when it holds every record (a summary written in another time
-        // zone than UTC, or one of ours, does not).
-        let window = self
-            .settings
-            .phase_window_ns
-            .filter(|&(a, b)| self.aggregate.timeline.window().is_some_and(|(first, last)| a <= first && last <= b));
+        let window = self.phase_window();
         let adjusted = self
             .settings
             .network_rtt_ms
             .map(|ms| crate::results::network::adjusted_metrics(&self.aggregate, ms * 1e6))
             .unwrap_or_default();
-        let mut report =
-            std::mem::take(&mut self.aggregate).into_report_over_on(!self.settings.slos.is_empty(), window, fork);
-        report.metrics.extend(adjusted);
-        Ok(Run {
-            label: label.into(),
-            settings: self.settings,
-            report,
-            points: self.points,
-            sessions: self.sessions,
-            failures: self.failures,
-            server: None,
-            gpus: None,
-            gpu_energy: Vec::new(),
+        let pending =
+            std::mem::take(&mut self.aggregate).into_report_apart(!self.settings.slos.is_empty(), window, fork, apart);
+        Ok(PendingRun {
+            pending,
+            adjusted,
+            run: Run {
+                label: label.into(),
+                settings: self.settings,
+                report: Report::default(),
+                points: self.points,
+                sessions: self.sessions,
+                failures: self.failures,
+                server: None,
+                gpus: None,
+                gpu_energy: Vec::new(),
+            },
         })
+    }
+
+    /// The timeline and the summary's window as [`finish_apart`](Self::finish_apart) will see
+    /// them, with the groups `apart`: what another worker needs to compute those groups while
+    /// this one finishes. `None` before any record.
+    pub fn curves_apart(&self, apart: &[usize]) -> Option<CurvesApart<'_>> {
+        let window = self.phase_window().or_else(|| self.aggregate.timeline.window())?;
+        Some(CurvesApart {
+            timeline: Cow::Borrowed(&self.aggregate.timeline),
+            windows: vec![window],
+            groups: apart.to_vec(),
+        })
+    }
+
+    /// AIPerf's phase window, when it holds every record (a summary written in another time
+    /// zone than UTC, or one of ours, does not): the summary's window, else the records' own.
+    fn phase_window(&self) -> Option<(u64, u64)> {
+        let records = self.aggregate.timeline.window();
+        self.settings.phase_window_ns.filter(|&(a, b)| records.is_some_and(|(first, last)| a <= first && last <= b))
+    }
+}
+
+/// A run whose summary waits for the groups of curves computed apart
+/// ([`RunLoader::finish_apart`]).
+#[derive(Debug)]
+pub struct PendingRun {
+    run: Run,
+    pending: Pending,
+    adjusted: Vec<(Metric, Distribution)>,
+}
+
+impl PendingRun {
+    /// The run, with `given` as the figures of the groups apart (as [`CurvesApart::compute`]
+    /// gives them); `None`, or figures of another shape, and they are computed here.
+    pub fn complete(self, given: Option<Vec<Metrics>>) -> Run {
+        let PendingRun { mut run, pending, adjusted } = self;
+        run.report = pending.complete(given);
+        run.report.metrics.extend(adjusted);
+        run
+    }
+}
+
+/// What another worker needs to compute groups of a run's time-weighted curves: the timeline,
+/// the windows and the groups (serialized to cross; owned once deserialized).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CurvesApart<'a> {
+    pub timeline: Cow<'a, Timeline>,
+    pub windows: Vec<(u64, u64)>,
+    pub groups: Vec<usize>,
+}
+
+impl CurvesApart<'_> {
+    /// The groups' figures, in their order ([`Timeline::groups_over`]).
+    pub fn compute(&self) -> Vec<Metrics> {
+        self.timeline.groups_over(&self.windows, &self.groups)
     }
 }
 

@@ -25,7 +25,7 @@ mod run;
 mod summary;
 
 pub use error::RunError;
-pub use loader::{RecordBatch, RecordReader, RunLoader};
+pub use loader::{CurvesApart, PendingRun, RecordBatch, RecordReader, RunLoader};
 pub use run::{CONFIG_FILE, MAX_LINE_BYTES, MAX_RUNS, NONE, Point, Run, default_label};
 pub use summary::{RunSettings, gpu_energy_of_summary, gpu_telemetry_of_summary};
 
@@ -248,6 +248,28 @@ pub(crate) mod tests {
             let run = l.finish("x").unwrap();
             prop_assert_eq!(run.report, agg.report(false));
             prop_assert_eq!(run.points.len() as u64, n);
+        }
+
+        /// The groups of curves computed apart, from the timeline as it crosses to another
+        /// worker, give the run finished in one place; figures of another shape are computed
+        /// again where the run finishes.
+        #[test]
+        fn curves_computed_apart_give_the_same_run(
+            n in 1u64..40,
+            apart in proptest::sample::subsequence((0..crate::results::timeline::CURVE_GROUPS).collect::<Vec<_>>(), 0..=4),
+            misshaped in any::<bool>(),
+        ) {
+            let records: Vec<_> = (0..n).map(|i| record(i, i % 4 == 1)).collect();
+            let (text, _) = jsonl(&records, true, &[]);
+            let whole = Run::from_jsonl("x", "f", &text, RunSettings::default()).unwrap();
+            let mut l = RunLoader::new("f", RunSettings::default());
+            l.push(&text).unwrap();
+            let bytes = bincode::serialize(&l.curves_apart(&apart).unwrap()).unwrap();
+            let request: CurvesApart<'static> = bincode::deserialize(&bytes).unwrap();
+            let given = if misshaped { Vec::new() } else { request.compute() };
+            let run = l.finish_apart("x", &crate::fork::InTurn, &apart).unwrap().complete(Some(given));
+            prop_assert_eq!(&run.report, &whole.report);
+            prop_assert_eq!(run.report.timeline.len(), 14);
         }
     }
 }

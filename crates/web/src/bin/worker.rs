@@ -1,9 +1,6 @@
-//! Entry point of the web worker.
+//! Entry point of the web worker (and of the curves helper it starts).
 
 fn main() {
     #[cfg(target_arch = "wasm32")]
-    {
-        use yew_agent::Registrable;
-        aiperf_web::worker::TraceWorker::registrar().encoding::<aiperf_web::codec::WithFiles>().register();
-    }
+    aiperf_web::worker::start();
 }

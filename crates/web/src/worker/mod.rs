@@ -2,6 +2,7 @@
 //! the trace, and answers analysis and synthesis requests; reads and draws finished runs. All
 //! computing happens here.
 
+mod curves;
 mod files;
 mod load;
 mod model;
@@ -20,6 +21,17 @@ use crate::web::now_ms;
 use load::{Load, Source, analyze};
 use model::Inner;
 pub use model::{Never, TraceWorker};
+
+/// Starts this worker's script: the page's worker, or the curves helper it starts itself
+/// ([`curves`]).
+pub fn start() {
+    if curves::is_helper() {
+        curves::serve();
+    } else {
+        use yew_agent::Registrable;
+        TraceWorker::registrar().encoding::<crate::codec::WithFiles>().register();
+    }
+}
 
 impl Worker for TraceWorker {
     type Message = Never;

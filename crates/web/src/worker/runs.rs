@@ -2,10 +2,12 @@
 
 use std::cell::RefCell;
 
+use aiperf_core::fork::InTurn;
 use aiperf_core::view::curve::Curve;
 use aiperf_core::view::server::ServerTimeline;
 use aiperf_core::view::{Run, RunLoader, RunSettings, gpu_energy_of_summary, gpu_telemetry_of_summary, html};
 
+use super::curves::{APART, HELPER_FROM_BYTES, Helper};
 use super::files::{next_chunk, reader, text};
 use super::model::Inner;
 use crate::protocol::{FileRef, FromWorker, RunFiles, RunStages, RunsView};
@@ -93,6 +95,8 @@ async fn read_run(files: &RunFiles, stages: &mut RunStages) -> Result<Run, Strin
         Some((file, name)) => ServerTimeline::from_json(name, &text(file).await?).map_err(|e| e.to_string())?,
         None => None,
     };
+    let big = files.records.blob().is_some_and(|b| b.size() >= HELPER_FROM_BYTES);
+    let helper = if big { Helper::start() } else { None };
     let reader = reader(&files.records)?;
     let mut loader = RunLoader::new(&files.records_name, settings);
     let mut buf = Vec::new();
@@ -108,7 +112,24 @@ async fn read_run(files: &RunFiles, stages: &mut RunStages) -> Result<Run, Strin
     }
     stages.read_ms += now_ms() - t;
     let t = now_ms();
-    let mut run = loader.finish(&files.label).map_err(|e| e.to_string())?;
+    let mut run = match helper {
+        Some(helper) => {
+            // The helper's groups first, so that it works while this worker does the rest.
+            let asked = match loader.curves_apart(&APART) {
+                Some(request) => helper.ask(&request).await,
+                None => None,
+            };
+            let apart: &[usize] = if asked.is_some() { &APART } else { &[] };
+            let pending = loader.finish_apart(&files.label, &InTurn, apart).map_err(|e| e.to_string())?;
+            let given = match asked {
+                Some(a) => a.answer().await,
+                None => None,
+            };
+            stages.curves_apart += u64::from(given.is_some());
+            pending.complete(given)
+        }
+        None => loader.finish(&files.label).map_err(|e| e.to_string())?,
+    };
     stages.summary_ms += now_ms() - t;
     run.server = server;
     run.gpus = gpus;

@@ -10,6 +10,7 @@ mod reporting;
 
 use columns::Columns;
 pub use report::{Adjusted, Outcomes, Report, TokenCountCheck, UrlReport};
+pub use reporting::Pending;
 
 use std::collections::BTreeMap;
 

@@ -96,7 +96,11 @@ impl Aggregate {
     /// [`Aggregate::report_over`] with the lists' statistics and each group of time-weighted
     /// curves given to `fork` as parts: the same report.
     pub fn report_over_on(&self, with_goodput: bool, window: Option<(u64, u64)>, fork: &impl Fork) -> Report {
-        with_timeline(Box::new(|| self.report_of_lists(with_goodput)), &self.timeline, window, fork)
+        let windows: Vec<(u64, u64)> = window.or_else(|| self.timeline.window()).into_iter().collect();
+        let (mut report, groups) =
+            with_timeline(Box::new(|| self.report_of_lists(with_goodput)), &self.timeline, &windows, fork, &[]);
+        report.timeline = Timeline::in_order(&windows, groups).pop().unwrap_or_default();
+        report
     }
 
     /// [`Aggregate::report_over`] of an aggregate no longer needed: its lists are dropped once
@@ -107,9 +111,25 @@ impl Aggregate {
 
     /// [`Aggregate::into_report_over`] with its parts given to `fork`
     /// ([`Aggregate::report_over_on`]); the lists are dropped once their statistics are taken.
-    pub fn into_report_over_on(mut self, with_goodput: bool, window: Option<(u64, u64)>, fork: &impl Fork) -> Report {
+    pub fn into_report_over_on(self, with_goodput: bool, window: Option<(u64, u64)>, fork: &impl Fork) -> Report {
+        self.into_report_apart(with_goodput, window, fork, &[]).complete(None)
+    }
+
+    /// [`Aggregate::into_report_over_on`] but for the groups of curves `apart` (indices below
+    /// [`CURVE_GROUPS`](crate::results::timeline::CURVE_GROUPS)), which another thread or worker computes meanwhile
+    /// ([`Timeline::groups_over`] over [`Pending::windows`]) and [`Pending::complete`] takes.
+    pub fn into_report_apart(
+        mut self,
+        with_goodput: bool,
+        window: Option<(u64, u64)>,
+        fork: &impl Fork,
+        apart: &[usize],
+    ) -> Pending {
         let timeline = std::mem::take(&mut self.timeline);
-        with_timeline(Box::new(move || self.report_of_lists(with_goodput)), &timeline, window, fork)
+        let windows: Vec<(u64, u64)> = window.or_else(|| timeline.window()).into_iter().collect();
+        let (report, groups) =
+            with_timeline(Box::new(move || self.report_of_lists(with_goodput)), &timeline, &windows, fork, apart);
+        Pending { report, timeline, windows, groups, apart: apart.to_vec() }
     }
 
     /// The report but its time-weighted metrics (left empty): for a part of a run whose
@@ -231,17 +251,22 @@ impl Aggregate {
 fn with_timeline<'a>(
     lists: Part<'a, Report>,
     timeline: &'a Timeline,
-    window: Option<(u64, u64)>,
+    windows: &'a [(u64, u64)],
     fork: &impl Fork,
-) -> Report {
+    apart: &[usize],
+) -> (Report, Vec<Metrics>) {
     enum Done {
         Lists(Box<Report>),
         Curves(Metrics),
     }
-    let windows: Vec<(u64, u64)> = window.or_else(|| timeline.window()).into_iter().collect();
     let mut parts: Vec<Part<'_, Done>> = vec![Box::new(move || Done::Lists(Box::new(lists())))];
     parts.extend(
-        timeline.parts_over(&windows).into_iter().map(|p| Box::new(move || Done::Curves(p())) as Part<'_, Done>),
+        timeline
+            .parts_over(windows)
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !apart.contains(i))
+            .map(|(_, p)| Box::new(move || Done::Curves(p())) as Part<'_, Done>),
     );
     let (mut report, mut groups) = (None, Vec::new());
     for done in fork.run(parts) {
@@ -250,7 +275,41 @@ fn with_timeline<'a>(
             Done::Curves(c) => groups.push(c),
         }
     }
-    let mut report = report.unwrap_or_default();
-    report.timeline = Timeline::in_order(&windows, groups).pop().unwrap_or_default();
-    report
+    (report.unwrap_or_default(), groups)
+}
+
+/// A report whose time-weighted metrics wait for groups of curves computed apart
+/// ([`Aggregate::into_report_apart`]).
+#[derive(Debug)]
+pub struct Pending {
+    report: Report,
+    timeline: Timeline,
+    windows: Vec<(u64, u64)>,
+    groups: Vec<Metrics>,
+    apart: Vec<usize>,
+}
+
+impl Pending {
+    /// The timeline whose groups are computed apart.
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
+    /// The windows the groups apart are taken over.
+    pub fn windows(&self) -> &[(u64, u64)] {
+        &self.windows
+    }
+
+    /// The report, with `given` as the figures of the groups apart (in their order, each over
+    /// [`Pending::windows`]); `None`, or figures of another shape, and they are computed here.
+    pub fn complete(mut self, given: Option<Vec<Metrics>>) -> Report {
+        let fits = |g: &Vec<Metrics>| g.len() == self.apart.len() && g.iter().all(|m| m.len() == self.windows.len());
+        let given = match given {
+            Some(g) if fits(&g) => g,
+            _ => self.timeline.groups_over(&self.windows, &self.apart),
+        };
+        self.groups.extend(given);
+        self.report.timeline = Timeline::in_order(&self.windows, self.groups).pop().unwrap_or_default();
+        self.report
+    }
 }

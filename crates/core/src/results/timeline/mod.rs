@@ -93,8 +93,17 @@ impl Timeline {
         Self::in_order(windows, fork.run(self.parts_over(windows)))
     }
 
+    /// The figures of the groups of curves `groups` (indices below [`CURVE_GROUPS`] in the
+    /// order of [`parts_over`](Self::parts_over)) over `windows`, one after the other: what
+    /// another thread or worker computes of a report ([`crate::results::aggregate::Pending`]).
+    pub fn groups_over(&self, windows: &[(u64, u64)], groups: &[usize]) -> Vec<Metrics> {
+        let mut parts: Vec<Option<Part<'_, Metrics>>> = self.parts_over(windows).into_iter().map(Some).collect();
+        groups.iter().filter_map(|&g| parts.get_mut(g).and_then(Option::take)).map(|p| p()).collect()
+    }
+
     /// The parts computing [`metrics_over`](Self::metrics_over) (a group of curves each, its
-    /// figures over every window), to be put in order by [`Timeline::in_order`].
+    /// figures over every window; [`CURVE_GROUPS`] of them with requests), to be put in order
+    /// by [`Timeline::in_order`].
     pub(crate) fn parts_over<'a>(&'a self, windows: &'a [(u64, u64)]) -> Vec<Part<'a, Metrics>> {
         self.metric_parts(windows, STREAM_ABOVE, CLOSED_ABOVE)
     }
@@ -113,7 +122,7 @@ impl Timeline {
     }
 
     /// The metrics of every window from the groups' figures, in AIPerf's order.
-    pub(crate) fn in_order(windows: &[(u64, u64)], groups: Vec<Metrics>) -> Metrics {
+    pub fn in_order(windows: &[(u64, u64)], groups: Vec<Metrics>) -> Metrics {
         let mut out: Metrics = windows.iter().map(|_| Vec::with_capacity(14)).collect();
         for group in groups {
             for (o, g) in out.iter_mut().zip(group) {
@@ -268,7 +277,11 @@ impl Timeline {
 }
 
 /// Each window's metrics.
-pub(crate) type Metrics = Vec<Vec<(TimelineMetric, TimeWeighted)>>;
+pub type Metrics = Vec<Vec<(TimelineMetric, TimeWeighted)>>;
+
+/// The groups of curves a timeline's metrics are computed in ([`Timeline::parts_over`]): the
+/// decode rates, the tokens in flight, the total rate and concurrency, the prefill rates.
+pub const CURVE_GROUPS: usize = 4;
 
 /// AIPerf's order of the time-weighted metrics.
 const ORDER: [TimelineMetric; 14] = {

@@ -3,12 +3,13 @@
 
 use crate::results::metrics::{Metric, RequestMetrics};
 use crate::results::record::{ChunkTimes, RequestRecord};
+use serde::{Deserialize, Serialize};
 
 /// No time (a request without a first token).
 pub(super) const NO_TIME: u64 = u64::MAX;
 
 /// One request's phases and token counts.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub(super) struct Span {
     pub(super) start: u64,
     /// First token ([`NO_TIME`] without one).
@@ -77,7 +78,7 @@ fn even_stride(first: u64, later: &[u64]) -> Option<u64> {
 
 /// A [`Span`] in 32 bytes: its first token and end as offsets from its send, its counts and
 /// stride as whole numbers; a span that does not fit is kept whole in [`Timeline::wide`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub(super) struct Packed {
     /// The send, or (with `first` = [`WIDE`]) the index in [`Timeline::wide`].
     pub(super) start: u64,
@@ -127,8 +128,9 @@ impl Packed {
     }
 }
 
-/// The phases of every request, collected as they end; mergeable.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// The phases of every request, collected as they end; mergeable; serialized whole (to have its
+/// curves computed in another worker).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timeline {
     /// Every request's span in the order added.
     pub(super) spans: Vec<Packed>,
