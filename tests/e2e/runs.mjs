@@ -206,7 +206,8 @@ try {
   // A run big enough (100,000 records, 37 MB) for the worker to hand half of its time-weighted
   // curves to its curves helper: the same summary, every row and digit, as the CLI's report.
   const bigName = `test-100000-records-${process.pid}.jsonl`;
-  const bigRun = join(TMP, 'big-run');
+  // Named so that the CLI labels the run as the page does (after its file): the same section.
+  const bigRun = join(TMP, 'profile_export');
   mkdirSync(bigRun);
   await writeRecords(join(bigRun, 'profile_export.jsonl'), 100_000);
   copyFileSync(join(bigRun, 'profile_export.jsonl'), join(DIST, bigName));
@@ -223,11 +224,14 @@ try {
   const bpage = await page.context().newPage();
   await bpage.goto(pathToFileURL(bigReport).href);
   const cliRows = await summaryRows(bpage);
+  const section = (p) => p.evaluate(() => document.querySelector('section.run[data-run="0"]').outerHTML);
+  const [shownSection, cliSection] = [await section(page), await section(bpage)];
   await bpage.close();
   assert.ok(Object.keys(cliRows).length >= 40, `${Object.keys(cliRows).length} summary rows in the CLI's report`);
   assert.ok('effective_decode_throughput' in cliRows && 'tokens_in_flight' in cliRows, 'time-weighted rows in the report');
   assert.deepEqual(shownRows, cliRows, "the run view shows the CLI report's summary");
-  step(`100,000 records: half the time-weighted curves on the curves helper, ${Object.keys(shownRows).length} summary rows equal to the CLI's report`);
+  assert.ok(shownSection === cliSection, `the run's section (${shownSection.length} characters) is the CLI report's (${cliSection.length})`);
+  step(`100,000 records: half the time-weighted curves on the curves helper, the charts drawn meanwhile; ${Object.keys(shownRows).length} summary rows and the whole section (${shownSection.length} characters) equal to the CLI's report`);
 
   if (process.env.BENCH === '1') {
     // BENCH_RECORDS (default 1,000,000) records: a plausible streaming request repeated with

@@ -12,12 +12,11 @@ use super::run::{MAX_LINE_BYTES, NONE, Point, Run, opt, opt_ms};
 use super::summary::RunSettings;
 use crate::fork::{Fork, InTurn};
 use crate::hashing::FastMap;
-use crate::results::aggregate::{Aggregate, Pending, Report};
+use crate::results::aggregate::{Aggregate, Pending};
 use crate::results::line;
 use crate::results::metrics::Metric;
 use crate::results::record::RequestRecord;
 use crate::results::timeline::{Metrics, Timeline};
-use crate::stats::Distribution;
 
 /// Streaming reader of `profile_export.jsonl`: push bytes as they arrive, then [`finish`](Self::finish).
 pub struct RunLoader {
@@ -167,15 +166,15 @@ impl RunLoader {
             .network_rtt_ms
             .map(|ms| crate::results::network::adjusted_metrics(&self.aggregate, ms * 1e6))
             .unwrap_or_default();
-        let pending =
+        let (mut report, pending) =
             std::mem::take(&mut self.aggregate).into_report_apart(!self.settings.slos.is_empty(), window, fork, apart);
+        report.metrics.extend(adjusted);
         Ok(PendingRun {
             pending,
-            adjusted,
             run: Run {
                 label: label.into(),
                 settings: self.settings,
-                report: Report::default(),
+                report,
                 points: self.points,
                 sessions: self.sessions,
                 failures: self.failures,
@@ -212,16 +211,25 @@ impl RunLoader {
 pub struct PendingRun {
     run: Run,
     pending: Pending,
-    adjusted: Vec<(Metric, Distribution)>,
 }
 
 impl PendingRun {
+    /// The run, its summary but its time-weighted metrics (its request counts, every
+    /// distribution).
+    pub fn run(&self) -> &Run {
+        &self.run
+    }
+
+    /// [`run`](Self::run), to add what the records do not hold (the server's metrics, GPUs).
+    pub fn run_mut(&mut self) -> &mut Run {
+        &mut self.run
+    }
+
     /// The run, with `given` as the figures of the groups apart (as [`CurvesApart::compute`]
     /// gives them); `None`, or figures of another shape, and they are computed here.
     pub fn complete(self, given: Option<Vec<Metrics>>) -> Run {
-        let PendingRun { mut run, pending, adjusted } = self;
-        run.report = pending.complete(given);
-        run.report.metrics.extend(adjusted);
+        let PendingRun { mut run, pending } = self;
+        pending.complete(&mut run.report, given);
         run
     }
 }

@@ -251,8 +251,8 @@ pub(crate) mod tests {
         }
 
         /// The groups of curves computed apart, from the timeline as it crosses to another
-        /// worker, give the run finished in one place; figures of another shape are computed
-        /// again where the run finishes.
+        /// worker, give the run finished in one place, and its section drawn meanwhile is the
+        /// whole run's; figures of another shape are computed again where the run finishes.
         #[test]
         fn curves_computed_apart_give_the_same_run(
             n in 1u64..40,
@@ -267,9 +267,13 @@ pub(crate) mod tests {
             let bytes = bincode::serialize(&l.curves_apart(&apart).unwrap()).unwrap();
             let request: CurvesApart<'static> = bincode::deserialize(&bytes).unwrap();
             let given = if misshaped { Vec::new() } else { request.compute() };
-            let run = l.finish_apart("x", &crate::fork::InTurn, &apart).unwrap().complete(Some(given));
+            let pending = l.finish_apart("x", &crate::fork::InTurn, &apart).unwrap();
+            // The section but its summary table is drawn before the curves are in.
+            let drawn = html::RunSection::of(pending.run(), 0);
+            let run = pending.complete(Some(given));
             prop_assert_eq!(&run.report, &whole.report);
             prop_assert_eq!(run.report.timeline.len(), 14);
+            prop_assert_eq!(drawn.with_summary(&run.report), html::run_section(&whole, 0));
         }
     }
 }

@@ -4,6 +4,7 @@ use std::cell::RefCell;
 
 use aiperf_core::fork::InTurn;
 use aiperf_core::view::curve::Curve;
+use aiperf_core::view::html::RunSection;
 use aiperf_core::view::server::ServerTimeline;
 use aiperf_core::view::{Run, RunLoader, RunSettings, gpu_energy_of_summary, gpu_telemetry_of_summary, html};
 
@@ -23,7 +24,7 @@ pub(super) async fn read(
 ) -> Option<FromWorker> {
     let t0 = now_ms();
     let mut stages = RunStages::default();
-    let loaded = match read_all(runs, curves, &mut stages).await {
+    let (loaded, sections) = match read_all(runs, curves, &mut stages).await {
         Ok(loaded) => loaded,
         Err(message) => return Some(FromWorker::RunsFailed { message }),
     };
@@ -33,39 +34,48 @@ pub(super) async fn read(
     }
     (inner.runs, inner.curves) = loaded;
     let t1 = now_ms();
-    let mut view = view(&inner.curves, &inner.runs, 0);
+    let mut view = view_of(&inner.curves, &inner.runs, 0, Some(&sections));
     let t2 = now_ms();
-    stages.html_ms = t2 - t1;
+    stages.html_ms += t2 - t1;
     view.stages = stages;
     view.compute_ms = t2 - t0;
     Some(FromWorker::Runs(Box::new(view)))
 }
 
-async fn read_all(
-    runs: &[RunFiles],
-    curves: &[(FileRef, String)],
-    stages: &mut RunStages,
-) -> Result<(Vec<Run>, Vec<Curve>), String> {
+/// The runs and curves read, and each run's section of the view (its index among the runs).
+type Loaded = ((Vec<Run>, Vec<Curve>), Vec<String>);
+
+async fn read_all(runs: &[RunFiles], curves: &[(FileRef, String)], stages: &mut RunStages) -> Result<Loaded, String> {
     let mut loaded_curves = Vec::new();
     for (file, name) in curves {
         loaded_curves.push(Curve::from_json(name, &text(file).await?).map_err(|e| e.to_string())?);
     }
-    let mut loaded = Vec::new();
-    for files in runs {
-        loaded.push(read_run(files, stages).await?);
+    let (mut loaded, mut sections) = (Vec::new(), Vec::new());
+    for (k, files) in runs.iter().enumerate() {
+        let (run, section) = read_run(files, k, stages).await?;
+        loaded.push(run);
+        sections.push(section);
     }
-    Ok((loaded, loaded_curves))
+    Ok(((loaded, loaded_curves), sections))
 }
 
 /// The run view of `curves` and `runs` (the HTML of `aiperf-cli report`, from the same code).
 pub(super) fn view(curves: &[Curve], runs: &[Run], baseline: usize) -> RunsView {
+    view_of(curves, runs, baseline, None)
+}
+
+/// [`view`] with each run's section already made ([`html::run_section`] of run `k` at `k`).
+fn view_of(curves: &[Curve], runs: &[Run], baseline: usize, sections: Option<&[String]>) -> RunsView {
     let refs: Vec<&Run> = runs.iter().collect();
     let mut html = String::new();
     for c in curves {
         html.push_str(&html::curve_section(c));
     }
     if !runs.is_empty() {
-        html.push_str(&html::runs_fragment(&refs, baseline));
+        match sections {
+            Some(s) => html.push_str(&html::runs_fragment_of(&refs, baseline, s)),
+            None => html.push_str(&html::runs_fragment(&refs, baseline)),
+        }
     }
     RunsView {
         labels: runs.iter().map(|r| r.label.clone()).collect(),
@@ -77,9 +87,10 @@ pub(super) fn view(curves: &[Curve], runs: &[Run], baseline: usize) -> RunsView 
     }
 }
 
-/// Reads one run: its summary file (for the settings, the GPUs and their energy efficiency), then
-/// its records, streamed; the time of each stage added to `stages`.
-async fn read_run(files: &RunFiles, stages: &mut RunStages) -> Result<Run, String> {
+/// Reads run `k`: its summary file (for the settings, the GPUs and their energy efficiency),
+/// then its records, streamed; its section of the view drawn. The time of each stage is added
+/// to `stages`.
+async fn read_run(files: &RunFiles, k: usize, stages: &mut RunStages) -> Result<(Run, String), String> {
     let t0 = now_ms();
     let (settings, gpus, gpu_energy) = match &files.config {
         Some((file, name)) => {
@@ -111,28 +122,39 @@ async fn read_run(files: &RunFiles, stages: &mut RunStages) -> Result<Run, Strin
         stages.parse_ms += t - got;
     }
     stages.read_ms += now_ms() - t;
-    let t = now_ms();
-    let mut run = match helper {
-        Some(helper) => {
-            // The helper's groups first, so that it works while this worker does the rest.
-            let asked = match loader.curves_apart(&APART) {
-                Some(request) => helper.ask(&request).await,
-                None => None,
-            };
-            let apart: &[usize] = if asked.is_some() { &APART } else { &[] };
-            let pending = loader.finish_apart(&files.label, &InTurn, apart).map_err(|e| e.to_string())?;
-            let given = match asked {
-                Some(a) => a.answer().await,
-                None => None,
-            };
-            stages.curves_apart += u64::from(given.is_some());
-            pending.complete(given)
-        }
-        None => loader.finish(&files.label).map_err(|e| e.to_string())?,
+    let attach = |run: &mut Run| {
+        run.server = server;
+        run.gpus = gpus;
+        run.gpu_energy = gpu_energy;
     };
-    stages.summary_ms += now_ms() - t;
-    run.server = server;
-    run.gpus = gpus;
-    run.gpu_energy = gpu_energy;
-    Ok(run)
+    let t = now_ms();
+    let asked = match (&helper, loader.curves_apart(&APART)) {
+        (Some(helper), Some(request)) => helper.ask(&request).await,
+        _ => None,
+    };
+    let Some(asked) = asked else {
+        let mut run = loader.finish(&files.label).map_err(|e| e.to_string())?;
+        attach(&mut run);
+        let t1 = now_ms();
+        stages.summary_ms += t1 - t;
+        let section = html::run_section(&run, k);
+        stages.html_ms += now_ms() - t1;
+        return Ok((run, section));
+    };
+    // The helper computes its groups of curves while this worker computes the rest of the
+    // summary, then draws the run's section but its summary table.
+    let mut pending = loader.finish_apart(&files.label, &InTurn, &APART).map_err(|e| e.to_string())?;
+    attach(pending.run_mut());
+    let t1 = now_ms();
+    let drawn = RunSection::of(pending.run(), k);
+    let t2 = now_ms();
+    let given = asked.answer().await;
+    stages.curves_apart += u64::from(given.is_some());
+    let run = pending.complete(given);
+    let t3 = now_ms();
+    let section = drawn.with_summary(&run.report);
+    stages.summary_ms += (t1 - t) + (t3 - t2);
+    stages.html_ms += (t2 - t1) + (now_ms() - t3);
+    drop(helper);
+    Ok((run, section))
 }

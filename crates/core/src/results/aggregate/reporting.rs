@@ -112,24 +112,27 @@ impl Aggregate {
     /// [`Aggregate::into_report_over`] with its parts given to `fork`
     /// ([`Aggregate::report_over_on`]); the lists are dropped once their statistics are taken.
     pub fn into_report_over_on(self, with_goodput: bool, window: Option<(u64, u64)>, fork: &impl Fork) -> Report {
-        self.into_report_apart(with_goodput, window, fork, &[]).complete(None)
+        let (mut report, pending) = self.into_report_apart(with_goodput, window, fork, &[]);
+        pending.complete(&mut report, None);
+        report
     }
 
     /// [`Aggregate::into_report_over_on`] but for the groups of curves `apart` (indices below
-    /// [`CURVE_GROUPS`](crate::results::timeline::CURVE_GROUPS)), which another thread or worker computes meanwhile
-    /// ([`Timeline::groups_over`] over [`Pending::windows`]) and [`Pending::complete`] takes.
+    /// [`CURVE_GROUPS`](crate::results::timeline::CURVE_GROUPS)), which another thread or worker
+    /// computes meanwhile ([`Timeline::groups_over`] over [`Pending::windows`]): the report but
+    /// its time-weighted metrics, which [`Pending::complete`] puts in.
     pub fn into_report_apart(
         mut self,
         with_goodput: bool,
         window: Option<(u64, u64)>,
         fork: &impl Fork,
         apart: &[usize],
-    ) -> Pending {
+    ) -> (Report, Pending) {
         let timeline = std::mem::take(&mut self.timeline);
         let windows: Vec<(u64, u64)> = window.or_else(|| timeline.window()).into_iter().collect();
         let (report, groups) =
             with_timeline(Box::new(move || self.report_of_lists(with_goodput)), &timeline, &windows, fork, apart);
-        Pending { report, timeline, windows, groups, apart: apart.to_vec() }
+        (report, Pending { timeline, windows, groups, apart: apart.to_vec() })
     }
 
     /// The report but its time-weighted metrics (left empty): for a part of a run whose
@@ -278,11 +281,10 @@ fn with_timeline<'a>(
     (report.unwrap_or_default(), groups)
 }
 
-/// A report whose time-weighted metrics wait for groups of curves computed apart
+/// The time-weighted metrics of a report, waiting for groups of curves computed apart
 /// ([`Aggregate::into_report_apart`]).
 #[derive(Debug)]
 pub struct Pending {
-    report: Report,
     timeline: Timeline,
     windows: Vec<(u64, u64)>,
     groups: Vec<Metrics>,
@@ -300,16 +302,16 @@ impl Pending {
         &self.windows
     }
 
-    /// The report, with `given` as the figures of the groups apart (in their order, each over
-    /// [`Pending::windows`]); `None`, or figures of another shape, and they are computed here.
-    pub fn complete(mut self, given: Option<Vec<Metrics>>) -> Report {
+    /// Puts the time-weighted metrics in `report`, with `given` as the figures of the groups
+    /// apart (in their order, each over [`Pending::windows`]); `None`, or figures of another
+    /// shape, and they are computed here.
+    pub fn complete(mut self, report: &mut Report, given: Option<Vec<Metrics>>) {
         let fits = |g: &Vec<Metrics>| g.len() == self.apart.len() && g.iter().all(|m| m.len() == self.windows.len());
         let given = match given {
             Some(g) if fits(&g) => g,
             _ => self.timeline.groups_over(&self.windows, &self.apart),
         };
         self.groups.extend(given);
-        self.report.timeline = Timeline::in_order(&self.windows, self.groups).pop().unwrap_or_default();
-        self.report
+        report.timeline = Timeline::in_order(&self.windows, self.groups).pop().unwrap_or_default();
     }
 }

@@ -24,6 +24,7 @@ use super::sessions::{LaneBarKind, SwimLane, has_multi_turn_sessions, swim_lane}
 use super::svg::{
     Axis, COLOURS, Lanes, Line, Plot, RowBar, bar_chart, esc, lanes_chart, line_chart, plot, scatter_chart, tick,
 };
+use crate::results::aggregate::Report;
 
 /// A slice width in seconds, never rounded to zero: `0.001`, `0.02`, `0.5`, `2`, `1.5`.
 fn slice_width(w: f64) -> String {
@@ -38,14 +39,42 @@ fn slice_width(w: f64) -> String {
 /// One run: summary, time series, the swim-lane of its sessions (when a session has more than one
 /// turn), distributions, trace-aware scatter plots.
 pub fn run_section(run: &Run, k: usize) -> String {
+    RunSection::of(run, k).with_summary(&run.report)
+}
+
+/// A run's section but its summary table: the rest is drawn from the records (and the request
+/// count), so it can be made before the summary's time-weighted metrics are known, while
+/// another worker computes them.
+#[derive(Debug)]
+pub struct RunSection {
+    head: String,
+    rest: String,
+}
+
+impl RunSection {
+    pub fn of(run: &Run, k: usize) -> RunSection {
+        let head = format!(
+            r#"<section class="run" data-run="{k}"><h2 class="run-label c{}">{}</h2>"#,
+            k % COLOURS.len(),
+            esc(&run.label)
+        );
+        RunSection { head, rest: section_rest(run, k) }
+    }
+
+    /// The section, with `report`'s summary table in its place.
+    pub fn with_summary(self, report: &Report) -> String {
+        let table = summary_table(report);
+        let mut out = String::with_capacity(self.head.len() + table.len() + self.rest.len());
+        out.push_str(&self.head);
+        out.push_str(&table);
+        out.push_str(&self.rest);
+        out
+    }
+}
+
+/// What follows the summary table in a run's section.
+fn section_rest(run: &Run, k: usize) -> String {
     let mut out = String::new();
-    let _ = write!(
-        out,
-        r#"<section class="run" data-run="{k}"><h2 class="run-label c{}">{}</h2>"#,
-        k % COLOURS.len(),
-        esc(&run.label)
-    );
-    out.push_str(&summary_table(&run.report));
     if let Some(t) = &run.gpus {
         out.push_str(&gpu_table(t));
     }
@@ -318,12 +347,19 @@ pub fn comparison_section(runs: &[&Run], c: &Comparison) -> String {
 
 /// The body of a page showing `runs` (the browser app sets it into its run view).
 pub fn runs_fragment(runs: &[&Run], baseline: usize) -> String {
+    let sections: Vec<String> = runs.iter().enumerate().map(|(k, r)| run_section(r, k)).collect();
+    runs_fragment_of(runs, baseline, &sections)
+}
+
+/// [`runs_fragment`] with each run's section already made (`sections[k]`: [`run_section`] of run
+/// `k`).
+pub fn runs_fragment_of(runs: &[&Run], baseline: usize, sections: &[String]) -> String {
     let mut out = String::new();
     if runs.len() > 1 {
         out.push_str(&comparison_section(runs, &compare(runs, baseline)));
     }
-    for (k, r) in runs.iter().enumerate() {
-        out.push_str(&run_section(r, k));
+    for s in sections {
+        out.push_str(s);
     }
     out
 }
