@@ -150,7 +150,7 @@ impl RunLoader {
     }
 
     /// [`finish_on`](Self::finish_on) but for the groups of the summary's time-weighted curves
-    /// `apart`, which another worker computes meanwhile from [`PendingRun::curves_apart`]
+    /// `apart`, which another worker computes meanwhile from [`RunLoader::curves_apart`]
     /// ([`Aggregate::into_report_apart`]); [`PendingRun::complete`] takes their figures.
     pub fn finish_apart(mut self, label: &str, fork: &impl Fork, apart: &[usize]) -> Result<PendingRun, RunError> {
         if !self.partial.is_empty() {
@@ -197,8 +197,8 @@ impl RunLoader {
         })
     }
 
-    /// AIPerf's phase window, when it holds every record (a summary written in another time
-    /// zone than UTC, or one of ours, does not): the summary's window, else the records' own.
+    /// AIPerf's phase window from the run's summary file, when it holds every record (a summary
+    /// written in another time zone than UTC, or one of ours, does not).
     fn phase_window(&self) -> Option<(u64, u64)> {
         let records = self.aggregate.timeline.window();
         self.settings.phase_window_ns.filter(|&(a, b)| records.is_some_and(|(first, last)| a <= first && last <= b))

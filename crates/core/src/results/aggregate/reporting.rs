@@ -119,8 +119,8 @@ impl Aggregate {
 
     /// [`Aggregate::into_report_over_on`] but for the groups of curves `apart` (indices below
     /// [`CURVE_GROUPS`](crate::results::timeline::CURVE_GROUPS)), which another thread or worker
-    /// computes meanwhile ([`Timeline::groups_over`] over [`Pending::windows`]): the report but
-    /// its time-weighted metrics, which [`Pending::complete`] puts in.
+    /// computes meanwhile ([`Timeline::groups_over`] over `window`, else the timeline's own): the
+    /// report but its time-weighted metrics, which [`Pending::complete`] puts in.
     pub fn into_report_apart(
         mut self,
         with_goodput: bool,
@@ -292,18 +292,8 @@ pub struct Pending {
 }
 
 impl Pending {
-    /// The timeline whose groups are computed apart.
-    pub fn timeline(&self) -> &Timeline {
-        &self.timeline
-    }
-
-    /// The windows the groups apart are taken over.
-    pub fn windows(&self) -> &[(u64, u64)] {
-        &self.windows
-    }
-
     /// Puts the time-weighted metrics in `report`, with `given` as the figures of the groups
-    /// apart (in their order, each over [`Pending::windows`]); `None`, or figures of another
+    /// apart (in their order, each over the report's windows); `None`, or figures of another
     /// shape, and they are computed here.
     pub fn complete(mut self, report: &mut Report, given: Option<Vec<Metrics>>) {
         let fits = |g: &Vec<Metrics>| g.len() == self.apart.len() && g.iter().all(|m| m.len() == self.windows.len());
