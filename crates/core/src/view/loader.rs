@@ -160,7 +160,7 @@ impl RunLoader {
         if self.points.is_empty() {
             return Err(RunError::Empty { file: self.file });
         }
-        let window = self.phase_window();
+        let window = self.phase_window(self.aggregate.timeline.window());
         let adjusted = self
             .settings
             .network_rtt_ms
@@ -189,7 +189,8 @@ impl RunLoader {
     /// them, with the groups `apart`: what another worker needs to compute those groups while
     /// this one finishes. `None` before any record.
     pub fn curves_apart(&self, apart: &[usize]) -> Option<CurvesApart<'_>> {
-        let window = self.phase_window().or_else(|| self.aggregate.timeline.window())?;
+        let records = self.aggregate.timeline.window();
+        let window = self.phase_window(records).or(records)?;
         Some(CurvesApart {
             timeline: Cow::Borrowed(&self.aggregate.timeline),
             windows: vec![window],
@@ -197,10 +198,10 @@ impl RunLoader {
         })
     }
 
-    /// AIPerf's phase window from the run's summary file, when it holds every record (a summary
-    /// written in another time zone than UTC, or one of ours, does not).
-    fn phase_window(&self) -> Option<(u64, u64)> {
-        let records = self.aggregate.timeline.window();
+    /// AIPerf's phase window from the run's summary file, when it holds every record (`records`:
+    /// the records' own window; a summary written in another time zone than UTC, or one of
+    /// ours, does not).
+    fn phase_window(&self, records: Option<(u64, u64)>) -> Option<(u64, u64)> {
         self.settings.phase_window_ns.filter(|&(a, b)| records.is_some_and(|(first, last)| a <= first && last <= b))
     }
 }

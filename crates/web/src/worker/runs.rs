@@ -128,9 +128,10 @@ async fn read_run(files: &RunFiles, k: usize, stages: &mut RunStages) -> Result<
         run.gpu_energy = gpu_energy;
     };
     let t = now_ms();
-    let asked = match (&helper, loader.curves_apart(&APART)) {
-        (Some(helper), Some(request)) => helper.ask(&request).await,
-        _ => None,
+    let request = helper.as_ref().and_then(|h| Some((h, loader.curves_apart(&APART)?)));
+    let asked = match request {
+        Some((helper, request)) => helper.ask(&request).await,
+        None => None,
     };
     let Some(asked) = asked else {
         let mut run = loader.finish(&files.label).map_err(|e| e.to_string())?;
@@ -155,6 +156,5 @@ async fn read_run(files: &RunFiles, k: usize, stages: &mut RunStages) -> Result<
     let section = drawn.with_summary(&run.report);
     stages.summary_ms += (t1 - t) + (t3 - t2);
     stages.html_ms += (t2 - t1) + (now_ms() - t3);
-    drop(helper);
     Ok((run, section))
 }
