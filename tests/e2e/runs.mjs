@@ -83,14 +83,25 @@ async function checkNumbers(page, where, summary = summaryA) {
 
 // A plausible streaming record repeated `n` times with varying times and lengths, as
 // `profile_export.jsonl` (368 bytes a record).
-async function writeRecords(path, n) {
+// `varied`: with sessions and failed requests (of two kinds) throughout.
+async function writeRecords(path, n, varied = false) {
   const out = createWriteStream(path);
   for (let i = 0; i < n; i++) {
     const sent = 1_000_000 + i * 1_000_000;
     const first = sent + 20_000_000 + (i % 17) * 1_000_000;
     const chunks = [first, first + 2_000_000, first + 4_000_000, first + 6_000_000];
     const md = { session_run: i, turn: 0, trace_line: i + 1, scheduled_ns: sent - (i % 5) * 10_000, sent_ns: sent, chunk_ns: chunks, end_ns: chunks[3] + 1000, streaming: true, input_tokens: 200 + (i % 300), output_tokens: 4, usage: { prompt_tokens: 200 + (i % 300), completion_tokens: 4, cached_tokens: (i % 3) * 64 }, expected_cached_tokens: (i % 4) * 64 };
-    if (!out.write(JSON.stringify({ metadata: md, metrics: {} }) + '\n')) await new Promise((ok) => out.once('drain', ok));
+    const line = { metadata: md, metrics: {} };
+    if (varied) {
+      md.session_id = `s${(i * 7919) % 5003}`;
+      md.turn = Math.floor(i / 5003);
+      if (i % 997 === 3) {
+        md.chunk_ns = chunks.slice(0, i % 2);
+        md.end_ns = sent + 30_000_000;
+        line.error = { type: i % 2 ? 'ReadTimeout' : 'ServerError', message: `failed request ${i}` };
+      }
+    }
+    if (!out.write(JSON.stringify(line) + '\n')) await new Promise((ok) => out.once('drain', ok));
   }
   await new Promise((ok) => out.end(ok));
 }
@@ -203,13 +214,14 @@ try {
   await page.setViewportSize({ width: 1280, height: 900 });
   step(`sweep: ${curveCharts} charts against the load, ${sweepRows} points, TTFT p99 at concurrency 4 ${cellText} ms as the sweep summary`);
 
-  // A run big enough (100,000 records, 37 MB) for the worker to hand half of its time-weighted
-  // curves to its curves helper: the same summary, every row and digit, as the CLI's report.
+  // A run big enough (100,000 records, 37 MB) for the worker to hand half of the file, then half
+  // of its time-weighted curves, to its helper: the same summary, every row and digit, and the
+  // same section as the CLI's report (sessions and failures numbered across the two parts).
   const bigName = `test-100000-records-${process.pid}.jsonl`;
   // Named so that the CLI labels the run as the page does (after its file): the same section.
   const bigRun = join(TMP, 'profile_export');
   mkdirSync(bigRun);
-  await writeRecords(join(bigRun, 'profile_export.jsonl'), 100_000);
+  await writeRecords(join(bigRun, 'profile_export.jsonl'), 100_000, true);
   copyFileSync(join(bigRun, 'profile_export.jsonl'), join(DIST, bigName));
   try {
     await dropServed(page, bigName);
@@ -217,7 +229,9 @@ try {
   } finally {
     rmSync(join(DIST, bigName), { force: true });
   }
-  assert.equal(await page.locator('.runs-timing').getAttribute('data-curves-apart'), '1', 'the curves helper computed part of the curves');
+  assert.equal(await page.locator('.runs-timing').getAttribute('data-curves-apart'), '1', 'the helper computed part of the curves');
+  const readApart = +(await page.locator('.runs-timing').getAttribute('data-records-apart'));
+  assert.ok(readApart > 30_000 && readApart < 70_000, `the helper read the second part of the file: ${readApart} records`);
   const shownRows = await summaryRows(page);
   const bigReport = join(TMP, 'big.html');
   cli(['report', bigRun, '--output', bigReport]);
@@ -231,7 +245,21 @@ try {
   assert.ok('effective_decode_throughput' in cliRows && 'tokens_in_flight' in cliRows, 'time-weighted rows in the report');
   assert.deepEqual(shownRows, cliRows, "the run view shows the CLI report's summary");
   assert.ok(shownSection === cliSection, `the run's section (${shownSection.length} characters) is the CLI report's (${cliSection.length})`);
-  step(`100,000 records: half the time-weighted curves on the curves helper, the charts drawn meanwhile; ${Object.keys(shownRows).length} summary rows and the whole section (${shownSection.length} characters) equal to the CLI's report`);
+  step(`100,000 records: ${readApart} read by the helper, half the time-weighted curves computed there, the charts drawn meanwhile; ${Object.keys(shownRows).length} summary rows and the whole section (${shownSection.length} characters) equal to the CLI's report`);
+
+  // The same file with a line that cannot be read in the helper's part: the worker reads that
+  // part itself and names the line, as it does for a small file.
+  const badName = `test-bad-line-${process.pid}.jsonl`;
+  const lines = readFileSync(join(bigRun, 'profile_export.jsonl'), 'utf8').split('\n');
+  lines[80_000] = '{"metadata": {"turn": 1}}';
+  writeFileSync(join(DIST, badName), lines.join('\n'));
+  try {
+    await dropServed(page, badName);
+    await page.waitForFunction(() => /profile_export\.jsonl:80001: /.test(document.querySelector('.runs-failed')?.textContent ?? ''), null, { timeout: 120000, polling: 200 });
+  } finally {
+    rmSync(join(DIST, badName), { force: true });
+  }
+  step(`a bad line in the helper's part (line 80,001 of 100,000): the worker read that part itself and named the line`);
 
   if (process.env.BENCH === '1') {
     // BENCH_RECORDS (default 1,000,000) records: a plausible streaming request repeated with

@@ -94,8 +94,10 @@ pub struct RunStages {
     pub html_ms: f64,
     /// Chunks the records' bytes arrived in.
     pub chunks: u64,
-    /// Runs whose time-weighted curves were computed in part by the curves helper.
+    /// Runs whose time-weighted curves were computed in part by the helper.
     pub curves_apart: u64,
+    /// Records the helper read.
+    pub records_apart: u64,
 }
 
 /// Worker → page.

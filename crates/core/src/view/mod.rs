@@ -25,7 +25,7 @@ mod run;
 mod summary;
 
 pub use error::RunError;
-pub use loader::{CurvesApart, PendingRun, RecordBatch, RecordReader, RunLoader};
+pub use loader::{CurvesApart, LoadedPart, PendingRun, RecordBatch, RecordReader, RestOfFile, RunLoader};
 pub use run::{CONFIG_FILE, MAX_LINE_BYTES, MAX_RUNS, NONE, Point, Run, default_label};
 pub use summary::{RunSettings, gpu_energy_of_summary, gpu_telemetry_of_summary};
 

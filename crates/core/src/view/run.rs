@@ -16,7 +16,7 @@ pub const CONFIG_FILE: &str = "profile_export_aiperf.json";
 pub const NONE: u32 = u32::MAX;
 
 /// One request, compact: what the charts and the record-on-click need.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Point {
     pub trace_line: u32,
     pub session_num: u32,

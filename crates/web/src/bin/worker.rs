@@ -1,4 +1,4 @@
-//! Entry point of the web worker (and of the curves helper it starts).
+//! Entry point of the web worker (and of the helper it starts).
 
 fn main() {
     #[cfg(target_arch = "wasm32")]

@@ -105,7 +105,8 @@ fn RunsPanel(p: &RunsProps) -> Html {
                 <p class="muted small runs-timing" data-shown-ms={timing} data-compute-ms={format!("{:.1}", v.compute_ms)}
                     data-read-ms={format!("{:.1}", v.stages.read_ms)} data-parse-ms={format!("{:.1}", v.stages.parse_ms)}
                     data-summary-ms={format!("{:.1}", v.stages.summary_ms)} data-html-ms={format!("{:.1}", v.stages.html_ms)}
-                    data-chunks={v.stages.chunks.to_string()} data-curves-apart={v.stages.curves_apart.to_string()}>
+                    data-chunks={v.stages.chunks.to_string()} data-curves-apart={v.stages.curves_apart.to_string()}
+                    data-records-apart={v.stages.records_apart.to_string()}>
                     { format!("computed in the worker in {}", millis(v.compute_ms)) }
                     { shown_ms.map(|ms| format!(" · on screen {} after the drop", millis(ms))).unwrap_or_default() }
                 </p>

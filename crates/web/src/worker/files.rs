@@ -6,7 +6,7 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::protocol::FileRef;
 
-fn blob(file: &FileRef) -> Result<&web_sys::Blob, String> {
+pub(super) fn blob(file: &FileRef) -> Result<&web_sys::Blob, String> {
     file.blob().ok_or_else(|| "cannot read the file: the page sent none".to_string())
 }
 
@@ -18,7 +18,12 @@ pub(super) async fn text(file: &FileRef) -> Result<String, String> {
 
 /// A reader of the file's bytes.
 pub(super) fn reader(file: &FileRef) -> Result<web_sys::ReadableStreamDefaultReader, String> {
-    blob(file)?.stream().get_reader().dyn_into().map_err(js_error)
+    reader_of(blob(file)?)
+}
+
+/// A reader of a `Blob`'s bytes.
+pub(super) fn reader_of(blob: &web_sys::Blob) -> Result<web_sys::ReadableStreamDefaultReader, String> {
+    blob.stream().get_reader().dyn_into().map_err(js_error)
 }
 
 /// Reads the next chunk of a stream into `buf`; `false` at the stream's end.

@@ -2,8 +2,8 @@
 //! the trace, and answers analysis and synthesis requests; reads and draws finished runs. All
 //! computing happens here.
 
-mod curves;
 mod files;
+mod helper;
 mod load;
 mod model;
 mod runs;
@@ -22,11 +22,11 @@ use load::{Load, Source, analyze};
 use model::Inner;
 pub use model::{Never, TraceWorker};
 
-/// Starts this worker's script: the page's worker, or the curves helper it starts itself
-/// ([`curves`]).
+/// Starts this worker's script: the page's worker, or the helper it starts itself
+/// ([`helper`]).
 pub fn start() {
-    if curves::is_helper() {
-        curves::serve();
+    if helper::is_helper() {
+        helper::serve();
     } else {
         use yew_agent::Registrable;
         TraceWorker::registrar().encoding::<crate::codec::WithFiles>().register();

@@ -6,10 +6,12 @@ use aiperf_core::fork::InTurn;
 use aiperf_core::view::curve::Curve;
 use aiperf_core::view::html::RunSection;
 use aiperf_core::view::server::ServerTimeline;
-use aiperf_core::view::{Run, RunLoader, RunSettings, gpu_energy_of_summary, gpu_telemetry_of_summary, html};
+use aiperf_core::view::{
+    LoadedPart, Run, RunLoader, RunSettings, gpu_energy_of_summary, gpu_telemetry_of_summary, html,
+};
 
-use super::curves::{APART, HELPER_FROM_BYTES, Helper};
-use super::files::{next_chunk, reader, text};
+use super::files::{blob, next_chunk, reader_of, text};
+use super::helper::{APART, HELPER_FROM_BYTES, Helper, yield_to_tasks};
 use super::model::Inner;
 use crate::protocol::{FileRef, FromWorker, RunFiles, RunStages, RunsView};
 use crate::web::now_ms;
@@ -87,6 +89,89 @@ fn view_of(curves: &[Curve], runs: &[Run], baseline: usize, sections: Option<&[S
     }
 }
 
+/// The share of a big records file the worker reads itself while the helper reads the rest
+/// (the rest crosses back as bytes and is merged here, which takes the worker a little while).
+const FIRST_PART: f64 = 0.56;
+
+/// Reads the run's records into a loader: with the helper, the first part here and the rest
+/// there at once ([`RunLoader::add_part`]); where the helper fails, or reads a line it cannot
+/// parse, this worker reads the rest itself (and names that line). The time of each stage is
+/// added to `stages`.
+async fn read_records(
+    files: &RunFiles,
+    settings: RunSettings,
+    helper: Option<&Helper>,
+    stages: &mut RunStages,
+) -> Result<RunLoader, String> {
+    let mut loader = RunLoader::new(&files.records_name, settings);
+    let whole = blob(&files.records)?;
+    let size = whole.size();
+    let js = |e: wasm_bindgen::JsValue| format!("cannot read {}: {e:?}", files.records_name);
+    let split = match helper {
+        Some(helper) if size >= 2.0 => {
+            let at = (size * FIRST_PART).floor().max(1.0);
+            let rest = whole.slice_with_f64(at - 1.0).map_err(js)?;
+            helper.read_rest(&rest, &loader.rest_of_file()).map(|asked| (at, asked))
+        }
+        _ => None,
+    };
+    let first = match &split {
+        Some((at, _)) => whole.slice_with_f64_and_f64(0.0, *at).map_err(js)?,
+        None => whole.clone(),
+    };
+    let mut buf = Vec::new();
+    stream(&reader_of(&first)?, &mut loader, &mut buf, helper.filter(|_| split.is_some()), stages).await?;
+    let Some((at, asked)) = split else { return Ok(loader) };
+    // The line under way where the helper's part starts is this worker's to end.
+    let t = now_ms();
+    let rest = reader_of(&whole.slice_with_f64(at).map_err(js)?)?;
+    let mut ended = None;
+    while ended.is_none() && next_chunk(&rest, &mut buf).await? {
+        ended = loader.push_to_line_end(&buf).map_err(|e| e.to_string())?;
+    }
+    let Some(used) = ended else { return Ok(loader) };
+    let part = asked.answer::<LoadedPart>().await;
+    let records = part.as_ref().map_or(0, LoadedPart::records);
+    let added = part.is_some_and(|part| loader.add_part(part));
+    stages.parse_ms += now_ms() - t;
+    if added {
+        stages.records_apart += records as u64;
+        let _ = rest.cancel();
+        return Ok(loader);
+    }
+    loader.push(&buf[used..]).map_err(|e| e.to_string())?;
+    stream(&rest, &mut loader, &mut buf, None, stages).await?;
+    Ok(loader)
+}
+
+/// Pushes the reader's chunks into the loader, timing the reads and the parse; until `helper`
+/// took its request, this worker yields to its tasks between chunks (so that the helper's
+/// messages come through).
+async fn stream(
+    reader: &web_sys::ReadableStreamDefaultReader,
+    loader: &mut RunLoader,
+    buf: &mut Vec<u8>,
+    mut helper: Option<&Helper>,
+    stages: &mut RunStages,
+) -> Result<(), String> {
+    let mut t = now_ms();
+    while next_chunk(reader, buf).await? {
+        if helper.is_some_and(Helper::took_request) {
+            helper = None;
+        } else if helper.is_some() {
+            yield_to_tasks().await;
+        }
+        let got = now_ms();
+        stages.read_ms += got - t;
+        stages.chunks += 1;
+        loader.push(buf).map_err(|e| e.to_string())?;
+        t = now_ms();
+        stages.parse_ms += t - got;
+    }
+    stages.read_ms += now_ms() - t;
+    Ok(())
+}
+
 /// Reads run `k`: its summary file (for the settings, the GPUs and their energy efficiency),
 /// then its records, streamed; its section of the view drawn. The time of each stage is added
 /// to `stages`.
@@ -108,20 +193,8 @@ async fn read_run(files: &RunFiles, k: usize, stages: &mut RunStages) -> Result<
     };
     let big = files.records.blob().is_some_and(|b| b.size() >= HELPER_FROM_BYTES);
     let helper = if big { Helper::start() } else { None };
-    let reader = reader(&files.records)?;
-    let mut loader = RunLoader::new(&files.records_name, settings);
-    let mut buf = Vec::new();
-    let mut t = now_ms();
-    stages.read_ms += t - t0;
-    while next_chunk(&reader, &mut buf).await? {
-        let got = now_ms();
-        stages.read_ms += got - t;
-        stages.chunks += 1;
-        loader.push(&buf).map_err(|e| e.to_string())?;
-        t = now_ms();
-        stages.parse_ms += t - got;
-    }
-    stages.read_ms += now_ms() - t;
+    stages.read_ms += now_ms() - t0;
+    let loader = read_records(files, settings, helper.as_ref(), stages).await?;
     let attach = |run: &mut Run| {
         run.server = server;
         run.gpus = gpus;
@@ -149,7 +222,7 @@ async fn read_run(files: &RunFiles, k: usize, stages: &mut RunStages) -> Result<
     let t1 = now_ms();
     let drawn = RunSection::of(pending.run(), k);
     let t2 = now_ms();
-    let given = asked.answer().await;
+    let given = asked.answer::<Vec<aiperf_core::results::timeline::Metrics>>().await;
     stages.curves_apart += u64::from(given.is_some());
     let run = pending.complete(given);
     let t3 = now_ms();

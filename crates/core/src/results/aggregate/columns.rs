@@ -4,6 +4,8 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 use crate::results::metrics::Metric;
 
 /// The values of each metric, one list per metric, found by the metric's place in the enum. A
@@ -25,7 +27,7 @@ pub(super) struct Columns {
 }
 
 /// One metric's values: whole numbers below 2^32 kept as such, else every value as `f64`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) enum List {
     Whole(Vec<u32>),
     Real(Vec<f64>),
@@ -111,6 +113,34 @@ impl Default for Columns {
             made: (0..n).map(|_| OnceLock::new()).collect(),
             expected: 0,
         }
+    }
+}
+
+/// A [`Columns`] as it crosses: its lists, twins and expected length (its made slices are made
+/// again when asked for).
+#[derive(Serialize, Deserialize)]
+struct Wire<L> {
+    lists: L,
+    shadowed: Vec<Option<(usize, usize)>>,
+    expected: usize,
+}
+
+impl Serialize for Columns {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Wire { lists: &self.lists, shadowed: self.shadowed.clone(), expected: self.expected }.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Columns {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Columns, D::Error> {
+        let Wire { lists, shadowed, expected } = Wire::<Vec<List>>::deserialize(d)?;
+        let fits = shadowed.len() == lists.len()
+            && shadowed.iter().flatten().all(|&(t, n)| lists.get(t).is_some_and(|l: &List| n <= l.len()));
+        if !fits {
+            return Err(serde::de::Error::custom("a metric's twin is not among the lists"));
+        }
+        let made = (0..lists.len()).map(|_| OnceLock::new()).collect();
+        Ok(Columns { lists, shadowed, made, expected })
     }
 }
 
@@ -202,9 +232,27 @@ impl Columns {
         self.expected = values;
     }
 
-    pub(super) fn extend_at(&mut self, i: usize, values: &[f64]) {
-        for &v in values {
-            self.push_at(i, v);
+    /// Adds `other`'s values of metric `i` after these, as pushing them one by one would.
+    pub(super) fn extend_from(&mut self, i: usize, other: &Columns) {
+        let own = |c: &Columns| i < c.lists.len() && c.shadowed[i].is_none();
+        if !(own(self) && own(other)) {
+            for v in other.at(i).iter() {
+                self.push_at(i, *v);
+            }
+            return;
+        }
+        self.made[i].take();
+        let list = &mut self.lists[i];
+        match (&mut *list, &other.lists[i]) {
+            (List::Whole(a), List::Whole(b)) => a.extend_from_slice(b),
+            (List::Real(a), List::Whole(b)) => a.extend(b.iter().map(|&n| f64::from(n))),
+            (List::Real(a), List::Real(b)) => a.extend_from_slice(b),
+            (List::Whole(a), List::Real(b)) => {
+                let mut r: Vec<f64> = Vec::with_capacity(a.len() + b.len());
+                r.extend(a.iter().map(|&n| f64::from(n)));
+                r.extend_from_slice(b);
+                *list = List::Real(r);
+            }
         }
     }
 }
@@ -212,6 +260,41 @@ impl Columns {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Which kind each list is, and whether each metric is counted on its twin.
+    fn shape(c: &Columns) -> Vec<(bool, bool)> {
+        c.lists.iter().zip(&c.shadowed).map(|(l, s)| (matches!(l, List::Whole(_)), s.is_some())).collect()
+    }
+
+    proptest! {
+        /// Columns extended by another's give the columns of every value pushed in turn: the same
+        /// values, lists of the same kind, twins counted alike.
+        #[test]
+        fn extended_columns_are_the_values_pushed_in_turn(
+            values in proptest::collection::vec((0usize..4, 0u8..4, any::<bool>()), 0..60),
+            split in 0usize..60,
+        ) {
+            let metrics = [
+                Metric::OutputSequenceLength,
+                Metric::UsageCompletionTokens,
+                Metric::TimeToFirstToken,
+                Metric::InputSequenceLength,
+            ];
+            let value = |v: u8, real: bool| if real { f64::from(v) + 0.5 } else { f64::from(v) };
+            let (mut whole, mut a, mut b) = (Columns::default(), Columns::default(), Columns::default());
+            for (k, &(m, v, real)) in values.iter().enumerate() {
+                let (m, v) = (metrics[m], value(v, real));
+                whole.push(m, v);
+                if k < split { a.push(m, v) } else { b.push(m, v) }
+            }
+            for i in 0..b.lists.len() {
+                a.extend_from(i, &b);
+            }
+            prop_assert!(a == whole);
+            prop_assert_eq!(shape(&a), shape(&whole));
+        }
+    }
 
     #[test]
     fn lists_of_the_same_values_are_told_apart_from_others() {

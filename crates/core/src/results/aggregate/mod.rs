@@ -14,6 +14,8 @@ pub use reporting::Pending;
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
+
 use crate::results::metrics::{Metric, RequestMetrics, Slo, meets, osl_mismatch};
 use crate::results::record::{ChunkTimes, RecordError, RequestRecord};
 use crate::results::timeline::Timeline;
@@ -34,12 +36,14 @@ fn error_example(message: &str) -> String {
     }
 }
 
-/// Mergeable collection of per-request metric values, counts and error kinds.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Mergeable collection of per-request metric values, counts and error kinds; serialized whole
+/// (a part of a run file read by another worker, merged where the run is finished).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Aggregate {
     values: Columns,
     /// The chunk gaps (ms) of successful requests, in order, as runs of equal gaps (a simulated
     /// request's gaps are one run).
+    #[serde(with = "runs_as_pairs")]
     inter_chunk_ms: Runs,
     pub ok: u64,
     pub errors: BTreeMap<String, u64>,
@@ -80,7 +84,7 @@ pub struct Aggregate {
 }
 
 /// What one URL of several served: request counts and latencies (the rest is run-wide).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct UrlAggregate {
     pub ok: u64,
     pub errors: u64,
@@ -240,7 +244,7 @@ impl Aggregate {
     pub fn merge(&mut self, other: &Aggregate) {
         // In the metrics' order, so that a twin's values are in before its shadow's.
         for i in 0..other.values.lists.len() {
-            self.values.extend_at(i, &other.values.at(i));
+            self.values.extend_from(i, &other.values);
         }
         self.inter_chunk_ms.extend_runs(&other.inter_chunk_ms);
         self.ok += other.ok;
@@ -291,6 +295,25 @@ impl Aggregate {
     /// Number of failed requests.
     pub fn error_count(&self) -> u64 {
         self.errors.values().sum()
+    }
+}
+
+/// [`Runs`] serialized as its (value, count) runs, not written out.
+mod runs_as_pairs {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::stats::Runs;
+
+    pub(super) fn serialize<S: Serializer>(runs: &Runs, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(runs.runs())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Runs, D::Error> {
+        let mut runs = Runs::default();
+        for (v, n) in Vec::<(f64, u64)>::deserialize(d)? {
+            runs.push_n(v, n);
+        }
+        Ok(runs)
     }
 }
 

@@ -1,6 +1,11 @@
 //! [`RunLoader`]: `profile_export.jsonl` read as its bytes arrive, each record added to the
 //! run's aggregate and kept as a [`Point`]. The lines can instead be parsed apart (on another
-//! thread) by a [`RecordReader`], whose [`RecordBatch`]es the loader [adds](RunLoader::add).
+//! thread) by a [`RecordReader`], whose [`RecordBatch`]es the loader [adds](RunLoader::add); or
+//! the file read in two parts at once (`part`), the second part's loader [added](RunLoader::add_part).
+
+mod part;
+
+pub use part::{LoadedPart, RestOfFile};
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -33,6 +38,9 @@ pub struct RunLoader {
     failures: Vec<(String, String)>,
     /// The record each line is parsed into (its allocations reused, see [`line::read_line`]).
     scratch: RequestRecord,
+    /// Whether the bytes up to and including the next newline are skipped (the end of a line
+    /// another loader reads: [`RestOfFile::loader`]).
+    skipping: bool,
 }
 
 impl RunLoader {
@@ -49,6 +57,7 @@ impl RunLoader {
             instances: HashMap::new(),
             failures: Vec::new(),
             scratch: RequestRecord::default(),
+            skipping: false,
         }
     }
 
@@ -58,7 +67,12 @@ impl RunLoader {
     }
 
     /// Feeds the next bytes of the file.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<(), RunError> {
+    pub fn push(&mut self, mut bytes: &[u8]) -> Result<(), RunError> {
+        if self.skipping {
+            let Some(nl) = memchr::memchr(b'\n', bytes) else { return Ok(()) };
+            bytes = &bytes[nl + 1..];
+            self.skipping = false;
+        }
         let mut partial = std::mem::take(&mut self.partial);
         let read = whole_lines(&mut partial, bytes, |raw| self.line(raw));
         self.partial = partial;
@@ -85,24 +99,12 @@ impl RunLoader {
 
     fn record(&mut self, r: &RequestRecord) {
         let m = self.aggregate.add(r, self.settings.server_token_count, &self.settings.slos);
-        let session = match &r.session_id {
-            Some(s) => match self.session_index.get(s) {
-                Some(&i) => i,
-                None => {
-                    let i = self.sessions.len() as u32;
-                    self.sessions.push(s.clone());
-                    self.session_index.insert(s.clone(), i);
-                    i
-                }
-            },
-            None => NONE,
-        };
+        let session = r.session_id.as_deref().map_or(NONE, |s| self.session_of(s));
         let instance = match r.correlation_id.as_deref().or(r.session_id.as_deref()) {
             Some(id) => {
                 let mut h = std::hash::DefaultHasher::new();
                 std::hash::Hash::hash(id, &mut h);
-                let next = self.instances.len() as u32;
-                *self.instances.entry(std::hash::Hasher::finish(&h)).or_insert(next)
+                self.instance_of(std::hash::Hasher::finish(&h))
             }
             None => NONE,
         };
@@ -138,6 +140,32 @@ impl RunLoader {
         });
     }
 
+    /// The number of session `s`, numbered in order of first appearance.
+    fn session_of(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.session_index.get(s) {
+            return i;
+        }
+        let i = self.sessions.len() as u32;
+        self.sessions.push(s.to_owned());
+        self.session_index.insert(s.to_owned(), i);
+        i
+    }
+
+    /// The number of the instance whose id hashes to `hash`, numbered in order of first appearance.
+    fn instance_of(&mut self, hash: u64) -> u32 {
+        let next = self.instances.len() as u32;
+        *self.instances.entry(hash).or_insert(next)
+    }
+
+    /// Reads the last line when the file does not end with a newline.
+    fn finish_line(&mut self) -> Result<(), RunError> {
+        if self.partial.is_empty() {
+            return Ok(());
+        }
+        let last = std::mem::take(&mut self.partial);
+        self.line(&last)
+    }
+
     /// The run, once every byte was pushed.
     pub fn finish(self, label: &str) -> Result<Run, RunError> {
         self.finish_on(label, &InTurn)
@@ -153,10 +181,7 @@ impl RunLoader {
     /// `apart`, which another worker computes meanwhile from [`RunLoader::curves_apart`]
     /// ([`Aggregate::into_report_apart`]); [`PendingRun::complete`] takes their figures.
     pub fn finish_apart(mut self, label: &str, fork: &impl Fork, apart: &[usize]) -> Result<PendingRun, RunError> {
-        if !self.partial.is_empty() {
-            let last = std::mem::take(&mut self.partial);
-            self.line(&last)?;
-        }
+        self.finish_line()?;
         if self.points.is_empty() {
             return Err(RunError::Empty { file: self.file });
         }
