@@ -199,9 +199,7 @@ impl Helper {
         self.posts.borrow_mut().push(post);
         Some(Asked { started: Some(started), answered })
     }
-}
 
-impl Helper {
     /// Whether the helper took the last request sent ([`Helper::read_rest`]), or failed.
     pub(super) fn took_request(&self) -> bool {
         self.waiting.borrow().started.is_none()

@@ -95,19 +95,19 @@ const FIRST_PART: f64 = 0.56;
 
 /// Reads the run's records into a loader: with the helper, the first part here and the rest
 /// there at once ([`RunLoader::add_part`]); where the helper fails, or reads a line it cannot
-/// parse, this worker reads the rest itself (and names that line). The time of each stage is
-/// added to `stages`.
+/// parse, the helper is stopped and this worker reads the rest itself (and names that line). The
+/// time of each stage is added to `stages`.
 async fn read_records(
     files: &RunFiles,
     settings: RunSettings,
-    helper: Option<&Helper>,
+    helper: &mut Option<Helper>,
     stages: &mut RunStages,
 ) -> Result<RunLoader, String> {
     let mut loader = RunLoader::new(&files.records_name, settings);
     let whole = blob(&files.records)?;
     let size = whole.size();
     let js = |e: wasm_bindgen::JsValue| format!("cannot read {}: {e:?}", files.records_name);
-    let split = match helper {
+    let split = match helper.as_ref() {
         Some(helper) if size >= 2.0 => {
             let at = (size * FIRST_PART).floor().max(1.0);
             let rest = whole.slice_with_f64(at - 1.0).map_err(js)?;
@@ -120,7 +120,7 @@ async fn read_records(
         None => whole.clone(),
     };
     let mut buf = Vec::new();
-    stream(&reader_of(&first)?, &mut loader, &mut buf, helper.filter(|_| split.is_some()), stages).await?;
+    stream(&reader_of(&first)?, &mut loader, &mut buf, helper.as_ref().filter(|_| split.is_some()), stages).await?;
     let Some((at, asked)) = split else { return Ok(loader) };
     // The line under way where the helper's part starts is this worker's to end.
     let t = now_ms();
@@ -129,18 +129,26 @@ async fn read_records(
     while ended.is_none() && next_chunk(&rest, &mut buf).await? {
         ended = loader.push_to_line_end(&buf).map_err(|e| e.to_string())?;
     }
-    let Some(used) = ended else { return Ok(loader) };
     let part = asked.answer::<LoadedPart>().await;
     let records = part.as_ref().map_or(0, LoadedPart::records);
-    let added = part.is_some_and(|part| loader.add_part(part));
+    let added = match (ended, part) {
+        (Some(_), Some(part)) => loader.add_part(part),
+        // The line under way ran to the end of the file: the helper read no line.
+        (None, Some(_)) => records == 0,
+        (_, None) => false,
+    };
     stages.parse_ms += now_ms() - t;
     if added {
         stages.records_apart += records as u64;
         let _ = rest.cancel();
         return Ok(loader);
     }
-    loader.push(&buf[used..]).map_err(|e| e.to_string())?;
-    stream(&rest, &mut loader, &mut buf, None, stages).await?;
+    // Stopped, the helper sends no late answer that would be taken for the curves'.
+    *helper = None;
+    if let Some(used) = ended {
+        loader.push(&buf[used..]).map_err(|e| e.to_string())?;
+        stream(&rest, &mut loader, &mut buf, None, stages).await?;
+    }
     Ok(loader)
 }
 
@@ -192,9 +200,9 @@ async fn read_run(files: &RunFiles, k: usize, stages: &mut RunStages) -> Result<
         None => None,
     };
     let big = files.records.blob().is_some_and(|b| b.size() >= HELPER_FROM_BYTES);
-    let helper = if big { Helper::start() } else { None };
+    let mut helper = if big { Helper::start() } else { None };
     stages.read_ms += now_ms() - t0;
-    let loader = read_records(files, settings, helper.as_ref(), stages).await?;
+    let loader = read_records(files, settings, &mut helper, stages).await?;
     let attach = |run: &mut Run| {
         run.server = server;
         run.gpus = gpus;
