@@ -93,6 +93,12 @@ fn view_of(curves: &[Curve], runs: &[Run], baseline: usize, sections: Option<&[S
 /// (the rest crosses back as bytes and is merged here, which takes the worker a little while).
 const FIRST_PART: f64 = 0.56;
 
+/// Files up to this size are read in two parts. The helper's part is held twice while it
+/// crosses (its bincode and the records read back, ≈ 200 bytes a record each): above it (about
+/// 2.9 million records), the worker reads the whole file itself and stays further from the
+/// 4 GiB a WebAssembly memory can hold.
+const SPLIT_UP_TO_BYTES: f64 = 1024.0 * 1024.0 * 1024.0;
+
 /// Reads the run's records into a loader: with the helper, the first part here and the rest
 /// there at once ([`RunLoader::add_part`]); where the helper fails, or reads a line it cannot
 /// parse, the helper is stopped and this worker reads the rest itself (and names that line). The
@@ -108,7 +114,7 @@ async fn read_records(
     let size = whole.size();
     let js = |e: wasm_bindgen::JsValue| format!("cannot read {}: {e:?}", files.records_name);
     let split = match helper.as_ref() {
-        Some(helper) if size >= 2.0 => {
+        Some(helper) if (2.0..=SPLIT_UP_TO_BYTES).contains(&size) => {
             let at = (size * FIRST_PART).floor().max(1.0);
             let rest = whole.slice_with_f64(at - 1.0).map_err(js)?;
             helper.read_rest(&rest, &loader.rest_of_file()).map(|asked| (at, asked))
