@@ -54,7 +54,7 @@ pub fn serve() {
         if let Ok(rest) = data.clone().dyn_into::<js_sys::Array>() {
             let answer_to = answer_to.clone();
             wasm_bindgen_futures::spawn_local(async move {
-                match read_rest(&rest).await {
+                match part_of_rest(&rest).await {
                     Some(answer) => {
                         let _ = answer_to.post_message_with_transfer(&answer, &js_sys::Array::of1(&answer.buffer()));
                     }
@@ -79,7 +79,7 @@ pub fn serve() {
 
 /// Reads the rest of a records file (`[Blob, RestOfFile in bincode]`) into its part, in
 /// bincode; `None` when it cannot be read.
-async fn read_rest(message: &js_sys::Array) -> Option<js_sys::Uint8Array> {
+async fn part_of_rest(message: &js_sys::Array) -> Option<js_sys::Uint8Array> {
     let blob: web_sys::Blob = message.get(0).dyn_into().ok()?;
     let request = js_sys::Uint8Array::new(&message.get(1)).to_vec();
     let mut loader = bincode::deserialize::<RestOfFile>(&request).ok()?.loader();
