@@ -218,7 +218,7 @@ impl BlockIds {
     /// with or without it, faster with it.
     pub fn mark_once(&mut self, trace: &Trace, schedule: &Schedule) {
         if rows_sent_once(trace, schedule) {
-            mark_once(&mut self.ids, self.blocks);
+            self.blocks = mark_once(&mut self.ids, self.blocks);
         }
     }
 }
@@ -597,10 +597,12 @@ fn rows_sent_once(trace: &Trace, schedule: &Schedule) -> bool {
 
 /// Gives the block numbers that occur once in `ids` (numbers `0..blocks`) the number
 /// [`cache::ONCE`]: no request after the one holding such a block looks it up, so the caches
-/// keep no entry for it. Numbers reaching `ONCE` itself leave `ids` as they are.
-fn mark_once(ids: &mut [u32], blocks: usize) {
+/// keep no entry for it. The others are numbered again densely in the same order, so that the
+/// block table indexed by them is as small as the blocks used more than once. Returns how many
+/// numbers are left; numbers reaching `ONCE` itself leave `ids` as they are.
+fn mark_once(ids: &mut [u32], blocks: usize) -> usize {
     if blocks > cache::ONCE as usize {
-        return;
+        return blocks;
     }
     let mut seen = vec![0u8; blocks];
     for &n in ids.iter() {
@@ -608,11 +610,24 @@ fn mark_once(ids: &mut [u32], blocks: usize) {
             *c = c.saturating_add(1);
         }
     }
-    for n in ids.iter_mut() {
-        if seen.get(*n as usize) == Some(&1) {
-            *n = cache::ONCE;
+    // Each number's new one, kept in `seen`'s place: counts are read once each, in order.
+    let mut renumbered = Vec::with_capacity(blocks);
+    let mut next = 0u32;
+    for &c in &seen {
+        if c == 1 {
+            renumbered.push(cache::ONCE);
+        } else {
+            renumbered.push(next);
+            next += 1;
         }
     }
+    drop(seen);
+    for n in ids.iter_mut() {
+        if let Some(&m) = renumbered.get(*n as usize) {
+            *n = m;
+        }
+    }
+    next as usize
 }
 
 /// A row's block numbers: its span of the trace's arena, numbered.

@@ -561,3 +561,13 @@ fn blocks_numbered_beforehand_simulate_alike() {
     let err = simulate_numbered(&other, Arc::clone(&schedule), &ids, &cluster, &mut |_, _| {}).unwrap_err();
     assert!(matches!(err, SimulateError::BlockIdsOfAnotherTrace { .. }), "{err}");
 }
+
+/// Blocks occurring once are given `ONCE`; the others are numbered again densely, in the same
+/// order, and their count is what the block table is sized by.
+#[test]
+fn blocks_used_again_are_numbered_densely() {
+    let mut ids = vec![0, 1, 0, 2, 3, 3, 4, 5, 5];
+    assert_eq!(super::mark_once(&mut ids, 6), 3);
+    let o = cache::ONCE;
+    assert_eq!(ids, [0, o, 0, o, 1, 1, o, 2, 2]);
+}

@@ -68,12 +68,21 @@ struct Entry {
 struct Shelf {
     len: usize,
     pinned: usize,
-    /// Releases (release time, entry) oldest first; an item is current while its entry is
-    /// unpinned and was not released since (LRU only).
-    queue: VecDeque<(u64, u32)>,
+    /// Releases oldest first; an item is current while its entry is unpinned and was not
+    /// released since (LRU only).
+    queue: VecDeque<Release>,
     /// Releases by (uses, release time, entry), current items as in `queue` (LFU only).
     heap: BinaryHeap<Reverse<(u32, u64, u32)>>,
     evictions: u64,
+}
+
+/// An item of a replica's LRU release queue: an entry released at `tick`, or `count` blocks of
+/// [`ONCE`] released one after the other (no item between them), which are evicted alike.
+#[derive(Clone, Copy, Debug)]
+struct Release {
+    tick: u64,
+    slot: u32,
+    count: u32,
 }
 
 /// The blocks of every replica of a cluster.
@@ -336,10 +345,17 @@ impl Blocks {
         let shelf = &mut self.shelves[r as usize];
         match self.policy {
             Policy::Lru => {
-                if first {
-                    shelf.queue.push_front((tick, slot));
-                } else {
-                    shelf.queue.push_back((tick, slot));
+                let once_run = if first { shelf.queue.front_mut() } else { shelf.queue.back_mut() };
+                match once_run {
+                    Some(run) if slot == ONCE && run.slot == ONCE && run.count < u32::MAX => run.count += 1,
+                    _ => {
+                        let item = Release { tick, slot, count: 1 };
+                        if first {
+                            shelf.queue.push_front(item);
+                        } else {
+                            shelf.queue.push_back(item);
+                        }
+                    }
                 }
                 if shelf.queue.len() > 2 * (shelf.len - shelf.pinned) + 1024 {
                     self.compact(r);
@@ -386,9 +402,16 @@ impl Blocks {
     fn evict_one(&mut self, r: u32) -> bool {
         let slot = match self.policy {
             Policy::Lru => loop {
-                let Some((released, s)) = self.shelves[r as usize].queue.pop_front() else { return false };
-                if s == ONCE || self.current(r, s, released) {
-                    break s;
+                let queue = &mut self.shelves[r as usize].queue;
+                let Some(front) = queue.front_mut() else { return false };
+                if front.slot == ONCE && front.count > 1 {
+                    front.count -= 1;
+                    break ONCE;
+                }
+                let Release { tick, slot, .. } = *front;
+                queue.pop_front();
+                if slot == ONCE || self.current(r, slot, tick) {
+                    break slot;
                 }
             },
             Policy::Lfu => loop {
@@ -430,7 +453,7 @@ impl Blocks {
         }
     }
 
-    /// Reads the entries of the next `n` items of a full replica's release queue before they are
+    /// Reads the entries of the next `n` blocks of a full replica's release queue before they are
     /// evicted one by one: the reads are independent, so the processor fetches them from memory
     /// at once instead of one eviction after the other (the result is only a value to keep).
     #[inline]
@@ -439,10 +462,16 @@ impl Blocks {
         if self.policy != Policy::Lru || self.capacity.is_none_or(|c| shelf.len + n <= c) {
             return;
         }
-        let mut sum = 0u64;
-        for &(_, s) in shelf.queue.iter().take(n) {
-            if s != ONCE {
-                sum = sum.wrapping_add(self.entries[s as usize].released);
+        let (mut sum, mut left) = (0u64, n);
+        for item in &shelf.queue {
+            if left == 0 {
+                break;
+            }
+            if item.slot == ONCE {
+                left = left.saturating_sub(item.count as usize);
+            } else {
+                sum = sum.wrapping_add(self.entries[item.slot as usize].released);
+                left -= 1;
             }
         }
         std::hint::black_box(sum);
@@ -459,7 +488,7 @@ impl Blocks {
     /// Drops the stale items of replica `r`'s release queue (at most half of it stays).
     fn compact(&mut self, r: u32) {
         let mut queue = std::mem::take(&mut self.shelves[r as usize].queue);
-        queue.retain(|&(released, s)| s == ONCE || self.current(r, s, released));
+        queue.retain(|item| item.slot == ONCE || self.current(r, item.slot, item.tick));
         self.shelves[r as usize].queue = queue;
     }
 }

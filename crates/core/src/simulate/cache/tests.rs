@@ -86,11 +86,15 @@ proptest::proptest! {
 
 proptest::proptest! {
     /// Blocks that occur once among all the requests, given [`ONCE`] instead of their
-    /// numbers, leave every hit, count and eviction as they are (overlapping requests on
-    /// several replicas, bounded or not).
+    /// numbers (and kept as runs in an LRU queue), leave every hit, count and eviction as they
+    /// are (overlapping requests on several replicas, bounded or not, prompts with a partial
+    /// last block, output blocks).
     #[test]
     fn blocks_occurring_once_can_share_one_number(
-        requests in proptest::collection::vec((proptest::collection::vec(0u32..40, 1..8), 0u32..3, 0usize..4), 1..60),
+        requests in proptest::collection::vec(
+            (proptest::collection::vec(0u32..40, 1..8), 0u32..3, 0usize..4, proptest::bool::ANY, 0usize..3),
+            1..60,
+        ),
         capacity in proptest::option::of(2u64..14),
         lfu: bool,
     ) {
@@ -103,7 +107,7 @@ proptest::proptest! {
         }
         let (mut plain, mut marked) = (Blocks::new(3, 40, capacity, policy), Blocks::new(3, 40, capacity, policy));
         let mut running: std::collections::VecDeque<(u32, Vec<u32>, Vec<u32>)> = Default::default();
-        for (ids, replica, keep) in &requests {
+        for (ids, replica, keep, partial, outputs) in &requests {
             let once: Vec<u32> = ids.iter().map(|&id| if count[id as usize] == 1 { ONCE } else { id }).collect();
             let (mut out_a, mut out_b) = (Vec::new(), Vec::new());
             plain.overlaps(ids, &mut out_a);
@@ -111,7 +115,14 @@ proptest::proptest! {
             proptest::prop_assert_eq!(out_a, out_b);
             proptest::prop_assert_eq!(plain.missing(*replica, ids), marked.missing(*replica, &once));
             let (mut a, mut b) = (Vec::new(), Vec::new());
-            proptest::prop_assert_eq!(plain.admit(*replica, ids, &mut a), marked.admit(*replica, &once, &mut b));
+            proptest::prop_assert_eq!(
+                plain.admit_with_tail(*replica, ids, &mut a, *partial),
+                marked.admit_with_tail(*replica, &once, &mut b, *partial)
+            );
+            for k in 0..*outputs {
+                let last = k + 1 == *outputs;
+                proptest::prop_assert_eq!(plain.extend(*replica, &mut a, last), marked.extend(*replica, &mut b, last));
+            }
             running.push_back((*replica, a, b));
             while running.len() > *keep {
                 let Some((r, a, b)) = running.pop_front() else { break };
