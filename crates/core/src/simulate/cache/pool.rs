@@ -247,19 +247,23 @@ impl Blocks {
         let mut leading = true;
         let mut hit = 0;
         let mut kept_last = false;
-        for &id in ids {
+        let mut i = 0;
+        while let Some(&id) = ids.get(i) {
+            i += 1;
             kept_last = false;
             if id == ONCE {
+                // A run of blocks of `ONCE` takes its room at once: what is free, then what the
+                // evictions make (once they fail, every later block of the run finds no room).
                 leading = false;
-                let full = self.capacity.is_some_and(|c| self.shelves[r as usize].len >= c);
-                if full && !self.evict_one(r) {
-                    continue;
-                }
+                let run = 1 + ids[i..].iter().take_while(|&&id| id == ONCE).count();
+                i += run - 1;
+                let room = self.capacity.map_or(run, |c| c.saturating_sub(self.shelves[r as usize].len).min(run));
+                let kept = room + self.evict(r, run - room);
                 let shelf = &mut self.shelves[r as usize];
-                shelf.len += 1;
-                shelf.pinned += 1;
-                held.push(ONCE);
-                kept_last = true;
+                shelf.len += kept;
+                shelf.pinned += kept;
+                held.extend(std::iter::repeat_n(ONCE, kept));
+                kept_last = kept == run;
                 continue;
             }
             let mut slot = self.find(r, id);
@@ -314,16 +318,26 @@ impl Blocks {
     /// stay longest).
     pub fn release(&mut self, r: u32, held: &[u32]) {
         let mut tail = false;
-        for &slot in held.iter().rev() {
+        let mut i = held.len();
+        while i > 0 {
+            i -= 1;
+            let slot = held[i];
             if slot == TAIL {
                 tail = true;
                 continue;
             }
             let first = std::mem::take(&mut tail);
             if slot == ONCE {
-                self.tick += 1;
-                self.shelves[r as usize].pinned -= 1;
-                self.enqueue(r, ONCE, 1, first);
+                // The blocks of `ONCE` released right after it join it in an LRU queue.
+                let run = if first || self.policy != Policy::Lru {
+                    1
+                } else {
+                    1 + held[..i].iter().rev().take_while(|&&s| s == ONCE).count()
+                };
+                i -= run - 1;
+                self.tick += run as u64;
+                self.shelves[r as usize].pinned -= run;
+                self.enqueue(r, ONCE, 1, first, run as u32);
                 continue;
             }
             let e = &mut self.entries[slot as usize];
@@ -333,23 +347,26 @@ impl Blocks {
                 e.released = self.tick;
                 let (r, uses) = (e.replica, e.uses);
                 self.shelves[r as usize].pinned -= 1;
-                self.enqueue(r, slot, uses, first);
+                self.enqueue(r, slot, uses, first, 1);
             }
         }
     }
 
     /// Puts a block just released (at the current tick) in replica `r`'s eviction order: last,
-    /// or first when `first` (a partial last block; LFU counts it as never used).
-    fn enqueue(&mut self, r: u32, slot: u32, uses: u32, first: bool) {
+    /// or first when `first` (a partial last block; LFU counts it as never used); `count`
+    /// blocks of [`ONCE`] released one after the other when `slot` is `ONCE` (LRU only).
+    fn enqueue(&mut self, r: u32, slot: u32, uses: u32, first: bool, count: u32) {
         let tick = self.tick;
         let shelf = &mut self.shelves[r as usize];
         match self.policy {
             Policy::Lru => {
                 let once_run = if first { shelf.queue.front_mut() } else { shelf.queue.back_mut() };
                 match once_run {
-                    Some(run) if slot == ONCE && run.slot == ONCE && run.count < u32::MAX => run.count += 1,
+                    Some(run) if slot == ONCE && run.slot == ONCE && run.count.checked_add(count).is_some() => {
+                        run.count += count;
+                    }
                     _ => {
-                        let item = Release { tick, slot, count: 1 };
+                        let item = Release { tick, slot, count };
                         if first {
                             shelf.queue.push_front(item);
                         } else {
@@ -396,6 +413,35 @@ impl Blocks {
         if e.pins == 1 {
             self.shelves[e.replica as usize].pinned += 1;
         }
+    }
+
+    /// Drops `n` of replica `r`'s unpinned blocks, as [`Blocks::evict_one`] `n` times but a run
+    /// of [`ONCE`] blocks in an LRU queue at once; returns how many went (fewer once every block
+    /// left is pinned).
+    fn evict(&mut self, r: u32, n: usize) -> usize {
+        if self.policy != Policy::Lru {
+            return (0..n).take_while(|_| self.evict_one(r)).count();
+        }
+        let mut evicted = 0;
+        while evicted < n {
+            let shelf = &mut self.shelves[r as usize];
+            let Some(front) = shelf.queue.front_mut() else { break };
+            if front.slot == ONCE {
+                let take = (front.count as usize).min(n - evicted);
+                front.count -= take as u32;
+                if front.count == 0 {
+                    shelf.queue.pop_front();
+                }
+                shelf.len -= take;
+                shelf.evictions += take as u64;
+                evicted += take;
+            } else if self.evict_one(r) {
+                evicted += 1;
+            } else {
+                break;
+            }
+        }
+        evicted
     }
 
     /// Drops one of replica `r`'s unpinned blocks; false when every block is pinned.
