@@ -332,7 +332,8 @@ impl Blocks {
                 let run = if first || self.policy != Policy::Lru {
                     1
                 } else {
-                    1 + held[..i].iter().rev().take_while(|&&s| s == ONCE).count()
+                    // One item counts at most `u32::MAX` blocks.
+                    1 + held[..i].iter().rev().take_while(|&&s| s == ONCE).take(u32::MAX as usize - 1).count()
                 };
                 i -= run - 1;
                 self.tick += run as u64;
