@@ -610,7 +610,7 @@ fn mark_once(ids: &mut [u32], blocks: usize) -> usize {
             *c = c.saturating_add(1);
         }
     }
-    // Each number's new one, kept in `seen`'s place: counts are read once each, in order.
+    // Each old number's new one: `ONCE`, or the next dense number in the old numbers' order.
     let mut renumbered = Vec::with_capacity(blocks);
     let mut next = 0u32;
     for &c in &seen {
