@@ -33,7 +33,7 @@ mod tests;
 mod weighted;
 
 use events::{
-    chunk_decode, closed_decode, decoding, even_decode_rate, in_flight, prefill_rate, prefilling, ramp_in_flight,
+    Bend, chunk_decode, closed_decode, decoding, even_decode_rate, in_flight, prefill_rate, prefilling, ramp_in_flight,
     tokens_in_flight,
 };
 use metric::PER_SECOND;
@@ -261,18 +261,24 @@ impl Timeline {
     /// The tokens in flight with each evenly spaced span's output as a ramp ([`ramp_in_flight`]),
     /// the other spans' steps as [`tokens_in_flight`] makes them.
     fn in_flight_ramps(&self, per_chunk: bool) -> Ramps {
-        let mut bends = Vec::with_capacity(4 * self.spans.len());
+        // A span's j-th bend goes to list j, the last list taking the rest.
+        let mut lists: [Vec<Bend>; 4] = std::array::from_fn(|_| Vec::with_capacity(self.spans.len()));
+        let mut one = Vec::with_capacity(4);
         let mut steps = Vec::new();
         let mut buf = Vec::new();
         self.each_span(|s, kept| {
-            if s.later_chunks & EVENLY != 0 && ramp_in_flight(s, s.stride, &mut bends).is_some() {
-                return;
+            one.clear();
+            if s.later_chunks & EVENLY == 0 || ramp_in_flight(s, s.stride, &mut one).is_none() {
+                one.clear();
+                steps.clear();
+                tokens_in_flight(s, s.later(kept, &mut buf), per_chunk, &mut steps);
+                one.extend(steps.iter().map(|&(t, d)| (t, d, 0.0)));
             }
-            steps.clear();
-            tokens_in_flight(s, s.later(kept, &mut buf), per_chunk, &mut steps);
-            bends.extend(steps.iter().map(|&(t, d)| (t, d, 0.0)));
+            for (j, &b) in one.iter().enumerate() {
+                lists[j.min(3)].push(b);
+            }
         });
-        Ramps::of(bends)
+        Ramps::of(lists)
     }
 }
 

@@ -1,7 +1,10 @@
 //! Tokens in flight in closed form: a piecewise-linear curve of ramps and its statistics.
 
+use std::cmp::Ordering;
+
 use super::events::Bend;
 use super::metric::TimeWeighted;
+use super::steps::{merge_sorted, sort_about_sorted};
 
 /// A piecewise-linear curve: from each time on, the level there and its slope (per ns) until
 /// the next (sorted, distinct times; 0 before the first).
@@ -11,13 +14,22 @@ pub(super) struct Ramps {
     floor: f64,
 }
 
+/// The order in which bends are summed: by time, then by level change, then by slope change.
+fn bend_order(a: &Bend, b: &Bend) -> Ordering {
+    a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.total_cmp(&b.2))
+}
+
 impl Ramps {
-    /// The curve of `bends` summed in time order.
-    pub(super) fn of(mut bends: Vec<Bend>) -> Ramps {
-        bends.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.total_cmp(&b.2)));
+    /// The curve of the bends of `lists` summed in [`bend_order`], as if they were one list
+    /// sorted. A request's j-th bend in list j (its send, first token, last chunk, end: each
+    /// list about in order already) keeps the sorting short.
+    pub(super) fn of<const K: usize>(mut lists: [Vec<Bend>; K]) -> Ramps {
+        for list in &mut lists {
+            sort_about_sorted(list, bend_order);
+        }
         let mut out: Vec<(u64, f64, f64)> = Vec::new();
         let (mut level, mut slope, mut largest) = (0.0f64, 0.0f64, 0.0f64);
-        for (t, dl, ds) in bends {
+        merge_sorted(&lists, bend_order, |(t, dl, ds)| {
             match out.last_mut() {
                 Some(last) if last.0 == t => {
                     level += dl;
@@ -35,7 +47,7 @@ impl Ramps {
                 }
             }
             largest = largest.max(level.abs());
-        }
+        });
         Ramps { bends: out, floor: 1e-9 * largest }
     }
 
@@ -127,4 +139,40 @@ fn spread_percentiles(pieces: &[(u64, f64, f64)], total: f64) -> [f64; 4] {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Level and slope changes whose sums depend on their order in floating point.
+    const CHANGES: [f64; 6] = [1e16, -1e16, 1.0, 0.1, -0.0, 0.0];
+
+    proptest::proptest! {
+        /// Bends dealt into four lists, each list in any order (about sorted or not), give the
+        /// curve of all of them sorted at once, bit for bit.
+        #[test]
+        fn bends_in_lists_give_the_curve_of_all_sorted(
+            bends in proptest::collection::vec((0u64..50, 0usize..6, 0usize..6, 0usize..4), 0..300),
+            about_sorted in proptest::bool::ANY,
+        ) {
+            let mut lists: [Vec<Bend>; 4] = std::array::from_fn(|_| Vec::new());
+            let mut all = Vec::new();
+            for &(t, dl, ds, list) in &bends {
+                let b = (t, CHANGES[dl], CHANGES[ds]);
+                lists[list].push(b);
+                all.push(b);
+            }
+            if about_sorted {
+                for list in &mut lists {
+                    list.sort_by_key(|b| b.0 / 8);
+                }
+            }
+            all.sort_unstable_by(bend_order);
+            let (split, whole) = (Ramps::of(lists), Ramps::of([all]));
+            let bits = |r: &Ramps| r.bends.iter().map(|&(t, l, s)| (t, l.to_bits(), s.to_bits())).collect::<Vec<_>>();
+            proptest::prop_assert_eq!(bits(&split), bits(&whole));
+            proptest::prop_assert_eq!(split.floor.to_bits(), whole.floor.to_bits());
+        }
+    }
 }

@@ -18,6 +18,50 @@ pub(super) fn event_order(a: &Event, b: &Event) -> Ordering {
     a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
 }
 
+/// Sorts `items` in `order`: by insertion while the items moved stay few (a list about in
+/// order), else by `sort_unstable_by`. With a total `order` the result is the same either way.
+pub(super) fn sort_about_sorted<T: Copy>(items: &mut [T], order: impl Fn(&T, &T) -> Ordering) {
+    let budget = 8 * items.len();
+    let mut moved = 0;
+    for i in 1..items.len() {
+        let e = items[i];
+        let mut j = i;
+        while j > 0 && order(&e, &items[j - 1]) == Ordering::Less {
+            items[j] = items[j - 1];
+            j -= 1;
+        }
+        items[j] = e;
+        moved += i - j;
+        if moved > budget {
+            items.sort_unstable_by(order);
+            return;
+        }
+    }
+}
+
+/// Gives the items of sorted `lists` to `f` merged in `order`: the order of sorting them all at
+/// once, where `order` is total.
+pub(super) fn merge_sorted<T: Copy, const K: usize>(
+    lists: &[Vec<T>; K],
+    order: impl Fn(&T, &T) -> Ordering,
+    mut f: impl FnMut(T),
+) {
+    let mut at = [0usize; K];
+    loop {
+        let mut first: Option<(usize, T)> = None;
+        for (j, list) in lists.iter().enumerate() {
+            if let Some(e) = list.get(at[j])
+                && first.as_ref().is_none_or(|(_, f)| order(e, f) == Ordering::Less)
+            {
+                first = Some((j, *e));
+            }
+        }
+        let Some((j, e)) = first else { break };
+        f(e);
+        at[j] += 1;
+    }
+}
+
 /// Sums events in [`event_order`] into a step function (AIPerf's cumulated sweep: a value
 /// smaller than 1e-9 of the largest is rounding and counts as 0).
 pub(super) struct Summer {

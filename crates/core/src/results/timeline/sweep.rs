@@ -5,11 +5,11 @@
 //! A curve of a few events a span that reads no chunk (the concurrencies, the prefill and even
 //! decode rates) is summed from a list per event of a span instead ([`Timeline::sweep_split`]).
 
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::spans::{EVENLY, NO_TIME, Span, Timeline};
-use super::steps::{Event, Steps, Summer, event_order};
+use super::steps::{Event, Steps, Summer, event_order, merge_sorted, sort_about_sorted};
 
 impl Timeline {
     /// The step function of the events `each` makes of every span (given its chunks after the
@@ -36,23 +36,10 @@ impl Timeline {
             }
         }
         for list in &mut lists {
-            sort_events(list);
+            sort_about_sorted(list, event_order);
         }
         let mut sum = Summer::new();
-        let mut at = [0usize; K];
-        loop {
-            let mut first: Option<(usize, Event)> = None;
-            for (j, list) in lists.iter().enumerate() {
-                if let Some(e) = list.get(at[j])
-                    && first.is_none_or(|(_, f)| event_order(e, &f) == Ordering::Less)
-                {
-                    first = Some((j, *e));
-                }
-            }
-            let Some((j, e)) = first else { break };
-            sum.add(e);
-            at[j] += 1;
-        }
+        merge_sorted(&lists, event_order, |e| sum.add(e));
         sum.finish()
     }
 
@@ -105,27 +92,6 @@ impl Timeline {
             }
         });
         calendar.give_rest(&mut sink);
-    }
-}
-
-/// Sorts `events` in [`event_order`]: by insertion while the events moved stay few (a list
-/// about in order), else by `sort_unstable_by`.
-fn sort_events(events: &mut [Event]) {
-    let budget = 8 * events.len();
-    let mut moved = 0;
-    for i in 1..events.len() {
-        let e = events[i];
-        let mut j = i;
-        while j > 0 && event_order(&e, &events[j - 1]) == Ordering::Less {
-            events[j] = events[j - 1];
-            j -= 1;
-        }
-        events[j] = e;
-        moved += i - j;
-        if moved > budget {
-            events.sort_unstable_by(event_order);
-            return;
-        }
     }
 }
 
