@@ -88,7 +88,7 @@ pub(super) type Bend = (u64, f64, f64);
 /// ramp: one token at the first chunk, then rising by a chunk's share each stride to the last
 /// chunk, all freed at the end. The steps of [`tokens_in_flight`] lie within one chunk's share
 /// below the ramp (above it only where chunks at or after the end are counted just before it,
-/// for the last nanosecond). `None` where the span is none such.
+/// for the last nanosecond). `None`, with nothing pushed, where the span is none such.
 pub(super) fn ramp_in_flight(s: &Span, stride: u64, e: &mut Vec<Bend>) -> Option<()> {
     let n = s.later_count() as u64;
     let even = s.later_chunks & EVENLY != 0 && n > 0 && stride > 0 && s.first != NO_TIME && s.first < s.end;

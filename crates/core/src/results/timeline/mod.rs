@@ -269,7 +269,6 @@ impl Timeline {
         self.each_span(|s, kept| {
             one.clear();
             if s.later_chunks & EVENLY == 0 || ramp_in_flight(s, s.stride, &mut one).is_none() {
-                one.clear();
                 steps.clear();
                 tokens_in_flight(s, s.later(kept, &mut buf), per_chunk, &mut steps);
                 one.extend(steps.iter().map(|&(t, d)| (t, d, 0.0)));
