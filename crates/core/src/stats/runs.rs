@@ -176,16 +176,21 @@ impl<'a> RunCursor<'a> {
 /// written out: the same additions in the same order. A stretch inside one run adds copies of one
 /// value, whose sum depends only on their number ([`sum_copies`]); a block that crosses runs
 /// adds each run's stretch of it in a row.
-fn sum_runs(c: &mut RunCursor, n: u64, f: impl Fn(f64) -> f64 + Copy) -> f64 {
+fn sum_runs(c: &mut RunCursor, n: u64, f: impl Fn(f64) -> f64 + Copy, memo: &mut Copies) -> f64 {
     let (v, left) = c.peek();
     if left >= n {
         c.advance(n);
-        return sum_copies(f(v), n, &mut Vec::new());
+        let x = f(v);
+        if memo.0 != x.to_bits() {
+            memo.0 = x.to_bits();
+            memo.1.clear();
+        }
+        return sum_copies(x, n, &mut memo.1);
     }
     const BLOCK: u64 = 128;
     if n > BLOCK {
         let half = (n / 2) / 8 * 8;
-        return sum_runs(c, half, f) + sum_runs(c, n - half, f);
+        return sum_runs(c, half, f, memo) + sum_runs(c, n - half, f, memo);
     }
     // `sum_by`'s base cases: below 8 values one by one from -0.0; else 8 sums, value k going to
     // sum k mod 8 (the first 8 set, not added), the sums combined, then the last n mod 8 values
@@ -198,9 +203,23 @@ fn sum_runs(c: &mut RunCursor, n: u64, f: impl Fn(f64) -> f64 + Copy) -> f64 {
         let take = left.min(if k < main { main - k } else { n - k });
         let x = f(v);
         if k < main {
-            for i in k..k + take {
-                let acc = &mut r[(i % 8) as usize];
-                *acc = if i < 8 { x } else { *acc + x };
+            let end = k + take;
+            let mut i = k;
+            // The first 8 set one by one; then 8 values in a row give each sum one `x` (the
+            // additions one by one, in lanes); then the rest one by one.
+            while i < end && i < 8 {
+                r[i as usize] = x;
+                i += 1;
+            }
+            while i + 8 <= end {
+                for acc in &mut r {
+                    *acc += x;
+                }
+                i += 8;
+            }
+            while i < end {
+                r[(i % 8) as usize] += x;
+                i += 1;
             }
             if k + take == main {
                 res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
@@ -216,7 +235,11 @@ fn sum_runs(c: &mut RunCursor, n: u64, f: impl Fn(f64) -> f64 + Copy) -> f64 {
     res
 }
 
-/// [`sum_by`](super::moments::sum_by) of `n` copies of `x`.
+/// The sums of copies of one value (its bits) already made: (copies, sum).
+type Copies = (u64, Vec<(u64, f64)>);
+
+/// [`sum_by`](super::moments::sum_by) of `n` copies of `x`; `memo` holds sums of copies of `x`
+/// already made (a run's stretches are of a few lengths: each is summed once).
 fn sum_copies(x: f64, n: u64, memo: &mut Vec<(u64, f64)>) -> f64 {
     if n < 8 {
         let mut s = -0.0;
@@ -225,7 +248,10 @@ fn sum_copies(x: f64, n: u64, memo: &mut Vec<(u64, f64)>) -> f64 {
         }
         return s;
     }
-    if n <= 128 {
+    if let Some(&(_, s)) = memo.iter().find(|m| m.0 == n) {
+        return s;
+    }
+    let s = if n <= 128 {
         // Each of the 8 sums holds n / 8 copies, added one by one.
         let mut a = x;
         for _ in 1..n / 8 {
@@ -235,20 +261,18 @@ fn sum_copies(x: f64, n: u64, memo: &mut Vec<(u64, f64)>) -> f64 {
         for _ in 0..n % 8 {
             res += x;
         }
-        return res;
-    }
-    if let Some(&(_, s)) = memo.iter().find(|m| m.0 == n) {
-        return s;
-    }
-    let half = (n / 2) / 8 * 8;
-    let s = sum_copies(x, half, memo) + sum_copies(x, n - half, memo);
+        res
+    } else {
+        let half = (n / 2) / 8 * 8;
+        sum_copies(x, half, memo) + sum_copies(x, n - half, memo)
+    };
     memo.push((n, s));
     s
 }
 
 /// [`sum_by`](super::moments::sum_by) of a list kept as runs.
 fn sum_runs_by(runs: &Runs, f: impl Fn(f64) -> f64 + Copy) -> f64 {
-    sum_runs(&mut RunCursor::new(runs), runs.len, f)
+    sum_runs(&mut RunCursor::new(runs), runs.len, f, &mut (f64::NAN.to_bits(), Vec::new()))
 }
 
 /// The values at `ranks` (sorted ascending, each below the list's length) of a list kept as
