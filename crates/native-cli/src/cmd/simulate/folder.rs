@@ -83,12 +83,17 @@ impl Handover {
     }
 }
 
-/// What every combination simulates: the trace, its schedule and its blocks numbered (dropped
-/// once the last combination's simulation has run, before its report takes memory).
+/// What every combination simulates: the trace, its schedule and its blocks numbered.
+pub(super) struct Held {
+    pub(super) trace: Trace,
+    pub(super) schedule: Arc<Schedule>,
+    pub(super) ids: BlockIds,
+}
+
+/// The combination's input: what is [`Held`] for every combination, let go once the last
+/// combination's simulation has run (freed beside its report, which then takes the memory).
 pub(super) struct Input<'a> {
-    pub(super) trace: &'a Trace,
-    pub(super) schedule: &'a Arc<Schedule>,
-    pub(super) ids: &'a mut Option<BlockIds>,
+    pub(super) held: &'a mut Option<Held>,
     pub(super) last: bool,
 }
 
@@ -97,7 +102,7 @@ pub(super) struct Input<'a> {
 /// their own as they end, while the simulation goes on.
 pub(super) fn simulate_run(
     dir: &Path,
-    Input { trace, schedule, ids, last }: Input<'_>,
+    Input { held, last }: Input<'_>,
     cluster: &Cluster,
     fits: Fits<'_>,
     args: &Args,
@@ -107,7 +112,8 @@ pub(super) fn simulate_run(
         .then(|| crate::io::exports::records_file(dir, &crate::io::exports::ExportNames::default()))
         .transpose()?;
     let records_path = dir.join(RECORDS_FILE);
-    let numbered = ids.as_ref().context("the trace's blocks were numbered for the combinations before")?;
+    let Held { trace, schedule, ids: numbered } =
+        held.as_ref().context("the trace was let go after the combinations before")?;
     let (to, from) = std::sync::mpsc::sync_channel(HANDOVER_BATCHES);
     let (sim, aggregate) = std::thread::scope(|s| -> Result<_> {
         let aggregating = std::thread::Builder::new()
@@ -119,13 +125,19 @@ pub(super) fn simulate_run(
         drop(handover);
         Ok((sim, aggregating.join()))
     })?;
-    if last {
-        *ids = None;
-    }
-    let sim = sim.context("simulate")?;
+    // After the last simulation the trace, its schedule and its numbered blocks are freed on a
+    // thread of their own while the report is made.
+    let freeing = last.then(|| held.take()).flatten().map(|h| std::thread::Builder::new().spawn(move || drop(h)));
+    let mut sim = sim.context("simulate")?;
+    // Every request went to the aggregate as it ended: the simulation's own list of them is
+    // dropped, so that a sweep holds none of its combinations' requests.
+    sim.requests = Vec::new();
     let aggregate = aggregate.map_err(|_| anyhow::anyhow!("the aggregation of the simulated requests failed"))??;
     let end = aggregate.last_end_ns.unwrap_or(0);
     let report = aggregate.into_report_over_on(false, None, &crate::threads::Threads);
+    if let Some(Ok(freeing)) = freeing {
+        let _ = freeing.join();
+    }
     let summary = RunSummary {
         benchmark_id: format!("{:012x}", 0),
         cli_command: shell_command(std::env::args()),

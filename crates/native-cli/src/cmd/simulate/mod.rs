@@ -16,7 +16,7 @@ mod table;
 
 pub use args::Args;
 use calibration::{calibration_text, observe, server_running_max, step_calibration_text};
-use folder::{Fits, Input, SIMULATION_JSON, simulate_run};
+use folder::{Fits, Held, Input, SIMULATION_JSON, simulate_run};
 use table::{Row, SUMMARY_CSV, SUMMARY_JSON, sweep_summary};
 
 use std::path::{Path, PathBuf};
@@ -108,8 +108,8 @@ pub fn run(args: Args) -> Result<()> {
         .map_err(|_| anyhow::anyhow!("the numbering of the trace's blocks failed"))?
         .with_context(|| format!("simulate {}", args.file.display()))?;
     numbered.mark_once(&trace, &schedule);
-    let mut ids = Some(numbered);
     let sample_every_ns = sample_every_ns(&schedule, args.samples);
+    let mut held = Some(Held { trace, schedule, ids: numbered });
     let engine = calibration.map_or(
         Engine {
             prefill_fixed_us: args.prefill_fixed_ms * 1000.0,
@@ -141,7 +141,7 @@ pub fn run(args: Args) -> Result<()> {
             steps,
         };
         let fits = Fits { calibration: calibration.as_ref(), steps: step_calibration.as_ref() };
-        let input = Input { trace: &trace, schedule: &schedule, ids: &mut ids, last: k == last };
+        let input = Input { held: &mut held, last: k == last };
         let (sim, report) = simulate_run(&args.output_dir.join(&name), input, &cluster, fits, &args)?;
         // Every simulated request succeeds: its time to first token and its latency from its
         // arrival (sent when it arrived) are the report's TTFT and effective latency.
