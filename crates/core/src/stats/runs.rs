@@ -235,7 +235,7 @@ fn sum_runs(c: &mut RunCursor, n: u64, f: impl Fn(f64) -> f64 + Copy, memo: &mut
     res
 }
 
-/// The sums of copies of one value (its bits) already made: (copies, sum).
+/// A value's bits and the sums of its copies made so far: (copies, sum).
 type Copies = (u64, Vec<(u64, f64)>);
 
 /// [`sum_by`](super::moments::sum_by) of `n` copies of `x`; `memo` holds sums of copies of `x`

@@ -192,7 +192,6 @@ impl Timeline {
         use TimelineMetric as T;
         let windows = plan.windows;
         let mut out = plan.out();
-        let conc = self.sweep_split::<2>(|s, _, e| decoding(s, e));
         let (chunked, closed) = (plan.chunks > 0, plan.closed);
         let rate_of = |s: &Span, later: &[u64], e: &mut Vec<Event>| {
             if !chunked {
@@ -203,11 +202,22 @@ impl Timeline {
                 chunk_decode(s, later, e);
             }
         };
+        // Without chunks, or with the evenly spaced chunks in closed form (one step up and one
+        // down a span) and at most a chunk kept a span besides, the decode rate is swept with
+        // its concurrency.
+        let kept = plan.chunks - if closed { plan.even } else { 0 };
+        let two_steps = !chunked || (closed && kept <= self.spans.len() as u64);
+        let (conc, two) = if two_steps {
+            let [conc, rate] = self.sweep_two::<3>(|s, _, e| decoding(s, e), rate_of);
+            (conc, Some(rate))
+        } else {
+            (self.sweep_split::<2>(|s, _, e| decoding(s, e)), None)
+        };
         put(&mut out, windows, T::EffectiveDecodeConcurrency, &tw(&conc, 1.0));
-        if let (Some((from, to)), [o]) = (plan.streamed, &mut out[..]) {
+        if let (Some((from, to)), [o], None) = (plan.streamed, &mut out[..], &two) {
             o.extend(self.decode_streamed(rate_of, closed, &conc, from, to));
         } else {
-            let rate = self.sweep_with(rate_of, closed);
+            let rate = two.unwrap_or_else(|| self.sweep_with(rate_of, closed));
             put(&mut out, windows, T::EffectiveDecodeThroughput, &tw(&rate, PER_SECOND));
             put_per_user(
                 &mut out,
@@ -225,8 +235,7 @@ impl Timeline {
         use TimelineMetric as T;
         let windows = plan.windows;
         let mut out = plan.out();
-        let conc = self.sweep_split::<2>(|s, _, e| prefilling(s, e));
-        let rate = self.sweep_split::<2>(|s, _, e| prefill_rate(s, e));
+        let [conc, rate] = self.sweep_two::<2>(|s, _, e| prefilling(s, e), |s, _, e| prefill_rate(s, e));
         put(&mut out, windows, T::EffectivePrefillThroughput, &tw(&rate, PER_SECOND));
         put(&mut out, windows, T::EffectivePrefillConcurrency, &tw(&conc, 1.0));
         put_per_user(

@@ -3,7 +3,9 @@
 //! their events sorted a bucket of time at a time ([`Calendar`]): a bucket is given once the
 //! spans still waiting can have no event in it, so no list of every event is made or sorted.
 //! A curve of a few events a span that reads no chunk (the concurrencies, the prefill and even
-//! decode rates) is summed from a list per event of a span instead ([`Timeline::sweep_split`]).
+//! decode rates) is summed from a list per event of a span instead ([`Timeline::sweep_split`]),
+//! and two such curves whose events fall at the same times (a phase's concurrency and its rate)
+//! from one list per time of a span ([`Timeline::sweep_two`]).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -41,6 +43,73 @@ impl Timeline {
         let mut sum = Summer::new();
         merge_sorted(&lists, event_order, |e| sum.add(e));
         sum.finish()
+    }
+
+    /// [`sweep_with`](Self::sweep_with) of two curves at once, `raw` (`a`'s and `b`'s events
+    /// of a span given its kept chunks; a few events a span, as every event is held): a span's
+    /// events at the same time on the two curves are one point, its j-th point in list j (the
+    /// last list taking the rest); the lists, each about in order, are sorted by time on their
+    /// own and merged, and at each time each curve's changes are summed in [`event_order`].
+    /// Each curve is the one [`sweep_split`](Self::sweep_split) or
+    /// [`sweep_with`](Self::sweep_with) makes of it alone, for one sort of the times shared.
+    pub(super) fn sweep_two<const K: usize>(
+        &self,
+        a: impl Fn(&Span, &[u64], &mut Vec<Event>),
+        b: impl Fn(&Span, &[u64], &mut Vec<Event>),
+    ) -> [Steps; 2] {
+        let mut lists: [Vec<Point>; K] = std::array::from_fn(|_| Vec::with_capacity(self.spans.len()));
+        let (mut of_a, mut of_b, mut points) = (Vec::new(), Vec::new(), Vec::<Point>::new());
+        self.each_span(|span, kept| {
+            of_a.clear();
+            of_b.clear();
+            points.clear();
+            a(span, kept, &mut of_a);
+            b(span, kept, &mut of_b);
+            points.extend(of_a.iter().map(|&(t, d)| Point { t, d: [d, 0.0], has: [true, false] }));
+            for &(t, d) in &of_b {
+                match points.iter_mut().find(|p| p.t == t && !p.has[1]) {
+                    Some(p) => (p.d[1], p.has[1]) = (d, true),
+                    None => points.push(Point { t, d: [0.0, d], has: [false, true] }),
+                }
+            }
+            for (j, &p) in points.iter().enumerate() {
+                lists[j.min(K - 1)].push(p);
+            }
+        });
+        let by_time = |x: &Point, y: &Point| x.t.cmp(&y.t);
+        for list in &mut lists {
+            sort_about_sorted(list, by_time);
+        }
+        let mut sums = [Summer::new(), Summer::new()];
+        // The changes of each curve at the time `at`, summed once the time moves on.
+        let mut changes: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        let mut at = None;
+        let mut sum_at = |t: u64, changes: &mut [Vec<f64>; 2]| {
+            for (sum, ds) in sums.iter_mut().zip(changes.iter_mut()) {
+                ds.sort_unstable_by(f64::total_cmp);
+                for &d in ds.iter() {
+                    sum.add((t, d));
+                }
+                ds.clear();
+            }
+        };
+        merge_sorted(&lists, by_time, |p| {
+            if at != Some(p.t) {
+                if let Some(t) = at {
+                    sum_at(t, &mut changes);
+                }
+                at = Some(p.t);
+            }
+            for (ds, (&has, &d)) in changes.iter_mut().zip(p.has.iter().zip(&p.d)) {
+                if has {
+                    ds.push(d);
+                }
+            }
+        });
+        if let Some(t) = at {
+            sum_at(t, &mut changes);
+        }
+        sums.map(Summer::finish)
     }
 
     /// The steps of [`sweep_with`](Self::sweep_with) given one at a time, in order, without keeping them:
@@ -93,6 +162,15 @@ impl Timeline {
         });
         calendar.give_rest(&mut sink);
     }
+}
+
+/// A time at which two curves change ([`Timeline::sweep_two`]): each curve's change there, if
+/// it has one.
+#[derive(Clone, Copy)]
+struct Point {
+    t: u64,
+    d: [f64; 2],
+    has: [bool; 2],
 }
 
 /// A time no later than any event a curve makes of `s` (given its kept chunks): its send, its

@@ -342,7 +342,67 @@ proptest::proptest! {
             proptest::prop_assert_eq!(bits(&tl.sweep_split::<2>(each)), bits(&all(each)));
             proptest::prop_assert_eq!(bits(&tl.sweep_split::<4>(each)), bits(&all(each)));
         }
+        // Two curves swept at once, their events at the same times sharing points (prefilling
+        // and the prefill rate), some not (decoding and the prefill and even decode rates, four
+        // events a span; requests in flight and decoding), in one list, two or three.
+        for (a, b) in [(SPLIT[2], SPLIT[4]), (SPLIT[1], SPLIT[3]), (SPLIT[0], SPLIT[1])] {
+            for [x, y] in [tl.sweep_two::<1>(a, b), tl.sweep_two::<2>(a, b), tl.sweep_two::<3>(a, b)] {
+                proptest::prop_assert_eq!(bits(&x), bits(&all(a)));
+                proptest::prop_assert_eq!(bits(&y), bits(&all(b)));
+            }
+        }
+        // The decode concurrency with the closed-form decode rate, chunks as kept: the rate of
+        // the merged sweep (its chunks as kept, the evenly spaced ones by their stride).
+        let rate = tl.sweep_with(closed_decode, true);
+        for [x, y] in [tl.sweep_two::<2>(SPLIT[1], &closed_decode), tl.sweep_two::<3>(SPLIT[1], &closed_decode)] {
+            proptest::prop_assert_eq!(bits(&x), bits(&all(SPLIT[1])));
+            proptest::prop_assert_eq!(bits(&y), bits(&rate));
+        }
     }
+}
+
+/// Requests whose chunks after the first are evenly spaced or none, many at the same times
+/// (sends in bursts, first tokens and ends on shared steps): the decode concurrency and the
+/// closed-form decode rate swept at once are each the sort of its own events.
+#[test]
+fn decoding_and_its_closed_rate_swept_at_once_are_each_their_own_sort() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: u64| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % n
+    };
+    let mut tl = Timeline::default();
+    let mut spans = Vec::new();
+    for i in 0..4_000u64 {
+        let start = next(200) * 1_000_000;
+        let first = start + (1 + next(5)) * 1_000_000;
+        let n = if next(4) == 0 { 0 } else { 2 + next(6) };
+        let stride = (1 + next(3)) * 1_000_000;
+        let mut chunk_ns = vec![first];
+        chunk_ns.extend((1..=n).map(|k| first + k * stride));
+        let last = first + n * stride;
+        let end = if next(3) == 0 { last + next(2) * 1_000_000 } else { last };
+        let r = streamed(start, chunk_ns, end, 10 + i % 90, 1 + n + next(3));
+        let m = RequestMetrics::of(&r, false);
+        tl.add(&r, Some(&m));
+        let mut one = Timeline::default();
+        one.add(&r, Some(&m));
+        let span = one.span(0);
+        assert!(n == 0 || span.later_chunks & EVENLY != 0, "request {i}: chunks kept evenly");
+        spans.push(span);
+    }
+    let sorted = |each: &dyn Fn(&Span, &mut Vec<Event>)| {
+        let mut e = Vec::new();
+        for s in &spans {
+            each(s, &mut e);
+        }
+        sorted_sweep(e)
+    };
+    let closed = |s: &Span, e: &mut Vec<Event>| closed_decode(s, &[], e);
+    let [conc, rate] = tl.sweep_two::<3>(|s, _, e| decoding(s, e), closed_decode);
+    assert_eq!(bits(&conc), bits(&sorted(&decoding)));
+    assert_eq!(bits(&rate), bits(&sorted(&closed)));
+    assert_eq!(bits(&rate), bits(&tl.sweep_with(closed_decode, true)));
 }
 
 /// Thousands of requests, out of order, mostly short, a few far longer than the buckets held
