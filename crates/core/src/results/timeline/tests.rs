@@ -361,16 +361,20 @@ proptest::proptest! {
     }
 }
 
+/// Draws below a bound, the same from the same seed.
+fn draws(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % n
+    }
+}
+
 /// Requests whose chunks after the first are evenly spaced or none, many at the same times
 /// (sends in bursts, first tokens and ends on shared steps): the decode concurrency and the
 /// closed-form decode rate swept at once are each the sort of its own events.
 #[test]
 fn decoding_and_its_closed_rate_swept_at_once_are_each_their_own_sort() {
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut next = |n: u64| {
-        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        (seed >> 33) % n
-    };
+    let mut next = draws(0x2545_f491_4f6c_dd1d);
     let mut tl = Timeline::default();
     let mut spans = Vec::new();
     for i in 0..4_000u64 {
@@ -410,11 +414,7 @@ fn decoding_and_its_closed_rate_swept_at_once_are_each_their_own_sort() {
 /// equals the sort of all its events.
 #[test]
 fn the_bucketed_sweep_equals_the_sorted_one_over_many_buckets() {
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = |n: u64| {
-        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        (seed >> 33) % n
-    };
+    let mut next = draws(0x9e37_79b9_7f4a_7c15);
     let mut tl = Timeline::default();
     let mut recorded: Vec<(Span, Vec<u64>)> = Vec::new();
     for i in 0..6_000u64 {
