@@ -127,7 +127,7 @@ pub(super) fn simulate_run(
     })?;
     // After the last simulation the trace, its schedule and its numbered blocks are freed on a
     // thread of their own while the report is made.
-    let freeing = last.then(|| held.take()).flatten().map(|h| std::thread::Builder::new().spawn(move || drop(h)));
+    let freeing = held.take_if(|_| last).map(|h| std::thread::Builder::new().spawn(move || drop(h)));
     let mut sim = sim.context("simulate")?;
     // Every request went to the aggregate as it ended: the simulation's own list of them is
     // dropped, so that a sweep holds none of its combinations' requests.
