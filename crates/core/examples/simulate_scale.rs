@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use aiperf_core::replay::schedule::{Timing, build};
-use aiperf_core::simulate::{BlockIds, Cluster, Policy, Router, simulate_numbered};
+use aiperf_core::simulate::{BlockIds, Cluster, Policy, Router, SimRequest, simulate_numbered};
 use aiperf_core::trace::{ParseOptions, parse_str};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -50,7 +50,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..repeat.max(1) {
         let t = Instant::now();
         let cpu = cpu_ns();
-        sim = Some(simulate_numbered(&trace, Arc::clone(&schedule), &ids, &cluster, &mut |_, _| {})?);
+        sim =
+            Some(simulate_numbered(&trace, Arc::clone(&schedule), &ids, &cluster, &mut |_: usize, _: &SimRequest| {})?);
         simulated = simulated.min(t.elapsed());
         if let (Some(a), Some(b)) = (cpu, cpu_ns()) {
             println!("simulate {:.2} s, CPU {:.2} s", t.elapsed().as_secs_f64(), (b - a) as f64 / 1e9);

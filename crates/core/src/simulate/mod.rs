@@ -93,6 +93,8 @@ struct Pending {
     end_ns: u64,
     /// Its request in [`Simulation::requests`] (`u32::MAX`: not started yet).
     out_idx: u32,
+    /// Its place in the order of arrivals.
+    arrival_seq: u64,
 }
 
 /// What a request's next event is.
@@ -164,11 +166,36 @@ struct Sim<'a> {
     done: Vec<Job>,
     /// Requests ended and not handed over yet: their end and index in `out.requests`.
     ended: Vec<(u64, u32)>,
+    /// The arrivals from the earliest of a request still waiting or running on, in order: the
+    /// time of each and whether it has ended.
+    arrivals: VecDeque<(u64, bool)>,
+    /// The place in the order of arrivals of the first of `arrivals`.
+    arrivals_from: u64,
     seq: u64,
     rr: u64,
     rng: PyRandom,
     out: Simulation,
     next_sample_ns: u64,
+}
+
+/// What a simulation tells of its requests as it goes on ([`simulate_numbered`]).
+pub trait Observer {
+    /// A request ended: its index in [`Simulation::requests`] and its final record. Requests are
+    /// handed over in the order they ended, those ending at the same time in the order they
+    /// started (their indices).
+    fn ended(&mut self, i: usize, r: &SimRequest);
+
+    /// Every request handed over from now on arrived at or after `ns` (`u64::MAX`: no request
+    /// is handed over any more): nothing it records happens before `ns`.
+    fn arrivals_from(&mut self, ns: u64) {
+        let _ = ns;
+    }
+}
+
+impl<F: FnMut(usize, &SimRequest)> Observer for F {
+    fn ended(&mut self, i: usize, r: &SimRequest) {
+        self(i, r);
+    }
 }
 
 /// Simulates `schedule` (built from `trace`) on `cluster`.
@@ -189,7 +216,7 @@ pub fn simulate_observed(
     cluster.check()?;
     let mut ids = BlockIds::of(trace)?;
     ids.mark_once(trace, &schedule);
-    simulate_numbered(trace, schedule, &ids, cluster, on_end)
+    simulate_numbered(trace, schedule, &ids, cluster, &mut { on_end })
 }
 
 /// The trace's hash ids numbered densely from 0 (the block table's numbers), row by row as in
@@ -223,13 +250,14 @@ impl BlockIds {
     }
 }
 
-/// [`simulate_observed`] of the trace's blocks numbered beforehand ([`BlockIds::of`] of `trace`).
+/// [`simulate_observed`] of the trace's blocks numbered beforehand ([`BlockIds::of`] of `trace`),
+/// told to an [`Observer`].
 pub fn simulate_numbered(
     trace: &Trace,
     schedule: Arc<Schedule>,
     ids: &BlockIds,
     cluster: &Cluster,
-    on_end: &mut dyn FnMut(usize, &SimRequest),
+    on_end: &mut dyn Observer,
 ) -> Result<Simulation, SimulateError> {
     cluster.check()?;
     if ids.ids.len() != trace.all_hash_ids().len() {
@@ -266,6 +294,8 @@ pub fn simulate_numbered(
         ends: BinaryHeap::new(),
         done: Vec::new(),
         ended: Vec::new(),
+        arrivals: VecDeque::new(),
+        arrivals_from: 0,
         seq: 0,
         rr: 0,
         rng: PyRandom::new(cluster.seed),
@@ -279,7 +309,7 @@ pub fn simulate_numbered(
         match dispatch.peek(now) {
             Peek::Due { deadline_ns, .. } if next_end.is_none_or(|e| deadline_ns < e) => {
                 if deadline_ns > now {
-                    sim.hand_over_ended(on_end);
+                    sim.hand_over_ended(on_end, deadline_ns);
                 }
                 now = now.max(deadline_ns);
                 sim.sample_until(now);
@@ -290,7 +320,7 @@ pub fn simulate_numbered(
             _ => {
                 let Some(Reverse((t, _, p, event))) = sim.ends.pop() else { break };
                 if t > now {
-                    sim.hand_over_ended(on_end);
+                    sim.hand_over_ended(on_end, t);
                 }
                 now = now.max(t);
                 sim.sample_until(now);
@@ -310,7 +340,7 @@ pub fn simulate_numbered(
             }
         }
     }
-    sim.hand_over_ended(on_end);
+    sim.hand_over_ended(on_end, u64::MAX);
     for (i, r) in sim.replicas.iter_mut().enumerate() {
         r.stats.evictions = sim.blocks.evictions(i as u32);
     }
@@ -319,17 +349,20 @@ pub fn simulate_numbered(
 }
 
 impl Sim<'_> {
-    /// Hands the requests ended so far to `on_end`, by end time then start. Called when the
-    /// clock is about to move on: every request ended so far ended at or before the present time,
-    /// and every request ending later ends at a later time (an end is the time of its event).
-    fn hand_over_ended(&mut self, on_end: &mut dyn FnMut(usize, &SimRequest)) {
+    /// Hands the requests ended so far to `on_end`, by end time then start, and tells it the
+    /// earliest arrival of a request handed over later. Called when the clock is about to move
+    /// on to `next`: every request ended so far ended at or before the present time, and every
+    /// request ending later ends at a later time (an end is the time of its event) and arrived
+    /// at `next` or later, or is waiting or running now.
+    fn hand_over_ended(&mut self, on_end: &mut dyn Observer, next: u64) {
         self.ended.sort_unstable();
         for &(_, i) in &self.ended {
             if let Some(r) = self.out.requests.get(i as usize) {
-                on_end(i as usize, r);
+                on_end.ended(i as usize, r);
             }
         }
         self.ended.clear();
+        on_end.arrivals_from(self.arrivals.front().map_or(next, |&(t, _)| t.min(next)));
     }
 
     fn ids(&self, row: u32) -> &[u32] {
@@ -408,7 +441,9 @@ impl Sim<'_> {
             itl_ns: 0,
             end_ns: 0,
             out_idx: u32::MAX,
+            arrival_seq: self.arrivals_from + self.arrivals.len() as u64,
         };
+        self.arrivals.push_back((now, false));
         let idx = match self.free_pending.pop() {
             Some(i) => {
                 self.pending[i as usize] = p;
@@ -568,7 +603,15 @@ impl Sim<'_> {
 
     /// An ended request's place is free for the next one; its record waits to be handed over.
     fn free(&mut self, idx: u32) {
-        let out_idx = self.pending[idx as usize].out_idx;
+        let (out_idx, seq) = (self.pending[idx as usize].out_idx, self.pending[idx as usize].arrival_seq);
+        let place = seq.checked_sub(self.arrivals_from).and_then(|k| usize::try_from(k).ok());
+        if let Some(a) = place.and_then(|k| self.arrivals.get_mut(k)) {
+            a.1 = true;
+        }
+        while self.arrivals.front().is_some_and(|a| a.1) {
+            self.arrivals.pop_front();
+            self.arrivals_from += 1;
+        }
         if let Some(r) = self.out.requests.get(out_idx as usize) {
             self.ended.push((r.end_ns, out_idx));
         }

@@ -21,13 +21,43 @@ fn sequential(rows: &[Vec<u64>]) -> Trace {
         .collect()
 }
 
+/// The requests handed over, checked against the earliest arrival last told.
+#[derive(Default)]
+struct Handed {
+    requests: Vec<(usize, SimRequest)>,
+    arrivals_from: u64,
+}
+
+impl Observer for Handed {
+    fn ended(&mut self, i: usize, r: &SimRequest) {
+        assert!(
+            r.arrival_ns >= self.arrivals_from,
+            "request {i} arrived at {} ns, before {} ns told",
+            r.arrival_ns,
+            self.arrivals_from
+        );
+        self.requests.push((i, *r));
+    }
+
+    fn arrivals_from(&mut self, ns: u64) {
+        self.arrivals_from = ns;
+    }
+}
+
 /// The simulation of `trace` on `cluster`, checking the requests it hands over as they end:
-/// each one once, as its final record, in the order of their ends, then of their starts.
+/// each one once, as its final record, in the order of their ends, then of their starts, none
+/// arrived before the earliest arrival told before it; every request in once told so.
 fn run(trace: &Trace, cluster: &Cluster) -> Simulation {
     let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
     let schedule = Arc::new(build(trace, timing, None).unwrap());
-    let mut handed = Vec::new();
-    let sim = simulate_observed(trace, schedule, cluster, &mut |i, r| handed.push((i, *r))).unwrap();
+    let mut ids = BlockIds::of(trace).unwrap();
+    ids.mark_once(trace, &schedule);
+    let mut observer = Handed::default();
+    let sim = simulate_numbered(trace, Arc::clone(&schedule), &ids, cluster, &mut observer).unwrap();
+    assert_eq!(observer.arrivals_from, u64::MAX, "every request in, and told so");
+    let observed = simulate_observed(trace, schedule, cluster, &mut |_, _| {}).unwrap();
+    assert_eq!(observed, sim);
+    let handed = observer.requests;
     let mut by_end: Vec<(u64, usize)> = sim.requests.iter().enumerate().map(|(i, r)| (r.end_ns, i)).collect();
     by_end.sort_unstable();
     let order: Vec<usize> = handed.iter().map(|&(i, _)| i).collect();
@@ -552,13 +582,16 @@ fn blocks_numbered_beforehand_simulate_alike() {
     let schedule = Arc::new(build(&trace, timing, None).unwrap());
     let whole = run(&trace, &cluster);
     let mut ids = BlockIds::of(&trace).unwrap();
-    let unmarked = simulate_numbered(&trace, Arc::clone(&schedule), &ids, &cluster, &mut |_, _| {}).unwrap();
+    let unmarked =
+        simulate_numbered(&trace, Arc::clone(&schedule), &ids, &cluster, &mut |_: usize, _: &SimRequest| {}).unwrap();
     ids.mark_once(&trace, &schedule);
-    let marked = simulate_numbered(&trace, Arc::clone(&schedule), &ids, &cluster, &mut |_, _| {}).unwrap();
+    let marked =
+        simulate_numbered(&trace, Arc::clone(&schedule), &ids, &cluster, &mut |_: usize, _: &SimRequest| {}).unwrap();
     assert_eq!(unmarked, whole);
     assert_eq!(marked, whole);
     let other = sequential(&rows[..10]);
-    let err = simulate_numbered(&other, Arc::clone(&schedule), &ids, &cluster, &mut |_, _| {}).unwrap_err();
+    let err = simulate_numbered(&other, Arc::clone(&schedule), &ids, &cluster, &mut |_: usize, _: &SimRequest| {})
+        .unwrap_err();
     assert!(matches!(err, SimulateError::BlockIdsOfAnotherTrace { .. }), "{err}");
 }
 

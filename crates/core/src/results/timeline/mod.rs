@@ -23,6 +23,7 @@
 mod events;
 mod metric;
 mod ramps;
+mod settling;
 mod spans;
 mod steps;
 mod streamed;
@@ -32,6 +33,8 @@ mod sweep;
 mod tests;
 mod weighted;
 
+use std::borrow::Cow;
+
 use events::{
     Bend, chunk_decode, closed_decode, decoding, even_decode_rate, in_flight, prefill_rate, prefilling, ramp_in_flight,
     tokens_in_flight,
@@ -39,6 +42,7 @@ use events::{
 use metric::PER_SECOND;
 pub use metric::{TimeWeighted, TimelineMetric};
 use ramps::Ramps;
+use settling::SettledCurve;
 pub use spans::Timeline;
 use spans::{EVENLY, Span};
 use steps::{Event, Steps, over_window, per_user, while_active};
@@ -173,14 +177,21 @@ impl Timeline {
         use TimelineMetric as T;
         let windows = plan.windows;
         let mut out = plan.out();
-        let concurrency = self.sweep_split::<2>(|s, _, e| in_flight(s, e));
+        let concurrency = self
+            .swept(SettledCurve::Concurrency)
+            .map_or_else(|| Cow::Owned(self.sweep_split::<2>(|s, _, e| in_flight(s, e))), Cow::Borrowed);
         put(&mut out, windows, T::EffectiveConcurrency, &tw(&concurrency, 1.0));
-        let total = self.sweep_with(
-            |s, _, e| {
-                prefill_rate(s, e);
-                even_decode_rate(s, e);
+        let total = self.swept(SettledCurve::Total).map_or_else(
+            || {
+                Cow::Owned(self.sweep_with(
+                    |s, _, e| {
+                        prefill_rate(s, e);
+                        even_decode_rate(s, e);
+                    },
+                    true,
+                ))
             },
-            true,
+            Cow::Borrowed,
         );
         put(&mut out, windows, T::ActiveTotalThroughput, &act(&total, &concurrency));
         put(&mut out, windows, T::EffectiveTotalThroughput, &tw(&total, PER_SECOND));
@@ -235,7 +246,10 @@ impl Timeline {
         use TimelineMetric as T;
         let windows = plan.windows;
         let mut out = plan.out();
-        let [conc, rate] = self.sweep_two::<2>(|s, _, e| prefilling(s, e), |s, _, e| prefill_rate(s, e));
+        let [conc, rate] = match (self.swept(SettledCurve::PrefillConcurrency), self.swept(SettledCurve::PrefillRate)) {
+            (Some(conc), Some(rate)) => [Cow::Borrowed(conc), Cow::Borrowed(rate)],
+            _ => self.sweep_two::<2>(|s, _, e| prefilling(s, e), |s, _, e| prefill_rate(s, e)).map(Cow::Owned),
+        };
         put(&mut out, windows, T::EffectivePrefillThroughput, &tw(&rate, PER_SECOND));
         put(&mut out, windows, T::EffectivePrefillConcurrency, &tw(&conc, 1.0));
         put_per_user(

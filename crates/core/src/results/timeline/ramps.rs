@@ -29,7 +29,7 @@ impl Ramps {
         }
         let mut out: Vec<(u64, f64, f64)> = Vec::new();
         let (mut level, mut slope, mut largest) = (0.0f64, 0.0f64, 0.0f64);
-        merge_sorted(&lists, bend_order, |(t, dl, ds)| {
+        merge_sorted(lists.each_ref().map(Vec::as_slice), bend_order, |(t, dl, ds)| {
             match out.last_mut() {
                 Some(last) if last.0 == t => {
                     level += dl;

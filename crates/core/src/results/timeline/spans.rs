@@ -1,6 +1,7 @@
 //! The run's requests as spans: each request's send, first token, end, token counts and later
 //! chunks, packed in 32 bytes where they fit, collected as the requests end; mergeable.
 
+use super::settling::Settling;
 use crate::results::metrics::{Metric, RequestMetrics};
 use crate::results::record::{ChunkTimes, RequestRecord};
 use serde::{Deserialize, Serialize};
@@ -140,6 +141,9 @@ pub struct Timeline {
     pub(super) chunks: Vec<u64>,
     /// The earliest scheduled (or sent) time: where the run's window starts.
     pub(super) origin: Option<u64>,
+    /// The curves swept as the spans come ([`Timeline::settle`]).
+    #[serde(skip)]
+    pub(super) settling: Settling,
 }
 
 impl Timeline {

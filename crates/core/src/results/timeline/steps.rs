@@ -42,7 +42,7 @@ pub(super) fn sort_about_sorted<T: Copy>(items: &mut [T], order: impl Fn(&T, &T)
 /// Gives the items of sorted `lists` to `f` merged in `order`: the order of sorting them all at
 /// once, where `order` is total.
 pub(super) fn merge_sorted<T: Copy, const K: usize>(
-    lists: &[Vec<T>; K],
+    lists: [&[T]; K],
     order: impl Fn(&T, &T) -> Ordering,
     mut f: impl FnMut(T),
 ) {
@@ -64,6 +64,7 @@ pub(super) fn merge_sorted<T: Copy, const K: usize>(
 
 /// Sums events in [`event_order`] into a step function (AIPerf's cumulated sweep: a value
 /// smaller than 1e-9 of the largest is rounding and counts as 0).
+#[derive(Clone, Debug, PartialEq)]
 pub(super) struct Summer {
     steps: Steps,
     level: f64,

@@ -41,7 +41,7 @@ impl Timeline {
             sort_about_sorted(list, event_order);
         }
         let mut sum = Summer::new();
-        merge_sorted(&lists, event_order, |e| sum.add(e));
+        merge_sorted(lists.each_ref().map(Vec::as_slice), event_order, |e| sum.add(e));
         sum.finish()
     }
 
@@ -93,7 +93,7 @@ impl Timeline {
                 ds.clear();
             }
         };
-        merge_sorted(&lists, by_time, |p| {
+        merge_sorted(lists.each_ref().map(Vec::as_slice), by_time, |p| {
             if at != Some(p.t) {
                 if let Some(t) = at {
                     sum_at(t, &mut changes);

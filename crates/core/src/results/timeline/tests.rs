@@ -630,3 +630,103 @@ fn chunked(
     let end = chunks[chunks.len() - 1].saturating_sub(before_end).max(first);
     streamed(start, chunks, end, isl, osl)
 }
+
+/// The settled curves of [`Timeline::settle`] with their events as [`CURVES`] and [`SPLIT`] make them.
+const SETTLED_CURVES: [(SettledCurve, Curve<'static>); 4] = [
+    (SettledCurve::Concurrency, CURVES[0]),
+    (SettledCurve::Total, CURVES[1]),
+    (SettledCurve::PrefillConcurrency, SPLIT[2]),
+    (SettledCurve::PrefillRate, CURVES[3]),
+];
+
+fn metric_bits(m: &[(TimelineMetric, TimeWeighted)]) -> Vec<(TimelineMetric, [u64; 8])> {
+    m.iter().map(|&(k, w)| (k, stat_bits(w))).collect()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+
+    /// Requests handed over about as a simulation does (by end, in batches), many sharing
+    /// times (sends at their first token, first tokens at their end, sends at their end), some
+    /// failed: settled after each batch before the earliest send still to come, each settled curve
+    /// is the sort of all its events, and the report's metrics are those of the curves swept at
+    /// the report. A time settled too late, or a span added once every span was said to be in,
+    /// leaves the curves to the report, with the same metrics.
+    #[test]
+    fn curves_settled_as_requests_end_are_the_sorted_ones(
+        reqs in proptest::collection::vec(
+            (0u64..60, 0u64..3, 0u64..4, proptest::collection::vec(1u64..6, 0..4), 0u64..300, 0u64..9, proptest::bool::weighted(0.9)),
+            1..60,
+        ),
+        batches in proptest::collection::vec(1usize..8, 1..20),
+        early in 0u64..3,
+        late in proptest::bool::weighted(0.2),
+        after in proptest::bool::weighted(0.2),
+    ) {
+        let mut records: Vec<(RequestRecord, Option<RequestMetrics>)> = reqs
+            .into_iter()
+            .map(|(start, ttft, tail, gaps, isl, osl, ok)| {
+                let first = start + ttft;
+                let mut chunks = vec![first];
+                let mut t = first;
+                chunks.extend(gaps.iter().map(|g| {
+                    t += g;
+                    t
+                }));
+                let r = streamed(start, chunks, t + tail, isl, osl);
+                let m = ok.then(|| RequestMetrics::of(&r, false));
+                (r, m)
+            })
+            .collect();
+        records.sort_by_key(|(r, _)| r.end_ns);
+        let (mut tl, mut plain) = (Timeline::default(), Timeline::default());
+        let mut spans = Vec::new();
+        let mut rest = &records[..];
+        let mut dropped = false;
+        for &n in batches.iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (batch, later) = rest.split_at(n.min(rest.len()));
+            for (r, m) in batch {
+                tl.add(r, m.as_ref());
+                plain.add(r, m.as_ref());
+                spans.push(plain.span(plain.spans.len() - 1));
+            }
+            rest = later;
+            let next_send = rest.iter().map(|(r, _)| r.sent_ns).min().unwrap_or(u64::MAX);
+            if late && !rest.is_empty() && batch.iter().any(|(r, _)| r.sent_ns < next_send) {
+                // Settled past a send still to come: the curves are dropped once it comes.
+                tl.settle(next_send + 1);
+                dropped = true;
+            } else {
+                tl.settle(next_send.saturating_sub(early));
+            }
+        }
+        tl.settle(u64::MAX);
+        let sorted = |each: Curve| {
+            let mut e = Vec::new();
+            for s in &spans {
+                each(s, &[], &mut e);
+            }
+            sorted_sweep(e)
+        };
+        if dropped {
+            proptest::prop_assert!(tl.swept(SettledCurve::Concurrency).is_none(), "settled too late, yet swept");
+        } else {
+            for (curve, each) in SETTLED_CURVES {
+                let swept = tl.swept(curve);
+                proptest::prop_assert!(swept.is_some(), "{curve:?} not swept");
+                proptest::prop_assert_eq!(bits(swept.unwrap()), bits(&sorted(each)));
+            }
+        }
+        if after {
+            let r = streamed(0, vec![1, 2, 3], 4, 5, 3);
+            let m = RequestMetrics::of(&r, false);
+            tl.add(&r, Some(&m));
+            plain.add(&r, Some(&m));
+            proptest::prop_assert!(tl.swept(SettledCurve::Concurrency).is_none(), "a span added after every span was in");
+        }
+        proptest::prop_assert_eq!(metric_bits(&tl.window_metrics(None)), metric_bits(&plain.window_metrics(None)));
+    }
+}

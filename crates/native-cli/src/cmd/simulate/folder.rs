@@ -9,7 +9,7 @@ use aiperf_core::results::line::{RECORDS_FILE, record_line};
 use aiperf_core::results::summary::{RunSummary, shell_command};
 use aiperf_core::simulate::calibrate::Calibration;
 use aiperf_core::simulate::calibrate::steps::StepCalibration;
-use aiperf_core::simulate::{BlockIds, Cluster, SimRequest, Simulation, simulate_numbered};
+use aiperf_core::simulate::{BlockIds, Cluster, Observer, SimRequest, Simulation, simulate_numbered};
 use aiperf_core::trace::Trace;
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -59,25 +59,36 @@ const HANDOVER_BATCH: usize = 4096;
 /// Batches on their way at most (the simulation waits for the aggregating thread beyond).
 const HANDOVER_BATCHES: usize = 16;
 
+/// A batch of ended requests, and the earliest arrival of a request in a later batch.
+pub(super) type Batch = (Vec<(usize, SimRequest)>, u64);
+
 /// The simulation's ended requests on their way to the aggregating thread, a batch at a time.
 pub(super) struct Handover {
-    pub(super) to: Option<SyncSender<Vec<(usize, SimRequest)>>>,
+    pub(super) to: Option<SyncSender<Batch>>,
     pub(super) batch: Vec<(usize, SimRequest)>,
+    /// The earliest arrival of a request handed over from now on, as last told.
+    pub(super) arrivals_from: u64,
 }
 
-impl Handover {
-    fn push(&mut self, i: usize, r: &SimRequest) {
+impl Observer for Handover {
+    fn ended(&mut self, i: usize, r: &SimRequest) {
         self.batch.push((i, *r));
         if self.batch.len() == HANDOVER_BATCH {
             self.send();
         }
     }
 
+    fn arrivals_from(&mut self, ns: u64) {
+        self.arrivals_from = ns;
+    }
+}
+
+impl Handover {
     /// Sends the batch; once the aggregating thread has stopped (on an error, which its join
     /// gives), nothing more is sent.
     fn send(&mut self) {
         let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(HANDOVER_BATCH));
-        if self.to.as_ref().is_some_and(|to| to.send(batch).is_err()) {
+        if self.to.as_ref().is_some_and(|to| to.send((batch, self.arrivals_from)).is_err()) {
             self.to = None;
         }
     }
@@ -119,8 +130,8 @@ pub(super) fn simulate_run(
         let aggregating = std::thread::Builder::new()
             .spawn_scoped(s, || aggregate_ended(from, trace, out, &records_path))
             .context("cannot start the thread aggregating the simulated requests")?;
-        let mut handover = Handover { to: Some(to), batch: Vec::with_capacity(HANDOVER_BATCH) };
-        let sim = simulate_numbered(trace, Arc::clone(schedule), numbered, cluster, &mut |i, r| handover.push(i, r));
+        let mut handover = Handover { to: Some(to), batch: Vec::with_capacity(HANDOVER_BATCH), arrivals_from: 0 };
+        let sim = simulate_numbered(trace, Arc::clone(schedule), numbered, cluster, &mut handover);
         handover.send();
         drop(handover);
         Ok((sim, aggregating.join()))
@@ -195,15 +206,16 @@ pub(super) fn simulate_run(
 }
 
 /// The simulated requests aggregated as they come (in the order they ended, ties in the order
-/// they started), each one's record line written to `out` when given.
+/// they started), each one's record line written to `out` when given; the curves of the
+/// timeline that can be are swept as the batches come ([`aiperf_core::results::timeline::Timeline::settle`]).
 pub(super) fn aggregate_ended(
-    from: Receiver<Vec<(usize, SimRequest)>>,
+    from: Receiver<Batch>,
     trace: &Trace,
     mut out: Option<Box<dyn Write + Send>>,
     records_path: &Path,
 ) -> Result<Aggregate> {
     let mut aggregate = Aggregate::expecting(trace.len());
-    for batch in from {
+    for (batch, arrivals_from) in from {
         for (_, r) in batch {
             // The aggregate takes a request's evenly spaced chunks as one gap; its line lists them
             // (and the row's session and line, which the metrics do not read).
@@ -216,7 +228,9 @@ pub(super) fn aggregate_ended(
                     .with_context(|| format!("cannot write {}", records_path.display()))?;
             }
         }
+        aggregate.timeline.settle(arrivals_from);
     }
+    aggregate.timeline.settle(u64::MAX);
     if let Some(mut out) = out {
         out.flush().with_context(|| format!("cannot write {}", records_path.display()))?;
     }

@@ -1,0 +1,254 @@
+//! Curves swept while a run goes on: the spans are taken up as they are added, and the events
+//! before a time that no span added later reaches are summed at once ([`Timeline::settle`]), so
+//! that the report finds those curves made. Each curve is the one its sweep at the report makes
+//! (its events summed in [`event_order`](super::steps::event_order)), to the bit.
+//!
+//! The curves are those whose events all fall at a span's send, first token or end, whatever
+//! the run's chunks: the concurrency, the total throughput, the prefill concurrency and the
+//! prefill throughput.
+
+use super::events::{even_decode_rate, prefill_rate};
+#[cfg(doc)]
+use super::events::{in_flight, prefilling};
+use super::spans::{NO_TIME, Span, Timeline};
+use super::steps::{Event, Steps, Summer, merge_sorted, sort_about_sorted};
+
+/// How many curves are swept as the spans come.
+pub(super) const SETTLED: usize = 4;
+
+/// A curve swept as the spans come: its index in [`Settling::Swept`].
+#[derive(Clone, Copy, Debug)]
+pub(super) enum SettledCurve {
+    Concurrency = 0,
+    Total = 1,
+    PrefillConcurrency = 2,
+    PrefillRate = 3,
+}
+
+/// Where a span's changes of the settled curves fall.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Phase {
+    Send,
+    FirstToken,
+    End,
+}
+
+/// A span's changes of the settled curves at one of its times: its rates of prefill and of
+/// decode as [`prefill_rate`] and [`even_decode_rate`] make them, when it has them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Point {
+    t: u64,
+    phase: Phase,
+    /// Whether the span has a first token.
+    first: bool,
+    prefill: Option<f64>,
+    decode: Option<f64>,
+}
+
+impl Point {
+    /// The span's points: at its send, at its first token (when it has one), at its end.
+    fn of(s: &Span, e: &mut Vec<Event>) -> ([Point; 3], usize) {
+        let mut rate = |f: fn(&Span, &mut Vec<Event>)| {
+            e.clear();
+            f(s, e);
+            e.first().map(|&(_, r)| r)
+        };
+        let (prefill, decode) = (rate(prefill_rate), rate(even_decode_rate));
+        let first = s.first != NO_TIME;
+        let at = |t, phase| Point { t, phase, first, prefill, decode };
+        let points = [at(s.start, Phase::Send), at(s.end, Phase::End), at(s.first, Phase::FirstToken)];
+        (points, if first { 3 } else { 2 })
+    }
+
+    /// Gives the point's change of each curve to `f` (curve, change): [`in_flight`],
+    /// [`prefilling`], [`prefill_rate`] and [`even_decode_rate`] at this time of the span.
+    fn changes(&self, mut f: impl FnMut(usize, f64)) {
+        use SettledCurve as C;
+        match self.phase {
+            Phase::Send => {
+                f(C::Concurrency as usize, 1.0);
+                if self.first {
+                    f(C::PrefillConcurrency as usize, 1.0);
+                }
+                if let Some(r) = self.prefill {
+                    f(C::Total as usize, r);
+                    f(C::PrefillRate as usize, r);
+                }
+            }
+            Phase::FirstToken => {
+                f(C::PrefillConcurrency as usize, -1.0);
+                if let Some(r) = self.prefill {
+                    f(C::Total as usize, -r);
+                    f(C::PrefillRate as usize, -r);
+                }
+                if let Some(r) = self.decode {
+                    f(C::Total as usize, r);
+                }
+            }
+            Phase::End => {
+                f(C::Concurrency as usize, -1.0);
+                if let Some(r) = self.decode {
+                    f(C::Total as usize, -r);
+                }
+            }
+        }
+    }
+}
+
+/// Where the curves swept as a timeline's spans come stand.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) enum Settling {
+    /// Never settled: the curves are swept at the report.
+    #[default]
+    Off,
+    Sweeping(Box<Sweeping>),
+    /// Every span was in: the curves made, and how many spans they hold (a span added since
+    /// leaves them out of date).
+    Swept(Box<[Steps; SETTLED]>, usize),
+    /// A span came with an event before a time already settled: the curves are swept at the
+    /// report.
+    Dropped,
+}
+
+/// The settled curves being swept.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Sweeping {
+    /// Spans taken up.
+    fed: usize,
+    /// Every change before this time is summed.
+    settled: u64,
+    /// The points not summed yet: at a span's send, at its end, at its first token (the spans
+    /// come about in the order of their ends).
+    lists: [Vec<Point>; 3],
+    /// The points at the time being summed.
+    group: Vec<Point>,
+    sums: [Summer; SETTLED],
+    /// The changes of each curve at the time being summed.
+    at: [Vec<f64>; SETTLED],
+}
+
+impl Timeline {
+    /// Says that no span added from now on has an event before `before_ns` (`u64::MAX`: that no
+    /// span is added any more): the settled curves take up the spans added since the last call and
+    /// sum their events before that time. A span added later with an event before a time
+    /// already settled, or any span added once every span was said to be in, leaves the curves
+    /// to the report's sweeps.
+    pub fn settle(&mut self, before_ns: u64) {
+        let mut state = std::mem::take(&mut self.settling);
+        if matches!(state, Settling::Off) {
+            state = Settling::Sweeping(Box::new(Sweeping {
+                fed: 0,
+                settled: 0,
+                lists: Default::default(),
+                group: Vec::new(),
+                sums: std::array::from_fn(|_| Summer::new()),
+                at: Default::default(),
+            }));
+        }
+        self.settling = match state {
+            Settling::Sweeping(mut s) => match s.take_up(self) {
+                false => Settling::Dropped,
+                true if before_ns == u64::MAX => {
+                    s.sum_before(u64::MAX, true);
+                    Settling::Swept(Box::new(s.sums.map(Summer::finish)), s.fed)
+                }
+                true => {
+                    s.sum_before(before_ns, false);
+                    Settling::Sweeping(s)
+                }
+            },
+            Settling::Swept(curves, fed) if fed == self.spans.len() => Settling::Swept(curves, fed),
+            Settling::Off | Settling::Swept(..) | Settling::Dropped => Settling::Dropped,
+        };
+    }
+
+    /// A curve swept as the spans came, once made with every span in.
+    pub(super) fn swept(&self, curve: SettledCurve) -> Option<&Steps> {
+        match &self.settling {
+            Settling::Swept(curves, fed) if *fed == self.spans.len() => curves.get(curve as usize),
+            _ => None,
+        }
+    }
+}
+
+impl Sweeping {
+    /// Takes up the spans added since the last time; false when one has an event before the
+    /// time settled.
+    fn take_up(&mut self, tl: &Timeline) -> bool {
+        let mut events = Vec::with_capacity(2);
+        for i in self.fed..tl.spans.len() {
+            let s = tl.span(i);
+            let (points, n) = Point::of(&s, &mut events);
+            for (list, p) in self.lists.iter_mut().zip(&points[..n]) {
+                if p.t < self.settled {
+                    return false;
+                }
+                list.push(*p);
+            }
+        }
+        self.fed = tl.spans.len();
+        true
+    }
+
+    /// Sums the changes before `before` (all of them with `all`) in time order, each time's
+    /// changes of a curve in [`f64::total_cmp`] order: each curve's events in
+    /// [`event_order`](super::steps::event_order).
+    fn sum_before(&mut self, before: u64, all: bool) {
+        let by_time = |x: &Point, y: &Point| x.t.cmp(&y.t);
+        let mut cut = [0; 3];
+        for (list, cut) in self.lists.iter_mut().zip(&mut cut) {
+            sort_about_sorted(list, by_time);
+            *cut = if all { list.len() } else { list.partition_point(|p| p.t < before) };
+        }
+        let ready: [&[Point]; 3] = std::array::from_fn(|j| &self.lists[j][..cut[j]]);
+        let (sums, at, group) = (&mut self.sums, &mut self.at, &mut self.group);
+        merge_sorted(ready, by_time, |p| {
+            if group.first().is_some_and(|g| g.t != p.t) {
+                sum_at(group, sums, at);
+            }
+            group.push(p);
+        });
+        sum_at(group, sums, at);
+        for (list, &cut) in self.lists.iter_mut().zip(&cut) {
+            list.drain(..cut);
+        }
+        self.settled = self.settled.max(before);
+    }
+}
+
+/// Sums the changes of the points of `group` (all at one time) and empties it: each curve's in
+/// [`f64::total_cmp`] order.
+fn sum_at(group: &mut Vec<Point>, sums: &mut [Summer; SETTLED], at: &mut [Vec<f64>; SETTLED]) {
+    let Some(t) = group.first().map(|p| p.t) else { return };
+    if let [p] = &group[..] {
+        // A point changes each curve once, but the total at a first token: its prefill ends
+        // and its decode starts.
+        let mut total = [0.0; 2];
+        let mut totals = 0;
+        p.changes(|c, d| {
+            if c == SettledCurve::Total as usize {
+                total[totals] = d;
+                totals += 1;
+            } else {
+                sums[c].add((t, d));
+            }
+        });
+        let total = &mut total[..totals];
+        total.sort_unstable_by(f64::total_cmp);
+        for &d in total.iter() {
+            sums[SettledCurve::Total as usize].add((t, d));
+        }
+    } else {
+        for p in group.iter() {
+            p.changes(|c, d| at[c].push(d));
+        }
+        for (sum, ds) in sums.iter_mut().zip(at.iter_mut()) {
+            ds.sort_unstable_by(f64::total_cmp);
+            for &d in ds.iter() {
+                sum.add((t, d));
+            }
+            ds.clear();
+        }
+    }
+    group.clear();
+}
