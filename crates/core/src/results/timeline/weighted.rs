@@ -7,7 +7,7 @@
 //! cumulated duration reaches the fraction. The cumulated durations are whole numbers of
 //! nanoseconds, exact in `f64` up to 2^53 (104 days), so the order in which equal values are
 //! met changes no figure; the percentiles are found by a selection over the values' bits
-//! (a histogram of 16 bits per pass, then a sort of the one bucket left once it is small; a
+//! (a histogram of 16 bits per pass, then a selection in the one bucket left once it is small; a
 //! bucket of one key is its percentile). A window of more than 2^53 ns keeps every value and
 //! sorts them.
 //!
@@ -22,7 +22,7 @@ const FRACTIONS: [f64; 4] = [0.50, 0.90, 0.95, 0.99];
 /// Bits of a value's key decided per histogram pass.
 const DIGIT: u32 = 16;
 
-/// A bucket of at most this many values is kept and sorted on the next pass.
+/// A bucket of at most this many values is kept on the next pass and its percentile selected.
 const KEEP: u64 = 1 << 20;
 
 /// The largest sum of durations whose partial sums are all exact in `f64`.
@@ -117,7 +117,7 @@ pub(super) struct Weighted {
     min: u64,
     max: u64,
     targets: [Target; 4],
-    /// A bucket of at most this many values is kept and sorted ([`KEEP`]).
+    /// A bucket of at most this many values is kept and its percentile selected ([`KEEP`]).
     keep: u64,
     probes: Vec<Probe>,
     /// Every pair, when the durations are too long for exact cumulated sums.
@@ -302,29 +302,16 @@ impl Weighted {
         }
         let whole = self.durations as f64;
         let reaches = |c: u64, f: f64| c as f64 / whole >= f;
-        for probe in &mut self.probes {
-            if !probe.histogram.is_empty() {
-                continue;
-            }
-            probe.kept.sort_unstable_by_key(|e| e.0);
-        }
         for (t, &f) in self.targets.iter_mut().zip(&FRACTIONS) {
             if t.found.is_some() {
                 continue;
             }
-            let Some(p) = self.probes.iter().find(|p| p.shift == t.shift && p.prefix == t.prefix) else {
+            let Some(p) = self.probes.iter_mut().find(|p| p.shift == t.shift && p.prefix == t.prefix) else {
                 continue;
             };
             let mut c = t.below;
             if p.histogram.is_empty() {
-                t.found = Some(self.max);
-                for &(k, d) in &p.kept {
-                    c += d;
-                    if reaches(c, f) {
-                        t.found = Some(k);
-                        break;
-                    }
-                }
+                t.found = Some(first_reaching(&mut p.kept, c, |c| reaches(c, f)).unwrap_or(self.max));
                 continue;
             }
             let mut chosen = None;
@@ -380,9 +367,78 @@ impl Weighted {
     }
 }
 
+/// The least key of `kept` (key, duration) at which `below` plus the durations of the keys up
+/// to it `reaches`, as a walk over them sorted by key finds it (`reaches` rising with the
+/// duration); `None` when even all of them do not. A selection: `kept` is reordered, in time
+/// linear in its length.
+fn first_reaching(kept: &mut [(u64, u64)], mut below: u64, reaches: impl Fn(u64) -> bool) -> Option<u64> {
+    let mut part = kept;
+    loop {
+        if part.len() <= 16 {
+            part.sort_unstable_by_key(|e| e.0);
+            return part.iter().find_map(|&(k, d)| {
+                below += d;
+                reaches(below).then_some(k)
+            });
+        }
+        // The pivot: the median of three keys; the keys below it, at it and above it moved apart.
+        let mut three = [part[0].0, part[part.len() / 2].0, part[part.len() - 1].0];
+        three.sort_unstable();
+        let pivot = three[1];
+        let (mut lt, mut i, mut gt) = (0, 0, part.len());
+        let (mut under, mut at) = (0u64, 0u64);
+        while i < gt {
+            let (k, d) = part[i];
+            if k < pivot {
+                part.swap(lt, i);
+                under += d;
+                lt += 1;
+                i += 1;
+            } else if k > pivot {
+                gt -= 1;
+                part.swap(i, gt);
+            } else {
+                at += d;
+                i += 1;
+            }
+        }
+        if reaches(below + under) {
+            part = &mut part[..lt];
+        } else if reaches(below + under + at) {
+            return Some(pivot);
+        } else {
+            below += under + at;
+            part = &mut part[gt..];
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The selection finds the key a walk over the keys sorted finds, over keys repeated
+        /// many times and durations of zero.
+        #[test]
+        fn the_selection_finds_the_key_of_the_sorted_walk(
+            kept in proptest::collection::vec((0u64..40, 0u64..5), 0..400),
+            below in 0u64..10,
+            fraction in 0.0f64..1.2,
+        ) {
+            let whole = (below + kept.iter().map(|e| e.1).sum::<u64>()).max(1) as f64;
+            let reaches = |c: u64| c as f64 / whole >= fraction;
+            let mut sorted = kept.clone();
+            sorted.sort_unstable_by_key(|e| e.0);
+            let mut c = below;
+            let walked = sorted.iter().find_map(|&(k, d)| {
+                c += d;
+                reaches(c).then_some(k)
+            });
+            let mut kept = kept;
+            proptest::prop_assert_eq!(first_reaching(&mut kept, below, reaches), walked);
+        }
+    }
 
     #[test]
     fn keys_follow_total_order() {
