@@ -93,49 +93,183 @@ impl Ramps {
     }
 }
 
-/// The percentiles of the levels of pieces each going evenly from one level to another over its
-/// duration: the least level below which (or at which) the fraction of `total` is spent.
-fn spread_percentiles(pieces: &[(u64, f64, f64)], total: f64) -> [f64; 4] {
-    // (level, time held at exactly it, density of the time per level from it on (+) or up to it (−)).
-    let mut marks: Vec<(f64, f64, f64)> = Vec::with_capacity(2 * pieces.len());
+/// The fractions of AIPerf's percentiles.
+const FRACTIONS: [f64; 4] = [0.50, 0.90, 0.95, 0.99];
+
+/// A level where a piece's time starts or stops being spread (level, time held at exactly it,
+/// density of the time per level from it on (+) or up to it (−)).
+type Mark = (f64, f64, f64);
+
+/// Calls `f` with the marks of each piece: its two ends when it slopes, its level when flat.
+fn each_mark(pieces: &[(u64, f64, f64)], mut f: impl FnMut(Mark)) {
     for &(d, a, b) in pieces {
         let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
         if hi > lo {
             let density = d as f64 / (hi - lo);
-            marks.extend([(lo, 0.0, density), (hi, 0.0, -density)]);
+            f((lo, 0.0, density));
+            f((hi, 0.0, -density));
         } else {
-            marks.push((lo, d as f64, 0.0));
+            f((lo, d as f64, 0.0));
         }
     }
+}
+
+/// Whether the time below a level reaches the fraction `f` of `total`. The time below a level is
+/// a sum of products in floating point: a fraction reached exactly (a level where the time below
+/// is the fraction to the nanosecond) must not be missed by the rounding of that sum, so it
+/// counts as reached within a billionth of the window.
+fn reached(time: f64, f: f64, total: f64) -> bool {
+    time >= (f - 1e-9) * total
+}
+
+/// The walk up the levels: the level `x` reached, the time spent below it, the density of the
+/// time per level just above it.
+#[derive(Clone, Copy, Debug)]
+struct Walk {
+    x: f64,
+    below: f64,
+    density: f64,
+}
+
+impl Walk {
+    /// Walks up through `marks` (sorted by level, all at `x` or above) while the fractions
+    /// from `next` on are reached, putting each one's level in `out`; returns the next fraction
+    /// not reached.
+    fn through(&mut self, marks: &[Mark], mut next: usize, total: f64, out: &mut [f64; 4]) -> usize {
+        let mut i = 0;
+        while i < marks.len() && next < FRACTIONS.len() {
+            let v = marks[i].0;
+            // From `x` up to `v` the time below rises by the density.
+            let gain = self.density.max(0.0) * (v - self.x);
+            while next < FRACTIONS.len() && reached(self.below + gain, FRACTIONS[next], total) {
+                let want = FRACTIONS[next] * total - self.below;
+                out[next] = (self.x + want / self.density).clamp(self.x, v);
+                next += 1;
+            }
+            self.below += gain;
+            self.x = v;
+            while i < marks.len() && marks[i].0 == v {
+                self.below += marks[i].1;
+                self.density += marks[i].2;
+                i += 1;
+            }
+            while next < FRACTIONS.len() && reached(self.below, FRACTIONS[next], total) {
+                out[next] = v;
+                next += 1;
+            }
+        }
+        next
+    }
+}
+
+/// The percentiles of the levels of pieces each going evenly from one level to another over its
+/// duration: the least level below which (or at which) the fraction of `total` is spent, by a
+/// walk up every mark sorted ([`Walk::through`]).
+fn sorted_percentiles(pieces: &[(u64, f64, f64)], total: f64) -> [f64; 4] {
+    let mut marks: Vec<Mark> = Vec::with_capacity(2 * pieces.len());
+    each_mark(pieces, |m| marks.push(m));
     marks.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-    let fractions = [0.50, 0.90, 0.95, 0.99];
-    let top = marks.last().map_or(0.0, |m| m.0);
-    let mut out = [top; 4];
-    let (mut next, mut below, mut density, mut x) = (0, 0.0f64, 0.0f64, marks.first().map_or(0.0, |m| m.0));
-    let mut i = 0;
-    // The time below a level is a sum of products in floating point: a fraction reached exactly
-    // (a level where the time below is the fraction to the nanosecond) must not be missed by the
-    // rounding of that sum, so it counts as reached within a billionth of the window.
-    let reached = |time: f64, f: f64| time >= (f - 1e-9) * total;
-    while i < marks.len() && next < fractions.len() {
-        let v = marks[i].0;
-        // From `x` up to `v` the time below rises by the density.
-        let gain = density.max(0.0) * (v - x);
-        while next < fractions.len() && reached(below + gain, fractions[next]) {
-            let want = fractions[next] * total - below;
-            out[next] = (x + want / density).clamp(x, v);
-            next += 1;
+    let mut out = [marks.last().map_or(0.0, |m| m.0); 4];
+    let mut walk = Walk { x: marks.first().map_or(0.0, |m| m.0), below: 0.0, density: 0.0 };
+    walk.through(&marks, 0, total, &mut out);
+    out
+}
+
+/// Buckets of levels at most, of [`spread_percentiles`].
+const BUCKETS: usize = 1 << 16;
+
+/// The sums of the marks of a bucket of levels.
+#[derive(Clone, Copy)]
+struct Bucket {
+    /// The lowest level marked in it (∞ when none is).
+    low: f64,
+    held: f64,
+    density: f64,
+    /// Density × level.
+    moment: f64,
+}
+
+/// [`sorted_percentiles`] without sorting every mark: the marks are summed into buckets of
+/// levels (evenly spaced from the lowest level to the highest), the time below each bucket's
+/// lowest mark is had from the buckets below (held time, plus density × level less the
+/// density's moment), and the walk is taken from the bucket in which a fraction is reached,
+/// through the marks of that bucket and the next, sorted. The same levels up to the rounding of
+/// the sums; the walk through every mark when the levels are not all finite or the bucket's
+/// walk ends short of its fraction.
+fn spread_percentiles(pieces: &[(u64, f64, f64)], total: f64) -> [f64; 4] {
+    match pieces.len() / 4 {
+        // A few marks are sorted at once.
+        ..64 => sorted_percentiles(pieces, total),
+        n => bucketed_percentiles(pieces, total, n.min(BUCKETS)),
+    }
+}
+
+/// [`spread_percentiles`] in `buckets` buckets.
+fn bucketed_percentiles(pieces: &[(u64, f64, f64)], total: f64, buckets: usize) -> [f64; 4] {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    each_mark(pieces, |(v, _, _)| {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    });
+    if !(lo.is_finite() && hi.is_finite() && hi > lo) || buckets == 0 {
+        return sorted_percentiles(pieces, total);
+    }
+    let scale = buckets as f64 / (hi - lo);
+    let bucket_of = |v: f64| (((v - lo) * scale) as usize).min(buckets - 1);
+    let empty = Bucket { low: f64::INFINITY, held: 0.0, density: 0.0, moment: 0.0 };
+    let mut sums = vec![empty; buckets];
+    each_mark(pieces, |(v, held, density)| {
+        let b = &mut sums[bucket_of(v)];
+        b.low = b.low.min(v);
+        b.held += held;
+        b.density += density;
+        b.moment += density * v;
+    });
+    // Each bucket holding marks with the walk at its lowest mark, before its marks are taken.
+    let mut starts: Vec<(usize, Walk)> = Vec::new();
+    let (mut held, mut density, mut moment) = (0.0f64, 0.0f64, 0.0f64);
+    for (j, b) in sums.iter().enumerate().filter(|(_, b)| b.low.is_finite()) {
+        let below = (held + (density * b.low - moment)).max(0.0);
+        starts.push((j, Walk { x: b.low, below, density }));
+        held += b.held;
+        density += b.density;
+        moment += b.moment;
+    }
+    drop(sums);
+    // The fraction is reached in the bucket before the first whose start reaches it.
+    let first_of = |f: f64| {
+        starts.iter().position(|(_, w)| reached(w.below, f, total)).map_or(starts.len() - 1, |k| k.saturating_sub(1))
+    };
+    let walked: Vec<usize> = FRACTIONS.iter().map(|&f| first_of(f)).collect();
+    let mut wanted: Vec<usize> = walked.iter().flat_map(|&k| [k, k + 1]).filter(|&k| k < starts.len()).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut marks: Vec<Vec<Mark>> = vec![Vec::new(); wanted.len()];
+    each_mark(pieces, |m| {
+        let b = bucket_of(m.0);
+        if let Ok(i) = wanted.binary_search_by(|&k| starts[k].0.cmp(&b)) {
+            marks[i].push(m);
         }
-        below += gain;
-        x = v;
-        while i < marks.len() && marks[i].0 == v {
-            below += marks[i].1;
-            density += marks[i].2;
-            i += 1;
+    });
+    for list in &mut marks {
+        list.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let mut out = [hi; 4];
+    for (next, &k) in walked.iter().enumerate() {
+        let mut walk = starts[k].1;
+        let mut one = [0.0; 4];
+        let mut reached_it = false;
+        for j in [k, k + 1] {
+            let Ok(i) = wanted.binary_search(&j) else { break };
+            if walk.through(&marks[i], next, total, &mut one) > next {
+                reached_it = true;
+                break;
+            }
         }
-        while next < fractions.len() && reached(below, fractions[next]) {
-            out[next] = v;
-            next += 1;
+        if reached_it {
+            out[next] = one[next];
+        } else if k + 1 < starts.len() {
+            return sorted_percentiles(pieces, total);
         }
     }
     out
@@ -149,6 +283,31 @@ mod tests {
     const CHANGES: [f64; 6] = [1e16, -1e16, 1.0, 0.1, -0.0, 0.0];
 
     proptest::proptest! {
+        /// Pieces whose sums are exact in floating point (whole durations, whole levels, slopes
+        /// over a power of two), many ending on the buckets' bounds: the percentiles of the
+        /// buckets' walk are those of the walk through every mark sorted, bit for bit, in any
+        /// number of buckets.
+        #[test]
+        fn the_buckets_walk_gives_the_sorted_walks_percentiles(
+            pieces in proptest::collection::vec((0u64..1000, 0u32..64, 0usize..6, proptest::bool::ANY), 1..400),
+            buckets in proptest::prop_oneof![1usize..8, proptest::strategy::Just(64), proptest::strategy::Just(1 << 16)],
+        ) {
+            let pieces: Vec<(u64, f64, f64)> = pieces
+                .into_iter()
+                .map(|(d, a, rise, up)| {
+                    let a = f64::from(a);
+                    let b = a + [0.0, 1.0, 2.0, 4.0, 8.0, 16.0][rise];
+                    if up { (d, a, b) } else { (d, b, a) }
+                })
+                .collect();
+            let total = pieces.iter().map(|p| p.0 as f64).sum::<f64>().max(1.0);
+            let bits = |q: [f64; 4]| q.map(f64::to_bits);
+            proptest::prop_assert_eq!(
+                bits(bucketed_percentiles(&pieces, total, buckets)),
+                bits(sorted_percentiles(&pieces, total))
+            );
+        }
+
         /// Bends dealt into four lists, each list in any order (about sorted or not), give the
         /// curve of all of them sorted at once, bit for bit.
         #[test]
