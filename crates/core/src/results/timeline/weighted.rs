@@ -402,7 +402,7 @@ fn first_reaching(kept: &mut [(u64, u64)], mut below: u64, reaches: impl Fn(u64)
                 i += 1;
             }
         }
-        if reaches(below + under) {
+        if lt > 0 && reaches(below + under) {
             part = &mut part[..lt];
         } else if reaches(below + under + at) {
             return Some(pivot);
@@ -438,6 +438,18 @@ mod tests {
             let mut kept = kept;
             proptest::prop_assert_eq!(first_reaching(&mut kept, below, reaches), walked);
         }
+    }
+
+    /// A fraction already reached below the bucket is its least key, found by the walk's first
+    /// step, whatever the durations (of zero here) of the keys partitioned about.
+    #[test]
+    fn a_fraction_reached_before_the_bucket_is_its_least_key() {
+        let mut kept: Vec<(u64, u64)> = (0..40).map(|k| (40 - k, 0)).collect();
+        assert_eq!(first_reaching(&mut kept, 3, |c| c >= 1), Some(1));
+        assert_eq!(first_reaching(&mut kept, 0, |c| c >= 1), None);
+        // The least key the pivot: no key below it.
+        let mut kept: Vec<(u64, u64)> = (0..40).map(|k| (if k < 30 { 5 } else { 9 }, 0)).collect();
+        assert_eq!(first_reaching(&mut kept, 3, |c| c >= 1), Some(5));
     }
 
     #[test]
