@@ -91,8 +91,10 @@ struct Pending {
     /// Its time between tokens and its end, once started.
     itl_ns: u64,
     end_ns: u64,
-    /// Its request in [`Simulation::requests`] (`u32::MAX`: not started yet).
+    /// Its record's place in `out.requests` (`u32::MAX`: not started yet).
     out_idx: u32,
+    /// Its place in the order of starts.
+    start_seq: u64,
     /// Its place in the order of arrivals.
     arrival_seq: u64,
 }
@@ -164,8 +166,15 @@ struct Sim<'a> {
     ends: BinaryHeap<Reverse<(u64, u64, u32, Event)>>,
     /// Requests a step ended, for the dispatcher.
     done: Vec<Job>,
-    /// Requests ended and not handed over yet: their end and index in `out.requests`.
-    ended: Vec<(u64, u32)>,
+    /// Requests ended and not handed over yet: their end, place in the order of starts and
+    /// record's place in `out.requests`.
+    ended: Vec<(u64, u64, u32)>,
+    /// Whether `out.requests` keeps every request (else a record's place is reused once it is
+    /// handed over: the places free).
+    keep: bool,
+    free_records: Vec<u32>,
+    /// Requests started.
+    started: u64,
     /// The arrivals from the earliest of a request still waiting or running on, in order: the
     /// time of each and whether it has ended.
     arrivals: VecDeque<(u64, bool)>,
@@ -180,15 +189,21 @@ struct Sim<'a> {
 
 /// What a simulation tells of its requests as it goes on ([`simulate_numbered`]).
 pub trait Observer {
-    /// A request ended: its index in [`Simulation::requests`] and its final record. Requests are
-    /// handed over in the order they ended, those ending at the same time in the order they
-    /// started (their indices).
+    /// A request ended: its place in the order of starts (its index in
+    /// [`Simulation::requests`] when they are kept) and its final record. Requests are handed
+    /// over in the order they ended, those ending at the same time in the order they started.
     fn ended(&mut self, i: usize, r: &SimRequest);
 
     /// Every request handed over from now on arrived at or after `ns` (`u64::MAX`: no request
     /// is handed over any more): nothing it records happens before `ns`.
     fn arrivals_from(&mut self, ns: u64) {
         let _ = ns;
+    }
+
+    /// Whether [`Simulation::requests`] is to hold every request at the end; else it is left
+    /// empty, and the simulation holds the records of the requests running only.
+    fn keep_requests(&self) -> bool {
+        true
     }
 }
 
@@ -294,6 +309,9 @@ pub fn simulate_numbered(
         ends: BinaryHeap::new(),
         done: Vec::new(),
         ended: Vec::new(),
+        keep: on_end.keep_requests(),
+        free_records: Vec::new(),
+        started: 0,
         arrivals: VecDeque::new(),
         arrivals_from: 0,
         seq: 0,
@@ -345,6 +363,9 @@ pub fn simulate_numbered(
         r.stats.evictions = sim.blocks.evictions(i as u32);
     }
     sim.out.replicas = sim.replicas.into_iter().map(|r| r.stats).collect();
+    if !sim.keep {
+        sim.out.requests = Vec::new();
+    }
     Ok(sim.out)
 }
 
@@ -356,9 +377,12 @@ impl Sim<'_> {
     /// at `next` or later, or is waiting or running now.
     fn hand_over_ended(&mut self, on_end: &mut dyn Observer, next: u64) {
         self.ended.sort_unstable();
-        for &(_, i) in &self.ended {
+        for &(_, seq, i) in &self.ended {
             if let Some(r) = self.out.requests.get(i as usize) {
-                on_end.ended(i as usize, r);
+                on_end.ended(usize::try_from(seq).unwrap_or(usize::MAX), r);
+                if !self.keep {
+                    self.free_records.push(i);
+                }
             }
         }
         self.ended.clear();
@@ -441,6 +465,7 @@ impl Sim<'_> {
             itl_ns: 0,
             end_ns: 0,
             out_idx: u32::MAX,
+            start_seq: 0,
             arrival_seq: self.arrivals_from + self.arrivals.len() as u64,
         };
         self.arrivals.push_back((now, false));
@@ -490,9 +515,9 @@ impl Sim<'_> {
             p.itl_ns = itl_ns;
             let end = first.saturating_add(itl_ns.saturating_mul(output - 1));
             p.end_ns = end;
-            p.out_idx = self.out.requests.len() as u32;
             let (grows, first_grow) = (p.progress.grows_left, p.progress.first_grow);
-            self.out.requests.push(started.record(p, replica, now, first, end, itl_ns));
+            let record = started.record(p, replica, now, first, end, itl_ns);
+            self.keep_record(idx, record);
             if grows > 0 {
                 let at = first.saturating_add(itl_ns.saturating_mul(first_grow - 1));
                 self.seq += 1;
@@ -601,9 +626,28 @@ impl Sim<'_> {
         (job, replica)
     }
 
+    /// Keeps a started request's record until it is handed over (in `out.requests`, at a place
+    /// freed by a request handed over unless every request is kept).
+    fn keep_record(&mut self, idx: u32, record: SimRequest) {
+        let at = match self.free_records.pop() {
+            Some(at) => {
+                self.out.requests[at as usize] = record;
+                at
+            }
+            None => {
+                self.out.requests.push(record);
+                (self.out.requests.len() - 1) as u32
+            }
+        };
+        let p = &mut self.pending[idx as usize];
+        (p.out_idx, p.start_seq) = (at, self.started);
+        self.started += 1;
+    }
+
     /// An ended request's place is free for the next one; its record waits to be handed over.
     fn free(&mut self, idx: u32) {
         let (out_idx, seq) = (self.pending[idx as usize].out_idx, self.pending[idx as usize].arrival_seq);
+        let start_seq = self.pending[idx as usize].start_seq;
         let place = seq.checked_sub(self.arrivals_from).and_then(|k| usize::try_from(k).ok());
         if let Some(a) = place.and_then(|k| self.arrivals.get_mut(k)) {
             a.1 = true;
@@ -613,7 +657,7 @@ impl Sim<'_> {
             self.arrivals_from += 1;
         }
         if let Some(r) = self.out.requests.get(out_idx as usize) {
-            self.ended.push((r.end_ns, out_idx));
+            self.ended.push((r.end_ns, start_seq, out_idx));
         }
         let held = std::mem::take(&mut self.pending[idx as usize].held);
         self.spare.push(held);

@@ -146,7 +146,8 @@ pub struct Sample {
 /// The result of one simulation.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Simulation {
-    /// Requests in the order they ended.
+    /// Requests in the order they started (none when the observer keeps none,
+    /// [`Observer::keep_requests`](super::Observer::keep_requests)).
     pub requests: Vec<SimRequest>,
     pub replicas: Vec<ReplicaStats>,
     pub samples: Vec<Sample>,

@@ -43,9 +43,8 @@ impl StepHost for OnReplica<'_, '_> {
         let first = !sim.pending[idx as usize].progress.started;
         let started = sim.start(replica, first);
         if first {
-            let p = &mut sim.pending[idx as usize];
-            p.out_idx = sim.out.requests.len() as u32;
-            sim.out.requests.push(started.record(p, replica, now, now, now, 0));
+            let record = started.record(&sim.pending[idx as usize], replica, now, now, now, 0);
+            sim.keep_record(idx, record);
         }
         started.cached
     }

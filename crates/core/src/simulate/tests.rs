@@ -26,9 +26,15 @@ fn sequential(rows: &[Vec<u64>]) -> Trace {
 struct Handed {
     requests: Vec<(usize, SimRequest)>,
     arrivals_from: u64,
+    /// Whether the simulation keeps none of its requests.
+    keeps_none: bool,
 }
 
 impl Observer for Handed {
+    fn keep_requests(&self) -> bool {
+        !self.keeps_none
+    }
+
     fn ended(&mut self, i: usize, r: &SimRequest) {
         assert!(
             r.arrival_ns >= self.arrivals_from,
@@ -55,8 +61,13 @@ fn run(trace: &Trace, cluster: &Cluster) -> Simulation {
     let mut observer = Handed::default();
     let sim = simulate_numbered(trace, Arc::clone(&schedule), &ids, cluster, &mut observer).unwrap();
     assert_eq!(observer.arrivals_from, u64::MAX, "every request in, and told so");
-    let observed = simulate_observed(trace, schedule, cluster, &mut |_, _| {}).unwrap();
+    let observed = simulate_observed(trace, Arc::clone(&schedule), cluster, &mut |_, _| {}).unwrap();
     assert_eq!(observed, sim);
+    // Keeping none of its requests, the simulation hands over the same ones in the same order.
+    let mut keeping_none = Handed { keeps_none: true, ..Handed::default() };
+    let lean = simulate_numbered(trace, schedule, &ids, cluster, &mut keeping_none).unwrap();
+    assert_eq!(keeping_none.requests, observer.requests);
+    assert_eq!(lean, Simulation { requests: Vec::new(), ..sim.clone() });
     let handed = observer.requests;
     let mut by_end: Vec<(u64, usize)> = sim.requests.iter().enumerate().map(|(i, r)| (r.end_ns, i)).collect();
     by_end.sort_unstable();

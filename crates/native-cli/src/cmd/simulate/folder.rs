@@ -81,6 +81,12 @@ impl Observer for Handover {
     fn arrivals_from(&mut self, ns: u64) {
         self.arrivals_from = ns;
     }
+
+    /// Every request goes to the aggregate as it ends: the simulation keeps none (a sweep holds
+    /// none of its combinations' requests).
+    fn keep_requests(&self) -> bool {
+        false
+    }
 }
 
 impl Handover {
@@ -139,10 +145,7 @@ pub(super) fn simulate_run(
     // After the last simulation the trace, its schedule and its numbered blocks are freed on a
     // thread of their own while the report is made.
     let freeing = held.take_if(|_| last).map(|h| std::thread::Builder::new().spawn(move || drop(h)));
-    let mut sim = sim.context("simulate")?;
-    // Every request went to the aggregate as it ended: the simulation's own list of them is
-    // dropped, so that a sweep holds none of its combinations' requests.
-    sim.requests = Vec::new();
+    let sim = sim.context("simulate")?;
     let aggregate = aggregate.map_err(|_| anyhow::anyhow!("the aggregation of the simulated requests failed"))??;
     let end = aggregate.last_end_ns.unwrap_or(0);
     let report = aggregate.into_report_over_on(false, None, &crate::threads::Threads);
