@@ -369,8 +369,8 @@ impl Weighted {
 
 /// The least key of `kept` (key, duration) at which `below` plus the durations of the keys up
 /// to it `reaches`, as a walk over them sorted by key finds it (`reaches` rising with the
-/// duration); `None` when even all of them do not. A selection: `kept` is reordered, in time
-/// linear in its length.
+/// duration); `None` when even all of them do not. A selection about median keys: `kept` is
+/// reordered, in time linear in its length.
 fn first_reaching(kept: &mut [(u64, u64)], mut below: u64, reaches: impl Fn(u64) -> bool) -> Option<u64> {
     let mut part = kept;
     loop {
@@ -381,10 +381,10 @@ fn first_reaching(kept: &mut [(u64, u64)], mut below: u64, reaches: impl Fn(u64)
                 reaches(below).then_some(k)
             });
         }
-        // The pivot: the median of three keys; the keys below it, at it and above it moved apart.
-        let mut three = [part[0].0, part[part.len() / 2].0, part[part.len() - 1].0];
-        three.sort_unstable();
-        let pivot = three[1];
+        // The pivot: the median key (a curve's keys in time order rise and fall, which a median
+        // of three would pick badly); the keys below it, at it and above it moved apart.
+        let mid = part.len() / 2;
+        let pivot = part.select_nth_unstable_by_key(mid, |e| e.0).1.0;
         let (mut lt, mut i, mut gt) = (0, 0, part.len());
         let (mut under, mut at) = (0u64, 0u64);
         while i < gt {
