@@ -10,6 +10,12 @@ pub type Part<'a, T> = Box<dyn FnOnce() -> T + Send + 'a>;
 /// listed first are started first: list the longest first.
 pub trait Fork {
     fn run<'a, T: Send + 'a>(&self, parts: Vec<Part<'a, T>>) -> Vec<T>;
+
+    /// Whether parts run at once (then the longest go first), else in turn (then a part's
+    /// memory can be let go before the next starts).
+    fn at_once(&self) -> bool {
+        false
+    }
 }
 
 /// Each part in turn, on the caller's thread: at most one part's memory held at a time.

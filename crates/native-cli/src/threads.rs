@@ -45,6 +45,10 @@ impl Fork for Threads {
         // Every part ran (a part that panicked raised its panic above).
         results.into_iter().filter_map(|r| r.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)).collect()
     }
+
+    fn at_once(&self) -> bool {
+        std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+    }
 }
 
 #[cfg(test)]

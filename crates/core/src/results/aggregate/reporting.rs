@@ -249,8 +249,9 @@ impl Aggregate {
 }
 
 /// The report of `lists` with `timeline`'s metrics over `window` (else its own), the lists'
-/// statistics and each group of curves a part given to `fork`. The lists come first: given in
-/// turn, what they hold is dropped before any curve is made.
+/// statistics and each group of curves a part given to `fork`. Given in turn, the lists come
+/// first: what they hold is dropped before any curve is made; run at once, they come after the
+/// first group of curves, the longest part (the decode rates per chunk).
 fn with_timeline<'a>(
     lists: Part<'a, Report>,
     timeline: &'a Timeline,
@@ -262,15 +263,15 @@ fn with_timeline<'a>(
         Lists(Box<Report>),
         Curves(Metrics),
     }
-    let mut parts: Vec<Part<'_, Done>> = vec![Box::new(move || Done::Lists(Box::new(lists())))];
-    parts.extend(
-        timeline
-            .parts_over(windows)
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| !apart.contains(i))
-            .map(|(_, p)| Box::new(move || Done::Curves(p())) as Part<'_, Done>),
-    );
+    let mut parts: Vec<Part<'_, Done>> = timeline
+        .parts_over(windows)
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !apart.contains(i))
+        .map(|(_, p)| Box::new(move || Done::Curves(p())) as Part<'_, Done>)
+        .collect();
+    let at = usize::from(fork.at_once()).min(parts.len());
+    parts.insert(at, Box::new(move || Done::Lists(Box::new(lists()))));
     let (mut report, mut groups) = (None, Vec::new());
     for done in fork.run(parts) {
         match done {
