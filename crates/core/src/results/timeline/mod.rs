@@ -23,6 +23,7 @@
 mod events;
 mod metric;
 mod ramps;
+mod settled;
 mod settling;
 mod spans;
 mod steps;
@@ -42,7 +43,7 @@ use events::{
 use metric::PER_SECOND;
 pub use metric::{TimeWeighted, TimelineMetric};
 use ramps::Ramps;
-use settling::SettledCurve;
+use settled::SettledCurve;
 pub use spans::Timeline;
 use spans::{EVENLY, Span};
 use steps::{Event, Steps, over_window, per_user, while_active};

@@ -10,40 +10,9 @@
 use super::events::{even_decode_rate, prefill_rate};
 #[cfg(doc)]
 use super::events::{in_flight, prefilling};
+use super::settled::{Phase, Point, SETTLED, SettledCurve, Settling, Sweeping};
 use super::spans::{NO_TIME, Span, Timeline};
 use super::steps::{Event, Steps, Summer, merge_sorted, sort_about_sorted};
-
-/// How many curves are swept as the spans come.
-pub(super) const SETTLED: usize = 4;
-
-/// A curve swept as the spans come: its index in [`Settling::Swept`].
-#[derive(Clone, Copy, Debug)]
-pub(super) enum SettledCurve {
-    Concurrency = 0,
-    Total = 1,
-    PrefillConcurrency = 2,
-    PrefillRate = 3,
-}
-
-/// Where a span's changes of the settled curves fall.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Phase {
-    Send,
-    FirstToken,
-    End,
-}
-
-/// A span's changes of the settled curves at one of its times: its rates of prefill and of
-/// decode as [`prefill_rate`] and [`even_decode_rate`] make them, when it has them.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Point {
-    t: u64,
-    phase: Phase,
-    /// Whether the span has a first token.
-    first: bool,
-    prefill: Option<f64>,
-    decode: Option<f64>,
-}
 
 impl Point {
     /// The span's points: at its send, at its first token (when it has one), at its end.
@@ -93,38 +62,6 @@ impl Point {
             }
         }
     }
-}
-
-/// Where the curves swept as a timeline's spans come stand.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(super) enum Settling {
-    /// Never settled: the curves are swept at the report.
-    #[default]
-    Off,
-    Sweeping(Box<Sweeping>),
-    /// Every span was in: the curves made, and how many spans they hold (a span added since
-    /// leaves them out of date).
-    Swept(Box<[Steps; SETTLED]>, usize),
-    /// A span came with an event before a time already settled: the curves are swept at the
-    /// report.
-    Dropped,
-}
-
-/// The settled curves being swept.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) struct Sweeping {
-    /// Spans taken up.
-    fed: usize,
-    /// Every change before this time is summed.
-    settled: u64,
-    /// The points not summed yet: at a span's send, at its end, at its first token (the spans
-    /// come about in the order of their ends).
-    lists: [Vec<Point>; 3],
-    /// The points at the time being summed.
-    group: Vec<Point>,
-    sums: [Summer; SETTLED],
-    /// The changes of each curve at the time being summed.
-    at: [Vec<f64>; SETTLED],
 }
 
 impl Timeline {

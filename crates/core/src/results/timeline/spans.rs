@@ -1,7 +1,7 @@
 //! The run's requests as spans: each request's send, first token, end, token counts and later
 //! chunks, packed in 32 bytes where they fit, collected as the requests end; mergeable.
 
-use super::settling::Settling;
+use super::settled::Settling;
 use crate::results::metrics::{Metric, RequestMetrics};
 use crate::results::record::{ChunkTimes, RequestRecord};
 use serde::{Deserialize, Serialize};
