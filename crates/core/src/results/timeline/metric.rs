@@ -5,6 +5,9 @@ use serde::{Deserialize, Serialize};
 /// Nanoseconds in a second: a rate per ns times this is per second.
 pub(super) const PER_SECOND: f64 = 1e9;
 
+/// The fractions of AIPerf's percentiles: p50, p90, p95, p99.
+pub(super) const FRACTIONS: [f64; 4] = [0.50, 0.90, 0.95, 0.99];
+
 /// A time-weighted metric of the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TimelineMetric {

@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 
 use super::events::Bend;
-use super::metric::TimeWeighted;
+use super::metric::{FRACTIONS, TimeWeighted};
 use super::steps::{merge_sorted, sort_about_sorted};
 
 /// A piecewise-linear curve: from each time on, the level there and its slope (per ns) until
@@ -92,9 +92,6 @@ impl Ramps {
         TimeWeighted { avg, min, max, p50, p90, p95, p99, std: var.sqrt() }
     }
 }
-
-/// The fractions of AIPerf's percentiles.
-const FRACTIONS: [f64; 4] = [0.50, 0.90, 0.95, 0.99];
 
 /// A level where a piece's time starts or stops being spread (level, time held at exactly it,
 /// density of the time per level from it on (+) or up to it (−)).
@@ -207,9 +204,15 @@ fn spread_percentiles(pieces: &[(u64, f64, f64)], total: f64) -> [f64; 4] {
 /// [`spread_percentiles`] in `buckets` buckets.
 fn bucketed_percentiles(pieces: &[(u64, f64, f64)], total: f64, buckets: usize) -> [f64; 4] {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    // The lowest and highest in total order, as the sorted walk's first and last marks (a NaN
+    // is not finite: the sorted walk then).
     each_mark(pieces, |(v, _, _)| {
-        lo = lo.min(v);
-        hi = hi.max(v);
+        if v.total_cmp(&lo).is_lt() {
+            lo = v;
+        }
+        if v.total_cmp(&hi).is_gt() {
+            hi = v;
+        }
     });
     if !(lo.is_finite() && hi.is_finite() && hi > lo) || buckets == 0 {
         return sorted_percentiles(pieces, total);

@@ -12,7 +12,7 @@ use super::events::{even_decode_rate, prefill_rate};
 use super::events::{in_flight, prefilling};
 use super::settled::{Phase, Point, SETTLED, SettledCurve, Settling, Sweeping};
 use super::spans::{NO_TIME, Span, Timeline};
-use super::steps::{Event, Steps, Summer, merge_sorted, sort_about_sorted};
+use super::steps::{Event, Steps, Summer, merge_sorted, sort_about_sorted, sum_changes};
 
 impl Point {
     /// The span's points: at its send, at its first token (when it has one), at its end.
@@ -157,35 +157,9 @@ impl Sweeping {
 /// [`f64::total_cmp`] order.
 fn sum_at(group: &mut Vec<Point>, sums: &mut [Summer; SETTLED], at: &mut [Vec<f64>; SETTLED]) {
     let Some(t) = group.first().map(|p| p.t) else { return };
-    if let [p] = &group[..] {
-        // A point changes each curve once, but the total at a first token: its prefill ends
-        // and its decode starts.
-        let mut total = [0.0; 2];
-        let mut totals = 0;
-        p.changes(|c, d| {
-            if c == SettledCurve::Total as usize {
-                total[totals] = d;
-                totals += 1;
-            } else {
-                sums[c].add((t, d));
-            }
-        });
-        let total = &mut total[..totals];
-        total.sort_unstable_by(f64::total_cmp);
-        for &d in total.iter() {
-            sums[SettledCurve::Total as usize].add((t, d));
-        }
-    } else {
-        for p in group.iter() {
-            p.changes(|c, d| at[c].push(d));
-        }
-        for (sum, ds) in sums.iter_mut().zip(at.iter_mut()) {
-            ds.sort_unstable_by(f64::total_cmp);
-            for &d in ds.iter() {
-                sum.add((t, d));
-            }
-            ds.clear();
-        }
+    for p in group.iter() {
+        p.changes(|c, d| at[c].push(d));
     }
+    sum_changes(t, sums, at);
     group.clear();
 }

@@ -96,6 +96,18 @@ impl Summer {
     }
 }
 
+/// Adds each curve's changes at the time `t` to its sum in [`f64::total_cmp`] order (the order
+/// of [`event_order`] at one time), and empties them.
+pub(super) fn sum_changes(t: u64, sums: &mut [Summer], changes: &mut [Vec<f64>]) {
+    for (sum, ds) in sums.iter_mut().zip(changes.iter_mut()) {
+        ds.sort_unstable_by(f64::total_cmp);
+        for &d in ds.iter() {
+            sum.add((t, d));
+        }
+        ds.clear();
+    }
+}
+
 /// The value of `steps` at `t`.
 pub(super) fn at(steps: &[(u64, f64)], t: u64) -> f64 {
     match steps.partition_point(|s| s.0 <= t) {

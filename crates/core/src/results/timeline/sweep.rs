@@ -11,7 +11,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::spans::{EVENLY, NO_TIME, Span, Timeline};
-use super::steps::{Event, Steps, Summer, event_order, merge_sorted, sort_about_sorted};
+use super::steps::{Event, Steps, Summer, event_order, merge_sorted, sort_about_sorted, sum_changes};
 
 impl Timeline {
     /// The step function of the events `each` makes of every span (given its chunks after the
@@ -84,19 +84,10 @@ impl Timeline {
         // The changes of each curve at the time `at`, summed once the time moves on.
         let mut changes: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
         let mut at = None;
-        let mut sum_at = |t: u64, changes: &mut [Vec<f64>; 2]| {
-            for (sum, ds) in sums.iter_mut().zip(changes.iter_mut()) {
-                ds.sort_unstable_by(f64::total_cmp);
-                for &d in ds.iter() {
-                    sum.add((t, d));
-                }
-                ds.clear();
-            }
-        };
         merge_sorted(lists.each_ref().map(Vec::as_slice), by_time, |p| {
             if at != Some(p.t) {
                 if let Some(t) = at {
-                    sum_at(t, &mut changes);
+                    sum_changes(t, &mut sums, &mut changes);
                 }
                 at = Some(p.t);
             }
@@ -107,7 +98,7 @@ impl Timeline {
             }
         });
         if let Some(t) = at {
-            sum_at(t, &mut changes);
+            sum_changes(t, &mut sums, &mut changes);
         }
         sums.map(Summer::finish)
     }

@@ -14,10 +14,7 @@
 //! Pairs given as [`Pairs`] are taken in one loop per pass with the sums in registers;
 //! [`Weighted::add`] takes them one at a time, for curves swept again for each pass.
 
-use super::metric::TimeWeighted;
-
-/// The fractions of AIPerf's percentiles: p50, p90, p95, p99.
-const FRACTIONS: [f64; 4] = [0.50, 0.90, 0.95, 0.99];
+use super::metric::{FRACTIONS, TimeWeighted};
 
 /// Bits of a value's key decided per histogram pass.
 const DIGIT: u32 = 16;
