@@ -78,7 +78,9 @@ impl Timeline {
                 settled: 0,
                 lists: Default::default(),
                 group: Vec::new(),
-                sums: std::array::from_fn(|_| Summer::new()),
+                // Room for every step of the spans room was made for (`Timeline::reserve`): at
+                // most a step at each of a span's three times.
+                sums: std::array::from_fn(|_| Summer::with_capacity(self.spans.capacity().saturating_mul(3))),
                 at: Default::default(),
             }));
         }

@@ -73,7 +73,12 @@ pub(super) struct Summer {
 
 impl Summer {
     pub(super) fn new() -> Summer {
-        Summer { steps: Steps::new(), level: 0.0, largest: 0.0 }
+        Summer::with_capacity(0)
+    }
+
+    /// A sum with room for `steps` steps (made room for at once, not grown by copies).
+    pub(super) fn with_capacity(steps: usize) -> Summer {
+        Summer { steps: Steps::with_capacity(steps), level: 0.0, largest: 0.0 }
     }
 
     pub(super) fn add(&mut self, (t, d): Event) {

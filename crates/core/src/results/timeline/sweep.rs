@@ -40,7 +40,7 @@ impl Timeline {
         for list in &mut lists {
             sort_about_sorted(list, event_order);
         }
-        let mut sum = Summer::new();
+        let mut sum = Summer::with_capacity(lists.iter().map(Vec::len).sum());
         merge_sorted(lists.each_ref().map(Vec::as_slice), event_order, |e| sum.add(e));
         sum.finish()
     }
@@ -80,7 +80,8 @@ impl Timeline {
         for list in &mut lists {
             sort_about_sorted(list, by_time);
         }
-        let mut sums = [Summer::new(), Summer::new()];
+        let points = lists.iter().map(Vec::len).sum();
+        let mut sums = [Summer::with_capacity(points), Summer::with_capacity(points)];
         // The changes of each curve at the time `at`, summed once the time moves on.
         let mut changes: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
         let mut at = None;
