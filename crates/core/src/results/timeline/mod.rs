@@ -219,17 +219,26 @@ impl Timeline {
         // its concurrency.
         let kept = plan.chunks - if closed { plan.even } else { 0 };
         let two_steps = !chunked || (closed && kept <= self.spans.len() as u64);
+        // The curves settled as the spans came: the decode rate when it is the closed form's.
+        let settled_conc = self.swept(SettledCurve::DecodeConcurrency);
         let (conc, two) = if two_steps {
-            let [conc, rate] = self.sweep_two::<3>(|s, _, e| decoding(s, e), rate_of);
-            (conc, Some(rate))
+            match (settled_conc, self.swept(SettledCurve::ClosedDecodeRate).filter(|_| chunked && closed)) {
+                (Some(conc), Some(rate)) => (Cow::Borrowed(conc), Some(Cow::Borrowed(rate))),
+                _ => {
+                    let [conc, rate] = self.sweep_two::<3>(|s, _, e| decoding(s, e), rate_of);
+                    (Cow::Owned(conc), Some(Cow::Owned(rate)))
+                }
+            }
         } else {
-            (self.sweep_split::<2>(|s, _, e| decoding(s, e)), None)
+            let conc =
+                settled_conc.map_or_else(|| Cow::Owned(self.sweep_split::<2>(|s, _, e| decoding(s, e))), Cow::Borrowed);
+            (conc, None)
         };
         put(&mut out, windows, T::EffectiveDecodeConcurrency, &tw(&conc, 1.0));
         if let (Some((from, to)), [o], None) = (plan.streamed, &mut out[..], &two) {
             o.extend(self.decode_streamed(rate_of, closed, &conc, from, to));
         } else {
-            let rate = two.unwrap_or_else(|| self.sweep_with(rate_of, closed));
+            let rate = two.unwrap_or_else(|| Cow::Owned(self.sweep_with(rate_of, closed)));
             put(&mut out, windows, T::EffectiveDecodeThroughput, &tw(&rate, PER_SECOND));
             put_per_user(
                 &mut out,

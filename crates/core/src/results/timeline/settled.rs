@@ -5,7 +5,7 @@
 use super::steps::{Steps, Summer};
 
 /// How many curves are swept as the spans come.
-pub(super) const SETTLED: usize = 4;
+pub(super) const SETTLED: usize = 6;
 
 /// A curve swept as the spans come: its index in [`Settling::Swept`].
 #[derive(Clone, Copy, Debug)]
@@ -14,6 +14,9 @@ pub(super) enum SettledCurve {
     Total = 1,
     PrefillConcurrency = 2,
     PrefillRate = 3,
+    DecodeConcurrency = 4,
+    /// The decode rate with evenly spaced chunks in closed form (the events of `closed_decode`).
+    ClosedDecodeRate = 5,
 }
 
 /// Where a span's changes of the settled curves fall.
@@ -22,6 +25,8 @@ pub(super) enum Phase {
     Send,
     FirstToken,
     End,
+    /// The span's last chunk, where its closed-form decode rate ends.
+    LastChunk,
 }
 
 /// A span's changes of the settled curves at one of its times: its rates of prefill and of
@@ -34,6 +39,8 @@ pub(super) struct Point {
     pub(super) first: bool,
     pub(super) prefill: Option<f64>,
     pub(super) decode: Option<f64>,
+    /// The decode rate in closed form (`closed_decode`'s), from the first token to the last chunk.
+    pub(super) closed: Option<f64>,
 }
 
 /// Where the curves swept as a timeline's spans come stand.
@@ -43,9 +50,9 @@ pub(super) enum Settling {
     #[default]
     Off,
     Sweeping(Box<Sweeping>),
-    /// Every span was in: the curves made, and how many spans they hold (a span added since
-    /// leaves them out of date).
-    Swept(Box<[Steps; SETTLED]>, usize),
+    /// Every span was in: the curves made (`None`: one a span could not be settled in), and how
+    /// many spans they hold (a span added since leaves them out of date).
+    Swept(Box<[Option<Steps>; SETTLED]>, usize),
     /// A span came with an event before a time already settled: the curves are swept at the
     /// report.
     Dropped,
@@ -54,13 +61,17 @@ pub(super) enum Settling {
 /// The settled curves being swept.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Sweeping {
-    /// Spans taken up.
+    /// Spans taken up, and their entries of the timeline's chunks.
     pub(super) fed: usize,
+    pub(super) fed_chunks: usize,
+    /// Whether the closed-form decode rate is still settled: a span whose rate takes more than
+    /// one step up and one down (uneven chunks) leaves it to the report.
+    pub(super) closed_ok: bool,
     /// Every change before this time is summed.
     pub(super) settled: u64,
-    /// The points not summed yet: at a span's send, at its end, at its first token (the spans
-    /// come about in the order of their ends).
-    pub(super) lists: [Vec<Point>; 3],
+    /// The points not summed yet: at a span's send, at its end, at its first token, at its last
+    /// chunk (the spans come about in the order of their ends).
+    pub(super) lists: [Vec<Point>; 4],
     /// The points at the time being summed.
     pub(super) group: Vec<Point>,
     pub(super) sums: [Summer; SETTLED],

@@ -3,34 +3,59 @@
 //! that the report finds those curves made. Each curve is the one its sweep at the report makes
 //! (its events summed in [`event_order`](super::steps::event_order)), to the bit.
 //!
-//! The curves are those whose events all fall at a span's send, first token or end, whatever
-//! the run's chunks: the concurrency, the total throughput, the prefill concurrency and the
-//! prefill throughput.
+//! The curves are those whose events all fall at a span's send, first token, last chunk or end,
+//! whatever the run's chunks: the concurrency, the total throughput, the prefill concurrency and
+//! the prefill throughput, the decode concurrency, and the decode rate with evenly spaced chunks
+//! in closed form (a span with uneven chunks leaves that one to the report).
 
-use super::events::{even_decode_rate, prefill_rate};
+use super::events::{closed_decode, even_decode_rate, prefill_rate};
 #[cfg(doc)]
-use super::events::{in_flight, prefilling};
+use super::events::{decoding, in_flight, prefilling};
 use super::settled::{Phase, Point, SETTLED, SettledCurve, Settling, Sweeping};
 use super::spans::{NO_TIME, Span, Timeline};
 use super::steps::{Event, Steps, Summer, merge_sorted, sort_about_sorted, sum_changes};
 
+/// A span's points, how many of them there are, and whether its closed-form decode rate is one
+/// step up at the first token and one down at the last chunk (or none).
+type Points = ([Point; 4], usize, bool);
+
 impl Point {
-    /// The span's points: at its send, at its first token (when it has one), at its end.
-    fn of(s: &Span, e: &mut Vec<Event>) -> ([Point; 3], usize) {
+    /// The span's points (`kept`: its entries of the timeline's chunks): at its send, at its
+    /// end, at its first token (when it has one), at its last chunk (when its closed-form decode
+    /// rate ends there).
+    fn of(s: &Span, kept: &[u64], e: &mut Vec<Event>) -> Points {
         let mut rate = |f: fn(&Span, &mut Vec<Event>)| {
             e.clear();
             f(s, e);
             e.first().map(|&(_, r)| r)
         };
         let (prefill, decode) = (rate(prefill_rate), rate(even_decode_rate));
+        e.clear();
+        closed_decode(s, kept, e);
+        let (closed, last, simple) = match e[..] {
+            [] => (None, NO_TIME, true),
+            [(up, r), (down, _)] if up == s.first => (Some(r), down, true),
+            _ => (None, NO_TIME, false),
+        };
         let first = s.first != NO_TIME;
-        let at = |t, phase| Point { t, phase, first, prefill, decode };
-        let points = [at(s.start, Phase::Send), at(s.end, Phase::End), at(s.first, Phase::FirstToken)];
-        (points, if first { 3 } else { 2 })
+        let at = |t, phase| Point { t, phase, first, prefill, decode, closed };
+        let points = [
+            at(s.start, Phase::Send),
+            at(s.end, Phase::End),
+            at(s.first, Phase::FirstToken),
+            at(last, Phase::LastChunk),
+        ];
+        let n = match (first, closed) {
+            (false, _) => 2,
+            (true, None) => 3,
+            (true, Some(_)) => 4,
+        };
+        (points, n, simple)
     }
 
     /// Gives the point's change of each curve to `f` (curve, change): [`in_flight`],
-    /// [`prefilling`], [`prefill_rate`] and [`even_decode_rate`] at this time of the span.
+    /// [`prefilling`], [`prefill_rate`] and [`even_decode_rate`], [`decoding`] and
+    /// [`closed_decode`] at this time of the span.
     fn changes(&self, mut f: impl FnMut(usize, f64)) {
         use SettledCurve as C;
         match self.phase {
@@ -46,6 +71,7 @@ impl Point {
             }
             Phase::FirstToken => {
                 f(C::PrefillConcurrency as usize, -1.0);
+                f(C::DecodeConcurrency as usize, 1.0);
                 if let Some(r) = self.prefill {
                     f(C::Total as usize, -r);
                     f(C::PrefillRate as usize, -r);
@@ -53,11 +79,22 @@ impl Point {
                 if let Some(r) = self.decode {
                     f(C::Total as usize, r);
                 }
+                if let Some(r) = self.closed {
+                    f(C::ClosedDecodeRate as usize, r);
+                }
             }
             Phase::End => {
                 f(C::Concurrency as usize, -1.0);
+                if self.first {
+                    f(C::DecodeConcurrency as usize, -1.0);
+                }
                 if let Some(r) = self.decode {
                     f(C::Total as usize, -r);
+                }
+            }
+            Phase::LastChunk => {
+                if let Some(r) = self.closed {
+                    f(C::ClosedDecodeRate as usize, -r);
                 }
             }
         }
@@ -75,6 +112,8 @@ impl Timeline {
         if matches!(state, Settling::Off) {
             state = Settling::Sweeping(Box::new(Sweeping {
                 fed: 0,
+                fed_chunks: 0,
+                closed_ok: true,
                 settled: 0,
                 lists: Default::default(),
                 group: Vec::new(),
@@ -89,7 +128,12 @@ impl Timeline {
                 false => Settling::Dropped,
                 true if before_ns == u64::MAX => {
                     s.sum_before(u64::MAX, true);
-                    Settling::Swept(Box::new(s.sums.map(Summer::finish)), s.fed)
+                    let closed_ok = s.closed_ok;
+                    let mut curves = s.sums.map(|sum| Some(sum.finish()));
+                    if !closed_ok {
+                        curves[SettledCurve::ClosedDecodeRate as usize] = None;
+                    }
+                    Settling::Swept(Box::new(curves), s.fed)
                 }
                 true => {
                     s.sum_before(before_ns, false);
@@ -104,7 +148,7 @@ impl Timeline {
     /// A curve swept as the spans came, once made with every span in.
     pub(super) fn swept(&self, curve: SettledCurve) -> Option<&Steps> {
         match &self.settling {
-            Settling::Swept(curves, fed) if *fed == self.spans.len() => curves.get(curve as usize),
+            Settling::Swept(curves, fed) if *fed == self.spans.len() => curves.get(curve as usize)?.as_ref(),
             _ => None,
         }
     }
@@ -117,7 +161,16 @@ impl Sweeping {
         let mut events = Vec::with_capacity(2);
         for i in self.fed..tl.spans.len() {
             let s = tl.span(i);
-            let (points, n) = Point::of(&s, &mut events);
+            let n = Span::kept_of(s.later_chunks);
+            // As `Timeline::each_span` gives a span its chunks.
+            let kept = if tl.chunks.is_empty() {
+                &[][..]
+            } else {
+                tl.chunks.get(self.fed_chunks..self.fed_chunks + n).unwrap_or(&[])
+            };
+            self.fed_chunks += n;
+            let (points, n, simple) = Point::of(&s, kept, &mut events);
+            self.closed_ok &= simple;
             for (list, p) in self.lists.iter_mut().zip(&points[..n]) {
                 if p.t < self.settled {
                     return false;
@@ -134,12 +187,12 @@ impl Sweeping {
     /// [`event_order`](super::steps::event_order).
     fn sum_before(&mut self, before: u64, all: bool) {
         let by_time = |x: &Point, y: &Point| x.t.cmp(&y.t);
-        let mut cut = [0; 3];
+        let mut cut = [0; 4];
         for (list, cut) in self.lists.iter_mut().zip(&mut cut) {
             sort_about_sorted(list, by_time);
             *cut = if all { list.len() } else { list.partition_point(|p| p.t < before) };
         }
-        let ready: [&[Point]; 3] = std::array::from_fn(|j| &self.lists[j][..cut[j]]);
+        let ready: [&[Point]; 4] = std::array::from_fn(|j| &self.lists[j][..cut[j]]);
         let (sums, at, group) = (&mut self.sums, &mut self.at, &mut self.group);
         merge_sorted(ready, by_time, |p| {
             if group.first().is_some_and(|g| g.t != p.t) {

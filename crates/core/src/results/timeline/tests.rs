@@ -632,11 +632,13 @@ fn chunked(
 }
 
 /// The settled curves of [`Timeline::settle`] with their events as [`CURVES`] and [`SPLIT`] make them.
-const SETTLED_CURVES: [(SettledCurve, Curve<'static>); 4] = [
+const SETTLED_CURVES: [(SettledCurve, Curve<'static>); 6] = [
     (SettledCurve::Concurrency, CURVES[0]),
     (SettledCurve::Total, CURVES[1]),
     (SettledCurve::PrefillConcurrency, SPLIT[2]),
     (SettledCurve::PrefillRate, CURVES[3]),
+    (SettledCurve::DecodeConcurrency, SPLIT[1]),
+    (SettledCurve::ClosedDecodeRate, &closed_decode),
 ];
 
 fn metric_bits(m: &[(TimelineMetric, TimeWeighted)]) -> Vec<(TimelineMetric, [u64; 8])> {
@@ -648,10 +650,12 @@ proptest::proptest! {
 
     /// Requests handed over about as a simulation does (by end, in batches), many sharing
     /// times (sends at their first token, first tokens at their end, sends at their end), some
-    /// failed: settled after each batch before the earliest send still to come, each settled curve
-    /// is the sort of all its events, and the report's metrics are those of the curves swept at
-    /// the report. A time settled too late, or a span added once every span was said to be in,
-    /// leaves the curves to the report, with the same metrics.
+    /// failed, their chunks evenly spaced or not: settled after each batch before the earliest
+    /// send still to come, each settled curve is the sort of all its events (the closed-form
+    /// decode rate only while no span's takes more than two steps), and the report's metrics are
+    /// those of the curves swept at the report, with chunks in closed form or not. A time settled
+    /// too late, or a span added once every span was said to be in, leaves the curves to the
+    /// report, with the same metrics.
     #[test]
     fn curves_settled_as_requests_end_are_the_sorted_ones(
         reqs in proptest::collection::vec(
@@ -704,21 +708,39 @@ proptest::proptest! {
             }
         }
         tl.settle(u64::MAX);
+        let mut kept_chunks = Vec::new();
+        plain.each_span(|_, kept| kept_chunks.push(kept.to_vec()));
         let sorted = |each: Curve| {
             let mut e = Vec::new();
-            for s in &spans {
-                each(s, &[], &mut e);
+            for (s, kept) in spans.iter().zip(&kept_chunks) {
+                each(s, kept, &mut e);
             }
             sorted_sweep(e)
         };
+        // Whether some span's closed-form decode rate takes more than a step up and one down.
+        let uneven = spans.iter().zip(&kept_chunks).any(|(s, kept)| {
+            let mut e = Vec::new();
+            closed_decode(s, kept, &mut e);
+            e.len() > 2
+        });
         if dropped {
             proptest::prop_assert!(tl.swept(SettledCurve::Concurrency).is_none(), "settled too late, yet swept");
         } else {
             for (curve, each) in SETTLED_CURVES {
                 let swept = tl.swept(curve);
+                if matches!(curve, SettledCurve::ClosedDecodeRate) && uneven {
+                    proptest::prop_assert!(swept.is_none(), "uneven chunks, yet the closed decode rate swept");
+                    continue;
+                }
                 proptest::prop_assert!(swept.is_some(), "{curve:?} not swept");
                 proptest::prop_assert_eq!(bits(swept.unwrap()), bits(&sorted(each)));
             }
+        }
+        let windows = plain.window().map(|w| vec![w]).unwrap_or_default();
+        for closed_above in [0, u64::MAX] {
+            let (got, want) =
+                (tl.metrics_over_with(&windows, u64::MAX, closed_above), plain.metrics_over_with(&windows, u64::MAX, closed_above));
+            proptest::prop_assert_eq!(got.iter().map(|m| metric_bits(m)).collect::<Vec<_>>(), want.iter().map(|m| metric_bits(m)).collect::<Vec<_>>());
         }
         if after {
             let r = streamed(0, vec![1, 2, 3], 4, 5, 3);
