@@ -16,6 +16,11 @@ pub trait Fork {
     fn at_once(&self) -> bool {
         false
     }
+
+    /// How many parts run at once (1: in turn), to split a computation into as many.
+    fn width(&self) -> usize {
+        1
+    }
 }
 
 /// Each part in turn, on the caller's thread: at most one part's memory held at a time.

@@ -47,7 +47,11 @@ impl Fork for Threads {
     }
 
     fn at_once(&self) -> bool {
-        std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+        self.width() > 1
+    }
+
+    fn width(&self) -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     }
 }
 

@@ -43,6 +43,7 @@ pub use outcome::{ReplicaStats, Sample, SimRequest, Simulation};
 pub use timing::Engine;
 
 use crate::analysis::Interner;
+use crate::fork::{Fork, InTurn, Part};
 use crate::replay::dispatch::{Dispatch, Job, Peek};
 use crate::replay::schedule::{Schedule, ScheduleError, Starts, Timing};
 use crate::rng::PyRandom;
@@ -259,8 +260,14 @@ impl BlockIds {
     /// row at most once (see [`mark_once`]); the simulations of `schedule` give the same results
     /// with or without it, faster with it.
     pub fn mark_once(&mut self, trace: &Trace, schedule: &Schedule) {
+        self.mark_once_on(trace, schedule, &InTurn);
+    }
+
+    /// [`BlockIds::mark_once`] with its passes over the numbers split among parts given to
+    /// `fork`: the same numbers.
+    pub fn mark_once_on(&mut self, trace: &Trace, schedule: &Schedule, fork: &impl Fork) {
         if rows_sent_once(trace, schedule) {
-            self.blocks = mark_once(&mut self.ids, self.blocks);
+            self.blocks = mark_once(&mut self.ids, self.blocks, fork);
         }
     }
 }
@@ -687,34 +694,67 @@ fn rows_sent_once(trace: &Trace, schedule: &Schedule) -> bool {
 /// keep no entry for it. The others are numbered again densely in the same order, so that the
 /// block table indexed by them is as small as the blocks used more than once. Returns how many
 /// numbers are left; numbers reaching `ONCE` itself leave `ids` as they are.
-fn mark_once(ids: &mut [u32], blocks: usize) -> usize {
+///
+/// The uses are counted in two bits a block (met, met again), so the tables stay in the
+/// processor's cache; a block's new number is its old one less the blocks met once below it.
+/// `ids` is counted and rewritten a stretch a part, as many parts as `fork` runs at once (at most
+/// four), each counting into tables of its own.
+fn mark_once(ids: &mut [u32], blocks: usize, fork: &impl Fork) -> usize {
     if blocks > cache::ONCE as usize {
         return blocks;
     }
-    let mut seen = vec![0u8; blocks];
-    for &n in ids.iter() {
-        if let Some(c) = seen.get_mut(n as usize) {
-            *c = c.saturating_add(1);
+    let words = blocks.div_ceil(64);
+    let at = |n: u32| ((n / 64) as usize, 1u64 << (n % 64));
+    let stretch = ids.len().div_ceil(fork.width().clamp(1, 4)).max(1);
+    let counts: Vec<Part<'_, [Vec<u64>; 2]>> = ids
+        .chunks(stretch)
+        .map(|part| {
+            Box::new(move || {
+                let (mut met, mut again) = (vec![0u64; words], vec![0u64; words]);
+                for &n in part {
+                    let (w, bit) = at(n);
+                    if let (Some(m), Some(a)) = (met.get_mut(w), again.get_mut(w)) {
+                        *a |= *m & bit;
+                        *m |= bit;
+                    }
+                }
+                [met, again]
+            }) as Part<'_, [Vec<u64>; 2]>
+        })
+        .collect();
+    let mut counts = fork.run(counts).into_iter();
+    let [mut met, mut again] = counts.next().unwrap_or_else(|| [vec![0; words], vec![0; words]]);
+    for [m2, a2] in counts {
+        for (((m, a), m2), a2) in met.iter_mut().zip(&mut again).zip(m2).zip(a2) {
+            *a |= a2 | (*m & m2);
+            *m |= m2;
         }
     }
-    // Each old number's new one: `ONCE`, or the next dense number in the old numbers' order.
-    let mut renumbered = Vec::with_capacity(blocks);
-    let mut next = 0u32;
-    for &c in &seen {
-        if c == 1 {
-            renumbered.push(cache::ONCE);
-        } else {
-            renumbered.push(next);
-            next += 1;
-        }
+    // The blocks met once, and before each word of them how many come below it.
+    let once: Vec<u64> = met.iter().zip(&again).map(|(m, a)| m & !a).collect();
+    drop((met, again));
+    let mut below = Vec::with_capacity(words);
+    let mut singles = 0u32;
+    for w in &once {
+        below.push(singles);
+        singles += w.count_ones();
     }
-    drop(seen);
-    for n in ids.iter_mut() {
-        if let Some(&m) = renumbered.get(*n as usize) {
-            *n = m;
-        }
-    }
-    next as usize
+    let (once, below) = (&once, &below);
+    let rewrites: Vec<Part<'_, ()>> = ids
+        .chunks_mut(stretch)
+        .map(|part| {
+            Box::new(move || {
+                for n in part {
+                    let (w, bit) = at(*n);
+                    if let (Some(&o), Some(&b)) = (once.get(w), below.get(w)) {
+                        *n = if o & bit != 0 { cache::ONCE } else { *n - b - (o & (bit - 1)).count_ones() };
+                    }
+                }
+            }) as Part<'_, ()>
+        })
+        .collect();
+    fork.run(rewrites);
+    blocks - singles as usize
 }
 
 /// A row's block numbers: its span of the trace's arena, numbered.

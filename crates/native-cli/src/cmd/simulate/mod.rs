@@ -107,7 +107,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut numbered = ids
         .map_err(|_| anyhow::anyhow!("the numbering of the trace's blocks failed"))?
         .with_context(|| format!("simulate {}", args.file.display()))?;
-    numbered.mark_once(&trace, &schedule);
+    numbered.mark_once_on(&trace, &schedule, &crate::threads::Threads);
     let sample_every_ns = sample_every_ns(&schedule, args.samples);
     let mut held = Some(Held { trace, schedule, ids: numbered });
     let engine = calibration.map_or(
