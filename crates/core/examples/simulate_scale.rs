@@ -40,7 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let t = Instant::now();
     let mut ids = BlockIds::of(&trace)?;
-    ids.mark_once(&trace, &schedule);
+    ids.mark_once(&schedule);
     let numbered = t.elapsed();
     // On a noisy machine the least of several simulations of the same input is the steadier
     // figure: `SIMULATE_SCALE_REPEAT=N` simulates N times.
@@ -50,8 +50,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..repeat.max(1) {
         let t = Instant::now();
         let cpu = cpu_ns();
-        sim =
-            Some(simulate_numbered(&trace, Arc::clone(&schedule), &ids, &cluster, &mut |_: usize, _: &SimRequest| {})?);
+        sim = Some(simulate_numbered(
+            trace.rows(),
+            Arc::clone(&schedule),
+            &ids,
+            &cluster,
+            &mut |_: usize, _: &SimRequest| {},
+        )?);
         simulated = simulated.min(t.elapsed());
         if let (Some(a), Some(b)) = (cpu, cpu_ns()) {
             println!("simulate {:.2} s, CPU {:.2} s", t.elapsed().as_secs_f64(), (b - a) as f64 / 1e9);

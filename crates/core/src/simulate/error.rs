@@ -19,6 +19,8 @@ pub enum SimulateError {
     TooManyBlocks,
     #[error("the tokens of a step must be at least 1, got 0")]
     ZeroBatchTokens,
-    #[error("the numbered blocks are not the trace's: {numbered} numbered, the trace has {hash_ids} hash ids")]
-    BlockIdsOfAnotherTrace { numbered: usize, hash_ids: usize },
+    #[error(
+        "the numbered blocks are not the trace's: {numbered} rows numbered, the trace has {rows} rows, a row's blocks reaching {reach} of {blocks}"
+    )]
+    BlockIdsOfAnotherTrace { numbered: usize, rows: usize, reach: usize, blocks: usize },
 }

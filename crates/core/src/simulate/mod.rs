@@ -47,7 +47,7 @@ use crate::fork::{Fork, InTurn, Part};
 use crate::replay::dispatch::{Dispatch, Job, Peek};
 use crate::replay::schedule::{Schedule, ScheduleError, Starts, Timing};
 use crate::rng::PyRandom;
-use crate::trace::Trace;
+use crate::trace::{Row, Trace};
 
 /// The schedule a simulation replays: the trace's timestamps shifted to start at zero (a fixed
 /// schedule with AIPerf's auto offset), in `aiperf-cli simulate` and the browser alike.
@@ -152,7 +152,7 @@ impl Started {
 }
 
 struct Sim<'a> {
-    trace: &'a Trace,
+    rows: &'a [Row],
     /// The trace's hash ids as dense block numbers, row by row as in the trace's arena.
     ids: &'a [u32],
     blocks: Blocks,
@@ -231,8 +231,8 @@ pub fn simulate_observed(
 ) -> Result<Simulation, SimulateError> {
     cluster.check()?;
     let mut ids = BlockIds::of(trace)?;
-    ids.mark_once(trace, &schedule);
-    simulate_numbered(trace, schedule, &ids, cluster, &mut { on_end })
+    ids.mark_once(&schedule);
+    simulate_numbered(trace.rows(), schedule, &ids, cluster, &mut { on_end })
 }
 
 /// The trace's hash ids numbered densely from 0 (the block table's numbers), row by row as in
@@ -243,6 +243,8 @@ pub struct BlockIds {
     ids: Vec<u32>,
     /// The distinct hash ids.
     blocks: usize,
+    /// The trace's rows.
+    rows: usize,
 }
 
 impl BlockIds {
@@ -253,39 +255,43 @@ impl BlockIds {
         if interner.overflowed() {
             return Err(SimulateError::TooManyBlocks);
         }
-        Ok(BlockIds { ids, blocks: interner.size() })
+        Ok(BlockIds { ids, blocks: interner.size(), rows: trace.len() })
     }
 
     /// Gives the blocks that occur once the number [`cache::ONCE`] when `schedule` sends every
     /// row at most once (see [`mark_once`]); the simulations of `schedule` give the same results
     /// with or without it, faster with it.
-    pub fn mark_once(&mut self, trace: &Trace, schedule: &Schedule) {
-        self.mark_once_on(trace, schedule, &InTurn);
+    pub fn mark_once(&mut self, schedule: &Schedule) {
+        self.mark_once_on(schedule, &InTurn);
     }
 
     /// [`BlockIds::mark_once`] with its passes over the numbers split among parts given to
     /// `fork`: the same numbers.
-    pub fn mark_once_on(&mut self, trace: &Trace, schedule: &Schedule, fork: &impl Fork) {
-        if rows_sent_once(trace, schedule) {
+    pub fn mark_once_on(&mut self, schedule: &Schedule, fork: &impl Fork) {
+        if rows_sent_once(self.rows, schedule) {
             self.blocks = mark_once(&mut self.ids, self.blocks, fork);
         }
     }
 }
 
-/// [`simulate_observed`] of the trace's blocks numbered beforehand ([`BlockIds::of`] of `trace`),
-/// told to an [`Observer`].
+/// [`simulate_observed`] of a trace's rows (its hash ids' values no longer needed:
+/// [`Trace::into_parts`]) and its blocks numbered beforehand ([`BlockIds::of`] of the trace), told
+/// to an [`Observer`].
 pub fn simulate_numbered(
-    trace: &Trace,
+    rows: &[Row],
     schedule: Arc<Schedule>,
     ids: &BlockIds,
     cluster: &Cluster,
     on_end: &mut dyn Observer,
 ) -> Result<Simulation, SimulateError> {
     cluster.check()?;
-    if ids.ids.len() != trace.all_hash_ids().len() {
+    let reach = rows.iter().map(|r| r.ids_range().end).max().unwrap_or(0);
+    if ids.rows != rows.len() || reach > ids.ids.len() {
         return Err(SimulateError::BlockIdsOfAnotherTrace {
-            numbered: ids.ids.len(),
-            hash_ids: trace.all_hash_ids().len(),
+            numbered: ids.rows,
+            rows: rows.len(),
+            reach,
+            blocks: ids.ids.len(),
         });
     }
     let blocks = Blocks::new(cluster.replicas as usize, ids.blocks, cluster.kv_blocks, cluster.policy);
@@ -304,7 +310,7 @@ pub fn simulate_numbered(
         })
         .collect();
     let mut sim = Sim {
-        trace,
+        rows,
         ids,
         blocks,
         overlaps: Vec::new(),
@@ -324,7 +330,7 @@ pub fn simulate_numbered(
         seq: 0,
         rr: 0,
         rng: PyRandom::new(cluster.seed),
-        out: Simulation { requests: Vec::with_capacity(trace.len()), ..Simulation::default() },
+        out: Simulation { requests: Vec::with_capacity(rows.len()), ..Simulation::default() },
         next_sample_ns: 0,
     };
     let mut dispatch = Dispatch::new(schedule, None, None);
@@ -397,7 +403,7 @@ impl Sim<'_> {
     }
 
     fn ids(&self, row: u32) -> &[u32] {
-        row_ids(self.trace, self.ids, row)
+        row_ids(self.rows, self.ids, row)
     }
 
     fn sample_until(&mut self, now: u64) {
@@ -441,7 +447,7 @@ impl Sim<'_> {
                 })
                 .unwrap_or(0),
             Router::KvAware => {
-                let ids = row_ids(self.trace, self.ids, job.row);
+                let ids = row_ids(self.rows, self.ids, job.row);
                 self.blocks.overlaps(ids, &mut self.overlaps);
                 let blocks = ids.len() as f64;
                 let w = self.cluster.overlap_weight;
@@ -542,7 +548,7 @@ impl Sim<'_> {
     fn fits_next(&self, replica: u32, more: usize) -> bool {
         let r = &self.replicas[replica as usize];
         let Some(&idx) = r.waiting.front() else { return false };
-        let ids = row_ids(self.trace, self.ids, self.pending[idx as usize].job.row);
+        let ids = row_ids(self.rows, self.ids, self.pending[idx as usize].job.row);
         // Counting the blocks it would pin is needed only when they might not all fit.
         r.running == 0
             || self.blocks.fits(replica, ids.len() + more)
@@ -553,12 +559,12 @@ impl Sim<'_> {
     /// output blocks planned ([`OutputBlocks`]), and, when `first` (not a resumption after a
     /// preemption), counted in the replica's stats.
     fn start(&mut self, replica: u32, first: bool) -> Started {
-        let (trace, cluster) = (self.trace, self.cluster);
+        let (rows, cluster) = (self.rows, self.cluster);
         let r = &mut self.replicas[replica as usize];
         let idx = r.waiting.pop_front().unwrap_or(0);
         let p = &mut self.pending[idx as usize];
-        let row = trace.rows().get(p.job.row as usize);
-        let ids = row_ids(trace, self.ids, p.job.row);
+        let row = rows.get(p.job.row as usize);
+        let ids = row_ids(rows, self.ids, p.job.row);
         r.waiting_blocks -= ids.len() as u64;
         let bs = u64::from(cluster.block_size);
         let input =
@@ -626,7 +632,7 @@ impl Sim<'_> {
         let (job, replica) = (p.job, p.replica);
         self.blocks.release(replica, &p.held);
         p.held.clear();
-        let blocks = row_ids(self.trace, self.ids, job.row).len() as u64;
+        let blocks = row_ids(self.rows, self.ids, job.row).len() as u64;
         let r = &mut self.replicas[replica as usize];
         r.running -= 1;
         r.running_blocks -= blocks;
@@ -674,9 +680,9 @@ impl Sim<'_> {
 
 /// Whether `schedule` sends each row of `trace` at most once (a fixed schedule's sessions, each
 /// run once): then a block number that occurs once in the trace is asked for by one request only.
-fn rows_sent_once(trace: &Trace, schedule: &Schedule) -> bool {
+fn rows_sent_once(rows: usize, schedule: &Schedule) -> bool {
     let Starts::Listed(starts) = &schedule.starts else { return false };
-    let mut sent = vec![false; trace.len()];
+    let mut sent = vec![false; rows];
     for start in starts {
         let Some(session) = schedule.sessions.get(start.session as usize) else { return false };
         for turn in session.turns.iter().take(start.turns as usize) {
@@ -758,8 +764,8 @@ fn mark_once(ids: &mut [u32], blocks: usize, fork: &impl Fork) -> usize {
 }
 
 /// A row's block numbers: its span of the trace's arena, numbered.
-fn row_ids<'a>(trace: &Trace, ids: &'a [u32], row: u32) -> &'a [u32] {
-    trace.rows().get(row as usize).and_then(|r| ids.get(trace.hash_ids_range(r))).unwrap_or(&[])
+fn row_ids<'a>(rows: &[Row], ids: &'a [u32], row: u32) -> &'a [u32] {
+    rows.get(row as usize).and_then(|r| ids.get(r.ids_range())).unwrap_or(&[])
 }
 
 fn us_to_ns(us: f64) -> u64 {

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::results::record::{ChunkTimes, RequestRecord, ServerUsage};
-use crate::trace::Trace;
+use crate::trace::Row;
 
 /// One simulated request.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -33,8 +33,8 @@ pub struct SimRequest {
 impl SimRequest {
     /// The request as a run's record: sent at its arrival, a chunk per output token, the server's
     /// usage with the cached tokens, the replica as its URL index.
-    pub fn record(&self, trace: &Trace) -> RequestRecord {
-        RequestRecord { chunk_ns: self.chunks().to_vec(), ..self.record_without_chunks(trace) }
+    pub fn record(&self, rows: &[Row]) -> RequestRecord {
+        RequestRecord { chunk_ns: self.chunks().to_vec(), ..self.record_without_chunks(rows) }
     }
 
     /// Its chunks: one an output token, the first at its first token, then one every `itl_ns`.
@@ -44,8 +44,8 @@ impl SimRequest {
 
     /// [`SimRequest::record`] without its chunks listed (they are [`SimRequest::chunks`]), for
     /// [`crate::results::aggregate::Aggregate::add_chunks`].
-    pub fn record_without_chunks(&self, trace: &Trace) -> RequestRecord {
-        let row = trace.rows().get(self.row as usize);
+    pub fn record_without_chunks(&self, rows: &[Row]) -> RequestRecord {
+        let row = rows.get(self.row as usize);
         RequestRecord {
             session_id: row.and_then(|r| r.session_id.as_deref().or(r.conversation_id())).map(str::to_string),
             trace_line: row.map_or(self.row + 1, |r| if r.line == 0 { self.row + 1 } else { r.line }),

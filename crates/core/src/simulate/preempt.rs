@@ -11,7 +11,7 @@ impl super::Sim<'_> {
     /// its blocks are released and it waits first in line; counted in the replica's stats.
     pub(super) fn preempt(&mut self, idx: u32) {
         let (job, replica) = self.release(idx);
-        let blocks = row_ids(self.trace, self.ids, job.row).len() as u64;
+        let blocks = row_ids(self.rows, self.ids, job.row).len() as u64;
         let r = &mut self.replicas[replica as usize];
         r.waiting.push_front(idx);
         r.waiting_blocks += blocks;

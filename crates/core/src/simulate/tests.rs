@@ -57,15 +57,15 @@ fn run(trace: &Trace, cluster: &Cluster) -> Simulation {
     let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
     let schedule = Arc::new(build(trace, timing, None).unwrap());
     let mut ids = BlockIds::of(trace).unwrap();
-    ids.mark_once(trace, &schedule);
+    ids.mark_once(&schedule);
     let mut observer = Handed::default();
-    let sim = simulate_numbered(trace, Arc::clone(&schedule), &ids, cluster, &mut observer).unwrap();
+    let sim = simulate_numbered(trace.rows(), Arc::clone(&schedule), &ids, cluster, &mut observer).unwrap();
     assert_eq!(observer.arrivals_from, u64::MAX, "every request in, and told so");
     let observed = simulate_observed(trace, Arc::clone(&schedule), cluster, &mut |_, _| {}).unwrap();
     assert_eq!(observed, sim);
     // Keeping none of its requests, the simulation hands over the same ones in the same order.
     let mut keeping_none = Handed { keeps_none: true, ..Handed::default() };
-    let lean = simulate_numbered(trace, schedule, &ids, cluster, &mut keeping_none).unwrap();
+    let lean = simulate_numbered(trace.rows(), schedule, &ids, cluster, &mut keeping_none).unwrap();
     assert_eq!(keeping_none.requests, observer.requests);
     assert_eq!(lean, Simulation { requests: Vec::new(), ..sim.clone() });
     let handed = observer.requests;
@@ -556,7 +556,7 @@ fn the_record_metrics_read_leaves_out_the_rows_session_and_line() {
     let sim = run(&trace, &one(None));
     let (mut full, mut bare) = (Aggregate::default(), Aggregate::default());
     for r in &sim.requests {
-        let (a, b) = (r.record_without_chunks(&trace), r.record_for_metrics());
+        let (a, b) = (r.record_without_chunks(trace.rows()), r.record_for_metrics());
         assert_eq!(a.session_id, Some(format!("s{}", r.row)));
         assert_eq!((a.trace_line, b.trace_line), (10 + r.row, 1 + r.row));
         assert_eq!(RequestRecord { session_id: a.session_id.clone(), trace_line: a.trace_line, ..b.clone() }, a);
@@ -594,16 +594,26 @@ fn blocks_numbered_beforehand_simulate_alike() {
     let whole = run(&trace, &cluster);
     let mut ids = BlockIds::of(&trace).unwrap();
     let unmarked =
-        simulate_numbered(&trace, Arc::clone(&schedule), &ids, &cluster, &mut |_: usize, _: &SimRequest| {}).unwrap();
-    ids.mark_once(&trace, &schedule);
+        simulate_numbered(trace.rows(), Arc::clone(&schedule), &ids, &cluster, &mut |_: usize, _: &SimRequest| {})
+            .unwrap();
+    ids.mark_once(&schedule);
     let marked =
-        simulate_numbered(&trace, Arc::clone(&schedule), &ids, &cluster, &mut |_: usize, _: &SimRequest| {}).unwrap();
+        simulate_numbered(trace.rows(), Arc::clone(&schedule), &ids, &cluster, &mut |_: usize, _: &SimRequest| {})
+            .unwrap();
     assert_eq!(unmarked, whole);
     assert_eq!(marked, whole);
     let other = sequential(&rows[..10]);
-    let err = simulate_numbered(&other, Arc::clone(&schedule), &ids, &cluster, &mut |_: usize, _: &SimRequest| {})
-        .unwrap_err();
+    let err =
+        simulate_numbered(other.rows(), Arc::clone(&schedule), &ids, &cluster, &mut |_: usize, _: &SimRequest| {})
+            .unwrap_err();
     assert!(matches!(err, SimulateError::BlockIdsOfAnotherTrace { .. }), "{err}");
+    // As many rows, but with more blocks than were numbered.
+    let wider: Vec<Vec<u64>> = rows.iter().map(|r| r.iter().copied().chain([999]).collect()).collect();
+    let wider = sequential(&wider);
+    let err =
+        simulate_numbered(wider.rows(), Arc::clone(&schedule), &ids, &cluster, &mut |_: usize, _: &SimRequest| {})
+            .unwrap_err();
+    assert!(matches!(err, SimulateError::BlockIdsOfAnotherTrace { rows: 40, .. }), "{err}");
 }
 
 /// Blocks occurring once are given `ONCE`; the others are numbered again densely, in the same

@@ -85,6 +85,12 @@ pub struct Row {
 }
 
 impl Row {
+    /// Where the row's hash ids sit in its trace's arena ([`Trace::all_hash_ids`]).
+    pub fn ids_range(&self) -> std::ops::Range<usize> {
+        let start = self.ids_start as usize;
+        start..start + self.ids_len as usize
+    }
+
     /// A row with the given input and nothing else.
     pub fn new(input: Input) -> Self {
         Row {
@@ -237,8 +243,14 @@ impl Trace {
 
     /// Where a row's ids sit in [`Trace::all_hash_ids`].
     pub fn hash_ids_range(&self, row: &Row) -> std::ops::Range<usize> {
-        let start = row.ids_start as usize;
-        start..start + row.ids_len as usize
+        row.ids_range()
+    }
+
+    /// The rows and, apart, the hash ids' values (a trace's largest part, to let go of on their
+    /// own): each row still says where its ids sit in them ([`Row::ids_range`]), and in any form
+    /// laid out alike (the block numbers of [`crate::simulate::BlockIds`]).
+    pub fn into_parts(self) -> (Vec<Row>, Vec<u64>) {
+        (self.rows, self.ids)
     }
 
     /// Rows with their hash ids, in file order.

@@ -10,7 +10,7 @@ use aiperf_core::results::summary::{RunSummary, shell_command};
 use aiperf_core::simulate::calibrate::Calibration;
 use aiperf_core::simulate::calibrate::steps::StepCalibration;
 use aiperf_core::simulate::{BlockIds, Cluster, Observer, SimRequest, Simulation, simulate_numbered};
-use aiperf_core::trace::Trace;
+use aiperf_core::trace::Row;
 use anyhow::{Context, Result};
 use serde_json::json;
 use std::io::Write;
@@ -100,9 +100,10 @@ impl Handover {
     }
 }
 
-/// What every combination simulates: the trace, its schedule and its blocks numbered.
+/// What every combination simulates: the trace's rows, its schedule and its blocks numbered (the
+/// hash ids' values are let go once numbered).
 pub(super) struct Held {
-    pub(super) trace: Trace,
+    pub(super) rows: Vec<Row>,
     pub(super) schedule: Arc<Schedule>,
     pub(super) ids: BlockIds,
 }
@@ -129,15 +130,15 @@ pub(super) fn simulate_run(
         .then(|| crate::io::exports::records_file(dir, &crate::io::exports::ExportNames::default()))
         .transpose()?;
     let records_path = dir.join(RECORDS_FILE);
-    let Held { trace, schedule, ids: numbered } =
+    let Held { rows, schedule, ids: numbered } =
         held.as_ref().context("the trace was let go after the combinations before")?;
     let (to, from) = std::sync::mpsc::sync_channel(HANDOVER_BATCHES);
     let (sim, aggregate) = std::thread::scope(|s| -> Result<_> {
         let aggregating = std::thread::Builder::new()
-            .spawn_scoped(s, || aggregate_ended(from, trace, out, &records_path))
+            .spawn_scoped(s, || aggregate_ended(from, rows, out, &records_path))
             .context("cannot start the thread aggregating the simulated requests")?;
         let mut handover = Handover { to: Some(to), batch: Vec::with_capacity(HANDOVER_BATCH), arrivals_from: 0 };
-        let sim = simulate_numbered(trace, Arc::clone(schedule), numbered, cluster, &mut handover);
+        let sim = simulate_numbered(rows, Arc::clone(schedule), numbered, cluster, &mut handover);
         handover.send();
         drop(handover);
         Ok((sim, aggregating.join()))
@@ -213,17 +214,17 @@ pub(super) fn simulate_run(
 /// timeline that can be are swept as the batches come ([`aiperf_core::results::timeline::Timeline::settle`]).
 pub(super) fn aggregate_ended(
     from: Receiver<Batch>,
-    trace: &Trace,
+    rows: &[Row],
     mut out: Option<Box<dyn Write + Send>>,
     records_path: &Path,
 ) -> Result<Aggregate> {
-    let mut aggregate = Aggregate::expecting(trace.len());
+    let mut aggregate = Aggregate::expecting(rows.len());
     for (batch, arrivals_from) in from {
         for (_, r) in batch {
             // The aggregate takes a request's evenly spaced chunks as one gap; its line lists them
             // (and the row's session and line, which the metrics do not read).
             let chunks = r.chunks();
-            let mut rec = if out.is_some() { r.record_without_chunks(trace) } else { r.record_for_metrics() };
+            let mut rec = if out.is_some() { r.record_without_chunks(rows) } else { r.record_for_metrics() };
             let metrics = aggregate.add_chunks(&rec, chunks, true, &[]);
             if let Some(out) = out.as_mut() {
                 rec.chunk_ns = chunks.to_vec();

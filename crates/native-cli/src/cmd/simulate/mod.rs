@@ -107,9 +107,12 @@ pub fn run(args: Args) -> Result<()> {
     let mut numbered = ids
         .map_err(|_| anyhow::anyhow!("the numbering of the trace's blocks failed"))?
         .with_context(|| format!("simulate {}", args.file.display()))?;
-    numbered.mark_once_on(&trace, &schedule, &crate::threads::Threads);
+    // The hash ids' values, numbered, are let go on a thread of their own meanwhile.
+    let (rows, hash_ids) = trace.into_parts();
+    let freeing = std::thread::Builder::new().spawn(move || drop(hash_ids));
+    numbered.mark_once_on(&schedule, &crate::threads::Threads);
     let sample_every_ns = sample_every_ns(&schedule, args.samples);
-    let mut held = Some(Held { trace, schedule, ids: numbered });
+    let mut held = Some(Held { rows, schedule, ids: numbered });
     let engine = calibration.map_or(
         Engine {
             prefill_fixed_us: args.prefill_fixed_ms * 1000.0,
@@ -148,6 +151,9 @@ pub fn run(args: Args) -> Result<()> {
         let p50_p99 = |m: Metric| [50.0, 99.0].map(|p| report.get(m).and_then(|d| d.percentile(p)).unwrap_or(0.0));
         let (ttft_ms, latency_ms) = (p50_p99(Metric::TimeToFirstToken), p50_p99(Metric::EffectiveLatency));
         rows.push(Row { name, cluster, calibration, step_calibration, sim, ttft_ms, latency_ms });
+    }
+    if let Ok(freeing) = freeing {
+        let _ = freeing.join();
     }
     let (csv, table, json) = sweep_summary(&rows, &args);
     crate::io::exports::write_file(&args.output_dir.join(SUMMARY_CSV), &csv)?;
