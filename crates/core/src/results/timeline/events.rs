@@ -1,5 +1,6 @@
 //! The events one request makes on each curve.
 
+use super::ramps::Bend;
 use super::spans::{EVENLY, NO_TIME, Span};
 use super::steps::Event;
 
@@ -80,10 +81,6 @@ pub(super) fn closed_decode(s: &Span, later: &[u64], e: &mut Vec<Event>) {
     e.extend([(s.first, rate), (s.first.saturating_add(n.saturating_mul(stride)), -rate)]);
 }
 
-/// A change of a piecewise-linear curve: at its time, the level changes by the first and the
-/// slope (per ns) by the second.
-pub(super) type Bend = (u64, f64, f64);
-
 /// The tokens in flight of a span whose later chunks follow its first evenly, its output as a
 /// ramp: one token at the first chunk, then rising by a chunk's share each stride to the last
 /// chunk, all freed at the end. The steps of [`tokens_in_flight`] lie within one chunk's share
@@ -142,5 +139,36 @@ pub(super) fn tokens_in_flight(s: &Span, later: &[u64], per_chunk: bool, e: &mut
     let freed = if prefilled { s.isl } else { 0.0 } + if output { s.osl } else { 0.0 };
     if prefilled || output {
         e.push((s.end, -freed));
+    }
+}
+
+/// What a span adds to the tokens in flight in closed form, a bend at a time of it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct SpanBends {
+    one: Vec<Bend>,
+    steps: Vec<Event>,
+    buf: Vec<u64>,
+}
+
+impl SpanBends {
+    /// Puts the bends of `s` (`kept`: its entries of the chunks) in `lists`, its j-th in list j,
+    /// the last list taking the rest: a ramp ([`ramp_in_flight`]) when it is evenly spaced, else
+    /// the steps of [`tokens_in_flight`].
+    pub(super) fn put(&mut self, s: &Span, kept: &[u64], per_chunk: bool, lists: &mut [Vec<Bend>; 4]) {
+        let Self { one, steps, buf } = self;
+        one.clear();
+        if s.later_chunks & EVENLY == 0 || ramp_in_flight(s, s.stride, one).is_none() {
+            steps.clear();
+            tokens_in_flight(s, s.later(kept, buf), per_chunk, steps);
+            one.extend(steps.iter().map(|&(t, d)| (t, d, 0.0)));
+        }
+        for (j, &b) in one.iter().enumerate() {
+            lists[j.min(3)].push(b);
+        }
+    }
+
+    /// The bends [`put`](Self::put) last.
+    pub(super) fn last(&self) -> &[Bend] {
+        &self.one
     }
 }

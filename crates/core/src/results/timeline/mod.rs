@@ -37,12 +37,12 @@ mod weighted;
 use std::borrow::Cow;
 
 use events::{
-    Bend, chunk_decode, closed_decode, decoding, even_decode_rate, in_flight, prefill_rate, prefilling, ramp_in_flight,
+    SpanBends, chunk_decode, closed_decode, decoding, even_decode_rate, in_flight, prefill_rate, prefilling,
     tokens_in_flight,
 };
 use metric::PER_SECOND;
 pub use metric::{TimeWeighted, TimelineMetric};
-use ramps::Ramps;
+use ramps::{Bend, Ramps};
 use settled::SettledCurve;
 pub use spans::Timeline;
 use spans::{EVENLY, Span};
@@ -280,7 +280,8 @@ impl Timeline {
         let per_chunk = plan.chunks > 0;
         let in_flight = |s: &Span, later: &[u64], e: &mut Vec<Event>| tokens_in_flight(s, later, per_chunk, e);
         if plan.closed && plan.even > 0 {
-            let ramps = self.in_flight_ramps(per_chunk);
+            // Closed, the run has chunks: the ramps settled count them, as these do.
+            let ramps = self.swept_ramps().map_or_else(|| Cow::Owned(self.in_flight_ramps(per_chunk)), Cow::Borrowed);
             put(&mut out, windows, T::TokensInFlight, &|from, to| ramps.over_window(from, to));
         } else if let (Some((from, to)), [o]) = (plan.streamed, &mut out[..]) {
             o.push((T::TokensInFlight, self.streamed(in_flight, from, to)));
@@ -291,25 +292,12 @@ impl Timeline {
         out
     }
 
-    /// The tokens in flight with each evenly spaced span's output as a ramp ([`ramp_in_flight`]),
-    /// the other spans' steps as [`tokens_in_flight`] makes them.
+    /// The tokens in flight with each evenly spaced span's output as a ramp, the other spans'
+    /// steps as [`tokens_in_flight`] makes them ([`SpanBends`]).
     fn in_flight_ramps(&self, per_chunk: bool) -> Ramps {
-        // A span's j-th bend goes to list j, the last list taking the rest.
         let mut lists: [Vec<Bend>; 4] = std::array::from_fn(|_| Vec::with_capacity(self.spans.len()));
-        let mut one = Vec::with_capacity(4);
-        let mut steps = Vec::new();
-        let mut buf = Vec::new();
-        self.each_span(|s, kept| {
-            one.clear();
-            if s.later_chunks & EVENLY == 0 || ramp_in_flight(s, s.stride, &mut one).is_none() {
-                steps.clear();
-                tokens_in_flight(s, s.later(kept, &mut buf), per_chunk, &mut steps);
-                one.extend(steps.iter().map(|&(t, d)| (t, d, 0.0)));
-            }
-            for (j, &b) in one.iter().enumerate() {
-                lists[j.min(3)].push(b);
-            }
-        });
+        let mut bends = SpanBends::default();
+        self.each_span(|s, kept| bends.put(s, kept, per_chunk, &mut lists));
         Ramps::of(lists)
     }
 }

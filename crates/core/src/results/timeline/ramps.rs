@@ -2,20 +2,65 @@
 
 use std::cmp::Ordering;
 
-use super::events::Bend;
 use super::metric::{FRACTIONS, TimeWeighted};
 use super::steps::{merge_sorted, sort_about_sorted};
 
+/// A change of a piecewise-linear curve: at its time, the level changes by the first and the
+/// slope (per ns) by the second.
+pub(super) type Bend = (u64, f64, f64);
+
 /// A piecewise-linear curve: from each time on, the level there and its slope (per ns) until
 /// the next (sorted, distinct times; 0 before the first).
+#[derive(Clone, Debug, PartialEq)]
 pub(super) struct Ramps {
     bends: Vec<(u64, f64, f64)>,
     /// Levels smaller than this in magnitude are rounding and count as 0.
     floor: f64,
 }
 
+/// A [`Ramps`] being summed, bend after bend in [`bend_order`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct RampsSum {
+    bends: Vec<(u64, f64, f64)>,
+    level: f64,
+    slope: f64,
+    largest: f64,
+}
+
+impl RampsSum {
+    /// A sum with room for `bends` bends.
+    pub(super) fn with_capacity(bends: usize) -> RampsSum {
+        RampsSum { bends: Vec::with_capacity(bends), ..RampsSum::default() }
+    }
+
+    /// The next bend: at the time of the last one, or later.
+    pub(super) fn add(&mut self, (t, dl, ds): Bend) {
+        match self.bends.last_mut() {
+            Some(last) if last.0 == t => {
+                self.level += dl;
+                self.slope += ds;
+                (last.1, last.2) = (self.level, self.slope);
+            }
+            last => {
+                if let Some(&mut (at, _, _)) = last {
+                    self.level += self.slope * (t - at) as f64;
+                    self.largest = self.largest.max(self.level.abs());
+                }
+                self.level += dl;
+                self.slope += ds;
+                self.bends.push((t, self.level, self.slope));
+            }
+        }
+        self.largest = self.largest.max(self.level.abs());
+    }
+
+    pub(super) fn finish(self) -> Ramps {
+        Ramps { bends: self.bends, floor: 1e-9 * self.largest }
+    }
+}
+
 /// The order in which bends are summed: by time, then by level change, then by slope change.
-fn bend_order(a: &Bend, b: &Bend) -> Ordering {
+pub(super) fn bend_order(a: &Bend, b: &Bend) -> Ordering {
     a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.total_cmp(&b.2))
 }
 
@@ -27,28 +72,9 @@ impl Ramps {
         for list in &mut lists {
             sort_about_sorted(list, bend_order);
         }
-        let mut out: Vec<(u64, f64, f64)> = Vec::new();
-        let (mut level, mut slope, mut largest) = (0.0f64, 0.0f64, 0.0f64);
-        merge_sorted(lists.each_ref().map(Vec::as_slice), bend_order, |(t, dl, ds)| {
-            match out.last_mut() {
-                Some(last) if last.0 == t => {
-                    level += dl;
-                    slope += ds;
-                    (last.1, last.2) = (level, slope);
-                }
-                last => {
-                    if let Some(&mut (at, _, _)) = last {
-                        level += slope * (t - at) as f64;
-                        largest = largest.max(level.abs());
-                    }
-                    level += dl;
-                    slope += ds;
-                    out.push((t, level, slope));
-                }
-            }
-            largest = largest.max(level.abs());
-        });
-        Ramps { bends: out, floor: 1e-9 * largest }
+        let mut sum = RampsSum::with_capacity(lists.iter().map(Vec::len).sum());
+        merge_sorted(lists.each_ref().map(Vec::as_slice), bend_order, |b| sum.add(b));
+        sum.finish()
     }
 
     /// The level of the piece starting at `i` at time `t`, rounding counted as 0.

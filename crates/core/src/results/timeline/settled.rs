@@ -2,6 +2,7 @@
 //! ([`Timeline::settle`](super::Timeline::settle)):
 //! the points not summed yet and the sums, then the curves made.
 
+use super::ramps::{Bend, Ramps, RampsSum};
 use super::steps::{Steps, Summer};
 
 /// How many curves are swept as the spans come.
@@ -50,12 +51,22 @@ pub(super) enum Settling {
     #[default]
     Off,
     Sweeping(Box<Sweeping>),
-    /// Every span was in: the curves made (`None`: one a span could not be settled in), and how
-    /// many spans they hold (a span added since leaves them out of date).
-    Swept(Box<[Option<Steps>; SETTLED]>, usize),
+    /// Every span was in: the curves made, and how many spans they hold (a span added since
+    /// leaves them out of date).
+    Swept(Box<Made>, usize),
     /// A span came with an event before a time already settled: the curves are swept at the
     /// report.
     Dropped,
+}
+
+/// The curves settled with every span in.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Made {
+    /// By [`SettledCurve`]; `None`: one a span could not be settled in.
+    pub(super) curves: [Option<Steps>; SETTLED],
+    /// The tokens in flight in closed form, the run's chunks counted (as the report weighs them
+    /// when it takes evenly spaced chunks in closed form).
+    pub(super) ramps: Ramps,
 }
 
 /// The settled curves being swept.
@@ -77,4 +88,8 @@ pub(super) struct Sweeping {
     pub(super) sums: [Summer; SETTLED],
     /// The changes of each curve at the time being summed.
     pub(super) at: [Vec<f64>; SETTLED],
+    /// The tokens in flight's bends not summed yet: a span's j-th in list j, the last list
+    /// taking the rest (about in order), and their sum.
+    pub(super) bends: [Vec<Bend>; 4],
+    pub(super) ramps: RampsSum,
 }

@@ -8,10 +8,11 @@
 //! the prefill throughput, the decode concurrency, and the decode rate with evenly spaced chunks
 //! in closed form (a span with uneven chunks leaves that one to the report).
 
-use super::events::{closed_decode, even_decode_rate, prefill_rate};
+use super::events::{SpanBends, closed_decode, even_decode_rate, prefill_rate};
 #[cfg(doc)]
 use super::events::{decoding, in_flight, prefilling};
-use super::settled::{Phase, Point, SETTLED, SettledCurve, Settling, Sweeping};
+use super::ramps::{Ramps, RampsSum, bend_order};
+use super::settled::{Made, Phase, Point, SETTLED, SettledCurve, Settling, Sweeping};
 use super::spans::{NO_TIME, Span, Timeline};
 use super::steps::{Event, Steps, Summer, merge_sorted, sort_about_sorted, sum_changes};
 
@@ -121,6 +122,9 @@ impl Timeline {
                 // most a step at each of a span's three times.
                 sums: std::array::from_fn(|_| Summer::with_capacity(self.spans.capacity().saturating_mul(3))),
                 at: Default::default(),
+                bends: Default::default(),
+                // A span has at most four bends but for chunks kept one by one.
+                ramps: RampsSum::with_capacity(self.spans.capacity().saturating_mul(4)),
             }));
         }
         self.settling = match state {
@@ -128,12 +132,12 @@ impl Timeline {
                 false => Settling::Dropped,
                 true if before_ns == u64::MAX => {
                     s.sum_before(u64::MAX, true);
-                    let closed_ok = s.closed_ok;
-                    let mut curves = s.sums.map(|sum| Some(sum.finish()));
+                    let Sweeping { sums, closed_ok, ramps, fed, .. } = *s;
+                    let mut curves = sums.map(|sum| Some(sum.finish()));
                     if !closed_ok {
                         curves[SettledCurve::ClosedDecodeRate as usize] = None;
                     }
-                    Settling::Swept(Box::new(curves), s.fed)
+                    Settling::Swept(Box::new(Made { curves, ramps: ramps.finish() }), fed)
                 }
                 true => {
                     s.sum_before(before_ns, false);
@@ -148,7 +152,16 @@ impl Timeline {
     /// A curve swept as the spans came, once made with every span in.
     pub(super) fn swept(&self, curve: SettledCurve) -> Option<&Steps> {
         match &self.settling {
-            Settling::Swept(curves, fed) if *fed == self.spans.len() => curves.get(curve as usize)?.as_ref(),
+            Settling::Swept(made, fed) if *fed == self.spans.len() => made.curves.get(curve as usize)?.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The tokens in flight in closed form with the run's chunks counted, swept as the spans
+    /// came, once made with every span in.
+    pub(super) fn swept_ramps(&self) -> Option<&Ramps> {
+        match &self.settling {
+            Settling::Swept(made, fed) if *fed == self.spans.len() => Some(&made.ramps),
             _ => None,
         }
     }
@@ -159,6 +172,7 @@ impl Sweeping {
     /// time settled.
     fn take_up(&mut self, tl: &Timeline) -> bool {
         let mut events = Vec::with_capacity(2);
+        let mut bends = SpanBends::default();
         for i in self.fed..tl.spans.len() {
             let s = tl.span(i);
             let n = Span::kept_of(s.later_chunks);
@@ -171,6 +185,10 @@ impl Sweeping {
             self.fed_chunks += n;
             let (points, n, simple) = Point::of(&s, kept, &mut events);
             self.closed_ok &= simple;
+            bends.put(&s, kept, true, &mut self.bends);
+            if bends.last().iter().any(|b| b.0 < self.settled) {
+                return false;
+            }
             for (list, p) in self.lists.iter_mut().zip(&points[..n]) {
                 if p.t < self.settled {
                     return false;
@@ -202,6 +220,17 @@ impl Sweeping {
         });
         sum_at(group, sums, at);
         for (list, &cut) in self.lists.iter_mut().zip(&cut) {
+            list.drain(..cut);
+        }
+        let mut cut = [0; 4];
+        for (list, cut) in self.bends.iter_mut().zip(&mut cut) {
+            sort_about_sorted(list, bend_order);
+            *cut = if all { list.len() } else { list.partition_point(|b| b.0 < before) };
+        }
+        let ready: [&[_]; 4] = std::array::from_fn(|j| &self.bends[j][..cut[j]]);
+        let ramps = &mut self.ramps;
+        merge_sorted(ready, bend_order, |b| ramps.add(b));
+        for (list, &cut) in self.bends.iter_mut().zip(&cut) {
             list.drain(..cut);
         }
         self.settled = self.settled.max(before);

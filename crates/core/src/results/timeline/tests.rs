@@ -652,7 +652,8 @@ proptest::proptest! {
     /// times (sends at their first token, first tokens at their end, sends at their end), some
     /// failed, their chunks evenly spaced or not: settled after each batch before the earliest
     /// send still to come, each settled curve is the sort of all its events (the closed-form
-    /// decode rate only while no span's takes more than two steps), and the report's metrics are
+    /// decode rate only while no span's takes more than two steps), the tokens in flight in
+    /// closed form are those made at the report, and the report's metrics are
     /// those of the curves swept at the report, with chunks in closed form or not. A time settled
     /// too late, or a span added once every span was said to be in, leaves the curves to the
     /// report, with the same metrics.
@@ -735,6 +736,7 @@ proptest::proptest! {
                 proptest::prop_assert!(swept.is_some(), "{curve:?} not swept");
                 proptest::prop_assert_eq!(bits(swept.unwrap()), bits(&sorted(each)));
             }
+            proptest::prop_assert_eq!(tl.swept_ramps(), Some(&plain.in_flight_ramps(true)));
         }
         let windows = plain.window().map(|w| vec![w]).unwrap_or_default();
         for closed_above in [0, u64::MAX] {
