@@ -97,8 +97,8 @@ impl Aggregate {
     /// curves given to `fork` as parts: the same report.
     pub fn report_over_on(&self, with_goodput: bool, window: Option<(u64, u64)>, fork: &impl Fork) -> Report {
         let windows: Vec<(u64, u64)> = window.or_else(|| self.timeline.window()).into_iter().collect();
-        let (mut report, groups) =
-            with_timeline(Box::new(|| self.report_of_lists(with_goodput)), &self.timeline, &windows, fork, &[]);
+        let (mut report, groups, _) =
+            with_timeline(Box::new(|| self.report_of_lists(with_goodput)), None, &self.timeline, &windows, fork, &[]);
         report.timeline = Timeline::in_order(&windows, groups).pop().unwrap_or_default();
         report
     }
@@ -130,8 +130,23 @@ impl Aggregate {
     ) -> (Report, Pending) {
         let timeline = std::mem::take(&mut self.timeline);
         let windows: Vec<(u64, u64)> = window.or_else(|| timeline.window()).into_iter().collect();
-        let (report, groups) =
-            with_timeline(Box::new(move || self.report_of_lists(with_goodput)), &timeline, &windows, fork, apart);
+        // Run at once, the chunk gaps' distribution is a part of its own (the longest of the
+        // lists'), where no failed request's gaps join them.
+        let runs = (fork.at_once() && self.failed_icl_ms.is_empty() && self.error_count() == 0)
+            .then(|| std::mem::take(&mut self.inter_chunk_ms));
+        let runs_part =
+            runs.map(|runs| Box::new(move || Distribution::of_runs(&runs)) as Part<'_, Option<Distribution>>);
+        let served_by_runs: Vec<Metric> = runs_part
+            .as_ref()
+            .map(|_| {
+                Metric::ALL.into_iter().filter(|&m| self.served_by(m) == Some(Metric::InterChunkLatency)).collect()
+            })
+            .unwrap_or_default();
+        let lists = Box::new(move || self.report_of_lists(with_goodput));
+        let (mut report, groups, runs) = with_timeline(lists, runs_part, &timeline, &windows, fork, apart);
+        if let Some(d) = runs {
+            put_in_order(&mut report.metrics, &served_by_runs, &d);
+        }
         (report, Pending { timeline, windows, groups, apart: apart.to_vec() })
     }
 
@@ -249,18 +264,21 @@ impl Aggregate {
 }
 
 /// The report of `lists` with `timeline`'s metrics over `window` (else its own), the lists'
-/// statistics and each group of curves a part given to `fork`. Given in turn, the lists come
-/// first: what they hold is dropped before any curve is made; run at once, they come after the
-/// first group of curves, the longest part (the decode rates per chunk).
+/// statistics, the chunk gaps' distribution when apart (`runs`) and each group of curves a part
+/// given to `fork`. Given in turn, the lists come first: what they hold is dropped before any
+/// curve is made; run at once, they come after the first group of curves, the longest part (the
+/// decode rates per chunk), and the chunk gaps after them.
 fn with_timeline<'a>(
     lists: Part<'a, Report>,
+    runs: Option<Part<'a, Option<Distribution>>>,
     timeline: &'a Timeline,
     windows: &'a [(u64, u64)],
     fork: &impl Fork,
     apart: &[usize],
-) -> (Report, Vec<Metrics>) {
+) -> (Report, Vec<Metrics>, Option<Distribution>) {
     enum Done {
         Lists(Box<Report>),
+        Runs(Option<Distribution>),
         Curves(Metrics),
     }
     let mut parts: Vec<Part<'_, Done>> = timeline
@@ -272,14 +290,28 @@ fn with_timeline<'a>(
         .collect();
     let at = usize::from(fork.at_once()).min(parts.len());
     parts.insert(at, Box::new(move || Done::Lists(Box::new(lists()))));
-    let (mut report, mut groups) = (None, Vec::new());
+    if let Some(runs) = runs {
+        parts.insert(at + 1, Box::new(move || Done::Runs(runs())));
+    }
+    let (mut report, mut groups, mut gaps) = (None, Vec::new(), None);
     for done in fork.run(parts) {
         match done {
             Done::Lists(r) => report = Some(*r),
+            Done::Runs(d) => gaps = d,
             Done::Curves(c) => groups.push(c),
         }
     }
-    (report.unwrap_or_default(), groups)
+    (report.unwrap_or_default(), groups, gaps)
+}
+
+/// Puts `d` as the distribution of each of `metrics` into `all` (in [`Metric::ALL`]'s order,
+/// which `all` keeps).
+fn put_in_order(all: &mut Vec<(Metric, Distribution)>, metrics: &[Metric], d: &Distribution) {
+    let place = |m: Metric| Metric::ALL.iter().position(|&x| x == m).unwrap_or(usize::MAX);
+    for &m in metrics {
+        let at = all.iter().position(|(x, _)| place(*x) > place(m)).unwrap_or(all.len());
+        all.insert(at, (m, d.clone()));
+    }
 }
 
 /// The time-weighted metrics of a report, waiting for groups of curves computed apart
