@@ -33,6 +33,29 @@ impl Fork for InTurn {
     }
 }
 
+/// Runs parts last first, as threads might finish them; `at_once`: as if at once (four at a time).
+#[cfg(test)]
+pub(crate) struct LastFirst {
+    pub(crate) at_once: bool,
+}
+
+#[cfg(test)]
+impl Fork for LastFirst {
+    fn run<'a, T: Send + 'a>(&self, parts: Vec<Part<'a, T>>) -> Vec<T> {
+        let mut done: Vec<T> = parts.into_iter().rev().map(|p| p()).collect();
+        done.reverse();
+        done
+    }
+
+    fn at_once(&self) -> bool {
+        self.at_once
+    }
+
+    fn width(&self) -> usize {
+        if self.at_once { 4 } else { 1 }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -626,25 +626,6 @@ fn blocks_used_again_are_numbered_densely() {
     assert_eq!(ids, [0, o, 0, o, 1, 1, o, 2, 2]);
 }
 
-/// Runs parts as at once, last first.
-struct AtOnce;
-
-impl crate::fork::Fork for AtOnce {
-    fn run<'a, T: Send + 'a>(&self, parts: Vec<crate::fork::Part<'a, T>>) -> Vec<T> {
-        let mut done: Vec<T> = parts.into_iter().rev().map(|p| p()).collect();
-        done.reverse();
-        done
-    }
-
-    fn at_once(&self) -> bool {
-        true
-    }
-
-    fn width(&self) -> usize {
-        4
-    }
-}
-
 proptest::proptest! {
     /// Counted and rewritten a stretch a part, the numbers are those of one pass over them all:
     /// a block's uses spread over several stretches count together.
@@ -653,7 +634,7 @@ proptest::proptest! {
         let blocks = ids.iter().max().map_or(0, |&m| m as usize + 1);
         let (mut whole, mut parts) = (ids.clone(), ids);
         let left = super::mark_once(&mut whole, blocks, &crate::fork::InTurn);
-        proptest::prop_assert_eq!(super::mark_once(&mut parts, blocks, &AtOnce), left);
+        proptest::prop_assert_eq!(super::mark_once(&mut parts, blocks, &crate::fork::LastFirst { at_once: true }), left);
         proptest::prop_assert_eq!(parts, whole);
     }
 }

@@ -120,7 +120,7 @@ fn chunk_gaps_kept_as_runs_give_the_written_out_lists_statistics() {
     assert_eq!(bits(all), bits(&Distribution::of(&gaps).unwrap()));
     assert!(agg.inter_chunk_ms().runs().count() < gaps.len() / 2);
     assert_eq!(agg.clone().into_report_over(false, None), report);
-    assert_eq!(agg.clone().into_report_over_on(false, None, &AtOnce), report);
+    assert_eq!(agg.clone().into_report_over_on(false, None, &crate::fork::LastFirst { at_once: true }), report);
 }
 
 proptest::proptest! {
@@ -158,23 +158,8 @@ proptest::proptest! {
         proptest::prop_assert_eq!(format!("{:?}", listed.report(false)), format!("{:?}", even.report(false)));
         // Its parts run at once (the chunk gaps' distribution apart without failed requests),
         // the same report.
-        let at_once = even.clone().into_report_over_on(false, None, &AtOnce);
+        let at_once = even.clone().into_report_over_on(false, None, &crate::fork::LastFirst { at_once: true });
         proptest::prop_assert_eq!(format!("{at_once:?}"), format!("{:?}", even.report(false)));
-    }
-}
-
-/// Runs parts as at once, last first.
-struct AtOnce;
-
-impl crate::fork::Fork for AtOnce {
-    fn run<'a, T: Send + 'a>(&self, parts: Vec<crate::fork::Part<'a, T>>) -> Vec<T> {
-        let mut done: Vec<T> = parts.into_iter().rev().map(|p| p()).collect();
-        done.reverse();
-        done
-    }
-
-    fn at_once(&self) -> bool {
-        true
     }
 }
 

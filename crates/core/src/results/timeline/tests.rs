@@ -56,17 +56,6 @@ fn many_windows_at_once_weigh_as_each_alone() {
     assert_eq!(Timeline::default().metrics_over(&windows), vec![Vec::new(); 4]);
 }
 
-/// Runs the parts last first, as threads might finish them.
-struct LastFirst;
-
-impl crate::fork::Fork for LastFirst {
-    fn run<'a, T: Send + 'a>(&self, parts: Vec<crate::fork::Part<'a, T>>) -> Vec<T> {
-        let mut done: Vec<T> = parts.into_iter().rev().map(|p| p()).collect();
-        done.reverse();
-        done
-    }
-}
-
 #[test]
 fn parts_run_in_any_order_give_the_same_metrics_in_aiperfs_order() {
     let mut tl = Timeline::default();
@@ -78,7 +67,7 @@ fn parts_run_in_any_order_give_the_same_metrics_in_aiperfs_order() {
     }
     let windows = [(0, 60_000_000), (10_000_000, 130_000_000)];
     let in_turn = tl.metrics_over(&windows);
-    assert_eq!(tl.metrics_over_on(&windows, &LastFirst), in_turn);
+    assert_eq!(tl.metrics_over_on(&windows, &crate::fork::LastFirst { at_once: false }), in_turn);
     let names: Vec<TimelineMetric> = in_turn[0].iter().map(|(m, _)| *m).collect();
     assert_eq!(names[0], TimelineMetric::EffectiveConcurrency);
     assert_eq!(names[13], TimelineMetric::ActiveTotalThroughput);
