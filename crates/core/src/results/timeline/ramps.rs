@@ -123,11 +123,14 @@ impl Ramps {
 /// density of the time per level from it on (+) or up to it (−)).
 type Mark = (f64, f64, f64);
 
-/// Calls `f` with the marks of each piece: its two ends when it slopes, its level when flat.
+/// Calls `f` with the marks of each piece: its two ends when it slopes, its level when flat. A
+/// piece whose ends differ by less than a billionth of their level (a flat piece's rounding) is
+/// flat: its time spread over so narrow a range would be a density too large for the walk's
+/// sums to take back exactly, and the time below every later level would be off.
 fn each_mark(pieces: &[(u64, f64, f64)], mut f: impl FnMut(Mark)) {
     for &(d, a, b) in pieces {
         let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-        if hi > lo {
+        if hi - lo > 1e-9 * lo.abs().max(hi.abs()) {
             let density = d as f64 / (hi - lo);
             f((lo, 0.0, density));
             f((hi, 0.0, -density));

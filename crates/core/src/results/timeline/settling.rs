@@ -202,7 +202,8 @@ impl Sweeping {
 
     /// Sums the changes before `before` (all of them with `all`) in time order, each time's
     /// changes of a curve in [`f64::total_cmp`] order: each curve's events in
-    /// [`event_order`](super::steps::event_order).
+    /// [`event_order`](super::steps::event_order); and the tokens in flight's bends before it in
+    /// [`bend_order`], as `Ramps::of` sums them.
     fn sum_before(&mut self, before: u64, all: bool) {
         let by_time = |x: &Point, y: &Point| x.t.cmp(&y.t);
         let mut cut = [0; 4];
