@@ -14,7 +14,7 @@ pub trait Fork {
     /// Whether parts run at once (then the longest go first), else in turn (then a part's
     /// memory can be let go before the next starts).
     fn at_once(&self) -> bool {
-        false
+        self.width() > 1
     }
 
     /// How many parts run at once (1: in turn), to split a computation into as many.
@@ -45,10 +45,6 @@ impl Fork for LastFirst {
         let mut done: Vec<T> = parts.into_iter().rev().map(|p| p()).collect();
         done.reverse();
         done
-    }
-
-    fn at_once(&self) -> bool {
-        self.at_once
     }
 
     fn width(&self) -> usize {

@@ -46,10 +46,6 @@ impl Fork for Threads {
         results.into_iter().filter_map(|r| r.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)).collect()
     }
 
-    fn at_once(&self) -> bool {
-        self.width() > 1
-    }
-
     fn width(&self) -> usize {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     }

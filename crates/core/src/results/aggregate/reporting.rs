@@ -132,16 +132,15 @@ impl Aggregate {
         let windows: Vec<(u64, u64)> = window.or_else(|| timeline.window()).into_iter().collect();
         // Run at once, the chunk gaps' distribution is a part of its own (the longest of the
         // lists'), where no failed request's gaps join them.
-        let runs = (fork.at_once() && self.failed_icl_ms.is_empty() && self.error_count() == 0)
-            .then(|| std::mem::take(&mut self.inter_chunk_ms));
-        let runs_part =
-            runs.map(|runs| Box::new(move || Distribution::of_runs(&runs)) as Part<'_, Option<Distribution>>);
-        let served_by_runs: Vec<Metric> = runs_part
-            .as_ref()
-            .map(|_| {
-                Metric::ALL.into_iter().filter(|&m| self.served_by(m) == Some(Metric::InterChunkLatency)).collect()
-            })
-            .unwrap_or_default();
+        let runs_apart = fork.at_once() && self.failed_icl_ms.is_empty() && self.error_count() == 0;
+        let served_by_runs: Vec<Metric> = Metric::ALL
+            .into_iter()
+            .filter(|&m| runs_apart && self.served_by(m) == Some(Metric::InterChunkLatency))
+            .collect();
+        let runs_part = runs_apart.then(|| {
+            let runs = std::mem::take(&mut self.inter_chunk_ms);
+            Box::new(move || Distribution::of_runs(&runs)) as Part<'_, Option<Distribution>>
+        });
         let lists = Box::new(move || self.report_of_lists(with_goodput));
         let (mut report, groups, runs) = with_timeline(lists, runs_part, &timeline, &windows, fork, apart);
         if let Some(d) = runs {

@@ -143,7 +143,7 @@ pub(super) fn tokens_in_flight(s: &Span, later: &[u64], per_chunk: bool, e: &mut
 }
 
 /// What a span adds to the tokens in flight in closed form, a bend at a time of it.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub(super) struct SpanBends {
     one: Vec<Bend>,
     steps: Vec<Event>,

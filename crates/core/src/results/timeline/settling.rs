@@ -11,6 +11,8 @@
 use super::events::{SpanBends, closed_decode, even_decode_rate, prefill_rate};
 #[cfg(doc)]
 use super::events::{decoding, in_flight, prefilling};
+use std::cmp::Ordering;
+
 use super::ramps::{Ramps, RampsSum, bend_order};
 use super::settled::{Made, Phase, Point, SETTLED, SettledCurve, Settling, Sweeping};
 use super::spans::{NO_TIME, Span, Timeline};
@@ -205,36 +207,45 @@ impl Sweeping {
     /// [`event_order`](super::steps::event_order); and the tokens in flight's bends before it in
     /// [`bend_order`], as `Ramps::of` sums them.
     fn sum_before(&mut self, before: u64, all: bool) {
-        let by_time = |x: &Point, y: &Point| x.t.cmp(&y.t);
-        let mut cut = [0; 4];
-        for (list, cut) in self.lists.iter_mut().zip(&mut cut) {
-            sort_about_sorted(list, by_time);
-            *cut = if all { list.len() } else { list.partition_point(|p| p.t < before) };
-        }
-        let ready: [&[Point]; 4] = std::array::from_fn(|j| &self.lists[j][..cut[j]]);
+        let before = if all { None } else { Some(before) };
         let (sums, at, group) = (&mut self.sums, &mut self.at, &mut self.group);
-        merge_sorted(ready, by_time, |p| {
-            if group.first().is_some_and(|g| g.t != p.t) {
-                sum_at(group, sums, at);
-            }
-            group.push(p);
-        });
+        take_before(
+            &mut self.lists,
+            |x, y| x.t.cmp(&y.t),
+            |p| p.t,
+            before,
+            |p| {
+                if group.first().is_some_and(|g| g.t != p.t) {
+                    sum_at(group, sums, at);
+                }
+                group.push(p);
+            },
+        );
         sum_at(group, sums, at);
-        for (list, &cut) in self.lists.iter_mut().zip(&cut) {
-            list.drain(..cut);
-        }
-        let mut cut = [0; 4];
-        for (list, cut) in self.bends.iter_mut().zip(&mut cut) {
-            sort_about_sorted(list, bend_order);
-            *cut = if all { list.len() } else { list.partition_point(|b| b.0 < before) };
-        }
-        let ready: [&[_]; 4] = std::array::from_fn(|j| &self.bends[j][..cut[j]]);
         let ramps = &mut self.ramps;
-        merge_sorted(ready, bend_order, |b| ramps.add(b));
-        for (list, &cut) in self.bends.iter_mut().zip(&cut) {
-            list.drain(..cut);
-        }
-        self.settled = self.settled.max(before);
+        take_before(&mut self.bends, bend_order, |b| b.0, before, |b| ramps.add(b));
+        self.settled = self.settled.max(before.unwrap_or(u64::MAX));
+    }
+}
+
+/// Gives `f` the items of `lists` (each about in `order`, by time first) whose time is before
+/// `before` (every one with `None`), merged in `order`, and takes them out of the lists.
+fn take_before<T: Copy, const K: usize>(
+    lists: &mut [Vec<T>; K],
+    order: impl Fn(&T, &T) -> Ordering + Copy,
+    time: impl Fn(&T) -> u64,
+    before: Option<u64>,
+    f: impl FnMut(T),
+) {
+    let mut cut = [0; K];
+    for (list, cut) in lists.iter_mut().zip(&mut cut) {
+        sort_about_sorted(list, order);
+        *cut = before.map_or(list.len(), |b| list.partition_point(|x| time(x) < b));
+    }
+    let ready: [&[T]; K] = std::array::from_fn(|j| &lists[j][..cut[j]]);
+    merge_sorted(ready, order, f);
+    for (list, &cut) in lists.iter_mut().zip(&cut) {
+        list.drain(..cut);
     }
 }
 

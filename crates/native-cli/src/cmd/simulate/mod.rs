@@ -108,11 +108,11 @@ pub fn run(args: Args) -> Result<()> {
         .map_err(|_| anyhow::anyhow!("the numbering of the trace's blocks failed"))?
         .with_context(|| format!("simulate {}", args.file.display()))?;
     // The hash ids' values, numbered, are let go on a thread of their own meanwhile.
-    let (rows, hash_ids) = trace.into_parts();
+    let (trace_rows, hash_ids) = trace.into_parts();
     let freeing = std::thread::Builder::new().spawn(move || drop(hash_ids));
     numbered.mark_once_on(&schedule, &crate::threads::Threads);
     let sample_every_ns = sample_every_ns(&schedule, args.samples);
-    let mut held = Some(Held { rows, schedule, ids: numbered });
+    let mut held = Some(Held { rows: trace_rows, schedule, ids: numbered });
     let engine = calibration.map_or(
         Engine {
             prefill_fixed_us: args.prefill_fixed_ms * 1000.0,
