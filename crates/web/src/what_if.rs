@@ -303,7 +303,7 @@ pub struct SimView {
 
 /// The schedule `simulate` replays: the trace's timestamps, shifted to start at zero.
 pub fn schedule(trace: &Trace) -> Result<Arc<Schedule>, String> {
-    trace_schedule(trace).map(Arc::new).map_err(|e| e.to_string())
+    trace_schedule(trace.rows()).map(Arc::new).map_err(|e| e.to_string())
 }
 
 /// Simulates `trace` on `cluster` as `aiperf-cli simulate` does (its schedule, its sampling of

@@ -24,6 +24,7 @@ pub mod calibrate;
 mod cluster;
 pub mod engine;
 mod error;
+mod numbered;
 mod outcome;
 mod preempt;
 mod stepped;
@@ -39,21 +40,20 @@ pub use cache::Policy;
 pub use cluster::{Cluster, Router};
 pub use engine::{Progress, StepHost, StepOrder, Steps};
 pub use error::{MAX_REPLICAS, SimulateError};
+pub use numbered::{BlockIds, MarkedOnce, Numbering};
 pub use outcome::{ReplicaStats, Sample, SimRequest, Simulation};
 pub use timing::Engine;
 
-use crate::analysis::Interner;
-use crate::fork::{Fork, InTurn, Part};
 use crate::replay::dispatch::{Dispatch, Job, Peek};
-use crate::replay::schedule::{Schedule, ScheduleError, Starts, Timing};
+use crate::replay::schedule::{Schedule, ScheduleError, Timing};
 use crate::rng::PyRandom;
 use crate::trace::{Row, Trace};
 
 /// The schedule a simulation replays: the trace's timestamps shifted to start at zero (a fixed
 /// schedule with AIPerf's auto offset), in `aiperf-cli simulate` and the browser alike.
-pub fn trace_schedule(trace: &Trace) -> Result<Schedule, ScheduleError> {
+pub fn trace_schedule(rows: &[Row]) -> Result<Schedule, ScheduleError> {
     let timing = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
-    crate::replay::schedule::build(trace, timing, None)
+    crate::replay::schedule::build_of(rows, timing, None)
 }
 
 /// The sampling interval ([`Cluster::sample_every_ns`]) that gives about `samples` points over
@@ -233,45 +233,6 @@ pub fn simulate_observed(
     let mut ids = BlockIds::of(trace)?;
     ids.mark_once(&schedule);
     simulate_numbered(trace.rows(), schedule, &ids, cluster, &mut { on_end })
-}
-
-/// The trace's hash ids numbered densely from 0 (the block table's numbers), row by row as in
-/// the trace's arena: made once for every simulation of the trace, and apart from its schedule
-/// (so beside [`trace_schedule`]).
-#[derive(Clone, Debug)]
-pub struct BlockIds {
-    ids: Vec<u32>,
-    /// The distinct hash ids.
-    blocks: usize,
-    /// The trace's rows.
-    rows: usize,
-}
-
-impl BlockIds {
-    /// Numbers the trace's hash ids in the order they first occur.
-    pub fn of(trace: &Trace) -> Result<BlockIds, SimulateError> {
-        let mut interner = Interner::new();
-        let ids: Vec<u32> = trace.all_hash_ids().iter().map(|&id| interner.intern(id)).collect();
-        if interner.overflowed() {
-            return Err(SimulateError::TooManyBlocks);
-        }
-        Ok(BlockIds { ids, blocks: interner.size(), rows: trace.len() })
-    }
-
-    /// Gives the blocks that occur once the number [`cache::ONCE`] when `schedule` sends every
-    /// row at most once (see [`mark_once`]); the simulations of `schedule` give the same results
-    /// with or without it, faster with it.
-    pub fn mark_once(&mut self, schedule: &Schedule) {
-        self.mark_once_on(schedule, &InTurn);
-    }
-
-    /// [`BlockIds::mark_once`] with its passes over the numbers split among parts given to
-    /// `fork`: the same numbers.
-    pub fn mark_once_on(&mut self, schedule: &Schedule, fork: &impl Fork) {
-        if rows_sent_once(self.rows, schedule) {
-            self.blocks = mark_once(&mut self.ids, self.blocks, fork);
-        }
-    }
 }
 
 /// [`simulate_observed`] of a trace's rows (its hash ids' values no longer needed:
@@ -676,91 +637,6 @@ impl Sim<'_> {
         self.spare.push(held);
         self.free_pending.push(idx);
     }
-}
-
-/// Whether `schedule` sends each row of `trace` at most once (a fixed schedule's sessions, each
-/// run once): then a block number that occurs once in the trace is asked for by one request only.
-fn rows_sent_once(rows: usize, schedule: &Schedule) -> bool {
-    let Starts::Listed(starts) = &schedule.starts else { return false };
-    let mut sent = vec![false; rows];
-    for start in starts {
-        let Some(session) = schedule.sessions.get(start.session as usize) else { return false };
-        for turn in session.turns.iter().take(start.turns as usize) {
-            match sent.get_mut(turn.row as usize) {
-                Some(s) if !*s => *s = true,
-                _ => return false,
-            }
-        }
-    }
-    true
-}
-
-/// Gives the block numbers that occur once in `ids` (numbers `0..blocks`) the number
-/// [`cache::ONCE`]: no request after the one holding such a block looks it up, so the caches
-/// keep no entry for it. The others are numbered again densely in the same order, so that the
-/// block table indexed by them is as small as the blocks used more than once. Returns how many
-/// numbers are left; numbers reaching `ONCE` itself leave `ids` as they are.
-///
-/// The uses are counted in two bits a block (met, met again), so the tables stay in the
-/// processor's cache; a block's new number is its old one less the blocks met once below it.
-/// `ids` is counted and rewritten a stretch a part, as many parts as `fork` runs at once (at most
-/// four), each counting into tables of its own.
-fn mark_once(ids: &mut [u32], blocks: usize, fork: &impl Fork) -> usize {
-    if blocks > cache::ONCE as usize {
-        return blocks;
-    }
-    let words = blocks.div_ceil(64);
-    let at = |n: u32| ((n / 64) as usize, 1u64 << (n % 64));
-    let stretch = ids.len().div_ceil(fork.width().clamp(1, 4)).max(1);
-    let counts: Vec<Part<'_, [Vec<u64>; 2]>> = ids
-        .chunks(stretch)
-        .map(|part| {
-            Box::new(move || {
-                let (mut met, mut again) = (vec![0u64; words], vec![0u64; words]);
-                for &n in part {
-                    let (w, bit) = at(n);
-                    if let (Some(m), Some(a)) = (met.get_mut(w), again.get_mut(w)) {
-                        *a |= *m & bit;
-                        *m |= bit;
-                    }
-                }
-                [met, again]
-            }) as Part<'_, [Vec<u64>; 2]>
-        })
-        .collect();
-    let mut counts = fork.run(counts).into_iter();
-    let [mut met, mut again] = counts.next().unwrap_or_else(|| [vec![0; words], vec![0; words]]);
-    for [m2, a2] in counts {
-        for (((m, a), m2), a2) in met.iter_mut().zip(&mut again).zip(m2).zip(a2) {
-            *a |= a2 | (*m & m2);
-            *m |= m2;
-        }
-    }
-    // The blocks met once, and before each word of them how many come below it.
-    let once: Vec<u64> = met.iter().zip(&again).map(|(m, a)| m & !a).collect();
-    drop((met, again));
-    let mut below = Vec::with_capacity(words);
-    let mut singles = 0u32;
-    for w in &once {
-        below.push(singles);
-        singles += w.count_ones();
-    }
-    let (once, below) = (&once, &below);
-    let rewrites: Vec<Part<'_, ()>> = ids
-        .chunks_mut(stretch)
-        .map(|part| {
-            Box::new(move || {
-                for n in part {
-                    let (w, bit) = at(*n);
-                    if let (Some(&o), Some(&b)) = (once.get(w), below.get(w)) {
-                        *n = if o & bit != 0 { cache::ONCE } else { *n - b - (o & (bit - 1)).count_ones() };
-                    }
-                }
-            }) as Part<'_, ()>
-        })
-        .collect();
-    fork.run(rewrites);
-    blocks - singles as usize
 }
 
 /// A row's block numbers: its span of the trace's arena, numbered.

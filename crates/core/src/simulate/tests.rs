@@ -616,12 +616,35 @@ fn blocks_numbered_beforehand_simulate_alike() {
     assert!(matches!(err, SimulateError::BlockIdsOfAnotherTrace { rows: 40, .. }), "{err}");
 }
 
+/// Marked before the schedule is known, the numbers are kept for a schedule that sends each row
+/// once (those `mark_once` leaves) and left for one that sends rows again.
+#[test]
+fn blocks_marked_beside_the_schedule_are_kept_only_for_rows_sent_once() {
+    let rows: Vec<Vec<u64>> = (0..30u64).map(|i| (0..1 + i % 4).map(|k| (i % 5) * 10 + k + i).collect()).collect();
+    let trace = sequential(&rows);
+    let ids = BlockIds::of(&trace).unwrap();
+    let once = build(&trace, Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true }, None);
+    let again = build(&trace, Timing::AsFastAsAllowed, Some(45));
+    for (schedule, marks) in [(once.unwrap(), true), (again.unwrap(), false)] {
+        let mut expected = ids.clone();
+        expected.mark_once(&schedule);
+        let kept = ids.clone().or_marked(ids.marked_once(&crate::fork::LastFirst { at_once: true }), &schedule);
+        assert_eq!((&kept.ids, kept.blocks, kept.rows), (&expected.ids, expected.blocks, expected.rows));
+        assert_eq!(kept.ids != ids.ids, marks);
+    }
+    // Numbers marked for another trace's blocks are not taken.
+    let other = BlockIds::of(&sequential(&rows[..20])).unwrap();
+    let schedule = build(&trace, Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true }, None);
+    let kept = ids.clone().or_marked(other.marked_once(&crate::fork::InTurn), &schedule.unwrap());
+    assert_eq!(kept.ids, ids.ids);
+}
+
 /// Blocks occurring once are given `ONCE`; the others are numbered again densely, in the same
 /// order, and their count is what the block table is sized by.
 #[test]
 fn blocks_used_again_are_numbered_densely() {
     let mut ids = vec![0, 1, 0, 2, 3, 3, 4, 5, 5];
-    assert_eq!(super::mark_once(&mut ids, 6, &crate::fork::InTurn), 3);
+    assert_eq!(super::numbered::mark_once(&mut ids, 6, &crate::fork::InTurn), 3);
     let o = cache::ONCE;
     assert_eq!(ids, [0, o, 0, o, 1, 1, o, 2, 2]);
 }
@@ -633,8 +656,36 @@ proptest::proptest! {
     fn blocks_marked_in_parts_are_marked_alike(ids in proptest::collection::vec(0u32..12, 0..60)) {
         let blocks = ids.iter().max().map_or(0, |&m| m as usize + 1);
         let (mut whole, mut parts) = (ids.clone(), ids);
-        let left = super::mark_once(&mut whole, blocks, &crate::fork::InTurn);
-        proptest::prop_assert_eq!(super::mark_once(&mut parts, blocks, &crate::fork::LastFirst { at_once: true }), left);
+        let left = super::numbered::mark_once(&mut whole, blocks, &crate::fork::InTurn);
+        proptest::prop_assert_eq!(super::numbered::mark_once(&mut parts, blocks, &crate::fork::LastFirst { at_once: true }), left);
         proptest::prop_assert_eq!(parts, whole);
+    }
+}
+
+proptest::proptest! {
+    /// The rows taken a block at a time, their ids numbered as they come, are the trace's rows
+    /// with the numbers of the whole trace: wherever the blocks are cut.
+    #[test]
+    fn blocks_numbered_as_the_file_is_read_are_the_whole_traces(
+        rows in proptest::collection::vec(proptest::collection::vec(0u64..40, 0..6), 0..30),
+        cuts in proptest::collection::vec(0usize..30, 0..5),
+    ) {
+        let trace = sequential(&rows);
+        let whole = BlockIds::of(&trace).unwrap();
+        let mut cuts: Vec<usize> = cuts.into_iter().filter(|&c| c <= rows.len()).chain([0, rows.len()]).collect();
+        cuts.sort_unstable();
+        let mut numbering = Numbering::new();
+        for w in cuts.windows(2) {
+            let mut block = sequential(&rows[w[0]..w[1]]);
+            numbering.take(&mut block);
+            proptest::prop_assert!(block.is_empty());
+        }
+        let (taken, ids) = numbering.finish().unwrap();
+        proptest::prop_assert_eq!((&ids.ids, ids.blocks, ids.rows), (&whole.ids, whole.blocks, whole.rows));
+        let (rows_whole, _) = trace.clone().into_parts();
+        let ranges: Vec<_> = taken.iter().map(Row::ids_range).collect();
+        let whole_ranges: Vec<_> = rows_whole.iter().map(Row::ids_range).collect();
+        proptest::prop_assert_eq!(ranges, whole_ranges);
+        proptest::prop_assert_eq!(taken.iter().map(|r| r.input.clone()).collect::<Vec<_>>(), rows_whole.iter().map(|r| r.input.clone()).collect::<Vec<_>>());
     }
 }

@@ -183,6 +183,10 @@ impl Trace {
 
     /// Moves `other`'s rows, with their ids, after this trace's (`other` is left empty).
     pub fn append(&mut self, other: &mut Trace) {
+        if self.rows.is_empty() && self.ids.is_empty() {
+            std::mem::swap(self, other);
+            return;
+        }
         let shift = self.ids.len() as u64;
         self.ids.append(&mut other.ids);
         self.rows.extend(other.rows.drain(..).map(|mut row| {
@@ -251,6 +255,17 @@ impl Trace {
     /// laid out alike (the block numbers of [`crate::simulate::BlockIds`]).
     pub fn into_parts(self) -> (Vec<Row>, Vec<u64>) {
         (self.rows, self.ids)
+    }
+
+    /// Moves the rows after `rows`, each row's ids placed `base` further on, and forgets the
+    /// ids: for a caller keeping the ids ([`Trace::all_hash_ids`], read before) in a form of its
+    /// own after `base` others. The trace is left empty, its allocations kept.
+    pub fn move_rows_onto(&mut self, rows: &mut Vec<Row>, base: u64) {
+        rows.extend(self.rows.drain(..).map(|mut row| {
+            row.ids_start += base;
+            row
+        }));
+        self.ids.clear();
     }
 
     /// Rows with their hash ids, in file order.

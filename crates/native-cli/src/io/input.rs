@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
-use aiperf_core::trace::{ParseOptions, ParseOutcome, Row, TraceError, TraceParser, read, read_each};
+use aiperf_core::trace::{ParseOptions, ParseOutcome, Row, Trace, TraceError, TraceParser, read, read_each};
 use anyhow::{Context, Result, bail};
 
 use crate::io::output::is_stdio;
@@ -124,6 +124,31 @@ pub fn read_trace_each(
     let opts = ParseOptions::new(path.display().to_string()).skip_invalid(skip_invalid).max_line_bytes(max_line_bytes);
     let outcome = read_each_parallel(open(path)?, opts, parse_workers(), f)
         .with_context(|| format!("cannot read trace {}", path.display()))?;
+    warn_skipped(path, &outcome);
+    Ok(outcome)
+}
+
+/// [`read_trace_limited`] handing the rows to `take` a block of the file at a time, in file
+/// order, as traces of their own instead of keeping them (the outcome's trace is empty).
+pub fn read_trace_blocks(
+    path: &Path,
+    skip_invalid: bool,
+    max_line_bytes: usize,
+    mut take: impl FnMut(&mut Trace),
+) -> Result<ParseOutcome> {
+    let opts = ParseOptions::new(path.display().to_string()).skip_invalid(skip_invalid).max_line_bytes(max_line_bytes);
+    let reader = open(path)?;
+    let outcome = match parse_workers() {
+        0 => read(reader, opts).map(|mut outcome| {
+            take(&mut outcome.trace);
+            outcome
+        }),
+        workers => parse_in_blocks(reader, opts, (workers, BLOCK_BYTES), |all, block| {
+            take(block.trace_mut());
+            all.absorb(block);
+        }),
+    }
+    .with_context(|| format!("cannot read trace {}", path.display()))?;
     warn_skipped(path, &outcome);
     Ok(outcome)
 }

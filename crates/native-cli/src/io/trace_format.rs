@@ -16,7 +16,7 @@ use aiperf_core::trace::{LineRead, Trace, TraceError, read_line_capped};
 use anyhow::{Context, Result, bail};
 
 use crate::io::document::{parse_in_order, parse_in_parts, read_and_parse};
-use crate::io::input::{BLOCK_BYTES, open, parse_blocks_in_order, parse_workers, read_trace_limited};
+use crate::io::input::{BLOCK_BYTES, open, parse_blocks_in_order, parse_workers, read_trace_blocks};
 
 /// The `--trace-format` flag.
 #[derive(Clone, Debug, clap::Args)]
@@ -93,13 +93,29 @@ pub fn read_trace_with(
     max_line_bytes: usize,
     opts: &ConvertOptions,
 ) -> Result<Loaded> {
+    let mut trace = Trace::new();
+    let format = read_trace_taking(path, flags, skip_invalid, max_line_bytes, opts, |block| trace.append(block))?;
+    Ok(Loaded { trace, format })
+}
+
+/// [`read_trace_with`] handing the rows to `take` instead of keeping the trace: a Mooncake
+/// file's a block of the file at a time, in file order; another format's converted trace at once.
+pub fn read_trace_taking(
+    path: &Path,
+    flags: &TraceFormatArgs,
+    skip_invalid: bool,
+    max_line_bytes: usize,
+    opts: &ConvertOptions,
+    mut take: impl FnMut(&mut Trace),
+) -> Result<Format> {
     let format = format_of(path, flags.trace_format)?;
     if format == Format::Mooncake {
-        let trace = read_trace_limited(path, skip_invalid, max_line_bytes)?.trace;
-        return Ok(Loaded { trace, format });
+        read_trace_blocks(path, skip_invalid, max_line_bytes, take)?;
+    } else {
+        let (converted, order) = convert_files(&[path.to_path_buf()], format, opts, max_line_bytes, |_| 0)?;
+        take(&mut converted.trace.reordered(order.as_deref()));
     }
-    let (converted, order) = convert_files(&[path.to_path_buf()], format, opts, max_line_bytes, |_| 0)?;
-    Ok(Loaded { trace: converted.trace.reordered(order.as_deref()), format })
+    Ok(format)
 }
 
 /// Reads AIPerf's `dag_jsonl` file (`--custom-dataset-type dag_jsonl`) into rows whose turns

@@ -7,7 +7,7 @@ use super::shard::Shard;
 use crate::duration;
 use crate::hashing::FastMap;
 use crate::replay::sampling::Sampling;
-use crate::trace::{Number, Trace};
+use crate::trace::{Number, Row, Trace};
 
 /// How arrivals are produced.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -78,12 +78,17 @@ impl RowProblem {
     }
 }
 
+/// Groups a trace's rows into sessions ([`sessions_of`]).
+pub fn sessions(trace: &Trace) -> Result<Vec<Session>, ScheduleError> {
+    sessions_of(trace.rows())
+}
+
 /// Groups rows into sessions: rows sharing a `session_id` form one session in file order; rows
 /// without one are single-turn sessions. Sessions are ordered by their first row.
-pub fn sessions(trace: &Trace) -> Result<Vec<Session>, ScheduleError> {
+pub(crate) fn sessions_of(rows: &[Row]) -> Result<Vec<Session>, ScheduleError> {
     let mut out: Vec<Session> = Vec::new();
     let mut by_id: FastMap<&str, usize> = FastMap::default();
-    for (i, row) in trace.rows().iter().enumerate() {
+    for (i, row) in rows.iter().enumerate() {
         let ts = ms_to_us(row.timestamp.map(|n| n.as_f64()), row.line, "timestamp")?;
         let delay = ms_to_us(row.delay.map(|n| n.as_f64()), row.line, "delay")?;
         if let Some(d) = row.delay
@@ -108,8 +113,8 @@ pub fn sessions(trace: &Trace) -> Result<Vec<Session>, ScheduleError> {
             None => out.push(Session::chain(None, vec![turn])),
         }
     }
-    if trace.rows().iter().any(|r| !r.branches().is_empty()) {
-        return branched(trace, &out, &by_id);
+    if rows.iter().any(|r| !r.branches().is_empty()) {
+        return branched(rows, &out, &by_id);
     }
     Ok(out)
 }
@@ -123,11 +128,11 @@ pub const MAX_GRAPH_DEPTH: usize = 64;
 /// no turn starts (a root) becomes one session holding its sub-agents' turns too, timed by a
 /// [`Graph`]; the sub-agents' own sessions are not run on their own. A sub-agent's first turn is
 /// due as soon as the turn that starts it ends (AIPerf dispatches a child at once).
-fn branched(trace: &Trace, chains: &[Session], by_id: &FastMap<&str, usize>) -> Result<Vec<Session>, ScheduleError> {
+fn branched(rows: &[Row], chains: &[Session], by_id: &FastMap<&str, usize>) -> Result<Vec<Session>, ScheduleError> {
     let mut started = vec![false; chains.len()];
     for s in chains {
         for t in &s.turns {
-            let row = &trace.rows()[t.row as usize];
+            let row = &rows[t.row as usize];
             for b in row.branches() {
                 for child in &b.children {
                     let Some(&c) = by_id.get(child.as_ref()) else {
@@ -143,18 +148,18 @@ fn branched(trace: &Trace, chains: &[Session], by_id: &FastMap<&str, usize>) -> 
         if started[i] {
             continue;
         }
-        if s.turns.iter().all(|t| trace.rows()[t.row as usize].branches().is_empty()) {
+        if s.turns.iter().all(|t| rows[t.row as usize].branches().is_empty()) {
             out.push(s.clone());
             continue;
         }
-        let mut g = Expansion { trace, chains, by_id, nodes: Vec::new(), turns: Vec::new(), path: Vec::new() };
+        let mut g = Expansion { rows, chains, by_id, nodes: Vec::new(), turns: Vec::new(), path: Vec::new() };
         g.expand(i, None, None)?;
         let graph = Graph::new(&g.nodes).ok_or(ScheduleError::Empty)?;
         out.push(Session { id: s.id.clone(), turns: g.turns, graph: Some(Box::new(graph)) });
     }
     if out.is_empty() {
         // Every session is started by another one: the branches form a cycle.
-        let line = chains.first().and_then(|s| s.turns.first()).map_or(0, |t| trace.rows()[t.row as usize].line);
+        let line = chains.first().and_then(|s| s.turns.first()).map_or(0, |t| rows[t.row as usize].line);
         return Err(RowProblem::BranchCycle { path: "every session is a sub-agent of another".into() }.at(line));
     }
     Ok(out)
@@ -162,7 +167,7 @@ fn branched(trace: &Trace, chains: &[Session], by_id: &FastMap<&str, usize>) -> 
 
 /// A root session and its sub-agents unrolled into the turns of one [`Graph`].
 struct Expansion<'a> {
-    trace: &'a Trace,
+    rows: &'a [Row],
     chains: &'a [Session],
     by_id: &'a FastMap<&'a str, usize>,
     nodes: Vec<Node>,
@@ -176,7 +181,7 @@ impl Expansion<'_> {
     /// it ended, or at once); returns its last turn.
     fn expand(&mut self, s: usize, after: Option<u32>, offset_us: Option<u64>) -> Result<u32, ScheduleError> {
         let session = &self.chains[s];
-        let line_of = |t: &Turn| self.trace.rows()[t.row as usize].line;
+        let line_of = |t: &Turn| self.rows[t.row as usize].line;
         let first_line = session.turns.first().map_or(0, line_of);
         if self.path.contains(&s) {
             let mut names: Vec<&str> = self.path.iter().map(|&p| self.chains[p].id.as_deref().unwrap_or("?")).collect();
@@ -211,7 +216,7 @@ impl Expansion<'_> {
             self.nodes.push(Node { after: prev, joins: std::mem::take(&mut joins[k]) });
             prev = Some(node);
             last = node;
-            let row = &self.trace.rows()[turn.row as usize];
+            let row = &self.rows[turn.row as usize];
             for b in row.branches() {
                 if let Some(j) = b.join_at
                     && (j as usize <= k || j as usize >= len)
@@ -256,10 +261,15 @@ fn ms_to_us(v: Option<f64>, line: u32, field: &'static str) -> Result<Option<u64
     }
 }
 
-/// Builds the schedule of a trace. `request_count` caps the number of requests; with rate or
-/// concurrency timing the sessions are reused in order when it exceeds the trace.
+/// Builds the schedule of a trace ([`build_of`] of its rows).
 pub fn build(trace: &Trace, timing: Timing, request_count: Option<u64>) -> Result<Schedule, ScheduleError> {
-    let mut sessions = sessions(trace)?;
+    build_of(trace.rows(), timing, request_count)
+}
+
+/// Builds the schedule of a trace's rows. `request_count` caps the number of requests; with rate
+/// or concurrency timing the sessions are reused in order when it exceeds the trace.
+pub fn build_of(rows: &[Row], timing: Timing, request_count: Option<u64>) -> Result<Schedule, ScheduleError> {
+    let mut sessions = sessions_of(rows)?;
     let mut starts = Vec::new();
     match timing {
         Timing::Fixed { start_offset_ms, end_offset_ms, auto_offset } => {
@@ -267,7 +277,7 @@ pub fn build(trace: &Trace, timing: Timing, request_count: Option<u64>) -> Resul
             let end_us = end_offset_ms.map(|ms| (ms * 1000.0).round() as i128);
             let mut firsts = Vec::new();
             for (i, s) in sessions.iter().enumerate() {
-                let line = trace.rows()[s.turns[0].row as usize].line;
+                let line = rows[s.turns[0].row as usize].line;
                 let TurnTiming::At(t) = s.turns[0].timing else {
                     return Err(RowProblem::MissingTimestamp.at(line));
                 };
@@ -300,7 +310,7 @@ pub fn build(trace: &Trace, timing: Timing, request_count: Option<u64>) -> Resul
                     if let TurnTiming::At(offset) = turn.timing
                         && offset > MAX_US
                     {
-                        let row = &trace.rows()[turn.row as usize];
+                        let row = &rows[turn.row as usize];
                         return Err(RowProblem::TimestampTooLate {
                             value: row.timestamp.map_or_else(String::new, number),
                             limit_ms: (zero as f64 + MAX_US as f64) / 1000.0,

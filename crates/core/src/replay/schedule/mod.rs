@@ -21,7 +21,7 @@ pub use arrivals::{ArrivalPattern, Generator, RATE_RAMP_UPDATE_US, RateSeries, R
 #[cfg(test)]
 pub(crate) use build::generated;
 pub(crate) use build::strip_absolute_times;
-pub use build::{RowProblem, ScheduleError, Timing, build, endless, sessions};
+pub use build::{RowProblem, ScheduleError, Timing, build, build_of, endless, sessions};
 pub use cursor::{StartCursor, StartIter, turn_gap_us, user_centric};
 pub use model::{Graph, Node, Schedule, Session, Start, Starts, Turn, TurnTiming};
 pub use shard::{Shard, ShardError};

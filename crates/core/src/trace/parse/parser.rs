@@ -172,6 +172,12 @@ impl TraceParser {
         self.absorb(block);
     }
 
+    /// The rows accepted so far, for a caller that takes them away (a block's, before
+    /// [`TraceParser::absorb`]).
+    pub fn trace_mut(&mut self) -> &mut Trace {
+        &mut self.trace
+    }
+
     /// Lines seen so far.
     pub fn lines(&self) -> u64 {
         self.line

@@ -22,13 +22,14 @@ use table::{Row, SUMMARY_CSV, SUMMARY_JSON, sweep_summary};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use aiperf_core::fork::InTurn;
 use aiperf_core::results::export::SummaryFormat;
 use aiperf_core::results::line::RECORDS_FILE;
 use aiperf_core::results::metrics::Metric;
 use aiperf_core::simulate::calibrate::calibrate;
 use aiperf_core::simulate::calibrate::steps::calibrate_steps;
 use aiperf_core::simulate::{
-    BlockIds, Cluster, Engine, MAX_REPLICAS, Policy, Router, blocks_for_gb, sample_every_ns, trace_schedule,
+    Cluster, Engine, MAX_REPLICAS, Numbering, Policy, Router, blocks_for_gb, sample_every_ns, trace_schedule,
 };
 use anyhow::{Context, Result, bail};
 
@@ -94,23 +95,25 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(c) = &step_calibration {
         show!("{}", step_calibration_text(c));
     }
-    let loaded =
-        crate::io::trace_format::read_trace_any(&args.file, &args.format, args.skip_invalid, args.max_line_bytes)?;
-    let trace = loaded.trace;
-    // The trace's blocks are numbered on a thread of their own while its schedule is built.
-    let (schedule, ids) = std::thread::scope(|s| {
-        let numbering = s.spawn(|| BlockIds::of(&trace));
-        let schedule = trace_schedule(&trace);
-        (schedule, numbering.join())
+    // The rows are taken as the parse hands them over, their hash ids numbered as they come.
+    let mut numbering = Numbering::new();
+    crate::io::trace_format::read_trace_taking(
+        &args.file,
+        &args.format,
+        args.skip_invalid,
+        args.max_line_bytes,
+        &aiperf_core::formats::ConvertOptions::default(),
+        |block| numbering.take(block),
+    )?;
+    let (trace_rows, numbered) = numbering.finish().with_context(|| format!("simulate {}", args.file.display()))?;
+    // The blocks used once are marked on a thread of their own while the schedule is built.
+    let (schedule, marked) = std::thread::scope(|s| {
+        let marking = s.spawn(|| numbered.marked_once(&InTurn));
+        (trace_schedule(&trace_rows), marking.join())
     });
     let schedule = Arc::new(schedule.with_context(|| format!("{}", args.file.display()))?);
-    let mut numbered = ids
-        .map_err(|_| anyhow::anyhow!("the numbering of the trace's blocks failed"))?
-        .with_context(|| format!("simulate {}", args.file.display()))?;
-    // The hash ids' values, numbered, are let go on a thread of their own meanwhile.
-    let (trace_rows, hash_ids) = trace.into_parts();
-    let freeing = std::thread::Builder::new().spawn(move || drop(hash_ids));
-    numbered.mark_once_on(&schedule, &crate::threads::Threads);
+    let marked = marked.map_err(|_| anyhow::anyhow!("the marking of the blocks used once failed"))?;
+    let numbered = numbered.or_marked(marked, &schedule);
     let sample_every_ns = sample_every_ns(&schedule, args.samples);
     let mut held = Some(Held { rows: trace_rows, schedule, ids: numbered });
     let engine = calibration.map_or(
@@ -151,9 +154,6 @@ pub fn run(args: Args) -> Result<()> {
         let p50_p99 = |m: Metric| [50.0, 99.0].map(|p| report.get(m).and_then(|d| d.percentile(p)).unwrap_or(0.0));
         let (ttft_ms, latency_ms) = (p50_p99(Metric::TimeToFirstToken), p50_p99(Metric::EffectiveLatency));
         rows.push(Row { name, cluster, calibration, step_calibration, sim, ttft_ms, latency_ms });
-    }
-    if let Ok(freeing) = freeing {
-        let _ = freeing.join();
     }
     let (csv, table, json) = sweep_summary(&rows, &args);
     crate::io::exports::write_file(&args.output_dir.join(SUMMARY_CSV), &csv)?;

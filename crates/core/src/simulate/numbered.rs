@@ -1,0 +1,190 @@
+//! The trace's hash ids numbered densely as the block table's numbers, and the blocks used once
+//! told apart.
+
+use super::SimulateError;
+use super::cache;
+use crate::analysis::Interner;
+use crate::fork::{Fork, InTurn, Part};
+use crate::replay::schedule::{Schedule, Starts};
+use crate::trace::{Row, Trace};
+
+/// The trace's hash ids numbered densely from 0 (the block table's numbers), row by row as in
+/// the trace's arena: made once for every simulation of the trace, and apart from its schedule
+/// (so beside [`trace_schedule`](super::trace_schedule)), or while the trace is read ([`Numbering`]).
+#[derive(Clone, Debug)]
+pub struct BlockIds {
+    pub(super) ids: Vec<u32>,
+    /// The distinct hash ids.
+    pub(super) blocks: usize,
+    /// The trace's rows.
+    pub(super) rows: usize,
+}
+
+impl BlockIds {
+    /// Numbers the trace's hash ids in the order they first occur.
+    pub fn of(trace: &Trace) -> Result<BlockIds, SimulateError> {
+        let mut interner = Interner::new();
+        let ids: Vec<u32> = trace.all_hash_ids().iter().map(|&id| interner.intern(id)).collect();
+        if interner.overflowed() {
+            return Err(SimulateError::TooManyBlocks);
+        }
+        Ok(BlockIds { ids, blocks: interner.size(), rows: trace.len() })
+    }
+
+    /// Gives the blocks that occur once the number [`cache::ONCE`] when `schedule` sends every
+    /// row at most once (see [`mark_once`]); the simulations of `schedule` give the same results
+    /// with or without it, faster with it.
+    pub fn mark_once(&mut self, schedule: &Schedule) {
+        self.mark_once_on(schedule, &InTurn);
+    }
+
+    /// [`BlockIds::mark_once`] with its passes over the numbers split among parts given to
+    /// `fork`: the same numbers.
+    pub fn mark_once_on(&mut self, schedule: &Schedule, fork: &impl Fork) {
+        if rows_sent_once(self.rows, schedule) {
+            self.blocks = mark_once(&mut self.ids, self.blocks, fork);
+        }
+    }
+
+    /// A copy of these numbers with the blocks used once marked whatever the schedule, made
+    /// before the schedule is known (beside its making); [`BlockIds::or_marked`] keeps it only
+    /// for a schedule that sends each row at most once.
+    pub fn marked_once(&self, fork: &impl Fork) -> MarkedOnce {
+        let mut marked = self.clone();
+        marked.blocks = mark_once(&mut marked.ids, marked.blocks, fork);
+        MarkedOnce(marked)
+    }
+
+    /// The numbers for `schedule`: `marked`, made of these ([`BlockIds::marked_once`]), when
+    /// `schedule` sends every row at most once, else these: the numbers
+    /// [`BlockIds::mark_once_on`] leaves.
+    pub fn or_marked(self, marked: MarkedOnce, schedule: &Schedule) -> BlockIds {
+        let MarkedOnce(marked) = marked;
+        let same = marked.rows == self.rows && marked.ids.len() == self.ids.len();
+        if same && rows_sent_once(self.rows, schedule) { marked } else { self }
+    }
+}
+
+/// [`BlockIds`] with the blocks used once marked before the schedule is known: of use only
+/// through [`BlockIds::or_marked`].
+#[derive(Debug)]
+pub struct MarkedOnce(BlockIds);
+
+/// A trace's rows taken a block of its file at a time, in file order, their hash ids numbered
+/// as they come: [`BlockIds::of`] the whole trace, without its `u64` ids ever held at once.
+#[derive(Default)]
+pub struct Numbering {
+    interner: Interner,
+    ids: Vec<u32>,
+    rows: Vec<Row>,
+}
+
+impl Numbering {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes `trace`'s rows after those taken so far, numbering their hash ids; `trace` is left
+    /// empty.
+    pub fn take(&mut self, trace: &mut Trace) {
+        let base = self.ids.len() as u64;
+        let interner = &mut self.interner;
+        self.ids.extend(trace.all_hash_ids().iter().map(|&id| interner.intern(id)));
+        trace.move_rows_onto(&mut self.rows, base);
+    }
+
+    /// The rows taken and their blocks numbered: those of [`Trace::into_parts`] and
+    /// [`BlockIds::of`] of the trace they make.
+    pub fn finish(self) -> Result<(Vec<Row>, BlockIds), SimulateError> {
+        if self.interner.overflowed() {
+            return Err(SimulateError::TooManyBlocks);
+        }
+        let ids = BlockIds { ids: self.ids, blocks: self.interner.size(), rows: self.rows.len() };
+        Ok((self.rows, ids))
+    }
+}
+
+/// Whether `schedule` sends each row of `trace` at most once (a fixed schedule's sessions, each
+/// run once): then a block number that occurs once in the trace is asked for by one request only.
+fn rows_sent_once(rows: usize, schedule: &Schedule) -> bool {
+    let Starts::Listed(starts) = &schedule.starts else { return false };
+    let mut sent = vec![false; rows];
+    for start in starts {
+        let Some(session) = schedule.sessions.get(start.session as usize) else { return false };
+        for turn in session.turns.iter().take(start.turns as usize) {
+            match sent.get_mut(turn.row as usize) {
+                Some(s) if !*s => *s = true,
+                _ => return false,
+            }
+        }
+    }
+    true
+}
+
+/// Gives the block numbers that occur once in `ids` (numbers `0..blocks`) the number
+/// [`cache::ONCE`]: no request after the one holding such a block looks it up, so the caches
+/// keep no entry for it. The others are numbered again densely in the same order, so that the
+/// block table indexed by them is as small as the blocks used more than once. Returns how many
+/// numbers are left; numbers reaching `ONCE` itself leave `ids` as they are.
+///
+/// The uses are counted in two bits a block (met, met again), so the tables stay in the
+/// processor's cache; a block's new number is its old one less the blocks met once below it.
+/// `ids` is counted and rewritten a stretch a part, as many parts as `fork` runs at once (at most
+/// four), each counting into tables of its own.
+pub(super) fn mark_once(ids: &mut [u32], blocks: usize, fork: &impl Fork) -> usize {
+    if blocks > cache::ONCE as usize {
+        return blocks;
+    }
+    let words = blocks.div_ceil(64);
+    let at = |n: u32| ((n / 64) as usize, 1u64 << (n % 64));
+    let stretch = ids.len().div_ceil(fork.width().clamp(1, 4)).max(1);
+    let counts: Vec<Part<'_, [Vec<u64>; 2]>> = ids
+        .chunks(stretch)
+        .map(|part| {
+            Box::new(move || {
+                let (mut met, mut again) = (vec![0u64; words], vec![0u64; words]);
+                for &n in part {
+                    let (w, bit) = at(n);
+                    if let (Some(m), Some(a)) = (met.get_mut(w), again.get_mut(w)) {
+                        *a |= *m & bit;
+                        *m |= bit;
+                    }
+                }
+                [met, again]
+            }) as Part<'_, [Vec<u64>; 2]>
+        })
+        .collect();
+    let mut counts = fork.run(counts).into_iter();
+    let [mut met, mut again] = counts.next().unwrap_or_else(|| [vec![0; words], vec![0; words]]);
+    for [m2, a2] in counts {
+        for (((m, a), m2), a2) in met.iter_mut().zip(&mut again).zip(m2).zip(a2) {
+            *a |= a2 | (*m & m2);
+            *m |= m2;
+        }
+    }
+    // The blocks met once, and before each word of them how many come below it.
+    let once: Vec<u64> = met.iter().zip(&again).map(|(m, a)| m & !a).collect();
+    drop((met, again));
+    let mut below = Vec::with_capacity(words);
+    let mut singles = 0u32;
+    for w in &once {
+        below.push(singles);
+        singles += w.count_ones();
+    }
+    let (once, below) = (&once, &below);
+    let rewrites: Vec<Part<'_, ()>> = ids
+        .chunks_mut(stretch)
+        .map(|part| {
+            Box::new(move || {
+                for n in part {
+                    let (w, bit) = at(*n);
+                    if let (Some(&o), Some(&b)) = (once.get(w), below.get(w)) {
+                        *n = if o & bit != 0 { cache::ONCE } else { *n - b - (o & (bit - 1)).count_ones() };
+                    }
+                }
+            }) as Part<'_, ()>
+        })
+        .collect();
+    fork.run(rewrites);
+    blocks - singles as usize
+}
