@@ -175,7 +175,7 @@ mod tests {
                     row: turns * i + j,
                     timing: if j == 0 { TurnTiming::Immediately } else { TurnTiming::After(5) },
                 };
-                Session::chain(None, (0..turns).map(turn).collect())
+                Session::chain(None, (0..turns).map(turn).collect::<Vec<_>>())
             })
             .collect();
         let starts = (0..n).map(|k| Start { offset_us: Some(u64::from(k) * 10), session: n - 1 - k, turns }).collect();

@@ -20,7 +20,7 @@ pub enum SimulateError {
     #[error("the tokens of a step must be at least 1, got 0")]
     ZeroBatchTokens,
     #[error(
-        "the numbered blocks are not the trace's: {numbered} rows numbered, the trace has {rows} rows, a row's blocks reaching {reach} of {blocks}"
+        "the numbered blocks are not the trace's: {numbered} rows numbered, the trace has {rows} rows, its last row's blocks ending at {reach} of {blocks}"
     )]
     BlockIdsOfAnotherTrace { numbered: usize, rows: usize, reach: usize, blocks: usize },
 }

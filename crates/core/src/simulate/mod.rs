@@ -246,8 +246,9 @@ pub fn simulate_numbered(
     on_end: &mut dyn Observer,
 ) -> Result<Simulation, SimulateError> {
     cluster.check()?;
-    let reach = rows.iter().map(|r| r.ids_range().end).max().unwrap_or(0);
-    if ids.rows != rows.len() || reach > ids.ids.len() {
+    // A trace's rows hold their ids in row order: the last one's end is where its numbers end.
+    let reach = rows.last().map_or(0, |r| r.ids_range().end);
+    if ids.rows != rows.len() || reach != ids.ids.len() {
         return Err(SimulateError::BlockIdsOfAnotherTrace {
             numbered: ids.rows,
             rows: rows.len(),

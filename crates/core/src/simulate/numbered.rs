@@ -50,9 +50,11 @@ impl BlockIds {
     /// before the schedule is known (beside its making); [`BlockIds::or_marked`] keeps it only
     /// for a schedule that sends each row at most once.
     pub fn marked_once(&self, fork: &impl Fork) -> MarkedOnce {
-        let mut marked = self.clone();
-        marked.blocks = mark_once(&mut marked.ids, marked.blocks, fork);
-        MarkedOnce(marked)
+        let Some(renumbering) = Renumbering::of(&self.ids, self.blocks, fork) else {
+            return MarkedOnce(self.clone());
+        };
+        let ids = self.ids.iter().map(|&n| renumbering.number(n)).collect();
+        MarkedOnce(BlockIds { ids, blocks: renumbering.left, rows: self.rows })
     }
 
     /// The numbers for `schedule`: `marked`, made of these ([`BlockIds::marked_once`]), when
@@ -132,59 +134,93 @@ fn rows_sent_once(rows: usize, schedule: &Schedule) -> bool {
 /// `ids` is counted and rewritten a stretch a part, as many parts as `fork` runs at once (at most
 /// four), each counting into tables of its own.
 pub(super) fn mark_once(ids: &mut [u32], blocks: usize, fork: &impl Fork) -> usize {
-    if blocks > cache::ONCE as usize {
-        return blocks;
-    }
-    let words = blocks.div_ceil(64);
-    let at = |n: u32| ((n / 64) as usize, 1u64 << (n % 64));
-    let stretch = ids.len().div_ceil(fork.width().clamp(1, 4)).max(1);
-    let counts: Vec<Part<'_, [Vec<u64>; 2]>> = ids
-        .chunks(stretch)
-        .map(|part| {
-            Box::new(move || {
-                let (mut met, mut again) = (vec![0u64; words], vec![0u64; words]);
-                for &n in part {
-                    let (w, bit) = at(n);
-                    if let (Some(m), Some(a)) = (met.get_mut(w), again.get_mut(w)) {
-                        *a |= *m & bit;
-                        *m |= bit;
-                    }
-                }
-                [met, again]
-            }) as Part<'_, [Vec<u64>; 2]>
-        })
-        .collect();
-    let mut counts = fork.run(counts).into_iter();
-    let [mut met, mut again] = counts.next().unwrap_or_else(|| [vec![0; words], vec![0; words]]);
-    for [m2, a2] in counts {
-        for (((m, a), m2), a2) in met.iter_mut().zip(&mut again).zip(m2).zip(a2) {
-            *a |= a2 | (*m & m2);
-            *m |= m2;
-        }
-    }
-    // The blocks met once, and before each word of them how many come below it.
-    let once: Vec<u64> = met.iter().zip(&again).map(|(m, a)| m & !a).collect();
-    drop((met, again));
-    let mut below = Vec::with_capacity(words);
-    let mut singles = 0u32;
-    for w in &once {
-        below.push(singles);
-        singles += w.count_ones();
-    }
-    let (once, below) = (&once, &below);
+    let Some(renumbering) = Renumbering::of(ids, blocks, fork) else { return blocks };
+    let stretch = stretch(ids.len(), fork);
+    let renumbering = &renumbering;
     let rewrites: Vec<Part<'_, ()>> = ids
         .chunks_mut(stretch)
         .map(|part| {
             Box::new(move || {
                 for n in part {
-                    let (w, bit) = at(*n);
-                    if let (Some(&o), Some(&b)) = (once.get(w), below.get(w)) {
-                        *n = if o & bit != 0 { cache::ONCE } else { *n - b - (o & (bit - 1)).count_ones() };
-                    }
+                    *n = renumbering.number(*n);
                 }
             }) as Part<'_, ()>
         })
         .collect();
     fork.run(rewrites);
-    blocks - singles as usize
+    renumbering.left
+}
+
+/// The numbers' stretch a part: as many parts as `fork` runs at once, at most four.
+fn stretch(len: usize, fork: &impl Fork) -> usize {
+    len.div_ceil(fork.width().clamp(1, 4)).max(1)
+}
+
+/// The numbers [`mark_once`] gives: the blocks met once, and before each word of them how many
+/// come below it.
+struct Renumbering {
+    once: Vec<u64>,
+    below: Vec<u32>,
+    /// How many numbers are left.
+    left: usize,
+}
+
+impl Renumbering {
+    /// The uses of `ids` (numbers `0..blocks`) counted a stretch a part given to `fork`; `None`
+    /// when numbers reach [`cache::ONCE`].
+    fn of(ids: &[u32], blocks: usize, fork: &impl Fork) -> Option<Renumbering> {
+        if blocks > cache::ONCE as usize {
+            return None;
+        }
+        let words = blocks.div_ceil(64);
+        let counts: Vec<Part<'_, [Vec<u64>; 2]>> = ids
+            .chunks(stretch(ids.len(), fork))
+            .map(|part| {
+                Box::new(move || {
+                    let (mut met, mut again) = (vec![0u64; words], vec![0u64; words]);
+                    for &n in part {
+                        let (w, bit) = Self::at(n);
+                        if let (Some(m), Some(a)) = (met.get_mut(w), again.get_mut(w)) {
+                            *a |= *m & bit;
+                            *m |= bit;
+                        }
+                    }
+                    [met, again]
+                }) as Part<'_, [Vec<u64>; 2]>
+            })
+            .collect();
+        let mut counts = fork.run(counts).into_iter();
+        let [mut met, mut again] = counts.next().unwrap_or_else(|| [vec![0; words], vec![0; words]]);
+        for [m2, a2] in counts {
+            for (((m, a), m2), a2) in met.iter_mut().zip(&mut again).zip(m2).zip(a2) {
+                *a |= a2 | (*m & m2);
+                *m |= m2;
+            }
+        }
+        let once: Vec<u64> = met.iter().zip(&again).map(|(m, a)| m & !a).collect();
+        let mut below = Vec::with_capacity(words);
+        let mut singles = 0usize;
+        for w in &once {
+            below.push(singles as u32);
+            singles += w.count_ones() as usize;
+        }
+        Some(Renumbering { once, below, left: blocks - singles })
+    }
+
+    /// The word and the bit of number `n`.
+    fn at(n: u32) -> (usize, u64) {
+        ((n / 64) as usize, 1u64 << (n % 64))
+    }
+
+    /// The new number of `n`: [`cache::ONCE`] for a block met once, else its number less the
+    /// blocks met once below it.
+    #[inline]
+    fn number(&self, n: u32) -> u32 {
+        let (w, bit) = Self::at(n);
+        match (self.once.get(w), self.below.get(w)) {
+            (Some(&o), Some(_)) if o & bit != 0 => cache::ONCE,
+            (Some(&o), Some(&b)) => n - b - (o & (bit - 1)).count_ones(),
+            _ => n,
+        }
+    }
 }

@@ -87,7 +87,7 @@ impl Sim {
 }
 
 fn session(rows: &[(u32, TurnTiming)]) -> Session {
-    Session::chain(None, rows.iter().map(|&(row, timing)| Turn { row, timing }).collect())
+    Session::chain(None, rows.iter().map(|&(row, timing)| Turn { row, timing }).collect::<Vec<_>>())
 }
 
 fn start(offset_ms: Option<u64>, session: u32, turns: u32) -> Start {

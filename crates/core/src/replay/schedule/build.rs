@@ -107,10 +107,10 @@ pub(crate) fn sessions_of(rows: &[Row]) -> Result<Vec<Session>, ScheduleError> {
                 Some(&s) => out[s].turns.push(turn),
                 None => {
                     by_id.insert(id, out.len());
-                    out.push(Session::chain(Some(id.into()), vec![turn]));
+                    out.push(Session::chain(Some(id.into()), [turn]));
                 }
             },
-            None => out.push(Session::chain(None, vec![turn])),
+            None => out.push(Session::chain(None, [turn])),
         }
     }
     if rows.iter().any(|r| !r.branches().is_empty()) {
@@ -155,7 +155,7 @@ fn branched(rows: &[Row], chains: &[Session], by_id: &FastMap<&str, usize>) -> R
         let mut g = Expansion { rows, chains, by_id, nodes: Vec::new(), turns: Vec::new(), path: Vec::new() };
         g.expand(i, None, None)?;
         let graph = Graph::new(&g.nodes).ok_or(ScheduleError::Empty)?;
-        out.push(Session { id: s.id.clone(), turns: g.turns, graph: Some(Box::new(graph)) });
+        out.push(Session { id: s.id.clone(), turns: g.turns.into(), graph: Some(Box::new(graph)) });
     }
     if out.is_empty() {
         // Every session is started by another one: the branches form a cycle.

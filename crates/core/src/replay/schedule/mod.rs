@@ -23,7 +23,7 @@ pub(crate) use build::generated;
 pub(crate) use build::strip_absolute_times;
 pub use build::{RowProblem, ScheduleError, Timing, build, build_of, endless, sessions};
 pub use cursor::{StartCursor, StartIter, turn_gap_us, user_centric};
-pub use model::{Graph, Node, Schedule, Session, Start, Starts, Turn, TurnTiming};
+pub use model::{Graph, Node, Schedule, Session, Start, Starts, Turn, TurnTiming, Turns};
 pub use shard::{Shard, ShardError};
 
 use crate::replay::sampling::{Sampler, Sampling};

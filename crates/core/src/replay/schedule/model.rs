@@ -33,15 +33,18 @@ pub struct Turn {
 pub struct Session {
     /// The trace's `session_id`, `None` for a single-turn row without one.
     pub id: Option<Box<str>>,
-    pub turns: Vec<Turn>,
+    pub turns: Turns,
     /// Which turns each turn waits for, when not only the previous one.
     pub graph: Option<Box<Graph>>,
 }
 
+/// A session's turns: one is held in place, more on the heap.
+pub type Turns = smallvec::SmallVec<[Turn; 1]>;
+
 impl Session {
     /// A chain of turns.
-    pub fn chain(id: Option<Box<str>>, turns: Vec<Turn>) -> Session {
-        Session { id, turns, graph: None }
+    pub fn chain(id: Option<Box<str>>, turns: impl Into<Turns>) -> Session {
+        Session { id, turns: turns.into(), graph: None }
     }
 
     /// The turns that wait for turn `turn` (each is due once every turn it waits for ended).

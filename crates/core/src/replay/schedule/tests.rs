@@ -18,7 +18,7 @@ fn user_centric_starts_in_aiperfs_steady_state() {
     // Two users of three-turn sessions at 10 per second: a turn gap of 200 ms, a stagger of
     // 100 ms; the user with one turn left is replaced 200 ms after it started, the fresh
     // one 600 ms after.
-    let turns = (0..3).map(|row| Turn { row, timing: TurnTiming::Immediately }).collect();
+    let turns: Vec<Turn> = (0..3).map(|row| Turn { row, timing: TurnTiming::Immediately }).collect();
     let sessions = vec![Session::chain(None, turns)];
     let schedule =
         generated(sessions, Some((10.0, ArrivalPattern::Constant)), 0, Some(10)).unwrap().with_users(Some(2));
