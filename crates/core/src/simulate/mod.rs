@@ -40,7 +40,7 @@ pub use cache::Policy;
 pub use cluster::{Cluster, Router};
 pub use engine::{Progress, StepHost, StepOrder, Steps};
 pub use error::{MAX_REPLICAS, SimulateError};
-pub use numbered::{BlockIds, MarkedOnce, Numbering};
+pub use numbered::{BlockIds, Numbering, Uses};
 pub use outcome::{ReplicaStats, Sample, SimRequest, Simulation};
 pub use timing::Engine;
 

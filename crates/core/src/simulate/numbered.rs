@@ -32,8 +32,9 @@ impl BlockIds {
     }
 
     /// Gives the blocks that occur once the number [`cache::ONCE`] when `schedule` sends every
-    /// row at most once (see [`mark_once`]); the simulations of `schedule` give the same results
-    /// with or without it, faster with it.
+    /// row at most once (no request after the one holding such a block looks it up, so the
+    /// caches keep no entry for it), the others numbered again densely in the same order; the
+    /// simulations of `schedule` give the same results with or without it, faster with it.
     pub fn mark_once(&mut self, schedule: &Schedule) {
         self.mark_once_on(schedule, &InTurn);
     }
@@ -42,35 +43,41 @@ impl BlockIds {
     /// `fork`: the same numbers.
     pub fn mark_once_on(&mut self, schedule: &Schedule, fork: &impl Fork) {
         if rows_sent_once(self.rows, schedule) {
-            self.blocks = mark_once(&mut self.ids, self.blocks, fork);
+            let uses = self.count_uses(fork);
+            self.mark_counted(uses, schedule, fork);
         }
     }
 
-    /// A copy of these numbers with the blocks used once marked whatever the schedule, made
-    /// before the schedule is known (beside its making); [`BlockIds::or_marked`] keeps it only
-    /// for a schedule that sends each row at most once.
-    pub fn marked_once(&self, fork: &impl Fork) -> MarkedOnce {
-        let Some(renumbering) = Renumbering::of(&self.ids, self.blocks, fork) else {
-            return MarkedOnce(self.clone());
-        };
-        let ids = self.ids.iter().map(|&n| renumbering.number(n)).collect();
-        MarkedOnce(BlockIds { ids, blocks: renumbering.left, rows: self.rows })
+    /// The blocks used once among these numbers, counted before the schedule is known (beside
+    /// its making), the count's passes split among parts given to `fork`;
+    /// [`BlockIds::mark_counted`] marks them for a schedule that sends each row at most once.
+    pub fn count_uses(&self, fork: &impl Fork) -> Uses {
+        Uses { renumbering: Renumbering::of(&self.ids, self.blocks, fork), ids: self.ids.len(), blocks: self.blocks }
     }
 
-    /// The numbers for `schedule`: `marked`, made of these ([`BlockIds::marked_once`]), when
-    /// `schedule` sends every row at most once, else these: the numbers
-    /// [`BlockIds::mark_once_on`] leaves.
-    pub fn or_marked(self, marked: MarkedOnce, schedule: &Schedule) -> BlockIds {
-        let MarkedOnce(marked) = marked;
-        let same = marked.rows == self.rows && marked.ids.len() == self.ids.len();
-        if same && rows_sent_once(self.rows, schedule) { marked } else { self }
+    /// [`BlockIds::mark_once_on`] with the uses counted beforehand ([`BlockIds::count_uses`] of
+    /// these numbers; uses counted of other numbers mark nothing).
+    pub fn mark_counted(&mut self, uses: Uses, schedule: &Schedule, fork: &impl Fork) {
+        let Some(renumbering) = uses.renumbering.filter(|_| uses.ids == self.ids.len() && uses.blocks == self.blocks)
+        else {
+            return;
+        };
+        if !rows_sent_once(self.rows, schedule) {
+            return;
+        }
+        renumbering.apply(&mut self.ids, fork);
+        self.blocks = renumbering.left;
     }
 }
 
-/// [`BlockIds`] with the blocks used once marked before the schedule is known: of use only
-/// through [`BlockIds::or_marked`].
-#[derive(Debug)]
-pub struct MarkedOnce(BlockIds);
+/// The uses of a [`BlockIds`]' blocks, counted before its schedule is known
+/// ([`BlockIds::count_uses`]).
+pub struct Uses {
+    renumbering: Option<Renumbering>,
+    /// How many numbers and blocks were counted.
+    ids: usize,
+    blocks: usize,
+}
 
 /// A trace's rows taken a block of its file at a time, in file order, their hash ids numbered
 /// as they come: [`BlockIds::of`] the whole trace, without its `u64` ids ever held at once.
@@ -123,31 +130,11 @@ fn rows_sent_once(rows: usize, schedule: &Schedule) -> bool {
     true
 }
 
-/// Gives the block numbers that occur once in `ids` (numbers `0..blocks`) the number
-/// [`cache::ONCE`]: no request after the one holding such a block looks it up, so the caches
-/// keep no entry for it. The others are numbered again densely in the same order, so that the
-/// block table indexed by them is as small as the blocks used more than once. Returns how many
-/// numbers are left; numbers reaching `ONCE` itself leave `ids` as they are.
-///
-/// The uses are counted in two bits a block (met, met again), so the tables stay in the
-/// processor's cache; a block's new number is its old one less the blocks met once below it.
-/// `ids` is counted and rewritten a stretch a part, as many parts as `fork` runs at once (at most
-/// four), each counting into tables of its own.
+/// [`Renumbering`] of `ids` (numbers `0..blocks`) applied: how many numbers are left.
+#[cfg(test)]
 pub(super) fn mark_once(ids: &mut [u32], blocks: usize, fork: &impl Fork) -> usize {
     let Some(renumbering) = Renumbering::of(ids, blocks, fork) else { return blocks };
-    let stretch = stretch(ids.len(), fork);
-    let renumbering = &renumbering;
-    let rewrites: Vec<Part<'_, ()>> = ids
-        .chunks_mut(stretch)
-        .map(|part| {
-            Box::new(move || {
-                for n in part {
-                    *n = renumbering.number(*n);
-                }
-            }) as Part<'_, ()>
-        })
-        .collect();
-    fork.run(rewrites);
+    renumbering.apply(ids, fork);
     renumbering.left
 }
 
@@ -156,8 +143,17 @@ fn stretch(len: usize, fork: &impl Fork) -> usize {
     len.div_ceil(fork.width().clamp(1, 4)).max(1)
 }
 
-/// The numbers [`mark_once`] gives: the blocks met once, and before each word of them how many
-/// come below it.
+/// The block numbers that occur once among a trace's numbers (`0..blocks`) given the number
+/// [`cache::ONCE`]: no request after the one holding such a block looks it up, so the caches
+/// keep no entry for it. The others are numbered again densely in the same order, so that the
+/// block table indexed by them is as small as the blocks used more than once; numbers reaching
+/// `ONCE` itself are left as they are.
+///
+/// The uses are counted in two bits a block (met, met again), so the tables stay in the
+/// processor's cache; a block's new number is its old one less the blocks met once below it
+/// (`below`, a count before each word of `once`). The numbers are counted and rewritten a
+/// stretch a part, as many parts as a fork runs at once (at most four), each counting into
+/// tables of its own.
 struct Renumbering {
     once: Vec<u64>,
     below: Vec<u32>,
@@ -205,6 +201,21 @@ impl Renumbering {
             singles += w.count_ones() as usize;
         }
         Some(Renumbering { once, below, left: blocks - singles })
+    }
+
+    /// Gives each of `ids` its new number, a stretch a part given to `fork`.
+    fn apply(&self, ids: &mut [u32], fork: &impl Fork) {
+        let rewrites: Vec<Part<'_, ()>> = ids
+            .chunks_mut(stretch(ids.len(), fork))
+            .map(|part| {
+                Box::new(move || {
+                    for n in part {
+                        *n = self.number(*n);
+                    }
+                }) as Part<'_, ()>
+            })
+            .collect();
+        fork.run(rewrites);
     }
 
     /// The word and the bit of number `n`.

@@ -616,27 +616,30 @@ fn blocks_numbered_beforehand_simulate_alike() {
     assert!(matches!(err, SimulateError::BlockIdsOfAnotherTrace { rows: 40, .. }), "{err}");
 }
 
-/// Marked before the schedule is known, the numbers are kept for a schedule that sends each row
-/// once (those `mark_once` leaves) and left for one that sends rows again.
+/// Uses counted before the schedule is known mark the numbers as `mark_once` does: for a
+/// schedule that sends each row once, and not for one that sends rows again; uses counted of
+/// other numbers mark nothing.
 #[test]
-fn blocks_marked_beside_the_schedule_are_kept_only_for_rows_sent_once() {
+fn uses_counted_beside_the_schedule_mark_as_mark_once() {
     let rows: Vec<Vec<u64>> = (0..30u64).map(|i| (0..1 + i % 4).map(|k| (i % 5) * 10 + k + i).collect()).collect();
     let trace = sequential(&rows);
     let ids = BlockIds::of(&trace).unwrap();
-    let once = build(&trace, Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true }, None);
-    let again = build(&trace, Timing::AsFastAsAllowed, Some(45));
-    for (schedule, marks) in [(once.unwrap(), true), (again.unwrap(), false)] {
+    let fixed = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
+    let once = build(&trace, fixed, None).unwrap();
+    let again = build(&trace, Timing::AsFastAsAllowed, Some(45)).unwrap();
+    for (schedule, marks) in [(&once, true), (&again, false)] {
         let mut expected = ids.clone();
-        expected.mark_once(&schedule);
-        let kept = ids.clone().or_marked(ids.marked_once(&crate::fork::LastFirst { at_once: true }), &schedule);
-        assert_eq!((&kept.ids, kept.blocks, kept.rows), (&expected.ids, expected.blocks, expected.rows));
-        assert_eq!(kept.ids != ids.ids, marks);
+        expected.mark_once(schedule);
+        let mut counted = ids.clone();
+        let uses = counted.count_uses(&crate::fork::LastFirst { at_once: true });
+        counted.mark_counted(uses, schedule, &crate::fork::LastFirst { at_once: true });
+        assert_eq!((&counted.ids, counted.blocks, counted.rows), (&expected.ids, expected.blocks, expected.rows));
+        assert_eq!(counted.ids != ids.ids, marks);
     }
-    // Numbers marked for another trace's blocks are not taken.
     let other = BlockIds::of(&sequential(&rows[..20])).unwrap();
-    let schedule = build(&trace, Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true }, None);
-    let kept = ids.clone().or_marked(other.marked_once(&crate::fork::InTurn), &schedule.unwrap());
-    assert_eq!(kept.ids, ids.ids);
+    let mut counted = ids.clone();
+    counted.mark_counted(other.count_uses(&crate::fork::InTurn), &once, &crate::fork::InTurn);
+    assert_eq!((&counted.ids, counted.blocks), (&ids.ids, ids.blocks));
 }
 
 /// Blocks occurring once are given `ONCE`; the others are numbered again densely, in the same

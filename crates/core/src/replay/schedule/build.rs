@@ -78,19 +78,21 @@ impl RowProblem {
     }
 }
 
-/// Groups a trace's rows into sessions ([`sessions_of`]).
+/// Groups a trace's rows into sessions: rows sharing a `session_id` form one session in file
+/// order; rows without one are single-turn sessions. Sessions are ordered by their first row.
 pub fn sessions(trace: &Trace) -> Result<Vec<Session>, ScheduleError> {
     sessions_of(trace.rows())
 }
 
-/// Groups rows into sessions: rows sharing a `session_id` form one session in file order; rows
-/// without one are single-turn sessions. Sessions are ordered by their first row.
+/// [`sessions`] of a trace's rows.
 pub(crate) fn sessions_of(rows: &[Row]) -> Result<Vec<Session>, ScheduleError> {
-    let mut out: Vec<Session> = Vec::new();
+    let mut out: Vec<Session> = Vec::with_capacity(rows.len());
     let mut by_id: FastMap<&str, usize> = FastMap::default();
+    let mut branches = false;
     for (i, row) in rows.iter().enumerate() {
-        let ts = ms_to_us(row.timestamp.map(|n| n.as_f64()), row.line, "timestamp")?;
-        let delay = ms_to_us(row.delay.map(|n| n.as_f64()), row.line, "delay")?;
+        branches |= !row.branches().is_empty();
+        let ts = ms_to_us(row.timestamp, row.line, "timestamp")?;
+        let delay = ms_to_us(row.delay, row.line, "delay")?;
         if let Some(d) = row.delay
             && delay.is_some_and(|us| us > MAX_US)
         {
@@ -113,7 +115,7 @@ pub(crate) fn sessions_of(rows: &[Row]) -> Result<Vec<Session>, ScheduleError> {
             None => out.push(Session::chain(None, [turn])),
         }
     }
-    if rows.iter().any(|r| !r.branches().is_empty()) {
+    if branches {
         return branched(rows, &out, &by_id);
     }
     Ok(out)
@@ -253,11 +255,17 @@ fn number(n: Number) -> String {
     }
 }
 
-fn ms_to_us(v: Option<f64>, line: u32, field: &'static str) -> Result<Option<u64>, ScheduleError> {
+/// A trace's milliseconds in microseconds, rounded (a whole number of them exactly, as through
+/// `f64`: below 2^53 µs every step is exact).
+fn ms_to_us(v: Option<Number>, line: u32, field: &'static str) -> Result<Option<u64>, ScheduleError> {
+    const EXACT_MS: i64 = (1 << 53) / 1000;
     match v {
         None => Ok(None),
-        Some(ms) if ms.is_finite() && ms >= 0.0 => Ok(Some((ms * 1000.0).round() as u64)),
-        Some(_) => Err(RowProblem::BadTime { field }.at(line)),
+        Some(Number::Int(ms)) if (0..=EXACT_MS).contains(&ms) => Ok(Some(ms as u64 * 1000)),
+        Some(n) => match n.as_f64() {
+            ms if ms.is_finite() && ms >= 0.0 => Ok(Some((ms * 1000.0).round() as u64)),
+            _ => Err(RowProblem::BadTime { field }.at(line)),
+        },
     }
 }
 
@@ -396,5 +404,29 @@ fn fill_turns(sessions: &[Session], starts: &mut [Start], request_count: Option<
         let n = (sessions[s.session as usize].turns.len() as u64).min(left);
         s.turns = n as u32;
         left -= n;
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Through `f64`: the rounding a timestamp of any kind takes.
+    fn through_f64(n: Number) -> Option<u64> {
+        let ms = n.as_f64();
+        (ms.is_finite() && ms >= 0.0).then(|| (ms * 1000.0).round() as u64)
+    }
+
+    proptest::proptest! {
+        /// Whole milliseconds are multiplied as integers where `f64` is exact, which gives what
+        /// the rounding through `f64` gives; negative ones are refused either way.
+        #[test]
+        fn whole_milliseconds_convert_as_through_f64(
+            ms in proptest::prop_oneof![-5i64..5, 0i64..1 << 40, (1i64 << 53) / 1000 - 5..(1i64 << 53) / 1000 + 5, proptest::num::i64::ANY],
+        ) {
+            let n = Number::Int(ms);
+            proptest::prop_assert_eq!(ms_to_us(Some(n), 1, "timestamp").ok().flatten(), through_f64(n));
+        }
     }
 }
