@@ -25,10 +25,16 @@ impl BlockIds {
     pub fn of(trace: &Trace) -> Result<BlockIds, SimulateError> {
         let mut interner = Interner::new();
         let ids: Vec<u32> = trace.all_hash_ids().iter().map(|&id| interner.intern(id)).collect();
+        BlockIds::numbered(&interner, ids, trace.len())
+    }
+
+    /// The numbers `interner` gave to the hash ids of `rows` rows; refused when it ran out of
+    /// numbers.
+    fn numbered(interner: &Interner, ids: Vec<u32>, rows: usize) -> Result<BlockIds, SimulateError> {
         if interner.overflowed() {
             return Err(SimulateError::TooManyBlocks);
         }
-        Ok(BlockIds { ids, blocks: interner.size(), rows: trace.len() })
+        Ok(BlockIds { ids, blocks: interner.size(), rows })
     }
 
     /// Gives the blocks that occur once the number [`cache::ONCE`] when `schedule` sends every
@@ -42,9 +48,10 @@ impl BlockIds {
     /// [`BlockIds::mark_once`] with its passes over the numbers split among parts given to
     /// `fork`: the same numbers.
     pub fn mark_once_on(&mut self, schedule: &Schedule, fork: &impl Fork) {
-        if rows_sent_once(self.rows, schedule) {
-            let uses = self.count_uses(fork);
-            self.mark_counted(uses, schedule, fork);
+        if rows_sent_once(self.rows, schedule)
+            && let Some(renumbering) = Renumbering::of(&self.ids, self.blocks, fork)
+        {
+            self.renumber(&renumbering, fork);
         }
     }
 
@@ -62,9 +69,12 @@ impl BlockIds {
         else {
             return;
         };
-        if !rows_sent_once(self.rows, schedule) {
-            return;
+        if rows_sent_once(self.rows, schedule) {
+            self.renumber(&renumbering, fork);
         }
+    }
+
+    fn renumber(&mut self, renumbering: &Renumbering, fork: &impl Fork) {
         renumbering.apply(&mut self.ids, fork);
         self.blocks = renumbering.left;
     }
@@ -105,10 +115,7 @@ impl Numbering {
     /// The rows taken and their blocks numbered: those of [`Trace::into_parts`] and
     /// [`BlockIds::of`] of the trace they make.
     pub fn finish(self) -> Result<(Vec<Row>, BlockIds), SimulateError> {
-        if self.interner.overflowed() {
-            return Err(SimulateError::TooManyBlocks);
-        }
-        let ids = BlockIds { ids: self.ids, blocks: self.interner.size(), rows: self.rows.len() };
+        let ids = BlockIds::numbered(&self.interner, self.ids, self.rows.len())?;
         Ok((self.rows, ids))
     }
 }

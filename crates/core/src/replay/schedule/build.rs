@@ -86,7 +86,7 @@ pub fn sessions(trace: &Trace) -> Result<Vec<Session>, ScheduleError> {
 
 /// [`sessions`] of a trace's rows.
 pub(crate) fn sessions_of(rows: &[Row]) -> Result<Vec<Session>, ScheduleError> {
-    let mut out: Vec<Session> = Vec::with_capacity(rows.len());
+    let mut out: Vec<Session> = Vec::new();
     let mut by_id: FastMap<&str, usize> = FastMap::default();
     let mut branches = false;
     for (i, row) in rows.iter().enumerate() {
