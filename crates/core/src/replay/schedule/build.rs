@@ -283,48 +283,60 @@ pub fn build_of(rows: &[Row], timing: Timing, request_count: Option<u64>) -> Res
         Timing::Fixed { start_offset_ms, end_offset_ms, auto_offset } => {
             let start_us = start_offset_ms.map(|ms| (ms * 1000.0).round() as i128);
             let end_us = end_offset_ms.map(|ms| (ms * 1000.0).round() as i128);
-            let mut firsts = Vec::new();
+            // One pass over the sessions: their first turns' starts (each with its number of
+            // turns) and the latest timestamp of any turn, which bounds every wait checked below.
+            let (mut latest, mut earliest) = (0u64, None::<u64>);
             for (i, s) in sessions.iter().enumerate() {
-                let line = rows[s.turns[0].row as usize].line;
                 let TurnTiming::At(t) = s.turns[0].timing else {
-                    return Err(RowProblem::MissingTimestamp.at(line));
+                    return Err(RowProblem::MissingTimestamp.at(rows[s.turns[0].row as usize].line));
                 };
+                for turn in &s.turns {
+                    if let TurnTiming::At(x) = turn.timing {
+                        latest = latest.max(x);
+                    }
+                }
                 let ti = t as i128;
                 if start_us.is_some_and(|s| ti < s) || end_us.is_some_and(|e| ti > e) {
                     continue;
                 }
-                firsts.push((t, i));
+                earliest = Some(earliest.map_or(t, |e| e.min(t)));
+                starts.push(Start { offset_us: Some(t), session: i as u32, turns: s.turns.len() as u32 });
             }
             let zero = match (auto_offset, start_us) {
                 (false, Some(s)) => s.max(0) as u64,
-                _ => firsts.iter().map(|f| f.0).min().unwrap_or(0),
+                _ => earliest.unwrap_or(0),
             };
             // Later turns carry absolute timestamps: shift them by the same zero.
-            for s in &mut sessions {
-                for t in &mut s.turns {
-                    if let TurnTiming::At(x) = t.timing {
-                        t.timing = TurnTiming::At(x.saturating_sub(zero));
+            if zero > 0 {
+                for s in &mut sessions {
+                    for t in &mut s.turns {
+                        if let TurnTiming::At(x) = t.timing {
+                            t.timing = TurnTiming::At(x.saturating_sub(zero));
+                        }
                     }
                 }
-            }
-            for (t, i) in firsts {
-                starts.push(Start { offset_us: Some(t.saturating_sub(zero)), session: i as u32, turns: 0 });
+                for st in &mut starts {
+                    st.offset_us = st.offset_us.map(|t| t.saturating_sub(zero));
+                }
             }
             starts.sort_by_key(|s| s.offset_us);
-            fill_turns(&sessions, &mut starts, request_count);
-            // Every timestamp that will be waited for lies within the longest span after zero.
-            for st in &starts {
-                for turn in &sessions[st.session as usize].turns[..st.turns as usize] {
-                    if let TurnTiming::At(offset) = turn.timing
-                        && offset > MAX_US
-                    {
-                        let row = &rows[turn.row as usize];
-                        return Err(RowProblem::TimestampTooLate {
-                            value: row.timestamp.map_or_else(String::new, number),
-                            limit_ms: (zero as f64 + MAX_US as f64) / 1000.0,
-                            zero_ms: zero as f64 / 1000.0,
+            cap_turns(&mut starts, request_count);
+            // Every timestamp that will be waited for lies within the longest span after zero
+            // (looked for turn by turn only when the latest one does not).
+            if latest.saturating_sub(zero) > MAX_US {
+                for st in &starts {
+                    for turn in &sessions[st.session as usize].turns[..st.turns as usize] {
+                        if let TurnTiming::At(offset) = turn.timing
+                            && offset > MAX_US
+                        {
+                            let row = &rows[turn.row as usize];
+                            return Err(RowProblem::TimestampTooLate {
+                                value: row.timestamp.map_or_else(String::new, number),
+                                limit_ms: (zero as f64 + MAX_US as f64) / 1000.0,
+                                zero_ms: zero as f64 / 1000.0,
+                            }
+                            .at(row.line));
                         }
-                        .at(row.line));
                     }
                 }
             }
@@ -398,10 +410,12 @@ pub(crate) fn strip_absolute_times(sessions: &mut [Session]) {
     }
 }
 
-fn fill_turns(sessions: &[Session], starts: &mut [Start], request_count: Option<u64>) {
-    let mut left = request_count.unwrap_or(u64::MAX);
+/// Cuts the starts' turns (each its session's number of turns) at `request_count` requests in
+/// all, in start order.
+fn cap_turns(starts: &mut [Start], request_count: Option<u64>) {
+    let Some(mut left) = request_count else { return };
     for s in starts {
-        let n = (sessions[s.session as usize].turns.len() as u64).min(left);
+        let n = u64::from(s.turns).min(left);
         s.turns = n as u32;
         left -= n;
     }

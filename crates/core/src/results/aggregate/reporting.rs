@@ -97,8 +97,12 @@ impl Aggregate {
     /// curves given to `fork` as parts: the same report.
     pub fn report_over_on(&self, with_goodput: bool, window: Option<(u64, u64)>, fork: &impl Fork) -> Report {
         let windows: Vec<(u64, u64)> = window.or_else(|| self.timeline.window()).into_iter().collect();
-        let (mut report, groups, _) =
-            with_timeline(Box::new(|| self.report_of_lists(with_goodput)), None, &self.timeline, &windows, fork, &[]);
+        let lists = if fork.at_once() {
+            Lists::Split(self, with_goodput)
+        } else {
+            Lists::Whole(Box::new(|| self.report_of_lists(with_goodput)))
+        };
+        let (mut report, groups, _) = with_timeline(lists, None, &self.timeline, &windows, fork, &[]);
         report.timeline = Timeline::in_order(&windows, groups).pop().unwrap_or_default();
         report
     }
@@ -141,8 +145,15 @@ impl Aggregate {
             let runs = std::mem::take(&mut self.inter_chunk_ms);
             Box::new(move || Distribution::of_runs(&runs)) as Part<'_, Option<Distribution>>
         });
-        let lists = Box::new(move || self.report_of_lists(with_goodput));
-        let (mut report, groups, runs) = with_timeline(lists, runs_part, &timeline, &windows, fork, apart);
+        // Run at once, the lists' distributions are parts of their own, the last ones; in turn,
+        // the aggregate goes with its part, so that what its lists hold is let go before the
+        // curves are made.
+        let (mut report, groups, runs) = if fork.at_once() {
+            with_timeline(Lists::Split(&self, with_goodput), runs_part, &timeline, &windows, fork, apart)
+        } else {
+            let lists = Lists::Whole(Box::new(move || self.report_of_lists(with_goodput)));
+            with_timeline(lists, runs_part, &timeline, &windows, fork, apart)
+        };
         if let Some(d) = runs {
             put_in_order(&mut report.metrics, &served_by_runs, &d);
         }
@@ -152,34 +163,65 @@ impl Aggregate {
     /// The report but its time-weighted metrics (left empty): for a part of a run whose
     /// time-weighted metrics are the run's curves over its window ([`crate::results::timeslices`]).
     pub fn report_of_lists(&self, with_goodput: bool) -> Report {
-        // Metrics served by the same stored list, or by lists of the same values, share its
-        // distribution: computed once.
-        let mut by_source: Vec<(Metric, Distribution)> = Vec::new();
-        let metrics: Vec<(Metric, Distribution)> = Metric::ALL
-            .into_iter()
-            .filter_map(|m| {
-                let Some(source) = self.served_by(m) else {
-                    if m == Metric::InterChunkLatencyAllRequests {
-                        return Distribution::of_runs(&self.inter_chunk_ms_all_or_ok(m)).map(|d| (m, d));
-                    }
-                    return Distribution::of_cow(self.metric_values(m)).map(|d| (m, d));
-                };
-                if let Some((_, d)) = by_source.iter().find(|(s, _)| *s == source) {
-                    return Some((m, d.clone()));
-                }
-                let d = if source == Metric::InterChunkLatency {
-                    Distribution::of_runs(&self.inter_chunk_ms)?
-                } else if let Some((_, d)) =
-                    by_source.iter().find(|(s, _)| *s != Metric::InterChunkLatency && self.values.same(*s, source))
-                {
-                    d.clone()
-                } else {
-                    Distribution::of_cow(self.values.get(source))?
-                };
-                by_source.push((source, d.clone()));
-                Some((m, d))
-            })
+        let plan = self.list_plan();
+        let distributions = plan.jobs.iter().map(|&job| self.distribution(job)).collect();
+        self.report_with(with_goodput, &plan, distributions)
+    }
+
+    /// The distributions the report's lists need, each list of the same values once: metrics
+    /// served by the same stored list, or by lists of the same values, share one.
+    fn list_plan(&self) -> ListPlan {
+        let mut jobs: Vec<ListJob> = Vec::new();
+        let mut metrics = Vec::with_capacity(Metric::ALL.len());
+        // The first job of a stored list `found` accepts.
+        let stored = |jobs: &[ListJob], found: &dyn Fn(Metric) -> bool| {
+            jobs.iter().position(|j| matches!(*j, ListJob::Stored(s) if found(s)))
+        };
+        let icl = Metric::InterChunkLatency;
+        for m in Metric::ALL {
+            let source = self.served_by(m);
+            let shared = source.and_then(|source| {
+                stored(&jobs, &|s| s == source)
+                    .or_else(|| (source != icl).then(|| stored(&jobs, &|s| s != icl && self.values.same(s, source)))?)
+            });
+            let job = shared.unwrap_or_else(|| {
+                jobs.push(source.map_or(ListJob::Made(m), ListJob::Stored));
+                jobs.len() - 1
+            });
+            metrics.push((m, job));
+        }
+        let urls = jobs.len();
+        for &index in self.per_url.keys() {
+            jobs.extend([ListJob::Url { index, ttft: false }, ListJob::Url { index, ttft: true }]);
+        }
+        ListPlan { metrics, jobs, urls }
+    }
+
+    /// The distribution of one list of the report ([`Aggregate::list_plan`]).
+    fn distribution(&self, job: ListJob) -> Option<Distribution> {
+        match job {
+            ListJob::Made(m) if m == Metric::InterChunkLatencyAllRequests => {
+                Distribution::of_runs(&self.inter_chunk_ms_all_or_ok(m))
+            }
+            ListJob::Made(m) => Distribution::of_cow(self.metric_values(m)),
+            ListJob::Stored(Metric::InterChunkLatency) => Distribution::of_runs(&self.inter_chunk_ms),
+            ListJob::Stored(source) => Distribution::of_cow(self.values.get(source)),
+            ListJob::Url { index, ttft } => {
+                let u = self.per_url.get(&index)?;
+                Distribution::of(if ttft { &u.ttft_ms } else { &u.request_latency_ms })
+            }
+        }
+    }
+
+    /// The report of the lists' distributions (`distributions`, those of `plan`'s jobs in their
+    /// order) but its time-weighted metrics.
+    fn report_with(&self, with_goodput: bool, plan: &ListPlan, mut distributions: Vec<Option<Distribution>>) -> Report {
+        let metrics: Vec<(Metric, Distribution)> = plan
+            .metrics
+            .iter()
+            .filter_map(|&(m, job)| distributions.get(job).cloned().flatten().map(|d| (m, d)))
             .collect();
+        let mut urls = distributions.drain(plan.urls.min(distributions.len())..);
         let errors = self.error_count();
         let adjusted = if errors == 0 {
             Vec::new()
@@ -242,8 +284,8 @@ impl Aggregate {
                     index,
                     request_count: u.ok,
                     error_request_count: u.errors,
-                    request_latency: Distribution::of(&u.request_latency_ms),
-                    time_to_first_token: Distribution::of(&u.ttft_ms),
+                    request_latency: urls.next().flatten(),
+                    time_to_first_token: urls.next().flatten(),
                 })
                 .collect(),
             timeline: Vec::new(),
@@ -262,13 +304,44 @@ impl Aggregate {
     }
 }
 
+/// How a report's lists are given to a fork: the report of the lists as one part (given in turn:
+/// a part owning the aggregate lets its lists go before any curve is made), or, run at once, a
+/// part per distribution ([`Aggregate::list_plan`]), listed last: the many short parts even out
+/// where the threads end.
+enum Lists<'a> {
+    Whole(Part<'a, Report>),
+    /// The aggregate and whether the report has goodput.
+    Split(&'a Aggregate, bool),
+}
+
+/// Which distributions a report's lists need ([`Aggregate::list_plan`]).
+struct ListPlan {
+    /// Each metric, in [`Metric::ALL`]'s order, with the job giving its distribution.
+    metrics: Vec<(Metric, usize)>,
+    jobs: Vec<ListJob>,
+    /// Where the URLs' jobs start: two a URL (request latency, time to first token), in the
+    /// URLs' order.
+    urls: usize,
+}
+
+/// One distribution of a report's lists.
+#[derive(Clone, Copy, Debug)]
+enum ListJob {
+    /// A metric's values made from others' lists, or the chunk gaps of every request.
+    Made(Metric),
+    /// A stored list (the chunk gaps' runs for [`Metric::InterChunkLatency`]).
+    Stored(Metric),
+    /// A URL's request latencies or times to first token.
+    Url { index: u32, ttft: bool },
+}
+
 /// The report of `lists` with `timeline`'s metrics over `window` (else its own), the lists'
 /// statistics, the chunk gaps' distribution when apart (`runs`) and each group of curves a part
 /// given to `fork`. Given in turn, the lists come first: what they hold is dropped before any
-/// curve is made; run at once, they come after the first group of curves, the longest part (the
-/// decode rates per chunk), and the chunk gaps after them.
+/// curve is made; run at once, the first group of curves (the longest part, the decode rates
+/// per chunk) comes first, the chunk gaps after it, and the lists' distributions last.
 fn with_timeline<'a>(
-    lists: Part<'a, Report>,
+    lists: Lists<'a>,
     runs: Option<Part<'a, Option<Distribution>>>,
     timeline: &'a Timeline,
     windows: &'a [(u64, u64)],
@@ -279,6 +352,7 @@ fn with_timeline<'a>(
         Lists(Box<Report>),
         Runs(Option<Distribution>),
         Curves(Metrics),
+        List(Option<Distribution>),
     }
     let mut parts: Vec<Part<'_, Done>> = timeline
         .parts_over(windows)
@@ -288,17 +362,33 @@ fn with_timeline<'a>(
         .map(|(_, p)| Box::new(move || Done::Curves(p())) as Part<'_, Done>)
         .collect();
     let at = usize::from(fork.at_once()).min(parts.len());
-    parts.insert(at, Box::new(move || Done::Lists(Box::new(lists()))));
+    let split = match lists {
+        Lists::Whole(lists) => {
+            parts.insert(at, Box::new(move || Done::Lists(Box::new(lists()))));
+            None
+        }
+        Lists::Split(aggregate, with_goodput) => Some((aggregate, with_goodput, aggregate.list_plan())),
+    };
     if let Some(runs) = runs {
-        parts.insert(at + 1, Box::new(move || Done::Runs(runs())));
+        parts.insert((at + usize::from(split.is_none())).min(parts.len()), Box::new(move || Done::Runs(runs())));
     }
-    let (mut report, mut groups, mut gaps) = (None, Vec::new(), None);
+    if let Some((aggregate, _, plan)) = &split {
+        let aggregate: &'a Aggregate = aggregate;
+        parts.extend(
+            plan.jobs.iter().map(|&job| Box::new(move || Done::List(aggregate.distribution(job))) as Part<'_, Done>),
+        );
+    }
+    let (mut report, mut groups, mut gaps, mut distributions) = (None, Vec::new(), None, Vec::new());
     for done in fork.run(parts) {
         match done {
             Done::Lists(r) => report = Some(*r),
             Done::Runs(d) => gaps = d,
             Done::Curves(c) => groups.push(c),
+            Done::List(d) => distributions.push(d),
         }
+    }
+    if let Some((aggregate, with_goodput, plan)) = &split {
+        report = Some(aggregate.report_with(*with_goodput, plan, distributions));
     }
     (report.unwrap_or_default(), groups, gaps)
 }

@@ -28,6 +28,11 @@ fn requests_are_counted_per_url_and_merge_like_the_whole() {
     assert_eq!((ttft0.min, ttft0.max, ttft0.count), (2.0, 6.0, 3));
     assert_eq!(report.per_url[1].request_latency.as_ref().unwrap().count, 2);
     assert!(Aggregate::default().report(false).per_url.is_empty());
+    // Run at once, every list's distribution (the URLs' too) is a part of its own, taken last
+    // first here: the same report, with goodput too.
+    let at_once = crate::fork::LastFirst { at_once: true };
+    assert_eq!(a.report_over_on(false, None, &at_once), report);
+    assert_eq!(a.clone().into_report_over_on(true, None, &at_once), a.report(true));
 }
 
 #[test]

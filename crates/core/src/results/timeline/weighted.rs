@@ -168,15 +168,13 @@ impl Weighted {
             if self.probes.iter().any(|p| p.shift == t.shift && p.prefix == t.prefix) {
                 continue;
             }
-            let histogram = if t.count <= self.keep { Vec::new() } else { vec![(0, 0); 1 << DIGIT] };
-            self.probes.push(Probe {
-                shift: t.shift,
-                prefix: t.prefix,
-                histogram,
-                kept: Vec::new(),
-                lo: u64::MAX,
-                hi: 0,
-            });
+            // A range kept is given room for the values counted in it (at most `keep`).
+            let (histogram, kept) = if t.count <= self.keep {
+                (Vec::new(), Vec::with_capacity(t.count as usize))
+            } else {
+                (vec![(0, 0); 1 << DIGIT], Vec::new())
+            };
+            self.probes.push(Probe { shift: t.shift, prefix: t.prefix, histogram, kept, lo: u64::MAX, hi: 0 });
         }
     }
 
