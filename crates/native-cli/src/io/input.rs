@@ -165,6 +165,9 @@ pub fn parse_workers() -> usize {
 /// Bytes of whole lines handed to a parsing thread at a time.
 pub(crate) const BLOCK_BYTES: usize = 64 << 10;
 
+/// Blocks waiting for a worker, and parsed blocks waiting to be taken, per worker.
+const BLOCKS_QUEUED: usize = 4;
+
 /// A block of whole lines for a parsing thread, after the given number of lines (or why the
 /// reading stopped).
 pub(crate) type Block = Result<(u64, Vec<u8>), TraceError>;
@@ -257,8 +260,9 @@ fn parse_in_blocks(
 /// Reads `reader` in blocks of whole lines ([`cut_blocks`], on a reader thread), parses them on
 /// `workers` threads with `parse` (a block's count of lines before it and its bytes, or why the
 /// reading stopped), and hands the results to `take` on the calling thread in file order, until
-/// `take` returns false or the input ends. Memory stays bounded: at most three blocks per worker
-/// are in flight, and their buffers go back to the reader. Threads are not joined: after a stop
+/// `take` returns false or the input ends. Memory stays bounded: at most nine blocks per worker
+/// are in flight (four waiting for it, one it parses, four parsed waiting for `take`: the
+/// threads seldom wait for each other), and their buffers go back to the reader. Threads are not joined: after a stop
 /// this returns at once, and a thread still blocked (on a pipe that stays open) ends when its
 /// next send finds no receiver.
 pub(crate) fn parse_blocks_in_order<T: Send + 'static>(
@@ -274,8 +278,8 @@ pub(crate) fn parse_blocks_in_order<T: Send + 'static>(
     let mut to_workers = Vec::with_capacity(workers);
     let mut from_workers = Vec::with_capacity(workers);
     for _ in 0..workers {
-        let (block_tx, block_rx) = mpsc::sync_channel::<Block>(1);
-        let (done_tx, done_rx) = mpsc::sync_channel::<T>(1);
+        let (block_tx, block_rx) = mpsc::sync_channel::<Block>(BLOCKS_QUEUED);
+        let (done_tx, done_rx) = mpsc::sync_channel::<T>(BLOCKS_QUEUED);
         let (parse, free_tx) = (parse.clone(), free_tx.clone());
         std::thread::spawn(move || {
             while let Ok(block) = block_rx.recv() {
