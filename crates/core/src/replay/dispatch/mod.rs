@@ -422,6 +422,12 @@ impl Dispatch {
                 self.graphs.insert(index, RunGraph { waiting, ends, open: 1, queued: 0, budget: s.turns - 1 });
             }
             self.next_start = self.cursor.next(&self.schedule).map(|s| (self.cursor.index(), s));
+            // The next run's session read now, a run ahead of its use: its memory is fetched
+            // while this run's request is routed and started (the result is only a value to
+            // keep).
+            if let Some((_, next)) = self.next_start {
+                std::hint::black_box(self.schedule.sessions.get(next.session as usize).map(|s| s.turns.len()));
+            }
             self.active_runs += 1;
             self.last_start_ns = deadline_ns;
             self.ceiling.peak_runs = self.ceiling.peak_runs.max(self.active_runs);
