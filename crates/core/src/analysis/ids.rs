@@ -250,6 +250,22 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Each id's place among the distinct ids in the order they are first met, and how many
+    /// there are: the numbering's oracle.
+    fn first_seen_order(ids: &[u64]) -> (Vec<u32>, usize) {
+        let mut first_seen: Vec<u64> = Vec::new();
+        let places = ids
+            .iter()
+            .map(|id| {
+                first_seen.iter().position(|x| x == id).unwrap_or_else(|| {
+                    first_seen.push(*id);
+                    first_seen.len() - 1
+                }) as u32
+            })
+            .collect();
+        (places, first_seen.len())
+    }
+
     fn numbers(ids: &[u64]) -> (Vec<u32>, Interner) {
         let mut interner = Interner::new();
         (ids.iter().map(|&id| interner.intern(id)).collect(), interner)
@@ -301,13 +317,10 @@ mod tests {
                 any::<u64>(),
             ], 0..400),
         ) {
-            let mut first_seen: Vec<u64> = Vec::new();
-            let expected: Vec<u32> = ids.iter().map(|id| {
-                first_seen.iter().position(|x| x == id).unwrap_or_else(|| { first_seen.push(*id); first_seen.len() - 1 }) as u32
-            }).collect();
+            let (expected, distinct) = first_seen_order(&ids);
             let (got, interner) = numbers(&ids);
             prop_assert_eq!(got, expected);
-            prop_assert_eq!(interner.size(), first_seen.len());
+            prop_assert_eq!(interner.size(), distinct);
             prop_assert!(!interner.overflowed());
         }
 
@@ -334,13 +347,10 @@ mod tests {
                     }
                 }
             }
-            let mut first_seen: Vec<u64> = Vec::new();
-            let expected: Vec<u32> = ids.iter().map(|id| {
-                first_seen.iter().position(|x| x == id).unwrap_or_else(|| { first_seen.push(*id); first_seen.len() - 1 }) as u32
-            }).collect();
+            let (expected, distinct) = first_seen_order(&ids);
             let (got, interner) = numbers(&ids);
             prop_assert_eq!(got, expected);
-            prop_assert_eq!(interner.size(), first_seen.len());
+            prop_assert_eq!(interner.size(), distinct);
         }
     }
 }
