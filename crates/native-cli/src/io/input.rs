@@ -262,9 +262,9 @@ fn parse_in_blocks(
 /// reading stopped), and hands the results to `take` on the calling thread in file order, until
 /// `take` returns false or the input ends. Memory stays bounded: at most nine blocks per worker
 /// are in flight (four waiting for it, one it parses, four parsed waiting for `take`: the
-/// threads seldom wait for each other), and their buffers go back to the reader. Threads are not joined: after a stop
-/// this returns at once, and a thread still blocked (on a pipe that stays open) ends when its
-/// next send finds no receiver.
+/// threads seldom wait for each other), and their buffers go back to the reader. Threads are
+/// not joined: after a stop this returns at once, and a thread still blocked (on a pipe that
+/// stays open) ends when its next send finds no receiver.
 pub(crate) fn parse_blocks_in_order<T: Send + 'static>(
     reader: Box<dyn BufRead + Send>,
     source: &Arc<str>,
