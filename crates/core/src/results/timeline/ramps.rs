@@ -84,39 +84,64 @@ impl Ramps {
         if v.abs() < self.floor { 0.0 } else { v }
     }
 
+    /// The pieces inside `[from, to)`, in time order: (duration, level at its start, level at
+    /// its end).
+    fn pieces(&self, from: u64, to: u64) -> impl Iterator<Item = (u64, f64, f64)> + '_ {
+        let mut i = self.bends.partition_point(|b| b.0 <= from);
+        let (mut t, mut piece) = (from, i.checked_sub(1));
+        let level = move |piece: Option<usize>, t: u64| piece.map_or(0.0, |p| self.level(p, t));
+        let mut done = false;
+        std::iter::from_fn(move || {
+            while !done {
+                let next = self.bends.get(i).map_or(to, |b| b.0.min(to));
+                let held = (next > t).then(|| (next - t, level(piece, t), level(piece, next)));
+                if next >= to {
+                    done = true;
+                } else {
+                    (t, piece) = (next, Some(i));
+                    i += 1;
+                }
+                if held.is_some() {
+                    return held;
+                }
+            }
+            None
+        })
+    }
+
     /// Time-weighted statistics over `[from, to)`: the mean and variance of the pieces
     /// integrated, a percentile the level below which the curve spends the fraction of the time.
+    /// The pieces are made again for each pass over them, not kept.
     pub(super) fn over_window(&self, from: u64, to: u64) -> TimeWeighted {
         if self.bends.is_empty() || to <= from {
             return TimeWeighted::default();
         }
-        // (duration, level at its start, level at its end) of each piece inside the window.
-        let mut pieces: Vec<(u64, f64, f64)> = Vec::new();
-        let mut i = self.bends.partition_point(|b| b.0 <= from);
-        let (mut t, mut piece) = (from, i.checked_sub(1));
-        let level = |piece: Option<usize>, t: u64| piece.map_or(0.0, |p| self.level(p, t));
-        loop {
-            let next = self.bends.get(i).map_or(to, |b| b.0.min(to));
-            if next > t {
-                pieces.push((next - t, level(piece, t), level(piece, next)));
-            }
-            if next >= to {
-                break;
-            }
-            (t, piece) = (next, Some(i));
-            i += 1;
-        }
         let total = (to - from) as f64;
-        let avg = pieces.iter().fold(-0.0, |sum, &(d, a, b)| sum + d as f64 * (a + b) / 2.0) / total;
-        let var = pieces.iter().fold(-0.0, |sum, &(d, a, b)| {
+        let (mut n, mut sum, mut min, mut max) = (0, -0.0, f64::INFINITY, f64::NEG_INFINITY);
+        for (d, a, b) in self.pieces(from, to) {
+            n += 1;
+            sum += d as f64 * (a + b) / 2.0;
+            min = f64::min(min, a.min(b));
+            max = f64::max(max, a.max(b));
+        }
+        let avg = sum / total;
+        let var = self.pieces(from, to).fold(-0.0, |sum, (d, a, b)| {
             let (a, b) = (a - avg, b - avg);
             sum + d as f64 * (a * a + a * b + b * b) / 3.0
         }) / total;
-        let min = pieces.iter().map(|p| p.1.min(p.2)).fold(f64::INFINITY, f64::min);
-        let max = pieces.iter().map(|p| p.1.max(p.2)).fold(f64::NEG_INFINITY, f64::max);
-        let [p50, p90, p95, p99] = spread_percentiles(&pieces, total);
+        let [p50, p90, p95, p99] = spread_percentiles(n, || self.pieces(from, to), total);
         TimeWeighted { avg, min, max, p50, p90, p95, p99, std: var.sqrt() }
     }
+}
+
+/// Pieces that can be given again, the same ones in the same order each time: (duration, level
+/// at its start, level at its end).
+trait Pieces: Fn() -> Self::Each {
+    type Each: Iterator<Item = (u64, f64, f64)>;
+}
+
+impl<F: Fn() -> I, I: Iterator<Item = (u64, f64, f64)>> Pieces for F {
+    type Each = I;
 }
 
 /// A level where a piece's time starts or stops being spread (level, time held at exactly it,
@@ -127,8 +152,8 @@ type Mark = (f64, f64, f64);
 /// piece whose ends differ by less than a billionth of their level (a flat piece's rounding) is
 /// flat: its time spread over so narrow a range would be a density too large for the walk's
 /// sums to take back exactly, and the time below every later level would be off.
-fn each_mark(pieces: &[(u64, f64, f64)], mut f: impl FnMut(Mark)) {
-    for &(d, a, b) in pieces {
+fn each_mark(pieces: &impl Pieces, mut f: impl FnMut(Mark)) {
+    for (d, a, b) in pieces() {
         let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
         if hi - lo > 1e-9 * lo.abs().max(hi.abs()) {
             let density = d as f64 / (hi - lo);
@@ -191,8 +216,8 @@ impl Walk {
 /// The percentiles of the levels of pieces each going evenly from one level to another over its
 /// duration: the least level below which (or at which) the fraction of `total` is spent, by a
 /// walk up every mark sorted ([`Walk::through`]).
-fn sorted_percentiles(pieces: &[(u64, f64, f64)], total: f64) -> [f64; 4] {
-    let mut marks: Vec<Mark> = Vec::with_capacity(2 * pieces.len());
+fn sorted_percentiles(n: usize, pieces: &impl Pieces, total: f64) -> [f64; 4] {
+    let mut marks: Vec<Mark> = Vec::with_capacity(2 * n);
     each_mark(pieces, |m| marks.push(m));
     marks.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
     let mut out = [marks.last().map_or(0.0, |m| m.0); 4];
@@ -221,17 +246,17 @@ struct Bucket {
 /// density's moment), and the walk is taken from the bucket in which a fraction is reached,
 /// through the marks of that bucket and the next, sorted. The same levels up to the rounding of
 /// the sums; the walk through every mark when the levels are not all finite or the bucket's
-/// walk ends short of its fraction.
-fn spread_percentiles(pieces: &[(u64, f64, f64)], total: f64) -> [f64; 4] {
-    match pieces.len() / 4 {
+/// walk ends short of its fraction. `n`: how many pieces there are.
+fn spread_percentiles(n: usize, pieces: impl Pieces, total: f64) -> [f64; 4] {
+    match n / 4 {
         // A few marks are sorted at once.
-        ..64 => sorted_percentiles(pieces, total),
-        n => bucketed_percentiles(pieces, total, n.min(BUCKETS)),
+        ..64 => sorted_percentiles(n, &pieces, total),
+        b => bucketed_percentiles(n, &pieces, total, b.min(BUCKETS)),
     }
 }
 
 /// [`spread_percentiles`] in `buckets` buckets.
-fn bucketed_percentiles(pieces: &[(u64, f64, f64)], total: f64, buckets: usize) -> [f64; 4] {
+fn bucketed_percentiles(n: usize, pieces: &impl Pieces, total: f64, buckets: usize) -> [f64; 4] {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     // The lowest and highest in total order, as the sorted walk's first and last marks (a NaN
     // is not finite: the sorted walk then).
@@ -244,7 +269,7 @@ fn bucketed_percentiles(pieces: &[(u64, f64, f64)], total: f64, buckets: usize) 
         }
     });
     if !(lo.is_finite() && hi.is_finite() && hi > lo) || buckets == 0 {
-        return sorted_percentiles(pieces, total);
+        return sorted_percentiles(n, pieces, total);
     }
     let scale = buckets as f64 / (hi - lo);
     let bucket_of = |v: f64| (((v - lo) * scale) as usize).min(buckets - 1);
@@ -301,7 +326,7 @@ fn bucketed_percentiles(pieces: &[(u64, f64, f64)], total: f64, buckets: usize) 
         if reached_it {
             out[next] = one[next];
         } else if k + 1 < starts.len() {
-            return sorted_percentiles(pieces, total);
+            return sorted_percentiles(n, pieces, total);
         }
     }
     out
@@ -334,9 +359,10 @@ mod tests {
                 .collect();
             let total = pieces.iter().map(|p| p.0 as f64).sum::<f64>().max(1.0);
             let bits = |q: [f64; 4]| q.map(f64::to_bits);
+            let (n, each) = (pieces.len(), || pieces.iter().copied());
             proptest::prop_assert_eq!(
-                bits(bucketed_percentiles(&pieces, total, buckets)),
-                bits(sorted_percentiles(&pieces, total))
+                bits(bucketed_percentiles(n, &each, total, buckets)),
+                bits(sorted_percentiles(n, &each, total))
             );
         }
 

@@ -250,14 +250,12 @@ pub(super) fn per_user(rate: &Steps, conc: &Steps, from: u64, to: u64, scale: f6
     let mut active_per_user = Weighted::new(None, upto);
     let mut window_per_user = Weighted::new(Some((to - from) as f64), upto);
     while !(active.done() && active_per_user.done() && window_per_user.done()) {
-        for (d, r, c) in Segments::new(rate, conc, from, to) {
+        let pairs = Segments::new(rate, conc, from, to).map(|(d, r, c)| {
             let u = if c > 0.0 { r / c } else { 0.0 };
-            if c > 0.0 {
-                active.add(d, r * scale);
-                active_per_user.add(d, u * scale);
-            }
-            window_per_user.add(d, u * scale);
-        }
+            let active = (c > 0.0).then_some(r * scale);
+            (d, [active, active.map(|_| u * scale), Some(u * scale)])
+        });
+        Weighted::pass_over_each([&mut active, &mut active_per_user, &mut window_per_user], pairs);
         for w in [&mut active, &mut active_per_user, &mut window_per_user] {
             w.end_pass();
         }

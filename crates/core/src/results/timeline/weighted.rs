@@ -97,6 +97,48 @@ impl Probe {
     }
 }
 
+/// The sums a pass adds to, held in registers while it loops: the pairs' count, durations and
+/// weighted values (first pass), their weighted squared deviations (second pass), and the least
+/// and the greatest key.
+#[derive(Clone, Copy, Debug)]
+struct Sums {
+    n: u64,
+    durations: u128,
+    sum: f64,
+    var: f64,
+    min: u64,
+    max: u64,
+}
+
+impl Sums {
+    /// A pair's terms of the moments in pass `pass` (`avg`: the mean, from the second on).
+    #[inline(always)]
+    fn moments(&mut self, pass: u32, avg: f64, d: u64, v: f64) {
+        if pass == 1 {
+            self.n += 1;
+            self.durations += u128::from(d);
+            self.sum += v * d as f64;
+        } else if pass == 2 {
+            self.var += d as f64 * (v - avg) * (v - avg);
+        }
+    }
+
+    /// A pair of duration `d` above 0 taken in pass `pass`: its moments, its key's bounds (first
+    /// pass) and its key in each probe.
+    #[inline(always)]
+    fn take(&mut self, pass: u32, avg: f64, d: u64, v: f64, probes: &mut [Probe]) {
+        self.moments(pass, avg, d, v);
+        let k = key(v);
+        if pass == 1 {
+            self.min = self.min.min(k);
+            self.max = self.max.max(k);
+        }
+        for p in probes {
+            p.take(k, d);
+        }
+    }
+}
+
 /// Statistics of (duration, value) pairs given pass after pass, each pass the same pairs in the
 /// same order. `total`: the duration that the mean and variance divide by (the window), or, when
 /// `None`, the sum of the durations; `upto`: at most how many pairs there are (a few are kept and
@@ -106,13 +148,8 @@ pub(super) struct Weighted {
     total: Option<f64>,
     pass: u32,
     done: bool,
-    n: u64,
-    durations: u128,
-    sum: f64,
-    var: f64,
+    sums: Sums,
     avg: f64,
-    min: u64,
-    max: u64,
     targets: [Target; 4],
     /// A bucket of at most this many values is kept and its percentile selected ([`KEEP`]).
     keep: u64,
@@ -134,13 +171,8 @@ impl Weighted {
             total,
             pass: 1,
             done: false,
-            n: 0,
-            durations: 0,
-            sum: -0.0,
-            var: -0.0,
+            sums: Sums { n: 0, durations: 0, sum: -0.0, var: -0.0, min: u64::MAX, max: 0 },
             avg: 0.0,
-            min: u64::MAX,
-            max: 0,
             targets: [t; 4],
             keep,
             probes: Vec::new(),
@@ -184,73 +216,59 @@ impl Weighted {
         if d == 0 || self.done {
             return;
         }
-        if self.pass == 1 {
-            self.n += 1;
-            self.durations += u128::from(d);
-            self.sum += v * d as f64;
-        } else if self.pass == 2 {
-            self.var += d as f64 * (v - self.avg) * (v - self.avg);
-        }
         if let Some(all) = &mut self.all {
+            self.sums.moments(self.pass, self.avg, d, v);
             all.push((d, v));
             return;
         }
-        let k = key(v);
-        if self.pass == 1 {
-            self.min = self.min.min(k);
-            self.max = self.max.max(k);
-        }
-        for p in &mut self.probes {
-            p.take(k, d);
-        }
+        self.sums.take(self.pass, self.avg, d, v, &mut self.probes);
     }
 
     /// One pass over `pairs`: [`add`](Self::add) of each, in one loop with the sums held in
     /// registers.
     pub(super) fn pass_over(&mut self, pairs: &(impl Pairs + ?Sized)) {
-        if self.done {
+        Weighted::pass_over_each([self], pairs.pairs().map(|(d, v)| (d, [Some(v)])));
+    }
+
+    /// One pass of each of `ws` over `pairs` in one loop, the sums held in registers: each pair
+    /// a duration and, for each statistic, its value or `None` when the pair is not one of its
+    /// ([`add`](Self::add) of each value given).
+    pub(super) fn pass_over_each<const K: usize>(
+        mut ws: [&mut Weighted; K],
+        pairs: impl Iterator<Item = (u64, [Option<f64>; K])>,
+    ) {
+        if ws.iter().all(|w| w.done) {
             return;
         }
-        if self.all.is_some() {
-            for (d, v) in pairs.pairs() {
-                self.add(d, v);
+        if ws.iter().any(|w| w.all.is_some()) {
+            for (d, vs) in pairs {
+                for (w, v) in ws.iter_mut().zip(vs) {
+                    if let Some(v) = v {
+                        w.add(d, v);
+                    }
+                }
             }
             return;
         }
-        let probes = &mut self.probes;
-        if self.pass == 1 {
-            let (mut n, mut durations, mut sum, mut min, mut max) =
-                (self.n, self.durations, self.sum, self.min, self.max);
-            for (d, v) in pairs.pairs() {
-                if d == 0 {
-                    continue;
-                }
-                n += 1;
-                durations += u128::from(d);
-                sum += v * d as f64;
-                let k = key(v);
-                min = min.min(k);
-                max = max.max(k);
-                for p in probes.iter_mut() {
-                    p.take(k, d);
+        let live = ws.each_ref().map(|w| !w.done);
+        let (pass, avg) = (ws.each_ref().map(|w| w.pass), ws.each_ref().map(|w| w.avg));
+        let mut sums = ws.each_ref().map(|w| w.sums);
+        let mut probes = ws.each_mut().map(|w| std::mem::take(&mut w.probes));
+        for (d, vs) in pairs {
+            if d == 0 {
+                continue;
+            }
+            for j in 0..K {
+                if let Some(v) = vs[j]
+                    && live[j]
+                {
+                    sums[j].take(pass[j], avg[j], d, v, &mut probes[j]);
                 }
             }
-            (self.n, self.durations, self.sum, self.min, self.max) = (n, durations, sum, min, max);
-        } else {
-            let (avg, mut var, second) = (self.avg, self.var, self.pass == 2);
-            for (d, v) in pairs.pairs() {
-                if d == 0 {
-                    continue;
-                }
-                if second {
-                    var += d as f64 * (v - avg) * (v - avg);
-                }
-                let k = key(v);
-                for p in probes.iter_mut() {
-                    p.take(k, d);
-                }
-            }
-            self.var = var;
+        }
+        for ((w, s), p) in ws.iter_mut().zip(sums).zip(probes) {
+            w.sums = s;
+            w.probes = p;
         }
     }
 
@@ -260,22 +278,22 @@ impl Weighted {
             return;
         }
         if self.pass == 1 {
-            let total = self.total.unwrap_or(self.durations as f64);
-            if self.n == 0 || total <= 0.0 {
+            let total = self.total.unwrap_or(self.sums.durations as f64);
+            if self.sums.n == 0 || total <= 0.0 {
                 self.done = true;
                 return;
             }
-            self.avg = self.sum / total;
-            if self.durations > u128::from(EXACT) {
+            self.avg = self.sums.sum / total;
+            if self.sums.durations > u128::from(EXACT) {
                 self.probes.clear();
                 self.all = Some(Vec::new());
                 self.pass = 2;
                 return;
             }
         } else if self.pass == 2 {
-            let total = self.total.unwrap_or(self.durations as f64);
+            let total = self.total.unwrap_or(self.sums.durations as f64);
             self.result.avg = self.avg;
-            self.result.std = (self.var / total).sqrt();
+            self.result.std = (self.sums.var / total).sqrt();
             if let Some(mut all) = self.all.take() {
                 all.sort_unstable_by(|a, b| a.1.total_cmp(&b.1));
                 self.result.min = all[0].1;
@@ -295,7 +313,7 @@ impl Weighted {
                 return;
             }
         }
-        let whole = self.durations as f64;
+        let whole = self.sums.durations as f64;
         let reaches = |c: u64, f: f64| c as f64 / whole >= f;
         for (t, &f) in self.targets.iter_mut().zip(&FRACTIONS) {
             if t.found.is_some() {
@@ -306,7 +324,7 @@ impl Weighted {
             };
             let mut c = t.below;
             if p.histogram.is_empty() {
-                t.found = Some(first_reaching(&mut p.kept, c, |c| reaches(c, f)).unwrap_or(self.max));
+                t.found = Some(first_reaching(&mut p.kept, c, |c| reaches(c, f)).unwrap_or(self.sums.max));
                 continue;
             }
             let mut chosen = None;
@@ -318,7 +336,7 @@ impl Weighted {
                 c += d;
             }
             let Some((digit, _, n)) = chosen else {
-                t.found = Some(self.max);
+                t.found = Some(self.sums.max);
                 continue;
             };
             if p.lo == p.hi {
@@ -343,10 +361,10 @@ impl Weighted {
     }
 
     fn finish(&mut self) {
-        let q = self.targets.map(|t| value(t.found.unwrap_or(self.max)));
+        let q = self.targets.map(|t| value(t.found.unwrap_or(self.sums.max)));
         [self.result.p50, self.result.p90, self.result.p95, self.result.p99] = q;
-        self.result.min = value(self.min);
-        self.result.max = value(self.max);
+        self.result.min = value(self.sums.min);
+        self.result.max = value(self.sums.max);
         self.probes = Vec::new();
         self.done = true;
     }
@@ -364,10 +382,14 @@ impl Weighted {
 
 /// The least key of `kept` (key, duration) at which `below` plus the durations of the keys up
 /// to it `reaches`, as a walk over them sorted by key finds it (`reaches` rising with the
-/// duration); `None` when even all of them do not. A selection about median keys: `kept` is
-/// reordered, in time linear in its length.
+/// duration); `None` when even all of them do not. A selection over the keys' bits: the
+/// durations summed per digit of the highest 16 bits in which the keys differ, the digit
+/// reached kept (moved to the front of `kept`, which is reordered) and its next bits looked
+/// into, until the keys left are one or few; in time linear in the length of `kept`.
 fn first_reaching(kept: &mut [(u64, u64)], mut below: u64, reaches: impl Fn(u64) -> bool) -> Option<u64> {
     let mut part = kept;
+    let (mut lo, mut hi) = part.iter().fold((u64::MAX, 0), |(lo, hi), e| (lo.min(e.0), hi.max(e.0)));
+    let mut durations = Vec::new();
     loop {
         if part.len() <= 16 {
             part.sort_unstable_by_key(|e| e.0);
@@ -376,51 +398,66 @@ fn first_reaching(kept: &mut [(u64, u64)], mut below: u64, reaches: impl Fn(u64)
                 reaches(below).then_some(k)
             });
         }
-        // The pivot: the median key (a curve's keys in time order rise and fall, which a median
-        // of three would pick badly); the keys below it, at it and above it moved apart.
-        let mid = part.len() / 2;
-        let pivot = part.select_nth_unstable_by_key(mid, |e| e.0).1.0;
-        let (mut lt, mut i, mut gt) = (0, 0, part.len());
-        let (mut under, mut at) = (0u64, 0u64);
-        while i < gt {
-            let (k, d) = part[i];
-            if k < pivot {
-                part.swap(lt, i);
-                under += d;
-                lt += 1;
-                i += 1;
-            } else if k > pivot {
-                gt -= 1;
-                part.swap(i, gt);
-            } else {
-                at += d;
-                i += 1;
+        if lo == hi {
+            let all: u64 = part.iter().map(|e| e.1).sum();
+            return reaches(below + all).then_some(lo);
+        }
+        // The keys agree above their highest differing bit: the digit is the 16 bits from it
+        // down, counted from the least key's.
+        let shift = (64 - (lo ^ hi).leading_zeros()).saturating_sub(DIGIT);
+        let base = lo >> shift;
+        durations.clear();
+        durations.resize(((hi >> shift) - base + 1) as usize, 0u64);
+        for &(k, d) in part.iter() {
+            durations[((k >> shift) - base) as usize] += d;
+        }
+        // The first digit reached is one with keys: the least key's, or one whose durations
+        // made the sum reach.
+        let mut c = below;
+        let digit = durations.iter().position(|&d| {
+            let reached = reaches(c + d);
+            c += if reached { 0 } else { d };
+            reached
+        })?;
+        below = c;
+        let wanted = base + digit as u64;
+        let mut n = 0;
+        (lo, hi) = (u64::MAX, 0);
+        for i in 0..part.len() {
+            let k = part[i].0;
+            if k >> shift == wanted {
+                part.swap(n, i);
+                n += 1;
+                lo = lo.min(k);
+                hi = hi.max(k);
             }
         }
-        if lt > 0 && reaches(below + under) {
-            part = &mut part[..lt];
-        } else if reaches(below + under + at) {
-            return Some(pivot);
-        } else {
-            below += under + at;
-            part = &mut part[gt..];
-        }
+        part = &mut part[..n];
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Just;
 
     proptest::proptest! {
         /// The selection finds the key a walk over the keys sorted finds, over keys repeated
-        /// many times and durations of zero.
+        /// many times, durations of zero, and keys that differ in low bits only, in bits more
+        /// than 16 apart, or anywhere (each digit of a selection, and several in turn).
         #[test]
         fn the_selection_finds_the_key_of_the_sorted_walk(
-            kept in proptest::collection::vec((0u64..40, 0u64..5), 0..400),
+            kept in proptest::collection::vec((0u64..40, 0u64..5), 0..1200),
+            spread in proptest::prop_oneof![Just(0u32), 1u32..64],
+            high in proptest::bool::ANY,
             below in 0u64..10,
             fraction in 0.0f64..1.2,
         ) {
+            // Keys spread by rotating their bits, some with the top bit set.
+            let kept: Vec<(u64, u64)> = kept
+                .into_iter()
+                .map(|(k, d)| ((k * 0x9E37_79B9).rotate_left(spread) | u64::from(high && k % 3 == 0) << 63, d))
+                .collect();
             let whole = (below + kept.iter().map(|e| e.1).sum::<u64>()).max(1) as f64;
             let reaches = |c: u64| c as f64 / whole >= fraction;
             let mut sorted = kept.clone();
