@@ -9,12 +9,13 @@
 //! [`sum`]), and the standard deviation is `sqrt(mean((x − mean)²))`.
 //!
 //! One file a job: `moments` (sum, mean, standard deviation), `percentile` (percentiles and the
-//! Kolmogorov–Smirnov distance), `sort`, `student_t` (confidence intervals of repeated runs), `summary`
+//! Kolmogorov–Smirnov distance), `select` (the values at ranks of a list, by their bits), `sort`, `student_t` (confidence intervals of repeated runs), `summary`
 //! ([`Summary`], [`Distribution`]) and `runs` ([`Runs`]).
 
 mod moments;
 mod percentile;
 mod runs;
+mod select;
 mod sort;
 mod student_t;
 mod summary;
@@ -22,6 +23,7 @@ mod summary;
 pub use moments::{mean, std_dev, sum};
 pub use percentile::{ks_distance_sorted, nearest_rank, percentile_sorted};
 pub use runs::Runs;
+pub(crate) use select::{of_order_key, order_key};
 pub use sort::sorted;
 pub use student_t::{sample_std_dev, t_interval_half_width, t_quantile};
 pub use summary::{Distribution, REPORT_PERCENTILES, Summary};

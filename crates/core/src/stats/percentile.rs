@@ -1,6 +1,8 @@
 //! Percentiles of a list (linear interpolation, and the nearest rank), found in a sorted copy or
 //! by selection, and the Kolmogorov–Smirnov distance of two sorted lists.
 
+use super::select::at_ranks;
+
 /// Percentile `p` (0..=100) of values sorted ascending; `None` for an empty list.
 pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
     let n = sorted.len();
@@ -36,50 +38,31 @@ pub fn nearest_rank(n: usize, p: f64) -> usize {
 }
 
 /// Percentiles `ps` (and the minimum and maximum) of a non-empty list: what [`percentile_sorted`]
-/// gives on a sorted copy, found by selection (linear time) instead of a full sort. The values
-/// in between stay unsorted; the ones at the ranks asked for are exactly those of the sorted
-/// copy (total order, NaN last).
+/// gives on a sorted copy, the values at the ranks asked for selected by their bits
+/// ([`at_ranks`]: linear time, no copy, total order, NaN last) instead of a full sort.
 pub(super) fn percentiles_selected<const N: usize>(values: &[f64], ps: [f64; N]) -> Option<(f64, [f64; N], f64)> {
-    percentiles_in_place(&mut values.to_vec(), ps)
-}
-
-/// [`percentiles_selected`] of `v`, selected in place (its order is lost).
-pub(super) fn percentiles_in_place<const N: usize>(v: &mut [f64], ps: [f64; N]) -> Option<(f64, [f64; N], f64)> {
-    let n = v.len();
+    let n = values.len();
     if n == 0 {
         return None;
     }
-    let mut ranks: Vec<usize> = ps
+    let mut ranks: Vec<u64> = ps
         .iter()
         .flat_map(|&p| {
             let (lo, hi, _) = percentile_ranks(n, p);
-            [lo, hi]
+            [lo as u64, hi as u64]
         })
-        .chain([0, n - 1])
+        .chain([0, n as u64 - 1])
         .collect();
     ranks.sort_unstable();
     ranks.dedup();
-    select_ranks(v, &ranks, 0);
+    let at = at_ranks(values, &ranks);
+    let value_at = |r: usize| ranks.binary_search(&(r as u64)).map_or(f64::NAN, |i| at[i]);
     let mut out = [0.0; N];
     for (slot, &p) in out.iter_mut().zip(&ps) {
         let (lo, hi, t) = percentile_ranks(n, p);
-        *slot = lerp(v[lo], v[hi], t);
+        *slot = lerp(value_at(lo), value_at(hi), t);
     }
-    Some((v[0], out, v[n - 1]))
-}
-
-/// Puts at each of `ranks` (sorted, distinct, each in `offset..offset + v.len()`, counted from
-/// `offset`) the value a sorted `v` has there: the middle rank first, then each side's ranks in
-/// its side only, so every value is looked at about log2(ranks) times.
-fn select_ranks(v: &mut [f64], ranks: &[usize], offset: usize) {
-    if ranks.is_empty() {
-        return;
-    }
-    let mid = ranks.len() / 2;
-    let at = ranks[mid] - offset;
-    let (left, _, right) = v.select_nth_unstable_by(at, f64::total_cmp);
-    select_ranks(left, &ranks[..mid], offset);
-    select_ranks(right, &ranks[mid + 1..], offset + at + 1);
+    Some((at[0], out, at[at.len() - 1]))
 }
 
 /// Two-sample Kolmogorov–Smirnov distance: the largest gap between the empirical CDFs of two

@@ -3,6 +3,7 @@
 
 use super::moments::OVERFLOW_SCALE;
 use super::percentile::{lerp, percentile_ranks};
+use super::select::at_weighted_ranks;
 use super::summary::{Distribution, REPORT_PERCENTILES};
 
 /// A list of values kept as runs: each value once, with how many times it occurs in a row (bit
@@ -278,22 +279,8 @@ fn sum_runs_by(runs: &Runs, f: impl Fn(f64) -> f64 + Copy) -> f64 {
 /// The values at `ranks` (sorted ascending, each below the list's length) of a list kept as
 /// runs, sorted by `f64::total_cmp`.
 fn ranked_runs(runs: &Runs, ranks: &[u64]) -> Vec<f64> {
-    let mut pairs: Vec<(f64, u64)> = runs.runs().collect();
-    pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-    let mut out = Vec::with_capacity(ranks.len());
-    let mut below = 0u64;
-    let mut pairs = pairs.into_iter();
-    let mut cur = pairs.next();
-    for &r in ranks {
-        while let Some((_, n)) = cur
-            && below + n <= r
-        {
-            below += n;
-            cur = pairs.next();
-        }
-        out.push(cur.map_or(f64::NAN, |p| p.0));
-    }
-    out
+    let pairs: Vec<(f64, u64)> = runs.runs().collect();
+    at_weighted_ranks(&pairs, ranks, |&p| p)
 }
 
 impl Distribution {

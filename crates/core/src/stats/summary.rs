@@ -1,7 +1,7 @@
 //! [`Summary`] (the reference's seven numbers) and [`Distribution`] (AIPerf's metric aggregation) of a list.
 
 use super::moments::{mean, mean_of_sum, std_dev, std_dev_about, sum};
-use super::percentile::{lerp, percentile_ranks, percentiles_in_place, percentiles_selected};
+use super::percentile::{lerp, percentile_ranks, percentiles_selected};
 use serde::{Deserialize, Serialize};
 
 /// The seven-number summary of the reference's trace report.
@@ -57,14 +57,9 @@ impl Distribution {
         })
     }
 
-    /// [`Distribution::of`] values no longer needed: the percentiles are selected in the list
-    /// itself, not in a copy.
-    pub fn of_owned(mut values: Vec<f64>) -> Option<Distribution> {
-        let total = sum(&values);
-        let avg = mean_of_sum(&values, total)?;
-        let std = std_dev_about(&values, avg)?;
-        let (min, percentiles, max) = percentiles_in_place(&mut values, REPORT_PERCENTILES)?;
-        Some(Distribution { count: values.len(), sum: total, avg, std, min, max, percentiles })
+    /// [`Distribution::of`] values no longer needed.
+    pub fn of_owned(values: Vec<f64>) -> Option<Distribution> {
+        Distribution::of(&values)
     }
 
     /// [`Distribution::of`] borrowed values, [`Distribution::of_owned`] owned ones.
