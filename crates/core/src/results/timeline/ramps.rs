@@ -118,18 +118,24 @@ impl Ramps {
         }
         let total = (to - from) as f64;
         let (mut n, mut sum, mut min, mut max) = (0, -0.0, f64::INFINITY, f64::NEG_INFINITY);
+        let mut bounds = MarkBounds::new();
         for (d, a, b) in self.pieces(from, to) {
             n += 1;
             sum += d as f64 * (a + b) / 2.0;
             min = f64::min(min, a.min(b));
             max = f64::max(max, a.max(b));
+            let (first, second) = marks_of((d, a, b));
+            bounds.take(first.0);
+            if let Some(m) = second {
+                bounds.take(m.0);
+            }
         }
         let avg = sum / total;
         let var = self.pieces(from, to).fold(-0.0, |sum, (d, a, b)| {
             let (a, b) = (a - avg, b - avg);
             sum + d as f64 * (a * a + a * b + b * b) / 3.0
         }) / total;
-        let [p50, p90, p95, p99] = spread_percentiles(n, || self.pieces(from, to), total);
+        let [p50, p90, p95, p99] = spread_percentiles(n, || self.pieces(from, to), total, bounds);
         TimeWeighted { avg, min, max, p50, p90, p95, p99, std: var.sqrt() }
     }
 }
@@ -153,15 +159,55 @@ type Mark = (f64, f64, f64);
 /// flat: its time spread over so narrow a range would be a density too large for the walk's
 /// sums to take back exactly, and the time below every later level would be off.
 fn each_mark(pieces: &impl Pieces, mut f: impl FnMut(Mark)) {
-    for (d, a, b) in pieces() {
-        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-        if hi - lo > 1e-9 * lo.abs().max(hi.abs()) {
-            let density = d as f64 / (hi - lo);
-            f((lo, 0.0, density));
-            f((hi, 0.0, -density));
-        } else {
-            f((lo, d as f64, 0.0));
+    for piece in pieces() {
+        let (first, second) = marks_of(piece);
+        f(first);
+        if let Some(m) = second {
+            f(m);
         }
+    }
+}
+
+/// A piece's marks ([`each_mark`]): its lower end, and its upper end when it slopes.
+#[inline]
+fn marks_of((d, a, b): (u64, f64, f64)) -> (Mark, Option<Mark>) {
+    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+    if hi - lo > 1e-9 * lo.abs().max(hi.abs()) {
+        let density = d as f64 / (hi - lo);
+        ((lo, 0.0, density), Some((hi, 0.0, -density)))
+    } else {
+        ((lo, d as f64, 0.0), None)
+    }
+}
+
+/// The lowest and the highest level marked, in [`f64::total_cmp`] order: the sorted walk's first
+/// and last marks.
+#[derive(Clone, Copy, Debug)]
+struct MarkBounds {
+    lo: f64,
+    hi: f64,
+}
+
+impl MarkBounds {
+    fn new() -> MarkBounds {
+        MarkBounds { lo: f64::INFINITY, hi: f64::NEG_INFINITY }
+    }
+
+    fn take(&mut self, v: f64) {
+        if v.total_cmp(&self.lo).is_lt() {
+            self.lo = v;
+        }
+        if v.total_cmp(&self.hi).is_gt() {
+            self.hi = v;
+        }
+    }
+
+    /// Those of every mark of `pieces`.
+    #[cfg(test)]
+    fn of(pieces: &impl Pieces) -> MarkBounds {
+        let mut b = MarkBounds::new();
+        each_mark(pieces, |(v, _, _)| b.take(v));
+        b
     }
 }
 
@@ -246,28 +292,25 @@ struct Bucket {
 /// density's moment), and the walk is taken from the bucket in which a fraction is reached,
 /// through the marks of that bucket and the next, sorted. The same levels up to the rounding of
 /// the sums; the walk through every mark when the levels are not all finite or the bucket's
-/// walk ends short of its fraction. `n`: how many pieces there are.
-fn spread_percentiles(n: usize, pieces: impl Pieces, total: f64) -> [f64; 4] {
+/// walk ends short of its fraction. `n`: how many pieces there are; `bounds`: their marks'.
+fn spread_percentiles(n: usize, pieces: impl Pieces, total: f64, bounds: MarkBounds) -> [f64; 4] {
     match n / 4 {
         // A few marks are sorted at once.
         ..64 => sorted_percentiles(n, &pieces, total),
-        b => bucketed_percentiles(n, &pieces, total, b.min(BUCKETS)),
+        b => bucketed_within(n, &pieces, total, b.min(BUCKETS), bounds),
     }
 }
 
 /// [`spread_percentiles`] in `buckets` buckets.
+#[cfg(test)]
 fn bucketed_percentiles(n: usize, pieces: &impl Pieces, total: f64, buckets: usize) -> [f64; 4] {
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    // The lowest and highest in total order, as the sorted walk's first and last marks (a NaN
-    // is not finite: the sorted walk then).
-    each_mark(pieces, |(v, _, _)| {
-        if v.total_cmp(&lo).is_lt() {
-            lo = v;
-        }
-        if v.total_cmp(&hi).is_gt() {
-            hi = v;
-        }
-    });
+    bucketed_within(n, pieces, total, buckets, MarkBounds::of(pieces))
+}
+
+/// [`spread_percentiles`] in `buckets` buckets of the levels between the marks' `bounds` (a NaN
+/// is not finite: the sorted walk then).
+fn bucketed_within(n: usize, pieces: &impl Pieces, total: f64, buckets: usize, bounds: MarkBounds) -> [f64; 4] {
+    let MarkBounds { lo, hi } = bounds;
     if !(lo.is_finite() && hi.is_finite() && hi > lo) || buckets == 0 {
         return sorted_percentiles(n, pieces, total);
     }
