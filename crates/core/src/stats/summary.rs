@@ -57,17 +57,9 @@ impl Distribution {
         })
     }
 
-    /// [`Distribution::of`] values no longer needed.
-    pub fn of_owned(values: Vec<f64>) -> Option<Distribution> {
-        Distribution::of(&values)
-    }
-
-    /// [`Distribution::of`] borrowed values, [`Distribution::of_owned`] owned ones.
+    /// [`Distribution::of`] borrowed or owned values.
     pub fn of_cow(values: std::borrow::Cow<'_, [f64]>) -> Option<Distribution> {
-        match values {
-            std::borrow::Cow::Borrowed(v) => Distribution::of(v),
-            std::borrow::Cow::Owned(v) => Distribution::of_owned(v),
-        }
+        Distribution::of(&values)
     }
 
     /// [`Distribution::of`] `values`, given them sorted ascending as well (`sorted`, by

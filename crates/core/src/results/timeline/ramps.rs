@@ -124,11 +124,7 @@ impl Ramps {
             sum += d as f64 * (a + b) / 2.0;
             min = f64::min(min, a.min(b));
             max = f64::max(max, a.max(b));
-            let (first, second) = marks_of((d, a, b));
-            bounds.take(first.0);
-            if let Some(m) = second {
-                bounds.take(m.0);
-            }
+            bounds.take_marks_of((d, a, b));
         }
         let avg = sum / total;
         let var = self.pieces(from, to).fold(-0.0, |sum, (d, a, b)| {
@@ -202,11 +198,22 @@ impl MarkBounds {
         }
     }
 
+    /// Takes the marks of a piece ([`marks_of`]).
+    fn take_marks_of(&mut self, piece: (u64, f64, f64)) {
+        let (first, second) = marks_of(piece);
+        self.take(first.0);
+        if let Some(m) = second {
+            self.take(m.0);
+        }
+    }
+
     /// Those of every mark of `pieces`.
     #[cfg(test)]
     fn of(pieces: &impl Pieces) -> MarkBounds {
         let mut b = MarkBounds::new();
-        each_mark(pieces, |(v, _, _)| b.take(v));
+        for piece in pieces() {
+            b.take_marks_of(piece);
+        }
         b
     }
 }
