@@ -23,7 +23,7 @@ mod summary;
 pub use moments::{mean, std_dev, sum};
 pub use percentile::{ks_distance_sorted, nearest_rank, percentile_sorted};
 pub use runs::Runs;
-pub(crate) use select::{of_order_key, order_key};
+pub(crate) use select::{keys_at_weighted_ranks, of_order_key, order_key};
 pub use sort::sorted;
 pub use student_t::{sample_std_dev, t_interval_half_width, t_quantile};
 pub use summary::{Distribution, REPORT_PERCENTILES, Summary};

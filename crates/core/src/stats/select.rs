@@ -34,13 +34,28 @@ pub(crate) fn at_weighted_ranks<I: Copy>(
     ranks: &[u64],
     value_of: impl Fn(&I) -> (f64, u64) + Copy,
 ) -> Vec<f64> {
+    let keyed = move |i: &I| {
+        let (v, w) = value_of(i);
+        (order_key(v), w)
+    };
+    keys_at_weighted_ranks(items, ranks, keyed).into_iter().map(of_order_key).collect()
+}
+
+/// The keys at `ranks` (ascending, each below the sum of the weights) of the list in which each
+/// of `items` stands for the key `key_of` gives repeated its weight times, sorted, in the order
+/// of `ranks`.
+pub(crate) fn keys_at_weighted_ranks<I: Copy>(
+    items: &[I],
+    ranks: &[u64],
+    key_of: impl Fn(&I) -> (u64, u64) + Copy,
+) -> Vec<u64> {
     let (lo, hi) = items.iter().fold((u64::MAX, 0), |(lo, hi), i| {
-        let k = order_key(value_of(i).0);
+        let k = key_of(i).0;
         (lo.min(k), hi.max(k))
     });
     let mut out = vec![0; ranks.len()];
-    select(items, ranks, value_of, (lo, hi), &mut out);
-    out.into_iter().map(of_order_key).collect()
+    select(items, ranks, key_of, (lo, hi), &mut out);
+    out
 }
 
 /// A digit's items counted: their weight and number, the first one's key, and whether another
@@ -53,21 +68,18 @@ struct Digit {
     mixed: bool,
 }
 
-/// Puts in `out` the keys at `ranks` of `items`, whose least and greatest keys are `bounds`.
+/// Puts in `out` the keys at `ranks` of `items` weighed (key, weight) by `weighed`, whose least
+/// and greatest keys are `bounds`.
 fn select<I: Copy>(
     items: &[I],
     ranks: &[u64],
-    value_of: impl Fn(&I) -> (f64, u64) + Copy,
+    weighed: impl Fn(&I) -> (u64, u64) + Copy,
     (lo, hi): (u64, u64),
     out: &mut [u64],
 ) {
     if ranks.is_empty() {
         return;
     }
-    let weighed = |i: &I| {
-        let (v, w) = value_of(i);
-        (order_key(v), w)
-    };
     if lo == hi {
         out.fill(lo);
         return;
@@ -135,7 +147,7 @@ fn select<I: Copy>(
     }
     if !parts.is_empty() {
         for i in items {
-            let k = order_key(value_of(i).0);
+            let k = weighed(i).0;
             let s = slot[digit(k)];
             if s != NONE {
                 let p = &mut parts[s as usize];
@@ -147,7 +159,7 @@ fn select<I: Copy>(
     }
     for ((_, below, span), (part, lo, hi)) in wanted.into_iter().zip(parts) {
         let inner: Vec<u64> = ranks[span.clone()].iter().map(|r| r - below).collect();
-        select(&part, &inner, value_of, (lo, hi), &mut out[span]);
+        select(&part, &inner, weighed, (lo, hi), &mut out[span]);
     }
 }
 

@@ -15,7 +15,7 @@
 //! [`Weighted::add`] takes them one at a time, for curves swept again for each pass.
 
 use super::metric::{FRACTIONS, TimeWeighted};
-use crate::stats::{of_order_key as value, order_key as key};
+use crate::stats::{keys_at_weighted_ranks, of_order_key as value, order_key as key};
 
 /// Bits of a value's key decided per histogram pass.
 const DIGIT: u32 = 16;
@@ -314,7 +314,7 @@ impl Weighted {
             };
             let mut c = t.below;
             if p.histogram.is_empty() {
-                t.found = Some(first_reaching(&mut p.kept, c, |c| reaches(c, f)).unwrap_or(self.sums.max));
+                t.found = Some(first_reaching(&p.kept, c, |c| reaches(c, f)).unwrap_or(self.sums.max));
                 continue;
             }
             let mut chosen = None;
@@ -372,58 +372,26 @@ impl Weighted {
 
 /// The least key of `kept` (key, duration) at which `below` plus the durations of the keys up
 /// to it `reaches`, as a walk over them sorted by key finds it (`reaches` rising with the
-/// duration); `None` when even all of them do not. A selection over the keys' bits: the
-/// durations summed per digit of the highest 16 bits in which the keys differ, the digit
-/// reached kept (moved to the front of `kept`, which is reordered) and its next bits looked
-/// into, until the keys left are one or few; in time linear in the length of `kept`.
-fn first_reaching(kept: &mut [(u64, u64)], mut below: u64, reaches: impl Fn(u64) -> bool) -> Option<u64> {
-    let mut part = kept;
-    let (mut lo, mut hi) = part.iter().fold((u64::MAX, 0), |(lo, hi), e| (lo.min(e.0), hi.max(e.0)));
-    let mut durations = Vec::new();
-    loop {
-        if part.len() <= 16 {
-            part.sort_unstable_by_key(|e| e.0);
-            return part.iter().find_map(|&(k, d)| {
-                below += d;
-                reaches(below).then_some(k)
-            });
-        }
-        if lo == hi {
-            let all: u64 = part.iter().map(|e| e.1).sum();
-            return reaches(below + all).then_some(lo);
-        }
-        // The keys agree above their highest differing bit: the digit is the 16 bits from it
-        // down, counted from the least key's.
-        let shift = (64 - (lo ^ hi).leading_zeros()).saturating_sub(DIGIT);
-        let base = lo >> shift;
-        durations.clear();
-        durations.resize(((hi >> shift) - base + 1) as usize, 0u64);
-        for &(k, d) in part.iter() {
-            durations[((k >> shift) - base) as usize] += d;
-        }
-        // The first digit reached is one with keys: the least key's, or one whose durations
-        // made the sum reach.
-        let mut c = below;
-        let digit = durations.iter().position(|&d| {
-            let reached = reaches(c + d);
-            c += if reached { 0 } else { d };
-            reached
-        })?;
-        below = c;
-        let wanted = base + digit as u64;
-        let mut n = 0;
-        (lo, hi) = (u64::MAX, 0);
-        for i in 0..part.len() {
-            let k = part[i].0;
-            if k >> shift == wanted {
-                part.swap(n, i);
-                n += 1;
-                lo = lo.min(k);
-                hi = hi.max(k);
-            }
-        }
-        part = &mut part[..n];
+/// duration); `None` when even all of them do not. The least duration that reaches is found by
+/// bisection, and the key holding it selected over the keys' bits
+/// ([`crate::stats::keys_at_weighted_ranks`]); in time linear in the length of `kept`.
+fn first_reaching(kept: &[(u64, u64)], below: u64, reaches: impl Fn(u64) -> bool) -> Option<u64> {
+    let total: u64 = kept.iter().map(|e| e.1).sum();
+    if kept.is_empty() || !reaches(below + total) {
+        return None;
     }
+    if reaches(below) {
+        // Reached before the first key: the walk's first step, whatever its duration.
+        return kept.iter().map(|e| e.0).min();
+    }
+    // `reaches` fails at `lo` and holds at `hi`.
+    let (mut lo, mut hi) = (below, below + total);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if reaches(mid) { hi = mid } else { lo = mid }
+    }
+    // The key whose durations hold the `hi - below`th unit of the sorted walk.
+    keys_at_weighted_ranks(kept, &[hi - below - 1], |&e| e).first().copied()
 }
 
 #[cfg(test)]
@@ -457,8 +425,7 @@ mod tests {
                 c += d;
                 reaches(c).then_some(k)
             });
-            let mut kept = kept;
-            proptest::prop_assert_eq!(first_reaching(&mut kept, below, reaches), walked);
+            proptest::prop_assert_eq!(first_reaching(&kept, below, reaches), walked);
         }
     }
 
@@ -466,11 +433,11 @@ mod tests {
     /// step, whatever the durations (of zero here) of the keys partitioned about.
     #[test]
     fn a_fraction_reached_before_the_bucket_is_its_least_key() {
-        let mut kept: Vec<(u64, u64)> = (0..40).map(|k| (40 - k, 0)).collect();
-        assert_eq!(first_reaching(&mut kept, 3, |c| c >= 1), Some(1));
-        assert_eq!(first_reaching(&mut kept, 0, |c| c >= 1), None);
+        let kept: Vec<(u64, u64)> = (0..40).map(|k| (40 - k, 0)).collect();
+        assert_eq!(first_reaching(&kept, 3, |c| c >= 1), Some(1));
+        assert_eq!(first_reaching(&kept, 0, |c| c >= 1), None);
         // Most keys the least one: the fraction reached in its digit.
-        let mut kept: Vec<(u64, u64)> = (0..40).map(|k| (if k < 30 { 5 } else { 9 }, 0)).collect();
-        assert_eq!(first_reaching(&mut kept, 3, |c| c >= 1), Some(5));
+        let kept: Vec<(u64, u64)> = (0..40).map(|k| (if k < 30 { 5 } else { 9 }, 0)).collect();
+        assert_eq!(first_reaching(&kept, 3, |c| c >= 1), Some(5));
     }
 }
