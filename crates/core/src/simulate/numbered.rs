@@ -55,21 +55,18 @@ impl BlockIds {
         }
     }
 
-    /// The blocks used once among these numbers, counted before the schedule is known (beside
-    /// its making), the count's passes split among parts given to `fork`;
-    /// [`BlockIds::mark_counted`] marks them for a schedule that sends each row at most once.
-    pub fn count_uses(&self, fork: &impl Fork) -> Uses {
-        Uses { renumbering: Renumbering::of(&self.ids, self.blocks, fork), ids: self.ids.len(), blocks: self.blocks }
-    }
-
-    /// [`BlockIds::mark_once_on`] with the uses counted beforehand ([`BlockIds::count_uses`] of
-    /// these numbers; uses counted of other numbers mark nothing).
-    pub fn mark_counted(&mut self, uses: Uses, schedule: &Schedule, fork: &impl Fork) {
+    /// Gives the blocks that occur once the number [`cache::ONCE`], as [`BlockIds::mark_once`]
+    /// does for [`trace_schedule`](super::trace_schedule)`(rows)` (these numbers' rows), with
+    /// the uses counted as the numbers were given ([`Numbering::finish`]): known before that
+    /// schedule is made, so beside its making. It sends each row once when no row starts
+    /// sub-agents; rows that do leave the numbers as they are (the simulations are the same,
+    /// slower). Uses counted of other numbers mark nothing.
+    pub fn mark_counted(&mut self, uses: Uses, rows: &[Row], fork: &impl Fork) {
         let Some(renumbering) = uses.renumbering.filter(|_| uses.ids == self.ids.len() && uses.blocks == self.blocks)
         else {
             return;
         };
-        if rows_sent_once(self.rows, schedule) {
+        if rows.len() == self.rows && rows.iter().all(|r| r.branches().is_empty()) {
             self.renumber(&renumbering, fork);
         }
     }
@@ -80,8 +77,7 @@ impl BlockIds {
     }
 }
 
-/// The uses of a [`BlockIds`]' blocks, counted before its schedule is known
-/// ([`BlockIds::count_uses`]).
+/// The uses of a [`BlockIds`]' blocks, counted as they were numbered ([`Numbering::finish`]).
 pub struct Uses {
     renumbering: Option<Renumbering>,
     /// How many numbers and blocks were counted.
@@ -96,6 +92,8 @@ pub struct Numbering {
     interner: Interner,
     ids: Vec<u32>,
     rows: Vec<Row>,
+    /// A bit per number: set once its id came again.
+    again: Vec<u64>,
 }
 
 impl Numbering {
@@ -107,16 +105,33 @@ impl Numbering {
     /// empty.
     pub fn take(&mut self, trace: &mut Trace) {
         let base = self.ids.len() as u64;
-        let interner = &mut self.interner;
-        self.ids.extend(trace.all_hash_ids().iter().map(|&id| interner.intern(id)));
+        let (interner, again) = (&mut self.interner, &mut self.again);
+        self.ids.extend(trace.all_hash_ids().iter().map(|&id| {
+            let numbered = interner.size();
+            let n = interner.intern(id);
+            if (n as usize) < numbered {
+                let (w, bit) = Renumbering::at(n);
+                if w >= again.len() {
+                    again.resize((w + 1).max(2 * again.len()), 0);
+                }
+                again[w] |= bit;
+            }
+            n
+        }));
         trace.move_rows_onto(&mut self.rows, base);
     }
 
-    /// The rows taken and their blocks numbered: those of [`Trace::into_parts`] and
-    /// [`BlockIds::of`] of the trace they make.
-    pub fn finish(self) -> Result<(Vec<Row>, BlockIds), SimulateError> {
+    /// The rows taken, their blocks numbered, and the blocks' uses: those of
+    /// [`Trace::into_parts`], [`BlockIds::of`] of the trace they make, and what
+    /// [`BlockIds::mark_counted`] marks them with.
+    pub fn finish(self) -> Result<(Vec<Row>, BlockIds, Uses), SimulateError> {
         let ids = BlockIds::numbered(&self.interner, self.ids, self.rows.len())?;
-        Ok((self.rows, ids))
+        let uses = Uses {
+            renumbering: Renumbering::of_repeated(self.again, ids.blocks),
+            ids: ids.ids.len(),
+            blocks: ids.blocks,
+        };
+        Ok((self.rows, ids, uses))
     }
 }
 
@@ -150,6 +165,14 @@ fn stretch(len: usize, fork: &impl Fork) -> usize {
     len.div_ceil(fork.width().clamp(1, 4)).max(1)
 }
 
+/// A word of [`Renumbering`]: the numbers of its 64 that occur once, and how many numbers below
+/// it do.
+#[derive(Clone, Copy)]
+struct Word {
+    once: u64,
+    below: u64,
+}
+
 /// The block numbers that occur once among a trace's numbers (`0..blocks`) given the number
 /// [`cache::ONCE`]: no request after the one holding such a block looks it up, so the caches
 /// keep no entry for it. The others are numbered again densely in the same order, so that the
@@ -157,13 +180,13 @@ fn stretch(len: usize, fork: &impl Fork) -> usize {
 /// `ONCE` itself are left as they are.
 ///
 /// The uses are counted in two bits a block (met, met again), so the tables stay in the
-/// processor's cache; a block's new number is its old one less the blocks met once below it
-/// (`below`, a count before each word of `once`). The numbers are counted and rewritten a
-/// stretch a part, as many parts as a fork runs at once (at most four), each counting into
-/// tables of its own.
+/// processor's cache, or a bit a block as the numbers are given (met again: every number given
+/// was met); a block's new number is its old one less the blocks met once below it (counted
+/// before each [`Word`]). The numbers are counted and rewritten a stretch a part, as many parts
+/// as a fork runs at once (at most four), each counting into tables of its own.
 struct Renumbering {
-    once: Vec<u64>,
-    below: Vec<u32>,
+    /// Per word of 64 numbers: which occur once, and how many below the word do.
+    words: Vec<Word>,
     /// How many numbers are left.
     left: usize,
 }
@@ -201,13 +224,41 @@ impl Renumbering {
             }
         }
         let once: Vec<u64> = met.iter().zip(&again).map(|(m, a)| m & !a).collect();
-        let mut below = Vec::with_capacity(words);
-        let mut singles = 0usize;
-        for w in &once {
-            below.push(singles as u32);
-            singles += w.count_ones() as usize;
+        Some(Renumbering::of_once(once, blocks))
+    }
+
+    /// The renumbering of numbers `0..blocks` that all occur, those of `again` (a bit per
+    /// number) more than once; `None` when numbers reach [`cache::ONCE`].
+    fn of_repeated(mut again: Vec<u64>, blocks: usize) -> Option<Renumbering> {
+        if blocks > cache::ONCE as usize {
+            return None;
         }
-        Some(Renumbering { once, below, left: blocks - singles })
+        let words = blocks.div_ceil(64);
+        again.resize(words, 0);
+        for (w, a) in again.iter_mut().enumerate() {
+            // The numbers of the word that exist: all but past `blocks` in the last word.
+            let met = match blocks - w * 64 {
+                left if left >= 64 => u64::MAX,
+                left => (1u64 << left) - 1,
+            };
+            *a = met & !*a;
+        }
+        Some(Renumbering::of_once(again, blocks))
+    }
+
+    /// The renumbering that gives the numbers of `once` (a bit per number of `0..blocks`)
+    /// [`cache::ONCE`].
+    fn of_once(once: Vec<u64>, blocks: usize) -> Renumbering {
+        let mut singles = 0usize;
+        let words = once
+            .into_iter()
+            .map(|once| {
+                let word = Word { once, below: singles as u64 };
+                singles += once.count_ones() as usize;
+                word
+            })
+            .collect();
+        Renumbering { words, left: blocks - singles }
     }
 
     /// Gives each of `ids` its new number, a stretch a part given to `fork`.
@@ -235,10 +286,9 @@ impl Renumbering {
     #[inline]
     fn number(&self, n: u32) -> u32 {
         let (w, bit) = Self::at(n);
-        match (self.once.get(w), self.below.get(w)) {
-            (Some(&o), Some(_)) if o & bit != 0 => cache::ONCE,
-            (Some(&o), Some(&b)) => n - b - (o & (bit - 1)).count_ones(),
-            _ => n,
-        }
+        let Some(word) = self.words.get(w) else { return n };
+        // Both worked out, one kept: no branch on which.
+        let renumbered = n.wrapping_sub((word.below + u64::from((word.once & (bit - 1)).count_ones())) as u32);
+        if word.once & bit != 0 { cache::ONCE } else { renumbered }
     }
 }

@@ -616,29 +616,42 @@ fn blocks_numbered_beforehand_simulate_alike() {
     assert!(matches!(err, SimulateError::BlockIdsOfAnotherTrace { rows: 40, .. }), "{err}");
 }
 
-/// Uses counted before the schedule is known mark the numbers as `mark_once` does: for a
-/// schedule that sends each row once, and not for one that sends rows again; uses counted of
-/// other numbers mark nothing.
+/// Uses counted as the numbers are given mark them as `mark_once` does for the trace's schedule:
+/// for a trace of sessions and single rows, and not for one whose rows start sub-agents; uses
+/// counted of other numbers mark nothing.
 #[test]
-fn uses_counted_beside_the_schedule_mark_as_mark_once() {
+fn uses_counted_as_numbered_mark_as_mark_once() {
     let rows: Vec<Vec<u64>> = (0..30u64).map(|i| (0..1 + i % 4).map(|k| (i % 5) * 10 + k + i).collect()).collect();
-    let trace = sequential(&rows);
-    let ids = BlockIds::of(&trace).unwrap();
-    let fixed = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
-    let once = build(&trace, fixed, None).unwrap();
-    let again = build(&trace, Timing::AsFastAsAllowed, Some(45)).unwrap();
-    for (schedule, marks) in [(&once, true), (&again, false)] {
-        let mut expected = ids.clone();
-        expected.mark_once(schedule);
-        let mut counted = ids.clone();
-        let uses = counted.count_uses(&crate::fork::LastFirst { at_once: true });
-        counted.mark_counted(uses, schedule, &crate::fork::LastFirst { at_once: true });
-        assert_eq!((&counted.ids, counted.blocks, counted.rows), (&expected.ids, expected.blocks, expected.rows));
-        assert_eq!(counted.ids != ids.ids, marks);
+    let mut trace = sequential(&rows);
+    for (i, row) in trace.rows_mut().iter_mut().enumerate().filter(|(i, _)| i % 3 == 0) {
+        row.session_id = Some(format!("s{}", i % 2).into());
     }
-    let other = BlockIds::of(&sequential(&rows[..20])).unwrap();
+    let fixed = Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true };
+    let numbered = |trace: &Trace| {
+        let mut numbering = Numbering::new();
+        numbering.take(&mut trace.clone());
+        numbering.finish().unwrap()
+    };
+    let (taken, ids, uses) = numbered(&trace);
+    let mut expected = ids.clone();
+    expected.mark_once(&build(&trace, fixed, None).unwrap());
     let mut counted = ids.clone();
-    counted.mark_counted(other.count_uses(&crate::fork::InTurn), &once, &crate::fork::InTurn);
+    counted.mark_counted(uses, &taken, &crate::fork::LastFirst { at_once: true });
+    assert_eq!((&counted.ids, counted.blocks, counted.rows), (&expected.ids, expected.blocks, expected.rows));
+    assert_ne!(counted.ids, ids.ids);
+    let (_, other, other_uses) = numbered(&sequential(&rows[..20]));
+    let mut counted = ids.clone();
+    counted.mark_counted(other_uses, &taken, &crate::fork::InTurn);
+    assert_eq!((&counted.ids, counted.blocks), (&ids.ids, ids.blocks));
+    assert_eq!(other.rows, 20);
+    // A row that starts a sub-agent session: nothing marked.
+    let mut branched = trace.clone();
+    branched.rows_mut()[2].session_id = Some("child".into());
+    branched.rows_mut()[1].rare_mut().branches =
+        vec![crate::trace::Branch { children: vec!["child".into()], join_at: None, offsets_ms: Vec::new() }];
+    let (taken, ids, uses) = numbered(&branched);
+    let mut counted = ids.clone();
+    counted.mark_counted(uses, &taken, &crate::fork::InTurn);
     assert_eq!((&counted.ids, counted.blocks), (&ids.ids, ids.blocks));
 }
 
@@ -683,8 +696,15 @@ proptest::proptest! {
             numbering.take(&mut block);
             proptest::prop_assert!(block.is_empty());
         }
-        let (taken, ids) = numbering.finish().unwrap();
+        let (taken, ids, uses) = numbering.finish().unwrap();
         proptest::prop_assert_eq!((&ids.ids, ids.blocks, ids.rows), (&whole.ids, whole.blocks, whole.rows));
+        // The uses counted as the blocks came mark what the whole trace's schedule marks.
+        if let Ok(schedule) = build(&trace, Timing::Fixed { start_offset_ms: None, end_offset_ms: None, auto_offset: true }, None) {
+            let (mut marked, mut expected) = (ids.clone(), whole.clone());
+            marked.mark_counted(uses, &taken, &crate::fork::InTurn);
+            expected.mark_once(&schedule);
+            proptest::prop_assert_eq!((&marked.ids, marked.blocks), (&expected.ids, expected.blocks));
+        }
         let (rows_whole, _) = trace.clone().into_parts();
         let ranges: Vec<_> = taken.iter().map(Row::ids_range).collect();
         let whole_ranges: Vec<_> = rows_whole.iter().map(Row::ids_range).collect();

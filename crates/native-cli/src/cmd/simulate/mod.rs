@@ -105,15 +105,15 @@ pub fn run(args: Args) -> Result<()> {
         &aiperf_core::formats::ConvertOptions::default(),
         |block| numbering.take(block),
     )?;
-    let (trace_rows, mut numbered) = numbering.finish().with_context(|| format!("simulate {}", args.file.display()))?;
-    // The blocks' uses are counted on a thread of their own while the schedule is built.
-    let (schedule, uses) = std::thread::scope(|s| {
-        let counting = s.spawn(|| numbered.count_uses(&InTurn));
-        (trace_schedule(&trace_rows), counting.join())
+    let (trace_rows, mut numbered, uses) =
+        numbering.finish().with_context(|| format!("simulate {}", args.file.display()))?;
+    // The blocks used once are marked on a thread of their own while the schedule is built.
+    let (schedule, marked) = std::thread::scope(|s| {
+        let marking = s.spawn(|| numbered.mark_counted(uses, &trace_rows, &InTurn));
+        (trace_schedule(&trace_rows), marking.join())
     });
     let schedule = Arc::new(schedule.with_context(|| format!("{}", args.file.display()))?);
-    let uses = uses.map_err(|_| anyhow::anyhow!("the count of the blocks' uses failed"))?;
-    numbered.mark_counted(uses, &schedule, &crate::threads::Threads);
+    marked.map_err(|_| anyhow::anyhow!("the marking of the blocks used once failed"))?;
     let sample_every_ns = sample_every_ns(&schedule, args.samples);
     let mut held = Some(Held { rows: trace_rows, schedule, ids: numbered });
     let engine = calibration.map_or(
