@@ -14,9 +14,10 @@ use super::model::{Input, Number, Row};
 use crate::json_scan::Cursor;
 
 /// Parses `text` as a plain Mooncake row, pushing its ids onto `ids`. On `None`, `ids` may hold
-/// a partial tail that the caller must truncate.
-pub(super) fn parse(text: &str, ids: &mut Vec<u64>, line: u64) -> Option<Row> {
-    let mut s = Cursor::new(text.as_bytes());
+/// a partial tail that the caller must truncate. The bytes need not be checked as UTF-8 first:
+/// a row taken has ASCII tokens only but for its strings, each checked.
+pub(super) fn parse(text: &[u8], ids: &mut Vec<u64>, line: u64) -> Option<Row> {
+    let mut s = Cursor::new(text);
     s.ws();
     if !s.open(b'{', b'}')? {
         return None;

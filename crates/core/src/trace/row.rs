@@ -10,13 +10,22 @@ use super::visit::{Ctx, RowVisitor};
 
 /// Parses one non-blank line into `trace`; on error nothing is added.
 pub(super) fn parse_row(text: &str, line: u64, trace: &mut Trace) -> Result<(), FieldError> {
+    if parse_plain_row(text.as_bytes(), line, trace) {
+        return Ok(());
+    }
+    parse_row_serde(text, line, trace)
+}
+
+/// Takes `text` when it is a plain Mooncake row ([`super::fast`]), from its bytes (not checked
+/// as UTF-8 first); false, and nothing taken, otherwise.
+pub(super) fn parse_plain_row(text: &[u8], line: u64, trace: &mut Trace) -> bool {
     let start = trace.arena_mut().len();
     if let Some(row) = super::fast::parse(text, trace.arena_mut(), line) {
         trace.push_with_arena_tail(row, start);
-        return Ok(());
+        return true;
     }
     trace.arena_mut().truncate(start);
-    parse_row_serde(text, line, trace)
+    false
 }
 
 /// The general path: any row shape, with exact error messages.
@@ -141,7 +150,7 @@ mod tests {
             let body: Vec<String> = fields.iter().map(|(k, v)| format!("{ws}\"{k}\"{ws}:{ws}{v}{ws}")).collect();
             let text = format!("{ws}{{{}}}{ws}", body.join(","));
             let mut fast = Trace::new();
-            if let Some(row) = super::super::fast::parse(&text, fast.arena_mut(), 1) {
+            if let Some(row) = super::super::fast::parse(text.as_bytes(), fast.arena_mut(), 1) {
                 fast.push_with_arena_tail(row, 0);
                 prop_assert_eq!(Ok(fast), via(&text, false), "{}", text);
             }
@@ -154,7 +163,7 @@ mod tests {
     fn fast_path_takes_plain_mooncake_rows() {
         let mut t = Trace::new();
         let row = super::super::fast::parse(
-            r#"{"timestamp": 27, "input_length": 6755, "output_length": 500, "hash_ids": [0, 1, 2]}"#,
+            br#"{"timestamp": 27, "input_length": 6755, "output_length": 500, "hash_ids": [0, 1, 2]}"#,
             t.arena_mut(),
             3,
         );

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::trace::error::{RowError, TraceError};
 use crate::trace::model::{Row, Trace};
-use crate::trace::row::parse_row;
+use crate::trace::row::{parse_plain_row, parse_row};
 
 /// How to read a trace.
 #[derive(Clone, Debug)]
@@ -106,8 +106,14 @@ impl TraceParser {
         }
     }
 
-    /// Parses the next line given as bytes, rejecting invalid UTF-8 with a row error.
+    /// Parses the next line given as bytes, rejecting invalid UTF-8 with a row error. A plain
+    /// row after the first line (which may start with a byte order mark) is read from its bytes
+    /// at once: its strings are checked as it takes them.
     pub fn push_line_bytes(&mut self, line: &[u8]) {
+        if self.line > 0 && parse_plain_row(line.strip_suffix(b"\r").unwrap_or(line), self.line + 1, &mut self.trace) {
+            self.line += 1;
+            return;
+        }
         match std::str::from_utf8(line) {
             Ok(s) => self.push_line(s),
             Err(e) => {

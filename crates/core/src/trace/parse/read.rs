@@ -143,6 +143,21 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        // Plain rows read from their bytes: a bad byte in a session id or outside any string is
+        // refused as above; the good rows around it are read as their text is.
+        for (bad, byte) in [
+            (&b"{\"input_length\": 1, \"session_id\": \"a\xff\"}"[..], 37),
+            (&b"{\"input_length\": 1, \xff\"hash_ids\": [2]}"[..], 21),
+            (&b"{\"input_length\": 1, \"hash_ids\": [2]}\xc3"[..], 37),
+        ] {
+            let text = [&b"{\"input_length\": 1}\n"[..], bad, b"\r\n{\"input_length\": 3, \"hash_ids\": [4]}\n"].concat();
+            let skipping = ParseOptions::new("t.jsonl").skip_invalid(true);
+            let read_back = read(&text[..], skipping.clone()).unwrap();
+            assert_eq!(read_back.skipped[0].to_string(), format!("t.jsonl:2: not valid UTF-8 (byte {byte})"));
+            let good = "{\"input_length\": 1}\n\n{\"input_length\": 3, \"hash_ids\": [4]}\n";
+            let want = parse_str(good, skipping).unwrap().trace;
+            assert_eq!(read_back.trace, want);
+        }
     }
 
     #[test]
