@@ -94,11 +94,11 @@ pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>> {
     } else {
         Box::new(File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
     };
-    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut reader = BufReader::with_capacity(READER_BYTES, file);
     let magic = reader.fill_buf().with_context(|| format!("cannot read {}", path.display()))?;
     if magic.starts_with(&[0x1f, 0x8b]) {
         let gz = flate2::bufread::MultiGzDecoder::new(reader);
-        Ok(Box::new(BufReader::with_capacity(1 << 20, gz)))
+        Ok(Box::new(BufReader::with_capacity(READER_BYTES, gz)))
     } else {
         Ok(Box::new(reader))
     }
@@ -162,15 +162,23 @@ pub fn parse_workers() -> usize {
     }
 }
 
-/// Bytes of whole lines handed to a parsing thread at a time.
-pub(crate) const BLOCK_BYTES: usize = 64 << 10;
+/// A reader's buffer ([`open`]): a read of at least this many bytes bypasses it.
+const READER_BYTES: usize = 256 << 10;
+
+/// Bytes of whole lines handed to a parsing thread at a time: read into the block at once,
+/// bypassing the reader's buffer ([`READER_BYTES`]).
+pub(crate) const BLOCK_BYTES: usize = 1 << 20;
+
+/// Bytes read at least once a block holds `block_bytes` but no line end yet (a long line), or
+/// `block_bytes` when fewer.
+const MORE_BYTES: usize = 64 << 10;
 
 /// Blocks waiting for a worker, and parsed blocks waiting to be taken, per worker.
 const BLOCKS_QUEUED: usize = 4;
 
-/// A block of whole lines for a parsing thread, after the given number of lines (or why the
-/// reading stopped).
-pub(crate) type Block = Result<(u64, Vec<u8>), TraceError>;
+/// A block of whole lines for a parsing thread, after the given number of lines: its buffer and
+/// how many of its bytes are the lines (or why the reading stopped).
+pub(crate) type Block = Result<(u64, Vec<u8>, usize), TraceError>;
 
 /// [`read_each`] with the parsing spread over `workers` threads ([`parse_blocks_in_order`]): the
 /// rows reach `f` on the calling thread in file order, with the same rows, line numbers, errors
@@ -284,8 +292,8 @@ pub(crate) fn parse_blocks_in_order<T: Send + 'static>(
         std::thread::spawn(move || {
             while let Ok(block) = block_rx.recv() {
                 let out = match block {
-                    Ok((lines_before, bytes)) => {
-                        let out = parse(Ok((lines_before, &bytes)));
+                    Ok((lines_before, bytes, used)) => {
+                        let out = parse(Ok((lines_before, &bytes[..used])));
                         let _ = free_tx.send(bytes);
                         out
                     }
@@ -311,7 +319,9 @@ pub(crate) fn parse_blocks_in_order<T: Send + 'static>(
 }
 
 /// The reader thread: blocks of whole lines, at least `block_bytes` each (a longer line makes
-/// a longer block, up to the line limit), dealt to the workers in turn.
+/// a longer block, up to the line limit), dealt to the workers in turn. The reader reads into a
+/// block's buffer directly; the buffers come back from the workers and keep their length (their
+/// bytes past the lines are room, not zeroed again).
 fn cut_blocks(
     mut reader: Box<dyn BufRead + Send>,
     source: &Arc<str>,
@@ -323,12 +333,15 @@ fn cut_blocks(
     let mut lines_before = 0u64;
     let mut carry: Vec<u8> = Vec::new();
     // The bytes after the last line end (all of them without one).
-    let tail = |block: &[u8], last_end: Option<usize>| last_end.map_or(block.len(), |e| block.len() - e - 1);
+    let tail = |used: usize, last_end: Option<usize>| last_end.map_or(used, |e| used - e - 1);
     for k in 0.. {
         let to = &to_workers[k % to_workers.len()];
         let mut block = free.try_recv().unwrap_or_default();
-        block.clear();
-        block.extend_from_slice(&carry);
+        if block.len() < carry.len() {
+            block.resize(carry.len(), 0);
+        }
+        block[..carry.len()].copy_from_slice(&carry);
+        let mut used = carry.len();
         carry.clear();
         // Read until the block holds a line end past `block_bytes`, the file ends, or a line is
         // longer than the limit (the worker then reports it where it starts).
@@ -336,26 +349,26 @@ fn cut_blocks(
         let mut last_end = None;
         let mut eof = false;
         loop {
-            if let Some(i) = memchr::memrchr(b'\n', &block[searched..]) {
+            if let Some(i) = memchr::memrchr(b'\n', &block[searched..used]) {
                 last_end = Some(searched + i);
             }
-            searched = block.len();
-            if (last_end.is_some() && block.len() >= block_bytes) || tail(&block, last_end) > max_line_bytes {
+            searched = used;
+            if (last_end.is_some() && used >= block_bytes) || tail(used, last_end) > max_line_bytes {
                 break;
             }
-            match reader.fill_buf() {
-                Ok([]) => {
+            let want = block_bytes.saturating_sub(used).max(MORE_BYTES.min(block_bytes)).max(1);
+            if block.len() < used + want {
+                block.resize(used + want, 0);
+            }
+            match reader.read(&mut block[used..used + want]) {
+                Ok(0) => {
                     eof = true;
                     break;
                 }
-                Ok(chunk) => {
-                    let n = chunk.len();
-                    block.extend_from_slice(chunk);
-                    reader.consume(n);
-                }
+                Ok(n) => used += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(error) => {
-                    let line = lines_before + memchr::memchr_iter(b'\n', &block).count() as u64;
+                    let line = lines_before + memchr::memchr_iter(b'\n', &block[..used]).count() as u64;
                     let _ = to.send(Err(TraceError::Read { file: source.clone(), line, error }));
                     return;
                 }
@@ -363,21 +376,21 @@ fn cut_blocks(
         }
         // A line over the limit: the worker reports it where it starts, and nothing after it is
         // read. Otherwise the partial last line waits for the next block.
-        let too_long = tail(&block, last_end) > max_line_bytes;
+        let too_long = tail(used, last_end) > max_line_bytes;
         if !eof
             && !too_long
             && let Some(end) = last_end
         {
-            carry.extend_from_slice(&block[end + 1..]);
-            block.truncate(end + 1);
+            carry.extend_from_slice(&block[end + 1..used]);
+            used = end + 1;
         }
-        if block.is_empty() {
+        if used == 0 {
             return;
         }
-        let lines = memchr::memchr_iter(b'\n', &block).count() as u64 + u64::from(block.last() != Some(&b'\n'));
+        let lines = memchr::memchr_iter(b'\n', &block[..used]).count() as u64 + u64::from(block[used - 1] != b'\n');
         let start = lines_before;
         lines_before += lines;
-        if to.send(Ok((start, block))).is_err() || eof || too_long {
+        if to.send(Ok((start, block, used))).is_err() || eof || too_long {
             return;
         }
     }
