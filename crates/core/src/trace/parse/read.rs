@@ -150,7 +150,8 @@ mod tests {
             (&b"{\"input_length\": 1, \xff\"hash_ids\": [2]}"[..], 21),
             (&b"{\"input_length\": 1, \"hash_ids\": [2]}\xc3"[..], 37),
         ] {
-            let text = [&b"{\"input_length\": 1}\n"[..], bad, b"\r\n{\"input_length\": 3, \"hash_ids\": [4]}\n"].concat();
+            let text =
+                [&b"{\"input_length\": 1}\n"[..], bad, b"\r\n{\"input_length\": 3, \"hash_ids\": [4]}\n"].concat();
             let skipping = ParseOptions::new("t.jsonl").skip_invalid(true);
             let read_back = read(&text[..], skipping.clone()).unwrap();
             assert_eq!(read_back.skipped[0].to_string(), format!("t.jsonl:2: not valid UTF-8 (byte {byte})"));
