@@ -102,6 +102,30 @@ impl Point {
             }
         }
     }
+
+    /// [`Point::changes`] with each curve's changes in [`f64::total_cmp`] order: the order in
+    /// which [`sum_changes`] sums a time's changes when this point is the only one at its time.
+    /// Only the total throughput takes two changes at one point (the prefill rate's end and the
+    /// decode rate's start, at the first token).
+    fn changes_in_order(&self, mut f: impl FnMut(usize, f64)) {
+        let total = SettledCurve::Total as usize;
+        let mut held: Option<f64> = None;
+        self.changes(|c, d| match (c == total, held.take()) {
+            (false, h) => {
+                held = h;
+                f(c, d);
+            }
+            (true, None) => held = Some(d),
+            (true, Some(h)) => {
+                let (a, b) = if h.total_cmp(&d).is_le() { (h, d) } else { (d, h) };
+                f(c, a);
+                f(c, b);
+            }
+        });
+        if let Some(d) = held {
+            f(total, d);
+        }
+    }
 }
 
 impl Timeline {
@@ -253,6 +277,11 @@ fn take_before<T: Copy, const K: usize>(
 /// [`f64::total_cmp`] order.
 fn sum_at(group: &mut Vec<Point>, sums: &mut [Summer; SETTLED], at: &mut [Vec<f64>; SETTLED]) {
     let Some(t) = group.first().map(|p| p.t) else { return };
+    if let [p] = group[..] {
+        p.changes_in_order(|c, d| sums[c].add((t, d)));
+        group.clear();
+        return;
+    }
     for p in group.iter() {
         p.changes(|c, d| at[c].push(d));
     }
