@@ -489,20 +489,22 @@ impl Dispatch {
             self.idle_since_ns = end_ns;
         }
         self.first_token(job);
-        let schedule = Arc::clone(&self.schedule);
         let mut queued = Vec::new();
-        if let Some(g) = self.graphs.get_mut(&job.run)
-            && let Some(e) = g.ends.get_mut(job.turn as usize)
-        {
-            *e = end_ns;
-        }
-        if let Some(session) = schedule.sessions.get(job.session as usize)
-            && !self.stopped
-        {
-            // A chain run sends its first `run_turns` turns; a run with sub-agents sends its first
-            // `run_turns` requests in the order they are taken, as AIPerf stops after a request
-            // count.
-            let graph = self.graphs.contains_key(&job.run);
+        let graph = match self.graphs.get_mut(&job.run) {
+            Some(g) => {
+                if let Some(e) = g.ends.get_mut(job.turn as usize) {
+                    *e = end_ns;
+                }
+                true
+            }
+            None => false,
+        };
+        // A chain run sends its first `run_turns` turns (its session is not read after the last
+        // one); a run with sub-agents sends its first `run_turns` requests in the order they are
+        // taken, as AIPerf stops after a request count.
+        let follows = graph || job.turn.saturating_add(1) < job.run_turns;
+        let schedule = (follows && !self.stopped).then(|| Arc::clone(&self.schedule));
+        if let Some(session) = schedule.as_ref().and_then(|s| s.sessions.get(job.session as usize)) {
             for next in session.next_turns(job.turn).filter(|&n| graph || n < job.run_turns) {
                 // Whether a joined sub-agent ended after the turn this one follows.
                 let mut joined_later = false;
