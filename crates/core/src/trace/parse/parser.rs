@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::trace::error::{RowError, TraceError};
 use crate::trace::model::{Row, Trace};
-use crate::trace::row::{parse_plain_row, parse_row};
+use crate::trace::row::{parse_plain_row, parse_row, parse_row_serde};
 
 /// How to read a trace.
 #[derive(Clone, Debug)]
@@ -85,6 +85,12 @@ impl TraceParser {
 
     /// Parses the next line (without its line terminator; a trailing `\r` is ignored).
     pub fn push_line(&mut self, line: &str) {
+        self.push_text(line, false);
+    }
+
+    /// [`TraceParser::push_line`]; `not_plain`: the line (after the first, its `\r` stripped) is
+    /// known not to be a plain row, so only the general path reads it.
+    fn push_text(&mut self, line: &str, not_plain: bool) {
         self.line += 1;
         let mut text = line.strip_suffix('\r').unwrap_or(line);
         if self.line == 1 {
@@ -98,7 +104,11 @@ impl TraceParser {
         if text.trim().is_empty() {
             return;
         }
-        if let Err((field, mut reason)) = parse_row(text, self.line, &mut self.trace) {
+        let parsed = match not_plain {
+            true => parse_row_serde(text, self.line, &mut self.trace),
+            false => parse_row(text, self.line, &mut self.trace),
+        };
+        if let Err((field, mut reason)) = parsed {
             if text.contains('\r') {
                 reason.push_str(CR_HINT);
             }
@@ -110,12 +120,13 @@ impl TraceParser {
     /// row after the first line (which may start with a byte order mark) is read from its bytes
     /// at once: its strings are checked as it takes them.
     pub fn push_line_bytes(&mut self, line: &[u8]) {
-        if self.line > 0 && parse_plain_row(line.strip_suffix(b"\r").unwrap_or(line), self.line + 1, &mut self.trace) {
+        let tried = self.line > 0;
+        if tried && parse_plain_row(line.strip_suffix(b"\r").unwrap_or(line), self.line + 1, &mut self.trace) {
             self.line += 1;
             return;
         }
         match std::str::from_utf8(line) {
-            Ok(s) => self.push_line(s),
+            Ok(s) => self.push_text(s, tried),
             Err(e) => {
                 self.line += 1;
                 self.record_error(None, format!("not valid UTF-8 (byte {})", e.valid_up_to() + 1));
